@@ -1,0 +1,91 @@
+"""Measures as value objects with a canonical string, used as the store key.
+
+``Measure.parse("nDCG@10")`` gives ``Measure("ndcg", 10)`` whose ``str`` is ``"ndcg@10"``.
+Aliases follow common usage: ``acc``/``accuracy``/``hits``/``success`` -> ``acc`` (hit rate,
+trec_eval's ``success``), ``p`` -> ``precision``, ``r`` -> ``recall``, ``rr``/``recip_rank``
+-> ``mrr``, ``ap`` -> ``map``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from adaptlab.errors import ConfigError
+
+__all__ = ["MEASURE_NAMES", "Measure", "parse_measures"]
+
+MEASURE_NAMES: tuple[str, ...] = ("acc", "map", "mrr", "ndcg", "precision", "recall")
+"""Canonical measure names. ``mrr``, ``ndcg`` and ``map`` accept no cutoff (the full ranking)."""
+
+_ALIASES = {
+    "acc": "acc", "accuracy": "acc", "hits": "acc", "hit": "acc", "success": "acc",
+    "hit_rate": "acc", "hitrate": "acc",
+    "p": "precision", "precision": "precision", "prec": "precision",
+    "r": "recall", "recall": "recall",
+    "mrr": "mrr", "rr": "mrr", "recip_rank": "mrr",
+    "ndcg": "ndcg", "ndcg_cut": "ndcg",
+    "map": "map", "ap": "map", "map_cut": "map",
+}
+_NEEDS_K = frozenset({"acc", "precision", "recall"})
+_PATTERN = re.compile(r"^\s*([A-Za-z_]+)\s*(?:[@_](\d+))?\s*$")
+
+
+@dataclass(frozen=True, order=True)
+class Measure:
+    """A ranking measure and its cutoff ``k`` (``None`` = the whole ranking)."""
+
+    name: str
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in MEASURE_NAMES:
+            raise ConfigError(
+                f"unknown measure {self.name!r}; expected one of {', '.join(MEASURE_NAMES)}"
+            )
+        if self.k is not None and self.k < 1:
+            raise ConfigError(f"measure {self.name}@{self.k}: the cutoff k must be >= 1")
+        if self.k is None and self.name in _NEEDS_K:
+            raise ConfigError(f"measure {self.name!r} needs a cutoff, for example {self.name}@10")
+
+    @classmethod
+    def parse(cls, text: str | Measure) -> Measure:
+        """Parse ``"ndcg@10"``, ``"acc@5"``, ``"mrr"``, ``"map@100"``, ``"P_10"``, ..."""
+        if isinstance(text, Measure):
+            return text
+        m = _PATTERN.match(str(text))
+        if not m:
+            raise ConfigError(
+                f"cannot parse measure {text!r}; expected NAME or NAME@K such as ndcg@10, acc@5, mrr"
+            )
+        raw, k = m.group(1).lower(), m.group(2)
+        if raw not in _ALIASES:
+            raise ConfigError(
+                f"unknown measure {m.group(1)!r} in {text!r}; expected one of "
+                f"{', '.join(MEASURE_NAMES)} (with @K where needed)"
+            )
+        return cls(_ALIASES[raw], int(k) if k is not None else None)
+
+    def __str__(self) -> str:
+        return self.name if self.k is None else f"{self.name}@{self.k}"
+
+    @property
+    def depth(self) -> int | None:
+        """How many top documents the measure reads (``None``: all retrieved)."""
+        return self.k
+
+
+def parse_measures(spec: str | Iterable[str | Measure]) -> list[Measure]:
+    """Parse a comma-separated string or an iterable; duplicates are dropped, order kept."""
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    out: list[Measure] = []
+    for item in items:
+        if isinstance(item, str) and not item.strip():
+            continue
+        m = Measure.parse(item)
+        if m not in out:
+            out.append(m)
+    if not out:
+        raise ConfigError("no measures given; expected for example ndcg@10,acc@5,mrr")
+    return out
