@@ -1,0 +1,29 @@
+"""Options and output helpers shared by several sub-commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["add_bootstrap_options", "add_common", "print_json"]
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--debug", dest="sub_debug", action="store_true", help="show tracebacks on errors")
+
+
+def add_bootstrap_options(p: argparse.ArgumentParser, *, defaults: bool = True) -> None:
+    d = (lambda v: v) if defaults else (lambda v: None)
+    p.add_argument("--bootstrap", metavar="M", type=int, default=d(1000),
+                   help="bootstrap resamples (default 1000; the reference study used 500)")
+    p.add_argument("--sample-size", metavar="L", type=int, default=None,
+                   help="queries per resample (default: all queries; the reference study used 100)")
+    p.add_argument("--seed", type=int, default=d(0), help="seed of the bootstrap (default 0)")
+    p.add_argument("--confidence", type=float, default=d(0.95), help="CI level (default 0.95)")
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")

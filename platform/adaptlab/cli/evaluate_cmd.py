@@ -1,0 +1,63 @@
+"""``adaptlab evaluate``: trec_eval with bootstrap CIs and paired comparisons."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from adaptlab.cli._common import add_bootstrap_options, add_common, print_json
+from adaptlab.errors import ConfigError
+
+DEFAULT_METRICS = "ndcg@10,acc@1,acc@5,mrr@10,recall@100,map@100"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="score TREC run files against qrels, with CIs and paired tests",
+                       description="Score one or more TREC run files against TREC qrels. Several runs are "
+                                   "compared pairwise with a paired bootstrap.")
+    p.add_argument("--qrels", required=True, type=Path, help="TREC qrels file (qid 0 docid rel)")
+    p.add_argument("--run", required=True, type=Path, action="append", dest="runs",
+                   help="TREC run file (qid Q0 docid rank score tag); repeat for several systems")
+    p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated measures (default {DEFAULT_METRICS})")
+    add_bootstrap_options(p)
+    p.add_argument("--baseline", help="compare every run against this one only (default: all pairs)")
+    p.add_argument("--store", type=Path, help="also commit the results to this results store")
+    p.add_argument("--dataset", help="dataset name for the store (required with --store)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from adaptlab.data.trec import read_trec_qrels, read_trec_run
+    from adaptlab.evaluation import format_pairs, format_summary, summarise_runs
+    from adaptlab.metrics import parse_measures
+
+    if args.store is not None and not args.dataset:
+        raise ConfigError("--store needs --dataset NAME (the dataset name recorded in the store)")
+    measures = parse_measures(args.metrics)
+    qrels = read_trec_qrels(args.qrels)
+    runs: dict[str, dict] = {}
+    for path in args.runs:
+        name = path.stem
+        if name in runs:
+            raise ConfigError(f"--run {path}: two runs are named {name!r} (the file stem); rename one")
+        runs[name] = read_trec_run(path)
+    summary = summarise_runs(qrels, runs, measures, n_resamples=args.bootstrap, sample_size=args.sample_size,
+                             seed=args.seed, confidence=args.confidence, baseline=args.baseline)
+    if args.store is not None:
+        from adaptlab.evaluation.persist import commit_summary
+
+        commit_summary(args.store, summary, dataset=args.dataset,
+                       config={"command": "evaluate", "qrels": str(args.qrels), "runs": [str(r) for r in args.runs],
+                               "metrics": [str(m) for m in measures]},
+                       provenance={n: {"model_id": f"trec-run:{args.runs[i]}"} for i, n in enumerate(runs)})
+    if args.format == "json":
+        print_json(summary.to_json())
+    else:
+        print(format_summary(summary))
+        pairs = format_pairs(summary)
+        if pairs:
+            print("\npaired differences")
+            print(pairs)
+    return 0

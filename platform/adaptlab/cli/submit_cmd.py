@@ -1,0 +1,32 @@
+"""``adaptlab submit``: send a study to a Ray cluster as a job."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from adaptlab.cli._common import add_common
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("submit", help="submit a study to a Ray cluster (Jobs API)",
+                       description="Submit STUDY.toml as a Ray job. The submission id comes from the study's "
+                                   "content, so submitting it again attaches to the same job.")
+    p.add_argument("study", type=Path)
+    p.add_argument("--address", required=True, help="Ray dashboard address, e.g. http://127.0.0.1:8265")
+    p.add_argument("--store", help="results store path on the cluster (default: the study's)")
+    p.add_argument("--wait", action="store_true", help="follow the logs and exit with the job's status")
+    p.add_argument("--timeout", type=float, default=None, help="stop following after this many seconds")
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from adaptlab.study.submit import submit_study
+
+    res = submit_study(args.study, args.address, store=args.store, wait=args.wait, timeout_s=args.timeout)
+    verb = "attached to existing" if res.resubmitted else "submitted"
+    print(f"\n{verb} job {res.submission_id}: {res.status}")
+    if args.wait:
+        return 0 if res.status == "SUCCEEDED" else 1
+    return 0

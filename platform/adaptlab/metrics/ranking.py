@@ -1,0 +1,150 @@
+"""Per-query ranking metrics with trec_eval's conventions.
+
+Ranking: each query's retrieved documents are sorted by score descending, then by document id
+descending (string order), which is trec_eval's tie rule (``form_res_rels``). A document is
+relevant when its judged relevance is > 0. With ``rel_i`` the relevance of the document at rank
+``i`` (1-based, 0 when unjudged) and ``R`` the number of relevant judged documents:
+
+- ``acc@k`` (hit rate, trec_eval ``success``): ``1[any rel_i > 0 for i <= k]``
+- ``precision@k``: ``|{i <= k : rel_i > 0}| / k`` (divides by k even when fewer are retrieved)
+- ``recall@k``: ``|{i <= k : rel_i > 0}| / R``
+- ``mrr`` / ``mrr@k``: ``1 / min{i : rel_i > 0}`` (0 when no relevant document is ranked, or
+  none within k)
+- ``ndcg@k``: ``DCG@k / IDCG@k`` with ``DCG@k = sum_{i<=k} rel_i / log2(i + 1)`` (gain =
+  graded relevance) and IDCG@k the DCG of all judged documents sorted by relevance, cut at k
+  (Jarvelin & Kekalainen 2002; trec_eval ``ndcg_cut``)
+- ``map`` / ``map@k``: ``(1/R) sum_{i<=k, rel_i>0} precision@i`` (trec_eval ``map_cut``)
+
+Queries without any relevant judged document are excluded (and listed); judged queries absent
+from the run score 0 on every measure (trec_eval ``-c``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from adaptlab.metrics.measures import Measure, parse_measures
+
+__all__ = ["PerQueryMetrics", "evaluate", "rank_documents"]
+
+
+@dataclass
+class PerQueryMetrics:
+    """Per-query metric values: ``values[str(measure)][i]`` belongs to ``query_ids[i]``."""
+
+    query_ids: list[str]
+    values: dict[str, np.ndarray]
+    excluded: list[str] = field(default_factory=list)
+    missing_from_run: list[str] = field(default_factory=list)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    def mean(self) -> dict[str, float]:
+        """The average over the evaluated queries of every measure."""
+        return {m: float(v.mean()) if v.size else float("nan") for m, v in self.values.items()}
+
+    def matrix(self, measure: str | Measure) -> np.ndarray:
+        return self.values[str(Measure.parse(measure))]
+
+
+def rank_documents(scores: Mapping[str, float]) -> list[str]:
+    """Document ids by score descending, ties by document id descending (trec_eval)."""
+    return [d for d, _ in sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)]
+
+
+def _ranked_gains(
+    qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+    query_ids: Sequence[str], depth: int | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Relevance of the ranked documents [Q, L] (0-padded), R [Q], and ideal gains [Q, G]."""
+    ranked: list[list[int]] = []
+    ideal: list[list[int]] = []
+    n_rel = np.zeros(len(query_ids), dtype=np.int64)
+    for i, q in enumerate(query_ids):
+        judged = qrels[q]
+        docs = rank_documents(run.get(q, {}))
+        if depth is not None:
+            docs = docs[:depth]
+        ranked.append([judged.get(d, 0) for d in docs])
+        gains = sorted((r for r in judged.values() if r > 0), reverse=True)
+        ideal.append(gains)
+        n_rel[i] = len(gains)
+    width = max((len(r) for r in ranked), default=0)
+    rel = np.zeros((len(query_ids), max(width, 1)), dtype=np.float64)
+    for i, r in enumerate(ranked):
+        rel[i, : len(r)] = r
+    gwidth = max((len(g) for g in ideal), default=0)
+    ideal_arr = np.zeros((len(query_ids), max(gwidth, 1)), dtype=np.float64)
+    for i, g in enumerate(ideal):
+        ideal_arr[i, : len(g)] = g
+    return rel, n_rel, ideal_arr
+
+
+def _cut(a: np.ndarray, k: int | None) -> np.ndarray:
+    """The first k columns, zero-padded when the array is narrower."""
+    if k is None:
+        return a
+    if a.shape[1] >= k:
+        return a[:, :k]
+    return np.pad(a, ((0, 0), (0, k - a.shape[1])))
+
+
+def _measure_kernel(m: Measure, rel: np.ndarray, n_rel: np.ndarray, ideal: np.ndarray) -> np.ndarray:
+    """Vectorised per-query values of one measure from the ranked relevance matrix."""
+    hit = rel > 0
+    hk = _cut(hit, m.k)
+    if m.name == "acc":
+        return hk.any(axis=1).astype(np.float64)
+    if m.name == "precision":
+        return hk.sum(axis=1) / float(m.k)  # type: ignore[arg-type]
+    if m.name == "recall":
+        return hk.sum(axis=1) / n_rel
+    if m.name == "mrr":
+        first = np.where(hk.any(axis=1), hk.argmax(axis=1) + 1, 0)
+        return np.where(first > 0, 1.0 / np.maximum(first, 1), 0.0)
+    if m.name == "ndcg":
+        gains = _cut(rel, m.k)
+        disc = 1.0 / np.log2(np.arange(2, gains.shape[1] + 2))
+        dcg = (np.where(gains > 0, gains, 0.0) * disc).sum(axis=1)
+        ig = _cut(ideal, m.k)
+        idisc = 1.0 / np.log2(np.arange(2, ig.shape[1] + 2))
+        idcg = (ig * idisc).sum(axis=1)
+        return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
+    if m.name == "map":
+        cum = np.cumsum(hk, axis=1)
+        prec_at_i = cum / np.arange(1, hk.shape[1] + 1)
+        return (prec_at_i * hk).sum(axis=1) / n_rel
+    raise ValueError(f"no kernel for measure {m}")  # unreachable: Measure validates names
+
+
+def evaluate(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    measures: str | Iterable[str | Measure],
+    *,
+    query_ids: Sequence[str] | None = None,
+) -> PerQueryMetrics:
+    """Per-query values of ``measures`` for ``run`` against ``qrels``.
+
+    ``query_ids`` restricts and orders the evaluated queries (default: the judged queries of
+    ``qrels`` in their order). Queries without a relevant document are excluded and listed in
+    ``excluded``; judged queries that the run lacks score 0 and are listed in
+    ``missing_from_run``.
+    """
+    ms = parse_measures(measures)
+    candidates = list(qrels) if query_ids is None else list(query_ids)
+    keep = [q for q in candidates if any(r > 0 for r in qrels.get(q, {}).values())]
+    excluded = [q for q in candidates if q not in set(keep)]
+    missing = [q for q in keep if q not in run or not run[q]]
+    if any(m.k is None for m in ms):
+        depth = None
+    else:
+        depth = max(m.k for m in ms if m.k is not None)
+    rel, n_rel, ideal = _ranked_gains(qrels, run, keep, depth)
+    values = {str(m): _measure_kernel(m, rel, n_rel, ideal) for m in ms}
+    return PerQueryMetrics(keep, values, excluded, missing)
