@@ -1,0 +1,296 @@
+"""The training loop shared by PT and FT: seeded data order, AdamW with linear warm-up and
+decay, gradient clipping, and checkpoints that make a killed run resumable.
+
+Determinism: the examples of epoch ``e`` are visited in the order
+``numpy.random.default_rng([seed, e]).permutation(n)``, and step ``s`` runs its forward and
+backward pass under ``torch.random.fork_rng`` seeded with ``SeedSequence([seed, s])`` (dropout,
+MLM masking). Every random draw is therefore a function of ``(seed, step)`` and the global torch
+RNG is left untouched; a run resumed from a checkpoint at step ``s`` continues exactly as the
+uninterrupted run would (on the same device and thread count).
+
+Learning rate at step ``s`` (0-based) of ``T`` with ``W = ceil(warmup_ratio * T)`` warm-up steps
+(the ``get_linear_schedule_with_warmup`` schedule of transformers):
+``lr_s = lr * s / W`` for ``s < W``, else ``lr * max(0, (T - s) / (T - W))``.
+
+Checkpoints (``checkpoint_dir/step-<s>/``): ``model.safetensors`` (``safetensors.torch.save_model``,
+shared tensors handled), ``optimizer.safetensors`` (AdamW moments) and ``state.json`` (step,
+losses, optimizer hyperparameters); ``checkpoint_dir/latest.json`` is replaced atomically after
+a checkpoint is complete, so a crash while writing leaves the previous one usable. No pickles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "LoopResult",
+    "OptimConfig",
+    "linear_warmup_decay",
+    "load_sentence_model",
+    "pick_device",
+    "run_loop",
+    "seeded",
+    "step_seed",
+]
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """Optimiser and schedule settings common to PT and FT."""
+
+    learning_rate: float
+    epochs: int
+    batch_size: int
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    max_steps: int | None = None
+
+
+@dataclass
+class LoopResult:
+    """What the loop did: steps run, per-step losses, where it resumed from, wall time."""
+
+    steps: int
+    epochs_completed: int
+    losses: list[float] = field(default_factory=list)
+    resumed_from_step: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        tail = self.losses[-10:]
+        return {
+            "steps": self.steps,
+            "epochs_completed": self.epochs_completed,
+            "first_loss": self.losses[0] if self.losses else None,
+            "final_loss_mean10": float(np.mean(tail)) if tail else None,
+            "resumed_from_step": self.resumed_from_step,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def step_seed(seed: int, step: int) -> int:
+    """A 63-bit torch seed derived from ``(seed, step)`` by ``numpy.random.SeedSequence``."""
+    return int(np.random.SeedSequence([int(seed), int(step)]).generate_state(2, np.uint64)[0] >> 1)
+
+
+def linear_warmup_decay(step: int, total: int, warmup: int) -> float:
+    """The learning-rate factor at ``step`` (see the module docstring)."""
+    if step < warmup:
+        return step / max(1, warmup)
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def _param_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
+    decay, no_decay, seen = [], [], set()
+    for name, p in model.named_parameters():
+        if not p.requires_grad or id(p) in seen:
+            continue
+        seen.add(id(p))
+        low = name.lower()
+        (no_decay if ("bias" in low or "norm" in low) else decay).append(p)
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+
+
+def _save_optimizer(optimizer: Any, directory: Path) -> dict[str, Any]:
+    import torch
+    from safetensors.torch import save_file
+
+    sd = optimizer.state_dict()
+    tensors, scalars = {}, {}
+    for pid, state in sd["state"].items():
+        for name, value in state.items():
+            if torch.is_tensor(value):
+                tensors[f"{pid}/{name}"] = value.detach().to("cpu").contiguous()
+            else:
+                scalars[f"{pid}/{name}"] = value
+    save_file(tensors, str(directory / "optimizer.safetensors"))
+    return {"param_groups": sd["param_groups"], "scalars": scalars}
+
+
+def _load_optimizer(optimizer: Any, directory: Path, meta: dict[str, Any], device: Any) -> None:
+    from safetensors.torch import load_file
+
+    tensors = load_file(str(directory / "optimizer.safetensors"))
+    state: dict[int, dict[str, Any]] = {}
+    for key, value in tensors.items():
+        pid, name = key.split("/", 1)
+        # AdamW keeps 'step' on the CPU unless capturable/fused; moments live with the params
+        state.setdefault(int(pid), {})[name] = value if name == "step" else value.to(device)
+    for key, value in meta.get("scalars", {}).items():
+        pid, name = key.split("/", 1)
+        state.setdefault(int(pid), {})[name] = value
+    groups = meta["param_groups"]
+    for g in groups:
+        if isinstance(g.get("betas"), list):
+            g["betas"] = tuple(g["betas"])
+    optimizer.load_state_dict({"state": state, "param_groups": groups})
+
+
+def _write_checkpoint(model: Any, optimizer: Any, directory: Path, step: int, losses: list[float]) -> Path:
+    from safetensors.torch import save_model
+
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"step-{step}"
+    if target.exists():
+        shutil.rmtree(target)
+    work = directory / f".step-{step}.tmp"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir()
+    save_model(model, str(work / "model.safetensors"))
+    opt_meta = _save_optimizer(optimizer, work)
+    (work / "state.json").write_text(json.dumps({"step": step, "losses": losses, "optimizer": opt_meta}))
+    os.rename(work, target)
+    pointer = directory / "latest.json.tmp"
+    pointer.write_text(json.dumps({"step": step, "dir": target.name}))
+    os.replace(pointer, directory / "latest.json")
+    for old in directory.glob("step-*"):
+        if old != target:
+            shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def _read_checkpoint(directory: Path | None) -> Path | None:
+    if directory is None or not (directory / "latest.json").is_file():
+        return None
+    try:
+        pointer = json.loads((directory / "latest.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    target = directory / str(pointer.get("dir", ""))
+    return target if (target / "state.json").is_file() else None
+
+
+@contextlib.contextmanager
+def seeded(seed: int, device: Any) -> Iterator[None]:
+    """Run the block under ``torch.manual_seed(seed)`` and restore the global RNG afterwards."""
+    import torch
+
+    devices = [device.index or 0] if getattr(device, "type", "cpu") == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield
+
+
+def run_loop(
+    model: Any,
+    *,
+    n_examples: int,
+    optim: OptimConfig,
+    seed: int,
+    compute_loss: Callable[[np.ndarray], Any],
+    device: Any,
+    checkpoint_dir: Path | None = None,
+    checkpoint_every: int | None = None,
+    checkpoint_each_epoch: bool = False,
+    on_checkpoint: Callable[[int], None] | None = None,
+    on_epoch_end: Callable[[int, Path | None], None] | None = None,
+) -> LoopResult:
+    """Train ``model`` (its trainable parameters) for ``optim.epochs`` epochs over
+    ``n_examples`` examples; ``compute_loss(indices)`` returns the scalar loss of one batch.
+
+    Resumes from ``checkpoint_dir`` when it holds a checkpoint. ``on_checkpoint(step)`` runs
+    after each checkpoint is complete; ``on_epoch_end(epoch, checkpoint)`` after each epoch
+    (0-based, with that epoch's checkpoint when ``checkpoint_each_epoch``).
+    """
+    import torch
+
+    if n_examples < 1:
+        raise ValueError("run_loop needs at least one training example")
+    steps_per_epoch = math.ceil(n_examples / optim.batch_size)
+    total = optim.epochs * steps_per_epoch
+    if optim.max_steps is not None:
+        total = min(total, optim.max_steps)
+    warmup = math.ceil(optim.warmup_ratio * total)
+
+    model.to(device)
+    model.train()
+    optimizer = torch.optim.AdamW(
+        _param_groups(model, optim.weight_decay), lr=optim.learning_rate, betas=(0.9, 0.999), eps=1e-8
+    )
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    result = LoopResult(steps=0, epochs_completed=0)
+    start = 0
+    ckpt = _read_checkpoint(checkpoint_dir)
+    if ckpt is not None:
+        from safetensors.torch import load_model
+
+        state = json.loads((ckpt / "state.json").read_text())
+        load_model(model, str(ckpt / "model.safetensors"), strict=True, device=str(device))
+        _load_optimizer(optimizer, ckpt, state["optimizer"], device)
+        start = int(state["step"])
+        result.losses = [float(x) for x in state["losses"]]
+        result.resumed_from_step = start
+
+    t0 = time.perf_counter()
+    order = np.arange(0)
+    order_epoch = -1
+    for step in range(start, total):
+        epoch, b = divmod(step, steps_per_epoch)
+        if epoch != order_epoch:
+            order = np.random.default_rng([int(seed), epoch]).permutation(n_examples)
+            order_epoch = epoch
+        idx = order[b * optim.batch_size : (b + 1) * optim.batch_size]
+        factor = linear_warmup_decay(step, total, warmup)
+        for group in optimizer.param_groups:
+            group["lr"] = optim.learning_rate * factor
+        optimizer.zero_grad(set_to_none=True)
+        with seeded(step_seed(seed, step), device):
+            loss = compute_loss(idx)
+            loss.backward()
+        if optim.max_grad_norm and optim.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, optim.max_grad_norm)
+        optimizer.step()
+        result.losses.append(float(loss.detach()))
+        done = step + 1
+        end_of_epoch = done % steps_per_epoch == 0 or done == total
+        target = None
+        periodic = bool(checkpoint_every) and done % int(checkpoint_every or 1) == 0 and done < total
+        if checkpoint_dir is not None and (periodic or (checkpoint_each_epoch and end_of_epoch)):
+            target = _write_checkpoint(model, optimizer, checkpoint_dir, done, result.losses)
+            if on_checkpoint is not None:
+                on_checkpoint(done)
+        if end_of_epoch:
+            result.epochs_completed = math.ceil(done / steps_per_epoch)
+            if on_epoch_end is not None:
+                model.eval()
+                with torch.no_grad():
+                    on_epoch_end(result.epochs_completed - 1, target)
+                model.train()
+    result.steps = total
+    result.epochs_completed = math.ceil(total / steps_per_epoch)
+    result.seconds = time.perf_counter() - t0
+    model.eval()
+    return result
+
+
+def pick_device(device: str | None) -> str:
+    """``device`` or, when ``None``, ``"cuda"`` if a GPU is visible else ``"cpu"``."""
+    if device is not None:
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_sentence_model(path: str | os.PathLike[str], device: str) -> Any:
+    """Load a local sentence-transformers directory (never from a hub)."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(path), device=device, local_files_only=True)
+
