@@ -1,1 +1,31 @@
-"""adaptlab.stats"""
+"""adaptlab.stats: the bootstrap engine.
+
+Percentile bootstrap confidence intervals of mean per-query metrics (:func:`bootstrap_ci`),
+paired comparisons with two-sided bootstrap p-values (:func:`paired_bootstrap`), and the shared
+resample indices (:func:`resample_indices`, :func:`iter_resample_indices`) that other analyses
+reuse to see exactly the same bootstrap samples. :mod:`adaptlab.stats.backend` selects NumPy or
+CuPy for the arithmetic; random numbers always come from a seeded numpy Generator on the host.
+"""
+
+from __future__ import annotations
+
+from adaptlab.stats import backend
+from adaptlab.stats.bootstrap import (
+    METHODS,
+    BootstrapResult,
+    PairedDifference,
+    bootstrap_ci,
+    paired_bootstrap,
+)
+from adaptlab.stats.resample import iter_resample_indices, resample_indices
+
+__all__ = [
+    "BootstrapResult",
+    "METHODS",
+    "PairedDifference",
+    "backend",
+    "bootstrap_ci",
+    "iter_resample_indices",
+    "paired_bootstrap",
+    "resample_indices",
+]

@@ -1,0 +1,376 @@
+"""Bootstrap confidence intervals of mean per-query metrics, and paired system comparisons.
+
+Definitions (docs/sections/bootstrap.md has the full text): given per-query values
+``x_1..x_Q`` of a system, one resample draws ``l`` queries uniformly with replacement
+(``l = sample_size``, default ``Q``) and computes their mean ``x*``; ``m = n_resamples``
+resamples give ``x*_1..x*_m``. The point estimate is the mean over all queries, ``boot_mean``
+is the mean of the ``x*_j``, and the ``confidence`` interval is the percentile interval: the
+``(1-c)/2`` and ``(1+c)/2`` quantiles of the ``x*_j`` (linear interpolation, as
+``scipy.stats.bootstrap(method="percentile")``). The paper setting ``m=500, l=100`` is
+``n_resamples=500, sample_size=100``.
+
+Two computation paths give the same bootstrap distribution:
+
+* ``"index"``: draw the query indices (:func:`adaptlab.stats.resample_indices`, shared by
+  every system), gather and average. Cost grows with ``m * l``.
+* ``"multinomial"``: exact for any data, fast when the values take few distinct values
+  (accuracy@k, nDCG@k or MRR@k with one gold document): the resample mean is
+  ``sum_k N_k v_k / l`` with counts ``N ~ Multinomial(l, n_k / Q)`` over the ``K`` distinct
+  values, drawn exactly by :mod:`adaptlab.stats._multinomial`; cost grows with ``m * K``,
+  not with ``Q`` or ``l``. Paired differences use the distinct per-query differences of the
+  two systems (exact pairing), or one shared draw over the distinct joint value tuples of all
+  systems when there are few of them.
+
+``method="auto"`` picks the path with the smaller estimated cost. Randomness comes only from
+``seed`` (numpy Generators with SFC64 bit generators seeded by
+``SeedSequence(seed, spawn_key=...)``); results do not depend on ``n_jobs`` or on the backend.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from adaptlab.errors import ConfigError, DataError
+from adaptlab.stats import _kernels as K
+from adaptlab.stats._multinomial import multinomial_sums
+from adaptlab.stats.backend import get_xp, to_numpy
+from adaptlab.stats.resample import check_seed, check_sizes
+
+__all__ = ["BootstrapResult", "METHODS", "PairedDifference", "bootstrap_ci", "paired_bootstrap"]
+
+METHODS: tuple[str, ...] = ("auto", "index", "multinomial")
+"""Accepted values of the ``method`` argument."""
+
+_KEY_SYSTEM = 1  # SeedSequence spawn-key namespaces of the multinomial draws
+_KEY_PAIR = 2
+_KEY_JOINT = 3
+_ZERO_TOL = 1e-10  # |D*| <= _ZERO_TOL * max|d| counts as an exact tie in the p-value
+
+
+@dataclass(frozen=True, eq=False)
+class BootstrapResult:
+    """Bootstrap CIs of the mean of each system; arrays have shape ``[n_systems]``."""
+
+    point: np.ndarray
+    boot_mean: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    n_queries: int
+    n_resamples: int
+    sample_size: int
+    seed: int
+    confidence: float
+    method: str
+    distribution: np.ndarray | None = None  # [n_systems, n_resamples] if kept
+
+    @property
+    def n_systems(self) -> int:
+        return int(self.point.shape[0])
+
+    def row(self, i: int) -> dict[str, Any]:
+        """System ``i`` as a flat record (floats and ints, ready for a table)."""
+        return {
+            "system": int(i),
+            "point": float(self.point[i]),
+            "boot_mean": float(self.boot_mean[i]),
+            "ci_low": float(self.ci_low[i]),
+            "ci_high": float(self.ci_high[i]),
+            "n_queries": self.n_queries,
+            "n_resamples": self.n_resamples,
+            "sample_size": self.sample_size,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "method": self.method,
+        }
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Paired bootstrap comparison of system ``a`` against system ``b`` (difference ``a - b``).
+
+    ``p_value`` is the two-sided bootstrap p-value
+    ``min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (m + 1))`` over the ``m`` resampled
+    mean differences ``D*`` (the +1 terms count the observed sample, so p is never 0).
+    """
+
+    a: str | int
+    b: str | int
+    diff: float
+    boot_mean: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    method: str = ""
+    n_resamples: int = 0
+    sample_size: int = 0
+    confidence: float = 0.95
+    seed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------- validation
+def _as_values(values: Any) -> np.ndarray:
+    try:
+        arr = np.asarray(to_numpy(values), dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise DataError(
+            f"values must be numbers, [n_queries] or [n_systems, n_queries]: {e}"
+        ) from e
+    if arr.ndim == 1:
+        arr = arr[None, :]
+        where = lambda s, q: f"values[{q}]"  # noqa: E731
+    elif arr.ndim == 2:
+        where = lambda s, q: f"values[{s}, {q}]"  # noqa: E731
+    else:
+        raise DataError(
+            f"values must have shape [n_queries] or [n_systems, n_queries]; got shape {arr.shape}"
+        )
+    if arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise DataError(f"values has no queries or no systems (shape {arr.shape})")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        s, q = (int(x) for x in np.argwhere(bad)[0])
+        raise DataError(
+            f"{where(s, q)} is {arr[s, q]}: per-query metric values must be finite numbers "
+            f"(NaN is not allowed; {int(bad.sum())} such value(s)); drop the queries without "
+            "judgments or fill them before bootstrapping"
+        )
+    return np.ascontiguousarray(arr)
+
+
+def _check_options(confidence: object, method: object, backend: object, n_jobs: object) -> int:
+    if (isinstance(confidence, bool) or not isinstance(confidence, numbers.Real)
+            or not 0.0 < float(confidence) < 1.0):
+        raise ConfigError(f"confidence={confidence!r} must be a number strictly between 0 and 1")
+    if method not in METHODS:
+        raise ConfigError(f"method={method!r} is not valid; expected one of {', '.join(METHODS)}")
+    get_xp(backend)  # type: ignore[arg-type]  # validates the name / availability
+    if n_jobs is None:
+        return K.default_jobs()
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or int(n_jobs) < 1:
+        raise ConfigError(f"n_jobs={n_jobs!r} must be a positive integer or None")
+    return int(n_jobs)
+
+
+def _rng(seed: int, *key: int) -> np.random.Generator:
+    return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=key)))
+
+
+# ----------------------------------------------------------------------------- public API
+def bootstrap_ci(
+    values: Any,
+    *,
+    n_resamples: int = 1000,
+    sample_size: int | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+    method: str = "auto",
+    backend: str = "auto",
+    n_jobs: int | None = None,
+    keep_distribution: bool = False,
+) -> BootstrapResult:
+    """Percentile bootstrap CI of the mean per-query value of each system.
+
+    ``values``: ``[n_queries]`` or ``[n_systems, n_queries]`` finite per-query metric values.
+    ``n_resamples`` (m) resamples of ``sample_size`` (l, default: all) queries drawn with
+    replacement; ``confidence``: coverage of the percentile interval (0.95: the 2.5th and
+    97.5th percentiles). ``method``: ``"auto"``, ``"index"`` or ``"multinomial"`` (see the
+    module doc); ``backend``: ``"auto"``, ``"numpy"`` or ``"cupy"`` (index path arithmetic);
+    ``n_jobs``: worker threads (default: available CPUs), no effect on the result.
+    ``keep_distribution`` keeps the resampled means ``[n_systems, n_resamples]``.
+
+    With ``method="index"`` every system is evaluated on the same resamples,
+    :func:`adaptlab.stats.resample_indices` ``(Q, n_resamples=m, sample_size=l, seed=seed)``;
+    with ``"multinomial"`` each system's resampled counts are drawn exactly and independently.
+
+    >>> r = bootstrap_ci([0.0, 1.0, 1.0, 1.0], n_resamples=200, seed=1)
+    >>> float(r.point[0])
+    0.75
+    """
+    arr = _as_values(values)
+    seed = check_seed(seed)
+    n_sys, n_q = arr.shape
+    m, l = check_sizes(n_q, n_resamples, sample_size)
+    jobs = _check_options(confidence, method, backend, n_jobs)
+    conf = float(confidence)
+
+    cats: list[K.Categories] | None = None
+    chosen = method
+    if method == "auto":
+        idx_cost = K.index_cost(m, l, n_sys)
+        cats = [K.categories(r) for r in arr]
+        mult_cost = sum(K.multinomial_cost(c.counts, l, m) for c in cats)
+        chosen = "multinomial" if mult_cost < idx_cost else "index"
+
+    if chosen == "index":
+        xp = get_xp(backend)
+        boot = K.index_sums(arr, sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs).T
+        boot /= l
+    else:
+        if cats is None:
+            cats = [K.categories(r) for r in arr]
+        boot = np.empty((n_sys, m), np.float64)
+
+        def one(s: int) -> None:
+            c = cats[s]  # type: ignore[index]
+            sums = multinomial_sums(c.counts, c.values[:, None], l, m, _rng(seed, _KEY_SYSTEM, s))
+            boot[s] = sums[:, 0] / l
+
+        K.run_parallel(one, range(n_sys), jobs)
+
+    lo, hi = K.percentile_interval(boot, conf)
+    return BootstrapResult(
+        point=arr.mean(axis=1),
+        boot_mean=boot.mean(axis=1),
+        ci_low=lo,
+        ci_high=hi,
+        n_queries=n_q,
+        n_resamples=m,
+        sample_size=l,
+        seed=seed,
+        confidence=conf,
+        method=chosen,
+        distribution=boot if keep_distribution else None,
+    )
+
+
+def _pairs(
+    n_sys: int, names: Sequence[str] | None, baseline: int | str | None
+) -> list[tuple[int, int]]:
+    if baseline is None:
+        return [(i, j) for i in range(n_sys) for j in range(i + 1, n_sys)]
+    if isinstance(baseline, str):
+        if names is None or baseline not in names:
+            raise ConfigError(
+                f"baseline={baseline!r} is not one of the system names "
+                f"{list(names) if names is not None else '(no names given)'}"
+            )
+        base = list(names).index(baseline)
+    elif isinstance(baseline, numbers.Integral) and not isinstance(baseline, bool):
+        base = int(baseline)
+        if not 0 <= base < n_sys:
+            raise ConfigError(f"baseline={baseline!r} is not a system index in 0..{n_sys - 1}")
+    else:
+        raise ConfigError(f"baseline={baseline!r} must be a system index, a name, or None")
+    return [(i, base) for i in range(n_sys) if i != base]
+
+
+def paired_bootstrap(
+    values: Any,
+    *,
+    names: Sequence[str] | None = None,
+    baseline: int | str | None = None,
+    n_resamples: int = 1000,
+    sample_size: int | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+    method: str = "auto",
+    backend: str = "auto",
+    n_jobs: int | None = None,
+) -> list[PairedDifference]:
+    """Paired bootstrap of mean differences between systems evaluated on the same queries.
+
+    ``values``: ``[n_systems, n_queries]`` finite per-query values (the same query order in
+    every row). Compares every pair ``(i, j)``, ``i < j`` (difference ``i - j``), or, with
+    ``baseline`` (index or name), every other system against it (``system - baseline``).
+    Each resample draws one set of queries for both systems of a pair, so the difference is
+    paired; ``diff`` is the observed mean difference, ``ci_low/ci_high`` the percentile
+    interval of the resampled differences ``D*``, and
+
+        p_value = min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (n_resamples + 1)),
+
+    the two-sided bootstrap p-value of "no difference" (0 lies outside the percentile interval
+    of level c roughly when p < 1 - c). Resampled differences within 1e-10 * max|d| of 0 count
+    as ties on both sides (floating-point rounding). Other arguments as in
+    :func:`bootstrap_ci`; ``method`` ``"multinomial"`` draws each pair's distinct per-query
+    differences exactly, or all systems at once over their distinct joint value tuples when
+    that is cheaper (``PairedDifference.method == "multinomial-joint"``).
+    """
+    arr = _as_values(values)
+    seed = check_seed(seed)
+    n_sys, n_q = arr.shape
+    if n_sys < 2:
+        raise DataError(f"paired_bootstrap needs at least 2 systems; values has shape {arr.shape}")
+    if names is not None:
+        names = [str(x) for x in names]
+        if len(names) != n_sys or len(set(names)) != n_sys:
+            raise ConfigError(f"names must be {n_sys} distinct strings (one per row); got {names}")
+    pairs = _pairs(n_sys, names, baseline)
+    m, l = check_sizes(n_q, n_resamples, sample_size)
+    jobs = _check_options(confidence, method, backend, n_jobs)
+    conf = float(confidence)
+    used = sorted({s for p in pairs for s in p})
+
+    d_star: dict[tuple[int, int], np.ndarray] = {}
+    chosen = method
+    cats: dict[int, K.Categories] = {}
+    pair_cats: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    joint = None
+    if method in ("auto", "multinomial"):
+        cats = {s: K.categories(arr[s]) for s in used}
+        costs = {"index": K.index_cost(m, l, len(used))}
+        # cheap gate before building the pair categories: skip them when even an upper bound
+        # of their size makes the multinomial path far costlier than the index path
+        bound = sum(min(cats[a].size * cats[b].size, n_q) for a, b in pairs)
+        if method == "multinomial" or K.multinomial_cost_bound(bound, m) < 20 * costs["index"]:
+            pair_cats = {p: K.difference_categories(cats[p[0]], cats[p[1]]) for p in pairs}
+            costs["multinomial"] = sum(K.multinomial_cost(c, l, m) for _, c in pair_cats.values())
+            joint = K.joint_categories([cats[s] for s in used], arr[used])
+            if joint is not None:
+                costs["multinomial-joint"] = (K.multinomial_cost(joint[1], l, m)
+                                              + m * joint[1].size * len(used))
+        if method == "multinomial":
+            costs.pop("index")
+        chosen = min(costs, key=costs.__getitem__)
+
+    if chosen == "index":
+        xp = get_xp(backend)
+        sub = arr[used]
+        means = K.index_sums(sub, sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs)
+        means /= l
+        col = {s: i for i, s in enumerate(used)}
+        for a, b in pairs:
+            d_star[(a, b)] = means[:, col[a]] - means[:, col[b]]
+    elif chosen == "multinomial-joint":
+        u_vals, counts = joint  # type: ignore[misc]
+        means = multinomial_sums(counts, u_vals, l, m, _rng(seed, _KEY_JOINT)) / l
+        col = {s: i for i, s in enumerate(used)}
+        for a, b in pairs:
+            d_star[(a, b)] = means[:, col[a]] - means[:, col[b]]
+    else:
+        def one(p: tuple[int, int]) -> None:
+            dv, dc = pair_cats[p]
+            sums = multinomial_sums(dc, dv[:, None], l, m, _rng(seed, _KEY_PAIR, p[0], p[1]))
+            d_star[p] = sums[:, 0] / l
+
+        K.run_parallel(one, pairs, jobs)
+
+    point = arr.mean(axis=1)
+    out = []
+    for a, b in pairs:
+        ds = d_star[(a, b)]
+        scale = float(np.max(np.abs(arr[a] - arr[b])))
+        lo, hi = K.percentile_interval(ds, conf)
+        p = float(K.two_sided_p_value(ds, _ZERO_TOL * scale))
+        out.append(PairedDifference(
+            a=names[a] if names is not None else a,
+            b=names[b] if names is not None else b,
+            diff=float(point[a] - point[b]),
+            boot_mean=float(ds.mean()),
+            ci_low=float(lo),
+            ci_high=float(hi),
+            p_value=p,
+            method=chosen,
+            n_resamples=m,
+            sample_size=l,
+            confidence=conf,
+            seed=seed,
+        ))
+    return out

@@ -1,0 +1,105 @@
+"""Bootstrap resample indices shared by every analysis that must see the same resamples.
+
+``m`` resamples of ``l`` query positions drawn uniformly with replacement from ``range(n)``
+(``l`` defaults to ``n``; the setting of the domain-adaptation paper is ``m=500, l=100``).
+
+Reproducibility contract: the indices depend only on ``(n, n_resamples, sample_size, seed)``
+and are identical to those used by the ``"index"`` path of :func:`adaptlab.stats.bootstrap_ci`
+and :func:`adaptlab.stats.paired_bootstrap`, so thresholds, COE/ROE and other analyses can
+reuse exactly the bootstrap samples of the accuracy CIs. Resamples come in blocks of
+``block_rows(l)`` rows; block ``b`` is drawn by its own numpy Generator,
+``Generator(SFC64(SeedSequence(seed, spawn_key=(0, b))))``, so blocks can be generated in
+parallel, and a larger ``n_resamples`` only appends resamples (the first ``m`` stay the same).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterator
+
+import numpy as np
+
+from adaptlab.errors import ConfigError
+
+__all__ = ["block_rows", "iter_resample_indices", "resample_indices"]
+
+_BLOCK_ELEMS = 1 << 20  # indices per block (8 MiB of int64)
+_INDEX_KEY = 0  # spawn-key namespace of the index blocks
+
+
+def block_rows(sample_size: int) -> int:
+    """Resamples per block for resamples of ``sample_size`` queries."""
+    return max(1, _BLOCK_ELEMS // int(sample_size))
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{name}={value!r} must be an integer >= {minimum}")
+    if int(value) < minimum:
+        raise ConfigError(f"{name}={value!r} must be an integer >= {minimum}")
+    return int(value)
+
+
+def check_seed(seed: object) -> int:
+    """Validate a seed: a non-negative integer."""
+    return _check_int("seed", seed, 0)
+
+
+def check_sizes(n: int, n_resamples: object, sample_size: object) -> tuple[int, int]:
+    """Validate ``n_resamples`` and ``sample_size`` (``None`` -> ``n``); return them as ints."""
+    m = _check_int("n_resamples", n_resamples, 1)
+    l = n if sample_size is None else _check_int("sample_size", sample_size, 1)
+    return m, l
+
+
+def _block_rng(seed: int, block: int) -> np.random.Generator:
+    return np.random.Generator(
+        np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(_INDEX_KEY, block)))
+    )
+
+
+def index_block(n: int, sample_size: int, n_resamples: int, seed: int, block: int) -> np.ndarray:
+    """Block ``block`` of the resample indices, ``[rows, sample_size]`` int64 (no validation)."""
+    rows = block_rows(sample_size)
+    start = block * rows
+    count = min(rows, n_resamples - start)
+    return _block_rng(seed, block).integers(0, n, size=(count, sample_size), dtype=np.int64)
+
+
+def n_blocks(n_resamples: int, sample_size: int) -> int:
+    """Number of index blocks for ``n_resamples`` resamples of ``sample_size`` queries."""
+    rows = block_rows(sample_size)
+    return -(-n_resamples // rows)
+
+
+def iter_resample_indices(
+    n: int, *, n_resamples: int, sample_size: int | None = None, seed: int = 0
+) -> Iterator[np.ndarray]:
+    """Yield the resample indices block by block: int64 arrays ``[rows, l]`` whose rows,
+    concatenated, equal :func:`resample_indices` with the same arguments.
+
+    Memory stays at one block (about 8 MiB) whatever ``n_resamples``.
+    """
+    n = _check_int("n", n, 1)
+    seed = check_seed(seed)
+    m, l = check_sizes(n, n_resamples, sample_size)
+    for b in range(n_blocks(m, l)):
+        yield index_block(n, l, m, seed, b)
+
+
+def resample_indices(
+    n: int, *, n_resamples: int, sample_size: int | None = None, seed: int = 0
+) -> np.ndarray:
+    """Indices of ``n_resamples`` bootstrap resamples of ``sample_size`` queries out of ``n``.
+
+    Returns an int64 array ``[n_resamples, sample_size]`` of positions in ``range(n)`` drawn
+    uniformly with replacement (``sample_size`` defaults to ``n``). The same arguments always
+    give the same array, equal to the resamples of the ``"index"`` bootstrap path.
+
+    >>> resample_indices(5, n_resamples=2, sample_size=3, seed=0).shape
+    (2, 3)
+    """
+    blocks = list(
+        iter_resample_indices(n, n_resamples=n_resamples, sample_size=sample_size, seed=seed)
+    )
+    return np.concatenate(blocks, axis=0)
