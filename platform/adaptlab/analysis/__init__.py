@@ -1,1 +1,120 @@
-"""adaptlab.analysis"""
+"""Analyses of the reference studies, computed from per-query records and embeddings.
+
+- :mod:`~adaptlab.analysis.thresholds`: similarity thresholds by paired bootstrap (000, Sec. 2.2)
+- :mod:`~adaptlab.analysis.overlap`: similarity distributions, COE and ROE (000, Sec. 2.3)
+- :mod:`~adaptlab.analysis.isotropy`: ``I_A`` (Mu et al.) and ``I_B`` (IsoScore) (000, Sec. 2.5)
+- :mod:`~adaptlab.analysis.transforms`: standardisation, whitening, all-but-the-top
+- :mod:`~adaptlab.analysis.shift`: domain shift ``Delta(D, D')`` and its comparison (000, Sec. 2.6)
+- :mod:`~adaptlab.analysis.correlation`: Pearson/Spearman across systems (000, Table 3)
+- :mod:`~adaptlab.analysis.diversity`: topic diversity of a benchmark (004, Sec. 3.4.2)
+- :mod:`~adaptlab.analysis.curves`: nDCG@k curves (004, Figure 3)
+- :mod:`~adaptlab.analysis.evalrank`: EvalRank MRR / Hits@k over positive pairs (003)
+- :mod:`~adaptlab.analysis.plots`: PNG figures; :mod:`~adaptlab.analysis.report`: Markdown/HTML report
+
+Results are dataclasses whose ``to_metric_rows()`` gives rows for the store's ``metrics``
+table (without ``run_id``); the measure names are listed in docs/metrics.md.
+Importing this package imports NumPy only; scipy, scikit-learn and matplotlib load on use.
+"""
+
+from __future__ import annotations
+
+from adaptlab.analysis.correlation import Correlation, correlation_table, default_correlation_pairs, measure_values
+from adaptlab.analysis.curves import DEFAULT_NDCG_KS, NDCGCurve, ndcg_curve, ndcg_curve_from_records, ndcg_curves
+from adaptlab.analysis.diversity import (
+    TopicDiversity,
+    average_cosine_distance,
+    cosine_silhouette,
+    topic_diversity,
+    topic_entropy,
+    topic_map,
+)
+from adaptlab.analysis.evalrank import EvalRankResult, PairPool, evalrank, evalrank_ranks, load_pairs
+from adaptlab.analysis.isotropy import IsotropyResult, isoscore, isotropy, isotropy_mu, isotropy_mu_exact
+from adaptlab.analysis.overlap import (
+    DEFAULT_OVERLAP_PSI,
+    OverlapResult,
+    SimilarityDistributions,
+    overlap_from_arrays,
+    overlap_metrics,
+    similarity_distributions,
+)
+from adaptlab.analysis.plots import (
+    plot_ci_forest,
+    plot_ndcg_curves,
+    plot_shift_histograms,
+    plot_similarity_densities,
+    plot_thresholds,
+    plot_topic_map,
+)
+from adaptlab.analysis.report import build_report
+from adaptlab.analysis.shift import DEFAULT_QUANTILES, ShiftComparison, compare_shift, domain_shift
+from adaptlab.analysis.thresholds import PSI_GRID, ThresholdResult, similarity_thresholds, thresholds_from_arrays
+from adaptlab.analysis.transforms import (
+    TRANSFORMS,
+    AllButTheTop,
+    EmbeddingTransform,
+    Identity,
+    Standardize,
+    TransformedSpace,
+    Whiten,
+    make_transform,
+    transform_space,
+)
+
+__all__ = [
+    "AllButTheTop",
+    "Correlation",
+    "DEFAULT_NDCG_KS",
+    "DEFAULT_OVERLAP_PSI",
+    "DEFAULT_QUANTILES",
+    "EmbeddingTransform",
+    "EvalRankResult",
+    "Identity",
+    "IsotropyResult",
+    "NDCGCurve",
+    "OverlapResult",
+    "PSI_GRID",
+    "PairPool",
+    "ShiftComparison",
+    "SimilarityDistributions",
+    "Standardize",
+    "TRANSFORMS",
+    "ThresholdResult",
+    "TopicDiversity",
+    "TransformedSpace",
+    "Whiten",
+    "average_cosine_distance",
+    "build_report",
+    "compare_shift",
+    "correlation_table",
+    "cosine_silhouette",
+    "default_correlation_pairs",
+    "domain_shift",
+    "evalrank",
+    "evalrank_ranks",
+    "isoscore",
+    "isotropy",
+    "isotropy_mu",
+    "isotropy_mu_exact",
+    "load_pairs",
+    "make_transform",
+    "measure_values",
+    "ndcg_curve",
+    "ndcg_curve_from_records",
+    "ndcg_curves",
+    "overlap_from_arrays",
+    "overlap_metrics",
+    "plot_ci_forest",
+    "plot_ndcg_curves",
+    "plot_shift_histograms",
+    "plot_similarity_densities",
+    "plot_thresholds",
+    "plot_topic_map",
+    "similarity_distributions",
+    "similarity_thresholds",
+    "thresholds_from_arrays",
+    "topic_diversity",
+    "topic_entropy",
+    "topic_map",
+    "transform_space",
+]

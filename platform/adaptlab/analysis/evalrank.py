@@ -1,0 +1,239 @@
+"""EvalRank: embedding quality as ranking of positive pairs (reference 003; Wang et al. 2022,
+"Just Rank: Rethinking Evaluation with Word and Sentence Similarities").
+
+A pool ``C = {c_1..c_n}`` of texts and positive pairs ``P = {(c_x, c_y)}`` of semantically
+similar texts from ``C``. For pair ``i`` the query is ``c_x`` and the candidates are all of
+``C`` except ``c_x``; with ``s`` the cosine similarity (inner product of L2-normalised
+embeddings)::
+
+    rank_i = 1 + |{j != x, y : s(c_x, c_j) > s(c_x, c_y)}|
+               + |{j != x, y : s(c_x, c_j) = s(c_x, c_y) and j > y}|
+
+(ties are broken like adaptlab's rankings: larger id first, here the pool index), and::
+
+    MRR = (1/m) sum_i 1 / rank_i        Hits@k = (1/m) sum_i 1[rank_i <= k]
+
+Pairs are the resampling unit of the bootstrap CIs (``adaptlab.stats.bootstrap_ci``). The
+original benchmark also adds every reversed pair ``(c_y, c_x)``: ``symmetric=True`` in
+:func:`load_pairs`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adaptlab.analysis._rows import metric_row
+from adaptlab.errors import ConfigError, DataError
+
+__all__ = ["EvalRankResult", "PairPool", "evalrank", "evalrank_ranks", "load_pairs"]
+
+
+@dataclass(frozen=True)
+class PairPool:
+    """Pool texts and positive pairs as indices into ``texts`` ([m, 2] int64)."""
+
+    texts: list[str]
+    pairs: np.ndarray
+    source: str = ""
+
+    def __len__(self) -> int:
+        return int(self.pairs.shape[0])
+
+
+def _read_rows(path: Path, fmt: str, delimiter: str) -> Iterable[tuple[int, dict[str, Any]]]:
+    if fmt == "jsonl":
+        with path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DataError(f"{path}:{n}: invalid JSON ({e.msg}); expected one JSON object per line") from e
+                if not isinstance(obj, dict):
+                    raise DataError(f"{path}:{n}: expected a JSON object, got {type(obj).__name__}")
+                yield n, obj
+    else:
+        with path.open(encoding="utf-8", newline="") as f:
+            reader = csv.DictReader(f, delimiter=delimiter)
+            for n, row in enumerate(reader, 2):  # line 1 is the header
+                yield n, row
+
+
+def load_pairs(
+    path: str | Path,
+    *,
+    columns: Sequence[str] = ("sentence1", "sentence2"),
+    fmt: str | None = None,
+    delimiter: str | None = None,
+    symmetric: bool = False,
+    background: str | Path | Iterable[str] | None = None,
+) -> PairPool:
+    """Read positive pairs from CSV/TSV (with a header) or JSONL into a pool and index pairs.
+
+    ``columns`` names the two text columns/keys. ``fmt`` is ``csv``, ``tsv`` or ``jsonl``
+    (default: from the suffix). The pool holds every distinct text in order of first appearance,
+    then the ``background`` texts (an iterable, or a file with one text per line) not seen yet.
+    ``symmetric`` adds each reversed pair (the original benchmark does). Duplicate pairs are kept.
+    """
+    p = Path(path)
+    if len(columns) != 2:
+        raise ConfigError(f"columns must name exactly two fields, got {list(columns)}")
+    if fmt is None:
+        suffix = p.suffix.lower()
+        fmt = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}.get(suffix)
+        if fmt is None:
+            raise ConfigError(f"{p}: cannot tell the format from suffix {suffix!r}; pass fmt='csv', 'tsv' or 'jsonl'")
+    if fmt not in ("csv", "tsv", "jsonl"):
+        raise ConfigError(f"fmt must be 'csv', 'tsv' or 'jsonl', got {fmt!r}")
+    if not p.is_file():
+        raise DataError(f"{p}: no such file")
+    delim = delimiter if delimiter is not None else ("\t" if fmt == "tsv" else ",")
+    index: dict[str, int] = {}
+    texts: list[str] = []
+    pairs: list[tuple[int, int]] = []
+
+    def _id(t: str) -> int:
+        if t not in index:
+            index[t] = len(texts)
+            texts.append(t)
+        return index[t]
+
+    a_col, b_col = columns
+    for n, row in _read_rows(p, fmt, delim):
+        for col in (a_col, b_col):
+            if col not in row:
+                raise DataError(
+                    f"{p}:{n}: missing column {col!r}; found {sorted(row)}; set columns=(...) to the text fields"
+                )
+        a, b = row[a_col], row[b_col]
+        if not isinstance(a, str) or not isinstance(b, str) or not a.strip() or not b.strip():
+            raise DataError(f"{p}:{n}: columns {a_col!r} and {b_col!r} must be non-empty strings")
+        if a == b:
+            raise DataError(
+                f"{p}:{n}: a pair of identical texts cannot be ranked (the query is excluded from the pool)"
+            )
+        ia, ib = _id(a), _id(b)
+        pairs.append((ia, ib))
+        if symmetric:
+            pairs.append((ib, ia))
+    if not pairs:
+        raise DataError(f"{p}: no pairs found")
+    if background is not None:
+        if isinstance(background, (str, Path)):
+            bp = Path(background)
+            if not bp.is_file():
+                raise DataError(f"{bp}: no such background file")
+            items: Iterable[str] = (line.rstrip("\n") for line in bp.open(encoding="utf-8"))
+        else:
+            items = background
+        for t in items:
+            if t.strip():
+                _id(t)
+    return PairPool(texts, np.asarray(pairs, dtype=np.int64), str(p))
+
+
+def evalrank_ranks(
+    pool_embeddings: object, pairs: object, *, normalize: bool = True, block_size: int = 512
+) -> np.ndarray:
+    """``rank_i`` of ``c_y`` for ``c_x`` over the pool minus ``c_x`` -> int64 [m]."""
+    e = np.asarray(pool_embeddings, dtype=np.float32)
+    if e.ndim != 2 or e.shape[0] < 2:
+        raise ConfigError(f"pool_embeddings must be [n >= 2, dim], got shape {e.shape}")
+    pr = np.asarray(pairs, dtype=np.int64)
+    if pr.ndim != 2 or pr.shape[1] != 2 or pr.shape[0] == 0:
+        raise ConfigError(f"pairs must be a non-empty [m, 2] integer array, got shape {pr.shape}")
+    n = e.shape[0]
+    if pr.min() < 0 or pr.max() >= n:
+        raise ConfigError(f"pair indices must lie in [0, {n}), got [{pr.min()}, {pr.max()}]")
+    if (pr[:, 0] == pr[:, 1]).any():
+        raise ConfigError("a pair (x, x) cannot be ranked: the query is excluded from the pool")
+    if normalize:
+        norms = np.linalg.norm(e, axis=1, keepdims=True)
+        e = e / np.where(norms > 0, norms, 1.0)
+    cols = np.arange(n)
+    ranks = np.empty(pr.shape[0], dtype=np.int64)
+    bs = max(1, int(block_size))
+    for s in range(0, pr.shape[0], bs):
+        x, y = pr[s : s + bs, 0], pr[s : s + bs, 1]
+        r = np.arange(x.size)
+        sim = e[x] @ e.T  # [b, n]
+        pos = sim[r, y]
+        sim[r, x] = -np.inf
+        above = (sim > pos[:, None]).sum(axis=1)
+        ties = ((sim == pos[:, None]) & (cols[None, :] > y[:, None])).sum(axis=1)
+        ranks[s : s + bs] = 1 + above + ties
+    return ranks
+
+
+@dataclass(frozen=True)
+class EvalRankResult:
+    """MRR and Hits@k over pairs: ``values[measure] = (value, boot_mean, ci_low, ci_high)``
+    for ``evalrank_mrr`` and ``evalrank_hits@k``; ``ranks`` per pair."""
+
+    system: str
+    dataset: str
+    ranks: np.ndarray
+    values: dict[str, tuple[float, float, float, float]]
+    n_resamples: int
+    sample_size: int
+    seed: int
+    confidence: float
+
+    @property
+    def mrr(self) -> float:
+        return self.values["evalrank_mrr"][0]
+
+    def hits(self, k: int) -> float:
+        return self.values[f"evalrank_hits@{int(k)}"][0]
+
+    def to_metric_rows(self) -> list[dict[str, Any]]:
+        """One row per measure; ``n_queries`` is the number of pairs."""
+        return [
+            metric_row(self.system, self.dataset, m, v[0], boot_mean=v[1], ci_low=v[2], ci_high=v[3],
+                       n_queries=int(self.ranks.size), n_resamples=self.n_resamples, sample_size=self.sample_size,
+                       seed=self.seed, extra={"confidence": self.confidence})
+            for m, v in self.values.items()
+        ]
+
+
+def evalrank(
+    pool_embeddings: object,
+    pairs: object,
+    *,
+    ks: Sequence[int] = (1, 3, 5, 10),
+    n_resamples: int = 1000,
+    sample_size: int | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+    normalize: bool = True,
+    system: str = "",
+    dataset: str = "",
+) -> EvalRankResult:
+    """EvalRank MRR and Hits@k of one embedding model with bootstrap CIs over pairs.
+
+    ``pool_embeddings`` [n, d] embeds :attr:`PairPool.texts` in order; ``pairs`` [m, 2]
+    (e.g. :attr:`PairPool.pairs`).
+    """
+    from adaptlab.stats import bootstrap_ci
+
+    kk = sorted({int(k) for k in ks})
+    if any(k < 1 for k in kk):
+        raise ConfigError(f"ks must be >= 1, got {list(ks)}")
+    ranks = evalrank_ranks(pool_embeddings, pairs, normalize=normalize)
+    names = ["evalrank_mrr"] + [f"evalrank_hits@{k}" for k in kk]
+    per_pair = np.vstack([1.0 / ranks] + [(ranks <= k).astype(np.float64) for k in kk])
+    ci = bootstrap_ci(per_pair, n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence)
+    values = {
+        m: (float(ci.point[i]), float(ci.boot_mean[i]), float(ci.ci_low[i]), float(ci.ci_high[i]))
+        for i, m in enumerate(names)
+    }
+    l = ranks.size if sample_size is None else int(sample_size)
+    return EvalRankResult(system, dataset, ranks, values, int(n_resamples), l, int(seed), float(confidence))

@@ -1,0 +1,205 @@
+"""Overlap of similarity distributions: COE and ROE (reference 000, Section 2.3).
+
+Per query ``q``: ``s_corr(q)`` the similarity to its correct (gold) document, the ``K``
+top-K similarities, and ``s_rand(q)`` the similarity to one random corpus document. Over the
+queries these give ``S_corr`` (``Q`` values), ``S_topK`` (``K * Q``) and ``S_rand`` (``Q``).
+
+For bootstrap sample ``j`` (``l`` queries drawn with replacement), ``theta_j`` is the
+``psi``-th percentile (NumPy linear interpolation) of the sample's ``l * K`` top-K
+similarities, and::
+
+    C_corr(theta_j) = P_j(s_corr > theta_j)      C_rand(theta_j) = P_j(s_rand > theta_j)
+
+where ``P_j`` is the fraction over the sample's queries (so every quantity is recomputed on
+the resample, the plain bootstrap of a statistic). ``COE = mean_j C_corr(theta_j)`` and
+``ROE = mean_j C_rand(theta_j)`` with percentile CIs over the samples. The point value is the
+same statistic on all queries. The paper leaves ``psi`` open; adaptlab's default is
+``psi = 5``: ``theta`` is then a near-minimum top-K similarity that a single outlying score
+cannot move, close to the threshold statistic ``gamma_j`` of Section 2.2.
+
+When a query has several gold documents, ``s_corr`` is the similarity of the most similar one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from adaptlab.analysis._inputs import query_arrays
+from adaptlab.analysis._resample import check_confidence, draw_indices, percentile_ci
+from adaptlab.analysis._rows import metric_row
+from adaptlab.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_OVERLAP_PSI",
+    "OverlapResult",
+    "SimilarityDistributions",
+    "overlap_from_arrays",
+    "overlap_metrics",
+    "similarity_distributions",
+]
+
+DEFAULT_OVERLAP_PSI = 5.0
+"""Default percentile ``psi`` of the top-K similarities used as ``theta_j``."""
+
+_CHUNK_ELEMS = 1 << 22
+
+
+@dataclass(frozen=True)
+class SimilarityDistributions:
+    """``S_corr``, ``S_topK`` (flattened) and ``S_rand`` of one system (NaNs dropped)."""
+
+    system: str
+    dataset: str
+    k: int
+    corr: np.ndarray
+    topk: np.ndarray
+    rand: np.ndarray
+
+
+def similarity_distributions(records: object, *, k: int = 5) -> SimilarityDistributions:
+    """The three similarity sets of Section 2.3 from :class:`PerQueryRecords` (judged queries)."""
+    qa = query_arrays(records, k)
+    top = qa.topk.ravel()
+    return SimilarityDistributions(
+        qa.system, qa.dataset, int(k), qa.sim_gold[~np.isnan(qa.sim_gold)], top[~np.isnan(top)],
+        qa.sim_random[~np.isnan(qa.sim_random)],
+    )
+
+
+@dataclass(frozen=True)
+class OverlapResult:
+    """COE and ROE of one system: point value (all queries), bootstrap mean and CI.
+
+    Values are fractions in [0, 1] (the paper prints percentages). ``theta`` is the
+    ``psi``-th percentile of ``S_topK`` on all queries; ``theta_boot_mean`` its mean over
+    the resamples.
+    """
+
+    system: str
+    dataset: str
+    k: int
+    psi: float
+    theta: float
+    theta_boot_mean: float
+    coe: float
+    coe_boot_mean: float
+    coe_ci_low: float
+    coe_ci_high: float
+    roe: float
+    roe_boot_mean: float
+    roe_ci_low: float
+    roe_ci_high: float
+    confidence: float
+    n_queries: int
+    n_excluded: int
+    n_resamples: int
+    sample_size: int
+    seed: int
+
+    def to_metric_rows(self) -> list[dict[str, Any]]:
+        """Rows ``coe`` and ``roe`` (extra: k, psi, theta)."""
+        common = {"n_queries": self.n_queries, "n_resamples": self.n_resamples,
+                  "sample_size": self.sample_size, "seed": self.seed}
+        extra = {"k": self.k, "psi": self.psi, "theta": self.theta, "n_excluded": self.n_excluded,
+                 "confidence": self.confidence}
+        return [
+            metric_row(self.system, self.dataset, "coe", self.coe, boot_mean=self.coe_boot_mean,
+                       ci_low=self.coe_ci_low, ci_high=self.coe_ci_high, extra=extra, **common),
+            metric_row(self.system, self.dataset, "roe", self.roe, boot_mean=self.roe_boot_mean,
+                       ci_low=self.roe_ci_low, ci_high=self.roe_ci_high, extra=extra, **common),
+        ]
+
+
+def _percentile_rows(x: np.ndarray, psi: float) -> np.ndarray:
+    if np.isnan(x).any():
+        return np.nanpercentile(x, psi, axis=1)
+    return np.percentile(x, psi, axis=1)
+
+
+def _overlap_kernel(
+    corr: np.ndarray, topk: np.ndarray, rand: np.ndarray, idx: np.ndarray, psi: float
+) -> np.ndarray:
+    """Per-resample ``[theta_j, C_corr(theta_j), C_rand(theta_j)]`` -> [B, 3]."""
+    b, l = idx.shape
+    k = topk.shape[1]
+    out = np.empty((b, 3), dtype=np.float64)
+    step = max(1, _CHUNK_ELEMS // max(l * k, 1))
+    for s in range(0, b, step):
+        blk = idx[s : s + step]
+        theta = _percentile_rows(topk[blk].reshape(blk.shape[0], l * k), psi)
+        out[s : s + blk.shape[0], 0] = theta
+        out[s : s + blk.shape[0], 1] = (corr[blk] > theta[:, None]).mean(axis=1)
+        out[s : s + blk.shape[0], 2] = (rand[blk] > theta[:, None]).mean(axis=1)
+    return out
+
+
+def overlap_from_arrays(
+    sim_corr: np.ndarray,
+    topk_scores: np.ndarray,
+    sim_rand: np.ndarray,
+    *,
+    psi: float = DEFAULT_OVERLAP_PSI,
+    n_resamples: int = 1000,
+    sample_size: int | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+    indices: np.ndarray | None = None,
+    system: str = "",
+    dataset: str = "",
+    n_excluded: int = 0,
+) -> OverlapResult:
+    """COE/ROE from arrays: ``sim_corr`` [Q], ``topk_scores`` [Q, K] (all K columns are
+    used; NaN = not retrieved), ``sim_rand`` [Q]. ``indices`` [m, l] overrides the resamples."""
+    corr = np.asarray(sim_corr, dtype=np.float64)
+    rand = np.asarray(sim_rand, dtype=np.float64)
+    topk = np.asarray(topk_scores, dtype=np.float64)
+    if topk.ndim != 2 or topk.shape[0] == 0 or topk.shape[1] == 0:
+        raise ConfigError(f"topk_scores must be a non-empty [Q, K] array, got shape {topk.shape}")
+    q = topk.shape[0]
+    if corr.shape != (q,) or rand.shape != (q,):
+        raise ConfigError(f"sim_corr and sim_rand must have shape ({q},), got {corr.shape} and {rand.shape}")
+    if not 0.0 <= float(psi) <= 100.0:
+        raise ConfigError(f"psi must be a percentile in [0, 100], got {psi!r}")
+    check_confidence(confidence)
+    idx = draw_indices(q, n_resamples=n_resamples, sample_size=sample_size, seed=seed, indices=indices)
+    boot = _overlap_kernel(corr, topk, rand, idx, float(psi))
+    full = _overlap_kernel(corr, topk, rand, np.arange(q, dtype=np.int64)[None, :], float(psi))[0]
+    lo, hi = percentile_ci(boot, confidence)
+    return OverlapResult(
+        system=system, dataset=dataset, k=int(topk.shape[1]), psi=float(psi), theta=float(full[0]),
+        theta_boot_mean=float(boot[:, 0].mean()),
+        coe=float(full[1]), coe_boot_mean=float(boot[:, 1].mean()), coe_ci_low=float(lo[1]), coe_ci_high=float(hi[1]),
+        roe=float(full[2]), roe_boot_mean=float(boot[:, 2].mean()), roe_ci_low=float(lo[2]), roe_ci_high=float(hi[2]),
+        confidence=float(confidence), n_queries=q, n_excluded=int(n_excluded), n_resamples=int(idx.shape[0]),
+        sample_size=int(idx.shape[1]), seed=int(seed),
+    )
+
+
+def overlap_metrics(
+    records: object,
+    *,
+    k: int = 5,
+    psi: float = DEFAULT_OVERLAP_PSI,
+    n_resamples: int = 1000,
+    sample_size: int | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+    indices: np.ndarray | None = None,
+) -> OverlapResult:
+    """COE and ROE of one system's :class:`PerQueryRecords` with bootstrap CIs (000, Sec. 2.3).
+
+    Queries without a gold document, or whose gold similarity is unknown (NaN), are excluded
+    and counted in ``n_excluded``. ``indices`` must then index the remaining queries.
+    """
+    qa = query_arrays(records, k)
+    keep = ~np.isnan(qa.sim_gold) & ~np.isnan(qa.sim_random)
+    if not keep.any():
+        raise ConfigError(f"system {qa.system!r} on {qa.dataset!r}: no query has a gold and a random similarity")
+    return overlap_from_arrays(
+        qa.sim_gold[keep], qa.topk[keep], qa.sim_random[keep], psi=psi, n_resamples=n_resamples,
+        sample_size=sample_size, seed=seed, confidence=confidence, indices=indices,
+        system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded + int((~keep).sum()),
+    )

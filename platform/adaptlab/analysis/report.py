@@ -1,0 +1,357 @@
+"""A Markdown + HTML report of a results store: tables of every stored measure with its CI,
+paired comparisons, thresholds, COE/ROE, isotropy, correlations, and the figures that can be
+drawn from the store (CI forest plots, similarity densities, nDCG@k curves, thresholds).
+
+``build_report(store_root, out_dir)`` writes ``out_dir/report.md``, ``out_dir/report.html``
+and ``out_dir/figures/*.png`` and returns the Markdown path. For each (system, dataset,
+measure, comparison) the row of the most recent run is shown. When the store has per-query
+records but no ``threshold``/``coe`` rows for a system, those analyses are computed for the
+report (``compute_missing=True``; marked as such). Figures that need embeddings (domain shift
+histograms, topic maps) cannot be drawn from the store: make them with
+:mod:`adaptlab.analysis.plots`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from adaptlab.errors import ConfigError
+
+__all__ = ["build_report"]
+
+_ANALYSIS_SECTIONS = ("threshold", "acc_at_threshold", "coe", "roe", "isoscore", "isotropy_mu", "isotropy_mu_exact")
+
+
+def _is_ranking_measure(m: str) -> bool:
+    from adaptlab.metrics.measures import Measure
+
+    try:
+        return str(Measure.parse(m)) == m
+    except Exception:  # noqa: BLE001 - any parse failure means "not a ranking measure"
+        return False
+
+
+def _fmt(x: Any, digits: int = 4) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "n/a"
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _ci(lo: Any, hi: Any) -> str:
+    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (lo, hi)):
+        return "n/a"
+    return f"[{lo:.4f}, {hi:.4f}]"
+
+
+def _width(lo: Any, hi: Any) -> str:
+    if lo is None or hi is None:
+        return "n/a"
+    return _fmt(float(hi) - float(lo))
+
+
+def _extra(row: dict[str, Any]) -> dict[str, Any]:
+    e = row.get("extra")
+    if not e:
+        return {}
+    try:
+        out = json.loads(e)
+    except (TypeError, ValueError):
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+
+
+class _Doc:
+    """Blocks rendered to Markdown and to HTML."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple[Any, ...]] = []
+
+    def h(self, level: int, text: str) -> None:
+        self.blocks.append(("h", level, text))
+
+    def p(self, text: str) -> None:
+        self.blocks.append(("p", text))
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        self.blocks.append(("table", list(header), [[str(c) for c in r] for r in rows]))
+
+    def img(self, rel: str, alt: str) -> None:
+        self.blocks.append(("img", rel, alt))
+
+    def markdown(self) -> str:
+        out: list[str] = []
+        for b in self.blocks:
+            if b[0] == "h":
+                out.append("#" * b[1] + " " + b[2])
+            elif b[0] == "p":
+                out.append(b[1])
+            elif b[0] == "table":
+                esc = [[c.replace("|", "\\|") for c in r] for r in [b[1], *b[2]]]
+                out.append("| " + " | ".join(esc[0]) + " |")
+                out.append("|" + "|".join("---" for _ in esc[0]) + "|")
+                out.extend("| " + " | ".join(r) + " |" for r in esc[1:])
+            elif b[0] == "img":
+                out.append(f"![{b[2]}]({b[1]})")
+            out.append("")
+        return "\n".join(out)
+
+    def html(self, title: str) -> str:
+        out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{html.escape(title)}</title>",
+               "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+               "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
+               "text-align:right}td:first-child,th:first-child{text-align:left}img{max-width:100%}</style>",
+               "</head><body>"]
+        for b in self.blocks:
+            if b[0] == "h":
+                out.append(f"<h{b[1]}>{html.escape(b[2])}</h{b[1]}>")
+            elif b[0] == "p":
+                out.append(f"<p>{html.escape(b[1])}</p>")
+            elif b[0] == "table":
+                head = "".join(f"<th>{html.escape(c)}</th>" for c in b[1])
+                out.append(f"<table><thead><tr>{head}</tr></thead><tbody>")
+                out.extend("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in b[2])
+                out.append("</tbody></table>")
+            elif b[0] == "img":
+                out.append(f"<p><img src='{html.escape(b[1])}' alt='{html.escape(b[2])}'></p>")
+        out.append("</body></html>")
+        return "\n".join(out)
+
+
+def _latest_rows(metrics: list[dict[str, Any]], run_order: dict[str, int]) -> list[dict[str, Any]]:
+    """One row per (system, dataset, measure, compared_to, space, k): the latest run's."""
+    best: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for i, r in enumerate(metrics):
+        e = _extra(r)
+        key = (r["system"], r["dataset"], r["measure"], r.get("compared_to"), e.get("space"), e.get("x"), e.get("y"))
+        rank = (run_order.get(r.get("run_id", ""), -1), i)
+        if key not in best or rank >= best[key]["_rank"]:
+            best[key] = {**r, "_rank": rank}
+    return [{k: v for k, v in r.items() if k != "_rank"} for r in best.values()]
+
+
+def _records_by_system(
+    store: Any, dataset: str, systems: Sequence[str] | None, run_order: dict[str, int]
+) -> dict[str, Any]:
+    """The latest run's :class:`PerQueryRecords` per system of ``dataset``."""
+    import pyarrow.compute as pc
+
+    from adaptlab.retrieval.records import PerQueryRecords
+
+    table = store.per_query(dataset=dataset, system=list(systems) if systems else None)
+    if table.num_rows == 0:
+        return {}
+    latest: dict[str, str] = {}
+    for s, rid in set(zip(table.column("system").to_pylist(), table.column("run_id").to_pylist())):
+        if s not in latest or run_order.get(rid, -1) > run_order.get(latest[s], -1):
+            latest[s] = rid
+    out = {}
+    for s in sorted(latest):
+        t = table.filter(pc.equal(table.column("run_id"), latest[s]))
+        out[s] = PerQueryRecords.from_arrow(t.drop_columns(["run_id"]), system=s, dataset=dataset)
+    return out
+
+
+def build_report(
+    store_root: str | Path,
+    out_dir: str | Path,
+    *,
+    systems: Sequence[str] | None = None,
+    datasets: Sequence[str] | None = None,
+    k: int = 5,
+    compute_missing: bool = True,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    title: str = "adaptlab report",
+) -> Path:
+    """Write the report of ``store_root`` (restricted to ``systems``/``datasets``) to ``out_dir``.
+
+    ``k`` is the K of top-K accuracy used by analyses computed for the report (thresholds,
+    COE/ROE; capped at the retrieval depth) and to pick ``acc@k`` for the correlations;
+    ``n_resamples`` and ``seed`` are their bootstrap settings.
+    """
+    from adaptlab import results
+    from adaptlab.analysis import plots
+    from adaptlab.analysis.correlation import correlation_table, measure_values
+    from adaptlab.analysis.overlap import overlap_metrics, similarity_distributions
+    from adaptlab.analysis.curves import ndcg_curve_from_records
+    from adaptlab.analysis.thresholds import similarity_thresholds
+
+    if int(k) < 1:
+        raise ConfigError(f"k must be >= 1, got {k!r}")
+    store = results.open(store_root)
+    out = Path(out_dir)
+    figdir = out / "figures"
+    figdir.mkdir(parents=True, exist_ok=True)
+    sys_f = list(systems) if systems else None
+    ds_f = list(datasets) if datasets else None
+    runs = store.runs(system=sys_f, dataset=ds_f).to_pylist()
+    runs.sort(key=lambda r: (str(r.get("timestamp")), r["run_id"]))
+    run_order = {r["run_id"]: i for i, r in enumerate(runs)}
+    metrics = _latest_rows(store.metrics(system=sys_f, dataset=ds_f).to_pylist(), run_order)
+    all_datasets = sorted({r["dataset"] for r in runs} | {r["dataset"] for r in metrics})
+
+    doc = _Doc()
+    doc.h(1, title)
+    doc.p(f"Store: {Path(store_root)}. Runs: {len(runs)}. Datasets: {', '.join(all_datasets) or 'none'}. "
+          "Values are point estimates on all queries; bootstrap means and percentile confidence "
+          "intervals come from the stored resampling settings (n_resamples, sample_size, seed).")
+    if not all_datasets:
+        doc.p("The store holds no runs matching the filters.")
+
+    for ds in all_datasets:
+        rows = [r for r in metrics if r["dataset"] == ds and r["system"] != "*"]
+        doc.h(2, f"Dataset: {ds}")
+        records = _records_by_system(store, ds, sys_f, run_order)
+        ds_systems = sorted({r["system"] for r in rows} | set(records))
+        computed: list[str] = []
+        thr_results = []
+        if compute_missing and records:
+            have = {(r["system"], r["measure"]) for r in rows}
+            for s, rec in records.items():
+                kk = min(int(k), rec.k) if rec.k else 0
+                if kk < 1 or not any(len(g) for g in rec.gold_ids):
+                    continue
+                if (s, "threshold") not in have:
+                    tr = similarity_thresholds(rec, k=kk, n_resamples=n_resamples, seed=seed)
+                    thr_results.append(tr)
+                    rows += tr.to_metric_rows()
+                    computed.append(f"{s}: threshold")
+                if (s, "coe") not in have:
+                    rows += overlap_metrics(rec, k=kk, n_resamples=n_resamples, seed=seed).to_metric_rows()
+                    computed.append(f"{s}: COE/ROE")
+
+        # -- ranking measures ---------------------------------------------------------------
+        rank_rows = sorted((r for r in rows if r.get("compared_to") is None and _is_ranking_measure(r["measure"])),
+                           key=lambda r: (r["measure"], r["system"]))
+        if rank_rows:
+            doc.h(3, "Retrieval measures")
+            doc.table(["System", "Measure", "Value", "Boot mean", "95% CI", "CI width", "Queries", "Resamples x size"],
+                      [[r["system"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
+                        _ci(r.get("ci_low"), r.get("ci_high")), _width(r.get("ci_low"), r.get("ci_high")),
+                        _fmt(r.get("n_queries")), f"{_fmt(r.get('n_resamples'))} x {_fmt(r.get('sample_size'))}"]
+                       for r in rank_rows])
+            for m in sorted({r["measure"] for r in rank_rows}):
+                mr = [r for r in rank_rows if r["measure"] == m]
+                if any(r.get("ci_low") is not None for r in mr):
+                    path = plots.plot_ci_forest(
+                        [r["system"] for r in mr],
+                        [r["boot_mean"] if r.get("boot_mean") is not None else r["value"] for r in mr],
+                        [r["ci_low"] if r.get("ci_low") is not None else math.nan for r in mr],
+                        [r["ci_high"] if r.get("ci_high") is not None else math.nan for r in mr],
+                        figdir / f"{_slug(ds)}_{_slug(m)}_forest.png", measure=m, title=f"{m} on {ds}")
+                    doc.img(path.relative_to(out).as_posix(), f"{m} with 95% CI on {ds}")
+
+        pair_rows = sorted((r for r in rows if r.get("compared_to") and _is_ranking_measure(r["measure"])),
+                           key=lambda r: (r["measure"], r["system"], r["compared_to"]))
+        if pair_rows:
+            doc.h(3, "Paired comparisons (A - B, paired bootstrap)")
+            doc.table(["A", "B", "Measure", "Difference", "Boot mean", "95% CI", "p-value"],
+                      [[r["system"], r["compared_to"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
+                        _ci(r.get("ci_low"), r.get("ci_high")), _fmt(r.get("p_value"))] for r in pair_rows])
+
+        # -- thresholds ---------------------------------------------------------------------
+        by = {(r["system"], r["measure"]): r for r in rows if r.get("compared_to") is None}
+        thr_sys = sorted({s for (s, m) in by if m == "threshold"})
+        if thr_sys:
+            doc.h(3, "Similarity thresholds (reference 000, Sec. 2.2)")
+            trows = []
+            for s in thr_sys:
+                t, a = by[(s, "threshold")], by.get((s, "acc_at_threshold"), {})
+                te, ae = _extra(t), _extra(a) if a else {}
+                trows.append([s, _fmt(te.get("k")), f"{_fmt(t['value'], 3)} ({_fmt(te.get('psi'), 0)})",
+                              _fmt(ae.get("base_boot_mean")), _fmt(a.get("boot_mean") if a else None),
+                              _ci(a.get("ci_low"), a.get("ci_high")) if a else "n/a", _fmt(t.get("p_value"))])
+            doc.table(["System", "K", "tau (psi)", "Boot acc", "Boot acc @ tau", "95% CI @ tau", "p (one-sided)"],
+                      trows)
+            if thr_results:
+                path = plots.plot_thresholds(thr_results, figdir / f"{_slug(ds)}_thresholds.png",
+                                             title=f"Accuracy vs threshold on {ds}")
+                doc.img(path.relative_to(out).as_posix(), f"accuracy against threshold on {ds}")
+
+        # -- COE / ROE ----------------------------------------------------------------------
+        ov_sys = sorted({s for (s, m) in by if m in ("coe", "roe")})
+        if ov_sys:
+            doc.h(3, "Distribution overlap: COE and ROE (reference 000, Sec. 2.3)")
+            orows = []
+            for s in ov_sys:
+                c, r_ = by.get((s, "coe"), {}), by.get((s, "roe"), {})
+                e = _extra(c or r_)
+                orows.append([s, _fmt(e.get("k")), _fmt(e.get("psi"), 1), _fmt(c.get("boot_mean")),
+                              _ci(c.get("ci_low"), c.get("ci_high")), _fmt(r_.get("boot_mean")),
+                              _ci(r_.get("ci_low"), r_.get("ci_high"))])
+            doc.table(["System", "K", "psi", "COE", "COE 95% CI", "ROE", "ROE 95% CI"], orows)
+        if records:
+            dists = [similarity_distributions(rec, k=min(int(k), rec.k)) for rec in records.values() if rec.k]
+            if dists:
+                path = plots.plot_similarity_densities(dists, figdir / f"{_slug(ds)}_densities.png",
+                                                       title=f"S_rand (red), S_corr (green), S_topK (blue) on {ds}")
+                doc.img(path.relative_to(out).as_posix(), f"similarity densities on {ds}")
+            curves = [ndcg_curve_from_records(rec, n_resamples=n_resamples, seed=seed)
+                      for rec in records.values() if rec.k and any(len(g) for g in rec.gold_ids)]
+            if curves:
+                path = plots.plot_ndcg_curves(curves, figdir / f"{_slug(ds)}_ndcg_curves.png", title=f"nDCG@k on {ds}")
+                doc.img(path.relative_to(out).as_posix(), f"nDCG@k curves on {ds}")
+                depth = min(c.depth for c in curves)
+                doc.p(f"nDCG@k curves from the stored top-{depth} rankings: hollow markers (k > {depth}) "
+                      "are lower bounds.")
+
+        # -- isotropy -----------------------------------------------------------------------
+        iso = [r for r in rows if r["measure"] in ("isoscore", "isotropy_mu", "isotropy_mu_exact")]
+        if iso:
+            doc.h(3, "Isotropy (I_A: Mu et al.; I_B: IsoScore)")
+            keyed: dict[tuple[str, str], dict[str, Any]] = {}
+            for r in iso:
+                keyed.setdefault((r["system"], str(_extra(r).get("space", ""))), {})[r["measure"]] = r["value"]
+            doc.table(["System", "Space", "IsoScore (I_B)", "I_A (approx.)", "I_A (eigenvectors)"],
+                      [[s, sp, _fmt(v.get("isoscore")), _fmt(v.get("isotropy_mu")), _fmt(v.get("isotropy_mu_exact"))]
+                       for (s, sp), v in sorted(keyed.items())])
+
+        # -- everything else ----------------------------------------------------------------
+        other = sorted((r for r in rows if not _is_ranking_measure(r["measure"])
+                        and r["measure"] not in _ANALYSIS_SECTIONS),
+                       key=lambda r: (r["measure"], r["system"], str(r.get("compared_to"))))
+        if other:
+            doc.h(3, "Other analyses")
+            doc.table(["System", "Measure", "Value", "Boot mean", "95% CI", "Compared to", "p-value"],
+                      [[r["system"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
+                        _ci(r.get("ci_low"), r.get("ci_high")), r.get("compared_to") or "", _fmt(r.get("p_value"))]
+                       for r in other])
+
+        # -- correlations -------------------------------------------------------------------
+        values = measure_values(rows)
+        if len(values) >= 3:
+            acc = f"acc@{int(k)}"
+            if not any(acc in v for v in values.values()):
+                accs = sorted({m for v in values.values() for m in v if m.startswith("acc@")})
+                acc = accs[0] if accs else acc
+            pairs = [(acc, "coe"), (acc, "roe"), ("threshold", "roe"), (acc, "isotropy_mu"), (acc, "isoscore")]
+            corr = [c for c in correlation_table(values, pairs) if c.n >= 3]
+            if corr:
+                doc.h(3, "Correlations across systems (reference 000, Table 3)")
+                doc.table(["x", "y", "Systems", "Pearson r", "p", "Spearman rho", "p"],
+                          [[c.x, c.y, str(c.n), _fmt(c.pearson_r, 3), _fmt(c.pearson_p, 3),
+                            _fmt(c.spearman_rho, 3), _fmt(c.spearman_p, 3)] for c in corr])
+        if computed:
+            doc.p("Computed for this report from the stored per-query records (not in the store): "
+                  + "; ".join(computed) + f". Bootstrap: {n_resamples} resamples, seed {seed}.")
+        if not ds_systems:
+            doc.p("No rows for this dataset.")
+
+    md = out / "report.md"
+    md.write_text(doc.markdown(), encoding="utf-8")
+    (out / "report.html").write_text(doc.html(title), encoding="utf-8")
+    return md
