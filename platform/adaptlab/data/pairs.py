@@ -1,0 +1,146 @@
+"""Generic (question, context) pair files: CSV, TSV or JSON lines.
+
+Each row holds a question and the context that answers it; the columns are configurable.
+
+- Without ``doc_id_col``, identical contexts (after whitespace normalisation) become one
+  document ``d{n}`` (order of first appearance). With it, the column names the document: the
+  same id must always carry the same context; different ids stay different documents.
+- Without ``query_id_col``, every row is a new query ``q{n}`` (``n`` = 0-based row index).
+  With it, a repeated query id must repeat the same question; its contexts are all relevant
+  (several gold documents). A repeated id with another question is an error.
+- An empty question or context is an error naming the line.
+
+The format comes from the suffix (``.csv``, ``.tsv``, ``.jsonl``/``.ndjson``) unless
+``file_format`` says otherwise. CSV/TSV files need a header row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from adaptlab.data._io import iter_jsonl, read_text, require_file, str_id
+from adaptlab.data.dataset import Dataset, Document
+from adaptlab.data.text import normalise_whitespace
+from adaptlab.errors import ConfigError, DataError
+
+__all__ = ["PAIR_FORMATS", "load_pairs"]
+
+PAIR_FORMATS = ("csv", "jsonl", "tsv")
+_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+def load_pairs(
+    path: str | Path,
+    *,
+    question_col: str = "question",
+    context_col: str = "context",
+    query_id_col: str | None = None,
+    doc_id_col: str | None = None,
+    title_col: str | None = None,
+    file_format: str | None = None,
+    name: str | None = None,
+) -> Dataset:
+    """Load a CSV/TSV/JSONL file of (question, context) rows (rules in the module doc)."""
+    p = require_file(path, "question/context pairs file (CSV, TSV or JSONL)")
+    fmt = file_format or _SUFFIXES.get(p.suffix.lower())
+    if fmt not in PAIR_FORMATS:
+        raise ConfigError(
+            f"{p}: cannot tell the file format from the suffix {p.suffix!r}; pass "
+            f"file_format, one of {', '.join(PAIR_FORMATS)}"
+        )
+    wanted = [c for c in (question_col, context_col, query_id_col, doc_id_col, title_col) if c]
+    rows = _read_rows(p, fmt, wanted)
+
+    docs: dict[str, Document] = {}
+    by_text: dict[str, str] = {}
+    doc_line: dict[str, int] = {}
+    queries: dict[str, str] = {}
+    query_line: dict[str, int] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for index, (line, row) in enumerate(rows):
+        where = f"{p}:{line}"
+        question = _text(row, question_col, where)
+        context = _text(row, context_col, where)
+        title = _text(row, title_col, where, allow_empty=True) if title_col else ""
+        if doc_id_col:
+            did = str_id(row[doc_id_col], where, doc_id_col)
+            if did in docs and (docs[did].text, docs[did].title) != (context, title):
+                raise DataError(
+                    f"{where}: document id {did!r} was given another context on line "
+                    f"{doc_line[did]}; one id must always name the same text"
+                )
+        else:
+            key = normalise_whitespace(title + "\x00" + context)
+            did = by_text.setdefault(key, f"d{len(by_text)}")
+        if did not in docs:
+            docs[did] = Document(did, context, title)
+            doc_line[did] = line
+        qid = str_id(row[query_id_col], where, query_id_col) if query_id_col else f"q{index}"
+        if qid in queries and queries[qid] != question:
+            raise DataError(
+                f"{where}: duplicate query id {qid!r} with a different question than on line "
+                f"{query_line[qid]}; a repeated id must repeat the same question"
+            )
+        queries.setdefault(qid, question)
+        query_line.setdefault(qid, line)
+        qrels.setdefault(qid, {})[did] = 1
+    if not docs:
+        raise DataError(f"{p}: no rows; expected a {question_col!r}, {context_col!r} pair per row")
+    meta: dict[str, Any] = {"format": "pairs", "path": str(p), "rows": len(rows)}
+    return Dataset.build(name or p.stem, docs.values(), queries, qrels, source=str(p), meta=meta)
+
+
+def _text(row: dict[str, Any], col: str, where: str, *, allow_empty: bool = False) -> str:
+    value = row[col]
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise DataError(f"{where}: column {col!r} must hold text, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise DataError(f"{where}: column {col!r} is empty; expected text")
+    return value
+
+
+def _read_rows(p: Path, fmt: str, wanted: list[str]) -> list[tuple[int, dict[str, Any]]]:
+    """``(line, row)`` pairs, every row holding the ``wanted`` columns."""
+    text = read_text(p)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    if fmt == "jsonl":
+        for line, obj in iter_jsonl(p, text):
+            missing = [c for c in wanted if c not in obj]
+            if missing:
+                raise DataError(
+                    f"{p}:{line}: missing key {missing[0]!r}; expected the keys "
+                    f"{', '.join(wanted)} (set question_col/context_col to the names used)"
+                )
+            rows.append((line, obj))
+        return rows
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t" if fmt == "tsv" else ",")
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise DataError(f"{p}: empty file; expected a header row with {', '.join(wanted)}")
+        missing = [c for c in wanted if c not in header]
+        if missing:
+            raise DataError(
+                f"{p}:1: the header has no column {missing[0]!r} (columns: "
+                f"{', '.join(header)}); set question_col/context_col to the names used"
+            )
+        start = reader.line_num + 1
+        for record in reader:
+            if not any(cell.strip() for cell in record):
+                start = reader.line_num + 1
+                continue
+            if len(record) != len(header):
+                raise DataError(
+                    f"{p}:{start}: expected {len(header)} fields as in the header, got "
+                    f"{len(record)}"
+                )
+            rows.append((start, dict(zip(header, record))))
+            start = reader.line_num + 1
+    except csv.Error as e:
+        raise DataError(f"{p}:{reader.line_num}: malformed {fmt.upper()} ({e})") from e
+    return rows

@@ -1,0 +1,160 @@
+"""TREC qrels and run files (the formats trec_eval and pytrec_eval read).
+
+- qrels: ``qid iter docid rel`` per line (``iter`` is ignored, usually ``0``);
+- run: ``qid Q0 docid rank score tag`` per line; the rank column is ignored on reading,
+  as trec_eval does: order comes from the score, ties broken by document id descending.
+
+Fields are separated by any whitespace, so ids must not contain any. Both readers return the
+plain dicts of :mod:`adaptlab.data.dataset` (``Qrels``, ``Run``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from adaptlab.data._io import iter_lines, read_text, require_file
+from adaptlab.data.dataset import Qrels, Run
+from adaptlab.errors import DataError
+
+__all__ = ["read_trec_qrels", "read_trec_run", "rank_run", "write_trec_qrels", "write_trec_run"]
+
+
+def read_trec_qrels(path: str | Path) -> Qrels:
+    """Read ``qid iter docid rel`` lines; a repeated (qid, docid) with another rel is an error."""
+    p = require_file(path, "TREC qrels file (qid 0 docid rel)")
+    qrels: Qrels = {}
+    seen: dict[tuple[str, str], int] = {}
+    for number, line in iter_lines(read_text(p)):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 4:
+            raise DataError(
+                f"{p}:{number}: expected 4 whitespace-separated fields (qid iter docid rel), "
+                f"got {len(fields)}"
+            )
+        qid, _, did, rel = fields
+        try:
+            value = int(rel)
+        except ValueError as e:
+            raise DataError(f"{p}:{number}: relevance {rel!r} is not an integer") from e
+        judged = qrels.setdefault(qid, {})
+        if did in judged and judged[did] != value:
+            raise DataError(
+                f"{p}:{number}: query {qid!r}, document {did!r} judged again with a different "
+                f"relevance ({judged[did]} on line {seen[(qid, did)]}, now {value})"
+            )
+        seen.setdefault((qid, did), number)
+        judged[did] = value
+    return qrels
+
+
+def read_trec_run(path: str | Path) -> Run:
+    """Read ``qid Q0 docid rank score tag`` lines into ``{qid: {docid: score}}``.
+
+    A document listed twice for one query, or a score that is not a finite number, is an
+    error naming the line.
+    """
+    p = require_file(path, "TREC run file (qid Q0 docid rank score tag)")
+    run: Run = {}
+    seen: dict[tuple[str, str], int] = {}
+    for number, line in iter_lines(read_text(p)):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 6:
+            raise DataError(
+                f"{p}:{number}: expected 6 whitespace-separated fields "
+                f"(qid Q0 docid rank score tag), got {len(fields)}"
+            )
+        qid, _, did, _, score, _ = fields
+        try:
+            value = float(score)
+        except ValueError as e:
+            raise DataError(f"{p}:{number}: score {score!r} is not a number") from e
+        if not math.isfinite(value):
+            raise DataError(f"{p}:{number}: score {score!r} is not finite")
+        if (qid, did) in seen:
+            raise DataError(
+                f"{p}:{number}: document {did!r} listed twice for query {qid!r} "
+                f"(first on line {seen[(qid, did)]})"
+            )
+        seen[(qid, did)] = number
+        run.setdefault(qid, {})[did] = value
+    return run
+
+
+def rank_run(scores: Mapping[str, float]) -> list[tuple[str, float]]:
+    """``(docid, score)`` in rank order: score descending, then document id descending.
+
+    This is trec_eval's ordering, the one the project uses for every measure (docs/metrics.md).
+    """
+    return sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+
+
+def _check_token(value: str, what: str) -> str:
+    text = str(value)
+    if not text or any(c.isspace() for c in text):
+        raise DataError(
+            f"{what} {text!r} is empty or contains whitespace; TREC files cannot hold it"
+        )
+    return text
+
+
+def write_trec_run(
+    run: Mapping[str, Mapping[str, float]],
+    path: str | Path,
+    *,
+    tag: str = "adaptlab",
+    depth: int | None = None,
+) -> Path:
+    """Write ``run`` as a TREC run file, queries in sorted id order, documents in rank order.
+
+    Ranks are 1-based in :func:`rank_run` order, so reading the file back and re-ranking gives
+    the same order; scores are written with ``repr`` (round-trips a float exactly). ``depth``
+    keeps the top ``depth`` documents of each query. The file is written atomically.
+    """
+    if depth is not None and depth < 1:
+        raise DataError(f"write_trec_run: depth must be >= 1, got {depth}")
+    _check_token(tag, "run tag")
+    lines: list[str] = []
+    for qid in sorted(run):
+        _check_token(qid, "query id")
+        ranked = rank_run(run[qid])
+        if depth is not None:
+            ranked = ranked[:depth]
+        for rank, (did, score) in enumerate(ranked, start=1):
+            _check_token(did, "document id")
+            value = float(score)
+            if not math.isfinite(value):
+                raise DataError(f"query {qid!r}, document {did!r}: score {score!r} is not finite")
+            lines.append(f"{qid} Q0 {did} {rank} {value!r} {tag}\n")
+    return _write_atomic(Path(path), "".join(lines))
+
+
+def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path) -> Path:
+    """Write ``qrels`` as ``qid 0 docid rel`` lines (sorted by query, then document id)."""
+    lines = []
+    for qid in sorted(qrels):
+        _check_token(qid, "query id")
+        for did in sorted(qrels[qid]):
+            _check_token(did, "document id")
+            lines.append(f"{qid} 0 {did} {int(qrels[qid][did])}\n")
+    return _write_atomic(Path(path), "".join(lines))
+
+
+def _write_atomic(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
