@@ -17,7 +17,7 @@ from adaptlab.errors import AdaptlabError
 
 __all__ = ["main"]
 
-_COMMANDS = ("evaluate", "results")
+_COMMANDS = ("evaluate", "results", "run", "submit", "report")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -145,6 +145,7 @@ def run_study(
         query_texts = [ds.queries[q] for q in judged]
         _log(f"[adaptlab] {ds!r}: {len(judged)} judged queries")
         per_query, records, provenance = {}, {}, {}
+        analysis_rows: list[dict[str, Any]] = []
         for model, embed in zip(study.models, embedders):
             _log(f"[adaptlab] embedding {len(doc_texts)} documents and {len(query_texts)} queries with {model.name!r}")
             d_emb = embed(doc_texts, "document")
@@ -154,7 +155,8 @@ def run_study(
                                 k=min(depth, len(doc_ids)), seed=study.study.seed)
             records[model.name] = rec
             per_query[model.name] = evaluate(ds.qrels, rec.to_run(), measures, query_ids=judged)
-            provenance[model.name] = {"model_id": embed.ref, "model_revision": embed.revision}
+            provenance[model.name] = {"model_id": embed.ref.model_id, "model_revision": embed.revision}
+            analysis_rows += _analyses(study, rec, d_emb, model.name, ds_section.name)
         summary = summarise(per_query, n_resamples=b.n_resamples, sample_size=b.sample_size or None, seed=b.seed,
                             confidence=b.confidence, baseline=study.evaluation.baseline or None)
         outcome = DatasetOutcome(ds_section.name, summary, records)
@@ -164,13 +166,42 @@ def run_study(
                       "bootstrap": vars(b)}
             outcome.run_ids = commit_summary(store_root, summary, dataset=ds_section.name, config=config,
                                              provenance=provenance, dataset_fingerprint=ds.fingerprint(),
-                                             records=list(records.values()), study=study.study.name)
+                                             records=list(records.values()), study=study.study.name,
+                                             extra_metric_rows=analysis_rows)
         if export_run is not None:
             _export_runs(Path(export_run), records, ds_section.name, several=len(study.models) * len(study.datasets) > 1)
         outcomes.append(outcome)
         if on_dataset is not None:
             on_dataset(outcome)
     return StudyOutcome(study.study.name, store_root, outcomes)
+
+
+def _analyses(study: Study, rec: Any, doc_emb: np.ndarray, system: str, dataset: str) -> list[dict[str, Any]]:
+    """The analyses that ``[analysis]`` turns on, as metric rows for the store."""
+    a, b = study.analysis, study.bootstrap
+    boot = {"n_resamples": b.n_resamples, "sample_size": b.sample_size or None, "seed": b.seed}
+    rows: list[dict[str, Any]] = []
+    if a.thresholds:
+        from adaptlab.analysis import similarity_thresholds
+
+        _log(f"[adaptlab] {system}: bootstrap similarity thresholds (K={a.top_k})")
+        rows += similarity_thresholds(rec, k=a.top_k, **boot).to_metric_rows()
+    if a.coe_roe:
+        from adaptlab.analysis import overlap_metrics
+
+        rows += overlap_metrics(rec, k=a.top_k, psi=a.psi, **boot).to_metric_rows()
+    if a.isotropy:
+        from adaptlab.analysis import isotropy
+
+        rows += isotropy(doc_emb, system=system, dataset=dataset, space="corpus").to_metric_rows()
+    if a.topic_diversity:
+        from adaptlab.analysis import topic_diversity
+
+        n = min(len(doc_emb), 2000)
+        rows += topic_diversity(doc_emb, seed=b.seed, sample_size=n).to_metric_rows(system=system, dataset=dataset)
+    for row in rows:
+        row["system"], row["dataset"] = system, dataset
+    return rows
 
 
 def _export_runs(path: Path, records: dict[str, Any], dataset: str, *, several: bool) -> None:

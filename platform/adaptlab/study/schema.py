@@ -118,7 +118,7 @@ class AnalysisSection:
     isotropy: bool = False
     topic_diversity: bool = False
     top_k: int = 5
-    psi: float = 50.0
+    psi: float = 5.0
 
 
 @dataclass
