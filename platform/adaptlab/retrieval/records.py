@@ -54,7 +54,8 @@ class PerQueryRecords:
 
     def __post_init__(self) -> None:
         n = len(self.query_ids)
-        self.topk_scores = np.asarray(self.topk_scores, dtype=np.float32).reshape(n, -1)
+        scores = np.asarray(self.topk_scores, dtype=np.float32)
+        self.topk_scores = scores.reshape(n, -1) if n else scores.reshape(0, scores.shape[-1] if scores.ndim == 2 else 0)
         self.gold_rank = np.asarray(self.gold_rank, dtype=np.int32)
         self.sim_gold = np.asarray(self.sim_gold, dtype=np.float32)
         self.sim_random = np.asarray(self.sim_random, dtype=np.float32)

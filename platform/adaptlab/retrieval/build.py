@@ -1,0 +1,127 @@
+"""Build the per-query records of one system on one dataset from its embeddings.
+
+For query ``q`` with embedding ``x_q`` (DESIGN.md, "The central record"):
+
+- ``topk_ids`` / ``topk_scores``: :func:`~adaptlab.retrieval.search.exact_search` over the
+  whole corpus (score descending, then document id descending, as trec_eval ranks);
+- ``gold_ids``: the documents judged relevant, ``rel(q, d) > 0``, sorted by id;
+- ``gold_rank``: ``min{r : topk_ids[r-1] in gold_ids}``, 1-based; 0 when no gold document is in
+  the top-k (or the query has none);
+- ``sim_gold``: ``max_{g in gold} <x_q, y_g>``, computed directly, so it is defined even when no
+  gold document was retrieved; NaN for a query without gold documents;
+- ``sim_random``: ``<x_q, y_r>`` for one corpus document ``r`` drawn uniformly (with
+  replacement across queries) by ``numpy.random.default_rng(seed)``, recorded in
+  ``random_ids``; the draw depends only on ``seed``, the number of queries and the corpus size.
+
+All similarities are the canonical scores of :func:`~adaptlab.retrieval.search.pair_scores`,
+so ``sim_gold`` equals the gold document's entry of ``topk_scores`` when it was retrieved.
+Queries without judged relevant documents are kept (NaN / 0); the metrics layer excludes and
+counts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from adaptlab.errors import ConfigError, DataError
+from adaptlab.retrieval.records import PerQueryRecords
+from adaptlab.retrieval.search import Backend, _as_matrix, exact_search, pair_scores
+
+__all__ = ["build_records"]
+
+
+def _gold_kernel(
+    topk_idx: np.ndarray, gold_q: np.ndarray, gold_d: np.ndarray, n_docs: int
+) -> np.ndarray:
+    """1-based rank of the first gold document in each row of ``topk_idx`` (0: none)."""
+    q, k = topk_idx.shape
+    if k == 0 or gold_q.size == 0:
+        return np.zeros(q, dtype=np.int32)
+    codes = np.arange(q, dtype=np.int64)[:, None] * n_docs + topk_idx
+    hit = np.isin(codes, gold_q.astype(np.int64) * n_docs + gold_d)
+    return np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 0).astype(np.int32)
+
+
+def build_records(
+    query_ids: Sequence[str],
+    query_emb: np.ndarray,
+    doc_ids: Sequence[str],
+    doc_emb: np.ndarray,
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    system: str,
+    dataset: str,
+    k: int = 100,
+    seed: int = 0,
+    block_size: int | None = None,
+    backend: Backend | str = "auto",
+) -> PerQueryRecords:
+    """Retrieve the top-``k`` for every query and fill the per-query records.
+
+    ``query_emb`` [Q, d] and ``doc_emb`` [N, d] are L2-normalised float32 rows in the order of
+    ``query_ids`` and ``doc_ids``. ``qrels`` maps query id -> {document id: relevance}; queries
+    of ``qrels`` not in ``query_ids`` are ignored, a relevant document not in ``doc_ids`` is a
+    :class:`~adaptlab.errors.DataError`. ``block_size`` and ``backend`` go to
+    :func:`~adaptlab.retrieval.search.exact_search`; ``k > N`` keeps all ``N`` documents.
+    """
+    query_ids = [str(q) for q in query_ids]
+    doc_ids = [str(d) for d in doc_ids]
+    x = _as_matrix(query_emb, "query_emb")
+    y = _as_matrix(doc_emb, "doc_emb")
+    if len(query_ids) != x.shape[0]:
+        raise ConfigError(f"query_ids has {len(query_ids)} ids but query_emb has {x.shape[0]} rows; they must match")
+    if len(doc_ids) != y.shape[0]:
+        raise ConfigError(f"doc_ids has {len(doc_ids)} ids but doc_emb has {y.shape[0]} rows; they must match")
+    if not query_ids:
+        raise ConfigError("query_ids is empty; expected at least one query")
+    if len(set(query_ids)) != len(query_ids):
+        raise ConfigError("query_ids must be unique")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+
+    scores, idx = exact_search(x, y, k, doc_ids=doc_ids, block_size=block_size, backend=backend)
+    n = len(doc_ids)
+    pos = {d: i for i, d in enumerate(doc_ids)}
+
+    gold_ids: list[list[str]] = []
+    gq: list[int] = []
+    gd: list[int] = []
+    for row, qid in enumerate(query_ids):
+        gold = sorted(d for d, rel in qrels.get(qid, {}).items() if rel > 0)
+        for d in gold:
+            if d not in pos:
+                raise DataError(
+                    f"qrels for query {qid!r} name relevant document {d!r}, which is not among the "
+                    f"{n} doc_ids; embed the whole corpus or drop that judgement"
+                )
+            gq.append(row)
+            gd.append(pos[d])
+        gold_ids.append(gold)
+    gold_q = np.asarray(gq, dtype=np.int64)
+    gold_d = np.asarray(gd, dtype=np.int64)
+
+    gold_rank = _gold_kernel(idx, gold_q, gold_d, n)
+    sim_gold = np.full(len(query_ids), np.nan, dtype=np.float32)
+    if gold_q.size:
+        np.fmax.at(sim_gold, gold_q, pair_scores(x[gold_q], y, gold_d))
+
+    rng = np.random.default_rng(seed)
+    rand = rng.integers(0, n, size=len(query_ids))
+    sim_random = pair_scores(x, y, rand)
+
+    ids = np.asarray(doc_ids, dtype=object)
+    return PerQueryRecords(
+        system=system,
+        dataset=dataset,
+        query_ids=query_ids,
+        topk_ids=ids[idx].tolist(),
+        topk_scores=scores,
+        gold_ids=gold_ids,
+        gold_rank=gold_rank,
+        sim_gold=sim_gold,
+        sim_random=sim_random,
+        random_ids=ids[rand].tolist(),
+        meta={"k": int(k), "seed": int(seed), "similarity": "inner product", "tie_rule": "score desc, doc id desc"},
+    )
