@@ -1,0 +1,354 @@
+"""Embedding many texts on Ray Data with an actor pool, one model per actor.
+
+``embed_texts(texts, "minilm")`` returns float32 ``[n, d]`` L2-normalised embeddings in the
+order of ``texts``. With ``use_ray=True`` (the default):
+
+1. each text gets an integer row id (its input position); the texts are ordered by
+   decreasing length (characters, a proxy for tokens) so that a batch holds texts of similar
+   length (less padding, as ``SentenceTransformer.encode`` does within one call) and the
+   longest batches start first (less idle time at the end);
+2. they are cut into blocks of ``block_size`` rows (one block = one actor call) and put into
+   a Ray Dataset (``ray.data.from_blocks``) with columns ``row_id`` and ``text``;
+3. ``map_batches(EmbedBatch, compute=ActorPoolStrategy(size=num_actors))`` runs one encoder
+   per actor; each actor asks for one GPU (``num_gpus=1``) when the cluster has GPUs, and
+   for CPU slots otherwise (with ``torch_threads`` intra-op threads each). Actors that die
+   are restarted and their batch is retried (Ray Data's actor-pool default: no limit;
+   ``max_restarts`` sets one);
+4. the output blocks are written into the result by row id; every row id must appear
+   exactly once (a missing or duplicated row raises), so the result is in input order.
+
+``use_ray=False`` loads the encoder in this process (cached for the next call with the same
+model) and encodes directly: for tiny inputs and tests.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from adaptlab.embedding.actor import EmbedBatch, EncoderFactory
+from adaptlab.errors import ConfigError
+from adaptlab.models.base import Encoder, TextKind, check_texts
+from adaptlab.models.load import EncoderSpec
+from adaptlab.models.resolve import ModelRef, resolve_model
+
+__all__ = ["EmbeddingRun", "embed_texts", "embed_texts_detailed", "plan_blocks"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EmbeddingRun:
+    """Embeddings plus where they were computed.
+
+    Attributes:
+        embeddings: float32 ``[n, d]``, row ``i`` embeds ``texts[i]``.
+        pid: int64 ``[n]``, process id of the worker that embedded each row.
+        cuda_visible_devices: object ``[n]``, that worker's ``CUDA_VISIBLE_DEVICES``.
+        engine: ``"ray"`` or ``"local"``.
+        num_actors: actors in the pool (1 for local).
+        block_size: rows per actor call.
+        seconds: wall time of the embedding (excluding Ray start-up).
+    """
+
+    embeddings: np.ndarray
+    pid: np.ndarray
+    cuda_visible_devices: np.ndarray
+    engine: str
+    num_actors: int
+    block_size: int
+    seconds: float
+
+
+def _as_factory(model_ref: Any, backend: str, options: Mapping[str, Any] | None) -> EncoderFactory:
+    if isinstance(model_ref, (str, ModelRef)):
+        return EncoderSpec(model_ref, backend=backend, options=dict(options or {}))
+    if isinstance(model_ref, EncoderSpec):
+        if options:
+            return EncoderSpec(model_ref.ref, model_ref.backend, {**model_ref.options, **options})
+        return model_ref
+    if callable(model_ref):
+        if options:
+            raise ConfigError("options cannot be combined with an encoder factory; put them into the factory")
+        return model_ref
+    raise ConfigError(
+        f"model_ref must be an alias, path or hub id (str), a ModelRef, an EncoderSpec or a "
+        f"factory(device) -> Encoder; got {type(model_ref).__name__}"
+    )
+
+
+def _check_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def plan_blocks(n: int, *, num_actors: int, batch_size: int, block_size: int | None = None) -> int:
+    """Rows per actor call: given, or ~n / (8 * actors) rounded to a multiple of
+    ``batch_size`` and clipped to ``[batch_size, 8 * batch_size]``.
+
+    At least eight calls per actor keep the pool balanced when text lengths vary (the last
+    call of one actor waits for at most one block of the other), while a block of several
+    model batches keeps the per-call overhead (a few ms) negligible.
+    """
+    if block_size is not None:
+        return _check_int("block_size", block_size)
+    target = n / max(1, 8 * num_actors)
+    blocks = max(1, round(target / batch_size))
+    return int(min(8, blocks) * batch_size)
+
+
+# ---------------------------------------------------------------------------------------
+# in-process path
+_LOCAL_CACHE: dict[str, Encoder] = {}
+
+
+def _local_encoder(factory: EncoderFactory, device: str | None) -> Encoder:
+    if isinstance(factory, EncoderSpec):
+        key = json.dumps([str(factory.ref), repr(factory.ref), factory.backend, dict(factory.options), device],
+                         sort_keys=True, default=str)
+        enc = _LOCAL_CACHE.get(key)
+        if enc is None:
+            enc = factory(device)
+            _LOCAL_CACHE.clear()  # one model at a time
+            _LOCAL_CACHE[key] = enc
+        return enc
+    return factory(device)
+
+
+def _embed_local(texts: list[str], factory: EncoderFactory, kind: TextKind, batch_size: int,
+                 device: str | None) -> EmbeddingRun:
+    import os
+
+    t0 = time.perf_counter()
+    enc = _local_encoder(factory, device)
+    emb = enc.encode(texts, kind=kind, batch_size=batch_size)
+    n = len(texts)
+    return EmbeddingRun(
+        embeddings=emb,
+        pid=np.full(n, os.getpid(), dtype=np.int64),
+        cuda_visible_devices=np.full(n, os.environ.get("CUDA_VISIBLE_DEVICES", ""), dtype=object),
+        engine="local", num_actors=1, block_size=n, seconds=time.perf_counter() - t0,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Ray path
+def _assemble(n: int, batches: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    emb: np.ndarray | None = None
+    pid = np.zeros(n, dtype=np.int64)
+    cvd = np.full(n, "", dtype=object)
+    seen = np.zeros(n, dtype=np.int64)
+    for batch in batches:
+        ids = np.asarray(batch["row_id"], dtype=np.int64)
+        if ids.size == 0:
+            continue
+        block = np.asarray(batch["embedding"], dtype=np.float32)
+        if emb is None:
+            emb = np.empty((n, block.shape[1]), dtype=np.float32)
+        if ids.min() < 0 or ids.max() >= n:
+            raise RuntimeError(f"embedding pipeline returned row ids outside [0, {n})")
+        emb[ids] = block
+        pid[ids] = batch["pid"]
+        cvd[ids] = batch["cuda_visible_devices"]
+        np.add.at(seen, ids, 1)
+    if n and emb is None:
+        raise RuntimeError("embedding pipeline returned no rows")
+    if not np.all(seen == 1):
+        missing = np.flatnonzero(seen == 0)
+        dup = np.flatnonzero(seen > 1)
+        raise RuntimeError(
+            f"embedding pipeline returned {missing.size} rows never and {dup.size} rows more than once "
+            f"(first missing: {missing[:5].tolist()}, first duplicated: {dup[:5].tolist()})"
+        )
+    assert emb is not None
+    return emb, pid, cvd
+
+
+def _raise_init_error(e: Exception) -> None:
+    """An actor that cannot load its encoder: surface our own error (a ConfigError) readably."""
+    if not getattr(e, "actor_init_failed", False):
+        return
+    lines = [ln.strip() for ln in str(getattr(e, "error_msg", "") or e).splitlines() if ln.strip()]
+    ours = [ln for ln in lines if ln.startswith("adaptlab.errors.")]
+    if ours:
+        message = ours[-1].split(":", 1)[1].strip()
+        raise ConfigError(f"the embedding actors could not load the encoder: {message}") from e
+
+
+def _embed_ray(
+    texts: list[str], factory: EncoderFactory, *, kind: TextKind, batch_size: int, num_actors: int | None,
+    block_size: int | None, torch_threads: int | None, sort_by_length: bool, progress: bool,
+    max_restarts: int | None, device: str | None,
+) -> EmbeddingRun:
+    import pyarrow as pa
+    import ray
+    from ray.data import ActorPoolStrategy, DataContext
+
+    from adaptlab.runtime.cluster import available_cores, cluster_has_gpus, init_ray, ray_info
+
+    init_ray()
+    info = ray_info()
+    gpus = cluster_has_gpus()
+    n = len(texts)
+    if gpus:
+        actors = num_actors or max(1, int(info.num_gpus))
+        threads = torch_threads
+    else:
+        cores = available_cores() if info.started_here else max(1, int(info.num_cpus))
+        if num_actors is None:
+            threads = torch_threads or 1
+            actors = max(1, cores // threads)
+        else:
+            actors = num_actors
+            threads = torch_threads or max(1, cores // actors)
+    bs = plan_blocks(n, num_actors=actors, batch_size=batch_size, block_size=block_size)
+    actors = max(1, min(actors, math.ceil(n / bs)))
+    log.debug("embedding %d texts on Ray: %d %s actors x %s threads, blocks of %d rows",
+              n, actors, "GPU" if gpus else "CPU", threads or "default", bs)
+
+    order = np.argsort(-np.fromiter((len(t) for t in texts), dtype=np.int64, count=n), kind="stable") \
+        if sort_by_length else np.arange(n)
+    blocks = [
+        pa.table({"row_id": pa.array(order[s:s + bs], type=pa.int64()),
+                  "text": pa.array([texts[i] for i in order[s:s + bs]], type=pa.string())})
+        for s in range(0, n, bs)
+    ]
+    resources: dict[str, Any] = {}
+    if gpus:
+        resources["num_gpus"] = 1
+    else:
+        # leave one logical CPU free for Ray Data's own tasks (a full pool can stall it)
+        free = max(1.0, info.num_cpus - 1.0)
+        resources["num_cpus"] = min(float(threads or 1), free / actors)
+    extra: dict[str, Any] = {}
+    if max_restarts is not None:
+        # Ray Data's actor pool already restarts dead actors and retries their batch without
+        # limit; a finite budget can only be given through the deprecated **ray_remote_args.
+        extra = {"max_restarts": max_restarts, "max_task_retries": max_restarts}
+
+    ctx = DataContext.get_current()
+    saved = (ctx.enable_progress_bars, ctx.print_on_execution_start)
+    ctx.enable_progress_bars = bool(progress)
+    ctx.print_on_execution_start = False
+    t0 = time.perf_counter()
+    try:
+        # from_blocks keeps our blocks as they are and computes their metadata here (from_arrow
+        # would start one remote task per block); each block of `bs` rows = one actor call
+        from_blocks = getattr(ray.data, "from_blocks", None) or ray.data.from_arrow
+        ds = from_blocks(blocks)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*ray_remote_args.*", category=Warning)
+            out = ds.map_batches(
+                EmbedBatch,
+                fn_constructor_kwargs={"factory": factory, "kind": kind, "batch_size": batch_size,
+                                       "torch_threads": threads, "device": device},
+                batch_size=bs,
+                batch_format="numpy",
+                compute=ActorPoolStrategy(size=actors),
+                **resources,
+                **extra,
+            )
+        emb, pid, cvd = _assemble(n, out.iter_batches(batch_size=None, batch_format="numpy"))
+    except ray.exceptions.RayActorError as e:
+        _raise_init_error(e)
+        raise
+    finally:
+        ctx.enable_progress_bars, ctx.print_on_execution_start = saved
+    return EmbeddingRun(emb, pid, cvd, engine="ray", num_actors=actors, block_size=bs,
+                        seconds=time.perf_counter() - t0)
+
+
+def embed_texts_detailed(
+    texts: Sequence[str],
+    model_ref: str | ModelRef | EncoderSpec | EncoderFactory,
+    *,
+    kind: TextKind = "document",
+    batch_size: int = 64,
+    num_actors: int | None = None,
+    options: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    use_ray: bool = True,
+    backend: str = "auto",
+    device: str | None = None,
+    block_size: int | None = None,
+    torch_threads: int | None = None,
+    sort_by_length: bool = True,
+    max_restarts: int | None = None,
+) -> EmbeddingRun:
+    """:func:`embed_texts` returning an :class:`EmbeddingRun` (embeddings + worker of each row)."""
+    if kind not in ("query", "document"):
+        raise ConfigError(f"kind must be 'query' or 'document', got {kind!r}")
+    items = check_texts(texts, "texts")
+    batch_size = _check_int("batch_size", batch_size)
+    if num_actors is not None and num_actors != 0:
+        num_actors = _check_int("num_actors", num_actors)
+    else:
+        num_actors = None
+    if torch_threads is not None:
+        torch_threads = _check_int("torch_threads", torch_threads)
+    if max_restarts is not None:
+        max_restarts = _check_int("max_restarts", max_restarts, minimum=0)
+    opts = dict(options or {})
+    if "backend" in opts:  # the study runner passes the backend among the options
+        b = opts.pop("backend")
+        if b and b != "auto":
+            backend = b
+    factory = _as_factory(model_ref, backend, opts)
+    if isinstance(factory, EncoderSpec) and not isinstance(factory.ref, ModelRef):
+        # resolve here: a missing model fails fast in the driver, and actors skip the lookup
+        factory = EncoderSpec(resolve_model(factory.ref), factory.backend, factory.options)
+    if not use_ray or not items:
+        return _embed_local(items, factory, kind, batch_size, device)
+    return _embed_ray(items, factory, kind=kind, batch_size=batch_size, num_actors=num_actors,
+                      block_size=block_size, torch_threads=torch_threads, sort_by_length=sort_by_length,
+                      progress=progress, max_restarts=max_restarts, device=device)
+
+
+def embed_texts(
+    texts: Sequence[str],
+    model_ref: str | ModelRef | EncoderSpec | EncoderFactory,
+    *,
+    kind: TextKind = "document",
+    batch_size: int = 64,
+    num_actors: int | None = None,
+    options: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    use_ray: bool = True,
+    **kwargs: Any,
+) -> np.ndarray:
+    """Embed ``texts`` with ``model_ref``: float32 ``[len(texts), d]``, unit rows, input order.
+
+    Args:
+        texts: the texts (queries or documents, see ``kind``).
+        model_ref: an alias / path / hub id (loaded with :func:`adaptlab.models.load_encoder`
+            and ``options``), a :class:`~adaptlab.models.resolve.ModelRef`, an
+            :class:`~adaptlab.models.load.EncoderSpec`, or a picklable ``factory(device)``.
+        kind: ``"document"`` or ``"query"`` (instruction prefixes differ).
+        batch_size: texts per forward pass inside an actor.
+        num_actors: actor pool size; default: one per GPU, else ``cores // torch_threads``.
+        options: encoder options (``query_instruction``, ``max_seq_length``, ``backend``...).
+        progress: Ray Data progress bars.
+        use_ray: ``False``: encode in this process.
+        kwargs: ``backend``, ``device``, ``block_size`` (rows per actor call),
+            ``torch_threads`` (per CPU actor, default 1 with the default pool),
+            ``sort_by_length`` (default True), ``max_restarts`` (actor restarts and task
+            retries; default ``None``: Ray Data's policy, restart and retry without limit).
+            See :func:`embed_texts_detailed`.
+
+    Raises:
+        ConfigError: invalid option or model; DataError: a text is not a string.
+    """
+    unknown = set(kwargs) - {"backend", "device", "block_size", "torch_threads", "sort_by_length", "max_restarts"}
+    if unknown:
+        raise ConfigError(f"embed_texts: unknown argument(s) {', '.join(sorted(unknown))}")
+    return embed_texts_detailed(texts, model_ref, kind=kind, batch_size=batch_size, num_actors=num_actors,
+                                options=options, progress=progress, use_ray=use_ray, **kwargs).embeddings

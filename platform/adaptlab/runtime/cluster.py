@@ -1,0 +1,244 @@
+"""Starting or joining Ray: one call, safe to repeat.
+
+``init_ray()`` with no address (and no ``RAY_ADDRESS`` in the environment) starts Ray inside
+this process -- the embedded local runtime -- with
+
+- ``max(4, 2 x cores)`` logical CPUs (:func:`local_num_cpus`): Ray Data with 2 logical CPUs
+  and an actor pool of 2 stalls with no output (the actors hold every CPU slot and the read
+  and output tasks never schedule); logical CPUs are scheduling slots, not threads, and the
+  embedding actors set their own thread counts;
+- the dashboard off (or, with ``dashboard=True``, bound to 127.0.0.1 only);
+- quiet logs (``WARNING``) and, by default, no Ray Data progress bars;
+- token authentication as Ray 2.60 sets it up for local clusters: on, with a token in
+  ``~/.ray/auth_token`` (generated on first use). We never disable it; ``RAY_AUTH_MODE``
+  set by the user is respected.
+
+With an address (``"auto"``, ``"host:port"``, ``"ray://host:10001"``, or ``RAY_ADDRESS``) it
+connects instead. A token-protected cluster refuses a client whose ``RAY_AUTH_MODE`` is
+unset even when the token is on disk, so when a token is available (``RAY_AUTH_TOKEN``,
+``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``) and the mode is unset, we set
+``RAY_AUTH_MODE=token`` for this process before connecting.
+
+If Ray is already initialised (by us, by a test fixture, by a Ray job driver) the call
+returns a description of that instance and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adaptlab.errors import ConfigError
+
+__all__ = ["RayInfo", "available_cores", "cluster_has_gpus", "init_ray", "local_num_cpus", "ray_info", "shutdown_ray"]
+
+_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+_started_here = False
+_dashboard_url: str | None = None
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask; ``os.cpu_count()`` elsewhere)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def local_num_cpus(cores: int | None = None) -> int:
+    """Logical CPUs for the embedded runtime: ``max(4, 2 * cores)``."""
+    n = cores if cores is not None else available_cores()
+    return max(4, 2 * int(n))
+
+
+@dataclass(frozen=True)
+class RayInfo:
+    """What :func:`init_ray` started or joined."""
+
+    address: str
+    started_here: bool
+    num_cpus: float
+    num_gpus: float
+    dashboard_url: str | None
+    auth_mode: str
+    """``"token"`` or ``"disabled"`` (``"unknown"`` if Ray does not say)."""
+
+
+def _auth_mode() -> str:
+    try:
+        from ray._raylet import AuthenticationMode, get_authentication_mode
+
+        return "token" if get_authentication_mode() == AuthenticationMode.TOKEN else "disabled"
+    except Exception:  # noqa: BLE001 - private API; absence must not break init
+        return os.environ.get("RAY_AUTH_MODE", "unknown").lower()
+
+
+def _token_available() -> bool:
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return True
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if path and Path(path).expanduser().is_file():
+        return True
+    return (Path.home() / ".ray" / "auth_token").is_file()
+
+
+def _set_token_mode_for_client() -> None:
+    if "RAY_AUTH_MODE" in os.environ or not _token_available():
+        return
+    os.environ["RAY_AUTH_MODE"] = "token"
+    try:  # refresh Ray's cached config so this process sees the mode (what ray.init does itself)
+        from ray._raylet import Config
+
+        Config.initialize("")
+    except Exception:  # noqa: BLE001 - private API
+        pass
+
+
+def ray_info(*, started_here: bool | None = None) -> RayInfo:
+    """Describe the Ray instance this process is connected to."""
+    import ray
+
+    if not ray.is_initialized():
+        raise RuntimeError("Ray is not initialised; call adaptlab.runtime.init_ray() first")
+    res = ray.cluster_resources()
+    ctx = ray.get_runtime_context()
+    try:
+        address = ctx.gcs_address
+    except Exception:  # noqa: BLE001
+        address = ""
+    return RayInfo(
+        address=str(address),
+        started_here=_started_here if started_here is None else started_here,
+        num_cpus=float(res.get("CPU", 0.0)),
+        num_gpus=float(res.get("GPU", 0.0)),
+        dashboard_url=_dashboard_url,
+        auth_mode=_auth_mode(),
+    )
+
+
+def init_ray(
+    address: str | None = None,
+    *,
+    num_cpus: int | None = None,
+    num_gpus: int | None = None,
+    object_store_memory: int | None = None,
+    dashboard: bool = False,
+    namespace: str | None = None,
+    runtime_env: dict[str, Any] | None = None,
+    quiet: bool = True,
+    progress_bars: bool = False,
+    **ray_kwargs: Any,
+) -> RayInfo:
+    """Start the embedded local Ray, or connect to a cluster; idempotent (see module doc).
+
+    Args:
+        address: ``None`` (use ``RAY_ADDRESS`` if set, else start locally), ``"auto"``,
+            ``"host:port"`` or ``"ray://host:port"``.
+        num_cpus, num_gpus, object_store_memory: resources of a *local* start (``num_gpus``
+            can fake GPUs for tests: actors then get distinct ``CUDA_VISIBLE_DEVICES``).
+            ``num_cpus`` defaults to :func:`local_num_cpus`. Not allowed with an address.
+        dashboard: start the dashboard, bound to 127.0.0.1 (local start only).
+        namespace, runtime_env: passed to :func:`ray.init`.
+        quiet: Ray logs at WARNING and the token-authentication notice is not printed.
+        progress_bars: Ray Data progress bars (``DataContext.enable_progress_bars``).
+        ray_kwargs: anything else :func:`ray.init` accepts.
+
+    Raises:
+        ConfigError: local-only resources given with an address, or the cluster at the
+            address cannot be reached / refuses our token.
+    """
+    import ray
+
+    global _started_here, _dashboard_url
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    given = {k: v for k, v in (("num_cpus", num_cpus), ("num_gpus", num_gpus),
+                               ("object_store_memory", object_store_memory)) if v is not None}
+    if address and (given or dashboard):
+        raise ConfigError(
+            f"init_ray(address={address!r}): {', '.join(given) or 'dashboard'} can only be set when "
+            "starting a local Ray; a cluster brings its own resources and dashboard"
+        )
+    for key, value in (("num_cpus", num_cpus), ("num_gpus", num_gpus)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ConfigError(f"init_ray: {key} must be a non-negative integer, got {value!r}")
+    if ray.is_initialized():
+        return ray_info()
+    common: dict[str, Any] = {
+        "namespace": namespace,
+        "runtime_env": runtime_env,
+        "logging_level": logging.WARNING if quiet else logging.INFO,
+        **ray_kwargs,
+    }
+    auth_logger = logging.getLogger(_AUTH_LOGGER)
+    old_level = auth_logger.level
+    if quiet:
+        auth_logger.setLevel(logging.ERROR)
+    try:
+        if address:
+            _set_token_mode_for_client()
+            try:
+                ctx = ray.init(address=address, **common)
+            except (ConnectionError, RuntimeError, TimeoutError) as e:
+                raise ConfigError(
+                    f"cannot connect to the Ray cluster at {address!r}: {e}. Check the address (the head "
+                    "node's GCS port, 6379 by default, or ray://host:10001), and for token authentication "
+                    "make the cluster's token available here: RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
+                    "~/.ray/auth_token (on the head node: `ray get-auth-token`)"
+                ) from e
+            _started_here = False
+        else:
+            ctx = ray.init(
+                num_cpus=num_cpus if num_cpus is not None else local_num_cpus(),
+                num_gpus=num_gpus,
+                object_store_memory=object_store_memory,
+                include_dashboard=bool(dashboard),
+                dashboard_host="127.0.0.1",
+                **common,
+            )
+            _started_here = True
+    finally:
+        auth_logger.setLevel(old_level)
+    _dashboard_url = getattr(ctx, "dashboard_url", None) or None
+    _configure_data(progress_bars)
+    return ray_info()
+
+
+def _configure_data(progress_bars: bool) -> None:
+    try:
+        from ray.data import DataContext
+    except ImportError:  # pragma: no cover - ray[data] is a dependency
+        return
+    ctx = DataContext.get_current()
+    ctx.enable_progress_bars = bool(progress_bars)
+    ctx.print_on_execution_start = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    if not progress_bars:
+        try:  # Ray Data logs "Progress bars disabled" once per process; we chose that
+            from ray.util.debug import log_once
+
+            log_once("ray_data_progress_manager_disabled")
+        except ImportError:  # pragma: no cover
+            pass
+
+
+def shutdown_ray() -> None:
+    """Disconnect from (and, for a local start, stop) Ray; no-op when not initialised."""
+    import ray
+
+    global _started_here, _dashboard_url
+    if ray.is_initialized():
+        ray.shutdown()
+    _started_here = False
+    _dashboard_url = None
+
+
+def cluster_has_gpus() -> bool:
+    """Whether the Ray cluster this process is connected to has any GPU resource."""
+    import ray
+
+    if not ray.is_initialized():
+        raise RuntimeError("Ray is not initialised; call adaptlab.runtime.init_ray() first")
+    return float(ray.cluster_resources().get("GPU", 0.0)) > 0
