@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from adaptlab.study.submit import submission_id, submit_study
+from adaptlab.study.submit import submission_id
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -32,10 +32,14 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def head_node(tmp_path_factory):
+def head_node():
+    """A real head node on 127.0.0.1 with token auth; yields (dashboard address, client env).
+
+    Clients run in subprocesses: Ray caches the token of the first cluster a process talks to,
+    and this test process may already run an embedded Ray of its own."""
     ray_bin = shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
     token = secrets.token_hex(16)
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "HF_HUB_OFFLINE": "1"}
     env.pop("RAY_ADDRESS", None)
     gcs, dash = _free_port(), _free_port()
     start = subprocess.run(
@@ -45,26 +49,32 @@ def head_node(tmp_path_factory):
     )
     if start.returncode != 0:
         pytest.fail(f"ray start failed: {start.stderr[-2000:]}")
-    old = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
-    os.environ.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token})
     try:
-        yield f"http://127.0.0.1:{dash}"
+        yield f"http://127.0.0.1:{dash}", env
     finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True, timeout=120)
 
 
+def _submit(study: Path, address: str, env: dict, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "adaptlab", "submit", str(study), "--address", address, *extra],
+                          capture_output=True, text=True, timeout=1800, env=env)
+
+
 def test_jobs_api_refuses_requests_without_the_token(head_node):
+    address, _ = head_node
     with pytest.raises(urllib.error.HTTPError) as e:
-        urllib.request.urlopen(f"{head_node}/api/jobs/", timeout=30)
+        urllib.request.urlopen(f"{address}/api/jobs/", timeout=30)
     assert e.value.code in (401, 403)
 
 
+def test_submit_with_a_wrong_token_is_a_clear_error(head_node, tmp_path):
+    address, env = head_node
+    res = _submit(REPO / "jobs" / "quickstart.toml", address, {**env, "RAY_AUTH_TOKEN": "0" * 32})
+    assert res.returncode == 2 and "token" in res.stderr.lower() and "Traceback" not in res.stderr
+
+
 def test_submit_waits_and_results_land_in_the_store(head_node, tmp_path):
+    address, env = head_node
     study = REPO / "jobs" / "_e2e_submit_study.toml"
     study.write_text(
         '[study]\nname = "e2e"\n[[datasets]]\nspec = "synthetic:n_documents=8,seed=2"\n'
@@ -72,12 +82,12 @@ def test_submit_waits_and_results_land_in_the_store(head_node, tmp_path):
     )
     store = tmp_path / "store"
     try:
-        logs: list[str] = []
-        res = submit_study(study, head_node, store=str(store), wait=True, timeout_s=900, log=logs.append)
-        assert res.status == "SUCCEEDED", "".join(logs)[-3000:]
-        assert res.submission_id == submission_id(study, str(store))
-        again = submit_study(study, head_node, store=str(store), wait=False)
-        assert again.resubmitted and again.submission_id == res.submission_id
+        sid = submission_id(study, str(store))
+        res = _submit(study, address, env, "--store", str(store), "--wait")
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        assert f"submitted job {sid}: SUCCEEDED" in res.stdout
+        again = _submit(study, address, env, "--store", str(store))
+        assert again.returncode == 0 and f"attached to existing job {sid}" in again.stdout
     finally:
         study.unlink()
     from adaptlab import results
@@ -89,9 +99,8 @@ def test_submit_waits_and_results_land_in_the_store(head_node, tmp_path):
 
 
 def test_submit_quickstart_cli(head_node, tmp_path):
-    res = subprocess.run([sys.executable, "-m", "adaptlab", "submit", str(REPO / "jobs" / "quickstart.toml"),
-                          "--address", head_node, "--store", str(tmp_path / "qs"), "--wait"],
-                         capture_output=True, text=True, timeout=1800)
+    address, env = head_node
+    res = _submit(REPO / "jobs" / "quickstart.toml", address, env, "--store", str(tmp_path / "qs"), "--wait")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     from adaptlab import results
 
