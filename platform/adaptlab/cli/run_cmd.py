@@ -79,7 +79,12 @@ def run(args: argparse.Namespace) -> int:
     store = None if args.no_store else args.store
     if args.no_store:
         study.study.store = ""
-    outcome = run_study(study, store=store, address=args.address, export_run=args.export_run)
+    if study.adapt:
+        from adaptlab.adapt.study import run_scale_study
+
+        outcome = run_scale_study(study, store=store, address=args.address, export_run=args.export_run)
+    else:
+        outcome = run_study(study, store=store, address=args.address, export_run=args.export_run)
     if args.format == "json":
         if len(outcome.datasets) == 1:
             print_json(outcome.datasets[0].summary.to_json())
