@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -42,17 +45,43 @@ def head_node():
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "HF_HUB_OFFLINE": "1"}
     env.pop("RAY_ADDRESS", None)
     gcs, dash = _free_port(), _free_port()
+    temp_dir = Path(tempfile.mkdtemp(prefix="raye2e", dir="/tmp"))  # short: Ray puts sockets there
     start = subprocess.run(
         [ray_bin, "start", "--head", f"--port={gcs}", "--node-ip-address=127.0.0.1", "--dashboard-host=127.0.0.1",
-         f"--dashboard-port={dash}", "--num-cpus=4", "--include-dashboard=true", "--disable-usage-stats"],
+         f"--dashboard-port={dash}", "--num-cpus=4", "--include-dashboard=true", "--disable-usage-stats",
+         f"--temp-dir={temp_dir}"],
         env=env, capture_output=True, text=True, timeout=180,
     )
-    if start.returncode != 0:
-        pytest.fail(f"ray start failed: {start.stderr[-2000:]}")
     try:
+        if start.returncode != 0:
+            pytest.fail(f"ray start failed: {start.stderr[-2000:]}")
         yield f"http://127.0.0.1:{dash}", env
     finally:
-        subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        _stop_own_cluster(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _stop_own_cluster(temp_dir: Path) -> None:
+    """Stop only this test's head node: every process whose command line names its temp dir
+    (`ray stop` would stop every Ray on the machine, including other users' runs)."""
+    needle = str(temp_dir).encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if needle in (proc / "cmdline").read_bytes():
+                    pids.append(int(proc.name))
+            except OSError:
+                continue
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 10
+        while sig == signal.SIGTERM and time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
+            time.sleep(0.2)
 
 
 def _submit(study: Path, address: str, env: dict, *extra: str) -> subprocess.CompletedProcess:

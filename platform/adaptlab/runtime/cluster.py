@@ -191,6 +191,7 @@ def init_ray(
             _started_here = False
         else:
             ctx = ray.init(
+                address="local",  # always a new in-process Ray, never a cluster started on this machine
                 num_cpus=num_cpus if num_cpus is not None else local_num_cpus(),
                 num_gpus=num_gpus,
                 object_store_memory=object_store_memory,
