@@ -180,7 +180,7 @@ def _embedder(section: ModelSection, study: Study, cache_dir: Path | None) -> Ca
     """``embed(texts, kind)`` for one model, with the study runner's on-disk embedding cache."""
     from adaptlab.study import runner
 
-    cls = getattr(runner, "Embedder", None) or runner._Embedder
+    cls = runner.Embedder
     return cls(section, study, cache_dir)
 
 
@@ -521,14 +521,14 @@ def run_scale_study(
     systems = _systems(study, settings, jobs, artifacts)
     from adaptlab.study import runner
 
-    load = getattr(runner, "load_dataset_section", None) or runner._load
+    load = runner.load_dataset_section
     datasets: list[tuple[str, str, Any]] = [(settings.heldout_name, f"beir:{data_dir / 'heldout'}",
                                              data.heldout)]
     datasets += [(d.name, d.spec, load(d, study)) for d in study.datasets]
     outcomes = _evaluate(study, settings, systems, datasets, store_dir, on_dataset)
     if export_run is not None:
         for outcome in outcomes:
-            runner._export_runs(Path(export_run), outcome.records, outcome.dataset, several=True)
+            runner.export_runs(Path(export_run), outcome.records, outcome.dataset, several=True)
     timings["evaluate_s"] = time.perf_counter() - t0
     timings["total_s"] = time.perf_counter() - start
     _log("[adaptlab] scale study done in " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))

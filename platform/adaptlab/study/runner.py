@@ -20,7 +20,7 @@ import numpy as np
 from adaptlab.errors import ConfigError
 from adaptlab.study.schema import DatasetSection, ModelSection, Study
 
-__all__ = ["DatasetOutcome", "StudyOutcome", "run_study"]
+__all__ = ["DatasetOutcome", "Embedder", "StudyOutcome", "export_runs", "load_dataset_section", "run_study"]
 
 
 @dataclass
@@ -52,7 +52,7 @@ def _texts_hash(texts: list[str]) -> str:
     return h.hexdigest()
 
 
-class _Embedder:
+class Embedder:
     """Embeds texts with one model, through Ray or in-process, with an on-disk cache."""
 
     def __init__(self, model: ModelSection, study: Study, cache_dir: Path | None) -> None:
@@ -99,7 +99,8 @@ class _Embedder:
         return out
 
 
-def _load(ds: DatasetSection, study: Study):
+def load_dataset_section(ds: DatasetSection, study: Study):
+    """Load a ``[[datasets]]`` entry; relative paths resolve against the project root."""
     from adaptlab.data import load_dataset
 
     spec = ds.spec
@@ -134,9 +135,9 @@ def run_study(
         init_ray(address or study.study.address or None)
     b = study.bootstrap
     outcomes: list[DatasetOutcome] = []
-    embedders = [_Embedder(m, study, cache_dir) for m in study.models]
+    embedders = [Embedder(m, study, cache_dir) for m in study.models]
     for ds_section in study.datasets:
-        ds = _load(ds_section, study)
+        ds = load_dataset_section(ds_section, study)
         judged = ds.judged_queries()
         if not judged:
             raise ConfigError(f"dataset {ds_section.name!r}: no query has a relevant document")
@@ -169,7 +170,7 @@ def run_study(
                                              records=list(records.values()), study=study.study.name,
                                              extra_metric_rows=analysis_rows)
         if export_run is not None:
-            _export_runs(Path(export_run), records, ds_section.name, several=len(study.models) * len(study.datasets) > 1)
+            export_runs(Path(export_run), records, ds_section.name, several=len(study.models) * len(study.datasets) > 1)
         outcomes.append(outcome)
         if on_dataset is not None:
             on_dataset(outcome)
@@ -204,7 +205,7 @@ def _analyses(study: Study, rec: Any, doc_emb: np.ndarray, system: str, dataset:
     return rows
 
 
-def _export_runs(path: Path, records: dict[str, Any], dataset: str, *, several: bool) -> None:
+def export_runs(path: Path, records: dict[str, Any], dataset: str, *, several: bool) -> None:
     """One TREC run file per system; with several systems or datasets the names get suffixes."""
     from adaptlab.data.trec import write_trec_run
 
