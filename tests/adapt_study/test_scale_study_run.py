@@ -130,3 +130,13 @@ def test_variants_subset_without_base(tiny_model, study_factory, tmp_path):
     assert list(out.systems) == ["lexical", "tiny-ft-s4"]
     pairs = out.datasets[0].summary.pairs
     assert {(p.a, p.b) for p in pairs} == {("lexical", "tiny-ft-s4")}
+
+
+def test_report_shows_measures_against_scale_with_gains(tiny_run, tmp_path):
+    from adaptlab.analysis.report import build_report
+
+    _, store, _, _ = tiny_run
+    md = build_report(store, tmp_path / "report", n_resamples=100).read_text()
+    assert "Measures against data scale" in md and "Gain over base" in md
+    pngs = sorted((tmp_path / "report" / "figures").glob("*_scale.png"))
+    assert pngs and all(p.stat().st_size > 1000 for p in pngs)

@@ -255,6 +255,8 @@ def build_report(
                         figdir / f"{_slug(ds)}_{_slug(m)}_forest.png", measure=m, title=f"{m} on {ds}")
                     doc.img(path.relative_to(out).as_posix(), f"{m} with 95% CI on {ds}")
 
+        _scale_section(doc, [r for r in rows if _is_ranking_measure(r["measure"])], ds, out, figdir)
+
         pair_rows = sorted((r for r in rows if r.get("compared_to") and _is_ranking_measure(r["measure"])),
                            key=lambda r: (r["measure"], r["system"], r["compared_to"]))
         if pair_rows:
@@ -355,3 +357,23 @@ def build_report(
     md.write_text(doc.markdown(), encoding="utf-8")
     (out / "report.html").write_text(doc.html(title), encoding="utf-8")
     return md
+
+
+def _scale_section(doc: _Doc, rows: list[dict[str, Any]], ds: str, out: Path, figdir: Path) -> None:
+    """Scale-study systems (``<label>-<variant>-s<N>``): each measure against the data scale per
+    variant with CI bands, and the paired gains over the base model with p-values."""
+    from adaptlab.adapt.scale_curves import curves_table, parse_system_name, plot_scale_curves, scale_curves
+
+    if not any((parsed := parse_system_name(r["system"])) and parsed[2] is not None for r in rows):
+        return
+    doc.h(3, "Measures against data scale")
+    for m in sorted({r["measure"] for r in rows}):
+        curves = scale_curves([r for r in rows if r["measure"] == m], m)
+        if not curves:
+            continue
+        path = plot_scale_curves(curves, figdir / f"{_slug(ds)}_{_slug(m)}_scale.png", title=f"{m} on {ds}")
+        doc.img(path.relative_to(out).as_posix(), f"{m} against data scale on {ds}")
+        doc.table(["Variant", "Documents", "Value", "95% CI", "Gain over base", "Gain CI", "p"],
+                  [[t["variant"], _fmt(t["n_documents"]), _fmt(t["value"]), _ci(t["ci_low"], t["ci_high"]),
+                    _fmt(t["gain"]), _ci(t["gain_ci_low"], t["gain_ci_high"]), _fmt(t["p_value"])]
+                   for t in curves_table(curves)])
