@@ -1,25 +1,55 @@
 """adaptlab: did adapting this embedding model to my domain help, by how much, how sure are we?
 
-The top-level namespace is light: it imports neither torch nor ray. Heavy subpackages
-(models, embedding on Ray, adaptation) load on first use.
+The public API::
+
+    from adaptlab import load_study, run_study
+    outcome = run_study(load_study("jobs/quickstart.toml"))
+    store = adaptlab.results.open("results/quickstart")
+
+The top-level namespace is light: it imports neither torch nor ray. Every name below loads its
+module on first use.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from adaptlab._version import __version__
 
-__all__ = ["__version__", "bootstrap_ci", "paired_bootstrap", "results"]
+__all__ = [
+    "BootstrapConfig",
+    "__version__",
+    "bootstrap_ci",
+    "evaluate",
+    "load_study",
+    "paired_bootstrap",
+    "results",
+    "run_study",
+    "submit_study",
+]
+
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "BootstrapConfig": ("adaptlab.stats", "BootstrapConfig"),
+    "bootstrap_ci": ("adaptlab.stats", "bootstrap_ci"),
+    "evaluate": ("adaptlab.metrics", "evaluate"),
+    "load_study": ("adaptlab.study", "load_study"),
+    "paired_bootstrap": ("adaptlab.stats", "paired_bootstrap"),
+    "results": ("adaptlab.results", None),
+    "run_study": ("adaptlab.study", "run_study"),
+    "submit_study": ("adaptlab.study", "submit_study"),
+}
+"""Public name -> (module, attribute; None: the module itself). Loaded by name, not imported
+here, so that ``import adaptlab`` stays fast and the package graph has no edge back up."""
 
 
 def __getattr__(name: str) -> Any:  # lazy: keep `import adaptlab` fast
-    if name in ("bootstrap_ci", "paired_bootstrap"):
-        from adaptlab.stats import bootstrap
+    if name not in _LAZY:
+        raise AttributeError(f"module 'adaptlab' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = importlib.import_module(module)
+    return value if attr is None else getattr(value, attr)
 
-        return getattr(bootstrap, name)
-    if name == "results":
-        import importlib
 
-        return importlib.import_module("adaptlab.results")
-    raise AttributeError(f"module 'adaptlab' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -75,3 +75,23 @@ class FailingFactory:
         from adaptlab.errors import ConfigError
 
         raise ConfigError("model directory '/gone' does not exist on this node")
+
+
+class CrashAlwaysEncoder(HashingEncoder):
+    """Hashing encoder whose process dies on every batch (a model that always crashes its worker)."""
+
+    def _encode(self, texts, kind, batch_size):  # noqa: ANN001
+        os._exit(4)
+
+
+class CrashAlwaysFactory:
+    def __call__(self, device=None):  # noqa: ANN001
+        return CrashAlwaysEncoder(16)
+
+
+class BulkyFactory(HashFactory):
+    """A factory that pickles to ~400 kB (so Ray would put it into the object store)."""
+
+    def __init__(self, dim: int = 16) -> None:
+        super().__init__(dim)
+        self.payload = np.arange(100_000, dtype=np.float32)

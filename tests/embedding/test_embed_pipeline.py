@@ -1,4 +1,4 @@
-"""The Ray Data embedding pipeline: placement, fault tolerance, exactly-once reassembly."""
+"""The Ray embedding pipeline (warm actor pool): placement, fault tolerance, exactly-once reassembly."""
 
 from __future__ import annotations
 
@@ -104,8 +104,12 @@ def test_killed_actor_is_replaced_and_every_row_is_embedded_once(ray_fake_gpus, 
 
 
 def test_actor_that_cannot_load_its_model_gives_a_config_error(ray_fake_gpus):
+    from adaptlab.embedding import active_pools, release_pools
+
+    release_pools()
     with pytest.raises(ConfigError, match="could not load the encoder: model directory '/gone'"):
         embed_texts(make_texts(10), FailingFactory(), progress=False)
+    assert active_pools() == 0  # the broken pool is dropped, not kept for the next call
 
 
 @pytest.mark.slow

@@ -1,135 +1,111 @@
-"""Schema versions: newer files are rejected by name, older (v0) files are migrated."""
+"""Schema versions of the Delta Lake store, and migration from the previous layout.
+
+A store with a newer schema is refused with a message naming it; a store of the previous
+layout (including its v0 files) opens read-only and converts with identical results.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-from datetime import datetime, timezone
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from adaptlab import results
 from adaptlab.errors import StoreError
-from adaptlab.results.schema import TABLE_KEY, VERSION_KEY
-from adaptlab.retrieval.records import PerQueryRecords
+from adaptlab.results.legacy import LegacyStore
+from adaptlab.results.migrate import migrate_store
+from adaptlab.results.store import delta_schema
 
-V0_COMMIT = "20200101T000000000000Z-00000000000a"
-
-
-def _records() -> PerQueryRecords:
-    return PerQueryRecords(
-        system="old", dataset="toy", query_ids=["q1", "q2"], topk_ids=[["d1", "d2"], ["d2", "d1"]],
-        topk_scores=np.array([[0.9, 0.5], [0.7, 0.2]]), gold_ids=[["d1"], ["d1"]], gold_rank=[1, 2],
-        sim_gold=[0.9, 0.2], sim_random=[0.1, 0.05], random_ids=["d3", "d4"],
-    )
+from test_results_legacy_schema_version import _write_v0_commit
+from test_results_store import _metric, _records, _run
 
 
-def _with_version(table: pa.Table, name: str, version: int) -> pa.Table:
-    return table.replace_schema_metadata({VERSION_KEY: str(version).encode(), TABLE_KEY: name.encode()})
+def _newer_store(root, **info):
+    from deltalake import DeltaTable
+
+    desc = {"format": "adaptlab.results", "layout": 2, "schema_version": results.SCHEMA_VERSION + 1, **info}
+    DeltaTable.create(str(root), delta_schema(), partition_by=["kind"], description=json.dumps(desc))
 
 
-def _write_v0_commit(root) -> None:
-    """A commit as the pre-release (v0) adaptlab wrote it: ``runs.revision``,
-    ``metrics.metric``, no ``schema_version``/``compared_to``/``p_value``/``extra``."""
-    utc = pa.timestamp("us", tz="UTC")
-    tables = {
-        "runs": pa.table({
-            "run_id": ["r0"], "system": ["old"], "dataset": ["toy"], "package_version": ["0.0.1"],
-            "model_id": ["m"], "revision": ["rev0"], "dataset_fingerprint": ["fp"],
-            "seed": pa.array([3], pa.int64()), "config": ['{"k":2}'],
-            "timestamp": pa.array([datetime(2020, 1, 1, tzinfo=timezone.utc)], utc), "host": ["h"],
-            "study": pa.array([None], pa.string()),
-        }),
-        "metrics": pa.table({
-            "run_id": ["r0", "r0"], "system": ["old", "old"], "dataset": ["toy", "toy"],
-            "metric": ["ndcg@10", "mrr"], "value": [0.5, 0.75], "boot_mean": [0.5, 0.74],
-            "ci_low": [0.25, 0.5], "ci_high": [0.75, 1.0], "n_queries": [2, 2], "n_resamples": [10, 10],
-            "sample_size": [2, 2], "seed": [0, 0],
-        }),
-        "per_query": _records().to_arrow().add_column(0, "run_id", pa.array(["r0", "r0"])),
-    }
-    build = root / "tmp" / "v0-build"
-    build.mkdir()
-    for name, t in tables.items():
-        pq.write_table(_with_version(t, name, 0), build / f"{name}.parquet")
-    manifest = {"commit_id": V0_COMMIT, "schema_version": 0, "tables": {n: t.num_rows for n, t in tables.items()},
-                "run_ids": ["r0"], "systems": ["old"], "datasets": ["toy"], "created": "2020-01-01T00:00:00+00:00",
-                "host": "h", "pid": 1, "replaces": []}
-    (build / "_commit.json").write_text(json.dumps(manifest))
-    os.rename(build, root / "commits" / V0_COMMIT)
+def test_newer_schema_is_refused_naming_store_and_version(tmp_path):
+    _newer_store(tmp_path / "new")
+    newer = results.SCHEMA_VERSION + 1
+    with pytest.raises(StoreError, match=rf"new: results schema version {newer} .*newer.*upgrade adaptlab"):
+        results.open(tmp_path / "new")
+    with pytest.raises(StoreError, match="newer"):
+        results.open(tmp_path / "new", create=True)
+
+
+def test_foreign_delta_table_is_not_a_store(tmp_path):
+    from deltalake import DeltaTable
+
+    DeltaTable.create(str(tmp_path / "other"), delta_schema(), description="someone else's table")
+    with pytest.raises(StoreError, match="not an adaptlab results store"):
+        results.open(tmp_path / "other")
 
 
 @pytest.fixture
-def store(tmp_path):
-    return results.open(tmp_path / "store", create=True)
-
-
-def _new_run(system: str = "new") -> dict:
-    return results.run_record(system, "toy", model_id="m", model_revision="rev1", dataset_fingerprint="fp",
-                              seed=1, config={})
-
-
-def test_v0_files_are_migrated_on_read(store):
+def legacy(tmp_path):
+    """A store of the previous layout: a v0 commit, then two commits of the last version."""
+    store = LegacyStore(tmp_path / "old", create=True)
     _write_v0_commit(store.root)
-    store.commit([_new_run()], [{"system": "new", "dataset": "toy", "measure": "mrr", "value": 0.5,
-                                 "compared_to": "old", "p_value": 0.2}])
-    runs = store.runs().to_pylist()
-    assert [(r["system"], r["model_revision"], r["schema_version"]) for r in runs] == [
-        ("old", "rev0", 0), ("new", "rev1", 1)]
-    m = store.metrics(system="old").to_pylist()
-    assert [(x["measure"], x["value"], x["compared_to"], x["p_value"], x["extra"]) for x in m] == [
-        ("ndcg@10", 0.5, None, None, None), ("mrr", 0.75, None, None, None)]
-    assert store.metrics(measure="mrr").column("system").to_pylist() == ["old", "new"]
-    assert store.metrics(columns=["measure"], system="old").column("measure").to_pylist() == ["ndcg@10", "mrr"]
-    back = PerQueryRecords.from_arrow(store.per_query(run_id="r0"))
-    assert back.query_ids == ["q1", "q2"] and back.gold_rank.tolist() == [1, 2]
+    a, b = _run("minilm"), _run("bge")
+    store.commit([a, b], [_metric("minilm", value=0.6, ci_low=0.5, ci_high=0.7), _metric("bge", value=0.4),
+                          _metric("minilm", value=0.2, compared_to="bge", p_value=0.03), _metric("bge", "toy", "mrr")],
+                 [_records("minilm"), _records("bge")])
+    store.commit([_run("c", "other")], [_metric("c", "other", value=float("nan"))])
+    return store
 
 
-def test_compaction_rewrites_old_files_at_the_current_version(store):
-    _write_v0_commit(store.root)
-    store.commit([_new_run()])
-    before = {n: store.table(n).to_pylist() for n in results.TABLES}
-    cid = store.compact()
-    for name in results.TABLES:
-        meta = pq.read_schema(store.root / "commits" / cid / f"{name}.parquet").metadata
-        assert meta[VERSION_KEY] == str(results.SCHEMA_VERSION).encode()
-        assert store.table(name).to_pylist() == before[name]
+def test_previous_layout_opens_read_only(legacy):
+    old = results.open(legacy.root)
+    assert isinstance(old, LegacyStore) and old.read_only
+    assert old.runs().num_rows == 4
+    with pytest.raises(StoreError, match=r"previous layout.*read-only.*adaptlab results migrate"):
+        results.open(legacy.root, create=True).commit([_run()])
+    with pytest.raises(StoreError, match="has no versions"):
+        results.open(legacy.root, version=0)
 
 
-def test_newer_file_version_is_rejected_naming_file_and_version(store):
-    cid = store.commit([_new_run()], [{"system": "new", "dataset": "toy", "measure": "mrr", "value": 0.5}])
-    path = store.root / "commits" / cid / "metrics.parquet"
-    t = pq.read_table(path)
-    pq.write_table(_with_version(t, "metrics", results.SCHEMA_VERSION + 1), path)
-    newer = results.SCHEMA_VERSION + 1
-    with pytest.raises(StoreError, match=rf"{path}.*schema version {newer}, newer.*upgrade adaptlab"):
-        results.open(store.root).metrics()
-    assert results.open(store.root).runs().num_rows == 1  # other tables still read
+def test_migrate_converts_with_identical_results(legacy, tmp_path):
+    report = migrate_store(legacy.root, tmp_path / "new")
+    assert report.commits == 3 and report.batches == 1
+    assert report.rows == {"runs": (4, 4), "per_query": (8, 8), "metrics": (7, 7)}
+    new = results.open(tmp_path / "new")
+    assert new.commit_ids() == legacy.commit_ids()  # ids and order kept
+    for name in ("runs", "per_query"):
+        assert json.dumps(new.table(name).to_pylist(), default=str) == \
+            json.dumps(legacy.table(name).to_pylist(), default=str)
+    assert new.metrics(compared_to="bge").column("value").to_pylist() == [0.2]
+    assert new.metrics(kind="all").num_rows == legacy.metrics().num_rows
+    assert new.runs(system="old").column("model_revision").to_pylist() == ["rev0"]  # v0 migrated on the way
+    # running it again continues (nothing left to do) and never duplicates
+    again = migrate_store(legacy.root, tmp_path / "new")
+    assert again.batches == 0 and again.skipped_batches == 1 and results.open(tmp_path / "new").runs().num_rows == 4
 
 
-def test_newer_manifest_version_is_rejected(store):
-    cid = store.commit([_new_run()])
-    path = store.root / "commits" / cid / "_commit.json"
+def test_migrate_refuses_bad_locations(legacy, tmp_path):
+    with pytest.raises(StoreError, match="does not exist"):
+        migrate_store(tmp_path / "missing", tmp_path / "x")
+    with pytest.raises(StoreError, match="same location"):
+        migrate_store(legacy.root, legacy.root)
+    full = results.open(tmp_path / "full", create=True)
+    full.commit([_run()])
+    with pytest.raises(StoreError, match="already holds results"):
+        migrate_store(legacy.root, tmp_path / "full")
+    with pytest.raises(StoreError, match="not a results store of the previous layout"):
+        migrate_store(tmp_path / "full", tmp_path / "y")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "f.txt").write_text("x")
+    with pytest.raises(StoreError, match="not empty"):
+        migrate_store(legacy.root, tmp_path / "junk")
+
+
+def test_migrate_refuses_a_newer_previous_layout_commit(legacy, tmp_path):
+    cid = legacy.commit_ids()[-1]
+    path = legacy.root / "commits" / cid / "_commit.json"
     data = json.loads(path.read_text())
     data["schema_version"] = 99
     path.write_text(json.dumps(data))
-    with pytest.raises(StoreError, match=r"_commit.json: commit has results schema version 99, newer"):
-        results.open(store.root).runs()
-
-
-def test_files_without_version_or_damaged_are_reported(store):
-    cid = store.commit([_new_run()], [{"system": "new", "dataset": "toy", "measure": "mrr", "value": 0.5}])
-    cdir = store.root / "commits" / cid
-    pq.write_table(pq.read_table(cdir / "metrics.parquet").replace_schema_metadata(None), cdir / "metrics.parquet")
-    with pytest.raises(StoreError, match=r"metrics.parquet: no adaptlab.schema_version .*not written by adaptlab"):
-        results.open(store.root).metrics()
-    t = pq.read_table(cdir / "runs.parquet")
-    pq.write_table(pa.concat_tables([t, t]), cdir / "runs.parquet")
-    with pytest.raises(StoreError, match=r"runs.parquet: 2 rows, but the commit manifest says 1"):
-        results.open(store.root).runs()
-    (cdir / "_commit.json").unlink()
-    with pytest.raises(StoreError, match=r"commit directory without _commit.json; it is damaged"):
-        results.open(store.root).runs()
+    with pytest.raises(StoreError, match="schema version 99, newer"):
+        migrate_store(legacy.root, tmp_path / "new")

@@ -98,7 +98,7 @@ def test_errors() -> None:
         build_records(["q1", "q2"], QUERY_EMB, DOC_IDS, DOC_EMB, {}, system="s", dataset="d")
     with pytest.raises(ConfigError, match="doc_ids has 3 ids but doc_emb has 4 rows"):
         build_records(QUERY_IDS, QUERY_EMB, DOC_IDS[:3], DOC_EMB, {}, system="s", dataset="d")
-    with pytest.raises(ConfigError, match="seed must be"):
+    with pytest.raises(ConfigError, match="seed"):
         build_records(QUERY_IDS, QUERY_EMB, DOC_IDS, DOC_EMB, {}, system="s", dataset="d", seed=-1)
     with pytest.raises(ConfigError, match="query_ids is empty"):
         build_records([], np.zeros((0, 2), np.float32), DOC_IDS, DOC_EMB, {}, system="s", dataset="d")

@@ -87,3 +87,29 @@ def test_cluster_has_gpus_needs_ray():
         pytest.skip("Ray already initialised by another test")
     with pytest.raises(RuntimeError, match="init_ray"):
         cluster.cluster_has_gpus()
+
+
+_BACKGROUND = textwrap.dedent(
+    """
+    import json
+    from adaptlab.runtime import init_ray, on_shutdown, shutdown_ray, start_ray
+
+    calls = []
+    future = start_ray()
+    same = start_ray() is future  # a second call while starting returns the same future
+    info = init_ray()  # waits for the background start instead of starting a second Ray
+    on_shutdown(lambda: calls.append("released"))
+    shutdown_ray()
+    print(json.dumps({"same": same, "equal": future.result() == info, "started": info.started_here,
+                      "calls": calls}))
+    """
+)
+
+
+def test_background_start_is_awaited_and_shutdown_calls_hooks():
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    out = subprocess.run([sys.executable, "-c", _BACKGROUND], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    assert info == {"same": True, "equal": True, "started": True, "calls": ["released"]}
+    assert "SIGTERM handler is not set" not in out.stderr  # quiet about the background thread

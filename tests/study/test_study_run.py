@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from adaptlab.errors import ConfigError
-from adaptlab.study.schema import load_study, parse_study
+from adaptlab.study import load_study, parse_study
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -124,3 +124,37 @@ def test_run_on_embedded_ray_with_analyses(tmp_path):
 
     measures = set(results.open(tmp_path / "s").metrics().column("measure").to_pylist())
     assert {"threshold", "coe", "roe", "isoscore", "isotropy_mu", "acc@5"} <= measures
+
+
+def test_bootstrap_seed_explicit_or_derived_from_the_study_seed():
+    from adaptlab.stats import BootstrapConfig, derive_seed
+
+    base = {"datasets": [{"spec": "synthetic:"}], "models": [{"ref": "hash:8"}]}
+    explicit = parse_study({**base, "study": {"seed": 7}, "bootstrap": {"seed": 0, "n_resamples": 50}})
+    assert explicit.bootstrap_config() == BootstrapConfig(n_resamples=50, seed=0)
+    derived = parse_study({**base, "study": {"seed": 7}})
+    assert derived.bootstrap_config().seed == derive_seed(7, "bootstrap") != derive_seed(8, "bootstrap")
+
+
+def test_with_overrides_returns_a_new_study():
+    study = parse_study({"datasets": [{"spec": "synthetic:"}], "models": [{"ref": "hash:8"}],
+                         "bootstrap": {"n_resamples": 100}})
+    new = study.with_overrides(models=["hash:16"], datasets=["beir:data/scifact"], split="dev", metrics="acc@5",
+                               k=20, bootstrap={"n_resamples": 150, "seed": None}, use_ray=False, store="")
+    assert [m.name for m in new.models] == ["16"] and new.datasets[0].name == "scifact"
+    assert new.datasets[0].split == "dev" and new.evaluation.metrics == ["acc@5"] and new.evaluation.k == 20
+    assert new.bootstrap.n_resamples == 150 and new.bootstrap.seed is None and not new.embedding.use_ray
+    assert new.store_root() is None
+    assert study.models[0].ref == "hash:8" and study.bootstrap.n_resamples == 100  # unchanged
+    with pytest.raises(ConfigError, match=r"\[bootstrap\]\.n_resamples"):
+        study.with_overrides(bootstrap={"n_resamples": "many"})
+
+
+def test_public_api_is_light():
+    code = ("import sys\nfrom adaptlab import load_study, run_study, submit_study, results, bootstrap_ci, "
+            "paired_bootstrap, evaluate, BootstrapConfig\nimport adaptlab\n"
+            "assert adaptlab.__all__ == sorted(adaptlab.__all__)\n"
+            "print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"

@@ -1,16 +1,15 @@
-"""Domain adaptation: adaptation data (documents -> chunks -> nested scales -> synthetic
-questions -> hard negatives -> triplets and held-out evaluation sets), training (PT, FT, PT-FT,
-merged; Ray jobs; Ray Tune sweeps) and the scale study that ties them together.
+"""Domain adaptation, the stage between data and evaluation.
 
+Two subpackages, each a chain of pure steps:
+
+- :mod:`adaptlab.adapt.prep`: raw documents -> cleaned chunks -> nested data scales ->
+  synthetic questions -> hard negatives -> document splits -> triplets and held-out evaluation
+  sets (:func:`~adaptlab.adapt.prep.prepare.prepare_adaptation_data` runs the chain).
+- :mod:`adaptlab.adapt.train`: PT, FT, PT-FT and merged models as content-addressed
+  safetensors artifacts, Ray training jobs, Ray Tune sweeps.
+
+The scale study that ties adaptation to evaluation is orchestrated by :mod:`adaptlab.study`.
 Names load lazily from their modules, so ``import adaptlab.adapt`` stays light (no torch).
-The data side: :mod:`~adaptlab.adapt.corpus`, :mod:`~adaptlab.adapt.chunking`,
-:mod:`~adaptlab.adapt.scales`, :mod:`~adaptlab.adapt.questions`, :mod:`~adaptlab.adapt.llm`,
-:mod:`~adaptlab.adapt.templates`, :mod:`~adaptlab.adapt.negatives`,
-:mod:`~adaptlab.adapt.splits`, :mod:`~adaptlab.adapt.triplets`, :mod:`~adaptlab.adapt.evalset`,
-:mod:`~adaptlab.adapt.prepare`. Training: :mod:`~adaptlab.adapt.train_pt`,
-:mod:`~adaptlab.adapt.train_ft`, :mod:`~adaptlab.adapt.merge`, :mod:`~adaptlab.adapt.artifacts`,
-:mod:`~adaptlab.adapt.jobs`, :mod:`~adaptlab.adapt.tune`. The scale study: :mod:`~adaptlab.adapt.study`
-(its settings: :mod:`~adaptlab.adapt.study_config`; its figures: :mod:`~adaptlab.adapt.scale_curves`).
 """
 
 from __future__ import annotations
@@ -19,58 +18,43 @@ import importlib
 from typing import Any
 
 _EXPORTS: dict[str, str] = {
-    "AdaptJob": "jobs",
-    "AdaptSettings": "study_config",
-    "AdaptationData": "prepare",
-    "Artifact": "artifacts",
-    "ChatClient": "llm",
-    "Chunk": "chunking",
-    "CleanOptions": "corpus",
-    "DataScale": "scales",
-    "DocumentSplits": "splits",
-    "FTConfig": "train_ft",
-    "HardNegatives": "negatives",
-    "InverseClozeGenerator": "questions",
-    "LLMError": "llm",
-    "LLMQuestionGenerator": "questions",
-    "PTConfig": "train_pt",
-    "ResponseCache": "llm",
-    "ScaleCurve": "scale_curves",
-    "ScaleStudyOutcome": "study",
-    "SweepResult": "tune",
-    "SyntheticQuestion": "questions",
-    "SyntheticTemplateGenerator": "templates",
-    "Triplet": "triplets",
-    "TripletProvenance": "triplets",
-    "TuneSettings": "study_config",
-    "VARIANTS": "jobs",
-    "build_scales": "scales",
-    "build_triplets": "triplets",
-    "chunk_documents": "chunking",
-    "clean_text": "corpus",
-    "corpus_from_dataset": "corpus",
-    "heldout_dataset": "evalset",
-    "load_documents": "corpus",
-    "merge_models": "merge",
-    "merge_state_dicts": "merge",
-    "mine_hard_negatives": "negatives",
-    "open_artifact": "artifacts",
-    "parse_adapt_section": "study_config",
-    "parse_system_name": "scale_curves",
-    "parse_tune_section": "study_config",
-    "plot_scale_curves": "scale_curves",
-    "prepare_adaptation_data": "prepare",
-    "read_triplets": "triplets",
-    "run_adaptation_jobs": "jobs",
-    "run_scale_study": "study",
-    "scale_curves": "scale_curves",
-    "split_documents": "splits",
-    "system_name": "study",
-    "train_ft": "train_ft",
-    "train_pt": "train_pt",
-    "train_variant": "jobs",
-    "tune_adaptation": "tune",
-    "write_triplets": "triplets",
+    "AdaptJob": "train.jobs",
+    "AdaptationData": "prep.prepare",
+    "Artifact": "train.artifacts",
+    "ChatClient": "prep.llm",
+    "Chunk": "prep.chunking",
+    "DataScale": "prep.scales",
+    "DocumentSplits": "prep.splits",
+    "FTConfig": "train.ft",
+    "HardNegatives": "prep.negatives",
+    "InverseClozeGenerator": "prep.questions",
+    "LLMError": "prep.llm",
+    "LLMQuestionGenerator": "prep.questions",
+    "PTConfig": "train.pt",
+    "ResponseCache": "prep.llm",
+    "SweepResult": "train.tune",
+    "SyntheticQuestion": "prep.questions",
+    "SyntheticTemplateGenerator": "prep.templates",
+    "Triplet": "prep.triplets",
+    "TripletProvenance": "prep.triplets",
+    "VARIANTS": "train.jobs",
+    "build_scales": "prep.scales",
+    "build_triplets": "prep.triplets",
+    "chunk_documents": "prep.chunking",
+    "heldout_dataset": "prep.evalset",
+    "merge_models": "train.merge",
+    "merge_state_dicts": "train.merge",
+    "mine_hard_negatives": "prep.negatives",
+    "open_artifact": "train.artifacts",
+    "prepare_adaptation_data": "prep.prepare",
+    "read_triplets": "prep.triplets",
+    "run_adaptation_jobs": "train.jobs",
+    "split_documents": "prep.splits",
+    "train_ft": "train.ft",
+    "train_pt": "train.pt",
+    "train_variant": "train.jobs",
+    "tune_adaptation": "train.tune",
+    "write_triplets": "prep.triplets",
 }
 
 __all__ = sorted(_EXPORTS)

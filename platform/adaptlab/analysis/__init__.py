@@ -13,7 +13,8 @@
 
 Results are dataclasses whose ``to_metric_rows()`` gives rows for the store's ``metrics``
 table (without ``run_id``); the measure names are listed in docs/metrics.md.
-Importing this package imports NumPy only; scipy, scikit-learn and matplotlib load on use.
+Importing this package imports NumPy and :mod:`adaptlab.stats` (with ``scipy.special``) only;
+the rest of scipy, scikit-learn, matplotlib and pyarrow load on use.
 """
 
 from __future__ import annotations

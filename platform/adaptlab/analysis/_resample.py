@@ -1,8 +1,10 @@
-"""Shared bootstrap plumbing: resample indices and chunked per-resample statistics.
+"""Shared bootstrap plumbing of the analyses: one settings object, resample indices and chunked
+per-resample statistics.
 
 Every analysis draws its resamples through :func:`adaptlab.stats.resample_indices`, so the
 same ``(n, n_resamples, sample_size, seed)`` gives the same query samples for every system and
-every analysis (paired, DESIGN.md).
+every analysis (paired, DESIGN.md), and reports the percentile interval of
+:func:`adaptlab.stats.percentile_interval`.
 """
 
 from __future__ import annotations
@@ -10,26 +12,33 @@ from __future__ import annotations
 import numpy as np
 
 from adaptlab.errors import ConfigError
+from adaptlab.stats import BootstrapConfig, resample_indices
 
-__all__ = ["check_confidence", "draw_indices", "percentile_ci", "resample_means"]
+__all__ = ["bootstrap_settings", "draw_indices", "resample_means"]
 
 _CHUNK_ELEMS = 1 << 22  # elements per temporary block (~32 MB of float64)
 
 
-def check_confidence(confidence: float) -> None:
-    if not 0.0 < float(confidence) < 1.0:
-        raise ConfigError(f"confidence must be in (0, 1), got {confidence!r}")
-
-
-def draw_indices(
-    n: int,
+def bootstrap_settings(
+    bootstrap: BootstrapConfig | None,
     *,
-    n_resamples: int,
-    sample_size: int | None,
-    seed: int,
-    indices: np.ndarray | None = None,
-) -> np.ndarray:
-    """``indices`` when given (validated), else ``adaptlab.stats.resample_indices(...)``."""
+    n_resamples: int = 1000,
+    sample_size: int | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> BootstrapConfig:
+    """``bootstrap`` when given, else the loose keyword settings as one validated
+    :class:`~adaptlab.stats.BootstrapConfig`."""
+    if bootstrap is not None:
+        if not isinstance(bootstrap, BootstrapConfig):
+            raise ConfigError(f"bootstrap must be an adaptlab.stats.BootstrapConfig, got {type(bootstrap).__name__}")
+        return bootstrap
+    return BootstrapConfig(n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence)
+
+
+def draw_indices(n: int, bootstrap: BootstrapConfig, *, indices: np.ndarray | None = None) -> np.ndarray:
+    """``indices`` when given (validated), else ``adaptlab.stats.resample_indices(n, ...)`` with
+    the settings of ``bootstrap``."""
     if indices is not None:
         idx = np.asarray(indices)
         if idx.ndim != 2 or idx.shape[0] < 1 or idx.shape[1] < 1:
@@ -39,14 +48,9 @@ def draw_indices(
         if idx.min() < 0 or idx.max() >= n:
             raise ConfigError(f"indices must lie in [0, {n}), got [{idx.min()}, {idx.max()}]")
         return idx.astype(np.int64, copy=False)
-    if int(n_resamples) < 1:
-        raise ConfigError(f"n_resamples must be >= 1, got {n_resamples!r}")
-    if sample_size is not None and int(sample_size) < 1:
-        raise ConfigError(f"sample_size must be >= 1, got {sample_size!r}")
-    from adaptlab.stats import resample_indices
-
     return np.asarray(
-        resample_indices(n, n_resamples=int(n_resamples), sample_size=sample_size, seed=int(seed)),
+        resample_indices(n, n_resamples=bootstrap.n_resamples, sample_size=bootstrap.sample_size,
+                         seed=bootstrap.seed),
         dtype=np.int64,
     )
 
@@ -70,9 +74,3 @@ def resample_means(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
         out[s : s + nb] = counts @ values.T / l
     return out
 
-
-def percentile_ci(samples: np.ndarray, confidence: float, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval ``(100 * (1 - c) / 2, 100 * (1 + c) / 2)`` of ``samples`` along ``axis``."""
-    lo = 100.0 * (1.0 - confidence) / 2.0
-    hi = 100.0 * (1.0 + confidence) / 2.0
-    return np.percentile(samples, lo, axis=axis), np.percentile(samples, hi, axis=axis)

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from adaptlab.analysis._resample import bootstrap_settings
 from adaptlab.errors import ConfigError
+from adaptlab.metrics import Measure, evaluate, ranked_values
+from adaptlab.stats import BootstrapConfig, bootstrap_ci
 
 __all__ = ["DEFAULT_NDCG_KS", "NDCGCurve", "ndcg_curve", "ndcg_curve_from_records", "ndcg_curves"]
 
@@ -60,29 +63,22 @@ def _check_ks(ks: Sequence[int], corpus_size: int | None) -> tuple[int, ...]:
 
 
 def _binary_ndcg(rel: np.ndarray, n_rel: np.ndarray, ks: tuple[int, ...]) -> np.ndarray:
-    """nDCG@k [len(ks), Q] for binary relevance ``rel`` [Q, depth] and ``n_rel`` [Q]."""
-    depth = rel.shape[1]
-    width = max(max(ks), depth, 1)
-    disc = 1.0 / np.log2(np.arange(2, width + 2))
-    cdcg = np.cumsum(rel * disc[:depth], axis=1) if depth else np.zeros((rel.shape[0], 0))
-    cdisc = np.cumsum(disc)
+    """nDCG@k [len(ks), Q] for binary relevance ``rel`` [Q, depth] and ``n_rel`` [Q] relevant
+    documents per query: :func:`adaptlab.metrics.ranked_values` with ``n_rel`` ideal gains of 1."""
+    ideal = (np.arange(max(int(n_rel.max(initial=0)), 1))[None, :] < n_rel[:, None]).astype(np.float64)
     out = np.empty((len(ks), rel.shape[0]))
     for i, k in enumerate(ks):
-        dcg = cdcg[:, min(k, depth) - 1] if depth else np.zeros(rel.shape[0])
-        idcg = cdisc[np.minimum(n_rel, k) - 1]
-        out[i] = np.where(n_rel > 0, dcg / np.where(n_rel > 0, idcg, 1.0), 0.0)
+        out[i] = ranked_values(Measure("ndcg", int(k)), rel, ideal)
     return out
 
 
 def _curve(
     per_query: np.ndarray, ks: tuple[int, ...], depth: int, full_ranking: bool, system: str, dataset: str,
-    n_resamples: int, sample_size: int | None, seed: int, confidence: float,
+    bootstrap: BootstrapConfig,
 ) -> NDCGCurve:
-    from adaptlab.stats import bootstrap_ci
-
     if per_query.shape[1] == 0:
         raise ConfigError(f"system {system!r} on {dataset!r}: no query has a relevant document")
-    ci = bootstrap_ci(per_query, n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence)
+    ci = bootstrap_ci(per_query, **bootstrap.kwargs())
     exact = np.array([full_ranking or k <= depth for k in ks], dtype=bool)
     return NDCGCurve(system, dataset, ks, np.asarray(ci.point, dtype=np.float64), np.asarray(ci.boot_mean),
                      np.asarray(ci.ci_low), np.asarray(ci.ci_high), exact, int(depth), int(per_query.shape[1]),
@@ -98,12 +94,16 @@ def ndcg_curve_from_records(
     sample_size: int | None = None,
     seed: int = 0,
     confidence: float = 0.95,
+    bootstrap: BootstrapConfig | None = None,
 ) -> NDCGCurve:
     """The nDCG@k curve of one system's :class:`PerQueryRecords` (binary relevance: gold ids).
 
     ``corpus_size`` adds ``k = corpus_size``; when the records' depth reaches it, every value
-    is exact.
+    is exact. ``bootstrap`` (one :class:`~adaptlab.stats.BootstrapConfig`) replaces the loose
+    ``n_resamples``, ``sample_size``, ``seed`` and ``confidence``.
     """
+    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
+                             confidence=confidence)
     for name in ("topk_ids", "gold_ids"):
         if not hasattr(records, name):
             raise ConfigError(f"expected PerQueryRecords (with .{name}), got {type(records).__name__}")
@@ -119,7 +119,7 @@ def ndcg_curve_from_records(
     min_depth = min((len(t) for t in ranked), default=0)
     full = corpus_size is not None and min_depth >= int(corpus_size)
     return _curve(_binary_ndcg(rel, n_rel, kk), kk, min_depth, full, str(getattr(records, "system", "")),
-                  str(getattr(records, "dataset", "")), n_resamples, sample_size, seed, confidence)
+                  str(getattr(records, "dataset", "")), cfg)
 
 
 def ndcg_curve(
@@ -134,20 +134,22 @@ def ndcg_curve(
     sample_size: int | None = None,
     seed: int = 0,
     confidence: float = 0.95,
+    bootstrap: BootstrapConfig | None = None,
 ) -> NDCGCurve:
     """The nDCG@k curve of a run with graded ``qrels`` (via :func:`adaptlab.metrics.evaluate`).
 
     The depth is the shortest ranking among the judged queries; values at larger ``k`` are
-    flagged inexact unless that depth reaches ``corpus_size``.
+    flagged inexact unless that depth reaches ``corpus_size``. ``bootstrap`` replaces the loose
+    bootstrap settings.
     """
-    from adaptlab.metrics import evaluate
-
+    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
+                             confidence=confidence)
     kk = _check_ks(ks, corpus_size)
     pq = evaluate(qrels, run, [f"ndcg@{k}" for k in kk])
     per_query = np.vstack([pq.values[f"ndcg@{k}"] for k in kk]) if pq.n_queries else np.zeros((len(kk), 0))
     min_depth = min((len(run.get(q, {})) for q in pq.query_ids), default=0)
     full = corpus_size is not None and min_depth >= int(corpus_size)
-    return _curve(per_query, kk, min_depth, full, system, dataset, n_resamples, sample_size, seed, confidence)
+    return _curve(per_query, kk, min_depth, full, system, dataset, cfg)
 
 
 def ndcg_curves(
@@ -159,11 +161,10 @@ def ndcg_curves(
     sample_size: int | None = None,
     seed: int = 0,
     confidence: float = 0.95,
+    bootstrap: BootstrapConfig | None = None,
 ) -> list[NDCGCurve]:
     """:func:`ndcg_curve_from_records` for several systems (a mapping or a sequence of records)."""
+    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
+                             confidence=confidence)
     items = list(records.values()) if isinstance(records, Mapping) else list(records)
-    return [
-        ndcg_curve_from_records(r, ks, corpus_size=corpus_size, n_resamples=n_resamples, sample_size=sample_size,
-                                seed=seed, confidence=confidence)
-        for r in items
-    ]
+    return [ndcg_curve_from_records(r, ks, corpus_size=corpus_size, bootstrap=cfg) for r in items]

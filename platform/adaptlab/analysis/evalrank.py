@@ -29,8 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from adaptlab.analysis._resample import bootstrap_settings
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.stats import BootstrapConfig, bootstrap_ci
 
 __all__ = ["EvalRankResult", "PairPool", "evalrank", "evalrank_ranks", "load_pairs"]
 
@@ -216,24 +218,26 @@ def evalrank(
     normalize: bool = True,
     system: str = "",
     dataset: str = "",
+    bootstrap: BootstrapConfig | None = None,
 ) -> EvalRankResult:
     """EvalRank MRR and Hits@k of one embedding model with bootstrap CIs over pairs.
 
     ``pool_embeddings`` [n, d] embeds :attr:`PairPool.texts` in order; ``pairs`` [m, 2]
-    (e.g. :attr:`PairPool.pairs`).
+    (e.g. :attr:`PairPool.pairs`). ``bootstrap`` (one :class:`~adaptlab.stats.BootstrapConfig`)
+    replaces the loose ``n_resamples``, ``sample_size``, ``seed`` and ``confidence``.
     """
-    from adaptlab.stats import bootstrap_ci
-
+    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
+                             confidence=confidence)
     kk = sorted({int(k) for k in ks})
     if any(k < 1 for k in kk):
         raise ConfigError(f"ks must be >= 1, got {list(ks)}")
     ranks = evalrank_ranks(pool_embeddings, pairs, normalize=normalize)
     names = ["evalrank_mrr"] + [f"evalrank_hits@{k}" for k in kk]
     per_pair = np.vstack([1.0 / ranks] + [(ranks <= k).astype(np.float64) for k in kk])
-    ci = bootstrap_ci(per_pair, n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence)
+    ci = bootstrap_ci(per_pair, **cfg.kwargs())
     values = {
         m: (float(ci.point[i]), float(ci.boot_mean[i]), float(ci.ci_low[i]), float(ci.ci_high[i]))
         for i, m in enumerate(names)
     }
-    l = ranks.size if sample_size is None else int(sample_size)
-    return EvalRankResult(system, dataset, ranks, values, int(n_resamples), l, int(seed), float(confidence))
+    l = ranks.size if cfg.sample_size is None else int(cfg.sample_size)
+    return EvalRankResult(system, dataset, ranks, values, int(cfg.n_resamples), l, cfg.seed, float(cfg.confidence))

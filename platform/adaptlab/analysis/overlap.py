@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from adaptlab.analysis._inputs import query_arrays
-from adaptlab.analysis._resample import check_confidence, draw_indices, percentile_ci
+from adaptlab.analysis._resample import bootstrap_settings, draw_indices
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError
+from adaptlab.stats import BootstrapConfig, percentile_interval
 
 __all__ = [
     "DEFAULT_OVERLAP_PSI",
@@ -147,6 +148,7 @@ def overlap_from_arrays(
     seed: int = 0,
     confidence: float = 0.95,
     indices: np.ndarray | None = None,
+    bootstrap: BootstrapConfig | None = None,
     system: str = "",
     dataset: str = "",
     n_excluded: int = 0,
@@ -163,18 +165,19 @@ def overlap_from_arrays(
         raise ConfigError(f"sim_corr and sim_rand must have shape ({q},), got {corr.shape} and {rand.shape}")
     if not 0.0 <= float(psi) <= 100.0:
         raise ConfigError(f"psi must be a percentile in [0, 100], got {psi!r}")
-    check_confidence(confidence)
-    idx = draw_indices(q, n_resamples=n_resamples, sample_size=sample_size, seed=seed, indices=indices)
+    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
+                             confidence=confidence)
+    idx = draw_indices(q, cfg, indices=indices)
     boot = _overlap_kernel(corr, topk, rand, idx, float(psi))
     full = _overlap_kernel(corr, topk, rand, np.arange(q, dtype=np.int64)[None, :], float(psi))[0]
-    lo, hi = percentile_ci(boot, confidence)
+    lo, hi = percentile_interval(boot, cfg.confidence, axis=0)
     return OverlapResult(
         system=system, dataset=dataset, k=int(topk.shape[1]), psi=float(psi), theta=float(full[0]),
         theta_boot_mean=float(boot[:, 0].mean()),
         coe=float(full[1]), coe_boot_mean=float(boot[:, 1].mean()), coe_ci_low=float(lo[1]), coe_ci_high=float(hi[1]),
         roe=float(full[2]), roe_boot_mean=float(boot[:, 2].mean()), roe_ci_low=float(lo[2]), roe_ci_high=float(hi[2]),
-        confidence=float(confidence), n_queries=q, n_excluded=int(n_excluded), n_resamples=int(idx.shape[0]),
-        sample_size=int(idx.shape[1]), seed=int(seed),
+        confidence=float(cfg.confidence), n_queries=q, n_excluded=int(n_excluded), n_resamples=int(idx.shape[0]),
+        sample_size=int(idx.shape[1]), seed=cfg.seed,
     )
 
 
@@ -188,6 +191,7 @@ def overlap_metrics(
     seed: int = 0,
     confidence: float = 0.95,
     indices: np.ndarray | None = None,
+    bootstrap: BootstrapConfig | None = None,
 ) -> OverlapResult:
     """COE and ROE of one system's :class:`PerQueryRecords` with bootstrap CIs (000, Sec. 2.3).
 
@@ -200,6 +204,6 @@ def overlap_metrics(
         raise ConfigError(f"system {qa.system!r} on {qa.dataset!r}: no query has a gold and a random similarity")
     return overlap_from_arrays(
         qa.sim_gold[keep], qa.topk[keep], qa.sim_random[keep], psi=psi, n_resamples=n_resamples,
-        sample_size=sample_size, seed=seed, confidence=confidence, indices=indices,
+        sample_size=sample_size, seed=seed, confidence=confidence, indices=indices, bootstrap=bootstrap,
         system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded + int((~keep).sum()),
     )

@@ -18,10 +18,22 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adaptlab import results
+from adaptlab.analysis import plots
+from adaptlab.analysis._resample import bootstrap_settings
+from adaptlab.analysis.correlation import correlation_table, measure_values
+from adaptlab.analysis.curves import ndcg_curve_from_records
+from adaptlab.analysis.overlap import overlap_metrics, similarity_distributions
+from adaptlab.analysis.scale_curves import curves_table, parse_system_name, plot_scale_curves, scale_curves
+from adaptlab.analysis.thresholds import ThresholdResult, similarity_thresholds
 from adaptlab.errors import ConfigError
+from adaptlab.metrics import Measure
+from adaptlab.retrieval import PerQueryRecords
+from adaptlab.stats import BootstrapConfig
 
 __all__ = ["build_report"]
 
@@ -29,8 +41,6 @@ _ANALYSIS_SECTIONS = ("threshold", "acc_at_threshold", "coe", "roe", "isoscore",
 
 
 def _is_ranking_measure(m: str) -> bool:
-    from adaptlab.metrics.measures import Measure
-
     try:
         return str(Measure.parse(m)) == m
     except Exception:  # noqa: BLE001 - any parse failure means "not a ranking measure"
@@ -147,9 +157,7 @@ def _records_by_system(
     store: Any, dataset: str, systems: Sequence[str] | None, run_order: dict[str, int]
 ) -> dict[str, Any]:
     """The latest run's :class:`PerQueryRecords` per system of ``dataset``."""
-    import pyarrow.compute as pc
-
-    from adaptlab.retrieval.records import PerQueryRecords
+    import pyarrow.compute as pc  # deferred: importing adaptlab.analysis does not load pyarrow
 
     table = store.per_query(dataset=dataset, system=list(systems) if systems else None)
     if table.num_rows == 0:
@@ -165,6 +173,19 @@ def _records_by_system(
     return out
 
 
+@dataclass(frozen=True)
+class _Page:
+    """Where one dataset's section goes: the document, the output folder and its figures."""
+
+    doc: _Doc
+    out: Path
+    figdir: Path
+    ds: str
+
+    def figure(self, path: Path, alt: str) -> None:
+        self.doc.img(path.relative_to(self.out).as_posix(), alt)
+
+
 def build_report(
     store_root: str | Path,
     out_dir: str | Path,
@@ -175,23 +196,19 @@ def build_report(
     compute_missing: bool = True,
     n_resamples: int = 1000,
     seed: int = 0,
+    bootstrap: BootstrapConfig | None = None,
     title: str = "adaptlab report",
 ) -> Path:
     """Write the report of ``store_root`` (restricted to ``systems``/``datasets``) to ``out_dir``.
 
     ``k`` is the K of top-K accuracy used by analyses computed for the report (thresholds,
-    COE/ROE; capped at the retrieval depth) and to pick ``acc@k`` for the correlations;
-    ``n_resamples`` and ``seed`` are their bootstrap settings.
+    COE/ROE; capped at the retrieval depth) and to pick ``acc@k`` for the correlations.
+    ``bootstrap`` (the study's :class:`~adaptlab.stats.BootstrapConfig`) gives their bootstrap
+    settings; without it, ``n_resamples`` resamples of all queries seeded by ``seed``.
     """
-    from adaptlab import results
-    from adaptlab.analysis import plots
-    from adaptlab.analysis.correlation import correlation_table, measure_values
-    from adaptlab.analysis.overlap import overlap_metrics, similarity_distributions
-    from adaptlab.analysis.curves import ndcg_curve_from_records
-    from adaptlab.analysis.thresholds import similarity_thresholds
-
     if int(k) < 1:
         raise ConfigError(f"k must be >= 1, got {k!r}")
+    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, seed=seed)
     store = results.open(store_root)
     out = Path(out_dir)
     figdir = out / "figures"
@@ -201,7 +218,7 @@ def build_report(
     runs = store.runs(system=sys_f, dataset=ds_f).to_pylist()
     runs.sort(key=lambda r: (str(r.get("timestamp")), r["run_id"]))
     run_order = {r["run_id"]: i for i, r in enumerate(runs)}
-    metrics = _latest_rows(store.metrics(system=sys_f, dataset=ds_f).to_pylist(), run_order)
+    metrics = _latest_rows(store.metrics(system=sys_f, dataset=ds_f, kind="all").to_pylist(), run_order)
     all_datasets = sorted({r["dataset"] for r in runs} | {r["dataset"] for r in metrics})
 
     doc = _Doc()
@@ -211,147 +228,10 @@ def build_report(
           "intervals come from the stored resampling settings (n_resamples, sample_size, seed).")
     if not all_datasets:
         doc.p("The store holds no runs matching the filters.")
-
     for ds in all_datasets:
         rows = [r for r in metrics if r["dataset"] == ds and r["system"] != "*"]
-        doc.h(2, f"Dataset: {ds}")
         records = _records_by_system(store, ds, sys_f, run_order)
-        ds_systems = sorted({r["system"] for r in rows} | set(records))
-        computed: list[str] = []
-        thr_results = []
-        if compute_missing and records:
-            have = {(r["system"], r["measure"]) for r in rows}
-            for s, rec in records.items():
-                kk = min(int(k), rec.k) if rec.k else 0
-                if kk < 1 or not any(len(g) for g in rec.gold_ids):
-                    continue
-                if (s, "threshold") not in have:
-                    tr = similarity_thresholds(rec, k=kk, n_resamples=n_resamples, seed=seed)
-                    thr_results.append(tr)
-                    rows += tr.to_metric_rows()
-                    computed.append(f"{s}: threshold")
-                if (s, "coe") not in have:
-                    rows += overlap_metrics(rec, k=kk, n_resamples=n_resamples, seed=seed).to_metric_rows()
-                    computed.append(f"{s}: COE/ROE")
-
-        # -- ranking measures ---------------------------------------------------------------
-        rank_rows = sorted((r for r in rows if r.get("compared_to") is None and _is_ranking_measure(r["measure"])),
-                           key=lambda r: (r["measure"], r["system"]))
-        if rank_rows:
-            doc.h(3, "Retrieval measures")
-            doc.table(["System", "Measure", "Value", "Boot mean", "95% CI", "CI width", "Queries", "Resamples x size"],
-                      [[r["system"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
-                        _ci(r.get("ci_low"), r.get("ci_high")), _width(r.get("ci_low"), r.get("ci_high")),
-                        _fmt(r.get("n_queries")), f"{_fmt(r.get('n_resamples'))} x {_fmt(r.get('sample_size'))}"]
-                       for r in rank_rows])
-            for m in sorted({r["measure"] for r in rank_rows}):
-                mr = [r for r in rank_rows if r["measure"] == m]
-                if any(r.get("ci_low") is not None for r in mr):
-                    path = plots.plot_ci_forest(
-                        [r["system"] for r in mr],
-                        [r["boot_mean"] if r.get("boot_mean") is not None else r["value"] for r in mr],
-                        [r["ci_low"] if r.get("ci_low") is not None else math.nan for r in mr],
-                        [r["ci_high"] if r.get("ci_high") is not None else math.nan for r in mr],
-                        figdir / f"{_slug(ds)}_{_slug(m)}_forest.png", measure=m, title=f"{m} on {ds}")
-                    doc.img(path.relative_to(out).as_posix(), f"{m} with 95% CI on {ds}")
-
-        _scale_section(doc, [r for r in rows if _is_ranking_measure(r["measure"])], ds, out, figdir)
-
-        pair_rows = sorted((r for r in rows if r.get("compared_to") and _is_ranking_measure(r["measure"])),
-                           key=lambda r: (r["measure"], r["system"], r["compared_to"]))
-        if pair_rows:
-            doc.h(3, "Paired comparisons (A - B, paired bootstrap)")
-            doc.table(["A", "B", "Measure", "Difference", "Boot mean", "95% CI", "p-value"],
-                      [[r["system"], r["compared_to"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
-                        _ci(r.get("ci_low"), r.get("ci_high")), _fmt(r.get("p_value"))] for r in pair_rows])
-
-        # -- thresholds ---------------------------------------------------------------------
-        by = {(r["system"], r["measure"]): r for r in rows if r.get("compared_to") is None}
-        thr_sys = sorted({s for (s, m) in by if m == "threshold"})
-        if thr_sys:
-            doc.h(3, "Similarity thresholds (reference 000, Sec. 2.2)")
-            trows = []
-            for s in thr_sys:
-                t, a = by[(s, "threshold")], by.get((s, "acc_at_threshold"), {})
-                te, ae = _extra(t), _extra(a) if a else {}
-                trows.append([s, _fmt(te.get("k")), f"{_fmt(t['value'], 3)} ({_fmt(te.get('psi'), 0)})",
-                              _fmt(ae.get("base_boot_mean")), _fmt(a.get("boot_mean") if a else None),
-                              _ci(a.get("ci_low"), a.get("ci_high")) if a else "n/a", _fmt(t.get("p_value"))])
-            doc.table(["System", "K", "tau (psi)", "Boot acc", "Boot acc @ tau", "95% CI @ tau", "p (one-sided)"],
-                      trows)
-            if thr_results:
-                path = plots.plot_thresholds(thr_results, figdir / f"{_slug(ds)}_thresholds.png",
-                                             title=f"Accuracy vs threshold on {ds}")
-                doc.img(path.relative_to(out).as_posix(), f"accuracy against threshold on {ds}")
-
-        # -- COE / ROE ----------------------------------------------------------------------
-        ov_sys = sorted({s for (s, m) in by if m in ("coe", "roe")})
-        if ov_sys:
-            doc.h(3, "Distribution overlap: COE and ROE (reference 000, Sec. 2.3)")
-            orows = []
-            for s in ov_sys:
-                c, r_ = by.get((s, "coe"), {}), by.get((s, "roe"), {})
-                e = _extra(c or r_)
-                orows.append([s, _fmt(e.get("k")), _fmt(e.get("psi"), 1), _fmt(c.get("boot_mean")),
-                              _ci(c.get("ci_low"), c.get("ci_high")), _fmt(r_.get("boot_mean")),
-                              _ci(r_.get("ci_low"), r_.get("ci_high"))])
-            doc.table(["System", "K", "psi", "COE", "COE 95% CI", "ROE", "ROE 95% CI"], orows)
-        if records:
-            dists = [similarity_distributions(rec, k=min(int(k), rec.k)) for rec in records.values() if rec.k]
-            if dists:
-                path = plots.plot_similarity_densities(dists, figdir / f"{_slug(ds)}_densities.png",
-                                                       title=f"S_rand (red), S_corr (green), S_topK (blue) on {ds}")
-                doc.img(path.relative_to(out).as_posix(), f"similarity densities on {ds}")
-            curves = [ndcg_curve_from_records(rec, n_resamples=n_resamples, seed=seed)
-                      for rec in records.values() if rec.k and any(len(g) for g in rec.gold_ids)]
-            if curves:
-                path = plots.plot_ndcg_curves(curves, figdir / f"{_slug(ds)}_ndcg_curves.png", title=f"nDCG@k on {ds}")
-                doc.img(path.relative_to(out).as_posix(), f"nDCG@k curves on {ds}")
-                depth = min(c.depth for c in curves)
-                doc.p(f"nDCG@k curves from the stored top-{depth} rankings: hollow markers (k > {depth}) "
-                      "are lower bounds.")
-
-        # -- isotropy -----------------------------------------------------------------------
-        iso = [r for r in rows if r["measure"] in ("isoscore", "isotropy_mu", "isotropy_mu_exact")]
-        if iso:
-            doc.h(3, "Isotropy (I_A: Mu et al.; I_B: IsoScore)")
-            keyed: dict[tuple[str, str], dict[str, Any]] = {}
-            for r in iso:
-                keyed.setdefault((r["system"], str(_extra(r).get("space", ""))), {})[r["measure"]] = r["value"]
-            doc.table(["System", "Space", "IsoScore (I_B)", "I_A (approx.)", "I_A (eigenvectors)"],
-                      [[s, sp, _fmt(v.get("isoscore")), _fmt(v.get("isotropy_mu")), _fmt(v.get("isotropy_mu_exact"))]
-                       for (s, sp), v in sorted(keyed.items())])
-
-        # -- everything else ----------------------------------------------------------------
-        other = sorted((r for r in rows if not _is_ranking_measure(r["measure"])
-                        and r["measure"] not in _ANALYSIS_SECTIONS),
-                       key=lambda r: (r["measure"], r["system"], str(r.get("compared_to"))))
-        if other:
-            doc.h(3, "Other analyses")
-            doc.table(["System", "Measure", "Value", "Boot mean", "95% CI", "Compared to", "p-value"],
-                      [[r["system"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
-                        _ci(r.get("ci_low"), r.get("ci_high")), r.get("compared_to") or "", _fmt(r.get("p_value"))]
-                       for r in other])
-
-        # -- correlations -------------------------------------------------------------------
-        values = measure_values(rows)
-        if len(values) >= 3:
-            acc = f"acc@{int(k)}"
-            if not any(acc in v for v in values.values()):
-                accs = sorted({m for v in values.values() for m in v if m.startswith("acc@")})
-                acc = accs[0] if accs else acc
-            pairs = [(acc, "coe"), (acc, "roe"), ("threshold", "roe"), (acc, "isotropy_mu"), (acc, "isoscore")]
-            corr = [c for c in correlation_table(values, pairs) if c.n >= 3]
-            if corr:
-                doc.h(3, "Correlations across systems (reference 000, Table 3)")
-                doc.table(["x", "y", "Systems", "Pearson r", "p", "Spearman rho", "p"],
-                          [[c.x, c.y, str(c.n), _fmt(c.pearson_r, 3), _fmt(c.pearson_p, 3),
-                            _fmt(c.spearman_rho, 3), _fmt(c.spearman_p, 3)] for c in corr])
-        if computed:
-            doc.p("Computed for this report from the stored per-query records (not in the store): "
-                  + "; ".join(computed) + f". Bootstrap: {n_resamples} resamples, seed {seed}.")
-        if not ds_systems:
-            doc.p("No rows for this dataset.")
+        _dataset_section(_Page(doc, out, figdir, ds), rows, records, int(k), cfg, compute_missing)
 
     md = out / "report.md"
     md.write_text(doc.markdown(), encoding="utf-8")
@@ -359,11 +239,190 @@ def build_report(
     return md
 
 
+def _dataset_section(page: _Page, rows: list[dict[str, Any]], records: dict[str, Any], k: int,
+                     cfg: BootstrapConfig, compute_missing: bool) -> None:
+    """Every table and figure of one dataset, in report order."""
+    page.doc.h(2, f"Dataset: {page.ds}")
+    ds_systems = sorted({r["system"] for r in rows} | set(records))
+    computed: list[str] = []
+    thr_results: list[ThresholdResult] = []
+    if compute_missing and records:
+        rows, thr_results, computed = _compute_missing(rows, records, k, cfg)
+    _ranking_section(page, rows)
+    _scale_section(page.doc, [r for r in rows if _is_ranking_measure(r["measure"])], page.ds, page.out,
+                   page.figdir)
+    _pairs_section(page, rows)
+    by = {(r["system"], r["measure"]): r for r in rows if r.get("compared_to") is None}
+    _threshold_section(page, by, thr_results)
+    _overlap_section(page, by)
+    if records:
+        _record_figures(page, records, k, cfg)
+    _isotropy_section(page, rows)
+    _other_section(page, rows)
+    _correlation_section(page, rows, k)
+    if computed:
+        page.doc.p("Computed for this report from the stored per-query records (not in the store): "
+                   + "; ".join(computed) + f". Bootstrap: {cfg.n_resamples} resamples, seed {cfg.seed}.")
+    if not ds_systems:
+        page.doc.p("No rows for this dataset.")
+
+
+def _compute_missing(rows: list[dict[str, Any]], records: dict[str, Any], k: int, cfg: BootstrapConfig,
+                     ) -> tuple[list[dict[str, Any]], list[ThresholdResult], list[str]]:
+    """Thresholds and COE/ROE for the systems whose records are stored but whose rows are not."""
+    rows = list(rows)
+    have = {(r["system"], r["measure"]) for r in rows}
+    thr_results: list[ThresholdResult] = []
+    computed: list[str] = []
+    for s, rec in records.items():
+        kk = min(k, rec.k) if rec.k else 0
+        if kk < 1 or not any(len(g) for g in rec.gold_ids):
+            continue
+        if (s, "threshold") not in have:
+            tr = similarity_thresholds(rec, k=kk, bootstrap=cfg)
+            thr_results.append(tr)
+            rows += tr.to_metric_rows()
+            computed.append(f"{s}: threshold")
+        if (s, "coe") not in have:
+            rows += overlap_metrics(rec, k=kk, bootstrap=cfg).to_metric_rows()
+            computed.append(f"{s}: COE/ROE")
+    return rows, thr_results, computed
+
+
+def _ranking_section(page: _Page, rows: list[dict[str, Any]]) -> None:
+    """The retrieval measures with their CIs, and one CI forest plot per measure."""
+    rank_rows = sorted((r for r in rows if r.get("compared_to") is None and _is_ranking_measure(r["measure"])),
+                       key=lambda r: (r["measure"], r["system"]))
+    if not rank_rows:
+        return
+    page.doc.h(3, "Retrieval measures")
+    page.doc.table(["System", "Measure", "Value", "Boot mean", "95% CI", "CI width", "Queries", "Resamples x size"],
+                   [[r["system"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
+                     _ci(r.get("ci_low"), r.get("ci_high")), _width(r.get("ci_low"), r.get("ci_high")),
+                     _fmt(r.get("n_queries")), f"{_fmt(r.get('n_resamples'))} x {_fmt(r.get('sample_size'))}"]
+                    for r in rank_rows])
+    for m in sorted({r["measure"] for r in rank_rows}):
+        mr = [r for r in rank_rows if r["measure"] == m]
+        if any(r.get("ci_low") is not None for r in mr):
+            path = plots.plot_ci_forest(
+                [r["system"] for r in mr],
+                [r["boot_mean"] if r.get("boot_mean") is not None else r["value"] for r in mr],
+                [r["ci_low"] if r.get("ci_low") is not None else math.nan for r in mr],
+                [r["ci_high"] if r.get("ci_high") is not None else math.nan for r in mr],
+                page.figdir / f"{_slug(page.ds)}_{_slug(m)}_forest.png", measure=m, title=f"{m} on {page.ds}")
+            page.figure(path, f"{m} with 95% CI on {page.ds}")
+
+
+def _pairs_section(page: _Page, rows: list[dict[str, Any]]) -> None:
+    pair_rows = sorted((r for r in rows if r.get("compared_to") and _is_ranking_measure(r["measure"])),
+                       key=lambda r: (r["measure"], r["system"], r["compared_to"]))
+    if pair_rows:
+        page.doc.h(3, "Paired comparisons (A - B, paired bootstrap)")
+        page.doc.table(["A", "B", "Measure", "Difference", "Boot mean", "95% CI", "p-value"],
+                       [[r["system"], r["compared_to"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
+                         _ci(r.get("ci_low"), r.get("ci_high")), _fmt(r.get("p_value"))] for r in pair_rows])
+
+
+def _threshold_section(page: _Page, by: dict[tuple[str, str], dict[str, Any]],
+                       thr_results: list[ThresholdResult]) -> None:
+    thr_sys = sorted({s for (s, m) in by if m == "threshold"})
+    if not thr_sys:
+        return
+    page.doc.h(3, "Similarity thresholds (reference 000, Sec. 2.2)")
+    trows = []
+    for s in thr_sys:
+        t, a = by[(s, "threshold")], by.get((s, "acc_at_threshold"), {})
+        te, ae = _extra(t), _extra(a) if a else {}
+        trows.append([s, _fmt(te.get("k")), f"{_fmt(t['value'], 3)} ({_fmt(te.get('psi'), 0)})",
+                      _fmt(ae.get("base_boot_mean")), _fmt(a.get("boot_mean") if a else None),
+                      _ci(a.get("ci_low"), a.get("ci_high")) if a else "n/a", _fmt(t.get("p_value"))])
+    page.doc.table(["System", "K", "tau (psi)", "Boot acc", "Boot acc @ tau", "95% CI @ tau", "p (one-sided)"],
+                   trows)
+    if thr_results:
+        path = plots.plot_thresholds(thr_results, page.figdir / f"{_slug(page.ds)}_thresholds.png",
+                                     title=f"Accuracy vs threshold on {page.ds}")
+        page.figure(path, f"accuracy against threshold on {page.ds}")
+
+
+def _overlap_section(page: _Page, by: dict[tuple[str, str], dict[str, Any]]) -> None:
+    ov_sys = sorted({s for (s, m) in by if m in ("coe", "roe")})
+    if not ov_sys:
+        return
+    page.doc.h(3, "Distribution overlap: COE and ROE (reference 000, Sec. 2.3)")
+    orows = []
+    for s in ov_sys:
+        c, r_ = by.get((s, "coe"), {}), by.get((s, "roe"), {})
+        e = _extra(c or r_)
+        orows.append([s, _fmt(e.get("k")), _fmt(e.get("psi"), 1), _fmt(c.get("boot_mean")),
+                      _ci(c.get("ci_low"), c.get("ci_high")), _fmt(r_.get("boot_mean")),
+                      _ci(r_.get("ci_low"), r_.get("ci_high"))])
+    page.doc.table(["System", "K", "psi", "COE", "COE 95% CI", "ROE", "ROE 95% CI"], orows)
+
+
+def _record_figures(page: _Page, records: dict[str, Any], k: int, cfg: BootstrapConfig) -> None:
+    """Similarity densities and nDCG@k curves drawn from the stored per-query records."""
+    dists = [similarity_distributions(rec, k=min(k, rec.k)) for rec in records.values() if rec.k]
+    if dists:
+        path = plots.plot_similarity_densities(dists, page.figdir / f"{_slug(page.ds)}_densities.png",
+                                               title=f"S_rand (red), S_corr (green), S_topK (blue) on {page.ds}")
+        page.figure(path, f"similarity densities on {page.ds}")
+    curves = [ndcg_curve_from_records(rec, bootstrap=cfg)
+              for rec in records.values() if rec.k and any(len(g) for g in rec.gold_ids)]
+    if curves:
+        path = plots.plot_ndcg_curves(curves, page.figdir / f"{_slug(page.ds)}_ndcg_curves.png",
+                                      title=f"nDCG@k on {page.ds}")
+        page.figure(path, f"nDCG@k curves on {page.ds}")
+        depth = min(c.depth for c in curves)
+        page.doc.p(f"nDCG@k curves from the stored top-{depth} rankings: hollow markers (k > {depth}) "
+                   "are lower bounds.")
+
+
+def _isotropy_section(page: _Page, rows: list[dict[str, Any]]) -> None:
+    iso = [r for r in rows if r["measure"] in ("isoscore", "isotropy_mu", "isotropy_mu_exact")]
+    if not iso:
+        return
+    page.doc.h(3, "Isotropy (I_A: Mu et al.; I_B: IsoScore)")
+    keyed: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in iso:
+        keyed.setdefault((r["system"], str(_extra(r).get("space", ""))), {})[r["measure"]] = r["value"]
+    page.doc.table(["System", "Space", "IsoScore (I_B)", "I_A (approx.)", "I_A (eigenvectors)"],
+                   [[s, sp, _fmt(v.get("isoscore")), _fmt(v.get("isotropy_mu")), _fmt(v.get("isotropy_mu_exact"))]
+                    for (s, sp), v in sorted(keyed.items())])
+
+
+def _other_section(page: _Page, rows: list[dict[str, Any]]) -> None:
+    other = sorted((r for r in rows if not _is_ranking_measure(r["measure"])
+                    and r["measure"] not in _ANALYSIS_SECTIONS),
+                   key=lambda r: (r["measure"], r["system"], str(r.get("compared_to"))))
+    if other:
+        page.doc.h(3, "Other analyses")
+        page.doc.table(["System", "Measure", "Value", "Boot mean", "95% CI", "Compared to", "p-value"],
+                       [[r["system"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
+                         _ci(r.get("ci_low"), r.get("ci_high")), r.get("compared_to") or "", _fmt(r.get("p_value"))]
+                        for r in other])
+
+
+def _correlation_section(page: _Page, rows: list[dict[str, Any]], k: int) -> None:
+    """Pearson and Spearman across systems of acc@k against COE, ROE, the threshold and isotropy."""
+    values = measure_values(rows)
+    if len(values) < 3:
+        return
+    acc = f"acc@{k}"
+    if not any(acc in v for v in values.values()):
+        accs = sorted({m for v in values.values() for m in v if m.startswith("acc@")})
+        acc = accs[0] if accs else acc
+    pairs = [(acc, "coe"), (acc, "roe"), ("threshold", "roe"), (acc, "isotropy_mu"), (acc, "isoscore")]
+    corr = [c for c in correlation_table(values, pairs) if c.n >= 3]
+    if corr:
+        page.doc.h(3, "Correlations across systems (reference 000, Table 3)")
+        page.doc.table(["x", "y", "Systems", "Pearson r", "p", "Spearman rho", "p"],
+                       [[c.x, c.y, str(c.n), _fmt(c.pearson_r, 3), _fmt(c.pearson_p, 3),
+                         _fmt(c.spearman_rho, 3), _fmt(c.spearman_p, 3)] for c in corr])
+
+
 def _scale_section(doc: _Doc, rows: list[dict[str, Any]], ds: str, out: Path, figdir: Path) -> None:
     """Scale-study systems (``<label>-<variant>-s<N>``): each measure against the data scale per
     variant with CI bands, and the paired gains over the base model with p-values."""
-    from adaptlab.adapt.scale_curves import curves_table, parse_system_name, plot_scale_curves, scale_curves
-
     if not any((parsed := parse_system_name(r["system"])) and parsed[2] is not None for r in rows):
         return
     doc.h(3, "Measures against data scale")

@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 
 from adaptlab.analysis._inputs import query_arrays
-from adaptlab.analysis._resample import check_confidence, draw_indices, percentile_ci, resample_means
+from adaptlab.analysis._resample import bootstrap_settings, draw_indices, resample_means
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError
+from adaptlab.stats import BootstrapConfig, percentile_interval
 
 __all__ = ["PSI_GRID", "ThresholdResult", "similarity_thresholds", "thresholds_from_arrays"]
 
@@ -139,6 +140,7 @@ def thresholds_from_arrays(
     seed: int = 0,
     confidence: float = 0.95,
     indices: np.ndarray | None = None,
+    bootstrap: BootstrapConfig | None = None,
     system: str = "",
     dataset: str = "",
     n_excluded: int = 0,
@@ -163,12 +165,13 @@ def thresholds_from_arrays(
     psi = np.sort(psi)
     if not 0.0 < alpha < 1.0:
         raise ConfigError(f"alpha must be in (0, 1), got {alpha!r}")
-    check_confidence(confidence)
-    idx = draw_indices(topk.shape[0], n_resamples=n_resamples, sample_size=sample_size, seed=seed, indices=indices)
+    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
+                             confidence=confidence)
+    idx = draw_indices(topk.shape[0], cfg, indices=indices)
     tau, hits, means = _threshold_kernel(topk, rank, idx, psi)
     base, thr = means[:, 0], means[:, 1:]
     p_value = (thr >= base[:, None]).mean(axis=0)
-    lo, hi = percentile_ci(means, confidence)
+    lo, hi = percentile_interval(means, cfg.confidence, axis=0)
     ok = np.flatnonzero(p_value >= alpha)
     chosen = int(ok.max()) if ok.size else None
     point = hits.mean(axis=1)
@@ -176,9 +179,9 @@ def thresholds_from_arrays(
         system=system, dataset=dataset, k=k, psi=psi, tau=tau, acc=point[1:],
         acc_boot_mean=thr.mean(axis=0), acc_ci_low=lo[1:], acc_ci_high=hi[1:], p_value=p_value,
         base_acc=float(point[0]), base_boot_mean=float(base.mean()), base_ci_low=float(lo[0]),
-        base_ci_high=float(hi[0]), chosen=chosen, alpha=float(alpha), confidence=float(confidence),
+        base_ci_high=float(hi[0]), chosen=chosen, alpha=float(alpha), confidence=float(cfg.confidence),
         n_queries=int(topk.shape[0]), n_excluded=int(n_excluded), n_resamples=int(idx.shape[0]),
-        sample_size=int(idx.shape[1]), seed=int(seed),
+        sample_size=int(idx.shape[1]), seed=cfg.seed,
     )
 
 
@@ -193,6 +196,7 @@ def similarity_thresholds(
     seed: int = 0,
     confidence: float = 0.95,
     indices: np.ndarray | None = None,
+    bootstrap: BootstrapConfig | None = None,
 ) -> ThresholdResult:
     """Choose a similarity threshold for one system's :class:`PerQueryRecords` (000, Sec. 2.2).
 
@@ -206,6 +210,6 @@ def similarity_thresholds(
         raise ConfigError(f"system {qa.system!r} on {qa.dataset!r}: no query has a gold document")
     return thresholds_from_arrays(
         qa.topk, qa.gold_rank, k=k, psi_grid=psi_grid, alpha=alpha, n_resamples=n_resamples,
-        sample_size=sample_size, seed=seed, confidence=confidence, indices=indices,
+        sample_size=sample_size, seed=seed, confidence=confidence, indices=indices, bootstrap=bootstrap,
         system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded,
     )

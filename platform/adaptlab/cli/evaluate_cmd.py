@@ -5,13 +5,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from adaptlab.cli._common import add_bootstrap_options, add_common, print_json
+from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config, print_json
+from adaptlab.data.trec import read_trec_qrels, read_trec_run
 from adaptlab.errors import ConfigError
+from adaptlab.evaluation import format_pairs, format_summary, summarise_runs
+from adaptlab.evaluation.persist import commit_summary
+from adaptlab.metrics import parse_measures
 
 DEFAULT_METRICS = "ndcg@10,acc@1,acc@5,mrr@10,recall@100,map@100"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``adaptlab evaluate``."""
     p = sub.add_parser("evaluate", help="score TREC run files against qrels, with CIs and paired tests",
                        description="Score one or more TREC run files against TREC qrels. Several runs are "
                                    "compared pairwise with a paired bootstrap.")
@@ -29,10 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adaptlab.data.trec import read_trec_qrels, read_trec_run
-    from adaptlab.evaluation import format_pairs, format_summary, summarise_runs
-    from adaptlab.metrics import parse_measures
-
+    """Score the runs, print the table (or JSON), optionally commit to a store."""
     if args.store is not None and not args.dataset:
         raise ConfigError("--store needs --dataset NAME (the dataset name recorded in the store)")
     measures = parse_measures(args.metrics)
@@ -43,11 +45,9 @@ def run(args: argparse.Namespace) -> int:
         if name in runs:
             raise ConfigError(f"--run {path}: two runs are named {name!r} (the file stem); rename one")
         runs[name] = read_trec_run(path)
-    summary = summarise_runs(qrels, runs, measures, n_resamples=args.bootstrap, sample_size=args.sample_size,
-                             seed=args.seed, confidence=args.confidence, baseline=args.baseline)
+    boot = bootstrap_config(args)
+    summary = summarise_runs(qrels, runs, measures, **boot.kwargs(), baseline=args.baseline)
     if args.store is not None:
-        from adaptlab.evaluation.persist import commit_summary
-
         commit_summary(args.store, summary, dataset=args.dataset,
                        config={"command": "evaluate", "qrels": str(args.qrels), "runs": [str(r) for r in args.runs],
                                "metrics": [str(m) for m in measures]},

@@ -6,9 +6,11 @@ import argparse
 from pathlib import Path
 
 from adaptlab.cli._common import add_common
+from adaptlab.analysis.report import build_report
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``adaptlab report``."""
     p = sub.add_parser("report", help="write a Markdown/HTML report with plots from a results store",
                        description="Tables (value, bootstrap mean, CI, CI width; paired comparisons; thresholds; "
                                    "COE/ROE; isotropy; correlations) and PNG plots from a results store.")
@@ -24,8 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adaptlab.analysis.report import build_report
-
+    """Run the sub-command; returns the exit status."""
     path = build_report(args.store, args.out, systems=args.system, datasets=args.dataset, k=args.k,
                         n_resamples=args.bootstrap, seed=args.seed)
     print(f"report written to {path}")

@@ -1,28 +1,58 @@
-"""``adaptlab results``: query the results store."""
+"""``adaptlab results``: query the results store, run SQL on it, migrate and compact it.
+
+::
+
+    adaptlab results --store S [--table metrics|comparisons|runs|per_query|history] [--filter K=V]
+                     [--latest] [--version N | --as-of TIME] [--format table|json|csv]
+    adaptlab results --store S --sql "SELECT system, avg(value) FROM metrics GROUP BY system"
+    adaptlab results migrate OLD NEW
+    adaptlab results compact --store S [--retention-hours H]
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from adaptlab.cli._common import add_common, print_json
 from adaptlab.errors import ConfigError
 
 _DEFAULT_COLUMNS = {
-    "metrics": ["system", "dataset", "measure", "compared_to", "value", "ci_low", "ci_high", "p_value", "n_queries"],
-    "runs": ["run_id", "system", "dataset", "model_id", "timestamp", "host"],
-    "per_query": ["system", "dataset", "query_id", "gold_rank", "sim_gold", "sim_random"],
+    "metrics": ["run", "time", "system", "dataset", "measure", "value", "ci_low", "ci_high", "n_queries"],
+    "comparisons": ["run", "time", "system", "compared_to", "dataset", "measure", "value", "ci_low", "ci_high",
+                    "p_value"],
+    "runs": ["run_id", "timestamp", "system", "dataset", "model_id", "study", "host"],
+    "per_query": ["run", "system", "dataset", "query_id", "gold_rank", "sim_gold", "sim_random"],
+    "history": ["version", "timestamp", "operation", "commit_id", "n_rows"],
 }
+_ACTIONS = ("show", "migrate", "compact")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("results", help="query the results store",
-                       description="Print rows of the results store, filtered by column values.")
-    p.add_argument("--store", required=True, type=Path, help="results store directory")
-    p.add_argument("--table", choices=("metrics", "runs", "per_query"), default="metrics")
+    p = sub.add_parser(
+        "results", help="query, migrate or compact the results store",
+        description="Print rows of the results store (a directory or s3://, gs://, az:// URI), filtered by "
+                    "column values or selected with SQL; or `adaptlab results migrate OLD NEW` to convert a "
+                    "store of the previous layout; or `adaptlab results compact --store S` to merge small "
+                    "files (never run while writers are active with a short --retention-hours).")
+    p.add_argument("action", nargs="?", default="show", metavar="{migrate,compact}",
+                   help="migrate OLD NEW, or compact (default: print rows)")
+    p.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
+    p.add_argument("--store", help="results store: a directory or an s3://, gs://, az:// URI")
+    p.add_argument("--table", choices=("metrics", "comparisons", "runs", "per_query", "history"), default="metrics",
+                   help="metrics = scores of one system; comparisons = paired differences (value = system - "
+                        "compared_to); history = the store's versions (default: metrics)")
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
-                   help="keep rows whose column KEY equals VALUE (VALUE may be a,b,c for 'any of'); repeatable")
+                   help="keep rows whose column KEY equals VALUE (VALUE may be a,b,c for 'any of'); repeatable. "
+                        "compared_to=X finds comparisons with X on either side")
+    p.add_argument("--latest", action="store_true", help="only the latest run of each (system, dataset)")
+    p.add_argument("--sql", metavar="QUERY",
+                   help="run a DuckDB SQL query over the views runs, metrics, comparisons, metrics_all, per_query")
+    p.add_argument("--version", dest="store_version", type=int, default=None, metavar="N",
+                   help="read the store as it was at version N (see --table history)")
+    p.add_argument("--as-of", default=None, metavar="TIME", help="read the store as it was at TIME (ISO 8601)")
+    p.add_argument("--retention-hours", type=float, default=168.0,
+                   help="compact: keep files needed by versions younger than this (default 168 = 7 days)")
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
     add_common(p)
     p.set_defaults(handler=run)
@@ -39,23 +69,112 @@ def parse_filters(items: list[str]) -> dict[str, object]:
     return filters
 
 
-def run(args: argparse.Namespace) -> int:
-    from adaptlab import results
-
-    store = results.open(args.store)
-    table = getattr(store, args.table)(**parse_filters(args.filter))
-    if args.format == "json":
+def _emit(table, fmt: str, columns: list[str] | None) -> None:
+    if fmt == "json":
         print_json(table.to_pylist())
-    elif args.format == "csv":
+    elif fmt == "csv":
         import pyarrow.csv as pacsv
 
-        flat = table.select([c for c in table.column_names if not str(table.schema.field(c).type).startswith("list")])
+        flat = table.select([c for c in table.column_names
+                             if not str(table.schema.field(c).type).startswith(("list", "large_list", "struct"))])
         pacsv.write_csv(flat, sys.stdout.buffer)
     else:
         from adaptlab.evaluation.table import render_table
 
-        cols = [c for c in _DEFAULT_COLUMNS[args.table] if c in table.column_names]
+        cols = [c for c in (columns or table.column_names) if c in table.column_names]
         data = table.select(cols).to_pylist()
-        print(render_table(cols, [[("" if r[c] is None else r[c]) for c in cols] for r in data]))
+        print(render_table(cols, [[("" if r[c] is None else _cell(r[c])) for c in cols] for r in data]))
         print(f"({table.num_rows} rows)")
+
+
+def _cell(value: object) -> object:
+    from datetime import datetime
+
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return value
+
+
+def _with_run_columns(store, table):
+    """Add ``run`` (the first 8 characters of run_id) and ``time`` (the run's timestamp)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "run_id" not in table.column_names:
+        return table
+    ids = table.column("run_id")
+    table = table.append_column("run", pc.utf8_slice_codeunits(ids, 0, 8))
+    if table.num_rows and "time" not in table.column_names:
+        uniq = pc.unique(ids).to_pylist()
+        runs = store.runs(columns=["run_id", "timestamp"], run_id=uniq)
+        when = dict(zip(runs.column("run_id").to_pylist(), runs.column("timestamp").to_pylist()))
+        table = table.append_column("time", pa.array([when.get(r) for r in ids.to_pylist()],
+                                                     pa.timestamp("us", tz="UTC")))
+    return table
+
+
+def _open(args: argparse.Namespace):
+    from adaptlab import results
+
+    if not args.store:
+        raise ConfigError("--store is required: give the results store directory or URI, e.g. --store results/")
+    if args.store_version is not None or args.as_of is not None:
+        return results.open(args.store, version=args.store_version, as_of=args.as_of)
+    return results.open(args.store)
+
+
+def run(args: argparse.Namespace) -> int:
+    action = args.action
+    if action not in _ACTIONS:
+        raise ConfigError(f"adaptlab results: unknown action {action!r}; expected migrate OLD NEW, compact, "
+                          "or no action to print rows")
+    if action == "migrate":
+        if len(args.paths) != 2:
+            raise ConfigError("adaptlab results migrate: expected two locations, OLD (a store of the previous "
+                              "layout) and NEW (a new store), e.g. adaptlab results migrate results/ results-delta/")
+        from adaptlab.results.migrate import migrate_store
+
+        report = migrate_store(args.paths[0], args.paths[1])
+        print("\n".join(report.lines()))
+        return 0
+    if args.paths:
+        raise ConfigError(f"adaptlab results: unexpected argument(s) {' '.join(args.paths)}")
+    if action == "compact":
+        out = _open(args).compact(retention_hours=args.retention_hours)
+        print(f"compacted {args.store}: {out['files_removed']} file(s) merged into {out['files_added']}, "
+              f"{out['files_vacuumed']} unreferenced file(s) deleted; store version {out['version']}")
+        return 0
+    store = _open(args)
+    if args.sql is not None:
+        if args.filter or args.latest:
+            raise ConfigError("--sql cannot be combined with --filter or --latest: put them in the query")
+        _emit(store.sql(args.sql), args.format, None)
+        return 0
+    if args.table == "history":
+        if not hasattr(store, "history"):
+            raise ConfigError(f"{args.store} is a store of the previous layout: it has no history; "
+                              f"migrate it with `adaptlab results migrate {args.store} NEW`")
+        _emit(store.history(), args.format, _DEFAULT_COLUMNS["history"])
+        return 0
+    filters = parse_filters(args.filter)
+    from adaptlab.results.store import ResultsStore
+
+    if not isinstance(store, ResultsStore):  # previous layout: read-only, plain tables
+        if args.latest:
+            raise ConfigError(f"--latest needs a Delta Lake store; migrate {args.store} with "
+                              f"`adaptlab results migrate {args.store} NEW`")
+        name = "metrics" if args.table == "comparisons" else args.table
+        table = store.table(name, **filters)
+        if name == "metrics":  # scores and comparisons apart, as for the Delta store
+            import pyarrow.compute as pc
+
+            is_cmp = pc.is_valid(table.column("compared_to"))
+            table = table.filter(is_cmp if args.table == "comparisons" or "compared_to" in filters
+                                 else pc.invert(is_cmp))
+    else:
+        extra = {"kind": "score"} if args.table == "metrics" and "compared_to" not in filters else {}
+        table = getattr(store, args.table)(latest=args.latest, **extra, **filters)
+    if args.format == "table":
+        table = _with_run_columns(store, table)
+    _emit(table, args.format, _DEFAULT_COLUMNS[args.table])
     return 0

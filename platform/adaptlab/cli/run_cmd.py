@@ -1,15 +1,22 @@
-"""``adaptlab run``: run a study file, or an ad-hoc study from options, on local or remote Ray."""
+"""``adaptlab run``: run a study file, or an ad-hoc study from options, on local or remote Ray.
+
+The command only parses options: :meth:`adaptlab.study.Study.with_overrides` applies them and
+:func:`adaptlab.study.run_study` runs the study, with or without an ``[adapt]`` section.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from adaptlab.cli._common import add_bootstrap_options, add_common, print_json
+from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_overrides, print_json
 from adaptlab.errors import ConfigError
+from adaptlab.evaluation import format_pairs, format_summary
+from adaptlab.study import Study, load_study, parse_study, run_study
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``adaptlab run``."""
     p = sub.add_parser(
         "run", help="run a study (TOML) or evaluate --model on --dataset",
         description="Run a study file, or an ad-hoc study given by --model and --dataset. Options given "
@@ -31,60 +38,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def build_study(args: argparse.Namespace):
+def build_study(args: argparse.Namespace) -> Study:
     """The study file with command-line overrides, or an ad-hoc study from options."""
-    from adaptlab.study.schema import DatasetSection, ModelSection, load_study, parse_study
-
     if args.study is not None:
         study = load_study(args.study)
-        if args.model:
-            study.models = [ModelSection(ref=m) for m in args.model]
-        if args.dataset:
-            study.datasets = [DatasetSection(spec=d) for d in args.dataset]
+    elif not args.model or not args.dataset:
+        raise ConfigError("give a STUDY.toml, or both --model and --dataset (e.g. --model minilm --dataset beir:DIR)")
     else:
-        if not args.model or not args.dataset:
-            raise ConfigError("give a STUDY.toml, or both --model and --dataset (e.g. --model minilm --dataset beir:DIR)")
         study = parse_study({"study": {"name": "adhoc", "store": ""},
                              "datasets": [{"spec": d} for d in args.dataset],
                              "models": [{"ref": m} for m in args.model]}, source="command line")
-    from adaptlab.study.schema import _default_name
-
-    for section in (*study.models, *study.datasets):
-        if not section.name:
-            section.name = _default_name(getattr(section, "ref", None) or section.spec)
-    if args.split:
-        for d in study.datasets:
-            d.split = args.split
-    if args.metrics:
-        from adaptlab.metrics import parse_measures
-
-        study.evaluation.metrics = [str(m) for m in parse_measures(args.metrics)]
-    if args.k:
-        study.evaluation.k = args.k
-    b = study.bootstrap
-    for opt, attr in (("bootstrap", "n_resamples"), ("sample_size", "sample_size"), ("seed", "seed"),
-                      ("confidence", "confidence")):
-        if getattr(args, opt) is not None:
-            setattr(b, attr, getattr(args, opt))
-    if args.no_ray:
-        study.embedding.use_ray = False
-    return study
+    return study.with_overrides(models=args.model, datasets=args.dataset, split=args.split, metrics=args.metrics,
+                                k=args.k, bootstrap=bootstrap_overrides(args),
+                                use_ray=False if args.no_ray else None, store="" if args.no_store else None)
 
 
 def run(args: argparse.Namespace) -> int:
-    from adaptlab.evaluation import format_pairs, format_summary
-    from adaptlab.study.runner import run_study
-
+    """Run the study and print every dataset's summary (or JSON)."""
     study = build_study(args)
     store = None if args.no_store else args.store
-    if args.no_store:
-        study.study.store = ""
-    if study.adapt:
-        from adaptlab.adapt.study import run_scale_study
-
-        outcome = run_scale_study(study, store=store, address=args.address, export_run=args.export_run)
-    else:
-        outcome = run_study(study, store=store, address=args.address, export_run=args.export_run)
+    outcome = run_study(study, store=store, address=args.address, export_run=args.export_run)
     if args.format == "json":
         if len(outcome.datasets) == 1:
             print_json(outcome.datasets[0].summary.to_json())

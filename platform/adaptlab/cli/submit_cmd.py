@@ -6,9 +6,11 @@ import argparse
 from pathlib import Path
 
 from adaptlab.cli._common import add_common
+from adaptlab.study import submit_study
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``adaptlab submit``."""
     p = sub.add_parser("submit", help="submit a study to a Ray cluster (Jobs API)",
                        description="Submit STUDY.toml as a Ray job. The submission id comes from the study's "
                                    "content, so submitting it again attaches to the same job.")
@@ -22,8 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adaptlab.study.submit import submit_study
-
+    """Run the sub-command; returns the exit status."""
     res = submit_study(args.study, args.address, store=args.store, wait=args.wait, timeout_s=args.timeout)
     verb = "attached to existing" if res.resubmitted else "submitted"
     print(f"\n{verb} job {res.submission_id}: {res.status}")

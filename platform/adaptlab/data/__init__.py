@@ -1,7 +1,9 @@
-"""Datasets: the in-memory model, loaders for common formats, and a synthetic generator."""
+"""Datasets: the in-memory model, loaders and writers for common formats, raw document corpora,
+and a synthetic generator."""
 
-from adaptlab.data.beir import load_beir, read_beir_qrels
+from adaptlab.data.beir import load_beir, read_beir_qrels, write_beir
 from adaptlab.data.dataset import Dataset, Document, Qrels, Run
+from adaptlab.data.documents import CleanOptions, clean_text, corpus_from_dataset, load_documents
 from adaptlab.data.loaders import DATASET_FORMATS, load_dataset, parse_dataset_spec
 from adaptlab.data.pairs import load_pairs
 from adaptlab.data.pubmedqa import load_pubmedqa
@@ -24,6 +26,7 @@ from adaptlab.data.trec import (
 )
 
 __all__ = [
+    "CleanOptions",
     "DATASET_FORMATS",
     "Dataset",
     "Document",
@@ -31,8 +34,11 @@ __all__ = [
     "Qrels",
     "RawDocument",
     "Run",
+    "clean_text",
+    "corpus_from_dataset",
     "load_beir",
     "load_dataset",
+    "load_documents",
     "load_pairs",
     "load_pubmedqa",
     "load_sciq",
@@ -48,6 +54,7 @@ __all__ = [
     "synthetic_dataset",
     "synthetic_documents",
     "synthetic_questions",
+    "write_beir",
     "write_trec_qrels",
     "write_trec_run",
 ]

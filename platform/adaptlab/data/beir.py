@@ -13,13 +13,14 @@ query judged only with score 0 is kept too). Documents are embedded as
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from adaptlab.data._io import iter_jsonl, iter_lines, read_text, require_file, str_id
 from adaptlab.data.dataset import Dataset, Document, Qrels
 from adaptlab.errors import DataError
 
-__all__ = ["load_beir", "read_beir_qrels"]
+__all__ = ["load_beir", "read_beir_qrels", "write_beir"]
 
 
 def _read_corpus(path: Path) -> list[Document]:
@@ -168,3 +169,23 @@ def load_beir(path: str | Path, split: str = "test", *, name: str | None = None)
         source=str(root),
         meta={"format": "beir", "path": str(root), "split": split},
     )
+
+
+def write_beir(dataset: Dataset, folder: str | Path, *, split: str = "test") -> Path:
+    """Write ``dataset`` as a BEIR folder (``corpus.jsonl``, ``queries.jsonl``,
+    ``qrels/<split>.tsv``) readable by :func:`load_beir`."""
+    root = Path(folder)
+    (root / "qrels").mkdir(parents=True, exist_ok=True)
+    with open(root / "corpus.jsonl", "w", encoding="utf-8") as f:
+        for doc in dataset.corpus.values():
+            f.write(json.dumps({"_id": doc.id, "title": doc.title, "text": doc.text},
+                               ensure_ascii=False) + "\n")
+    with open(root / "queries.jsonl", "w", encoding="utf-8") as f:
+        for qid, text in dataset.queries.items():
+            f.write(json.dumps({"_id": qid, "text": text}, ensure_ascii=False) + "\n")
+    with open(root / "qrels" / f"{split}.tsv", "w", encoding="utf-8") as f:
+        f.write("query-id\tcorpus-id\tscore\n")
+        for qid, judged in dataset.qrels.items():
+            for did, rel in judged.items():
+                f.write(f"{qid}\t{did}\t{rel}\n")
+    return root

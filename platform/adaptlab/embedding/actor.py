@@ -1,11 +1,12 @@
-"""The Ray Data stage: a callable class holding one encoder per actor.
+"""The embedding stage: a callable class holding one encoder per Ray actor.
 
 Heavy setup (thread count, model load) happens once in ``__init__``; ``__call__`` is a
 pure function of its batch: ``{"row_id", "text"}`` -> ``{"row_id", "embedding", "pid",
 "cuda_visible_devices"}``. The embeddings leave the actor as one contiguous float32
-``[rows, dim]`` array per batch (a fixed-shape tensor column in the object store, no
-per-row Python objects); ``pid`` and ``cuda_visible_devices`` record which worker (and
-which GPU) produced each row.
+``[rows, dim]`` array per batch (no per-row Python objects); ``pid`` and
+``cuda_visible_devices`` record which worker (and which GPU) produced each row. The same
+actor serves documents and queries (``kind`` per call), so one warm actor pool per model
+(:mod:`adaptlab.embedding.pool`) serves a whole study.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ EncoderFactory = Callable[[str | None], Encoder]
 
 
 class EmbedBatch:
-    """``map_batches`` callable: encodes the ``text`` column of each batch."""
+    """Encodes the ``text`` column of each batch (``kind`` and ``batch_size`` may be given per call)."""
 
     def __init__(
         self,
@@ -38,7 +39,7 @@ class EmbedBatch:
     ) -> None:
         if torch_threads:
             os.environ["OMP_NUM_THREADS"] = str(torch_threads)
-            import torch
+            import torch  # deferred: heavy, and only the actor process needs it
 
             torch.set_num_threads(int(torch_threads))
         self.encoder = factory(device)
@@ -47,9 +48,10 @@ class EmbedBatch:
         self.pid = os.getpid()
         self.cuda_visible_devices = os.environ.get("CUDA_VISIBLE_DEVICES", "")
 
-    def __call__(self, batch: dict[str, Any]) -> dict[str, np.ndarray]:
+    def __call__(self, batch: dict[str, Any], *, kind: TextKind | None = None,
+                 batch_size: int | None = None) -> dict[str, np.ndarray]:
         texts = [str(t) for t in batch["text"]]
-        emb = self.encoder.encode(texts, kind=self.kind, batch_size=self.batch_size)
+        emb = self.encoder.encode(texts, kind=kind or self.kind, batch_size=batch_size or self.batch_size)
         n = len(texts)
         return {
             "row_id": np.asarray(batch["row_id"], dtype=np.int64),

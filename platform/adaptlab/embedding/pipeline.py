@@ -1,4 +1,4 @@
-"""Embedding many texts on Ray Data with an actor pool, one model per actor.
+"""Embedding many texts on a warm Ray actor pool, one model per actor.
 
 ``embed_texts(texts, "minilm")`` returns float32 ``[n, d]`` L2-normalised embeddings in the
 order of ``texts``. With ``use_ray=True`` (the default):
@@ -6,14 +6,16 @@ order of ``texts``. With ``use_ray=True`` (the default):
 1. each text gets an integer row id (its input position); the texts are ordered by
    decreasing length (characters, a proxy for tokens) so that a batch holds texts of similar
    length (less padding, as ``SentenceTransformer.encode`` does within one call) and the
-   longest batches start first (less idle time at the end);
-2. they are cut into blocks of ``block_size`` rows (one block = one actor call) and put into
-   a Ray Dataset (``ray.data.from_blocks``) with columns ``row_id`` and ``text``;
-3. ``map_batches(EmbedBatch, compute=ActorPoolStrategy(size=num_actors))`` runs one encoder
-   per actor; each actor asks for one GPU (``num_gpus=1``) when the cluster has GPUs, and
-   for CPU slots otherwise (with ``torch_threads`` intra-op threads each). Actors that die
-   are restarted and their batch is retried (Ray Data's actor-pool default: no limit;
-   ``max_restarts`` sets one);
+   longest blocks start first (less idle time at the end);
+2. they are cut into blocks of ``block_size`` rows (one block = one actor call, see
+   :func:`plan_blocks`);
+3. the blocks go to the warm actor pool of this model and placement
+   (:mod:`adaptlab.embedding.pool`): created on the first call, then reused by every later call
+   with the same model -- documents and queries, one dataset after another -- until
+   :func:`~adaptlab.embedding.pool.release_pools`. Each actor asks for one GPU when the cluster
+   has GPUs, and for CPU slots otherwise (with ``torch_threads`` intra-op threads each). An
+   actor that dies is replaced and its blocks are retried, at most ``max_restarts`` times per
+   call (default 3);
 4. the output blocks are written into the result by row id; every row id must appear
    exactly once (a missing or duplicated row raises), so the result is in input order.
 
@@ -25,20 +27,21 @@ from __future__ import annotations
 
 import json
 import logging
-import math
+import os
 import time
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from adaptlab.embedding.actor import EmbedBatch, EncoderFactory
+from adaptlab.embedding.actor import EncoderFactory
+from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, PoolPlacement, get_pool
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, check_texts
 from adaptlab.models.load import EncoderSpec
 from adaptlab.models.resolve import ModelRef, resolve_model
+from adaptlab.runtime import available_cores, cluster_has_gpus, init_ray, ray_info
 
 __all__ = ["EmbeddingRun", "embed_texts", "embed_texts_detailed", "plan_blocks"]
 
@@ -126,8 +129,6 @@ def _local_encoder(factory: EncoderFactory, device: str | None) -> Encoder:
 
 def _embed_local(texts: list[str], factory: EncoderFactory, kind: TextKind, batch_size: int,
                  device: str | None) -> EmbeddingRun:
-    import os
-
     t0 = time.perf_counter()
     enc = _local_encoder(factory, device)
     emb = enc.encode(texts, kind=kind, batch_size=batch_size)
@@ -169,36 +170,15 @@ def _assemble(n: int, batches: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
             f"embedding pipeline returned {missing.size} rows never and {dup.size} rows more than once "
             f"(first missing: {missing[:5].tolist()}, first duplicated: {dup[:5].tolist()})"
         )
-    assert emb is not None
-    return emb, pid, cvd
+    return emb if emb is not None else np.zeros((0, 0), dtype=np.float32), pid, cvd
 
 
-def _raise_init_error(e: Exception) -> None:
-    """An actor that cannot load its encoder: surface our own error (a ConfigError) readably."""
-    if not getattr(e, "actor_init_failed", False):
-        return
-    lines = [ln.strip() for ln in str(getattr(e, "error_msg", "") or e).splitlines() if ln.strip()]
-    ours = [ln for ln in lines if ln.startswith("adaptlab.errors.")]
-    if ours:
-        message = ours[-1].split(":", 1)[1].strip()
-        raise ConfigError(f"the embedding actors could not load the encoder: {message}") from e
-
-
-def _embed_ray(
-    texts: list[str], factory: EncoderFactory, *, kind: TextKind, batch_size: int, num_actors: int | None,
-    block_size: int | None, torch_threads: int | None, sort_by_length: bool, progress: bool,
-    max_restarts: int | None, device: str | None,
-) -> EmbeddingRun:
-    import pyarrow as pa
-    import ray
-    from ray.data import ActorPoolStrategy, DataContext
-
-    from adaptlab.runtime.cluster import available_cores, cluster_has_gpus, init_ray, ray_info
-
-    init_ray()
+def _placement(n: int, *, batch_size: int, num_actors: int | None, block_size: int | None,
+               torch_threads: int | None, device: str | None) -> tuple[PoolPlacement, int]:
+    """Pool size and per-actor resources (one GPU each on a GPU cluster, else CPU slots with
+    ``torch_threads`` threads), and the rows per actor call."""
     info = ray_info()
     gpus = cluster_has_gpus()
-    n = len(texts)
     if gpus:
         actors = num_actors or max(1, int(info.num_gpus))
         threads = torch_threads
@@ -211,59 +191,30 @@ def _embed_ray(
             actors = num_actors
             threads = torch_threads or max(1, cores // actors)
     bs = plan_blocks(n, num_actors=actors, batch_size=batch_size, block_size=block_size)
-    actors = max(1, min(actors, math.ceil(n / bs)))
-    log.debug("embedding %d texts on Ray: %d %s actors x %s threads, blocks of %d rows",
-              n, actors, "GPU" if gpus else "CPU", threads or "default", bs)
+    if not gpus:
+        cpus = min(float(threads or 1), max(1.0, info.num_cpus) / actors)
+        return PoolPlacement(actors, cpus, 0.0, threads, device), bs
+    return PoolPlacement(actors, 0.0, 1.0, threads, device), bs
 
-    order = np.argsort(-np.fromiter((len(t) for t in texts), dtype=np.int64, count=n), kind="stable") \
-        if sort_by_length else np.arange(n)
-    blocks = [
-        pa.table({"row_id": pa.array(order[s:s + bs], type=pa.int64()),
-                  "text": pa.array([texts[i] for i in order[s:s + bs]], type=pa.string())})
-        for s in range(0, n, bs)
-    ]
-    resources: dict[str, Any] = {}
-    if gpus:
-        resources["num_gpus"] = 1
-    else:
-        # leave one logical CPU free for Ray Data's own tasks (a full pool can stall it)
-        free = max(1.0, info.num_cpus - 1.0)
-        resources["num_cpus"] = min(float(threads or 1), free / actors)
-    extra: dict[str, Any] = {}
-    if max_restarts is not None:
-        # Ray Data's actor pool already restarts dead actors and retries their batch without
-        # limit; a finite budget can only be given through the deprecated **ray_remote_args.
-        extra = {"max_restarts": max_restarts, "max_task_retries": max_restarts}
 
-    ctx = DataContext.get_current()
-    saved = (ctx.enable_progress_bars, ctx.print_on_execution_start)
-    ctx.enable_progress_bars = bool(progress)
-    ctx.print_on_execution_start = False
+def _embed_ray(
+    texts: list[str], factory: EncoderFactory, *, kind: TextKind, batch_size: int, num_actors: int | None,
+    block_size: int | None, torch_threads: int | None, sort_by_length: bool, max_restarts: int | None,
+    device: str | None,
+) -> EmbeddingRun:
+    init_ray()
+    n = len(texts)
+    placement, bs = _placement(n, batch_size=batch_size, num_actors=num_actors, block_size=block_size,
+                               torch_threads=torch_threads, device=device)
+    pool = get_pool(factory, placement)
+    log.debug("embedding %d texts on Ray: %s, blocks of %d rows", n, placement, bs)
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=n)
+    order = np.argsort(-lengths, kind="stable") if sort_by_length else np.arange(n)
+    blocks = [(order[s:s + bs].astype(np.int64), [texts[i] for i in order[s:s + bs]]) for s in range(0, n, bs)]
     t0 = time.perf_counter()
-    try:
-        # from_blocks keeps our blocks as they are and computes their metadata here (from_arrow
-        # would start one remote task per block); each block of `bs` rows = one actor call
-        from_blocks = getattr(ray.data, "from_blocks", None) or ray.data.from_arrow
-        ds = from_blocks(blocks)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*ray_remote_args.*", category=Warning)
-            out = ds.map_batches(
-                EmbedBatch,
-                fn_constructor_kwargs={"factory": factory, "kind": kind, "batch_size": batch_size,
-                                       "torch_threads": threads, "device": device},
-                batch_size=bs,
-                batch_format="numpy",
-                compute=ActorPoolStrategy(size=actors),
-                **resources,
-                **extra,
-            )
-        emb, pid, cvd = _assemble(n, out.iter_batches(batch_size=None, batch_format="numpy"))
-    except ray.exceptions.RayActorError as e:
-        _raise_init_error(e)
-        raise
-    finally:
-        ctx.enable_progress_bars, ctx.print_on_execution_start = saved
-    return EmbeddingRun(emb, pid, cvd, engine="ray", num_actors=actors, block_size=bs,
+    restarts = DEFAULT_MAX_RESTARTS if max_restarts is None else max_restarts
+    emb, pid, cvd = _assemble(n, pool.run(blocks, kind=kind, batch_size=batch_size, max_restarts=restarts))
+    return EmbeddingRun(emb, pid, cvd, engine="ray", num_actors=placement.num_actors, block_size=bs,
                         seconds=time.perf_counter() - t0)
 
 
@@ -310,7 +261,7 @@ def embed_texts_detailed(
         return _embed_local(items, factory, kind, batch_size, device)
     return _embed_ray(items, factory, kind=kind, batch_size=batch_size, num_actors=num_actors,
                       block_size=block_size, torch_threads=torch_threads, sort_by_length=sort_by_length,
-                      progress=progress, max_restarts=max_restarts, device=device)
+                      max_restarts=max_restarts, device=device)
 
 
 def embed_texts(
@@ -336,12 +287,12 @@ def embed_texts(
         batch_size: texts per forward pass inside an actor.
         num_actors: actor pool size; default: one per GPU, else ``cores // torch_threads``.
         options: encoder options (``query_instruction``, ``max_seq_length``, ``backend``...).
-        progress: Ray Data progress bars.
+        progress: kept for compatibility (the actor pool shows no progress bars).
         use_ray: ``False``: encode in this process.
         kwargs: ``backend``, ``device``, ``block_size`` (rows per actor call),
             ``torch_threads`` (per CPU actor, default 1 with the default pool),
-            ``sort_by_length`` (default True), ``max_restarts`` (actor restarts and task
-            retries; default ``None``: Ray Data's policy, restart and retry without limit).
+            ``sort_by_length`` (default True), ``max_restarts`` (dead actors replaced, with
+            their blocks retried, per call; default ``None``: 3).
             See :func:`embed_texts_detailed`.
 
     Raises:

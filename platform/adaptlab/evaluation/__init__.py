@@ -1,7 +1,30 @@
-"""From per-query metrics to the numbers users read: CIs, paired tests, tables."""
+"""From per-query metrics to the numbers users read: CIs, paired tests, tables.
 
-from adaptlab.evaluation.summary import EvaluationSummary, MeasureSummary, PairSummary, summarise, summarise_runs
+The bootstrap of each (dataset x measure) group runs in-process or as a Ray task
+(``summarise(..., workers="auto"|"local"|"ray")``, threshold :data:`RAY_MIN_CELLS`) with the
+same numbers either way.
+"""
+
+from adaptlab.evaluation.summary import (
+    EvaluationSummary,
+    MeasureSummary,
+    PairSummary,
+    summarise,
+    summarise_datasets,
+    summarise_runs,
+)
 from adaptlab.evaluation.table import format_pairs, format_summary
+from adaptlab.evaluation.workers import RAY_MIN_CELLS, WORKERS
 
-__all__ = ["EvaluationSummary", "MeasureSummary", "PairSummary", "format_pairs", "format_summary",
-           "summarise", "summarise_runs"]
+__all__ = [
+    "RAY_MIN_CELLS",
+    "WORKERS",
+    "EvaluationSummary",
+    "MeasureSummary",
+    "PairSummary",
+    "format_pairs",
+    "format_summary",
+    "summarise",
+    "summarise_datasets",
+    "summarise_runs",
+]

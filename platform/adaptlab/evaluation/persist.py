@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from adaptlab import results
 from adaptlab.evaluation.summary import EvaluationSummary
 
 __all__ = ["commit_summary"]
@@ -31,9 +32,7 @@ def commit_summary(
     ``extra_metric_rows`` (analysis measures such as ``coe``) need ``system`` and ``measure``;
     their ``run_id`` is filled in.
     """
-    import pyarrow as pa
-
-    from adaptlab import results
+    import pyarrow as pa  # deferred: only a commit with per-query records needs Arrow
 
     store = results.open(store_root, create=True)
     provenance = provenance or {}

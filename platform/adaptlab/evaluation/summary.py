@@ -3,7 +3,8 @@
 This is the step between per-query metric values and what users read: for every system and
 measure the point value (mean over queries), the bootstrap mean and percentile CI; for every
 pair of systems the paired difference with its CI and two-sided bootstrap p-value. All systems
-are resampled with the same query indices (paired bootstrap, DESIGN.md).
+are resampled with the same query indices (paired bootstrap, DESIGN.md). Each (dataset x measure)
+group is one bootstrap task, run in-process or on Ray (:mod:`adaptlab.evaluation.workers`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from adaptlab.errors import ConfigError
+from adaptlab.evaluation.workers import BootstrapGroup, GroupResult, check_workers, run_groups
 from adaptlab.metrics import Measure, PerQueryMetrics, evaluate, parse_measures
+from adaptlab.stats import BootstrapConfig
 
-__all__ = ["EvaluationSummary", "MeasureSummary", "PairSummary", "summarise", "summarise_runs"]
+__all__ = ["EvaluationSummary", "MeasureSummary", "PairSummary", "summarise", "summarise_datasets", "summarise_runs"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,11 @@ class EvaluationSummary:
             ],
         }
 
+    @property
+    def boot(self) -> BootstrapConfig:
+        """The bootstrap settings as one value (``sample_size`` as given: ``None`` = all queries)."""
+        return BootstrapConfig(self.n_resamples, self.sample_size, self.seed, self.confidence)
+
     def metric_rows(self, run_ids: Mapping[str, str], dataset: str) -> list[dict[str, object]]:
         """Long-format rows for the store's ``metrics`` table (pairs carry ``compared_to``)."""
         rows: list[dict[str, object]] = []
@@ -104,21 +112,20 @@ class EvaluationSummary:
         return rows
 
 
-def summarise(
-    per_query: Mapping[str, PerQueryMetrics],
-    *,
-    n_resamples: int = 1000,
-    sample_size: int | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
-    baseline: str | None = None,
-) -> EvaluationSummary:
-    """Bootstrap CIs and paired differences from per-query metrics of several systems.
+def _boot_config(boot: BootstrapConfig | None, loose: Mapping[str, object]) -> BootstrapConfig:
+    given = {k: v for k, v in loose.items() if v is not None}
+    if boot is None:
+        return BootstrapConfig(**given)  # type: ignore[arg-type]
+    if not isinstance(boot, BootstrapConfig):
+        raise ConfigError(f"boot must be an adaptlab.stats.BootstrapConfig, got {type(boot).__name__}")
+    if given:
+        raise ConfigError(f"give the bootstrap settings either as boot= or as keywords, not both "
+                          f"(got boot= and {', '.join(sorted(given))})")
+    return boot
 
-    Every system must have been evaluated on the same queries in the same order.
-    """
-    from adaptlab.stats import bootstrap_ci, paired_bootstrap
 
+def _check_systems(per_query: Mapping[str, PerQueryMetrics], baseline: str | None) -> list[str]:
+    """The system names, after checking that they share their queries and the baseline exists."""
     names = list(per_query)
     if not names:
         raise ConfigError("no systems to evaluate")
@@ -128,26 +135,77 @@ def summarise(
             raise ConfigError(f"system {n!r} was evaluated on other queries than {names[0]!r}")
     if baseline is not None and baseline not in per_query:
         raise ConfigError(f"baseline {baseline!r} is not among the systems: {', '.join(names)}")
-    measures = list(first.values)
     if first.n_queries == 0:
         raise ConfigError("no query has a relevant document: nothing to evaluate")
-    l = first.n_queries if sample_size is None else int(sample_size)
+    return names
+
+
+def _groups(dataset: str, per_query: Mapping[str, PerQueryMetrics], baseline: str | None) -> list[BootstrapGroup]:
+    names = _check_systems(per_query, baseline)
+    first = per_query[names[0]]
+    return [BootstrapGroup((dataset, m), np.stack([per_query[n].values[m] for n in names]), tuple(names), baseline)
+            for m in first.values]
+
+
+def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[BootstrapGroup],
+             results: Sequence[GroupResult], boot: BootstrapConfig) -> EvaluationSummary:
+    names = list(per_query)
+    first = per_query[names[0]]
     systems: dict[str, dict[str, MeasureSummary]] = {n: {} for n in names}
     pairs: list[PairSummary] = []
-    for m in measures:
-        values = np.stack([per_query[n].values[m] for n in names])
-        ci = bootstrap_ci(values, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                          confidence=confidence)
+    for g, r in zip(groups, results):
+        m = g.key[1]
         for i, n in enumerate(names):
-            systems[n][m] = MeasureSummary(float(ci.point[i]), float(ci.boot_mean[i]),
-                                           float(ci.ci_low[i]), float(ci.ci_high[i]))
-        if len(names) > 1:
-            diffs = paired_bootstrap(values, names=names, baseline=baseline, n_resamples=n_resamples,
-                                     sample_size=sample_size, seed=seed, confidence=confidence)
-            pairs += [PairSummary(str(d.a), str(d.b), m, float(d.diff), float(d.boot_mean),
-                                  float(d.ci_low), float(d.ci_high), float(d.p_value)) for d in diffs]
-    return EvaluationSummary(measures, systems, pairs, list(first.query_ids), list(first.excluded),
-                             n_resamples, l, seed, confidence, dict(per_query))
+            systems[n][m] = MeasureSummary(float(r.point[i]), float(r.boot_mean[i]), float(r.ci_low[i]),
+                                           float(r.ci_high[i]))
+        pairs += [PairSummary(str(d.a), str(d.b), m, float(d.diff), float(d.boot_mean), float(d.ci_low),
+                              float(d.ci_high), float(d.p_value)) for d in r.pairs]
+    l = first.n_queries if boot.sample_size is None else int(boot.sample_size)
+    return EvaluationSummary([g.key[1] for g in groups], systems, pairs, list(first.query_ids), list(first.excluded),
+                             boot.n_resamples, l, boot.seed, boot.confidence, dict(per_query))
+
+
+def summarise(
+    per_query: Mapping[str, PerQueryMetrics],
+    *,
+    boot: BootstrapConfig | None = None,
+    n_resamples: int | None = None,
+    sample_size: int | None = None,
+    seed: int | None = None,
+    confidence: float | None = None,
+    baseline: str | None = None,
+    workers: str = "auto",
+) -> EvaluationSummary:
+    """Bootstrap CIs and paired differences from per-query metrics of several systems.
+
+    Every system must have been evaluated on the same queries in the same order. The bootstrap
+    settings come as one :class:`~adaptlab.stats.BootstrapConfig` (``boot=``) or as the loose
+    keywords ``n_resamples`` (default 1000), ``sample_size`` (default: all queries), ``seed``
+    (default 0) and ``confidence`` (default 0.95), not both. ``workers``: ``"auto"``,
+    ``"local"`` or ``"ray"``; one bootstrap task per measure, see :mod:`adaptlab.evaluation.workers`
+    (the numbers do not depend on it).
+    """
+    return summarise_datasets({"": per_query}, boot=_boot_config(boot, {
+        "n_resamples": n_resamples, "sample_size": sample_size, "seed": seed, "confidence": confidence,
+    }), baseline=baseline, workers=workers)[""]
+
+
+def summarise_datasets(
+    per_dataset: Mapping[str, Mapping[str, PerQueryMetrics]],
+    *,
+    boot: BootstrapConfig | None = None,
+    baseline: str | None = None,
+    workers: str = "auto",
+) -> dict[str, EvaluationSummary]:
+    """:func:`summarise` for several datasets at once: every (dataset x measure) group is one
+    bootstrap task, so a study with many groups keeps all Ray workers busy. Same numbers as one
+    :func:`summarise` call per dataset."""
+    boot = boot if boot is not None else BootstrapConfig()
+    check_workers(workers)
+    groups = {ds: _groups(ds, pq, baseline) for ds, pq in per_dataset.items()}
+    flat = [g for gs in groups.values() for g in gs]
+    results = iter(run_groups(flat, boot, workers=workers))
+    return {ds: _summary(per_dataset[ds], gs, [next(results) for _ in gs], boot) for ds, gs in groups.items()}
 
 
 def summarise_runs(

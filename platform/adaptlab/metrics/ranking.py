@@ -28,7 +28,7 @@ import numpy as np
 
 from adaptlab.metrics.measures import Measure, parse_measures
 
-__all__ = ["PerQueryMetrics", "evaluate", "rank_documents"]
+__all__ = ["PerQueryMetrics", "evaluate", "rank_documents", "ranked_values"]
 
 
 @dataclass
@@ -120,6 +120,30 @@ def _measure_kernel(m: Measure, rel: np.ndarray, n_rel: np.ndarray, ideal: np.nd
         prec_at_i = cum / np.arange(1, hk.shape[1] + 1)
         return (prec_at_i * hk).sum(axis=1) / n_rel
     raise ValueError(f"no kernel for measure {m}")  # unreachable: Measure validates names
+
+
+def ranked_values(
+    measure: str | Measure, relevance: np.ndarray, ideal_gains: np.ndarray
+) -> np.ndarray:
+    """Per-query values of ``measure`` from already ranked relevance (the formulas of the module
+    docstring, trec_eval's conventions).
+
+    ``relevance`` [Q, L]: the judged relevance of the documents at ranks 1..L of each query
+    (0 for an unjudged or irrelevant document, and as padding after a short ranking).
+    ``ideal_gains`` [Q, G]: each query's relevant gains (> 0) sorted descending, 0-padded; their
+    count is ``R`` and they make IDCG@k. Returns float64 [Q]. For binary relevance ``ideal_gains``
+    is ``R`` ones per row.
+    """
+    m = Measure.parse(measure)
+    rel = np.asarray(relevance, dtype=np.float64)
+    ideal = np.asarray(ideal_gains, dtype=np.float64)
+    if rel.ndim != 2 or ideal.ndim != 2 or rel.shape[0] != ideal.shape[0]:
+        raise ValueError(
+            f"relevance [Q, L] and ideal_gains [Q, G] must be 2-D with the same Q, got shapes "
+            f"{rel.shape} and {ideal.shape}"
+        )
+    n_rel = (ideal > 0).sum(axis=1)
+    return _measure_kernel(m, rel, n_rel, ideal)
 
 
 def evaluate(

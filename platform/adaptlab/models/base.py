@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.models.weights import weights_sha256
 
 if TYPE_CHECKING:
-    from adaptlab.models.resolve import ModelRef
+    from adaptlab.models.ref import ModelRef
 
 __all__ = [
     "BACKENDS",
@@ -131,7 +132,7 @@ def check_texts(texts: Sequence[str], what: str) -> list[str]:
     return out
 
 
-def _check_batch_size(batch_size: int) -> int:
+def check_batch_size(batch_size: int) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
     return int(batch_size)
@@ -145,7 +146,7 @@ class Encoder(ABC):
         dim: the embedding dimension.
         revision: the model's commit when known (Hugging Face cache snapshot), else
             ``"sha256:<hex>"`` of its weight files, computed once on first access
-            (see :func:`adaptlab.models.resolve.weights_sha256`). Goes into the runs table.
+            (see :func:`adaptlab.models.weights.weights_sha256`). Goes into the runs table.
         backend: the registry name of the backend that loaded it.
         interaction: ``"dense"`` or ``"late"`` (see the module docstring).
 
@@ -176,8 +177,6 @@ class Encoder(ABC):
     def revision(self) -> str:
         """Commit id if known, else the SHA-256 of the weight files (computed once)."""
         if self._revision is None:
-            from adaptlab.models.resolve import weights_sha256
-
             if self.path is None:
                 raise ConfigError(f"model {self.model_id!r}: no revision and no local path to hash")
             self._revision = weights_sha256(self.path)
@@ -200,7 +199,7 @@ class Encoder(ABC):
         if kind not in ("query", "document"):
             raise ConfigError(f"kind must be 'query' or 'document', got {kind!r}")
         items = check_texts(texts, "queries" if kind == "query" else "documents")
-        bs = _check_batch_size(batch_size)
+        bs = check_batch_size(batch_size)
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.asarray(self._encode(items, kind, bs))
@@ -261,7 +260,7 @@ def resolve_device(device: str | None) -> str:
     """``None`` -> ``"cuda"`` when torch sees a GPU, else ``"cpu"``."""
     if device:
         return str(device)
-    import torch
+    import torch  # deferred: torch is heavy; only device selection needs it
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -27,10 +27,11 @@ import numpy as np
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, clean_options, describe_ref, resolve_device, short_error
 from adaptlab.models.instructions import INSTRUCTION_OPTIONS, resolve_instructions
+from adaptlab.models.ref import hub_cache_snapshot, snapshot_revision
 from adaptlab.models.sbert import prepare_local_load, trust_remote_code
 
 if TYPE_CHECKING:
-    from adaptlab.models.resolve import ModelRef
+    from adaptlab.models.ref import ModelRef
 
 __all__ = ["FlagEncoder"]
 
@@ -66,7 +67,7 @@ class FlagEncoder(Encoder):
             extra["passage_instruction_for_retrieval"] = document_instruction
             extra["passage_instruction_format"] = "{}{}"
         try:
-            from FlagEmbedding import FlagModel
+            from FlagEmbedding import FlagModel  # deferred: imports torch and transformers
 
             flag_model = FlagModel(
                 str(model.path) if model.path is not None else model.model_id,
@@ -93,10 +94,8 @@ class FlagEncoder(Encoder):
         )
         path, revision = model.path, model.revision
         if path is None:
-            from adaptlab.models.resolve import _hub_cache_snapshot, _snapshot_revision
-
-            path = _hub_cache_snapshot(model.model_id, model.cache_dir)
-            revision = _snapshot_revision(path) if path is not None else None
+            path = hub_cache_snapshot(model.model_id, model.cache_dir)
+            revision = snapshot_revision(path) if path is not None else None
         recorded = {**opts, "pooling": pooling, "use_fp16": use_fp16,
                     "query_instruction": query_instruction, "document_instruction": document_instruction}
         return cls(flag_model, model_id=model.model_id, dim=dim, path=path, revision=revision,

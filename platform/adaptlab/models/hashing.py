@@ -23,7 +23,7 @@ from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, clean_options
 
 if TYPE_CHECKING:
-    from adaptlab.models.resolve import ModelRef
+    from adaptlab.models.ref import ModelRef
 
 __all__ = ["HASH_REVISION", "HashingEncoder"]
 

@@ -21,7 +21,6 @@ The model's revision (:func:`model_revision`) is the hub commit when known, else
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 import socket
@@ -32,23 +31,25 @@ from typing import Any
 from urllib.parse import urlparse
 
 from adaptlab.errors import ConfigError
+from adaptlab.models.hashing import HASH_REVISION
 from adaptlab.models.instructions import BGE_QUERY_INSTRUCTION
+from adaptlab.models.ref import ModelRef, hub_cache_snapshot, snapshot_revision
+from adaptlab.models.weights import WEIGHT_SUFFIXES, weights_sha256
 
 __all__ = [
     "MODEL_ALIASES",
+    "WEIGHT_SUFFIXES",
     "ModelAlias",
     "ModelRef",
     "hub_reachable",
     "model_revision",
+    "hub_cache_snapshot",
     "resolve_model",
+    "snapshot_revision",
     "weights_sha256",
 ]
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx")
-"""Files counted as weights by :func:`weights_sha256`."""
-
 _MODEL_MARKERS = ("config.json", "modules.json")
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 
 
@@ -109,39 +110,6 @@ _ALIAS_SYNONYMS = {
 }
 
 
-@dataclass(frozen=True)
-class ModelRef:
-    """A resolved model reference (no weights loaded).
-
-    Attributes:
-        ref: what the user wrote.
-        model_id: canonical name: the hub id (also for aliases and cached hub models) or
-            the absolute path of a local directory.
-        path: local directory holding the weights, or ``None`` (hub id, not cached yet).
-        revision: commit id when known (hub cache snapshot), else ``None`` (use
-            :func:`model_revision`, which hashes the weights).
-        backend: default backend of the alias, or ``None`` (decided when loading).
-        options: default encoder options of the alias.
-        cache_dir: the Hugging Face cache searched for hub ids (``None``: the default).
-    """
-
-    ref: str
-    model_id: str
-    path: Path | None = None
-    revision: str | None = None
-    backend: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    cache_dir: str | None = None
-
-    @property
-    def is_local(self) -> bool:
-        """Whether the weights are on this machine (no hub access needed)."""
-        return self.path is not None or self.backend == "hash"
-
-    def __str__(self) -> str:
-        return self.ref
-
-
 def _looks_like_path(ref: str) -> bool:
     return (
         ref.startswith(("/", "./", "../", "~", ".\\", "..\\"))
@@ -150,26 +118,6 @@ def _looks_like_path(ref: str) -> bool:
         or ref.count("/") >= 2
         or bool(re.match(r"^[A-Za-z]:[\\/]", ref))
     )
-
-
-def _hub_cache_snapshot(hub_id: str, cache_dir: str | None) -> Path | None:
-    """The cached snapshot directory of ``hub_id`` (revision ``main``), or ``None``."""
-    try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import LocalEntryNotFoundError
-    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
-        return None
-    try:
-        return Path(snapshot_download(hub_id, cache_dir=cache_dir, local_files_only=True))
-    except (LocalEntryNotFoundError, OSError, ValueError):
-        return None
-
-
-def _snapshot_revision(path: Path) -> str | None:
-    """The commit of a Hugging Face cache snapshot (``.../snapshots/<commit>``)."""
-    if path.parent.name == "snapshots" and _COMMIT.match(path.name):
-        return path.name
-    return None
 
 
 def resolve_model(ref: str | ModelRef, *, cache_dir: str | os.PathLike[str] | None = None) -> ModelRef:
@@ -220,7 +168,7 @@ def resolve_model(ref: str | ModelRef, *, cache_dir: str | os.PathLike[str] | No
                 f"directory {str(path)!r} is not a model directory: it has none of "
                 f"{', '.join(_MODEL_MARKERS)} (save a model with save_pretrained / SentenceTransformer.save)"
             )
-        return ModelRef(text, str(path), path=path, revision=_snapshot_revision(path))
+        return ModelRef(text, str(path), path=path, revision=snapshot_revision(path))
     if _looks_like_path(text):
         raise ConfigError(
             f"model directory {str(path)!r} does not exist; expected an existing local directory, "
@@ -231,9 +179,9 @@ def resolve_model(ref: str | ModelRef, *, cache_dir: str | os.PathLike[str] | No
             f"model reference {text!r} is neither an existing directory, an alias ({', '.join(MODEL_ALIASES)}) "
             "nor a hub id of the form 'org/name'"
         )
-    snap = _hub_cache_snapshot(text, cache)
+    snap = hub_cache_snapshot(text, cache)
     if snap is not None:
-        return ModelRef(text, text, path=snap, revision=_snapshot_revision(snap), cache_dir=cache)
+        return ModelRef(text, text, path=snap, revision=snapshot_revision(snap), cache_dir=cache)
     _require_hub(text)
     return ModelRef(text, text, cache_dir=cache)
 
@@ -299,56 +247,6 @@ def _require_hub(hub_id: str) -> None:
     ) from err
 
 
-def _weight_files(root: Path) -> list[Path]:
-    files = []
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts):
-            continue  # .git, .cache, hidden checkpoints
-        if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES):
-            files.append(p)
-    return files
-
-
-@functools.lru_cache(maxsize=64)
-def _weights_sha256_cached(root: str, stamp: tuple[tuple[str, int, int], ...]) -> str:
-    h = hashlib.sha256()
-    base = Path(root)
-    for rel, _, _ in stamp:
-        h.update(rel.encode("utf-8") + b"\x00")
-        fh = hashlib.sha256()
-        with open(base / rel, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 22), b""):
-                fh.update(chunk)
-        h.update(fh.digest())
-    return "sha256:" + h.hexdigest()
-
-
-def weights_sha256(path: str | os.PathLike[str]) -> str:
-    """``"sha256:<hex>"`` over a model directory's weight files.
-
-    For each weight file (suffix in :data:`WEIGHT_SUFFIXES`, hidden folders skipped) in
-    sorted relative-path order, the digest absorbs ``relpath + NUL + sha256(file bytes)``.
-    Independent of the directory's location and of non-weight files (README, tokenizer);
-    cached per process (keyed on the files' sizes and modification times).
-
-    Raises:
-        ConfigError: the directory does not exist or holds no weight file.
-    """
-    root = Path(path)
-    if not root.is_dir():
-        raise ConfigError(f"cannot hash model weights: {str(root)!r} is not a directory")
-    files = _weight_files(root)
-    if not files:
-        raise ConfigError(
-            f"cannot hash model weights: no weight file ({', '.join(WEIGHT_SUFFIXES)}) under {str(root)!r}"
-        )
-    stamp = tuple(
-        (p.relative_to(root).as_posix(), (st := p.stat()).st_size, st.st_mtime_ns) for p in files
-    )
-    return _weights_sha256_cached(str(root.resolve()), stamp)
-
-
 def model_revision(ref: str | ModelRef) -> str:
     """The revision recorded in the runs table: commit if known, else :func:`weights_sha256`.
 
@@ -357,8 +255,6 @@ def model_revision(ref: str | ModelRef) -> str:
     """
     model = resolve_model(ref)
     if model.backend == "hash":
-        from adaptlab.models.hashing import HASH_REVISION
-
         return HASH_REVISION
     if model.revision is not None:
         return model.revision

@@ -21,11 +21,13 @@ import numpy as np
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, clean_options, describe_ref, resolve_device, short_error
 from adaptlab.models.instructions import INSTRUCTION_OPTIONS, resolve_instructions
+from adaptlab.models.load import go_offline
+from adaptlab.models.ref import hub_cache_snapshot, snapshot_revision
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from adaptlab.models.resolve import ModelRef
+    from adaptlab.models.ref import ModelRef
 
 __all__ = ["SentenceTransformerEncoder"]
 
@@ -34,8 +36,6 @@ _OPTIONS = (*INSTRUCTION_OPTIONS, "max_seq_length", "model_kwargs", "trust_remot
 
 def prepare_local_load(model: ModelRef) -> dict[str, Any]:
     """Offline mode for local weights; ``use_safetensors`` when the directory has them."""
-    from adaptlab.models.load import go_offline
-
     kwargs: dict[str, Any] = {}
     if model.path is not None:
         go_offline()
@@ -85,7 +85,7 @@ class SentenceTransformerEncoder(Encoder):
         model_kwargs = {**prepare_local_load(model), **dict(opts.get("model_kwargs") or {})}
         dev = resolve_device(device)
         try:
-            from sentence_transformers import SentenceTransformer
+            from sentence_transformers import SentenceTransformer  # deferred: imports torch
 
             st_model = SentenceTransformer(
                 str(model.path) if model.path is not None else model.model_id,
@@ -104,10 +104,8 @@ class SentenceTransformerEncoder(Encoder):
             st_model.max_seq_length = int(opts["max_seq_length"])
         path, revision = model.path, model.revision
         if path is None:  # downloaded just now: find the snapshot for provenance
-            from adaptlab.models.resolve import _hub_cache_snapshot, _snapshot_revision
-
-            path = _hub_cache_snapshot(model.model_id, model.cache_dir)
-            revision = _snapshot_revision(path) if path is not None else None
+            path = hub_cache_snapshot(model.model_id, model.cache_dir)
+            revision = snapshot_revision(path) if path is not None else None
         return cls(
             st_model,
             model_id=model.model_id,

@@ -1,4 +1,5 @@
-"""The results store: atomic Arrow/Parquet tables ``runs``, ``metrics`` and ``per_query``.
+"""The results store: tables ``runs``, ``metrics`` and ``per_query`` on Delta Lake (a local
+directory or an ``s3://``, ``gs://``, ``az://`` URI), with atomic commits, SQL and time travel.
 
 ::
 
@@ -9,7 +10,10 @@
                              dataset_fingerprint=ds.fingerprint(), seed=0, config={"k": 100})
     store.commit([run], [{"system": "minilm", "dataset": "scifact", "measure": "ndcg@10",
                           "value": 0.645}], records.to_arrow())
-    store.metrics(measure="ndcg@10", system=["minilm", "bge"]).to_pandas()
+    store.metrics(measure="ndcg@10", system=["minilm", "bge"]).to_pandas()   # scores only
+    store.metrics(compared_to="minilm")            # paired comparisons, from either side
+    store.sql("SELECT system, avg(value) FROM metrics GROUP BY system")
+    results.open("s3://bucket/study", version=3)   # a read-only snapshot
 
 Importing this package does not import pyarrow (it loads on first use), torch or ray.
 """
@@ -19,10 +23,11 @@ from __future__ import annotations
 from adaptlab.errors import StoreError
 from adaptlab.results.provenance import new_run_id, run_record
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES
-from adaptlab.results.store import ResultsStore, open  # noqa: A004 - `open` shadows the builtin on purpose
+from adaptlab.results.store import CommitId, ResultsStore, open  # noqa: A004 - `open` shadows the builtin on purpose
 
 __all__ = [
     "COLUMNS",
+    "CommitId",
     "ResultsStore",
     "SCHEMA_VERSION",
     "StoreError",

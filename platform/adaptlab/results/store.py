@@ -1,307 +1,496 @@
-"""The results store: atomic commits of (runs, metrics, per_query) rows, and queries.
+"""The results store on Delta Lake: atomic commits of (runs, metrics, per_query) rows, and queries.
 
-Atomicity (all or nothing, also under SIGKILL) and concurrency (any number of writer
-processes, no lost rows, no locks) come from the layout in :mod:`adaptlab.results.layout`:
+Layout (store layout 2). The store is **one** Delta table at the store's URI (a local
+directory, or ``s3://``, ``gs://``, ``az://``/``abfss://``), partitioned by a ``kind``
+column:
 
-1. a commit's tables and its manifest are written into a fresh temporary directory
-   ``tmp/<commit id>.<host>.<pid>.tmp`` inside the root (same file system) and fsynced;
-2. one ``os.rename`` publishes it as ``commits/<commit id>`` (a directory rename is atomic
-   on POSIX file systems), then ``commits/`` is fsynced.
+- ``kind=runs``, ``kind=scores``, ``kind=comparisons``, ``kind=per_query``: the rows of the
+  logical tables; the columns are the union of theirs (a row leaves the other tables'
+  columns null, which costs nothing in Parquet) plus ``commit_id`` and ``commit_row``
+  (order of the row in its commit).
+- Paired comparisons (``metrics`` rows with ``compared_to``) have their own partition, so
+  a default view never mixes a difference with a score.
 
-Readers list only ``commits/``, so a commit is either entirely visible or absent; a
-killed writer leaves at most a temporary directory, which readers never look at and
-:meth:`ResultsStore.clean` removes once its writer is dead (same host) or it is older than
-``stale_after`` seconds (other hosts).
+Why one table: Delta Lake commits are atomic per table. Writing every logical table of a
+commit in ONE Delta commit makes the commit all-or-nothing across tables with no extra
+protocol (no marker to write last and read first, no orphan rows to filter): a writer
+killed mid-commit leaves at most unreferenced Parquet files, which readers never see and
+``compact`` removes after the retention period. One table also gives one version number
+per commit, which is what :func:`open` ``(version=N)`` and citations use.
 
-:meth:`ResultsStore.compact` merges the visible commits into one new commit whose
-manifest lists the ids it ``replaces``; readers skip replaced commits, so publishing the
-merged commit switches atomically from the old commits to the new one, and the old
-directories are removed afterwards. Compactions take a lock (``flock`` on
-``.compact.lock``) among themselves; writers never wait for it. A reader that overlaps a
-compaction notices it (a commit it read disappeared, or a new merged commit appeared) and
-reads again.
+Concurrency: delta-rs retries conflicting appends itself (``max_commit_retries``, raised
+from its default 15, which ran out under 8 writers); the outer retry here is bounded and
+never duplicates a commit: each store object writes under its own Delta application id
+(``Transaction(app_id, n)``) and, before retrying, checks whether commit ``n`` already
+landed. On S3 delta-rs commits with a conditional put (``If-None-Match``), no locking
+provider needed.
+
+Credentials come from the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``) or the
+``storage_options`` argument; they are never written into the store, its provenance,
+error messages or ``repr``.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import re
 import secrets
-import shutil
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+import weakref
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import StoreError
-from adaptlab.results.layout import (
-    COMMIT_RE,
-    COMMITS,
-    LAYOUT_VERSION,
-    LOCK,
-    MANIFEST,
-    MARKER,
-    TMP,
-    Manifest,
-    fsync_dir,
-    new_commit_id,
-    parse_tmp_name,
-    pid_alive,
-    remove_tree,
-    safe_name,
-    tmp_name,
-    tree_mtime,
-    write_bytes,
-    write_parquet,
-)
-from adaptlab.results.provenance import host_name
-from adaptlab.results.query import Filter, apply_filters, check_columns, parse_filters
-from adaptlab.results.schema import SCHEMA_VERSION, TABLES, VERSION_KEY, arrow_schema
+from adaptlab.results.layout import new_commit_id
+from adaptlab.results.query import Filter, check_columns, parse_filters
+from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES, arrow_schema, arrow_type
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["ResultsStore", "open"]
+__all__ = ["CommitId", "ResultsStore", "open"]
 
-_FORMAT = "adaptlab.results"
-_READ_ATTEMPTS = 20
-_FLUSH_ROWS = 65_536  # rows per row group when compacting
-_PRUNE_COLUMNS = {"run_id": "run_ids", "system": "systems", "dataset": "datasets"}
+FORMAT = "adaptlab.results"
+LAYOUT_VERSION = 2
+KINDS: tuple[str, ...] = ("runs", "scores", "comparisons", "per_query")
+METRIC_KINDS = {"score": ("scores",), "comparison": ("comparisons",), "all": ("scores", "comparisons")}
+DEFAULT_METRICS_KIND = "score"
+"""What ``metrics()`` returns without ``kind=`` or ``compared_to=``: scores only (issue 12's query
+model); paired comparisons come from ``comparisons()``, ``compared_to=X`` or ``kind="all"``."""
+MAX_COMMIT_RETRIES = 100  # delta-rs' own retries of a conflicting append
+COMMIT_ATTEMPTS = 4  # our retries around it (transient storage errors)
+_HISTORY_SCAN = 200
+_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "azure", "file")
+_URI_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_COMMIT_KEY = "adaptlab.commit_id"
+
+_OPEN: weakref.WeakSet[ResultsStore] = weakref.WeakSet()
 
 
-class _Vanished(Exception):
-    """A commit directory moved away while being read (a concurrent compaction)."""
+def _drop_all_tables() -> None:
+    """Drop every cached Delta table object before the interpreter exits: delta-rs
+    processes that read from S3 can abort at exit otherwise (delta-rs #2184)."""
+    for store in list(_OPEN):
+        store.close()
+
+
+atexit.register(_drop_all_tables)
+
+
+class CommitId(str):
+    """The id of a commit (a ``str``), with the store ``version`` the commit created."""
+
+    version: int | None
+
+    def __new__(cls, value: str, version: int | None = None) -> CommitId:
+        obj = super().__new__(cls, value)
+        obj.version = version
+        return obj
+
+
+def normalize_uri(root: str | os.PathLike[str]) -> tuple[str, Path | None]:
+    """``(uri, local_path)``: an absolute path for local stores, else the URI as given."""
+    text = os.fspath(root)
+    if not isinstance(text, str) or not text.strip():
+        raise StoreError(f"results store location must be a non-empty path or URI, got {root!r}")
+    m = _URI_RE.match(text)
+    if m is None:
+        path = Path(os.path.abspath(os.path.expanduser(text)))
+        return str(path), path
+    scheme = m.group(1).lower()
+    if scheme not in _SCHEMES:
+        raise StoreError(
+            f"results store URI {text!r}: unsupported scheme {scheme!r}; use a local path or one of "
+            "s3://, gs://, az://, abfss://, file://"
+        )
+    if scheme == "file":
+        path = Path(os.path.abspath(text[len("file://"):]))
+        return str(path), path
+    if len(text) <= len(m.group(0)) or "@" in text.split("/")[2]:
+        raise StoreError(
+            f"results store URI {m.group(0)}...: expected {scheme}://bucket/path without credentials "
+            "in it; pass credentials in the environment or storage_options"
+        )
+    return text, None
+
+
+def delta_schema() -> pa.Schema:
+    """The Arrow schema of the store's one Delta table (all columns nullable)."""
+    import pyarrow as pa
+
+    fields: dict[str, pa.Field] = {"kind": pa.field("kind", pa.string())}
+    for name in TABLES:
+        for c in COLUMNS[name]:
+            t = arrow_type(c.kind)
+            if c.name in fields and fields[c.name].type != t:  # pragma: no cover - schema invariant
+                raise StoreError(f"column {c.name!r} has two types in the results schema")
+            fields.setdefault(c.name, pa.field(c.name, t))
+    fields["commit_id"] = pa.field("commit_id", pa.string())
+    fields["commit_row"] = pa.field("commit_row", pa.int64())
+    return pa.schema(list(fields.values()))
+
+
+def _description() -> str:
+    return json.dumps({"format": FORMAT, "layout": LAYOUT_VERSION, "schema_version": SCHEMA_VERSION})
+
+
+def _expr(filters: list[Filter]) -> Any:
+    import pyarrow.compute as pc
+
+    expr = None
+    for f in filters:
+        e = pc.field(f.column).isin(f.values)
+        expr = e if expr is None else expr & e
+    return expr
+
+
+def _values(filters: list[Filter], column: str) -> Any:
+    return next((f.values for f in filters if f.column == column), None)
 
 
 class ResultsStore:
-    """A results store rooted at a directory; see :func:`open`."""
+    """The results store at a local path or object-store URI; see :func:`open`."""
 
-    def __init__(self, root: str | os.PathLike[str], *, create: bool = False) -> None:
-        self.root = Path(os.path.abspath(os.fspath(root)))
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        create: bool = False,
+        version: int | None = None,
+        as_of: datetime | str | None = None,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
+        self.uri, local = normalize_uri(root)
+        self.root: Path | str = local if local is not None else self.uri
+        self._options = dict(storage_options) if storage_options else None
+        self._dt: Any = None
+        self._app_id = f"adaptlab-writer-{secrets.token_hex(8)}"
+        self._seq = 0
+        if version is not None and as_of is not None:
+            raise StoreError("open(): give version= or as_of=, not both")
+        self.read_only = version is not None or as_of is not None
+        if create and self.read_only:
+            raise StoreError("open(): create=True cannot be combined with version= or as_of= (a past snapshot)")
         if create:
             self._create()
-        self._check_marker()
-        self._manifests: dict[str, Manifest] = {}
-        self._cleaned = False
+        self._load(version, as_of)
+        _OPEN.add(self)
 
     def __repr__(self) -> str:
-        return f"ResultsStore({str(self.root)!r})"
+        pinned = f", version={self._dt.version()}" if self.read_only and self._dt is not None else ""
+        return f"ResultsStore({self.uri!r}{pinned})"
 
-    # -- layout ---------------------------------------------------------------------------
-    @property
-    def _commits(self) -> Path:
-        return self.root / COMMITS
+    def __enter__(self) -> ResultsStore:
+        return self
 
-    @property
-    def _tmp(self) -> Path:
-        return self.root / TMP
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drop the cached Delta table object (call before exit after reading from S3)."""
+        self._dt = None
+
+    # -- opening ----------------------------------------------------------------------------
+    def _is_table(self) -> bool:
+        from deltalake import DeltaTable
+
+        try:
+            return bool(DeltaTable.is_deltatable(self.uri, storage_options=self._options))
+        except Exception as e:  # noqa: BLE001 - delta-rs raises plain errors for storage problems
+            raise StoreError(f"{self.uri}: cannot reach the results store: {_short(e)}") from e
 
     def _create(self) -> None:
-        if self.root.exists() and not self.root.is_dir():
-            raise StoreError(f"cannot create a results store at {self.root}: it is a file, not a directory")
-        try:
-            self._commits.mkdir(parents=True, exist_ok=True)
-            self._tmp.mkdir(exist_ok=True)
-            if not (self.root / MARKER).exists():
-                data = json.dumps({"format": _FORMAT, "layout": LAYOUT_VERSION}).encode()
-                part = self._tmp / f"marker.{os.getpid()}.{time.monotonic_ns()}.part"
-                write_bytes(part, data)
-                os.replace(part, self.root / MARKER)  # atomic; concurrent creators agree
-                fsync_dir(self.root)
-        except OSError as e:
-            raise StoreError(f"cannot create a results store at {self.root}: {e}") from e
+        from deltalake import DeltaTable
 
-    def _check_marker(self) -> None:
-        marker = self.root / MARKER
-        if not self.root.is_dir():
-            raise StoreError(
-                f"no results store at {self.root}: the directory does not exist; "
-                "create one with adaptlab.results.open(root, create=True)"
-            )
-        try:
-            info = json.loads(marker.read_bytes())
-            layout = int(info["layout"])
-            ok = info.get("format") == _FORMAT
-        except FileNotFoundError as e:
-            raise StoreError(
-                f"{self.root} is not an adaptlab results store (no {MARKER}); "
-                "pass create=True to create one there"
-            ) from e
-        except (ValueError, KeyError, TypeError) as e:
-            raise StoreError(
-                f"{marker}: not a valid store marker ({e}); expected JSON with format {_FORMAT!r} and layout"
-            ) from e
-        if not ok:
-            raise StoreError(f"{marker}: format is {info.get('format')!r}, expected {_FORMAT!r}")
-        if layout > LAYOUT_VERSION:
-            raise StoreError(
-                f"{marker}: store layout version {layout} is newer than the version {LAYOUT_VERSION} "
-                "this adaptlab reads; upgrade adaptlab"
-            )
-        if not self._commits.is_dir():
-            raise StoreError(f"{self.root}: the store has no {COMMITS}/ directory; it is damaged")
+        local = self.root if isinstance(self.root, Path) else None
+        if local is not None:
+            if local.exists() and not local.is_dir():
+                raise StoreError(f"cannot create a results store at {local}: it is a file, not a directory")
+            from adaptlab.results.legacy import is_legacy_store
 
-    # -- listing ----------------------------------------------------------------------------
-    def _manifest(self, commit_id: str) -> Manifest:
-        m = self._manifests.get(commit_id)
-        if m is None:
-            path = self._commits / commit_id / MANIFEST
+            if is_legacy_store(local):
+                return  # opens read-only below, with the message that says how to migrate
             try:
-                m = Manifest.read(path)
-            except FileNotFoundError as e:
-                if (self._commits / commit_id).exists():
-                    raise StoreError(
-                        f"{path.parent}: commit directory without {MANIFEST}; it is damaged or was not "
-                        f"written by adaptlab: move it out of {self._commits}"
-                    ) from e
-                raise _Vanished(commit_id) from e
-            if m.schema_version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{path}: commit has results schema version {m.schema_version}, newer than the "
-                    f"version {SCHEMA_VERSION} this adaptlab reads; upgrade adaptlab"
-                )
-            self._manifests[commit_id] = m
-        return m
-
-    def _all_manifests(self) -> list[Manifest]:
+                local.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create a results store at {local}: {e}") from e
+        if self._is_table():
+            return
         try:
-            names = sorted(n for n in os.listdir(self._commits) if COMMIT_RE.match(n))
-        except FileNotFoundError as e:
-            raise StoreError(f"{self._commits} vanished; the store was removed") from e
-        return [self._manifest(n) for n in names]
+            DeltaTable.create(self.uri, delta_schema(), partition_by=["kind"], mode="error", name=FORMAT,
+                              description=_description(), storage_options=self._options)
+        except Exception as e:  # noqa: BLE001
+            if self._is_table():  # a concurrent creator won; its table is the same
+                return
+            raise StoreError(f"cannot create a results store at {self.uri}: {_short(e)}") from e
+
+    def _load(self, version: int | None, as_of: datetime | str | None) -> None:
+        from deltalake import DeltaTable
+
+        if isinstance(self.root, Path):
+            if not self.root.exists():
+                raise StoreError(
+                    f"no results store at {self.root}: the directory does not exist; "
+                    "create one with adaptlab.results.open(root, create=True)"
+                )
+            if not self.root.is_dir():
+                raise StoreError(f"no results store at {self.root}: it is a file, not a directory")
+        if not self._is_table():
+            raise StoreError(
+                f"{self.uri} is not an adaptlab results store (no Delta table there); "
+                "pass create=True to create one there"
+            )
+        try:
+            dt = DeltaTable(self.uri, storage_options=self._options)
+        except Exception as e:  # noqa: BLE001
+            raise StoreError(f"{self.uri}: cannot open the results store: {_short(e)}") from e
+        self._check_metadata(dt)
+        if version is not None or as_of is not None:
+            target: Any = version
+            if as_of is not None:
+                target = _parse_time(as_of)
+            elif isinstance(version, bool) or not isinstance(version, int) or version < 0:
+                raise StoreError(f"open(): version must be a store version >= 0, got {version!r}")
+            try:
+                dt.load_as_version(target)
+            except Exception as e:  # noqa: BLE001
+                what = f"version {version}" if as_of is None else f"as_of={as_of!s}"
+                raise StoreError(
+                    f"{self.uri}: no snapshot at {what} (current version {self._latest_version(dt)}): {_short(e)}"
+                ) from e
+        self._dt = dt
 
     @staticmethod
-    def _visible_of(manifests: list[Manifest]) -> list[Manifest]:
-        replaced: set[str] = set()
-        for m in manifests:
-            replaced.update(m.replaces)
-        return [m for m in manifests if m.commit_id not in replaced]
+    def _latest_version(dt: Any) -> int:
+        try:
+            return int(dt.version())
+        except Exception:  # noqa: BLE001  # pragma: no cover
+            return -1
+
+    def _check_metadata(self, dt: Any) -> None:
+        md = dt.metadata()
+        try:
+            info = json.loads(md.description or "")
+            ok = info.get("format") == FORMAT
+            schema_version = int(info.get("schema_version", 0))
+            layout = int(info.get("layout", 0))
+        except (ValueError, TypeError, AttributeError):
+            ok = False
+        if not ok:
+            raise StoreError(
+                f"{self.uri} holds a Delta table that is not an adaptlab results store "
+                f"(table description {md.description!r}); use another location"
+            )
+        if schema_version > SCHEMA_VERSION or layout > LAYOUT_VERSION:
+            raise StoreError(
+                f"{self.uri}: results schema version {schema_version} (layout {layout}) is newer than the version "
+                f"{SCHEMA_VERSION} (layout {LAYOUT_VERSION}) this adaptlab reads; upgrade adaptlab"
+            )
+
+    def _table(self) -> Any:
+        """The Delta table at the snapshot to read: the latest (refreshed) unless pinned."""
+        from deltalake import DeltaTable
+
+        if self._dt is None:
+            if self.read_only:
+                raise StoreError(f"{self!r} was closed; open it again")
+            self._dt = DeltaTable(self.uri, storage_options=self._options)
+        elif not self.read_only:
+            try:
+                self._dt.update_incremental()
+            except Exception as e:  # noqa: BLE001
+                raise StoreError(f"{self.uri}: cannot read the store's log: {_short(e)}") from e
+        return self._dt
+
+    # -- versions ---------------------------------------------------------------------------
+    def version(self) -> int:
+        """The store version read by queries now (the latest, or the pinned snapshot)."""
+        return int(self._table().version())
+
+    def history(self, limit: int | None = None) -> pa.Table:
+        """One row per store version, newest first: ``version``, ``timestamp``, ``operation``,
+        ``commit_id`` (null for maintenance), ``n_rows`` added."""
+        import pyarrow as pa
+
+        rows = []
+        for h in self._table().history(limit):
+            metrics = h.get("operationMetrics") or {}
+            rows.append({
+                "version": h.get("version"), "operation": h.get("operation"), "commit_id": h.get(_COMMIT_KEY),
+                "timestamp": datetime.fromtimestamp(h.get("timestamp", 0) / 1000, timezone.utc),
+                "n_rows": metrics.get("num_added_rows"),
+            })
+        schema = pa.schema([("version", pa.int64()), ("timestamp", pa.timestamp("ms", tz="UTC")),
+                            ("operation", pa.string()), ("commit_id", pa.string()), ("n_rows", pa.int64())])
+        return pa.Table.from_pylist(rows, schema=schema)
 
     def commit_ids(self) -> list[str]:
-        """Ids of the visible commits, oldest first."""
-        for _ in range(_READ_ATTEMPTS):
-            try:
-                return [m.commit_id for m in self._visible_of(self._all_manifests())]
-            except _Vanished:
-                continue
-        raise StoreError(f"{self.root}: could not list commits (compactions keep changing them); try again")
+        """Ids of the commits in this snapshot, oldest first."""
+        import pyarrow.compute as pc
+
+        t = self._dataset(KINDS).to_table(columns=["commit_id"])
+        return sorted(pc.unique(t.column("commit_id")).to_pylist()) if t.num_rows else []
 
     # -- reading ----------------------------------------------------------------------------
-    def _read_commit_table(
-        self, m: Manifest, name: str, filters: list[Filter], columns: list[str] | None
-    ) -> pa.Table | None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from adaptlab.results.migrations import conform, migrate
-
-        if not m.tables.get(name, 0):
-            return None
-        path = self._commits / m.commit_id / f"{name}.parquet"
+    def _dataset(self, kinds: tuple[str, ...]) -> Any:
+        dt = self._table()
         try:
-            source = pa.OSFile(str(path))  # the open file stays readable if the directory moves
-        except OSError as e:
-            if not path.parent.exists():
-                raise _Vanished(m.commit_id) from e
-            raise StoreError(f"{path}: cannot open ({e}); the commit is damaged") from e
-        with source:
-            try:
-                pf = pq.ParquetFile(source)
-                meta = pf.schema_arrow.metadata or {}
-            except (pa.ArrowInvalid, OSError) as e:
-                raise StoreError(f"{path}: not a readable Parquet file ({e}); the commit is damaged") from e
-            raw = meta.get(VERSION_KEY)
-            if raw is None:
-                raise StoreError(f"{path}: no {VERSION_KEY.decode()} in the Parquet metadata; not written by adaptlab")
-            try:
-                version = int(raw)
-            except ValueError as e:
-                raise StoreError(f"{path}: invalid {VERSION_KEY.decode()} {raw!r}; expected an integer") from e
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{path} has results schema version {version}, newer than the version "
-                    f"{SCHEMA_VERSION} this adaptlab reads; upgrade adaptlab to read it"
-                )
-            if pf.metadata.num_rows != m.tables[name]:
-                raise StoreError(
-                    f"{path}: {pf.metadata.num_rows} rows, but the commit manifest says {m.tables[name]}; "
-                    "the commit is damaged"
-                )
-            if version == SCHEMA_VERSION:
-                need = None
-                if columns is not None:
-                    need = list(dict.fromkeys([*columns, *(f.column for f in filters)]))
-                try:
-                    table = pf.read(columns=need)
-                except (pa.ArrowInvalid, OSError) as e:
-                    raise StoreError(f"{path}: cannot read ({e}); the commit is damaged") from e
-                table = conform(name, table, source=str(path), columns=need)
-            else:
-                table = migrate(name, pf.read(), version, source=str(path))
-        table = apply_filters(table, filters)
-        return table if columns is None else table.select(columns)
+            return dt.to_pyarrow_dataset(partitions=[("kind", "in", list(kinds))])
+        except Exception as e:  # noqa: BLE001
+            raise StoreError(f"{self.uri}: cannot read the store: {_short(e)}") from e
 
-    @staticmethod
-    def _may_match(m: Manifest, filters: list[Filter]) -> bool:
-        for f in filters:
-            key = _PRUNE_COLUMNS.get(f.column)
-            if key is not None and f.python_values().isdisjoint(getattr(m, key)):
-                return False
-        return True
-
-    def table(self, name: str, *, columns: list[str] | None = None, **filters: Any) -> pa.Table:
-        """Rows of table ``name`` (``runs``, ``metrics`` or ``per_query``) that pass the filters.
-
-        ``column=value`` keeps rows equal to ``value``; a list, tuple or set keeps rows equal
-        to any of its items; ``None`` is ignored. ``columns`` selects columns. Rows come in
-        commit order. Unknown columns raise :class:`StoreError` listing the valid ones.
-        """
+    def _read(self, name: str, kinds: tuple[str, ...], expr: Any, cols: list[str] | None) -> pa.Table:
         import pyarrow as pa
 
+        schema = arrow_schema(name).remove_metadata()
+        want = [f.name for f in schema] if cols is None else cols
+        ds = self._dataset(kinds)
+        present = set(ds.schema.names)
+        read_cols = [c for c in want if c in present] + ["commit_id", "commit_row"]
+        try:
+            t = ds.to_table(columns=read_cols, filter=expr)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise StoreError(f"{self.uri}: cannot read table {name!r}: {_short(e)}") from e
+        except Exception as e:  # noqa: BLE001 - delta-rs storage errors
+            raise StoreError(f"{self.uri}: cannot read table {name!r}: {_short(e)}") from e
+        if t.num_rows > 1:
+            t = t.sort_by([("commit_id", "ascending"), ("commit_row", "ascending")])
+        arrays = []
+        for c in want:
+            f = schema.field(c)
+            arrays.append(t.column(c).cast(f.type) if c in t.column_names else pa.nulls(t.num_rows, f.type))
+        return pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in want]))
+
+    def table(self, name: str, *, columns: list[str] | None = None, latest: bool = False, **filters: Any) -> pa.Table:
+        """Rows of ``name`` (``runs``, ``metrics``, ``comparisons`` or ``per_query``) that pass
+        the filters; see :meth:`metrics` for ``metrics``' own arguments."""
+        if name == "metrics":
+            return self.metrics(columns=columns, latest=latest, **filters)
+        if name == "comparisons":
+            return self.comparisons(columns=columns, latest=latest, **filters)
         if name not in TABLES:
-            raise StoreError(f"unknown table {name!r}; expected one of {', '.join(TABLES)}")
+            raise StoreError(f"unknown table {name!r}; expected one of runs, metrics, comparisons, per_query")
         flt = parse_filters(name, filters)
         cols = check_columns(name, columns)
-        for attempt in range(_READ_ATTEMPTS):
-            if attempt:
-                time.sleep(0.005 * attempt)
-            try:
-                visible = self._visible_of(self._all_manifests())
-                parts = [self._read_commit_table(m, name, flt, cols) for m in visible if self._may_match(m, flt)]
-                after = self._visible_of(self._all_manifests())
-            except _Vanished:
-                continue
-            ids = {m.commit_id for m in visible}
-            after_ids = {m.commit_id for m in after}
-            # consistent unless a compaction ran meanwhile: every commit read is still
-            # visible, and the commits that appeared are plain commits (no merges)
-            if ids <= after_ids and not any(m.replaces for m in after if m.commit_id not in ids):
-                tables = [t for t in parts if t is not None and t.num_rows]
-                if tables:
-                    return pa.concat_tables(tables)
-                schema = arrow_schema(name).remove_metadata()
-                if cols is not None:
-                    schema = pa.schema([schema.field(c) for c in cols])
-                return schema.empty_table()
-        raise StoreError(f"{self.root}: could not read a consistent snapshot (compactions keep changing it); try again")
+        if latest:
+            flt = self._latest_filter(name, flt)
+            if flt is None:
+                return self._read(name, (name,), None, cols).slice(0, 0)
+        return self._read(name, (name,), _expr(flt), cols)
 
-    def runs(self, *, columns: list[str] | None = None, **filters: Any) -> pa.Table:
-        """The ``runs`` table (one row per evaluated system and dataset, with provenance)."""
-        return self.table("runs", columns=columns, **filters)
+    def runs(self, *, columns: list[str] | None = None, latest: bool = False, **filters: Any) -> pa.Table:
+        """The ``runs`` table (one row per evaluated system and dataset, with provenance).
 
-    def metrics(self, *, columns: list[str] | None = None, **filters: Any) -> pa.Table:
-        """The ``metrics`` table (long format: one row per run, measure and comparison)."""
-        return self.table("metrics", columns=columns, **filters)
+        ``latest=True`` keeps, per (system, dataset), the run with the newest timestamp."""
+        return self.table("runs", columns=columns, latest=latest, **filters)
 
-    def per_query(self, *, columns: list[str] | None = None, **filters: Any) -> pa.Table:
+    def metrics(
+        self, *, columns: list[str] | None = None, kind: str | None = None, latest: bool = False, **filters: Any
+    ) -> pa.Table:
+        """Metric rows (long format). ``kind="score"``: scores only (one system's value);
+        ``kind="comparison"`` or any ``compared_to=X``: paired comparisons, found from either
+        side: a comparison of A with B is stored once (``system`` A, ``compared_to`` B,
+        ``value`` = A - B for differences) and matches ``compared_to=A`` as well as
+        ``compared_to=B``. ``kind="all"`` returns both. The default (:data:`DEFAULT_METRICS_KIND`) is
+        scores only, so a score and a difference never share one result by accident.
+        ``latest=True`` keeps the rows of the latest run of each (system, dataset)."""
+        if kind is None:
+            kind = "comparison" if filters.get("compared_to") is not None else DEFAULT_METRICS_KIND
+        if kind not in METRIC_KINDS:
+            raise StoreError(f"metrics(kind={kind!r}): expected one of {', '.join(METRIC_KINDS)}")
+        flt = parse_filters("metrics", filters)
+        cols = check_columns("metrics", columns)
+        if latest:
+            flt = self._latest_filter("metrics", flt)
+            if flt is None:
+                return self._read("metrics", METRIC_KINDS[kind], None, cols).slice(0, 0)
+        cmp_values = _values(flt, "compared_to")
+        sys_values = _values(flt, "system")
+        if cmp_values is None:
+            return self._read("metrics", METRIC_KINDS[kind], _expr(flt), cols)
+        import pyarrow.compute as pc
+
+        rest = _expr([f for f in flt if f.column not in ("compared_to", "system")])
+        if sys_values is None:
+            side = pc.field("compared_to").isin(cmp_values) | (
+                pc.field("system").isin(cmp_values) & pc.field("compared_to").is_valid())
+        else:
+            side = (pc.field("system").isin(sys_values) & pc.field("compared_to").isin(cmp_values)) | (
+                pc.field("system").isin(cmp_values) & pc.field("compared_to").isin(sys_values))
+        return self._read("metrics", METRIC_KINDS[kind], side if rest is None else side & rest, cols)
+
+    def comparisons(self, *, columns: list[str] | None = None, latest: bool = False, **filters: Any) -> pa.Table:
+        """Paired comparisons only: ``metrics(kind="comparison", ...)``."""
+        return self.metrics(columns=columns, kind="comparison", latest=latest, **filters)
+
+    def per_query(self, *, columns: list[str] | None = None, latest: bool = False, **filters: Any) -> pa.Table:
         """The ``per_query`` table (``run_id`` + :meth:`PerQueryRecords.to_arrow` columns)."""
-        return self.table("per_query", columns=columns, **filters)
+        return self.table("per_query", columns=columns, latest=latest, **filters)
+
+    def latest_run_ids(self, **filters: Any) -> list[str]:
+        """Run ids of the latest run (newest ``timestamp``) of each (system, dataset)."""
+        runs = self._read("runs", ("runs",), _expr(parse_filters("runs", filters)),
+                          ["run_id", "system", "dataset", "timestamp"]).to_pylist()
+        best: dict[tuple[str, str], tuple[Any, int, str]] = {}
+        for i, r in enumerate(runs):  # commit order breaks timestamp ties
+            key = (r["system"], r["dataset"])
+            rank = (r["timestamp"], i, r["run_id"])
+            if key not in best or rank >= best[key]:
+                best[key] = rank
+        return sorted(v[2] for v in best.values())
+
+    def _latest_filter(self, name: str, flt: list[Filter]) -> list[Filter] | None:
+        import pyarrow as pa
+
+        ids = self.latest_run_ids(**{f.column: f.values.to_pylist() for f in flt if f.column == "dataset"})
+        if not ids:
+            return None
+        return [*flt, Filter("run_id", pa.array(ids, pa.string()))]
+
+    # -- SQL --------------------------------------------------------------------------------
+    def sql(self, query: str, params: list[Any] | None = None) -> pa.Table:
+        """Run a DuckDB SQL query over the views ``runs``, ``metrics`` (scores),
+        ``comparisons``, ``metrics_all`` and ``per_query`` of this snapshot; returns a
+        pyarrow Table. DuckDB reads the Delta table's files through pyarrow: no DuckDB
+        extension is downloaded or loaded."""
+        try:
+            import duckdb
+        except ImportError as e:
+            raise StoreError("store.sql() needs duckdb: pip install 'duckdb>=1.1'") from e
+        if not isinstance(query, str) or not query.strip():
+            raise StoreError("store.sql(): give a SQL query string, e.g. SELECT * FROM metrics")
+        ds = self._dataset(KINDS)
+        con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+        try:
+            con.register("adaptlab_rows", ds)
+            present = set(ds.schema.names)
+            for view, kinds, table in (("runs", ("runs",), "runs"), ("metrics", ("scores",), "metrics"),
+                                       ("comparisons", ("comparisons",), "metrics"),
+                                       ("metrics_all", ("scores", "comparisons"), "metrics"),
+                                       ("per_query", ("per_query",), "per_query")):
+                cols = ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"'
+                                 for c in (col.name for col in COLUMNS[table]))
+                ks = ", ".join(f"'{k}'" for k in kinds)
+                con.execute(f"CREATE VIEW {view} AS SELECT {cols} FROM adaptlab_rows WHERE kind IN ({ks})")
+            try:
+                res = con.sql(query, params=params) if params else con.sql(query)
+                return res.to_arrow_table() if res is not None else _empty_result()
+            except duckdb.Error as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise StoreError(
+                    f"SQL error: {first}; the views are runs, metrics (scores), comparisons, "
+                    "metrics_all and per_query"
+                ) from e
+        finally:
+            con.close()
 
     # -- writing ----------------------------------------------------------------------------
-    def commit(self, runs: Any, metrics: Any = None, per_query: Any = None) -> str:
-        """Write the rows of one evaluation atomically; returns the commit id.
+    def commit(self, runs: Any, metrics: Any = None, per_query: Any = None) -> CommitId:
+        """Write the rows of one evaluation atomically; returns the commit id (a ``str``
+        whose ``.version`` is the store version the commit created).
 
         ``runs`` and ``metrics`` are lists of row dicts or pyarrow Tables (or DataFrames);
         ``per_query`` a pyarrow Table, a :class:`PerQueryRecords` or a list of them, or None.
@@ -310,8 +499,10 @@ class ResultsStore:
         commit's ``runs`` or by an earlier commit. Raises :class:`StoreError` naming any
         missing, unknown or mistyped column; on error nothing is written.
         """
-        from adaptlab.results.validate import prepare_commit, referenced_run_ids, unique_values
+        from adaptlab.results.validate import prepare_commit, referenced_run_ids
 
+        if self.read_only:
+            raise StoreError(f"{self!r} is a past snapshot (version=/as_of=); open the store without them to commit")
         tables = prepare_commit(runs, metrics, per_query)
         dangling = referenced_run_ids(tables)
         if dangling:
@@ -321,208 +512,195 @@ class ResultsStore:
                     f"run_id(s) {', '.join(sorted(dangling - known)[:5])} used in metrics/per_query are "
                     "neither in this commit's runs nor in the store; commit their runs rows too"
                 )
-        host, pid = host_name(), os.getpid()
         commit_id = new_commit_id()
-        run_ids: set[str] = set()
-        systems: set[str] = set()
-        datasets: set[str] = set()
-        for t in tables.values():
-            run_ids.update(unique_values(t, "run_id"))
-            systems.update(unique_values(t, "system"))
-            datasets.update(unique_values(t, "dataset"))
-        manifest = Manifest(
-            commit_id=commit_id, schema_version=SCHEMA_VERSION,
-            tables={n: t.num_rows for n, t in tables.items()},
-            run_ids=sorted(run_ids), systems=sorted(systems), datasets=sorted(datasets),
-            created=datetime.now(timezone.utc).isoformat(), host=host, pid=pid,
-        )
+        data = rows_for_delta(tables, commit_id)
+        self._seq += 1
+        version = self._write(data, commit_id, self._app_id, self._seq)
+        return CommitId(commit_id, version)
 
-        def write(tmp: Path) -> None:
-            for name, t in tables.items():
-                if t.num_rows:
-                    write_parquet(tmp / f"{name}.parquet", t)
+    def _write(self, data: pa.Table, commit_id: str | None, app_id: str, seq: int) -> int | None:
+        """Append ``data`` in one Delta commit, at most once; returns its version when found."""
+        from deltalake import CommitProperties, Transaction, WriterProperties, write_deltalake
+        from deltalake.exceptions import SchemaMismatchError
 
-        self._publish(manifest, write)
-        if not self._cleaned:
-            self._cleaned = True
+        meta = {"adaptlab.schema_version": str(SCHEMA_VERSION)}
+        if commit_id is not None:
+            meta[_COMMIT_KEY] = commit_id
+        props = CommitProperties(custom_metadata=meta, max_commit_retries=MAX_COMMIT_RETRIES,
+                                 app_transactions=[Transaction(app_id, seq)])
+        writer = WriterProperties(compression="ZSTD")
+        last: Exception | None = None
+        for attempt in range(COMMIT_ATTEMPTS):
+            if attempt:
+                time.sleep(min(2.0, 0.1 * 2 ** attempt) * (0.5 + secrets.randbelow(1000) / 1000))
+                if self._landed(app_id, seq):
+                    break  # the previous attempt committed after all: never write twice
             try:
-                self.clean()
-            except (OSError, StoreError):  # cleaning is best effort
-                pass
-        return commit_id
-
-    def _publish(self, manifest: Manifest, write: Any) -> None:
-        """Write a commit into a temporary directory, then rename it into ``commits/``."""
-        tmp = self._tmp / tmp_name(manifest.commit_id, manifest.host, manifest.pid)
-        published = False
-        try:
-            self._tmp.mkdir(exist_ok=True)
-            tmp.mkdir()
-            write(tmp)
-            write_bytes(tmp / MANIFEST, manifest.to_bytes())
-            fsync_dir(tmp)
-            try:
-                os.rename(tmp, self._commits / manifest.commit_id)
-            except FileNotFoundError as e:
+                write_deltalake(self.uri, data, mode="append", storage_options=self._options,
+                                commit_properties=props, writer_properties=writer)
+                break
+            except SchemaMismatchError as e:
+                raise StoreError(f"{self.uri}: the store's table schema does not accept this commit: {_short(e)}") from e
+            except Exception as e:  # noqa: BLE001 - CommitFailedError, storage errors
+                last = e
+        else:
+            if not self._landed(app_id, seq):
                 raise StoreError(
-                    f"{tmp}: the commit's temporary directory vanished before it was published "
-                    "(removed by clean() on another host?); commit again"
-                ) from e
-            published = True
-            fsync_dir(self._commits)
-        except OSError as e:
-            raise StoreError(f"{self.root}: cannot write commit {manifest.commit_id}: {e}") from e
-        finally:
-            if not published:
-                shutil.rmtree(tmp, ignore_errors=True)
-        self._manifests[manifest.commit_id] = manifest
+                    f"{self.uri}: commit {commit_id or seq} failed after {COMMIT_ATTEMPTS} attempts "
+                    f"(each with up to {MAX_COMMIT_RETRIES} conflict retries): {_short(last)}; nothing was "
+                    "written, commit again"
+                ) from last
+        return self._find_version(commit_id) if commit_id is not None else None
 
-    # -- maintenance --------------------------------------------------------------------------
-    @contextmanager
-    def _compaction_lock(self, wait: bool) -> Iterator[bool]:
+    def _landed(self, app_id: str, seq: int) -> bool:
         try:
-            import fcntl
-        except ImportError as e:  # pragma: no cover - Windows
-            raise StoreError("compaction needs POSIX file locks (fcntl); not available on this platform") from e
-        fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            got = self._table().transaction_version(app_id)
+        except Exception:  # noqa: BLE001 - unreadable now: treat as not landed, the write decides
+            return False
+        return got is not None and int(got) >= seq
+
+    def _find_version(self, commit_id: str) -> int | None:
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            yield True
-        finally:
-            os.close(fd)  # releases the lock
-
-    def compact(self, *, wait: bool = True) -> str | None:
-        """Merge all visible commits into one; returns its id (None: nothing to merge).
-
-        Safe under concurrent writers (their new commits stay separate) and readers, and
-        atomic (the merged commit replaces the old ones in one rename); old files are
-        migrated to the current schema on the way. Compactions exclude each other through
-        a lock; with ``wait=False`` a busy lock raises :class:`StoreError`.
-        """
-        with self._compaction_lock(wait) as got:
-            if not got:
-                raise StoreError(f"{self.root}: another compaction is running")
-            return self._compact_locked()
-
-    def _compact_locked(self) -> str | None:
-        everything = self._all_manifests()  # nothing vanishes: only lock holders remove commits
-        visible = self._visible_of(everything)
-        if len(visible) < 2:
-            self._remove_replaced(everything, visible)
+            for h in self._table().history(_HISTORY_SCAN):
+                if h.get(_COMMIT_KEY) == commit_id:
+                    return int(h["version"])
+        except Exception:  # noqa: BLE001 - the commit landed; its version is a convenience
             return None
-        host, pid = host_name(), os.getpid()
-        counts: dict[str, int] = {}
+        return None
 
-        def write(tmp: Path) -> None:
-            for name in TABLES:
-                counts[name] = self._merge_table(name, visible, tmp / f"{name}.parquet")
+    # -- maintenance ------------------------------------------------------------------------
+    def compact(self, *, retention_hours: float = 168.0, vacuum: bool = True) -> dict[str, Any]:
+        """Merge small files (optimize) and delete files no snapshot younger than
+        ``retention_hours`` needs (vacuum), then write a checkpoint. Never runs implicitly.
 
-        # the merged id sorts where its newest rows did; ``counts`` is filled by write()
-        # before the manifest is written
-        merged_id = f"{visible[-1].commit_id.split('-')[0]}-{secrets.token_hex(6)}"
-        manifest = Manifest(
-            commit_id=merged_id, schema_version=SCHEMA_VERSION, tables=counts,
-            run_ids=sorted(set().union(*(m.run_ids for m in visible))),
-            systems=sorted(set().union(*(m.systems for m in visible))),
-            datasets=sorted(set().union(*(m.datasets for m in visible))),
-            created=datetime.now(timezone.utc).isoformat(), host=host, pid=pid,
-            replaces=sorted(m.commit_id for m in everything),
-        )
-        self._publish(manifest, write)
-        for m in everything:
-            remove_tree(self._commits / m.commit_id, self._tmp)
-        fsync_dir(self._commits)
-        return manifest.commit_id
-
-    def _merge_table(self, name: str, commits: list[Manifest], path: Path) -> int:
-        """Stream table ``name`` of ``commits`` (migrated) into one Parquet file; row count."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        schema = arrow_schema(name)
-        total = 0
-        pending: list[pa.Table] = []
-        f = None
-        writer = None
-        try:
-            for i, m in enumerate(commits):
-                t = self._read_commit_table(m, name, [], None)
-                if t is not None and t.num_rows:
-                    pending.append(t)
-                    total += t.num_rows
-                if pending and (sum(x.num_rows for x in pending) >= _FLUSH_ROWS or i == len(commits) - 1):
-                    if writer is None:
-                        f = path.open("xb")
-                        writer = pq.ParquetWriter(f, schema, compression="zstd")
-                    writer.write_table(pa.concat_tables(pending).replace_schema_metadata(schema.metadata))
-                    pending = []
-        finally:
-            if writer is not None:
-                writer.close()
-            if f is not None:
-                f.flush()
-                os.fsync(f.fileno())
-                f.close()
-        return total
-
-    def _remove_replaced(self, everything: list[Manifest], visible: list[Manifest]) -> list[str]:
-        keep = {m.commit_id for m in visible}
-        gone = [m.commit_id for m in everything if m.commit_id not in keep]
-        for cid in gone:
-            remove_tree(self._commits / cid, self._tmp)
-        return gone
-
-    def clean(self, *, stale_after: float = 3600.0) -> list[str]:
-        """Remove leftovers of killed writers and compactions; returns what was removed.
-
-        A temporary commit directory is removed when it has not changed for ``stale_after``
-        seconds and its writer is not a live process on this host (directories of other
-        hosts are judged by age alone). Commits replaced by a compaction that was
-        interrupted are removed too (skipped while a compaction runs).
+        Safe while writers append (optimize only rewrites; appends do not conflict with it)
+        but time travel to versions older than ``retention_hours`` stops working after a
+        vacuum, and a writer that runs longer than ``retention_hours`` could lose its
+        files: keep the default (7 days) unless no writer is active.
         """
-        removed: list[str] = []
-        me = safe_name(host_name())
-        now = time.time()
+        from deltalake import CommitProperties
+
+        if self.read_only:
+            raise StoreError(f"{self!r} is a past snapshot; open the store without version=/as_of= to compact it")
         try:
-            entries = sorted(os.listdir(self._tmp))
-        except FileNotFoundError:
-            entries = []
-        for name in entries:
-            path = self._tmp / name
-            if name.endswith(".trash"):
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(f"{TMP}/{name}")
-                continue
-            owner = parse_tmp_name(name)
-            if owner is None:
-                if name.endswith(".part") and now - tree_mtime(path) >= stale_after:  # store markers
-                    path.unlink(missing_ok=True)
-                    removed.append(f"{TMP}/{name}")
-                continue
-            host, pid = owner
-            if host == me and pid_alive(pid):
-                continue
-            if now - tree_mtime(path) < stale_after:
-                continue
-            remove_tree(path, self._tmp)
-            removed.append(f"{TMP}/{name}")
-        with self._compaction_lock(wait=False) as got:
-            if got:
-                everything = self._all_manifests()
-                removed += [f"{COMMITS}/{c}" for c in self._remove_replaced(everything, self._visible_of(everything))]
-        return removed
+            hours = float(retention_hours)
+        except (TypeError, ValueError) as e:
+            raise StoreError(f"compact(): retention_hours must be a number of hours, got {retention_hours!r}") from e
+        if hours < 0:
+            raise StoreError(f"compact(): retention_hours must be >= 0, got {retention_hours!r}")
+        dt = self._table()
+        props = CommitProperties(custom_metadata={"adaptlab.operation": "compact"},
+                                 max_commit_retries=MAX_COMMIT_RETRIES)
+        try:
+            opt = dt.optimize.compact(commit_properties=props)
+            removed: list[str] = []
+            if vacuum:
+                dt.update_incremental()
+                removed = dt.vacuum(retention_hours=int(hours), dry_run=False,
+                                    enforce_retention_duration=hours >= 168)
+            dt.update_incremental()
+            dt.create_checkpoint()
+        except Exception as e:  # noqa: BLE001
+            raise StoreError(f"{self.uri}: compaction failed: {_short(e)}; the store is unchanged or "
+                             "compacted in part, and readable either way") from e
+        return {"files_added": opt.get("numFilesAdded"), "files_removed": opt.get("numFilesRemoved"),
+                "files_vacuumed": len(removed), "version": int(dt.version())}
 
 
-def open(root: str | os.PathLike[str], *, create: bool = False) -> ResultsStore:  # noqa: A001 - intended
-    """Open the results store at ``root`` (a directory).
+def rows_for_delta(tables: dict[str, pa.Table], commit_id: str) -> pa.Table:
+    """The validated tables of one commit as rows of the Delta table (one schema, a
+    ``kind`` per row, comparisons apart from scores); ``commit_row`` is the row's index
+    in its logical table, so reads restore the committed order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    Reading a root that does not exist or is not a store raises :class:`StoreError`;
-    ``create=True`` creates the directory and its layout first (idempotent, safe when
-    several processes do it at once).
+    schema = delta_schema()
+    out = []
+    for name, t in tables.items():
+        if not t.num_rows:
+            continue
+        index = pa.array(range(t.num_rows), pa.int64())
+        if name == "metrics":
+            is_cmp = pc.is_valid(t.column("compared_to"))
+            split = [("scores", pc.invert(is_cmp)), ("comparisons", is_cmp)]
+        else:
+            split = [(name, None)]
+        for kind, mask in split:
+            part, rows = (t, index) if mask is None else (t.filter(mask), index.filter(mask))
+            n = part.num_rows
+            if not n:
+                continue
+            cols = []
+            for f in schema:
+                if f.name == "kind":
+                    cols.append(pa.array([kind] * n, pa.string()))
+                elif f.name == "commit_id":
+                    cols.append(pa.array([commit_id] * n, pa.string()))
+                elif f.name == "commit_row":
+                    cols.append(rows)
+                elif f.name in part.column_names:
+                    cols.append(part.column(f.name).cast(f.type))
+                else:
+                    cols.append(pa.nulls(n, f.type))
+            out.append(pa.Table.from_arrays(cols, schema=schema))
+    return pa.concat_tables(out) if out else schema.empty_table()
+
+
+def _empty_result() -> pa.Table:
+    import pyarrow as pa
+
+    return pa.table({})
+
+
+def _short(e: BaseException | None) -> str:
+    """One line of an exception's message, without anything that looks like a secret."""
+    if e is None:
+        return "unknown error"
+    text = " ".join(str(e).split()) or type(e).__name__
+    text = re.sub(r"(?i)(secret|token|password|key|signature|credential)[^,;)\s]*[=:]\s*\S+", r"\1=***", text)
+    return text[:500]
+
+
+def _parse_time(value: datetime | str) -> datetime:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError as e:
+            raise StoreError(f"as_of={value!r}: expected an ISO 8601 time, e.g. 2025-01-31T12:00:00+00:00") from e
+    if not isinstance(value, datetime):
+        raise StoreError(f"as_of must be a datetime or an ISO 8601 string, got {type(value).__name__}")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value
+
+
+def open(  # noqa: A001 - intended
+    root: str | os.PathLike[str],
+    *,
+    create: bool = False,
+    version: int | None = None,
+    as_of: datetime | str | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> Any:
+    """Open the results store at ``root``: a local directory or an ``s3://``, ``gs://``,
+    ``az://``/``abfss://`` URI.
+
+    ``create=True`` creates it first (idempotent, safe when several processes do it at
+    once). ``version=N`` or ``as_of=`` (a datetime or ISO string) open a read-only
+    snapshot. ``storage_options`` (e.g. ``{"AWS_ENDPOINT_URL": ...}``) are passed to
+    delta-rs; by default credentials come from the environment. A store of the previous
+    layout (before Delta Lake) opens read-only (:class:`~adaptlab.results.legacy.LegacyStore`);
+    convert it with ``adaptlab results migrate OLD NEW``.
     """
-    return ResultsStore(root, create=create)
+    uri, local = normalize_uri(root)
+    if local is not None:
+        from adaptlab.results.legacy import LegacyStore, is_legacy_store
 
+        if is_legacy_store(local):
+            if version is not None or as_of is not None:
+                raise StoreError(
+                    f"{local} is a store of the previous layout: it has no versions; migrate it with "
+                    f"`adaptlab results migrate {local} NEW`"
+                )
+            return LegacyStore(local, read_only=True)
+    return ResultsStore(uri, create=create, version=version, as_of=as_of, storage_options=storage_options)

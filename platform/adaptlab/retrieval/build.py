@@ -27,7 +27,8 @@ import numpy as np
 
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.retrieval.records import PerQueryRecords
-from adaptlab.retrieval.search import Backend, _as_matrix, exact_search, pair_scores
+from adaptlab.retrieval.search import Backend, as_matrix, exact_search, pair_scores
+from adaptlab.stats.resample import check_seed
 
 __all__ = ["build_records"]
 
@@ -68,8 +69,8 @@ def build_records(
     """
     query_ids = [str(q) for q in query_ids]
     doc_ids = [str(d) for d in doc_ids]
-    x = _as_matrix(query_emb, "query_emb")
-    y = _as_matrix(doc_emb, "doc_emb")
+    x = as_matrix(query_emb, "query_emb")
+    y = as_matrix(doc_emb, "doc_emb")
     if len(query_ids) != x.shape[0]:
         raise ConfigError(f"query_ids has {len(query_ids)} ids but query_emb has {x.shape[0]} rows; they must match")
     if len(doc_ids) != y.shape[0]:
@@ -78,8 +79,7 @@ def build_records(
         raise ConfigError("query_ids is empty; expected at least one query")
     if len(set(query_ids)) != len(query_ids):
         raise ConfigError("query_ids must be unique")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    seed = check_seed(seed)
 
     scores, idx = exact_search(x, y, k, doc_ids=doc_ids, block_size=block_size, backend=backend)
     n = len(doc_ids)

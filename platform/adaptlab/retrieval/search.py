@@ -44,7 +44,7 @@ import numpy as np
 
 from adaptlab.errors import ConfigError
 
-__all__ = ["BACKENDS", "exact_search", "pair_scores", "resolve_backend"]
+__all__ = ["BACKENDS", "as_matrix", "exact_search", "id_order", "pair_scores", "resolve_backend"]
 
 Backend = Literal["auto", "cuda", "faiss", "numpy", "torch"]
 BACKENDS: tuple[str, ...] = ("auto", "cuda", "faiss", "numpy", "torch")
@@ -179,7 +179,8 @@ def resolve_backend(backend: str = "auto") -> str:
 # --------------------------------------------------------------------------- validation
 
 
-def _as_matrix(a: Any, name: str) -> np.ndarray:
+def as_matrix(a: Any, name: str) -> np.ndarray:
+    """``a`` as a C-contiguous float32 [n, dim] matrix; :class:`ConfigError` naming ``name`` otherwise."""
     try:
         m = np.asarray(a)
     except (TypeError, ValueError) as e:
@@ -244,6 +245,21 @@ def _exact_row(
     return s[o], j[o].astype(np.int64)
 
 
+def _check_search(query_emb: Any, doc_emb: Any, k: object, block_size: object) -> tuple[np.ndarray, np.ndarray]:
+    """The validated float32 query and corpus matrices of :func:`exact_search`."""
+    x = as_matrix(query_emb, "query_emb")
+    y = as_matrix(doc_emb, "doc_emb")
+    if y.shape[0] == 0:
+        raise ConfigError("doc_emb is empty; expected at least one document")
+    if x.shape[1] != y.shape[1]:
+        raise ConfigError(f"query_emb has dimension {x.shape[1]} but doc_emb has {y.shape[1]}; they must match")
+    if not _is_positive_int(k):
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
+    if block_size is not None and not _is_positive_int(block_size):
+        raise ConfigError(f"block_size must be a positive integer or None, got {block_size!r}")
+    return x, y
+
+
 def exact_search(
     query_emb: np.ndarray,
     doc_emb: np.ndarray,
@@ -272,16 +288,7 @@ def exact_search(
     int64 [Q, min(k, N)] row indices into ``doc_emb``, ranked by score descending, then id
     descending.
     """
-    x = _as_matrix(query_emb, "query_emb")
-    y = _as_matrix(doc_emb, "doc_emb")
-    if y.shape[0] == 0:
-        raise ConfigError("doc_emb is empty; expected at least one document")
-    if x.shape[1] != y.shape[1]:
-        raise ConfigError(f"query_emb has dimension {x.shape[1]} but doc_emb has {y.shape[1]}; they must match")
-    if not _is_positive_int(k):
-        raise ConfigError(f"k must be a positive integer, got {k!r}")
-    if block_size is not None and not _is_positive_int(block_size):
-        raise ConfigError(f"block_size must be a positive integer or None, got {block_size!r}")
+    x, y = _check_search(query_emb, doc_emb, k, block_size)
     kind = resolve_backend(backend)
     rank = id_order(doc_ids, y.shape[0])
 

@@ -8,8 +8,20 @@ from adaptlab.runtime.cluster import (
     cluster_has_gpus,
     init_ray,
     local_num_cpus,
+    on_shutdown,
     ray_info,
     shutdown_ray,
+    start_ray,
 )
 
-__all__ = ["RayInfo", "available_cores", "cluster_has_gpus", "init_ray", "local_num_cpus", "ray_info", "shutdown_ray"]
+__all__ = [
+    "RayInfo",
+    "available_cores",
+    "cluster_has_gpus",
+    "init_ray",
+    "local_num_cpus",
+    "on_shutdown",
+    "ray_info",
+    "shutdown_ray",
+    "start_ray",
+]

@@ -3,13 +3,15 @@
 Percentile bootstrap confidence intervals of mean per-query metrics (:func:`bootstrap_ci`),
 paired comparisons with two-sided bootstrap p-values (:func:`paired_bootstrap`), and the shared
 resample indices (:func:`resample_indices`, :func:`iter_resample_indices`) that other analyses
-reuse to see exactly the same bootstrap samples. :mod:`adaptlab.stats.backend` selects NumPy or
+reuse to see exactly the same bootstrap samples, and the percentile interval
+(:func:`percentile_interval`) every analysis reports. :mod:`adaptlab.stats.backend` selects NumPy or
 CuPy for the arithmetic; random numbers always come from a seeded numpy Generator on the host.
 """
 
 from __future__ import annotations
 
 from adaptlab.stats import backend
+from adaptlab.stats._kernels import percentile_interval
 from adaptlab.stats.bootstrap import (
     METHODS,
     BootstrapResult,
@@ -18,14 +20,18 @@ from adaptlab.stats.bootstrap import (
     paired_bootstrap,
 )
 from adaptlab.stats.resample import iter_resample_indices, resample_indices
+from adaptlab.stats.settings import BootstrapConfig, derive_seed
 
 __all__ = [
+    "BootstrapConfig",
     "BootstrapResult",
     "METHODS",
     "PairedDifference",
     "backend",
     "bootstrap_ci",
+    "derive_seed",
     "iter_resample_indices",
     "paired_bootstrap",
+    "percentile_interval",
     "resample_indices",
 ]

@@ -149,11 +149,15 @@ def index_sums(
 
 
 # ----------------------------------------------------------------------------- inference
-def percentile_interval(boot: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval along the last axis: quantiles ``(1 -+ confidence) / 2`` with
-    linear interpolation (numpy's default; scipy.stats.bootstrap uses the same rule)."""
+def percentile_interval(
+    boot: np.ndarray, confidence: float, axis: int = -1
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of the bootstrap replicates along ``axis`` (default: the last):
+    the quantiles ``(1 - c) / 2`` and ``(1 + c) / 2`` at ``c = confidence``, with linear
+    interpolation (numpy's default; ``scipy.stats.bootstrap(method="percentile")`` uses the same
+    rule; Efron & Tibshirani 1993, "An Introduction to the Bootstrap", section 13.3)."""
     alpha = (1.0 - confidence) / 2.0
-    q = np.quantile(boot, [alpha, 1.0 - alpha], axis=-1)
+    q = np.quantile(boot, [alpha, 1.0 - alpha], axis=axis)
     return q[0], q[1]
 
 

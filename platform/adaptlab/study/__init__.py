@@ -1,1 +1,42 @@
-"""adaptlab.study"""
+"""adaptlab.study: a study file (TOML) from validation to stored results.
+
+``load_study`` reads and validates a file whole (``[adapt]``/``[tune]`` included);
+``Study.with_overrides`` applies command-line options; ``run_study`` runs it, with or without an
+adaptation stage; ``submit_study`` sends it to a Ray cluster. Seeds: :mod:`adaptlab.study.seeds`.
+"""
+
+from __future__ import annotations
+
+from adaptlab.study.adapt_config import AdaptSettings, TuneSettings, parse_adapt_section, parse_tune_section
+from adaptlab.study.load import load_study, parse_study
+from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
+from adaptlab.study.runner import evaluate_systems, export_runs, run_scale_study, run_study
+from adaptlab.study.scale import TUNE_MEASURE, system_name
+from adaptlab.study.schema import Study, default_name, project_root
+from adaptlab.study.seeds import stage_seed
+from adaptlab.study.submit import SubmitResult, submit_study
+
+__all__ = [
+    "AdaptSettings",
+    "DatasetOutcome",
+    "ScaleStudyOutcome",
+    "Study",
+    "StudyOutcome",
+    "SubmitResult",
+    "SystemInfo",
+    "TUNE_MEASURE",
+    "TuneSettings",
+    "default_name",
+    "evaluate_systems",
+    "export_runs",
+    "load_study",
+    "parse_adapt_section",
+    "parse_study",
+    "parse_tune_section",
+    "project_root",
+    "run_scale_study",
+    "run_study",
+    "stage_seed",
+    "submit_study",
+    "system_name",
+]

@@ -1,114 +1,72 @@
-"""Run a study: load -> embed (Ray) -> exact search -> per-query records -> measures -> store.
+"""Run a study: one pipeline for studies with and without ``[adapt]``.
 
-Each dataset is evaluated with every model on the same queries, so systems are compared with a
-paired bootstrap. The stages are pure functions of their inputs; document embeddings are cached
-by content hash (model revision + texts + options) under ``<store>/.cache`` so a re-run resumes.
+::
+
+    Study --(optional [adapt]: adaptation_stage)--> systems + held-out dataset
+      --evaluate, for every dataset: every system--> embed (cached) -> exact top-k search
+        -> per-query records -> measures -> bootstrap CIs + paired tests -> [analysis] rows
+      --store--> runs / metrics / per_query, one atomic commit per dataset
+
+A plain study's systems are its ``[[models]]``; a scale study's are the base model, its other
+models and every adapted model (:mod:`adaptlab.study.scale`), evaluated on the held-out
+in-domain questions first, then on every ``[[datasets]]`` benchmark. Both go through the same
+loop (:func:`evaluate_systems`), so ``[analysis]``, provenance (canonical model id and content
+revision; adapted systems' artifacts in ``config.systems``), the run config (with ``split``),
+path resolution (relative to the project root) and ``export_run`` behave the same. Every system
+is evaluated on the same queries, so comparisons are paired. Seeds: :mod:`adaptlab.study.seeds`.
+Document embeddings are cached by content hash under ``<store>/.cache`` so a re-run resumes.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import sys
-from collections.abc import Callable
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from adaptlab.analysis import isotropy, overlap_metrics, similarity_thresholds, topic_diversity
+from adaptlab.data.trec import write_trec_run
+from adaptlab.embedding import release_pools
+from adaptlab.embedding.cache import Embedder
 from adaptlab.errors import ConfigError
-from adaptlab.study.schema import DatasetSection, ModelSection, Study
+from adaptlab.evaluation import summarise
+from adaptlab.evaluation.persist import commit_summary
+from adaptlab.metrics import evaluate, parse_measures
+from adaptlab.metrics.measures import Measure
+from adaptlab.metrics.ranking import PerQueryMetrics
+from adaptlab.retrieval.build import build_records
+from adaptlab.retrieval.records import PerQueryRecords
+from adaptlab.stats import BootstrapConfig
+from adaptlab.study.adapt_config import (
+    AdaptSettings,
+    TuneSettings,
+    parse_adapt_section,
+    parse_tune_section,
+    tune_param_space,
+)
+from adaptlab.study.inputs import EvalDataset, load_dataset_section, log, model_embedder
+from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
+from adaptlab.study.scale import Adaptation, adaptation_stage
+from adaptlab.study.schema import Study
+from adaptlab.study.seeds import stage_seed
 
-__all__ = ["DatasetOutcome", "Embedder", "StudyOutcome", "export_runs", "load_dataset_section", "run_study"]
-
-
-@dataclass
-class DatasetOutcome:
-    """The evaluation of every model on one dataset."""
-
-    dataset: str
-    summary: Any  # adaptlab.evaluation.EvaluationSummary
-    records: dict[str, Any] = field(default_factory=dict)  # system -> PerQueryRecords
-    run_ids: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class StudyOutcome:
-    study: str
-    store: Path | None
-    datasets: list[DatasetOutcome]
-
-
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def _texts_hash(texts: list[str]) -> str:
-    h = hashlib.sha256()
-    for t in texts:
-        h.update(t.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
-    return h.hexdigest()
-
-
-class Embedder:
-    """Embeds texts with one model, through Ray or in-process, with an on-disk cache."""
-
-    def __init__(self, model: ModelSection, study: Study, cache_dir: Path | None) -> None:
-        from adaptlab.models import resolve_model
-
-        self.model = model
-        self.study = study
-        self.cache_dir = cache_dir
-        self.ref = resolve_model(model.ref)
-        self.options = {
-            "backend": model.backend, "query_instruction": model.query_instruction,
-            "document_instruction": model.document_instruction, "max_seq_length": model.max_seq_length,
-            "trust_remote_code": model.trust_remote_code, **model.options,
-        }
-        self._revision: str | None = None
-
-    @property
-    def revision(self) -> str:
-        if self._revision is None:
-            from adaptlab.models import model_revision
-
-            self._revision = model_revision(self.ref)
-        return self._revision
-
-    def __call__(self, texts: list[str], kind: str) -> np.ndarray:
-        key = hashlib.sha256(
-            json.dumps([self.revision, kind, _texts_hash(texts), self.options], sort_keys=True, default=str).encode()
-        ).hexdigest()[:24]
-        path = self.cache_dir / f"{key}.npy" if self.cache_dir is not None else None
-        if path is not None and path.exists():
-            return np.load(path)
-        from adaptlab.embedding import embed_texts
-
-        emb = self.study.embedding
-        batch = emb.batch_size or self.model.batch_size
-        out = embed_texts(texts, self.ref, kind=kind, batch_size=batch, num_actors=emb.num_actors or None,
-                          options=self.options, use_ray=emb.use_ray, progress=True)
-        out = np.ascontiguousarray(out, dtype=np.float32)
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{np.random.default_rng().integers(1 << 30)}.npy")
-            np.save(tmp, out)
-            tmp.replace(path)
-        return out
-
-
-def load_dataset_section(ds: DatasetSection, study: Study):
-    """Load a ``[[datasets]]`` entry; relative paths resolve against the project root."""
-    from adaptlab.data import load_dataset
-
-    spec = ds.spec
-    fmt, sep, path = spec.partition(":")
-    if sep and fmt != "synthetic" and path and not Path(path).expanduser().is_absolute():
-        spec = f"{fmt}:{study.resolve_path(path)}"
-    _log(f"[adaptlab] loading dataset {ds.name!r} ({ds.spec}, split {ds.split})")
-    return load_dataset(spec, split=ds.split, name=ds.name, **ds.options)
+__all__ = [
+    "DatasetOutcome",
+    "ScaleStudyOutcome",
+    "StudyOutcome",
+    "SystemInfo",
+    "evaluate_systems",
+    "export_runs",
+    "load_dataset_section",
+    "model_embedder",
+    "run_scale_study",
+    "run_study",
+]
 
 
 def run_study(
@@ -119,96 +77,185 @@ def run_study(
     export_run: str | Path | None = None,
     on_dataset: Callable[[DatasetOutcome], None] | None = None,
 ) -> StudyOutcome:
-    """Run ``study``; ``store``/``address`` override the study file; returns the summaries."""
-    from adaptlab.evaluation import summarise
-    from adaptlab.evaluation.persist import commit_summary
-    from adaptlab.metrics import evaluate, parse_measures
-    from adaptlab.retrieval.build import build_records
+    """Run ``study`` (with or without ``[adapt]``); ``store``/``address`` override the study
+    file's, ``export_run`` writes TREC run files, ``on_dataset`` sees each dataset's outcome as
+    soon as it is stored. A study with ``[adapt]`` returns a :class:`ScaleStudyOutcome`."""
+    start = time.perf_counter()
+    store_root = study.store_root(store)
+    settings = parse_adapt_section(study, store=store) if study.adapt else None
+    tune = parse_tune_section(study, settings, store=store) if settings is not None and study.tune else None
+    if tune is not None:
+        tune_param_space(tune, study.source)  # fail on a bad space before any work
+    ray_start = None
+    if study.embedding.use_ray or (settings is not None and (settings.use_ray or tune is not None)):
+        from adaptlab.runtime import start_ray  # deferred: imports ray
 
+        ray_start = start_ray(address or study.study.address or None)  # overlaps Ray's start with loading
+    try:
+        return _run_stages(study, settings, tune, store_root, address, export_run, on_dataset, start, ray_start)
+    finally:
+        release_pools()
+
+
+def _run_stages(study: Study, settings: AdaptSettings | None, tune: TuneSettings | None, store_root: Path | None,
+                address: str | None, export_run: str | Path | None,
+                on_dataset: Callable[[DatasetOutcome], None] | None, start: float,
+                ray_start: Future[Any] | None) -> StudyOutcome:
+    """The stages of :func:`run_study` after validation; ``ray_start`` is a background Ray
+    start whose errors (a bad address) surface before returning even if no stage needed Ray."""
+    sections = [EvalDataset.from_section(d, study) for d in study.datasets]
+    if settings is None:
+        systems = [SystemInfo(m.name, "model", None, m) for m in study.models]
+        outcomes = evaluate_systems(study, systems, sections, baseline=study.evaluation.baseline or None,
+                                    store_root=store_root, export_run=export_run, on_dataset=on_dataset)
+        _wait(ray_start)
+        return StudyOutcome(study.study.name, store_root, outcomes)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    adaptation = adaptation_stage(study, settings, tune, store_root, address)
+    t0 = time.perf_counter()
+    outcomes = evaluate_systems(study, adaptation.systems, [adaptation.heldout, *sections],
+                                baseline=adaptation.baseline, store_root=store_root, export_run=export_run,
+                                on_dataset=on_dataset, extra_config=_adapt_config(adaptation))
+    timings = {**adaptation.timings, "evaluate_s": time.perf_counter() - t0, "total_s": time.perf_counter() - start}
+    log("[adaptlab] scale study done in " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+    _wait(ray_start)
+    return ScaleStudyOutcome(study.study.name, store_root, outcomes, settings=settings,
+                             systems={s.name: s for s in adaptation.systems}, data=adaptation.data,
+                             sweep=adaptation.sweep, timings=timings)
+
+
+def _wait(ray_start: Future[Any] | None) -> None:
+    if ray_start is not None:
+        ray_start.result()
+
+
+def run_scale_study(study: Study, **options: Any) -> ScaleStudyOutcome:
+    """:func:`run_study` for a study that must have an ``[adapt]`` section."""
+    if not study.adapt:
+        raise ConfigError(f"{study.source}: no [adapt] section; use adaptlab.run_study")
+    outcome = run_study(study, **options)
+    if not isinstance(outcome, ScaleStudyOutcome):  # pragma: no cover - run_study's contract
+        raise TypeError("run_study returned no ScaleStudyOutcome for a study with [adapt]")
+    return outcome
+
+
+def _adapt_config(adaptation: Adaptation) -> dict[str, Any]:
+    """What a scale study adds to every run's config: baseline, [adapt] settings, the systems."""
+    return {"baseline": adaptation.baseline, "adapt": adaptation.settings.as_dict(),
+            "systems": {s.name: s.as_dict() for s in adaptation.systems}}
+
+
+@dataclass
+class _Evaluation:
+    """What every dataset of one study's evaluation shares."""
+
+    study: Study
+    systems: list[SystemInfo]
+    embedders: dict[str, Embedder]
+    measures: list[Measure]
+    depth: int
+    boot: BootstrapConfig
+    baseline: str | None
+    store_root: Path | None
+    extra_config: dict[str, Any] = field(default_factory=dict)
+
+
+def evaluate_systems(
+    study: Study,
+    systems: Sequence[SystemInfo],
+    datasets: Sequence[EvalDataset],
+    *,
+    baseline: str | None = None,
+    store_root: Path | None = None,
+    export_run: str | Path | None = None,
+    on_dataset: Callable[[DatasetOutcome], None] | None = None,
+    extra_config: dict[str, Any] | None = None,
+) -> list[DatasetOutcome]:
+    """Every system on every dataset (the same queries for all: paired), CIs, paired tests
+    (against ``baseline``, else every pair), ``[analysis]`` rows; one store commit per dataset."""
     measures = parse_measures(study.evaluation.metrics)
     depth = max([study.evaluation.k, *[m.k for m in measures if m.k is not None]])
-    store_root = Path(store) if store is not None else (study.resolve_path(study.study.store) if study.study.store else None)
     cache_dir = store_root / ".cache" / "embeddings" if store_root is not None else None
-    if study.embedding.use_ray:
-        from adaptlab.runtime import init_ray
-
-        init_ray(address or study.study.address or None)
-    b = study.bootstrap
-    outcomes: list[DatasetOutcome] = []
-    embedders = [Embedder(m, study, cache_dir) for m in study.models]
-    for ds_section in study.datasets:
-        ds = load_dataset_section(ds_section, study)
-        judged = ds.judged_queries()
-        if not judged:
-            raise ConfigError(f"dataset {ds_section.name!r}: no query has a relevant document")
-        doc_ids = list(ds.corpus)
-        doc_texts = [ds.corpus[d].full_text() for d in doc_ids]
-        query_texts = [ds.queries[q] for q in judged]
-        _log(f"[adaptlab] {ds!r}: {len(judged)} judged queries")
-        per_query, records, provenance = {}, {}, {}
-        analysis_rows: list[dict[str, Any]] = []
-        for model, embed in zip(study.models, embedders):
-            _log(f"[adaptlab] embedding {len(doc_texts)} documents and {len(query_texts)} queries with {model.name!r}")
-            d_emb = embed(doc_texts, "document")
-            q_emb = embed(query_texts, "query")
-            _log(f"[adaptlab] exact top-{depth} search")
-            rec = build_records(judged, q_emb, doc_ids, d_emb, ds.qrels, system=model.name, dataset=ds_section.name,
-                                k=min(depth, len(doc_ids)), seed=study.study.seed)
-            records[model.name] = rec
-            per_query[model.name] = evaluate(ds.qrels, rec.to_run(), measures, query_ids=judged)
-            provenance[model.name] = {"model_id": embed.ref.model_id, "model_revision": embed.revision}
-            analysis_rows += _analyses(study, rec, d_emb, model.name, ds_section.name)
-        summary = summarise(per_query, n_resamples=b.n_resamples, sample_size=b.sample_size or None, seed=b.seed,
-                            confidence=b.confidence, baseline=study.evaluation.baseline or None)
-        outcome = DatasetOutcome(ds_section.name, summary, records)
-        if store_root is not None:
-            config = {"study": study.study.name, "source": study.source, "dataset": ds_section.spec,
-                      "split": ds_section.split, "metrics": [str(m) for m in measures], "k": depth,
-                      "bootstrap": vars(b)}
-            outcome.run_ids = commit_summary(store_root, summary, dataset=ds_section.name, config=config,
-                                             provenance=provenance, dataset_fingerprint=ds.fingerprint(),
-                                             records=list(records.values()), study=study.study.name,
-                                             extra_metric_rows=analysis_rows)
+    ev = _Evaluation(study, list(systems), {s.name: model_embedder(s.section, study, cache_dir) for s in systems},
+                     measures, depth, study.bootstrap_config(), baseline, store_root, dict(extra_config or {}))
+    several = len(systems) * len(datasets) > 1
+    outcomes = []
+    for plan in datasets:
+        outcome = _evaluate_dataset(ev, plan)
         if export_run is not None:
-            export_runs(Path(export_run), records, ds_section.name, several=len(study.models) * len(study.datasets) > 1)
+            export_runs(Path(export_run), outcome.records, plan.name, several=several)
         outcomes.append(outcome)
         if on_dataset is not None:
             on_dataset(outcome)
-    return StudyOutcome(study.study.name, store_root, outcomes)
+    return outcomes
 
 
-def _analyses(study: Study, rec: Any, doc_emb: np.ndarray, system: str, dataset: str) -> list[dict[str, Any]]:
-    """The analyses that ``[analysis]`` turns on, as metric rows for the store."""
-    a, b = study.analysis, study.bootstrap
-    boot = {"n_resamples": b.n_resamples, "sample_size": b.sample_size or None, "seed": b.seed}
+def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
+    """One dataset: embed, search, measure every system; summarise; commit to the store."""
+    study = ev.study
+    ds = plan.load()
+    judged = ds.judged_queries()
+    if not judged:
+        raise ConfigError(f"dataset {plan.name!r}: no query has a relevant document")
+    doc_ids = list(ds.corpus)
+    doc_texts = [ds.corpus[d].full_text() for d in doc_ids]
+    query_texts = [ds.queries[q] for q in judged]
+    log(f"[adaptlab] {plan.name}: {len(judged)} judged queries, {len(doc_ids)} documents, {len(ev.systems)} systems")
+    per_query: dict[str, PerQueryMetrics] = {}
+    records: dict[str, PerQueryRecords] = {}
+    provenance: dict[str, dict[str, str]] = {}
+    analysis_rows: list[dict[str, Any]] = []
+    for system in ev.systems:
+        embed = ev.embedders[system.name]
+        log(f"[adaptlab] embedding {len(doc_texts)} documents and {len(query_texts)} queries with {system.name!r}")
+        d_emb = embed(doc_texts, "document")
+        q_emb = embed(query_texts, "query")
+        rec = build_records(judged, q_emb, doc_ids, d_emb, ds.qrels, system=system.name, dataset=plan.name,
+                            k=min(ev.depth, len(doc_ids)), seed=stage_seed(study.study.seed, "retrieval"))
+        records[system.name] = rec
+        per_query[system.name] = evaluate(ds.qrels, rec.to_run(), ev.measures, query_ids=judged)
+        provenance[system.name] = {"model_id": embed.ref.model_id, "model_revision": embed.revision}
+        analysis_rows += _analyses(study, ev.boot, rec, d_emb, system.name, plan.name)
+    summary = summarise(per_query, boot=ev.boot, baseline=ev.baseline)
+    outcome = DatasetOutcome(plan.name, summary, records)
+    if ev.store_root is not None:
+        b = ev.boot
+        config = {"study": study.study.name, "source": study.source, "dataset": plan.spec, "split": plan.split,
+                  "metrics": [str(m) for m in ev.measures], "k": ev.depth,
+                  "bootstrap": {"n_resamples": b.n_resamples, "sample_size": b.sample_size or 0, "seed": b.seed,
+                                "confidence": b.confidence},
+                  **ev.extra_config}
+        outcome.run_ids = commit_summary(ev.store_root, summary, dataset=plan.name, config=config,
+                                         provenance=provenance, dataset_fingerprint=ds.fingerprint(),
+                                         records=list(records.values()), study=study.study.name,
+                                         extra_metric_rows=analysis_rows)
+    return outcome
+
+
+def _analyses(study: Study, boot: BootstrapConfig, rec: PerQueryRecords, doc_emb: np.ndarray, system: str,
+              dataset: str) -> list[dict[str, Any]]:
+    """The analyses that ``[analysis]`` turns on, as metric rows for the store (bootstrapped with
+    the study's bootstrap seed, so they see the same resamples as the CIs)."""
+    a = study.analysis
+    resampling = {"n_resamples": boot.n_resamples, "sample_size": boot.sample_size, "seed": boot.seed}
     rows: list[dict[str, Any]] = []
     if a.thresholds:
-        from adaptlab.analysis import similarity_thresholds
-
-        _log(f"[adaptlab] {system}: bootstrap similarity thresholds (K={a.top_k})")
-        rows += similarity_thresholds(rec, k=a.top_k, **boot).to_metric_rows()
+        log(f"[adaptlab] {system}: bootstrap similarity thresholds (K={a.top_k})")
+        rows += similarity_thresholds(rec, k=a.top_k, **resampling).to_metric_rows()
     if a.coe_roe:
-        from adaptlab.analysis import overlap_metrics
-
-        rows += overlap_metrics(rec, k=a.top_k, psi=a.psi, **boot).to_metric_rows()
+        rows += overlap_metrics(rec, k=a.top_k, psi=a.psi, **resampling).to_metric_rows()
     if a.isotropy:
-        from adaptlab.analysis import isotropy
-
         rows += isotropy(doc_emb, system=system, dataset=dataset, space="corpus").to_metric_rows()
     if a.topic_diversity:
-        from adaptlab.analysis import topic_diversity
-
         n = min(len(doc_emb), 2000)
-        rows += topic_diversity(doc_emb, seed=b.seed, sample_size=n).to_metric_rows(system=system, dataset=dataset)
+        rows += topic_diversity(doc_emb, seed=boot.seed, sample_size=n).to_metric_rows(system=system, dataset=dataset)
     for row in rows:
         row["system"], row["dataset"] = system, dataset
     return rows
 
 
-def export_runs(path: Path, records: dict[str, Any], dataset: str, *, several: bool) -> None:
+def export_runs(path: Path, records: dict[str, PerQueryRecords], dataset: str, *, several: bool) -> None:
     """One TREC run file per system; with several systems or datasets the names get suffixes."""
-    from adaptlab.data.trec import write_trec_run
-
     for name, rec in records.items():
         target = path.with_name(f"{path.stem}.{dataset}.{name}{path.suffix}") if several else path
         write_trec_run(rec.to_run(), target, tag=name)

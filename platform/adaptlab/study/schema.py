@@ -1,7 +1,14 @@
 """Study files: a TOML description of datasets, models, measures, bootstrap, store and cluster.
 
 Validated strictly: an unknown key or a wrong type is a :class:`ConfigError` that names the file
-and the dotted key (``study.toml: models[1].batch_size: expected an integer, got 'big'``).
+and the dotted key (``study.toml: models[1].batch_size: expected an integer, got 'big'``). The
+same machinery (:func:`build_section`, :class:`SectionChecker`) checks the ``[adapt]`` and
+``[tune]`` sections (:mod:`adaptlab.study.adapt_config`); :mod:`adaptlab.study.load` reads a file
+and validates every section before any work starts.
+
+Relative paths in a study file (dataset specs, model directories, ``[adapt]`` paths, the store)
+resolve against the project root: the nearest folder above the study file holding
+pyproject.toml (:func:`project_root`), so a study means the same files locally and in a Ray job.
 
 Example (jobs/quickstart.toml)::
 
@@ -26,22 +33,34 @@ Example (jobs/quickstart.toml)::
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Mapping
+import copy
+import math
+import types
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from adaptlab.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from adaptlab.metrics import parse_measures
+from adaptlab.models.resolve import MODEL_ALIASES
+from adaptlab.stats import BootstrapConfig
+from adaptlab.study.seeds import stage_seed
 
 __all__ = [
-    "AnalysisSection", "BootstrapSection", "DatasetSection", "EmbeddingSection", "EvaluationSection",
-    "ModelSection", "Study", "StudySection", "load_study", "parse_study",
+    "AnalysisSection",
+    "BootstrapSection",
+    "DatasetSection",
+    "EmbeddingSection",
+    "EvaluationSection",
+    "ModelSection",
+    "SectionChecker",
+    "Study",
+    "StudySection",
+    "build_section",
+    "check_sections",
+    "default_name",
+    "project_root",
 ]
 
 
@@ -92,11 +111,13 @@ class EvaluationSection:
 
 @dataclass
 class BootstrapSection:
-    """``[bootstrap]``: m resamples of l queries (l = 0: all queries), seed, CI level."""
+    """``[bootstrap]``: m resamples of l queries (l = 0: all queries), seed, CI level.
+
+    ``seed`` left out: derived from ``[study].seed`` (see :mod:`adaptlab.study.seeds`)."""
 
     n_resamples: int = 1000
     sample_size: int = 0
-    seed: int = 0
+    seed: int | None = None
     confidence: float = 0.95
 
 
@@ -142,12 +163,153 @@ class Study:
         path = Path(p).expanduser()
         return path if path.is_absolute() else (self.base_dir / path)
 
+    def resolve_model_ref(self, ref: str) -> str:
+        """A ``[[models]]`` reference with a model directory relative to the project root made
+        absolute (as dataset paths are); aliases, ``hash:`` models and hub ids are kept as given."""
+        if ref.lower() in MODEL_ALIASES or ref.lower().startswith("hash"):
+            return ref
+        path = self.resolve_path(ref)
+        if path.is_dir():
+            return str(path.resolve())
+        return ref
+
+    def store_root(self, store: str | Path | None = None) -> Path | None:
+        """``store`` (a command-line override), else ``[study].store`` resolved, else None."""
+        if store is not None:
+            return Path(store)
+        return self.resolve_path(self.study.store) if self.study.store else None
+
+    def bootstrap_config(self) -> BootstrapConfig:
+        """``[bootstrap]`` as one frozen :class:`~adaptlab.stats.BootstrapConfig`; its seed is
+        ``[bootstrap].seed`` when given, else derived from ``[study].seed`` (stage ``"bootstrap"``)."""
+        b = self.bootstrap
+        return BootstrapConfig(n_resamples=b.n_resamples, sample_size=b.sample_size or None,
+                               seed=stage_seed(self.study.seed, "bootstrap", b.seed), confidence=b.confidence)
+
+    def with_overrides(
+        self,
+        *,
+        models: Sequence[str] = (),
+        datasets: Sequence[str] = (),
+        split: str | None = None,
+        metrics: str | Sequence[str] | None = None,
+        k: int | None = None,
+        bootstrap: Mapping[str, Any] | None = None,
+        use_ray: bool | None = None,
+        store: str | None = None,
+    ) -> Study:
+        """A copy with command-line overrides applied: ``models``/``datasets`` (references)
+        replace the file's entries; ``bootstrap`` maps BootstrapSection fields to values (None
+        entries are ignored); ``store = ""`` turns the results store off."""
+        out = copy.deepcopy(self)
+        if models:
+            out.models = [ModelSection(ref=m, name=default_name(m)) for m in models]
+        if datasets:
+            out.datasets = [DatasetSection(spec=d, name=default_name(d)) for d in datasets]
+        if split:
+            for d in out.datasets:
+                d.split = split
+        if metrics:
+            out.evaluation.metrics = [str(m) for m in parse_measures(metrics)]
+        if k:
+            out.evaluation.k = k
+        given = {key: v for key, v in (bootstrap or {}).items() if v is not None}
+        if given:
+            current = {key: v for key, v in vars(out.bootstrap).items() if v is not None}
+            out.bootstrap = build_section(BootstrapSection, {**current, **given}, "command line: [bootstrap]")
+        if use_ray is not None:
+            out.embedding.use_ray = use_ray
+        if store is not None:
+            out.study.store = store
+        check_sections(out)
+        return out
+
 
 _TYPE_WORDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
 
 
+class SectionChecker:
+    """Value checks whose errors name the file, the section and the key:
+    ``study.toml: [adapt].fraction: expected a number in (0.0, 1.0], got 0``."""
+
+    def __init__(self, source: str, section: str) -> None:
+        self.source, self.section = source, section
+
+    def where(self, key: str = "") -> str:
+        return f"{self.source}: [{self.section}]" + (f".{key}" if key else "")
+
+    def fail(self, key: str, expected: str, value: Any) -> ConfigError:
+        return ConfigError(f"{self.where(key)}: expected {expected}, got {value!r}")
+
+    def unknown(self, raw: Mapping[str, Any], valid: Sequence[str]) -> None:
+        extra = sorted(set(raw) - set(valid))
+        if extra:
+            raise ConfigError(f"{self.where()}: unknown key {extra[0]!r}; valid keys: {', '.join(sorted(valid))}")
+
+    def string(self, key: str, value: Any, choices: Sequence[str] | None = None) -> str:
+        if not isinstance(value, str):
+            raise self.fail(key, "a string", value)
+        if choices is not None and value not in choices:
+            raise self.fail(key, "one of " + ", ".join(repr(c) for c in choices), value)
+        return value
+
+    def boolean(self, key: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(key, "true or false", value)
+        return value
+
+    def integer(self, key: str, value: Any, minimum: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, "an integer", value)
+        if minimum is not None and value < minimum:
+            raise self.fail(key, f"an integer >= {minimum}", value)
+        return value
+
+    def number(self, key: str, value: Any, lo: float | None = None, hi: float | None = None,
+               lo_open: bool = False) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(key, "a number", value)
+        v = float(value)
+        if (lo is not None and (v < lo or (lo_open and v == lo))) or (hi is not None and v > hi):
+            lo_b = "(" if lo_open else "["
+            raise self.fail(key, f"a number in {lo_b}{lo if lo is not None else '-inf'}, "
+                                 f"{hi if hi is not None else 'inf'}]", value)
+        return v
+
+    def strings(self, key: str, value: Any) -> tuple[str, ...]:
+        if isinstance(value, str):
+            return (value,)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, "a list of strings", value)
+        return tuple(value)
+
+    def optional_number(self, key: str, value: Any, lo: float, hi: float | None = None) -> float | None:
+        """A number, or ``false`` to turn the rule off (None)."""
+        if value is False:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, "a number, or false to turn it off", value)
+        return self.number(key, value, lo, hi)
+
+    def auto_number(self, key: str, value: Any, lo: float = 0.0) -> float | None:
+        """A number >= ``lo``, or ``"auto"`` (None)."""
+        if value == "auto":
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, 'a number or "auto"', value)
+        return self.number(key, value, lo)
+
+    def table(self, key: str, value: Any) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.fail(key, "a table", value)
+        return value
+
+
 def _check_value(value: Any, tp: Any, where: str) -> Any:
     origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        (tp,) = [a for a in get_args(tp) if a is not type(None)]
+        origin = get_origin(tp)
     if origin is list:
         (item_tp,) = get_args(tp)
         if not isinstance(value, list):
@@ -166,7 +328,9 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
-def _build(cls: type, raw: Any, where: str) -> Any:
+def build_section(cls: type, raw: Any, where: str) -> Any:
+    """An instance of the dataclass ``cls`` from a TOML table: unknown keys and wrong types are
+    :class:`ConfigError` naming ``where`` and the key; missing keys take the field defaults."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected a table, got {raw!r}")
     hints = get_type_hints(cls)
@@ -177,82 +341,42 @@ def _build(cls: type, raw: Any, where: str) -> Any:
     kwargs = {}
     for name, value in raw.items():
         tp = hints[name]
-        kwargs[name] = _build(tp, value, f"{where}.{name}") if is_dataclass(tp) else _check_value(value, tp, f"{where}.{name}")
+        kwargs[name] = (build_section(tp, value, f"{where}.{name}") if is_dataclass(tp)
+                        else _check_value(value, tp, f"{where}.{name}"))
     return cls(**kwargs)
 
 
-def parse_study(data: Mapping[str, Any], *, source: str = "<memory>", base_dir: Path | None = None) -> Study:
-    """Validate a parsed TOML document into a :class:`Study`."""
-    sections = {"study": StudySection, "evaluation": EvaluationSection, "bootstrap": BootstrapSection,
-                "embedding": EmbeddingSection, "analysis": AnalysisSection}
-    valid = sorted([*sections, "datasets", "models", "adapt", "tune"])
-    unknown = sorted(set(data) - set(valid))
-    if unknown:
-        raise ConfigError(f"{source}: unknown section {unknown[0]!r}; valid sections: {', '.join(valid)}")
-    built = {k: _build(cls, data.get(k, {}), f"{source}: [{k}]") for k, cls in sections.items()}
-    lists: dict[str, list[Any]] = {}
-    for key, cls, required in (("datasets", DatasetSection, "spec"), ("models", ModelSection, "ref")):
-        raw = data.get(key, [])
-        if not isinstance(raw, list) or not raw:
-            raise ConfigError(f"{source}: [[{key}]]: expected at least one [[{key}]] table")
-        items = [_build(cls, item, f"{source}: {key}[{i}]") for i, item in enumerate(raw)]
-        for i, item in enumerate(items):
-            if not getattr(item, required):
-                raise ConfigError(f"{source}: {key}[{i}].{required}: required, expected a non-empty string")
-            if not item.name:
-                item.name = _default_name(getattr(item, required))
-        names = [it.name for it in items]
-        dup = next((n for n in names if names.count(n) > 1), None)
-        if dup:
-            raise ConfigError(f"{source}: {key}: two entries are named {dup!r}; give each a distinct name")
-        lists[key] = items
-    for key in ("adapt", "tune"):
-        if key in data and not isinstance(data[key], dict):
-            raise ConfigError(f"{source}: [{key}]: expected a table")
-    from adaptlab.metrics import parse_measures
-
+def check_sections(study: Study) -> None:
+    """Cross-field checks of the evaluation sections (measures, bootstrap, depth)."""
+    source = study.source
     try:
-        parse_measures(built["evaluation"].metrics)
+        parse_measures(study.evaluation.metrics)
     except ConfigError as e:
         raise ConfigError(f"{source}: [evaluation].metrics: {e}") from e
-    b = built["bootstrap"]
-    if b.n_resamples < 1:
-        raise ConfigError(f"{source}: [bootstrap].n_resamples: expected an integer >= 1, got {b.n_resamples}")
+    check = SectionChecker(source, "bootstrap")
+    b = study.bootstrap
+    check.integer("n_resamples", b.n_resamples, 1)
+    check.integer("sample_size", b.sample_size, 0)
+    if b.seed is not None:
+        check.integer("seed", b.seed, 0)
     if not 0 < b.confidence < 1:
         raise ConfigError(f"{source}: [bootstrap].confidence: expected a number in (0, 1), got {b.confidence}")
-    if built["evaluation"].k < 1:
-        raise ConfigError(f"{source}: [evaluation].k: expected an integer >= 1")
-    return Study(**built, **lists, adapt=dict(data.get("adapt", {})), tune=dict(data.get("tune", {})),
-                 source=source, base_dir=base_dir or Path.cwd())
+    SectionChecker(source, "evaluation").integer("k", study.evaluation.k, 1)
+    SectionChecker(source, "study").integer("seed", study.study.seed, 0)
 
 
-def _default_name(ref: str) -> str:
+def default_name(ref: str) -> str:
     """A system or dataset name from a reference: ``beir:../x/scifact`` -> ``scifact``."""
     tail = ref.split(":", 1)[-1].rstrip("/\\") or ref
     return Path(tail).name.split("?")[0] or ref
 
 
-def load_study(path: str | Path) -> Study:
-    """Read and validate a study TOML file."""
-    p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except FileNotFoundError as e:
-        raise ConfigError(f"{p}: study file not found") from e
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{p}: not UTF-8 text (byte {e.start})") from e
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: invalid TOML: {e}") from e
-    return parse_study(data, source=str(p), base_dir=_project_root(p.resolve().parent))
-
-
-def _project_root(start: Path) -> Path:
+def project_root(start: Path) -> Path:
     """Relative paths in a study resolve against the project root: the nearest folder above
-    the study holding pyproject.toml (else the study's own folder). The same file then means
-    the same paths locally and in a submitted Ray job, whose working_dir is that root."""
+    ``start`` holding pyproject.toml (else ``start``). The same file then means the same paths
+    locally and in a submitted Ray job, whose working_dir is that root."""
     for p in [start, *start.parents]:
         if (p / "pyproject.toml").exists():
             return p
     return start
+

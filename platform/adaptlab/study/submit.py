@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adaptlab.errors import ConfigError
-from adaptlab.study.schema import _project_root
+from adaptlab.study.load import load_study
+from adaptlab.study.schema import project_root
 
 __all__ = ["SubmitResult", "project_root", "submission_id", "submit_study"]
 
@@ -30,11 +31,6 @@ class SubmitResult:
     submission_id: str
     status: str
     resubmitted: bool
-
-
-def project_root(start: Path) -> Path:
-    """The nearest folder above ``start`` holding pyproject.toml (else ``start``)."""
-    return _project_root(start)
 
 
 def submission_id(study_path: Path, store: str) -> str:
@@ -55,8 +51,6 @@ def submit_study(
     log=None,
 ) -> SubmitResult:
     """Submit ``study_path`` to the Ray cluster at ``address`` (``http://HOST:8265``)."""
-    from adaptlab.study.schema import load_study
-
     path = Path(study_path).resolve()
     study = load_study(path)  # validate before anything leaves this machine
     root = project_root(path.parent)

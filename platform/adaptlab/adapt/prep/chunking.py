@@ -1,0 +1,342 @@
+"""Chunks: consecutive whole sentences of one document, at most ``max_tokens`` model tokens.
+
+Following the EIS study (004_d4e67b48691a8900.txt, section 3.1), a document is split into
+sentences and the sentences are grouped greedily, in order, into chunks of at most 256 tokens
+of the model's tokenizer, never splitting a sentence. A single sentence longer than the limit is
+the one exception: it is cut into consecutive windows of tokens, each its own chunk, flagged
+``split_sentence=True`` and reported by a logged warning.
+
+The limit counts what the model sees: by default the tokenizer's special tokens ([CLS], [SEP])
+are included, so ``len(tokenizer(chunk.text)["input_ids"]) <= max_tokens`` holds and a model with
+a 256-token window embeds every chunk without truncation.
+
+Chunk ids are stable: ``f"{doc_id}#c{i}"`` with ``i`` the 0-based position in the document.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from adaptlab.data.dataset import Document
+from adaptlab.data.text import split_sentences
+from adaptlab.errors import ConfigError, DataError
+
+__all__ = [
+    "Chunk",
+    "chunk_document",
+    "chunk_documents",
+    "chunk_id",
+    "chunks_by_document",
+    "read_chunks",
+    "write_chunks",
+]
+
+log = logging.getLogger(__name__)
+
+SentenceSplitter = Callable[[str], list[tuple[int, int]]]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A run of whole sentences of one document.
+
+    ``start``/``end``: character offsets of the chunk in its document's (cleaned) text, so
+    ``text == document.text[start:end]``. ``n_tokens``: tokens of ``text`` as counted against
+    the limit (special tokens included unless the chunker was told otherwise).
+    ``split_sentence``: the chunk is a token window of one over-long sentence.
+    """
+
+    id: str
+    doc_id: str
+    index: int
+    text: str
+    start: int
+    end: int
+    n_tokens: int
+    split_sentence: bool = False
+
+
+def chunk_id(doc_id: str, index: int) -> str:
+    """The stable id of chunk ``index`` of document ``doc_id``: ``f"{doc_id}#c{index}"``."""
+    return f"{doc_id}#c{index}"
+
+
+class _Counter:
+    """Token counting through any HF-tokenizer-like callable."""
+
+    def __init__(self, tokenizer: Any, count_special_tokens: bool) -> None:
+        if not callable(tokenizer):
+            raise ConfigError(
+                f"tokenizer: expected a Hugging Face-style tokenizer (callable returning "
+                f"'input_ids'), got {type(tokenizer).__name__}"
+            )
+        self.tok = tokenizer
+        self.special = count_special_tokens
+        self._quiet = True  # HF tokenizers: verbose=False silences the over-length warning
+        self.overhead = self._overhead() if count_special_tokens else 0
+
+    def __call__(self, text: Any, **kw: Any) -> Any:
+        if self._quiet:
+            try:
+                return self.tok(text, verbose=False, **kw)
+            except TypeError:
+                self._quiet = False
+        return self.tok(text, **kw)
+
+    def _overhead(self) -> int:
+        fn = getattr(self.tok, "num_special_tokens_to_add", None)
+        if callable(fn):
+            return int(fn(pair=False))
+        with_sp = len(self("x", add_special_tokens=True)["input_ids"])
+        without = len(self("x", add_special_tokens=False)["input_ids"])
+        return with_sp - without
+
+    def content(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text without special tokens."""
+        if not texts:
+            return []
+        ids = self(list(texts), add_special_tokens=False)["input_ids"]
+        return [len(x) for x in ids]
+
+    def exact(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text as counted against the limit."""
+        if not texts:
+            return []
+        ids = self(list(texts), add_special_tokens=self.special)["input_ids"]
+        return [len(x) for x in ids]
+
+    def windows(self, text: str, budget: int) -> list[tuple[int, int]] | None:
+        """Character spans of consecutive windows of ``budget`` tokens of ``text``.
+
+        None when the tokenizer gives no character offsets (a slow tokenizer).
+        """
+        try:
+            enc = self(text, add_special_tokens=False, return_offsets_mapping=True)
+            offsets = enc["offset_mapping"]
+        except (NotImplementedError, KeyError, TypeError, ValueError):
+            return None
+        spans = []
+        for i in range(0, len(offsets), budget):
+            window = [o for o in offsets[i : i + budget] if o[1] > o[0]]
+            if window:
+                spans.append((int(window[0][0]), int(window[-1][1])))
+        return spans
+
+
+def _default_splitter() -> SentenceSplitter:
+    return split_sentences
+
+
+def _pieces(
+    text: str, start: int, end: int, n: int, budget: int, counter: _Counter, doc_id: str
+) -> list[tuple[int, int, str | None]]:
+    """Token windows of the over-long sentence ``text[start:end]`` as (start, end, decoded)."""
+    sentence = text[start:end]
+    log.warning(
+        "document %r: a sentence of %d tokens (characters %d-%d) exceeds the chunk limit of %d "
+        "content tokens; it is split by tokens and its chunks are flagged split_sentence",
+        doc_id, n, start, end, budget,
+    )
+    spans = counter.windows(sentence, budget)
+    if spans is None:  # no offsets: decode token windows instead (text may be normalised)
+        ids = counter(sentence, add_special_tokens=False)["input_ids"]
+        return [
+            (start, end, counter.tok.decode(ids[i : i + budget]))
+            for i in range(0, len(ids), budget)
+        ]
+    return [(start + s, start + e, None) for s, e in spans]
+
+
+def chunk_document(
+    doc: Document,
+    tokenizer: Any,
+    *,
+    max_tokens: int = 256,
+    count_special_tokens: bool = True,
+    splitter: SentenceSplitter | None = None,
+) -> list[Chunk]:
+    """Split one document into chunks of whole sentences of at most ``max_tokens`` tokens.
+
+    Greedy packing: sentences are added in order to the current chunk while the sum of their
+    token counts stays within the budget (``max_tokens`` minus the tokenizer's special tokens
+    when ``count_special_tokens``); the packed text is then tokenised once more and, if a
+    tokenizer merges across sentence boundaries so that the exact count exceeds the limit,
+    the chunk gives up its last sentences to the next one. A sentence alone over the budget is
+    cut into token windows (see the module docstring). Sentences come from
+    :func:`adaptlab.data.text.split_sentences` unless ``splitter`` is given.
+    """
+    if max_tokens < 8:
+        raise ConfigError(f"max_tokens={max_tokens}: expected an integer >= 8")
+    counter = _Counter(tokenizer, count_special_tokens)
+    budget = max_tokens - counter.overhead
+    if budget < 1:
+        raise ConfigError(
+            f"max_tokens={max_tokens} leaves no room after {counter.overhead} special tokens"
+        )
+    split = splitter or _default_splitter()
+    text = doc.text
+    spans = [(s, e) for s, e in split(text) if text[s:e].strip()]
+    if not spans:
+        return []
+    counts = counter.content([text[s:e] for s, e in spans])
+
+    # Units: whole sentences, or token windows of an over-long sentence (flagged, standalone).
+    groups: list[tuple[list[tuple[int, int]], bool, str | None]] = []
+    current: list[tuple[int, int]] = []
+    used = 0
+    for (s, e), n in zip(spans, counts, strict=True):
+        if n > budget:
+            if current:
+                groups.append((current, False, None))
+                current, used = [], 0
+            for ps, pe, decoded in _pieces(text, s, e, n, budget, counter, doc.id):
+                groups.append(([(ps, pe)], True, decoded))
+            continue
+        if current and used + n > budget:
+            groups.append((current, False, None))
+            current, used = [], 0
+        current.append((s, e))
+        used += n
+    if current:
+        groups.append((current, False, None))
+
+    out: list[tuple[int, int, str | None, bool, int]] = []
+    texts = [d if d is not None else text[g[0][0] : g[-1][1]] for g, _, d in groups]
+    exact = counter.exact(texts)
+    for (group, flagged, decoded), piece, n in zip(groups, texts, exact, strict=True):
+        if n <= max_tokens or len(group) == 1:
+            if n > max_tokens:
+                log.warning(
+                    "document %r: chunk at characters %d-%d has %d tokens after re-tokenisation "
+                    "(limit %d)", doc.id, group[0][0], group[-1][1], n, max_tokens,
+                )
+            out.append((group[0][0], group[-1][1], decoded, flagged, n))
+            continue
+        out.extend(_repack(text, group, counter, max_tokens))
+    return [
+        Chunk(
+            id=chunk_id(doc.id, i),
+            doc_id=doc.id,
+            index=i,
+            text=decoded if decoded is not None else text[s:e],
+            start=s,
+            end=e,
+            n_tokens=n,
+            split_sentence=flagged,
+        )
+        for i, (s, e, decoded, flagged, n) in enumerate(out)
+    ]
+
+
+def _repack(
+    text: str, group: list[tuple[int, int]], counter: _Counter, max_tokens: int
+) -> list[tuple[int, int, None, bool, int]]:
+    """Re-pack sentences whose joined text tokenises longer than the sum of their parts."""
+    out: list[tuple[int, int, None, bool, int]] = []
+    i = 0
+    while i < len(group):
+        j = i + 1
+        n = counter.exact([text[group[i][0] : group[i][1]]])[0]
+        while j < len(group):
+            m = counter.exact([text[group[i][0] : group[j][1]]])[0]
+            if m > max_tokens:
+                break
+            n, j = m, j + 1
+        out.append((group[i][0], group[j - 1][1], None, False, n))
+        i = j
+    return out
+
+
+def chunk_documents(
+    docs: Iterable[Document],
+    tokenizer: Any,
+    *,
+    max_tokens: int = 256,
+    count_special_tokens: bool = True,
+    splitter: SentenceSplitter | None = None,
+) -> list[Chunk]:
+    """:func:`chunk_document` over a corpus, in document order.
+
+    A document that yields no chunk (no sentence with non-space text) is skipped with a
+    logged warning; it then takes no part in data scales.
+    """
+    split = splitter or _default_splitter()
+    out: list[Chunk] = []
+    n_split = 0
+    for doc in docs:
+        chunks = chunk_document(
+            doc, tokenizer, max_tokens=max_tokens,
+            count_special_tokens=count_special_tokens, splitter=split,
+        )
+        if not chunks:
+            log.warning("document %r has no sentences; it yields no chunk", doc.id)
+        n_split += sum(c.split_sentence for c in chunks)
+        out.extend(chunks)
+    if n_split:
+        log.warning("%d chunk(s) are token windows of over-long sentences", n_split)
+    return out
+
+
+def chunks_by_document(chunks: Iterable[Chunk]) -> dict[str, list[Chunk]]:
+    """Chunks grouped by document id, each list in chunk order (first-seen document order)."""
+    out: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        out.setdefault(c.doc_id, []).append(c)
+    for lst in out.values():
+        lst.sort(key=lambda c: c.index)
+    return out
+
+
+_CHUNK_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("doc_id", pa.string()),
+        ("index", pa.int32()),
+        ("text", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("n_tokens", pa.int32()),
+        ("split_sentence", pa.bool_()),
+    ]
+)
+
+
+def write_chunks(
+    path: str | Path, chunks: Sequence[Chunk], meta: dict[str, str] | None = None
+) -> Path:
+    """Write chunks as a Parquet file (one row per chunk); ``meta`` goes to schema metadata."""
+    cols: dict[str, list[Any]] = {name: [] for name in _CHUNK_SCHEMA.names}
+    for c in chunks:
+        for k, v in asdict(c).items():
+            cols[k].append(v)
+    schema = _CHUNK_SCHEMA.with_metadata(
+        {k.encode(): str(v).encode() for k, v in (meta or {}).items()}
+    )
+    table = pa.table(cols, schema=schema)
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(p)
+    return p
+
+
+def read_chunks(path: str | Path) -> list[Chunk]:
+    """Chunks written by :func:`write_chunks`."""
+    p = Path(path)
+    try:
+        table = pq.read_table(p)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise DataError(f"{p}: cannot read chunks Parquet ({e})") from e
+    missing = [n for n in _CHUNK_SCHEMA.names if n not in table.column_names]
+    if missing:
+        raise DataError(f"{p}: not a chunks file; missing column(s) {', '.join(missing)}")
+    rows = table.select(_CHUNK_SCHEMA.names).to_pylist()
+    return [Chunk(**r) for r in rows]

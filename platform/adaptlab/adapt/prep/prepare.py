@@ -1,0 +1,201 @@
+"""The adaptation-data stage end to end: documents -> chunks -> scales -> questions -> triplets.
+
+Order of operations (each step is a function of this package; all randomness from ``seed``):
+
+1. :func:`~adaptlab.adapt.prep.chunking.chunk_documents`: chunks of whole sentences, <= 256 tokens.
+2. Hold out test documents first, from the whole corpus
+   (:func:`~adaptlab.adapt.prep.splits.split_documents`, ``test_fraction``): they are outside every
+   data scale, so one test set serves the base model and every adapted variant of every scale.
+3. :func:`~adaptlab.adapt.prep.scales.build_scales` on the remaining documents: nested scales,
+   ``fraction`` of each document's chunks sampled.
+4. Questions for the sampled chunks of the largest scale and of the test documents, generated
+   once (a chunk's questions do not depend on the scale, so smaller scales reuse them and an
+   LLM generator's cache answers repeats).
+5. Per scale: documents split into train / validation (``validation_fraction``); hard negatives
+   mined with the base model (embeddings memoised across scales) from all chunks (sampled or
+   not) of the training documents for training triplets, and of the scale's training and
+   validation documents for validation triplets; never from test documents. Triplets are
+   written to ``{out_dir}/{scale}/{split}.parquet``.
+6. The held-out questions become an evaluation Dataset
+   (:func:`~adaptlab.adapt.prep.evalset.heldout_dataset`), written as a BEIR folder
+   ``{out_dir}/heldout``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from adaptlab.adapt.prep.chunking import Chunk, chunk_documents, chunks_by_document, write_chunks
+from adaptlab.adapt.prep.evalset import heldout_dataset
+from adaptlab.data.beir import write_beir
+from adaptlab.adapt.prep.negatives import as_embed_fn, memoize_embed, mine_hard_negatives
+from adaptlab.adapt.prep.questions import QuestionGenerator, SyntheticQuestion
+from adaptlab.adapt.prep.scales import DataScale, build_scales, sample_chunks
+from adaptlab.adapt.prep.splits import DocumentSplits, split_documents
+from adaptlab.adapt.prep.triplets import Triplet, TripletProvenance, build_triplets, write_triplets
+from adaptlab.data.dataset import Dataset, Document
+from adaptlab.errors import ConfigError
+
+__all__ = ["AdaptationData", "ScaleData", "prepare_adaptation_data"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ScaleData:
+    """One data scale's outputs: document split, questions and triplet files per split."""
+
+    scale: DataScale
+    splits: DocumentSplits
+    questions: dict[str, list[SyntheticQuestion]]
+    triplets: dict[str, list[Triplet]] = field(default_factory=dict)
+    triplet_files: dict[str, Path] = field(default_factory=dict)
+    provenance: dict[str, TripletProvenance] = field(default_factory=dict)
+
+
+@dataclass
+class AdaptationData:
+    """Everything :func:`prepare_adaptation_data` produced."""
+
+    chunks: list[Chunk]
+    test_documents: tuple[str, ...]
+    test_questions: list[SyntheticQuestion]
+    heldout: Dataset
+    scales: list[ScaleData]
+    out_dir: Path | None
+
+    def summary(self) -> dict[str, Any]:
+        """Counts per scale and split, and the held-out set (JSON-ready)."""
+        return {
+            "chunks": len(self.chunks),
+            "documents": len({c.doc_id for c in self.chunks}),
+            "test_documents": len(self.test_documents),
+            "test_questions": len(self.test_questions),
+            "heldout_corpus": self.heldout.n_documents,
+            "heldout_fingerprint": self.heldout.fingerprint(),
+            "scales": {
+                s.scale.name: {
+                    "documents": s.scale.n_documents,
+                    "sampled_chunks": len(s.scale.chunk_ids),
+                    **{f"{k}_questions": len(v) for k, v in s.questions.items()},
+                    **{f"{k}_fingerprint": p.fingerprint for k, p in s.provenance.items()},
+                }
+                for s in self.scales
+            },
+        }
+
+
+def prepare_adaptation_data(
+    documents: Sequence[Document],
+    tokenizer: Any,
+    generator: QuestionGenerator,
+    model: Any,
+    *,
+    out_dir: str | Path | None = None,
+    sizes: Sequence[int | str] = (10, 100, 700),
+    fraction: float = 0.3,
+    seed: int = 0,
+    test_fraction: float = 0.1,
+    validation_fraction: float = 0.1,
+    max_tokens: int = 256,
+    n_negatives: int = 10,
+    duplicate_threshold: float | None = 0.95,
+    margin: float | None = 0.05,
+    base_model: str = "",
+    eval_corpus: Literal["documents", "all"] = "documents",
+) -> AdaptationData:
+    """Run the adaptation-data stage (steps in the module docstring).
+
+    ``model`` is the base model used to mine negatives (see
+    :func:`~adaptlab.adapt.prep.negatives.as_embed_fn`); ``base_model`` is its name for provenance
+    (defaults to ``model`` when that is a string). ``out_dir`` None keeps everything in memory.
+    """
+    if not 0.0 < test_fraction < 1.0:
+        raise ConfigError(f"test_fraction={test_fraction}: expected a number in (0, 1)")
+    if not 0.0 <= validation_fraction < 1.0:
+        raise ConfigError(f"validation_fraction={validation_fraction}: expected a number in [0, 1)")
+    base_name = base_model or (model if isinstance(model, str) else type(model).__name__)
+    out = Path(out_dir) if out_dir is not None else None
+
+    chunks = chunk_documents(documents, tokenizer, max_tokens=max_tokens)
+    grouped = chunks_by_document(chunks)
+    held = split_documents(grouped, (1.0 - test_fraction, 0.0, test_fraction), seed=seed)
+    test_docs = held.test
+    scales = build_scales(chunks, sizes, fraction=fraction, seed=seed, exclude_documents=test_docs)
+
+    largest = scales[-1].chunks(chunks)
+    test_sample = [c for d in test_docs for c in sample_chunks(grouped[d], fraction, seed=seed)]
+    questions = generator.generate([*largest, *test_sample])
+    by_chunk: dict[str, list[SyntheticQuestion]] = {}
+    for q in questions:
+        by_chunk.setdefault(q.chunk_id, []).append(q)
+    test_set = set(test_docs)
+    test_questions = [q for q in questions if q.doc_id in test_set]
+    if not test_questions:
+        raise ConfigError(
+            f"the {len(test_docs)} held-out document(s) yielded no question; raise test_fraction "
+            "or check the generator"
+        )
+    heldout = heldout_dataset(
+        test_questions, chunks, name="heldout", corpus=eval_corpus, documents=test_docs,
+        meta={"seed": seed, "test_documents": list(test_docs), "fraction": fraction},
+    )
+
+    embed = memoize_embed(as_embed_fn(model))
+    mining = {"n": n_negatives, "duplicate_threshold": duplicate_threshold, "margin": margin}
+    results: list[ScaleData] = []
+    for scale in scales:
+        splits = split_documents(
+            scale.doc_ids, (1.0 - validation_fraction, validation_fraction, 0.0), seed=seed
+        )
+        scale_qs = [q for cid in scale.chunk_ids for q in by_chunk.get(cid, [])]
+        data = ScaleData(scale, splits, {})
+        for split in ("train", "validation"):
+            qs = splits.select(scale_qs, split)
+            data.questions[split] = qs
+            if not qs:
+                continue
+            # train: negatives from training documents only, so validation text stays unseen;
+            # validation: from all the scale's documents (nothing of the test set either way)
+            pool = splits.select(chunks, "train") + (
+                splits.select(chunks, "validation") if split == "validation" else []
+            )
+            negs = mine_hard_negatives(qs, chunks, embed, pool=pool, **mining)
+            triplets = build_triplets(qs, chunks, negs)
+            data.triplets[split] = triplets
+            if out is None:
+                continue
+            path = out / scale.name / f"{split}.parquet"
+            prov = write_triplets(
+                path,
+                triplets,
+                TripletProvenance(
+                    base_model=base_name, scale=scale.name, seed=seed, generator=generator.name,
+                    split=split,
+                    extra={
+                        **negs.settings(),
+                        "n_documents": scale.n_documents,
+                        "fraction": fraction,
+                        "max_tokens": max_tokens,
+                        "heldout_fingerprint": heldout.fingerprint(),
+                        "dropped_duplicate": negs.dropped_duplicate,
+                        "dropped_margin": negs.dropped_margin,
+                    },
+                ),
+            )
+            data.triplet_files[split] = path
+            data.provenance[split] = prov
+        results.append(data)
+
+    result = AdaptationData(chunks, test_docs, test_questions, heldout, results, out)
+    if out is not None:
+        write_chunks(out / "chunks.parquet", chunks, {"max_tokens": str(max_tokens)})
+        write_beir(heldout, out / "heldout")
+        (out / "summary.json").write_text(json.dumps(result.summary(), indent=2) + "\n")
+    log.info("adaptation data: %s", json.dumps(result.summary()))
+    return result

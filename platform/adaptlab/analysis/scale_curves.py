@@ -1,0 +1,185 @@
+"""Scale curves: a measure against the data scale, one curve per adaptation variant.
+
+From the evaluation of a scale study (its :class:`~adaptlab.evaluation.EvaluationSummary`, or
+the store's ``metrics`` rows of one evaluation), for one dataset and one measure:
+
+- each variant's value with its bootstrapped 95% CI at every scale (the CI band), and
+- the paired gain over the base model, ``variant - base`` with its CI and bootstrap p-value,
+
+read from the system names of :func:`adaptlab.study.scale.system_name`
+(``minilm-ft-s100``: variant ``ft`` at 100 documents; ``minilm-base``: the base model, a
+horizontal reference). This is the view of 004 ("Evaluating the Robustness of Dense Retrievers
+in Interdisciplinary Domains", section 4) of how the gain grows with domain data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adaptlab.errors import ConfigError
+from adaptlab.metrics import Measure
+
+__all__ = ["ScaleCurve", "ScalePoint", "curves_table", "parse_system_name", "plot_scale_curves", "scale_curves"]
+
+_NAME = re.compile(r"^(?P<label>.+?)-(?:(?P<base>base)|(?P<variant>pt-ft|pt|ft|merged)-s(?P<n>\d+))$")
+
+
+def parse_system_name(name: str) -> tuple[str, str, int | None] | None:
+    """``(label, variant, n_documents)`` of a scale-study system name, or None for another name.
+
+    ``"minilm-pt-ft-s10"`` -> ``("minilm", "pt-ft", 10)``; ``"minilm-base"`` ->
+    ``("minilm", "base", None)``.
+    """
+    m = _NAME.match(name)
+    if m is None:
+        return None
+    if m.group("base"):
+        return m.group("label"), "base", None
+    return m.group("label"), m.group("variant"), int(m.group("n"))
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    """One variant at one scale: the value with its CI, and the paired gain over the base."""
+
+    n_documents: int
+    value: float
+    ci_low: float
+    ci_high: float
+    gain: float | None = None
+    gain_ci_low: float | None = None
+    gain_ci_high: float | None = None
+    p_value: float | None = None
+
+
+@dataclass(frozen=True)
+class ScaleCurve:
+    """A variant's points in increasing scale; ``base`` = (value, ci_low, ci_high) of the base."""
+
+    label: str
+    variant: str
+    measure: str
+    points: tuple[ScalePoint, ...]
+    base: tuple[float, float, float] | None = None
+
+
+def _rows_of(source: Any) -> list[Mapping[str, Any]]:
+    if hasattr(source, "metric_rows") and hasattr(source, "systems"):  # EvaluationSummary
+        return source.metric_rows({s: s for s in source.systems}, "")
+    if hasattr(source, "to_pylist"):  # pyarrow.Table
+        return source.to_pylist()
+    if hasattr(source, "to_dict") and hasattr(source, "columns"):  # pandas.DataFrame
+        return source.to_dict("records")
+    return list(source)
+
+
+def _missing(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and x != x)
+
+
+def scale_curves(source: Any, measure: str, *, label: str | None = None) -> list[ScaleCurve]:
+    """One :class:`ScaleCurve` per (label, variant) for ``measure``.
+
+    ``source``: an EvaluationSummary, or ``metrics`` rows (pyarrow Table, DataFrame or dicts
+    with ``system``, ``measure``, ``value``, ``ci_low``, ``ci_high``, ``compared_to``,
+    ``p_value``) of **one** evaluation on one dataset (e.g. ``store.metrics(run_id=[...])``
+    for the run ids of one commit). Paired gains are taken from the rows comparing a variant
+    with ``<label>-base``. Variants come in the order pt, ft, pt-ft, merged.
+    """
+    want = str(Measure.parse(measure))
+    single: dict[str, Mapping[str, Any]] = {}
+    paired: dict[str, Mapping[str, Any]] = {}
+    for row in _rows_of(source):
+        if str(Measure.parse(row["measure"])) != want:
+            continue
+        (single if _missing(row.get("compared_to")) else paired)[str(row["system"])] = row
+    points: dict[tuple[str, str], list[ScalePoint]] = {}
+    bases: dict[str, tuple[float, float, float]] = {}
+    for system, row in single.items():
+        parsed = parse_system_name(system)
+        if parsed is None or (label is not None and parsed[0] != label):
+            continue
+        lab, variant, n = parsed
+        if variant == "base":
+            bases[lab] = (float(row["value"]), float(row["ci_low"]), float(row["ci_high"]))
+            continue
+        pair = paired.get(system)
+        if pair is not None and str(pair.get("compared_to")) != f"{lab}-base":
+            pair = None
+        assert n is not None
+        points.setdefault((lab, variant), []).append(ScalePoint(
+            n, float(row["value"]), float(row["ci_low"]), float(row["ci_high"]),
+            *((float(pair["value"]), float(pair["ci_low"]), float(pair["ci_high"]), float(pair["p_value"]))
+              if pair is not None else (None, None, None, None)),
+        ))
+    order = {"pt": 0, "ft": 1, "pt-ft": 2, "merged": 3}
+    return [
+        ScaleCurve(lab, variant, want, tuple(sorted(pts, key=lambda p: p.n_documents)), bases.get(lab))
+        for (lab, variant), pts in sorted(points.items(), key=lambda kv: (kv[0][0], order[kv[0][1]]))
+    ]
+
+
+def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path, *, title: str | None = None) -> Path:
+    """Two panels: the measure against the number of documents (log axis) per variant with CI
+    bands and the base model as a dashed line with its band; and the paired gain over the base
+    with its CI (error bars), points with p < 0.05 filled. Writes a PNG to ``path``."""
+    if not curves:
+        raise ConfigError("plot_scale_curves: nothing to plot")
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10.0, 4.0), dpi=100, layout="constrained")
+    ax, gx = fig.subplots(1, 2)
+    xs_all: list[int] = []
+    for i, c in enumerate(curves):
+        color = f"C{i % 10}"
+        xs = np.array([p.n_documents for p in c.points], dtype=float)
+        xs_all += [p.n_documents for p in c.points]
+        ax.plot(xs, [p.value for p in c.points], marker="o", color=color, label=f"{c.label} {c.variant}")
+        ax.fill_between(xs, [p.ci_low for p in c.points], [p.ci_high for p in c.points], color=color, alpha=0.15)
+        gains = [p for p in c.points if p.gain is not None]
+        if gains:
+            gxs = np.array([p.n_documents for p in gains], dtype=float) * (1 + 0.03 * (i - len(curves) / 2))
+            g = np.array([p.gain for p in gains])
+            err = np.array([[p.gain - p.gain_ci_low, p.gain_ci_high - p.gain] for p in gains]).T
+            gx.errorbar(gxs, g, yerr=err, color=color, fmt="none", capsize=3)
+            sig = np.array([p.p_value is not None and p.p_value < 0.05 for p in gains])
+            gx.scatter(gxs[sig], g[sig], color=color, s=30, label=f"{c.label} {c.variant}")
+            gx.scatter(gxs[~sig], g[~sig], facecolors="none", edgecolors=color, s=30)
+    bases = {c.label: c.base for c in curves if c.base is not None}
+    if xs_all:
+        lo, hi = min(xs_all), max(xs_all)
+        for value, b_lo, b_hi in bases.values():
+            ax.axhline(value, color="k", linestyle="--", linewidth=1, label="base")
+            ax.fill_between([lo, hi], [b_lo, b_lo], [b_hi, b_hi], color="k", alpha=0.07)
+    measure = curves[0].measure
+    for a in (ax, gx):
+        a.set_xscale("log")
+        a.set_xlabel("documents in the data scale")
+        a.grid(alpha=0.3)
+    ax.set_ylabel(measure)
+    gx.axhline(0.0, color="k", linewidth=1)
+    gx.set_ylabel(f"{measure}: variant - base (95% CI; filled: p < 0.05)")
+    ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(fig)
+    fig.savefig(p, format="png", bbox_inches="tight")
+    return p
+
+
+def curves_table(curves: Iterable[ScaleCurve]) -> list[dict[str, Any]]:
+    """Flat rows (label, variant, measure, n_documents, value, CI, gain, gain CI, p) for printing."""
+    return [
+        {"label": c.label, "variant": c.variant, "measure": c.measure, "n_documents": p.n_documents,
+         "value": p.value, "ci_low": p.ci_low, "ci_high": p.ci_high, "gain": p.gain,
+         "gain_ci_low": p.gain_ci_low, "gain_ci_high": p.gain_ci_high, "p_value": p.p_value}
+        for c in curves for p in c.points
+    ]

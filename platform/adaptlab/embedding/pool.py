@@ -1,0 +1,289 @@
+"""Warm embedding actor pools: the encoder is loaded once per actor and kept for the study.
+
+A pool is a few Ray actors, each an :class:`~adaptlab.embedding.actor.EmbedBatch` holding one
+loaded encoder (heavy setup in ``__init__``). Pools are kept in a registry keyed by the encoder
+recipe and the placement (actors, threads, GPU or CPU), so every ``embed_texts(..., use_ray=True)``
+call with the same model -- documents and queries, dataset after dataset -- reuses the same warm
+actors instead of starting a pipeline and loading the model again.
+
+Scheduling: blocks go to the actors from one queue, at most two in flight per actor (one
+running, one waiting, so an actor never idles between blocks); whichever actor finishes takes
+the next block. Fault tolerance is ours and bounded: an actor that dies (process crash, node
+loss) is replaced by a fresh one and its unfinished blocks are queued again, at most
+``max_restarts`` times per call (default :data:`DEFAULT_MAX_RESTARTS`); after that the call
+raises. Actors are created with Ray's ``max_restarts=0`` (we replace them ourselves), so Ray
+never has to keep their constructor arguments alive for a restart.
+
+Lifetime: pools live until :func:`release_pools` (or the :func:`embedding_pools` context
+manager exits, or :func:`adaptlab.runtime.shutdown_ray`). A pool whose Ray session has ended
+(``ray.shutdown()`` called directly) is dropped on next use. When a new pool would not fit into
+the cluster's CPUs/GPUs next to the existing ones, the least recently used pools are released
+first (a pool waiting for resources held by an idle pool would wait forever).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from adaptlab.embedding.actor import EmbedBatch, EncoderFactory
+from adaptlab.errors import ConfigError
+from adaptlab.models.base import TextKind
+from adaptlab.models.load import EncoderSpec
+from adaptlab.runtime import on_shutdown
+
+__all__ = [
+    "DEFAULT_MAX_RESTARTS",
+    "EncoderPool",
+    "PoolPlacement",
+    "active_pools",
+    "embedding_pools",
+    "get_pool",
+    "release_pools",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RESTARTS = 3
+"""Actor replacements allowed per call before the call fails (a model that crashes its worker
+on every batch fails after this many tries instead of retrying forever)."""
+
+_IN_FLIGHT_PER_ACTOR = 2
+
+
+@dataclass(frozen=True)
+class PoolPlacement:
+    """How many actors, with which resources each (``num_gpus`` 1 on a GPU cluster, else CPU
+    slots), ``torch_threads`` intra-op threads and the ``device`` string passed to the factory."""
+
+    num_actors: int
+    num_cpus: float
+    num_gpus: float
+    torch_threads: int | None
+    device: str | None
+
+
+def factory_key(factory: EncoderFactory) -> str:
+    """A stable key of an encoder recipe: the spec's fields, or the pickled callable's digest."""
+    if isinstance(factory, EncoderSpec):
+        return json.dumps(["spec", str(factory.ref), repr(factory.ref), factory.backend, dict(factory.options)],
+                          sort_keys=True, default=str)
+    from ray import cloudpickle  # deferred: ray is imported only when a pool is needed
+
+    return "callable:" + hashlib.sha256(cloudpickle.dumps(factory)).hexdigest()
+
+
+class EncoderPool:
+    """A set of warm :class:`EmbedBatch` actors for one encoder recipe and placement."""
+
+    def __init__(self, factory: EncoderFactory, placement: PoolPlacement) -> None:
+        import ray  # deferred: importing adaptlab.embedding must not import ray
+
+        self.factory = factory
+        self.placement = placement
+        self.session = _session_id()
+        self.restarts = 0
+        self._lock = threading.Lock()
+        self._remote = ray.remote(EmbedBatch)
+        self.actors = [self._new_actor() for _ in range(placement.num_actors)]
+
+    def _new_actor(self) -> Any:
+        p = self.placement
+        opts: dict[str, Any] = {"max_restarts": 0, "max_task_retries": 0, "num_cpus": p.num_cpus}
+        if p.num_gpus:
+            opts["num_gpus"] = p.num_gpus
+        return self._remote.options(**opts).remote(
+            self.factory, torch_threads=p.torch_threads, device=p.device)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the pool belongs to the running Ray session."""
+        return bool(self.actors) and self.session == _session_id()
+
+    def run(self, blocks: Sequence[tuple[np.ndarray, list[str]]], *, kind: TextKind, batch_size: int,
+            max_restarts: int = DEFAULT_MAX_RESTARTS) -> Iterator[dict[str, np.ndarray]]:
+        """Embed ``blocks`` of ``(row_ids, texts)``; yields one output batch per block (in the
+        order they finish). One call at a time per pool."""
+        with self._lock:
+            try:
+                yield from _Dispatch(self, blocks, kind, batch_size, max_restarts).results()
+            except ConfigError:
+                self.close()  # the encoder cannot load: drop the pool, the next call starts afresh
+                raise
+
+    def replace(self, index: int) -> None:
+        """Kill actor ``index`` (if still there) and start a fresh one in its place."""
+        import ray  # deferred: ray is heavy and only needed here
+
+        with contextlib.suppress(Exception):
+            ray.kill(self.actors[index])
+        self.actors[index] = self._new_actor()
+        self.restarts += 1
+
+    def close(self) -> None:
+        """Kill the actors (no-op for a pool of an ended Ray session)."""
+        import ray  # deferred: ray is heavy and only needed here
+
+        if ray.is_initialized() and self.session == _session_id():
+            for actor in self.actors:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor)
+        self.actors = []
+
+
+class _Dispatch:
+    """One call's scheduling state: a queue of block indices, the in-flight references."""
+
+    def __init__(self, pool: EncoderPool, blocks: Sequence[tuple[np.ndarray, list[str]]], kind: TextKind,
+                 batch_size: int, max_restarts: int) -> None:
+        self.pool, self.blocks, self.kind, self.batch_size = pool, blocks, kind, batch_size
+        self.max_restarts = max_restarts
+        self.queue = list(range(len(blocks)))[::-1]  # pop() takes the first (longest) block
+        self.in_flight: dict[Any, tuple[int, int]] = {}  # ref -> (block, actor index)
+        self.replaced = 0
+
+    def submit(self, actor_index: int) -> None:
+        block = self.queue.pop()
+        row_ids, texts = self.blocks[block]
+        ref = self.pool.actors[actor_index].__call__.remote(
+            {"row_id": row_ids, "text": texts}, kind=self.kind, batch_size=self.batch_size)
+        self.in_flight[ref] = (block, actor_index)
+
+    def fill(self) -> None:
+        load = [0] * len(self.pool.actors)
+        for _, a in self.in_flight.values():
+            load[a] += 1
+        while self.queue:
+            a = int(np.argmin(load))
+            if load[a] >= _IN_FLIGHT_PER_ACTOR:
+                return
+            self.submit(a)
+            load[a] += 1
+
+    def results(self) -> Iterator[dict[str, np.ndarray]]:
+        import ray  # deferred: ray is heavy and only needed here
+
+        self.fill()
+        while self.in_flight:
+            done, _ = ray.wait(list(self.in_flight), num_returns=1)
+            ref = done[0]
+            block, actor_index = self.in_flight.pop(ref)
+            try:
+                out = ray.get(ref)
+            except ray.exceptions.RayActorError as e:
+                raise_init_error(e)
+                self.actor_died(actor_index, block, e)
+            else:
+                yield out
+            self.fill()
+
+    def actor_died(self, actor_index: int, block: int, error: Exception) -> None:
+        """Requeue every block of the dead actor and replace it, within the restart budget."""
+        lost = [block] + [b for r, (b, a) in list(self.in_flight.items()) if a == actor_index]
+        for r, (b, a) in list(self.in_flight.items()):
+            if a == actor_index:
+                del self.in_flight[r]
+        self.replaced += 1
+        if self.replaced > self.max_restarts:
+            raise RuntimeError(
+                f"embedding actors died {self.replaced} times in one call (max_restarts={self.max_restarts}); "
+                f"last error: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
+            ) from error
+        log.warning("embedding actor %d died (%s); replacing it and retrying %d block(s)",
+                    actor_index, type(error).__name__, len(lost))
+        self.queue.extend(sorted(lost, reverse=True))
+        self.pool.replace(actor_index)
+
+
+def raise_init_error(e: Exception) -> None:
+    """An actor that could not load its encoder: raise our own error (a ConfigError) readably."""
+    if not getattr(e, "actor_init_failed", False):
+        return
+    lines = [ln.strip() for ln in str(getattr(e, "error_msg", "") or e).splitlines() if ln.strip()]
+    ours = [ln for ln in lines if ln.startswith("adaptlab.errors.")]
+    message = ours[-1].split(":", 1)[1].strip() if ours else (lines[-1] if lines else type(e).__name__)
+    raise ConfigError(f"the embedding actors could not load the encoder: {message}") from e
+
+
+# ---------------------------------------------------------------------------------------
+# the registry
+_POOLS: OrderedDict[tuple[str, PoolPlacement], EncoderPool] = OrderedDict()
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _session_id() -> str:
+    import ray  # deferred: ray is heavy and only needed here
+
+    if not ray.is_initialized():
+        return ""
+    ctx = ray.get_runtime_context()
+    return f"{getattr(ctx, 'gcs_address', '')}/{ctx.get_job_id()}"
+
+
+def _fits(placement: PoolPlacement, others: list[EncoderPool]) -> bool:
+    import ray  # deferred: ray is heavy and only needed here
+
+    total = ray.cluster_resources()
+    for res, need in (("CPU", placement.num_cpus), ("GPU", placement.num_gpus)):
+        used = sum(p.placement.num_actors * (p.placement.num_cpus if res == "CPU" else p.placement.num_gpus)
+                   for p in others)
+        if need and used + placement.num_actors * need > float(total.get(res, 0.0)) + 1e-9:
+            return False
+    return True
+
+
+def get_pool(factory: EncoderFactory, placement: PoolPlacement) -> EncoderPool:
+    """The warm pool for ``factory`` and ``placement``, created on first use."""
+    key = (factory_key(factory), placement)
+    with _REGISTRY_LOCK:
+        for k, pool in list(_POOLS.items()):
+            if not pool.alive:  # Ray was shut down (or restarted) since the pool was made
+                pool.close()
+                del _POOLS[k]
+        pool = _POOLS.get(key)
+        if pool is not None:
+            _POOLS.move_to_end(key)
+            return pool
+        while _POOLS and not _fits(placement, list(_POOLS.values())):
+            old_key, old = _POOLS.popitem(last=False)  # least recently used first
+            log.info("releasing the embedding pool of %s to make room", old_key[0][:60])
+            old.close()
+        t0 = time.perf_counter()
+        pool = _POOLS[key] = EncoderPool(factory, placement)
+        log.debug("embedding pool started: %s in %.2f s", placement, time.perf_counter() - t0)
+        on_shutdown(release_pools)
+        return pool
+
+
+def active_pools() -> int:
+    """How many pools are warm (of the running Ray session)."""
+    with _REGISTRY_LOCK:
+        return sum(1 for p in _POOLS.values() if p.alive)
+
+
+def release_pools() -> None:
+    """Kill every pool's actors (their CPUs/GPUs and loaded models are freed); safe to repeat."""
+    with _REGISTRY_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool in pools:
+        pool.close()
+
+
+@contextlib.contextmanager
+def embedding_pools() -> Iterator[None]:
+    """``with embedding_pools(): ...`` -- pools made inside are released on exit (also on errors)."""
+    try:
+        yield
+    finally:
+        release_pools()

@@ -1,0 +1,78 @@
+"""Bootstrap settings as one frozen value, and every stage's seed derived from one root.
+
+:class:`BootstrapConfig` carries what every bootstrap in a study shares: m resamples
+(``n_resamples``) of l queries (``sample_size``; ``None`` = all Q queries), the seed and the CI
+level (Roychowdhury et al. 2024, "Towards Understanding Domain Adapted Sentence Embeddings for
+Document Retrieval", section 2.1: m = 500, l = 100). It is validated once, here, and passed whole
+instead of four loose arguments.
+
+:func:`derive_seed` gives each stage its own seed from the study's root seed:
+``SeedSequence(root, spawn_key=sha256(stage)[:4 words])`` -> first 32-bit word of its state.
+Different stage names give independent streams; the same (root, stage) always gives the same
+seed (NumPy's SeedSequence, O'Neill 2015, "PCG: a family of simple fast space-efficient
+statistically good algorithms for random number generation", section 7: seeding).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from adaptlab.errors import ConfigError
+from adaptlab.stats.resample import check_seed
+
+__all__ = ["BootstrapConfig", "derive_seed"]
+
+
+def derive_seed(root: int, stage: str) -> int:
+    """The seed of stage ``stage`` under root seed ``root``: a non-negative 31-bit integer.
+
+    ``spawn_key`` is the stage name's SHA-256 read as four 32-bit words, so the derivation does
+    not depend on Python's string hashing and is stable across processes and versions.
+    """
+    root = check_seed(root)
+    if not isinstance(stage, str) or not stage:
+        raise ConfigError(f"derive_seed: stage must be a non-empty string, got {stage!r}")
+    digest = hashlib.sha256(stage.encode("utf-8")).digest()
+    key = tuple(int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4))
+    state = np.random.SeedSequence(root, spawn_key=key).generate_state(1, dtype=np.uint32)
+    return int(state[0] & 0x7FFFFFFF)
+
+
+@dataclass(frozen=True)
+class BootstrapConfig:
+    """m resamples of l queries with replacement, seeded, with a percentile CI at ``confidence``.
+
+    ``sample_size=None`` (or 0 in a study file) resamples Q queries, Q = the number of queries.
+    """
+
+    n_resamples: int = 1000
+    sample_size: int | None = None
+    seed: int = 0
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n_resamples, bool) or not isinstance(self.n_resamples, (int, np.integer)) \
+                or self.n_resamples < 1:
+            raise ConfigError(f"n_resamples must be a positive integer, got {self.n_resamples!r}")
+        if self.sample_size == 0:
+            object.__setattr__(self, "sample_size", None)
+        if self.sample_size is not None and (
+                isinstance(self.sample_size, bool) or not isinstance(self.sample_size, (int, np.integer))
+                or self.sample_size < 1):
+            raise ConfigError(f"sample_size must be a positive integer or None (all queries), got {self.sample_size!r}")
+        object.__setattr__(self, "seed", check_seed(self.seed))
+        if isinstance(self.confidence, bool) or not isinstance(self.confidence, (int, float)) \
+                or not 0.0 < float(self.confidence) < 1.0:
+            raise ConfigError(f"confidence must be a number strictly between 0 and 1, got {self.confidence!r}")
+
+    def kwargs(self) -> dict[str, Any]:
+        """``n_resamples``, ``sample_size``, ``seed``, ``confidence`` as keyword arguments of
+        :func:`~adaptlab.stats.bootstrap.bootstrap_ci` and :func:`~adaptlab.stats.bootstrap.paired_bootstrap`."""
+        return asdict(self)
+
+    def with_seed(self, seed: int) -> BootstrapConfig:
+        return replace(self, seed=seed)

@@ -1,0 +1,524 @@
+"""Settings of a scale study: the ``[adapt]`` and ``[tune]`` sections of a study file, validated.
+
+A study file's ``study.adapt`` and ``study.tune`` are raw TOML tables; :func:`parse_adapt_section`
+and :func:`parse_tune_section` check every key with the schema's machinery
+(:class:`~adaptlab.study.schema.SectionChecker`: an unknown key or a wrong type is a
+:class:`~adaptlab.errors.ConfigError` naming the file, the section and the key, e.g.
+``scale_study.toml: [adapt].scales: expected a list of integers >= 1 (the last may be "all"),
+got [10, 'x']``), fill in the defaults (the base model is the study's first ``[[models]]`` entry,
+paths default to the results store, seeds follow :mod:`adaptlab.study.seeds`) and resolve
+relative paths against the project root. :func:`check_adapt_sections` runs both when a study is
+loaded, so a bad key fails before any work. The keys and their defaults are listed in
+docs/adaptation.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from adaptlab.adapt.train.ft import FTConfig
+from adaptlab.adapt.train.pt import PTConfig
+from adaptlab.adapt.train.tune import TUNABLE
+from adaptlab.errors import ConfigError
+from adaptlab.metrics.measures import Measure
+from adaptlab.stats import BootstrapConfig
+from adaptlab.study.schema import ModelSection, SectionChecker, Study, default_name
+from adaptlab.study.seeds import stage_seed
+
+__all__ = [
+    "ALL_VARIANTS",
+    "AdaptSettings",
+    "LLMSettings",
+    "PARAM_DOMAINS",
+    "QUESTION_GENERATORS",
+    "TuneSettings",
+    "check_adapt_sections",
+    "parse_adapt_section",
+    "parse_tune_section",
+    "tune_param_space",
+]
+
+ALL_VARIANTS: tuple[str, ...] = ("base", "pt", "ft", "pt-ft", "merged")
+"""Variants a scale study may evaluate, in report order (``base`` = the unadapted model)."""
+
+QUESTION_GENERATORS: tuple[str, ...] = ("inverse-cloze", "llm", "template")
+"""Values of ``[adapt].questions``."""
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """``[adapt.llm]``: the OpenAI-compatible chat endpoint of ``questions = "llm"``."""
+
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    prompt: str = ""
+    system: str = ""
+    temperature: float = 0.0
+    max_tokens: int = 0
+    timeout: float = 120.0
+    max_retries: int = 5
+    workers: int = 1
+    cache: str = ""
+
+
+@dataclass(frozen=True)
+class AdaptSettings:
+    """The validated ``[adapt]`` section, with paths and defaults resolved."""
+
+    corpus: str
+    base_model: str  # a reference for adaptlab.adapt (alias, or absolute model directory)
+    label: str  # the system-name prefix (the base model's [[models]] name)
+    base_section: ModelSection  # how the base model is embedded for evaluation and mining
+    scales: tuple[int | str, ...] = (10, 100, 700)
+    fraction: float = 0.3
+    test_fraction: float = 0.1
+    validation_fraction: float = 0.1
+    max_tokens: int = 256
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    clean: bool = True
+    variants: tuple[str, ...] = ALL_VARIANTS
+    merge_weight: float = 0.5
+    merge_source: str = "ft"
+    questions: str = "template"
+    questions_per_chunk: int = 1
+    n_negatives: int = 10
+    duplicate_threshold: float | None = 0.95
+    margin: float | None = 0.05
+    eval_corpus: str = "documents"
+    heldout_name: str = "heldout"
+    seed: int = 0
+    artifact_root: Path | None = None
+    data_dir: Path | None = None
+    use_ray: bool = True
+    gpus_per_job: float | None = None
+    cpus_per_job: float = 1.0
+    max_retries: int = 3
+    checkpoint_every: int = 50
+    pt: PTConfig = field(default_factory=PTConfig)
+    ft: FTConfig = field(default_factory=FTConfig)
+    llm: LLMSettings | None = None
+
+    def data_key(self) -> str:
+        """16 hex digits of SHA-256 over everything that decides the adaptation data."""
+        keys = ("corpus", "base_model", "scales", "fraction", "test_fraction", "validation_fraction",
+                "max_tokens", "include", "exclude", "clean", "questions", "questions_per_chunk",
+                "n_negatives", "duplicate_threshold", "margin", "eval_corpus", "seed")
+        data = {k: getattr(self, k) for k in keys}
+        if self.llm is not None:
+            data["llm"] = {k: v for k, v in asdict(self.llm).items() if k not in ("workers", "cache", "timeout")}
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (for the runs table's ``config``)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("pt", "ft", "llm", "base_section")}
+        out["pt"], out["ft"] = asdict(self.pt), asdict(self.ft)
+        out["llm"] = None if self.llm is None else {k: v for k, v in asdict(self.llm).items()}
+        out["base_section"] = asdict(self.base_section)
+        return json.loads(json.dumps(out, default=str))
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """The validated ``[tune]`` section (see :func:`adaptlab.adapt.train.tune.tune_adaptation`)."""
+
+    param_space: Mapping[str, Any] | None = None  # raw TOML specs; None = the default space
+    scale: int | str | None = None  # which configured scale's triplets; None = the largest
+    variant: str = "ft"
+    measure: str = "acc@5"
+    num_samples: int = 4
+    search: str = "random"
+    n_resamples: int = 1000
+    sample_size: int = 0
+    ci_seed: int = 0
+    grace_period: int = 1
+    reduction_factor: int = 2
+    max_epochs: int = 0
+    cpus_per_trial: float = 1.0
+    gpus_per_trial: float | None = None
+    max_concurrent_trials: int = 0
+    resume: bool = True
+    name: str = ""
+    storage_path: Path | None = None
+    apply_best: bool = False
+
+    @property
+    def bootstrap(self) -> BootstrapConfig:
+        """The bootstrap of a trial's objective (``n_resamples``, ``sample_size``, ``ci_seed``)."""
+        return BootstrapConfig(n_resamples=self.n_resamples, sample_size=self.sample_size or None, seed=self.ci_seed)
+
+
+def _config_from_table(cls: type, raw: Mapping[str, Any], source: str, section: str) -> Any:
+    """A PTConfig / FTConfig from a TOML table: known fields only, numbers and strings checked."""
+    check = SectionChecker(source, section)
+    names = [f.name for f in fields(cls)]
+    check.unknown(raw, names)
+    defaults = cls()
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        default = getattr(defaults, key)
+        if key == "max_steps":
+            kwargs[key] = None if value == 0 else check.integer(key, value, 1)
+        elif key == "max_seq_length" and cls is FTConfig:
+            kwargs[key] = None if value == 0 else check.integer(key, value, 1)
+        elif key in ("query_prefix", "passage_prefix"):
+            kwargs[key] = check.string(key, value)
+        elif isinstance(default, bool):
+            kwargs[key] = check.boolean(key, value)
+        elif isinstance(default, int):
+            kwargs[key] = check.integer(key, value)
+        else:
+            kwargs[key] = check.number(key, value)
+    try:
+        return cls(**kwargs)
+    except ConfigError as e:
+        raise ConfigError(f"{source}: [{section}]: {e}") from e
+
+
+def _base_model(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> tuple[str, str, ModelSection]:
+    """(reference for training, label, ModelSection used for embedding) of the base model."""
+    given = raw.get("base_model")
+    section: ModelSection | None = None
+    if given is None:
+        if not study.models:
+            raise ConfigError(f"{check.where('base_model')}: required when the study has no [[models]]")
+        section = study.models[0]
+    else:
+        given = check.string("base_model", given)
+        section = next((m for m in study.models if given in (m.name, m.ref)), None)
+        if section is None:
+            section = ModelSection(ref=given, name=default_name(given))
+    ref = study.resolve_model_ref(section.ref)  # a model directory: relative to the project root
+    label = raw.get("name", section.name)
+    label = check.string("name", label)
+    if not label or any(c in label for c in "/\\ "):
+        raise check.fail("name", "a non-empty system-name prefix without spaces or slashes", label)
+    embed_section = ModelSection(**{**asdict(section), "ref": ref, "name": f"{label}-base"})
+    return ref, label, embed_section
+
+
+_ADAPT_KEYS: tuple[str, ...] = (
+    "artifact_root", "base_model", "checkpoint_every", "clean", "corpus", "cpus_per_job", "data_dir",
+    "duplicate_threshold", "eval_corpus", "exclude", "fraction", "ft", "gpus_per_job", "heldout_name",
+    "include", "llm", "margin", "max_retries", "max_tokens", "merge_source", "merge_weight", "n_negatives",
+    "name", "pt", "questions", "questions_per_chunk", "scales", "seed", "test_fraction", "use_ray",
+    "validation_fraction", "variants",
+)
+
+
+def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> AdaptSettings:
+    """Validate ``study.adapt`` (the raw ``[adapt]`` table) into :class:`AdaptSettings`.
+
+    Keys (defaults in brackets; see docs/adaptation.md):
+    ``corpus`` (required: ``"synthetic:n_documents=120,seed=0"``, a dataset spec
+    ``FORMAT:PATH`` whose corpus is used, or a folder of .txt/.md/.jsonl files), ``include``,
+    ``exclude`` (filename globs), ``clean`` [true], ``base_model`` [the first [[models]] entry],
+    ``name`` [that entry's name], ``scales`` [[10, 100, 700]], ``fraction`` [0.3],
+    ``test_fraction`` [0.1], ``validation_fraction`` [0.1], ``max_tokens`` [256], ``variants``
+    [all of base, pt, ft, pt-ft, merged], ``merge_weight`` [0.5], ``merge_source`` ["ft"],
+    ``questions`` ["template" for a synthetic corpus, else "inverse-cloze"; or "llm"],
+    ``questions_per_chunk`` [1], ``n_negatives`` [10], ``duplicate_threshold`` [0.95],
+    ``margin`` [0.05] (false turns a rule off), ``eval_corpus`` ["documents"],
+    ``heldout_name`` ["heldout"], ``seed`` [the study's seed], ``artifact_root``
+    [<store>/artifacts], ``data_dir`` [<store>/adaptation], ``use_ray`` [[embedding].use_ray],
+    ``gpus_per_job`` ["auto"], ``cpus_per_job`` [1], ``max_retries`` [3],
+    ``checkpoint_every`` [50], and the tables ``[adapt.pt]`` (PTConfig fields), ``[adapt.ft]``
+    (FTConfig fields; ``max_steps = 0`` means no limit) and ``[adapt.llm]``.
+    """
+    raw = study.adapt
+    check = SectionChecker(study.source, "adapt")
+    check.unknown(raw, _ADAPT_KEYS)
+    if "corpus" not in raw:
+        raise ConfigError(
+            f"{check.where('corpus')}: required; expected \"synthetic:n_documents=120,seed=0\", a dataset "
+            "spec FORMAT:PATH or a folder of .txt/.md/.jsonl documents"
+        )
+    corpus = check.string("corpus", raw["corpus"]).strip()
+    if not corpus:
+        raise check.fail("corpus", "a non-empty corpus reference", raw["corpus"])
+    base_ref, label, base_section = _base_model(study, raw, check)
+    kw: dict[str, Any] = {"corpus": corpus, "base_model": base_ref, "label": label, "base_section": base_section}
+    kw.update(_adapt_data(raw, check, corpus))
+    kw.update(_adapt_variants(raw, check))
+    kw.update(_adapt_mining(study, raw, check))
+    kw.update(_adapt_training(study, raw, check, kw["n_negatives"]))
+    if "llm" in raw:
+        kw["llm"] = _parse_llm(check.table("llm", raw["llm"]), study.source)
+    if kw["questions"] == "llm" and kw.get("llm") is None:
+        raise ConfigError(f"{study.source}: [adapt.llm]: required when questions = \"llm\" (base_url, model, ...)")
+    kw.update(_adapt_roots(study, raw, check, study.store_root(store)))
+    return AdaptSettings(**kw)
+
+
+def _adapt_data(raw: Mapping[str, Any], check: SectionChecker, corpus: str) -> dict[str, Any]:
+    """Scales, fractions, chunking, file filters and the question generator of ``[adapt]``."""
+    scales = raw.get("scales", [10, 100, 700])
+    if not isinstance(scales, list) or not scales or not all(
+        (isinstance(s, int) and not isinstance(s, bool) and s >= 1) or s == "all" for s in scales
+    ):
+        raise check.fail("scales", 'a list of integers >= 1 (the last may be "all")', scales)
+    ints = [s for s in scales if s != "all"]
+    if ints != sorted(set(ints)) or ("all" in scales and scales.index("all") != len(scales) - 1):
+        raise check.fail("scales", 'strictly increasing document counts ("all" only last)', scales)
+    kw: dict[str, Any] = {"scales": tuple(scales)}
+    kw["fraction"] = check.number("fraction", raw.get("fraction", 0.3), 0.0, 1.0, lo_open=True)
+    kw["test_fraction"] = check.number("test_fraction", raw.get("test_fraction", 0.1), 0.0, 1.0, lo_open=True)
+    if kw["test_fraction"] >= 1.0:
+        raise check.fail("test_fraction", "a number in (0, 1)", raw["test_fraction"])
+    kw["validation_fraction"] = check.number("validation_fraction", raw.get("validation_fraction", 0.1), 0.0, 0.9)
+    kw["max_tokens"] = check.integer("max_tokens", raw.get("max_tokens", 256), 8)
+    kw["include"] = check.strings("include", raw.get("include", []))
+    kw["exclude"] = check.strings("exclude", raw.get("exclude", []))
+    kw["clean"] = check.boolean("clean", raw.get("clean", True))
+    synthetic = corpus.lower().startswith("synthetic:") or corpus.lower() == "synthetic"
+    kw["questions"] = check.string(
+        "questions", raw.get("questions", "template" if synthetic else "inverse-cloze"), QUESTION_GENERATORS
+    )
+    if kw["questions"] == "template" and not synthetic:
+        raise check.fail("questions", '"inverse-cloze" or "llm" ("template" needs a synthetic: corpus)',
+                         kw["questions"])
+    kw["questions_per_chunk"] = check.integer("questions_per_chunk", raw.get("questions_per_chunk", 1), 1)
+    return kw
+
+
+def _adapt_variants(raw: Mapping[str, Any], check: SectionChecker) -> dict[str, Any]:
+    """``variants`` (in report order), ``merge_weight`` and ``merge_source``."""
+    variants = raw.get("variants", list(ALL_VARIANTS))
+    if not isinstance(variants, list) or not variants or not all(v in ALL_VARIANTS for v in variants):
+        raise check.fail("variants", "a non-empty list of " + ", ".join(repr(v) for v in ALL_VARIANTS), variants)
+    if len(set(variants)) != len(variants):
+        raise check.fail("variants", "a list without repeats", variants)
+    return {
+        "variants": tuple(v for v in ALL_VARIANTS if v in variants),
+        "merge_weight": check.number("merge_weight", raw.get("merge_weight", 0.5), 0.0, 1.0),
+        "merge_source": check.string("merge_source", raw.get("merge_source", "ft"), ("ft", "pt-ft")),
+    }
+
+
+def _adapt_mining(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> dict[str, Any]:
+    """Hard-negative mining, the held-out evaluation set and the seed (``[adapt].seed``, else the
+    root seed: :mod:`adaptlab.study.seeds`)."""
+    kw: dict[str, Any] = {"n_negatives": check.integer("n_negatives", raw.get("n_negatives", 10), 1)}
+    kw["duplicate_threshold"] = check.optional_number("duplicate_threshold", raw.get("duplicate_threshold", 0.95),
+                                                      -1.0, 1.0)
+    kw["margin"] = check.optional_number("margin", raw.get("margin", 0.05), 0.0)
+    kw["eval_corpus"] = check.string("eval_corpus", raw.get("eval_corpus", "documents"), ("all", "documents"))
+    kw["heldout_name"] = check.string("heldout_name", raw.get("heldout_name", "heldout"))
+    if not kw["heldout_name"]:
+        raise check.fail("heldout_name", "a non-empty dataset name", "")
+    if any(d.name == kw["heldout_name"] for d in study.datasets):
+        raise check.fail("heldout_name", "a name no [[datasets]] entry uses", kw["heldout_name"])
+    explicit = check.integer("seed", raw["seed"], 0) if "seed" in raw else None
+    kw["seed"] = stage_seed(study.study.seed, "adapt", explicit)
+    return kw
+
+
+def _adapt_training(study: Study, raw: Mapping[str, Any], check: SectionChecker, n_negatives: int) -> dict[str, Any]:
+    """Where and how the variants train (Ray resources, checkpoints) and ``[adapt.pt]``/``[adapt.ft]``."""
+    source = study.source
+    kw: dict[str, Any] = {"use_ray": check.boolean("use_ray", raw.get("use_ray", study.embedding.use_ray))}
+    kw["gpus_per_job"] = check.auto_number("gpus_per_job", raw.get("gpus_per_job", "auto"))
+    kw["cpus_per_job"] = check.number("cpus_per_job", raw.get("cpus_per_job", 1), 0.0, lo_open=True)
+    kw["max_retries"] = check.integer("max_retries", raw.get("max_retries", 3), 0)
+    kw["checkpoint_every"] = check.integer("checkpoint_every", raw.get("checkpoint_every", 50), 1)
+    kw["pt"] = _config_from_table(PTConfig, check.table("pt", raw.get("pt", {})), source, "adapt.pt")
+    kw["ft"] = _config_from_table(FTConfig, check.table("ft", raw.get("ft", {})), source, "adapt.ft")
+    if kw["ft"].num_negatives > n_negatives:
+        raise ConfigError(
+            f"{source}: [adapt.ft].num_negatives = {kw['ft'].num_negatives} is more than the "
+            f"{n_negatives} mined ([adapt].n_negatives); raise n_negatives or lower num_negatives"
+        )
+    return kw
+
+
+def _adapt_roots(study: Study, raw: Mapping[str, Any], check: SectionChecker, root: Path | None) -> dict[str, Any]:
+    """``artifact_root`` and ``data_dir``: given (relative to the project root), else under the store."""
+    kw: dict[str, Any] = {}
+    for key, sub in (("artifact_root", "artifacts"), ("data_dir", "adaptation")):
+        given = raw.get(key)
+        if given is not None:
+            kw[key] = study.resolve_path(check.string(key, given)).resolve()
+        elif root is not None:
+            kw[key] = (root / sub).resolve()
+        else:
+            raise ConfigError(f"{check.where(key)}: required when the study has no results store")
+    return kw
+
+
+def _parse_llm(raw: Mapping[str, Any], source: str) -> LLMSettings:
+    check = SectionChecker(source, "adapt.llm")
+    check.unknown(raw, [f.name for f in fields(LLMSettings)])
+    for key in ("base_url", "model"):
+        if key not in raw:
+            raise ConfigError(f"{check.where(key)}: required, expected a string")
+    kw: dict[str, Any] = {}
+    for f in fields(LLMSettings):
+        if f.name not in raw:
+            continue
+        value = raw[f.name]
+        if f.name in ("temperature", "timeout"):
+            kw[f.name] = check.number(f.name, value, 0.0)
+        elif f.name in ("max_tokens", "max_retries"):
+            kw[f.name] = check.integer(f.name, value, 0)
+        elif f.name == "workers":
+            kw[f.name] = check.integer(f.name, value, 1)
+        else:
+            kw[f.name] = check.string(f.name, value)
+    if kw.get("prompt") and "{chunk}" not in kw["prompt"]:
+        raise check.fail("prompt", "a template containing {chunk}", kw["prompt"])
+    return LLMSettings(**kw)
+
+
+PARAM_DOMAINS: dict[str, str] = {
+    "choice": "choice", "grid": "grid_search", "uniform": "uniform", "loguniform": "loguniform",
+    "randint": "randint", "quniform": "quniform",
+}
+"""The tables a ``[tune].param_space`` entry may use, and the Ray Tune function of each."""
+
+
+def _check_param_spec(name: str, spec: Any, check: SectionChecker) -> None:
+    """The shape of one ``param_space`` entry (no Ray needed): a non-empty list (a choice), a
+    table with one key of :data:`PARAM_DOMAINS` and its arguments, or a fixed number or string."""
+    key = f"param_space.{name}"
+    if isinstance(spec, list):
+        if not spec:
+            raise check.fail(key, "a non-empty list of values", spec)
+        return
+    if isinstance(spec, Mapping):
+        if len(spec) != 1 or next(iter(spec)) not in PARAM_DOMAINS:
+            raise check.fail(key, "a table with one key of " + ", ".join(sorted(PARAM_DOMAINS)), dict(spec))
+        kind, args = next(iter(spec.items()))
+        if not isinstance(args, list) or not args:
+            raise check.fail(f"{key}.{kind}", "a non-empty list", args)
+        want = 3 if kind == "quniform" else 2
+        if kind not in ("choice", "grid") and (
+                len(args) != want or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)):
+            raise check.fail(f"{key}.{kind}", f"a list of {want} numbers", args)
+        return
+    if isinstance(spec, (int, float, str)) and not isinstance(spec, bool):
+        return
+    raise check.fail(key, "a list, a table or a number", spec)
+
+
+def _param_domain(name: str, spec: Any, check: SectionChecker) -> Any:
+    """A Ray Tune domain from a checked ``param_space`` entry (imports ray)."""
+    from ray import tune
+
+    if isinstance(spec, list):
+        return tune.choice(spec)
+    if not isinstance(spec, Mapping):
+        return spec
+    kind, args = next(iter(spec.items()))
+    make = getattr(tune, PARAM_DOMAINS[kind])
+    if kind in ("choice", "grid"):
+        return make(args)
+    try:
+        return make(*args)
+    except (ValueError, TypeError) as e:
+        raise check.fail(f"param_space.{name}.{kind}", f"valid bounds ({e})", args) from e
+
+
+def parse_tune_section(study: Study, adapt: AdaptSettings, *, store: str | Path | None = None) -> TuneSettings:
+    """Validate ``study.tune`` (the raw ``[tune]`` table) into :class:`TuneSettings`.
+
+    Keys: ``param_space`` (a table, names from :data:`adaptlab.adapt.train.tune.TUNABLE`; each a list
+    of choices, a table ``{loguniform = [1e-5, 1e-4]}`` (also ``uniform``, ``randint``,
+    ``quniform``, ``choice``, ``grid``) or a fixed value; default the module's default space),
+    ``scale`` (one of ``[adapt].scales``; default the largest), ``variant`` ("ft" or "pt-ft"),
+    ``measure`` ["acc@5"], ``num_samples`` [4], ``search`` ["random" or "optuna"],
+    ``n_resamples`` [1000], ``sample_size`` [0 = all queries], ``ci_seed`` [derived from
+    ``[study].seed``, stage "tune": :mod:`adaptlab.study.seeds`], ``grace_period`` [1],
+    ``reduction_factor`` [2], ``max_epochs`` [0 = from the space], ``cpus_per_trial`` [1],
+    ``gpus_per_trial`` ["auto"], ``max_concurrent_trials`` [0 = no limit], ``resume`` [true],
+    ``name`` [derived], ``storage_path`` [<store>/tune], ``apply_best`` [false: when true the
+    best trial's hyperparameters replace [adapt.ft] (and merge_weight) for the trained variants].
+    """
+    raw = study.tune
+    check = SectionChecker(study.source, "tune")
+    check.unknown(raw, [f.name for f in fields(TuneSettings)])
+    if adapt.validation_fraction == 0:
+        raise ConfigError(f"{study.source}: [tune] needs validation questions; set [adapt].validation_fraction > 0")
+    kw: dict[str, Any] = {}
+    if "param_space" in raw:
+        kw["param_space"] = _tune_space(check.table("param_space", raw["param_space"]), check)
+    if "scale" in raw:
+        scale = raw["scale"]
+        if scale not in adapt.scales or isinstance(scale, bool):
+            raise check.fail("scale", "one of [adapt].scales " + str(list(adapt.scales)), scale)
+        kw["scale"] = scale
+    kw["variant"] = check.string("variant", raw.get("variant", "ft"), ("ft", "pt-ft"))
+    measure = check.string("measure", raw.get("measure", "acc@5"))
+    try:
+        kw["measure"] = str(Measure.parse(measure))
+    except ConfigError as e:
+        raise ConfigError(f"{check.where('measure')}: {e}") from e
+    kw.update(_tune_numbers(study, raw, check))
+    kw["search"] = check.string("search", raw.get("search", "random"), ("optuna", "random"))
+    kw["resume"] = check.boolean("resume", raw.get("resume", True))
+    kw["name"] = check.string("name", raw.get("name", ""))
+    kw["apply_best"] = check.boolean("apply_best", raw.get("apply_best", False))
+    if "storage_path" in raw:
+        kw["storage_path"] = study.resolve_path(check.string("storage_path", raw["storage_path"])).resolve()
+    else:
+        root = study.store_root(store)
+        if root is None:
+            raise ConfigError(f"{check.where('storage_path')}: required when the study has no results store")
+        kw["storage_path"] = (root / "tune").resolve()
+    return TuneSettings(**kw)
+
+
+def _tune_space(space: Mapping[str, Any], check: SectionChecker) -> dict[str, Any]:
+    unknown = sorted(set(space) - set(TUNABLE))
+    if unknown:
+        raise ConfigError(f"{check.where('param_space')}: unknown parameter {unknown[0]!r}; tunable: {', '.join(TUNABLE)}")
+    if not space:
+        raise check.fail("param_space", "at least one parameter", dict(space))
+    for name, spec in space.items():
+        _check_param_spec(name, spec, check)
+    return dict(space)
+
+
+def _tune_numbers(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> dict[str, Any]:
+    """Trial counts, the objective's bootstrap, the scheduler and the resources of ``[tune]``."""
+    explicit_seed = check.integer("ci_seed", raw["ci_seed"], 0) if "ci_seed" in raw else None
+    return {
+        "num_samples": check.integer("num_samples", raw.get("num_samples", 4), 1),
+        "n_resamples": check.integer("n_resamples", raw.get("n_resamples", 1000), 1),
+        "sample_size": check.integer("sample_size", raw.get("sample_size", 0), 0),
+        "ci_seed": stage_seed(study.study.seed, "tune", explicit_seed),
+        "grace_period": check.integer("grace_period", raw.get("grace_period", 1), 1),
+        "reduction_factor": check.integer("reduction_factor", raw.get("reduction_factor", 2), 2),
+        "max_epochs": check.integer("max_epochs", raw.get("max_epochs", 0), 0),
+        "cpus_per_trial": check.number("cpus_per_trial", raw.get("cpus_per_trial", 1), 0.0, lo_open=True),
+        "gpus_per_trial": check.auto_number("gpus_per_trial", raw.get("gpus_per_trial", "auto")),
+        "max_concurrent_trials": check.integer("max_concurrent_trials", raw.get("max_concurrent_trials", 0), 0),
+    }
+
+
+def check_adapt_sections(study: Study) -> None:
+    """Validate ``[adapt]`` and ``[tune]`` whole, as :func:`adaptlab.study.load.load_study` does:
+    every key and value, without touching the disk or importing Ray. The results-store roots are
+    checked when the study runs (a command-line ``--store`` may supply them)."""
+    if not study.adapt:
+        if study.tune:
+            raise ConfigError(f"{study.source}: [tune]: needs an [adapt] section (it sweeps the adaptation)")
+        return
+    placeholder = study.store_root() or Path("<store>")
+    settings = parse_adapt_section(study, store=placeholder)
+    if study.tune:
+        parse_tune_section(study, settings, store=placeholder)
+
+
+def tune_param_space(settings: TuneSettings, source: str = "<memory>") -> dict[str, Any] | None:
+    """The Ray Tune ``param_space`` of a ``[tune]`` section (None: the default space of
+    :func:`adaptlab.adapt.train.tune.default_param_space`). Imports ray."""
+    if settings.param_space is None:
+        return None
+    check = SectionChecker(source, "tune")
+    return {k: _param_domain(k, v, check) for k, v in settings.param_space.items()}

@@ -1,0 +1,91 @@
+"""Read a study file and validate it whole: every section, ``[adapt]`` and ``[tune]`` included,
+before any work starts (see :mod:`adaptlab.study.schema` for the sections and the error style)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from adaptlab.errors import ConfigError
+from adaptlab.study.adapt_config import check_adapt_sections
+from adaptlab.study.schema import (
+    AnalysisSection,
+    BootstrapSection,
+    DatasetSection,
+    EmbeddingSection,
+    EvaluationSection,
+    ModelSection,
+    Study,
+    StudySection,
+    build_section,
+    check_sections,
+    default_name,
+    project_root,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["load_study", "parse_study"]
+
+_SECTIONS: dict[str, type] = {"study": StudySection, "evaluation": EvaluationSection, "bootstrap": BootstrapSection,
+                              "embedding": EmbeddingSection, "analysis": AnalysisSection}
+
+
+def _entries(data: Mapping[str, Any], key: str, cls: type, required: str, source: str) -> list[Any]:
+    """The ``[[datasets]]`` or ``[[models]]`` tables: at least one, each with ``required`` set
+    and a distinct name (default: from the reference, :func:`~adaptlab.study.schema.default_name`)."""
+    raw = data.get(key, [])
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{source}: [[{key}]]: expected at least one [[{key}]] table")
+    items = [build_section(cls, item, f"{source}: {key}[{i}]") for i, item in enumerate(raw)]
+    for i, item in enumerate(items):
+        if not getattr(item, required):
+            raise ConfigError(f"{source}: {key}[{i}].{required}: required, expected a non-empty string")
+        if not item.name:
+            item.name = default_name(getattr(item, required))
+    names = [it.name for it in items]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise ConfigError(f"{source}: {key}: two entries are named {dup!r}; give each a distinct name")
+    return items
+
+
+def parse_study(data: Mapping[str, Any], *, source: str = "<memory>", base_dir: Path | None = None) -> Study:
+    """Validate a parsed TOML document into a :class:`~adaptlab.study.schema.Study`."""
+    valid = sorted([*_SECTIONS, "datasets", "models", "adapt", "tune"])
+    unknown = sorted(set(data) - set(valid))
+    if unknown:
+        raise ConfigError(f"{source}: unknown section {unknown[0]!r}; valid sections: {', '.join(valid)}")
+    built = {k: build_section(cls, data.get(k, {}), f"{source}: [{k}]") for k, cls in _SECTIONS.items()}
+    datasets = _entries(data, "datasets", DatasetSection, "spec", source)
+    models = _entries(data, "models", ModelSection, "ref", source)
+    for key in ("adapt", "tune"):
+        if key in data and not isinstance(data[key], dict):
+            raise ConfigError(f"{source}: [{key}]: expected a table")
+    study = Study(**built, datasets=datasets, models=models, adapt=dict(data.get("adapt", {})),
+                  tune=dict(data.get("tune", {})), source=source, base_dir=base_dir or Path.cwd())
+    check_sections(study)
+    check_adapt_sections(study)
+    return study
+
+
+def load_study(path: str | Path) -> Study:
+    """Read and validate a study TOML file; relative paths in it resolve against the project
+    root (:func:`~adaptlab.study.schema.project_root` of the file's folder)."""
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except FileNotFoundError as e:
+        raise ConfigError(f"{p}: study file not found") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {e.start})") from e
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: invalid TOML: {e}") from e
+    return parse_study(data, source=str(p), base_dir=project_root(p.resolve().parent))

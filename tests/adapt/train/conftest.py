@@ -1,0 +1,114 @@
+"""Shared fixtures for the adaptation-training tests: a tiny local sentence encoder (random-init
+2-layer BERT, hidden 32, with the all-MiniLM-L6-v2 tokenizer; mean pooling + Normalize), tiny
+triplets and chunks, and a local Ray runtime."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from tiny_models import build_tiny_model
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+TOPICS = {
+    "antenna": "The antenna tilt controls the coverage footprint of the radio cell.",
+    "handover": "A handover moves an active call from one base station to another.",
+    "spectrum": "Spectrum refarming reuses old frequency bands for newer radio access.",
+    "latency": "Latency is the delay between sending a packet and receiving the reply.",
+    "beam": "Beamforming steers the radio energy towards the user equipment.",
+    "power": "Power control lowers transmit power when the signal is strong enough.",
+    "paging": "Paging wakes idle devices when data arrives for them.",
+    "carrier": "Carrier aggregation combines several bands into one wider channel.",
+}
+QUESTIONS = {
+    "antenna": "What does antenna tilt control?",
+    "handover": "What moves an active call between base stations?",
+    "spectrum": "How are old frequency bands reused?",
+    "latency": "What is the delay between a packet and its reply?",
+    "beam": "What steers radio energy to the user?",
+    "power": "When is transmit power lowered?",
+    "paging": "How are idle devices woken up?",
+    "carrier": "What combines several bands into one channel?",
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread():
+    """Tiny models train fastest on one thread, and a busy machine makes OpenMP threads spin;
+    restore the previous setting after each module."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-bert")
+
+
+@pytest.fixture(scope="session")
+def chunks() -> list[str]:
+    return list(TOPICS.values()) * 2
+
+
+@pytest.fixture(scope="session")
+def triplets() -> list[tuple[str, str, tuple[str, ...]]]:
+    keys = list(TOPICS)
+    return [
+        (QUESTIONS[k], TOPICS[k], (TOPICS[keys[(i + 1) % len(keys)]], TOPICS[keys[(i + 2) % len(keys)]]))
+        for i, k in enumerate(keys)
+    ]
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """A local Ray runtime with 4 logical CPUs for the session (reused if already running)."""
+    import ray
+
+    started = False
+    if not ray.is_initialized():
+        try:
+            from adaptlab.runtime import init_ray  # type: ignore[attr-defined]
+        except ImportError:
+            ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
+        else:
+            init_ray(address=None, num_cpus=4)
+        started = True
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+def _read_weights(model_dir: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(Path(model_dir) / "model.safetensors"))
+
+
+@pytest.fixture(scope="session")
+def read_weights():
+    """``read_weights(model_dir)``: all tensors of a saved model's ``model.safetensors``."""
+    return _read_weights
+
+
+@pytest.fixture(scope="session")
+def validation_set():
+    """The eight topics as a validation Dataset: each question's only relevant doc is its topic."""
+    from adaptlab.data.dataset import Dataset, Document
+
+    return Dataset.build(
+        "tiny-val",
+        [Document(k, t) for k, t in TOPICS.items()],
+        dict(QUESTIONS),
+        {k: {k: 1} for k in TOPICS},
+    )
+

@@ -1,0 +1,159 @@
+"""The sweep objective (per-query measure -> bootstrap lower bound) and a tiny Ray Tune sweep
+that is interrupted and resumed."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from adaptlab.adapt.train.tune import per_query_values, trial_config, trial_objective, tune_adaptation
+from adaptlab.adapt.train.ft import FTConfig
+from adaptlab.data.dataset import Dataset, Document
+from adaptlab.errors import ConfigError
+from adaptlab.stats import BootstrapConfig, bootstrap_ci
+
+class _StubModel:
+    """encode() looks texts up in a table: hand-made 2-d unit vectors."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def encode(self, texts, **_):
+        return np.array([self.table[t] for t in texts], dtype=np.float32)
+
+
+def _unit(s):
+    return [s, math.sqrt(1.0 - s * s)]
+
+
+# both queries score d1..d4 as 0.9, 0.5, 0.5, 0.1; d2 and d3 tie exactly and d3 ranks first (higher
+# id): ranks d1=1, d3=2, d2=3, d4=4. Query A: d2 relevant (rank 3); query B: d1 (gain 2, rank 1), d4 (rank 4).
+_HAND = Dataset.build(
+    "hand", [Document(f"d{i}", f"doc{i}") for i in range(1, 5)], {"A": "qa", "B": "qb"},
+    {"A": {"d2": 1}, "B": {"d1": 2, "d4": 1}},
+)
+_HAND_TABLE = {"doc1": _unit(0.9), "doc2": _unit(0.5), "doc3": _unit(0.5), "doc4": _unit(0.1),
+               "qa": [1.0, 0.0], "qb": [1.0, 0.0]}
+
+
+@pytest.mark.parametrize(
+    ("measure", "expected"),
+    [
+        ("acc@2", [0.0, 1.0]),
+        ("acc@3", [1.0, 1.0]),
+        ("mrr", [1 / 3, 1.0]),
+        ("mrr@2", [0.0, 1.0]),
+        ("recall@3", [1.0, 0.5]),
+        ("precision@3", [1 / 3, 1 / 3]),
+        ("map", [1 / 3, (1 / 1 + 2 / 4) / 2]),
+        ("ndcg@3", [1 / math.log2(4), 2 / (2 + 1 / math.log2(3))]),
+        ("ndcg", [1 / math.log2(4), (2 + 1 / math.log2(5)) / (2 + 1 / math.log2(3))]),
+    ],
+)
+def test_per_query_values_by_hand(measure, expected):
+    values = per_query_values(_StubModel(_HAND_TABLE), _HAND, measure)
+    np.testing.assert_allclose(values, expected, rtol=1e-6)
+
+
+def test_per_query_values_encodes_ranks_and_skips_unjudged_queries():
+    docs = [Document("d1", "one"), Document("d2", "two"), Document("d3", "three"), Document("d4", "four")]
+    val = Dataset.build("v", docs, {"a": "qa", "b": "qb", "c": "qc"}, {"a": {"d2": 1}, "b": {"d4": 1}, "c": {"d1": 0}})
+    table = {"one": [1, 0], "two": [0.6, 0.8], "three": [0.6, 0.8], "four": [0, 1],
+             "Q: qa": [1, 0], "Q: qb": [0, 1]}
+    values = per_query_values(_StubModel(table), val, "acc@2", query_prefix="Q: ")
+    np.testing.assert_array_equal(values, [0.0, 1.0])  # a: d2 ranks 3rd behind d3; b: d4 first
+
+
+def test_trial_objective_is_the_lower_bound_of_bootstrap_ci():
+    values = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0])
+    cfg = BootstrapConfig(n_resamples=300, seed=4)
+    out = trial_objective(values, cfg)
+    ref = bootstrap_ci(values, n_resamples=300, seed=4)
+    assert out["objective"] == out["ci_low"] == float(ref.ci_low[0])
+    assert out["ci_high"] == float(ref.ci_high[0])
+    assert out["mean"] == out["point"] == values.mean() and out["n_queries"] == 8
+
+
+def test_trial_config_applies_tunable_values():
+    cfg = trial_config(FTConfig(), {"learning_rate": "1e-4", "epochs": 2.0, "temperature": 0.05, "merge_weight": 0.5})
+    assert cfg.learning_rate == 1e-4 and cfg.epochs == 2 and cfg.scale == pytest.approx(20.0)
+
+
+def test_sweep_arguments_are_validated_before_anything_runs(validation_set, triplets):
+    kw = {"storage_path": "unused"}
+    with pytest.raises(ConfigError, match="not tunable"):
+        tune_adaptation("minilm", triplets, validation_set, param_space={"lr": 1e-3}, **kw)
+    with pytest.raises(ConfigError, match="either scale or temperature"):
+        tune_adaptation("minilm", triplets, validation_set, param_space={"scale": 20, "temperature": 0.05}, **kw)
+    with pytest.raises(ConfigError, match="sweep variant"):
+        tune_adaptation("minilm", triplets, validation_set, param_space={}, variant="pt", **kw)
+    with pytest.raises(ConfigError, match="search"):
+        tune_adaptation("minilm", triplets, validation_set, param_space={}, search="grid", **kw)
+    with pytest.raises(ConfigError, match="cannot parse measure"):
+        tune_adaptation("minilm", triplets, validation_set, param_space={}, measure="acc@@5", **kw)
+
+
+def test_optuna_is_optional(validation_set, triplets):
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        with pytest.raises(ConfigError, match="pip install optuna"):
+            tune_adaptation("minilm", triplets, validation_set, param_space={}, search="optuna",
+                            storage_path="unused")
+    else:
+        pytest.skip("optuna is installed; the missing-package message cannot be checked")
+
+
+try:
+    from ray.tune import Callback as _TuneCallback
+except ImportError:  # pragma: no cover - ray is a dependency
+    _TuneCallback = object
+
+
+class InterruptOnFirstCheckpoint(_TuneCallback):
+    """Sends the driver SIGINT (as Ctrl+C would) after the first trial checkpoint, once."""
+
+    def __init__(self, flag: str) -> None:
+        self.flag = flag
+
+    def on_checkpoint(self, iteration, trials, trial, checkpoint, **info):
+        if not os.path.exists(self.flag):
+            open(self.flag, "w").close()
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.mark.slow
+def test_tiny_sweep_is_interrupted_and_resumes(ray_local, tiny_model, triplets, validation_set, tmp_path):
+    from ray import tune
+
+    kw = dict(
+        storage_path=tmp_path / "tune", name="tiny",
+        param_space={"learning_rate": tune.choice([1e-3, 1e-4]), "epochs": 3, "batch_size": 4,
+                     "num_negatives": 1, "merge_weight": tune.choice([0.5, 1.0])},
+        num_samples=2, measure="acc@3", n_resamples=200, max_concurrent_trials=1, seed=0,
+    )
+    first = tune_adaptation(
+        tiny_model, triplets, validation_set, callbacks=[InterruptOnFirstCheckpoint(str(tmp_path / "flag"))], **kw
+    )
+    assert not first.restored
+    assert not all(r["status"] == "complete" for r in first.rows), "the interrupt came too late"
+
+    second = tune_adaptation(tiny_model, triplets, validation_set, **kw)
+    assert second.restored and second.experiment_path == first.experiment_path
+    assert len(second.rows) == 2 and all(r["status"] == "complete" for r in second.rows)
+    for row in second.rows:
+        assert row["iterations"] == 3 and row["n_queries"] == 8 and row["measure"] == "acc@3"
+        assert 0.0 <= row["ci_low"] <= row["mean"] <= row["ci_high"] <= 1.0
+        assert row["objective"] == row["ci_low"]
+        assert row["config/merge_weight"] in (0.5, 1.0)
+    assert second.best is not None and second.best["best_objective"] == max(r["best_objective"] for r in second.rows)
+    # the interrupted trial continued from its checkpoint: every epoch reported exactly once
+    for result_file in (tmp_path / "tune" / "tiny").glob("*/result.json"):
+        epochs = [json.loads(line)["epoch"] for line in result_file.read_text().splitlines()]
+        assert epochs == [1, 2, 3], (result_file, epochs)
+    assert second.to_arrow().num_rows == 2

@@ -1,0 +1,150 @@
+"""The package layering of DESIGN.md, enforced by walking every import in the library.
+
+Layers, lowest first (a package may import its own layer's packages and those below, never
+one above; the package graph and the module graph must both be free of cycles):
+
+    errors -> data, stats, metrics, models, runtime -> embedding, retrieval, adapt
+           -> analysis, evaluation, results -> study -> cli
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import adaptlab
+
+ROOT = Path(adaptlab.__file__).resolve().parent
+LAYERS = {
+    "errors": 0, "_version": 0,
+    "data": 1, "stats": 1, "metrics": 1, "models": 1, "runtime": 1,
+    "embedding": 2, "retrieval": 2, "adapt": 2,
+    "analysis": 3, "evaluation": 3, "results": 3,
+    "study": 4,
+    "cli": 5, "__main__": 5,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, module: str | None = None) -> list[tuple[int, str]]:
+    """(line, imported adaptlab module) for every import statement, at any depth."""
+    module = module or _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.startswith("adaptlab")]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            if base.startswith("adaptlab"):
+                out += [(node.lineno, f"{base}.{a.name}") for a in node.names]
+    return out
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _library() -> dict[str, list[tuple[int, str]]]:
+    return {_module_name(p): _imports(p) for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _known_modules(graph: dict[str, list[tuple[int, str]]], target: str) -> str | None:
+    """The library module an import refers to (``adaptlab.x.y.Name`` -> ``adaptlab.x.y``)."""
+    while target and target not in graph:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def test_no_package_imports_from_a_layer_above():
+    bad = []
+    for module, imports in _library().items():
+        src = _package(module)
+        if src not in LAYERS:
+            continue
+        for line, target in imports:
+            dst = _package(target)
+            if dst in LAYERS and LAYERS[dst] > LAYERS[src]:
+                bad.append(f"{module}:{line} ({src}, layer {LAYERS[src]}) imports {target} (layer {LAYERS[dst]})")
+    assert not bad, "imports pointing up the data flow:\n" + "\n".join(bad)
+
+
+def test_every_package_has_a_layer():
+    packages = {_package(m) for m in _library()} - {""}
+    assert packages <= set(LAYERS), f"packages without a layer: {sorted(packages - set(LAYERS))}"
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan 1972)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_package_graph_has_no_cycle():
+    edges: dict[str, set[str]] = defaultdict(set)
+    for module, imports in _library().items():
+        for _, target in imports:
+            if _package(target) and _package(target) != _package(module):
+                edges[_package(module)].add(_package(target))
+    assert not _cycles(edges), f"package import cycles: {_cycles(edges)}"
+
+
+def test_module_graph_has_no_cycle():
+    """Modules must not import each other in a circle (a package __init__ re-exporting its
+    modules is an edge too, so a module importing its own package's __init__ is a cycle)."""
+    graph = _library()
+    edges: dict[str, set[str]] = defaultdict(set)
+    for module, imports in graph.items():
+        for _, target in imports:
+            dst = _known_modules(graph, target)
+            if dst is not None and dst != module:
+                edges[module].add(dst)
+    assert not _cycles(edges), f"module import cycles: {_cycles(edges)}"
+
+
+def test_the_walker_sees_imports_inside_functions(tmp_path):
+    """Guards the guard: imports in function bodies and relative imports are found."""
+    src = tmp_path / "m.py"
+    src.write_text("def f():\n    from adaptlab.study import runner\n    import adaptlab.cli\n"
+                   "    from ..results import store\n")
+    found = [t for _, t in _imports(src, "adaptlab.analysis.m")]
+    assert sorted(found) == ["adaptlab.cli", "adaptlab.results.store", "adaptlab.study.runner"]

@@ -1,0 +1,109 @@
+"""The measuring stage's bootstrap workers: Ray tasks give exactly the in-process numbers."""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+from adaptlab.errors import ConfigError
+from adaptlab.evaluation import RAY_MIN_CELLS, summarise, summarise_datasets
+from adaptlab.evaluation.workers import use_ray
+from adaptlab.metrics import PerQueryMetrics
+from adaptlab.stats import BootstrapConfig
+
+
+def _study(n_datasets: int = 3, n_systems: int = 3, seed: int = 0) -> dict[str, dict[str, PerQueryMetrics]]:
+    """Per-query values of several systems on several datasets: binary measures (the
+    multinomial path) and a continuous one (the index path), a different query count each."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for d in range(n_datasets):
+        q = 20 + 7 * d
+        ids = [f"q{i}" for i in range(q)]
+        out[f"ds{d}"] = {
+            f"sys{s}": PerQueryMetrics(ids, {
+                "acc@1": (rng.random(q) < 0.3 + 0.1 * s).astype(np.float64),
+                "acc@5": (rng.random(q) < 0.6 + 0.1 * s).astype(np.float64),
+                "ndcg@10": rng.random(q),
+            })
+            for s in range(n_systems)
+        }
+    return out
+
+
+def _as_plain(summary) -> dict:
+    return {"json": summary.to_json(), "measures": summary.measures}
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    pytest.importorskip("ray")
+    from adaptlab.runtime import init_ray, shutdown_ray
+
+    init_ray(num_cpus=4)
+    yield
+    shutdown_ray()
+
+
+def test_ray_tasks_give_the_in_process_numbers_bit_for_bit(local_ray):
+    study = _study()
+    boot = BootstrapConfig(n_resamples=300, seed=11)
+    local = summarise_datasets(study, boot=boot, baseline="sys0", workers="local")
+    remote = summarise_datasets(study, boot=boot, baseline="sys0", workers="ray")
+    assert list(local) == list(remote) == ["ds0", "ds1", "ds2"]
+    for ds in study:
+        assert _as_plain(local[ds]) == _as_plain(remote[ds])  # floats compared with ==
+        assert len(remote[ds].pairs) == 3 * 2  # 3 measures x 2 systems against the baseline
+
+
+def test_several_datasets_at_once_equal_one_call_per_dataset():
+    study = _study(n_datasets=2, n_systems=2, seed=3)
+    boot = BootstrapConfig(n_resamples=200, sample_size=10, seed=5, confidence=0.9)
+    together = summarise_datasets(study, boot=boot, workers="local")
+    for ds, per_query in study.items():
+        alone = summarise(per_query, boot=boot, workers="local")
+        assert _as_plain(alone) == _as_plain(together[ds])
+        assert alone.sample_size == 10 and alone.boot == boot
+
+
+def test_config_object_and_loose_keywords_agree_and_do_not_mix():
+    per_query = _study(n_datasets=1)["ds0"]
+    a = summarise(per_query, boot=BootstrapConfig(n_resamples=150, seed=2))
+    b = summarise(per_query, n_resamples=150, seed=2)
+    assert _as_plain(a) == _as_plain(b)
+    assert summarise(per_query).n_resamples == 1000 and summarise(per_query).seed == 0
+    with pytest.raises(ConfigError, match="not both"):
+        summarise(per_query, boot=BootstrapConfig(), seed=1)
+    with pytest.raises(ConfigError, match="workers"):
+        summarise(per_query, workers="threads")
+    with pytest.raises(ConfigError, match="n_resamples"):
+        summarise(per_query, n_resamples=0)
+
+
+def test_auto_stays_in_process_for_small_studies_and_without_ray(monkeypatch):
+    assert not use_ray("auto", 10)
+    assert use_ray("ray", 1) and not use_ray("local", 10**6)
+
+    class FakeRay:
+        @staticmethod
+        def is_initialized():
+            return True
+
+    monkeypatch.setitem(__import__("sys").modules, "ray", FakeRay)
+    assert not use_ray("auto", RAY_MIN_CELLS - 1)
+    assert use_ray("auto", RAY_MIN_CELLS)
+
+
+@pytest.mark.gpu
+def test_gpu_tasks_match_a_gpu_driver(local_ray):
+    from adaptlab.stats.backend import cupy_available
+
+    if not cupy_available():
+        pytest.skip("needs CuPy and a CUDA GPU")
+    study = _study()
+    boot = BootstrapConfig(n_resamples=300, seed=11)
+    local = summarise_datasets(study, boot=boot, workers="local")
+    remote = summarise_datasets(study, boot=boot, workers="ray")
+    for ds in study:
+        assert _as_plain(local[ds]) == _as_plain(remote[ds])
