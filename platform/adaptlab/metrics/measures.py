@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from adaptlab.errors import ConfigError
 
-__all__ = ["MEASURE_NAMES", "Measure", "parse_measures"]
+__all__ = ["MAX_CUTOFF", "MEASURE_NAMES", "Measure", "parse_measures"]
 
 MEASURE_NAMES: tuple[str, ...] = ("acc", "map", "mrr", "ndcg", "precision", "recall")
 """Canonical measure names. ``mrr``, ``ndcg`` and ``map`` accept no cutoff (the full ranking)."""
@@ -28,6 +28,11 @@ _ALIASES = {
     "ndcg": "ndcg", "ndcg_cut": "ndcg",
     "map": "map", "ap": "map", "map_cut": "map",
 }
+MAX_CUTOFF = 10_000
+"""The largest cutoff k accepted. Per-query kernels hold a (queries x k) matrix, so an
+unbounded k (``ndcg@1000000000``) would exhaust memory; the deepest cutoffs in common use are
+100-1000 (BEIR reports recall@100 and recall@1000)."""
+
 _NEEDS_K = frozenset({"acc", "precision", "recall"})
 _PATTERN = re.compile(r"^\s*([A-Za-z_]+)\s*(?:[@_](\d+))?\s*$")
 
@@ -44,8 +49,10 @@ class Measure:
             raise ConfigError(
                 f"unknown measure {self.name!r}; expected one of {', '.join(MEASURE_NAMES)}"
             )
-        if self.k is not None and self.k < 1:
-            raise ConfigError(f"measure {self.name}@{self.k}: the cutoff k must be >= 1")
+        if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int)):
+            raise ConfigError(f"measure {self.name}@{self.k!r}: the cutoff k must be an integer")
+        if self.k is not None and not 1 <= self.k <= MAX_CUTOFF:
+            raise ConfigError(f"measure {self.name}@{self.k}: the cutoff k must be between 1 and {MAX_CUTOFF}")
         if self.k is None and self.name in _NEEDS_K:
             raise ConfigError(f"measure {self.name!r} needs a cutoff, for example {self.name}@10")
 
@@ -65,6 +72,8 @@ class Measure:
                 f"unknown measure {m.group(1)!r} in {text!r}; expected one of "
                 f"{', '.join(MEASURE_NAMES)} (with @K where needed)"
             )
+        if k is not None and len(k.lstrip("0")) > len(str(MAX_CUTOFF)):
+            raise ConfigError(f"measure {text!r}: the cutoff k must be between 1 and {MAX_CUTOFF}")
         return cls(_ALIASES[raw], int(k) if k is not None else None)
 
     def __str__(self) -> str:

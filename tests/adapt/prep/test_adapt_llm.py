@@ -210,7 +210,7 @@ def test_configuration_errors(tmp_path):
     with pytest.raises(ConfigError, match="base_url"):
         ChatClient("localhost:8000", "m")
     with pytest.raises(ConfigError, match=r"\{chunk\}"):
-        LLMQuestionGenerator(ChatClient("http://x/v1", "m"), prompt="no placeholder")
+        LLMQuestionGenerator(ChatClient("https://x/v1", "m"), prompt="no placeholder")
     cache = ResponseCache(tmp_path / "c.sqlite")
     cache.put("k", "v", "m")
     assert cache.get("k") == "v" and cache.get("other") is None and len(cache) == 1

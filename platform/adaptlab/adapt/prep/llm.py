@@ -10,6 +10,11 @@ times; the wait before retry ``i`` (0-based) is the server's ``Retry-After`` sec
 else ``backoff * 2**i``, capped at ``max_backoff``. Other HTTP errors (400, 401, 404, ...) fail
 at once with :class:`LLMError` naming the URL, the status and the start of the response body.
 
+Transport safety: redirects are never followed (a 3xx answer is an :class:`LLMError` naming
+only the other origin), so the key is sent to the configured origin alone; a plain ``http://``
+endpoint is refused unless it is on the loopback interface or ``allow_http=True``; a URL with
+``user:password@`` is refused, and URLs in messages and logs never carry credentials.
+
 Cache: :class:`ResponseCache` is an SQLite file keyed by the SHA-256 of the canonical JSON of
 the request (model, messages, sampling parameters), so the prompt template and the chunk text
 are both part of the key. A rerun answers from the cache and costs nothing; a changed prompt,
@@ -28,6 +33,7 @@ import sqlite3
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -103,6 +109,32 @@ class ClientStats:
 
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429})
+_LOOPBACK_HOSTS = frozenset({"localhost", "::1"})
+
+
+def _origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``, without credentials, path or query."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+
+
+def _is_loopback(host: str) -> bool:
+    return host in _LOOPBACK_HOSTS or host.startswith("127.")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuses every redirect: following one would resend the request (and its key) elsewhere."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        raise LLMError(
+            f"{_origin(req.full_url)}: HTTP {code} redirect to {_origin(newurl)} refused (the API key is "
+            "sent only to the configured origin); set base_url to the final endpoint"
+        )
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
 
 
 @dataclass
@@ -128,11 +160,10 @@ class ChatClient:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     sleep: Callable[[float], None] = time.sleep
     stats: ClientStats = field(default_factory=ClientStats)
+    allow_http: bool = False
 
     def __post_init__(self) -> None:
-        url = self.base_url
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ConfigError(f"base_url={self.base_url!r}: expected an http:// or https:// URL")
+        self._check_url()
         if not isinstance(self.model, str) or not self.model:
             raise ConfigError("model: expected the non-empty name of the chat model")
         if self.max_retries < 0 or self.backoff < 0 or self.max_backoff < 0 or self.timeout <= 0:
@@ -143,10 +174,33 @@ class ChatClient:
         if self.cache is not None and not isinstance(self.cache, ResponseCache):
             self.cache = ResponseCache(self.cache)
 
+    def _check_url(self) -> None:
+        """https anywhere; http only on loopback or with ``allow_http``; never credentials."""
+        url = self.base_url
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            shown = _origin(url) if isinstance(url, str) else type(url).__name__
+            raise ConfigError(f"base_url={shown!r}: expected an http:// or https:// URL")
+        parts = urllib.parse.urlsplit(url)
+        if parts.username is not None or parts.password is not None:
+            raise ConfigError(
+                f"base_url for {_origin(url)}: credentials in the URL (user:password@) are not accepted; "
+                "put the key in the environment variable named by api_key_env"
+            )
+        if parts.scheme == "http" and not self.allow_http and not _is_loopback(parts.hostname or ""):
+            raise ConfigError(
+                f"base_url={_origin(url)!r}: plain http to a non-loopback host would send prompts (and the "
+                "API key) unencrypted; use https, or pass allow_http=True for a trusted private network"
+            )
+
     @property
     def url(self) -> str:
         base = self.base_url.rstrip("/")
         return base if base.endswith("/chat/completions") else base + "/chat/completions"
+
+    @property
+    def display_url(self) -> str:
+        """The endpoint for messages and logs: origin and path, no query string."""
+        return _origin(self.url) + urllib.parse.urlsplit(self.url).path
 
     def payload(self, messages: Sequence[Message]) -> dict[str, Any]:
         """The JSON request body for ``messages``."""
@@ -202,14 +256,14 @@ class ChatClient:
             req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
             self.stats.requests += 1
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                with _OPENER.open(req, timeout=self.timeout) as resp:
                     raw = resp.read()
                 return self._content(raw)
             except urllib.error.HTTPError as e:
                 detail = e.read()[:300].decode("utf-8", "replace") if e.fp else ""
                 if e.code not in _RETRY_STATUS and e.code < 500:
                     raise LLMError(
-                        f"{self.url}: HTTP {e.code} {e.reason}: {detail.strip()!r} (not retried; "
+                        f"{self.display_url}: HTTP {e.code} {e.reason}: {detail.strip()!r} (not retried; "
                         "check the model name, the API key and the request)"
                     ) from e
                 retry_after = e.headers.get("Retry-After") if e.headers else None
@@ -226,10 +280,10 @@ class ChatClient:
             if attempt < self.max_retries:
                 wait = self._wait(attempt, retry_after)
                 self.stats.retries += 1
-                log.warning("%s: %s; retry %d/%d in %.2f s", self.url, last, attempt + 1,
+                log.warning("%s: %s; retry %d/%d in %.2f s", self.display_url, last, attempt + 1,
                             self.max_retries, wait)
                 self.sleep(wait)
-        raise LLMError(f"{self.url}: {last}; gave up after {self.max_retries + 1} attempts")
+        raise LLMError(f"{self.display_url}: {last}; gave up after {self.max_retries + 1} attempts")
 
     def _content(self, raw: bytes) -> str:
         try:
@@ -237,10 +291,10 @@ class ChatClient:
             content = obj["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise LLMError(
-                f"{self.url}: the response is not a chat completion (expected JSON with "
+                f"{self.display_url}: the response is not a chat completion (expected JSON with "
                 f"choices[0].message.content): {raw[:200]!r}"
             ) from e
         if not isinstance(content, str):
-            raise LLMError(f"{self.url}: choices[0].message.content is not a string: {content!r}")
+            raise LLMError(f"{self.display_url}: choices[0].message.content is not a string: {content!r}")
         return content
 
