@@ -41,6 +41,82 @@ __all__ = ["SQUAD_LEVELS", "load_squad"]
 SQUAD_LEVELS = ("paragraph", "sentence")
 
 
+class _SquadBuilder:
+    """Collects documents, queries and qrels while the file is walked, with the counters that
+    end up in ``meta``. Keys (``akeys``, ``pkeys``, ``qkeys``) locate values for error messages."""
+
+    def __init__(self, jf: JsonFile, level: str) -> None:
+        self.jf, self.level = jf, level
+        self.docs: list[Document] = []
+        self.by_text: dict[str, str] = {}
+        self.queries: dict[str, str] = {}
+        self.qrels: dict[str, dict[str, int]] = {}
+        self.query_where: dict[str, list[str | int]] = {}
+        self.merged = self.dropped = self.crossing = self.n_paragraphs = 0
+
+    def add_doc(self, doc_id: str, text: str) -> str:
+        """The id of the document holding ``text``: a new one, or the first identical one."""
+        key = normalise_whitespace(text)
+        if key in self.by_text:
+            self.merged += 1
+            return self.by_text[key]
+        self.by_text[key] = doc_id
+        self.docs.append(Document(doc_id, text))
+        return doc_id
+
+    def add_paragraph(self, para: Any, pkeys: list[str | int], pid: str) -> None:
+        jf = self.jf
+        para = jf.require(para, pkeys, ["context", "qas"], "SQuAD paragraph")
+        context = jf.require_str(para, pkeys, "context")
+        if not context.strip():
+            raise jf.error([*pkeys, "context"], "empty context; expected the paragraph text")
+        qas = jf.require_list(para["qas"], [*pkeys, "qas"], "questions")
+        self.n_paragraphs += 1
+        if self.level == "paragraph":
+            spans = [(0, len(context))]
+            docs = [self.add_doc(pid, context)]
+        else:
+            spans = split_sentences(context)
+            docs = [self.add_doc(f"{pid}s{si}", context[s:e]) for si, (s, e) in enumerate(spans)]
+        for qi, qa in enumerate(qas):
+            self.add_question(qa, [*pkeys, "qas", qi], context, spans, docs)
+
+    def add_question(self, qa: Any, qkeys: list[str | int], context: str,
+                     spans: list[tuple[int, int]], docs: list[str]) -> None:
+        """Judge the question relevant to the document (paragraph or sentence) where its first
+        answer starts."""
+        jf = self.jf
+        qa = jf.require(qa, qkeys, ["id", "question", "answers"], "SQuAD question")
+        qid = _question_id(jf, qa, qkeys)
+        question = jf.require_str(qa, qkeys, "question")
+        if qid in self.queries:
+            first = jf.where(self.query_where[qid])
+            raise jf.error(qkeys, f"duplicate question id {qid!r} (first at {first})")
+        answers = jf.require_list(qa["answers"], [*qkeys, "answers"], "answers")
+        if not answers or qa.get("is_impossible"):
+            self.dropped += 1
+            return
+        start, end = _first_answer(jf, answers[0], [*qkeys, "answers", 0], context)
+        k = 0
+        if self.level == "sentence":
+            k = min(bisect_right([e for _, e in spans], start), len(spans) - 1)
+            if end > spans[k][1]:
+                self.crossing += 1
+        self.queries[qid] = question
+        self.qrels[qid] = {docs[k]: 1}
+        self.query_where[qid] = qkeys
+
+    def meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "format": "squad", "path": str(self.jf.path), "level": self.level,
+            "paragraphs": self.n_paragraphs, "merged_duplicates": self.merged,
+            "dropped_unanswerable": self.dropped,
+        }
+        if self.level == "sentence":
+            meta["answers_crossing_sentences"] = self.crossing
+        return meta
+
+
 def load_squad(
     path: str | Path, *, level: str = "paragraph", name: str | None = None
 ) -> Dataset:
@@ -56,84 +132,18 @@ def load_squad(
     jf = JsonFile.load(path, "a SQuAD JSON file ({\"data\": [{\"paragraphs\": [...]}]})")
     top = jf.require(jf.value, [], ["data"], "SQuAD file")
     articles = jf.require_list(top["data"], ["data"], "list of articles")
-
-    docs: list[Document] = []
-    by_text: dict[str, str] = {}
-    queries: dict[str, str] = {}
-    qrels: dict[str, dict[str, int]] = {}
-    query_where: dict[str, list[str | int]] = {}
-    merged = dropped = crossing = n_paragraphs = 0
-
-    def add_doc(doc_id: str, text: str) -> str:
-        nonlocal merged
-        key = normalise_whitespace(text)
-        if key in by_text:
-            merged += 1
-            return by_text[key]
-        by_text[key] = doc_id
-        docs.append(Document(doc_id, text))
-        return doc_id
-
+    build = _SquadBuilder(jf, level)
     for ai, article in enumerate(articles):
         akeys: list[str | int] = ["data", ai]
         article = jf.require(article, akeys, ["paragraphs"], "SQuAD article")
         paragraphs = jf.require_list(article["paragraphs"], [*akeys, "paragraphs"], "paragraphs")
         for pi, para in enumerate(paragraphs):
-            pkeys: list[str | int] = [*akeys, "paragraphs", pi]
-            para = jf.require(para, pkeys, ["context", "qas"], "SQuAD paragraph")
-            context = jf.require_str(para, pkeys, "context")
-            if not context.strip():
-                raise jf.error([*pkeys, "context"], "empty context; expected the paragraph text")
-            qas = jf.require_list(para["qas"], [*pkeys, "qas"], "questions")
-            n_paragraphs += 1
-            pid = f"a{ai}p{pi}"
-            if level == "paragraph":
-                para_doc = add_doc(pid, context)
-            else:
-                spans = split_sentences(context)
-                sent_docs = [
-                    add_doc(f"{pid}s{si}", context[s:e]) for si, (s, e) in enumerate(spans)
-                ]
-                ends = [e for _, e in spans]
-            for qi, qa in enumerate(qas):
-                qkeys: list[str | int] = [*pkeys, "qas", qi]
-                qa = jf.require(qa, qkeys, ["id", "question", "answers"], "SQuAD question")
-                qid = _question_id(jf, qa, qkeys)
-                question = jf.require_str(qa, qkeys, "question")
-                if qid in queries:
-                    first = jf.where(query_where[qid])
-                    raise jf.error(qkeys, f"duplicate question id {qid!r} (first at {first})")
-                answers = jf.require_list(qa["answers"], [*qkeys, "answers"], "answers")
-                if not answers or qa.get("is_impossible"):
-                    dropped += 1
-                    continue
-                start, end = _first_answer(jf, answers[0], [*qkeys, "answers", 0], context)
-                if level == "paragraph":
-                    gold = para_doc
-                else:
-                    k = min(bisect_right(ends, start), len(spans) - 1)
-                    gold = sent_docs[k]
-                    if end > spans[k][1]:
-                        crossing += 1
-                queries[qid] = question
-                qrels[qid] = {gold: 1}
-                query_where[qid] = qkeys
-
-    if not docs:
+            build.add_paragraph(para, [*akeys, "paragraphs", pi], f"a{ai}p{pi}")
+    if not build.docs:
         raise DataError(f"{jf.path}: no paragraphs; the corpus would be empty")
-    meta: dict[str, Any] = {
-        "format": "squad",
-        "path": str(jf.path),
-        "level": level,
-        "paragraphs": n_paragraphs,
-        "merged_duplicates": merged,
-        "dropped_unanswerable": dropped,
-    }
-    if level == "sentence":
-        meta["answers_crossing_sentences"] = crossing
     default = "squad" if level == "paragraph" else "squad-sentence"
     return Dataset.build(
-        name or default, docs, queries, qrels, source=str(jf.path), meta=meta
+        name or default, build.docs, build.queries, build.qrels, source=str(jf.path), meta=build.meta()
     )
 
 
