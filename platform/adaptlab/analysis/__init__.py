@@ -49,7 +49,14 @@ from adaptlab.analysis.plots import (
 )
 from adaptlab.analysis.report import build_report
 from adaptlab.analysis.shift import DEFAULT_QUANTILES, ShiftComparison, compare_shift, domain_shift
-from adaptlab.analysis.thresholds import PSI_GRID, ThresholdResult, similarity_thresholds, thresholds_from_arrays
+from adaptlab.analysis.thresholds import (
+    GAMMAS,
+    PSI_GRID,
+    TESTS,
+    ThresholdResult,
+    similarity_thresholds,
+    thresholds_from_arrays,
+)
 from adaptlab.analysis.transforms import (
     TRANSFORMS,
     AllButTheTop,
@@ -70,6 +77,7 @@ __all__ = [
     "DEFAULT_QUANTILES",
     "EmbeddingTransform",
     "EvalRankResult",
+    "GAMMAS",
     "Identity",
     "IsotropyResult",
     "NDCGCurve",
@@ -79,6 +87,7 @@ __all__ = [
     "ShiftComparison",
     "SimilarityDistributions",
     "Standardize",
+    "TESTS",
     "TRANSFORMS",
     "ThresholdResult",
     "TopicDiversity",

@@ -50,7 +50,7 @@ def draw_indices(n: int, bootstrap: BootstrapConfig, *, indices: np.ndarray | No
         return idx.astype(np.int64, copy=False)
     return np.asarray(
         resample_indices(n, n_resamples=bootstrap.n_resamples, sample_size=bootstrap.sample_size,
-                         seed=bootstrap.seed),
+                         seed=bootstrap.seed, allow_oversampling=bootstrap.allow_oversampling),
         dtype=np.int64,
     )
 

@@ -1,7 +1,10 @@
 """Long-format rows for the results store's ``metrics`` table (shared by the analyses).
 
 A row has the store's metric columns except ``run_id``, which the caller fills in when it
-commits (``adaptlab.evaluation.persist.commit_summary(extra_metric_rows=...)`` does).
+commits (``adaptlab.evaluation.persist.commit_summary(extra_metric_rows=...)`` does). The
+nullable columns added for issue 15 (``confidence``, ``interval_method``, ``p_adjusted``,
+``adjustment``, ``family_size``, ``p_exact``, ``exact_test``, ``rank_low``, ``rank_high``,
+``missing_from_run``) are only set when given, so rows stay readable by older writers' code.
 """
 
 from __future__ import annotations
@@ -11,7 +14,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["metric_row"]
+__all__ = ["OPTIONAL_COLUMNS", "metric_row"]
+
+OPTIONAL_COLUMNS: dict[str, type] = {
+    "confidence": float, "interval_method": str, "p_adjusted": float, "adjustment": str,
+    "family_size": int, "p_exact": float, "exact_test": str, "rank_low": int, "rank_high": int,
+    "missing_from_run": int,
+}
+"""The optional metric columns :func:`metric_row` accepts, with their Python types."""
 
 
 def _num(x: Any) -> float | None:
@@ -36,17 +46,26 @@ def metric_row(
     compared_to: str | None = None,
     p_value: float | None = None,
     extra: Mapping[str, Any] | None = None,
+    **optional: Any,
 ) -> dict[str, Any]:
-    """One ``metrics`` row; ``extra`` is stored as a JSON string with sorted keys."""
+    """One ``metrics`` row; ``extra`` is stored as a JSON string with sorted keys; ``optional``
+    takes the columns of :data:`OPTIONAL_COLUMNS` (``None`` values are left out)."""
 
     def _clean(v: Any) -> Any:
         if isinstance(v, float) and not math.isfinite(v):
             return None
         if hasattr(v, "item"):  # numpy scalar
             return _clean(v.item())
+        if isinstance(v, dict):
+            return {k: _clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [_clean(x) for x in v]
         return v
 
-    return {
+    unknown = sorted(set(optional) - set(OPTIONAL_COLUMNS))
+    if unknown:
+        raise TypeError(f"metric_row: unknown column(s) {', '.join(unknown)}; known: {', '.join(OPTIONAL_COLUMNS)}")
+    row = {
         "system": str(system),
         "dataset": str(dataset),
         "measure": str(measure),
@@ -62,3 +81,7 @@ def metric_row(
         "p_value": _num(p_value),
         "extra": json.dumps({k: _clean(v) for k, v in extra.items()}, sort_keys=True) if extra else None,
     }
+    for name, v in optional.items():
+        if v is not None:
+            row[name] = OPTIONAL_COLUMNS[name](v.item() if hasattr(v, "item") else v)
+    return row

@@ -15,7 +15,12 @@ embeddings)::
 
 Pairs are the resampling unit of the bootstrap CIs (``adaptlab.stats.bootstrap_ci``). The
 original benchmark also adds every reversed pair ``(c_y, c_x)``: ``symmetric=True`` in
-:func:`load_pairs`.
+:func:`load_pairs`. A pair and its reverse are not independent (their reciprocal ranks correlate
+strongly), so they form one resampling unit: :attr:`PairPool.groups` numbers the source pair of
+every ranked pair, and the bootstrap resamples whole groups (a cluster bootstrap; Davison &
+Hinkley 1997, "Bootstrap Methods and their Application", sec. 3.8): with group sums ``S_g`` and
+sizes ``n_g`` of the drawn groups, one resample's value is ``sum S_g / sum n_g``, and the CI is
+the percentile interval of those values.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import numpy as np
 from adaptlab.analysis._resample import bootstrap_settings
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError, DataError
-from adaptlab.stats import BootstrapConfig, bootstrap_ci
+from adaptlab.stats import BootstrapConfig, bootstrap_ci, percentile_interval, resample_indices
 
 __all__ = ["EvalRankResult", "PairPool", "evalrank", "evalrank_ranks", "load_pairs"]
 
@@ -44,6 +49,7 @@ class PairPool:
     texts: list[str]
     pairs: np.ndarray
     source: str = ""
+    groups: np.ndarray | None = None  # [m] source-pair number of each pair (resampling unit)
 
     def __len__(self) -> int:
         return int(self.pairs.shape[0])
@@ -101,6 +107,7 @@ def load_pairs(
     index: dict[str, int] = {}
     texts: list[str] = []
     pairs: list[tuple[int, int]] = []
+    groups: list[int] = []
 
     def _id(t: str) -> int:
         if t not in index:
@@ -124,8 +131,10 @@ def load_pairs(
             )
         ia, ib = _id(a), _id(b)
         pairs.append((ia, ib))
+        groups.append(len(groups) if not symmetric else len(pairs) // 2)
         if symmetric:
             pairs.append((ib, ia))
+            groups.append(groups[-1])
     if not pairs:
         raise DataError(f"{p}: no pairs found")
     if background is not None:
@@ -139,7 +148,7 @@ def load_pairs(
         for t in items:
             if t.strip():
                 _id(t)
-    return PairPool(texts, np.asarray(pairs, dtype=np.int64), str(p))
+    return PairPool(texts, np.asarray(pairs, dtype=np.int64), str(p), np.asarray(groups, dtype=np.int64))
 
 
 def evalrank_ranks(
@@ -201,7 +210,8 @@ class EvalRankResult:
         return [
             metric_row(self.system, self.dataset, m, v[0], boot_mean=v[1], ci_low=v[2], ci_high=v[3],
                        n_queries=int(self.ranks.size), n_resamples=self.n_resamples, sample_size=self.sample_size,
-                       seed=self.seed, extra={"confidence": self.confidence})
+                       seed=self.seed, confidence=self.confidence, interval_method="percentile",
+                       extra={"confidence": self.confidence})
             for m, v in self.values.items()
         ]
 
@@ -219,13 +229,20 @@ def evalrank(
     system: str = "",
     dataset: str = "",
     bootstrap: BootstrapConfig | None = None,
+    groups: object = None,
 ) -> EvalRankResult:
     """EvalRank MRR and Hits@k of one embedding model with bootstrap CIs over pairs.
 
-    ``pool_embeddings`` [n, d] embeds :attr:`PairPool.texts` in order; ``pairs`` [m, 2]
-    (e.g. :attr:`PairPool.pairs`). ``bootstrap`` (one :class:`~adaptlab.stats.BootstrapConfig`)
-    replaces the loose ``n_resamples``, ``sample_size``, ``seed`` and ``confidence``.
+    ``pool_embeddings`` [n, d] embeds :attr:`PairPool.texts` in order; ``pairs`` a
+    :class:`PairPool` (its pairs and groups) or an [m, 2] array. ``groups`` [m] (default: the
+    pool's, else each pair alone) numbers the resampling unit of every pair: pairs of one group
+    are resampled together (a pair and its reverse). ``bootstrap`` (one
+    :class:`~adaptlab.stats.BootstrapConfig`) replaces the loose ``n_resamples``, ``sample_size``
+    (in groups), ``seed`` and ``confidence``.
     """
+    if isinstance(pairs, PairPool):
+        groups = pairs.groups if groups is None else groups
+        pairs = pairs.pairs
     cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
                              confidence=confidence)
     kk = sorted({int(k) for k in ks})
@@ -234,10 +251,43 @@ def evalrank(
     ranks = evalrank_ranks(pool_embeddings, pairs, normalize=normalize)
     names = ["evalrank_mrr"] + [f"evalrank_hits@{k}" for k in kk]
     per_pair = np.vstack([1.0 / ranks] + [(ranks <= k).astype(np.float64) for k in kk])
-    ci = bootstrap_ci(per_pair, **cfg.kwargs())
-    values = {
-        m: (float(ci.point[i]), float(ci.boot_mean[i]), float(ci.ci_low[i]), float(ci.ci_high[i]))
-        for i, m in enumerate(names)
-    }
-    l = ranks.size if cfg.sample_size is None else int(cfg.sample_size)
+    g = _groups(groups, ranks.size)
+    if g is None:
+        ci = bootstrap_ci(per_pair, **cfg.kwargs())
+        values = {
+            m: (float(ci.point[i]), float(ci.boot_mean[i]), float(ci.ci_low[i]), float(ci.ci_high[i]))
+            for i, m in enumerate(names)
+        }
+        l = ranks.size if cfg.sample_size is None else int(cfg.sample_size)
+    else:
+        values, l = _cluster_bootstrap(per_pair, g, cfg)
+        values = dict(zip(names, values))
     return EvalRankResult(system, dataset, ranks, values, int(cfg.n_resamples), l, cfg.seed, float(cfg.confidence))
+
+
+def _groups(groups: object, m: int) -> np.ndarray | None:
+    """Group ids 0..G-1 per pair, or None when every pair is its own group."""
+    if groups is None:
+        return None
+    g = np.asarray(groups)
+    if g.shape != (m,):
+        raise ConfigError(f"groups must have one entry per pair ({m}), got shape {g.shape}")
+    _, inv = np.unique(g, return_inverse=True)
+    return None if inv.max() + 1 == m else inv.astype(np.int64)
+
+
+def _cluster_bootstrap(per_pair: np.ndarray, g: np.ndarray, cfg: BootstrapConfig,
+                       ) -> tuple[list[tuple[float, float, float, float]], int]:
+    """Resample whole groups: each resample's value is sum(group sums) / sum(group sizes)."""
+    n_g = int(g.max()) + 1
+    sums = np.stack([np.bincount(g, weights=row, minlength=n_g) for row in per_pair])  # [P, G]
+    sizes = np.bincount(g, minlength=n_g).astype(np.float64)
+    idx = resample_indices(n_g, n_resamples=cfg.n_resamples, sample_size=cfg.sample_size, seed=cfg.seed,
+                           allow_oversampling=cfg.allow_oversampling)
+    offs = (np.arange(idx.shape[0], dtype=np.int64) * n_g)[:, None]
+    counts = np.bincount((idx + offs).ravel(), minlength=idx.shape[0] * n_g).reshape(idx.shape[0], n_g)
+    boot = (counts @ sums.T) / (counts @ sizes)[:, None]  # [B, P]
+    lo, hi = percentile_interval(boot, cfg.confidence, axis=0)
+    point = per_pair.mean(axis=1)
+    vals = [(float(point[i]), float(boot[:, i].mean()), float(lo[i]), float(hi[i])) for i in range(per_pair.shape[0])]
+    return vals, int(idx.shape[1])

@@ -99,13 +99,17 @@ class OverlapResult:
     n_resamples: int
     sample_size: int
     seed: int
+    n_missing_corr: int = 0
+    n_missing_rand: int = 0
 
     def to_metric_rows(self) -> list[dict[str, Any]]:
-        """Rows ``coe`` and ``roe`` (extra: k, psi, theta)."""
+        """Rows ``coe`` and ``roe`` (extra: k, psi, theta, the excluded and missing counts)."""
         common = {"n_queries": self.n_queries, "n_resamples": self.n_resamples,
-                  "sample_size": self.sample_size, "seed": self.seed}
+                  "sample_size": self.sample_size, "seed": self.seed, "confidence": self.confidence,
+                  "interval_method": "percentile"}
         extra = {"k": self.k, "psi": self.psi, "theta": self.theta, "n_excluded": self.n_excluded,
-                 "confidence": self.confidence}
+                 "confidence": self.confidence, "n_missing_corr": self.n_missing_corr,
+                 "n_missing_rand": self.n_missing_rand}
         return [
             metric_row(self.system, self.dataset, "coe", self.coe, boot_mean=self.coe_boot_mean,
                        ci_low=self.coe_ci_low, ci_high=self.coe_ci_high, extra=extra, **common),
@@ -132,9 +136,19 @@ def _overlap_kernel(
         blk = idx[s : s + step]
         theta = _percentile_rows(topk[blk].reshape(blk.shape[0], l * k), psi)
         out[s : s + blk.shape[0], 0] = theta
-        out[s : s + blk.shape[0], 1] = (corr[blk] > theta[:, None]).mean(axis=1)
-        out[s : s + blk.shape[0], 2] = (rand[blk] > theta[:, None]).mean(axis=1)
+        out[s : s + blk.shape[0], 1] = _fraction_above(corr[blk], theta)
+        out[s : s + blk.shape[0], 2] = _fraction_above(rand[blk], theta)
     return out
+
+
+def _fraction_above(x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Per row, the fraction of the known (non-NaN) values above ``theta`` (NaN if none known)."""
+    known = ~np.isnan(x)
+    if known.all():
+        return (x > theta[:, None]).mean(axis=1)
+    n = known.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, ((x > theta[:, None]) & known).sum(axis=1) / np.maximum(n, 1), np.nan)
 
 
 def overlap_from_arrays(
@@ -177,7 +191,8 @@ def overlap_from_arrays(
         coe=float(full[1]), coe_boot_mean=float(boot[:, 1].mean()), coe_ci_low=float(lo[1]), coe_ci_high=float(hi[1]),
         roe=float(full[2]), roe_boot_mean=float(boot[:, 2].mean()), roe_ci_low=float(lo[2]), roe_ci_high=float(hi[2]),
         confidence=float(cfg.confidence), n_queries=q, n_excluded=int(n_excluded), n_resamples=int(idx.shape[0]),
-        sample_size=int(idx.shape[1]), seed=cfg.seed,
+        sample_size=int(idx.shape[1]), seed=cfg.seed, n_missing_corr=int(np.isnan(corr).sum()),
+        n_missing_rand=int(np.isnan(rand).sum()),
     )
 
 
@@ -195,15 +210,18 @@ def overlap_metrics(
 ) -> OverlapResult:
     """COE and ROE of one system's :class:`PerQueryRecords` with bootstrap CIs (000, Sec. 2.3).
 
-    Queries without a gold document, or whose gold similarity is unknown (NaN), are excluded
-    and counted in ``n_excluded``. ``indices`` must then index the remaining queries.
+    Queries without a gold document are excluded and counted in ``n_excluded``. Every judged
+    query stays in the resampling, so the resamples are those of the accuracy CIs and of the
+    thresholds (same ``(Q, m, l, seed)``, same indices); a query whose gold or random
+    similarity is unknown (NaN) still counts in ``theta_j`` through its top-K similarities and
+    is left out of the fractions ``C_corr`` / ``C_rand`` of the resamples that draw it (counted
+    in ``n_missing_corr`` / ``n_missing_rand``).
     """
     qa = query_arrays(records, k)
-    keep = ~np.isnan(qa.sim_gold) & ~np.isnan(qa.sim_random)
-    if not keep.any():
+    if qa.n_queries == 0 or np.isnan(qa.sim_gold).all() or np.isnan(qa.sim_random).all():
         raise ConfigError(f"system {qa.system!r} on {qa.dataset!r}: no query has a gold and a random similarity")
     return overlap_from_arrays(
-        qa.sim_gold[keep], qa.topk[keep], qa.sim_random[keep], psi=psi, n_resamples=n_resamples,
+        qa.sim_gold, qa.topk, qa.sim_random, psi=psi, n_resamples=n_resamples,
         sample_size=sample_size, seed=seed, confidence=confidence, indices=indices, bootstrap=bootstrap,
-        system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded + int((~keep).sum()),
+        system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded,
     )

@@ -34,10 +34,11 @@ from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure
 from adaptlab.retrieval import PerQueryRecords
 from adaptlab.stats import BootstrapConfig
+from adaptlab.stats.pvalues import ci_label, format_p_value
 
 __all__ = ["build_report"]
 
-_ANALYSIS_SECTIONS = ("threshold", "acc_at_threshold", "coe", "roe", "isoscore", "isotropy_mu", "isotropy_mu_exact")
+_ANALYSIS_SECTIONS = ("threshold", "acc_at_threshold", "threshold_loss", "coe", "roe", "isoscore", "isotropy_mu", "isotropy_mu_exact")
 
 
 def _is_ranking_measure(m: str) -> bool:
@@ -55,6 +56,34 @@ def _fmt(x: Any, digits: int = 4) -> str:
             return "n/a"
         return f"{x:.{digits}f}"
     return str(x)
+
+
+_ADJ = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "none"}
+
+
+def _ci_label(rows: Sequence[dict[str, Any]]) -> str:
+    """``"95% CI"`` from the rows' stored ``confidence`` (older rows without it: 95%, the only
+    level they could have been written with by default); ``"CI"`` when the rows disagree."""
+    levels = {r.get("confidence") for r in rows}
+    levels.discard(None)
+    methods = {r.get("interval_method") for r in rows} - {None}
+    if len(levels) > 1:
+        return "CI"
+    conf = levels.pop() if levels else 0.95
+    return ci_label(conf, methods.pop() if len(methods) == 1 else None)
+
+
+def _adjusted(r: dict[str, Any]) -> str:
+    if r.get("p_adjusted") is None:
+        return "n/a"
+    return f"{format_p_value(r['p_adjusted'])} ({_ADJ.get(str(r.get('adjustment')), r.get('adjustment'))}, " \
+           f"n={_fmt(r.get('family_size'))})"
+
+
+def _pct(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{100 * float(x):.1f}%"
 
 
 def _ci(lo: Any, hi: Any) -> str:
@@ -223,7 +252,7 @@ def build_report(
 
     doc = _Doc()
     doc.h(1, title)
-    doc.p(f"Store: {Path(store_root)}. Runs: {len(runs)}. Datasets: {', '.join(all_datasets) or 'none'}. "
+    doc.p(f"Store: {store_root}. Runs: {len(runs)}. Datasets: {', '.join(all_datasets) or 'none'}. "
           "Values are point estimates on all queries; bootstrap means and percentile confidence "
           "intervals come from the stored resampling settings (n_resamples, sample_size, seed).")
     if not all_datasets:
@@ -296,10 +325,13 @@ def _ranking_section(page: _Page, rows: list[dict[str, Any]]) -> None:
     if not rank_rows:
         return
     page.doc.h(3, "Retrieval measures")
-    page.doc.table(["System", "Measure", "Value", "Boot mean", "95% CI", "CI width", "Queries", "Resamples x size"],
+    label = _ci_label(rank_rows)
+    page.doc.table(["System", "Measure", "Value", "Boot mean", label, "CI width", "Queries", "Missing from run",
+                    "Resamples x size"],
                    [[r["system"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
                      _ci(r.get("ci_low"), r.get("ci_high")), _width(r.get("ci_low"), r.get("ci_high")),
-                     _fmt(r.get("n_queries")), f"{_fmt(r.get('n_resamples'))} x {_fmt(r.get('sample_size'))}"]
+                     _fmt(r.get("n_queries")), _fmt(r.get("missing_from_run")),
+                     f"{_fmt(r.get('n_resamples'))} x {_fmt(r.get('sample_size'))}"]
                     for r in rank_rows])
     for m in sorted({r["measure"] for r in rank_rows}):
         mr = [r for r in rank_rows if r["measure"] == m]
@@ -310,7 +342,7 @@ def _ranking_section(page: _Page, rows: list[dict[str, Any]]) -> None:
                 [r["ci_low"] if r.get("ci_low") is not None else math.nan for r in mr],
                 [r["ci_high"] if r.get("ci_high") is not None else math.nan for r in mr],
                 page.figdir / f"{_slug(page.ds)}_{_slug(m)}_forest.png", measure=m, title=f"{m} on {page.ds}")
-            page.figure(path, f"{m} with 95% CI on {page.ds}")
+            page.figure(path, f"{m} with {_ci_label(mr)} on {page.ds}")
 
 
 def _pairs_section(page: _Page, rows: list[dict[str, Any]]) -> None:
@@ -318,9 +350,26 @@ def _pairs_section(page: _Page, rows: list[dict[str, Any]]) -> None:
                        key=lambda r: (r["measure"], r["system"], r["compared_to"]))
     if pair_rows:
         page.doc.h(3, "Paired comparisons (A - B, paired bootstrap)")
-        page.doc.table(["A", "B", "Measure", "Difference", "Boot mean", "95% CI", "p-value"],
-                       [[r["system"], r["compared_to"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
-                         _ci(r.get("ci_low"), r.get("ci_high")), _fmt(r.get("p_value"))] for r in pair_rows])
+        exact = any(r.get("p_exact") is not None for r in pair_rows)
+        head = ["A", "B", "Measure", "Difference", "Boot mean", _ci_label(pair_rows), "p-value", "p adjusted (family)"]
+        if exact:
+            head.append("p exact (sign test)")
+        table = []
+        for r in pair_rows:
+            row = [r["system"], r["compared_to"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
+                   _ci(r.get("ci_low"), r.get("ci_high")), format_p_value(r.get("p_value"), r.get("n_resamples")),
+                   _adjusted(r)]
+            if exact:
+                row.append(format_p_value(r.get("p_exact")))
+            table.append(row)
+        page.doc.table(head, table)
+        adj = sorted({str(r.get("adjustment")) for r in pair_rows if r.get("adjustment")})
+        page.doc.p("p-value: two-sided paired bootstrap, bounded below by 2/(m+1) for m resamples. "
+                   + (f"p adjusted: {', '.join(_ADJ.get(a, a) for a in adj)} within each family (one dataset, one "
+                      "measure; the family size in parentheses); read significance from it, not from the raw p."
+                      if adj else "No multiplicity adjustment is stored for these rows (written before it existed).")
+                   + (" Fewer than 30 queries: bootstrap intervals are unreliable, read the exact sign test."
+                      if exact else ""))
 
 
 def _threshold_section(page: _Page, by: dict[tuple[str, str], dict[str, Any]],
@@ -332,12 +381,28 @@ def _threshold_section(page: _Page, by: dict[tuple[str, str], dict[str, Any]],
     trows = []
     for s in thr_sys:
         t, a = by[(s, "threshold")], by.get((s, "acc_at_threshold"), {})
+        loss = by.get((s, "threshold_loss"), {})
         te, ae = _extra(t), _extra(a) if a else {}
-        trows.append([s, _fmt(te.get("k")), f"{_fmt(t['value'], 3)} ({_fmt(te.get('psi'), 0)})",
-                      _fmt(ae.get("base_boot_mean")), _fmt(a.get("boot_mean") if a else None),
-                      _ci(a.get("ci_low"), a.get("ci_high")) if a else "n/a", _fmt(t.get("p_value"))])
-    page.doc.table(["System", "K", "tau (psi)", "Boot acc", "Boot acc @ tau", "95% CI @ tau", "p (one-sided)"],
-                   trows)
+        both = []
+        for key, name in (("paper", "paper"), ("margin_rule", "margin")):
+            ch = te.get(key)
+            if isinstance(ch, dict):
+                both.append(f"{name}: " + (f"{_fmt(ch.get('tau'), 3)} ({_fmt(ch.get('psi'), 0)})"
+                                           if ch.get("tau") is not None else "none"))
+        trows.append([s, _fmt(te.get("k")), str(te.get("test", "n/a")),
+                      f"{_fmt(t['value'], 3)} ({_fmt(te.get('psi'), 0)})",
+                      _pct(te.get("removed")), _fmt(ae.get("base_boot_mean")), _fmt(a.get("boot_mean") if a else None),
+                      _ci(a.get("ci_low"), a.get("ci_high")) if a else "n/a",
+                      _fmt(loss.get("value")) if loss else "n/a",
+                      _ci(loss.get("ci_low"), loss.get("ci_high")) if loss else "n/a", "; ".join(both) or "n/a"])
+    label = _ci_label([by[(s, "threshold")] for s in thr_sys])
+    page.doc.table(["System", "K", "Rule", "tau (psi)", "Top-K removed", "Boot acc", "Boot acc @ tau",
+                    f"{label} @ tau", "Loss", f"Loss {label}", "Both rules: tau (psi)"], trows)
+    page.doc.p("Rules: 'margin' (default) takes the highest tau whose paired accuracy loss has a CI upper end "
+               "at most the margin (0.01 = one point), resampling all queries; 'paper' takes the highest tau "
+               "whose resampled thresholded accuracies have a percentile CI containing the bootstrap mean "
+               "accuracy (reference 000's wording). Top-K removed: the share of retrieved top-K documents below "
+               "tau. See docs/metrics.md.")
     if thr_results:
         path = plots.plot_thresholds(thr_results, page.figdir / f"{_slug(page.ds)}_thresholds.png",
                                      title=f"Accuracy vs threshold on {page.ds}")
@@ -356,7 +421,8 @@ def _overlap_section(page: _Page, by: dict[tuple[str, str], dict[str, Any]]) -> 
         orows.append([s, _fmt(e.get("k")), _fmt(e.get("psi"), 1), _fmt(c.get("boot_mean")),
                       _ci(c.get("ci_low"), c.get("ci_high")), _fmt(r_.get("boot_mean")),
                       _ci(r_.get("ci_low"), r_.get("ci_high"))])
-    page.doc.table(["System", "K", "psi", "COE", "COE 95% CI", "ROE", "ROE 95% CI"], orows)
+    label = _ci_label([r for (s, m), r in by.items() if m in ("coe", "roe")])
+    page.doc.table(["System", "K", "psi", "COE", f"COE {label}", "ROE", f"ROE {label}"], orows)
 
 
 def _record_figures(page: _Page, records: dict[str, Any], k: int, cfg: BootstrapConfig) -> None:
@@ -396,9 +462,10 @@ def _other_section(page: _Page, rows: list[dict[str, Any]]) -> None:
                    key=lambda r: (r["measure"], r["system"], str(r.get("compared_to"))))
     if other:
         page.doc.h(3, "Other analyses")
-        page.doc.table(["System", "Measure", "Value", "Boot mean", "95% CI", "Compared to", "p-value"],
+        page.doc.table(["System", "Measure", "Value", "Boot mean", _ci_label(other), "Compared to", "p-value"],
                        [[r["system"], r["measure"], _fmt(r["value"]), _fmt(r.get("boot_mean")),
-                         _ci(r.get("ci_low"), r.get("ci_high")), r.get("compared_to") or "", _fmt(r.get("p_value"))]
+                         _ci(r.get("ci_low"), r.get("ci_high")), r.get("compared_to") or "",
+                         format_p_value(r.get("p_value"))]
                         for r in other])
 
 
@@ -416,8 +483,8 @@ def _correlation_section(page: _Page, rows: list[dict[str, Any]], k: int) -> Non
     if corr:
         page.doc.h(3, "Correlations across systems (reference 000, Table 3)")
         page.doc.table(["x", "y", "Systems", "Pearson r", "p", "Spearman rho", "p"],
-                       [[c.x, c.y, str(c.n), _fmt(c.pearson_r, 3), _fmt(c.pearson_p, 3),
-                         _fmt(c.spearman_rho, 3), _fmt(c.spearman_p, 3)] for c in corr])
+                       [[c.x, c.y, str(c.n), _fmt(c.pearson_r, 3), format_p_value(c.pearson_p),
+                         _fmt(c.spearman_rho, 3), format_p_value(c.spearman_p)] for c in corr])
 
 
 def _scale_section(doc: _Doc, rows: list[dict[str, Any]], ds: str, out: Path, figdir: Path) -> None:
@@ -432,7 +499,8 @@ def _scale_section(doc: _Doc, rows: list[dict[str, Any]], ds: str, out: Path, fi
             continue
         path = plot_scale_curves(curves, figdir / f"{_slug(ds)}_{_slug(m)}_scale.png", title=f"{m} on {ds}")
         doc.img(path.relative_to(out).as_posix(), f"{m} against data scale on {ds}")
-        doc.table(["Variant", "Documents", "Value", "95% CI", "Gain over base", "Gain CI", "p"],
+        doc.table(["Variant", "Documents", "Value", "CI", "Gain over base", "Gain CI", "p", "p adjusted"],
                   [[t["variant"], _fmt(t["n_documents"]), _fmt(t["value"]), _ci(t["ci_low"], t["ci_high"]),
-                    _fmt(t["gain"]), _ci(t["gain_ci_low"], t["gain_ci_high"]), _fmt(t["p_value"])]
+                    _fmt(t["gain"]), _ci(t["gain_ci_low"], t["gain_ci_high"]), format_p_value(t["p_value"]),
+                    format_p_value(t["p_adjusted"])]
                    for t in curves_table(curves)])

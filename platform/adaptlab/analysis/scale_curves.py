@@ -54,6 +54,12 @@ class ScalePoint:
     gain_ci_low: float | None = None
     gain_ci_high: float | None = None
     p_value: float | None = None
+    p_adjusted: float | None = None  # within the (dataset, measure) family, when stored
+
+    @property
+    def p_decision(self) -> float | None:
+        """The p-value significance is read from: adjusted when stored, else raw."""
+        return self.p_adjusted if self.p_adjusted is not None else self.p_value
 
 
 @dataclass(frozen=True)
@@ -113,8 +119,9 @@ def scale_curves(source: Any, measure: str, *, label: str | None = None) -> list
         assert n is not None
         points.setdefault((lab, variant), []).append(ScalePoint(
             n, float(row["value"]), float(row["ci_low"]), float(row["ci_high"]),
-            *((float(pair["value"]), float(pair["ci_low"]), float(pair["ci_high"]), float(pair["p_value"]))
-              if pair is not None else (None, None, None, None)),
+            *((float(pair["value"]), float(pair["ci_low"]), float(pair["ci_high"]), float(pair["p_value"]),
+               None if _missing(pair.get("p_adjusted")) else float(pair["p_adjusted"]))
+              if pair is not None else (None, None, None, None, None)),
         ))
     order = {"pt": 0, "ft": 1, "pt-ft": 2, "merged": 3}
     return [
@@ -126,7 +133,8 @@ def scale_curves(source: Any, measure: str, *, label: str | None = None) -> list
 def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path, *, title: str | None = None) -> Path:
     """Two panels: the measure against the number of documents (log axis) per variant with CI
     bands and the base model as a dashed line with its band; and the paired gain over the base
-    with its CI (error bars), points with p < 0.05 filled. Writes a PNG to ``path``."""
+    with its CI (error bars), points with p < 0.05 filled (the multiplicity-adjusted p when the
+    rows carry one). Writes a PNG to ``path``."""
     if not curves:
         raise ConfigError("plot_scale_curves: nothing to plot")
     import numpy as np
@@ -148,7 +156,7 @@ def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path, *, title: 
             g = np.array([p.gain for p in gains])
             err = np.array([[p.gain - p.gain_ci_low, p.gain_ci_high - p.gain] for p in gains]).T
             gx.errorbar(gxs, g, yerr=err, color=color, fmt="none", capsize=3)
-            sig = np.array([p.p_value is not None and p.p_value < 0.05 for p in gains])
+            sig = np.array([p.p_decision is not None and p.p_decision < 0.05 for p in gains])
             gx.scatter(gxs[sig], g[sig], color=color, s=30, label=f"{c.label} {c.variant}")
             gx.scatter(gxs[~sig], g[~sig], facecolors="none", edgecolors=color, s=30)
     bases = {c.label: c.base for c in curves if c.base is not None}
@@ -164,7 +172,7 @@ def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path, *, title: 
         a.grid(alpha=0.3)
     ax.set_ylabel(measure)
     gx.axhline(0.0, color="k", linewidth=1)
-    gx.set_ylabel(f"{measure}: variant - base (95% CI; filled: p < 0.05)")
+    gx.set_ylabel(f"{measure}: variant - base (CI; filled: adjusted p < 0.05)")
     ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)
@@ -180,6 +188,7 @@ def curves_table(curves: Iterable[ScaleCurve]) -> list[dict[str, Any]]:
     return [
         {"label": c.label, "variant": c.variant, "measure": c.measure, "n_documents": p.n_documents,
          "value": p.value, "ci_low": p.ci_low, "ci_high": p.ci_high, "gain": p.gain,
-         "gain_ci_low": p.gain_ci_low, "gain_ci_high": p.gain_ci_high, "p_value": p.p_value}
+         "gain_ci_low": p.gain_ci_low, "gain_ci_high": p.gain_ci_high, "p_value": p.p_value,
+         "p_adjusted": p.p_adjusted}
         for c in curves for p in c.points
     ]

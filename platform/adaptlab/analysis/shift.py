@@ -5,9 +5,15 @@ For a domain-specific set ``D`` and a domain-agnostic set ``D'`` embedded by the
 
     Delta_M(D, D') = { min_{d' in D'} ||E_M(d) - E_M(d')||_2 : d in D }      (|Delta| = |D|)
 
-The distributions of ``Delta_M`` (base model) and ``Delta_M'`` (adapted model) are compared by
-their quantiles, means and the two-sample Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``,
-two-sided, exact/asymptotic as scipy chooses). Larger distances after adaptation mean that the
+``Delta_M`` (base model) and ``Delta_M'`` (adapted model) hold the distances of the *same*
+documents, so they are compared as paired data (``paired=True``, the default when both have one
+value per document): with per-document differences ``d_i = Delta_M'(i) - Delta_M(i)``, the
+result gives ``mean(d)`` with its percentile bootstrap CI (:func:`adaptlab.stats.bootstrap_ci`,
+documents resampled with replacement, seeded) and the two-sided Wilcoxon signed-rank test of
+``d`` (``scipy.stats.wilcoxon``; Wilcoxon 1945). The two-sample Kolmogorov-Smirnov test
+(``scipy.stats.ks_2samp``) assumes independent samples: it is only run when the two sets hold
+different documents (``paired=False``), as a comparison of distributions. Quantiles and means of
+both distributions are reported either way. Larger distances after adaptation mean that the
 adapted model moves the domain's embeddings away from the general-domain ones.
 
 Distances use ``||a - b||^2 = ||a||^2 + ||b||^2 - 2 a.b`` in float64 over blocks of both sets
@@ -60,7 +66,9 @@ def domain_shift(domain: object, reference: object, *, block_size: int = 2048) -
 
 @dataclass(frozen=True)
 class ShiftComparison:
-    """Summary of ``Delta`` under a base and an adapted model, with the KS test."""
+    """Summary of ``Delta`` under a base and an adapted model, with a paired test (same
+    documents) or the KS test (different documents). ``diff_*``: the mean of the per-document
+    differences adapted - base with its bootstrap CI (NaN when unpaired)."""
 
     base_label: str
     adapted_label: str
@@ -71,14 +79,35 @@ class ShiftComparison:
     adapted_mean: float
     base_median: float
     adapted_median: float
-    ks_statistic: float
-    ks_pvalue: float
+    test: str  # "wilcoxon" (paired) or "ks" (independent samples)
+    statistic: float
+    pvalue: float
     n_base: int
     n_adapted: int
+    diff_mean: float = float("nan")
+    diff_ci_low: float = float("nan")
+    diff_ci_high: float = float("nan")
+    confidence: float = 0.95
+    n_resamples: int = 0
+    seed: int = 0
+
+    @property
+    def paired(self) -> bool:
+        return self.test == "wilcoxon"
+
+    @property
+    def ks_statistic(self) -> float:
+        """The KS statistic (NaN for the paired comparison, which does not run it)."""
+        return self.statistic if self.test == "ks" else float("nan")
+
+    @property
+    def ks_pvalue(self) -> float:
+        return self.pvalue if self.test == "ks" else float("nan")
 
     def to_metric_rows(self, dataset: str = "") -> list[dict[str, Any]]:
-        """``shift_mean`` and ``shift_median`` for both systems, and ``shift_ks`` (value = KS
-        statistic, p_value, ``compared_to`` = base) for the adapted one. extra: quantiles."""
+        """``shift_mean`` and ``shift_median`` for both systems; for the adapted one, paired:
+        ``shift_diff`` (value = mean per-document difference, CI, p_value = Wilcoxon), or
+        unpaired: ``shift_ks`` (value = KS statistic, p_value); ``compared_to`` = base."""
         rows = []
         for label, mean, median, qs, n in (
             (self.base_label, self.base_mean, self.base_median, self.base_quantiles, self.n_base),
@@ -87,8 +116,18 @@ class ShiftComparison:
             extra = {"quantiles": {str(q): float(v) for q, v in zip(self.quantile_levels, qs)}, "n": n}
             rows.append(metric_row(label, dataset, "shift_mean", mean, extra=extra))
             rows.append(metric_row(label, dataset, "shift_median", median, extra=extra))
-        rows.append(metric_row(self.adapted_label, dataset, "shift_ks", self.ks_statistic, p_value=self.ks_pvalue,
-                               compared_to=self.base_label, extra={"n_base": self.n_base, "n_adapted": self.n_adapted}))
+        if self.paired:
+            rows.append(metric_row(self.adapted_label, dataset, "shift_diff", self.diff_mean,
+                                   ci_low=self.diff_ci_low, ci_high=self.diff_ci_high, p_value=self.pvalue,
+                                   compared_to=self.base_label, n_queries=self.n_base, n_resamples=self.n_resamples,
+                                   sample_size=self.n_base, seed=self.seed, confidence=self.confidence,
+                                   interval_method="percentile",
+                                   extra={"test": "wilcoxon", "statistic": self.statistic, "paired": True}))
+        else:
+            rows.append(metric_row(self.adapted_label, dataset, "shift_ks", self.statistic, p_value=self.pvalue,
+                                   compared_to=self.base_label,
+                                   extra={"n_base": self.n_base, "n_adapted": self.n_adapted, "test": "ks",
+                                          "paired": False}))
         return rows
 
 
@@ -99,22 +138,46 @@ def compare_shift(
     quantiles: Sequence[float] = DEFAULT_QUANTILES,
     base_label: str = "base",
     adapted_label: str = "adapted",
+    paired: bool | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
 ) -> ShiftComparison:
-    """Compare two ``Delta`` distributions (e.g. :func:`domain_shift` under base and adapted model)."""
-    from scipy.stats import ks_2samp
+    """Compare two ``Delta`` distributions (e.g. :func:`domain_shift` under base and adapted model).
+
+    ``paired`` (default: True when both arrays have the same length, i.e. the same documents
+    in the same order) runs the paired comparison of the module doc; ``paired=False`` the KS
+    test of two independent samples.
+    """
+    from scipy.stats import ks_2samp, wilcoxon
+
+    from adaptlab.stats import bootstrap_ci
 
     x = np.asarray(base, dtype=np.float64).ravel()
     y = np.asarray(adapted, dtype=np.float64).ravel()
     if x.size == 0 or y.size == 0:
         raise ConfigError("compare_shift needs two non-empty distance arrays")
-    if np.isnan(x).any() or np.isnan(y).any():
-        raise ConfigError("distance arrays contain NaN")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ConfigError("distance arrays contain NaN or infinite values")
     qs = tuple(float(q) for q in quantiles)
     if any(not 0.0 <= q <= 1.0 for q in qs):
         raise ConfigError(f"quantiles must lie in [0, 1], got {list(quantiles)}")
-    ks = ks_2samp(x, y)
-    return ShiftComparison(
-        base_label, adapted_label, qs, np.quantile(x, qs), np.quantile(y, qs), float(x.mean()), float(y.mean()),
-        float(np.median(x)), float(np.median(y)),
-        float(ks.statistic), float(ks.pvalue), int(x.size), int(y.size),
-    )
+    if paired is None:
+        paired = x.size == y.size
+    common = (base_label, adapted_label, qs, np.quantile(x, qs), np.quantile(y, qs), float(x.mean()),
+              float(y.mean()), float(np.median(x)), float(np.median(y)))
+    if not paired:
+        ks = ks_2samp(x, y)
+        return ShiftComparison(*common, "ks", float(ks.statistic), float(ks.pvalue), int(x.size), int(y.size))
+    if x.size != y.size:
+        raise ConfigError(f"paired=True needs one distance per document in both arrays; got {x.size} and {y.size} "
+                          "(use paired=False for different document sets)")
+    d = y - x
+    if np.all(d == 0):
+        stat, p = 0.0, 1.0
+    else:
+        w = wilcoxon(d)
+        stat, p = float(w.statistic), float(w.pvalue)
+    ci = bootstrap_ci(d, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    return ShiftComparison(*common, "wilcoxon", stat, p, int(x.size), int(y.size), float(d.mean()),
+                           float(ci.ci_low[0]), float(ci.ci_high[0]), float(confidence), int(n_resamples), int(seed))

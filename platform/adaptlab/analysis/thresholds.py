@@ -1,23 +1,41 @@
 """Similarity thresholds chosen by a paired bootstrap (reference 000, Section 2.2).
 
-For bootstrap sample ``j`` (``l`` queries drawn with replacement) let ``T_j`` hold the top-K
-similarities of its queries and ``gamma_j = min(T_j)``. With ``Gamma = {gamma_j}``, the
-threshold at percentile ``psi`` is ``tau(psi) = percentile(Gamma, psi)`` (NumPy's default
-linear interpolation). Applying a threshold keeps a retrieved document only when its
-similarity is ``>= tau``, so with a single gold document per query the thresholded top-K
-accuracy of a query is::
+**The threshold grid.** Let ``s_{q,K}`` be the K-th (smallest) top-K similarity of query ``q``
+(its lowest retrieved similarity when fewer than K were retrieved). For the bootstrap resamples
+``Q_1..Q_m`` (``l`` queries each, with replacement) the pool ``Gamma`` is, by default
+(``gamma="pooled"``), every ``s_{q,K}`` of every resample, ``Gamma = {s_{q,K} : q in Q_j,
+j = 1..m}``, and ``tau(psi) = percentile(Gamma, psi)`` (NumPy's linear interpolation on the pooled
+values; computed from the per-query draw counts without materialising the pool). Thresholding
+keeps a retrieved document only when its similarity is ``>= tau``, so with one gold document the
+thresholded top-K hit of a query is ``hit_q(tau) = 1[1 <= rank_q <= K and s_q >= tau]`` (``s_q``
+the gold similarity), and ``psi`` percent of the pooled K-th similarities lie below ``tau(psi)``.
 
-    hit_q(tau) = 1[1 <= rank_q <= K and s_q >= tau]
+Why pooled: the paper's literal text takes one ``gamma_j = min(T_j)`` per resample
+(``gamma="resample_min"``, kept for comparison). The minimum of ``l`` values sits in the far
+lower tail, so ``tau(psi)`` stays below almost every similarity for ``psi < 100``, thresholding
+removes nothing, and any test passes up to ``psi = 95-100`` whatever the data. The paper's
+Table 2 reports ``psi`` from 5 to 85 with ``tau`` 0.43-0.88 and accuracy at ``tau`` a point or
+two below the bootstrap mean: the behaviour of percentiles of the pooled per-question K-th
+similarities, which this module therefore uses by default.
 
-where ``s_q`` is the similarity of the gold document at ``rank_q``. Every ``psi`` in
-``5, 10, ..., 100`` is compared with the unthresholded accuracy on the same resamples
-(paired). The test is one-sided (thresholding can only lower accuracy): with
-``a_j`` and ``a_j(tau)`` the accuracies of resample ``j``,
-``p(psi) = (1/m) * sum_j 1[a_j(tau(psi)) >= a_j]`` (Koehn 2004's paired bootstrap), and the
-accuracy at ``tau(psi)`` is *significantly lower* when ``p(psi) < alpha``. The chosen
-threshold is the highest ``tau(psi)`` that is not significantly lower. Because at most
-``100 - psi`` percent of the ``gamma_j`` lie below ``tau(psi)``, ``psi = 5`` always passes at
-``alpha = 0.05``.
+**The tests** (every ``psi`` of the grid, paired: the same resamples with and without the
+threshold). With ``a_j`` and ``a_j(tau)`` the top-K accuracy of resample ``j`` without and with
+the threshold, ``a = mean_j a_j`` the bootstrap mean accuracy and ``[L, U]`` a percentile
+interval at level ``confidence``:
+
+* ``test="paper"`` (the paper's rule, its words "not statistically different from the mean
+  bootstrap accuracy a"): ``psi`` passes when ``L(a_j(tau)) <= a <= U(a_j(tau))`` on the
+  configured resamples (``m``, ``l``; the paper uses 500 and 100).
+* ``test="margin"`` (default; non-inferiority with a margin, Wellek 2010, "Testing Statistical
+  Hypotheses of Equivalence and Noninferiority", ch. 2): ``psi`` passes when the upper end of the
+  two-sided percentile CI of the paired loss ``d_j = a_j - a_j(tau)`` is ``<= margin`` (default
+  0.01: "this threshold costs at most one point of accuracy, with 95% confidence"). The loss is
+  resampled over all ``Q`` queries (``m`` resamples of ``l = Q``), whatever ``sample_size``: with
+  ``l = 100`` it moves in steps of 0.01, too coarse for a 0.01 margin.
+
+The chosen threshold is the highest ``tau(psi)`` that passes (``None`` when none does). For it
+the result reports ``tau``, ``psi``, the accuracy at ``tau`` with its CI, the loss with its CI,
+and the fraction of retrieved top-K documents the threshold removes.
 """
 
 from __future__ import annotations
@@ -32,41 +50,59 @@ from adaptlab.analysis._inputs import query_arrays
 from adaptlab.analysis._resample import bootstrap_settings, draw_indices, resample_means
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError
-from adaptlab.stats import BootstrapConfig, percentile_interval
+from adaptlab.stats import BootstrapConfig, percentile_interval, resample_indices
 
-__all__ = ["PSI_GRID", "ThresholdResult", "similarity_thresholds", "thresholds_from_arrays"]
+__all__ = ["GAMMAS", "PSI_GRID", "TESTS", "ThresholdResult", "similarity_thresholds", "thresholds_from_arrays"]
 
 PSI_GRID: tuple[float, ...] = tuple(float(p) for p in range(5, 101, 5))
 """The percentiles of ``Gamma`` tried by default: 5, 10, ..., 100."""
 
+TESTS: tuple[str, ...] = ("margin", "paper")
+"""Accepted values of ``test``: the non-inferiority margin rule (default) and the paper's rule."""
+
+GAMMAS: tuple[str, ...] = ("pooled", "resample_min")
+"""Accepted values of ``gamma``: pooled per-query K-th similarities (default) or one minimum
+per resample (the paper's literal text)."""
+
 
 @dataclass(frozen=True)
 class ThresholdResult:
-    """Thresholds ``tau(psi)`` on a grid of ``psi`` and the one chosen.
+    """Thresholds ``tau(psi)`` on a grid of ``psi`` and the one chosen by ``test``.
 
-    Arrays are indexed like ``psi``. ``acc`` is the thresholded accuracy on all queries;
-    ``acc_boot_mean`` / ``acc_ci_*`` its bootstrap mean and percentile CI; ``p_value`` the
-    one-sided paired p-value against the unthresholded accuracy (``base_*``). ``chosen`` is
-    the index of the chosen ``psi`` (``None`` when every threshold is significantly lower).
+    Arrays are indexed like ``psi``. ``acc`` is the thresholded accuracy on all queries and
+    ``removed`` the fraction of retrieved top-K documents below ``tau``. ``acc_boot_mean`` /
+    ``acc_ci_*`` and ``loss_*`` (paired loss ``a_j - a_j(tau)``) are taken on the resamples of
+    ``test`` (all ``Q`` queries for ``"margin"``, ``m x l`` for ``"paper"``). ``paper_pass`` and
+    ``margin_pass`` say which ``psi`` pass each rule; ``chosen`` is the index chosen by ``test``,
+    ``chosen_paper`` / ``chosen_margin`` by each rule (``None``: no threshold passes).
     Accuracies are fractions in [0, 1].
     """
 
     system: str
     dataset: str
     k: int
+    test: str
+    gamma: str
+    margin: float
     psi: np.ndarray
     tau: np.ndarray
     acc: np.ndarray
+    removed: np.ndarray
     acc_boot_mean: np.ndarray
     acc_ci_low: np.ndarray
     acc_ci_high: np.ndarray
-    p_value: np.ndarray
+    loss_boot_mean: np.ndarray
+    loss_ci_low: np.ndarray
+    loss_ci_high: np.ndarray
+    paper_pass: np.ndarray
+    margin_pass: np.ndarray
     base_acc: float
     base_boot_mean: float
     base_ci_low: float
     base_ci_high: float
     chosen: int | None
-    alpha: float
+    chosen_paper: int | None
+    chosen_margin: int | None
     confidence: float
     n_queries: int
     n_excluded: int
@@ -83,49 +119,81 @@ class ThresholdResult:
         return float(self.tau[self.chosen]) if self.chosen is not None else float("nan")
 
     def at_chosen(self) -> dict[str, float]:
-        """Accuracy at the chosen threshold: value, boot_mean, ci_low, ci_high, p_value."""
+        """At the chosen threshold: tau, psi, accuracy (value, boot_mean, ci_low, ci_high), the
+        loss (loss, loss_ci_low, loss_ci_high) and the fraction of top-K documents removed."""
+        keys = ("tau", "psi", "value", "boot_mean", "ci_low", "ci_high", "loss", "loss_boot_mean",
+                "loss_ci_low", "loss_ci_high", "removed")
         if self.chosen is None:
-            nan = float("nan")
-            return {"value": nan, "boot_mean": nan, "ci_low": nan, "ci_high": nan, "p_value": nan}
+            return dict.fromkeys(keys, float("nan"))
         i = self.chosen
-        return {"value": float(self.acc[i]), "boot_mean": float(self.acc_boot_mean[i]),
-                "ci_low": float(self.acc_ci_low[i]), "ci_high": float(self.acc_ci_high[i]),
-                "p_value": float(self.p_value[i])}
+        vals = (self.tau[i], self.psi[i], self.acc[i], self.acc_boot_mean[i], self.acc_ci_low[i],
+                self.acc_ci_high[i], self.base_acc - self.acc[i], self.loss_boot_mean[i], self.loss_ci_low[i],
+                self.loss_ci_high[i], self.removed[i])
+        return {k: float(v) for k, v in zip(keys, vals)}
+
+    def _choice(self, i: int | None) -> dict[str, float | None]:
+        if i is None:
+            return {"psi": None, "tau": None}
+        return {"psi": float(self.psi[i]), "tau": float(self.tau[i])}
 
     def to_metric_rows(self) -> list[dict[str, Any]]:
-        """Rows ``threshold`` (value = tau; extra: k, psi, alpha and the whole grid) and
-        ``acc_at_threshold`` (accuracy at tau with bootstrap mean, CI and p-value)."""
-        common = {"n_queries": self.n_queries, "n_resamples": self.n_resamples,
-                  "sample_size": self.sample_size, "seed": self.seed}
+        """Rows ``threshold`` (value = tau; extra: k, psi, test, margin, both rules' choices, the
+        removed fraction and the whole grid), ``acc_at_threshold`` (accuracy at tau with its CI)
+        and ``threshold_loss`` (the paired loss with its CI)."""
+        l = self.n_queries if self.test == "margin" else self.sample_size
+        common = {"n_queries": self.n_queries, "n_resamples": self.n_resamples, "sample_size": l,
+                  "seed": self.seed, "confidence": self.confidence, "interval_method": "percentile"}
         at = self.at_chosen()
         grid = {"psi": [float(x) for x in self.psi], "tau": [float(x) for x in self.tau],
                 "acc_boot_mean": [float(x) for x in self.acc_boot_mean],
-                "p_value": [float(x) for x in self.p_value]}
+                "removed": [float(x) for x in self.removed],
+                "loss_ci_high": [float(x) for x in self.loss_ci_high],
+                "paper_pass": [bool(x) for x in self.paper_pass],
+                "margin_pass": [bool(x) for x in self.margin_pass]}
+        rule = {"k": self.k, "psi": at["psi"], "test": self.test, "gamma": self.gamma, "margin": self.margin}
         return [
-            metric_row(self.system, self.dataset, "threshold", self.chosen_tau, p_value=at["p_value"],
-                       extra={"k": self.k, "psi": self.chosen_psi, "alpha": self.alpha, "grid": grid,
-                              "n_excluded": self.n_excluded}, **common),
+            metric_row(self.system, self.dataset, "threshold", at["tau"],
+                       extra={**rule, "removed": at["removed"], "grid": grid, "n_excluded": self.n_excluded,
+                              "paper": self._choice(self.chosen_paper),
+                              "margin_rule": self._choice(self.chosen_margin)}, **common),
             metric_row(self.system, self.dataset, "acc_at_threshold", at["value"], boot_mean=at["boot_mean"],
-                       ci_low=at["ci_low"], ci_high=at["ci_high"], p_value=at["p_value"],
-                       extra={"k": self.k, "psi": self.chosen_psi, "tau": self.chosen_tau,
-                              "base_acc": self.base_acc, "base_boot_mean": self.base_boot_mean,
-                              "confidence": self.confidence}, **common),
+                       ci_low=at["ci_low"], ci_high=at["ci_high"],
+                       extra={**rule, "tau": at["tau"], "base_acc": self.base_acc,
+                              "base_boot_mean": self.base_boot_mean, "removed": at["removed"]}, **common),
+            metric_row(self.system, self.dataset, "threshold_loss", at["loss"], boot_mean=at["loss_boot_mean"],
+                       ci_low=at["loss_ci_low"], ci_high=at["loss_ci_high"],
+                       extra={**rule, "tau": at["tau"]}, **common),
         ]
 
 
-def _threshold_kernel(
-    topk: np.ndarray, gold_rank: np.ndarray, idx: np.ndarray, psi: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """tau [P], per-query hits [1 + P, Q] (row 0 unthresholded), resample means [B, 1 + P]."""
-    q = topk.shape[0]
-    qmin = np.where(np.isnan(topk), np.inf, topk).min(axis=1)  # lowest top-K similarity per query
-    gamma = qmin[idx].min(axis=1)  # [B]
-    tau = np.percentile(gamma, psi)
-    hit = gold_rank > 0
-    gold_score = np.full(q, -np.inf)
-    gold_score[hit] = topk[np.flatnonzero(hit), gold_rank[hit] - 1]
-    hits = np.vstack([hit[None, :], hit[None, :] & (gold_score[None, :] >= tau[:, None])]).astype(np.float64)
-    return tau, hits, resample_means(hits, idx)
+def _weighted_percentile(values: np.ndarray, weights: np.ndarray, psi: np.ndarray) -> np.ndarray:
+    """``np.percentile(np.repeat(values, weights), psi)`` (linear) without the repeat."""
+    keep = weights > 0
+    v, w = values[keep], weights[keep]
+    order = np.argsort(v, kind="stable")
+    v, cum = v[order], np.cumsum(w[order])
+    n = int(cum[-1])
+    h = (n - 1) * psi / 100.0
+    lo = np.floor(h).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    vlo = v[np.searchsorted(cum, lo, side="right")]
+    vhi = v[np.searchsorted(cum, hi, side="right")]
+    return vlo + (h - lo) * (vhi - vlo)
+
+
+def _taus(qmin: np.ndarray, idx: np.ndarray, psi: np.ndarray, gamma: str) -> np.ndarray:
+    if gamma == "resample_min":
+        return np.percentile(np.where(np.isfinite(qmin), qmin, np.inf)[idx].min(axis=1), psi)
+    counts = np.bincount(idx.ravel(), minlength=qmin.shape[0])
+    counts[~np.isfinite(qmin)] = 0  # a query that retrieved nothing has no K-th similarity
+    if counts.sum() == 0:
+        raise ConfigError("no resampled query retrieved any document: no similarity to threshold")
+    return _weighted_percentile(qmin, counts, psi)
+
+
+def _choose(ok: np.ndarray) -> int | None:
+    where = np.flatnonzero(ok)
+    return int(where.max()) if where.size else None
 
 
 def thresholds_from_arrays(
@@ -134,7 +202,9 @@ def thresholds_from_arrays(
     *,
     k: int | None = None,
     psi_grid: Sequence[float] = PSI_GRID,
-    alpha: float = 0.05,
+    test: str = "margin",
+    margin: float = 0.01,
+    gamma: str = "pooled",
     n_resamples: int = 1000,
     sample_size: int | None = None,
     seed: int = 0,
@@ -147,41 +217,77 @@ def thresholds_from_arrays(
 ) -> ThresholdResult:
     """:func:`similarity_thresholds` on arrays: ``topk_scores`` [Q, K] (descending rows; NaN
     where fewer were retrieved) and ``gold_rank`` [Q] (1-based rank of the gold document in
-    the top-K, 0 if absent). ``indices`` [m, l] overrides the drawn resamples."""
+    the top-K, 0 if absent). ``indices`` [m, l] overrides the drawn resamples of the grid and
+    of ``test="paper"``; the margin rule always resamples all Q queries (the given ``indices``
+    when they have l = Q, else ``m`` fresh resamples of Q from ``seed``)."""
     topk = np.asarray(topk_scores, dtype=np.float64)
     if topk.ndim != 2 or topk.shape[0] == 0:
         raise ConfigError(f"topk_scores must be a non-empty [Q, K] array, got shape {topk.shape}")
+    if np.isinf(topk).any():
+        raise ConfigError("topk_scores holds infinite similarities; only finite values (NaN = not retrieved)")
     k = topk.shape[1] if k is None else int(k)
     if not 1 <= k <= topk.shape[1]:
         raise ConfigError(f"k must be in [1, {topk.shape[1]}], got {k}")
     topk = topk[:, :k]
+    q = topk.shape[0]
     rank = np.asarray(gold_rank, dtype=np.int64)
-    if rank.shape != (topk.shape[0],):
-        raise ConfigError(f"gold_rank must have shape ({topk.shape[0]},), got {rank.shape}")
+    if rank.shape != (q,):
+        raise ConfigError(f"gold_rank must have shape ({q},), got {rank.shape}")
     rank = np.where((rank >= 1) & (rank <= k), rank, 0)
     psi = np.asarray(list(psi_grid), dtype=np.float64)
     if psi.size == 0 or np.any((psi < 0) | (psi > 100)):
         raise ConfigError(f"psi_grid must be non-empty percentiles in [0, 100], got {list(psi_grid)}")
     psi = np.sort(psi)
-    if not 0.0 < alpha < 1.0:
-        raise ConfigError(f"alpha must be in (0, 1), got {alpha!r}")
+    if test not in TESTS:
+        raise ConfigError(f"test={test!r} is not valid; expected one of {', '.join(TESTS)}")
+    if gamma not in GAMMAS:
+        raise ConfigError(f"gamma={gamma!r} is not valid; expected one of {', '.join(GAMMAS)}")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0.0 <= float(margin) < 1.0:
+        raise ConfigError(f"margin must be an accuracy loss in [0, 1) (0.01 = one point), got {margin!r}")
     cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
                              confidence=confidence)
-    idx = draw_indices(topk.shape[0], cfg, indices=indices)
-    tau, hits, means = _threshold_kernel(topk, rank, idx, psi)
-    base, thr = means[:, 0], means[:, 1:]
-    p_value = (thr >= base[:, None]).mean(axis=0)
-    lo, hi = percentile_interval(means, cfg.confidence, axis=0)
-    ok = np.flatnonzero(p_value >= alpha)
-    chosen = int(ok.max()) if ok.size else None
+    idx = draw_indices(q, cfg, indices=indices)
+    if idx.shape[1] == q and (indices is not None or cfg.sample_size in (None, q)):
+        full = idx
+    else:
+        full = np.asarray(resample_indices(q, n_resamples=idx.shape[0], seed=cfg.seed), dtype=np.int64)
+
+    qmin = np.where(np.isnan(topk), np.inf, topk).min(axis=1)  # K-th (lowest retrieved) similarity
+    qmin[np.isinf(qmin)] = np.nan  # nothing retrieved
+    tau = _taus(qmin, idx, psi, gamma)
+    hit = rank > 0
+    gold_score = np.full(q, -np.inf)
+    gold_score[hit] = topk[np.flatnonzero(hit), rank[hit] - 1]
+    hits = np.vstack([hit[None, :], hit[None, :] & (gold_score[None, :] >= tau[:, None])]).astype(np.float64)
     point = hits.mean(axis=1)
+    retrieved = np.isfinite(topk)
+    n_ret = max(int(retrieved.sum()), 1)
+    removed = np.array([float((retrieved & (topk < t)).sum()) / n_ret for t in tau])
+
+    conf = float(cfg.confidence)
+    means_p = resample_means(hits, idx)  # [B, 1 + P]
+    lo_p, hi_p = percentile_interval(means_p[:, 1:], conf, axis=0)
+    a = float(means_p[:, 0].mean())
+    paper_pass = (lo_p <= a + 1e-12) & (a - 1e-12 <= hi_p)
+    means_f = means_p if full is idx else resample_means(hits, full)
+    loss_f = means_f[:, :1] - means_f[:, 1:]
+    loss_lo_f, loss_hi_f = percentile_interval(loss_f, conf, axis=0)
+    margin_pass = loss_hi_f <= float(margin) + 1e-12
+    chosen_paper, chosen_margin = _choose(paper_pass), _choose(margin_pass)
+
+    means = means_f if test == "margin" else means_p
+    lo, hi = percentile_interval(means, conf, axis=0)
+    loss = means[:, :1] - means[:, 1:]
+    loss_lo, loss_hi = percentile_interval(loss, conf, axis=0)
     return ThresholdResult(
-        system=system, dataset=dataset, k=k, psi=psi, tau=tau, acc=point[1:],
-        acc_boot_mean=thr.mean(axis=0), acc_ci_low=lo[1:], acc_ci_high=hi[1:], p_value=p_value,
-        base_acc=float(point[0]), base_boot_mean=float(base.mean()), base_ci_low=float(lo[0]),
-        base_ci_high=float(hi[0]), chosen=chosen, alpha=float(alpha), confidence=float(cfg.confidence),
-        n_queries=int(topk.shape[0]), n_excluded=int(n_excluded), n_resamples=int(idx.shape[0]),
-        sample_size=int(idx.shape[1]), seed=cfg.seed,
+        system=system, dataset=dataset, k=k, test=test, gamma=gamma, margin=float(margin), psi=psi, tau=tau,
+        acc=point[1:], removed=removed, acc_boot_mean=means[:, 1:].mean(axis=0), acc_ci_low=lo[1:],
+        acc_ci_high=hi[1:], loss_boot_mean=loss.mean(axis=0), loss_ci_low=loss_lo, loss_ci_high=loss_hi,
+        paper_pass=paper_pass, margin_pass=margin_pass, base_acc=float(point[0]),
+        base_boot_mean=float(means[:, 0].mean()), base_ci_low=float(lo[0]), base_ci_high=float(hi[0]),
+        chosen=chosen_margin if test == "margin" else chosen_paper, chosen_paper=chosen_paper,
+        chosen_margin=chosen_margin, confidence=conf, n_queries=int(q), n_excluded=int(n_excluded),
+        n_resamples=int(idx.shape[0]), sample_size=int(idx.shape[1]), seed=cfg.seed,
     )
 
 
@@ -190,7 +296,9 @@ def similarity_thresholds(
     *,
     k: int = 5,
     psi_grid: Sequence[float] = PSI_GRID,
-    alpha: float = 0.05,
+    test: str = "margin",
+    margin: float = 0.01,
+    gamma: str = "pooled",
     n_resamples: int = 1000,
     sample_size: int | None = None,
     seed: int = 0,
@@ -200,16 +308,19 @@ def similarity_thresholds(
 ) -> ThresholdResult:
     """Choose a similarity threshold for one system's :class:`PerQueryRecords` (000, Sec. 2.2).
 
-    ``k`` is the K of top-K accuracy (the paper uses 5); the resamples come from
-    :func:`adaptlab.stats.resample_indices` with ``n_resamples``, ``sample_size`` (default:
-    all judged queries; the paper's setting is 500 and 100) and ``seed``, so every system is
-    resampled alike. Queries without a gold document are excluded.
+    ``k`` is the K of top-K accuracy (the paper uses 5); ``test`` ``"margin"`` (default: the
+    highest threshold whose paired accuracy loss has a CI upper end ``<= margin``, resampling all
+    queries) or ``"paper"`` (the highest threshold whose resampled accuracies' percentile CI
+    contains the bootstrap mean accuracy); ``gamma`` how ``Gamma`` is built (module doc). The
+    resamples come from :func:`adaptlab.stats.resample_indices` with ``n_resamples``,
+    ``sample_size`` (default: all judged queries; the paper's setting is 500 and 100) and
+    ``seed``, so every system is resampled alike. Queries without a gold document are excluded.
     """
     qa = query_arrays(records, k)
     if qa.n_queries == 0:
         raise ConfigError(f"system {qa.system!r} on {qa.dataset!r}: no query has a gold document")
     return thresholds_from_arrays(
-        qa.topk, qa.gold_rank, k=k, psi_grid=psi_grid, alpha=alpha, n_resamples=n_resamples,
-        sample_size=sample_size, seed=seed, confidence=confidence, indices=indices, bootstrap=bootstrap,
-        system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded,
+        qa.topk, qa.gold_rank, k=k, psi_grid=psi_grid, test=test, margin=margin, gamma=gamma,
+        n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence, indices=indices,
+        bootstrap=bootstrap, system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded,
     )

@@ -3,34 +3,77 @@
 Every sub-command lives in its own module with ``add_parser(subparsers)`` and ``run(args)``.
 User errors (:class:`adaptlab.errors.AdaptlabError`, bad options) print one line on stderr and
 exit with status 2; ``--debug`` shows the traceback instead.
+
+Logging: warnings and errors of adaptlab's modules go to stderr as one line each
+(``adaptlab: WARNING: ...``); ``--verbose`` adds information and debug lines (every over-long
+sentence, every retried block), ``--quiet`` keeps errors only and turns progress lines off.
+Both are accepted before or after the sub-command.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from adaptlab._version import __version__
+from adaptlab.cli._common import HelpFormatter
 from adaptlab.errors import AdaptlabError
 
 __all__ = ["main"]
 
-_COMMANDS = ("evaluate", "results", "run", "submit", "report")
+_COMMANDS = ("evaluate", "results", "run", "submit", "report", "inspect")
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line, exit status 2."""
+    """An argument parser whose errors are one line, exit status 2, and whose --help shows
+    every option's default."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def configure_logging(verbosity: int) -> Callable[[], None]:
+    """One handler on the ``adaptlab`` logger: -1 quiet (errors only, no progress lines),
+    0 warnings (default), 1 verbose (info and debug). Returns a function that undoes it (the
+    CLI may run in-process, e.g. in tests, and must leave logging as it found it)."""
+    level = {-1: logging.ERROR, 0: logging.WARNING}.get(verbosity, logging.DEBUG)
+    logger = logging.getLogger("adaptlab")
+    before = logger.level
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("adaptlab: %(levelname)s: %(message)s"))
+    handler.setLevel(level)
+    # records still propagate to the root logger when it has handlers of its own (a host
+    # application, pytest); with none, Python's last-resort handler stays silent beside ours
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    # progress lines (adaptlab.embedding.pool.Progress) read ADAPTLAB_PROGRESS
+    set_env = verbosity < 0 and "ADAPTLAB_PROGRESS" not in os.environ
+    if set_env:
+        os.environ["ADAPTLAB_PROGRESS"] = "0"
+
+    def restore() -> None:
+        logger.removeHandler(handler)
+        logger.setLevel(before)
+        if set_env:
+            os.environ.pop("ADAPTLAB_PROGRESS", None)
+
+    return restore
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="adaptlab", description="Evaluate domain-adapted retrieval embeddings with confidence intervals.")
     parser.add_argument("--version", action="version", version=f"adaptlab {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("-q", "--quiet", action="store_true", help="errors only; no progress lines")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also information and debug lines")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in _COMMANDS:
         importlib.import_module(f"adaptlab.cli.{name}_cmd").add_parser(sub)
@@ -46,6 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     debug = args.debug or bool(getattr(args, "sub_debug", False))
+    quiet = args.quiet or bool(getattr(args, "sub_quiet", False))
+    verbose = args.verbose or bool(getattr(args, "sub_verbose", False))
+    if quiet and verbose:
+        parser.error("--quiet and --verbose exclude each other")
+    restore = configure_logging(-1 if quiet else 1 if verbose else 0)
     try:
         return int(args.handler(args) or 0)
     except AdaptlabError as e:
@@ -56,3 +104,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        restore()

@@ -9,12 +9,42 @@ from typing import Any
 
 from adaptlab.stats import BootstrapConfig
 
-__all__ = ["add_bootstrap_options", "add_common", "bootstrap_config", "bootstrap_overrides", "print_json"]
+__all__ = [
+    "HelpFormatter",
+    "add_bootstrap_options",
+    "add_common",
+    "bootstrap_config",
+    "bootstrap_overrides",
+    "print_json",
+    "suggest",
+]
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` with ``(default: X)`` after every option that has a default and does not
+    already say it; options whose default is None or False are left as they are."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text.lower()
+            or default is None
+            or default is False
+            or default == []
+            or default is argparse.SUPPRESS
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: {default})" if text else f"(default: {default})"
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
-    """``--debug`` on every sub-command."""
+    """``--debug``, ``--quiet`` and ``--verbose`` on every sub-command."""
     p.add_argument("--debug", dest="sub_debug", action="store_true", help="show tracebacks on errors")
+    p.add_argument("-q", "--quiet", dest="sub_quiet", action="store_true", help="errors only; no progress lines")
+    p.add_argument("-v", "--verbose", dest="sub_verbose", action="store_true",
+                   help="also information and debug lines (every over-long sentence, every retry)")
 
 
 def add_bootstrap_options(p: argparse.ArgumentParser, *, defaults: bool = True) -> None:
@@ -29,18 +59,35 @@ def add_bootstrap_options(p: argparse.ArgumentParser, *, defaults: bool = True) 
                    help="seed of the bootstrap (default " + ("0)" if defaults else "the study's [bootstrap].seed, "
                                                              "else derived from [study].seed)"))
     p.add_argument("--confidence", type=float, default=d(0.95), help="CI level (default 0.95)")
+    p.add_argument("--interval", choices=("percentile", "bca", "wilson", "jeffreys"), default=d("percentile"),
+                   help="CI method (default percentile; wilson/jeffreys apply to 0/1 measures such as acc@k)")
+    p.add_argument("--adjustment", choices=("holm", "bh", "none"), default=d("holm"),
+                   help="multiple-comparison adjustment of paired p-values within a dataset and measure "
+                        "(default holm)")
+    p.add_argument("--allow-oversampling", action="store_true", default=None if not defaults else False,
+                   help="allow --sample-size larger than the number of queries (narrows CIs artificially)")
+
+
+def suggest(name: str, choices: list[str] | tuple[str, ...]) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``choices`` (empty when none is close)."""
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), [c.lower() for c in choices], n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def bootstrap_config(args: argparse.Namespace) -> BootstrapConfig:
     """The bootstrap options (added with ``defaults=True``) as one :class:`BootstrapConfig`."""
     return BootstrapConfig(n_resamples=args.bootstrap, sample_size=args.sample_size, seed=args.seed,
-                           confidence=args.confidence)
+                           confidence=args.confidence, interval=args.interval, adjustment=args.adjustment,
+                           allow_oversampling=bool(args.allow_oversampling))
 
 
 def bootstrap_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The bootstrap options given on the command line, as ``[bootstrap]`` keys (None: not given)."""
     return {"n_resamples": args.bootstrap, "sample_size": args.sample_size, "seed": args.seed,
-            "confidence": args.confidence}
+            "confidence": args.confidence, "interval": args.interval, "adjustment": args.adjustment,
+            "allow_oversampling": args.allow_oversampling or None}
 
 
 def print_json(obj: Any) -> None:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config, print_json
+from adaptlab.data.beir import read_beir_qrels
 from adaptlab.data.trec import read_trec_qrels, read_trec_run
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation import format_pairs, format_summary, summarise_runs
@@ -20,17 +21,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="score TREC run files against qrels, with CIs and paired tests",
                        description="Score one or more TREC run files against TREC qrels. Several runs are "
                                    "compared pairwise with a paired bootstrap.")
-    p.add_argument("--qrels", required=True, type=Path, help="TREC qrels file (qid 0 docid rel)")
+    p.add_argument("--qrels", required=True, type=Path,
+                   help="TREC qrels file (qid 0 docid rel), or a BEIR qrels/<split>.tsv (query-id corpus-id score)")
     p.add_argument("--run", required=True, type=Path, action="append", dest="runs",
                    help="TREC run file (qid Q0 docid rank score tag); repeat for several systems")
     p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated measures (default {DEFAULT_METRICS})")
     add_bootstrap_options(p)
     p.add_argument("--baseline", help="compare every run against this one only (default: all pairs)")
-    p.add_argument("--store", type=Path, help="also commit the results to this results store")
+    p.add_argument("--store", help="also commit the results to this results store (a directory or an s3://, gs://, az:// URI)")
     p.add_argument("--dataset", help="dataset name for the store (required with --store)")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
     add_common(p)
     p.set_defaults(handler=run)
+
+
+def read_qrels(path: Path) -> dict:
+    """TREC qrels, or BEIR qrels (a ``.tsv`` file, or a BEIR folder's ``qrels/test.tsv``)."""
+    if path.is_dir():
+        tsv = sorted((path / "qrels").glob("*.tsv")) if (path / "qrels").is_dir() else sorted(path.glob("*.tsv"))
+        if len(tsv) == 1:
+            return read_beir_qrels(tsv[0])
+        raise ConfigError(f"--qrels {path}: a folder; give one qrels file"
+                          + (f" (found {', '.join(t.name for t in tsv)})" if tsv else ""))
+    if path.suffix.lower() == ".tsv":
+        return read_beir_qrels(path)
+    return read_trec_qrels(path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,13 +53,13 @@ def run(args: argparse.Namespace) -> int:
     if args.store is not None and not args.dataset:
         raise ConfigError("--store needs --dataset NAME (the dataset name recorded in the store)")
     measures = parse_measures(args.metrics)
-    qrels = read_trec_qrels(args.qrels)
+    qrels = read_qrels(args.qrels)
     runs: dict[str, dict] = {}
     for path in args.runs:
         name = path.stem
         if name in runs:
             raise ConfigError(f"--run {path}: two runs are named {name!r} (the file stem); rename one")
-        runs[name] = read_trec_run(path)
+        runs[name] = read_trec_run(path, qrels=qrels)
     boot = bootstrap_config(args)
     summary = summarise_runs(qrels, runs, measures, **boot.kwargs(), baseline=args.baseline)
     if args.store is not None:

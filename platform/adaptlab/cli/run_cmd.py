@@ -7,9 +7,12 @@ The command only parses options: :meth:`adaptlab.study.Study.with_overrides` app
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
-from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_overrides, print_json
+from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_overrides, print_json, suggest
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation import format_pairs, format_summary
 from adaptlab.study import Study, load_study, parse_study, run_study
@@ -25,15 +28,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", action="append", default=[], help="model alias, local path or hub id (repeatable)")
     p.add_argument("--dataset", action="append", default=[], help="FORMAT:PATH, e.g. beir:DIR (repeatable)")
     p.add_argument("--split", default=None, help="dataset split (default test)")
-    p.add_argument("--metrics", default=None, help="comma-separated measures, e.g. ndcg@10,recall@100")
+    p.add_argument("--metrics", default=None, help="comma-separated measures, e.g. ndcg@10,recall@100 (default: "
+                   "the study's [evaluation].metrics; ad hoc: acc@1,acc@5,ndcg@10,mrr@10,recall@100)")
     p.add_argument("--k", type=int, default=None, help="retrieval depth (default 100)")
     add_bootstrap_options(p, defaults=False)
-    p.add_argument("--store", type=Path, help="results store directory (overrides the study's)")
+    p.add_argument("--store", help="results store: a directory or an s3://, gs://, az:// URI (overrides the study's)")
     p.add_argument("--no-store", action="store_true", help="do not write to a results store")
     p.add_argument("--address", help="Ray address (overrides the study's); default: embedded local Ray")
     p.add_argument("--no-ray", action="store_true", help="embed in-process instead of on a Ray actor pool")
-    p.add_argument("--export-run", type=Path, help="write the retrieved top-k as a TREC run file")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--export-run", type=Path,
+                   help="write the retrieved top-k as a TREC run file (several systems or datasets: one file "
+                        "each, named after it; the names are printed)")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what the study would do (datasets, systems, adaptation, store) and stop")
     add_common(p)
     p.set_defaults(handler=run)
 
@@ -53,11 +61,67 @@ def build_study(args: argparse.Namespace) -> Study:
                                 use_ray=False if args.no_ray else None, store="" if args.no_store else None)
 
 
+def check_model_names(names: list[str]) -> None:
+    """A ``--model`` that is no local path, no hub id (``owner/name``) and close to a known alias
+    is a typo: say so instead of letting a hub look-up fail later."""
+    from adaptlab.models.resolve import MODEL_ALIASES
+
+    for name in names:
+        low = name.lower()
+        if low in MODEL_ALIASES or "/" in name or ":" in name or Path(name).expanduser().exists():
+            continue
+        hint = suggest(name, list(MODEL_ALIASES))
+        if hint:
+            raise ConfigError(f"--model {name!r}: not a known alias, a local path or a hub id (owner/name){hint} "
+                              f"(aliases: {', '.join(sorted(MODEL_ALIASES))})")
+
+
+def plan(study: Study, store: Any, address: str | None, export_run: Path | None) -> list[str]:
+    """What :func:`run_study` would do, one line per item (``--dry-run``)."""
+    lines = [f"study {study.study.name!r} from {study.source}"]
+    for d in study.datasets:
+        lines.append(f"  dataset {d.name or d.spec}: {d.spec} (split {d.split})")
+    for m in study.models:
+        lines.append(f"  model {m.name or m.ref}: {m.ref} (backend {m.backend})")
+    if study.adapt:
+        a = study.adapt
+        keys = ("corpus", "base_model", "unit", "scales", "variants", "questions", "test_fraction")
+        lines.append("  adaptation: " + ", ".join(f"{k}={a[k]!r}" for k in keys if k in a))
+        lines.append("    -> one held-out dataset, and one adapted system per (scale, variant), each "
+                     "compared with the base model")
+    ev = study.evaluation
+    lines.append(f"  measures {', '.join(ev.metrics)} at k={ev.k}; bootstrap {study.bootstrap.n_resamples} "
+                 f"resamples, CI {study.bootstrap.confidence:.0%}")
+    root = study.store_root(store) if store != "" else None
+    lines.append(f"  results store: {root}" if root else "  results store: none (results are not stored)")
+    lines.append(f"  Ray: {address or study.study.address or 'embedded local Ray'}"
+                 + ("" if study.embedding.use_ray else " (embedding in-process)"))
+    if export_run is not None:
+        lines.append(f"  TREC run file(s): {export_run} (one per system and dataset when there are several)")
+    return lines
+
+
+def _exported(export_run: Path, since: float) -> list[Path]:
+    """The run files written by this run: ``export_run`` itself or the names derived from it."""
+    folder = export_run.parent if str(export_run.parent) else Path(".")
+    stem = export_run.stem
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and p.name.startswith(stem) and p.stat().st_mtime >= since - 1)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the study and print every dataset's summary (or JSON)."""
+    check_model_names(args.model)
     study = build_study(args)
     store = None if args.no_store else args.store
+    if args.dry_run:
+        print("\n".join(plan(study, "" if args.no_store else store, args.address, args.export_run)))
+        return 0
+    t0 = time.time()
     outcome = run_study(study, store=store, address=args.address, export_run=args.export_run)
+    _announce(args, outcome, t0)
     if args.format == "json":
         if len(outcome.datasets) == 1:
             print_json(outcome.datasets[0].summary.to_json())
@@ -72,5 +136,18 @@ def run(args: argparse.Namespace) -> int:
             print("\npaired differences")
             print(pairs)
     if outcome.store is not None:
-        print(f"\nresults stored in {outcome.store} (adaptlab results --store {outcome.store})")
+        versions = [v for d in outcome.datasets if (v := getattr(d.run_ids, "version", None)) is not None]
+        at = f" (store version {max(versions)})" if versions else ""
+        print(f"\nresults stored in {outcome.store}{at} (adaptlab results --store {outcome.store})")
     return 0
+
+
+def _announce(args: argparse.Namespace, outcome: Any, t0: float) -> None:
+    """On stderr: where the TREC run files went, and that nothing was stored (when so)."""
+    if args.export_run is not None:
+        files = _exported(args.export_run, t0)
+        if files:
+            print("TREC run file(s) written:\n" + "\n".join(f"  {f}" for f in files), file=sys.stderr)
+    if outcome.store is None:
+        print("results were not stored (no --store and the study sets no [study].store); "
+              "add --store DIR to keep them for `adaptlab results`, `report` and `inspect`", file=sys.stderr)

@@ -7,16 +7,22 @@ from pathlib import Path
 
 from adaptlab.cli._common import add_common
 from adaptlab.study import submit_study
+from adaptlab.study.submit import describe_code
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``adaptlab submit``."""
     p = sub.add_parser("submit", help="submit a study to a Ray cluster (Jobs API)",
-                       description="Submit STUDY.toml as a Ray job. The submission id comes from the study's "
-                                   "content, so submitting it again attaches to the same job.")
+                       description="Submit STUDY.toml as a Ray job running this working copy's code "
+                                   "(platform/adaptlab is uploaded with the project folder). The submission id "
+                                   "comes from the study's content and store, so submitting it again attaches to "
+                                   "the same job; after a FAILED or STOPPED job it starts a new attempt. The token "
+                                   "comes from RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token.")
     p.add_argument("study", type=Path)
     p.add_argument("--address", required=True, help="Ray dashboard address, e.g. http://127.0.0.1:8265")
-    p.add_argument("--store", help="results store path on the cluster (default: the study's)")
+    p.add_argument("--store", help="results store: s3://BUCKET/PREFIX (gs://, az://) for any cluster; a local path "
+                                   "(relative to this directory) only for a head on this machine; "
+                                   "file:///ABS/PATH for a file system mounted on every node (default: the study's)")
     p.add_argument("--wait", action="store_true", help="follow the logs and exit with the job's status")
     p.add_argument("--timeout", type=float, default=None, help="stop following after this many seconds")
     add_common(p)
@@ -26,8 +32,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; returns the exit status."""
     res = submit_study(args.study, args.address, store=args.store, wait=args.wait, timeout_s=args.timeout)
-    verb = "attached to existing" if res.resubmitted else "submitted"
+    if res.resubmitted:
+        verb = "attached to existing"
+    elif res.previous_status is not None:
+        verb = f"previous attempt {res.previous_status}; submitted attempt {res.attempt} as"
+    else:
+        verb = "submitted"
     print(f"\n{verb} job {res.submission_id}: {res.status}")
+    print(f"code: {describe_code(res.code)}")
+    print(f"store: {res.store} (adaptlab results --store {res.store})")
     if args.wait:
         return 0 if res.status == "SUCCEEDED" else 1
     return 0

@@ -1,8 +1,13 @@
 """Raw document corpora for adaptation: load a folder of files, filter by name, clean the text.
 
-A raw corpus is a folder of ``.txt`` / ``.md`` files (one document each, id = the path
-relative to the folder without its suffix) and ``.jsonl`` files (one JSON object per line with
-``id`` and ``text``, optional ``title``), or the corpus of any adaptlab :class:`Dataset`.
+A raw corpus is a folder of ``.txt`` / ``.md`` / ``.pdf`` files (one document each, id = the
+path relative to the folder without its suffix) and ``.jsonl`` files (one JSON object per line
+with ``id`` and ``text``, optional ``title``), or the corpus of any adaptlab :class:`Dataset`.
+
+PDFs are read page by page (:mod:`adaptlab.data.pdf`) and become a :class:`PagedDocument`: its
+text plus the character offset where each page starts, so that every chunk knows its first and
+last page. An encrypted, scanned (no text layer) or broken PDF is reported in one warning line
+and skipped; the rest of the corpus loads.
 
 Filename filters follow the EIS study (004_d4e67b48691a8900.txt, section 3.1): keep the main
 body of each final statement (include ``*Final EIS*``, ``*Final Vol*``) and drop appendices,
@@ -26,6 +31,7 @@ from pathlib import Path
 
 from adaptlab.data._io import iter_jsonl, read_text, str_id
 from adaptlab.data.dataset import Dataset, Document
+from adaptlab.data.pdf import PdfProblem, read_pdf_pages
 from adaptlab.errors import ConfigError, DataError
 
 __all__ = [
@@ -34,6 +40,8 @@ __all__ = [
     "EIS_INCLUDE",
     "SUFFIXES",
     "CleanOptions",
+    "PagedDocument",
+    "clean_pages",
     "clean_text",
     "corpus_from_dataset",
     "load_documents",
@@ -42,7 +50,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SUFFIXES: tuple[str, ...] = (".txt", ".md", ".jsonl")
+SUFFIXES: tuple[str, ...] = (".txt", ".md", ".jsonl", ".pdf")
 """File types a raw corpus folder may hold; other files are ignored."""
 
 EIS_INCLUDE: tuple[str, ...] = ("*Final EIS*", "*Final Vol*")
@@ -58,12 +66,14 @@ class CleanOptions:
 
     ``repeat_min``: a short line (at most ``repeat_max_chars`` characters) that occurs at least
     this many times in one document, digits ignored, is a running header or footer and is
-    removed; 0 turns the rule off.
+    removed; 0 turns the rule off. ``dehyphenate``: a word broken across lines with a hyphen
+    (``environ-`` at a line end, ``mental`` starting the next kept line in lower case) is joined.
     """
 
     page_numbers: bool = True
     repeat_min: int = 3
     repeat_max_chars: int = 80
+    dehyphenate: bool = True
 
     def __post_init__(self) -> None:
         if self.repeat_min < 0 or self.repeat_min == 1:
@@ -75,6 +85,23 @@ class CleanOptions:
                 f"CleanOptions.repeat_max_chars={self.repeat_max_chars}: "
                 "expected a positive integer"
             )
+
+
+@dataclass(frozen=True)
+class PagedDocument(Document):
+    """A document whose text came from pages (a PDF): ``page_starts[i]`` is the character offset
+    in ``text`` where page ``i + 1`` starts (non-decreasing; an empty page starts where the next
+    one does). :meth:`page_at` maps an offset to its 1-based page."""
+
+    page_starts: tuple[int, ...] = ()
+
+    def page_at(self, offset: int) -> int:
+        """The 1-based page holding character ``offset`` (1 when there are no page starts)."""
+        import bisect
+
+        if not self.page_starts:
+            return 1
+        return max(1, bisect.bisect_right(self.page_starts, offset))
 
 
 # Any run of horizontal white space, including no-break and other Unicode spaces.
@@ -134,12 +161,22 @@ def clean_text(text: str, options: CleanOptions | None = None) -> str:
        - text without page breaks: a line that occurs at least ``repeat_min`` times in the
          document and does not end like a sentence (``.``, ``!``, ``?``) is removed everywhere.
 
-    4. Removed lines vanish without leaving a blank line (a page break is not a paragraph
+    4. De-hyphenation (``dehyphenate``): a kept line ending in a letter and ``-`` whose next
+       kept line starts with a lower-case letter loses the hyphen and takes that first word
+       (``environ-`` / ``mental impacts`` -> ``environmental`` / ``impacts``), across page
+       breaks too (after headers and footers are gone).
+    5. Removed lines vanish without leaving a blank line (a page break is not a paragraph
        break); runs of blank lines collapse to one (a paragraph break); blank lines at both
        ends go.
 
     Line breaks inside paragraphs are kept; the sentence splitter treats them as white space.
     """
+    return clean_pages(text, options)[0]
+
+
+def clean_pages(text: str, options: CleanOptions | None = None) -> tuple[str, tuple[int, ...]]:
+    """:func:`clean_text` and, for each page of ``text`` (split at form feeds), the offset in
+    the cleaned text where that page starts (see :class:`PagedDocument`)."""
     opts = options or CleanOptions()
     text = _ZERO_WIDTH.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     lines: list[str] = []
@@ -166,14 +203,51 @@ def clean_text(text: str, options: CleanOptions | None = None) -> str:
         if furniture:
             keep = [k and not (c and _repeat_key(line) in furniture)
                     for line, c, k in zip(lines, cand, keep)]
-    lines = [line for line, k in zip(lines, keep) if k]
-    out: list[str] = []
-    for line in lines:
-        if line or (out and out[-1]):
-            out.append(line)
-    while out and not out[-1]:
+    kept = [(line, p) for line, p, k in zip(lines, page, keep) if k]
+    if opts.dehyphenate:
+        kept = _dehyphenate(kept)
+    out: list[tuple[str, int]] = []
+    for line, p in kept:
+        if line or (out and out[-1][0]):
+            out.append((line, p))
+    while out and not out[-1][0]:
         out.pop()
-    return "\n".join(out)
+    starts = [-1] * len(pages)
+    offset = 0
+    for line, p in out:
+        if line and starts[p] < 0:
+            starts[p] = offset
+        offset += len(line) + 1
+    end = max(0, offset - 1)
+    nxt = end
+    for p in range(len(pages) - 1, -1, -1):  # empty pages start where the next one does
+        if starts[p] < 0:
+            starts[p] = nxt
+        nxt = starts[p]
+    return "\n".join(line for line, _ in out), tuple(starts)
+
+
+_HYPHEN_END = re.compile(r"[^\W\d_]-$")
+_FIRST_WORD = re.compile(r"^([^\W\d_][\w\u2019']*[.,;:!?)\]]*)\s*(.*)$")
+
+
+def _dehyphenate(kept: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    out = list(kept)
+    emptied: set[int] = set()
+    for i in range(len(out) - 1):
+        line, p = out[i]
+        nxt, q = out[i + 1]
+        if not line or not nxt or not _HYPHEN_END.search(line) or not nxt[0].islower():
+            continue
+        m = _FIRST_WORD.match(nxt)
+        if m is None:
+            continue
+        out[i] = (line[:-1] + m.group(1), p)
+        out[i + 1] = (m.group(2), q)
+        if not m.group(2):
+            emptied.add(i + 1)
+    # a line whose only word joined the line above vanishes (it was no paragraph break)
+    return [item for i, item in enumerate(out) if i not in emptied]
 
 
 def _pages_by_key(lines: list[str], page: list[int], cand: list[bool]) -> dict[str, set[int]]:
@@ -223,7 +297,7 @@ def select_files(
         return [base] if base.suffix.lower() in SUFFIXES else []
     if not base.is_dir():
         raise DataError(
-            f"{base}: no such file or folder (expected a folder of .txt/.md/.jsonl files)"
+            f"{base}: no such file or folder (expected a folder of .txt/.md/.pdf/.jsonl files)"
         )
     out: list[tuple[str, Path]] = []
     for p in base.rglob("*"):
@@ -263,6 +337,8 @@ def _read_file(path: Path, rel: str) -> Iterable[tuple[Document, str]]:
             if not isinstance(title, str):
                 raise DataError(f"{where}: 'title' must be a string, got {type(title).__name__}")
             yield Document(doc_id, text, title), where
+    elif path.suffix.lower() == ".pdf":
+        yield PagedDocument(_file_id(rel), "\f".join(read_pdf_pages(path))), str(path)
     else:
         yield Document(_file_id(rel), read_text(path)), str(path)
 
@@ -274,7 +350,8 @@ def load_documents(
     exclude: str | Sequence[str] | None = None,
     clean: bool | CleanOptions = True,
 ) -> list[Document]:
-    """Read a raw corpus: a folder (or one file) of ``.txt`` / ``.md`` / ``.jsonl`` documents.
+    """Read a raw corpus: a folder (or one file) of ``.txt`` / ``.md`` / ``.pdf`` / ``.jsonl``
+    documents.
 
     ``.txt`` and ``.md`` files are one document each, id = relative path without suffix, white
     space replaced by ``_`` (``Final EIS Vol 1.txt`` -> ``Final_EIS_Vol_1``). ``.jsonl`` files
@@ -282,6 +359,11 @@ def load_documents(
     ``clean`` applies :func:`clean_text` (``True`` = default options); documents empty after
     cleaning are skipped with a logged warning. Duplicate ids raise DataError naming both
     places; malformed JSON and non-UTF-8 bytes raise DataError with file and line.
+
+    A ``.pdf`` file is one :class:`PagedDocument` (pages joined by form feeds before cleaning,
+    page starts kept; without ``clean`` only the form feeds are dropped). A PDF that cannot be
+    read (encrypted, no text layer, damaged) is one warning line naming the file and the
+    reason, and is skipped; DataError only when nothing at all is left.
     """
     opts = CleanOptions() if clean is True else clean if isinstance(clean, CleanOptions) else None
     base = Path(root)
@@ -295,26 +377,53 @@ def load_documents(
     docs: list[Document] = []
     seen: dict[str, str] = {}
     skipped = 0
+    problems: list[PdfProblem] = []
     for path in files:
         rel = path.name if base.is_file() else path.relative_to(base).as_posix()
-        for doc, where in _read_file(path, rel):
+        try:
+            items = list(_read_file(path, rel))
+        except PdfProblem as e:
+            problems.append(e)
+            log.warning("%s; skipped", e)
+            continue
+        for doc, where in items:
             if doc.id in seen:
                 raise DataError(
                     f"{where}: duplicate document id {doc.id!r} (first seen at {seen[doc.id]}); "
                     "ids must be unique across the corpus"
                 )
             seen[doc.id] = where
-            text = clean_text(doc.text, opts) if opts is not None else doc.text
+            if isinstance(doc, PagedDocument):
+                text, starts = clean_pages(doc.text, opts) if opts is not None else _raw_pages(doc.text)
+            else:
+                text, starts = (clean_text(doc.text, opts) if opts is not None else doc.text), ()
             if not text.strip():
                 skipped += 1
                 log.warning("%s: document %r is empty after cleaning; skipped", where, doc.id)
                 continue
-            docs.append(Document(doc.id, text, doc.title))
+            if isinstance(doc, PagedDocument):
+                docs.append(PagedDocument(doc.id, text, doc.title, page_starts=starts))
+            else:
+                docs.append(Document(doc.id, text, doc.title))
+    if problems:
+        log.warning("%s: %d PDF file(s) skipped (%s)", base, len(problems),
+                    ", ".join(f"{n} {k}" for k, n in sorted(Counter(p.kind for p in problems).items())))
     if not docs:
+        if problems:
+            raise DataError(f"{base}: no readable document; first problem: {problems[0]}")
         raise DataError(f"{base}: every selected document is empty (after cleaning)")
     if skipped:
         log.warning("%s: %d empty document(s) skipped", base, skipped)
     return docs
+
+
+def _raw_pages(text: str) -> tuple[str, tuple[int, ...]]:
+    """Pages joined without cleaning: form feeds become newlines, page starts recorded."""
+    starts, offset = [], 0
+    for page in text.split("\f"):
+        starts.append(offset)
+        offset += len(page) + 1
+    return text.replace("\f", "\n"), tuple(starts)
 
 
 def corpus_from_dataset(dataset: Dataset, *, clean: bool | CleanOptions = False) -> list[Document]:

@@ -20,7 +20,7 @@ from adaptlab.data._io import iter_lines, read_text, require_file
 from adaptlab.data.dataset import Qrels, Run
 from adaptlab.errors import DataError
 
-__all__ = ["read_trec_qrels", "read_trec_run", "rank_run", "write_trec_qrels", "write_trec_run"]
+__all__ = ["check_run_queries", "read_trec_qrels", "read_trec_run", "rank_run", "write_trec_qrels", "write_trec_run"]
 
 
 def read_trec_qrels(path: str | Path) -> Qrels:
@@ -53,11 +53,12 @@ def read_trec_qrels(path: str | Path) -> Qrels:
     return qrels
 
 
-def read_trec_run(path: str | Path) -> Run:
+def read_trec_run(path: str | Path, *, qrels: Mapping[str, Mapping[str, int]] | None = None) -> Run:
     """Read ``qid Q0 docid rank score tag`` lines into ``{qid: {docid: score}}``.
 
     A document listed twice for one query, or a score that is not a finite number, is an
-    error naming the line.
+    error naming the line. A file without any run line is an error (it would evaluate as a
+    table of zeros), and so is, when ``qrels`` is given, a run that shares no query with it.
     """
     p = require_file(path, "TREC run file (qid Q0 docid rank score tag)")
     run: Run = {}
@@ -85,7 +86,27 @@ def read_trec_run(path: str | Path) -> Run:
             )
         seen[(qid, did)] = number
         run.setdefault(qid, {})[did] = value
+    if not run:
+        raise DataError(f"{p}: the run file holds no run lines (qid Q0 docid rank score tag); nothing to evaluate")
+    if qrels is not None:
+        check_run_queries(run, qrels, source=str(p))
     return run
+
+
+def check_run_queries(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]], *,
+                      source: str = "run") -> int:
+    """The number of judged queries of ``qrels`` the run retrieves for; an empty run, or one
+    sharing no query with ``qrels``, is a :class:`DataError` (it would score 0 everywhere)."""
+    if not any(run.values()):
+        raise DataError(f"{source}: the run is empty; nothing to evaluate")
+    shared = sum(1 for q, docs in run.items() if docs and q in qrels)
+    if shared == 0:
+        raise DataError(
+            f"{source}: the run shares no query with the qrels ({len(run)} run queries, e.g. "
+            f"{', '.join(sorted(run)[:3])}; {len(qrels)} judged, e.g. {', '.join(sorted(qrels)[:3])}); "
+            "check that run and qrels belong to the same dataset"
+        )
+    return shared
 
 
 def rank_run(scores: Mapping[str, float]) -> list[tuple[str, float]]:

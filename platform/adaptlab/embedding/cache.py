@@ -6,6 +6,12 @@ any change to one of them (a retrained model, another instruction, one edited te
 Files are written to a temporary name and published by rename, so a killed run never leaves a
 half-written matrix under a valid key.
 
+``cache_dir`` is a local directory or a URI (``s3://bucket/prefix/.cache/embeddings``, any
+file system ``pyarrow.fs`` opens, credentials from the environment), so the workers of a
+multi-node cluster share the cache without a shared POSIX mount. On object storage a write is
+one PUT (atomic per object). A cache that cannot be read or written never fails the study: the
+matrix is computed (and the write skipped, with one warning).
+
 Tiny inputs do not pay for Ray: with ``use_ray=True`` a call with fewer than ``local_below``
 texts (default :data:`LOCAL_BELOW`) is embedded in this process unless the model's warm actor
 pool already exists (then the pool serves it, and the model is not loaded a second time). A
@@ -16,7 +22,10 @@ same encoder runs in both places).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import logging
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +36,9 @@ from adaptlab.embedding.pipeline import embed_texts
 from adaptlab.models import model_revision
 
 __all__ = ["LOCAL_BELOW", "Embedder", "texts_hash"]
+
+_URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_log = logging.getLogger(__name__)
 
 LOCAL_BELOW = 512
 """Calls with fewer texts are embedded in-process when no pool is warm. Measured on 2 CPU cores with
@@ -62,7 +74,7 @@ class Embedder:
         batch_size: int,
         use_ray: bool,
         num_actors: int | None = None,
-        cache_dir: Path | None = None,
+        cache_dir: Path | str | None = None,
         local_below: int = LOCAL_BELOW,
     ) -> None:
         self.ref = ref
@@ -71,6 +83,7 @@ class Embedder:
         self.use_ray = use_ray
         self.num_actors = num_actors
         self.cache_dir = cache_dir
+        self._cache = _Cache.of(cache_dir)
         self.local_below = int(local_below)
         self.used_ray = False
         self._revision: str | None = None
@@ -87,17 +100,90 @@ class Embedder:
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
     def __call__(self, texts: list[str], kind: str) -> np.ndarray:
-        path = self.cache_dir / f"{self.cache_key(texts, kind)}.npy" if self.cache_dir is not None else None
-        if path is not None and path.exists():
-            return np.load(path)
+        name = f"{self.cache_key(texts, kind)}.npy" if self._cache is not None else None
+        if name is not None:
+            hit = self._cache.load(name)
+            if hit is not None:
+                return hit
         use_ray = self.use_ray and (self.used_ray or len(texts) >= self.local_below)
         self.used_ray = self.used_ray or use_ray
         out = embed_texts(texts, self.ref, kind=kind, batch_size=self.batch_size, num_actors=self.num_actors,
-                          options=self.options, use_ray=use_ray, progress=False)
+                          options=self.options, use_ray=use_ray, progress=True)
         out = np.ascontiguousarray(out, dtype=np.float32)
-        if path is not None:
-            _save_atomic(path, out)
+        if name is not None:
+            self._cache.save(name, out)
         return out
+
+
+class _Cache:
+    """Matrices by name under a local directory or a URI (through ``pyarrow.fs``)."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = root
+        self._fs: Any = None
+        self._base = ""
+        self._warned = False
+
+    @classmethod
+    def of(cls, root: Path | str | None) -> _Cache | None:
+        return None if root is None else cls(root)
+
+    @property
+    def is_uri(self) -> bool:
+        return isinstance(self.root, str) and _URI_RE.match(self.root) is not None
+
+    def _remote(self) -> tuple[Any, str]:
+        if self._fs is None:
+            from pyarrow import fs as pafs  # deferred: only a cache on a URI needs it
+
+            uri = str(self.root)
+            if uri.split("://", 1)[0].lower() in ("s3", "s3a") and "?" not in uri:
+                # a small object in one PUT (no multipart upload), as the store's own writes
+                uri += "?allow_delayed_open=true"
+            self._fs, self._base = pafs.FileSystem.from_uri(uri)
+        return self._fs, self._base.rstrip("/")
+
+    def load(self, name: str) -> np.ndarray | None:
+        try:
+            if not self.is_uri:
+                path = Path(self.root) / name
+                return np.load(path) if path.exists() else None
+            fs, base = self._remote()
+            from pyarrow import fs as pafs
+
+            if fs.get_file_info(f"{base}/{name}").type == pafs.FileType.NotFound:
+                return None
+            with fs.open_input_stream(f"{base}/{name}") as f:
+                return np.load(io.BytesIO(f.read()))
+        except Exception as e:  # noqa: BLE001 - a cache miss, never a failure
+            self._warn("read", e)
+            return None
+
+    def save(self, name: str, array: np.ndarray) -> None:
+        try:
+            if not self.is_uri:
+                _save_atomic(Path(self.root) / name, array)
+                return
+            fs, base = self._remote()
+            buf = io.BytesIO()
+            np.save(buf, array)
+            if fs.type_name == "local":  # object stores have no folders to create
+                fs.create_dir(base, recursive=True)
+            with fs.open_output_stream(f"{base}/{name}") as f:  # one PUT on object storage
+                f.write(buf.getvalue())
+        except Exception as e:  # noqa: BLE001 - the study goes on without the cache
+            self._warn("write", e)
+
+    def _warn(self, what: str, e: Exception) -> None:
+        if not self._warned:
+            self._warned = True
+            _log.warning("embedding cache %s: cannot %s (%s); going on without it", _where(self.root), what,
+                         type(e).__name__)
+
+
+def _where(root: Path | str) -> str:
+    """The cache location for messages, without any ``user:secret@`` part."""
+    return re.sub(r"//[^/@]*@", "//", str(root))
 
 
 def _save_atomic(path: Path, array: np.ndarray) -> None:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from adaptlab.embedding.actor import EncoderFactory
-from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, PoolPlacement, get_pool
+from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, PoolPlacement, Progress, get_pool
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, check_texts
 from adaptlab.models.load import EncoderSpec
@@ -127,12 +127,31 @@ def _local_encoder(factory: EncoderFactory, device: str | None) -> Encoder:
     return factory(device)
 
 
+def _what(factory: EncoderFactory, kind: TextKind, n: int) -> str:
+    name = getattr(getattr(factory, "ref", None), "name", None) or str(getattr(factory, "ref", "") or "")
+    name = name.rsplit("/", 1)[-1][:40]
+    return f"embedding {n} {kind}s" + (f" with {name}" if name else "")
+
+
+_LOCAL_SLICE_BATCHES = 16
+"""In-process embedding goes in slices of this many batches so that progress can be shown."""
+
+
 def _embed_local(texts: list[str], factory: EncoderFactory, kind: TextKind, batch_size: int,
-                 device: str | None) -> EmbeddingRun:
+                 device: str | None, progress: bool = True) -> EmbeddingRun:
     t0 = time.perf_counter()
     enc = _local_encoder(factory, device)
-    emb = enc.encode(texts, kind=kind, batch_size=batch_size)
     n = len(texts)
+    step = batch_size * _LOCAL_SLICE_BATCHES
+    if not progress or n <= step:
+        emb = enc.encode(texts, kind=kind, batch_size=batch_size)
+    else:
+        parts = []
+        with Progress(n, _what(factory, kind, n)) as bar:
+            for s in range(0, n, step):
+                parts.append(enc.encode(texts[s:s + step], kind=kind, batch_size=batch_size))
+                bar.update(len(parts[-1]))
+        emb = np.concatenate(parts, axis=0)
     return EmbeddingRun(
         embeddings=emb,
         pid=np.full(n, os.getpid(), dtype=np.int64),
@@ -200,7 +219,7 @@ def _placement(n: int, *, batch_size: int, num_actors: int | None, block_size: i
 def _embed_ray(
     texts: list[str], factory: EncoderFactory, *, kind: TextKind, batch_size: int, num_actors: int | None,
     block_size: int | None, torch_threads: int | None, sort_by_length: bool, max_restarts: int | None,
-    device: str | None,
+    device: str | None, progress: bool = True,
 ) -> EmbeddingRun:
     init_ray()
     n = len(texts)
@@ -213,7 +232,12 @@ def _embed_ray(
     blocks = [(order[s:s + bs].astype(np.int64), [texts[i] for i in order[s:s + bs]]) for s in range(0, n, bs)]
     t0 = time.perf_counter()
     restarts = DEFAULT_MAX_RESTARTS if max_restarts is None else max_restarts
-    emb, pid, cvd = _assemble(n, pool.run(blocks, kind=kind, batch_size=batch_size, max_restarts=restarts))
+    bar = Progress(n, _what(factory, kind, n), enabled=None if progress else False)
+    try:
+        emb, pid, cvd = _assemble(n, pool.run(blocks, kind=kind, batch_size=batch_size,
+                                              max_restarts=restarts, progress=bar))
+    finally:
+        bar.close()
     return EmbeddingRun(emb, pid, cvd, engine="ray", num_actors=placement.num_actors, block_size=bs,
                         seconds=time.perf_counter() - t0)
 
@@ -258,10 +282,10 @@ def embed_texts_detailed(
         # resolve here: a missing model fails fast in the driver, and actors skip the lookup
         factory = EncoderSpec(resolve_model(factory.ref), factory.backend, factory.options)
     if not use_ray or not items:
-        return _embed_local(items, factory, kind, batch_size, device)
+        return _embed_local(items, factory, kind, batch_size, device, progress)
     return _embed_ray(items, factory, kind=kind, batch_size=batch_size, num_actors=num_actors,
                       block_size=block_size, torch_threads=torch_threads, sort_by_length=sort_by_length,
-                      max_restarts=max_restarts, device=device)
+                      max_restarts=max_restarts, device=device, progress=progress)
 
 
 def embed_texts(
@@ -287,7 +311,8 @@ def embed_texts(
         batch_size: texts per forward pass inside an actor.
         num_actors: actor pool size; default: one per GPU, else ``cores // torch_threads``.
         options: encoder options (``query_instruction``, ``max_seq_length``, ``backend``...).
-        progress: kept for compatibility (the actor pool shows no progress bars).
+        progress: show progress (a bar on a terminal, else a line every few seconds on stderr:
+            :class:`adaptlab.embedding.pool.Progress`); ``adaptlab --quiet`` turns it off.
         use_ray: ``False``: encode in this process.
         kwargs: ``backend``, ``device``, ``block_size`` (rows per actor call),
             ``torch_threads`` (per CPU actor, default 1 with the default pool),

@@ -14,6 +14,11 @@ loss) is replaced by a fresh one and its unfinished blocks are queued again, at 
 raises. Actors are created with Ray's ``max_restarts=0`` (we replace them ourselves), so Ray
 never has to keep their constructor arguments alive for a restart.
 
+Progress (:class:`Progress`): on a terminal a tqdm bar; when stderr is not a terminal (a log
+file, a Ray job's logs) one line every :data:`PROGRESS_INTERVAL` seconds with done/total, the
+rate and the time left, and a last line when the work took longer than that. ``adaptlab
+--quiet`` (:func:`set_progress`) or ``ADAPTLAB_PROGRESS=0`` turns both off.
+
 Lifetime: pools live until :func:`release_pools` (or the :func:`embedding_pools` context
 manager exits, or :func:`adaptlab.runtime.shutdown_ray`). A pool whose Ray session has ended
 (``ray.shutdown()`` called directly) is dropped on next use. When a new pool would not fit into
@@ -27,6 +32,8 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -44,12 +51,16 @@ from adaptlab.runtime import on_shutdown
 
 __all__ = [
     "DEFAULT_MAX_RESTARTS",
+    "PROGRESS_INTERVAL",
     "EncoderPool",
     "PoolPlacement",
+    "Progress",
     "active_pools",
     "embedding_pools",
     "get_pool",
+    "progress_enabled",
     "release_pools",
+    "set_progress",
 ]
 
 log = logging.getLogger(__name__)
@@ -57,6 +68,112 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_RESTARTS = 3
 """Actor replacements allowed per call before the call fails (a model that crashes its worker
 on every batch fails after this many tries instead of retrying forever)."""
+
+PROGRESS_INTERVAL = 5.0
+"""Seconds between progress lines when stderr is not a terminal (``ADAPTLAB_PROGRESS_INTERVAL``)."""
+
+_PROGRESS: dict[str, bool | None] = {"enabled": None}
+
+
+def set_progress(enabled: bool | None) -> None:
+    """Turn progress output on or off for this process (None: the default, on unless
+    ``ADAPTLAB_PROGRESS=0``)."""
+    _PROGRESS["enabled"] = enabled
+
+
+def progress_enabled() -> bool:
+    """Whether progress lines and bars are shown (see :func:`set_progress`)."""
+    if _PROGRESS["enabled"] is not None:
+        return bool(_PROGRESS["enabled"])
+    return os.environ.get("ADAPTLAB_PROGRESS", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _seconds(t: float) -> str:
+    t = max(0.0, t)
+    if t < 90:
+        return f"{t:.0f} s"
+    if t < 5400:
+        return f"{t / 60:.1f} min"
+    return f"{t / 3600:.1f} h"
+
+
+class Progress:
+    """Progress of ``total`` items: a tqdm bar on a terminal, else a line every ``interval``
+    seconds (``[adaptlab] WHAT: done/total (pct), rate/s, about T left``) on ``stream``
+    (default ``sys.stderr``, looked up when created)."""
+
+    def __init__(self, total: int, what: str, *, unit: str = "texts", interval: float | None = None,
+                 stream: Any = None, enabled: bool | None = None) -> None:
+        self.total, self.what, self.unit = int(total), what, unit
+        self.done = 0
+        self.stream = stream if stream is not None else sys.stderr
+        if interval is None:
+            try:
+                interval = float(os.environ.get("ADAPTLAB_PROGRESS_INTERVAL", PROGRESS_INTERVAL))
+            except ValueError:
+                interval = PROGRESS_INTERVAL
+        self.interval = interval
+        self.enabled = progress_enabled() if enabled is None else enabled
+        self.t0 = self.last = time.perf_counter()
+        self.printed = False
+        self.bar: Any = None
+        if self.enabled and self.total > 0 and _isatty(self.stream):
+            try:
+                from tqdm.auto import tqdm
+
+                self.bar = tqdm(total=self.total, desc=what, unit=unit, file=self.stream, leave=False)
+            except ImportError:  # pragma: no cover - tqdm is a dependency
+                self.bar = None
+
+    def update(self, n: int) -> None:
+        self.done += int(n)
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.update(int(n))
+            return
+        now = time.perf_counter()
+        if now - self.last >= self.interval and self.done < self.total:
+            self.last = now
+            self._line(now)
+
+    def _line(self, now: float, final: bool = False) -> None:
+        elapsed = now - self.t0
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        if final:
+            text = f"[adaptlab] {self.what}: {self.done}/{self.total} {self.unit} in {_seconds(elapsed)} ({rate:.1f}/s)"
+        else:
+            pct = 100.0 * self.done / self.total if self.total else 100.0
+            left = (self.total - self.done) / rate if rate > 0 else float("nan")
+            eta = f"about {_seconds(left)} left" if rate > 0 else "time left unknown"
+            text = f"[adaptlab] {self.what}: {self.done}/{self.total} {self.unit} ({pct:.0f}%), {rate:.1f}/s, {eta}"
+        try:
+            print(text, file=self.stream, flush=True)
+        except (OSError, ValueError):  # a closed stream must not break the work
+            self.enabled = False
+        self.printed = True
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+            return
+        if self.enabled and (self.printed or time.perf_counter() - self.t0 >= self.interval):
+            self._line(time.perf_counter(), final=True)
+        self.enabled = False
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 _IN_FLIGHT_PER_ACTOR = 2
 
@@ -111,12 +228,17 @@ class EncoderPool:
         return bool(self.actors) and self.session == _session_id()
 
     def run(self, blocks: Sequence[tuple[np.ndarray, list[str]]], *, kind: TextKind, batch_size: int,
-            max_restarts: int = DEFAULT_MAX_RESTARTS) -> Iterator[dict[str, np.ndarray]]:
+            max_restarts: int = DEFAULT_MAX_RESTARTS,
+            progress: Progress | None = None) -> Iterator[dict[str, np.ndarray]]:
         """Embed ``blocks`` of ``(row_ids, texts)``; yields one output batch per block (in the
-        order they finish). One call at a time per pool."""
+        order they finish). One call at a time per pool. ``progress`` is advanced by the rows
+        of each finished block."""
         with self._lock:
             try:
-                yield from _Dispatch(self, blocks, kind, batch_size, max_restarts).results()
+                for out in _Dispatch(self, blocks, kind, batch_size, max_restarts).results():
+                    if progress is not None:
+                        progress.update(len(out.get("row_id", ())))
+                    yield out
             except ConfigError:
                 self.close()  # the encoder cannot load: drop the pool, the next call starts afresh
                 raise

@@ -1,16 +1,37 @@
 """Evaluate several systems on one query set: per-query metrics, bootstrap CIs, paired tests.
 
 This is the step between per-query metric values and what users read: for every system and
-measure the point value (mean over queries), the bootstrap mean and percentile CI; for every
-pair of systems the paired difference with its CI and two-sided bootstrap p-value. All systems
-are resampled with the same query indices (paired bootstrap, DESIGN.md). Each (dataset x measure)
-group is one bootstrap task, run in-process or on Ray (:mod:`adaptlab.evaluation.workers`).
+measure the point value (mean over queries), the bootstrap mean and CI (percentile by default,
+``BootstrapConfig.interval``); for every pair of systems the paired difference with its CI and
+two-sided bootstrap p-value. Each (dataset x measure) group is one bootstrap task, run in-process
+or on Ray (:mod:`adaptlab.evaluation.workers`).
+
+What is paired: every paired difference resamples the same queries for both systems (paired
+bootstrap, DESIGN.md). The CIs of single systems are marginal: on the index path all systems
+share the resample indices, on the exact multinomial path each system's counts are drawn from
+its own stream (:func:`adaptlab.stats.bootstrap_ci`), so compare systems with the paired rows,
+not by overlapping CIs.
+
+Multiplicity: the paired tests of one dataset and one measure form a family of ``n`` tests;
+their p-values are adjusted within it (Holm by default, Benjamini-Hochberg with
+``adjustment="bh"``; :func:`adaptlab.stats.pvalues.adjust_pvalues`) and both raw and adjusted
+p-values are kept, with the family size.
+
+Rank intervals: for every dataset and measure with several systems, each system's rank interval
+from the shared bootstrap resamples and whether it is statistically tied with the best
+(:mod:`adaptlab.stats.ranks`; stored as ``rank_low`` / ``rank_high``).
+
+Small samples: with fewer than :data:`adaptlab.stats.pvalues.SMALL_SAMPLE_Q` (30) queries every
+paired comparison also carries the exact two-sided sign test (``p_exact``) and the Wilcoxon
+signed-rank p-value, and a :class:`SmallSampleWarning` says that the bootstrap intervals are
+unreliable.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -18,8 +39,18 @@ from adaptlab.errors import ConfigError
 from adaptlab.evaluation.workers import BootstrapGroup, GroupResult, check_workers, run_groups
 from adaptlab.metrics import Measure, PerQueryMetrics, evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig
+from adaptlab.stats.intervals import is_binary
+from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, adjust_pvalues, exact_paired_tests
+from adaptlab.stats.ranks import RankIntervals, rank_intervals
+from adaptlab.stats.resample import check_sizes
 
-__all__ = ["EvaluationSummary", "MeasureSummary", "PairSummary", "summarise", "summarise_datasets", "summarise_runs"]
+__all__ = ["EvaluationSummary", "MeasureSummary", "PairSummary", "SmallSampleWarning", "summarise",
+           "summarise_datasets", "summarise_runs"]
+
+
+class SmallSampleWarning(UserWarning):
+    """Fewer queries than :data:`~adaptlab.stats.pvalues.SMALL_SAMPLE_Q`: bootstrap CIs and
+    p-values are unreliable; read the exact tests."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +61,15 @@ class MeasureSummary:
     boot_mean: float
     ci_low: float
     ci_high: float
+    interval: str = "percentile"
+    rank: int | None = None  # 1 = best on this measure (ties share the better rank)
+    rank_low: int | None = None  # rank interval from the shared resamples (adaptlab.stats.ranks)
+    rank_high: int | None = None
+
+    @property
+    def tied_with_best(self) -> bool:
+        """The rank interval contains 1: not separable from the best system."""
+        return self.rank_low == 1
 
     @property
     def ci_width(self) -> float:
@@ -48,6 +88,19 @@ class PairSummary:
     ci_low: float
     ci_high: float
     p_value: float
+    p_adjusted: float | None = None
+    adjustment: str = "none"
+    family_size: int = 1
+    p_exact: float | None = None  # exact sign test (small samples only)
+    p_wilcoxon: float | None = None  # Wilcoxon signed-rank test (small samples only)
+    interval: str = "percentile"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"a": self.a, "b": self.b, "measure": self.measure, "diff": self.diff,
+                "boot_mean": self.boot_mean, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "p_value": self.p_value, "p_adjusted": self.p_adjusted, "adjustment": self.adjustment,
+                "family_size": self.family_size, "p_exact": self.p_exact, "p_wilcoxon": self.p_wilcoxon,
+                "interval": self.interval}
 
 
 @dataclass
@@ -64,6 +117,14 @@ class EvaluationSummary:
     seed: int
     confidence: float
     per_query: dict[str, PerQueryMetrics] = field(default_factory=dict)
+    adjustment: str = "holm"
+    interval: str = "percentile"
+    missing_from_run: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def small_sample(self) -> bool:
+        """Fewer queries than the documented small-sample limit (exact tests attached)."""
+        return self.n_queries < SMALL_SAMPLE_Q
 
     @property
     def n_queries(self) -> int:
@@ -78,38 +139,76 @@ class EvaluationSummary:
             "sample_size": self.sample_size,
             "seed": self.seed,
             "confidence": self.confidence,
+            "interval": self.interval,
+            "adjustment": self.adjustment,
+            "small_sample": self.small_sample,
+            "missing_from_run": dict(self.missing_from_run),
             "systems": {
-                s: {m: {"value": r.value, "boot_mean": r.boot_mean, "ci_low": r.ci_low, "ci_high": r.ci_high}
+                s: {m: {"value": r.value, "boot_mean": r.boot_mean, "ci_low": r.ci_low, "ci_high": r.ci_high,
+                        "interval": r.interval, "rank": r.rank, "rank_low": r.rank_low, "rank_high": r.rank_high}
                     for m, r in per.items()}
                 for s, per in self.systems.items()
             },
-            "pairs": [
-                {"a": p.a, "b": p.b, "measure": p.measure, "diff": p.diff, "boot_mean": p.boot_mean,
-                 "ci_low": p.ci_low, "ci_high": p.ci_high, "p_value": p.p_value}
-                for p in self.pairs
-            ],
+            "pairs": [p.as_dict() for p in self.pairs],
         }
 
     @property
     def boot(self) -> BootstrapConfig:
         """The bootstrap settings as one value (``sample_size`` as given: ``None`` = all queries)."""
-        return BootstrapConfig(self.n_resamples, self.sample_size, self.seed, self.confidence)
+        return BootstrapConfig(self.n_resamples, self.sample_size, self.seed, self.confidence,
+                               allow_oversampling=self.sample_size > self.n_queries, interval=self.interval,
+                               adjustment=self.adjustment)
 
     def metric_rows(self, run_ids: Mapping[str, str], dataset: str) -> list[dict[str, object]]:
         """Long-format rows for the store's ``metrics`` table (pairs carry ``compared_to``)."""
         rows: list[dict[str, object]] = []
         common = {"dataset": dataset, "n_queries": self.n_queries, "n_resamples": self.n_resamples,
-                  "sample_size": self.sample_size, "seed": self.seed}
+                  "sample_size": self.sample_size, "seed": self.seed, "confidence": self.confidence}
         for s, per in self.systems.items():
             for m, r in per.items():
                 rows.append({"run_id": run_ids[s], "system": s, "measure": m, "value": r.value,
                              "boot_mean": r.boot_mean, "ci_low": r.ci_low, "ci_high": r.ci_high,
-                             "compared_to": None, "p_value": None, **common})
+                             "compared_to": None, "p_value": None, "interval_method": r.interval,
+                             "missing_from_run": int(self.missing_from_run.get(s, 0)),
+                             "rank_low": r.rank_low, "rank_high": r.rank_high, **common})
         for p in self.pairs:
-            rows.append({"run_id": run_ids[p.a], "system": p.a, "measure": p.measure, "value": p.diff,
-                         "boot_mean": p.boot_mean, "ci_low": p.ci_low, "ci_high": p.ci_high,
-                         "compared_to": p.b, "p_value": p.p_value, **common})
+            row = {"run_id": run_ids[p.a], "system": p.a, "measure": p.measure, "value": p.diff,
+                   "boot_mean": p.boot_mean, "ci_low": p.ci_low, "ci_high": p.ci_high,
+                   "compared_to": p.b, "p_value": p.p_value, "p_adjusted": p.p_adjusted,
+                   "adjustment": p.adjustment, "family_size": p.family_size, "interval_method": p.interval,
+                   **common}
+            if p.p_exact is not None:
+                row["p_exact"], row["exact_test"] = p.p_exact, "sign"
+            rows.append(row)
         return rows
+
+
+def _ranks(values: np.ndarray, boot: BootstrapConfig) -> RankIntervals:
+    """Rank intervals of one (dataset, measure) group on the shared resample indices."""
+    return rank_intervals(values, n_resamples=boot.n_resamples, sample_size=boot.sample_size, seed=boot.seed,
+                          confidence=boot.confidence, allow_oversampling=boot.allow_oversampling)
+
+
+def _used_interval(interval: str, values: np.ndarray) -> str:
+    """The interval :func:`adaptlab.stats.bootstrap_ci` applies: Wilson/Jeffreys only to 0/1 values."""
+    if interval in ("wilson", "jeffreys") and not is_binary(values):
+        return "percentile"
+    return interval
+
+
+def _family(pairs: list[PairSummary], adjustment: str, values: Mapping[str, np.ndarray] | None) -> list[PairSummary]:
+    """Adjust one (dataset, measure) family's p-values; attach exact tests to small samples."""
+    if not pairs:
+        return pairs
+    adj = adjust_pvalues([p.p_value for p in pairs], adjustment)
+    out = []
+    for p, pa in zip(pairs, adj):
+        extra: dict[str, object] = {}
+        if values is not None:
+            t = exact_paired_tests(values[p.a], values[p.b])
+            extra = {"p_exact": t.sign_p, "p_wilcoxon": t.wilcoxon_p}
+        out.append(replace(p, p_adjusted=float(pa), adjustment=adjustment, family_size=len(pairs), **extra))
+    return out
 
 
 def _boot_config(boot: BootstrapConfig | None, loose: Mapping[str, object]) -> BootstrapConfig:
@@ -153,16 +252,32 @@ def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[Bootstra
     first = per_query[names[0]]
     systems: dict[str, dict[str, MeasureSummary]] = {n: {} for n in names}
     pairs: list[PairSummary] = []
+    small = first.n_queries < SMALL_SAMPLE_Q
+    interval = boot.interval
     for g, r in zip(groups, results):
         m = g.key[1]
+        interval = getattr(r, "interval", None) or _used_interval(boot.interval, g.values)
+        ranks = _ranks(g.values, boot) if len(names) > 1 else None
         for i, n in enumerate(names):
+            rk = {} if ranks is None else {"rank": int(ranks.rank[i]), "rank_low": int(ranks.rank_low[i]),
+                                           "rank_high": int(ranks.rank_high[i])}
             systems[n][m] = MeasureSummary(float(r.point[i]), float(r.boot_mean[i]), float(r.ci_low[i]),
-                                           float(r.ci_high[i]))
-        pairs += [PairSummary(str(d.a), str(d.b), m, float(d.diff), float(d.boot_mean), float(d.ci_low),
-                              float(d.ci_high), float(d.p_value)) for d in r.pairs]
+                                           float(r.ci_high[i]), interval, **rk)
+        fam = [PairSummary(str(d.a), str(d.b), m, float(d.diff), float(d.boot_mean), float(d.ci_low),
+                           float(d.ci_high), float(d.p_value), interval=d.interval)
+               for d in r.pairs]
+        vals = {n: per_query[n].values[m] for n in names} if small else None
+        pairs += _family(fam, boot.adjustment, vals)
+    if small and pairs:
+        warnings.warn(
+            f"only {first.n_queries} queries (< {SMALL_SAMPLE_Q}): bootstrap CIs and p-values are unreliable at "
+            "this size; every paired comparison also carries the exact sign test (p_exact) and the Wilcoxon "
+            "signed-rank p-value", SmallSampleWarning, stacklevel=3)
     l = first.n_queries if boot.sample_size is None else int(boot.sample_size)
+    missing = {n: len(per_query[n].missing_from_run) for n in names}
     return EvaluationSummary([g.key[1] for g in groups], systems, pairs, list(first.query_ids), list(first.excluded),
-                             boot.n_resamples, l, boot.seed, boot.confidence, dict(per_query))
+                             boot.n_resamples, l, boot.seed, boot.confidence, dict(per_query),
+                             adjustment=boot.adjustment, interval=interval, missing_from_run=missing)
 
 
 def summarise(
@@ -173,6 +288,9 @@ def summarise(
     sample_size: int | None = None,
     seed: int | None = None,
     confidence: float | None = None,
+    allow_oversampling: bool | None = None,
+    interval: str | None = None,
+    adjustment: str | None = None,
     baseline: str | None = None,
     workers: str = "auto",
 ) -> EvaluationSummary:
@@ -181,12 +299,15 @@ def summarise(
     Every system must have been evaluated on the same queries in the same order. The bootstrap
     settings come as one :class:`~adaptlab.stats.BootstrapConfig` (``boot=``) or as the loose
     keywords ``n_resamples`` (default 1000), ``sample_size`` (default: all queries), ``seed``
-    (default 0) and ``confidence`` (default 0.95), not both. ``workers``: ``"auto"``,
+    (default 0), ``confidence`` (default 0.95), ``allow_oversampling`` (default False: a
+    ``sample_size`` above the number of queries is an error), ``interval`` (default
+    ``"percentile"``) and ``adjustment`` (default ``"holm"``), not both. ``workers``: ``"auto"``,
     ``"local"`` or ``"ray"``; one bootstrap task per measure, see :mod:`adaptlab.evaluation.workers`
     (the numbers do not depend on it).
     """
     return summarise_datasets({"": per_query}, boot=_boot_config(boot, {
         "n_resamples": n_resamples, "sample_size": sample_size, "seed": seed, "confidence": confidence,
+        "allow_oversampling": allow_oversampling, "interval": interval, "adjustment": adjustment,
     }), baseline=baseline, workers=workers)[""]
 
 
@@ -203,6 +324,12 @@ def summarise_datasets(
     boot = boot if boot is not None else BootstrapConfig()
     check_workers(workers)
     groups = {ds: _groups(ds, pq, baseline) for ds, pq in per_dataset.items()}
+    for ds, pq in per_dataset.items():  # fail before any work is dispatched
+        n_q = next(iter(pq.values())).n_queries
+        try:
+            check_sizes(n_q, boot.n_resamples, boot.sample_size, boot.allow_oversampling)
+        except ConfigError as e:
+            raise ConfigError(f"dataset {ds!r}: {e}" if ds else str(e)) from e
     flat = [g for gs in groups.values() for g in gs]
     results = iter(run_groups(flat, boot, workers=workers))
     return {ds: _summary(per_dataset[ds], gs, [next(results) for _ in gs], boot) for ds, gs in groups.items()}

@@ -57,6 +57,7 @@ class GroupResult:
     ci_low: np.ndarray
     ci_high: np.ndarray
     pairs: tuple[PairedDifference, ...]
+    interval: str = "percentile"
 
 
 def bootstrap_group(group: BootstrapGroup, boot: BootstrapConfig) -> GroupResult:
@@ -67,7 +68,7 @@ def bootstrap_group(group: BootstrapGroup, boot: BootstrapConfig) -> GroupResult
     if len(group.names) > 1:
         pairs = tuple(paired_bootstrap(group.values, names=list(group.names), baseline=group.baseline, **kw))
     return GroupResult(np.asarray(ci.point), np.asarray(ci.boot_mean), np.asarray(ci.ci_low),
-                       np.asarray(ci.ci_high), pairs)
+                       np.asarray(ci.ci_high), pairs, ci.interval)
 
 
 def check_workers(workers: str) -> str:

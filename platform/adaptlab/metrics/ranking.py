@@ -16,7 +16,9 @@ relevant when its judged relevance is > 0. With ``rel_i`` the relevance of the d
 - ``map`` / ``map@k``: ``(1/R) sum_{i<=k, rel_i>0} precision@i`` (trec_eval ``map_cut``)
 
 Queries without any relevant judged document are excluded (and listed); judged queries absent
-from the run score 0 on every measure (trec_eval ``-c``).
+from the run score 0 on every measure (trec_eval ``-c``) and are listed in ``missing_from_run``.
+A run that is empty or shares no judged query is a :class:`~adaptlab.errors.DataError`, and so
+is a non-finite (NaN or infinite) score.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adaptlab.errors import DataError
 from adaptlab.metrics.measures import Measure, parse_measures
 
 __all__ = ["PerQueryMetrics", "evaluate", "rank_documents", "ranked_values"]
@@ -50,6 +53,21 @@ class PerQueryMetrics:
 
     def matrix(self, measure: str | Measure) -> np.ndarray:
         return self.values[str(Measure.parse(measure))]
+
+
+def _check_finite(run: Mapping[str, Mapping[str, float]], query_ids: Sequence[str]) -> None:
+    """Reject NaN and infinite scores: they sort arbitrarily (a NaN gold document ranked first)."""
+    for q in query_ids:
+        scores = run.get(q)
+        if not scores:
+            continue
+        arr = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+        if not np.isfinite(arr).all():
+            bad = [d for d, v in scores.items() if not np.isfinite(float(v))]
+            raise DataError(
+                f"query {q!r}: {len(bad)} non-finite score(s) (e.g. document {bad[0]!r} scored "
+                f"{scores[bad[0]]}); scores must be finite numbers: fix or drop them before evaluating"
+            )
 
 
 def rank_documents(scores: Mapping[str, float]) -> list[str]:
@@ -163,8 +181,17 @@ def evaluate(
     ms = parse_measures(measures)
     candidates = list(qrels) if query_ids is None else list(query_ids)
     keep = [q for q in candidates if any(r > 0 for r in qrels.get(q, {}).values())]
-    excluded = [q for q in candidates if q not in set(keep)]
+    keep_set = set(keep)  # once: a set per query made this quadratic
+    excluded = [q for q in candidates if q not in keep_set]
     missing = [q for q in keep if q not in run or not run[q]]
+    if keep and len(missing) == len(keep):
+        raise DataError(
+            "the run is empty" if not any(run.values()) else
+            f"the run shares no query with the {len(keep)} judged queries (first run query ids: "
+            f"{', '.join(list(run)[:3])}; first judged: {', '.join(keep[:3])}); check that it belongs to this "
+            "dataset and uses the same query ids"
+        )
+    _check_finite(run, keep)
     if any(m.k is None for m in ms):
         depth = None
     else:

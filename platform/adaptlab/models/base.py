@@ -21,7 +21,7 @@ Two kinds of encoders share the interface (``Encoder.interaction``):
   index) instead of searching vectors.
 
 Backends register a loader under a name (``"sentence-transformers"``, ``"flag"``,
-``"hash"``); :func:`adaptlab.models.load_encoder` picks one.
+``"hash"``, ``"colbert"``); :func:`adaptlab.models.load_encoder` picks one.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ BACKENDS: dict[str, str] = {
     "sentence-transformers": "adaptlab.models.sbert:SentenceTransformerEncoder.load",
     "flag": "adaptlab.models.flag:FlagEncoder.load",
     "hash": "adaptlab.models.hashing:HashingEncoder.load",
+    "colbert": "adaptlab.models.colbert:ColBERTEncoder.load",
 }
 """Backend name -> ``"module:attr"`` of its loader (imported on first use, so that
 ``import adaptlab.models`` does not import torch)."""
@@ -69,6 +70,7 @@ _BACKEND_ALIASES = {
     "sentence_transformers": "sentence-transformers", "sentence-transformers": "sentence-transformers",
     "flag": "flag", "flagembedding": "flag", "bge": "flag",
     "hash": "hash", "hashing": "hash",
+    "colbert": "colbert", "late": "colbert", "late-interaction": "colbert", "ragatouille": "colbert",
 }
 _LOADERS: dict[str, EncoderLoader] = {}
 

@@ -5,7 +5,10 @@ Backend choice with ``backend="auto"``:
 1. the alias's backend (``minilm`` -> sentence-transformers, ``bge-*`` / ``llm-embedder`` -> flag);
 2. a model name (last path component) containing ``bge`` or ``llm-embedder`` -> flag
    (FlagEmbedding, CLS pooling);
-3. anything else -> sentence-transformers (a directory without ``modules.json``, i.e. a
+3. a local directory with colbert-ai's ``artifact.metadata`` (a ColBERT checkpoint, or an adaptlab
+   ColBERT artifact whose ``model/`` is one), or a name containing ``colbert`` -> colbert
+   (late interaction, :mod:`adaptlab.models.colbert`);
+4. anything else -> sentence-transformers (a directory without ``modules.json``, i.e. a
    plain transformers checkpoint, then gets mean pooling, the sentence-transformers default).
 
 When the weights are local, ``HF_HUB_OFFLINE=1`` is set for this process (unless the
@@ -42,6 +45,12 @@ def pick_backend(model: ModelRef, backend: str = "auto") -> str:
     base = Path(model.model_id).name.lower()
     if "bge" in base or "llm-embedder" in base or "llm_embedder" in base:
         return "flag"
+    if model.path is not None and any(
+        (Path(model.path) / sub / "artifact.metadata").is_file() for sub in (".", "model")
+    ):
+        return "colbert"
+    if "colbert" in base:
+        return "colbert"
     return "sentence-transformers"
 
 
@@ -53,7 +62,8 @@ def load_encoder(
     Args:
         ref: ``"minilm"``, ``"/path/to/model"``, ``"BAAI/bge-large-en"``, ``"hash:64"``, or a
             :class:`~adaptlab.models.resolve.ModelRef`.
-        backend: ``"auto"``, ``"sentence-transformers"`` (``st``), ``"flag"``, ``"hash"``.
+        backend: ``"auto"``, ``"sentence-transformers"`` (``st``), ``"flag"``, ``"hash"``,
+            ``"colbert"`` (``late``; late interaction, see :mod:`adaptlab.models.colbert`).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``; ``None``: CUDA when available.
         options: backend options (``query_instruction``, ``document_instruction``, ``task``,
             ``max_seq_length``, ``trust_remote_code``, ``pooling``, ...). A ``backend`` key

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from adaptlab.errors import StoreError
-from adaptlab.results.schema import SCHEMA_VERSION, arrow_schema
+from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, arrow_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -78,20 +78,24 @@ def migrate(name: str, table: pa.Table, version: int, *, source: str) -> pa.Tabl
 
 def conform(name: str, table: pa.Table, *, source: str, columns: list[str] | None = None) -> pa.Table:
     """Select the current columns of table ``name`` (or ``columns`` of them) in stored
-    order, cast to their types, without schema metadata."""
+    order, cast to their types, without schema metadata. Optional nullable columns that an
+    older writer did not know are filled with nulls; a missing required column is an error."""
     import pyarrow as pa
 
     schema = arrow_schema(name).remove_metadata()
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
-    missing = [f.name for f in schema if f.name not in table.column_names]
+    spec = {c.name: c for c in COLUMNS[name]}
+    optional = {n for n, c in spec.items() if c.nullable and not c.required}
+    missing = [f.name for f in schema if f.name not in table.column_names and f.name not in optional]
     if missing:
         raise StoreError(
             f"{source}: table {name!r} lacks column(s) {', '.join(missing)} "
             f"(found {', '.join(table.column_names)}); the file is damaged or was not written by adaptlab"
         )
     try:
-        cols = [table.column(f.name).cast(f.type) for f in schema]
+        cols = [table.column(f.name).cast(f.type) if f.name in table.column_names  # optional columns added
+                else pa.nulls(table.num_rows, f.type) for f in schema]  # later read as nulls
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise StoreError(f"{source}: table {name!r} has columns of unexpected types: {e}") from e
     return pa.Table.from_arrays(cols, schema=schema)

@@ -95,6 +95,26 @@ _METRICS = (
        nullable=True, required=False),
     _c("p_value", "float64", "p-value of a paired test (null otherwise)", nullable=True, required=False),
     _c("extra", "string", "free JSON for measure-specific details", nullable=True, required=False),
+    # added for issue 15: nullable and optional, so rows written before them still read (as nulls)
+    _c("confidence", "float64", "coverage of the CI (0.95 = 95%)", nullable=True, required=False),
+    _c("interval_method", "string", "how the CI was computed: percentile, bca, wilson or jeffreys",
+       nullable=True, required=False),
+    _c("p_adjusted", "float64", "p_value adjusted for multiplicity within its family", nullable=True,
+       required=False),
+    _c("adjustment", "string", "multiplicity adjustment of p_adjusted: holm, bh or none", nullable=True,
+       required=False),
+    _c("family_size", "int64", "number of tests in the adjustment family (one dataset, one measure)",
+       nullable=True, required=False),
+    _c("p_exact", "float64", "exact paired test p-value (small samples; null otherwise)", nullable=True,
+       required=False),
+    _c("exact_test", "string", "the exact paired test of p_exact: sign or wilcoxon", nullable=True,
+       required=False),
+    _c("rank_low", "int64", "best rank of the system in the bootstrap rank interval", nullable=True,
+       required=False),
+    _c("rank_high", "int64", "worst rank of the system in the bootstrap rank interval", nullable=True,
+       required=False),
+    _c("missing_from_run", "int64", "judged queries absent from the run (scored 0)", nullable=True,
+       required=False),
 )
 
 _PER_QUERY = (

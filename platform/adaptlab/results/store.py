@@ -537,7 +537,8 @@ class ResultsStore:
                     break  # the previous attempt committed after all: never write twice
             try:
                 write_deltalake(self.uri, data, mode="append", storage_options=self._options,
-                                commit_properties=props, writer_properties=writer)
+                                commit_properties=props, writer_properties=writer,
+                                schema_mode="merge")  # columns added by a newer adaptlab (all nullable)
                 break
             except SchemaMismatchError as e:
                 raise StoreError(f"{self.uri}: the store's table schema does not accept this commit: {_short(e)}") from e

@@ -4,7 +4,9 @@ Percentile bootstrap confidence intervals of mean per-query metrics (:func:`boot
 paired comparisons with two-sided bootstrap p-values (:func:`paired_bootstrap`), and the shared
 resample indices (:func:`resample_indices`, :func:`iter_resample_indices`) that other analyses
 reuse to see exactly the same bootstrap samples, and the percentile interval
-(:func:`percentile_interval`) every analysis reports. :mod:`adaptlab.stats.backend` selects NumPy or
+(:func:`percentile_interval`) every analysis reports; BCa, Wilson and Jeffreys intervals
+(:mod:`adaptlab.stats.intervals`), multiplicity adjustment, exact paired tests and p-value printing
+(:mod:`adaptlab.stats.pvalues`) and rank intervals (:mod:`adaptlab.stats.ranks`). :mod:`adaptlab.stats.backend` selects NumPy or
 CuPy for the arithmetic; random numbers always come from a seeded numpy Generator on the host.
 """
 
@@ -19,19 +21,30 @@ from adaptlab.stats.bootstrap import (
     bootstrap_ci,
     paired_bootstrap,
 )
+from adaptlab.stats.intervals import INTERVALS
+from adaptlab.stats.pvalues import ADJUSTMENTS, SMALL_SAMPLE_Q, adjust_pvalues, exact_paired_tests, format_p_value
+from adaptlab.stats.ranks import RankIntervals, rank_intervals
 from adaptlab.stats.resample import iter_resample_indices, resample_indices
 from adaptlab.stats.settings import BootstrapConfig, derive_seed
 
 __all__ = [
+    "ADJUSTMENTS",
     "BootstrapConfig",
     "BootstrapResult",
+    "INTERVALS",
     "METHODS",
     "PairedDifference",
+    "RankIntervals",
+    "SMALL_SAMPLE_Q",
+    "adjust_pvalues",
     "backend",
     "bootstrap_ci",
     "derive_seed",
+    "exact_paired_tests",
+    "format_p_value",
     "iter_resample_indices",
     "paired_bootstrap",
     "percentile_interval",
+    "rank_intervals",
     "resample_indices",
 ]

@@ -39,6 +39,7 @@ from adaptlab.errors import ConfigError, DataError
 from adaptlab.stats import _kernels as K
 from adaptlab.stats._multinomial import multinomial_sums
 from adaptlab.stats.backend import get_xp, to_numpy
+from adaptlab.stats.intervals import INTERVALS, bca_interval, is_binary, jeffreys_interval, wilson_interval
 from adaptlab.stats.resample import check_seed, check_sizes
 
 __all__ = ["BootstrapResult", "METHODS", "PairedDifference", "bootstrap_ci", "paired_bootstrap"]
@@ -67,6 +68,7 @@ class BootstrapResult:
     confidence: float
     method: str
     distribution: np.ndarray | None = None  # [n_systems, n_resamples] if kept
+    interval: str = "percentile"  # how ci_low/ci_high were computed (adaptlab.stats.intervals)
 
     @property
     def n_systems(self) -> int:
@@ -86,6 +88,7 @@ class BootstrapResult:
             "seed": self.seed,
             "confidence": self.confidence,
             "method": self.method,
+            "interval": self.interval,
         }
 
 
@@ -110,6 +113,7 @@ class PairedDifference:
     sample_size: int = 0
     confidence: float = 0.95
     seed: int = 0
+    interval: str = "percentile"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,6 +163,29 @@ def _check_options(confidence: object, method: object, backend: object, n_jobs: 
     return int(n_jobs)
 
 
+def _check_interval(interval: object, n_q: int, l: int) -> str:
+    if interval not in INTERVALS:
+        raise ConfigError(f"interval={interval!r} is not valid; expected one of {', '.join(INTERVALS)}")
+    if interval == "bca" and l != n_q:
+        raise ConfigError(f"interval='bca' needs resamples of all {n_q} queries; got sample_size={l} "
+                          "(use sample_size=None or interval='percentile')")
+    return str(interval)
+
+
+def _intervals(values: np.ndarray, boot: np.ndarray, conf: float, interval: str,
+               ) -> tuple[np.ndarray, np.ndarray, str]:
+    """CIs of each row of ``values`` [S, Q] from its resampled means ``boot`` [S, m]."""
+    if interval in ("wilson", "jeffreys") and is_binary(values):
+        f = wilson_interval if interval == "wilson" else jeffreys_interval
+        ends = np.array([f(v, conf) for v in values]).reshape(-1, 2)
+        return ends[:, 0], ends[:, 1], interval
+    if interval == "bca":
+        ends = np.array([bca_interval(v, b, conf) for v, b in zip(values, boot)]).reshape(-1, 2)
+        return ends[:, 0], ends[:, 1], interval
+    lo, hi = K.percentile_interval(boot, conf)
+    return np.atleast_1d(lo), np.atleast_1d(hi), "percentile"
+
+
 def _rng(seed: int, *key: int) -> np.random.Generator:
     return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=key)))
 
@@ -175,6 +202,8 @@ def bootstrap_ci(
     backend: str = "auto",
     n_jobs: int | None = None,
     keep_distribution: bool = False,
+    allow_oversampling: bool = False,
+    interval: str = "percentile",
 ) -> BootstrapResult:
     """Percentile bootstrap CI of the mean per-query value of each system.
 
@@ -185,10 +214,17 @@ def bootstrap_ci(
     module doc); ``backend``: ``"auto"``, ``"numpy"`` or ``"cupy"`` (index path arithmetic);
     ``n_jobs``: worker threads (default: available CPUs), no effect on the result.
     ``keep_distribution`` keeps the resampled means ``[n_systems, n_resamples]``.
+    ``sample_size > Q`` is an error unless ``allow_oversampling``. ``interval``: one of
+    :data:`adaptlab.stats.intervals.INTERVALS` (default ``"percentile"``; the interval actually
+    used is ``BootstrapResult.interval``).
 
-    With ``method="index"`` every system is evaluated on the same resamples,
+    What is paired: with ``method="index"`` every system is evaluated on the same resamples,
     :func:`adaptlab.stats.resample_indices` ``(Q, n_resamples=m, sample_size=l, seed=seed)``;
-    with ``"multinomial"`` each system's resampled counts are drawn exactly and independently.
+    with ``"multinomial"`` each system's resampled counts are drawn exactly and independently
+    (stream ``s`` for the system in row ``s``), so the CIs of different rows are not jointly
+    paired, and with ``"auto"`` the path (hence the Monte Carlo draws of a row) depends on all
+    rows passed. Each row's CI is a correct marginal CI either way; comparisons between systems
+    must use :func:`paired_bootstrap`, which always pairs.
 
     >>> r = bootstrap_ci([0.0, 1.0, 1.0, 1.0], n_resamples=200, seed=1)
     >>> float(r.point[0])
@@ -197,9 +233,10 @@ def bootstrap_ci(
     arr = _as_values(values)
     seed = check_seed(seed)
     n_sys, n_q = arr.shape
-    m, l = check_sizes(n_q, n_resamples, sample_size)
+    m, l = check_sizes(n_q, n_resamples, sample_size, allow_oversampling)
     jobs = _check_options(confidence, method, backend, n_jobs)
     conf = float(confidence)
+    interval = _check_interval(interval, n_q, l)
 
     cats: list[K.Categories] | None = None
     chosen = method
@@ -225,7 +262,7 @@ def bootstrap_ci(
 
         K.run_parallel(one, range(n_sys), jobs)
 
-    lo, hi = K.percentile_interval(boot, conf)
+    lo, hi, used = _intervals(arr, boot, conf, interval)
     return BootstrapResult(
         point=arr.mean(axis=1),
         boot_mean=boot.mean(axis=1),
@@ -238,6 +275,7 @@ def bootstrap_ci(
         confidence=conf,
         method=chosen,
         distribution=boot if keep_distribution else None,
+        interval=used,
     )
 
 
@@ -274,6 +312,8 @@ def paired_bootstrap(
     method: str = "auto",
     backend: str = "auto",
     n_jobs: int | None = None,
+    allow_oversampling: bool = False,
+    interval: str = "percentile",
 ) -> list[PairedDifference]:
     """Paired bootstrap of mean differences between systems evaluated on the same queries.
 
@@ -291,7 +331,9 @@ def paired_bootstrap(
     as ties on both sides (floating-point rounding). Other arguments as in
     :func:`bootstrap_ci`; ``method`` ``"multinomial"`` draws each pair's distinct per-query
     differences exactly, or all systems at once over their distinct joint value tuples when
-    that is cheaper (``PairedDifference.method == "multinomial-joint"``).
+    that is cheaper (``PairedDifference.method == "multinomial-joint"``). ``interval="bca"``
+    gives BCa intervals of the differences (p-values unchanged); ``"wilson"``/``"jeffreys"``
+    do not apply to differences, which then get the percentile interval.
     """
     arr = _as_values(values)
     seed = check_seed(seed)
@@ -303,9 +345,10 @@ def paired_bootstrap(
         if len(names) != n_sys or len(set(names)) != n_sys:
             raise ConfigError(f"names must be {n_sys} distinct strings (one per row); got {names}")
     pairs = _pairs(n_sys, names, baseline)
-    m, l = check_sizes(n_q, n_resamples, sample_size)
+    m, l = check_sizes(n_q, n_resamples, sample_size, allow_oversampling)
     jobs = _check_options(confidence, method, backend, n_jobs)
     conf = float(confidence)
+    interval = _check_interval(interval, n_q, l)
     used = sorted({s for p in pairs for s in p})
 
     d_star: dict[tuple[int, int], np.ndarray] = {}
@@ -357,7 +400,12 @@ def paired_bootstrap(
     for a, b in pairs:
         ds = d_star[(a, b)]
         scale = float(np.max(np.abs(arr[a] - arr[b])))
-        lo, hi = K.percentile_interval(ds, conf)
+        if interval == "bca":
+            lo, hi = bca_interval(arr[a] - arr[b], ds, conf)
+            how = "bca"
+        else:
+            lo, hi = K.percentile_interval(ds, conf)
+            how = "percentile"
         p = float(K.two_sided_p_value(ds, _ZERO_TOL * scale))
         out.append(PairedDifference(
             a=names[a] if names is not None else a,
@@ -372,5 +420,6 @@ def paired_bootstrap(
             sample_size=l,
             confidence=conf,
             seed=seed,
+            interval=how,
         ))
     return out

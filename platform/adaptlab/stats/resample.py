@@ -45,10 +45,23 @@ def check_seed(seed: object) -> int:
     return _check_int("seed", seed, 0)
 
 
-def check_sizes(n: int, n_resamples: object, sample_size: object) -> tuple[int, int]:
-    """Validate ``n_resamples`` and ``sample_size`` (``None`` -> ``n``); return them as ints."""
+def check_sizes(n: int, n_resamples: object, sample_size: object, allow_oversampling: bool = False,
+                ) -> tuple[int, int]:
+    """Validate ``n_resamples`` and ``sample_size`` (``None`` -> ``n``); return them as ints.
+
+    ``sample_size > n`` is a :class:`ConfigError` unless ``allow_oversampling``: a resample
+    larger than the data shrinks the CI like ``1/sqrt(l)`` without any new information.
+    """
     m = _check_int("n_resamples", n_resamples, 1)
     l = n if sample_size is None else _check_int("sample_size", sample_size, 1)
+    if l > n and not allow_oversampling:
+        paper = (f" The paper setting (m=500, l={l}) needs at least {l} queries; this set has {n}."
+                 if l == 100 else "")
+        raise ConfigError(
+            f"sample_size={l} exceeds the {n} queries: resamples larger than the data understate the "
+            f"variance and give falsely narrow CIs.{paper} Use sample_size=None (all {n} queries), a "
+            f"sample_size <= {n}, or allow_oversampling=True to resample more queries than exist"
+        )
     return m, l
 
 
@@ -73,7 +86,7 @@ def n_blocks(n_resamples: int, sample_size: int) -> int:
 
 
 def iter_resample_indices(
-    n: int, *, n_resamples: int, sample_size: int | None = None, seed: int = 0
+    n: int, *, n_resamples: int, sample_size: int | None = None, seed: int = 0, allow_oversampling: bool = False
 ) -> Iterator[np.ndarray]:
     """Yield the resample indices block by block: int64 arrays ``[rows, l]`` whose rows,
     concatenated, equal :func:`resample_indices` with the same arguments.
@@ -82,24 +95,26 @@ def iter_resample_indices(
     """
     n = _check_int("n", n, 1)
     seed = check_seed(seed)
-    m, l = check_sizes(n, n_resamples, sample_size)
+    m, l = check_sizes(n, n_resamples, sample_size, allow_oversampling)
     for b in range(n_blocks(m, l)):
         yield index_block(n, l, m, seed, b)
 
 
 def resample_indices(
-    n: int, *, n_resamples: int, sample_size: int | None = None, seed: int = 0
+    n: int, *, n_resamples: int, sample_size: int | None = None, seed: int = 0, allow_oversampling: bool = False
 ) -> np.ndarray:
     """Indices of ``n_resamples`` bootstrap resamples of ``sample_size`` queries out of ``n``.
 
     Returns an int64 array ``[n_resamples, sample_size]`` of positions in ``range(n)`` drawn
-    uniformly with replacement (``sample_size`` defaults to ``n``). The same arguments always
+    uniformly with replacement (``sample_size`` defaults to ``n``; larger than ``n`` only with
+    ``allow_oversampling=True``). The same arguments always
     give the same array, equal to the resamples of the ``"index"`` bootstrap path.
 
     >>> resample_indices(5, n_resamples=2, sample_size=3, seed=0).shape
     (2, 3)
     """
     blocks = list(
-        iter_resample_indices(n, n_resamples=n_resamples, sample_size=sample_size, seed=seed)
+        iter_resample_indices(n, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
+                              allow_oversampling=allow_oversampling)
     )
     return np.concatenate(blocks, axis=0)

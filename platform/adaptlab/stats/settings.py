@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from adaptlab.errors import ConfigError
+from adaptlab.stats.intervals import INTERVALS
+from adaptlab.stats.pvalues import ADJUSTMENTS
 from adaptlab.stats.resample import check_seed
 
 __all__ = ["BootstrapConfig", "derive_seed"]
@@ -44,15 +46,25 @@ def derive_seed(root: int, stage: str) -> int:
 
 @dataclass(frozen=True)
 class BootstrapConfig:
-    """m resamples of l queries with replacement, seeded, with a percentile CI at ``confidence``.
+    """m resamples of l queries with replacement, seeded, with a CI at ``confidence``.
 
     ``sample_size=None`` (or 0 in a study file) resamples Q queries, Q = the number of queries.
+    A ``sample_size`` larger than Q is an error when the bootstrap runs, unless
+    ``allow_oversampling`` (resamples larger than the data understate the variance).
+    ``interval``: how CIs of means are computed, one of :data:`INTERVALS` (``"percentile"``, the
+    default and the numbers of earlier versions; ``"bca"``; ``"wilson"`` / ``"jeffreys"`` for
+    0/1 values such as accuracy@k, else percentile). ``adjustment``: the multiplicity
+    adjustment of paired p-values within one (dataset, measure) family, one of
+    ``"holm"`` (default), ``"bh"``, ``"none"``; it changes no raw p-value.
     """
 
     n_resamples: int = 1000
     sample_size: int | None = None
     seed: int = 0
     confidence: float = 0.95
+    allow_oversampling: bool = False
+    interval: str = "percentile"
+    adjustment: str = "holm"
 
     def __post_init__(self) -> None:
         if isinstance(self.n_resamples, bool) or not isinstance(self.n_resamples, (int, np.integer)) \
@@ -68,11 +80,22 @@ class BootstrapConfig:
         if isinstance(self.confidence, bool) or not isinstance(self.confidence, (int, float)) \
                 or not 0.0 < float(self.confidence) < 1.0:
             raise ConfigError(f"confidence must be a number strictly between 0 and 1, got {self.confidence!r}")
+        if not isinstance(self.allow_oversampling, (bool, np.bool_)):
+            raise ConfigError(f"allow_oversampling must be true or false, got {self.allow_oversampling!r}")
+        object.__setattr__(self, "allow_oversampling", bool(self.allow_oversampling))
+        if self.interval not in INTERVALS:
+            raise ConfigError(f"interval={self.interval!r} is not valid; expected one of {', '.join(INTERVALS)}")
+        if self.adjustment not in ADJUSTMENTS:
+            raise ConfigError(f"adjustment={self.adjustment!r} is not valid; expected one of {', '.join(ADJUSTMENTS)}")
 
     def kwargs(self) -> dict[str, Any]:
-        """``n_resamples``, ``sample_size``, ``seed``, ``confidence`` as keyword arguments of
-        :func:`~adaptlab.stats.bootstrap.bootstrap_ci` and :func:`~adaptlab.stats.bootstrap.paired_bootstrap`."""
-        return asdict(self)
+        """``n_resamples``, ``sample_size``, ``seed``, ``confidence``, ``allow_oversampling``
+        and ``interval`` as keyword arguments of :func:`~adaptlab.stats.bootstrap.bootstrap_ci`
+        and :func:`~adaptlab.stats.bootstrap.paired_bootstrap` (``adjustment`` is applied
+        after the tests, not by them)."""
+        out = asdict(self)
+        out.pop("adjustment")
+        return out
 
     def with_seed(self, seed: int) -> BootstrapConfig:
         return replace(self, seed=seed)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from adaptlab.adapt.train.colbert import ColBERTFTConfig
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.adapt.train.tune import TUNABLE
@@ -32,7 +33,9 @@ from adaptlab.study.seeds import stage_seed
 
 __all__ = [
     "ALL_VARIANTS",
+    "COLBERT_VARIANTS",
     "AdaptSettings",
+    "ColBERTSettings",
     "LLMSettings",
     "PARAM_DOMAINS",
     "QUESTION_GENERATORS",
@@ -44,7 +47,14 @@ __all__ = [
 ]
 
 ALL_VARIANTS: tuple[str, ...] = ("base", "pt", "ft", "pt-ft", "merged")
-"""Variants a scale study may evaluate, in report order (``base`` = the unadapted model)."""
+"""Bi-encoder variants a scale study evaluates by default, in report order (``base`` = the
+unadapted model)."""
+
+COLBERT_VARIANTS: tuple[str, ...] = ("colbert-base", "colbert-ft")
+"""ColBERT (late interaction) variants, opt-in through ``[adapt].variants``: ``colbert-base`` is
+the ColBERT of ``[adapt.colbert].base_model`` as is (an untrained one, said loudly, when that is a
+plain BERT), ``colbert-ft`` its fine-tuning on the same triplets at every scale. System names:
+``<colbert name>-base``, ``<colbert name>-ft-s<n>``."""
 
 QUESTION_GENERATORS: tuple[str, ...] = ("inverse-cloze", "llm", "template")
 """Values of ``[adapt].questions``."""
@@ -65,6 +75,17 @@ class LLMSettings:
     max_retries: int = 5
     workers: int = 1
     cache: str = ""
+
+
+@dataclass(frozen=True)
+class ColBERTSettings:
+    """``[adapt.colbert]``: the ColBERT variants' base model, system-name prefix and fine-tuning
+    (:class:`~adaptlab.adapt.train.colbert.ColBERTFTConfig` fields)."""
+
+    base_model: str  # a ColBERT checkpoint / artifact, or a plain BERT (-> untrained ColBERT)
+    label: str = "colbert"
+    section: ModelSection = field(default_factory=ModelSection)  # how it is embedded (backend colbert)
+    ft: ColBERTFTConfig = field(default_factory=ColBERTFTConfig)
 
 
 @dataclass(frozen=True)
@@ -92,6 +113,7 @@ class AdaptSettings:
     duplicate_threshold: float | None = 0.95
     margin: float | None = 0.05
     eval_corpus: str = "documents"
+    unit: str = "documents"
     heldout_name: str = "heldout"
     seed: int = 0
     artifact_root: Path | None = None
@@ -104,6 +126,7 @@ class AdaptSettings:
     pt: PTConfig = field(default_factory=PTConfig)
     ft: FTConfig = field(default_factory=FTConfig)
     llm: LLMSettings | None = None
+    colbert: ColBERTSettings | None = None
 
     def data_key(self) -> str:
         """16 hex digits of SHA-256 over everything that decides the adaptation data."""
@@ -111,13 +134,17 @@ class AdaptSettings:
                 "max_tokens", "include", "exclude", "clean", "questions", "questions_per_chunk",
                 "n_negatives", "duplicate_threshold", "margin", "eval_corpus", "seed")
         data = {k: getattr(self, k) for k in keys}
+        if self.unit != "documents":  # keys of studies written before units existed stay the same
+            data["unit"] = self.unit
         if self.llm is not None:
             data["llm"] = {k: v for k, v in asdict(self.llm).items() if k not in ("workers", "cache", "timeout")}
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (for the runs table's ``config``)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("pt", "ft", "llm", "base_section")}
+        out = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.name not in ("pt", "ft", "llm", "base_section", "colbert")}
+        out["colbert"] = None if self.colbert is None else asdict(self.colbert)
         out["pt"], out["ft"] = asdict(self.pt), asdict(self.ft)
         out["llm"] = None if self.llm is None else {k: v for k, v in asdict(self.llm).items()}
         out["base_section"] = asdict(self.base_section)
@@ -207,8 +234,8 @@ _ADAPT_KEYS: tuple[str, ...] = (
     "artifact_root", "base_model", "checkpoint_every", "clean", "corpus", "cpus_per_job", "data_dir",
     "duplicate_threshold", "eval_corpus", "exclude", "fraction", "ft", "gpus_per_job", "heldout_name",
     "include", "llm", "margin", "max_retries", "max_tokens", "merge_source", "merge_weight", "n_negatives",
-    "name", "pt", "questions", "questions_per_chunk", "scales", "seed", "test_fraction", "use_ray",
-    "validation_fraction", "variants",
+    "colbert", "name", "pt", "questions", "questions_per_chunk", "scales", "seed", "test_fraction", "unit",
+    "use_ray", "validation_fraction", "variants",
 )
 
 
@@ -217,19 +244,22 @@ def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> Ada
 
     Keys (defaults in brackets; see docs/adaptation.md):
     ``corpus`` (required: ``"synthetic:n_documents=120,seed=0"``, a dataset spec
-    ``FORMAT:PATH`` whose corpus is used, or a folder of .txt/.md/.jsonl files), ``include``,
+    ``FORMAT:PATH`` whose corpus is used, or a folder of .txt/.md/.jsonl/.pdf files), ``include``,
     ``exclude`` (filename globs), ``clean`` [true], ``base_model`` [the first [[models]] entry],
     ``name`` [that entry's name], ``scales`` [[10, 100, 700]], ``fraction`` [0.3],
     ``test_fraction`` [0.1], ``validation_fraction`` [0.1], ``max_tokens`` [256], ``variants``
-    [all of base, pt, ft, pt-ft, merged], ``merge_weight`` [0.5], ``merge_source`` ["ft"],
+    [all of base, pt, ft, pt-ft, merged; colbert-base and colbert-ft on request], ``merge_weight`` [0.5], ``merge_source`` ["ft"],
     ``questions`` ["template" for a synthetic corpus, else "inverse-cloze"; or "llm"],
     ``questions_per_chunk`` [1], ``n_negatives`` [10], ``duplicate_threshold`` [0.95],
     ``margin`` [0.05] (false turns a rule off), ``eval_corpus`` ["documents"],
+    ``unit`` ["documents"] (what scales and splits count: documents, PDF pages or chunks),
     ``heldout_name`` ["heldout"], ``seed`` [the study's seed], ``artifact_root``
     [<store>/artifacts], ``data_dir`` [<store>/adaptation], ``use_ray`` [[embedding].use_ray],
     ``gpus_per_job`` ["auto"], ``cpus_per_job`` [1], ``max_retries`` [3],
     ``checkpoint_every`` [50], and the tables ``[adapt.pt]`` (PTConfig fields), ``[adapt.ft]``
-    (FTConfig fields; ``max_steps = 0`` means no limit) and ``[adapt.llm]``.
+    (FTConfig fields; ``max_steps = 0`` means no limit), ``[adapt.llm]`` and ``[adapt.colbert]``
+    (``base_model`` [the base model's directory: its BERT becomes an untrained ColBERT], ``name``
+    ["colbert"], ``doc_maxlen``/``query_maxlen``/``dim`` and the other ColBERTFTConfig fields).
     """
     raw = study.adapt
     check = SectionChecker(study.source, "adapt")
@@ -237,7 +267,7 @@ def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> Ada
     if "corpus" not in raw:
         raise ConfigError(
             f"{check.where('corpus')}: required; expected \"synthetic:n_documents=120,seed=0\", a dataset "
-            "spec FORMAT:PATH or a folder of .txt/.md/.jsonl documents"
+            "spec FORMAT:PATH or a folder of .txt/.md/.jsonl/.pdf documents"
         )
     corpus = check.string("corpus", raw["corpus"]).strip()
     if not corpus:
@@ -253,7 +283,30 @@ def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> Ada
     if kw["questions"] == "llm" and kw.get("llm") is None:
         raise ConfigError(f"{study.source}: [adapt.llm]: required when questions = \"llm\" (base_url, model, ...)")
     kw.update(_adapt_roots(study, raw, check, study.store_root(store)))
+    if "colbert" in raw or any(v in COLBERT_VARIANTS for v in kw["variants"]):
+        kw["colbert"] = _parse_colbert(study, check.table("colbert", raw.get("colbert", {})), base_ref, label,
+                                       kw["seed"])
     return AdaptSettings(**kw)
+
+
+def _parse_colbert(study: Study, raw: Mapping[str, Any], base_ref: str, label: str, seed: int) -> ColBERTSettings:
+    """``[adapt.colbert]`` -> :class:`ColBERTSettings` (module docstring of adaptlab.models.colbert
+    for what a base model may be)."""
+    check = SectionChecker(study.source, "adapt.colbert")
+    config_keys = [f.name for f in fields(ColBERTFTConfig)]
+    check.unknown(raw, ["base_model", "name", "batch_size_eval", *config_keys])
+    given = check.string("base_model", raw["base_model"]) if "base_model" in raw else base_ref
+    ref = study.resolve_model_ref(given)
+    name = check.string("name", raw.get("name", "colbert"))
+    if not name or any(c in name for c in "/\\ ") or name == label:
+        raise check.fail("name", f"a system-name prefix without spaces or slashes, other than {label!r}", name)
+    table = {k: v for k, v in raw.items() if k in config_keys and not (k == "max_steps" and v == 0)}
+    ft = _config_from_table(ColBERTFTConfig, table, study.source, "adapt.colbert")  # max_steps 0 = no limit
+    batch = check.integer("batch_size_eval", raw.get("batch_size_eval", 32), 1)
+    section = ModelSection(ref=ref, name=f"{name}-base", backend="colbert", batch_size=batch,
+                           options={"from_bert": True, "doc_maxlen": ft.doc_maxlen, "query_maxlen": ft.query_maxlen,
+                                    "dim": ft.dim, "seed": seed})  # the projection FT starts from
+    return ColBERTSettings(base_model=ref, label=name, section=section, ft=ft)
 
 
 def _adapt_data(raw: Mapping[str, Any], check: SectionChecker, corpus: str) -> dict[str, Any]:
@@ -290,12 +343,13 @@ def _adapt_data(raw: Mapping[str, Any], check: SectionChecker, corpus: str) -> d
 def _adapt_variants(raw: Mapping[str, Any], check: SectionChecker) -> dict[str, Any]:
     """``variants`` (in report order), ``merge_weight`` and ``merge_source``."""
     variants = raw.get("variants", list(ALL_VARIANTS))
-    if not isinstance(variants, list) or not variants or not all(v in ALL_VARIANTS for v in variants):
-        raise check.fail("variants", "a non-empty list of " + ", ".join(repr(v) for v in ALL_VARIANTS), variants)
+    known = (*ALL_VARIANTS, *COLBERT_VARIANTS)
+    if not isinstance(variants, list) or not variants or not all(v in known for v in variants):
+        raise check.fail("variants", "a non-empty list of " + ", ".join(repr(v) for v in known), variants)
     if len(set(variants)) != len(variants):
         raise check.fail("variants", "a list without repeats", variants)
     return {
-        "variants": tuple(v for v in ALL_VARIANTS if v in variants),
+        "variants": tuple(v for v in known if v in variants),
         "merge_weight": check.number("merge_weight", raw.get("merge_weight", 0.5), 0.0, 1.0),
         "merge_source": check.string("merge_source", raw.get("merge_source", "ft"), ("ft", "pt-ft")),
     }
@@ -309,6 +363,7 @@ def _adapt_mining(study: Study, raw: Mapping[str, Any], check: SectionChecker) -
                                                       -1.0, 1.0)
     kw["margin"] = check.optional_number("margin", raw.get("margin", 0.05), 0.0)
     kw["eval_corpus"] = check.string("eval_corpus", raw.get("eval_corpus", "documents"), ("all", "documents"))
+    kw["unit"] = check.string("unit", raw.get("unit", "documents"), ("documents", "pages", "chunks"))
     kw["heldout_name"] = check.string("heldout_name", raw.get("heldout_name", "heldout"))
     if not kw["heldout_name"]:
         raise check.fail("heldout_name", "a non-empty dataset name", "")

@@ -16,6 +16,7 @@ from pathlib import Path
 from adaptlab.data import load_dataset
 from adaptlab.data.dataset import Dataset
 from adaptlab.embedding.cache import Embedder
+from adaptlab.embedding.pool import progress_enabled
 from adaptlab.models import resolve_model
 from adaptlab.study.schema import DatasetSection, ModelSection, Study
 
@@ -23,8 +24,10 @@ __all__ = ["EvalDataset", "load_dataset_section", "log", "model_embedder"]
 
 
 def log(msg: str) -> None:
-    """A progress line on stderr (the CLI's stdout carries only results)."""
-    print(msg, file=sys.stderr, flush=True)
+    """A progress line on stderr (the CLI's stdout carries only results); silent under
+    ``--quiet`` (``ADAPTLAB_PROGRESS=0``, see :func:`adaptlab.embedding.pool.progress_enabled`)."""
+    if progress_enabled():
+        print(msg, file=sys.stderr, flush=True)
 
 
 def model_embedder(model: ModelSection, study: Study, cache_dir: Path | None) -> Embedder:

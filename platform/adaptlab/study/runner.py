@@ -15,6 +15,15 @@ revision; adapted systems' artifacts in ``config.systems``), the run config (wit
 path resolution (relative to the project root) and ``export_run`` behave the same. Every system
 is evaluated on the same queries, so comparisons are paired. Seeds: :mod:`adaptlab.study.seeds`.
 Document embeddings are cached by content hash under ``<store>/.cache`` so a re-run resumes.
+
+Late interaction (ColBERT). A system whose ``[[models]]`` entry resolves to the ``colbert``
+backend (``backend = "colbert"``, or a ColBERT checkpoint with ``backend = "auto"``) goes through
+the same loop; only its embed-and-retrieve step differs: token vectors
+(:class:`~adaptlab.embedding.tokens.TokenEmbedder`, cached by content hash, in-process) and exact
+MaxSim search (:func:`~adaptlab.retrieval.late.build_late_records`) instead of one vector per text
+and inner-product search. Both produce the same per-query records, so measures, CIs, paired tests
+(ColBERT against bi-encoders on the same queries), thresholds and COE/ROE are unchanged; isotropy
+and topic diversity need one vector per document and are skipped for such systems (logged).
 """
 
 from __future__ import annotations
@@ -33,13 +42,16 @@ from adaptlab.analysis import isotropy, overlap_metrics, similarity_thresholds, 
 from adaptlab.data.trec import write_trec_run
 from adaptlab.embedding import release_pools
 from adaptlab.embedding.cache import Embedder
+from adaptlab.embedding.tokens import TokenEmbedder
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation import summarise
 from adaptlab.evaluation.persist import commit_summary
 from adaptlab.metrics import evaluate, parse_measures
 from adaptlab.metrics.measures import Measure
 from adaptlab.metrics.ranking import PerQueryMetrics
+from adaptlab.models import pick_backend, resolve_model
 from adaptlab.retrieval.build import build_records
+from adaptlab.retrieval.late import build_late_records
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.stats import BootstrapConfig
 from adaptlab.study.adapt_config import (
@@ -52,7 +64,7 @@ from adaptlab.study.adapt_config import (
 from adaptlab.study.inputs import EvalDataset, load_dataset_section, log, model_embedder
 from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
 from adaptlab.study.scale import Adaptation, adaptation_stage
-from adaptlab.study.schema import Study
+from adaptlab.study.schema import ModelSection, Study
 from adaptlab.study.seeds import stage_seed
 
 __all__ = [
@@ -66,6 +78,7 @@ __all__ = [
     "model_embedder",
     "run_scale_study",
     "run_study",
+    "system_embedder",
 ]
 
 
@@ -151,7 +164,7 @@ class _Evaluation:
 
     study: Study
     systems: list[SystemInfo]
-    embedders: dict[str, Embedder]
+    embedders: dict[str, Embedder | TokenEmbedder]
     measures: list[Measure]
     depth: int
     boot: BootstrapConfig
@@ -176,7 +189,7 @@ def evaluate_systems(
     measures = parse_measures(study.evaluation.metrics)
     depth = max([study.evaluation.k, *[m.k for m in measures if m.k is not None]])
     cache_dir = store_root / ".cache" / "embeddings" if store_root is not None else None
-    ev = _Evaluation(study, list(systems), {s.name: model_embedder(s.section, study, cache_dir) for s in systems},
+    ev = _Evaluation(study, list(systems), {s.name: system_embedder(s.section, study, cache_dir) for s in systems},
                      measures, depth, study.bootstrap_config(), baseline, store_root, dict(extra_config or {}))
     several = len(systems) * len(datasets) > 1
     outcomes = []
@@ -188,6 +201,39 @@ def evaluate_systems(
         if on_dataset is not None:
             on_dataset(outcome)
     return outcomes
+
+
+def system_embedder(section: ModelSection, study: Study, cache_dir: Path | None) -> Embedder | TokenEmbedder:
+    """The embedder of one system: a :class:`TokenEmbedder` (token vectors) when its model is late
+    interaction (the ``colbert`` backend), else the dense :func:`model_embedder`."""
+    ref = resolve_model(study.resolve_model_ref(section.ref))
+    if pick_backend(ref, section.backend or "auto") != "colbert":
+        return model_embedder(section, study, cache_dir)
+    emb = study.embedding
+    return TokenEmbedder(ref, options={"backend": "colbert", **section.options},
+                         batch_size=min(emb.batch_size or section.batch_size, 64), use_ray=emb.use_ray,
+                         num_actors=emb.num_actors or None, cache_dir=cache_dir)
+
+
+def _retrieve(ev: _Evaluation, system: SystemInfo, plan: EvalDataset, judged: list[str], query_texts: list[str],
+              doc_ids: list[str], doc_texts: list[str], qrels: Any) -> tuple[PerQueryRecords, np.ndarray | None]:
+    """The one retrieval step: embed (cached) and exact top-k, dispatched on the model kind;
+    returns the records and the document embeddings (None for token vectors)."""
+    embed = ev.embedders[system.name]
+    k = min(ev.depth, len(doc_ids))
+    seed = stage_seed(ev.study.study.seed, "retrieval")
+    if isinstance(embed, TokenEmbedder):
+        log(f"[adaptlab] token-embedding {len(doc_texts)} documents and {len(query_texts)} queries with "
+            f"{system.name!r} (late interaction, exact MaxSim)")
+        d_tok = embed(doc_texts, "document")
+        q_tok = embed(query_texts, "query")
+        return build_late_records(judged, q_tok, doc_ids, d_tok, qrels, system=system.name, dataset=plan.name,
+                                  k=k, seed=seed), None
+    log(f"[adaptlab] embedding {len(doc_texts)} documents and {len(query_texts)} queries with {system.name!r}")
+    d_emb = embed(doc_texts, "document")
+    q_emb = embed(query_texts, "query")
+    return build_records(judged, q_emb, doc_ids, d_emb, qrels, system=system.name, dataset=plan.name, k=k,
+                         seed=seed), d_emb
 
 
 def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
@@ -207,11 +253,7 @@ def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
     analysis_rows: list[dict[str, Any]] = []
     for system in ev.systems:
         embed = ev.embedders[system.name]
-        log(f"[adaptlab] embedding {len(doc_texts)} documents and {len(query_texts)} queries with {system.name!r}")
-        d_emb = embed(doc_texts, "document")
-        q_emb = embed(query_texts, "query")
-        rec = build_records(judged, q_emb, doc_ids, d_emb, ds.qrels, system=system.name, dataset=plan.name,
-                            k=min(ev.depth, len(doc_ids)), seed=stage_seed(study.study.seed, "retrieval"))
+        rec, d_emb = _retrieve(ev, system, plan, judged, query_texts, doc_ids, doc_texts, ds.qrels)
         records[system.name] = rec
         per_query[system.name] = evaluate(ds.qrels, rec.to_run(), ev.measures, query_ids=judged)
         provenance[system.name] = {"model_id": embed.ref.model_id, "model_revision": embed.revision}
@@ -232,21 +274,24 @@ def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
     return outcome
 
 
-def _analyses(study: Study, boot: BootstrapConfig, rec: PerQueryRecords, doc_emb: np.ndarray, system: str,
+def _analyses(study: Study, boot: BootstrapConfig, rec: PerQueryRecords, doc_emb: np.ndarray | None, system: str,
               dataset: str) -> list[dict[str, Any]]:
     """The analyses that ``[analysis]`` turns on, as metric rows for the store (bootstrapped with
-    the study's bootstrap seed, so they see the same resamples as the CIs)."""
+    the study's bootstrap seed, so they see the same resamples as the CIs). ``doc_emb`` None (a
+    late-interaction system): isotropy and topic diversity do not apply and are skipped."""
     a = study.analysis
-    resampling = {"n_resamples": boot.n_resamples, "sample_size": boot.sample_size, "seed": boot.seed}
     rows: list[dict[str, Any]] = []
     if a.thresholds:
-        log(f"[adaptlab] {system}: bootstrap similarity thresholds (K={a.top_k})")
-        rows += similarity_thresholds(rec, k=a.top_k, **resampling).to_metric_rows()
+        log(f"[adaptlab] {system}: bootstrap similarity thresholds (K={a.top_k}, test {a.threshold_test})")
+        rows += similarity_thresholds(rec, k=a.top_k, test=a.threshold_test, margin=a.threshold_margin,
+                                      bootstrap=boot).to_metric_rows()
     if a.coe_roe:
-        rows += overlap_metrics(rec, k=a.top_k, psi=a.psi, **resampling).to_metric_rows()
-    if a.isotropy:
+        rows += overlap_metrics(rec, k=a.top_k, psi=a.psi, bootstrap=boot).to_metric_rows()
+    if doc_emb is None and (a.isotropy or a.topic_diversity):
+        log(f"[adaptlab] {system}: isotropy / topic diversity skipped (token vectors, no document vector)")
+    elif a.isotropy:
         rows += isotropy(doc_emb, system=system, dataset=dataset, space="corpus").to_metric_rows()
-    if a.topic_diversity:
+    if a.topic_diversity and doc_emb is not None:
         n = min(len(doc_emb), 2000)
         rows += topic_diversity(doc_emb, seed=boot.seed, sample_size=n).to_metric_rows(system=system, dataset=dataset)
     for row in rows:

@@ -15,7 +15,12 @@ variant against the base model.
 
 System names say the variant and the data scale (number of training-scale documents):
 ``minilm-base``, ``minilm-pt-s10``, ``minilm-ft-s100``, ``minilm-pt-ft-s10``,
-``minilm-merged-s100`` (:func:`system_name`). Every adapted system of every scale is evaluated
+``minilm-merged-s100`` (:func:`system_name`). ColBERT variants (``[adapt].variants`` with
+``colbert-base`` / ``colbert-ft``, settings in ``[adapt.colbert]``) are named with their own
+prefix: ``colbert-base`` (the ColBERT as is; an untrained one when built from a plain BERT) and
+``colbert-ft-s100`` (fine-tuned through RAGatouille on the same triplets as the bi-encoder FT at
+that scale); they are evaluated on the same held-out questions, so ColBERT-vs-bi-encoder
+comparisons are paired. Every adapted system of every scale is evaluated
 on the same queries as the base model, so all comparisons are paired (Roychowdhury et al.,
 "Towards Understanding Domain Adapted Sentence Embeddings for Document Retrieval", section 2.1;
 the scales follow "Evaluating the Robustness of Dense Retrievers in Interdisciplinary Domains",
@@ -45,6 +50,7 @@ from adaptlab.adapt.prep.questions import (
 from adaptlab.adapt.prep.templates import SyntheticTemplateGenerator, synthetic_raw_corpus
 from adaptlab.adapt.prep.triplets import Triplet
 from adaptlab.adapt.train.artifacts import Artifact, resolve_base_model, sanitize_name
+from adaptlab.adapt.train.colbert import COLBERT_VARIANT
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs, train_variant
 from adaptlab.adapt.train.tune import SweepResult, trial_config, tune_adaptation
@@ -141,7 +147,7 @@ def load_corpus(settings: AdaptSettings, study: Study) -> tuple[list[Document], 
     if not path.exists():
         raise ConfigError(
             f"{study.source}: [adapt].corpus = {corpus!r}: {path} does not exist; expected a folder of "
-            ".txt/.md/.jsonl documents, synthetic:k=v,... or FORMAT:PATH with FORMAT one of "
+            ".txt/.md/.jsonl/.pdf documents, synthetic:k=v,... or FORMAT:PATH with FORMAT one of "
             + ", ".join(DATASET_FORMATS)
         )
     return load_documents(path, include=settings.include or None, exclude=settings.exclude or None,
@@ -184,17 +190,29 @@ def _tokenizer(model_ref: str) -> Any:
 def _jobs(settings: AdaptSettings, data: AdaptationData, ft: FTConfig,
           merge_weight: float) -> list[tuple[str, int, AdaptJob]]:
     """(variant, n_documents, AdaptJob) for every trained variant at every scale."""
-    trained = [v for v in settings.variants if v != "base"]
+    trained = [v for v in settings.variants if v not in ("base", "colbert-base")]
     out = []
     for scale_data in data.scales:
         n = scale_data.scale.n_documents
-        triplets = _usable_triplets(scale_data.triplets.get("train", []), ft, n)
+        all_triplets = scale_data.triplets.get("train", [])
+        triplets = _usable_triplets(all_triplets, ft, n)
         sampled = scale_data.splits.select(scale_data.scale.chunks(data.chunks), "train")
         chunks = [c.text for c in sampled]
         for v in trained:
-            job = AdaptJob(v, settings.base_model, scale=n, triplets=triplets, chunks=chunks,
-                           pt_config=settings.pt, ft_config=ft, merge_weight=merge_weight,
-                           merge_source=settings.merge_source, seed=settings.seed)
+            if v == COLBERT_VARIANT:
+                colbert = settings.colbert
+                if colbert is None:  # parse_adapt_section sets it whenever a ColBERT variant is asked for
+                    raise ConfigError("[adapt.colbert]: required for the colbert-ft variant")
+                if not all_triplets:
+                    raise ConfigError(f"[adapt]: the data scale of {n} documents has no training question for "
+                                      "colbert-ft; raise the scale, fraction or questions_per_chunk")
+                # every question: one without a hard negative gets random_negatives from RAGatouille
+                job = AdaptJob(v, colbert.base_model, scale=n, triplets=list(all_triplets),
+                               colbert_config=colbert.ft, seed=settings.seed)
+            else:
+                job = AdaptJob(v, settings.base_model, scale=n, triplets=triplets, chunks=chunks,
+                               pt_config=settings.pt, ft_config=ft, merge_weight=merge_weight,
+                               merge_source=settings.merge_source, seed=settings.seed)
             out.append((v, n, job))
     return out
 
@@ -317,11 +335,20 @@ def _systems(study: Study, settings: AdaptSettings, jobs: list[tuple[str, int, A
     out: list[SystemInfo] = []
     if "base" in settings.variants:
         out.append(SystemInfo(system_name(settings.label, "base"), "base", None, settings.base_section))
+    colbert = settings.colbert
+    if "colbert-base" in settings.variants and colbert is not None:
+        out.append(SystemInfo(system_name(colbert.label, "base"), "colbert-base", None, colbert.section))
     for m in study.models:
         if m.ref == settings.base_section.ref or m.name == settings.label:
             continue
         out.append(SystemInfo(m.name, "reference", None, m))
     for (variant, n, _), art in zip(jobs, artifacts, strict=True):
+        if variant == COLBERT_VARIANT and colbert is not None:
+            name = system_name(colbert.label, "ft", n)
+            section = ModelSection(ref=str(art.model_path), name=name, backend="colbert",
+                                   batch_size=colbert.section.batch_size)
+            out.append(SystemInfo(name, variant, n, section, art.key, str(art.path), bool(art.reused)))
+            continue
         name = system_name(settings.label, variant, n)
         section = ModelSection(**{**asdict(settings.base_section), "ref": str(art.model_path), "name": name,
                                   "backend": "sentence-transformers"})
@@ -355,6 +382,7 @@ def _prepare(study: Study, settings: AdaptSettings, cache_dir: Path | None) -> t
         max_tokens=settings.max_tokens, n_negatives=settings.n_negatives,
         duplicate_threshold=settings.duplicate_threshold, margin=settings.margin,
         base_model=settings.label, eval_corpus=settings.eval_corpus,  # type: ignore[arg-type]
+        unit=settings.unit,  # type: ignore[arg-type]
     )
     summary = data.summary()
     log(f"[adaptlab] held-out: {summary['test_questions']} questions over {summary['heldout_corpus']} chunks; "

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -44,7 +45,10 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import parse_measures
 from adaptlab.models.resolve import MODEL_ALIASES
+from adaptlab.analysis.thresholds import TESTS as THRESHOLD_TESTS
 from adaptlab.stats import BootstrapConfig
+from adaptlab.stats.intervals import INTERVALS
+from adaptlab.stats.pvalues import ADJUSTMENTS
 from adaptlab.study.seeds import stage_seed
 
 __all__ = [
@@ -55,13 +59,43 @@ __all__ = [
     "EvaluationSection",
     "ModelSection",
     "SectionChecker",
+    "StoreURI",
     "Study",
     "StudySection",
     "build_section",
     "check_sections",
     "default_name",
+    "is_store_uri",
     "project_root",
 ]
+
+_URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_store_uri(store: str | Path) -> bool:
+    """Whether a ``store`` value is a URI (``s3://...``, ``file:///...``) rather than a path."""
+    return isinstance(store, str) and _URI_RE.match(store) is not None
+
+
+_COLLAPSED_URI_RE = re.compile(r"^(s3|s3a|gs|gcs|az|abfs|abfss|azure|file):/(?!/)")
+
+
+def _store_location(store: str | Path) -> Path | StoreURI:
+    """A command-line store: a URI kept as text, else a path. ``Path("s3://b/p")`` (an option
+    parsed with ``type=Path``) collapses to ``s3:/b/p``: that form is read back as the URI."""
+    text = str(store)
+    if isinstance(store, Path) and _COLLAPSED_URI_RE.match(text):
+        scheme, rest = text.split(":/", 1)
+        text = f"{scheme}://{'/' if scheme == 'file' else ''}{rest}"
+    return StoreURI(text) if is_store_uri(text) else Path(store)
+
+
+class StoreURI(str):
+    """A results store on object storage (``s3://bucket/prefix``), kept as text: ``Path`` would
+    turn ``s3://b`` into ``s3:/b``. ``uri / "name"`` joins with ``/`` as a path would."""
+
+    def __truediv__(self, name: str) -> StoreURI:
+        return StoreURI(self.rstrip("/") + "/" + str(name).strip("/"))
 
 
 @dataclass
@@ -119,6 +153,9 @@ class BootstrapSection:
     sample_size: int = 0
     seed: int | None = None
     confidence: float = 0.95
+    interval: str = "percentile"
+    adjustment: str = "holm"
+    allow_oversampling: bool = False
 
 
 @dataclass
@@ -140,6 +177,8 @@ class AnalysisSection:
     topic_diversity: bool = False
     top_k: int = 5
     psi: float = 5.0
+    threshold_test: str = "margin"
+    threshold_margin: float = 0.01
 
 
 @dataclass
@@ -173,18 +212,23 @@ class Study:
             return str(path.resolve())
         return ref
 
-    def store_root(self, store: str | Path | None = None) -> Path | None:
-        """``store`` (a command-line override), else ``[study].store`` resolved, else None."""
+    def store_root(self, store: str | Path | None = None) -> Path | StoreURI | None:
+        """``store`` (a command-line override), else ``[study].store`` resolved, else None.
+        A URI (``s3://bucket/prefix``) is returned as a :class:`StoreURI`, unchanged."""
         if store is not None:
-            return Path(store)
-        return self.resolve_path(self.study.store) if self.study.store else None
+            return _store_location(store)
+        if not self.study.store:
+            return None
+        return StoreURI(self.study.store) if is_store_uri(self.study.store) else self.resolve_path(self.study.store)
 
     def bootstrap_config(self) -> BootstrapConfig:
         """``[bootstrap]`` as one frozen :class:`~adaptlab.stats.BootstrapConfig`; its seed is
         ``[bootstrap].seed`` when given, else derived from ``[study].seed`` (stage ``"bootstrap"``)."""
         b = self.bootstrap
         return BootstrapConfig(n_resamples=b.n_resamples, sample_size=b.sample_size or None,
-                               seed=stage_seed(self.study.seed, "bootstrap", b.seed), confidence=b.confidence)
+                               seed=stage_seed(self.study.seed, "bootstrap", b.seed), confidence=b.confidence,
+                               interval=b.interval, adjustment=b.adjustment,
+                               allow_oversampling=b.allow_oversampling)
 
     def with_overrides(
         self,
@@ -236,7 +280,9 @@ class SectionChecker:
         self.source, self.section = source, section
 
     def where(self, key: str = "") -> str:
-        return f"{self.source}: [{self.section}]" + (f".{key}" if key else "")
+        """``file: [section].key``; an array entry (``models[1]``) is not bracketed twice."""
+        section = self.section if self.section.endswith("]") else f"[{self.section}]"
+        return f"{self.source}: {section}" + (f".{key}" if key else "")
 
     def fail(self, key: str, expected: str, value: Any) -> ConfigError:
         return ConfigError(f"{self.where(key)}: expected {expected}, got {value!r}")
@@ -361,8 +407,36 @@ def check_sections(study: Study) -> None:
         check.integer("seed", b.seed, 0)
     if not 0 < b.confidence < 1:
         raise ConfigError(f"{source}: [bootstrap].confidence: expected a number in (0, 1), got {b.confidence}")
+    check.string("interval", b.interval, INTERVALS)
+    check.string("adjustment", b.adjustment, ADJUSTMENTS)
     SectionChecker(source, "evaluation").integer("k", study.evaluation.k, 1)
     SectionChecker(source, "study").integer("seed", study.study.seed, 0)
+    _check_sizes(study)
+
+
+def _check_sizes(study: Study) -> None:
+    """Size-like keys in range and the baseline among the systems, before any work is done."""
+    source = study.source
+    emb = SectionChecker(source, "embedding")
+    emb.integer("num_actors", study.embedding.num_actors, 0)
+    emb.integer("batch_size", study.embedding.batch_size, 0)
+    an = SectionChecker(source, "analysis")
+    an.integer("top_k", study.analysis.top_k, 1)
+    an.string("threshold_test", study.analysis.threshold_test, THRESHOLD_TESTS)
+    if not 0 < study.analysis.threshold_margin < 1:
+        raise ConfigError(f"{source}: [analysis].threshold_margin: expected a number in (0, 1), "
+                          f"got {study.analysis.threshold_margin}")
+    if not 0 < study.analysis.psi <= 100:
+        raise ConfigError(f"{source}: [analysis].psi: expected a percentage in (0, 100], got {study.analysis.psi}")
+    for i, m in enumerate(study.models):
+        check = SectionChecker(source, f"models[{i}]")
+        check.integer("batch_size", m.batch_size, 1)
+        check.integer("max_seq_length", m.max_seq_length, 0)
+    baseline = study.evaluation.baseline
+    names = [m.name for m in study.models]
+    if baseline and not study.adapt and all(names) and baseline not in names:
+        raise ConfigError(f"{source}: [evaluation].baseline = {baseline!r} is not a [[models]] name; "
+                          f"expected one of {', '.join(names)}")
 
 
 def default_name(ref: str) -> str:

@@ -1,29 +1,81 @@
 """Submit a study to a Ray cluster as a Ray job (Jobs API), idempotently.
 
-The submission id is derived from the study's content (and the store path), so submitting the
-same study twice attaches to the existing job instead of starting a second one. The job runs
-``python -m adaptlab run STUDY --store STORE`` in a ``working_dir`` runtime environment that
-carries the project folder (without results, caches and VCS data). Token authentication: Ray's
-client reads the token from ``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``.
+What runs. The job's ``working_dir`` is the project folder (without results, caches and VCS
+data), and ``PYTHONPATH=platform`` in its environment puts the uploaded ``platform/adaptlab``
+before the installed package on the import path of the job's driver and of every worker (both
+start in the unpacked working directory; Python makes the entry absolute at start). So the job runs the
+code that was submitted, not whatever ``adaptlab`` is installed on the cluster (the cluster
+still provides the dependencies: torch, Ray, ...). The submitted code is identified by
+:func:`source_info` (the working copy's version, its git commit and a hash of the uploaded
+package files); the job receives it in ``ADAPTLAB_SUBMITTED_CODE`` and records it with every run.
+
+The entrypoint. Ray runs a job's entrypoint through a shell, so it is built from an argument
+list with :func:`shlex.join`: a store or study path is always one argument, never shell syntax.
+
+The store. A relative store path is resolved here, on the submitting side: against the current
+directory for ``--store``, against the project root for the study's ``store`` key. A local
+path is accepted only when the head runs on this machine (a loopback address); a remote cluster
+needs an object-storage URI (``s3://``, ``gs://``, ``az://``) or an explicit
+``file:///ABSOLUTE/PATH`` on a file system mounted at that path on every node. Nothing lands in
+a job's temporary folder.
+
+Idempotence. The submission id is derived from the study's content and the store, so submitting
+the same study again attaches to the job of the same id. When that job ended ``FAILED`` or
+``STOPPED``, a new attempt starts under ``<id>-a2``, ``<id>-a3``, ... .
+
+Token authentication. The token comes from ``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or
+``~/.ray/auth_token`` as for Ray's own clients; with one available and ``RAY_AUTH_MODE`` unset,
+the mode is set to ``token`` for this process (Ray's client ignores the token otherwise). The
+token is never printed: Jobs API failures are one line with any token value masked.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
+import shlex
+import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
-from adaptlab.errors import ConfigError
+from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.study.load import load_study
-from adaptlab.study.schema import project_root
+from adaptlab.study.schema import is_store_uri, project_root
 
-__all__ = ["SubmitResult", "project_root", "submission_id", "submit_study"]
+__all__ = [
+    "CODE_ENV",
+    "JobsApiError",
+    "SubmitResult",
+    "build_entrypoint",
+    "check_data_reaches_job",
+    "describe_code",
+    "project_root",
+    "resolve_store",
+    "source_info",
+    "submission_id",
+    "submit_study",
+]
 
-_EXCLUDES = [".git", "results", ".adaptlab", "**/__pycache__", ".venv", "*.egg-info", ".pytest_cache", "build", "dist"]
+CODE_ENV = "ADAPTLAB_SUBMITTED_CODE"
+"""Environment variable carrying :func:`source_info` (JSON) into the job."""
+
+_EXCLUDES = ["/.git", "/results", "/.adaptlab", "**/__pycache__", "/.venv", "*.egg-info", "/.pytest_cache", "/build",
+             "/dist"]
+"""Left out of the upload (gitignore syntax, anchored at the project root: ``results`` alone
+would also drop the package ``platform/adaptlab/results``)."""
 _TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
+_RETRYABLE = {"FAILED", "STOPPED"}
+_LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+class JobsApiError(AdaptlabError):
+    """The Ray Jobs API refused or failed a request (one line, no credentials)."""
 
 
 @dataclass
@@ -31,14 +83,202 @@ class SubmitResult:
     submission_id: str
     status: str
     resubmitted: bool
+    """True when an existing job of the same id was attached to (nothing new was started)."""
+    store: str = ""
+    attempt: int = 1
+    previous_status: str | None = None
+    code: dict[str, Any] = field(default_factory=dict)
 
 
 def submission_id(study_path: Path, store: str) -> str:
-    """``adaptlab-<study name>-<12 hex of sha256(study bytes + store)>``."""
+    """``adaptlab-<study name>-<12 hex of sha256(study bytes + store)>`` (the first attempt's id)."""
     data = study_path.read_bytes()
     name = re.sub(r"[^a-zA-Z0-9_-]+", "-", study_path.stem).strip("-")[:40] or "study"
     digest = hashlib.sha256(data + b"\x00" + store.encode()).hexdigest()[:12]
     return f"adaptlab-{name}-{digest}"
+
+
+def build_entrypoint(study_rel: str, store: str) -> str:
+    """The job's shell command, quoted argument by argument (never string formatting)."""
+    return shlex.join(["python", "-m", "adaptlab", "run", study_rel, "--store", store])
+
+
+def _is_local_head(address: str) -> bool:
+    host = urlsplit(address if "://" in address else f"http://{address}").hostname or ""
+    return host.lower() in _LOOPBACK or host.startswith("127.")
+
+
+def resolve_store(store: str, *, base: Path, address: str) -> str:
+    """The store as the job must see it: a URI as given, an absolute local path for a head on
+    this machine; a local path for a remote head is refused. ``base`` anchors relative paths."""
+    text = str(store).strip()
+    if not text:
+        raise ConfigError("--store: empty; give a path (local head) or s3://bucket/prefix")
+    if is_store_uri(text):
+        from adaptlab.results.store import normalize_uri  # validates the scheme, refuses user:pw@
+
+        try:
+            uri, local = normalize_uri(text)
+        except AdaptlabError as e:
+            raise ConfigError(f"--store: {e}") from e
+        # file:///ABS is an explicit promise that every node mounts that path
+        return f"file://{local}" if local is not None else uri
+    path = Path(text).expanduser()
+    path = Path(os.path.abspath(path if path.is_absolute() else base / path))
+    if not _is_local_head(address):
+        raise ConfigError(
+            f"--store {text}: the cluster at {address} is not on this machine, so a local path would land on "
+            "its nodes' disks (or a job's temporary folder) and be lost with them; give an object-storage URI "
+            "(--store s3://BUCKET/PREFIX, gs://, az://) or file:///ABSOLUTE/PATH on a file system mounted at "
+            "that path on every node"
+        )
+    return str(path)
+
+
+def check_data_reaches_job(study: Any, root: Path) -> None:
+    """Refuse a dataset whose relative path leaves the project folder: only the project folder
+    is uploaded, so inside the job the path would point next to its temporary copy."""
+    for ds in study.datasets:
+        fmt, sep, path = ds.spec.partition(":")
+        if not sep or fmt.lower() == "synthetic" or not path or Path(path).expanduser().is_absolute():
+            continue
+        full = Path(os.path.abspath(root / path))
+        if full != root and root not in full.parents:
+            raise ConfigError(
+                f"{study.source}: dataset {ds.name!r}: {path} resolves to {full}, outside the project folder "
+                f"{root}, and only the project folder is uploaded with the job; copy the data under the project "
+                "(for example data/...; Ray uploads up to about 500 MiB) and point the spec there, or use an "
+                "absolute path that exists on every node (baked into the image or copied to the VMs)"
+            )
+
+
+def _git(root: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}  # read-only: never refresh the index
+    try:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=15, env=env)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def _working_copy_version(root: Path) -> str:
+    try:
+        import tomllib
+    except ImportError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        return str(tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"])
+    except (OSError, KeyError, ValueError):
+        return ""
+
+
+def source_info(root: Path) -> dict[str, Any]:
+    """What ``submit`` uploads: the working copy's ``pyproject`` version, its git commit (and
+    whether files differ from it), and a SHA-256 over the package's files (path + bytes)."""
+    pkg = root / "platform" / "adaptlab"
+    h = hashlib.sha256()
+    for f in sorted(p for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(f.relative_to(pkg).as_posix().encode() + b"\x00" + f.read_bytes() + b"\x00")
+    commit = _git(root, "rev-parse", "HEAD")
+    dirty = bool(_git(root, "status", "--porcelain", "--", "platform", "jobs", "pyproject.toml")) if commit else None
+    return {"version": _working_copy_version(root), "commit": commit, "dirty": dirty, "tree_sha256": h.hexdigest()}
+
+
+def describe_code(code: dict[str, Any]) -> str:
+    """``adaptlab 0.1.0 (commit 1a2b3c4d5e6f + local changes, files 9f8e7d6c5b4a)``."""
+    commit = code.get("commit") or ""
+    where = f"commit {commit[:12]}" + (" + local changes" if code.get("dirty") else "") if commit else "no git commit"
+    return f"adaptlab {code.get('version') or '?'} ({where}, files {str(code.get('tree_sha256', ''))[:12]})"
+
+
+def _ensure_token_mode() -> bool:
+    """Ray's client sends the token only in token mode, and reads the mode once into its config:
+    with a token available and ``RAY_AUTH_MODE`` unset, set the mode (before Ray is imported, or
+    refreshing Ray's config when it already is). Returns whether the mode was set here."""
+    if os.environ.get("RAY_AUTH_MODE"):
+        return False
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if not (os.environ.get("RAY_AUTH_TOKEN") or (path and Path(path).expanduser().is_file())
+            or (Path.home() / ".ray" / "auth_token").is_file()):
+        return False
+    os.environ["RAY_AUTH_MODE"] = "token"
+    if "ray._raylet" in sys.modules:  # Ray already read the mode: refresh its cached config
+        try:
+            from ray._raylet import Config
+
+            Config.initialize("")
+        except Exception:  # noqa: BLE001 - an older/newer Ray: the env var is all we can do
+            pass
+    return True
+
+
+def _one_line(e: BaseException, limit: int = 300) -> str:
+    """One line for the user: an HTTP failure as ``HTTP 500: <text of the reply>`` (markup and
+    any server-side traceback dropped), credentials masked, at most ``limit`` characters."""
+    text = str(e)
+    m = re.search(r"status code (\d{3}):?(.*)", text, re.S)
+    if m:
+        body = re.sub(r"<[^>]*>", " ", m.group(2)).split("Traceback")[0]
+        body = " ".join(body.split()).strip(" .")
+        text = f"HTTP {m.group(1)}" + (f": {body}" if body else "")
+    text = " ".join(text.split()) or type(e).__name__
+    for var in ("RAY_AUTH_TOKEN", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        secret = os.environ.get(var)
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    text = re.sub(r"(?i)(bearer|token[=:])\s*[A-Za-z0-9._~+/-]{8,}", r"\1 ***", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _client(address: str) -> Any:
+    _ensure_token_mode()  # before importing Ray, which caches the mode
+    try:
+        from ray.job_submission import JobSubmissionClient
+    except ImportError as e:  # pragma: no cover
+        raise ConfigError("adaptlab submit needs Ray: pip install 'ray[default]'") from e
+    try:
+        return JobSubmissionClient(address)
+    except Exception as e:  # noqa: BLE001 - connection refused, bad token, bad address, HTTP errors
+        hint = ""
+        if re.search(r"(?i)token|auth|401|403", str(e)):
+            hint = " (make the cluster's token available: RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+        raise JobsApiError(f"--address {address}: cannot reach the Ray Jobs API: {_one_line(e)}{hint}") from e
+
+
+_TRANSIENT = re.compile(r"(?i)no available agent|try again later")
+TRANSIENT_WAIT_S = 60.0
+"""How long a request answered "no available agent ... try again later" (a head whose job
+agent is still starting) is retried, every 2 s, before the failure is reported."""
+
+
+def _call(address: str, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    deadline = time.monotonic() + TRANSIENT_WAIT_S
+    while True:
+        try:
+            return fn(*args, **kwargs)
+        except AdaptlabError:
+            raise
+        except Exception as e:  # noqa: BLE001 - HTTP 5xx, timeouts, malformed replies: one line for the user
+            if _TRANSIENT.search(str(e)) and time.monotonic() < deadline:
+                time.sleep(2.0)
+                continue
+            raise JobsApiError(f"Ray Jobs API at {address}: {what} failed: {_one_line(e)}") from e
+
+
+def _status(client: Any, address: str, sid: str) -> str:
+    return str(_call(address, f"status of job {sid}", client.get_job_status, sid)).split(".")[-1]
+
+
+def _attempts(jobs: Any, base: str) -> dict[int, Any]:
+    """Existing attempts of ``base``: ``{attempt number: job}`` (``base`` is attempt 1)."""
+    out = {}
+    for job in jobs:
+        sid = getattr(job, "submission_id", None) or ""
+        if sid == base:
+            out[1] = job
+        elif sid.startswith(base + "-a") and sid[len(base) + 2:].isdigit():
+            out[int(sid[len(base) + 2:])] = job
+    return out
 
 
 def submit_study(
@@ -50,43 +290,59 @@ def submit_study(
     timeout_s: float | None = None,
     log=None,
 ) -> SubmitResult:
-    """Submit ``study_path`` to the Ray cluster at ``address`` (``http://HOST:8265``)."""
+    """Submit ``study_path`` to the Ray cluster at ``address`` (``http://HOST:8265``).
+
+    ``store`` (like ``--store``) is relative to the current directory; the study's ``store``
+    key to the project root; see the module docstring for what a remote cluster accepts."""
     path = Path(study_path).resolve()
     study = load_study(path)  # validate before anything leaves this machine
     root = project_root(path.parent)
     rel = path.relative_to(root).as_posix()
-    store = store or study.study.store or f"results/{study.study.name}"
-    sid = submission_id(path, store)
-    try:
-        from ray.job_submission import JobSubmissionClient
-    except ImportError as e:  # pragma: no cover
-        raise ConfigError("adaptlab submit needs Ray: pip install 'ray[default]'") from e
-    try:
-        client = JobSubmissionClient(address)
-    except Exception as e:  # connection refused, bad token, bad address
-        raise ConfigError(f"--address {address}: cannot reach the Ray Jobs API ({type(e).__name__}: {e})") from e
-    existing = {j.submission_id: j for j in client.list_jobs() if j.submission_id}
-    resubmitted = sid in existing
-    if not resubmitted:
-        client.submit_job(
-            entrypoint=f"python -m adaptlab run {rel} --store {store}",
-            submission_id=sid,
-            runtime_env={"working_dir": str(root), "excludes": _EXCLUDES,
-                         "env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}},
-            metadata={"adaptlab.study": study.study.name},
-        )
-    status = str(client.get_job_status(sid)).split(".")[-1]
-    if wait:
-        status = _follow(client, sid, timeout_s, log or (lambda s: print(s, end="", flush=True)))
-    return SubmitResult(sid, status, resubmitted)
+    check_data_reaches_job(study, root)
+    if store is not None:
+        resolved = resolve_store(store, base=Path.cwd(), address=address)
+    else:
+        resolved = resolve_store(study.study.store or f"results/{study.study.name}", base=root, address=address)
+    code = source_info(root)
+    base = submission_id(path, resolved)
+    client = _client(address)
+    attempts = _attempts(_call(address, "listing jobs", client.list_jobs), base)
+    previous = None
+    if attempts:
+        n = max(attempts)
+        sid = base if n == 1 else f"{base}-a{n}"
+        previous = _status(client, address, sid)
+        if previous not in _RETRYABLE:
+            status = _follow(client, address, sid, timeout_s, log) if wait else previous
+            return SubmitResult(sid, status, True, resolved, n, None, code)
+        n += 1
+    else:
+        n = 1
+    sid = base if n == 1 else f"{base}-a{n}"
+    _call(address, "submitting the job", client.submit_job,
+          entrypoint=build_entrypoint(rel, resolved),
+          submission_id=sid,
+          runtime_env={
+              "working_dir": str(root),
+              "excludes": _EXCLUDES,
+              # relative: the job's driver and every worker start in the unpacked working_dir
+              "env_vars": {"PYTHONPATH": "platform", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                           CODE_ENV: json.dumps(code, sort_keys=True)},
+          },
+          metadata={"adaptlab.study": study.study.name, "adaptlab.attempt": str(n),
+                    "adaptlab.version": str(code["version"]), "adaptlab.commit": str(code["commit"]),
+                    "adaptlab.tree_sha256": str(code["tree_sha256"])})
+    status = _follow(client, address, sid, timeout_s, log) if wait else _status(client, address, sid)
+    return SubmitResult(sid, status, False, resolved, n, previous, code)
 
 
-def _follow(client, sid: str, timeout_s: float | None, log) -> str:
+def _follow(client: Any, address: str, sid: str, timeout_s: float | None, log=None) -> str:
     """Print the job's logs as they grow until it ends; returns the final status."""
+    log = log or (lambda s: print(s, end="", flush=True))
     start, shown = time.monotonic(), 0
     while True:
-        status = str(client.get_job_status(sid)).split(".")[-1]
-        logs = client.get_job_logs(sid)
+        status = _status(client, address, sid)
+        logs = _call(address, f"logs of job {sid}", client.get_job_logs, sid) or ""
         if len(logs) > shown:
             log(logs[shown:])
             shown = len(logs)

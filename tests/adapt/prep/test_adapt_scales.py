@@ -76,7 +76,7 @@ def test_excluded_documents_and_scale_helpers():
     [
         ({"sizes": (5, 50)}, "only 10 documents"),
         ({"sizes": (5, 5)}, "strictly increasing"),
-        ({"sizes": (0,)}, "positive document count"),
+        ({"sizes": (0,)}, "positive count of documents"),
         ({"sizes": ()}, "at least one scale"),
         ({"fraction": 0.0}, "fraction"),
         ({"seed": -1}, "seed"),

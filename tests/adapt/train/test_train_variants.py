@@ -24,8 +24,8 @@ from adaptlab.adapt.train.ft import (  # noqa: E402
 from adaptlab.adapt.train.pt import PTConfig, train_pt  # noqa: E402
 from adaptlab.errors import ConfigError, DataError  # noqa: E402
 
-FT = FTConfig(learning_rate=1e-3, epochs=2, batch_size=4, num_negatives=2, warmup_ratio=0.0)
-PT = PTConfig(learning_rate=1e-3, epochs=1, batch_size=4, warmup_ratio=0.0)
+FT = FTConfig(learning_rate=1e-3, epochs=2, batch_size=4, num_negatives=2, warmup_ratio=0.0, min_steps=0)
+PT = PTConfig(learning_rate=1e-3, epochs=1, batch_size=4, warmup_ratio=0.0, min_steps=0)
 
 
 @pytest.fixture(scope="module")

@@ -180,7 +180,8 @@ def test_job_files_validate():
     for name, scales in (("scale_study_small.toml", (10, 30, 90)), ("scale_study.toml", (10, 100, 700))):
         study = load_study(root / "jobs" / name)
         s = parse_adapt_section(study, store=root / "results" / "x")
-        assert s.scales == scales and s.variants == ("base", "pt", "ft", "pt-ft", "merged")
+        assert s.scales == scales
+        assert s.variants == ("base", "pt", "ft", "pt-ft", "merged", "colbert-base", "colbert-ft")
         assert s.label == "minilm"
         if study.tune:
             pytest.importorskip("ray")

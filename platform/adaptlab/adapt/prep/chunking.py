@@ -11,6 +11,14 @@ are included, so ``len(tokenizer(chunk.text)["input_ids"]) <= max_tokens`` holds
 a 256-token window embeds every chunk without truncation.
 
 Chunk ids are stable: ``f"{doc_id}#c{i}"`` with ``i`` the 0-based position in the document.
+A chunk of a paged document (a PDF, :class:`adaptlab.data.documents.PagedDocument`) records its
+first and last page (1-based) and carries them in its id, ``f"{doc_id}#c{i}@p{first}"`` or
+``f"{doc_id}#c{i}@p{first}-{last}"`` (:func:`adaptlab.data.pdf.page_ref`), so that the held-out
+dataset, the per-query records of the store and ``adaptlab inspect`` say which pages were
+retrieved without any other table.
+
+Over-long sentences (PDF tables and lists often become one "sentence") are reported in one
+warning line per corpus with their count and the longest; each one is logged at debug level.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from adaptlab.data.dataset import Document
+from adaptlab.data.pdf import page_ref
 from adaptlab.data.text import split_sentences
 from adaptlab.errors import ConfigError, DataError
 
@@ -41,6 +50,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SentenceSplitter = Callable[[str], list[tuple[int, int]]]
+LongSentence = tuple[str, int, int, int]
+"""An over-long sentence: (document id, tokens, start, end character)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,8 @@ class Chunk:
     ``text == document.text[start:end]``. ``n_tokens``: tokens of ``text`` as counted against
     the limit (special tokens included unless the chunker was told otherwise).
     ``split_sentence``: the chunk is a token window of one over-long sentence.
+    ``first_page`` / ``last_page``: 1-based pages of the chunk's first and last character for a
+    paged document (a PDF), None otherwise.
     """
 
     id: str
@@ -61,10 +74,15 @@ class Chunk:
     end: int
     n_tokens: int
     split_sentence: bool = False
+    first_page: int | None = None
+    last_page: int | None = None
 
 
-def chunk_id(doc_id: str, index: int) -> str:
-    """The stable id of chunk ``index`` of document ``doc_id``: ``f"{doc_id}#c{index}"``."""
+def chunk_id(doc_id: str, index: int, pages: tuple[int, int] | None = None) -> str:
+    """The stable id of chunk ``index`` of document ``doc_id``: ``f"{doc_id}#c{index}"``, with
+    ``@p{first}[-{last}]`` appended for a chunk of a paged document."""
+    if pages is not None:
+        return page_ref(doc_id, index, pages[0], pages[1])
     return f"{doc_id}#c{index}"
 
 
@@ -135,15 +153,18 @@ def _default_splitter() -> SentenceSplitter:
 
 
 def _pieces(
-    text: str, start: int, end: int, n: int, budget: int, counter: _Counter, doc_id: str
+    text: str, start: int, end: int, n: int, budget: int, counter: _Counter, doc_id: str,
+    sink: list[LongSentence],
 ) -> list[tuple[int, int, str | None]]:
     """Token windows of the over-long sentence ``text[start:end]`` as (start, end, decoded)."""
     sentence = text[start:end]
-    log.warning(
+    # one line per sentence at debug level; chunk_documents logs one warning with the count
+    log.debug(
         "document %r: a sentence of %d tokens (characters %d-%d) exceeds the chunk limit of %d "
         "content tokens; it is split by tokens and its chunks are flagged split_sentence",
         doc_id, n, start, end, budget,
     )
+    sink.append((doc_id, n, start, end))
     spans = counter.windows(sentence, budget)
     if spans is None:  # no offsets: decode token windows instead (text may be normalised)
         ids = counter(sentence, add_special_tokens=False)["input_ids"]
@@ -161,6 +182,7 @@ def chunk_document(
     max_tokens: int = 256,
     count_special_tokens: bool = True,
     splitter: SentenceSplitter | None = None,
+    long_sentences: list[LongSentence] | None = None,
 ) -> list[Chunk]:
     """Split one document into chunks of whole sentences of at most ``max_tokens`` tokens.
 
@@ -171,6 +193,8 @@ def chunk_document(
     the chunk gives up its last sentences to the next one. A sentence alone over the budget is
     cut into token windows (see the module docstring). Sentences come from
     :func:`adaptlab.data.text.split_sentences` unless ``splitter`` is given.
+    ``long_sentences``: a list that collects the over-long sentences (the caller reports them);
+    without it, one warning line for this document when it has any.
     """
     if max_tokens < 8:
         raise ConfigError(f"max_tokens={max_tokens}: expected an integer >= 8")
@@ -186,27 +210,9 @@ def chunk_document(
     if not spans:
         return []
     counts = counter.content([text[s:e] for s, e in spans])
+    sink: list[LongSentence] = long_sentences if long_sentences is not None else []
 
-    # Units: whole sentences, or token windows of an over-long sentence (flagged, standalone).
-    groups: list[tuple[list[tuple[int, int]], bool, str | None]] = []
-    current: list[tuple[int, int]] = []
-    used = 0
-    for (s, e), n in zip(spans, counts, strict=True):
-        if n > budget:
-            if current:
-                groups.append((current, False, None))
-                current, used = [], 0
-            for ps, pe, decoded in _pieces(text, s, e, n, budget, counter, doc.id):
-                groups.append(([(ps, pe)], True, decoded))
-            continue
-        if current and used + n > budget:
-            groups.append((current, False, None))
-            current, used = [], 0
-        current.append((s, e))
-        used += n
-    if current:
-        groups.append((current, False, None))
-
+    groups = _group(doc, spans, counts, budget, counter, sink)
     out: list[tuple[int, int, str | None, bool, int]] = []
     texts = [d if d is not None else text[g[0][0] : g[-1][1]] for g, _, d in groups]
     exact = counter.exact(texts)
@@ -220,19 +226,59 @@ def chunk_document(
             out.append((group[0][0], group[-1][1], decoded, flagged, n))
             continue
         out.extend(_repack(text, group, counter, max_tokens))
-    return [
-        Chunk(
-            id=chunk_id(doc.id, i),
+    if long_sentences is None and sink:
+        _warn_long(sink, max_tokens, sum(1 for g in groups if g[1]), None)
+    return _make_chunks(doc, out)
+
+
+def _group(
+    doc: Document, spans: list[tuple[int, int]], counts: list[int], budget: int, counter: _Counter,
+    sink: list[LongSentence],
+) -> list[tuple[list[tuple[int, int]], bool, str | None]]:
+    """Greedy packing units: runs of whole sentences within ``budget``, or token windows of an
+    over-long sentence (flagged, standalone), as (sentence spans, flagged, decoded text)."""
+    text = doc.text
+    groups: list[tuple[list[tuple[int, int]], bool, str | None]] = []
+    current: list[tuple[int, int]] = []
+    used = 0
+    for (s, e), n in zip(spans, counts, strict=True):
+        if n > budget:
+            if current:
+                groups.append((current, False, None))
+                current, used = [], 0
+            for ps, pe, decoded in _pieces(text, s, e, n, budget, counter, doc.id, sink):
+                groups.append(([(ps, pe)], True, decoded))
+            continue
+        if current and used + n > budget:
+            groups.append((current, False, None))
+            current, used = [], 0
+        current.append((s, e))
+        used += n
+    if current:
+        groups.append((current, False, None))
+    return groups
+
+
+def _make_chunks(doc: Document, out: list[tuple[int, int, str | None, bool, int]]) -> list[Chunk]:
+    """Chunks from (start, end, decoded text or None, flagged, tokens), with their pages for a
+    paged document (``page_at`` of :class:`adaptlab.data.documents.PagedDocument`)."""
+    page_at = getattr(doc, "page_at", None) if getattr(doc, "page_starts", None) else None
+    chunks = []
+    for i, (s, e, decoded, flagged, n) in enumerate(out):
+        span = None if page_at is None else (page_at(s), page_at(max(s, e - 1)))
+        chunks.append(Chunk(
+            id=chunk_id(doc.id, i, span),
             doc_id=doc.id,
             index=i,
-            text=decoded if decoded is not None else text[s:e],
+            text=decoded if decoded is not None else doc.text[s:e],
             start=s,
             end=e,
             n_tokens=n,
             split_sentence=flagged,
-        )
-        for i, (s, e, decoded, flagged, n) in enumerate(out)
-    ]
+            first_page=None if span is None else span[0],
+            last_page=None if span is None else span[1],
+        ))
+    return chunks
 
 
 def _repack(
@@ -261,27 +307,56 @@ def chunk_documents(
     max_tokens: int = 256,
     count_special_tokens: bool = True,
     splitter: SentenceSplitter | None = None,
+    details_path: str | Path | None = None,
 ) -> list[Chunk]:
     """:func:`chunk_document` over a corpus, in document order.
 
     A document that yields no chunk (no sentence with non-space text) is skipped with a
-    logged warning; it then takes no part in data scales.
+    logged warning; it then takes no part in data scales. Over-long sentences give one warning
+    line for the corpus (how many, in how many documents, the longest, how many chunks they
+    became); ``details_path``, when given, receives one tab-separated line per sentence
+    (document, tokens, start, end), and each is logged at debug level.
     """
     split = splitter or _default_splitter()
     out: list[Chunk] = []
     n_split = 0
+    empty: list[str] = []
+    long: list[LongSentence] = []
     for doc in docs:
         chunks = chunk_document(
             doc, tokenizer, max_tokens=max_tokens,
-            count_special_tokens=count_special_tokens, splitter=split,
+            count_special_tokens=count_special_tokens, splitter=split, long_sentences=long,
         )
         if not chunks:
-            log.warning("document %r has no sentences; it yields no chunk", doc.id)
+            empty.append(doc.id)
+            log.debug("document %r has no sentences; it yields no chunk", doc.id)
         n_split += sum(c.split_sentence for c in chunks)
         out.extend(chunks)
-    if n_split:
-        log.warning("%d chunk(s) are token windows of over-long sentences", n_split)
+    if empty:
+        log.warning("%d document(s) have no sentences and yield no chunk: %s", len(empty),
+                    ", ".join(repr(d) for d in empty[:5]) + (", ..." if len(empty) > 5 else ""))
+    if long:
+        _warn_long(long, max_tokens, n_split, details_path)
     return out
+
+
+def _warn_long(long: list[LongSentence], max_tokens: int, n_chunks: int,
+               details_path: str | Path | None) -> None:
+    """One warning line for many over-long sentences; the list goes to ``details_path``."""
+    worst = max(long, key=lambda x: x[1])
+    where = ""
+    if details_path is not None:
+        dp = Path(details_path)
+        dp.parent.mkdir(parents=True, exist_ok=True)
+        dp.write_text("document\ttokens\tstart\tend\n" + "".join(
+            f"{d}\t{n}\t{s}\t{e}\n" for d, n, s, e in long))
+        where = f"; list in {dp}"
+    log.warning(
+        "%d over-long sentence(s) in %d document(s) exceed the chunk limit of %d tokens "
+        "(longest: %d tokens in %r); cut into %d token-window chunk(s) flagged "
+        "split_sentence%s", len(long), len({d for d, *_ in long}), max_tokens, worst[1],
+        worst[0], n_chunks, where,
+    )
 
 
 def chunks_by_document(chunks: Iterable[Chunk]) -> dict[str, list[Chunk]]:
@@ -304,6 +379,8 @@ _CHUNK_SCHEMA = pa.schema(
         ("end", pa.int64()),
         ("n_tokens", pa.int32()),
         ("split_sentence", pa.bool_()),
+        ("first_page", pa.int32()),
+        ("last_page", pa.int32()),
     ]
 )
 
@@ -335,8 +412,9 @@ def read_chunks(path: str | Path) -> list[Chunk]:
         table = pq.read_table(p)
     except (OSError, pa.ArrowInvalid) as e:
         raise DataError(f"{p}: cannot read chunks Parquet ({e})") from e
-    missing = [n for n in _CHUNK_SCHEMA.names if n not in table.column_names]
+    optional = ("first_page", "last_page")  # absent in files written before page provenance
+    missing = [n for n in _CHUNK_SCHEMA.names if n not in table.column_names and n not in optional]
     if missing:
         raise DataError(f"{p}: not a chunks file; missing column(s) {', '.join(missing)}")
-    rows = table.select(_CHUNK_SCHEMA.names).to_pylist()
+    rows = table.select([n for n in _CHUNK_SCHEMA.names if n in table.column_names]).to_pylist()
     return [Chunk(**r) for r in rows]

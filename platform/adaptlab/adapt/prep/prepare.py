@@ -16,6 +16,13 @@ Order of operations (each step is a function of this package; all randomness fro
    not) of the training documents for training triplets, and of the scale's training and
    validation documents for validation triplets; never from test documents. Triplets are
    written to ``{out_dir}/{scale}/{split}.parquet``.
+Units (``unit=``, ``[adapt].unit``): steps 2, 3 and 5 count and split ``"documents"``
+(default), ``"pages"`` (the chunks whose first page is that page, for PDFs; a document without
+pages is one page) or ``"chunks"``, so a corpus of a few long documents can still be studied at
+growing scales. Every chunk belongs to one unit, so held-out evaluation never shares a unit
+with training (with pages or chunks it can share a document: neighbouring text of the same
+document may be trained on; the summary records the unit).
+
 6. The held-out questions become an evaluation Dataset
    (:func:`~adaptlab.adapt.prep.evalset.heldout_dataset`), written as a BEIR folder
    ``{out_dir}/heldout``.
@@ -26,7 +33,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,13 +42,13 @@ from adaptlab.adapt.prep.evalset import heldout_dataset
 from adaptlab.data.beir import write_beir
 from adaptlab.adapt.prep.negatives import as_embed_fn, memoize_embed, mine_hard_negatives
 from adaptlab.adapt.prep.questions import QuestionGenerator, SyntheticQuestion
-from adaptlab.adapt.prep.scales import DataScale, build_scales, sample_chunks
+from adaptlab.adapt.prep.scales import UNITS, DataScale, build_scales, sample_chunks
 from adaptlab.adapt.prep.splits import DocumentSplits, split_documents
 from adaptlab.adapt.prep.triplets import Triplet, TripletProvenance, build_triplets, write_triplets
 from adaptlab.data.dataset import Dataset, Document
 from adaptlab.errors import ConfigError
 
-__all__ = ["AdaptationData", "ScaleData", "prepare_adaptation_data"]
+__all__ = ["AdaptationData", "ScaleData", "chunk_units", "prepare_adaptation_data"]
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +75,13 @@ class AdaptationData:
     heldout: Dataset
     scales: list[ScaleData]
     out_dir: Path | None
+    unit: str = "documents"
 
     def summary(self) -> dict[str, Any]:
-        """Counts per scale and split, and the held-out set (JSON-ready)."""
+        """Counts per scale and split, and the held-out set (JSON-ready). With a unit other
+        than documents, ``test_documents`` and each scale's ``documents`` count units."""
         return {
+            "unit": self.unit,
             "chunks": len(self.chunks),
             "documents": len({c.doc_id for c in self.chunks}),
             "test_documents": len(self.test_documents),
@@ -108,8 +118,12 @@ def prepare_adaptation_data(
     margin: float | None = 0.05,
     base_model: str = "",
     eval_corpus: Literal["documents", "all"] = "documents",
+    unit: Literal["documents", "pages", "chunks"] = "documents",
 ) -> AdaptationData:
     """Run the adaptation-data stage (steps in the module docstring).
+
+    ``unit``: what scales and splits count (module docstring); ``sizes`` are then counts of
+    that unit and ``test_fraction`` / ``validation_fraction`` fractions of it.
 
     ``model`` is the base model used to mine negatives (see
     :func:`~adaptlab.adapt.prep.negatives.as_embed_fn`); ``base_model`` is its name for provenance
@@ -122,80 +136,123 @@ def prepare_adaptation_data(
     base_name = base_model or (model if isinstance(model, str) else type(model).__name__)
     out = Path(out_dir) if out_dir is not None else None
 
-    chunks = chunk_documents(documents, tokenizer, max_tokens=max_tokens)
-    grouped = chunks_by_document(chunks)
+    if unit not in UNITS:
+        raise ConfigError(f"unit={unit!r}: expected one of {', '.join(UNITS)}")
+    details = out / "overlong_sentences.tsv" if out is not None else None
+    chunks = chunk_documents(documents, tokenizer, max_tokens=max_tokens, details_path=details)
+    units = chunk_units(chunks, unit)
+    # the unit view: chunks whose doc_id is their unit (documents: the chunks themselves)
+    uchunks = chunks if units is None else [replace(c, doc_id=units[c.id]) for c in chunks]
+    grouped = chunks_by_document(uchunks)
     held = split_documents(grouped, (1.0 - test_fraction, 0.0, test_fraction), seed=seed)
     test_docs = held.test
-    scales = build_scales(chunks, sizes, fraction=fraction, seed=seed, exclude_documents=test_docs)
+    scales = build_scales(uchunks, sizes, fraction=fraction, seed=seed, exclude_documents=test_docs,
+                          unit=unit, units=units)
 
-    largest = scales[-1].chunks(chunks)
-    test_sample = [c for d in test_docs for c in sample_chunks(grouped[d], fraction, seed=seed)]
-    questions = generator.generate([*largest, *test_sample])
+    questions, test_questions, heldout = _heldout(
+        chunks, uchunks, units, unit, grouped, test_docs, scales[-1], generator, fraction, seed, eval_corpus)
     by_chunk: dict[str, list[SyntheticQuestion]] = {}
     for q in questions:
         by_chunk.setdefault(q.chunk_id, []).append(q)
-    test_set = set(test_docs)
-    test_questions = [q for q in questions if q.doc_id in test_set]
-    if not test_questions:
-        raise ConfigError(
-            f"the {len(test_docs)} held-out document(s) yielded no question; raise test_fraction "
-            "or check the generator"
-        )
-    heldout = heldout_dataset(
-        test_questions, chunks, name="heldout", corpus=eval_corpus, documents=test_docs,
-        meta={"seed": seed, "test_documents": list(test_docs), "fraction": fraction},
-    )
 
     embed = memoize_embed(as_embed_fn(model))
     mining = {"n": n_negatives, "duplicate_threshold": duplicate_threshold, "margin": margin}
-    results: list[ScaleData] = []
-    for scale in scales:
-        splits = split_documents(
-            scale.doc_ids, (1.0 - validation_fraction, validation_fraction, 0.0), seed=seed
-        )
-        scale_qs = [q for cid in scale.chunk_ids for q in by_chunk.get(cid, [])]
-        data = ScaleData(scale, splits, {})
-        for split in ("train", "validation"):
-            qs = splits.select(scale_qs, split)
-            data.questions[split] = qs
-            if not qs:
-                continue
-            # train: negatives from training documents only, so validation text stays unseen;
-            # validation: from all the scale's documents (nothing of the test set either way)
-            pool = splits.select(chunks, "train") + (
-                splits.select(chunks, "validation") if split == "validation" else []
-            )
-            negs = mine_hard_negatives(qs, chunks, embed, pool=pool, **mining)
-            triplets = build_triplets(qs, chunks, negs)
-            data.triplets[split] = triplets
-            if out is None:
-                continue
-            path = out / scale.name / f"{split}.parquet"
-            prov = write_triplets(
-                path,
-                triplets,
-                TripletProvenance(
-                    base_model=base_name, scale=scale.name, seed=seed, generator=generator.name,
-                    split=split,
-                    extra={
-                        **negs.settings(),
-                        "n_documents": scale.n_documents,
-                        "fraction": fraction,
-                        "max_tokens": max_tokens,
-                        "heldout_fingerprint": heldout.fingerprint(),
-                        "dropped_duplicate": negs.dropped_duplicate,
-                        "dropped_margin": negs.dropped_margin,
-                    },
-                ),
-            )
-            data.triplet_files[split] = path
-            data.provenance[split] = prov
-        results.append(data)
+    meta = {"fraction": fraction, "max_tokens": max_tokens, "heldout_fingerprint": heldout.fingerprint()}
+    results = [
+        _scale_data(scale, chunks, by_chunk, units, unit, validation_fraction, seed, embed, mining,
+                    out, base_name, generator.name, meta)
+        for scale in scales
+    ]
 
-    result = AdaptationData(chunks, test_docs, test_questions, heldout, results, out)
+    result = AdaptationData(chunks, test_docs, test_questions, heldout, results, out, unit)
     if out is not None:
         write_chunks(out / "chunks.parquet", chunks, {"max_tokens": str(max_tokens)})
         write_beir(heldout, out / "heldout")
         (out / "summary.json").write_text(json.dumps(result.summary(), indent=2) + "\n")
     log.info("adaptation data: %s", json.dumps(result.summary()))
     return result
+
+
+def _heldout(
+    chunks: Sequence[Chunk], uchunks: Sequence[Chunk], units: dict[str, str] | None, unit: str,
+    grouped: dict[str, list[Chunk]], test_docs: Sequence[str], largest_scale: DataScale,
+    generator: QuestionGenerator, fraction: float, seed: int, eval_corpus: str,
+) -> tuple[list[SyntheticQuestion], list[SyntheticQuestion], Dataset]:
+    """Steps 4 and 6: questions for the largest scale's and the held-out units' sampled chunks
+    (generated once), the held-out questions, and the held-out evaluation dataset."""
+    by_id = {c.id: c for c in chunks}
+    largest = largest_scale.chunks(chunks)
+    test_sample = [by_id[c.id] for d in test_docs for c in sample_chunks(grouped[d], fraction, seed=seed)]
+    questions = generator.generate([*largest, *test_sample])
+    test_set = set(test_docs)
+    test_questions = [q for q in questions if (q.doc_id if units is None else units[q.chunk_id]) in test_set]
+    if not test_questions:
+        raise ConfigError(
+            f"the {len(test_docs)} held-out {unit} yielded no question; raise test_fraction "
+            "or check the generator"
+        )
+    heldout = heldout_dataset(
+        [q if units is None else replace(q, doc_id=units[q.chunk_id]) for q in test_questions],
+        uchunks, name="heldout", corpus=eval_corpus, documents=test_docs,
+        meta={"seed": seed, "test_documents": list(test_docs), "fraction": fraction, "unit": unit},
+    )
+    return questions, test_questions, heldout
+
+
+def _scale_data(
+    scale: DataScale, chunks: Sequence[Chunk], by_chunk: dict[str, list[SyntheticQuestion]],
+    units: dict[str, str] | None, unit: str, validation_fraction: float, seed: int, embed: Any,
+    mining: dict[str, Any], out: Path | None, base_name: str, generator_name: str, meta: dict[str, Any],
+) -> ScaleData:
+    """Step 5 for one scale: train/validation split by unit, negatives, triplets (and files)."""
+    splits = split_documents(scale.doc_ids, (1.0 - validation_fraction, validation_fraction, 0.0), seed=seed)
+    if units is not None:
+        splits = splits.with_units(unit, units)
+    scale_qs = [q for cid in scale.chunk_ids for q in by_chunk.get(cid, [])]
+    data = ScaleData(scale, splits, {})
+    for split in ("train", "validation"):
+        qs = splits.select(scale_qs, split)
+        data.questions[split] = qs
+        if not qs:
+            continue
+        # train: negatives from training units only, so validation text stays unseen;
+        # validation: from all the scale's units (nothing of the test set either way)
+        pool = splits.select(chunks, "train") + (
+            splits.select(chunks, "validation") if split == "validation" else []
+        )
+        negs = mine_hard_negatives(qs, chunks, embed, pool=pool, **mining)
+        triplets = build_triplets(qs, chunks, negs)
+        data.triplets[split] = triplets
+        if out is None:
+            continue
+        path = out / scale.name / f"{split}.parquet"
+        data.provenance[split] = write_triplets(
+            path,
+            triplets,
+            TripletProvenance(
+                base_model=base_name, scale=scale.name, seed=seed, generator=generator_name, split=split,
+                extra={
+                    **negs.settings(), "n_documents": scale.n_documents, "unit": unit, **meta,
+                    "dropped_duplicate": negs.dropped_duplicate, "dropped_margin": negs.dropped_margin,
+                },
+            ),
+        )
+        data.triplet_files[split] = path
+    return data
+
+
+def chunk_units(chunks: Sequence[Chunk], unit: str) -> dict[str, str] | None:
+    """chunk id -> unit id for ``unit`` ``"pages"`` (``f"{doc}@p{first_page}"``; a chunk without
+    pages is on page 1 of its document) or ``"chunks"`` (the chunk id); None for documents.
+    ``"pages"`` on a corpus without any paged document (no PDF) is a ConfigError."""
+    if unit == "documents":
+        return None
+    if unit == "chunks":
+        return {c.id: c.id for c in chunks}
+    if unit == "pages":
+        if chunks and all(c.first_page is None for c in chunks):
+            raise ConfigError(
+                'unit = "pages": no document has pages (only PDFs do); use "documents" or "chunks"'
+            )
+        return {c.id: f"{c.doc_id}@p{c.first_page or 1}" for c in chunks}
+    raise ConfigError(f"unit={unit!r}: expected one of {', '.join(UNITS)}")

@@ -14,14 +14,20 @@ so that every document contributes. Here:
   documents are added to the corpus.
 
 Both are deterministic given ``seed``.
+
+Units (``unit=``): the same rules apply to pages or chunks instead of documents when the chunks
+passed in carry the unit id in ``doc_id`` (what
+:func:`adaptlab.adapt.prep.prepare.prepare_adaptation_data` does for ``unit="pages"`` or
+``"chunks"``); scales are then named ``pages{n}`` / ``chunks{n}`` and ``n_documents`` counts
+units. With ``unit="chunks"`` every unit is one chunk, so every chunk of a scale is sampled.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,6 +36,7 @@ from adaptlab.errors import ConfigError
 from adaptlab.stats.resample import check_seed
 
 __all__ = [
+    "UNITS",
     "DataScale",
     "build_scales",
     "document_order",
@@ -39,13 +46,21 @@ __all__ = [
 
 ALL = "all"
 
+UNITS: tuple[str, ...] = ("documents", "pages", "chunks")
+"""What scales and splits count: whole documents, pages (of paged documents), or chunks."""
+
+_PREFIX = {"documents": "docs", "pages": "pages", "chunks": "chunks"}
+
 
 @dataclass(frozen=True)
 class DataScale:
     """One data scale: its documents (in scale order) and the sampled chunk ids.
 
-    ``name`` is ``f"docs{n}"``; ``chunk_ids`` are grouped by document in ``doc_ids`` order and in
-    chunk order within a document.
+    ``name`` is ``f"docs{n}"`` (``pages{n}``, ``chunks{n}`` for other units); ``chunk_ids`` are
+    grouped by document in ``doc_ids`` order and in chunk order within a document. For a unit
+    other than documents, ``n_documents`` and ``doc_ids`` are the scale's size and ids in that
+    unit (the names are historical; :attr:`size` says the same), ``units`` maps chunk ids to
+    unit ids.
     """
 
     name: str
@@ -54,6 +69,13 @@ class DataScale:
     chunk_ids: tuple[str, ...]
     fraction: float
     seed: int
+    unit: str = "documents"
+    units: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def size(self) -> int:
+        """The scale's size in its unit."""
+        return self.n_documents
 
     def chunks(self, chunks: Iterable[Chunk]) -> list[Chunk]:
         """The sampled chunks of this scale, in ``chunk_ids`` order."""
@@ -61,8 +83,10 @@ class DataScale:
         return [by_id[i] for i in self.chunk_ids]
 
     def all_chunks(self, chunks: Iterable[Chunk]) -> list[Chunk]:
-        """Every chunk (sampled or not) of this scale's documents."""
+        """Every chunk (sampled or not) of this scale's documents (units)."""
         docs = set(self.doc_ids)
+        if self.units is not None:
+            return [c for c in chunks if self.units.get(c.id) in docs]
         return [c for c in chunks if c.doc_id in docs]
 
 
@@ -106,14 +130,20 @@ def build_scales(
     seed: int = 0,
     min_per_document: int = 1,
     exclude_documents: Iterable[str] = (),
+    unit: str = "documents",
+    units: Mapping[str, str] | None = None,
 ) -> list[DataScale]:
     """Nested data scales over the documents that have chunks.
 
     ``sizes``: strictly increasing document counts; the string ``"all"`` (last) means every
     document. ``exclude_documents``: documents kept out of every scale, e.g. a held-out test set
     (:func:`adaptlab.adapt.prep.splits.split_documents`). Raises ConfigError when a size exceeds the
-    number of documents available.
+    number of documents available. ``unit`` / ``units``: see the module docstring (the chunks'
+    ``doc_id`` must then be their unit id).
     """
+    if unit not in UNITS:
+        raise ConfigError(f"unit={unit!r}: expected one of {', '.join(UNITS)}")
+    noun = {"documents": "documents", "pages": "pages", "chunks": "chunks"}[unit]
     if not 0.0 < fraction <= 1.0:
         raise ConfigError(f"fraction={fraction}: expected a number in (0, 1]")
     if isinstance(min_per_document, bool) or min_per_document < 1:
@@ -122,20 +152,22 @@ def build_scales(
     excluded = set(exclude_documents)
     grouped = {d: cs for d, cs in chunks_by_document(chunks).items() if d not in excluded}
     if not grouped:
-        raise ConfigError("build_scales: no documents with chunks (after exclusions)")
+        raise ConfigError(f"build_scales: no {noun} with chunks (after exclusions)")
     order = document_order(grouped, seed)
     resolved: list[int] = []
     for s in sizes:
         if s == ALL:
             n = len(order)
         elif isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1:
-            raise ConfigError(f"sizes: {s!r} is not a positive document count or 'all'")
+            raise ConfigError(f"sizes: {s!r} is not a positive count of {noun} or 'all'")
         else:
             n = int(s)
         if n > len(order):
             raise ConfigError(
-                f"sizes: scale of {n} documents requested but only {len(order)} documents have "
-                f"chunks; use a smaller size or 'all'"
+                f"sizes: scale of {n} {noun} requested but only {len(order)} {noun} have "
+                f"chunks (after the held-out ones); use a smaller size or 'all'"
+                + ("" if unit != "documents" else
+                   ', or scale by pages or chunks ([adapt].unit = "pages" | "chunks")')
             )
         if resolved and n <= resolved[-1]:
             raise ConfigError(f"sizes: {list(sizes)} must be strictly increasing")
@@ -149,12 +181,14 @@ def build_scales(
     }
     return [
         DataScale(
-            name=f"docs{n}",
+            name=f"{_PREFIX[unit]}{n}",
             n_documents=n,
             doc_ids=tuple(order[:n]),
             chunk_ids=tuple(cid for d in order[:n] for cid in samples[d]),
             fraction=float(fraction),
             seed=seed,
+            unit=unit,
+            units=units,
         )
         for n in resolved
     ]

@@ -8,13 +8,19 @@ instead: the sorted document ids are permuted by ``numpy.random.default_rng(seed
     n_test = floor(f_test * N + 1/2),  n_validation = floor(f_validation * N + 1/2)
 
 raised to 1 for a non-zero fraction (when ``N`` allows) and never leaving train empty.
+
+Units: the same rule splits pages or chunks instead of documents
+(:func:`adaptlab.adapt.prep.prepare.prepare_adaptation_data`, ``unit=``). The ids are then unit
+ids (``doc@p3`` for a page, the chunk id for a chunk) and :attr:`DocumentSplits.units` maps each
+chunk id to its unit, so that :meth:`DocumentSplits.select` places chunks and questions by the
+unit of their chunk. Each chunk belongs to exactly one unit, so no unit is in two splits.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import numpy as np
@@ -31,12 +37,33 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class DocumentSplits:
-    """Disjoint document-id sets of the three splits (each sorted), and the seed."""
+    """Disjoint id sets of the three splits (each sorted), and the seed.
+
+    ``unit``: what the ids are (``documents``, ``pages`` or ``chunks``); ``units``: chunk id ->
+    unit id when the unit is not the document (None otherwise).
+    """
 
     train: tuple[str, ...]
     validation: tuple[str, ...]
     test: tuple[str, ...]
     seed: int
+    unit: str = "documents"
+    units: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
+
+    def with_units(self, unit: str, units: Mapping[str, str] | None) -> DocumentSplits:
+        """The same split, its ids read as ``unit`` ids with the chunk -> unit map ``units``."""
+        return replace(self, unit=unit, units=units)
+
+    def unit_of(self, item: object, key: str = "doc_id") -> str:
+        """The id an item is placed by: its ``key`` for documents, else the unit of its chunk
+        (``item.chunk_id`` for a question, ``item.id`` for a chunk)."""
+        if self.units is None:
+            return getattr(item, key)
+        chunk = getattr(item, "chunk_id", None) or getattr(item, "id")
+        try:
+            return self.units[chunk]
+        except KeyError:
+            raise ConfigError(f"split by {self.unit}: chunk {chunk!r} has no unit") from None
 
     def of(self, split: str) -> tuple[str, ...]:
         if split not in SPLITS:
@@ -53,11 +80,12 @@ class DocumentSplits:
     def select(self, items: Iterable[T], split: str, *, key: str = "doc_id") -> list[T]:
         """The items (questions, chunks: anything with a ``doc_id``) of one split, in order."""
         docs = set(self.of(split))
-        return [it for it in items if getattr(it, key) in docs]
+        return [it for it in items if self.unit_of(it, key) in docs]
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {name: list(self.of(name)) for name in SPLITS}
         out["seed"] = self.seed
+        out["unit"] = self.unit
         return out
 
 

@@ -35,7 +35,14 @@ from adaptlab.adapt.train.artifacts import (
     describe_base,
     package_versions,
 )
-from adaptlab.adapt.train.loop import LoopResult, OptimConfig, load_sentence_model, pick_device, run_loop
+from adaptlab.adapt.train.loop import (
+    LoopResult,
+    OptimConfig,
+    load_sentence_model,
+    pick_device,
+    run_label,
+    run_loop,
+)
 from adaptlab.adapt.prep.triplets import read_triplets
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.instructions import resolve_instructions
@@ -82,6 +89,9 @@ class FTConfig:
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     max_steps: int | None = None
+    min_steps: int = 10
+    min_weight_change: float = 1e-6
+    warn_only: bool = False
     max_seq_length: int | None = None
     query_prefix: str | None = AUTO
     passage_prefix: str | None = AUTO
@@ -98,6 +108,12 @@ class FTConfig:
             raise ConfigError(f"FTConfig.warmup_ratio = {self.warmup_ratio!r}: expected 0 <= value < 1")
         if self.max_steps is not None and self.max_steps < 1:
             raise ConfigError(f"FTConfig.max_steps = {self.max_steps!r}: expected None or >= 1")
+        if isinstance(self.min_steps, bool) or int(self.min_steps) < 0:
+            raise ConfigError(f"FTConfig.min_steps = {self.min_steps!r}: expected an integer >= 0 (0: no minimum)")
+        if not (np.isfinite(self.min_weight_change) and self.min_weight_change >= 0):
+            raise ConfigError(
+                f"FTConfig.min_weight_change = {self.min_weight_change!r}: expected a number >= 0 (0: no check)"
+            )
 
     @property
     def temperature(self) -> float:
@@ -112,6 +128,9 @@ class FTConfig:
             weight_decay=float(self.weight_decay),
             max_grad_norm=float(self.max_grad_norm),
             max_steps=self.max_steps,
+            min_steps=int(self.min_steps),
+            min_weight_change=float(self.min_weight_change),
+            warn_only=bool(self.warn_only),
         )
 
 
@@ -264,8 +283,12 @@ def fine_tune_model(
     checkpoint_each_epoch: bool = False,
     on_checkpoint: Callable[[int], None] | None = None,
     on_epoch_end: Callable[[int, Path | None], None] | None = None,
+    label: str = "FT",
 ) -> LoopResult:
-    """Fine-tune a loaded ``SentenceTransformer`` in place (the kernel of :func:`train_ft`)."""
+    """Fine-tune a loaded ``SentenceTransformer`` in place (the kernel of :func:`train_ft`).
+
+    The loop's checks (:mod:`adaptlab.adapt.train.loop`: enough steps, a learning rate, weights
+    that move) apply, with ``label`` naming the run in their messages."""
     import torch
 
     if config.max_seq_length is not None:
@@ -300,6 +323,7 @@ def fine_tune_model(
         checkpoint_each_epoch=checkpoint_each_epoch,
         on_checkpoint=on_checkpoint,
         on_epoch_end=on_epoch_end,
+        label=label,
     )
 
 
@@ -362,7 +386,7 @@ def train_ft(
         result = fine_tune_model(
             model, rows, config, seed=seed, prefixes=prefixes, device=dev,
             checkpoint_dir=writer.checkpoint_dir, checkpoint_every=checkpoint_every,
-            on_checkpoint=on_checkpoint,
+            on_checkpoint=on_checkpoint, label=run_label(variant, base.label, scale, len(rows), "triplets"),
         )
         save_prefixes(model, prefixes)
         model.save(str(writer.model_dir), safe_serialization=True)

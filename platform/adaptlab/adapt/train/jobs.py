@@ -7,6 +7,9 @@ A job asks for one variant of one base model at one data scale:
 - ``pt-ft``  fine-tuning that starts from the PT model
 - ``merged`` ``w * adapted + (1 - w) * base`` of the FT (or PT-FT, ``merge_source``) model and
              the base model                                        (:func:`.merge.merge_models`)
+- ``colbert-ft`` ColBERT (late interaction) fine-tuning on the triplets through RAGatouille, in a
+             child process with a time-out; a plain BERT base becomes an untrained ColBERT first
+                                                                   (:func:`.colbert.train_colbert`)
 
 :func:`run_adaptation_jobs` turns a list of jobs into a graph of Ray tasks, one per distinct
 stage (a PT shared by a ``pt-ft`` and a ``merged`` job of the same scale runs once), each stage
@@ -26,10 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adaptlab.adapt.train.artifacts import Artifact, chunks_fingerprint, describe_base
+from adaptlab.adapt.train.colbert import COLBERT_VARIANT, ColBERTFTConfig, train_colbert
 from adaptlab.adapt.train.merge import merge_models
 from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplets_fingerprint
 from adaptlab.adapt.train.pt import PTConfig, train_pt
-from adaptlab.errors import ConfigError
+from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.runtime import init_ray
 
 __all__ = [
@@ -40,7 +44,7 @@ __all__ = [
     "train_variant",
 ]
 
-VARIANTS: tuple[str, ...] = ("ft", "merged", "pt", "pt-ft")
+VARIANTS: tuple[str, ...] = (COLBERT_VARIANT, "ft", "merged", "pt", "pt-ft")
 _MERGE_SOURCES = ("ft", "pt-ft")
 
 
@@ -48,8 +52,9 @@ _MERGE_SOURCES = ("ft", "pt-ft")
 class AdaptJob:
     """One adaptation run: ``variant`` of ``base_model`` trained on the data of one ``scale``.
 
-    ``triplets`` (query, positive, negatives) are needed by ft, pt-ft and merged; ``chunks``
-    (domain text) by pt, pt-ft, and merged when ``merge_source == "pt-ft"``.
+    ``triplets`` (query, positive, negatives) are needed by ft, pt-ft, merged and colbert-ft;
+    ``chunks`` (domain text) by pt, pt-ft, and merged when ``merge_source == "pt-ft"``;
+    ``colbert_config`` is used by colbert-ft only.
     """
 
     variant: str
@@ -62,6 +67,7 @@ class AdaptJob:
     merge_weight: float = 0.5
     merge_source: str = "ft"
     seed: int = 0
+    colbert_config: ColBERTFTConfig = field(default_factory=ColBERTFTConfig)
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -73,12 +79,13 @@ class AdaptJob:
         needs = self.stages()
         if "pt" in needs and self.chunks is None:
             raise ConfigError(f"job {self.describe()}: variant needs domain chunks (chunks=...) for PT")
-        if "ft" in needs and self.triplets is None:
+        if ("ft" in needs or COLBERT_VARIANT in needs) and self.triplets is None:
             raise ConfigError(f"job {self.describe()}: variant needs triplets (triplets=...) for FT")
 
     def stages(self) -> tuple[str, ...]:
-        """The stages this job runs, in order: a subsequence of ``("pt", "ft", "merge")``."""
-        chain = {"pt": ("pt",), "ft": ("ft",), "pt-ft": ("pt", "ft")}
+        """The stages this job runs, in order: a subsequence of ``("pt", "ft", "merge")``, or
+        ``("colbert-ft",)``."""
+        chain = {"pt": ("pt",), "ft": ("ft",), "pt-ft": ("pt", "ft"), COLBERT_VARIANT: (COLBERT_VARIANT,)}
         if self.variant == "merged":
             return chain[self.merge_source] + ("merge",)
         return chain[self.variant]
@@ -98,7 +105,7 @@ def train_variant(
     """Run ``job`` in this process, stage after stage (each reused when already stored)."""
     current: Any = job.base_model
     for stage in job.stages():
-        data = job.chunks if stage == "pt" else job.triplets if stage == "ft" else None
+        data = job.chunks if stage == "pt" else job.triplets if stage in ("ft", COLBERT_VARIANT) else None
         current = _run_stage(
             stage, current, data, _params(job), os.fspath(artifact_root), device,
             checkpoint_every, on_checkpoint,
@@ -111,6 +118,7 @@ def _params(job: AdaptJob) -> dict[str, Any]:
     return {
         "base_model": job.base_model, "scale": job.scale, "seed": job.seed,
         "pt_config": job.pt_config, "ft_config": job.ft_config, "merge_weight": job.merge_weight,
+        "colbert_config": job.colbert_config,
     }
 
 
@@ -130,6 +138,10 @@ def _run_stage(
         return train_pt(upstream, data, config=params["pt_config"], **common)
     if stage == "ft":
         return train_ft(upstream, data, config=params["ft_config"], **common)
+    if stage == COLBERT_VARIANT:  # own child process and time-out; no step checkpoints (module doc)
+        return train_colbert(upstream, data, config=params["colbert_config"], artifact_root=root,
+                             seed=params["seed"], scale=params["scale"], device=device,
+                             gpu_ids=params.get("gpu_ids"))
     return merge_models(
         upstream, params["base_model"], params["merge_weight"], artifact_root=root, scale=params["scale"]
     )
@@ -156,6 +168,14 @@ def _remote_stage(
 ) -> Artifact:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     device = "cpu" if stage == "merge" else None  # training picks the GPU Ray assigned, if any
+    if stage == COLBERT_VARIANT:
+        import ray
+
+        # this task runs with RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1 (see run_adaptation_jobs):
+        # hand colbert-ai the physical ids Ray assigned, which it writes into its ranks' environment
+        ids = [int(g) for g in ray.get_gpu_ids()]
+        params = {**params, "gpu_ids": ids or None}
+        device = None if ids else "cpu"
     return _run_stage(stage, upstream, data, params, root, device, checkpoint_every, on_checkpoint)
 
 
@@ -205,22 +225,39 @@ def run_adaptation_jobs(
                 if data_key not in data_refs:
                     data_refs[data_key] = ray.put([str(c) for c in job.chunks or ()])
                 key = (stage, upstream_key, fp, job.pt_config, job.seed, job.scale)
-            elif stage == "ft":
+            elif stage in ("ft", COLBERT_VARIANT):
                 rows = coerce_triplets(job.triplets)
                 fp = triplets_fingerprint(rows)
                 data_key = ("triplets", fp)
                 if data_key not in data_refs:
                     data_refs[data_key] = ray.put(rows)
-                key = (stage, upstream_key, fp, job.ft_config, job.seed, job.scale)
+                stage_config = job.ft_config if stage == "ft" else job.colbert_config
+                key = (stage, upstream_key, fp, stage_config, job.seed, job.scale)
             else:
                 data_key = None
                 key = (stage, upstream_key, float(job.merge_weight), base_key, job.scale)
             if key not in refs:
                 opts = merge_opts if stage == "merge" else train_opts
+                if stage == COLBERT_VARIANT:
+                    opts = {**opts, "runtime_env": {"env_vars": {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}}}
                 refs[key] = remote.options(name=f"adapt:{stage}:{job.describe()}", **opts).remote(
                     stage, upstream, data_refs[data_key] if data_key else None, _params(job), root,
                     checkpoint_every, on_checkpoint,
                 )
             upstream, upstream_key = refs[key], key
         out.append(upstream)
-    return list(ray.get(out))
+    return _gather(out)
+
+
+def _gather(refs: list[Any]) -> list[Any]:
+    """``ray.get`` of the jobs; a :class:`TrainingCheckError` or another adaptlab error raised in a
+    task surfaces as itself (one line), not wrapped in Ray's task-error traceback."""
+    import ray  # deferred: heavy
+
+    try:
+        return list(ray.get(refs))
+    except ray.exceptions.RayTaskError as e:
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, AdaptlabError):
+            raise cause from None
+        raise

@@ -33,7 +33,15 @@ from adaptlab.adapt.train.artifacts import (
     describe_base,
     package_versions,
 )
-from adaptlab.adapt.train.loop import LoopResult, OptimConfig, load_sentence_model, pick_device, run_loop, seeded
+from adaptlab.adapt.train.loop import (
+    LoopResult,
+    OptimConfig,
+    load_sentence_model,
+    pick_device,
+    run_label,
+    run_loop,
+    seeded,
+)
 from adaptlab.errors import ConfigError, DataError
 
 __all__ = ["PTConfig", "build_mlm", "pretrain_model", "train_pt"]
@@ -52,6 +60,9 @@ class PTConfig:
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     max_steps: int | None = None
+    min_steps: int = 10
+    min_weight_change: float = 1e-6
+    warn_only: bool = False
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.learning_rate) and self.learning_rate > 0):
@@ -67,6 +78,12 @@ class PTConfig:
             raise ConfigError(f"PTConfig.warmup_ratio = {self.warmup_ratio!r}: expected 0 <= value < 1")
         if self.max_steps is not None and self.max_steps < 1:
             raise ConfigError(f"PTConfig.max_steps = {self.max_steps!r}: expected None or >= 1")
+        if isinstance(self.min_steps, bool) or int(self.min_steps) < 0:
+            raise ConfigError(f"PTConfig.min_steps = {self.min_steps!r}: expected an integer >= 0 (0: no minimum)")
+        if not (np.isfinite(self.min_weight_change) and self.min_weight_change >= 0):
+            raise ConfigError(
+                f"PTConfig.min_weight_change = {self.min_weight_change!r}: expected a number >= 0 (0: no check)"
+            )
 
     def optim(self) -> OptimConfig:
         return OptimConfig(
@@ -77,6 +94,9 @@ class PTConfig:
             weight_decay=float(self.weight_decay),
             max_grad_norm=float(self.max_grad_norm),
             max_steps=self.max_steps,
+            min_steps=int(self.min_steps),
+            min_weight_change=float(self.min_weight_change),
+            warn_only=bool(self.warn_only),
         )
 
 
@@ -127,6 +147,7 @@ def pretrain_model(
     checkpoint_dir: Path | None = None,
     checkpoint_every: int | None = None,
     on_checkpoint: Callable[[int], None] | None = None,
+    label: str = "PT",
 ) -> tuple[LoopResult, str]:
     """MLM-train the transformer of a loaded ``SentenceTransformer`` in place (the kernel of
     :func:`train_pt`); pooling and normalisation modules are untouched."""
@@ -162,6 +183,7 @@ def pretrain_model(
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
         on_checkpoint=on_checkpoint,
+        label=label,
     )
     encoder = st_model[0].auto_model
     trained = {k: v.to(next(encoder.parameters()).device) for k, v in mlm.base_model.state_dict().items()}
@@ -220,7 +242,7 @@ def train_pt(
         result, head = pretrain_model(
             model, base.path, texts, config, seed=seed, device=dev,
             checkpoint_dir=writer.checkpoint_dir, checkpoint_every=checkpoint_every,
-            on_checkpoint=on_checkpoint,
+            on_checkpoint=on_checkpoint, label=run_label("pt", base.label, scale, len(texts), "chunks"),
         )
         model.save(str(writer.model_dir), safe_serialization=True)
         return writer.commit(training=result.summary() | {"device": dev, "mlm_head": head})

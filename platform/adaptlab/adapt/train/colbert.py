@@ -1,0 +1,344 @@
+"""ColBERT fine-tuning (variant ``colbert-ft``) through RAGatouille's trainer, on the platform's
+own triplets, into a content-addressed, relocatable artifact.
+
+::
+
+    base (ColBERT checkpoint, or a plain BERT -> untrained ColBERT) + triplets (ours: hard
+    negatives from adapt/prep, not RAGatouille's hub-model miner)
+      --child process, own working directory and run name, bounded time-out-->
+        RAGTrainer.prepare_training_data(mine_hard_negatives=False) -> RAGTrainer.train
+      --> <root>/<label>/colbert-ft-<scale>-<key>/model   (a ColBERT checkpoint, safetensors)
+
+Training objective (colbert-ai, Khattab & Zaharia 2020, section 3.3; Santhanam et al. 2022): for
+a query ``q`` with positive ``d+`` and negative ``d-``, softmax cross-entropy over the MaxSim
+scores ``s(q, d) = sum_i max_j <q_i, d_j>`` of ``(d+, d-)``, plus in-batch negatives
+(``use_ib_negatives``).
+
+Why a child process. colbert-ai has process-wide side effects (``spawn`` start method,
+``TOKENIZERS_PARALLELISM``, ``CUDA_VISIBLE_DEVICES``, a global ``Run()`` context stack) and writes
+under ``<cwd>/.ragatouille``; a crashed rank leaves its parent blocked on a queue forever. Each job
+therefore runs ``python -m adaptlab.adapt.train.colbert REQUEST.json`` in its own working
+directory (inside the artifact's temp directory) with a unique run name, in its own session, and
+the parent kills the whole process group after ``timeout_s`` seconds; a failed or timed-out
+child is retried ``retries`` times, then a :class:`~adaptlab.errors.ConfigError` quotes its log.
+
+CPU and GPU paths. With CUDA, the child uses colbert-ai's own launcher (one spawned rank per GPU
+of ``gpu_ids``, default every visible GPU). colbert-ai writes *logical* ids into each rank's
+``CUDA_VISIBLE_DEVICES``, which would put every Ray task of a multi-GPU node on GPU 0; the Ray
+path (:mod:`adaptlab.adapt.train.jobs`) therefore runs ColBERT tasks with
+``RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1`` and passes ``ray.get_gpu_ids()`` as ``gpu_ids``,
+so the ids colbert-ai writes are the physical ones Ray assigned. Without CUDA, colbert-ai cannot train as shipped
+(its ``training.py`` always wraps the model in ``DistributedDataParallel(device_ids=[rank])`` and
+only creates a process group with CUDA); the child then applies a small adapter for the duration
+of the call: the launcher runs the rank in-process (``run_process_without_mp``) and
+``torch.nn.parallel.DistributedDataParallel`` is replaced by a subclass (accelerate checks
+``isinstance`` when saving) that starts a 1-rank gloo group and drops ``device_ids``.
+
+Offline and relocatable. ``model_name`` is always the absolute local checkpoint directory (a bare
+name falls back to ``bert-base-uncased`` and fails offline inside the spawned rank); the saved
+checkpoint's ``artifact.metadata`` has its ``model_name`` / ``checkpoint`` entries removed
+(:func:`adaptlab.models.colbert.relocate_checkpoint`), so the artifact loads from any working
+directory or machine. Resume: a finished artifact is found by its key and not retrained; an
+interrupted run starts again from the base (colbert-ai has no mid-run resume).
+
+Epochs: colbert-ai makes one pass over ``triples.train.colbert.jsonl``; for ``epochs > 1`` the
+triples file is repeated, each pass shuffled with ``seed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, describe_base, package_versions
+from adaptlab.adapt.train.ft import coerce_triplets, triplets_fingerprint
+from adaptlab.errors import ConfigError
+
+__all__ = ["COLBERT_VARIANT", "ColBERTFTConfig", "train_colbert"]
+
+COLBERT_VARIANT = "colbert-ft"
+"""The artifact variant and the ``[adapt].variants`` name of ColBERT fine-tuning."""
+
+_PACKAGES = ("ragatouille", "colbert-ai")
+
+
+@dataclass(frozen=True)
+class ColBERTFTConfig:
+    """Hyperparameters of ColBERT fine-tuning (all enter the artifact key but ``timeout_s``/``retries``).
+
+    ``negatives_per_query``: hard negatives used per training question (each makes one
+    ``(q, d+, d-)`` triple); ``random_negatives``: negatives RAGatouille samples from the training
+    passages for a question without one. ``dim`` / ``seed`` of the fresh projection only matter
+    when the base is a plain BERT. ``doc_maxlen`` / ``query_maxlen`` are saved with the checkpoint
+    and used when it is evaluated.
+    """
+
+    batch_size: int = 8
+    learning_rate: float = 2e-5
+    epochs: int = 1
+    max_steps: int = 0  # 0: one pass per epoch over the triples
+    negatives_per_query: int = 2
+    random_negatives: int = 1
+    use_ib_negatives: bool = True
+    warmup_steps: int = 0
+    doc_maxlen: int = 128
+    query_maxlen: int = 32
+    dim: int = 128
+    timeout_s: float = 1800.0
+    retries: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "epochs", "doc_maxlen", "query_maxlen", "dim"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"ColBERT FT: {name} = {value!r}; expected a positive integer")
+        if self.learning_rate <= 0 or self.timeout_s <= 0:
+            raise ConfigError("ColBERT FT: learning_rate and timeout_s must be > 0")
+        if self.negatives_per_query < 0 or self.random_negatives < 0 or self.max_steps < 0 or self.retries < 0:
+            raise ConfigError("ColBERT FT: negatives_per_query, random_negatives, max_steps and retries must be >= 0")
+
+    def key_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k not in ("timeout_s", "retries")}
+
+
+def _versions() -> dict[str, str]:
+    out = package_versions()
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def train_colbert(
+    base_model: str | os.PathLike[str] | Artifact,
+    triplets: Any,
+    *,
+    artifact_root: str | os.PathLike[str],
+    config: ColBERTFTConfig | None = None,
+    seed: int = 0,
+    scale: str | int | None = None,
+    device: str | None = None,
+    log_path: str | os.PathLike[str] | None = None,
+    gpu_ids: list[int] | None = None,
+) -> Artifact:
+    """Fine-tune a ColBERT on ``triplets`` and store it as a ``colbert-ft`` artifact.
+
+    ``base_model``: a ColBERT checkpoint directory, a ColBERT artifact, or a plain BERT directory /
+    alias with local weights (``minilm``: the BERT of the packaged all-MiniLM-L6-v2), which becomes
+    an untrained ColBERT first (said loudly in the log). ``triplets``: anything
+    :func:`adaptlab.adapt.train.ft.coerce_triplets` accepts. ``device``: ``"cpu"`` forces the CPU
+    adapter even where CUDA is visible; ``gpu_ids``: physical GPU ids for colbert-ai's ranks (module
+    docstring; default every visible GPU). Returns at once when an artifact with the same inputs exists.
+    """
+    config = config or ColBERTFTConfig()
+    rows = coerce_triplets(triplets)
+    if not rows:
+        raise ConfigError("ColBERT FT: no training triplets")
+    base = describe_base(base_model)
+    inputs = {
+        "variant": COLBERT_VARIANT,
+        "base_model": base.key_inputs(),
+        "data": {"kind": "triplets", "scale": None if scale is None else str(scale),
+                 "fingerprint": triplets_fingerprint(rows), "count": len(rows)},
+        "hyperparameters": config.key_dict(),
+        "seed": int(seed),
+        "packages": _versions(),
+    }
+    writer = ArtifactWriter(artifact_root, label=str(base.root.get("id", base.label)), variant=COLBERT_VARIANT,
+                            scale=scale, inputs=inputs, info={**base.info(), "interaction": "late"})
+    if (done := writer.existing()) is not None:
+        return done
+    with writer.lock():
+        if (done := writer.existing()) is not None:
+            return done
+        writer.prepare()
+        work = writer.partial_dir / "work"
+        record = _run_child(base.path, rows, config, int(seed), work, device, writer.key[:16],
+                            Path(log_path) if log_path else None, gpu_ids)
+        shutil.copytree(record.pop("checkpoint"), writer.model_dir)
+        from adaptlab.models.colbert import relocate_checkpoint  # no colbert import: JSON edit only
+
+        relocate_checkpoint(writer.model_dir)
+        shutil.rmtree(work, ignore_errors=True)
+        return writer.commit(training=record)
+
+
+# =========================================================================== parent side
+
+
+def _run_child(base_dir: Path, rows: list[Any], config: ColBERTFTConfig, seed: int, work: Path,
+               device: str | None, run_name: str, log_path: Path | None,
+               gpu_ids: list[int] | None = None) -> dict[str, Any]:
+    attempts = config.retries + 1
+    last = ""
+    for attempt in range(1, attempts + 1):
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        request = {
+            "base": str(Path(base_dir).resolve()), "rows": [[q, p, list(n)] for q, p, n in rows],
+            "config": asdict(config), "seed": seed, "work": str(work.resolve()), "run_name": f"adaptlab-{run_name}",
+            "force_cpu": device == "cpu", "gpu_ids": None if gpu_ids is None else [int(g) for g in gpu_ids],
+        }
+        req_file = work / "request.json"
+        req_file.write_text(json.dumps(request))
+        log_file = work / "train.log"
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+               "PYTHONUNBUFFERED": "1"}
+        t0 = time.perf_counter()
+        with open(log_file, "w") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "adaptlab.adapt.train.colbert", str(req_file)],
+                                    cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                rc = proc.wait(timeout=config.timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                rc = None
+        text = log_file.read_text(errors="replace")
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(log_path, "a") as f:
+                f.write(text)
+        result_file = work / "result.json"
+        if rc == 0 and result_file.is_file():
+            record = json.loads(result_file.read_text())
+            record.update(wall_s=round(time.perf_counter() - t0, 2), attempts=attempt)
+            return record
+        why = f"timed out after {config.timeout_s:.0f} s" if rc is None else f"exited with status {rc}"
+        last = f"attempt {attempt}/{attempts} {why}; last log lines:\n" + "\n".join(text.splitlines()[-25:])
+    raise ConfigError(f"ColBERT fine-tuning failed: {last}")
+
+
+def _kill_group(proc: subprocess.Popen[Any]) -> None:
+    """Terminate the child's whole session (its spawned ranks included), then kill it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+# =========================================================================== child side
+
+
+@contextlib.contextmanager
+def _cpu_adapter() -> Iterator[None]:
+    """colbert-ai training on CPU in this process (module docstring): in-process launcher and a
+    1-rank gloo ``DistributedDataParallel`` subclass without ``device_ids``."""
+    import torch
+    import torch.distributed as dist
+    from colbert.infra import launcher
+    from colbert.infra.config import RunConfig
+
+    ddp = torch.nn.parallel.DistributedDataParallel
+
+    class OneRankDDP(ddp):  # type: ignore[misc, valid-type]
+        def __init__(self, module: Any, device_ids: Any = None, output_device: Any = None, **kwargs: Any) -> None:
+            if not dist.is_initialized():
+                dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            super().__init__(module, **kwargs)
+
+    def launch(self: Any, custom_config: Any, *args: Any) -> Any:
+        config = type(custom_config).from_existing(custom_config, self.run_config, RunConfig(rank=0))
+        return launcher.run_process_without_mp(self.callee, config, *args)
+
+    saved_launch = launcher.Launcher.launch
+    launcher.Launcher.launch = launch  # type: ignore[method-assign]
+    torch.nn.parallel.DistributedDataParallel = OneRankDDP  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        launcher.Launcher.launch = saved_launch  # type: ignore[method-assign]
+        torch.nn.parallel.DistributedDataParallel = ddp  # type: ignore[misc]
+
+
+def _child_main(request_file: str) -> None:
+    """Entry point of the training child (``python -m adaptlab.adapt.train.colbert REQUEST``)."""
+    req = json.loads(Path(request_file).read_text())
+    cfg = ColBERTFTConfig(**req["config"])
+    work = Path(req["work"])
+    seed = int(req["seed"])
+    random.seed(seed)
+    import torch
+
+    from adaptlab.models.colbert import colbert_from_bert, import_colbert, is_colbert_checkpoint
+
+    torch.manual_seed(seed)
+    base = Path(req["base"])
+    if is_colbert_checkpoint(base):
+        init = base
+    else:
+        print(f"[adaptlab] WARNING: {base} is a plain BERT: starting from an UNTRAINED ColBERT "
+              f"(fresh {cfg.dim}-d projection, seed {seed})", flush=True)
+        init = colbert_from_bert(base, work / "init", dim=cfg.dim, seed=seed, doc_maxlen=cfg.doc_maxlen,
+                                 query_maxlen=cfg.query_maxlen)
+    import_colbert()
+    from colbert.infra.config import RunConfig
+    from ragatouille import RAGTrainer
+
+    use_gpu = torch.cuda.is_available() and not req["force_cpu"]
+    gpu_ids = (req.get("gpu_ids") or list(range(torch.cuda.device_count()))) if use_gpu else []
+    trainer = RAGTrainer(model_name=str(init), pretrained_model_name=str(init),
+                         n_usable_gpus=len(gpu_ids) if use_gpu else -1)
+    raw = []
+    for q, p, negs in req["rows"]:
+        chosen = list(negs)[: cfg.negatives_per_query]
+        raw.append((q, p, chosen if chosen else []))
+    data_dir = work / "data"
+    trainer.prepare_training_data(raw_data=raw, data_out_path=str(data_dir), mine_hard_negatives=False,
+                                  num_new_negatives=cfg.random_negatives)
+    triples_file = data_dir / "triples.train.colbert.jsonl"
+    base_triples = [json.loads(line) for line in triples_file.read_text().splitlines() if line.strip()]
+    triples: list[Any] = []
+    rng = random.Random(seed)
+    for _ in range(cfg.epochs):
+        epoch = list(base_triples)
+        rng.shuffle(epoch)
+        triples += epoch
+    triples_file.write_text("".join(json.dumps(t) + "\n" for t in triples))
+    trainer.training_triplets = triples
+    steps = len(triples) // cfg.batch_size
+    if cfg.max_steps:
+        steps = min(steps, cfg.max_steps)
+    if steps < 1:
+        raise SystemExit(f"ColBERT FT: {len(triples)} triples make no batch of {cfg.batch_size}")
+    run = {"nranks": len(gpu_ids), "gpus": gpu_ids} if use_gpu else {"nranks": 1}
+    trainer.model.run_config = RunConfig(**run, experiment="colbert", root=str(work / ".ragatouille"),
+                                         name=req["run_name"])
+    print(f"[adaptlab] ColBERT FT: {len(base_triples)} triples x {cfg.epochs} epoch(s), {steps} steps of "
+          f"{cfg.batch_size} on {'GPU' if use_gpu else 'CPU (in-process adapter)'}", flush=True)
+    t0 = time.perf_counter()
+    train_kwargs = {"batch_size": cfg.batch_size, "maxsteps": steps, "use_ib_negatives": cfg.use_ib_negatives,
+                    "learning_rate": cfg.learning_rate, "dim": cfg.dim, "doc_maxlen": cfg.doc_maxlen,
+                    "warmup_steps": cfg.warmup_steps}
+    with contextlib.nullcontext() if use_gpu else _cpu_adapter():
+        checkpoint = trainer.train(**train_kwargs)
+    if not checkpoint or not Path(checkpoint).is_dir():
+        raise SystemExit(f"ColBERT FT: training returned no checkpoint ({checkpoint!r})")
+    record = {"checkpoint": str(Path(checkpoint).resolve()), "steps": steps, "triples": len(triples),
+              "train_s": round(time.perf_counter() - t0, 2), "device": "cuda" if use_gpu else "cpu",
+              "path": "colbert launcher" if use_gpu else "in-process CPU adapter", "gpu_ids": gpu_ids,
+              "untrained_start": not is_colbert_checkpoint(base)}
+    (work / "result.json").write_text(json.dumps(record))
+
+
+if __name__ == "__main__":  # the training child; the guard also keeps colbert's spawned ranks from re-running it
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python -m adaptlab.adapt.train.colbert REQUEST.json")
+    _child_main(sys.argv[1])

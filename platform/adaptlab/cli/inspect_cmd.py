@@ -1,0 +1,53 @@
+"""``adaptlab inspect``: the queries behind the numbers, from a results store's per-query records.
+
+``--system A --against B``: per-query wins, losses and ties of A against B beside the stored
+paired tests, then the queries where A and B differ most (gold passage and its page, the rank
+under each system, the top retrieved passage with its score and page). ``--system A`` alone:
+A's worst queries. ``--data FORMAT:PATH`` adds query and passage texts. The Python API is
+:func:`adaptlab.analysis.inspect.inspect_queries` (a pyarrow Table) and
+:func:`adaptlab.analysis.inspect.win_loss`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from adaptlab.cli._common import add_common, print_json
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``adaptlab inspect``."""
+    p = sub.add_parser(
+        "inspect", help="show the queries where two systems differ most, or a system's worst queries",
+        description="Read the per-query records of a results store: queries where --system and --against "
+                    "differ most (gold, rank under each, top retrieved passage with score and page), "
+                    "win/loss counts beside the paired tests; without --against, the worst queries.")
+    p.add_argument("--store", required=True, help="results store (directory or s3://... URI)")
+    p.add_argument("--system", required=True, help="the system to inspect")
+    p.add_argument("--against", default=None, help="a second system to compare with (e.g. the base model)")
+    p.add_argument("--dataset", default=None, help="only this dataset (default: every dataset)")
+    p.add_argument("--limit", type=int, default=10, help="queries to list")
+    p.add_argument("--data", default=None, metavar="FORMAT:PATH",
+                   help="the dataset (e.g. beir:DIR, such as the held-out set's folder) for query and passage texts")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the inspection (or JSON); returns the exit status."""
+    from adaptlab.analysis.inspect import format_inspection, inspect_queries, win_loss
+
+    texts = None
+    if args.data:
+        from adaptlab.data import load_dataset
+
+        texts = load_dataset(args.data)
+    table = inspect_queries(args.store, args.system, args.against, dataset=args.dataset,
+                            limit=args.limit, texts=texts)
+    counts = win_loss(args.store, args.system, args.against, dataset=args.dataset) if args.against else None
+    if args.format == "json":
+        print_json({"win_loss": counts, "queries": table.to_pylist()})
+    else:
+        print(format_inspection(table, counts))
+    return 0

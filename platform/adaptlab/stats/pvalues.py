@@ -1,0 +1,153 @@
+"""p-values a reviewer can defend: multiplicity adjustment, exact paired tests for small
+samples, and how p-values are printed.
+
+**Multiplicity** (:func:`adjust_pvalues`), within one family of ``n`` tests (adaptlab's family:
+every paired comparison on one dataset and one measure). With the raw p-values sorted
+ascending, ``p_(1) <= ... <= p_(n)``:
+
+* Holm (1979), "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6:
+  ``p~_(i) = max_{j <= i} min(1, (n - j + 1) p_(j))``; controls the family-wise error rate.
+  The default.
+* Benjamini & Hochberg (1995), "Controlling the false discovery rate", JRSS B 57:
+  ``p~_(i) = min_{j >= i} min(1, n p_(j) / j)``; controls the false discovery rate
+  (equal to ``scipy.stats.false_discovery_control(p, method="bh")``).
+* ``"none"``: the raw p-values.
+
+**Small samples** (:func:`exact_paired_tests`): below :data:`SMALL_SAMPLE_Q` queries the
+percentile bootstrap is unreliable (with Q = 3 and one system better on every query it gives
+p = 0.002 and CI [1, 1]); every paired comparison then also gets the exact two-sided sign test
+(``scipy.stats.binomtest`` on the number of positive differences among the non-zero ones,
+p = 0.25 in that example) and the exact Wilcoxon signed-rank test (``scipy.stats.wilcoxon``,
+``method="exact"`` when there are no ties or zeros, else its normal approximation). The
+sign test is the one reported as ``p_exact`` (it assumes nothing about the differences' shape).
+
+**Printing** (:func:`format_p_value`): a bootstrap p-value is never below ``1/(m+1)`` one-sided
+or ``2/(m+1)`` two-sided (the observed sample counts once); when it sits at that floor it prints
+as a bound, ``<= 2/(m+1)``, e.g. ``<= 5.0e-05`` for a two-sided p with m = 39999, never as
+0.0000. Other p-values print with 4 significant digits, in scientific notation below 1e-3.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from adaptlab.errors import ConfigError
+
+__all__ = [
+    "ADJUSTMENTS",
+    "SMALL_SAMPLE_Q",
+    "ExactTests",
+    "adjust_pvalues",
+    "exact_paired_tests",
+    "format_p_value",
+]
+
+ADJUSTMENTS: tuple[str, ...] = ("holm", "bh", "none")
+"""Accepted multiplicity adjustments: Holm (default), Benjamini-Hochberg, none."""
+
+SMALL_SAMPLE_Q: int = 30
+"""Below this many queries, paired comparisons also carry exact tests and a warning."""
+
+
+def check_adjustment(adjustment: object) -> str:
+    if adjustment not in ADJUSTMENTS:
+        raise ConfigError(f"adjustment={adjustment!r} is not valid; expected one of {', '.join(ADJUSTMENTS)}")
+    return str(adjustment)
+
+
+def adjust_pvalues(p: Sequence[float] | np.ndarray, adjustment: str = "holm") -> np.ndarray:
+    """Adjusted p-values of one family, in the input order (formulas in the module doc).
+
+    >>> adjust_pvalues([0.01, 0.04, 0.03], "holm").round(4).tolist()
+    [0.03, 0.06, 0.06]
+    """
+    adjustment = check_adjustment(adjustment)
+    arr = np.asarray(p, dtype=np.float64).ravel()
+    if arr.size == 0:
+        return arr.copy()
+    if np.any(~np.isfinite(arr)) or np.any((arr < 0) | (arr > 1)):
+        raise ConfigError(f"p-values must be finite numbers in [0, 1], got {arr.tolist()}")
+    n = arr.size
+    if adjustment == "none":
+        return arr.copy()
+    order = np.argsort(arr, kind="stable")
+    ps = arr[order]
+    if adjustment == "holm":
+        adj = np.maximum.accumulate(np.minimum(1.0, (n - np.arange(n)) * ps))
+    else:
+        adj = np.minimum.accumulate(np.minimum(1.0, n * ps / np.arange(1, n + 1))[::-1])[::-1]
+    out = np.empty(n)
+    out[order] = adj
+    return out
+
+
+@dataclass(frozen=True)
+class ExactTests:
+    """Exact paired tests of per-query differences ``d = a - b``."""
+
+    n: int
+    n_nonzero: int
+    n_positive: int
+    sign_p: float
+    wilcoxon_p: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "n_nonzero": self.n_nonzero, "n_positive": self.n_positive,
+                "sign_p": self.sign_p, "wilcoxon_p": self.wilcoxon_p}
+
+
+def exact_paired_tests(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray | None = None,
+                       ) -> ExactTests:
+    """Two-sided exact sign test and Wilcoxon signed-rank test of the paired differences
+    ``a - b`` (or of ``a`` itself when ``b`` is None); p = 1 when every difference is 0."""
+    from scipy.stats import binomtest, wilcoxon
+
+    d = np.asarray(a, dtype=np.float64) - (0.0 if b is None else np.asarray(b, dtype=np.float64))
+    d = d.ravel()
+    if d.size == 0 or not np.all(np.isfinite(d)):
+        raise ConfigError("exact_paired_tests needs finite paired differences")
+    scale = float(np.max(np.abs(d))) if d.size else 0.0
+    nz = d[np.abs(d) > 1e-12 * max(scale, 1.0)]
+    pos = int((nz > 0).sum())
+    if nz.size == 0:
+        return ExactTests(int(d.size), 0, 0, 1.0, 1.0)
+    sign_p = float(binomtest(pos, int(nz.size), 0.5, alternative="two-sided").pvalue)
+    exact = nz.size == d.size and np.unique(np.abs(nz)).size == nz.size
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        w = wilcoxon(nz, method="exact" if exact else "auto")
+    return ExactTests(int(d.size), int(nz.size), pos, sign_p, float(w.pvalue))
+
+
+def format_p_value(p: float | None, n_resamples: int | None = None, *, sides: int = 2) -> str:
+    """``p`` for a table. With ``n_resamples`` (a bootstrap p-value from ``m`` resamples), a p
+    at the resolution floor ``sides/(m+1)`` (the smallest value the bootstrap can give:
+    ``1/(m+1)`` one-sided, ``2/(m+1)`` two-sided) prints as ``<= floor``; otherwise 4
+    significant digits, scientific below 1e-3 (never ``0.0000``)."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "n/a"
+    p = float(p)
+    if n_resamples:
+        floor = float(sides) / (int(n_resamples) + 1)
+        if p <= floor * (1 + 1e-9):
+            return f"<= {floor:.2g}" if floor >= 1e-3 else f"<= {floor:.1e}"
+    if p == 0.0:
+        return "< 1e-300"
+    if p < 1e-3:
+        return f"{p:.2e}"
+    return f"{p:.4g}"
+
+
+def ci_label(confidence: float | None, method: str | None = None) -> str:
+    """``"95% CI"`` from the confidence level (and ``"95% CI (bca)"`` for a non-percentile method)."""
+    if confidence is None or (isinstance(confidence, float) and math.isnan(confidence)):
+        return "CI"
+    pct = float(confidence) * 100
+    txt = f"{pct:.0f}% CI" if abs(pct - round(pct)) < 1e-9 else f"{pct:g}% CI"
+    return txt if not method or method == "percentile" else f"{txt} ({method})"

@@ -1,0 +1,120 @@
+import dataclasses
+
+import numpy as np
+import pytest
+import scipy.stats as ss
+
+from adaptlab.errors import ConfigError
+from adaptlab.stats import BootstrapConfig, bootstrap_ci, paired_bootstrap, resample_indices
+from adaptlab.stats.intervals import bca_interval, jeffreys_interval, wilson_interval
+from adaptlab.stats.pvalues import adjust_pvalues, ci_label, exact_paired_tests, format_p_value
+
+
+def test_holm_by_hand_and_bh_equals_scipy():
+    p = np.array([0.01, 0.04, 0.03, 0.5])
+    # Holm: sorted 0.01, 0.03, 0.04, 0.5 -> 4*0.01, max(., 3*0.03), max(., 2*0.04), max(., 0.5)
+    np.testing.assert_allclose(adjust_pvalues(p, "holm"), [0.04, 0.09, 0.09, 0.5])
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        q = rng.random(int(rng.integers(1, 30))) ** 3
+        np.testing.assert_allclose(adjust_pvalues(q, "bh"), ss.false_discovery_control(q, method="bh"))
+    np.testing.assert_array_equal(adjust_pvalues(p, "none"), p)
+    with pytest.raises(ConfigError, match="adjustment"):
+        adjust_pvalues(p, "bonferroni")
+
+
+def test_exact_tests_on_three_queries_equal_scipy():
+    # Q = 3, A better on every query: the bootstrap says p = 0.002, the exact sign test 0.25
+    a, b = np.array([1.0, 1.0, 1.0]), np.zeros(3)
+    t = exact_paired_tests(a, b)
+    assert t.sign_p == pytest.approx(ss.binomtest(3, 3).pvalue) == pytest.approx(0.25)
+    assert t.wilcoxon_p == pytest.approx(0.25)
+    boot = paired_bootstrap(np.vstack([a, b]), n_resamples=999, seed=0)[0]
+    assert boot.p_value < 0.01  # why small samples need the exact test
+    d = np.array([0.5, -0.2, 0.9, 0.3, 0.0, 0.7, -0.1, 0.4])
+    t = exact_paired_tests(d)
+    assert t.n_nonzero == 7 and t.n_positive == 5
+    assert t.sign_p == pytest.approx(ss.binomtest(5, 7).pvalue)
+    assert t.wilcoxon_p == pytest.approx(ss.wilcoxon(d[d != 0], method="exact").pvalue)
+    assert exact_paired_tests(np.zeros(4)).sign_p == 1.0
+
+
+def test_p_value_printing():
+    assert format_p_value(2 / 40002, n_resamples=40001) == "<= 5.0e-05"
+    assert format_p_value(1 / 40002, n_resamples=40001, sides=1) == "<= 2.5e-05"
+    assert format_p_value(2 / 1000, n_resamples=999) == "<= 0.002"
+    assert format_p_value(0.01, n_resamples=999) == "0.01"
+    assert format_p_value(3e-127) == "3.00e-127"
+    assert format_p_value(0.04321) == "0.04321"
+    assert format_p_value(None) == "n/a"
+    assert "0.0000" not in format_p_value(0.0)
+
+
+def test_ci_label_from_confidence():
+    assert ci_label(0.95) == "95% CI" and ci_label(0.9) == "90% CI" and ci_label(0.975, "bca") == "97.5% CI (bca)"
+
+
+def test_oversampling_is_an_error_unless_asked_for():
+    values = (np.random.default_rng(0).random(50) < 0.5).astype(float)
+    with pytest.raises(ConfigError, match="exceeds the 50 queries"):
+        bootstrap_ci(values, n_resamples=100, sample_size=5000)
+    with pytest.raises(ConfigError, match="paper setting"):
+        resample_indices(80, n_resamples=500, sample_size=100)
+    with pytest.raises(ConfigError, match="allow_oversampling"):
+        paired_bootstrap(np.vstack([values, values[::-1]]), n_resamples=100, sample_size=51)
+    wide = bootstrap_ci(values, n_resamples=2000, seed=0)
+    narrow = bootstrap_ci(values, n_resamples=2000, sample_size=5000, seed=0, allow_oversampling=True)
+    assert narrow.ci_high[0] - narrow.ci_low[0] < 0.2 * (wide.ci_high[0] - wide.ci_low[0])
+    cfg = BootstrapConfig(n_resamples=100, sample_size=5000, allow_oversampling=True)
+    assert bootstrap_ci(values, **cfg.kwargs()).sample_size == 5000
+
+
+def test_config_fields_validated_and_defaults_keep_todays_numbers():
+    assert BootstrapConfig().interval == "percentile" and BootstrapConfig().adjustment == "holm"
+    with pytest.raises(ConfigError, match="interval"):
+        BootstrapConfig(interval="basic")
+    with pytest.raises(ConfigError, match="adjustment"):
+        BootstrapConfig(adjustment="bonf")
+    v = np.random.default_rng(3).random((2, 120))
+    r = bootstrap_ci(v, n_resamples=500, seed=4, method="index", keep_distribution=True)
+    lo, hi = np.percentile(r.distribution, [2.5, 97.5], axis=1)
+    np.testing.assert_allclose(r.ci_low, lo) and np.testing.assert_allclose(r.ci_high, hi)
+    assert r.interval == "percentile"
+
+
+def _scipy_bca(x, dist, conf):
+    seed_res = ss.bootstrap((x,), np.mean, n_resamples=10, method="BCa", confidence_level=conf, random_state=0)
+    given = dataclasses.replace(seed_res, bootstrap_distribution=dist)
+    return ss.bootstrap((x,), np.mean, n_resamples=0, method="BCa", confidence_level=conf,
+                        bootstrap_result=given).confidence_interval
+
+
+def test_bca_equals_scipy_on_the_same_resamples():
+    x = np.random.default_rng(1).exponential(size=80)
+    r = bootstrap_ci(x, n_resamples=3000, seed=0, method="index", keep_distribution=True, interval="bca")
+    ci = _scipy_bca(x, r.distribution[0], 0.95)
+    assert r.interval == "bca"
+    assert r.ci_low[0] == pytest.approx(ci.low) and r.ci_high[0] == pytest.approx(ci.high)
+    lo, hi = bca_interval(x, r.distribution[0], 0.9)
+    ci = _scipy_bca(x, r.distribution[0], 0.9)
+    assert (lo, hi) == pytest.approx((ci.low, ci.high))
+    with pytest.raises(ConfigError, match="bca"):
+        bootstrap_ci(x, n_resamples=100, sample_size=40, interval="bca")
+    d = paired_bootstrap(np.vstack([x, x[::-1] * 0.9]), n_resamples=500, seed=0, interval="bca")[0]
+    assert d.interval == "bca" and d.ci_low < d.diff < d.ci_high
+
+
+def test_wilson_and_jeffreys_for_accuracies():
+    acc = np.r_[np.ones(990), np.zeros(10)]
+    perc = bootstrap_ci(acc, n_resamples=2000, seed=0)
+    w = bootstrap_ci(acc, n_resamples=2000, seed=0, interval="wilson")
+    ref = ss.binomtest(990, 1000).proportion_ci(confidence_level=0.95, method="wilson")
+    assert w.interval == "wilson" and (w.ci_low[0], w.ci_high[0]) == pytest.approx((ref.low, ref.high))
+    j = bootstrap_ci(acc, n_resamples=2000, seed=0, interval="jeffreys")
+    assert j.ci_low[0] == pytest.approx(ss.beta.ppf(0.025, 990.5, 10.5))
+    assert j.ci_high[0] < 1.0 and w.ci_high[0] < 1.0
+    assert perc.point[0] == w.point[0] and perc.boot_mean[0] == w.boot_mean[0]
+    all_right = np.ones(20)
+    assert wilson_interval(all_right, 0.95)[0] < 1.0 and jeffreys_interval(all_right, 0.95)[1] == 1.0
+    # non-binary values fall back to the percentile interval and say so
+    assert bootstrap_ci(np.linspace(0, 1, 30), n_resamples=200, interval="wilson").interval == "percentile"
