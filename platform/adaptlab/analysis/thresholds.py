@@ -196,6 +196,68 @@ def _choose(ok: np.ndarray) -> int | None:
     return int(where.max()) if where.size else None
 
 
+def _check_scores(topk_scores: np.ndarray, gold_rank: np.ndarray, k: int | None,
+                  ) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(topk [Q, k] float64, rank [Q], k)``: the scores cut to the first ``k`` columns (default:
+    all K) and the gold ranks with those outside ``1..k`` set to 0 (no hit)."""
+    topk = np.asarray(topk_scores, dtype=np.float64)
+    if topk.ndim != 2 or topk.shape[0] == 0:
+        raise ConfigError(f"topk_scores must be a non-empty [Q, K] array, got shape {topk.shape}")
+    if np.isinf(topk).any():
+        raise ConfigError("topk_scores holds infinite similarities; only finite values (NaN = not retrieved)")
+    k = topk.shape[1] if k is None else int(k)
+    if not 1 <= k <= topk.shape[1]:
+        raise ConfigError(f"k must be in [1, {topk.shape[1]}], got {k}")
+    topk = topk[:, :k]
+    q = topk.shape[0]
+    rank = np.asarray(gold_rank, dtype=np.int64)
+    if rank.shape != (q,):
+        raise ConfigError(f"gold_rank must have shape ({q},), got {rank.shape}")
+    rank = np.where((rank >= 1) & (rank <= k), rank, 0)
+    return topk, rank, k
+
+
+def _check_rule(psi_grid: Sequence[float], test: str, gamma: str, margin: float) -> np.ndarray:
+    """Check ``psi_grid``, ``test``, ``gamma`` and ``margin``; return the grid sorted, float64."""
+    psi = np.asarray(list(psi_grid), dtype=np.float64)
+    if psi.size == 0 or np.any((psi < 0) | (psi > 100)):
+        raise ConfigError(f"psi_grid must be non-empty percentiles in [0, 100], got {list(psi_grid)}")
+    psi = np.sort(psi)
+    if test not in TESTS:
+        raise ConfigError(f"test={test!r} is not valid; expected one of {', '.join(TESTS)}")
+    if gamma not in GAMMAS:
+        raise ConfigError(f"gamma={gamma!r} is not valid; expected one of {', '.join(GAMMAS)}")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0.0 <= float(margin) < 1.0:
+        raise ConfigError(f"margin must be an accuracy loss in [0, 1) (0.01 = one point), got {margin!r}")
+    return psi
+
+
+def _margin_indices(q: int, idx: np.ndarray, cfg: BootstrapConfig, *, given: bool) -> np.ndarray:
+    """The resamples of the margin rule, all ``Q`` queries each: ``idx`` itself when its
+    resamples already have ``l = Q`` (given ``indices``, or ``sample_size`` unset or ``Q``), else
+    ``m`` fresh resamples of ``Q`` from ``cfg.seed``."""
+    if idx.shape[1] == q and (given or cfg.sample_size in (None, q)):
+        return idx
+    return np.asarray(resample_indices(q, n_resamples=idx.shape[0], seed=cfg.seed), dtype=np.int64)
+
+
+def _hits(topk: np.ndarray, rank: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """``[1 + P, Q]`` float64 hits: row 0 the plain top-K hit ``1[1 <= rank_q <= K]``, row
+    ``1 + i`` the thresholded hit ``1[1 <= rank_q <= K and s_q >= tau_i]``."""
+    q = topk.shape[0]
+    hit = rank > 0
+    gold_score = np.full(q, -np.inf)
+    gold_score[hit] = topk[np.flatnonzero(hit), rank[hit] - 1]
+    return np.vstack([hit[None, :], hit[None, :] & (gold_score[None, :] >= tau[:, None])]).astype(np.float64)
+
+
+def _removed(topk: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Fraction of the retrieved top-K documents with similarity below each ``tau``."""
+    retrieved = np.isfinite(topk)
+    n_ret = max(int(retrieved.sum()), 1)
+    return np.array([float((retrieved & (topk < t)).sum()) / n_ret for t in tau])
+
+
 def thresholds_from_arrays(
     topk_scores: np.ndarray,
     gold_rank: np.ndarray,
@@ -220,49 +282,20 @@ def thresholds_from_arrays(
     the top-K, 0 if absent). ``indices`` [m, l] overrides the drawn resamples of the grid and
     of ``test="paper"``; the margin rule always resamples all Q queries (the given ``indices``
     when they have l = Q, else ``m`` fresh resamples of Q from ``seed``)."""
-    topk = np.asarray(topk_scores, dtype=np.float64)
-    if topk.ndim != 2 or topk.shape[0] == 0:
-        raise ConfigError(f"topk_scores must be a non-empty [Q, K] array, got shape {topk.shape}")
-    if np.isinf(topk).any():
-        raise ConfigError("topk_scores holds infinite similarities; only finite values (NaN = not retrieved)")
-    k = topk.shape[1] if k is None else int(k)
-    if not 1 <= k <= topk.shape[1]:
-        raise ConfigError(f"k must be in [1, {topk.shape[1]}], got {k}")
-    topk = topk[:, :k]
+    topk, rank, k = _check_scores(topk_scores, gold_rank, k)
+    psi = _check_rule(psi_grid, test, gamma, margin)
     q = topk.shape[0]
-    rank = np.asarray(gold_rank, dtype=np.int64)
-    if rank.shape != (q,):
-        raise ConfigError(f"gold_rank must have shape ({q},), got {rank.shape}")
-    rank = np.where((rank >= 1) & (rank <= k), rank, 0)
-    psi = np.asarray(list(psi_grid), dtype=np.float64)
-    if psi.size == 0 or np.any((psi < 0) | (psi > 100)):
-        raise ConfigError(f"psi_grid must be non-empty percentiles in [0, 100], got {list(psi_grid)}")
-    psi = np.sort(psi)
-    if test not in TESTS:
-        raise ConfigError(f"test={test!r} is not valid; expected one of {', '.join(TESTS)}")
-    if gamma not in GAMMAS:
-        raise ConfigError(f"gamma={gamma!r} is not valid; expected one of {', '.join(GAMMAS)}")
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0.0 <= float(margin) < 1.0:
-        raise ConfigError(f"margin must be an accuracy loss in [0, 1) (0.01 = one point), got {margin!r}")
     cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
                              confidence=confidence)
     idx = draw_indices(q, cfg, indices=indices)
-    if idx.shape[1] == q and (indices is not None or cfg.sample_size in (None, q)):
-        full = idx
-    else:
-        full = np.asarray(resample_indices(q, n_resamples=idx.shape[0], seed=cfg.seed), dtype=np.int64)
+    full = _margin_indices(q, idx, cfg, given=indices is not None)
 
     qmin = np.where(np.isnan(topk), np.inf, topk).min(axis=1)  # K-th (lowest retrieved) similarity
     qmin[np.isinf(qmin)] = np.nan  # nothing retrieved
     tau = _taus(qmin, idx, psi, gamma)
-    hit = rank > 0
-    gold_score = np.full(q, -np.inf)
-    gold_score[hit] = topk[np.flatnonzero(hit), rank[hit] - 1]
-    hits = np.vstack([hit[None, :], hit[None, :] & (gold_score[None, :] >= tau[:, None])]).astype(np.float64)
+    hits = _hits(topk, rank, tau)
     point = hits.mean(axis=1)
-    retrieved = np.isfinite(topk)
-    n_ret = max(int(retrieved.sum()), 1)
-    removed = np.array([float((retrieved & (topk < t)).sum()) / n_ret for t in tau])
+    removed = _removed(topk, tau)
 
     conf = float(cfg.confidence)
     means_p = resample_means(hits, idx)  # [B, 1 + P]

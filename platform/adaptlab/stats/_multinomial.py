@@ -27,6 +27,8 @@ to floating-point rounding of the CDF, like numpy's own samplers. Cost per resam
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.special import gammaln, pdtr, pdtrc
 
@@ -38,6 +40,149 @@ _CHUNK_ELEMS = 1 << 18  # proposals x categories per vectorised step
 _MAX_BUCKETS = 1 << 22  # guide buckets of one table set (32 MiB); fewer per category beyond
 _TWO37 = 2.0**37
 _TWO_M53 = 2.0**-53
+
+
+class _Boundaries(NamedTuple):
+    """The CDF boundaries ``F_e < 1`` of all categories and the guide buckets they fall in."""
+
+    entry: np.ndarray  # entry e of each boundary (per category a prefix of its entries)
+    cat: np.ndarray  # its category
+    bucket: np.ndarray  # floor(F_e * M_k): the bucket holding F_e (relative to the category)
+    exact: np.ndarray  # F_e * M_k is an integer: F_e is a bucket edge, not inside a bucket
+
+
+class _Runs(NamedTuple):
+    """Runs of consecutive guide buckets with one answer entry (one np.repeat builds them)."""
+
+    start: np.ndarray  # first global bucket of the run
+    entry: np.ndarray  # entry answered in the run
+    lengths: np.ndarray  # buckets in the run (0 for empty runs)
+
+
+def _window(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Table window ``lo..hi`` (``mean +- _N_SD sd``, widened) of each category, its entry
+    count ``n_ent`` (the values plus the two tail markers) and the offset ``c_off`` of its first
+    entry."""
+    sd = np.sqrt(lam)
+    lo = np.maximum(0.0, np.floor(lam - _N_SD * sd - 2.0)).astype(np.int64)
+    hi = np.ceil(lam + _N_SD * sd + 8.0).astype(np.int64)
+    width = hi - lo + 1
+    n_ent = width + 2
+    c_off = np.zeros(lam.size, np.int64)
+    np.cumsum(n_ent[:-1], out=c_off[1:])
+    return lo, hi, n_ent, c_off
+
+
+def _entry_cdf(
+    lam: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_ent: np.ndarray, c_off: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(cdf, evalue)`` of every entry: ``cdf[e] = P(X <= value_e)`` within the category (2.0,
+    a sentinel, at the upper marker) and the entry's value as float (-1.0 at both markers)."""
+    k_n = lam.size
+    total = int(n_ent.sum())
+    value = np.arange(total, dtype=np.int64) + np.repeat(lo - 1 - c_off, n_ent)
+    upper_marker = c_off + n_ent - 1
+    first_val = c_off + 1
+
+    # log pmf(x) - log pmf(lo) = sum_{i=lo+1}^{x} log(lam / i); one running sum over all
+    # categories (its magnitude stays small: each segment adds log pmf(hi) - log pmf(lo))
+    step = np.repeat(np.log(lam), n_ent) - np.log(np.maximum(value, 1).astype(np.float64))
+    step[c_off] = 0.0
+    step[upper_marker] = 0.0
+    step[first_val] = 0.0
+    cs = np.cumsum(step)
+    logp = cs - np.repeat(cs[first_val], n_ent)
+    logp[c_off] = -np.inf
+    logp[upper_marker] = -np.inf
+    peak = np.maximum.reduceat(logp, first_val)
+    pm = np.exp(logp - np.repeat(peak, n_ent))
+    # renormalise: P(X < lo) + window + P(X > hi) = 1 (the anchor pmf(lo) is never needed)
+    head = np.where(lo > 0, pdtr(np.maximum(lo - 1, 0), lam), 0.0)  # P(X < lo)
+    tail_hi = pdtrc(hi, lam)  # P(X > hi)
+    mass = np.add.reduceat(pm, first_val)
+    pm *= np.repeat((1.0 - head - tail_hi) / mass, n_ent)
+    pm[c_off] = head
+    cs = np.cumsum(pm)  # running total <= K: absolute CDF error ~ K * 1e-16
+    seg_start = np.zeros(k_n)
+    seg_start[1:] = cs[c_off[1:] - 1]
+    cdf = cs - np.repeat(seg_start, n_ent)
+    cdf[upper_marker] = 2.0  # sentinel: u < 2 always
+    evalue = value.astype(np.float64)
+    evalue[c_off] = -1.0  # tail markers
+    evalue[upper_marker] = -1.0
+    return cdf, evalue
+
+
+def _guide_bits(n_ent: np.ndarray) -> np.ndarray:
+    """``m_k``: about ``_GUIDE`` buckets per entry, ``2^1..2^16``, coarser for all categories
+    alike when their total would pass ``_MAX_BUCKETS``."""
+    m_bits = np.clip(np.ceil(np.log2(_GUIDE * n_ent)).astype(np.int64), 1, 16)
+    excess = int(np.sum(np.int64(1) << m_bits)) / _MAX_BUCKETS
+    if excess > 1:  # many categories: coarser guides (more draws take the exact slow path)
+        m_bits = np.maximum(m_bits - int(np.ceil(np.log2(excess))), 1)
+    return m_bits
+
+
+def _boundaries(cdf: np.ndarray, n_ent: np.ndarray, n_buck: np.ndarray) -> _Boundaries:
+    """Every boundary ``F_e < 1`` with the bucket ``floor(F_e M_k)`` it lies in."""
+    # boundaries F_e < 1 of each category form a prefix e = 0..n_b-1 (cdf is monotone)
+    bnd = np.flatnonzero(cdf < 1.0)
+    bcat = np.repeat(np.arange(n_ent.size), n_ent)[bnd]
+    scaled = cdf[bnd] * n_buck[bcat]  # exact: power-of-two scaling
+    b_idx = np.floor(scaled).astype(np.int64)
+    return _Boundaries(bnd, bcat, b_idx, scaled == b_idx)
+
+
+def _guide_runs(c_off: np.ndarray, g_off: np.ndarray, n_buck: np.ndarray, b: _Boundaries,
+                ) -> _Runs:
+    """Runs of buckets with a constant count of boundaries below them: per category one run
+    answering its lower marker, then after each boundary ``F_e`` a run answering entry ``e + 1``
+    from the first bucket whose lower edge is ``>= F_e``."""
+    k_n = c_off.size
+    g_total = int(n_buck.sum())
+    first = np.minimum(b.bucket + (~b.exact), n_buck[b.cat])  # first bucket with edge >= F_e
+    n_b = np.bincount(b.cat, minlength=k_n)
+    r_off = np.zeros(k_n, np.int64)
+    np.cumsum(n_b[:-1] + 1, out=r_off[1:])
+    n_runs = int(n_b.sum()) + k_n
+    run_start = np.empty(n_runs, np.int64)
+    run_entry = np.empty(n_runs, np.int64)
+    run_start[r_off] = g_off
+    run_entry[r_off] = c_off
+    slot = r_off[b.cat] + 1 + (b.entry - c_off[b.cat])
+    run_start[slot] = g_off[b.cat] + first
+    run_entry[slot] = b.entry + 1
+    lengths = np.diff(run_start, append=g_total)
+    return _Runs(run_start, run_entry, lengths)
+
+
+def _flagged_buckets(evalue: np.ndarray, g_off: np.ndarray, b: _Boundaries, runs: _Runs,
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(fb, n_in, e0)``, sorted by global bucket ``fb``: the buckets that need the 53-bit
+    uniform, their count of boundaries strictly inside, and the entry answered below the first."""
+    # flagged buckets: a boundary strictly inside (ins_b is sorted: group by bucket), or a
+    # tail marker as the answer (rare: a marker's mass, <~1e-6, is below a bucket's 1/M)
+    ins = np.flatnonzero(~b.exact)
+    ins_b = g_off[b.cat[ins]] + b.bucket[ins]
+    starts = np.flatnonzero(np.diff(ins_b, prepend=-1))
+    fb = ins_b[starts]
+    n_in = np.diff(starts, append=ins.size)
+    e0 = b.entry[ins[starts]]  # entry answered below the first inside boundary
+    mrun = np.flatnonzero((evalue[runs.entry] < 0) & (runs.lengths > 0))
+    if mrun.size:
+        m_len = runs.lengths[mrun]
+        m_b = np.repeat(runs.start[mrun] - np.cumsum(m_len) + m_len, m_len)
+        m_b += np.arange(m_b.size)
+        m_e = np.repeat(runs.entry[mrun], m_len)
+        at = np.minimum(np.searchsorted(fb, m_b), max(fb.size - 1, 0))
+        new = (fb[at] != m_b) if fb.size else np.ones(m_b.size, bool)
+        if new.any():  # marker buckets without an inside boundary (not seen in practice)
+            fb = np.concatenate((fb, m_b[new]))
+            n_in = np.concatenate((n_in, np.zeros(int(new.sum()), np.int64)))
+            e0 = np.concatenate((e0, m_e[new]))
+            order = np.argsort(fb, kind="stable")
+            fb, n_in, e0 = fb[order], n_in[order], e0[order]
+    return fb, n_in, e0
 
 
 class PoissonTables:
@@ -55,98 +200,20 @@ class PoissonTables:
         lam = np.asarray(lam, dtype=np.float64)
         if lam.ndim != 1 or lam.size == 0 or not np.all(lam > 0) or not np.all(np.isfinite(lam)):
             raise ValueError("PoissonTables needs a non-empty 1-D array of positive finite means")
-        k_n = lam.size
-        sd = np.sqrt(lam)
-        lo = np.maximum(0.0, np.floor(lam - _N_SD * sd - 2.0)).astype(np.int64)
-        hi = np.ceil(lam + _N_SD * sd + 8.0).astype(np.int64)
-        width = hi - lo + 1
-        n_ent = width + 2
-        c_off = np.zeros(k_n, np.int64)
-        np.cumsum(n_ent[:-1], out=c_off[1:])
-        total = int(n_ent.sum())
-        value = np.arange(total, dtype=np.int64) + np.repeat(lo - 1 - c_off, n_ent)
-        upper_marker = c_off + n_ent - 1
-        first_val = c_off + 1
-
-        # log pmf(x) - log pmf(lo) = sum_{i=lo+1}^{x} log(lam / i); one running sum over all
-        # categories (its magnitude stays small: each segment adds log pmf(hi) - log pmf(lo))
-        step = np.repeat(np.log(lam), n_ent) - np.log(np.maximum(value, 1).astype(np.float64))
-        step[c_off] = 0.0
-        step[upper_marker] = 0.0
-        step[first_val] = 0.0
-        cs = np.cumsum(step)
-        logp = cs - np.repeat(cs[first_val], n_ent)
-        logp[c_off] = -np.inf
-        logp[upper_marker] = -np.inf
-        peak = np.maximum.reduceat(logp, first_val)
-        pm = np.exp(logp - np.repeat(peak, n_ent))
-        # renormalise: P(X < lo) + window + P(X > hi) = 1 (the anchor pmf(lo) is never needed)
-        head = np.where(lo > 0, pdtr(np.maximum(lo - 1, 0), lam), 0.0)  # P(X < lo)
-        tail_hi = pdtrc(hi, lam)  # P(X > hi)
-        mass = np.add.reduceat(pm, first_val)
-        pm *= np.repeat((1.0 - head - tail_hi) / mass, n_ent)
-        pm[c_off] = head
-        cs = np.cumsum(pm)  # running total <= K: absolute CDF error ~ K * 1e-16
-        seg_start = np.zeros(k_n)
-        seg_start[1:] = cs[c_off[1:] - 1]
-        cdf = cs - np.repeat(seg_start, n_ent)
-        cdf[upper_marker] = 2.0  # sentinel: u < 2 always
-        evalue = value.astype(np.float64)
-        evalue[c_off] = -1.0  # tail markers
-        evalue[upper_marker] = -1.0
+        lo, hi, n_ent, c_off = _window(lam)
+        cdf, evalue = _entry_cdf(lam, lo, hi, n_ent, c_off)
+        total = cdf.size
 
         # guide buckets: bucket j of category k covers u in [j/M_k, (j+1)/M_k)
-        m_bits = np.clip(np.ceil(np.log2(_GUIDE * n_ent)).astype(np.int64), 1, 16)
-        excess = int(np.sum(np.int64(1) << m_bits)) / _MAX_BUCKETS
-        if excess > 1:  # many categories: coarser guides (more draws take the exact slow path)
-            m_bits = np.maximum(m_bits - int(np.ceil(np.log2(excess))), 1)
+        m_bits = _guide_bits(n_ent)
         n_buck = np.int64(1) << m_bits
-        g_off = np.zeros(k_n, np.int64)
+        g_off = np.zeros(lam.size, np.int64)
         np.cumsum(n_buck[:-1], out=g_off[1:])
         g_total = int(n_buck.sum())
-        # boundaries F_e < 1 of each category form a prefix e = 0..n_b-1 (cdf is monotone)
-        bnd = np.flatnonzero(cdf < 1.0)
-        bcat = np.repeat(np.arange(k_n), n_ent)[bnd]
-        scaled = cdf[bnd] * n_buck[bcat]  # exact: power-of-two scaling
-        b_idx = np.floor(scaled).astype(np.int64)
-        exact = scaled == b_idx
-        first = np.minimum(b_idx + (~exact), n_buck[bcat])  # first bucket with edge >= F_e
-        # runs of buckets with a constant count of boundaries below: one np.repeat
-        n_b = np.bincount(bcat, minlength=k_n)
-        r_off = np.zeros(k_n, np.int64)
-        np.cumsum(n_b[:-1] + 1, out=r_off[1:])
-        n_runs = int(n_b.sum()) + k_n
-        run_start = np.empty(n_runs, np.int64)
-        run_entry = np.empty(n_runs, np.int64)
-        run_start[r_off] = g_off
-        run_entry[r_off] = c_off
-        slot = r_off[bcat] + 1 + (bnd - c_off[bcat])
-        run_start[slot] = g_off[bcat] + first
-        run_entry[slot] = bnd + 1
-        lengths = np.diff(run_start, append=g_total)
-        gval = np.repeat(evalue[run_entry], lengths)
-        # flagged buckets: a boundary strictly inside (ins_b is sorted: group by bucket), or a
-        # tail marker as the answer (rare: a marker's mass, <~1e-6, is below a bucket's 1/M)
-        ins = np.flatnonzero(~exact)
-        ins_b = g_off[bcat[ins]] + b_idx[ins]
-        starts = np.flatnonzero(np.diff(ins_b, prepend=-1))
-        fb = ins_b[starts]
-        n_in = np.diff(starts, append=ins.size)
-        e0 = bnd[ins[starts]]  # entry answered below the first inside boundary
-        mrun = np.flatnonzero((evalue[run_entry] < 0) & (lengths > 0))
-        if mrun.size:
-            m_len = lengths[mrun]
-            m_b = np.repeat(run_start[mrun] - np.cumsum(m_len) + m_len, m_len)
-            m_b += np.arange(m_b.size)
-            m_e = np.repeat(run_entry[mrun], m_len)
-            at = np.minimum(np.searchsorted(fb, m_b), max(fb.size - 1, 0))
-            new = (fb[at] != m_b) if fb.size else np.ones(m_b.size, bool)
-            if new.any():  # marker buckets without an inside boundary (not seen in practice)
-                fb = np.concatenate((fb, m_b[new]))
-                n_in = np.concatenate((n_in, np.zeros(int(new.sum()), np.int64)))
-                e0 = np.concatenate((e0, m_e[new]))
-                order = np.argsort(fb, kind="stable")
-                fb, n_in, e0 = fb[order], n_in[order], e0[order]
+        bnd = _boundaries(cdf, n_ent, n_buck)
+        runs = _guide_runs(c_off, g_off, n_buck, bnd)
+        gval = np.repeat(evalue[runs.entry], runs.lengths)
+        fb, n_in, e0 = _flagged_buckets(evalue, g_off, bnd, runs)
         low_val = evalue[e0]
         high_val = evalue[np.minimum(e0 + 1, total - 1)]
         single = (n_in == 1) & (low_val >= 0) & (high_val >= 0)
@@ -155,7 +222,7 @@ class PoissonTables:
         self.lam = lam
         self.lo = lo
         self.hi = hi
-        self.size = k_n
+        self.size = lam.size
         self.n_entries = total
         self.n_buckets = g_total
         self._cdf = cdf

@@ -190,6 +190,44 @@ def _rng(seed: int, *key: int) -> np.random.Generator:
     return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=key)))
 
 
+# ----------------------------------------------------------------------------- bootstrap_ci steps
+def _ci_path(arr: np.ndarray, method: str, m: int, l: int) -> tuple[str, list[K.Categories] | None]:
+    """The path of :func:`bootstrap_ci`: ``method`` itself, or for ``"auto"`` the one with the
+    smaller estimated cost (``K.index_cost`` against the summed ``K.multinomial_cost`` of the
+    rows), with the per-row categories built on the way (``None`` when none were built)."""
+    if method != "auto":
+        return method, None
+    idx_cost = K.index_cost(m, l, arr.shape[0])
+    cats = [K.categories(r) for r in arr]
+    mult_cost = sum(K.multinomial_cost(c.counts, l, m) for c in cats)
+    return ("multinomial" if mult_cost < idx_cost else "index"), cats
+
+
+def _resampled_means(
+    arr: np.ndarray, chosen: str, cats: list[K.Categories] | None, *, m: int, l: int, seed: int,
+    backend: str, jobs: int,
+) -> np.ndarray:
+    """``[n_systems, m]`` resampled means ``x*_j`` of each row of ``arr`` along path ``chosen``:
+    ``"index"`` averages the shared resamples ``resample_indices(Q, m, l, seed)``; otherwise each
+    row's counts are drawn exactly from its own stream ``(seed, _KEY_SYSTEM, row)``."""
+    if chosen == "index":
+        xp = get_xp(backend)
+        boot = K.index_sums(arr, sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs).T
+        boot /= l
+        return boot
+    if cats is None:
+        cats = [K.categories(r) for r in arr]
+    boot = np.empty((arr.shape[0], m), np.float64)
+
+    def one(s: int) -> None:
+        c = cats[s]  # type: ignore[index]
+        sums = multinomial_sums(c.counts, c.values[:, None], l, m, _rng(seed, _KEY_SYSTEM, s))
+        boot[s] = sums[:, 0] / l
+
+    K.run_parallel(one, range(arr.shape[0]), jobs)
+    return boot
+
+
 # ----------------------------------------------------------------------------- public API
 def bootstrap_ci(
     values: Any,
@@ -232,36 +270,14 @@ def bootstrap_ci(
     """
     arr = _as_values(values)
     seed = check_seed(seed)
-    n_sys, n_q = arr.shape
+    n_q = arr.shape[1]
     m, l = check_sizes(n_q, n_resamples, sample_size, allow_oversampling)
     jobs = _check_options(confidence, method, backend, n_jobs)
     conf = float(confidence)
     interval = _check_interval(interval, n_q, l)
 
-    cats: list[K.Categories] | None = None
-    chosen = method
-    if method == "auto":
-        idx_cost = K.index_cost(m, l, n_sys)
-        cats = [K.categories(r) for r in arr]
-        mult_cost = sum(K.multinomial_cost(c.counts, l, m) for c in cats)
-        chosen = "multinomial" if mult_cost < idx_cost else "index"
-
-    if chosen == "index":
-        xp = get_xp(backend)
-        boot = K.index_sums(arr, sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs).T
-        boot /= l
-    else:
-        if cats is None:
-            cats = [K.categories(r) for r in arr]
-        boot = np.empty((n_sys, m), np.float64)
-
-        def one(s: int) -> None:
-            c = cats[s]  # type: ignore[index]
-            sums = multinomial_sums(c.counts, c.values[:, None], l, m, _rng(seed, _KEY_SYSTEM, s))
-            boot[s] = sums[:, 0] / l
-
-        K.run_parallel(one, range(n_sys), jobs)
-
+    chosen, cats = _ci_path(arr, method, m, l)
+    boot = _resampled_means(arr, chosen, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs)
     lo, hi, used = _intervals(arr, boot, conf, interval)
     return BootstrapResult(
         point=arr.mean(axis=1),
@@ -298,6 +314,99 @@ def _pairs(
     else:
         raise ConfigError(f"baseline={baseline!r} must be a system index, a name, or None")
     return [(i, base) for i in range(n_sys) if i != base]
+
+
+# ----------------------------------------------------------------------------- paired_bootstrap steps
+def _check_names(names: Sequence[str] | None, n_sys: int) -> list[str] | None:
+    """``names`` as strings, checked to be ``n_sys`` distinct ones (``None`` stays ``None``)."""
+    if names is None:
+        return None
+    names = [str(x) for x in names]
+    if len(names) != n_sys or len(set(names)) != n_sys:
+        raise ConfigError(f"names must be {n_sys} distinct strings (one per row); got {names}")
+    return names
+
+
+_PairCats = dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
+
+
+def _paired_path(
+    arr: np.ndarray, pairs: list[tuple[int, int]], used: list[int], method: str, m: int, l: int,
+) -> tuple[str, _PairCats, tuple[np.ndarray, np.ndarray] | None]:
+    """The path of :func:`paired_bootstrap` with what it needs: ``(chosen, pair_cats, joint)``.
+
+    ``"index"`` is taken as given. For ``"auto"`` / ``"multinomial"`` the estimated costs of the
+    index path (``"auto"`` only), the per-pair difference categories (``"multinomial"``) and one
+    shared draw over the distinct joint value tuples (``"multinomial-joint"``, when there are
+    few of them) are compared and the cheapest wins. Under ``"auto"`` a cheap upper bound on the
+    pair categories skips building them when the multinomial path is far costlier anyway.
+    """
+    pair_cats: _PairCats = {}
+    joint = None
+    if method not in ("auto", "multinomial"):
+        return method, pair_cats, joint
+    n_q = arr.shape[1]
+    cats = {s: K.categories(arr[s]) for s in used}
+    costs = {"index": K.index_cost(m, l, len(used))}
+    # cheap gate before building the pair categories: skip them when even an upper bound
+    # of their size makes the multinomial path far costlier than the index path
+    bound = sum(min(cats[a].size * cats[b].size, n_q) for a, b in pairs)
+    if method == "multinomial" or K.multinomial_cost_bound(bound, m) < 20 * costs["index"]:
+        pair_cats = {p: K.difference_categories(cats[p[0]], cats[p[1]]) for p in pairs}
+        costs["multinomial"] = sum(K.multinomial_cost(c, l, m) for _, c in pair_cats.values())
+        joint = K.joint_categories([cats[s] for s in used], arr[used])
+        if joint is not None:
+            costs["multinomial-joint"] = (K.multinomial_cost(joint[1], l, m)
+                                          + m * joint[1].size * len(used))
+    if method == "multinomial":
+        costs.pop("index")
+    return min(costs, key=costs.__getitem__), pair_cats, joint
+
+
+def _paired_differences(
+    arr: np.ndarray, pairs: list[tuple[int, int]], used: list[int], chosen: str, pair_cats: _PairCats,
+    joint: tuple[np.ndarray, np.ndarray] | None, *, m: int, l: int, seed: int, backend: str, jobs: int,
+) -> dict[tuple[int, int], np.ndarray]:
+    """The ``m`` resampled mean differences ``D*`` of each pair ``(a, b)`` along path ``chosen``.
+
+    ``"index"``: the rows ``used`` averaged over the shared ``resample_indices(Q, m, l, seed)``;
+    ``"multinomial-joint"``: one draw over the joint value tuples (stream ``(seed, _KEY_JOINT)``);
+    ``"multinomial"``: each pair's distinct differences drawn exactly from its own stream
+    ``(seed, _KEY_PAIR, a, b)``.
+    """
+    d_star: dict[tuple[int, int], np.ndarray] = {}
+    if chosen in ("index", "multinomial-joint"):
+        if chosen == "index":
+            xp = get_xp(backend)
+            means = K.index_sums(arr[used], sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs)
+            means /= l
+        else:
+            u_vals, counts = joint  # type: ignore[misc]
+            means = multinomial_sums(counts, u_vals, l, m, _rng(seed, _KEY_JOINT)) / l
+        col = {s: i for i, s in enumerate(used)}
+        for a, b in pairs:
+            d_star[(a, b)] = means[:, col[a]] - means[:, col[b]]
+        return d_star
+
+    def one(p: tuple[int, int]) -> None:
+        dv, dc = pair_cats[p]
+        sums = multinomial_sums(dc, dv[:, None], l, m, _rng(seed, _KEY_PAIR, p[0], p[1]))
+        d_star[p] = sums[:, 0] / l
+
+    K.run_parallel(one, pairs, jobs)
+    return d_star
+
+
+def _difference_interval(d: np.ndarray, ds: np.ndarray, conf: float, interval: str,
+                         ) -> tuple[float, float, str]:
+    """CI of the mean of the per-query differences ``d`` from their resampled means ``ds``:
+    BCa for ``interval="bca"``, else the percentile interval (``"wilson"``/``"jeffreys"`` do not
+    apply to differences); returns ``(low, high, interval used)``."""
+    if interval == "bca":
+        lo, hi = bca_interval(d, ds, conf)
+        return lo, hi, "bca"
+    lo, hi = K.percentile_interval(ds, conf)
+    return lo, hi, "percentile"
 
 
 def paired_bootstrap(
@@ -340,10 +449,7 @@ def paired_bootstrap(
     n_sys, n_q = arr.shape
     if n_sys < 2:
         raise DataError(f"paired_bootstrap needs at least 2 systems; values has shape {arr.shape}")
-    if names is not None:
-        names = [str(x) for x in names]
-        if len(names) != n_sys or len(set(names)) != n_sys:
-            raise ConfigError(f"names must be {n_sys} distinct strings (one per row); got {names}")
+    names = _check_names(names, n_sys)
     pairs = _pairs(n_sys, names, baseline)
     m, l = check_sizes(n_q, n_resamples, sample_size, allow_oversampling)
     jobs = _check_options(confidence, method, backend, n_jobs)
@@ -351,61 +457,15 @@ def paired_bootstrap(
     interval = _check_interval(interval, n_q, l)
     used = sorted({s for p in pairs for s in p})
 
-    d_star: dict[tuple[int, int], np.ndarray] = {}
-    chosen = method
-    cats: dict[int, K.Categories] = {}
-    pair_cats: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-    joint = None
-    if method in ("auto", "multinomial"):
-        cats = {s: K.categories(arr[s]) for s in used}
-        costs = {"index": K.index_cost(m, l, len(used))}
-        # cheap gate before building the pair categories: skip them when even an upper bound
-        # of their size makes the multinomial path far costlier than the index path
-        bound = sum(min(cats[a].size * cats[b].size, n_q) for a, b in pairs)
-        if method == "multinomial" or K.multinomial_cost_bound(bound, m) < 20 * costs["index"]:
-            pair_cats = {p: K.difference_categories(cats[p[0]], cats[p[1]]) for p in pairs}
-            costs["multinomial"] = sum(K.multinomial_cost(c, l, m) for _, c in pair_cats.values())
-            joint = K.joint_categories([cats[s] for s in used], arr[used])
-            if joint is not None:
-                costs["multinomial-joint"] = (K.multinomial_cost(joint[1], l, m)
-                                              + m * joint[1].size * len(used))
-        if method == "multinomial":
-            costs.pop("index")
-        chosen = min(costs, key=costs.__getitem__)
-
-    if chosen == "index":
-        xp = get_xp(backend)
-        sub = arr[used]
-        means = K.index_sums(sub, sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs)
-        means /= l
-        col = {s: i for i, s in enumerate(used)}
-        for a, b in pairs:
-            d_star[(a, b)] = means[:, col[a]] - means[:, col[b]]
-    elif chosen == "multinomial-joint":
-        u_vals, counts = joint  # type: ignore[misc]
-        means = multinomial_sums(counts, u_vals, l, m, _rng(seed, _KEY_JOINT)) / l
-        col = {s: i for i, s in enumerate(used)}
-        for a, b in pairs:
-            d_star[(a, b)] = means[:, col[a]] - means[:, col[b]]
-    else:
-        def one(p: tuple[int, int]) -> None:
-            dv, dc = pair_cats[p]
-            sums = multinomial_sums(dc, dv[:, None], l, m, _rng(seed, _KEY_PAIR, p[0], p[1]))
-            d_star[p] = sums[:, 0] / l
-
-        K.run_parallel(one, pairs, jobs)
-
+    chosen, pair_cats, joint = _paired_path(arr, pairs, used, method, m, l)
+    d_star = _paired_differences(arr, pairs, used, chosen, pair_cats, joint, m=m, l=l, seed=seed,
+                                 backend=backend, jobs=jobs)
     point = arr.mean(axis=1)
     out = []
     for a, b in pairs:
         ds = d_star[(a, b)]
+        lo, hi, how = _difference_interval(arr[a] - arr[b], ds, conf, interval)
         scale = float(np.max(np.abs(arr[a] - arr[b])))
-        if interval == "bca":
-            lo, hi = bca_interval(arr[a] - arr[b], ds, conf)
-            how = "bca"
-        else:
-            lo, hi = K.percentile_interval(ds, conf)
-            how = "percentile"
         p = float(K.two_sided_p_value(ds, _ZERO_TOL * scale))
         out.append(PairedDifference(
             a=names[a] if names is not None else a,
