@@ -74,3 +74,100 @@ def test_report_prints_adjusted_p_family_and_both_threshold_rules(store_root, tm
     assert "90% CI" in text  # label from the stored confidence, not hard-coded
     assert "Top-K removed" in text and "paper: " in text and "margin: " in text
     assert "| margin |" in text  # the default rule
+
+
+# ---------------------------------------------------------------- a scale study's store
+
+SCALE_NOISE = {"m-base": 1.6, "m-ft-s10": 1.0, "m-ft-s100": 0.7, "colbert-base": 1.4, "colbert-ft-s10": 0.8}
+TRAINED = {"steps": 12, "epochs_requested": 1, "epochs_completed": 2, "first_loss": 0.9, "last_loss": 0.4,
+           "relative_weight_change": 0.0015, "check_warnings": [],
+           "schedule": {"learning_rate": 2e-5, "warmup_steps": 2, "total_steps": 12, "nonzero_lr_steps": 11}}
+
+
+def _ndcg10(rank: np.ndarray) -> np.ndarray:
+    """Independent of the library: one gold document, nDCG@10 = 1/log2(1 + rank) within the top 10."""
+    r = np.asarray(rank, dtype=float)
+    return np.where((r > 0) & (r <= 10), 1.0 / np.log2(1.0 + np.maximum(r, 1.0)), 0.0)
+
+
+def _rr(rank: np.ndarray) -> np.ndarray:
+    return np.where(rank > 0, 1.0 / np.maximum(rank, 1), 0.0)
+
+
+@pytest.fixture(scope="module")
+def scale_store(tmp_path_factory, make_records):
+    import json
+
+    root = tmp_path_factory.mktemp("scale-store")
+    art = root.parent / (root.name + "-artifact")
+    art.mkdir()
+    (art / "manifest.json").write_text(json.dumps({"training": {"steps": 7, "triples": 56, "device": "cpu"}}))
+    systems = {
+        "m-ft-s10": {"variant": "ft", "n_documents": 10, "training": TRAINED},
+        "m-ft-s100": {"variant": "ft", "n_documents": 100,
+                      "training": {**TRAINED, "steps": 1, "relative_weight_change": 0.0,
+                                   "check_warnings": ["variant 'ft': weights moved by 0"]}},
+        "colbert-ft-s10": {"variant": "colbert-ft", "n_documents": 10, "artifact_path": str(art)},
+        "m-base": {"variant": "base", "n_documents": None},
+    }
+    runs, metrics, recs = [], [], {}
+    for s, noise in SCALE_NOISE.items():
+        rec = make_records(s, noise=noise, n_queries=40, k=10, seed=5)
+        recs[s] = rec
+        run = results.run_record(s, "synth", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0,
+                                 config={"k": 10, "systems": systems})
+        runs.append(run)
+        v = float(_ndcg10(rec.gold_rank).mean())
+        metrics.append({"run_id": run["run_id"], "system": s, "dataset": "synth", "measure": "ndcg@10", "value": v,
+                        "boot_mean": v, "ci_low": v - 0.05, "ci_high": v + 0.05, "n_queries": 40,
+                        "n_resamples": 100, "sample_size": 40, "seed": 0, "confidence": 0.95})
+    by = {r["system"]: r["run_id"] for r in runs}
+    for s, against, value in (("m-ft-s10", "m-base", 0.05), ("colbert-ft-s10", "m-base", 0.2)):
+        metrics.append({"run_id": by[s], "system": s, "dataset": "synth", "measure": "ndcg@10", "value": value,
+                        "boot_mean": value, "ci_low": value - 0.04, "ci_high": value + 0.04, "compared_to": against,
+                        "p_value": 0.04, "n_resamples": 100, "confidence": 0.95})
+    results.open(root, create=True).commit(runs, metrics, list(recs.values()))
+    return root, recs
+
+
+def _row_cells(text: str, first: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
+            if line.startswith(f"| {first} |")]
+
+
+def test_scale_report_training_ndcg_at_k_inspection(scale_store, tmp_path):
+    root, recs = scale_store
+    md = build_report(root, tmp_path / "rep", n_resamples=50)
+    text = md.read_text()
+    # Training table: from config.systems, and from the artifact manifest for the ColBERT
+    assert "## Training of the adapted models" in text
+    ft10 = _row_cells(text, "m-ft-s10")[0]
+    assert ft10[:11] == ["m-ft-s10", "ft", "10", "12", "1 -> 2", "2 / 12", "2e-05", "0.9000", "0.4000",
+                         "1.50e-03", "none"]
+    assert _row_cells(text, "colbert-ft-s10")[0][:6] == ["colbert-ft-s10", "colbert-ft", "10", "7", "n/a", "n/a"]
+    assert "m-ft-s100: weights unchanged" in text and "m-ft-s100: variant 'ft': weights moved by 0" in text
+    # nDCG@k, k = 1..10: at k = 10 the curve equals the stored ndcg@10 mean of every system
+    assert "### nDCG@k for k = 1..10 per data scale and variant" in text
+    for s, rec in recs.items():
+        row = next(r for r in _row_cells(text, s) if len(r) == 13)
+        assert float(row[10]) == pytest.approx(_ndcg10(rec.gold_rank).mean(), abs=5e-4)
+        assert float(row[1]) == pytest.approx((rec.gold_rank == 1).mean(), abs=5e-4)  # nDCG@1 = acc@1
+    # scale curves: gains only against the family's own base; the ColBERT-vs-minilm pair is not one
+    scale_rows = {r[0] + "@" + r[1]: r for r in _row_cells(text, "m ft") + _row_cells(text, "colbert ft")}
+    assert scale_rows["m ft@10"][4:6] == ["m-base", "0.0500"]
+    assert scale_rows["colbert ft@10"][4:6] == ["colbert-base", "none"]
+    assert "of colbert ft, m ft with its own base" in text  # m ft at 100 has no stored comparison either
+    # Inspection: win/loss counts from the per-query ranks beside the stored paired test
+    assert "### Inspection: adapted systems against their own base" in text
+    wl = next(r for r in _row_cells(text, "m-ft-s10") if len(r) == 7)
+    diff = _rr(recs["m-ft-s10"].gold_rank) - _rr(recs["m-base"].gold_rank)
+    assert wl[1:6] == ["m-base", "40", str(int((diff > 0).sum())), str(int((diff < 0).sum())),
+                       str(int((diff == 0).sum()))]
+    assert wl[6].startswith("ndcg@10: 0.0500 [0.0100, 0.0900], p 0.04")
+    cwl = next(r for r in _row_cells(text, "colbert-ft-s10") if len(r) == 7)
+    assert cwl[1] == "colbert-base" and cwl[6] == "none stored"
+    assert "queries where m-ft-s10 and m-base differ most" in text
+    # figures: each with a caption, the nDCG@k one included
+    figs = {p.name for p in (tmp_path / "rep" / "figures").glob("*.png")}
+    assert {"synth_ndcg_at_k.png", "synth_ndcg_10_scale.png", "synth_ndcg_10_forest.png"} <= figs
+    assert text.count("![") == text.count("\nFigure: ")

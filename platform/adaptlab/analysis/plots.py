@@ -8,6 +8,8 @@ Every function writes one PNG to ``path`` (parent folders are created) and retur
 - :func:`plot_ci_forest`: point estimates with their confidence intervals across systems.
 - :func:`plot_ndcg_curves`: nDCG@k against k per system with CI bands (reference 004, Fig. 3);
   hollow markers flag lower bounds (k beyond the retrieval depth).
+- :func:`plot_ndcg_at_k`: nDCG@k for k = 1..10 in panels (one per model family and variant,
+  one line per data scale, the base dashed), with CI bands (reference 004, Fig. 3).
 - :func:`plot_shift_histograms`: histograms of the domain-shift distances ``Delta`` (000, Fig. 2).
 - :func:`plot_topic_map`: a 2-D map of the contexts coloured by topic (004, Figure 1).
 - :func:`plot_thresholds`: accuracy against the threshold ``tau(psi)`` with the chosen one marked.
@@ -25,6 +27,7 @@ from adaptlab.errors import ConfigError
 
 __all__ = [
     "plot_ci_forest",
+    "plot_ndcg_at_k",
     "plot_ndcg_curves",
     "plot_shift_histograms",
     "plot_similarity_densities",
@@ -75,7 +78,8 @@ def _density(ax: Any, values: np.ndarray, color: str, label: str) -> None:
 def plot_similarity_densities(
     distributions: Sequence[Any] | Mapping[str, Any], path: str | Path, *, title: str | None = None
 ) -> Path:
-    """Densities of ``S_rand``, ``S_corr`` and ``S_topK`` per system.
+    """Densities of ``S_rand``, ``S_corr`` and ``S_topK`` per system: one panel per system with
+    shared x and y scales, every panel labelled, one legend for the figure.
 
     ``distributions``: :class:`~adaptlab.analysis.overlap.SimilarityDistributions` objects (a
     sequence, or a mapping from panel title to object).
@@ -87,20 +91,23 @@ def plot_similarity_densities(
         raise ConfigError("plot_similarity_densities: nothing to plot")
     ncols = min(4, len(items))
     nrows = (len(items) + ncols - 1) // ncols
-    fig = _figure(3.6 * ncols, 2.8 * nrows)
-    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
+    fig = _figure(3.6 * ncols, 2.8 * nrows + 0.6)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
     for ax in axes.ravel()[len(items):]:
         ax.set_visible(False)
+    ks = {getattr(d, "k", None) for _, d in items}
+    k = ks.pop() if len(ks) == 1 else "K"
     for ax, (name, d) in zip(axes.ravel(), items):
-        _density(ax, d.rand, _COLORS["rand"], "S_rand")
-        _density(ax, d.corr, _COLORS["corr"], "S_corr")
-        _density(ax, d.topk, _COLORS["topk"], f"S_top{getattr(d, 'k', 'K')}")
+        _density(ax, d.rand, _COLORS["rand"], "S_rand: query vs a random document")
+        _density(ax, d.corr, _COLORS["corr"], "S_corr: query vs its gold document")
+        _density(ax, d.topk, _COLORS["topk"], f"S_top{k}: query vs its top-{k} retrieved")
         ax.set_title(str(name), fontsize=9)
-        ax.set_xlabel("cosine similarity", fontsize=8)
+        ax.set_xlabel("similarity", fontsize=8)
+        ax.set_ylabel("density", fontsize=8)
         ax.tick_params(labelsize=7)
-    axes.ravel()[0].legend(fontsize=7)
-    if title:
-        fig.suptitle(title)
+    handles, labels = axes.ravel()[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8)
+    fig.suptitle(title or f"Similarity densities (S_rand, S_corr, S_top{k})")
     return _save(fig, path)
 
 
@@ -113,8 +120,10 @@ def plot_ci_forest(
     *,
     measure: str = "",
     title: str | None = None,
+    ci: str = "95% CI",
 ) -> Path:
-    """A forest plot: one row per label with its value and confidence interval."""
+    """A forest plot: one row per label with its value and confidence interval (``ci`` names the
+    level, shown in the legend)."""
     v = np.asarray(values, dtype=np.float64)
     lo = np.asarray(ci_low, dtype=np.float64)
     hi = np.asarray(ci_high, dtype=np.float64)
@@ -125,22 +134,28 @@ def plot_ci_forest(
     ax = fig.subplots()
     y = np.arange(n)[::-1]
     err = np.vstack([np.where(np.isfinite(lo), v - lo, 0.0), np.where(np.isfinite(hi), hi - v, 0.0)])
-    ax.errorbar(v, y, xerr=np.clip(err, 0.0, None), fmt="o", color="tab:blue", ecolor="tab:gray", capsize=3)
+    ax.errorbar(v, y, xerr=np.clip(err, 0.0, None), fmt="o", color="tab:blue", ecolor="tab:gray", capsize=3,
+                label=f"bootstrap mean with {ci}")
     ax.set_yticks(y)
     ax.set_yticklabels([str(s) for s in labels], fontsize=8)
     ax.set_xlabel(measure or "value")
+    ax.set_ylabel("system")
     ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
     if title:
         ax.set_title(title)
     return _save(fig, path)
 
 
-def plot_ndcg_curves(curves: Sequence[Any], path: str | Path, *, title: str | None = None) -> Path:
-    """nDCG@k against k (log axis) per system, with CI bands; hollow markers are lower bounds."""
+def plot_ndcg_curves(curves: Sequence[Any], path: str | Path, *, title: str | None = None,
+                     ci: str = "95% CI") -> Path:
+    """nDCG@k against k (log axis) per system, with CI bands (``ci`` names the level, in the
+    legend); hollow markers are lower bounds (k beyond the stored ranking depth)."""
     if not curves:
         raise ConfigError("plot_ndcg_curves: nothing to plot")
     fig = _figure(6.5, 4.0)
     ax = fig.subplots()
+    lower = False
     for i, c in enumerate(curves):
         ks = np.asarray(c.ks, dtype=np.float64)
         color = f"C{i % 10}"
@@ -149,14 +164,59 @@ def plot_ndcg_curves(curves: Sequence[Any], path: str | Path, *, title: str | No
         ex = np.asarray(c.exact, dtype=bool)
         ax.scatter(ks[ex], np.asarray(c.boot_mean)[ex], color=color, s=18)
         if (~ex).any():
+            lower = True
             ax.scatter(ks[~ex], np.asarray(c.boot_mean)[~ex], facecolors="none", edgecolors=color, s=24)
+    if lower:
+        ax.scatter([], [], facecolors="none", edgecolors="k", s=24, label="lower bound (k > depth)")
     ax.set_xscale("log")
-    ax.set_xlabel("k")
-    ax.set_ylabel("nDCG@k")
+    ax.set_xlabel("k (rank cut-off, log scale)")
+    ax.set_ylabel("nDCG@k (bootstrap mean)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, title=f"shaded: {ci}", title_fontsize=8)
     if title:
         ax.set_title(title)
+    return _save(fig, path)
+
+
+def plot_ndcg_at_k(
+    panels: Mapping[str, Sequence[tuple[str, Any]]], path: str | Path, *, title: str | None = None,
+    ci: str = "95% CI",
+) -> Path:
+    """nDCG@k against k (linear axis, e.g. k = 1..10) in panels (reference 004, Figure 3).
+
+    ``panels``: panel title -> ``(line label, NDCGCurve)`` pairs. A line whose label ends with
+    ``"base"`` is drawn black and dashed; every other label keeps one colour across panels (e.g.
+    one colour per data scale). Shaded bands are the curves' ``ci`` intervals; y is shared.
+    """
+    if not panels or not any(panels.values()):
+        raise ConfigError("plot_ndcg_at_k: nothing to plot")
+    names = [t for t, lines in panels.items() if lines]
+    colors: dict[str, str] = {}
+    for t in names:
+        for lab, _ in panels[t]:
+            if not lab.endswith("base") and lab not in colors:
+                colors[lab] = f"C{len(colors) % 10}"
+    ncols = min(3, len(names))
+    nrows = (len(names) + ncols - 1) // ncols
+    fig = _figure(4.2 * ncols, 3.3 * nrows + 0.5)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
+    for ax in axes.ravel()[len(names):]:
+        ax.set_visible(False)
+    for ax, t in zip(axes.ravel(), names):
+        for lab, c in panels[t]:
+            ks = np.asarray(c.ks, dtype=np.float64)
+            base = lab.endswith("base")
+            color = "k" if base else colors[lab]
+            ax.plot(ks, c.boot_mean, color=color, linestyle="--" if base else "-", marker="." if not base else None,
+                    label=lab)
+            ax.fill_between(ks, c.ci_low, c.ci_high, color=color, alpha=0.08 if base else 0.15)
+        ax.set_title(t, fontsize=9)
+        ax.set_xlabel("k (rank cut-off)")
+        ax.set_ylabel("nDCG@k")
+        ax.set_xticks(np.asarray(panels[t][0][1].ks, dtype=np.float64))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, title=f"shaded: {ci}", title_fontsize=7, loc="lower right")
+    fig.suptitle(title or f"nDCG@k ({ci})")
     return _save(fig, path)
 
 
@@ -195,26 +255,44 @@ def plot_topic_map(coords: Any, labels: Any, path: str | Path, *, title: str | N
     ax.scatter(xy[:, 0], xy[:, 1], c=codes, cmap="tab20", s=8, alpha=0.8)
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title(title or f"{codes.max() + 1} topics")
+    ax.set_xlabel("map dimension 1")
+    ax.set_ylabel("map dimension 2")
+    ax.set_title(title or f"{codes.max() + 1} topics (colour = topic)")
     return _save(fig, path)
 
 
-def plot_thresholds(results: Sequence[Any], path: str | Path, *, title: str | None = None) -> Path:
-    """Bootstrapped accuracy against ``tau(psi)`` per system, the chosen threshold marked."""
+def plot_thresholds(results: Sequence[Any], path: str | Path, *, title: str | None = None,
+                    ci: str = "95% CI") -> Path:
+    """Bootstrapped top-K accuracy after dropping retrieved documents below ``tau(psi)``,
+    against ``tau``, per system: line = bootstrap mean, band = its ``ci`` interval, dotted line
+    = the accuracy without a threshold, star = the chosen threshold."""
     if not results:
         raise ConfigError("plot_thresholds: nothing to plot")
-    fig = _figure(6.5, 4.0)
+    fig = _figure(6.5, 4.2)
     ax = fig.subplots()
+    starred = False
     for i, r in enumerate(results):
         color = f"C{i % 10}"
         ax.plot(r.tau, r.acc_boot_mean, color=color, marker=".", label=r.system or f"system {i + 1}")
         ax.fill_between(r.tau, r.acc_ci_low, r.acc_ci_high, color=color, alpha=0.12)
+        if getattr(r, "base_acc", None) is not None:
+            ax.axhline(float(r.base_acc), color=color, linestyle=":", linewidth=1)
         if r.chosen is not None:
+            starred = True
             ax.scatter([r.chosen_tau], [r.acc_boot_mean[r.chosen]], color=color, marker="*", s=120, zorder=3)
-    ax.set_xlabel("threshold tau(psi)")
-    ax.set_ylabel("top-K accuracy")
+    ax.plot([], [], color="gray", linestyle=":", label="accuracy without a threshold")
+    if starred:
+        ax.scatter([], [], color="gray", marker="*", s=80, label="chosen threshold")
+    ax.set_xlabel("threshold tau(psi): similarity below which retrieved documents are dropped")
+    ax.set_ylabel(f"top-{_k_of(results)} accuracy (bootstrap mean)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, title=f"shaded: {ci}", title_fontsize=8)
     if title:
         ax.set_title(title)
     return _save(fig, path)
+
+
+def _k_of(results: Sequence[Any]) -> str:
+    ks = {getattr(r, "k", None) for r in results}
+    k = ks.pop() if len(ks) == 1 else None
+    return str(k) if k is not None else "K"

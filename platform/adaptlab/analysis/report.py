@@ -2,6 +2,15 @@
 paired comparisons, thresholds, COE/ROE, isotropy, correlations, and the figures that can be
 drawn from the store (CI forest plots, similarity densities, nDCG@k curves, thresholds).
 
+For a scale study it adds: a "Training" table (per adapted model: steps, epochs asked and run,
+warm-up and total steps, peak learning rate, first and last loss, relative weight change and the
+training checks' warnings; from ``config.systems`` of the runs, else the artifact manifests);
+measures against the data scale with paired gains over each family's own base (a ColBERT
+variant against ``colbert-base``); nDCG@k for k = 1..10 per scale and variant with CI bands
+(reference 004, Figure 3); and an "Inspection" section (win/loss counts beside the paired tests,
+and the queries where an adapted system and its base differ most). Every figure has labelled
+axes, a legend, its CI level and a one-line caption saying what to look for.
+
 ``build_report(store_root, out_dir)`` writes ``out_dir/report.md``, ``out_dir/report.html``
 and ``out_dir/figures/*.png`` and returns the Markdown path. For each (system, dataset,
 measure, comparison) the row of the most recent run is shown. When the store has per-query
@@ -27,6 +36,7 @@ from adaptlab.analysis import plots
 from adaptlab.analysis._resample import bootstrap_settings
 from adaptlab.analysis.correlation import correlation_table, measure_values
 from adaptlab.analysis.curves import ndcg_curve_from_records
+from adaptlab.analysis.inspect import format_inspection, inspect_queries, win_loss
 from adaptlab.analysis.overlap import overlap_metrics, similarity_distributions
 from adaptlab.analysis.scale_curves import curves_table, parse_system_name, plot_scale_curves, scale_curves
 from adaptlab.analysis.thresholds import ThresholdResult, similarity_thresholds
@@ -131,6 +141,9 @@ class _Doc:
     def img(self, rel: str, alt: str) -> None:
         self.blocks.append(("img", rel, alt))
 
+    def pre(self, text: str) -> None:
+        self.blocks.append(("pre", text))
+
     def markdown(self) -> str:
         out: list[str] = []
         for b in self.blocks:
@@ -145,6 +158,8 @@ class _Doc:
                 out.extend("| " + " | ".join(r) + " |" for r in esc[1:])
             elif b[0] == "img":
                 out.append(f"![{b[2]}]({b[1]})")
+            elif b[0] == "pre":
+                out.append("```\n" + b[1] + "\n```")
             out.append("")
         return "\n".join(out)
 
@@ -166,6 +181,8 @@ class _Doc:
                 out.append("</tbody></table>")
             elif b[0] == "img":
                 out.append(f"<p><img src='{html.escape(b[1])}' alt='{html.escape(b[2])}'></p>")
+            elif b[0] == "pre":
+                out.append(f"<pre>{html.escape(b[1])}</pre>")
         out.append("</body></html>")
         return "\n".join(out)
 
@@ -210,9 +227,12 @@ class _Page:
     out: Path
     figdir: Path
     ds: str
+    store: Any = None
 
-    def figure(self, path: Path, alt: str) -> None:
+    def figure(self, path: Path, alt: str, caption: str) -> None:
+        """The image and its one-line caption (what to look for)."""
         self.doc.img(path.relative_to(self.out).as_posix(), alt)
+        self.doc.p(f"Figure: {caption}")
 
 
 def build_report(
@@ -257,10 +277,11 @@ def build_report(
           "intervals come from the stored resampling settings (n_resamples, sample_size, seed).")
     if not all_datasets:
         doc.p("The store holds no runs matching the filters.")
+    _training_section(doc, runs, sys_f)
     for ds in all_datasets:
         rows = [r for r in metrics if r["dataset"] == ds and r["system"] != "*"]
         records = _records_by_system(store, ds, sys_f, run_order)
-        _dataset_section(_Page(doc, out, figdir, ds), rows, records, int(k), cfg, compute_missing)
+        _dataset_section(_Page(doc, out, figdir, ds, store), rows, records, int(k), cfg, compute_missing)
 
     md = out / "report.md"
     md.write_text(doc.markdown(), encoding="utf-8")
@@ -278,9 +299,11 @@ def _dataset_section(page: _Page, rows: list[dict[str, Any]], records: dict[str,
     if compute_missing and records:
         rows, thr_results, computed = _compute_missing(rows, records, k, cfg)
     _ranking_section(page, rows)
-    _scale_section(page.doc, [r for r in rows if _is_ranking_measure(r["measure"])], page.ds, page.out,
-                   page.figdir)
+    _scale_section(page, [r for r in rows if _is_ranking_measure(r["measure"])])
     _pairs_section(page, rows)
+    if records:
+        _ndcg_at_k_section(page, records, cfg)
+        _inspection_section(page, sorted(records))
     by = {(r["system"], r["measure"]): r for r in rows if r.get("compared_to") is None}
     _threshold_section(page, by, thr_results)
     _overlap_section(page, by)
@@ -341,8 +364,11 @@ def _ranking_section(page: _Page, rows: list[dict[str, Any]]) -> None:
                 [r["boot_mean"] if r.get("boot_mean") is not None else r["value"] for r in mr],
                 [r["ci_low"] if r.get("ci_low") is not None else math.nan for r in mr],
                 [r["ci_high"] if r.get("ci_high") is not None else math.nan for r in mr],
-                page.figdir / f"{_slug(page.ds)}_{_slug(m)}_forest.png", measure=m, title=f"{m} on {page.ds}")
-            page.figure(path, f"{m} with {_ci_label(mr)} on {page.ds}")
+                page.figdir / f"{_slug(page.ds)}_{_slug(m)}_forest.png", measure=m,
+                title=f"{m} on {page.ds} ({_ci_label(mr)})", ci=_ci_label(mr))
+            page.figure(path, f"{m} with {_ci_label(mr)} on {page.ds}",
+                        f"{m} per system with its {_ci_label(mr)}; systems whose intervals do not overlap differ "
+                        "clearly, overlapping ones need the paired test below.")
 
 
 def _pairs_section(page: _Page, rows: list[dict[str, Any]]) -> None:
@@ -404,9 +430,12 @@ def _threshold_section(page: _Page, by: dict[tuple[str, str], dict[str, Any]],
                "accuracy (reference 000's wording). Top-K removed: the share of retrieved top-K documents below "
                "tau. See docs/metrics.md.")
     if thr_results:
+        ci = ci_label(thr_results[0].confidence)
         path = plots.plot_thresholds(thr_results, page.figdir / f"{_slug(page.ds)}_thresholds.png",
-                                     title=f"Accuracy vs threshold on {page.ds}")
-        page.figure(path, f"accuracy against threshold on {page.ds}")
+                                     title=f"Accuracy vs threshold on {page.ds} ({ci})", ci=ci)
+        page.figure(path, f"accuracy against threshold on {page.ds}",
+                    "how much top-K accuracy each system keeps as low-similarity documents are dropped; the star "
+                    "is the chosen threshold, the dotted line the accuracy without one.")
 
 
 def _overlap_section(page: _Page, by: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -429,15 +458,22 @@ def _record_figures(page: _Page, records: dict[str, Any], k: int, cfg: Bootstrap
     """Similarity densities and nDCG@k curves drawn from the stored per-query records."""
     dists = [similarity_distributions(rec, k=min(k, rec.k)) for rec in records.values() if rec.k]
     if dists:
-        path = plots.plot_similarity_densities(dists, page.figdir / f"{_slug(page.ds)}_densities.png",
-                                               title=f"S_rand (red), S_corr (green), S_topK (blue) on {page.ds}")
-        page.figure(path, f"similarity densities on {page.ds}")
+        kk = sorted({d.k for d in dists})
+        path = plots.plot_similarity_densities(
+            dists, page.figdir / f"{_slug(page.ds)}_densities.png",
+            title=f"S_rand (red), S_corr (green), S_top{kk[0] if len(kk) == 1 else 'K'} (blue) on {page.ds}")
+        page.figure(path, f"similarity densities on {page.ds}",
+                    "the further the green (gold) and blue (retrieved) densities sit from the red (random) one, "
+                    "the better a system separates relevant from unrelated documents.")
     curves = [ndcg_curve_from_records(rec, bootstrap=cfg)
               for rec in records.values() if rec.k and any(len(g) for g in rec.gold_ids)]
     if curves:
+        ci = ci_label(cfg.confidence)
         path = plots.plot_ndcg_curves(curves, page.figdir / f"{_slug(page.ds)}_ndcg_curves.png",
-                                      title=f"nDCG@k on {page.ds}")
-        page.figure(path, f"nDCG@k curves on {page.ds}")
+                                      title=f"nDCG@k on {page.ds} (bands: {ci})", ci=ci)
+        page.figure(path, f"nDCG@k curves on {page.ds}",
+                    f"nDCG@k per system as k grows (log axis), shaded {ci}; a curve above another at small k "
+                    "puts the gold document higher.")
         depth = min(c.depth for c in curves)
         page.doc.p(f"nDCG@k curves from the stored top-{depth} rankings: hollow markers (k > {depth}) "
                    "are lower bounds.")
@@ -487,20 +523,227 @@ def _correlation_section(page: _Page, rows: list[dict[str, Any]], k: int) -> Non
                          _fmt(c.spearman_rho, 3), format_p_value(c.spearman_p)] for c in corr])
 
 
-def _scale_section(doc: _Doc, rows: list[dict[str, Any]], ds: str, out: Path, figdir: Path) -> None:
+def _scale_section(page: _Page, rows: list[dict[str, Any]]) -> None:
     """Scale-study systems (``<label>-<variant>-s<N>``): each measure against the data scale per
-    variant with CI bands, and the paired gains over the base model with p-values."""
+    variant with CI bands, and the paired gains over the family's own base with p-values."""
     if not any((parsed := parse_system_name(r["system"])) and parsed[2] is not None for r in rows):
         return
-    doc.h(3, "Measures against data scale")
+    page.doc.h(3, "Measures against data scale")
+    without: set[str] = set()
     for m in sorted({r["measure"] for r in rows}):
-        curves = scale_curves([r for r in rows if r["measure"] == m], m)
+        mrows = [r for r in rows if r["measure"] == m]
+        curves = scale_curves(mrows, m)
         if not curves:
             continue
-        path = plot_scale_curves(curves, figdir / f"{_slug(ds)}_{_slug(m)}_scale.png", title=f"{m} on {ds}")
-        doc.img(path.relative_to(out).as_posix(), f"{m} against data scale on {ds}")
-        doc.table(["Variant", "Documents", "Value", "CI", "Gain over base", "Gain CI", "p", "p adjusted"],
-                  [[t["variant"], _fmt(t["n_documents"]), _fmt(t["value"]), _ci(t["ci_low"], t["ci_high"]),
-                    _fmt(t["gain"]), _ci(t["gain_ci_low"], t["gain_ci_high"]), format_p_value(t["p_value"]),
-                    format_p_value(t["p_adjusted"])]
-                   for t in curves_table(curves)])
+        ci = _ci_label([r for r in mrows if r.get("compared_to") is None])
+        path = plot_scale_curves(curves, page.figdir / f"{_slug(page.ds)}_{_slug(m)}_scale.png",
+                                 title=f"{m} against data scale on {page.ds}", ci=ci)
+        page.figure(path, f"{m} against data scale on {page.ds}",
+                    f"left: does {m} rise with more domain documents, and above the dashed base line ({ci} "
+                    "bands)? right: the paired gain over the family's own base; filled points are significant.")
+        table = []
+        for c in curves:
+            for p in c.points:
+                gain = p.gain is not None
+                if not gain:
+                    without.add(f"{c.label} {c.variant}")
+                table.append([f"{c.label} {c.variant}", _fmt(p.n_documents), _fmt(p.value), _ci(p.ci_low, p.ci_high),
+                              f"{c.label}-base", _fmt(p.gain) if gain else "none",
+                              _ci(p.gain_ci_low, p.gain_ci_high) if gain else "none",
+                              format_p_value(p.p_value) if gain else "none",
+                              format_p_value(p.p_adjusted) if gain else "none"])
+        page.doc.table(["Variant", "Documents", "Value", ci, "Gain over", "Gain", f"Gain {ci}", "p", "p adjusted"],
+                       table)
+    if without:
+        page.doc.p("Gains are read only against each family's own base (a ColBERT variant against colbert-base, "
+                   "a bi-encoder variant against its <label>-base). 'none': the store holds no paired comparison "
+                   "of " + ", ".join(sorted(without)) + " with its own base.")
+
+
+# =========================================================================== training
+
+
+_UNTRAINED = frozenset({"base", "colbert-base", "reference", "model"})
+
+
+def _manifest_training(artifact_path: Any) -> dict[str, Any]:
+    """The ``training`` summary of an artifact's ``manifest.json`` (empty when unreadable)."""
+    if not artifact_path:
+        return {}
+    try:
+        data = json.loads((Path(str(artifact_path)) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    training = data.get("training") if isinstance(data, dict) else None
+    return dict(training) if isinstance(training, dict) else {}
+
+
+def _training_summaries(runs: list[dict[str, Any]], systems: Sequence[str] | None) -> dict[str, dict[str, Any]]:
+    """Per adapted system (the latest run's ``config.systems`` entry): variant, scale and the
+    training summary stored there, else read from its artifact's manifest."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in runs:  # oldest first: the latest run's entry wins
+        try:
+            config = json.loads(run.get("config") or "{}")
+        except (TypeError, ValueError):
+            continue
+        entries = config.get("systems") if isinstance(config, dict) else None
+        if not isinstance(entries, dict):
+            continue
+        for name, info in entries.items():
+            if not isinstance(info, dict) or info.get("variant") in _UNTRAINED or (systems and name not in systems):
+                continue
+            training = info.get("training") or _manifest_training(info.get("artifact_path"))
+            out[name] = {**info, "training": dict(training or {})}
+    return out
+
+
+def _num(x: Any, spec: str) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(float(x), spec)
+
+
+def _training_flags(t: dict[str, Any]) -> list[str]:
+    """What says that little or no adaptation happened, plus the checks' own warnings."""
+    sch = t.get("schedule") or {}
+    flags = []
+    if t.get("steps") == 0:
+        flags.append("no optimizer step")
+    if sch and sch.get("nonzero_lr_steps") == 0:
+        flags.append("zero learning rate")
+    if t.get("relative_weight_change") is not None and float(t["relative_weight_change"]) == 0.0:
+        flags.append("weights unchanged")
+    return flags + [str(w) for w in t.get("check_warnings") or []]
+
+
+def _training_row(name: str, info: dict[str, Any]) -> list[str]:
+    t = info["training"]
+    sch = t.get("schedule") or {}
+    asked, done = t.get("epochs_requested"), t.get("epochs_completed")
+    epochs = f"{asked} -> {done}" if asked is not None and done is not None else "n/a"
+    warm = f"{sch['warmup_steps']} / {sch['total_steps']}" if "warmup_steps" in sch and "total_steps" in sch else "n/a"
+    if "merge_weight" in t and t.get("steps") is None:
+        warm = f"merge (weight {_num(t['merge_weight'], 'g')}), no training"
+    flags = _training_flags(t)
+    return [name, str(info.get("variant", "")), _fmt(info.get("n_documents")), _fmt(t.get("steps")), epochs, warm,
+            _num(sch.get("learning_rate"), "g"), _num(t.get("first_loss"), ".4f"), _num(t.get("last_loss"), ".4f"),
+            _num(t.get("relative_weight_change"), ".2e"), f"{len(flags)} (see below)" if flags else "none"]
+
+
+def _training_section(doc: _Doc, runs: list[dict[str, Any]], systems: Sequence[str] | None) -> None:
+    """One row per adapted model: how much adaptation really happened."""
+    summaries = _training_summaries(runs, systems)
+    if not summaries:
+        return
+    doc.h(2, "Training of the adapted models")
+    doc.table(["System", "Variant", "Documents", "Steps", "Epochs asked -> run", "Warm-up / total steps",
+               "Peak lr", "First loss", "Last loss", "Relative weight change", "Warnings"],
+              [_training_row(n, summaries[n]) for n in sorted(summaries)])
+    doc.p("From each adapted model's artifact manifest (config.systems of its runs). Schedule: linear warm-up "
+          "then linear decay to 0 over the total steps; relative weight change = ||W_adapted - W_base|| / "
+          "||W_base|| over the trained parameters. 'n/a': not recorded by that trainer (ColBERT records its "
+          "steps only; a merge trains nothing).")
+    notes = [f"{n}: {w}" for n in sorted(summaries) for w in _training_flags(summaries[n]["training"])]
+    if notes:
+        doc.pre("\n".join(notes))
+
+
+# =========================================================================== inspection
+
+
+def _own_base_pairs(systems: Sequence[str]) -> list[tuple[str, str]]:
+    """(adapted system, its own base) for every scale-study variant whose base is present."""
+    have = set(systems)
+    out = []
+    for s in sorted(have):
+        parsed = parse_system_name(s)
+        if parsed is not None and parsed[1] != "base" and f"{parsed[0]}-base" in have:
+            out.append((s, f"{parsed[0]}-base"))
+    return out
+
+
+def _tests_cell(tests: list[dict[str, Any]]) -> str:
+    shown = [t for t in tests if _is_ranking_measure(str(t["measure"]))]
+    if not shown:
+        return "none stored"
+    return "; ".join(f"{t['measure']}: {_fmt(t['difference'])} {_ci(t['ci_low'], t['ci_high'])}, "
+                     f"p {format_p_value(t['p_value'])}" for t in sorted(shown, key=lambda t: str(t["measure"])))
+
+
+def _inspection_section(page: _Page, systems: Sequence[str], limit: int = 5) -> None:
+    """Per adapted system against its own base: win/loss counts beside the paired tests, and the
+    queries where the two differ most."""
+    pairs = _own_base_pairs(systems)
+    if not pairs or page.store is None:
+        return
+    rows, blocks = [], []
+    for system, base in pairs:
+        try:
+            counts = win_loss(page.store, system, base, dataset=page.ds)
+            table = inspect_queries(page.store, system, base, dataset=page.ds, limit=limit)
+        except ConfigError:  # no shared query: nothing to inspect for this pair
+            continue
+        rows += [[system, base, _fmt(c["queries"]), _fmt(c["wins"]), _fmt(c["losses"]), _fmt(c["ties"]),
+                  _tests_cell(c["paired_tests"])] for c in counts]
+        blocks.append(format_inspection(table))
+    if not rows:
+        return
+    page.doc.h(3, "Inspection: adapted systems against their own base")
+    page.doc.table(["System", "Against", "Queries", "Wins", "Losses", "Ties", "Paired tests (A - B, CI, p)"], rows)
+    page.doc.p("Per query, a win is a higher reciprocal rank of the first gold document than the base's (1/rank "
+               "within the stored top-k, 0 when not retrieved), a loss a lower one. Below: for each pair, the "
+               f"{limit} queries where the two differ most (adaptlab inspect shows more).")
+    page.doc.pre("\n\n".join(blocks))
+
+
+# =========================================================================== nDCG@k, k = 1..10
+
+
+_K10 = tuple(range(1, 11))
+
+
+def _ndcg_panels(curves: dict[str, Any]) -> dict[str, list[tuple[str, Any]]]:
+    """Panel per (family, variant): the family's base dashed, one line per data scale."""
+    bases: dict[str, Any] = {}
+    fams: dict[tuple[str, str], list[tuple[int, Any]]] = {}
+    for s, c in curves.items():
+        parsed = parse_system_name(s)
+        if parsed is None:
+            continue
+        label, variant, n = parsed
+        if variant == "base":
+            bases[label] = c
+        else:
+            fams.setdefault((label, variant), []).append((int(n or 0), c))
+    order = {"pt": 0, "ft": 1, "pt-ft": 2, "merged": 3}
+    panels: dict[str, list[tuple[str, Any]]] = {}
+    for (label, variant), pts in sorted(fams.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9))):
+        lines = [(f"{label} base", bases[label])] if label in bases else []
+        panels[f"{label} {variant}"] = lines + [(f"{n} documents", c) for n, c in sorted(pts, key=lambda x: x[0])]
+    return panels
+
+
+def _ndcg_at_k_section(page: _Page, records: dict[str, Any], cfg: BootstrapConfig) -> None:
+    """nDCG@k for k = 1..10 of every scale-study system (reference 004, Figure 3), from the
+    stored rankings; one figure per dataset, one panel per model family and variant."""
+    curves = {s: ndcg_curve_from_records(rec, _K10, bootstrap=cfg) for s, rec in records.items()
+              if parse_system_name(s) is not None and rec.k and any(len(g) for g in rec.gold_ids)}
+    panels = _ndcg_panels(curves)
+    if not panels:
+        return
+    ci = ci_label(cfg.confidence)
+    page.doc.h(3, "nDCG@k for k = 1..10 per data scale and variant")
+    path = plots.plot_ndcg_at_k(panels, page.figdir / f"{_slug(page.ds)}_ndcg_at_k.png",
+                                title=f"nDCG@k, k = 1..10, on {page.ds} (shaded: {ci})", ci=ci)
+    page.figure(path, f"nDCG@k for k = 1..10 per data scale and variant on {page.ds}",
+                "does each adapted variant lie above its dashed base at small k (gold ranked higher), and does "
+                f"more domain data lift the curve? Bands: {ci} over queries.")
+    shown = [s for s in sorted(curves) if parse_system_name(s) is not None]
+    page.doc.table(["System", *[f"@{k}" for k in _K10], f"@10 {ci}", "Queries"],
+                   [[s, *[_fmt(float(v), 3) for v in curves[s].values], _ci(curves[s].ci_low[-1], curves[s].ci_high[-1]),
+                     str(curves[s].n_queries)] for s in shown])
+    inexact = [s for s in shown if not bool(curves[s].exact.all())]
+    page.doc.p("nDCG@k on all queries with a gold document (binary relevance; with one gold document "
+               "nDCG@k = 1/log2(1 + rank) when rank <= k, else 0), from the stored top-k rankings; bootstrap "
+               f"{cfg.n_resamples} resamples, seed {cfg.seed}."
+               + (f" Stored rankings shorter than 10 (lower bounds beyond their depth): {', '.join(inexact)}."
+                  if inexact else ""))

@@ -4,7 +4,8 @@ From the evaluation of a scale study (its :class:`~adaptlab.evaluation.Evaluatio
 the store's ``metrics`` rows of one evaluation), for one dataset and one measure:
 
 - each variant's value with its bootstrapped 95% CI at every scale (the CI band), and
-- the paired gain over the base model, ``variant - base`` with its CI and bootstrap p-value,
+- the paired gain over the model family's own base, ``variant - <label>-base`` with its CI and
+  bootstrap p-value (ColBERT variants against ``colbert-base``, not the bi-encoder's base),
 
 read from the system names of :func:`adaptlab.study.scale.system_name`
 (``minilm-ft-s100``: variant ``ft`` at 100 documents; ``minilm-base``: the base model, a
@@ -87,6 +88,22 @@ def _missing(x: Any) -> bool:
     return x is None or (isinstance(x, float) and x != x)
 
 
+def _gain_rows(paired: Mapping[tuple[str, str], Mapping[str, Any]], system: str, base: str,
+               ) -> tuple[float | None, float | None, float | None, float | None, float | None]:
+    """``(gain, ci_low, ci_high, p, p_adjusted)`` of ``system - base`` from a stored paired row in
+    either direction (a row ``base`` vs ``system`` is turned round), or all None."""
+    pair, sign = paired.get((system, base)), 1.0
+    if pair is None:
+        pair, sign = paired.get((base, system)), -1.0
+    if pair is None:
+        return None, None, None, None, None
+    lo, hi = float(pair["ci_low"]), float(pair["ci_high"])
+    if sign < 0:
+        lo, hi = -hi, -lo
+    return (sign * float(pair["value"]), lo, hi, float(pair["p_value"]),
+            None if _missing(pair.get("p_adjusted")) else float(pair["p_adjusted"]))
+
+
 def scale_curves(source: Any, measure: str, *, label: str | None = None) -> list[ScaleCurve]:
     """One :class:`ScaleCurve` per (label, variant) for ``measure``.
 
@@ -94,15 +111,21 @@ def scale_curves(source: Any, measure: str, *, label: str | None = None) -> list
     with ``system``, ``measure``, ``value``, ``ci_low``, ``ci_high``, ``compared_to``,
     ``p_value``) of **one** evaluation on one dataset (e.g. ``store.metrics(run_id=[...])``
     for the run ids of one commit). Paired gains are taken from the rows comparing a variant
-    with ``<label>-base``. Variants come in the order pt, ft, pt-ft, merged.
+    with its **own** base ``<label>-base`` (``colbert-ft-s10`` against ``colbert-base``,
+    ``minilm-ft-s10`` against ``minilm-base``), stored in either direction; a variant without
+    such a row has no gain (``gain`` None), whatever else it was compared with. Variants come in
+    the order pt, ft, pt-ft, merged.
     """
     want = str(Measure.parse(measure))
     single: dict[str, Mapping[str, Any]] = {}
-    paired: dict[str, Mapping[str, Any]] = {}
+    paired: dict[tuple[str, str], Mapping[str, Any]] = {}
     for row in _rows_of(source):
         if str(Measure.parse(row["measure"])) != want:
             continue
-        (single if _missing(row.get("compared_to")) else paired)[str(row["system"])] = row
+        if _missing(row.get("compared_to")):
+            single[str(row["system"])] = row
+        else:
+            paired[(str(row["system"]), str(row["compared_to"]))] = row
     points: dict[tuple[str, str], list[ScalePoint]] = {}
     bases: dict[str, tuple[float, float, float]] = {}
     for system, row in single.items():
@@ -113,16 +136,10 @@ def scale_curves(source: Any, measure: str, *, label: str | None = None) -> list
         if variant == "base":
             bases[lab] = (float(row["value"]), float(row["ci_low"]), float(row["ci_high"]))
             continue
-        pair = paired.get(system)
-        if pair is not None and str(pair.get("compared_to")) != f"{lab}-base":
-            pair = None
         assert n is not None
         points.setdefault((lab, variant), []).append(ScalePoint(
             n, float(row["value"]), float(row["ci_low"]), float(row["ci_high"]),
-            *((float(pair["value"]), float(pair["ci_low"]), float(pair["ci_high"]), float(pair["p_value"]),
-               None if _missing(pair.get("p_adjusted")) else float(pair["p_adjusted"]))
-              if pair is not None else (None, None, None, None, None)),
-        ))
+            *_gain_rows(paired, system, f"{lab}-base")))
     order = {"pt": 0, "ft": 1, "pt-ft": 2, "merged": 3}
     return [
         ScaleCurve(lab, variant, want, tuple(sorted(pts, key=lambda p: p.n_documents)), bases.get(lab))
@@ -130,50 +147,71 @@ def scale_curves(source: Any, measure: str, *, label: str | None = None) -> list
     ]
 
 
-def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path, *, title: str | None = None) -> Path:
+def _draw_gains(gx: Any, c: ScaleCurve, i: int, n_curves: int, color: str) -> bool:
+    """Error bars of one curve's paired gains (filled: p < 0.05); False when it has none."""
+    import numpy as np
+
+    gains = [p for p in c.points if p.gain is not None]
+    if not gains:
+        return False
+    gxs = np.array([p.n_documents for p in gains], dtype=float) * (1 + 0.03 * (i - n_curves / 2))
+    g = np.array([p.gain for p in gains])
+    err = np.array([[p.gain - p.gain_ci_low, p.gain_ci_high - p.gain] for p in gains]).T
+    gx.errorbar(gxs, g, yerr=err, color=color, fmt="none", capsize=3)
+    sig = np.array([p.p_decision is not None and p.p_decision < 0.05 for p in gains])
+    gx.scatter(gxs[sig], g[sig], color=color, s=30)
+    gx.scatter(gxs[~sig], g[~sig], facecolors="none", edgecolors=color, s=30)
+    gx.plot([], [], color=color, marker="o", label=f"{c.label} {c.variant} - {c.label} base")
+    return True
+
+
+def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path, *, title: str | None = None,
+                      ci: str = "95% CI") -> Path:
     """Two panels: the measure against the number of documents (log axis) per variant with CI
-    bands and the base model as a dashed line with its band; and the paired gain over the base
-    with its CI (error bars), points with p < 0.05 filled (the multiplicity-adjusted p when the
-    rows carry one). Writes a PNG to ``path``."""
+    bands and each model family's base as a dashed line with its band; and the paired gain over
+    the family's own base with its CI (error bars), points with p < 0.05 filled (the
+    multiplicity-adjusted p when the rows carry one). ``ci`` names the interval level (legend
+    and axis labels). Writes a PNG to ``path``."""
     if not curves:
         raise ConfigError("plot_scale_curves: nothing to plot")
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(10.0, 4.0), dpi=100, layout="constrained")
-    ax, gx = fig.subplots(1, 2)
-    xs_all: list[int] = []
+    fig = Figure(figsize=(11.0, 4.2), dpi=100, layout="constrained")
+    ax, gx = fig.subplots(1, 2, sharex=True)
+    xs_all = [p.n_documents for c in curves for p in c.points]
+    any_gain = False
     for i, c in enumerate(curves):
         color = f"C{i % 10}"
         xs = np.array([p.n_documents for p in c.points], dtype=float)
-        xs_all += [p.n_documents for p in c.points]
         ax.plot(xs, [p.value for p in c.points], marker="o", color=color, label=f"{c.label} {c.variant}")
         ax.fill_between(xs, [p.ci_low for p in c.points], [p.ci_high for p in c.points], color=color, alpha=0.15)
-        gains = [p for p in c.points if p.gain is not None]
-        if gains:
-            gxs = np.array([p.n_documents for p in gains], dtype=float) * (1 + 0.03 * (i - len(curves) / 2))
-            g = np.array([p.gain for p in gains])
-            err = np.array([[p.gain - p.gain_ci_low, p.gain_ci_high - p.gain] for p in gains]).T
-            gx.errorbar(gxs, g, yerr=err, color=color, fmt="none", capsize=3)
-            sig = np.array([p.p_decision is not None and p.p_decision < 0.05 for p in gains])
-            gx.scatter(gxs[sig], g[sig], color=color, s=30, label=f"{c.label} {c.variant}")
-            gx.scatter(gxs[~sig], g[~sig], facecolors="none", edgecolors=color, s=30)
+        ax.errorbar(xs, [p.value for p in c.points], yerr=[[p.value - p.ci_low for p in c.points],
+                    [p.ci_high - p.value for p in c.points]], fmt="none", color=color, alpha=0.6, capsize=2)
+        any_gain |= _draw_gains(gx, c, i, len(curves), color)
     bases = {c.label: c.base for c in curves if c.base is not None}
-    if xs_all:
-        lo, hi = min(xs_all), max(xs_all)
-        for value, b_lo, b_hi in bases.values():
-            ax.axhline(value, color="k", linestyle="--", linewidth=1, label="base")
-            ax.fill_between([lo, hi], [b_lo, b_lo], [b_hi, b_hi], color="k", alpha=0.07)
+    lo, hi = min(xs_all), max(xs_all)
+    for j, (lab, (value, b_lo, b_hi)) in enumerate(sorted(bases.items())):
+        style = ("--", ":", "-.")[j % 3]
+        ax.axhline(value, color="k", linestyle=style, linewidth=1, label=f"{lab} base")
+        ax.fill_between([lo, hi], [b_lo, b_lo], [b_hi, b_hi], color="k", alpha=0.07)
     measure = curves[0].measure
     for a in (ax, gx):
         a.set_xscale("log")
-        a.set_xlabel("documents in the data scale")
+        a.set_xlabel("documents in the data scale (log scale)")
         a.grid(alpha=0.3)
     ax.set_ylabel(measure)
+    ax.set_title(f"{measure} per variant (bands: {ci})", fontsize=10)
     gx.axhline(0.0, color="k", linewidth=1)
-    gx.set_ylabel(f"{measure}: variant - base (CI; filled: adjusted p < 0.05)")
-    ax.legend(fontsize=8)
+    gx.set_ylabel(f"{measure}: variant - own base")
+    gx.set_title(f"paired gain over own base (bars: {ci}; filled: p < 0.05)", fontsize=10)
+    ax.legend(fontsize=8, title=f"shaded: {ci}", title_fontsize=8)
+    if any_gain:
+        gx.legend(fontsize=8)
+    else:
+        gx.text(0.5, 0.5, "no paired comparison with the own base is stored", transform=gx.transAxes,
+                ha="center", va="center", fontsize=9)
     if title:
         fig.suptitle(title)
     p = Path(path)

@@ -32,11 +32,17 @@ class SystemInfo:
     artifact_key: str = ""
     artifact_path: str = ""
     reused: bool = False
+    training: dict[str, Any] = field(default_factory=dict)
+    """An adapted system's training summary (its artifact manifest's ``"training"``: steps,
+    epochs asked and run, schedule, first/last loss, relative weight change, check warnings)."""
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready (the runs table's ``config.systems``)."""
-        return {"variant": self.variant, "n_documents": self.n_documents, "model_ref": self.section.ref,
-                "artifact_key": self.artifact_key, "artifact_path": self.artifact_path, "reused": self.reused}
+        """JSON-ready (the runs table's ``config.systems``; ``training`` only for an adapted one)."""
+        out = {"variant": self.variant, "n_documents": self.n_documents, "model_ref": self.section.ref,
+               "artifact_key": self.artifact_key, "artifact_path": self.artifact_path, "reused": self.reused}
+        if self.training:
+            out["training"] = dict(self.training)
+        return out
 
 
 @dataclass

@@ -142,6 +142,13 @@ def test_report_shows_measures_against_scale_with_gains(tiny_run, tmp_path):
 
     _, store, _, _ = tiny_run
     md = build_report(store, tmp_path / "report", n_resamples=100).read_text()
-    assert "Measures against data scale" in md and "Gain over base" in md
+    assert "Measures against data scale" in md and "| Gain over |" in md
     pngs = sorted((tmp_path / "report" / "figures").glob("*_scale.png"))
     assert pngs and all(p.stat().st_size > 1000 for p in pngs)
+    # the adapted models' training, read from the manifests the study put into config.systems
+    assert "## Training of the adapted models" in md
+    training = md.split("## Training of the adapted models", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:-1] for line in training.splitlines() if line.startswith("| tiny-")]
+    assert rows and all(r[3].strip().isdigit() and int(r[3]) > 0 for r in rows if r[1].strip() != "merged")
+    assert "### nDCG@k for k = 1..10 per data scale and variant" in md
+    assert "### Inspection: adapted systems against their own base" in md
