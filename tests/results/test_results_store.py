@@ -259,7 +259,7 @@ def test_names_never_become_paths(store, tmp_path):
     assert set(os.listdir(tmp_path)) == before
     for dirpath, dirnames, filenames in os.walk(store.root):
         rel = os.path.relpath(dirpath, store.root)
-        assert rel == "." or rel == "_delta_log" or rel.startswith("_delta_log" + os.sep) or \
+        assert rel in (".", "_delta_log", "_adaptlab_checksums") or rel.startswith("_delta_log" + os.sep) or \
             rel in {f"kind={k}" for k in ("runs", "scores", "per_query")}, rel
     assert sorted(store.runs().column("system").to_pylist()) == sorted(evil)
     assert store.metrics(system="../../escape").column("value").to_pylist() == [0.0]

@@ -1,8 +1,11 @@
 """The ``adaptlab`` command line: a thin layer over the public Python API.
 
 Every sub-command lives in its own module with ``add_parser(subparsers)`` and ``run(args)``.
-User errors (:class:`adaptlab.errors.AdaptlabError`, bad options) print one line on stderr and
-exit with status 2; ``--debug`` shows the traceback instead.
+User errors (:class:`adaptlab.errors.AdaptlabError`, bad options) and file-system errors
+(:class:`OSError`: a directory where a file is expected, a full disk, no permission) print one
+line on stderr naming the path and exit with status 2; ``--debug`` shows the traceback instead.
+A closed stdout (``adaptlab results --format json | head``) ends the command quietly (status
+141, as a shell reports SIGPIPE).
 
 Logging: warnings and errors of adaptlab's modules go to stderr as one line each
 (``adaptlab: WARNING: ...``); ``--verbose`` adds information and debug lines (every over-long
@@ -13,6 +16,7 @@ Both are accepted before or after the sub-command.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -95,14 +99,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--quiet and --verbose exclude each other")
     restore = configure_logging(-1 if quiet else 1 if verbose else 0)
     try:
-        return int(args.handler(args) or 0)
-    except AdaptlabError as e:
+        status = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+        return status
+    except BrokenPipeError:
+        return _broken_pipe()
+    except (AdaptlabError, OSError) as e:
         if debug:
             raise
-        print(f"adaptlab {args.command}: error: {e}", file=sys.stderr)
+        print(f"adaptlab {args.command}: error: {one_line(e)}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        if debug:
+            raise
+        print(f"adaptlab {args.command}: error: out of memory; lower the sizes given (resamples, sample size, "
+              "cut-offs, batch size)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     finally:
         restore()
+
+
+def one_line(e: BaseException) -> str:
+    """An error as one line; an :class:`OSError` names its file and what went wrong
+    (``PATH: No space left on device``), never a traceback."""
+    if isinstance(e, OSError) and not isinstance(e, AdaptlabError):
+        reason = e.strerror or str(e) or type(e).__name__
+        paths = [str(p) for p in (e.filename, e.filename2) if p is not None]
+        hint = {errno.ENOSPC: "; free some space and run again (nothing partial was kept as a result)",
+                errno.EISDIR: "; expected a file", errno.ENOTDIR: "; expected a directory",
+                errno.EACCES: "; check the permissions"}.get(e.errno or 0, "")
+        text = f"{' -> '.join(paths)}: {reason}{hint}" if paths else f"{reason}{hint}"
+    else:
+        text = str(e)
+    return " ".join(text.split()) or type(e).__name__
+
+
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``adaptlab results | head``): stop quietly. Point stdout at
+    /dev/null so the interpreter's final flush raises nothing either."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return 141
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+    return 141

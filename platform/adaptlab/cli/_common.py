@@ -15,9 +15,32 @@ __all__ = [
     "add_common",
     "bootstrap_config",
     "bootstrap_overrides",
+    "bounded_int",
     "print_json",
     "suggest",
 ]
+
+MAX_RESAMPLES = 10_000_000
+"""Upper bound of ``--bootstrap``: beyond it a bootstrap would need terabytes, not more precision."""
+MAX_SAMPLE_SIZE = 100_000_000
+
+
+def bounded_int(low: int, high: int | None = None) -> Any:
+    """An argparse type: an integer in ``[low, high]``; anything else is a one-line usage error
+    naming the option and the range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            rng = f">= {low}" if high is None else f"between {low} and {high}"
+            raise argparse.ArgumentTypeError(f"expected an integer {rng}, got {text}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -51,9 +74,9 @@ def add_bootstrap_options(p: argparse.ArgumentParser, *, defaults: bool = True) 
     """``--bootstrap``, ``--sample-size``, ``--seed``, ``--confidence`` (``defaults=False``: None
     when not given, so a study file's values stand)."""
     d = (lambda v: v) if defaults else (lambda v: None)
-    p.add_argument("--bootstrap", metavar="M", type=int, default=d(1000),
+    p.add_argument("--bootstrap", metavar="M", type=bounded_int(1, MAX_RESAMPLES), default=d(1000),
                    help="bootstrap resamples (default 1000; the reference study used 500)")
-    p.add_argument("--sample-size", metavar="L", type=int, default=None,
+    p.add_argument("--sample-size", metavar="L", type=bounded_int(0, MAX_SAMPLE_SIZE), default=None,
                    help="queries per resample (default: all queries; the reference study used 100)")
     p.add_argument("--seed", type=int, default=d(0),
                    help="seed of the bootstrap (default " + ("0)" if defaults else "the study's [bootstrap].seed, "

@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--store needs --dataset NAME (the dataset name recorded in the store)")
     measures = parse_measures(args.metrics)
     qrels = read_qrels(args.qrels)
+    if not any(rel > 0 for docs in qrels.values() for rel in docs.values()):
+        raise ConfigError(f"--qrels {args.qrels}: no relevant document (no line 'qid 0 docid rel' with rel > 0); "
+                          "nothing to evaluate")
     runs: dict[str, dict] = {}
     for path in args.runs:
         name = path.stem

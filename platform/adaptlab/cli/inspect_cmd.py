@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from adaptlab.cli._common import add_common, print_json
+from adaptlab.cli._common import add_common, bounded_int, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--system", required=True, help="the system to inspect")
     p.add_argument("--against", default=None, help="a second system to compare with (e.g. the base model)")
     p.add_argument("--dataset", default=None, help="only this dataset (default: every dataset)")
-    p.add_argument("--limit", type=int, default=10, help="queries to list")
+    p.add_argument("--limit", type=bounded_int(1), default=10, help="queries to list")
     p.add_argument("--data", default=None, metavar="FORMAT:PATH",
                    help="the dataset (e.g. beir:DIR, such as the held-out set's folder) for query and passage texts")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
-from adaptlab.cli._common import add_common
 from adaptlab.analysis.report import build_report
+from adaptlab.cli._common import MAX_RESAMPLES, add_common, bounded_int, suggest
+from adaptlab.errors import ConfigError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -18,8 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, type=Path, help="output folder (report.md, report.html, figures/)")
     p.add_argument("--system", action="append", default=None, help="only these systems (repeatable)")
     p.add_argument("--dataset", action="append", default=None, help="only these datasets (repeatable)")
-    p.add_argument("--k", type=int, default=5, help="top-K of thresholds and COE/ROE (default 5, as in the reference study)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="resamples for analyses computed from per-query records")
+    p.add_argument("--k", type=bounded_int(1), default=5, help="top-K of thresholds and COE/ROE (default 5, as in the reference study)")
+    p.add_argument("--bootstrap", type=bounded_int(1, MAX_RESAMPLES), default=1000, help="resamples for analyses computed from per-query records")
     p.add_argument("--seed", type=int, default=0, help="seed of those resamples")
     add_common(p)
     p.set_defaults(handler=run)
@@ -27,7 +31,46 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; returns the exit status."""
-    path = build_report(args.store, args.out, systems=args.system, datasets=args.dataset, k=args.k,
-                        n_resamples=args.bootstrap, seed=args.seed)
+    from adaptlab import results
+
+    if args.out.exists() and not args.out.is_dir():
+        raise ConfigError(f"--out {args.out}: a file; expected a folder for report.md, report.html and figures/")
+    _check_names(results.open(args.store), args.system, args.dataset)
+    path = _build_fresh(args)
     print(f"report written to {path}")
     return 0
+
+
+def _check_names(store: object, systems: list[str] | None, datasets: list[str] | None) -> None:
+    """Every --system and --dataset must name something in the store (a typo such as
+    ``--system minlm`` is an error with the close name, never an empty report)."""
+    runs = store.runs(columns=["system", "dataset"])  # type: ignore[attr-defined]
+    for option, wanted, column in (("--system", systems, "system"), ("--dataset", datasets, "dataset")):
+        known = sorted(set(runs.column(column).to_pylist()))
+        for name in wanted or []:
+            if name not in known:
+                shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
+                raise ConfigError(f"{option} {name!r}: no run in the store has this {column}{suggest(name, known)} "
+                                  f"({column}s in the store: {shown or 'none'}); no report was written")
+
+
+def _build_fresh(args: argparse.Namespace) -> Path:
+    """Build the report in a new folder beside --out, then put report.md, report.html and
+    figures/ in place, so no figure of an earlier report is left beside the new one. On an
+    error the previous report stays whole and nothing half-written is left."""
+    out: Path = args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        build_report(args.store, tmp, systems=args.system, datasets=args.dataset, k=args.k,
+                     n_resamples=args.bootstrap, seed=args.seed)
+        out.mkdir(exist_ok=True)
+        old_figures = out / "figures"
+        if old_figures.is_dir():
+            shutil.rmtree(old_figures)
+        for name in ("figures", "report.html", "report.md"):  # report.md last: it marks a whole report
+            if (tmp / name).exists():
+                os.replace(tmp / name, out / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out / "report.md"

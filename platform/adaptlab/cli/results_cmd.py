@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from adaptlab.cli._common import add_common, print_json
+from adaptlab.cli._common import add_common, print_json, suggest
 from adaptlab.errors import ConfigError
 
 _DEFAULT_COLUMNS = {
@@ -174,7 +174,30 @@ def run(args: argparse.Namespace) -> int:
     else:
         extra = {"kind": "score"} if args.table == "metrics" and "compared_to" not in filters else {}
         table = getattr(store, args.table)(latest=args.latest, **extra, **filters)
+    if table.num_rows == 0 and filters:
+        _explain_no_match(store, args.table, filters)
     if args.format == "table":
         table = _with_run_columns(store, table)
     _emit(table, args.format, _DEFAULT_COLUMNS[args.table])
     return 0
+
+
+def _explain_no_match(store, table_name: str, filters: dict[str, object]) -> None:
+    """No row matched: a filter value that occurs nowhere in its column (a typo such as
+    ``measure=ndgc@10``) is an error naming the close value; otherwise the combination is empty."""
+    from adaptlab.results.validate import canonical_measure
+
+    name = {"comparisons": "metrics"}.get(table_name, table_name)
+    for key, value in filters.items():
+        wanted = value if isinstance(value, list) else [value]
+        try:
+            present = store.table(name, columns=[key], **({"kind": "all"} if name == "metrics" else {}))
+        except Exception:  # noqa: BLE001 - list columns and the like: nothing to suggest
+            continue
+        known = sorted({str(v) for v in present.column(key).to_pylist() if v is not None})
+        for w in wanted:
+            text = canonical_measure(str(w)) if key == "measure" else str(w)
+            if text not in known:
+                shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
+                raise ConfigError(f"--filter {key}={w}: no row of {table_name} has {key} {w!r}{suggest(text, known)} "
+                                  f"(values in the store: {shown or 'none'})")

@@ -12,10 +12,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_overrides, print_json, suggest
+from adaptlab.cli._common import (
+    add_bootstrap_options,
+    add_common,
+    bootstrap_overrides,
+    bounded_int,
+    print_json,
+    suggest,
+)
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation import format_pairs, format_summary
 from adaptlab.study import Study, load_study, parse_study, run_study
+from adaptlab.study.inputs import check_inputs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", default=None, help="dataset split (default test)")
     p.add_argument("--metrics", default=None, help="comma-separated measures, e.g. ndcg@10,recall@100 (default: "
                    "the study's [evaluation].metrics; ad hoc: acc@1,acc@5,ndcg@10,mrr@10,recall@100)")
-    p.add_argument("--k", type=int, default=None, help="retrieval depth (default 100)")
+    p.add_argument("--k", type=bounded_int(1), default=None, help="retrieval depth (default 100)")
     add_bootstrap_options(p, defaults=False)
     p.add_argument("--store", help="results store: a directory or an s3://, gs://, az:// URI (overrides the study's)")
     p.add_argument("--no-store", action="store_true", help="do not write to a results store")
@@ -117,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     study = build_study(args)
     store = None if args.no_store else args.store
     if args.dry_run:
+        check_inputs(study)  # the datasets and models a real run would need, without running anything
         print("\n".join(plan(study, "" if args.no_store else store, args.address, args.export_run)))
         return 0
     t0 = time.time()

@@ -24,9 +24,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "(relative to this directory) only for a head on this machine; "
                                    "file:///ABS/PATH for a file system mounted on every node (default: the study's)")
     p.add_argument("--wait", action="store_true", help="follow the logs and exit with the job's status")
-    p.add_argument("--timeout", type=float, default=None, help="stop following after this many seconds")
+    p.add_argument("--timeout", type=_seconds, default=None, help="stop following after this many seconds")
     add_common(p)
     p.set_defaults(handler=run)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

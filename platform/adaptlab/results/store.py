@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import StoreError
+from adaptlab.results.integrity import Checksums
 from adaptlab.results.layout import new_commit_id
 from adaptlab.results.query import Filter, check_columns, parse_filters
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES, arrow_schema, arrow_type
@@ -66,6 +67,8 @@ _HISTORY_SCAN = 200
 _SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "azure", "file")
 _URI_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _COMMIT_KEY = "adaptlab.commit_id"
+STUDY_FOLDERS = frozenset({"artifacts", "adaptation", "tune"})
+"""Folders a scale study keeps under its store root (``[adapt]`` artifact_root / data_dir defaults)."""
 
 _OPEN: weakref.WeakSet[ResultsStore] = weakref.WeakSet()
 
@@ -166,6 +169,7 @@ class ResultsStore:
         self.uri, local = normalize_uri(root)
         self.root: Path | str = local if local is not None else self.uri
         self._options = dict(storage_options) if storage_options else None
+        self._checksums = Checksums(local) if local is not None else None
         self._dt: Any = None
         self._app_id = f"adaptlab-writer-{secrets.token_hex(8)}"
         self._seq = 0
@@ -213,6 +217,7 @@ class ResultsStore:
 
             if is_legacy_store(local):
                 return  # opens read-only below, with the message that says how to migrate
+            _refuse_unrelated_folder(local, self._is_table)
             try:
                 local.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -262,6 +267,21 @@ class ResultsStore:
                     f"{self.uri}: no snapshot at {what} (current version {self._latest_version(dt)}): {_short(e)}"
                 ) from e
         self._dt = dt
+
+    def _file_uris(self, dt: Any) -> list[str]:
+        try:
+            return list(dt.file_uris())
+        except Exception as e:  # noqa: BLE001
+            raise StoreError(f"{self.uri}: cannot list the store's files: {_short(e)}") from e
+
+    def _record_checksums(self, label: str) -> None:
+        """Record the SHA-256 of every data file that has none yet (local stores)."""
+        if self._checksums is not None:
+            try:
+                uris = self._file_uris(self._table())
+            except StoreError:
+                return  # the commit landed; the next one records these files
+            self._checksums.record(uris, label)
 
     @staticmethod
     def _latest_version(dt: Any) -> int:
@@ -337,6 +357,9 @@ class ResultsStore:
     # -- reading ----------------------------------------------------------------------------
     def _dataset(self, kinds: tuple[str, ...]) -> Any:
         dt = self._table()
+        if self._checksums is not None:  # a corrupted file is an error naming it, before any byte is decoded
+            marks = tuple(f"kind={k}/" for k in kinds)
+            self._checksums.verify(u for u in self._file_uris(dt) if any(m in u for m in marks))
         try:
             return dt.to_pyarrow_dataset(partitions=[("kind", "in", list(kinds))])
         except Exception as e:  # noqa: BLE001
@@ -463,7 +486,10 @@ class ResultsStore:
         if not isinstance(query, str) or not query.strip():
             raise StoreError("store.sql(): give a SQL query string, e.g. SELECT * FROM metrics")
         ds = self._dataset(KINDS)
-        con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+        # no file or network access from a query (COPY ... TO, read_csv('/etc/passwd'), ATTACH):
+        # the views over this snapshot are all a query can read
+        con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                                     "enable_external_access": False})
         try:
             con.register("adaptlab_rows", ds)
             present = set(ds.schema.names)
@@ -478,7 +504,7 @@ class ResultsStore:
             try:
                 res = con.sql(query, params=params) if params else con.sql(query)
                 return res.to_arrow_table() if res is not None else _empty_result()
-            except duckdb.Error as e:
+            except (duckdb.Error, OSError) as e:
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise StoreError(
                     f"SQL error: {first}; the views are runs, metrics (scores), comparisons, "
@@ -504,6 +530,7 @@ class ResultsStore:
         if self.read_only:
             raise StoreError(f"{self!r} is a past snapshot (version=/as_of=); open the store without them to commit")
         tables = prepare_commit(runs, metrics, per_query)
+        self._check_unique(tables)
         dangling = referenced_run_ids(tables)
         if dangling:
             known = set(self.runs(columns=["run_id"], run_id=sorted(dangling)).column("run_id").to_pylist())
@@ -516,7 +543,37 @@ class ResultsStore:
         data = rows_for_delta(tables, commit_id)
         self._seq += 1
         version = self._write(data, commit_id, self._app_id, self._seq)
+        self._record_checksums(commit_id)
         return CommitId(commit_id, version)
+
+    def _check_unique(self, tables: dict[str, pa.Table]) -> None:
+        """``run_id`` and ``(run_id, query_id)`` are unique across commits: a run committed
+        again (the same id) or a query of a run stored twice is refused. Checked against the
+        latest snapshot before writing (run ids are random UUIDs, so two writers racing with the
+        same id means a caller reused one; that race is not detected)."""
+        runs = tables["runs"]
+        if runs.num_rows:
+            ids = runs.column("run_id").to_pylist()
+            again = self.runs(columns=["run_id"], run_id=ids).column("run_id").to_pylist()
+            if again:
+                raise StoreError(
+                    f"runs: run_id {again[0]!r} is already in the store{_more(again)}; run ids are unique "
+                    "(a new evaluation gets a new id from results.new_run_id()); nothing was written"
+                )
+        pq = tables["per_query"]
+        if pq.num_rows:
+            ids = sorted(set(pq.column("run_id").to_pylist()) - set(runs.column("run_id").to_pylist()))
+            if not ids:
+                return
+            old = self.per_query(columns=["run_id", "query_id"], run_id=ids).to_pylist()
+            stored = {(r["run_id"], r["query_id"]) for r in old}
+            clash = [k for k in zip(pq.column("run_id").to_pylist(), pq.column("query_id").to_pylist())
+                     if k in stored]
+            if clash:
+                raise StoreError(
+                    f"per_query: (run_id {clash[0][0]!r}, query_id {clash[0][1]!r}) is already in the "
+                    f"store{_more(clash)}; (run_id, query_id) is unique; nothing was written"
+                )
 
     def _write(self, data: pa.Table, commit_id: str | None, app_id: str, seq: int) -> int | None:
         """Append ``data`` in one Delta commit, at most once; returns its version when found."""
@@ -601,6 +658,9 @@ class ResultsStore:
                                     enforce_retention_duration=hours >= 168)
             dt.update_incremental()
             dt.create_checkpoint()
+            self._record_checksums(f"compact-{int(dt.version())}-{secrets.token_hex(4)}")
+        except StoreError:
+            raise
         except Exception as e:  # noqa: BLE001
             raise StoreError(f"{self.uri}: compaction failed: {_short(e)}; the store is unchanged or "
                              "compacted in part, and readable either way") from e
@@ -645,6 +705,31 @@ def rows_for_delta(tables: dict[str, pa.Table], commit_id: str) -> pa.Table:
                     cols.append(pa.nulls(n, f.type))
             out.append(pa.Table.from_arrays(cols, schema=schema))
     return pa.concat_tables(out) if out else schema.empty_table()
+
+
+def _more(items: list[Any]) -> str:
+    return f" (and {len(items) - 1} more)" if len(items) > 1 else ""
+
+
+def _refuse_unrelated_folder(local: Path, is_table: Any) -> None:
+    """``create=True`` on an existing folder that holds other things (not a store) is refused,
+    never silently turned into a store: hidden entries (``.cache`` of a study's embeddings,
+    ``.DS_Store``) and the folders a scale study writes under its store before the first
+    commit (:data:`STUDY_FOLDERS`) are allowed."""
+    if not local.is_dir():
+        return
+    try:
+        visible = sorted(n for n in os.listdir(local)
+                         if not n.startswith(".") and not (n in STUDY_FOLDERS and (local / n).is_dir()))
+    except OSError as e:
+        raise StoreError(f"cannot create a results store at {local}: {e.strerror or e}") from e
+    if not visible or "_delta_log" in visible or is_table():
+        return
+    shown = ", ".join(visible[:3]) + (", ..." if len(visible) > 3 else "")
+    raise StoreError(
+        f"cannot create a results store at {local}: the folder exists and holds other files ({shown}); "
+        "expected a new or empty folder, or an existing results store"
+    )
 
 
 def _empty_result() -> pa.Table:

@@ -223,6 +223,9 @@ def init_ray(
                 num_gpus=num_gpus,
                 object_store_memory=object_store_memory,
                 include_dashboard=bool(dashboard),
+                # the dashboard listens on loopback only; Ray 2.60 has no option to do the same for
+                # the GCS and raylet gRPC servers (measured: with or without _node_ip_address they
+                # listen on all interfaces; the token guards them): docs/user-guide.md
                 dashboard_host="127.0.0.1",
                 **common,
             )

@@ -15,12 +15,14 @@ from pathlib import Path
 
 from adaptlab.data import load_dataset
 from adaptlab.data.dataset import Dataset
+from adaptlab.data.loaders import parse_dataset_spec
 from adaptlab.embedding.cache import Embedder
 from adaptlab.embedding.pool import progress_enabled
+from adaptlab.errors import ConfigError
 from adaptlab.models import resolve_model
 from adaptlab.study.schema import DatasetSection, ModelSection, Study
 
-__all__ = ["EvalDataset", "load_dataset_section", "log", "model_embedder"]
+__all__ = ["EvalDataset", "check_inputs", "load_dataset_section", "log", "model_embedder"]
 
 
 def log(msg: str) -> None:
@@ -42,6 +44,39 @@ def model_embedder(model: ModelSection, study: Study, cache_dir: Path | None) ->
     return Embedder(resolve_model(study.resolve_model_ref(model.ref)), options=options,
                     batch_size=emb.batch_size or model.batch_size, use_ray=emb.use_ray,
                     num_actors=emb.num_actors or None, cache_dir=cache_dir)
+
+
+def check_inputs(study: Study) -> None:
+    """Validate the study's inputs whole before any work: every ``[[datasets]]`` spec names a
+    known format and an existing path, every ``[[models]]`` entry resolves (alias, local
+    directory or hub id). Raises :class:`ConfigError` naming the study file, the entry and
+    what is expected, so a study never fails on its second dataset after the first one's
+    results were stored. (Files are read when their dataset's turn comes: a malformed file
+    still fails then, and the error says which datasets were already committed.)"""
+    for i, ds in enumerate(study.datasets):
+        where = f"{study.source}: [[datasets]] entry {i + 1} ({ds.name or ds.spec!r})"
+        try:
+            fmt, rest = parse_dataset_spec(ds.spec)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from e
+        if fmt != "beir" and ds.split != "test":
+            raise ConfigError(f"{where}: split {ds.split!r}: format {fmt!r} has a single set of questions; "
+                              "split is only available for beir datasets (leave it at 'test')")
+        if fmt == "synthetic":
+            continue
+        if not rest:
+            raise ConfigError(f"{where}: spec {ds.spec!r} names no path after '{fmt}:'")
+        path = Path(rest).expanduser()
+        path = path if path.is_absolute() else study.resolve_path(rest)
+        if not path.exists():
+            raise ConfigError(f"{where}: {path} does not exist; expected the dataset's {fmt} file or folder "
+                              "(relative paths resolve against the project root); nothing was run")
+    for i, m in enumerate(study.models):
+        try:
+            resolve_model(study.resolve_model_ref(m.ref))
+        except ConfigError as e:
+            raise ConfigError(f"{study.source}: [[models]] entry {i + 1} ({m.name or m.ref!r}): {e}; "
+                              "nothing was run") from e
 
 
 def load_dataset_section(ds: DatasetSection, study: Study) -> Dataset:

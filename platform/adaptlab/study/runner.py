@@ -7,6 +7,13 @@
         -> per-query records -> measures -> bootstrap CIs + paired tests -> [analysis] rows
       --store--> runs / metrics / per_query, one atomic commit per dataset
 
+The unit of atomicity is one dataset: all systems' runs, metrics and per-query records of one
+dataset land in one store commit, or none of them do. A study is validated whole before any
+work (:func:`~adaptlab.study.inputs.check_inputs`: every dataset spec and path, every model),
+so a missing dataset or model never fails a study after the first dataset was stored. A later
+failure (a malformed file read when its dataset's turn comes, a crash) leaves the datasets
+committed before it in the store, and the error names them and their store versions.
+
 A plain study's systems are its ``[[models]]``; a scale study's are the base model, its other
 models and every adapted model (:mod:`adaptlab.study.scale`), evaluated on the held-out
 in-domain questions first, then on every ``[[datasets]]`` benchmark. Both go through the same
@@ -43,7 +50,7 @@ from adaptlab.data.trec import write_trec_run
 from adaptlab.embedding import release_pools
 from adaptlab.embedding.cache import Embedder
 from adaptlab.embedding.tokens import TokenEmbedder
-from adaptlab.errors import ConfigError
+from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.evaluation import summarise
 from adaptlab.evaluation.persist import commit_summary
 from adaptlab.metrics import evaluate, parse_measures
@@ -61,7 +68,7 @@ from adaptlab.study.adapt_config import (
     parse_tune_section,
     tune_param_space,
 )
-from adaptlab.study.inputs import EvalDataset, load_dataset_section, log, model_embedder
+from adaptlab.study.inputs import EvalDataset, check_inputs, load_dataset_section, log, model_embedder
 from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
 from adaptlab.study.scale import Adaptation, adaptation_stage
 from adaptlab.study.schema import ModelSection, Study
@@ -99,6 +106,7 @@ def run_study(
     tune = parse_tune_section(study, settings, store=store) if settings is not None and study.tune else None
     if tune is not None:
         tune_param_space(tune, study.source)  # fail on a bad space before any work
+    check_inputs(study)  # every dataset and model, before Ray starts and before any embedding
     ray_start = None
     if study.embedding.use_ray or (settings is not None and (settings.use_ray or tune is not None)):
         from adaptlab.runtime import start_ray  # deferred: imports ray
@@ -192,15 +200,29 @@ def evaluate_systems(
     ev = _Evaluation(study, list(systems), {s.name: system_embedder(s.section, study, cache_dir) for s in systems},
                      measures, depth, study.bootstrap_config(), baseline, store_root, dict(extra_config or {}))
     several = len(systems) * len(datasets) > 1
-    outcomes = []
+    outcomes: list[DatasetOutcome] = []
     for plan in datasets:
-        outcome = _evaluate_dataset(ev, plan)
+        try:
+            outcome = _evaluate_dataset(ev, plan)
+        except AdaptlabError as e:
+            raise type(e)(f"{e}{_committed_note(outcomes, store_root)}") from e
         if export_run is not None:
             export_runs(Path(export_run), outcome.records, plan.name, several=several)
         outcomes.append(outcome)
         if on_dataset is not None:
             on_dataset(outcome)
     return outcomes
+
+
+def _committed_note(outcomes: list[DatasetOutcome], store_root: Path | None) -> str:
+    """What a failed study left in the store: the datasets committed before the failure (the
+    unit of atomicity is one dataset)."""
+    done = [o for o in outcomes if o.run_ids]
+    if store_root is None or not done:
+        return ""
+    names = ", ".join(f"{o.dataset} (version {getattr(o.run_ids, 'version', '?')})" for o in done)
+    return (f" [datasets already committed to {store_root} before this error: {names}; each dataset is one "
+            "atomic commit, so running the study again stores them again as new runs]")
 
 
 def system_embedder(section: ModelSection, study: Study, cache_dir: Path | None) -> Embedder | TokenEmbedder:
@@ -300,7 +322,18 @@ def _analyses(study: Study, boot: BootstrapConfig, rec: PerQueryRecords, doc_emb
 
 
 def export_runs(path: Path, records: dict[str, PerQueryRecords], dataset: str, *, several: bool) -> None:
-    """One TREC run file per system; with several systems or datasets the names get suffixes."""
+    """One TREC run file per system; with several systems or datasets the names get suffixes
+    (system and dataset names made safe as one file-name part: ``/``, ``\\``, ``..`` and control
+    characters become ``_``, so a name never points into another folder)."""
+    if str(path).endswith(("/", os.sep)) or path.is_dir():
+        raise ConfigError(f"--export-run {path}: a folder; expected a file name such as {path / 'run.trec'}")
     for name, rec in records.items():
-        target = path.with_name(f"{path.stem}.{dataset}.{name}{path.suffix}") if several else path
+        part = f"{path.stem}.{_safe_part(dataset)}.{_safe_part(name)}{path.suffix}"
+        target = path.with_name(part) if several else path
         write_trec_run(rec.to_run(), target, tag=name)
+
+
+def _safe_part(name: str) -> str:
+    """``name`` as one safe file-name part."""
+    text = "".join("_" if (c in "/\\:" or ord(c) < 32) else c for c in name).replace("..", "_")
+    return text.strip(" .") or "_"

@@ -403,6 +403,9 @@ def check_sections(study: Study) -> None:
     b = study.bootstrap
     check.integer("n_resamples", b.n_resamples, 1)
     check.integer("sample_size", b.sample_size, 0)
+    for key, value, top in (("n_resamples", b.n_resamples, 10_000_000), ("sample_size", b.sample_size, 10**8)):
+        if value > top:  # the resample matrix would not fit in memory
+            raise check.fail(key, f"an integer <= {top:,}", value)
     if b.seed is not None:
         check.integer("seed", b.seed, 0)
     if not 0 < b.confidence < 1:
