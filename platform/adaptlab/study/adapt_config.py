@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from adaptlab.adapt.train.artifacts import artifact_cache_dir
 from adaptlab.adapt.train.colbert import ColBERTFTConfig
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.pt import PTConfig
@@ -28,7 +29,7 @@ from adaptlab.adapt.train.tune import TUNABLE
 from adaptlab.errors import ConfigError
 from adaptlab.metrics.measures import Measure
 from adaptlab.stats import BootstrapConfig
-from adaptlab.study.schema import ModelSection, SectionChecker, Study, default_name
+from adaptlab.study.schema import ModelSection, SectionChecker, Study, default_name, is_store_uri
 from adaptlab.study.seeds import stage_seed
 
 __all__ = [
@@ -116,7 +117,7 @@ class AdaptSettings:
     unit: str = "documents"
     heldout_name: str = "heldout"
     seed: int = 0
-    artifact_root: Path | None = None
+    artifact_root: Path | str | None = None  # a str: a URI (s3://...), see adapt.train.artifacts
     data_dir: Path | None = None
     use_ray: bool = True
     gpus_per_job: float | None = None
@@ -172,7 +173,7 @@ class TuneSettings:
     max_concurrent_trials: int = 0
     resume: bool = True
     name: str = ""
-    storage_path: Path | None = None
+    storage_path: Path | str | None = None  # a str: a URI (s3://...)
     apply_best: bool = False
 
     @property
@@ -392,15 +393,28 @@ def _adapt_training(study: Study, raw: Mapping[str, Any], check: SectionChecker,
     return kw
 
 
-def _adapt_roots(study: Study, raw: Mapping[str, Any], check: SectionChecker, root: Path | None) -> dict[str, Any]:
-    """``artifact_root`` and ``data_dir``: given (relative to the project root), else under the store."""
+def _adapt_roots(study: Study, raw: Mapping[str, Any], check: SectionChecker, root: Path | str | None) -> dict[str, Any]:
+    """``artifact_root`` and ``data_dir``: given (relative to the project root), else under the store.
+
+    ``artifact_root`` may be a URI (``s3://...``). With a store on a URI the artifacts default to
+    ``<store>/artifacts`` there, and ``data_dir`` (prepared on the driver, read locally) to the
+    node-local ``$ADAPTLAB_CACHE/adaptation`` (default ``~/.cache/adaptlab/adaptation``)."""
     kw: dict[str, Any] = {}
     for key, sub in (("artifact_root", "artifacts"), ("data_dir", "adaptation")):
         given = raw.get(key)
         if given is not None:
-            kw[key] = study.resolve_path(check.string(key, given)).resolve()
+            text = check.string(key, given)
+            if is_store_uri(text):
+                if key == "data_dir":
+                    raise check.fail(key, "a local directory (the adaptation data are prepared and read locally)",
+                                     text)
+                kw[key] = text.rstrip("/")
+            else:
+                kw[key] = study.resolve_path(text).resolve()
+        elif root is not None and is_store_uri(root):
+            kw[key] = str(root).rstrip("/") + "/" + sub if key == "artifact_root" else artifact_cache_dir().parent / sub
         elif root is not None:
-            kw[key] = (root / sub).resolve()
+            kw[key] = (Path(root) / sub).resolve()
         else:
             raise ConfigError(f"{check.where(key)}: required when the study has no results store")
     return kw
@@ -519,12 +533,13 @@ def parse_tune_section(study: Study, adapt: AdaptSettings, *, store: str | Path 
     kw["name"] = check.string("name", raw.get("name", ""))
     kw["apply_best"] = check.boolean("apply_best", raw.get("apply_best", False))
     if "storage_path" in raw:
-        kw["storage_path"] = study.resolve_path(check.string("storage_path", raw["storage_path"])).resolve()
+        text = check.string("storage_path", raw["storage_path"])
+        kw["storage_path"] = text.rstrip("/") if is_store_uri(text) else study.resolve_path(text).resolve()
     else:
         root = study.store_root(store)
         if root is None:
             raise ConfigError(f"{check.where('storage_path')}: required when the study has no results store")
-        kw["storage_path"] = (root / "tune").resolve()
+        kw["storage_path"] = str(root).rstrip("/") + "/tune" if is_store_uri(root) else (Path(root) / "tune").resolve()
     return TuneSettings(**kw)
 
 

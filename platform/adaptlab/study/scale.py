@@ -347,13 +347,13 @@ def _systems(study: Study, settings: AdaptSettings, jobs: list[tuple[str, int, A
             name = system_name(colbert.label, "ft", n)
             section = ModelSection(ref=str(art.model_path), name=name, backend="colbert",
                                    batch_size=colbert.section.batch_size)
-            out.append(SystemInfo(name, variant, n, section, art.key, str(art.path), bool(art.reused),
+            out.append(SystemInfo(name, variant, n, section, art.key, str(art.location), bool(art.reused),
                                   _training_summary(art)))
             continue
         name = system_name(settings.label, variant, n)
         section = ModelSection(**{**asdict(settings.base_section), "ref": str(art.model_path), "name": name,
                                   "backend": "sentence-transformers"})
-        out.append(SystemInfo(name, variant, n, section, art.key, str(art.path), bool(art.reused),
+        out.append(SystemInfo(name, variant, n, section, art.key, str(art.location), bool(art.reused),
                               _training_summary(art)))
     return out
 

@@ -230,8 +230,16 @@ def _one_line(e: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def jobs_address(address: str) -> str:
+    """The Jobs API URL of ``address``: ``HOST:PORT`` without a scheme gets ``http://`` (Ray
+    would otherwise read it as a GCS address and wait ~35 s before failing)."""
+    text = address.strip()
+    return text if "://" in text else f"http://{text}"
+
+
 def _client(address: str) -> Any:
     _ensure_token_mode()  # before importing Ray, which caches the mode
+    address = jobs_address(address)
     try:
         from ray.job_submission import JobSubmissionClient
     except ImportError as e:  # pragma: no cover

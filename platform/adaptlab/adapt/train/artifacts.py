@@ -12,6 +12,17 @@ the directory and returns it without training. Writes are atomic: work happens i
 temp directory ``.<name>.partial`` (which also holds the resumable training checkpoints) and is
 renamed into place only once complete; a per-artifact file lock keeps two processes on the same
 machine from training the same artifact twice.
+
+``root`` may also be a URI (``s3://bucket/prefix/artifacts``, ``gs://``, ``az://``; any file
+system ``pyarrow.fs`` opens, credentials from the environment only), so the nodes of a cluster
+share artifacts without a shared POSIX mount. A job then trains into a local staging folder
+under the artifact cache (``$ADAPTLAB_CACHE/artifacts``, default ``~/.cache/adaptlab/artifacts``)
+exactly as above and publishes ``<root>/<base label>/<name>/``: the files of ``model/`` first,
+``manifest.json`` (with the SHA-256 of every file) last, so a reader that sees the manifest sees
+a whole artifact, and files without a manifest never count as trained. Publishing again is
+harmless. A consumer on any node (evaluation, merging, PT -> FT) reads ``Artifact.model_path``,
+which materialises the artifact into the local cache (verified against the manifest's hashes)
+the first time it is needed on that node.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -37,12 +49,19 @@ __all__ = [
     "Artifact",
     "ArtifactWriter",
     "BaseModel",
+    "artifact_cache_dir",
     "artifact_key",
+    "artifact_root_text",
     "chunks_fingerprint",
     "describe_base",
+    "find_artifact",
+    "is_artifact_uri",
+    "local_model_path",
+    "materialize_artifact",
     "model_dir_hash",
     "open_artifact",
     "package_versions",
+    "publish_artifact",
     "resolve_base_model",
     "sanitize_name",
 ]
@@ -56,6 +75,31 @@ MODEL_DIR = "model"
 _PACKAGES = ("adaptlab", "safetensors", "sentence-transformers", "torch", "transformers")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _HASH_SKIP = frozenset({"README.md"})  # model cards carry dates, not weights
+_URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_log = logging.getLogger(__name__)
+
+
+def is_artifact_uri(root: object) -> bool:
+    """Whether ``root`` is a URI (``s3://...``) rather than a local path."""
+    return isinstance(root, str) and _URI_RE.match(root) is not None
+
+
+def artifact_root_text(root: str | os.PathLike[str]) -> str:
+    """``root`` as handed to workers: a URI unchanged (without a trailing ``/``), else the
+    absolute local path."""
+    text = os.fspath(root)
+    return text.rstrip("/") if is_artifact_uri(text) else os.path.abspath(text)
+
+
+def artifact_cache_dir() -> Path:
+    """Where artifacts on a URI are staged and materialised on this node:
+    ``$ADAPTLAB_CACHE/artifacts`` (default ``~/.cache/adaptlab/artifacts``)."""
+    return Path(os.environ.get("ADAPTLAB_CACHE") or Path.home() / ".cache" / "adaptlab") / "artifacts"
+
+
+def _where(uri: str) -> str:
+    """A URI for messages, without any ``user:secret@`` part."""
+    return re.sub(r"//[^/@]*@", "//", uri)
 
 
 def sanitize_name(name: object, *, max_len: int = 64) -> str:
@@ -135,6 +179,9 @@ def resolve_base_model(name: str | os.PathLike[str]) -> tuple[str, Path]:
     hub id already in the local Hugging Face cache. The label is the canonical alias, the
     directory name, or the sanitised hub id."""
     text = os.fspath(name)
+    if is_artifact_uri(text):  # an artifact published on a URI: its local materialised copy
+        art = open_artifact(text)
+        return str(art.manifest.get("label", art.path.name)), art.model_path.resolve()
     path = Path(text).expanduser()
     if path.is_dir():
         if (path / MANIFEST).is_file() and (path / MODEL_DIR).is_dir():
@@ -187,15 +234,17 @@ class BaseModel:
 def describe_base(name: str | os.PathLike[str] | Artifact) -> BaseModel:
     """Resolve ``name`` (see :func:`resolve_base_model`) and hash it; when it is an artifact,
     record its key and variant as the parent and carry its root model over."""
+    location = None
     if isinstance(name, Artifact):
-        name = name.path
+        location = name.uri
+        name = name.local_dir()
     label, path = resolve_base_model(name)
     digest = model_dir_hash(path)
     manifest_dir = path.parent if (path.parent / MANIFEST).is_file() and path.name == MODEL_DIR else None
     if manifest_dir is None:
         return BaseModel(label, path, digest, None, {"id": label, "hash": digest})
     manifest = _read_manifest(manifest_dir)
-    parent = {"key": manifest["key"], "variant": manifest["variant"], "path": str(manifest_dir)}
+    parent = {"key": manifest["key"], "variant": manifest["variant"], "path": location or str(manifest_dir)}
     root = (manifest.get("info") or {}).get("root_model") or {"id": label, "hash": digest}
     return BaseModel(label, path, digest, parent, dict(root))
 
@@ -216,11 +265,27 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Artifact:
-    """A finished adapted model on disk: ``path/model`` is a sentence-transformers directory."""
+    """A finished adapted model on disk: ``path/model`` is a sentence-transformers directory.
+
+    An artifact published on a URI has ``uri`` set and ``path`` is its folder in this node's
+    artifact cache; :attr:`model_path` and :meth:`local_dir` materialise it there when it is
+    not (on a node other than the one that trained it)."""
 
     path: Path
     manifest: Mapping[str, Any] = field(repr=False)
     reused: bool = False
+    uri: str | None = None
+
+    @property
+    def location(self) -> str:
+        """Where the artifact is kept: its URI, else its local directory."""
+        return self.uri if self.uri is not None else str(self.path)
+
+    def local_dir(self) -> Path:
+        """A local directory holding the whole artifact (materialised from ``uri`` if needed)."""
+        if self.uri is None:
+            return self.path
+        return materialize_artifact(self.uri)
 
     @property
     def key(self) -> str:
@@ -232,7 +297,7 @@ class Artifact:
 
     @property
     def model_path(self) -> Path:
-        return self.path / MODEL_DIR
+        return self.local_dir() / MODEL_DIR
 
     def load(self, device: str | None = None) -> Any:
         """Load the model as a ``SentenceTransformer``."""
@@ -242,7 +307,14 @@ class Artifact:
 
 
 def open_artifact(path: str | Path) -> Artifact:
-    """Open a finished artifact directory (raises :class:`StoreError` if incomplete)."""
+    """Open a finished artifact directory, or an artifact URI (materialised lazily; see
+    :meth:`Artifact.local_dir`); raises :class:`StoreError` if incomplete."""
+    if is_artifact_uri(path):
+        uri = str(path).rstrip("/")
+        manifest = _remote_manifest(uri)
+        if manifest is None:
+            raise StoreError(f"{_where(uri)}: not a finished artifact (no {MANIFEST})")
+        return Artifact(_cache_path(uri), manifest, reused=True, uri=uri)
     p = Path(path)
     if not (p / MANIFEST).is_file() or not (p / MODEL_DIR).is_dir():
         raise StoreError(f"{p}: not a finished artifact (expected {MANIFEST} and {MODEL_DIR}/)")
@@ -262,6 +334,9 @@ class ArtifactWriter:
     ``inputs`` decide the key (``info``, such as local paths, is recorded but not hashed);
     ``commit`` writes ``manifest.json`` (inputs + key + training
     record) into the temp directory, removes the checkpoints and renames it into place.
+
+    With a URI ``root`` the temp and final directories lie in this node's artifact cache,
+    ``existing`` looks for the manifest at :attr:`uri`, and ``commit`` also publishes there.
     """
 
     def __init__(
@@ -274,7 +349,8 @@ class ArtifactWriter:
         inputs: Mapping[str, Any],
         info: Mapping[str, Any] | None = None,
     ) -> None:
-        self.root = Path(root)
+        self.uri_root = artifact_root_text(root) if is_artifact_uri(os.fspath(root)) else None
+        self.root = artifact_cache_dir() if self.uri_root else Path(root)
         self.inputs = dict(inputs)
         self.info = dict(info or {})
         self.key = artifact_key(self.inputs)
@@ -285,6 +361,7 @@ class ArtifactWriter:
         self.final_dir = self.root / self.label / self.name
         self.partial_dir = self.root / self.label / f".{self.name}.partial"
         self._lock_file = self.root / self.label / f".{self.name}.lock"
+        self.uri = f"{self.uri_root}/{self.label}/{self.name}" if self.uri_root else None
 
     @property
     def model_dir(self) -> Path:
@@ -295,16 +372,28 @@ class ArtifactWriter:
         return self.partial_dir / "checkpoints"
 
     def existing(self) -> Artifact | None:
-        """The finished artifact with this key, if any."""
+        """The finished artifact with this key, if any. On a URI: published there (a manifest at
+        :attr:`uri`), or committed here but not yet published (it is published now)."""
+        if self.uri is not None:
+            manifest = _remote_manifest(self.uri)
+            if manifest is not None:
+                self._check_key(manifest, _where(self.uri))
+                return Artifact(self.final_dir, manifest, reused=True, uri=self.uri)
         if (self.final_dir / MANIFEST).is_file():
             art = open_artifact(self.final_dir)
-            if art.manifest.get("key") != self.key:
-                raise StoreError(
-                    f"{self.final_dir}: manifest key {art.manifest.get('key')!r} does not match the "
-                    f"directory's inputs ({self.key}); delete the directory to retrain"
-                )
-            return art
+            self._check_key(art.manifest, str(self.final_dir))
+            if self.uri is None:
+                return art
+            publish_artifact(self.final_dir, self.uri)  # a publish cut short: finish it
+            return Artifact(self.final_dir, _read_manifest(self.final_dir), reused=True, uri=self.uri)
         return None
+
+    def _check_key(self, manifest: Mapping[str, Any], where: str) -> None:
+        if manifest.get("key") != self.key:
+            raise StoreError(
+                f"{where}: manifest key {manifest.get('key')!r} does not match the "
+                f"directory's inputs ({self.key}); delete the directory to retrain"
+            )
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -345,17 +434,24 @@ class ArtifactWriter:
             "info": self.info,
             "training": {"created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **dict(training or {})},
         }
+        if self.uri is not None:  # the file hashes let any node verify its materialised copy
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+            manifest["files"] = _file_hashes(self.partial_dir)
         tmp = self.partial_dir / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
         os.replace(tmp, self.partial_dir / MANIFEST)
         shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         if self.final_dir.exists():  # a concurrent writer on another machine won the race
             shutil.rmtree(self.partial_dir, ignore_errors=True)
+            if self.uri is not None:
+                return self.existing() or open_artifact(self.final_dir)
             return open_artifact(self.final_dir)
         os.rename(self.partial_dir, self.final_dir)
         with contextlib.suppress(OSError):
             self._lock_file.unlink()
-        return Artifact(self.final_dir, manifest, reused=False)
+        if self.uri is not None:
+            publish_artifact(self.final_dir, self.uri)
+        return Artifact(self.final_dir, manifest, reused=False, uri=self.uri)
 
 
 def _check_no_pickles(model_dir: Path) -> None:
@@ -365,3 +461,175 @@ def _check_no_pickles(model_dir: Path) -> None:
             f"{model_dir}: pickled weight files {sorted(bad)} were written; "
             "adapted models must be saved as safetensors"
         )
+
+
+# --------------------------------------------------------------------------- artifacts on a URI
+
+
+def _remote_fs(uri: str) -> tuple[Any, str]:
+    """``(pyarrow file system, path)`` of ``uri``; credentials and endpoint from the environment."""
+    from pyarrow import fs as pafs  # deferred: only artifacts on a URI need it
+
+    target = uri
+    if uri.split("://", 1)[0].lower() in ("s3", "s3a") and "?" not in uri:
+        target += "?allow_delayed_open=true"  # a small file in one PUT, as the embedding cache
+    try:
+        fs, path = pafs.FileSystem.from_uri(target)
+    except Exception as e:  # noqa: BLE001 - reported as a store error, without the URI's secrets
+        raise StoreError(f"{_where(uri)}: cannot open the artifact location ({type(e).__name__})") from None
+    return fs, path.rstrip("/")
+
+
+def _remote_manifest(uri: str) -> dict[str, Any] | None:
+    """The manifest of the artifact at ``uri``, or None when it has none (not, or half, published)."""
+    from pyarrow import fs as pafs
+
+    fs, base = _remote_fs(uri)
+    try:
+        if fs.get_file_info(f"{base}/{MANIFEST}").type == pafs.FileType.NotFound:
+            return None
+        with fs.open_input_stream(f"{base}/{MANIFEST}") as f:
+            data = json.loads(f.read().decode())
+    except (OSError, ValueError) as e:
+        raise StoreError(f"{_where(uri)}/{MANIFEST}: cannot read the artifact manifest ({type(e).__name__})") from None
+    if not isinstance(data, dict) or data.get("schema_version", 0) > ARTIFACT_SCHEMA_VERSION:
+        raise StoreError(f"{_where(uri)}/{MANIFEST}: manifest schema is newer than this adaptlab understands; "
+                         "upgrade adaptlab")
+    return data
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _file_hashes(directory: Path) -> dict[str, str]:
+    """``{relative path: SHA-256}`` of every file under ``directory/model``."""
+    model = directory / MODEL_DIR
+    return {p.relative_to(directory).as_posix(): _sha256_file(p) for p in sorted(model.rglob("*")) if p.is_file()}
+
+
+def _safe_relpath(rel: str) -> str:
+    parts = rel.split("/")
+    if rel.startswith("/") or not rel.startswith(MODEL_DIR + "/") or any(x in ("", ".", "..") for x in parts):
+        raise StoreError(f"artifact manifest names the file {rel!r} outside {MODEL_DIR}/; refusing it")
+    return rel
+
+
+def publish_artifact(local_dir: str | Path, uri: str) -> Artifact:
+    """Publish the finished local artifact ``local_dir`` at ``uri``: every file of ``model/``, then
+    ``manifest.json`` last (with the files' hashes). Nothing is written when ``uri`` already has a
+    manifest; files left by a publish cut short are overwritten."""
+    local, uri = Path(local_dir), uri.rstrip("/")
+    manifest = _read_manifest(local)
+    published = _remote_manifest(uri)
+    if published is not None:
+        if published.get("key") != manifest.get("key"):
+            raise StoreError(f"{_where(uri)}: holds another artifact (key {published.get('key')!r})")
+        return Artifact(local, published, reused=True, uri=uri)
+    if "files" not in manifest:
+        manifest["files"] = _file_hashes(local)
+    fs, base = _remote_fs(uri)
+    try:
+        if fs.type_name == "local":  # object stores have no folders to create
+            for rel in manifest["files"]:
+                fs.create_dir(f"{base}/{rel}".rsplit("/", 1)[0], recursive=True)
+        for rel in manifest["files"]:
+            with (local / _safe_relpath(rel)).open("rb") as src, fs.open_output_stream(f"{base}/{rel}") as dst:
+                shutil.copyfileobj(src, dst, 1 << 22)
+        with fs.open_output_stream(f"{base}/{MANIFEST}") as dst:  # last: the artifact is now whole
+            dst.write(json.dumps(manifest, indent=2, sort_keys=True, default=str).encode())
+    except OSError as e:
+        raise StoreError(f"{_where(uri)}: cannot publish the artifact ({type(e).__name__}: "
+                         f"{_where(str(e))[:200]})") from None
+    _log.info("published artifact %s", _where(uri))
+    return Artifact(local, manifest, reused=False, uri=uri)
+
+
+def _cache_path(uri: str) -> Path:
+    """This node's cache folder for the artifact at ``uri``: ``<cache>/<label>/<name>``."""
+    label, name = (uri.rstrip("/").rsplit("/", 2) + ["", ""])[1:3]
+    return artifact_cache_dir() / sanitize_name(label) / sanitize_name(name, max_len=128)
+
+
+def materialize_artifact(uri: str, dest: str | Path | None = None) -> Path:
+    """A local copy of the artifact at ``uri`` (in ``dest``, default its folder in the artifact
+    cache), downloaded once and checked against the manifest's file hashes; returns ``dest``."""
+    uri = uri.rstrip("/")
+    target = Path(dest) if dest is not None else _cache_path(uri)
+    if (target / MANIFEST).is_file() and (target / MODEL_DIR).is_dir():
+        return target
+    manifest = _remote_manifest(uri)
+    if manifest is None:
+        raise StoreError(f"{_where(uri)}: not a finished artifact (no {MANIFEST})")
+    files = manifest.get("files") or {rel: None for rel in _list_model_files(uri)}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.fetch-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    fs, base = _remote_fs(uri)
+    try:
+        for rel, digest in files.items():
+            out = tmp / _safe_relpath(rel)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with fs.open_input_stream(f"{base}/{rel}") as src, out.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 22)
+            if digest is not None and _sha256_file(out) != digest:
+                raise StoreError(f"{_where(uri)}/{rel}: content does not match the manifest's hash")
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
+        if (target / MANIFEST).is_file():  # another process here materialised it meanwhile
+            return target
+        shutil.rmtree(target, ignore_errors=True)  # a stale half copy
+        os.rename(tmp, target)
+    except OSError as e:
+        raise StoreError(f"{_where(uri)}: cannot materialise the artifact into {target} "
+                         f"({type(e).__name__})") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _list_model_files(uri: str) -> list[str]:
+    from pyarrow import fs as pafs
+
+    fs, base = _remote_fs(uri)
+    infos = fs.get_file_info(pafs.FileSelector(f"{base}/{MODEL_DIR}", recursive=True))
+    return sorted(i.path[len(base) + 1:] for i in infos if i.type == pafs.FileType.File)
+
+
+def find_artifact(root: str | os.PathLike[str], key: str) -> Artifact | None:
+    """The finished artifact with ``key`` under ``root`` (a directory or a URI), or None.
+    Files without a manifest (a publish cut short) are not an artifact."""
+    suffix = f"-{key[:16]}"
+    if not is_artifact_uri(os.fspath(root)):
+        for d in sorted(Path(root).glob(f"*/*{suffix}")):
+            if (d / MANIFEST).is_file() and _read_manifest(d).get("key") == key:
+                return open_artifact(d)
+        return None
+    from pyarrow import fs as pafs
+
+    uri = artifact_root_text(root)
+    fs, base = _remote_fs(uri)
+    labels = fs.get_file_info(pafs.FileSelector(base, allow_not_found=True))
+    for label in (i for i in labels if i.type == pafs.FileType.Directory):
+        for entry in fs.get_file_info(pafs.FileSelector(label.path, allow_not_found=True)):
+            if entry.type == pafs.FileType.Directory and entry.base_name.endswith(suffix):
+                art_uri = f"{uri}/{label.base_name}/{entry.base_name}"
+                manifest = _remote_manifest(art_uri)
+                if manifest is not None and manifest.get("key") == key:
+                    return Artifact(_cache_path(art_uri), manifest, reused=True, uri=art_uri)
+    return None
+
+
+def local_model_path(ref: str | os.PathLike[str]) -> str:
+    """A model reference usable on this node: an artifact URI (or its ``/model``) becomes the
+    ``model/`` directory of its materialised copy; anything else is returned unchanged."""
+    text = os.fspath(ref)
+    if not is_artifact_uri(text):
+        return text
+    text = text.rstrip("/")
+    if text.endswith("/" + MODEL_DIR):
+        text = text[: -len(MODEL_DIR) - 1]
+    return str(materialize_artifact(text) / MODEL_DIR)

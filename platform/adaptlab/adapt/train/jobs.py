@@ -18,7 +18,10 @@ GPUs (so several jobs run side by side, one per GPU) and for CPUs otherwise; mer
 GPU. A stage whose worker dies (killed, out of memory, node lost) is retried by Ray
 (``max_retries``) and resumes from the last checkpoint in its artifact's temp directory. All
 results land in the content-addressed artifact store, so re-submitting finished jobs only looks
-them up. On a multi-node cluster ``artifact_root`` must be a shared filesystem path.
+them up. On a multi-node cluster ``artifact_root`` is a shared filesystem path or a URI
+(``s3://bucket/prefix/artifacts``): each stage then trains in its node's local staging folder and
+publishes the artifact there, and a stage that starts from another stage's artifact materialises
+it on its own node (:mod:`.artifacts`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adaptlab.adapt.train.artifacts import Artifact, chunks_fingerprint, describe_base
+from adaptlab.adapt.train.artifacts import Artifact, artifact_root_text, chunks_fingerprint, describe_base
 from adaptlab.adapt.train.colbert import COLBERT_VARIANT, ColBERTFTConfig, train_colbert
 from adaptlab.adapt.train.merge import merge_models
 from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplets_fingerprint
@@ -107,7 +110,7 @@ def train_variant(
     for stage in job.stages():
         data = job.chunks if stage == "pt" else job.triplets if stage in ("ft", COLBERT_VARIANT) else None
         current = _run_stage(
-            stage, current, data, _params(job), os.fspath(artifact_root), device,
+            stage, current, data, _params(job), artifact_root_text(artifact_root), device,
             checkpoint_every, on_checkpoint,
         )
     return current
@@ -205,7 +208,7 @@ def run_adaptation_jobs(
         gpus_per_job = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
     if gpus_per_job < 0 or cpus_per_job <= 0:
         raise ConfigError("gpus_per_job must be >= 0 and cpus_per_job > 0")
-    root = os.fspath(os.path.abspath(os.fspath(artifact_root)))
+    root = artifact_root_text(artifact_root)  # a URI unchanged, a path made absolute
     remote = ray.remote(_remote_stage)
     train_opts = {"num_gpus": gpus_per_job, "num_cpus": cpus_per_job, "max_retries": max_retries,
                   "retry_exceptions": False}

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.adapt.train.artifacts import describe_base, sanitize_name
+from adaptlab.adapt.train.artifacts import describe_base, is_artifact_uri, local_model_path, sanitize_name
 from adaptlab.adapt.train.jobs import AdaptJob, ensure_ray, run_adaptation_jobs
 from adaptlab.adapt.train.merge import merge_state_dicts
 from adaptlab.adapt.train.ft import (
@@ -196,12 +196,12 @@ def _trial(config: dict[str, Any], payload: dict[str, Any]) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     cfg = trial_config(payload["ft_config"], config)
     device = pick_device(payload.get("device"))
-    model = load_sentence_model(payload["start_path"], device)
+    model = load_sentence_model(local_model_path(payload["start_path"]), device)  # a URI: materialised here
     q_prefix, p_prefix = payload["prefixes"]
     weight = config.get("merge_weight")
     base_sd = None
     if weight is not None:
-        reference = load_sentence_model(payload["merge_base_path"], "cpu")
+        reference = load_sentence_model(local_model_path(payload["merge_base_path"]), "cpu")
         base_sd = {k: v.detach().clone() for k, v in reference.state_dict().items()}
         del reference
     validation: Dataset = payload["validation"]
@@ -305,10 +305,12 @@ def _check_sweep(param_space: Mapping[str, Any] | None, num_samples: int, varian
 def _start_path(
     base_model: str | os.PathLike[str], base_path: Path, variant: str, chunks: Sequence[str] | None,
     pt_config: Any, artifact_root: str | os.PathLike[str] | None, seed: int, gpus: float | None,
-) -> Path:
-    """The model every trial starts from: the base model, or (``pt-ft``) its PT artifact."""
+) -> tuple[Path, str]:
+    """The model every trial starts from, as ``(local path, reference for the trials)``: the base
+    model, or (``pt-ft``) its PT artifact (referred to by its URI when it is published on one, so
+    a trial on another node materialises it there)."""
     if variant != "pt-ft":
-        return base_path
+        return base_path, str(base_path)
     if chunks is None or artifact_root is None:
         raise ConfigError("sweep variant 'pt-ft' needs chunks=... and artifact_root=... for the PT model")
     job_kwargs = {"pt_config": pt_config} if pt_config is not None else {}
@@ -316,7 +318,8 @@ def _start_path(
         [AdaptJob("pt", os.fspath(base_model), chunks=list(chunks), seed=seed, **job_kwargs)],
         artifact_root, gpus_per_job=gpus,
     )[0]
-    return Path(pt.model_path)
+    local = Path(pt.model_path)
+    return local, (f"{pt.uri}/model" if pt.uri else str(local))
 
 
 def _make_tuner(trainable: Any, space: dict[str, Any], experiment: str, *, resume: bool, max_epochs: int,
@@ -404,13 +407,14 @@ def tune_adaptation(
     ray = ensure_ray(None)
 
     base = describe_base(base_model)
-    start_path = _start_path(base_model, base.path, variant, chunks, pt_config, artifact_root, seed, gpus_per_trial)
+    start_path, start_ref = _start_path(base_model, base.path, variant, chunks, pt_config, artifact_root, seed,
+                                        gpus_per_trial)
     prefixes = resolve_prefixes(
         ft_config.query_prefix, ft_config.passage_prefix, saved_prompts(start_path),
         str(base.root.get("id", base.label)),
     )
     payload = {
-        "ft_config": ft_config, "start_path": str(start_path), "merge_base_path": str(base.path),
+        "ft_config": ft_config, "start_path": start_ref, "merge_base_path": _worker_ref(base_model, base.path),
         "rows": rows, "validation": validation, "measure": str(m), "bootstrap": bootstrap, "seed": int(seed),
         "prefixes": prefixes, "device": None,
     }
@@ -420,7 +424,7 @@ def tune_adaptation(
     from ray import tune  # deferred: importing adaptlab.adapt does not load ray
 
     trainable = tune.with_resources(tune.with_parameters(_trial, payload=payload), resources)
-    experiment = os.path.join(os.path.abspath(os.fspath(storage_path)), sanitize_name(name))
+    experiment = _experiment_path(storage_path, name)
     tuner, restored = _make_tuner(
         trainable, space, experiment, resume=resume, max_epochs=max_epochs or _max_epochs(space, ft_config.epochs),
         grace_period=grace_period, reduction_factor=reduction_factor, num_samples=num_samples,
@@ -430,6 +434,21 @@ def tune_adaptation(
     scored = [r for r in out if r["best_objective"] is not None]
     best = max(scored, key=lambda r: r["best_objective"]) if scored else None
     return SweepResult(out, best, experiment, restored, str(m))
+
+
+def _worker_ref(model: str | os.PathLike[str], local: Path) -> str:
+    """How a trial on any node refers to ``model``: its artifact URI, else the local path."""
+    text = os.fspath(model)
+    return text if is_artifact_uri(text) else str(local)
+
+
+def _experiment_path(storage_path: str | os.PathLike[str], name: str) -> str:
+    """``storage_path/name``: a URI (``s3://...``, which Ray Tune writes through pyarrow) kept as
+    text, a local path made absolute."""
+    text = os.fspath(storage_path)
+    if is_artifact_uri(text):
+        return f"{text.rstrip('/')}/{sanitize_name(name)}"
+    return os.path.join(os.path.abspath(text), sanitize_name(name))
 
 
 def _search_alg(search: str, seed: int, max_concurrent: int | None) -> Any:
