@@ -35,7 +35,7 @@ import numpy as np
 from adaptlab.embedding.pipeline import embed_texts
 from adaptlab.models import model_revision
 
-__all__ = ["LOCAL_BELOW", "Embedder", "texts_hash"]
+__all__ = ["LOCAL_BELOW", "ArrayCache", "Embedder", "texts_hash"]
 
 _URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class Embedder:
         self.use_ray = use_ray
         self.num_actors = num_actors
         self.cache_dir = cache_dir
-        self._cache = _Cache.of(cache_dir)
+        self._cache = ArrayCache.of(cache_dir)
         self.local_below = int(local_below)
         self.used_ray = False
         self._revision: str | None = None
@@ -115,7 +115,7 @@ class Embedder:
         return out
 
 
-class _Cache:
+class ArrayCache:
     """Matrices by name under a local directory or a URI (through ``pyarrow.fs``)."""
 
     def __init__(self, root: Path | str) -> None:
@@ -125,7 +125,7 @@ class _Cache:
         self._warned = False
 
     @classmethod
-    def of(cls, root: Path | str | None) -> _Cache | None:
+    def of(cls, root: Path | str | None) -> ArrayCache | None:
         return None if root is None else cls(root)
 
     @property

@@ -4,8 +4,10 @@ The twin of :class:`adaptlab.embedding.cache.Embedder` for ``interaction = "late
 ``TokenEmbedder(texts, kind)`` returns :class:`~adaptlab.models.colbert.TokenVectors` (one unit
 vector per token, packed with offsets) instead of one vector per text. The cache key is
 ``sha256("tokens", model revision, kind, texts, encoder options)``, so a re-run of a study does not
-re-encode, and a retrained checkpoint, another ``doc_maxlen`` or one edited text misses. Files
-(``.npz`` with ``vectors`` and ``offsets``) are written to a temporary name and published by rename.
+re-encode, and a retrained checkpoint, another ``doc_maxlen`` or one edited text misses. The cache
+(:class:`~adaptlab.embedding.cache.ArrayCache`: a local folder, published by rename, or an
+``s3://``/``gs://``/``az://`` URI) holds ``<key>.tokens.vectors.npy`` and, written last,
+``<key>.tokens.offsets.npy``; a reader takes the vectors only when the offsets are there.
 
 Limit (documented, deliberate): encoding runs **in this process**, not on the Ray actor pool of
 :mod:`adaptlab.embedding.pool`, whose actors return one vector per text. The encoder is loaded once
@@ -24,9 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
-from adaptlab.embedding.cache import texts_hash
+from adaptlab.embedding.cache import ArrayCache, texts_hash
 from adaptlab.models import model_revision
 
 __all__ = ["TokenEmbedder"]
@@ -52,7 +53,7 @@ class TokenEmbedder:
         batch_size: int,
         use_ray: bool = False,
         num_actors: int | None = None,
-        cache_dir: Path | None = None,
+        cache_dir: Path | str | None = None,
         device: str | None = None,
     ) -> None:
         self.ref = ref
@@ -61,6 +62,7 @@ class TokenEmbedder:
         self.use_ray = bool(use_ray)
         self.num_actors = num_actors
         self.cache_dir = cache_dir
+        self._cache = ArrayCache.of(cache_dir)  # a local folder or an s3://, gs://, az:// URI
         self.device = device
         self._encoder: Any = None
         self._revision: str | None = None
@@ -90,18 +92,15 @@ class TokenEmbedder:
     def __call__(self, texts: list[str], kind: str) -> Any:
         from adaptlab.models.colbert import TokenVectors
 
-        path = self.cache_dir / f"{self.cache_key(texts, kind)}.tokens.npz" if self.cache_dir is not None else None
-        if path is not None and path.exists():
-            with np.load(path) as data:
-                return TokenVectors(data["vectors"], data["offsets"])
+        key = self.cache_key(texts, kind)
+        if self._cache is not None:
+            # offsets are written last and read first: offsets present means vectors complete
+            offsets = self._cache.load(f"{key}.tokens.offsets.npy")
+            vectors = self._cache.load(f"{key}.tokens.vectors.npy") if offsets is not None else None
+            if vectors is not None:
+                return TokenVectors(vectors, offsets)
         out = self.encoder.encode_tokens(texts, kind=kind, batch_size=self.batch_size)
-        if path is not None:
-            _save_atomic(path, out)
+        if self._cache is not None:
+            self._cache.save(f"{key}.tokens.vectors.npy", out.vectors)
+            self._cache.save(f"{key}.tokens.offsets.npy", out.offsets)
         return out
-
-
-def _save_atomic(path: Path, tokens: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp{np.random.default_rng().integers(1 << 30)}.npz")
-    np.savez(tmp, vectors=tokens.vectors, offsets=tokens.offsets)
-    tmp.replace(path)

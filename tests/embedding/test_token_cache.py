@@ -1,0 +1,55 @@
+"""The ColBERT token-vector cache on a local folder and on a URI (through pyarrow.fs, here a
+``file://`` URI), with the offsets written last and read first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from adaptlab.embedding.tokens import TokenEmbedder  # noqa: E402
+from adaptlab.models.colbert import TokenVectors  # noqa: E402
+
+
+class _FakeEncoder:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode_tokens(self, texts, *, kind, batch_size):
+        self.calls += 1
+        lengths = [len(t.split()) for t in texts]
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        vectors = np.arange(offsets[-1] * 4, dtype=np.float32).reshape(-1, 4)
+        return TokenVectors(vectors, offsets)
+
+
+def _embedder(cache) -> TokenEmbedder:
+    emb = TokenEmbedder("fake", options={"backend": "colbert"}, batch_size=8, cache_dir=cache)
+    emb._encoder, emb._revision = _FakeEncoder(), "rev-1"  # no model needed for the cache
+    return emb
+
+
+@pytest.mark.parametrize("as_uri", [False, True])
+def test_token_vectors_round_trip_through_the_cache(tmp_path, as_uri):
+    cache = (tmp_path / "c").as_uri() if as_uri else tmp_path / "c"
+    texts = ["a b c", "d e", "f"]
+    first = _embedder(cache)
+    out = first(texts, "document")
+    again = _embedder(cache)
+    hit = again(texts, "document")
+    assert again.encoder.calls == 0  # answered from the cache
+    np.testing.assert_array_equal(hit.vectors, out.vectors)
+    np.testing.assert_array_equal(hit.offsets, out.offsets)
+    assert sorted(p.name.split(".", 1)[1] for p in (tmp_path / "c").iterdir()) == [
+        "tokens.offsets.npy", "tokens.vectors.npy"]
+
+
+def test_vectors_without_offsets_are_a_miss(tmp_path):
+    texts = ["a b c"]
+    emb = _embedder(tmp_path)
+    emb(texts, "query")
+    (tmp_path / f"{emb.cache_key(texts, 'query')}.tokens.offsets.npy").unlink()  # a cut-short write
+    again = _embedder(tmp_path)
+    again(texts, "query")
+    assert again.encoder.calls == 1
