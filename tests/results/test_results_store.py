@@ -311,3 +311,15 @@ def test_import_is_light():
             "assert not bad, bad; print(dt)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert float(out.stdout) < 1.0
+
+
+@pytest.mark.parametrize("name", ["a b", "x; touch y; echo", "100%", "ünï"])
+def test_store_folder_names_that_urls_encode_still_verify(tmp_path, name):
+    """delta-rs percent-encodes file URIs; the checksum check must map them back to the files."""
+    store = results.open(tmp_path / name, create=True)
+    run = _run("a")
+    store.commit([run], [{"run_id": run["run_id"], "system": "a", "dataset": "toy", "measure": "mrr",
+                          "value": 0.5}], [_records("a")])
+    reread = results.open(tmp_path / name)
+    assert reread.metrics().column("value").to_pylist() == [0.5]
+    assert reread.per_query(system="a").num_rows == 3

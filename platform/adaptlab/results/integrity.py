@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import secrets
+import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -45,8 +46,12 @@ def sha256_file(path: Path) -> str:
 
 
 def _rel(root: Path, uri: str) -> str:
+    """The store-relative path of a data file; delta-rs percent-encodes file URIs (a store
+    folder named ``a b`` comes back as ``a%20b``), so an encoded path is decoded first."""
     text = uri[len("file://"):] if uri.startswith("file://") else uri
     p = Path(text)
+    if p.is_absolute() and not p.is_relative_to(root):
+        p = Path(urllib.parse.unquote(text))
     return p.relative_to(root).as_posix() if p.is_absolute() else p.as_posix()
 
 
