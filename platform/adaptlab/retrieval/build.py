@@ -30,10 +30,10 @@ from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.retrieval.search import Backend, as_matrix, exact_search, pair_scores
 from adaptlab.stats.resample import check_seed
 
-__all__ = ["build_records"]
+__all__ = ["build_records", "gold_pairs", "gold_ranks"]
 
 
-def _gold_kernel(
+def gold_ranks(
     topk_idx: np.ndarray, gold_q: np.ndarray, gold_d: np.ndarray, n_docs: int
 ) -> np.ndarray:
     """1-based rank of the first gold document in each row of ``topk_idx`` (0: none)."""
@@ -43,6 +43,31 @@ def _gold_kernel(
     codes = np.arange(q, dtype=np.int64)[:, None] * n_docs + topk_idx
     hit = np.isin(codes, gold_q.astype(np.int64) * n_docs + gold_d)
     return np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 0).astype(np.int32)
+
+
+def gold_pairs(
+    query_ids: Sequence[str], qrels: Mapping[str, Mapping[str, int]], doc_ids: Sequence[str]
+) -> tuple[list[list[str]], np.ndarray, np.ndarray]:
+    """Each query's sorted relevant ids, and the (query row, document column) of every
+    relevant pair; a relevant document missing from ``doc_ids`` is a DataError."""
+    pos = {d: i for i, d in enumerate(doc_ids)}
+    gold_ids: list[list[str]] = []
+    gq: list[int] = []
+    gd: list[int] = []
+    for row, qid in enumerate(query_ids):
+        gold = sorted(d for d, rel in qrels.get(qid, {}).items() if rel > 0)
+        for d in gold:
+            if d not in pos:
+                raise DataError(
+                    f"qrels for query {qid!r} name relevant document {d!r}, which is not among the "
+                    f"{len(doc_ids)} doc_ids; embed the whole corpus or drop that judgement"
+                )
+            gq.append(row)
+            gd.append(pos[d])
+        gold_ids.append(gold)
+    gold_q = np.asarray(gq, dtype=np.int64)
+    gold_d = np.asarray(gd, dtype=np.int64)
+    return gold_ids, gold_q, gold_d
 
 
 def build_records(
@@ -83,26 +108,9 @@ def build_records(
 
     scores, idx = exact_search(x, y, k, doc_ids=doc_ids, block_size=block_size, backend=backend)
     n = len(doc_ids)
-    pos = {d: i for i, d in enumerate(doc_ids)}
+    gold_ids, gold_q, gold_d = gold_pairs(query_ids, qrels, doc_ids)
 
-    gold_ids: list[list[str]] = []
-    gq: list[int] = []
-    gd: list[int] = []
-    for row, qid in enumerate(query_ids):
-        gold = sorted(d for d, rel in qrels.get(qid, {}).items() if rel > 0)
-        for d in gold:
-            if d not in pos:
-                raise DataError(
-                    f"qrels for query {qid!r} name relevant document {d!r}, which is not among the "
-                    f"{n} doc_ids; embed the whole corpus or drop that judgement"
-                )
-            gq.append(row)
-            gd.append(pos[d])
-        gold_ids.append(gold)
-    gold_q = np.asarray(gq, dtype=np.int64)
-    gold_d = np.asarray(gd, dtype=np.int64)
-
-    gold_rank = _gold_kernel(idx, gold_q, gold_d, n)
+    gold_rank = gold_ranks(idx, gold_q, gold_d, n)
     sim_gold = np.full(len(query_ids), np.nan, dtype=np.float32)
     if gold_q.size:
         np.fmax.at(sim_gold, gold_q, pair_scores(x[gold_q], y, gold_d))

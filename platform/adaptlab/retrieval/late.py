@@ -53,8 +53,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from adaptlab.errors import ConfigError, DataError
-from adaptlab.retrieval.build import _gold_kernel
+from adaptlab.errors import ConfigError
+from adaptlab.retrieval.build import gold_pairs, gold_ranks
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.retrieval.search import id_order
 from adaptlab.stats.resample import check_seed
@@ -152,24 +152,8 @@ def build_late_records(
     full = maxsim_scores(query_tokens, doc_tokens, max_tokens=max_tokens)
     scores, idx = late_search(full, k, doc_ids=doc_ids)
     n = len(doc_ids)
-    pos = {d: i for i, d in enumerate(doc_ids)}
-    gold_ids: list[list[str]] = []
-    gq: list[int] = []
-    gd: list[int] = []
-    for row, qid in enumerate(query_ids):
-        gold = sorted(d for d, rel in qrels.get(qid, {}).items() if rel > 0)
-        for d in gold:
-            if d not in pos:
-                raise DataError(
-                    f"qrels for query {qid!r} name relevant document {d!r}, which is not among the "
-                    f"{n} doc_ids; embed the whole corpus or drop that judgement"
-                )
-            gq.append(row)
-            gd.append(pos[d])
-        gold_ids.append(gold)
-    gold_q = np.asarray(gq, dtype=np.int64)
-    gold_d = np.asarray(gd, dtype=np.int64)
-    gold_rank = _gold_kernel(idx, gold_q, gold_d, n)
+    gold_ids, gold_q, gold_d = gold_pairs(query_ids, qrels, doc_ids)
+    gold_rank = gold_ranks(idx, gold_q, gold_d, n)
     sim_gold = np.full(len(query_ids), np.nan, dtype=np.float32)
     if gold_q.size:
         np.fmax.at(sim_gold, gold_q, full[gold_q, gold_d])
