@@ -122,3 +122,19 @@ def test_rank_intervals_and_tied_with_best_group():
     rows = {r["system"]: r for r in s.metric_rows({n: n for n in vals}, "d") if not r["compared_to"]}
     assert rows["weak"]["rank_low"] == 3 and rows["good"]["rank_low"] == 1
     assert "rank [interval]" in format_summary(s) and "*" in format_summary(s)
+
+
+def test_explicit_pairs_form_the_family_of_each_measure():
+    per = _systems()
+    s = summarise(per, n_resamples=300, seed=2, pairs=[("b", "a"), ("c", "b")])
+    for m in ("acc@5", "mrr"):
+        fam = [p for p in s.pairs if p.measure == m]
+        assert [(p.a, p.b) for p in fam] == [("b", "a"), ("c", "b")]
+        assert all(p.family_size == 2 for p in fam)
+    ref = summarise(per, n_resamples=300, seed=2, baseline="a")
+    assert [p.p_value for p in s.pairs if (p.a, p.b) == ("b", "a")] == \
+        [p.p_value for p in ref.pairs if (p.a, p.b) == ("b", "a")]
+    with pytest.raises(ConfigError, match="'z' is not among the systems"):
+        summarise(per, n_resamples=50, pairs=[("z", "a")])
+    with pytest.raises(ConfigError, match="either baseline= or pairs="):
+        summarise(per, n_resamples=50, baseline="a", pairs=[("b", "a")])

@@ -139,6 +139,26 @@ def test_pairs_order_names_and_baseline(values: np.ndarray) -> None:
     assert named[0].as_dict()["n_resamples"] == 200
 
 
+@pytest.mark.parametrize("method", ["index", "multinomial"])
+def test_explicit_pairs_equal_the_baseline_pairs_they_name(values: np.ndarray, method: str) -> None:
+    names = ["x", "y", "z"]
+    base = paired_bootstrap(values, n_resamples=300, seed=4, names=names, baseline="x", method=method)
+    listed = paired_bootstrap(values, n_resamples=300, seed=4, names=names, pairs=[("y", "x"), ("z", "x")],
+                              method=method)
+    assert listed == base
+    mixed = paired_bootstrap(values, n_resamples=300, seed=4, names=names, pairs=[("z", "y"), (0, 2)], method=method)
+    assert [(d.a, d.b) for d in mixed] == [("z", "y"), ("x", "z")]
+    assert mixed[0].diff == pytest.approx(values[2].mean() - values[1].mean())
+
+
+@pytest.mark.parametrize("kw", [dict(pairs=[("x", "x")]), dict(pairs=[("x", "q")]), dict(pairs=[]),
+                                dict(pairs=[("x", "y"), ("x", "y")]), dict(pairs=["xy"]),
+                                dict(pairs=[("x", "y")], baseline="z"), dict(pairs=[(0, 7)])])
+def test_bad_pairs_are_config_errors(values: np.ndarray, kw: dict) -> None:
+    with pytest.raises(ConfigError, match="pairs|baseline"):
+        paired_bootstrap(values, n_resamples=50, names=["x", "y", "z"], **kw)
+
+
 def test_p_value_definition_matches_resampled_differences(values: np.ndarray) -> None:
     b = 999
     res = paired_bootstrap(values, n_resamples=b, seed=3, method="index")

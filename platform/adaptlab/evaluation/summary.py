@@ -223,6 +223,26 @@ def _boot_config(boot: BootstrapConfig | None, loose: Mapping[str, object]) -> B
     return boot
 
 
+Pairs = Sequence[tuple[str, str]]
+"""Explicit paired comparisons ``(system, compared_to)``: the difference is ``system - compared_to``."""
+
+
+def _check_pairs(names: list[str], baseline: str | None, pairs: Pairs | None) -> tuple[tuple[str, str], ...] | None:
+    """``pairs`` as a tuple, after checking that every name is a system (None stays None)."""
+    if pairs is None:
+        return None
+    if baseline is not None:
+        raise ConfigError("give either baseline= or pairs=, not both")
+    out = tuple((str(a), str(b)) for a, b in pairs)
+    for a, b in out:
+        for n in (a, b):
+            if n not in names:
+                raise ConfigError(f"pairs: ({a!r}, {b!r}): {n!r} is not among the systems: {', '.join(names)}")
+    if not out:
+        raise ConfigError("pairs: empty; give at least one (system, compared_to) pair or pairs=None")
+    return out
+
+
 def _check_systems(per_query: Mapping[str, PerQueryMetrics], baseline: str | None) -> list[str]:
     """The system names, after checking that they share their queries and the baseline exists."""
     names = list(per_query)
@@ -239,10 +259,13 @@ def _check_systems(per_query: Mapping[str, PerQueryMetrics], baseline: str | Non
     return names
 
 
-def _groups(dataset: str, per_query: Mapping[str, PerQueryMetrics], baseline: str | None) -> list[BootstrapGroup]:
+def _groups(dataset: str, per_query: Mapping[str, PerQueryMetrics], baseline: str | None,
+            pairs: Pairs | None = None) -> list[BootstrapGroup]:
     names = _check_systems(per_query, baseline)
+    checked = _check_pairs(names, baseline, pairs)
     first = per_query[names[0]]
-    return [BootstrapGroup((dataset, m), np.stack([per_query[n].values[m] for n in names]), tuple(names), baseline)
+    return [BootstrapGroup((dataset, m), np.stack([per_query[n].values[m] for n in names]), tuple(names), baseline,
+                           checked)
             for m in first.values]
 
 
@@ -292,6 +315,7 @@ def summarise(
     interval: str | None = None,
     adjustment: str | None = None,
     baseline: str | None = None,
+    pairs: Pairs | None = None,
     workers: str = "auto",
 ) -> EvaluationSummary:
     """Bootstrap CIs and paired differences from per-query metrics of several systems.
@@ -303,12 +327,14 @@ def summarise(
     ``sample_size`` above the number of queries is an error), ``interval`` (default
     ``"percentile"``) and ``adjustment`` (default ``"holm"``), not both. ``workers``: ``"auto"``,
     ``"local"`` or ``"ray"``; one bootstrap task per measure, see :mod:`adaptlab.evaluation.workers`
-    (the numbers do not depend on it).
+    (the numbers do not depend on it). Paired comparisons: every system against ``baseline``, or
+    exactly the ``(system, compared_to)`` ``pairs`` (per-family baselines), else every pair; the
+    p-value adjustment runs over the comparisons made within each (dataset, measure).
     """
     return summarise_datasets({"": per_query}, boot=_boot_config(boot, {
         "n_resamples": n_resamples, "sample_size": sample_size, "seed": seed, "confidence": confidence,
         "allow_oversampling": allow_oversampling, "interval": interval, "adjustment": adjustment,
-    }), baseline=baseline, workers=workers)[""]
+    }), baseline=baseline, pairs=pairs, workers=workers)[""]
 
 
 def summarise_datasets(
@@ -316,6 +342,7 @@ def summarise_datasets(
     *,
     boot: BootstrapConfig | None = None,
     baseline: str | None = None,
+    pairs: Pairs | None = None,
     workers: str = "auto",
 ) -> dict[str, EvaluationSummary]:
     """:func:`summarise` for several datasets at once: every (dataset x measure) group is one
@@ -323,7 +350,7 @@ def summarise_datasets(
     :func:`summarise` call per dataset."""
     boot = boot if boot is not None else BootstrapConfig()
     check_workers(workers)
-    groups = {ds: _groups(ds, pq, baseline) for ds, pq in per_dataset.items()}
+    groups = {ds: _groups(ds, pq, baseline, pairs) for ds, pq in per_dataset.items()}
     for ds, pq in per_dataset.items():  # fail before any work is dispatched
         n_q = next(iter(pq.values())).n_queries
         try:

@@ -3,7 +3,7 @@
 A group is the ``[n_systems, n_queries]`` matrix of one measure on one dataset; its task computes
 the CI of every system (:func:`~adaptlab.stats.bootstrap_ci`) and the paired differences
 (:func:`~adaptlab.stats.paired_bootstrap`) with the study's :class:`~adaptlab.stats.BootstrapConfig`.
-The task is a pure function of (values, names, baseline, config), so a Ray task returns exactly
+The task is a pure function of (values, names, baseline or pairs, config), so a Ray task returns exactly
 the numbers of the in-process call: same seed, same resamples, same arithmetic (NumPy on both
 sides; on a GPU cluster the tasks get a quarter GPU each and the ``"auto"`` backend picks CuPy
 there, as it would in a driver that has the GPU).
@@ -46,6 +46,7 @@ class BootstrapGroup:
     values: np.ndarray
     names: tuple[str, ...]
     baseline: str | None
+    pairs: tuple[tuple[str, str], ...] | None = None  # explicit (system, compared_to); else baseline
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,8 @@ def bootstrap_group(group: BootstrapGroup, boot: BootstrapConfig) -> GroupResult
     ci = bootstrap_ci(group.values, **kw)
     pairs: tuple[PairedDifference, ...] = ()
     if len(group.names) > 1:
-        pairs = tuple(paired_bootstrap(group.values, names=list(group.names), baseline=group.baseline, **kw))
+        pairs = tuple(paired_bootstrap(group.values, names=list(group.names), baseline=group.baseline,
+                                       pairs=group.pairs, **kw))
     return GroupResult(np.asarray(ci.point), np.asarray(ci.boot_mean), np.asarray(ci.ci_low),
                        np.asarray(ci.ci_high), pairs, ci.interval)
 

@@ -295,24 +295,45 @@ def bootstrap_ci(
     )
 
 
-def _pairs(
-    n_sys: int, names: Sequence[str] | None, baseline: int | str | None
-) -> list[tuple[int, int]]:
-    if baseline is None:
-        return [(i, j) for i in range(n_sys) for j in range(i + 1, n_sys)]
-    if isinstance(baseline, str):
-        if names is None or baseline not in names:
+def _system_index(n_sys: int, names: Sequence[str] | None, system: int | str, what: str) -> int:
+    """The row index of ``system`` (a name among ``names`` or an index in ``0..n_sys-1``)."""
+    if isinstance(system, str):
+        if names is None or system not in names:
             raise ConfigError(
-                f"baseline={baseline!r} is not one of the system names "
+                f"{what}={system!r} is not one of the system names "
                 f"{list(names) if names is not None else '(no names given)'}"
             )
-        base = list(names).index(baseline)
-    elif isinstance(baseline, numbers.Integral) and not isinstance(baseline, bool):
-        base = int(baseline)
-        if not 0 <= base < n_sys:
-            raise ConfigError(f"baseline={baseline!r} is not a system index in 0..{n_sys - 1}")
-    else:
-        raise ConfigError(f"baseline={baseline!r} must be a system index, a name, or None")
+        return list(names).index(system)
+    if isinstance(system, numbers.Integral) and not isinstance(system, bool):
+        if not 0 <= int(system) < n_sys:
+            raise ConfigError(f"{what}={system!r} is not a system index in 0..{n_sys - 1}")
+        return int(system)
+    raise ConfigError(f"{what}={system!r} must be a system index, a name, or None")
+
+
+def _pairs(
+    n_sys: int, names: Sequence[str] | None, baseline: int | str | None,
+    explicit: Sequence[tuple[int | str, int | str]] | None = None,
+) -> list[tuple[int, int]]:
+    """Row-index pairs ``(a, b)`` (difference ``a - b``): ``explicit`` when given (checked: two
+    different systems, no pair twice), else every system against ``baseline``, else all pairs."""
+    if explicit is not None:
+        if baseline is not None:
+            raise ConfigError("give either baseline= or pairs=, not both")
+        out: list[tuple[int, int]] = []
+        for pair in explicit:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ConfigError(f"pairs: each entry must be (system, compared_to); got {pair!r}")
+            a, b = (_system_index(n_sys, names, x, "pairs entry") for x in pair)
+            if a == b or (a, b) in out:
+                raise ConfigError(f"pairs: {tuple(pair)!r} compares a system with itself or repeats a pair")
+            out.append((a, b))
+        if not out:
+            raise ConfigError("pairs: empty; give at least one (system, compared_to) pair or pairs=None")
+        return out
+    if baseline is None:
+        return [(i, j) for i in range(n_sys) for j in range(i + 1, n_sys)]
+    base = _system_index(n_sys, names, baseline, "baseline")
     return [(i, base) for i in range(n_sys) if i != base]
 
 
@@ -414,6 +435,7 @@ def paired_bootstrap(
     *,
     names: Sequence[str] | None = None,
     baseline: int | str | None = None,
+    pairs: Sequence[tuple[int | str, int | str]] | None = None,
     n_resamples: int = 1000,
     sample_size: int | None = None,
     seed: int = 0,
@@ -428,8 +450,9 @@ def paired_bootstrap(
 
     ``values``: ``[n_systems, n_queries]`` finite per-query values (the same query order in
     every row). Compares every pair ``(i, j)``, ``i < j`` (difference ``i - j``), or, with
-    ``baseline`` (index or name), every other system against it (``system - baseline``).
-    Each resample draws one set of queries for both systems of a pair, so the difference is
+    ``baseline`` (index or name), every other system against it (``system - baseline``), or,
+    with ``pairs``, exactly the listed ``(a, b)`` pairs (names or indices; difference ``a - b``;
+    per-family baselines such as a ColBERT against its own base). Each resample draws one set of queries for both systems of a pair, so the difference is
     paired; ``diff`` is the observed mean difference, ``ci_low/ci_high`` the percentile
     interval of the resampled differences ``D*``, and
 
@@ -450,7 +473,7 @@ def paired_bootstrap(
     if n_sys < 2:
         raise DataError(f"paired_bootstrap needs at least 2 systems; values has shape {arr.shape}")
     names = _check_names(names, n_sys)
-    pairs = _pairs(n_sys, names, baseline)
+    pairs = _pairs(n_sys, names, baseline, pairs)
     m, l = check_sizes(n_q, n_resamples, sample_size, allow_oversampling)
     jobs = _check_options(confidence, method, backend, n_jobs)
     conf = float(confidence)

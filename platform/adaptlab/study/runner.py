@@ -135,7 +135,8 @@ def _run_stages(study: Study, settings: AdaptSettings | None, tune: TuneSettings
     adaptation = adaptation_stage(study, settings, tune, store_root, address)
     t0 = time.perf_counter()
     outcomes = evaluate_systems(study, adaptation.systems, [adaptation.heldout, *sections],
-                                baseline=adaptation.baseline, store_root=store_root, export_run=export_run,
+                                baseline=None if adaptation.pairs else adaptation.baseline,
+                                pairs=adaptation.pairs, store_root=store_root, export_run=export_run,
                                 on_dataset=on_dataset, extra_config=_adapt_config(adaptation))
     timings = {**adaptation.timings, "evaluate_s": time.perf_counter() - t0, "total_s": time.perf_counter() - start}
     log("[adaptlab] scale study done in " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
@@ -162,7 +163,8 @@ def run_scale_study(study: Study, **options: Any) -> ScaleStudyOutcome:
 
 def _adapt_config(adaptation: Adaptation) -> dict[str, Any]:
     """What a scale study adds to every run's config: baseline, [adapt] settings, the systems."""
-    return {"baseline": adaptation.baseline, "adapt": adaptation.settings.as_dict(),
+    return {"baseline": adaptation.baseline, "comparisons": [list(p) for p in adaptation.pairs or ()],
+            "adapt": adaptation.settings.as_dict(),
             "systems": {s.name: s.as_dict() for s in adaptation.systems}}
 
 
@@ -179,6 +181,7 @@ class _Evaluation:
     baseline: str | None
     store_root: Path | None
     extra_config: dict[str, Any] = field(default_factory=dict)
+    pairs: tuple[tuple[str, str], ...] | None = None
 
 
 def evaluate_systems(
@@ -187,18 +190,21 @@ def evaluate_systems(
     datasets: Sequence[EvalDataset],
     *,
     baseline: str | None = None,
+    pairs: Sequence[tuple[str, str]] | None = None,
     store_root: Path | None = None,
     export_run: str | Path | None = None,
     on_dataset: Callable[[DatasetOutcome], None] | None = None,
     extra_config: dict[str, Any] | None = None,
 ) -> list[DatasetOutcome]:
     """Every system on every dataset (the same queries for all: paired), CIs, paired tests
-    (against ``baseline``, else every pair), ``[analysis]`` rows; one store commit per dataset."""
+    (against ``baseline``, or exactly the ``(system, compared_to)`` ``pairs``, else every pair),
+    ``[analysis]`` rows; one store commit per dataset."""
     measures = parse_measures(study.evaluation.metrics)
     depth = max([study.evaluation.k, *[m.k for m in measures if m.k is not None]])
     cache_dir = store_root / ".cache" / "embeddings" if store_root is not None else None
     ev = _Evaluation(study, list(systems), {s.name: system_embedder(s.section, study, cache_dir) for s in systems},
-                     measures, depth, study.bootstrap_config(), baseline, store_root, dict(extra_config or {}))
+                     measures, depth, study.bootstrap_config(), baseline, store_root, dict(extra_config or {}),
+                     tuple(pairs) if pairs is not None else None)
     several = len(systems) * len(datasets) > 1
     outcomes: list[DatasetOutcome] = []
     for plan in datasets:
@@ -280,7 +286,7 @@ def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
         per_query[system.name] = evaluate(ds.qrels, rec.to_run(), ev.measures, query_ids=judged)
         provenance[system.name] = {"model_id": embed.ref.model_id, "model_revision": embed.revision}
         analysis_rows += _analyses(study, ev.boot, rec, d_emb, system.name, plan.name)
-    summary = summarise(per_query, boot=ev.boot, baseline=ev.baseline)
+    summary = summarise(per_query, boot=ev.boot, baseline=ev.baseline, pairs=ev.pairs)
     outcome = DatasetOutcome(plan.name, summary, records)
     if ev.store_root is not None:
         b = ev.boot

@@ -98,6 +98,7 @@ class Adaptation:
     data: AdaptationData
     sweep: SweepResult | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    pairs: tuple[tuple[str, str], ...] | None = None  # per-family comparisons (ColBERT), else baseline
 
 
 # =========================================================================== corpus and data
@@ -374,6 +375,29 @@ def _baseline(study: Study, settings: AdaptSettings, systems: list[SystemInfo]) 
     return baseline
 
 
+def comparison_pairs(systems: Sequence[SystemInfo], baseline: str | None) -> tuple[tuple[str, str], ...] | None:
+    """The paired comparisons ``(system, compared_to)`` when the study has ColBERT variants, else
+    None (every system against ``baseline``). Each family is compared with its own base: a
+    bi-encoder variant or reference model with ``baseline``, ``colbert-ft-sN`` with
+    ``colbert-base`` (its untrained self) and with the bi-encoder FT at the same scale, and
+    ``colbert-base`` with ``baseline``: ColBERT-vs-bi-encoder gains on the same queries."""
+    by_variant = {(s.variant, s.n_documents): s.name for s in systems}
+    if baseline is None or not any(v in ("colbert-base", COLBERT_VARIANT) for v, _ in by_variant):
+        return None
+    colbert_base = by_variant.get(("colbert-base", None))
+    out: list[tuple[str, str]] = []
+    for s in systems:
+        if s.name == baseline:
+            continue
+        if s.variant != COLBERT_VARIANT:
+            out.append((s.name, baseline))
+            continue
+        out.append((s.name, colbert_base or baseline))
+        if ("ft", s.n_documents) in by_variant:
+            out.append((s.name, by_variant[("ft", s.n_documents)]))
+    return tuple(out)
+
+
 def _prepare(study: Study, settings: AdaptSettings, cache_dir: Path | None) -> tuple[AdaptationData, Path]:
     """Chunks, held-out set, nested scales, questions and triplets (cached under ``data_dir``)."""
     documents, synthetic_raw = load_corpus(settings, study)
@@ -424,4 +448,5 @@ def adaptation_stage(study: Study, settings: AdaptSettings, tune_settings: TuneS
     timings["train_s"] = time.perf_counter() - t0
     systems = _systems(study, settings, jobs, artifacts)
     heldout = EvalDataset.loaded(settings.heldout_name, f"beir:{data_dir / 'heldout'}", data.heldout)
-    return Adaptation(settings, systems, heldout, _baseline(study, settings, systems), data, sweep, timings)
+    baseline = _baseline(study, settings, systems)
+    return Adaptation(settings, systems, heldout, baseline, data, sweep, timings, comparison_pairs(systems, baseline))

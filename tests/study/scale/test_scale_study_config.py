@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 from adaptlab.study import load_study, parse_adapt_section, parse_tune_section, system_name
+from adaptlab.study.outcome import SystemInfo
+from adaptlab.study.scale import comparison_pairs
+from adaptlab.study.schema import ModelSection
 from adaptlab.errors import ConfigError
 
 MODELS = [{"name": "minilm", "ref": "minilm"}]
@@ -186,3 +189,18 @@ def test_job_files_validate():
         if study.tune:
             pytest.importorskip("ray")
             assert parse_tune_section(study, s, store=root / "results" / "x").scale == 100
+
+
+def test_each_family_is_compared_with_its_own_base():
+    def sys(name, variant, n=None):
+        return SystemInfo(name, variant, n, ModelSection(ref="minilm", name=name))
+
+    bi = [sys("m-base", "base"), sys("m-ft-s10", "ft", 10), sys("m-pt-s10", "pt", 10), sys("ref", "reference")]
+    assert comparison_pairs(bi, "m-base") is None  # no ColBERT: every system against the baseline
+    systems = bi + [sys("c-base", "colbert-base"), sys("c-ft-s10", "colbert-ft", 10), sys("c-ft-s30", "colbert-ft", 30)]
+    assert comparison_pairs(systems, "m-base") == (
+        ("m-ft-s10", "m-base"), ("m-pt-s10", "m-base"), ("ref", "m-base"), ("c-base", "m-base"),
+        ("c-ft-s10", "c-base"), ("c-ft-s10", "m-ft-s10"), ("c-ft-s30", "c-base"))
+    no_cb = [s for s in systems if s.name != "c-base"]
+    assert ("c-ft-s30", "m-base") in comparison_pairs(no_cb, "m-base")
+    assert comparison_pairs(systems, None) is None
