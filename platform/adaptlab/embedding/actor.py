@@ -7,6 +7,13 @@ pure function of its batch: ``{"row_id", "text"}`` -> ``{"row_id", "embedding", 
 ``cuda_visible_devices`` record which worker (and which GPU) produced each row. The same
 actor serves documents and queries (``kind`` per call), so one warm actor pool per model
 (:mod:`adaptlab.embedding.pool`) serves a whole study.
+
+Token mode (``tokens=True``, late-interaction encoders such as
+:class:`adaptlab.models.colbert.ColBERTEncoder`): ``encode_tokens`` instead of ``encode``, and the
+batch leaves as ``{"row_id", "vectors", "lengths", "pid", "cuda_visible_devices"}``: ``vectors``
+is the batch's packed float32 ``[T, dim]`` token vectors (row ``j`` owns the ``lengths[j]`` rows
+after those of rows ``0..j-1``), ``lengths`` int64 ``[rows]`` -- again one contiguous array, no
+per-row objects; the driver (:mod:`adaptlab.embedding.tokens`) puts the rows back in input order.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind
 
 __all__ = ["EmbedBatch", "EncoderFactory"]
@@ -26,7 +34,8 @@ EncoderFactory = Callable[[str | None], Encoder]
 
 
 class EmbedBatch:
-    """Encodes the ``text`` column of each batch (``kind`` and ``batch_size`` may be given per call)."""
+    """Encodes the ``text`` column of each batch (``kind``, ``batch_size`` and ``tokens`` may be
+    given per call)."""
 
     def __init__(
         self,
@@ -49,13 +58,34 @@ class EmbedBatch:
         self.cuda_visible_devices = os.environ.get("CUDA_VISIBLE_DEVICES", "")
 
     def __call__(self, batch: dict[str, Any], *, kind: TextKind | None = None,
-                 batch_size: int | None = None) -> dict[str, np.ndarray]:
+                 batch_size: int | None = None, tokens: bool = False) -> dict[str, np.ndarray]:
         texts = [str(t) for t in batch["text"]]
-        emb = self.encoder.encode(texts, kind=kind or self.kind, batch_size=batch_size or self.batch_size)
         n = len(texts)
+        where = {
+            "pid": np.full(n, self.pid, dtype=np.int64),
+            "cuda_visible_devices": np.full(n, self.cuda_visible_devices, dtype=object),
+        }
+        if tokens:
+            return {**self._tokens(batch, texts, kind, batch_size), **where}
+        emb = self.encoder.encode(texts, kind=kind or self.kind, batch_size=batch_size or self.batch_size)
         return {
             "row_id": np.asarray(batch["row_id"], dtype=np.int64),
             "embedding": emb,
-            "pid": np.full(n, self.pid, dtype=np.int64),
-            "cuda_visible_devices": np.full(n, self.cuda_visible_devices, dtype=object),
+            **where,
+        }
+
+    def _tokens(self, batch: dict[str, Any], texts: list[str], kind: TextKind | None,
+                batch_size: int | None) -> dict[str, np.ndarray]:
+        """Token mode: the batch's packed token vectors ``[T, dim]`` and per-row lengths."""
+        encode_tokens = getattr(self.encoder, "encode_tokens", None)
+        if encode_tokens is None:
+            raise ConfigError(
+                f"{type(self.encoder).__name__} has one vector per text, not per token: token vectors need a "
+                "late-interaction model (backend = 'colbert')"
+            )
+        out = encode_tokens(texts, kind=kind or self.kind, batch_size=batch_size or self.batch_size)
+        return {
+            "row_id": np.asarray(batch["row_id"], dtype=np.int64),
+            "vectors": np.ascontiguousarray(out.vectors, dtype=np.float32),
+            "lengths": np.diff(np.asarray(out.offsets, dtype=np.int64)),
         }

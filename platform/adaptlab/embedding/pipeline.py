@@ -21,6 +21,10 @@ order of ``texts``. With ``use_ray=True`` (the default):
 
 ``use_ray=False`` loads the encoder in this process (cached for the next call with the same
 model) and encodes directly: for tiny inputs and tests.
+
+Steps 1-3 (:func:`pool_placement`, :func:`length_blocks`, the same warm pools) also carry the
+token vectors of late-interaction models (:mod:`adaptlab.embedding.tokens`); only the assembly of
+step 4 differs there (variable-length rows, checked by the same :func:`check_row_coverage`).
 """
 
 from __future__ import annotations
@@ -43,7 +47,15 @@ from adaptlab.models.load import EncoderSpec
 from adaptlab.models.resolve import ModelRef, resolve_model
 from adaptlab.runtime import available_cores, cluster_has_gpus, init_ray, ray_info
 
-__all__ = ["EmbeddingRun", "embed_texts", "embed_texts_detailed", "plan_blocks"]
+__all__ = [
+    "EmbeddingRun",
+    "check_row_coverage",
+    "embed_texts",
+    "embed_texts_detailed",
+    "length_blocks",
+    "plan_blocks",
+    "pool_placement",
+]
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +174,29 @@ def _embed_local(texts: list[str], factory: EncoderFactory, kind: TextKind, batc
 
 # ---------------------------------------------------------------------------------------
 # Ray path
+def check_row_coverage(seen: np.ndarray) -> None:
+    """Raise unless every row id was returned exactly once (``seen[i]`` = times row ``i`` came back)."""
+    if not np.all(seen == 1):
+        missing = np.flatnonzero(seen == 0)
+        dup = np.flatnonzero(seen > 1)
+        raise RuntimeError(
+            f"embedding pipeline returned {missing.size} rows never and {dup.size} rows more than once "
+            f"(first missing: {missing[:5].tolist()}, first duplicated: {dup[:5].tolist()})"
+        )
+
+
+def length_blocks(texts: Sequence[str], block_size: int, *,
+                  sort_by_length: bool = True) -> list[tuple[np.ndarray, list[str]]]:
+    """``(row ids, texts)`` blocks of ``block_size`` rows; with ``sort_by_length`` the texts go by
+    decreasing length in characters (a proxy for tokens: similar lengths share a batch, so less
+    padding, and the longest blocks start first), ties in input order."""
+    n = len(texts)
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=n)
+    order = np.argsort(-lengths, kind="stable") if sort_by_length else np.arange(n)
+    return [(order[s:s + block_size].astype(np.int64), [texts[i] for i in order[s:s + block_size]])
+            for s in range(0, n, block_size)]
+
+
 def _assemble(n: int, batches: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     emb: np.ndarray | None = None
     pid = np.zeros(n, dtype=np.int64)
@@ -182,18 +217,12 @@ def _assemble(n: int, batches: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         np.add.at(seen, ids, 1)
     if n and emb is None:
         raise RuntimeError("embedding pipeline returned no rows")
-    if not np.all(seen == 1):
-        missing = np.flatnonzero(seen == 0)
-        dup = np.flatnonzero(seen > 1)
-        raise RuntimeError(
-            f"embedding pipeline returned {missing.size} rows never and {dup.size} rows more than once "
-            f"(first missing: {missing[:5].tolist()}, first duplicated: {dup[:5].tolist()})"
-        )
+    check_row_coverage(seen)
     return emb if emb is not None else np.zeros((0, 0), dtype=np.float32), pid, cvd
 
 
-def _placement(n: int, *, batch_size: int, num_actors: int | None, block_size: int | None,
-               torch_threads: int | None, device: str | None) -> tuple[PoolPlacement, int]:
+def pool_placement(n: int, *, batch_size: int, num_actors: int | None, block_size: int | None,
+                   torch_threads: int | None, device: str | None) -> tuple[PoolPlacement, int]:
     """Pool size and per-actor resources (one GPU each on a GPU cluster, else CPU slots with
     ``torch_threads`` threads), and the rows per actor call."""
     info = ray_info()
@@ -223,13 +252,11 @@ def _embed_ray(
 ) -> EmbeddingRun:
     init_ray()
     n = len(texts)
-    placement, bs = _placement(n, batch_size=batch_size, num_actors=num_actors, block_size=block_size,
-                               torch_threads=torch_threads, device=device)
+    placement, bs = pool_placement(n, batch_size=batch_size, num_actors=num_actors, block_size=block_size,
+                                   torch_threads=torch_threads, device=device)
     pool = get_pool(factory, placement)
     log.debug("embedding %d texts on Ray: %s, blocks of %d rows", n, placement, bs)
-    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=n)
-    order = np.argsort(-lengths, kind="stable") if sort_by_length else np.arange(n)
-    blocks = [(order[s:s + bs].astype(np.int64), [texts[i] for i in order[s:s + bs]]) for s in range(0, n, bs)]
+    blocks = length_blocks(texts, bs, sort_by_length=sort_by_length)
     t0 = time.perf_counter()
     restarts = DEFAULT_MAX_RESTARTS if max_restarts is None else max_restarts
     bar = Progress(n, _what(factory, kind, n), enabled=None if progress else False)

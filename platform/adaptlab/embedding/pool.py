@@ -4,7 +4,9 @@ A pool is a few Ray actors, each an :class:`~adaptlab.embedding.actor.EmbedBatch
 loaded encoder (heavy setup in ``__init__``). Pools are kept in a registry keyed by the encoder
 recipe and the placement (actors, threads, GPU or CPU), so every ``embed_texts(..., use_ray=True)``
 call with the same model -- documents and queries, dataset after dataset -- reuses the same warm
-actors instead of starting a pipeline and loading the model again.
+actors instead of starting a pipeline and loading the model again. The token vectors of a
+late-interaction model (:class:`~adaptlab.embedding.tokens.TokenEmbedder`) go through the same
+pools, scheduling, actor replacement and progress (``run(..., tokens=True)``).
 
 Scheduling: blocks go to the actors from one queue, at most two in flight per actor (one
 running, one waiting, so an actor never idles between blocks); whichever actor finishes takes
@@ -58,6 +60,7 @@ __all__ = [
     "active_pools",
     "embedding_pools",
     "get_pool",
+    "has_pool",
     "progress_enabled",
     "release_pools",
     "set_progress",
@@ -228,14 +231,16 @@ class EncoderPool:
         return bool(self.actors) and self.session == _session_id()
 
     def run(self, blocks: Sequence[tuple[np.ndarray, list[str]]], *, kind: TextKind, batch_size: int,
-            max_restarts: int = DEFAULT_MAX_RESTARTS,
-            progress: Progress | None = None) -> Iterator[dict[str, np.ndarray]]:
+            max_restarts: int = DEFAULT_MAX_RESTARTS, progress: Progress | None = None,
+            tokens: bool = False) -> Iterator[dict[str, np.ndarray]]:
         """Embed ``blocks`` of ``(row_ids, texts)``; yields one output batch per block (in the
         order they finish). One call at a time per pool. ``progress`` is advanced by the rows
-        of each finished block."""
+        of each finished block. ``tokens``: token vectors of a late-interaction encoder (the
+        actors' token mode, :class:`~adaptlab.embedding.actor.EmbedBatch`) instead of one
+        vector per text."""
         with self._lock:
             try:
-                for out in _Dispatch(self, blocks, kind, batch_size, max_restarts).results():
+                for out in _Dispatch(self, blocks, kind, batch_size, max_restarts, tokens).results():
                     if progress is not None:
                         progress.update(len(out.get("row_id", ())))
                     yield out
@@ -267,9 +272,10 @@ class _Dispatch:
     """One call's scheduling state: a queue of block indices, the in-flight references."""
 
     def __init__(self, pool: EncoderPool, blocks: Sequence[tuple[np.ndarray, list[str]]], kind: TextKind,
-                 batch_size: int, max_restarts: int) -> None:
+                 batch_size: int, max_restarts: int, tokens: bool = False) -> None:
         self.pool, self.blocks, self.kind, self.batch_size = pool, blocks, kind, batch_size
         self.max_restarts = max_restarts
+        self.mode: dict[str, Any] = {"tokens": True} if tokens else {}  # dense calls stay as they were
         self.queue = list(range(len(blocks)))[::-1]  # pop() takes the first (longest) block
         self.in_flight: dict[Any, tuple[int, int]] = {}  # ref -> (block, actor index)
         self.replaced = 0
@@ -278,7 +284,7 @@ class _Dispatch:
         block = self.queue.pop()
         row_ids, texts = self.blocks[block]
         ref = self.pool.actors[actor_index].__call__.remote(
-            {"row_id": row_ids, "text": texts}, kind=self.kind, batch_size=self.batch_size)
+            {"row_id": row_ids, "text": texts}, kind=self.kind, batch_size=self.batch_size, **self.mode)
         self.in_flight[ref] = (block, actor_index)
 
     def fill(self) -> None:
@@ -385,6 +391,14 @@ def get_pool(factory: EncoderFactory, placement: PoolPlacement) -> EncoderPool:
         log.debug("embedding pool started: %s in %.2f s", placement, time.perf_counter() - t0)
         on_shutdown(release_pools)
         return pool
+
+
+def has_pool(factory: EncoderFactory) -> bool:
+    """Whether a warm pool of this encoder recipe (any placement) exists in the running Ray
+    session. Does not import ray when no pool was ever made."""
+    key = factory_key(factory) if _POOLS else None
+    with _REGISTRY_LOCK:
+        return any(k[0] == key and pool.alive for k, pool in _POOLS.items())
 
 
 def active_pools() -> int:
