@@ -16,18 +16,16 @@ import os
 import secrets
 import shlex
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from ray_cluster import HeadPorts, start_head, stop_cluster
 
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation.persist import SUBMITTED_CODE_ENV
@@ -199,21 +197,6 @@ def test_jobs_api_http_500_is_one_line(http500, tmp_path, monkeypatch, capsys):
     assert "500" in err and "\n" not in err and "Traceback" not in err and "b" * 32 not in err
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def node_ports() -> list[str]:
-    """Every per-node port of ``ray start`` on a free port: other Ray instances on this machine
-    (and the second node of a test) hold the defaults, and a head whose dashboard agent lost its
-    port answers every job submission "No available agent"."""
-    return [f"--{name}={_free_port()}" for name in (
-        "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port", "runtime-env-agent-port",
-        "node-manager-port", "object-manager-port")]
-
-
 # -- slow: a real head node ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def head_node():
@@ -221,49 +204,19 @@ def head_node():
 
     Clients run in subprocesses: Ray caches the token of the first cluster a process talks to,
     and this test process may already run an embedded Ray of its own."""
-    ray_bin = shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
     token = secrets.token_hex(16)
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "HF_HUB_OFFLINE": "1"}
     env.pop("RAY_ADDRESS", None)
-    gcs, dash = _free_port(), _free_port()
+    ports = HeadPorts()
     temp_dir = Path(tempfile.mkdtemp(prefix="raye2e", dir="/tmp"))  # short: Ray puts sockets there
-    start = subprocess.run(
-        [ray_bin, "start", "--head", f"--port={gcs}", "--node-ip-address=127.0.0.1", "--dashboard-host=127.0.0.1",
-         f"--dashboard-port={dash}", "--num-cpus=4", "--include-dashboard=true", "--disable-usage-stats",
-         f"--ray-client-server-port={_free_port()}", *node_ports(),
-         f"--temp-dir={temp_dir}"],
-        env=env, capture_output=True, text=True, timeout=180,
-    )
     try:
+        start = start_head(ports, temp_dir, env, num_cpus=4)
         if start.returncode != 0:
             pytest.fail(f"ray start failed: {start.stderr[-2000:]}")
-        yield f"http://127.0.0.1:{dash}", env
+        yield ports.dashboard_address, env
     finally:
-        _stop_own_cluster(temp_dir)
+        stop_cluster(temp_dir, ports)
         shutil.rmtree(temp_dir, ignore_errors=True)
-
-
-def _stop_own_cluster(temp_dir: Path) -> None:
-    """Stop only this test's head node: every process whose command line names its temp dir
-    (`ray stop` would stop every Ray on the machine, including other users' runs)."""
-    needle = str(temp_dir).encode()
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid():
-            try:
-                if needle in (proc / "cmdline").read_bytes():
-                    pids.append(int(proc.name))
-            except OSError:
-                continue
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 10
-        while sig == signal.SIGTERM and time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
-            time.sleep(0.2)
 
 
 def _submit(study: Path, address: str, env: dict, *extra: str) -> subprocess.CompletedProcess:

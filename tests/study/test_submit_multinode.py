@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,57 +24,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from ray_cluster import HeadPorts, free_port, start_head, start_worker, stop_cluster, stop_pids
 
 REPO = Path(__file__).resolve().parents[2]
 BUCKET = "adaptlab-multinode"
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def node_ports() -> list[str]:
-    """Every per-node port of ``ray start`` on a free port: other Ray instances on this machine
-    (and the second node of a test) hold the defaults, and a head whose dashboard agent lost its
-    port answers every job submission "No available agent"."""
-    return [f"--{name}={_free_port()}" for name in (
-        "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port", "runtime-env-agent-port",
-        "node-manager-port", "object-manager-port")]
-
-
-def _pids_naming(needle: str) -> list[int]:
-    out = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid():
-            try:
-                if needle.encode() in (proc / "cmdline").read_bytes():
-                    out.append(int(proc.name))
-            except OSError:
-                continue
-    return out
-
-
-def _cluster_pids(temp_dir: Path, gcs_port: int) -> list[int]:
-    """This test's Ray processes: those naming its temp dir or its GCS address."""
-    return sorted(set(_pids_naming(str(temp_dir))) | set(_pids_naming(f"127.0.0.1:{gcs_port}")))
-
-
-def _stop(pids: list[int]) -> None:
-    import signal
-
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 5  # bounded wait for the signal to take effect
-        while time.monotonic() < deadline and any(Path(f"/proc/{p}/cmdline").exists() and
-                                                  Path(f"/proc/{p}/cmdline").read_bytes() for p in pids):
-            time.sleep(0.2)
 
 
 _QUERY = r"""
@@ -102,10 +55,10 @@ def _query(uri: str, env: dict) -> str:
 
 
 def test_submit_to_two_nodes_results_on_s3_outlive_the_cluster(tmp_path):
-    moto, ray_bin = shutil.which("moto_server"), shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
+    moto = shutil.which("moto_server")
     if moto is None:
         pytest.skip("moto_server not installed: pip install 'moto[server]'")
-    s3_port, gcs, dash = _free_port(), _free_port(), _free_port()
+    s3_port, ports = free_port(), HeadPorts()
     endpoint = f"http://127.0.0.1:{s3_port}"
     s3_env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "multinode-key-id",
               "AWS_SECRET_ACCESS_KEY": "multinode-secret-value", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
@@ -136,25 +89,18 @@ def test_submit_to_two_nodes_results_on_s3_outlive_the_cluster(tmp_path):
         boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
                      aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"],
                      region_name="us-east-1").create_bucket(Bucket=BUCKET)
-        common = ["--node-ip-address=127.0.0.1", "--disable-usage-stats"]
-        head = subprocess.run(
-            [ray_bin, "start", "--head", f"--port={gcs}", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
-             "--include-dashboard=true", "--num-cpus=2", f"--temp-dir={temp_dir}",
-             f"--ray-client-server-port={_free_port()}", *node_ports(), *common],
-            env=node_env, capture_output=True, text=True, timeout=180)
+        head = start_head(ports, temp_dir, node_env, num_cpus=2)
         assert head.returncode == 0, head.stderr[-2000:]
         phase("head up")
         # its own temp dir: two nodes on one machine sharing one would unpack the job's working
         # directory into the same folder, pulling it from under the running driver
-        worker = subprocess.run([ray_bin, "start", f"--address=127.0.0.1:{gcs}", "--num-cpus=2", *node_ports(),
-                                 f"--temp-dir={temp_dir / 'node2'}", *common],
-                                env=node_env, capture_output=True, text=True, timeout=180)
+        worker = start_worker(ports, temp_dir / "node2", node_env, num_cpus=2)
         assert worker.returncode == 0, worker.stderr[-2000:]
         phase("second node up")
         uri = f"s3://{BUCKET}/quickstart"
         sub = subprocess.run(
             [sys.executable, "-m", "adaptlab", "submit", str(REPO / "jobs" / "quickstart.toml"),
-             "--address", f"http://127.0.0.1:{dash}", "--store", uri, "--wait", "--timeout", "600"],
+             "--address", ports.dashboard_address, "--store", uri, "--wait", "--timeout", "600"],
             env=client_env, capture_output=True, text=True, timeout=900)
         assert sub.returncode == 0, sub.stdout[-4000:] + sub.stderr[-3000:]
         phase("job done")
@@ -164,16 +110,12 @@ def test_submit_to_two_nodes_results_on_s3_outlive_the_cluster(tmp_path):
         reader_env = {**base, **s3_env}
         before = _query(uri, reader_env)
         phase("queried")
-        for _ in range(3):  # the whole Ray cluster: head and second node (a raylet may spawn a
-            _stop(_cluster_pids(temp_dir, gcs))  # worker while it is being stopped: bounded rounds)
-            if not _cluster_pids(temp_dir, gcs):
-                break
-        assert not _cluster_pids(temp_dir, gcs)
+        assert not stop_cluster(temp_dir, ports)  # the whole Ray cluster: head and second node
         phase("cluster stopped")
         after = _query(uri, reader_env)
         phase("queried again")
         assert before.split("NDCG")[1] == after.split("NDCG")[1]
     finally:
-        _stop(_cluster_pids(temp_dir, gcs))
-        _stop([p.pid for p in procs])
+        stop_cluster(temp_dir, ports)
+        stop_pids([p.pid for p in procs])
         shutil.rmtree(temp_dir, ignore_errors=True)

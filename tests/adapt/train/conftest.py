@@ -1,6 +1,6 @@
 """Shared fixtures for the adaptation-training tests: a tiny local sentence encoder (random-init
 2-layer BERT, hidden 32, with the all-MiniLM-L6-v2 tokenizer; mean pooling + Normalize), tiny
-triplets and chunks, and a local Ray runtime."""
+triplets and chunks, a local Ray runtime, and one torch thread per module."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from tiny_models import build_tiny_model
+from tiny_models import build_tiny_model, one_torch_thread  # noqa: F401 (autouse fixture)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -33,21 +33,6 @@ QUESTIONS = {
     "paging": "How are idle devices woken up?",
     "carrier": "What combines several bands into one channel?",
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """Tiny models train fastest on one thread, and a busy machine makes OpenMP threads spin;
-    restore the previous setting after each module."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

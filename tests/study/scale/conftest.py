@@ -9,25 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tiny_models import build_tiny_model
+from tiny_models import build_tiny_model, one_torch_thread  # noqa: F401 (autouse fixture)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """Small models train fastest on one thread, and on a busy machine OpenMP threads spin
-    (measured: all-MiniLM-L6-v2 FT steps 5x slower with 2 threads than with 1 under load)."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

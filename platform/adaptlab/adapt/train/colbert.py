@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, describe_base, package_versions
+from adaptlab.adapt.train.config import TrainConfig
 from adaptlab.adapt.train.ft import coerce_triplets, triplets_fingerprint
 from adaptlab.errors import ConfigError
 
@@ -74,9 +75,11 @@ COLBERT_VARIANT = "colbert-ft"
 _PACKAGES = ("ragatouille", "colbert-ai")
 
 
-@dataclass(frozen=True)
-class ColBERTFTConfig:
-    """Hyperparameters of ColBERT fine-tuning (all enter the artifact key but ``timeout_s``/``retries``).
+@dataclass(frozen=True, kw_only=True)
+class ColBERTFTConfig(TrainConfig):
+    """Hyperparameters of ColBERT fine-tuning (all enter the artifact key but ``timeout_s``/``retries``):
+    ``learning_rate``, ``epochs`` and ``batch_size`` as every trainer's
+    (:class:`~adaptlab.adapt.train.config.TrainConfig`), and colbert-ai's own below.
 
     ``negatives_per_query``: hard negatives used per training question (each makes one
     ``(q, d+, d-)`` triple); ``random_negatives``: negatives RAGatouille samples from the training
@@ -85,9 +88,9 @@ class ColBERTFTConfig:
     and used when it is evaluated.
     """
 
-    batch_size: int = 8
     learning_rate: float = 2e-5
     epochs: int = 1
+    batch_size: int = 8
     max_steps: int = 0  # 0: one pass per epoch over the triples
     negatives_per_query: int = 2
     random_negatives: int = 1
@@ -100,6 +103,8 @@ class ColBERTFTConfig:
     retries: int = 1
 
     def __post_init__(self) -> None:
+        # its own (stricter: integers only) checks first, so their messages stay as they were;
+        # then the shared ones (a learning rate that is also finite)
         for name in ("batch_size", "epochs", "doc_maxlen", "query_maxlen", "dim"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -108,6 +113,7 @@ class ColBERTFTConfig:
             raise ConfigError("ColBERT FT: learning_rate and timeout_s must be > 0")
         if self.negatives_per_query < 0 or self.random_negatives < 0 or self.max_steps < 0 or self.retries < 0:
             raise ConfigError("ColBERT FT: negatives_per_query, random_negatives, max_steps and retries must be >= 0")
+        super().__post_init__()
 
     def key_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k not in ("timeout_s", "retries")}

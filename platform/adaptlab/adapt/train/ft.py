@@ -35,9 +35,9 @@ from adaptlab.adapt.train.artifacts import (
     describe_base,
     package_versions,
 )
+from adaptlab.adapt.train.config import LoopConfig, check_positive
 from adaptlab.adapt.train.loop import (
     LoopResult,
-    OptimConfig,
     load_sentence_model,
     pick_device,
     run_label,
@@ -76,67 +76,30 @@ _LLM_EMBEDDER_KEY = "Represent this document for retrieval: "
 TripletRows = list[tuple[str, str, tuple[str, ...]]]
 
 
-@dataclass(frozen=True)
-class FTConfig:
-    """Fine-tuning hyperparameters (all enter the artifact key)."""
+@dataclass(frozen=True, kw_only=True)
+class FTConfig(LoopConfig):
+    """Fine-tuning hyperparameters (all enter the artifact key): the loop's
+    (:class:`~adaptlab.adapt.train.config.LoopConfig`), the loss's ``num_negatives`` and ``scale``,
+    ``max_seq_length`` (None: the model's) and the instruction prefixes."""
 
     learning_rate: float = 2e-5
     epochs: int = 1
     batch_size: int = 32
     num_negatives: int = 1
     scale: float = 20.0
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    max_steps: int | None = None
-    min_steps: int = 10
-    min_weight_change: float = 1e-6
-    warn_only: bool = False
     max_seq_length: int | None = None
     query_prefix: str | None = AUTO
     passage_prefix: str | None = AUTO
 
     def __post_init__(self) -> None:
-        _check_positive("learning_rate", self.learning_rate)
-        _check_positive("scale", self.scale)
-        for name in ("epochs", "batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"FTConfig.{name} = {getattr(self, name)!r}: expected an integer >= 1")
+        super().__post_init__()
+        check_positive("FTConfig", "scale", self.scale)
         if self.num_negatives < 0:
             raise ConfigError(f"FTConfig.num_negatives = {self.num_negatives!r}: expected >= 0")
-        if not 0.0 <= self.warmup_ratio < 1.0:
-            raise ConfigError(f"FTConfig.warmup_ratio = {self.warmup_ratio!r}: expected 0 <= value < 1")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise ConfigError(f"FTConfig.max_steps = {self.max_steps!r}: expected None or >= 1")
-        if isinstance(self.min_steps, bool) or int(self.min_steps) < 0:
-            raise ConfigError(f"FTConfig.min_steps = {self.min_steps!r}: expected an integer >= 0 (0: no minimum)")
-        if not (np.isfinite(self.min_weight_change) and self.min_weight_change >= 0):
-            raise ConfigError(
-                f"FTConfig.min_weight_change = {self.min_weight_change!r}: expected a number >= 0 (0: no check)"
-            )
 
     @property
     def temperature(self) -> float:
         return 1.0 / self.scale
-
-    def optim(self) -> OptimConfig:
-        return OptimConfig(
-            learning_rate=float(self.learning_rate),
-            epochs=int(self.epochs),
-            batch_size=int(self.batch_size),
-            warmup_ratio=float(self.warmup_ratio),
-            weight_decay=float(self.weight_decay),
-            max_grad_norm=float(self.max_grad_norm),
-            max_steps=self.max_steps,
-            min_steps=int(self.min_steps),
-            min_weight_change=float(self.min_weight_change),
-            warn_only=bool(self.warn_only),
-        )
-
-
-def _check_positive(name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and np.isfinite(value) and value > 0):
-        raise ConfigError(f"FTConfig.{name} = {value!r}: expected a positive number")
 
 
 def coerce_triplets(data: Any, *, source: str = "triplets") -> TripletRows:

@@ -33,9 +33,9 @@ from adaptlab.adapt.train.artifacts import (
     describe_base,
     package_versions,
 )
+from adaptlab.adapt.train.config import LoopConfig, check_at_least_one
 from adaptlab.adapt.train.loop import (
     LoopResult,
-    OptimConfig,
     load_sentence_model,
     pick_device,
     run_label,
@@ -47,57 +47,25 @@ from adaptlab.errors import ConfigError, DataError
 __all__ = ["PTConfig", "build_mlm", "pretrain_model", "train_pt"]
 
 
-@dataclass(frozen=True)
-class PTConfig:
-    """Masked-language-model pre-training hyperparameters (all enter the artifact key)."""
+@dataclass(frozen=True, kw_only=True)
+class PTConfig(LoopConfig):
+    """Masked-language-model pre-training hyperparameters (all enter the artifact key): the
+    loop's (:class:`~adaptlab.adapt.train.config.LoopConfig`), ``mlm_probability`` and
+    ``max_seq_length``."""
 
     learning_rate: float = 5e-5
     epochs: int = 1
     batch_size: int = 16
     mlm_probability: float = 0.15
     max_seq_length: int = 256
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    max_steps: int | None = None
-    min_steps: int = 10
-    min_weight_change: float = 1e-6
-    warn_only: bool = False
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.learning_rate) and self.learning_rate > 0):
-            raise ConfigError(f"PTConfig.learning_rate = {self.learning_rate!r}: expected a positive number")
-        for name in ("epochs", "batch_size", "max_seq_length"):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"PTConfig.{name} = {getattr(self, name)!r}: expected an integer >= 1")
+        super().__post_init__()
+        check_at_least_one("PTConfig", "max_seq_length", self.max_seq_length)
         if not 0.0 < self.mlm_probability < 1.0:
             raise ConfigError(
                 f"PTConfig.mlm_probability = {self.mlm_probability!r}: expected 0 < value < 1 (BERT: 0.15)"
             )
-        if not 0.0 <= self.warmup_ratio < 1.0:
-            raise ConfigError(f"PTConfig.warmup_ratio = {self.warmup_ratio!r}: expected 0 <= value < 1")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise ConfigError(f"PTConfig.max_steps = {self.max_steps!r}: expected None or >= 1")
-        if isinstance(self.min_steps, bool) or int(self.min_steps) < 0:
-            raise ConfigError(f"PTConfig.min_steps = {self.min_steps!r}: expected an integer >= 0 (0: no minimum)")
-        if not (np.isfinite(self.min_weight_change) and self.min_weight_change >= 0):
-            raise ConfigError(
-                f"PTConfig.min_weight_change = {self.min_weight_change!r}: expected a number >= 0 (0: no check)"
-            )
-
-    def optim(self) -> OptimConfig:
-        return OptimConfig(
-            learning_rate=float(self.learning_rate),
-            epochs=int(self.epochs),
-            batch_size=int(self.batch_size),
-            warmup_ratio=float(self.warmup_ratio),
-            weight_decay=float(self.weight_decay),
-            max_grad_norm=float(self.max_grad_norm),
-            max_steps=self.max_steps,
-            min_steps=int(self.min_steps),
-            min_weight_change=float(self.min_weight_change),
-            warn_only=bool(self.warn_only),
-        )
 
 
 def _transformer_dir(model_path: Path) -> Path:

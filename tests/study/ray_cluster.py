@@ -1,0 +1,137 @@
+"""Real Ray nodes for the submit tests (test_submit_e2e, test_submit_multinode).
+
+``ray start`` on 127.0.0.1 only, every port free (other Ray instances on this machine hold the
+defaults), in a temp dir of the test's own; stopped by pid: the processes whose command line
+names that temp dir or the head's GCS address (``ray stop`` would stop every Ray on the machine,
+other users' runs included). Every wait is bounded in rounds and in seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HOST = "127.0.0.1"
+
+
+def ray_bin() -> str:
+    """The ``ray`` executable: on the PATH, else next to this Python."""
+    return shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def node_ports() -> list[str]:
+    """Every per-node port of ``ray start`` on a free port: other Ray instances on this machine
+    (and the second node of a test) hold the defaults, and a head whose dashboard agent lost its
+    port answers every job submission "No available agent"."""
+    return [f"--{name}={free_port()}" for name in (
+        "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port", "runtime-env-agent-port",
+        "node-manager-port", "object-manager-port")]
+
+
+@dataclass(frozen=True)
+class HeadPorts:
+    """The head node's GCS and dashboard ports, chosen free before it starts (so that its
+    processes can be found by the GCS address even when ``ray start`` fails half-way)."""
+
+    gcs: int = field(default_factory=free_port)
+    dashboard: int = field(default_factory=free_port)
+
+    @property
+    def dashboard_address(self) -> str:
+        return f"http://{HOST}:{self.dashboard}"
+
+    @property
+    def gcs_address(self) -> str:
+        return f"{HOST}:{self.gcs}"
+
+
+def _ray_start(args: list[str], temp_dir: Path, env: Mapping[str, str], num_cpus: int) -> subprocess.CompletedProcess:
+    """``ray start ARGS`` on 127.0.0.1 with free node ports; at most 180 s."""
+    return subprocess.run(
+        [ray_bin(), "start", *args, f"--node-ip-address={HOST}", f"--num-cpus={num_cpus}", *node_ports(),
+         f"--temp-dir={temp_dir}", "--disable-usage-stats"],
+        env=dict(env), capture_output=True, text=True, timeout=180,
+    )
+
+
+def start_head(ports: HeadPorts, temp_dir: Path, env: Mapping[str, str], *, num_cpus: int) -> subprocess.CompletedProcess:
+    """A head node with its dashboard (Jobs API) on 127.0.0.1; the caller checks the return code."""
+    return _ray_start(
+        ["--head", f"--port={ports.gcs}", f"--dashboard-host={HOST}", f"--dashboard-port={ports.dashboard}",
+         "--include-dashboard=true", f"--ray-client-server-port={free_port()}"],
+        temp_dir, env, num_cpus,
+    )
+
+
+def start_worker(ports: HeadPorts, temp_dir: Path, env: Mapping[str, str], *, num_cpus: int) -> subprocess.CompletedProcess:
+    """A second node joining the head of ``ports``; give it its own ``temp_dir`` (two nodes on one
+    machine sharing one unpack a job's working directory into the same folder)."""
+    return _ray_start([f"--address={ports.gcs_address}"], temp_dir, env, num_cpus)
+
+
+def _pids_naming(needle: str) -> list[int]:
+    """Processes (not this one) whose command line contains ``needle``."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if needle.encode() in (proc / "cmdline").read_bytes():
+                    out.append(int(proc.name))
+            except OSError:
+                continue
+    return out
+
+
+def cluster_pids(temp_dir: Path, ports: HeadPorts | None = None) -> list[int]:
+    """This test's Ray processes: those naming its temp dir (or its GCS address)."""
+    found = set(_pids_naming(str(temp_dir)))
+    if ports is not None:
+        found |= set(_pids_naming(ports.gcs_address))
+    return sorted(found)
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie's command line is empty)."""
+    try:
+        return bool(Path(f"/proc/{pid}/cmdline").read_bytes())
+    except OSError:
+        return False
+
+
+def stop_pids(pids: list[int], wait_s: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL, each followed by a wait of at most ``wait_s`` seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.2)
+
+
+def stop_cluster(temp_dir: Path, ports: HeadPorts | None = None, *, rounds: int = 3) -> list[int]:
+    """Stop every process of this test's cluster in at most ``rounds`` rounds (a raylet may
+    spawn a worker while it is being stopped); returns the pids still there (none, normally)."""
+    for _ in range(rounds):
+        pids = cluster_pids(temp_dir, ports)
+        if not pids:
+            break
+        stop_pids(pids)
+    return cluster_pids(temp_dir, ports)
