@@ -83,7 +83,13 @@ def test_colbert_ft_beats_untrained_self_on_heldout(domain, tmp_path, monkeypatc
     assert len(triplets) >= 40 and heldout.n_queries >= 30
     art = train_colbert("minilm", triplets, artifact_root=tmp_path / "art", config=FT, seed=0, scale="all")
     assert art.variant == "colbert-ft" and art.manifest["training"]["path"] == "in-process CPU adapter"
-    assert art.manifest["training"]["untrained_start"] is True
+    training = art.manifest["training"]
+    assert training["untrained_start"] is True
+    # what the report's Training table shows: losses recovered from colbert-ai's log, the schedule, weight change
+    assert training["loss_steps"] == training["steps"] == training["schedule"]["total_steps"]
+    assert np.isfinite(training["first_loss"]) and np.isfinite(training["last_loss"])
+    assert training["schedule"]["learning_rate"] == FT.learning_rate and training["epochs_requested"] == FT.epochs
+    assert 0 < training["relative_weight_change"] < 1
     meta = json.loads((art.model_path / "artifact.metadata").read_text())
     assert "model_name" not in meta and "checkpoint" not in meta  # relocatable
 
@@ -173,3 +179,20 @@ def test_one_colbert_ft_per_gpu_as_ray_tasks(domain, tmp_path):
         assert a.manifest["training"]["device"] == "cuda"
         assert a.manifest["training"]["path"] == "colbert launcher"
         assert (a.model_path / "artifact.metadata").is_file()
+
+
+def test_step_losses_are_recovered_from_colbert_running_mean():
+    from adaptlab.adapt.train.colbert import batch_losses, loss_summary
+
+    rng = np.random.default_rng(0)
+    losses = rng.uniform(0.2, 2.0, size=25)
+    lines, running = ["#> LR will use 0 warmup steps and linear decay over 25 steps.", "\t\t\t\t 0.5 0.1"], None
+    for t, loss in enumerate(losses):  # colbert-ai's training.py: running mean with mu = 0.999, printed per step
+        running = loss if running is None else 0.999 * running + 0.001 * loss
+        lines.append(f"[Nov 22, 18:{t:02d}:00] {t} {float(running)}")
+    text = "\n".join(lines + ["[Nov 22, 18:59:00] #> Done with all triples!"])
+    np.testing.assert_allclose(batch_losses(text), losses, rtol=1e-9)
+    summary = loss_summary(text)
+    assert summary["loss_steps"] == 25 and summary["first_loss"] == pytest.approx(losses[0])
+    assert summary["final_loss_mean10"] == pytest.approx(losses[-10:].mean(), rel=1e-9)
+    assert loss_summary("no progress lines here") == {}

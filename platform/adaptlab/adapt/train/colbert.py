@@ -51,6 +51,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -186,6 +187,45 @@ def train_colbert(
 # =========================================================================== parent side
 
 
+_COLBERT_LOSS_MU = 0.999  # colbert-ai's running-mean factor of the printed training loss
+_LOSS_LINE = re.compile(r"^\[[A-Z][a-z]{2} \d{2}, \d{2}:\d{2}:\d{2}\] (\d+) (\S+)\s*$")
+
+
+def batch_losses(log_text: str) -> list[float]:
+    """The loss of every optimizer step, recovered from colbert-ai's training log.
+
+    After step ``t`` colbert-ai (``colbert/training/training.py``, rank 0) prints
+    ``[date] t L_t`` with the running mean ``L_0 = l_0``, ``L_t = mu L_{t-1} + (1 - mu) l_t``,
+    ``mu = 0.999``; so the step's own loss is ``l_t = (L_t - mu L_{t-1}) / (1 - mu)`` (printed with
+    full float precision, the division loses about 3 of its 16 digits). Lines that are not such
+    progress lines, and steps that are not consecutive from 0, end the trace.
+    """
+    running: list[float] = []
+    for line in log_text.splitlines():
+        m = _LOSS_LINE.match(line.strip())
+        if m is None or int(m.group(1)) != len(running):
+            continue
+        try:
+            running.append(float(m.group(2)))
+        except ValueError:
+            continue
+    mu = _COLBERT_LOSS_MU
+    return [running[0]] + [(b - mu * a) / (1 - mu) for a, b in zip(running, running[1:])] if running else []
+
+
+def loss_summary(log_text: str) -> dict[str, Any]:
+    """``first_loss``, ``last_loss`` and ``final_loss_mean10`` (the last 10 steps) of a training
+    log, the keys the bi-encoder trainers record; empty when the log has no loss lines."""
+    losses = batch_losses(log_text)
+    if not losses:
+        return {}
+    tail = losses[-10:]
+    return {"first_loss": losses[0], "last_loss": losses[-1], "final_loss_mean10": sum(tail) / len(tail),
+            "loss_steps": len(losses)}
+
+
+
+
 def _run_child(base_dir: Path, rows: list[Any], config: ColBERTFTConfig, seed: int, work: Path,
                device: str | None, run_name: str, log_path: Path | None,
                gpu_ids: list[int] | None = None) -> dict[str, Any]:
@@ -221,7 +261,7 @@ def _run_child(base_dir: Path, rows: list[Any], config: ColBERTFTConfig, seed: i
         result_file = work / "result.json"
         if rc == 0 and result_file.is_file():
             record = json.loads(result_file.read_text())
-            record.update(wall_s=round(time.perf_counter() - t0, 2), attempts=attempt)
+            record.update(wall_s=round(time.perf_counter() - t0, 2), attempts=attempt, **loss_summary(text))
             return record
         why = f"timed out after {config.timeout_s:.0f} s" if rc is None else f"exited with status {rc}"
         last = f"attempt {attempt}/{attempts} {why}; last log lines:\n" + "\n".join(text.splitlines()[-25:])
@@ -340,8 +380,41 @@ def _child_main(request_file: str) -> None:
     record = {"checkpoint": str(Path(checkpoint).resolve()), "steps": steps, "triples": len(triples),
               "train_s": round(time.perf_counter() - t0, 2), "device": "cuda" if use_gpu else "cpu",
               "path": "colbert launcher" if use_gpu else "in-process CPU adapter", "gpu_ids": gpu_ids,
-              "untrained_start": not is_colbert_checkpoint(base)}
+              "untrained_start": not is_colbert_checkpoint(base),
+              **_schedule_record(cfg, steps, len(base_triples)),
+              "relative_weight_change": relative_weight_change(init, Path(checkpoint))}
     (work / "result.json").write_text(json.dumps(record))
+
+
+def _schedule_record(cfg: ColBERTFTConfig, steps: int, n_triples: int) -> dict[str, Any]:
+    """Epochs asked and run, and colbert-ai's schedule: ``warmup_steps`` of linear warm-up, then
+    linear decay to 0 at ``steps`` (``get_linear_schedule_with_warmup``); the first step runs at
+    lr 0 when there is a warm-up."""
+    return {"epochs_requested": cfg.epochs, "epochs_completed": round(steps * cfg.batch_size / n_triples, 3),
+            "schedule": {"kind": "linear-warmup-linear-decay", "learning_rate": cfg.learning_rate,
+                         "warmup_steps": cfg.warmup_steps, "total_steps": steps, "batch_size": cfg.batch_size,
+                         "max_steps": cfg.max_steps or None, "capped": bool(cfg.max_steps) and steps == cfg.max_steps,
+                         "nonzero_lr_steps": steps - (1 if cfg.warmup_steps > 0 else 0)}}
+
+
+def relative_weight_change(before: Path, after: Path) -> float | None:
+    """``||w - w0|| / ||w0||`` over the floating-point tensors both checkpoints'
+    ``model.safetensors`` share (the BERT and the projection); None when either has none."""
+    from safetensors.numpy import load_file
+
+    files = [Path(d) / "model.safetensors" for d in (before, after)]
+    if not all(f.is_file() for f in files):
+        return None
+    w0, w1 = (load_file(str(f)) for f in files)
+    num = den = 0.0
+    for name, a in w0.items():
+        b = w1.get(name)
+        if b is None or b.shape != a.shape or a.dtype.kind != "f":
+            continue
+        a64, b64 = a.astype("float64"), b.astype("float64")
+        num += float(((b64 - a64) ** 2).sum())
+        den += float((a64 ** 2).sum())
+    return (num ** 0.5) / (den ** 0.5) if den > 0 else None
 
 
 if __name__ == "__main__":  # the training child; the guard also keeps colbert's spawned ranks from re-running it
