@@ -53,3 +53,15 @@ def test_vectors_without_offsets_are_a_miss(tmp_path):
     again = _embedder(tmp_path)
     again(texts, "query")
     assert again.encoder.calls == 1
+
+
+def test_search_options_do_not_change_the_cache_key(tmp_path):
+    texts = ["a b c", "d e"]
+    plain = _embedder(tmp_path)
+    plaid = TokenEmbedder("fake", options={"backend": "colbert", "search": "plaid", "nbits": 4}, batch_size=8,
+                          cache_dir=tmp_path)
+    plaid._revision = "rev-1"
+    longer = TokenEmbedder("fake", options={"backend": "colbert", "doc_maxlen": 64}, batch_size=8, cache_dir=tmp_path)
+    longer._revision = "rev-1"
+    assert plaid.cache_key(texts, "document") == plain.cache_key(texts, "document")
+    assert longer.cache_key(texts, "document") != plain.cache_key(texts, "document")  # an encoder option does

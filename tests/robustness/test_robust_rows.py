@@ -33,6 +33,14 @@ def test_second_dataset_missing_fails_before_anything_is_stored(work):
     assert not (work / "st").exists()
 
 
+def test_a_bad_colbert_search_option_fails_before_anything_is_stored(work):
+    (work / "cb.toml").write_text(STUDY + '\n[[models]]\nname = "cb"\nref = "hash:16"\nbackend = "colbert"\n'
+                                          'options = { search = "bogus" }\n')
+    rc, out, err = cli(["run", "cb.toml", "--store", "st", "--no-ray"])
+    assert_one_line_error(rc, err, ("[[models]] entry 2", "search = 'bogus'", "nothing was run"))
+    assert not (work / "st").exists()
+
+
 def test_a_late_failure_names_the_datasets_already_committed(work):
     bad = work / "bad-beir"
     (bad / "qrels").mkdir(parents=True)

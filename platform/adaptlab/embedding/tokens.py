@@ -227,7 +227,13 @@ class TokenEmbedder:
         return self._revision
 
     def cache_key(self, texts: list[str], kind: str) -> str:
-        payload = ["tokens", self.revision, kind, texts_hash(texts), self.options]
+        """``sha256("tokens", revision, kind, texts, encoder options)``; the search options
+        (``search``, ``nbits``: :data:`~adaptlab.models.colbert.RETRIEVAL_OPTIONS`) do not change
+        a token vector and are left out, so switching exact/PLAID search re-encodes nothing."""
+        from adaptlab.models.colbert import RETRIEVAL_OPTIONS  # light: no torch or colbert import
+
+        options = {k: v for k, v in self.options.items() if k not in RETRIEVAL_OPTIONS}
+        payload = ["tokens", self.revision, kind, texts_hash(texts), options]
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
     def on_ray(self, n: int) -> bool:

@@ -39,6 +39,13 @@ the checkpoint's, 32 for ColBERTv2), ``from_bert`` (bool), ``dim`` (projection s
 ``from_bert``, 128), ``seed`` (projection initialisation for ``from_bert``, 0), ``init_dir``
 (where ``from_bert`` saves the checkpoint; default ``$ADAPTLAB_CACHE`` or
 ``~/.cache/adaptlab``, then ``colbert-init/<hash>``).
+
+Retrieval options (:data:`RETRIEVAL_OPTIONS`, read by :func:`search_options`; accepted here so a
+``[[models]]`` entry may carry them, validated, and dropped from the encoder's own options):
+``search`` (``"auto"``, the default: exact MaxSim up to
+:data:`adaptlab.retrieval.late.MAX_EXACT_TOKENS` document tokens and a PLAID index beyond;
+``"exact"``; ``"plaid"``) and ``nbits`` (bits per dimension of PLAID's compressed residuals, 2;
+see :mod:`adaptlab.models.plaid`).
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,18 +81,29 @@ if TYPE_CHECKING:
 __all__ = [
     "COLBERT_METADATA",
     "ColBERTEncoder",
+    "PLAID_NBITS",
+    "RETRIEVAL_OPTIONS",
+    "SEARCH_MODES",
     "TokenVectors",
     "colbert_from_bert",
     "import_colbert",
     "is_colbert_checkpoint",
     "maxsim",
     "relocate_checkpoint",
+    "search_options",
 ]
 
 COLBERT_METADATA = "artifact.metadata"
 """The file that marks a directory as a ColBERT checkpoint (colbert-ai's saved config)."""
 
-_OPTIONS = ("doc_maxlen", "query_maxlen", "from_bert", "dim", "seed", "init_dir")
+SEARCH_MODES = ("auto", "exact", "plaid")
+"""Values of the ``search`` option (module docstring)."""
+PLAID_NBITS = (1, 2, 4)
+"""Values of the ``nbits`` option (colbert-ai's residual codec; 2 is ColBERTv2's default)."""
+RETRIEVAL_OPTIONS = ("search", "nbits")
+"""Options of a ColBERT ``[[models]]`` entry that configure its search, not its encoder."""
+
+_OPTIONS = ("doc_maxlen", "query_maxlen", "from_bert", "dim", "seed", "init_dir", *RETRIEVAL_OPTIONS)
 _ENV_RESTORE = ("TOKENIZERS_PARALLELISM", "CUDA_VISIBLE_DEVICES")
 
 
@@ -167,6 +185,26 @@ def maxsim(query: np.ndarray, docs: TokenVectors) -> np.ndarray:
     best = np.maximum.reduceat(sims, starts, axis=0)  # [n_nonempty, m]
     out[nonempty] = best.sum(axis=1, dtype=np.float64).astype(np.float32)
     return out
+
+
+def search_options(options: Mapping[str, Any]) -> tuple[str, int]:
+    """``(search, nbits)`` of a ColBERT model's options, validated: ``search`` in
+    :data:`SEARCH_MODES` (unset: ``"auto"``), ``nbits`` in :data:`PLAID_NBITS` (unset: 2).
+    A wrong value is a :class:`ConfigError` naming the option and the valid values."""
+    search = options.get("search")
+    search = "auto" if search is None or search == "" else search
+    if not isinstance(search, str) or search.strip().lower() not in SEARCH_MODES:
+        raise ConfigError(
+            f"ColBERT model option search = {search!r} is not understood; expected one of 'auto' (exact MaxSim "
+            "up to 2M document tokens, a PLAID index beyond), 'exact' (always exact MaxSim), 'plaid' (always a "
+            "PLAID index, approximate)"
+        )
+    nbits = options.get("nbits")
+    nbits = 2 if nbits is None or nbits == 0 else nbits
+    if isinstance(nbits, bool) or not isinstance(nbits, int) or nbits not in PLAID_NBITS:
+        raise ConfigError(f"ColBERT model option nbits = {nbits!r} is not understood; expected one of "
+                          f"{', '.join(map(str, PLAID_NBITS))} (bits per dimension of PLAID's residuals)")
+    return search.strip().lower(), int(nbits)
 
 
 # =========================================================================== colbert import
@@ -328,6 +366,7 @@ class ColBERTEncoder(Encoder):
     def load(cls, model: ModelRef, *, device: str | None = None, **options: Any) -> ColBERTEncoder:
         """Backend loader (see the module docstring for the references and options)."""
         opts = clean_options({**model.options, **options}, _OPTIONS, cls.backend)
+        search_options(opts)  # retrieval options: validated here, used by adaptlab.retrieval
         if model.path is not None:
             from adaptlab.models.load import go_offline
 
@@ -357,7 +396,7 @@ class ColBERTEncoder(Encoder):
             raise ConfigError(f"cannot load ColBERT: tried {describe_ref(model)} (reference {model.ref!r}): "
                               f"{short_error(e)}") from e
         path = Path(where) if model.path is not None else None
-        kept = {k: v for k, v in opts.items() if k not in ("init_dir",)}
+        kept = {k: v for k, v in opts.items() if k not in ("init_dir", *RETRIEVAL_OPTIONS)}
         if untrained:
             kept["untrained_projection"] = True
         return cls(ckpt, model_id=model.model_id, path=path, revision=model.revision if path is None else None,

@@ -41,9 +41,19 @@ The document token matrix is held in memory: ``T * dim * 12`` bytes for ``T`` do
 SciFact, 5,183 abstracts of up to 256 tokens: about 1.7 GB), and each block of queries adds
 ``T * b * m * 8`` bytes of similarities (capped at 256 MB). On 2 CPU cores the search costs
 about ``2 T m dim`` flops per query (0.1-0.3 s per query at SciFact size).
-:data:`MAX_EXACT_TOKENS` (default 2M tokens, 3 GB at dim 128) is the documented ceiling; beyond
-it use a PLAID index through RAGatouille (``RAGPretrainedModel.index``), which is approximate and
-not part of this module.
+:data:`MAX_EXACT_TOKENS` (default 2M tokens, 3 GB at dim 128) is the documented ceiling. Beyond
+it a ColBERT system is searched through a PLAID index (colbert-ai, RAGatouille's backend;
+:mod:`adaptlab.models.plaid`, records by :func:`adaptlab.retrieval.plaid.build_plaid_records`):
+the document token vectors are compressed (a k-means centroid per token plus its residual in
+``nbits`` bits per dimension, 2 by default) and written to disk chunk by chunk, never held in
+memory as float32; a query scores only the documents found through its nearest centroids, on
+decompressed vectors. That search is **approximate**: a relevant document outside the probed
+centroids is not retrieved, and ``topk_scores`` are MaxSim of the decompressed vectors (off by
+the compression error). ``sim_gold`` and ``sim_random`` keep their exact meaning above: they are
+computed by :func:`maxsim_pairs` from the encoder's token vectors of just the gold and random
+documents. The model option ``search`` picks the path: ``"auto"`` (default; exact up to
+:data:`MAX_EXACT_TOKENS` document tokens, PLAID beyond, announced on stderr), ``"exact"``,
+``"plaid"``; the records' ``meta["search"]`` says which one produced them.
 """
 
 from __future__ import annotations
@@ -62,7 +72,7 @@ from adaptlab.stats.resample import check_seed
 if TYPE_CHECKING:
     from adaptlab.models.colbert import TokenVectors
 
-__all__ = ["MAX_EXACT_TOKENS", "build_late_records", "late_search", "maxsim_scores"]
+__all__ = ["MAX_EXACT_TOKENS", "build_late_records", "late_search", "maxsim_pairs", "maxsim_scores"]
 
 MAX_EXACT_TOKENS = 2_000_000
 """Most document tokens the exact MaxSim search accepts (see the module docstring)."""
@@ -83,7 +93,8 @@ def maxsim_scores(queries: TokenVectors, docs: TokenVectors, *, max_tokens: int 
     if T > limit:
         raise ConfigError(
             f"the corpus has {T} document tokens, above the exact MaxSim limit of {limit}; use fewer or shorter "
-            "documents (doc_maxlen), raise the limit if memory allows, or a PLAID index through RAGatouille"
+            "documents (doc_maxlen), raise the limit if memory allows, or the ColBERT model option search = "
+            "'plaid' or 'auto' (an approximate PLAID index, adaptlab.retrieval.plaid)"
         )
     n_q, n_d = len(queries), len(docs)
     out = np.full((n_q, n_d), -np.inf, dtype=np.float32)
@@ -104,6 +115,28 @@ def maxsim_scores(queries: TokenVectors, docs: TokenVectors, *, max_tokens: int 
         for r, i in enumerate(sel):
             part = best[:, bounds[r]: bounds[r + 1]]
             out[i, nonempty] = part.sum(axis=1, dtype=np.float64).astype(np.float32)
+    return out
+
+
+def maxsim_pairs(queries: TokenVectors, docs: TokenVectors, q_idx: np.ndarray, d_idx: np.ndarray) -> np.ndarray:
+    """MaxSim of the pairs ``(queries[q_idx[p]], docs[d_idx[p]])``, float32 ``[P]``, without the full
+    ``[Q, N]`` matrix: per query one :func:`~adaptlab.models.colbert.maxsim` over its paired
+    documents, the same arithmetic as :func:`maxsim_scores` (float64 products, maxima and sums,
+    rounded once to float32), so the same numbers as its entries ``[q_idx, d_idx]``."""
+    from adaptlab.models.colbert import maxsim
+
+    if queries.dim != docs.dim:
+        raise ConfigError(f"query token vectors have dim {queries.dim}, document token vectors {docs.dim}")
+    q = np.asarray(q_idx, dtype=np.int64).ravel()
+    d = np.asarray(d_idx, dtype=np.int64).ravel()
+    if q.shape != d.shape:
+        raise ConfigError(f"q_idx and d_idx must pair up, got {q.size} and {d.size} entries")
+    out = np.full(q.size, -np.inf, dtype=np.float32)
+    order = np.argsort(q, kind="stable")
+    starts = np.flatnonzero(np.r_[True, q[order][1:] != q[order][:-1]]) if q.size else np.zeros(0, np.int64)
+    for lo, hi in zip(starts, np.r_[starts[1:], q.size]):
+        sel = order[lo:hi]
+        out[sel] = maxsim(queries[int(q[sel[0]])], docs.select(d[sel]))
     return out
 
 
@@ -166,6 +199,6 @@ def build_late_records(
         system=system, dataset=dataset, query_ids=query_ids, topk_ids=ids[idx].tolist(), topk_scores=scores,
         gold_ids=gold_ids, gold_rank=gold_rank, sim_gold=sim_gold, sim_random=sim_random,
         random_ids=ids[rand].tolist(),
-        meta={"k": int(k), "seed": int(seed), "similarity": "maxsim", "query_tokens": m,
+        meta={"k": int(k), "seed": int(seed), "similarity": "maxsim", "search": "exact", "query_tokens": m,
               "tie_rule": "score desc, doc id desc"},
     )

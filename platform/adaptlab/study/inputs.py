@@ -74,6 +74,10 @@ def check_inputs(study: Study) -> None:
     for i, m in enumerate(study.models):
         try:
             resolve_model(study.resolve_model_ref(m.ref))
+            if m.backend == "colbert" or any(k in m.options for k in ("search", "nbits")):
+                from adaptlab.models.colbert import search_options  # light: no torch or colbert import
+
+                search_options(m.options)
         except ConfigError as e:
             raise ConfigError(f"{study.source}: [[models]] entry {i + 1} ({m.name or m.ref!r}): {e}; "
                               "nothing was run") from e

@@ -26,9 +26,10 @@ Document embeddings are cached by content hash under ``<store>/.cache`` so a re-
 Late interaction (ColBERT). A system whose ``[[models]]`` entry resolves to the ``colbert``
 backend (``backend = "colbert"``, or a ColBERT checkpoint with ``backend = "auto"``) goes through
 the same loop; only its embed-and-retrieve step differs: token vectors
-(:class:`~adaptlab.embedding.tokens.TokenEmbedder`, cached by content hash, in-process) and exact
-MaxSim search (:func:`~adaptlab.retrieval.late.build_late_records`) instead of one vector per text
-and inner-product search. Both produce the same per-query records, so measures, CIs, paired tests
+(:class:`~adaptlab.embedding.tokens.TokenEmbedder`, cached by content hash, in-process or on the
+warm actor pool) and exact MaxSim search (:func:`~adaptlab.retrieval.late.build_late_records`), or
+a PLAID index beyond the exact search's size (:mod:`adaptlab.retrieval.plaid`, the model's
+``search`` option), instead of one vector per text and inner-product search. Both produce the same per-query records, so measures, CIs, paired tests
 (ColBERT against bi-encoders on the same queries), thresholds and COE/ROE are unchanged; isotropy
 and topic diversity need one vector per document and are skipped for such systems (logged).
 """
@@ -245,12 +246,28 @@ def system_embedder(section: ModelSection, study: Study, cache_dir: Path | None)
 
 def _retrieve(ev: _Evaluation, system: SystemInfo, plan: EvalDataset, judged: list[str], query_texts: list[str],
               doc_ids: list[str], doc_texts: list[str], qrels: Any) -> tuple[PerQueryRecords, np.ndarray | None]:
-    """The one retrieval step: embed (cached) and exact top-k, dispatched on the model kind;
-    returns the records and the document embeddings (None for token vectors)."""
+    """The one retrieval step: embed (cached) and top-k, dispatched on the model kind; returns the
+    records and the document embeddings (None for token vectors). A ColBERT system's ``search``
+    option picks exact MaxSim or a PLAID index (:func:`adaptlab.retrieval.plaid.choose_search`);
+    on the PLAID path the corpus is encoded by the indexer straight into the compressed index
+    (under ``<store>/.cache/plaid``, reused by a re-run; a temporary folder without a local
+    store), never held as token vectors: only queries and the gold / random documents are."""
     embed = ev.embedders[system.name]
     k = min(ev.depth, len(doc_ids))
     seed = stage_seed(ev.study.study.seed, "retrieval")
     if isinstance(embed, TokenEmbedder):
+        from adaptlab.retrieval.plaid import choose_search, plaid_records
+
+        search, nbits = choose_search(embed.options, doc_texts, lambda: embed.encoder)
+        if search == "plaid":
+            log(f"[adaptlab] PLAID index (approximate) of {len(doc_texts)} documents, token-embedding "
+                f"{len(query_texts)} queries with {system.name!r} (late interaction)")
+            root = ev.store_root / ".cache" / "plaid" if isinstance(ev.store_root, Path) else None
+            return plaid_records(
+                judged, embed(query_texts, "query"), doc_ids, doc_texts, qrels, encoder=embed.encoder,
+                encode_documents=lambda pos: embed([doc_texts[i] for i in pos], "document"), index_root=root,
+                system=system.name, dataset=plan.name, k=k, seed=seed, nbits=nbits, batch_size=embed.batch_size,
+            ), None
         log(f"[adaptlab] token-embedding {len(doc_texts)} documents and {len(query_texts)} queries with "
             f"{system.name!r} (late interaction, exact MaxSim)")
         d_tok = embed(doc_texts, "document")
