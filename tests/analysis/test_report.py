@@ -171,3 +171,13 @@ def test_scale_report_training_ndcg_at_k_inspection(scale_store, tmp_path):
     figs = {p.name for p in (tmp_path / "rep" / "figures").glob("*.png")}
     assert {"synth_ndcg_at_k.png", "synth_ndcg_10_scale.png", "synth_ndcg_10_forest.png"} <= figs
     assert text.count("![") == text.count("\nFigure: ")
+
+
+def test_training_flags_say_when_max_steps_cut_the_epochs_short():
+    from adaptlab.analysis.report import _training_flags
+
+    capped = {"steps": 16, "epochs_requested": 1, "epochs_completed": 0.133,
+              "schedule": {"capped": True, "max_steps": 16, "nonzero_lr_steps": 16}}
+    assert _training_flags(capped) == ["stopped by max_steps = 16 after 0.133 of 1 epoch(s)"]
+    full = {**capped, "epochs_completed": 1, "schedule": {**capped["schedule"], "capped": False}}
+    assert _training_flags(full) == []

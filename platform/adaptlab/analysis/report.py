@@ -612,6 +612,9 @@ def _training_flags(t: dict[str, Any]) -> list[str]:
         flags.append("zero learning rate")
     if t.get("relative_weight_change") is not None and float(t["relative_weight_change"]) == 0.0:
         flags.append("weights unchanged")
+    asked, done = t.get("epochs_requested"), t.get("epochs_completed")
+    if sch.get("capped") and asked is not None and done is not None and float(done) < float(asked):
+        flags.append(f"stopped by max_steps = {sch.get('max_steps')} after {_num(done, 'g')} of {asked} epoch(s)")
     return flags + [str(w) for w in t.get("check_warnings") or []]
 
 
@@ -640,8 +643,9 @@ def _training_section(doc: _Doc, runs: list[dict[str, Any]], systems: Sequence[s
               [_training_row(n, summaries[n]) for n in sorted(summaries)])
     doc.p("From each adapted model's artifact manifest (config.systems of its runs). Schedule: linear warm-up "
           "then linear decay to 0 over the total steps; relative weight change = ||W_adapted - W_base|| / "
-          "||W_base|| over the trained parameters. 'n/a': not recorded by that trainer (ColBERT records its "
-          "steps only; a merge trains nothing).")
+          "||W_base|| over the trained parameters (for ColBERT: BERT and projection). First / last loss: of the "
+          "first and last optimizer step (ColBERT: recovered from colbert-ai's running-mean log). 'n/a': not "
+          "recorded (artifacts trained before these were recorded; a merge trains nothing).")
     notes = [f"{n}: {w}" for n in sorted(summaries) for w in _training_flags(summaries[n]["training"])]
     if notes:
         doc.pre("\n".join(notes))
