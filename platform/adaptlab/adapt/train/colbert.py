@@ -48,6 +48,7 @@ triples file is repeated, each pass shuffled with ``seed``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -226,6 +227,15 @@ def loss_summary(log_text: str) -> dict[str, Any]:
 
 
 
+def child_env() -> dict[str, str]:
+    """The training child's environment: offline, unbuffered, and ``PYTHONHASHSEED=0`` so that
+    string-set order, and with it RAGatouille's sampled training triples, is the same in every
+    run (:func:`prepare_triples`); without it two runs of the same inputs trained on different
+    triples."""
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONUNBUFFERED": "1", "PYTHONHASHSEED": "0"}
+
+
 def _run_child(base_dir: Path, rows: list[Any], config: ColBERTFTConfig, seed: int, work: Path,
                device: str | None, run_name: str, log_path: Path | None,
                gpu_ids: list[int] | None = None) -> dict[str, Any]:
@@ -242,8 +252,7 @@ def _run_child(base_dir: Path, rows: list[Any], config: ColBERTFTConfig, seed: i
         req_file = work / "request.json"
         req_file.write_text(json.dumps(request))
         log_file = work / "train.log"
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-               "PYTHONUNBUFFERED": "1"}
+        env = child_env()
         t0 = time.perf_counter()
         with open(log_file, "w") as out:
             proc = subprocess.Popen([sys.executable, "-m", "adaptlab.adapt.train.colbert", str(req_file)],
@@ -314,6 +323,33 @@ def _cpu_adapter() -> Iterator[None]:
         torch.nn.parallel.DistributedDataParallel = ddp  # type: ignore[misc]
 
 
+def prepare_triples(trainer: Any, rows: list[Any], cfg: ColBERTFTConfig, data_dir: Path,
+                    seed: int) -> tuple[list[Any], list[Any]]:
+    """RAGatouille's training files from our ``(q, d+, [d-...])`` rows (``negatives_per_query``
+    of our hard negatives each, ``random_negatives`` sampled by RAGatouille where a row has none),
+    then ``epochs`` shuffled passes (``random.Random(seed)``) written back and set on the trainer.
+    Returns ``(one pass, all passes)``. Deterministic only under a fixed ``PYTHONHASHSEED``
+    (RAGatouille deduplicates passages through ``set``s before its seeded sampling), which the
+    parent sets for the child (:func:`child_env`)."""
+    raw = []
+    for q, p, negs in rows:
+        chosen = list(negs)[: cfg.negatives_per_query]
+        raw.append((q, p, chosen if chosen else []))
+    trainer.prepare_training_data(raw_data=raw, data_out_path=str(data_dir), mine_hard_negatives=False,
+                                  num_new_negatives=cfg.random_negatives)
+    triples_file = data_dir / "triples.train.colbert.jsonl"
+    base_triples = [json.loads(line) for line in triples_file.read_text().splitlines() if line.strip()]
+    triples: list[Any] = []
+    rng = random.Random(seed)
+    for _ in range(cfg.epochs):
+        epoch = list(base_triples)
+        rng.shuffle(epoch)
+        triples += epoch
+    triples_file.write_text("".join(json.dumps(t) + "\n" for t in triples))
+    trainer.training_triplets = triples
+    return base_triples, triples
+
+
 def _child_main(request_file: str) -> None:
     """Entry point of the training child (``python -m adaptlab.adapt.train.colbert REQUEST``)."""
     req = json.loads(Path(request_file).read_text())
@@ -342,23 +378,7 @@ def _child_main(request_file: str) -> None:
     gpu_ids = (req.get("gpu_ids") or list(range(torch.cuda.device_count()))) if use_gpu else []
     trainer = RAGTrainer(model_name=str(init), pretrained_model_name=str(init),
                          n_usable_gpus=len(gpu_ids) if use_gpu else -1)
-    raw = []
-    for q, p, negs in req["rows"]:
-        chosen = list(negs)[: cfg.negatives_per_query]
-        raw.append((q, p, chosen if chosen else []))
-    data_dir = work / "data"
-    trainer.prepare_training_data(raw_data=raw, data_out_path=str(data_dir), mine_hard_negatives=False,
-                                  num_new_negatives=cfg.random_negatives)
-    triples_file = data_dir / "triples.train.colbert.jsonl"
-    base_triples = [json.loads(line) for line in triples_file.read_text().splitlines() if line.strip()]
-    triples: list[Any] = []
-    rng = random.Random(seed)
-    for _ in range(cfg.epochs):
-        epoch = list(base_triples)
-        rng.shuffle(epoch)
-        triples += epoch
-    triples_file.write_text("".join(json.dumps(t) + "\n" for t in triples))
-    trainer.training_triplets = triples
+    base_triples, triples = prepare_triples(trainer, req["rows"], cfg, work / "data", seed)
     steps = len(triples) // cfg.batch_size
     if cfg.max_steps:
         steps = min(steps, cfg.max_steps)
@@ -378,6 +398,7 @@ def _child_main(request_file: str) -> None:
     if not checkpoint or not Path(checkpoint).is_dir():
         raise SystemExit(f"ColBERT FT: training returned no checkpoint ({checkpoint!r})")
     record = {"checkpoint": str(Path(checkpoint).resolve()), "steps": steps, "triples": len(triples),
+              "triples_sha256": hashlib.sha256(json.dumps(triples).encode()).hexdigest(),
               "train_s": round(time.perf_counter() - t0, 2), "device": "cuda" if use_gpu else "cpu",
               "path": "colbert launcher" if use_gpu else "in-process CPU adapter", "gpu_ids": gpu_ids,
               "untrained_start": not is_colbert_checkpoint(base),
