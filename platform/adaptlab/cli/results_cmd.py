@@ -4,6 +4,8 @@
 
     adaptlab results --store S [--table metrics|comparisons|runs|per_query|history] [--filter K=V]
                      [--latest] [--version N | --as-of TIME] [--format table|json|csv]
+    adaptlab results --store S --wide [--format table|json|csv] [--digits N] [--baseline NAME]
+    adaptlab results --store S --format latex [--digits N] [--baseline NAME]
     adaptlab results --store S --sql "SELECT system, avg(value) FROM metrics GROUP BY system"
     adaptlab results migrate OLD NEW
     adaptlab results compact --store S [--retention-hours H]
@@ -14,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from adaptlab.cli._common import add_common, print_json, suggest
+from adaptlab.cli._common import add_common, bounded_int, print_json, suggest
 from adaptlab.errors import ConfigError
 
 _DEFAULT_COLUMNS = {
@@ -32,7 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "results", help="query, migrate or compact the results store",
         description="Print rows of the results store (a directory or s3://, gs://, az:// URI), filtered by "
-                    "column values or selected with SQL; or `adaptlab results migrate OLD NEW` to convert a "
+                    "column values or selected with SQL; with --wide or --format latex, a paper table of the "
+                    "scores (one row per dataset and system, a column per measure, value [CI]); or "
+                    "`adaptlab results migrate OLD NEW` to convert a "
                     "store of the previous layout; or `adaptlab results compact --store S` to merge small "
                     "files (never run while writers are active with a short --retention-hours).")
     p.add_argument("action", nargs="?", default="show", metavar="{migrate,compact}",
@@ -53,7 +57,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--as-of", default=None, metavar="TIME", help="read the store as it was at TIME (ISO 8601)")
     p.add_argument("--retention-hours", type=float, default=168.0,
                    help="compact: keep files needed by versions younger than this (default 168 = 7 days)")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--format", choices=("table", "json", "csv", "latex"), default="table",
+                   help="latex: a paper table (implies --wide): a booktabs `table` environment with one block per "
+                        "dataset, the best value of each column in bold and a caption stating the CI level, "
+                        "method and number of queries")
+    p.add_argument("--wide", action="store_true",
+                   help="one row per (dataset, system), one column per measure, cells 'value [ci_low, ci_high]' "
+                        "(csv/json: columns M, M_ci_low, M_ci_high); scores of the latest run of each "
+                        "(system, dataset) unless --filter run_id=... picks runs. A cell is marked with a dagger "
+                        "when the paired comparison with the system's baseline has adjusted p < 0.05; a measure "
+                        "filter (--filter measure=a,b) orders the columns")
+    p.add_argument("--digits", type=bounded_int(0, 12), default=None, metavar="N",
+                   help="decimals of --wide and latex cells (default 3)")
+    p.add_argument("--baseline", default=None, metavar="NAME",
+                   help="--wide/latex: mark comparisons with this system (default: each system's compared_to, "
+                        "when the stored comparisons have one baseline per system)")
     add_common(p)
     p.set_defaults(handler=run)
 
@@ -144,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"compacted {args.store}: {out['files_removed']} file(s) merged into {out['files_added']}, "
               f"{out['files_vacuumed']} unreferenced file(s) deleted; store version {out['version']}")
         return 0
+    _check_wide_options(args)
     store = _open(args)
     if args.sql is not None:
         if args.filter or args.latest:
@@ -157,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
         _emit(store.history(), args.format, _DEFAULT_COLUMNS["history"])
         return 0
     filters = parse_filters(args.filter)
+    if _is_wide(args):
+        return _show_wide(store, args, filters)
     from adaptlab.results.store import ResultsStore
 
     if not isinstance(store, ResultsStore):  # previous layout: read-only, plain tables
@@ -179,6 +200,68 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "table":
         table = _with_run_columns(store, table)
     _emit(table, args.format, _DEFAULT_COLUMNS[args.table])
+    return 0
+
+
+def _is_wide(args: argparse.Namespace) -> bool:
+    return bool(args.wide) or args.format == "latex"
+
+
+def _check_wide_options(args: argparse.Namespace) -> None:
+    """--wide and --format latex tabulate scores of the metrics table; --digits and --baseline
+    only mean something there."""
+    if not _is_wide(args):
+        for flag, value in (("--digits", args.digits), ("--baseline", args.baseline)):
+            if value is not None:
+                raise ConfigError(f"{flag} applies to --wide and --format latex only")
+        return
+    what = "--format latex" if args.format == "latex" else "--wide"
+    if args.sql is not None:
+        raise ConfigError(f"{what} cannot be combined with --sql: it tabulates the metrics table")
+    if args.table != "metrics":
+        raise ConfigError(f"{what} tabulates scores (--table metrics); got --table {args.table}")
+    if any(item.partition("=")[0].strip() == "compared_to" for item in args.filter):
+        raise ConfigError(f"{what} shows scores only; --filter compared_to=... selects comparisons "
+                          "(see --table comparisons)")
+
+
+def _wide_rows(store, args: argparse.Namespace, filters: dict[str, object]) -> list[dict]:
+    """Scores and comparisons for the wide table: the latest run of each (system, dataset) unless
+    runs are picked by run_id; comparisons are read without the system filter, since a system's
+    comparison may be stored from its baseline's side."""
+    from adaptlab.results.store import ResultsStore
+
+    other = {k: v for k, v in filters.items() if k != "system"}
+    if isinstance(store, ResultsStore):
+        latest = "run_id" not in filters
+        scores = store.metrics(kind="score", latest=latest, **filters).to_pylist()
+        return scores + store.comparisons(latest=latest, **other).to_pylist()
+    if args.latest:
+        raise ConfigError(f"--latest needs a Delta Lake store; migrate {args.store} with "
+                          f"`adaptlab results migrate {args.store} NEW`")
+    rows = store.table("metrics", **other).to_pylist()  # previous layout: every run
+    wanted = filters.get("system")
+    if wanted is not None:
+        keep = set(wanted) if isinstance(wanted, list) else {wanted}
+        rows = [r for r in rows if r.get("compared_to") is not None or r["system"] in keep]
+    return rows
+
+
+def _show_wide(store, args: argparse.Namespace, filters: dict[str, object]) -> int:
+    """Print the wide table (text, csv, json or LaTeX) of adaptlab.analysis.tables."""
+    from adaptlab.analysis.tables import render, wide_table
+    from adaptlab.results.validate import canonical_measure
+
+    rows = _wide_rows(store, args, filters)
+    if not any(r.get("compared_to") is None for r in rows) and filters:
+        _explain_no_match(store, "metrics", filters)
+    wanted = filters.get("measure")
+    order = [canonical_measure(str(m)) for m in (wanted if isinstance(wanted, list) else [wanted] if wanted else [])]
+    table = wide_table(rows, measures=order or None, baseline=args.baseline)
+    print(render(table, args.format, 3 if args.digits is None else args.digits))
+    if args.format in ("csv", "json"):
+        for note in table.notes:
+            print(f"note: {note}", file=sys.stderr)
     return 0
 
 

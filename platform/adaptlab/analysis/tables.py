@@ -1,0 +1,456 @@
+"""Paper tables of scores: one row per (dataset, system), one column per measure.
+
+Pure functions over the results store's ``metrics`` rows, as a list of dicts (what
+``store.metrics(kind="all").to_pylist()`` gives): score rows have no ``compared_to``; paired
+comparisons (``system`` A, ``compared_to`` B, value A - B) only decide the significance mark.
+Nothing here reads a store.
+
+- :func:`wide_table` pivots the rows into a :class:`WideTable`;
+- :func:`to_text`, :func:`to_records`, :func:`to_csv` and :func:`to_latex` render it;
+  :func:`format_wide` does both in one call.
+
+Cells read ``0.727 [0.674, 0.780]``: the point estimate and its confidence interval, with
+``digits`` decimals. A cell is marked (``†``; LaTeX ``\\textsuperscript{\\dag}``) when the
+paired comparison of the system with its baseline has an adjusted p-value (``p_adjusted``, else
+``p_value``) below ``alpha``. The baseline is the one given, or else read from the comparisons:
+when, in a dataset, every compared system has exactly one ``compared_to`` and no baseline is
+itself compared with another, each system's ``compared_to`` is its baseline; comparisons of every
+pair have no such baseline and mark nothing. In LaTeX the highest point estimate of each column
+within a dataset is bold (values equal at the shown precision are all bold); bold says nothing
+about significance, and the caption says so.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from adaptlab.errors import ConfigError
+
+__all__ = [
+    "ALPHA",
+    "DAGGER",
+    "FORMATS",
+    "LATEX_DAGGER",
+    "Cell",
+    "WideRow",
+    "WideTable",
+    "caption",
+    "format_cell",
+    "format_number",
+    "format_wide",
+    "latex_escape",
+    "mark_note",
+    "render",
+    "to_csv",
+    "to_latex",
+    "to_records",
+    "to_text",
+    "wide_table",
+]
+
+ALPHA: float = 0.05
+"""A cell is marked when the p-value of its comparison with the baseline is below this."""
+DAGGER: str = "\u2020"
+"""The mark of the text table."""
+LATEX_DAGGER: str = r"\textsuperscript{\dag}"
+"""The mark of the LaTeX table."""
+FORMATS: tuple[str, ...] = ("table", "csv", "json", "latex")
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+}
+_METHODS = {"percentile": "percentile bootstrap", "bca": "BCa bootstrap", "basic": "basic bootstrap",
+            "wilson": "Wilson score interval", "jeffreys": "Jeffreys interval"}
+_BOOTSTRAP_METHODS = {"percentile", "bca", "basic", None}
+_ADJUSTMENTS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measure of one system: the point estimate, the CI ends (``None`` when not stored) and
+    the p-value of the paired comparison with the system's baseline (``None`` without one)."""
+
+    value: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p: float | None = None
+
+    def marked(self, alpha: float = ALPHA) -> bool:
+        """Whether the comparison with the baseline has p < ``alpha``."""
+        return self.p is not None and self.p < alpha
+
+
+@dataclass(frozen=True)
+class WideRow:
+    """One (dataset, system) row: its baseline (``None`` without one) and a cell per measure it has."""
+
+    dataset: str
+    system: str
+    baseline: str | None
+    cells: Mapping[str, Cell]
+
+
+@dataclass(frozen=True)
+class WideTable:
+    """The pivoted scores. ``scores`` and ``comparisons`` are the rows behind the cells and the
+    marks (they feed the caption); ``notes`` say what was left out and why."""
+
+    measures: tuple[str, ...]
+    rows: tuple[WideRow, ...]
+    scores: tuple[Mapping[str, Any], ...]
+    comparisons: tuple[Mapping[str, Any], ...] = ()
+    alpha: float = ALPHA
+    notes: tuple[str, ...] = field(default=())
+
+    def datasets(self) -> list[str]:
+        """The datasets in table order."""
+        return list(dict.fromkeys(r.dataset for r in self.rows))
+
+
+def _missing(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _num(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+# -- pivoting ---------------------------------------------------------------------------------------
+def _grid(scores: Sequence[Mapping[str, Any]]) -> tuple[dict[tuple[str, str], dict[str, Mapping[str, Any]]],
+                                                        dict[str, str]]:
+    """``{(dataset, system): {measure: row}}`` in first-appearance order (grouped by dataset), and
+    the measures that have several rows for one system and dataset, with an example."""
+    grid: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
+    several: dict[str, str] = {}
+    for r in scores:
+        key = (str(r["dataset"]), str(r["system"]))
+        per = grid.setdefault(key, {})
+        m = str(r["measure"])
+        if m in per and m not in several:
+            several[m] = f"{key[1]} on {key[0]}"
+        per.setdefault(m, r)
+    order = {ds: i for i, ds in enumerate(dict.fromkeys(k[0] for k in grid))}
+    return dict(sorted(grid.items(), key=lambda kv: order[kv[0][0]])), several
+
+
+def _measure_order(scores: Sequence[Mapping[str, Any]], measures: Sequence[str] | None,
+                   left_out: Iterable[str]) -> tuple[str, ...]:
+    present = list(dict.fromkeys(str(r["measure"]) for r in scores))
+    chosen = [m for m in measures if m in present] + [m for m in present if m not in measures] \
+        if measures else present
+    drop = set(left_out)
+    return tuple(m for m in dict.fromkeys(chosen) if m not in drop)
+
+
+def _auto_baselines(comparisons: Sequence[Mapping[str, Any]]) -> tuple[dict[tuple[str, str], str], list[str]]:
+    """Each compared system's baseline per dataset, when the comparisons have that design; and the
+    datasets whose comparisons do not (every pair, or a system against several others)."""
+    partners: dict[str, dict[str, set[str]]] = {}
+    for r in comparisons:
+        partners.setdefault(str(r["dataset"]), {}).setdefault(str(r["system"]), set()).add(str(r["compared_to"]))
+    found: dict[tuple[str, str], str] = {}
+    unclear: list[str] = []
+    for ds, per in partners.items():
+        targets = set().union(*per.values())
+        if targets & set(per) or any(len(p) != 1 for p in per.values()):
+            unclear.append(ds)
+            continue
+        found.update({(ds, s): next(iter(p)) for s, p in per.items()})
+    return found, unclear
+
+
+def _p(row: Mapping[str, Any]) -> float | None:
+    """The comparison's adjusted p-value, else its raw one."""
+    for key in ("p_adjusted", "p_value"):
+        if not _missing(row.get(key)):
+            return float(row[key])
+    return None
+
+
+def wide_table(rows: Iterable[Mapping[str, Any]], *, measures: Sequence[str] | None = None,
+               baseline: str | None = None, alpha: float = ALPHA) -> WideTable:
+    """Pivot metric rows into one row per (dataset, system) and one column per measure.
+
+    ``measures`` orders the columns (others follow in first-appearance order); ``baseline`` names
+    the system every other one is marked against (default: each system's ``compared_to`` when the
+    comparisons have one baseline per system). A measure with several rows for one system and
+    dataset (several runs, or per-space analysis rows) is left out, with a note. Raises
+    :class:`~adaptlab.errors.ConfigError` when no score row is left."""
+    rows = list(rows)
+    scores = [r for r in rows if _missing(r.get("compared_to"))]
+    comparisons = [r for r in rows if not _missing(r.get("compared_to"))]
+    grid, several = _grid(scores)
+    order = _measure_order(scores, measures, several)
+    notes = [f"left out {m}: several rows for {where} (keep one run per system and dataset, e.g. the latest, "
+             "or filter the rows)" for m, where in several.items()]
+    if not order:
+        raise ConfigError("no score rows to tabulate" + (f" ({notes[0]})" if notes else
+                                                         ": the store or the filters select none"))
+    pairs: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+    for r in comparisons:
+        pairs.setdefault((str(r["dataset"]), str(r["system"]), str(r["compared_to"]), str(r["measure"])), r)
+    if baseline is None:
+        bases, unclear = _auto_baselines(comparisons)
+        notes += [f"no marks on {ds}: its comparisons have no single baseline per system (name one)" for ds in unclear]
+    else:
+        bases = {k: baseline for k in grid if k[1] != baseline}
+    out, used = [], []
+    for (ds, system), per in grid.items():
+        base = bases.get((ds, system))
+        cells = {}
+        for m in order:
+            if m not in per:
+                continue
+            cmp = (pairs.get((ds, system, base, m)) or pairs.get((ds, base, system, m))) if base else None
+            used += [cmp] if cmp is not None else []
+            r = per[m]
+            cells[m] = Cell(_num(r.get("value")), _num(r.get("ci_low")), _num(r.get("ci_high")),
+                            None if cmp is None else _p(cmp))
+        out.append(WideRow(ds, system, base if any(c.p is not None for c in cells.values()) else None, cells))
+    if baseline is not None and not used and comparisons:
+        notes.append(f"no marks: no paired comparison with {baseline} among the rows")
+    kept = [r for r in scores if str(r["measure"]) in order]
+    return WideTable(order, tuple(out), tuple(kept), tuple(used), alpha, tuple(notes))
+
+
+# -- cells --------------------------------------------------------------------------------------
+def format_number(x: float | None, digits: int = 3) -> str:
+    """``x`` with ``digits`` decimals (``-0.000`` shown as ``0.000``); ``n/a`` for None and NaN."""
+    if _missing(x):
+        return "n/a"
+    text = f"{float(x):.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def _check_digits(digits: int) -> int:
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 12:
+        raise ConfigError(f"digits must be an integer between 0 and 12, got {digits!r}")
+    return digits
+
+
+def format_cell(cell: Cell | None, digits: int = 3, *, alpha: float = ALPHA, mark: str = DAGGER,
+                number: Callable[[str], str] = str, bold: bool = False,
+                bolden: Callable[[str], str] = str) -> str:
+    """``"0.727 [0.674, 0.780]"`` (just the value when the CI is not stored; ``"-"`` for no cell),
+    with ``mark`` appended when the comparison with the baseline has p < ``alpha``. ``number``
+    rewrites each number (LaTeX minus signs); ``bolden`` wraps the point estimate when ``bold``."""
+    if cell is None:
+        return "-"
+    value = number(format_number(cell.value, digits))
+    text = bolden(value) if bold else value
+    if not (_missing(cell.ci_low) or _missing(cell.ci_high)):
+        text += f" [{number(format_number(cell.ci_low, digits))}, {number(format_number(cell.ci_high, digits))}]"
+    return text + (mark if cell.marked(alpha) else "")
+
+
+def _best(table: WideTable, dataset: str, measure: str, digits: int) -> set[str]:
+    """Systems of ``dataset`` with the highest point estimate of ``measure`` at the shown precision."""
+    shown = {r.system: float(format_number(r.cells[measure].value, digits)) for r in table.rows
+             if r.dataset == dataset and measure in r.cells and not _missing(r.cells[measure].value)}
+    top = max(shown.values(), default=None)
+    return {s for s, v in shown.items() if v == top}
+
+
+# -- captions and notes -----------------------------------------------------------------------------
+def _pct(x: float) -> str:
+    pct = 100 * float(x)
+    return f"{pct:.0f}%" if abs(pct - round(pct)) < 1e-9 else f"{pct:g}%"
+
+
+def _join(items: Iterable[Any]) -> str:
+    return ", ".join(str(i) for i in items)
+
+
+def _span(values: set[int]) -> str:
+    return str(min(values)) if len(values) == 1 else f"{min(values)}-{max(values)}"
+
+
+def _interval_text(scores: Sequence[Mapping[str, Any]]) -> str:
+    """What the brackets hold: level, method (per measure when they differ) and bootstrap size."""
+    with_ci = [r for r in scores if not (_missing(r.get("ci_low")) or _missing(r.get("ci_high")))]
+    if not with_ci:
+        return "Point estimates (no confidence intervals stored)."
+    levels = sorted({float(r["confidence"]) for r in with_ci if not _missing(r.get("confidence"))})
+    level = (f"{_pct(levels[0])} confidence intervals" if len(levels) == 1 else
+             f"confidence intervals (levels {_join(_pct(v) for v in levels)})" if levels else
+             "confidence intervals (level not stored)")
+    by_method: dict[str | None, list[str]] = {}
+    for r in with_ci:
+        names = by_method.setdefault(r.get("interval_method") or None, [])
+        if str(r["measure"]) not in names:
+            names.append(str(r["measure"]))
+    methods = [_METHODS.get(m, m) if m else "method not stored" for m in by_method]
+    how = methods[0] if len(methods) == 1 else "; ".join(f"{t} for {_join(ms)}" for t, ms in
+                                                          zip(methods, by_method.values()))
+    boot = [r for r in with_ci if r.get("interval_method") in _BOOTSTRAP_METHODS]
+    sizes = {int(r["n_resamples"]) for r in boot if not _missing(r.get("n_resamples"))}
+    if sizes:
+        how += f"; {_span(sizes)} bootstrap resamples"
+        drawn = {int(r["sample_size"]) for r in boot if not _missing(r.get("sample_size"))
+                 and not _missing(r.get("n_queries")) and int(r["sample_size"]) != int(r["n_queries"])}
+        how += f" of {_span(drawn)} queries each" if drawn else ""
+    return f"Point estimates with {level} in brackets ({how})."
+
+
+def _queries_text(table: WideTable) -> str:
+    counts: dict[str, set[int]] = {}
+    for r in table.scores:
+        if not _missing(r.get("n_queries")):
+            counts.setdefault(str(r["dataset"]), set()).add(int(r["n_queries"]))
+    if not counts:
+        return ""
+    return "Queries: " + "; ".join(f"{ds} {_span(counts[ds])}" for ds in table.datasets() if ds in counts) + "."
+
+
+def caption(table: WideTable, *, bold: bool = False) -> str:
+    """The caption as plain text: what the cells hold, the number of queries and, with ``bold``,
+    what bold means (the LaTeX table)."""
+    parts = [_interval_text(table.scores), _queries_text(table)]
+    if bold:
+        parts.append("Bold: the highest point estimate in each column within a dataset (equal values at the "
+                     "shown precision all bold); bold is not a claim of significance.")
+    return " ".join(p for p in parts if p)
+
+
+def mark_note(table: WideTable) -> str:
+    """What the mark means (without the mark itself), or ``""`` when no comparison was used."""
+    used = table.comparisons
+    if not used:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for r in table.rows:
+        if r.baseline is not None:
+            groups.setdefault(r.baseline, [])
+            groups[r.baseline] += [r.system] if r.system not in groups[r.baseline] else []
+    if not groups:
+        return ""
+    against = "; ".join(f"{_join(systems)} against {base}" for base, systems in groups.items())
+    adjusted = [r for r in used if not _missing(r.get("p_adjusted"))]
+    names = sorted({str(r.get("adjustment") or "an unnamed adjustment") for r in adjusted})
+    names = [_ADJUSTMENTS.get(n, n) for n in names]
+    sizes = {int(r["family_size"]) for r in adjusted if not _missing(r.get("family_size"))}
+    if adjusted and names != ["none"]:
+        how = (f"p-values adjusted with {' or '.join(names)} within each family of one dataset and one measure"
+               + (f" ({_span(sizes)} tests per family)" if sizes else ""))
+        how += "; unadjusted where no adjusted p-value is stored" if len(adjusted) < len(used) else ""
+    else:
+        how = "p-values not adjusted for multiple comparisons"
+    return f"p < {table.alpha:g} in the paired test of the system against its baseline ({against}); {how}."
+
+
+# -- renderers ----------------------------------------------------------------------------------
+def _aligned(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    """Left-aligned text columns under a dashed rule."""
+    widths = [max([len(h), *(len(r[i]) for r in body)]) for i, h in enumerate(header)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in body)])
+
+
+def to_text(table: WideTable, digits: int = 3) -> str:
+    """The table as aligned text: ``dataset``, ``system`` and a column per measure, followed by
+    the caption, what the mark means and the notes."""
+    digits = _check_digits(digits)
+    body = [[r.dataset, r.system, *(format_cell(r.cells.get(m), digits, alpha=table.alpha) for m in table.measures)]
+            for r in table.rows]
+    lines = [_aligned(["dataset", "system", *table.measures], body), caption(table)]
+    note = mark_note(table)
+    lines += [f"{DAGGER} {note}"] if note else []
+    lines += [f"note: {n}" for n in table.notes]
+    return "\n".join(lines)
+
+
+def to_records(table: WideTable) -> list[dict[str, Any]]:
+    """One dict per row: ``dataset``, ``system`` and, per measure ``m``, ``m``, ``m_ci_low`` and
+    ``m_ci_high`` (``None`` where not stored); full precision."""
+    out = []
+    for r in table.rows:
+        rec: dict[str, Any] = {"dataset": r.dataset, "system": r.system}
+        for m in table.measures:
+            c = r.cells.get(m)
+            rec[m], rec[f"{m}_ci_low"], rec[f"{m}_ci_high"] = (None, None, None) if c is None else \
+                (c.value, c.ci_low, c.ci_high)
+        out.append(rec)
+    return out
+
+
+def to_csv(table: WideTable) -> str:
+    """:func:`to_records` as CSV with a header line; empty fields where a value is not stored."""
+    buf = io.StringIO()
+    names = ["dataset", "system", *(f"{m}{s}" for m in table.measures for s in ("", "_ci_low", "_ci_high"))]
+    writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(to_records(table))
+    return buf.getvalue()
+
+
+def latex_escape(text: object) -> str:
+    """``text`` safe in LaTeX text mode: ``\\ & % $ # _ { } ~ ^ < > |`` become commands or
+    escapes, line breaks become spaces."""
+    return "".join(_LATEX_SPECIAL.get(ch, " " if ch in "\r\n" else ch) for ch in str(text))
+
+
+def _latex_number(text: str) -> str:
+    return "$-$" + text[1:] if text.startswith("-") else text
+
+
+def _latex_rows(table: WideTable, digits: int) -> list[str]:
+    """The body of the tabular: one block per dataset, its name on the block's first row."""
+    lines: list[str] = []
+    for i, ds in enumerate(table.datasets()):
+        lines += [r"\midrule"] if i else []
+        best = {m: _best(table, ds, m, digits) for m in table.measures}
+        for j, r in enumerate(x for x in table.rows if x.dataset == ds):
+            cells = [format_cell(r.cells[m], digits, alpha=table.alpha, mark=LATEX_DAGGER, number=_latex_number,
+                                 bold=r.system in best[m], bolden=lambda s: rf"\textbf{{{s}}}")
+                     if m in r.cells else "--" for m in table.measures]
+            lines.append(" & ".join([latex_escape(ds) if j == 0 else "", latex_escape(r.system), *cells]) + r" \\")
+    return lines
+
+
+def to_latex(table: WideTable, digits: int = 3, *, label: str | None = "tab:results") -> str:
+    """A complete ``table`` environment (booktabs rules): caption, one ``tabular`` with a block
+    per dataset and a column per measure, the best value of each column in bold, and a footnote
+    line for the mark. Every name is escaped. Needs ``\\usepackage{booktabs}``."""
+    digits = _check_digits(digits)
+    head = " & ".join(["Dataset", "System", *(latex_escape(m) for m in table.measures)]) + r" \\"
+    lines = ["% adaptlab paper table; needs \\usepackage{booktabs}",
+             *(f"% note: {latex_escape(n)}" for n in table.notes),
+             r"\begin{table}[t]", r"\centering", rf"\caption{{{latex_escape(caption(table, bold=True))}}}",
+             *([rf"\label{{{label}}}"] if label else []),
+             rf"\begin{{tabular}}{{ll{'c' * len(table.measures)}}}", r"\toprule", head, r"\midrule",
+             *_latex_rows(table, digits), r"\bottomrule", r"\end{tabular}"]
+    note = mark_note(table)
+    if note:
+        lines += [r"\par\smallskip", rf"{{\footnotesize {LATEX_DAGGER}\,{latex_escape(note)}\par}}"]
+    return "\n".join([*lines, r"\end{table}"])
+
+
+def render(table: WideTable, fmt: str = "table", digits: int = 3, **latex: Any) -> str:
+    """``table`` as ``fmt``: ``table`` (aligned text), ``csv``, ``json`` or ``latex``."""
+    if fmt == "table":
+        return to_text(table, digits)
+    if fmt == "csv":
+        return to_csv(table).rstrip("\n")
+    if fmt == "json":
+        return json.dumps(to_records(table), indent=2)
+    if fmt == "latex":
+        return to_latex(table, digits, **latex)
+    raise ConfigError(f"table format {fmt!r}: expected one of {', '.join(FORMATS)}")
+
+
+def format_wide(rows: Iterable[Mapping[str, Any]], fmt: str = "table", *, digits: int = 3,
+                measures: Sequence[str] | None = None, baseline: str | None = None, alpha: float = ALPHA,
+                **latex: Any) -> str:
+    """:func:`wide_table` of ``rows`` rendered as ``fmt`` (see :func:`render`)."""
+    return render(wide_table(rows, measures=measures, baseline=baseline, alpha=alpha), fmt, digits, **latex)

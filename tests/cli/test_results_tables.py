@@ -1,0 +1,132 @@
+"""``adaptlab results --wide`` and ``--format latex`` on a small store: latest runs, the
+significance mark, CSV columns, LaTeX output and the option checks."""
+
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+from datetime import datetime, timezone
+
+import pytest
+
+from adaptlab import results
+
+
+def _run(system: str, dataset: str, when: datetime) -> dict:
+    row = results.run_record(system, dataset, model_id=f"org/{system}", model_revision="r1",
+                             dataset_fingerprint="fp-" + dataset, seed=0, config={"k": 10})
+    return dict(row, timestamp=when)
+
+
+def _score(run: dict, measure: str, value: float) -> dict:
+    return {"run_id": run["run_id"], "system": run["system"], "dataset": run["dataset"], "measure": measure,
+            "value": value, "ci_low": value - 0.05, "ci_high": value + 0.05, "n_queries": 300, "n_resamples": 1000,
+            "sample_size": 300, "seed": 0, "confidence": 0.95, "interval_method": "percentile"}
+
+
+def _diff(run: dict, against: str, measure: str, p_adjusted: float) -> dict:
+    return dict(_score(run, measure, 0.1), compared_to=against, p_value=p_adjusted / 2, p_adjusted=p_adjusted,
+                adjustment="holm", family_size=2)
+
+
+@pytest.fixture
+def store(tmp_path):
+    """An older run of base and ft on sci_fact, then the latest runs of base, ft and pt with
+    comparisons against base (ft significant, pt not)."""
+    st = results.open(tmp_path / "store", create=True)
+    old = [_run(s, "sci_fact", datetime(2025, 1, 1, tzinfo=timezone.utc)) for s in ("base", "ft")]
+    st.commit(old, [_score(r, m, 0.111) for r in old for m in ("ndcg@10", "mrr")])
+    new = {s: _run(s, "sci_fact", datetime(2025, 2, 1, tzinfo=timezone.utc)) for s in ("base", "ft", "pt")}
+    values = {"base": 0.6, "ft": 0.727, "pt": 0.65}
+    rows = [_score(r, m, values[s] + (0.01 if m == "mrr" else 0)) for s, r in new.items() for m in ("ndcg@10", "mrr")]
+    rows += [_diff(new["ft"], "base", m, 0.004) for m in ("ndcg@10", "mrr")]
+    rows += [_diff(new["pt"], "base", m, 0.2) for m in ("ndcg@10", "mrr")]
+    st.commit(list(new.values()), rows)
+    return st, old
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run ``adaptlab ARGS`` in this process; returns (status, stdout, stderr)."""
+    from adaptlab.cli import main
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = e.code
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out.out, out.err)
+
+    return run
+
+
+def test_wide_table_latest_runs_with_mark_and_footnote(store, cli):
+    st, _ = store
+    res = cli("results", "--store", str(st.root), "--wide")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].split() == ["dataset", "system", "ndcg@10", "mrr"]
+    assert [ln.split()[:2] for ln in lines[2:5]] == [["sci_fact", s] for s in ("base", "ft", "pt")]
+    assert "0.727 [0.677, 0.777]\u2020" in lines[3] and "\u2020" not in lines[2] + lines[4]
+    assert "0.111" not in res.stdout and "compared_to" not in res.stdout  # latest runs, scores only
+    assert "95% confidence intervals" in res.stdout and "Queries: sci_fact 300." in res.stdout
+    assert lines[-1].startswith("\u2020 p < 0.05") and "Holm" in lines[-1] and "ft, pt against base" in lines[-1]
+    res = cli("results", "--store", str(st.root), "--wide", "--filter", "measure=mrr,ndcg@10", "--digits", "1")
+    assert res.stdout.splitlines()[0].split()[2:] == ["mrr", "ndcg@10"] and "0.7 [0.7, 0.8]" in res.stdout
+
+
+def test_wide_csv_columns_and_picked_runs(store, cli):
+    st, old = store
+    res = cli("results", "--store", str(st.root), "--wide", "--format", "csv", "--filter", "system=ft,pt")
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert list(rows[0]) == ["dataset", "system", "ndcg@10", "ndcg@10_ci_low", "ndcg@10_ci_high",
+                             "mrr", "mrr_ci_low", "mrr_ci_high"]
+    assert [r["system"] for r in rows] == ["ft", "pt"] and float(rows[0]["ndcg@10"]) == 0.727
+    res = cli("results", "--store", str(st.root), "--wide", "--format", "csv", "--filter",
+              f"run_id={old[0]['run_id']},{old[1]['run_id']}")
+    assert [float(r["mrr"]) for r in csv.DictReader(io.StringIO(res.stdout))] == [0.111, 0.111]
+
+
+def test_latex_table(store, cli):
+    st, _ = store
+    res = cli("results", "--store", str(st.root), "--format", "latex", "--digits", "2")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert r"\begin{table}" in out and r"\begin{tabular}{llcc}" in out and out.rstrip().endswith(r"\end{table}")
+    assert r"sci\_fact & base & 0.60 [0.55, 0.65] & 0.61 [0.56, 0.66] \\" in out
+    assert r" & ft & \textbf{0.73} [0.68, 0.78]\textsuperscript{\dag} & " in out
+    assert r"95\% confidence intervals in brackets (percentile bootstrap; 1000 bootstrap resamples)" in out
+    assert "Queries: sci\\_fact 300." in out and "not a claim of significance" in out
+    with_base = cli("results", "--store", str(st.root), "--format", "latex", "--baseline", "pt").stdout
+    assert r"\dag" not in with_base.split(r"\bottomrule")[0]  # no comparison is against pt
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--digits", "2"], "--digits applies to --wide"),
+    (["--baseline", "base"], "--baseline applies to --wide"),
+    (["--wide", "--table", "runs"], "--table runs"),
+    (["--format", "latex", "--sql", "SELECT 1"], "--sql"),
+    (["--wide", "--filter", "compared_to=base"], "compared_to"),
+    (["--wide", "--digits", "-1"], "--digits"),
+    (["--wide", "--filter", "system=nope"], "no row of metrics has system 'nope'"),
+])
+def test_wide_option_errors_are_one_line(store, cli, args, needle):
+    st, _ = store
+    res = cli("results", "--store", str(st.root), *args)
+    assert res.returncode == 2 and needle in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+def test_wide_on_a_store_of_the_previous_layout(tmp_path, cli):
+    from adaptlab.results.legacy import LegacyStore
+
+    old = LegacyStore(tmp_path / "old", create=True)
+    runs = {s: _run(s, "toy", datetime(2025, 1, 1, tzinfo=timezone.utc)) for s in ("base", "ft")}
+    old.commit(list(runs.values()), [_score(runs["base"], "ndcg@10", 0.5), _score(runs["ft"], "ndcg@10", 0.6),
+                                     _diff(runs["ft"], "base", "ndcg@10", 0.01)])
+    res = cli("results", "--store", str(old.root), "--wide", "--filter", "system=ft")
+    assert res.returncode == 0, res.stderr
+    assert "0.600 [0.550, 0.650]\u2020" in res.stdout and "base" in res.stdout.splitlines()[-1]
+    res = cli("results", "--store", str(old.root), "--wide", "--latest")
+    assert res.returncode == 2 and "--latest needs a Delta Lake store" in res.stderr
