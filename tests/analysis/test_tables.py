@@ -284,3 +284,21 @@ def test_latex_compiles(hostile_latex, study_rows, tmp_path):
         res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name],
                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert res.returncode == 0, res.stdout[-3000:]
+
+
+def test_several_named_baselines_mark_each_family_against_its_own_base():
+    """A scale study with ColBERT stores colbert-ft against colbert-base and against the bi-encoder
+    FT, and colbert-base against minilm-base: no single baseline per system, so name them."""
+    rows = [score(s, value=v) for s, v in (("m-base", 0.72), ("m-ft", 0.79), ("c-base", 0.62), ("c-ft", 0.73))]
+    rows += [comparison("m-ft", "m-base", p_adjusted=0.01), comparison("c-base", "m-base", p_adjusted=0.01),
+             comparison("c-ft", "c-base", p_adjusted=0.01), comparison("c-ft", "m-ft", p_adjusted=0.3)]
+    auto = wide_table(rows)
+    assert all(r.baseline is None for r in auto.rows) and any("name one" in n for n in auto.notes)
+    table = wide_table(rows, baseline=["c-base", "m-base"])
+    bases = {r.system: r.baseline for r in table.rows}
+    assert bases == {"m-base": None, "m-ft": "m-base", "c-base": "m-base", "c-ft": "c-base"}
+    assert all(c.p == 0.01 for r in table.rows if r.baseline for c in r.cells.values())
+    # the other order: m-base is marked against c-base (the comparison is stored from c-base's side)
+    reverse = {r.system: r.baseline for r in wide_table(rows, baseline=["m-base", "c-base"]).rows}
+    assert reverse == {"m-base": "c-base", "m-ft": "m-base", "c-base": None, "c-ft": "c-base"}
+    assert DAGGER in to_text(table, 3)

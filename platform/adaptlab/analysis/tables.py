@@ -167,6 +167,26 @@ def _auto_baselines(comparisons: Sequence[Mapping[str, Any]]) -> tuple[dict[tupl
     return found, unclear
 
 
+def _named_baselines(grid: Mapping[tuple[str, str], Any], pairs: Mapping[tuple[str, str, str, str], Any],
+                     baseline: str | Sequence[str]) -> dict[tuple[str, str], str]:
+    """Each (dataset, system)'s baseline among the named ones: the first with which the store holds
+    a paired comparison of that system (either side), e.g. ``["colbert-base", "minilm-base"]``
+    marks ColBERT variants against ``colbert-base`` and the others against ``minilm-base``. A named
+    baseline is marked only against names after it (``colbert-base`` against ``minilm-base``, not
+    the reverse). With one name, every other system against it."""
+    names = [baseline] if isinstance(baseline, str) else list(baseline)
+    if len(names) == 1:
+        return {k: names[0] for k in grid if k[1] != names[0]}
+    compared = {(ds, a, b) for ds, a, b, _ in pairs} | {(ds, b, a) for ds, a, b, _ in pairs}
+    out: dict[tuple[str, str], str] = {}
+    for ds, system in grid:
+        later = names[names.index(system) + 1:] if system in names else names  # a named base: only later ones
+        first = next((b for b in later if (ds, system, b) in compared), None)
+        if first is not None:
+            out[(ds, system)] = first
+    return out
+
+
 def _p(row: Mapping[str, Any]) -> float | None:
     """The comparison's adjusted p-value, else its raw one."""
     for key in ("p_adjusted", "p_value"):
@@ -176,12 +196,13 @@ def _p(row: Mapping[str, Any]) -> float | None:
 
 
 def wide_table(rows: Iterable[Mapping[str, Any]], *, measures: Sequence[str] | None = None,
-               baseline: str | None = None, alpha: float = ALPHA) -> WideTable:
+               baseline: str | Sequence[str] | None = None, alpha: float = ALPHA) -> WideTable:
     """Pivot metric rows into one row per (dataset, system) and one column per measure.
 
     ``measures`` orders the columns (others follow in first-appearance order); ``baseline`` names
-    the system every other one is marked against (default: each system's ``compared_to`` when the
-    comparisons have one baseline per system). A measure with several rows for one system and
+    the system every other one is marked against, or several (each system against the first of
+    them it was compared with: per-family baselines); default: each system's ``compared_to`` when
+    the comparisons have one baseline per system. A measure with several rows for one system and
     dataset (several runs, or per-space analysis rows) is left out, with a note. Raises
     :class:`~adaptlab.errors.ConfigError` when no score row is left."""
     rows = list(rows)
@@ -201,7 +222,7 @@ def wide_table(rows: Iterable[Mapping[str, Any]], *, measures: Sequence[str] | N
         bases, unclear = _auto_baselines(comparisons)
         notes += [f"no marks on {ds}: its comparisons have no single baseline per system (name one)" for ds in unclear]
     else:
-        bases = {k: baseline for k in grid if k[1] != baseline}
+        bases = _named_baselines(grid, pairs, baseline)
     out, used = [], []
     for (ds, system), per in grid.items():
         base = bases.get((ds, system))
@@ -216,7 +237,8 @@ def wide_table(rows: Iterable[Mapping[str, Any]], *, measures: Sequence[str] | N
                             None if cmp is None else _p(cmp))
         out.append(WideRow(ds, system, base if any(c.p is not None for c in cells.values()) else None, cells))
     if baseline is not None and not used and comparisons:
-        notes.append(f"no marks: no paired comparison with {baseline} among the rows")
+        names = [baseline] if isinstance(baseline, str) else list(baseline)
+        notes.append(f"no marks: no paired comparison with {' or '.join(names)} among the rows")
     kept = [r for r in scores if str(r["measure"]) in order]
     return WideTable(order, tuple(out), tuple(kept), tuple(used), alpha, tuple(notes))
 
@@ -450,7 +472,8 @@ def render(table: WideTable, fmt: str = "table", digits: int = 3, **latex: Any) 
 
 
 def format_wide(rows: Iterable[Mapping[str, Any]], fmt: str = "table", *, digits: int = 3,
-                measures: Sequence[str] | None = None, baseline: str | None = None, alpha: float = ALPHA,
+                measures: Sequence[str] | None = None, baseline: str | Sequence[str] | None = None,
+                alpha: float = ALPHA,
                 **latex: Any) -> str:
     """:func:`wide_table` of ``rows`` rendered as ``fmt`` (see :func:`render`)."""
     return render(wide_table(rows, measures=measures, baseline=baseline, alpha=alpha), fmt, digits, **latex)

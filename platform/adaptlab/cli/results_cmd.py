@@ -69,9 +69,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "filter (--filter measure=a,b) orders the columns")
     p.add_argument("--digits", type=bounded_int(0, 12), default=None, metavar="N",
                    help="decimals of --wide and latex cells (default 3)")
-    p.add_argument("--baseline", default=None, metavar="NAME",
-                   help="--wide/latex: mark comparisons with this system (default: each system's compared_to, "
-                        "when the stored comparisons have one baseline per system)")
+    p.add_argument("--baseline", default=None, metavar="NAME", action="append",
+                   help="--wide/latex: mark comparisons with this system; repeat for per-family baselines "
+                        "(each system against the first named one it was compared with, e.g. --baseline "
+                        "colbert-base --baseline minilm-base); default: each system's compared_to, when the "
+                        "stored comparisons have one baseline per system")
     add_common(p)
     p.set_defaults(handler=run)
 
