@@ -18,16 +18,29 @@ Both sides use wall-clock time (perf_counter) and CPU time (process_time). scipy
 
     python benchmarks/bench_bootstrap.py                         # full size (scipy takes ~7 s+)
     python benchmarks/bench_bootstrap.py --queries 5000 --resamples 1000 --repeat 1   # quick
+    python benchmarks/bench_bootstrap.py --backend both --method index --skip-scipy --json  # CuPy vs NumPy
+
+``--backend numpy|cupy|auto|both`` (default auto: CuPy when usable, else NumPy) is passed to
+``bootstrap_ci`` / ``paired_bootstrap``; ``both`` times NumPy and CuPy on the same data and seed in
+one run (same resamples: the random numbers are drawn on the host) and prints the time ratio
+and the largest difference of the CI endpoints. Only the index path's arithmetic runs on the
+backend (``adaptlab.stats.backend``), so compare with ``--method index``; with ``auto`` the
+engine may choose the multinomial path, which ignores the backend. Without CuPy or a GPU,
+``cupy`` stops with the platform's message and ``both`` runs NumPy alone, saying why.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))  # devinfo.py
 
 _THRESHOLDS = (0.3, -0.05, -0.3, -0.5, -0.65, -0.8, -0.92, -1.05, -1.15, -1.25)
 
@@ -85,22 +98,46 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     ap.add_argument("--n-jobs", type=int, default=None, help="threads for ours (default: all)")
     ap.add_argument("--method", default="auto", choices=("auto", "index", "multinomial"))
     ap.add_argument("--skip-scipy", action="store_true")
+    ap.add_argument("--backend", default="auto", choices=("auto", "numpy", "cupy", "both"),
+                    help="array backend of ours; both: NumPy and CuPy in one run")
+    ap.add_argument("--json", action="store_true", help="print the result as one JSON line at the end")
+    ap.add_argument("--json-out", default=None, help="also write the JSON result to this file")
     args = ap.parse_args(argv)
 
     import scipy.stats
 
+    from adaptlab.errors import ConfigError
     from adaptlab.stats import bootstrap_ci, paired_bootstrap
+    from adaptlab.stats.backend import cupy_available, get_xp
+
+    backends = ["numpy", "cupy"] if args.backend == "both" else [args.backend]
+    skipped: dict[str, str] = {}
+    if "cupy" in backends and not cupy_available():
+        try:
+            get_xp("cupy")
+            why = "CuPy sees no CUDA device"
+        except ConfigError as e:
+            why = str(e)
+        if args.backend == "cupy":
+            raise SystemExit(f"--backend cupy: {why}")
+        skipped["cupy"] = why
+        backends.remove("cupy")
+        print(f"# cupy skipped: {why}")
 
     values = make_ndcg10(args.queries, args.systems, seed=args.seed, noise=args.noise)
     n_pairs = args.systems * (args.systems - 1) // 2
     print(describe(values))
     print(f"resamples: {args.resamples} of {args.queries} queries (with replacement)")
 
-    def ours():  # type: ignore[no-untyped-def]
+    def ours(backend: str = "auto"):  # type: ignore[no-untyped-def]
         ci = bootstrap_ci(values, n_resamples=args.resamples, seed=args.seed,
-                          method=args.method, n_jobs=args.n_jobs)
+                          method=args.method, n_jobs=args.n_jobs, backend=backend)
         pd = paired_bootstrap(values, n_resamples=args.resamples, seed=args.seed,
-                              method=args.method, n_jobs=args.n_jobs)
+                              method=args.method, n_jobs=args.n_jobs, backend=backend)
+        if backend != "numpy" and get_xp(backend) is not np:
+            import cupy
+
+            cupy.cuda.Device().synchronize()
         return ci, pd
 
     def scipy_one():  # type: ignore[no-untyped-def]
@@ -110,19 +147,44 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
             random_state=np.random.default_rng(args.seed),
         )
 
-    # warm-up (imports, first-call costs) on a tiny problem, not timed
-    bootstrap_ci(values[:2, :500], n_resamples=50)
-    paired_bootstrap(values[:2, :500], n_resamples=50)
+    # warm-up (imports, first-call costs, CUDA context) on a tiny problem, not timed
+    for b in backends:
+        bootstrap_ci(values[:2, :500], n_resamples=50, backend=b, method=args.method)
+        paired_bootstrap(values[:2, :500], n_resamples=50, backend=b, method=args.method)
 
-    runs = []
-    for _ in range(max(1, args.repeat)):
-        (ci, pd), w, c = _timed(ours)
-        runs.append((w, c))
-        print(f"ours: {args.systems} CIs ({ci.method}) + {n_pairs} paired CIs "
-              f"({pd[0].method}): wall {w:.3f} s, cpu {c:.3f} s")
-    res: dict[str, float] = {"ours_wall": min(r[0] for r in runs),
-                             "ours_cpu": min(r[1] for r in runs)}
+    from devinfo import device_name  # benchmarks/gpu/devinfo.py
+
+    res: dict = {"bench": "bootstrap", "queries": args.queries, "systems": args.systems,
+                 "resamples": args.resamples, "method": args.method, "backend": args.backend,
+                 "device_name": device_name("cuda" if "cupy" in backends else "cpu"),
+                 "skipped": skipped}
+    results = {}
+    for b in backends:
+        runs = []
+        for _ in range(max(1, args.repeat)):
+            (ci, pd), w, c = _timed(lambda b=b: ours(b))
+            runs.append((w, c))
+            print(f"ours [{b}]: {args.systems} CIs ({ci.method}) + {n_pairs} paired CIs "
+                  f"({pd[0].method}): wall {w:.3f} s, cpu {c:.3f} s")
+        results[b] = (ci, pd)
+        res[f"ours_wall_{b}"] = min(r[0] for r in runs)
+        res[f"ours_cpu_{b}"] = min(r[1] for r in runs)
+        res[f"path_{b}"] = f"{ci.method}/{pd[0].method}"
+    res["ours_wall"] = res[f"ours_wall_{backends[0]}"]
+    res["ours_cpu"] = res[f"ours_cpu_{backends[0]}"]
+    if "numpy" in results and "cupy" in results:
+        (ci_n, pd_n), (ci_c, pd_c) = results["numpy"], results["cupy"]
+        diff = max(float(np.max(np.abs(ci_n.ci_low - ci_c.ci_low))),
+                   float(np.max(np.abs(ci_n.ci_high - ci_c.ci_high))),
+                   max(abs(p.ci_low - q.ci_low) for p, q in zip(pd_n, pd_c)),
+                   max(abs(p.ci_high - q.ci_high) for p, q in zip(pd_n, pd_c)))
+        res["cupy_over_numpy_wall"] = res["ours_wall_cupy"] / res["ours_wall_numpy"]
+        res["max_ci_endpoint_diff"] = diff
+        note = "" if ci_n.method == "index" else "  (NOT the index path: the backend was not used; pass --method index)"
+        print(f"cupy / numpy wall time: {res['cupy_over_numpy_wall']:.3f} (speed-up "
+              f"{1 / res['cupy_over_numpy_wall']:.2f}x); largest CI endpoint difference {diff:.2e}{note}")
     if args.skip_scipy:
+        _emit(res, args)
         return res
 
     sruns = []
@@ -145,7 +207,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     goal = "met" if res["ratio_wall"] <= 0.25 else "NOT met"
     print(f"ratio (ours all {args.systems + n_pairs} CIs / scipy one CI): wall "
           f"{res['ratio_wall']:.3f}, cpu {res['ratio_cpu']:.3f}  [goal <= 0.25: {goal}]")
+    _emit(res, args)
     return res
+
+
+def _emit(res: dict, args: argparse.Namespace) -> None:
+    line = json.dumps(res, default=str)
+    if args.json:
+        print(line)
+    if args.json_out:
+        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json_out).write_text(line + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
