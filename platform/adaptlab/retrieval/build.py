@@ -21,7 +21,8 @@ counts them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -70,6 +71,49 @@ def gold_pairs(
     return gold_ids, gold_q, gold_d
 
 
+def check_query_ids(query_ids: Sequence[str]) -> None:
+    """At least one query, and no query id twice (every records builder's rule)."""
+    if not query_ids:
+        raise ConfigError("query_ids is empty; expected at least one query")
+    if len(set(query_ids)) != len(query_ids):
+        raise ConfigError("query_ids must be unique")
+
+
+def records_from_ranking(
+    query_ids: list[str],
+    doc_ids: list[str],
+    qrels: Mapping[str, Mapping[str, int]],
+    scores: np.ndarray,
+    idx: np.ndarray,
+    pair_score: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    *,
+    system: str,
+    dataset: str,
+    seed: int,
+    meta: dict[str, Any],
+) -> PerQueryRecords:
+    """The per-query records of one ranking (``idx``/``scores`` ``[Q, k]``, column positions into
+    ``doc_ids``), shared by the dense, exact late-interaction and PLAID paths: gold ids and ranks,
+    ``sim_gold`` (the best-scoring relevant document of each query, NaN without one) and
+    ``sim_random`` (one document per query drawn by ``numpy.random.default_rng(seed)``, the same
+    draw on every path). ``pair_score(rows, cols)`` scores query row ``rows[i]`` with document
+    ``cols[i]``; it is called once, for the gold pairs followed by the random ones."""
+    n, n_q = len(doc_ids), len(query_ids)
+    gold_ids, gold_q, gold_d = gold_pairs(query_ids, qrels, doc_ids)
+    gold_rank = gold_ranks(idx, gold_q, gold_d, n)
+    rand = np.random.default_rng(seed).integers(0, n, size=n_q)
+    sims = np.asarray(pair_score(np.r_[gold_q, np.arange(n_q)], np.r_[gold_d, rand]), dtype=np.float32)
+    sim_gold = np.full(n_q, np.nan, dtype=np.float32)
+    if gold_q.size:
+        np.fmax.at(sim_gold, gold_q, sims[: gold_q.size])
+    ids = np.asarray(doc_ids, dtype=object)
+    return PerQueryRecords(
+        system=system, dataset=dataset, query_ids=query_ids, topk_ids=ids[idx].tolist(), topk_scores=scores,
+        gold_ids=gold_ids, gold_rank=gold_rank, sim_gold=sim_gold, sim_random=sims[gold_q.size:],
+        random_ids=ids[rand].tolist(), meta=meta,
+    )
+
+
 def build_records(
     query_ids: Sequence[str],
     query_emb: np.ndarray,
@@ -100,36 +144,12 @@ def build_records(
         raise ConfigError(f"query_ids has {len(query_ids)} ids but query_emb has {x.shape[0]} rows; they must match")
     if len(doc_ids) != y.shape[0]:
         raise ConfigError(f"doc_ids has {len(doc_ids)} ids but doc_emb has {y.shape[0]} rows; they must match")
-    if not query_ids:
-        raise ConfigError("query_ids is empty; expected at least one query")
-    if len(set(query_ids)) != len(query_ids):
-        raise ConfigError("query_ids must be unique")
+    check_query_ids(query_ids)
     seed = check_seed(seed)
 
     scores, idx = exact_search(x, y, k, doc_ids=doc_ids, block_size=block_size, backend=backend)
-    n = len(doc_ids)
-    gold_ids, gold_q, gold_d = gold_pairs(query_ids, qrels, doc_ids)
-
-    gold_rank = gold_ranks(idx, gold_q, gold_d, n)
-    sim_gold = np.full(len(query_ids), np.nan, dtype=np.float32)
-    if gold_q.size:
-        np.fmax.at(sim_gold, gold_q, pair_scores(x[gold_q], y, gold_d))
-
-    rng = np.random.default_rng(seed)
-    rand = rng.integers(0, n, size=len(query_ids))
-    sim_random = pair_scores(x, y, rand)
-
-    ids = np.asarray(doc_ids, dtype=object)
-    return PerQueryRecords(
-        system=system,
-        dataset=dataset,
-        query_ids=query_ids,
-        topk_ids=ids[idx].tolist(),
-        topk_scores=scores,
-        gold_ids=gold_ids,
-        gold_rank=gold_rank,
-        sim_gold=sim_gold,
-        sim_random=sim_random,
-        random_ids=ids[rand].tolist(),
+    return records_from_ranking(
+        query_ids, doc_ids, qrels, scores, idx, lambda rows, cols: pair_scores(x[rows], y, cols),
+        system=system, dataset=dataset, seed=seed,
         meta={"k": int(k), "seed": int(seed), "similarity": "inner product", "tie_rule": "score desc, doc id desc"},
     )

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from adaptlab.errors import ConfigError
-from adaptlab.retrieval.build import gold_pairs, gold_ranks
+from adaptlab.retrieval.build import check_query_ids, records_from_ranking
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.retrieval.search import id_order
 from adaptlab.stats.resample import check_seed
@@ -177,28 +177,14 @@ def build_late_records(
         raise ConfigError(f"query_ids has {len(query_ids)} ids but query_tokens has {len(query_tokens)} texts")
     if len(doc_ids) != len(doc_tokens):
         raise ConfigError(f"doc_ids has {len(doc_ids)} ids but doc_tokens has {len(doc_tokens)} texts")
-    if not query_ids:
-        raise ConfigError("query_ids is empty; expected at least one query")
-    if len(set(query_ids)) != len(query_ids):
-        raise ConfigError("query_ids must be unique")
+    check_query_ids(query_ids)
     seed = check_seed(seed)
     full = maxsim_scores(query_tokens, doc_tokens, max_tokens=max_tokens)
     scores, idx = late_search(full, k, doc_ids=doc_ids)
-    n = len(doc_ids)
-    gold_ids, gold_q, gold_d = gold_pairs(query_ids, qrels, doc_ids)
-    gold_rank = gold_ranks(idx, gold_q, gold_d, n)
-    sim_gold = np.full(len(query_ids), np.nan, dtype=np.float32)
-    if gold_q.size:
-        np.fmax.at(sim_gold, gold_q, full[gold_q, gold_d])
-    rng = np.random.default_rng(seed)
-    rand = rng.integers(0, n, size=len(query_ids))
-    sim_random = full[np.arange(len(query_ids)), rand]
-    ids = np.asarray(doc_ids, dtype=object)
     m = int(query_tokens.lengths.max(initial=0))
-    return PerQueryRecords(
-        system=system, dataset=dataset, query_ids=query_ids, topk_ids=ids[idx].tolist(), topk_scores=scores,
-        gold_ids=gold_ids, gold_rank=gold_rank, sim_gold=sim_gold, sim_random=sim_random,
-        random_ids=ids[rand].tolist(),
+    return records_from_ranking(
+        query_ids, doc_ids, qrels, scores, idx, lambda rows, cols: full[rows, cols],
+        system=system, dataset=dataset, seed=seed,
         meta={"k": int(k), "seed": int(seed), "similarity": "maxsim", "search": "exact", "query_tokens": m,
               "tie_rule": "score desc, doc id desc"},
     )

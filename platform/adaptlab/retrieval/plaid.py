@@ -44,7 +44,7 @@ import numpy as np
 
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.colbert import search_options
-from adaptlab.retrieval.build import gold_pairs, gold_ranks
+from adaptlab.retrieval.build import check_query_ids, records_from_ranking
 from adaptlab.retrieval.late import MAX_EXACT_TOKENS, maxsim_pairs
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.retrieval.search import id_order
@@ -122,10 +122,7 @@ def build_plaid_records(
         raise ConfigError(f"query_ids has {len(query_ids)} ids but query_tokens has {len(query_tokens)} texts")
     if len(doc_ids) != int(index.n_docs):
         raise ConfigError(f"doc_ids has {len(doc_ids)} ids but the PLAID index holds {index.n_docs} documents")
-    if not query_ids:
-        raise ConfigError("query_ids is empty; expected at least one query")
-    if len(set(query_ids)) != len(query_ids):
-        raise ConfigError("query_ids must be unique")
+    check_query_ids(query_ids)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ConfigError(f"k must be a positive integer, got {k!r}")
     seed = check_seed(seed)
@@ -135,18 +132,10 @@ def build_plaid_records(
     if len(hits) != n_q:
         raise DataError(f"the PLAID index answered {len(hits)} of {n_q} queries")
     scores, idx = _rank_candidates(hits, id_order(doc_ids, n), kk)
-    gold_ids, gold_q, gold_d = gold_pairs(query_ids, qrels, doc_ids)
-    gold_rank = gold_ranks(idx, gold_q, gold_d, n)
-    rand = np.random.default_rng(seed).integers(0, n, size=n_q)
-    sims = _exact_pair_sims(query_tokens, np.r_[gold_q, np.arange(n_q)], np.r_[gold_d, rand], encode_documents)
-    sim_gold = np.full(n_q, np.nan, dtype=np.float32)
-    if gold_q.size:
-        np.fmax.at(sim_gold, gold_q, sims[: gold_q.size])
-    ids = np.asarray(doc_ids, dtype=object)
-    return PerQueryRecords(
-        system=system, dataset=dataset, query_ids=query_ids, topk_ids=ids[idx].tolist(), topk_scores=scores,
-        gold_ids=gold_ids, gold_rank=gold_rank, sim_gold=sim_gold, sim_random=sims[gold_q.size:],
-        random_ids=ids[rand].tolist(),
+    return records_from_ranking(
+        query_ids, doc_ids, qrels, scores, idx,
+        lambda rows, cols: _exact_pair_sims(query_tokens, rows, cols, encode_documents),
+        system=system, dataset=dataset, seed=seed,
         meta={"k": int(k), "seed": int(seed), "similarity": "maxsim", "search": "plaid", "nbits": int(index.nbits),
               "query_tokens": int(query_tokens.lengths.max(initial=0)),
               "tie_rule": "score desc, doc id desc (among PLAID's candidates)"},
