@@ -90,6 +90,7 @@ __all__ = [
     "is_colbert_checkpoint",
     "maxsim",
     "relocate_checkpoint",
+    "restored_env",
     "search_options",
 ]
 
@@ -211,7 +212,9 @@ def search_options(options: Mapping[str, Any]) -> tuple[str, int]:
 
 
 @contextlib.contextmanager
-def _restore_env() -> Iterator[None]:
+def restored_env() -> Iterator[None]:
+    """Put back the environment variables colbert-ai rewrites (``TOKENIZERS_PARALLELISM``,
+    ``CUDA_VISIBLE_DEVICES``) when the block ends."""
     saved = {k: os.environ.get(k) for k in _ENV_RESTORE}
     try:
         yield
@@ -228,7 +231,7 @@ def import_colbert() -> Any:
     ``CUDA_VISIBLE_DEVICES``; the ``spawn`` start method it forces stays (it cannot be undone
     safely). Raises a :class:`ConfigError` naming the install command when it is missing."""
     try:
-        with _restore_env():
+        with restored_env():
             import colbert  # noqa: F401 - side effects handled above
             from colbert.modeling.checkpoint import Checkpoint  # noqa: F401
     except ImportError as e:
@@ -305,7 +308,7 @@ def colbert_from_bert(
 
     config = ColBERTConfig(checkpoint=str(src), model_name=str(src), dim=int(dim), doc_maxlen=int(doc_maxlen),
                            query_maxlen=int(query_maxlen))
-    with torch.random.fork_rng(devices=[]), _restore_env(), warnings.catch_warnings():
+    with torch.random.fork_rng(devices=[]), restored_env(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.manual_seed(int(seed))
         ckpt = Checkpoint(str(src), colbert_config=config, verbose=0)
@@ -386,7 +389,7 @@ class ColBERTEncoder(Encoder):
             for key in ("doc_maxlen", "query_maxlen"):
                 if key in opts:
                     overrides[key] = int(opts[key])
-            with _restore_env(), warnings.catch_warnings():
+            with restored_env(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 ckpt = Checkpoint(where, colbert_config=ColBERTConfig(**overrides), verbose=0)
             if device:

@@ -61,7 +61,7 @@ import numpy as np
 
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.base import short_error
-from adaptlab.models.colbert import PLAID_NBITS, _restore_env, import_colbert
+from adaptlab.models.colbert import PLAID_NBITS, restored_env, import_colbert
 from adaptlab.models.weights import weights_sha256
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def _colbert_io() -> Iterator[None]:
     saved = os.dup(1)
     try:
         os.dup2(2, 1)
-        with torch.random.fork_rng(), _restore_env(), contextlib.redirect_stdout(sys.stderr):
+        with torch.random.fork_rng(), restored_env(), contextlib.redirect_stdout(sys.stderr):
             yield
     finally:
         with contextlib.suppress(Exception):

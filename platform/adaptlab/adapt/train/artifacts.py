@@ -133,10 +133,11 @@ def chunks_fingerprint(chunks: Iterable[str]) -> tuple[str, int]:
     return h.hexdigest(), n
 
 
-def package_versions() -> dict[str, str]:
-    """Versions of the packages that decide what training produces (part of the key)."""
+def package_versions(*extra: str) -> dict[str, str]:
+    """Versions of the packages that decide what training produces (part of the key), and of the
+    ``extra`` ones a trainer adds (ColBERT: ragatouille, colbert-ai); ``"absent"`` when not installed."""
     out = {}
-    for name in _PACKAGES:
+    for name in (*_PACKAGES, *extra):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

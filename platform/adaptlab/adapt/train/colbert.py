@@ -60,7 +60,6 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -121,16 +120,6 @@ class ColBERTFTConfig(TrainConfig):
         return {k: v for k, v in asdict(self).items() if k not in ("timeout_s", "retries")}
 
 
-def _versions() -> dict[str, str]:
-    out = package_versions()
-    for name in _PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "absent"
-    return out
-
-
 def train_colbert(
     base_model: str | os.PathLike[str] | Artifact,
     triplets: Any,
@@ -164,7 +153,7 @@ def train_colbert(
                  "fingerprint": triplets_fingerprint(rows), "count": len(rows)},
         "hyperparameters": config.key_dict(),
         "seed": int(seed),
-        "packages": _versions(),
+        "packages": package_versions(*_PACKAGES),
     }
     writer = ArtifactWriter(artifact_root, label=str(base.root.get("id", base.label)), variant=COLBERT_VARIANT,
                             scale=scale, inputs=inputs, info={**base.info(), "interaction": "late"})
