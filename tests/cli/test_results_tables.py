@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import subprocess
 from datetime import datetime, timezone
 
 import pytest
@@ -44,22 +43,6 @@ def store(tmp_path):
     rows += [_diff(new["pt"], "base", m, 0.2) for m in ("ndcg@10", "mrr")]
     st.commit(list(new.values()), rows)
     return st, old
-
-
-@pytest.fixture
-def cli(capsys):
-    """Run ``adaptlab ARGS`` in this process; returns (status, stdout, stderr)."""
-    from adaptlab.cli import main
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        try:
-            code = main(list(args))
-        except SystemExit as e:
-            code = e.code
-        out = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, out.out, out.err)
-
-    return run
 
 
 def test_wide_table_latest_runs_with_mark_and_footnote(store, cli):

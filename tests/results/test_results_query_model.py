@@ -4,7 +4,6 @@ side, latest runs, time travel, SQL through DuckDB, idempotent commits, and the 
 from __future__ import annotations
 
 import json
-import subprocess
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -122,22 +121,6 @@ def test_a_retry_never_duplicates_a_commit(tmp_path, monkeypatch):
     with pytest.raises(StoreError, match=r"failed after 4 attempts.*storage down; nothing was written"):
         store.commit([_run()])
     assert store.runs().num_rows == 1
-
-
-@pytest.fixture
-def cli(capsys):
-    """Run ``adaptlab ARGS`` in this process; returns (status, stdout, stderr)."""
-    from adaptlab.cli import main
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        try:
-            code = main(list(args))
-        except SystemExit as e:
-            code = e.code
-        out = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, out.out, out.err)
-
-    return run
 
 
 def test_cli_shows_run_and_time_latest_sql_and_errors(two_runs, cli):
