@@ -35,7 +35,7 @@ import numpy as np
 from adaptlab.embedding.pipeline import embed_texts
 from adaptlab.models import model_revision
 
-__all__ = ["LOCAL_BELOW", "ArrayCache", "Embedder", "texts_hash"]
+__all__ = ["CachedModel", "LOCAL_BELOW", "ArrayCache", "Embedder", "texts_hash"]
 
 _URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _log = logging.getLogger(__name__)
@@ -55,16 +55,11 @@ def texts_hash(texts: list[str]) -> str:
     return h.hexdigest()
 
 
-class Embedder:
-    """``embed(texts, kind) -> float32 matrix`` for one model, through Ray or in-process,
-    with an optional on-disk cache under ``cache_dir``.
-
-    ``ref`` is a resolved model (:func:`adaptlab.models.resolve_model`); ``options`` are the
-    encoder options (backend, instructions, max_seq_length, ...), part of the cache key.
-    ``local_below``: with ``use_ray``, calls with fewer texts run in-process until this
-    embedder has used its Ray pool once (0: always Ray). Release the pools with
-    :func:`adaptlab.embedding.release_pools` when the study is done.
-    """
+class CachedModel:
+    """What a model's embedder keeps (the dense :class:`Embedder` and the ColBERT
+    :class:`~adaptlab.embedding.tokens.TokenEmbedder`): the resolved model ``ref``, its encoder
+    ``options`` (part of the cache key), the batch size, the Ray settings and the rule of
+    :meth:`wants_ray`, the cache under ``cache_dir`` and the model's content revision."""
 
     def __init__(
         self,
@@ -79,11 +74,11 @@ class Embedder:
     ) -> None:
         self.ref = ref
         self.options = dict(options)
-        self.batch_size = batch_size
-        self.use_ray = use_ray
+        self.batch_size = int(batch_size)
+        self.use_ray = bool(use_ray)
         self.num_actors = num_actors
         self.cache_dir = cache_dir
-        self._cache = ArrayCache.of(cache_dir)
+        self._cache = ArrayCache.of(cache_dir)  # a local folder or an s3://, gs://, az:// URI
         self.local_below = int(local_below)
         self.used_ray = False
         self._revision: str | None = None
@@ -95,6 +90,23 @@ class Embedder:
             self._revision = model_revision(self.ref)
         return self._revision
 
+    def wants_ray(self, n: int) -> bool:
+        """With ``use_ray``: a call of ``n`` texts goes to Ray once this embedder has used Ray, or
+        from ``local_below`` texts on (0: always)."""
+        return self.use_ray and (self.used_ray or n >= self.local_below)
+
+
+class Embedder(CachedModel):
+    """``embed(texts, kind) -> float32 matrix`` for one model, through Ray or in-process,
+    with an optional on-disk cache under ``cache_dir``.
+
+    ``ref`` is a resolved model (:func:`adaptlab.models.resolve_model`); ``options`` are the
+    encoder options (backend, instructions, max_seq_length, ...), part of the cache key.
+    ``local_below``: with ``use_ray``, calls with fewer texts run in-process until this
+    embedder has used its Ray pool once (0: always Ray). Release the pools with
+    :func:`adaptlab.embedding.release_pools` when the study is done.
+    """
+
     def cache_key(self, texts: list[str], kind: str) -> str:
         payload = [self.revision, kind, texts_hash(texts), self.options]
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
@@ -105,7 +117,7 @@ class Embedder:
             hit = self._cache.load(name)
             if hit is not None:
                 return hit
-        use_ray = self.use_ray and (self.used_ray or len(texts) >= self.local_below)
+        use_ray = self.wants_ray(len(texts))
         self.used_ray = self.used_ray or use_ray
         out = embed_texts(texts, self.ref, kind=kind, batch_size=self.batch_size, num_actors=self.num_actors,
                           options=self.options, use_ray=use_ray, progress=True)

@@ -49,11 +49,11 @@ from typing import Any, cast
 import numpy as np
 
 from adaptlab.embedding.actor import EncoderFactory
-from adaptlab.embedding.cache import LOCAL_BELOW, ArrayCache, texts_hash
+from adaptlab.embedding.cache import LOCAL_BELOW, CachedModel, texts_hash
 from adaptlab.embedding.pipeline import check_row_coverage, length_blocks, pool_placement
 from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, Progress, get_pool, has_pool
 from adaptlab.errors import ConfigError
-from adaptlab.models import EncoderSpec, model_revision, resolve_model
+from adaptlab.models import EncoderSpec, resolve_model
 from adaptlab.models.base import TextKind
 from adaptlab.runtime import init_ray
 
@@ -157,7 +157,7 @@ def embed_tokens_ray(texts: list[str], factory: EncoderFactory, *, kind: TextKin
                     seconds=time.perf_counter() - t0)
 
 
-class TokenEmbedder:
+class TokenEmbedder(CachedModel):
     """``embed(texts, kind) -> TokenVectors`` for one late-interaction model, in-process or on the
     model's warm Ray actor pool (module docstring), with an optional on-disk cache under ``cache_dir``.
 
@@ -184,20 +184,16 @@ class TokenEmbedder:
         device: str | None = None,
         local_below: int = LOCAL_BELOW,
     ) -> None:
-        self.ref = ref
-        self.options = dict(options)
-        self.batch_size = int(batch_size)
-        self.use_ray = bool(use_ray)
-        self.num_actors = num_actors
-        self.cache_dir = cache_dir
-        self._cache = ArrayCache.of(cache_dir)  # a local folder or an s3://, gs://, az:// URI
+        super().__init__(ref, options=options, batch_size=batch_size, use_ray=use_ray, num_actors=num_actors,
+                         cache_dir=cache_dir, local_below=local_below)
         self.device = device
-        self.local_below = int(local_below)
-        self.used_ray = False
         self.last_run: TokenRun | None = None  # where the last encoding ran (None after a cache hit)
         self._encoder: Any = None
         self._factory: EncoderSpec | None = None
-        self._revision: str | None = None
+
+    def _encoder_options(self) -> tuple[str, dict[str, Any]]:
+        """The backend (default ``colbert``) and the other options, as the encoder loads them."""
+        return self.options.get("backend") or "colbert", {k: v for k, v in self.options.items() if k != "backend"}
 
     @property
     def encoder(self) -> Any:
@@ -205,26 +201,17 @@ class TokenEmbedder:
         if self._encoder is None:
             from adaptlab.models.load import load_encoder
 
-            opts = {k: v for k, v in self.options.items() if k != "backend"}
-            self._encoder = load_encoder(self.ref, backend=self.options.get("backend") or "colbert",
-                                         device=self.device, **opts)
+            backend, opts = self._encoder_options()
+            self._encoder = load_encoder(self.ref, backend=backend, device=self.device, **opts)
         return self._encoder
 
     @property
     def factory(self) -> EncoderSpec:
         """The picklable recipe the pool's actors load (the same encoder as :attr:`encoder`)."""
         if self._factory is None:
-            opts = {k: v for k, v in self.options.items() if k != "backend"}
-            self._factory = EncoderSpec(resolve_model(self.ref), backend=self.options.get("backend") or "colbert",
-                                        options=opts)
+            backend, opts = self._encoder_options()
+            self._factory = EncoderSpec(resolve_model(self.ref), backend=backend, options=opts)
         return self._factory
-
-    @property
-    def revision(self) -> str:
-        """The model's content revision (hash of its weights), computed once."""
-        if self._revision is None:
-            self._revision = model_revision(self.ref)
-        return self._revision
 
     def cache_key(self, texts: list[str], kind: str) -> str:
         """``sha256("tokens", revision, kind, texts, encoder options)``; the search options
@@ -240,7 +227,7 @@ class TokenEmbedder:
         """Whether a call of ``n`` texts goes to the actor pool (the module docstring's rule)."""
         if not self.use_ray or n == 0:
             return False
-        return self.used_ray or n >= self.local_below or has_pool(self.factory)
+        return self.wants_ray(n) or has_pool(self.factory)
 
     def encode(self, texts: list[str], kind: str) -> TokenRun:
         """Encode (no cache) where :meth:`on_ray` says; the result in input order."""
