@@ -1,5 +1,5 @@
 """``python -m adaptlab``: the command-line interface."""
 
-from adaptlab.cli import main
+from adaptlab.cli import entry
 
-raise SystemExit(main())
+entry()
