@@ -121,8 +121,9 @@ def test_submit_quotes_store_and_uploads_the_working_copy(study_file, tmp_path, 
     kw = fake.submitted[0]
     assert shlex.split(kw["entrypoint"])[-2:] == ["--store", str(tmp_path / HOSTILE)]
     env = kw["runtime_env"]
-    assert env["working_dir"] == str(tmp_path) and env["env_vars"]["PYTHONPATH"] == "platform"
-    assert "/results" in env["excludes"] and "results" not in env["excludes"]
+    # an allow-list staged in a folder of its own (tests/robustness/test_robust_submit.py checks its content)
+    assert env["working_dir"] != str(tmp_path) and env["env_vars"]["PYTHONPATH"] == "platform"
+    assert "excludes" not in env and not Path(env["working_dir"]).exists()  # removed once Ray has packed it
     code = json.loads(env["env_vars"][CODE_ENV])
     assert code["version"] == "7.7.7" and len(code["tree_sha256"]) == 64 and res.code == code
     assert res.attempt == 1 and res.previous_status is None and not res.resubmitted

@@ -1,13 +1,20 @@
 """Submit a study to a Ray cluster as a Ray job (Jobs API), idempotently.
 
-What runs. The job's ``working_dir`` is the project folder (without results, caches and VCS
-data), and ``PYTHONPATH=platform`` in its environment puts the uploaded ``platform/adaptlab``
+What is uploaded. An allow-list (:mod:`adaptlab.study.upload`): the package source
+``platform/adaptlab``, ``jobs/``, ``pyproject.toml``, the README, the study file and its declared
+inputs (dataset paths, model directories, the ``[adapt]`` corpus), staged into a folder of their
+own that becomes the job's ``working_dir``; dotfiles, credential files, virtualenvs, caches and
+results stores never leave this machine. ``adaptlab submit STUDY --dry-run`` lists every file
+and the total size, and sends nothing. A study in no project (no ``pyproject.toml`` above it)
+uploads only its own file and its declared inputs, and runs the cluster's installed adaptlab.
+
+What runs. ``PYTHONPATH=platform`` in its environment puts the uploaded ``platform/adaptlab``
 before the installed package on the import path of the job's driver and of every worker (both
 start in the unpacked working directory; Python makes the entry absolute at start). So the job runs the
 code that was submitted, not whatever ``adaptlab`` is installed on the cluster (the cluster
 still provides the dependencies: torch, Ray, ...). The submitted code is identified by
 :func:`source_info` (the working copy's version, its git commit and a hash of the uploaded
-package files); the job receives it in ``ADAPTLAB_SUBMITTED_CODE`` and records it with every run.
+package files that were uploaded); the job receives it in ``ADAPTLAB_SUBMITTED_CODE`` and records it with every run.
 
 The entrypoint. Ray runs a job's entrypoint through a shell, so it is built from an argument
 list with :func:`shlex.join`: a store or study path is always one argument, never shell syntax.
@@ -26,7 +33,8 @@ the same study again attaches to the job of the same id. When that job ended ``F
 Token authentication. The token comes from ``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or
 ``~/.ray/auth_token`` as for Ray's own clients; with one available and ``RAY_AUTH_MODE`` unset,
 the mode is set to ``token`` for this process (Ray's client ignores the token otherwise). The
-token is never printed: Jobs API failures are one line with any token value masked.
+token is never printed: Jobs API failures are one line with any token value masked, and every
+address is echoed through :func:`adaptlab.errors.mask_url` (``http://admin:***@host:8265``).
 """
 
 from __future__ import annotations
@@ -38,15 +46,17 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from adaptlab.errors import AdaptlabError, ConfigError
+from adaptlab.errors import AdaptlabError, ConfigError, mask_url
 from adaptlab.study.load import load_study
 from adaptlab.study.schema import is_store_uri, project_root
+from adaptlab.study.upload import UploadPlan, package_files, package_sha256, plan_upload
 
 __all__ = [
     "CODE_ENV",
@@ -60,15 +70,12 @@ __all__ = [
     "source_info",
     "submission_id",
     "submit_study",
+    "upload_plan",
 ]
 
 CODE_ENV = "ADAPTLAB_SUBMITTED_CODE"
 """Environment variable carrying :func:`source_info` (JSON) into the job."""
 
-_EXCLUDES = ["/.git", "/results", "/.adaptlab", "**/__pycache__", "/.venv", "*.egg-info", "/.pytest_cache", "/build",
-             "/dist"]
-"""Left out of the upload (gitignore syntax, anchored at the project root: ``results`` alone
-would also drop the package ``platform/adaptlab/results``)."""
 _TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
 _RETRYABLE = {"FAILED", "STOPPED"}
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -120,14 +127,14 @@ def resolve_store(store: str, *, base: Path, address: str) -> str:
         try:
             uri, local = normalize_uri(text)
         except AdaptlabError as e:
-            raise ConfigError(f"--store: {e}") from e
+            raise ConfigError(mask_url(f"--store: {e}")) from e
         # file:///ABS is an explicit promise that every node mounts that path
         return f"file://{local}" if local is not None else uri
     path = Path(text).expanduser()
     path = Path(os.path.abspath(path if path.is_absolute() else base / path))
     if not _is_local_head(address):
         raise ConfigError(
-            f"--store {text}: the cluster at {address} is not on this machine, so a local path would land on "
+            f"--store {text}: the cluster at {mask_url(address)} is not on this machine, so a local path would land on "
             "its nodes' disks (or a job's temporary folder) and be lost with them; give an object-storage URI "
             "(--store s3://BUCKET/PREFIX, gs://, az://) or file:///ABSOLUTE/PATH on a file system mounted at "
             "that path on every node"
@@ -172,20 +179,23 @@ def _working_copy_version(root: Path) -> str:
         return ""
 
 
-def source_info(root: Path) -> dict[str, Any]:
+def source_info(root: Path, plan: UploadPlan | None = None) -> dict[str, Any]:
     """What ``submit`` uploads: the working copy's ``pyproject`` version, its git commit (and
-    whether files differ from it), and a SHA-256 over the package's files (path + bytes)."""
-    pkg = root / "platform" / "adaptlab"
-    h = hashlib.sha256()
-    for f in sorted(p for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        h.update(f.relative_to(pkg).as_posix().encode() + b"\x00" + f.read_bytes() + b"\x00")
+    whether files differ from it), and a SHA-256 over the uploaded package files (path + bytes;
+    :meth:`UploadPlan.package_sha256`). Without a package in the upload every field is empty:
+    the job runs the cluster's installed adaptlab."""
+    tree = plan.package_sha256() if plan is not None else package_sha256(package_files(root))
+    if not tree:
+        return {"version": "", "commit": "", "dirty": None, "tree_sha256": ""}
     commit = _git(root, "rev-parse", "HEAD")
     dirty = bool(_git(root, "status", "--porcelain", "--", "platform", "jobs", "pyproject.toml")) if commit else None
-    return {"version": _working_copy_version(root), "commit": commit, "dirty": dirty, "tree_sha256": h.hexdigest()}
+    return {"version": _working_copy_version(root), "commit": commit, "dirty": dirty, "tree_sha256": tree}
 
 
 def describe_code(code: dict[str, Any]) -> str:
     """``adaptlab 0.1.0 (commit 1a2b3c4d5e6f + local changes, files 9f8e7d6c5b4a)``."""
+    if not code.get("tree_sha256"):
+        return "no package uploaded: the job runs the cluster's installed adaptlab"
     commit = code.get("commit") or ""
     where = f"commit {commit[:12]}" + (" + local changes" if code.get("dirty") else "") if commit else "no git commit"
     return f"adaptlab {code.get('version') or '?'} ({where}, files {str(code.get('tree_sha256', ''))[:12]})"
@@ -226,7 +236,7 @@ def _one_line(e: BaseException, limit: int = 300) -> str:
         secret = os.environ.get(var)
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
-    text = re.sub(r"(?i)(bearer|token[=:])\s*[A-Za-z0-9._~+/-]{8,}", r"\1 ***", text)
+    text = re.sub(r"(?i)(bearer|token[=:])\s*[A-Za-z0-9._~+/-]{8,}", r"\1 ***", mask_url(text))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -250,7 +260,7 @@ def _client(address: str) -> Any:
         hint = ""
         if re.search(r"(?i)token|auth|401|403", str(e)):
             hint = " (make the cluster's token available: RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
-        raise JobsApiError(f"--address {address}: cannot reach the Ray Jobs API: {_one_line(e)}{hint}") from e
+        raise JobsApiError(f"--address {mask_url(address)}: cannot reach the Ray Jobs API: {_one_line(e)}{hint}") from e
 
 
 _TRANSIENT = re.compile(r"(?i)no available agent|try again later")
@@ -270,7 +280,7 @@ def _call(address: str, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
             if _TRANSIENT.search(str(e)) and time.monotonic() < deadline:
                 time.sleep(2.0)
                 continue
-            raise JobsApiError(f"Ray Jobs API at {address}: {what} failed: {_one_line(e)}") from e
+            raise JobsApiError(f"Ray Jobs API at {mask_url(address)}: {what} failed: {_one_line(e)}") from e
 
 
 def _status(client: Any, address: str, sid: str) -> str:
@@ -289,6 +299,17 @@ def _attempts(jobs: Any, base: str) -> dict[int, Any]:
     return out
 
 
+def upload_plan(study_path: str | Path) -> tuple[Any, UploadPlan]:
+    """The validated study and exactly what submitting it would upload (nothing is sent):
+    the allow-list of :mod:`adaptlab.study.upload` rooted at the study's project (or, for a study
+    in no project, its own folder). A declared input outside that folder is a ConfigError."""
+    path = Path(study_path).resolve()
+    study = load_study(path)  # validate before anything leaves this machine
+    root = project_root(path.parent)
+    check_data_reaches_job(study, root)
+    return study, plan_upload(study, path, root, in_project=(root / "pyproject.toml").is_file())
+
+
 def submit_study(
     study_path: str | Path,
     address: str,
@@ -301,18 +322,15 @@ def submit_study(
     """Submit ``study_path`` to the Ray cluster at ``address`` (``http://HOST:8265``).
 
     ``store`` (like ``--store``) is relative to the current directory; the study's ``store``
-    key to the project root; see the module docstring for what a remote cluster accepts."""
-    path = Path(study_path).resolve()
-    study = load_study(path)  # validate before anything leaves this machine
-    root = project_root(path.parent)
-    rel = path.relative_to(root).as_posix()
-    check_data_reaches_job(study, root)
+    key to the project root; see the module docstring for what a remote cluster accepts and
+    what is uploaded (:func:`upload_plan`)."""
+    study, plan = upload_plan(study_path)
     if store is not None:
         resolved = resolve_store(store, base=Path.cwd(), address=address)
     else:
-        resolved = resolve_store(study.study.store or f"results/{study.study.name}", base=root, address=address)
-    code = source_info(root)
-    base = submission_id(path, resolved)
+        resolved = resolve_store(study.study.store or f"results/{study.study.name}", base=plan.root, address=address)
+    code = source_info(plan.root, plan)
+    base = submission_id(plan.root / plan.study_rel, resolved)
     client = _client(address)
     attempts = _attempts(_call(address, "listing jobs", client.list_jobs), base)
     previous = None
@@ -327,21 +345,29 @@ def submit_study(
     else:
         n = 1
     sid = base if n == 1 else f"{base}-a{n}"
-    _call(address, "submitting the job", client.submit_job,
-          entrypoint=build_entrypoint(rel, resolved),
-          submission_id=sid,
-          runtime_env={
-              "working_dir": str(root),
-              "excludes": _EXCLUDES,
-              # relative: the job's driver and every worker start in the unpacked working_dir
-              "env_vars": {"PYTHONPATH": "platform", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                           CODE_ENV: json.dumps(code, sort_keys=True)},
-          },
-          metadata={"adaptlab.study": study.study.name, "adaptlab.attempt": str(n),
-                    "adaptlab.version": str(code["version"]), "adaptlab.commit": str(code["commit"]),
-                    "adaptlab.tree_sha256": str(code["tree_sha256"])})
+    _submit(client, address, sid, plan, resolved, code,
+            {"adaptlab.study": study.study.name, "adaptlab.attempt": str(n)})
     status = _follow(client, address, sid, timeout_s, log) if wait else _status(client, address, sid)
     return SubmitResult(sid, status, False, resolved, n, previous, code)
+
+
+def _submit(client: Any, address: str, sid: str, plan: UploadPlan, store: str, code: dict[str, Any],
+            metadata: dict[str, str]) -> None:
+    """Stage the upload in a temporary folder and submit the job with it as ``working_dir``
+    (Ray packs and uploads it inside ``submit_job``; the folder is removed afterwards)."""
+    with tempfile.TemporaryDirectory(prefix="adaptlab-upload-") as tmp:
+        staged = plan.stage(Path(tmp))
+        _call(address, "submitting the job", client.submit_job,
+              entrypoint=build_entrypoint(plan.study_rel, store),
+              submission_id=sid,
+              runtime_env={
+                  "working_dir": str(staged),
+                  # relative: the job's driver and every worker start in the unpacked working_dir
+                  "env_vars": {"PYTHONPATH": "platform", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                               CODE_ENV: json.dumps(code, sort_keys=True)},
+              },
+              metadata={**metadata, "adaptlab.version": str(code["version"]), "adaptlab.commit": str(code["commit"]),
+                        "adaptlab.tree_sha256": str(code["tree_sha256"])})
 
 
 def _follow(client: Any, address: str, sid: str, timeout_s: float | None, log=None) -> str:
