@@ -12,13 +12,29 @@ A job asks for one variant of one base model at one data scale:
                                                                    (:func:`.colbert.train_colbert`)
 
 :func:`run_adaptation_jobs` turns a list of jobs into a graph of Ray tasks, one per distinct
-stage (a PT shared by a ``pt-ft`` and a ``merged`` job of the same scale runs once), each stage
-waiting for the stage it starts from. Training stages ask for one GPU each when the cluster has
-GPUs (so several jobs run side by side, one per GPU) and for CPUs otherwise; merging needs no
-GPU. A stage whose worker dies (killed, out of memory, node lost) is retried by Ray
-(``max_retries``) and resumes from the last checkpoint in its artifact's temp directory. All
-results land in the content-addressed artifact store, so re-submitting finished jobs only looks
-them up. On a multi-node cluster ``artifact_root`` is a shared filesystem path or a URI
+stage (a PT shared by a ``pt-ft`` and a ``merged`` job of the same scale runs once); a stage is
+submitted when the stage it starts from is done. Training stages ask for one GPU each when the
+cluster has GPUs (so several jobs run side by side, one per GPU) and for CPUs otherwise; merging
+needs no GPU. Every stage declares the memory it needs (:mod:`.memory`: model size, batch,
+sequence length, negatives), so Ray never places more stages on a node than its memory holds:
+stages that do not fit side by side run one after another.
+
+Faults (retried by us, not by Ray, at most ``max_retries`` times per stage; each retry resumes
+from the last checkpoint in the artifact's temp directory when it runs on the same node):
+
+- killed for memory (``OutOfMemoryError``) or crashed (``WorkerCrashedError``, e.g. the kernel's
+  OOM killer): resubmitted once every running stage has ended, and nothing else starts while it
+  runs;
+- lost with its node (``NodeDiedError``, ``LocalRayletDiedError``): resubmitted at once, to any
+  node that fits it.
+
+When the retries run out the call fails with one line (:class:`TrainingResourceError`) naming
+the variant, the scale and the setting to lower; running stages are cancelled. Training logs
+step/steps and the loss every few seconds (:mod:`.loop`), forwarded from the workers to the
+driver's log; transformers' load messages and progress bars are off in the workers.
+
+All results land in the content-addressed artifact store, so re-submitting finished jobs only
+looks them up. On a multi-node cluster ``artifact_root`` is a shared filesystem path or a URI
 (``s3://bucket/prefix/artifacts``): each stage then trains in its node's local staging folder and
 publishes the artifact there, and a stage that starts from another stage's artifact materialises
 it on its own node (:mod:`.artifacts`).
@@ -26,13 +42,17 @@ it on its own node (:mod:`.artifacts`).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from adaptlab.adapt.train.artifacts import Artifact, artifact_root_text, chunks_fingerprint, describe_base
 from adaptlab.adapt.train.colbert import COLBERT_VARIANT, ColBERTFTConfig, train_colbert
+from adaptlab.adapt.train.memory import EncoderShape, TrainingResourceError, declared_memory, estimate_stage_memory
 from adaptlab.adapt.train.merge import merge_models
 from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplets_fingerprint
 from adaptlab.adapt.train.pt import PTConfig, train_pt
@@ -41,11 +61,14 @@ from adaptlab.runtime import init_ray
 
 __all__ = [
     "AdaptJob",
+    "TrainingResourceError",
     "VARIANTS",
     "ensure_ray",
     "run_adaptation_jobs",
     "train_variant",
 ]
+
+log = logging.getLogger(__name__)
 
 VARIANTS: tuple[str, ...] = (COLBERT_VARIANT, "ft", "merged", "pt", "pt-ft")
 _MERGE_SOURCES = ("ft", "pt-ft")
@@ -160,6 +183,25 @@ def ensure_ray(address: str | None = None) -> Any:
     return ray
 
 
+
+def _quiet_worker(progress: bool) -> None:
+    """In a Ray worker: transformers at verbosity ``error`` without progress bars (also for
+    processes it starts), and the training progress lines on stderr at INFO (Ray forwards them to
+    the driver's log) unless progress is off (``adaptlab --quiet``, ``ADAPTLAB_PROGRESS=0``)."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    logger = logging.getLogger("adaptlab.adapt.train")
+    if not progress or any(getattr(h, "adaptlab_progress", False) for h in logger.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[adaptlab] %(message)s"))
+    handler.adaptlab_progress = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # one line each, whatever Ray did to the root logger
+
+
 def _remote_stage(
     stage: str,
     upstream: Any,
@@ -170,6 +212,7 @@ def _remote_stage(
     on_checkpoint: Callable[[int], None] | None,
 ) -> Artifact:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    _quiet_worker(bool(params.get("progress", True)))
     device = "cpu" if stage == "merge" else None  # training picks the GPU Ray assigned, if any
     if stage == COLBERT_VARIANT:
         import ray
@@ -182,6 +225,215 @@ def _remote_stage(
     return _run_stage(stage, upstream, data, params, root, device, checkpoint_every, on_checkpoint)
 
 
+@dataclass(eq=False)
+class _Stage:
+    """One Ray task of the graph: ``stage`` of ``job``, starting from the stage ``upstream`` (None:
+    the base model), reading the data ``data_key``, declaring ``memory`` bytes."""
+
+    key: tuple[Any, ...]
+    stage: str
+    job: AdaptJob
+    upstream: tuple[Any, ...] | None
+    data_key: tuple[str, str] | None
+    memory: int = 0
+    attempts: int = 0
+    alone: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"adapt:{self.stage}:{self.job.describe()}"
+
+
+def _stage_key(stage: str, job: AdaptJob, upstream_key: tuple[Any, ...], base_key: str,
+               data: dict[tuple[str, str], Any]) -> tuple[tuple[Any, ...], tuple[str, str] | None]:
+    """The stage's identity (equal for stages that jobs share) and its data key; the data of a new
+    data key is added to ``data``."""
+    if stage == "pt":
+        fp, _ = chunks_fingerprint(job.chunks or ())
+        data.setdefault(("chunks", fp), [str(c) for c in job.chunks or ()])
+        return (stage, upstream_key, fp, job.pt_config, job.seed, job.scale), ("chunks", fp)
+    if stage in ("ft", COLBERT_VARIANT):
+        rows = coerce_triplets(job.triplets)
+        fp = triplets_fingerprint(rows)
+        data.setdefault(("triplets", fp), rows)
+        config = job.ft_config if stage == "ft" else job.colbert_config
+        return (stage, upstream_key, fp, config, job.seed, job.scale), ("triplets", fp)
+    return (stage, upstream_key, float(job.merge_weight), base_key, job.scale), None
+
+
+def _plan(jobs: Sequence[AdaptJob]) -> tuple[dict[tuple[Any, ...], _Stage], dict[tuple[str, str], Any], list[Any]]:
+    """The distinct stages of ``jobs`` in an order where each follows its upstream, their data,
+    and the key of each job's last stage."""
+    stages: dict[tuple[Any, ...], _Stage] = {}
+    data: dict[tuple[str, str], Any] = {}
+    ends = []
+    for job in jobs:
+        base_key = describe_base(job.base_model).hash
+        upstream: tuple[Any, ...] | None = None
+        for stage in job.stages():
+            key, data_key = _stage_key(stage, job, upstream or ("base", base_key), base_key, data)
+            stages.setdefault(key, _Stage(key, stage, job, upstream, data_key))
+            upstream = key
+        ends.append(upstream)
+    return stages, data, ends
+
+
+def _stage_config(stage: _Stage) -> Any:
+    return {"pt": stage.job.pt_config, "ft": stage.job.ft_config,
+            COLBERT_VARIANT: stage.job.colbert_config}.get(stage.stage)
+
+
+def _largest_node_memory(ray: Any) -> float | None:
+    """The largest ``memory`` resource of the live nodes (None when Ray does not say)."""
+    try:
+        sizes = [float(n.get("Resources", {}).get("memory", 0)) for n in ray.nodes() if n.get("Alive")]
+    except Exception:  # noqa: BLE001 - an estimate must never stop training
+        return None
+    return max(sizes) if sizes else None
+
+
+def _declare_memory(stages: Sequence[_Stage], ray: Any, memory_per_job: int | None) -> None:
+    """Set each stage's ``memory``: ``memory_per_job`` when given, else the estimate of
+    :mod:`.memory` (capped at the largest node's memory), else 0 (none declared, with a warning)."""
+    node = _largest_node_memory(ray)
+    shapes: dict[str, EncoderShape | None] = {}
+    for st in stages:
+        if memory_per_job is not None:
+            st.memory = int(memory_per_job)
+            continue
+        base = describe_base(st.job.base_model)
+        if base.hash not in shapes:
+            try:
+                shapes[base.hash] = EncoderShape.read(base.path)
+            except (OSError, ValueError, KeyError) as e:
+                log.warning("cannot estimate the training memory of %s (%s); its tasks declare none", base.label, e)
+                shapes[base.hash] = None
+        shape = shapes[base.hash]
+        if shape is not None:
+            estimate = estimate_stage_memory(st.stage, shape, _stage_config(st))
+            st.memory = declared_memory(estimate, node, st.name)
+            log.info("%s declares %.2f GB: %s", st.name, st.memory / 1e9, estimate.describe())
+
+
+_WAIT_S = 10.0
+"""Seconds of one ``ray.wait`` of the stage runner (it loops; each stage ends, fails or is lost)."""
+
+
+def _lower_setting(stage: _Stage) -> str:
+    """The settings that shrink a stage's memory, with their current values."""
+    job = stage.job
+    if stage.stage == "ft":
+        seq = job.ft_config.max_seq_length or "the model's"
+        return (f"lower [adapt.ft].batch_size (now {job.ft_config.batch_size}) or [adapt.ft].max_seq_length "
+                f"(now {seq}; passages are as long as the chunks' max_tokens allow)")
+    if stage.stage == "pt":
+        return (f"lower [adapt.pt].batch_size (now {job.pt_config.batch_size}) or [adapt.pt].max_seq_length "
+                f"(now {job.pt_config.max_seq_length})")
+    if stage.stage == COLBERT_VARIANT:
+        return (f"lower [adapt.colbert].batch_size (now {job.colbert_config.batch_size}) or doc_maxlen "
+                f"(now {job.colbert_config.doc_maxlen})")
+    return "give the nodes more memory"
+
+
+def _give_up(stage: _Stage, error: BaseException, memory_kind: bool) -> TrainingResourceError:
+    """The one-line error of a stage lost more often than allowed."""
+    job = stage.job
+    what = f"variant {job.variant!r} at scale {job.scale} (stage {stage.stage} of {os.fspath(job.base_model)})"
+    declared = f"declared {stage.memory / 1e9:.2f} GB" if stage.memory else "no memory declared"
+    cause = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+    if memory_kind:
+        alone = ", the last time with no other training stage running" if stage.alone else ""
+        return TrainingResourceError(
+            f"{what}: its worker was killed {stage.attempts} time(s) (out of memory or crashed; {declared}"
+            f"{alone}; last error {cause}); {_lower_setting(stage)}"
+        )
+    return TrainingResourceError(
+        f"{what}: lost with its node {stage.attempts} time(s) (last error {cause}); check the cluster's nodes "
+        "(`ray status`) and re-run: finished stages are reused"
+    )
+
+
+class _StageRunner:
+    """Runs the stage graph on Ray (module docstring of :func:`run_adaptation_jobs`): a stage is
+    submitted once its upstream is done; a lost stage is resubmitted up to ``max_retries`` times,
+    after a memory kill only once nothing else runs and with nothing beside it."""
+
+    def __init__(self, ray: Any, submit: Callable[[_Stage, Any], Any], stages: Sequence[_Stage],
+                 max_retries: int) -> None:
+        self.ray, self.submit, self.max_retries = ray, submit, max_retries
+        self.waiting = list(stages)
+        self.running: dict[Any, _Stage] = {}
+        self.retry: list[_Stage] = []
+        self.alone: _Stage | None = None
+        self.done: dict[tuple[Any, ...], Artifact] = {}
+
+    def run(self) -> dict[tuple[Any, ...], Artifact]:
+        try:
+            while self.waiting or self.running or self.retry:
+                self._submit_ready()
+                if not self.running:  # cannot happen with stages in plan order; never spin
+                    raise RuntimeError("adaptation jobs: no stage can start (an upstream stage is missing)")
+                self._collect()
+        finally:
+            for ref in self.running:
+                with contextlib.suppress(Exception):
+                    self.ray.cancel(ref, force=True)
+        return self.done
+
+    def _start(self, stage: _Stage) -> None:
+        upstream = stage.job.base_model if stage.upstream is None else self.done[stage.upstream]
+        self.running[self.submit(stage, upstream)] = stage
+
+    def _submit_ready(self) -> None:
+        if self.retry or self.alone is not None:
+            if self.retry and not self.running:
+                self.alone = self.retry.pop(0)
+                self.alone.alone = True
+                self._start(self.alone)
+            return
+        for stage in list(self.waiting):
+            if stage.upstream is None or stage.upstream in self.done:
+                self.waiting.remove(stage)
+                self._start(stage)
+
+    def _collect(self) -> None:
+        ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=_WAIT_S)
+        for ref in ready:
+            stage = self.running.pop(ref)
+            if stage is self.alone:
+                self.alone = None
+            try:
+                self.done[stage.key] = self.ray.get(ref)
+            except self.ray.exceptions.RayTaskError as e:
+                cause = getattr(e, "cause", None)
+                if isinstance(cause, AdaptlabError):
+                    raise cause from None
+                raise
+            except _lost_errors() as e:
+                self._lost(stage, e)
+
+    def _lost(self, stage: _Stage, error: BaseException) -> None:
+        import ray.exceptions as rex
+
+        memory_kind = isinstance(error, (rex.OutOfMemoryError, rex.WorkerCrashedError))
+        stage.attempts += 1
+        if stage.attempts > self.max_retries:
+            raise _give_up(stage, error, memory_kind) from None
+        how = "alone, after the running stages end" if memory_kind else "now"
+        log.warning("%s: %s (attempt %d of %d); retrying it %s, from its last checkpoint", stage.name,
+                    type(error).__name__, stage.attempts, self.max_retries + 1, how)
+        if memory_kind:
+            self.retry.append(stage)
+        else:
+            self.waiting.insert(0, stage)
+
+
+def _lost_errors() -> tuple[type[BaseException], ...]:
+    import ray.exceptions as rex
+
+    return (rex.OutOfMemoryError, rex.WorkerCrashedError, rex.NodeDiedError, rex.LocalRayletDiedError)
+
+
 def run_adaptation_jobs(
     jobs: Sequence[AdaptJob],
     artifact_root: str | os.PathLike[str],
@@ -192,75 +444,57 @@ def run_adaptation_jobs(
     checkpoint_every: int | None = 50,
     on_checkpoint: Callable[[int], None] | None = None,
     address: str | None = None,
+    memory_per_job: int | None = None,
 ) -> list[Artifact]:
     """Run ``jobs`` as Ray tasks and return their artifacts in job order.
 
     ``gpus_per_job``: GPUs per training stage; ``None`` asks for 1 when the cluster has GPUs
-    and 0 otherwise (fractions share a GPU). A stage whose worker dies is retried up to
-    ``max_retries`` times, resuming from its last checkpoint (every ``checkpoint_every`` steps;
-    ``on_checkpoint(step)`` runs in the worker after each). Ray is started (or joined at
-    ``address``) when not running.
+    and 0 otherwise (fractions share a GPU). Each stage declares the memory it needs
+    (:mod:`.memory`; ``memory_per_job`` bytes instead when given, 0 for none). A stage killed
+    for memory, crashed or lost with its node is retried up to ``max_retries`` times, resuming
+    from its last checkpoint (every ``checkpoint_every`` steps; ``on_checkpoint(step)`` runs in
+    the worker after each); after a memory kill or crash it waits until the running stages end and
+    runs with nothing beside it. When the retries run out, :class:`TrainingResourceError` names the
+    variant, the scale and the setting to lower. Ray is started (or joined at ``address``) when
+    not running.
     """
     if max_retries < 0:
         raise ConfigError(f"max_retries = {max_retries}: expected >= 0")
+    if memory_per_job is not None and memory_per_job < 0:
+        raise ConfigError(f"memory_per_job = {memory_per_job}: expected None (estimate), 0 (none) or bytes > 0")
     ray = ensure_ray(address)
     if gpus_per_job is None:
         gpus_per_job = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
     if gpus_per_job < 0 or cpus_per_job <= 0:
         raise ConfigError("gpus_per_job must be >= 0 and cpus_per_job > 0")
     root = artifact_root_text(artifact_root)  # a URI unchanged, a path made absolute
+    stages, data, ends = _plan(jobs)
+    _declare_memory(list(stages.values()), ray, memory_per_job)
+    data_refs = {key: ray.put(value) for key, value in data.items()}
     remote = ray.remote(_remote_stage)
-    train_opts = {"num_gpus": gpus_per_job, "num_cpus": cpus_per_job, "max_retries": max_retries,
-                  "retry_exceptions": False}
-    merge_opts = {"num_gpus": 0, "num_cpus": 1, "max_retries": max_retries, "retry_exceptions": False}
+    from adaptlab.embedding.pool import progress_enabled  # same layer; deferred: not needed in-process
 
-    refs: dict[tuple[Any, ...], Any] = {}
-    data_refs: dict[tuple[str, str], Any] = {}
-    out = []
-    for job in jobs:
-        base_key = describe_base(job.base_model).hash
-        upstream: Any = job.base_model
-        upstream_key: tuple[Any, ...] = ("base", base_key)
-        for stage in job.stages():
-            if stage == "pt":
-                fp, _ = chunks_fingerprint(job.chunks or ())
-                data_key = ("chunks", fp)
-                if data_key not in data_refs:
-                    data_refs[data_key] = ray.put([str(c) for c in job.chunks or ()])
-                key = (stage, upstream_key, fp, job.pt_config, job.seed, job.scale)
-            elif stage in ("ft", COLBERT_VARIANT):
-                rows = coerce_triplets(job.triplets)
-                fp = triplets_fingerprint(rows)
-                data_key = ("triplets", fp)
-                if data_key not in data_refs:
-                    data_refs[data_key] = ray.put(rows)
-                stage_config = job.ft_config if stage == "ft" else job.colbert_config
-                key = (stage, upstream_key, fp, stage_config, job.seed, job.scale)
-            else:
-                data_key = None
-                key = (stage, upstream_key, float(job.merge_weight), base_key, job.scale)
-            if key not in refs:
-                opts = merge_opts if stage == "merge" else train_opts
-                if stage == COLBERT_VARIANT:
-                    opts = {**opts, "runtime_env": {"env_vars": {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}}}
-                refs[key] = remote.options(name=f"adapt:{stage}:{job.describe()}", **opts).remote(
-                    stage, upstream, data_refs[data_key] if data_key else None, _params(job), root,
-                    checkpoint_every, on_checkpoint,
-                )
-            upstream, upstream_key = refs[key], key
-        out.append(upstream)
-    return _gather(out)
+    progress = progress_enabled()
+
+    def submit(stage: _Stage, upstream: Any) -> Any:
+        opts = _task_options(stage, gpus_per_job, cpus_per_job)
+        params = _params(stage.job) | {"progress": progress}
+        data_ref = data_refs[stage.data_key] if stage.data_key else None
+        return remote.options(name=stage.name, **opts).remote(
+            stage.stage, upstream, data_ref, params, root, checkpoint_every, on_checkpoint
+        )
+
+    done = _StageRunner(ray, submit, list(stages.values()), max_retries).run()
+    return [done[key] for key in ends]
 
 
-def _gather(refs: list[Any]) -> list[Any]:
-    """``ray.get`` of the jobs; a :class:`TrainingCheckError` or another adaptlab error raised in a
-    task surfaces as itself (one line), not wrapped in Ray's task-error traceback."""
-    import ray  # deferred: heavy
-
-    try:
-        return list(ray.get(refs))
-    except ray.exceptions.RayTaskError as e:
-        cause = getattr(e, "cause", None)
-        if isinstance(cause, AdaptlabError):
-            raise cause from None
-        raise
+def _task_options(stage: _Stage, gpus: float, cpus: float) -> dict[str, Any]:
+    """Ray options of a stage: its resources and memory; Ray itself never retries (we do)."""
+    train = stage.stage != "merge"
+    opts: dict[str, Any] = {"num_gpus": gpus if train else 0, "num_cpus": cpus if train else 1,
+                            "max_retries": 0, "retry_exceptions": False}
+    if stage.memory > 0:
+        opts["memory"] = int(stage.memory)
+    if stage.stage == COLBERT_VARIANT:
+        opts["runtime_env"] = {"env_vars": {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}}
+    return opts

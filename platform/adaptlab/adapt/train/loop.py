@@ -28,6 +28,12 @@ steps and its schedule; with ``warn_only`` a loud warning instead):
 The result (:meth:`LoopResult.summary`, saved in the artifact manifest's ``training``) records
 steps, epochs asked and run, the schedule, first and last loss, and the relative weight change.
 
+Progress: a line at INFO on this module's logger when training starts, at least every
+:data:`PROGRESS_INTERVAL` seconds (``ADAPTLAB_PROGRESS_INTERVAL``) with step/steps, the loss and
+the time left, and when it ends. :func:`quiet_third_party` turns transformers' and
+sentence-transformers' load messages ("Some weights of ... were not initialized") and their
+progress bars off while a model loads and trains; errors still show.
+
 Checkpoints (``checkpoint_dir/step-<s>/``): ``model.safetensors`` (``safetensors.torch.save_model``,
 shared tensors handled), ``optimizer.safetensors`` (AdamW moments) and ``state.json`` (step,
 losses, optimizer hyperparameters); ``checkpoint_dir/latest.json`` is replaced atomically after
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import shutil
@@ -54,16 +61,24 @@ from adaptlab.errors import AdaptlabError
 __all__ = [
     "LoopResult",
     "OptimConfig",
+    "PROGRESS_INTERVAL",
     "TrainingCheckError",
     "linear_warmup_decay",
     "load_sentence_model",
     "pick_device",
     "plan_run",
+    "quiet_third_party",
     "run_label",
     "run_loop",
+    "StepProgress",
     "seeded",
     "step_seed",
 ]
+
+log = logging.getLogger(__name__)
+
+PROGRESS_INTERVAL = 5.0
+"""Seconds between training progress lines (``ADAPTLAB_PROGRESS_INTERVAL`` overrides it)."""
 
 
 @dataclass(frozen=True)
@@ -349,6 +364,85 @@ def _resume(model: Any, optimizer: Any, checkpoint_dir: Path | None, device: Any
     return result.resumed_from_step
 
 
+def _progress_interval() -> float:
+    try:
+        return float(os.environ.get("ADAPTLAB_PROGRESS_INTERVAL", PROGRESS_INTERVAL))
+    except ValueError:
+        return PROGRESS_INTERVAL
+
+
+def _eta(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+class StepProgress:
+    """Progress lines of one run at INFO (module docstring): ``label: step 12/40, loss 1.2345,
+    0.8 s/step, about 22 s left``."""
+
+    def __init__(self, label: str, total: int, start: int, interval: float | None = None) -> None:
+        self.label, self.total, self.start = label, int(total), int(start)
+        self.interval = _progress_interval() if interval is None else float(interval)
+        self.t0 = self.last = time.perf_counter()
+        resumed = f", resumed from step {start}" if start else ""
+        log.info("%s: training %d step(s)%s", label, total, resumed)
+
+    def update(self, done: int, loss: float) -> None:
+        """Log a line when ``interval`` seconds have passed since the last one."""
+        now = time.perf_counter()
+        if now - self.last < self.interval or done >= self.total:
+            return
+        self.last = now
+        per_step = (now - self.t0) / max(1, done - self.start)
+        log.info("%s: step %d/%d, loss %.4f, %.2f s/step, about %s left", self.label, done, self.total,
+                 loss, per_step, _eta(per_step * (self.total - done)))
+
+    def close(self, loss: float | None) -> None:
+        elapsed = time.perf_counter() - self.t0
+        last = f", last loss {loss:.4f}" if loss is not None else ""
+        log.info("%s: %d/%d step(s) done in %s%s", self.label, self.total, self.total, _eta(elapsed), last)
+
+
+@contextlib.contextmanager
+def quiet_third_party() -> Iterator[None]:
+    """transformers at verbosity ``error`` without progress bars, and sentence-transformers'
+    logger at ERROR, for the block (restored afterwards): a healthy load or training run prints
+    nothing of theirs."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    st_logger = logging.getLogger("sentence_transformers")
+    st_level = st_logger.level
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    st_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+        st_logger.setLevel(st_level)
+
+
+def _train_step(model: Any, optimizer: Any, params: list[Any], idx: np.ndarray, lr: float, seed: int,
+                device: Any, compute_loss: Callable[[np.ndarray], Any], max_grad_norm: float) -> float:
+    """One optimizer step at learning rate ``lr`` under the step's seed; its loss."""
+    import torch
+
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.zero_grad(set_to_none=True)
+    with seeded(seed, device):
+        loss = compute_loss(idx)
+        loss.backward()
+    if max_grad_norm and max_grad_norm > 0:
+        torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    optimizer.step()
+    value = float(loss.detach())
+    del loss  # the graph is freed before the next step's forward pass
+    return value
+
+
 def run_loop(
     model: Any,
     *,
@@ -387,6 +481,7 @@ def run_loop(
     before = _snapshot(params) if optim.min_weight_change > 0 else None
     start = _resume(model, optimizer, checkpoint_dir, device, result)
     t0 = time.perf_counter()
+    progress = StepProgress(label, total, start)
     order = np.arange(0)
     order_epoch = -1
     for step in range(start, total):
@@ -395,18 +490,11 @@ def run_loop(
             order = np.random.default_rng([int(seed), epoch]).permutation(n_examples)
             order_epoch = epoch
         idx = order[b * optim.batch_size : (b + 1) * optim.batch_size]
-        factor = linear_warmup_decay(step, total, warmup)
-        for group in optimizer.param_groups:
-            group["lr"] = optim.learning_rate * factor
-        optimizer.zero_grad(set_to_none=True)
-        with seeded(step_seed(seed, step), device):
-            loss = compute_loss(idx)
-            loss.backward()
-        if optim.max_grad_norm and optim.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(params, optim.max_grad_norm)
-        optimizer.step()
-        result.losses.append(float(loss.detach()))
+        lr = optim.learning_rate * linear_warmup_decay(step, total, warmup)
+        result.losses.append(_train_step(model, optimizer, params, idx, lr, step_seed(seed, step), device,
+                                         compute_loss, optim.max_grad_norm))
         done = step + 1
+        progress.update(done, result.losses[-1])
         end_of_epoch = done % steps_per_epoch == 0 or done == total
         target = None
         periodic = bool(checkpoint_every) and done % int(checkpoint_every or 1) == 0 and done < total
@@ -424,6 +512,7 @@ def run_loop(
     result.steps = total
     result.epochs_completed = math.ceil(total / steps_per_epoch)
     result.seconds = time.perf_counter() - t0
+    progress.close(result.losses[-1] if result.losses else None)
     model.eval()
     _check_weights(params, before, optim, label, result)
     return result
@@ -439,8 +528,10 @@ def pick_device(device: str | None) -> str:
 
 
 def load_sentence_model(path: str | os.PathLike[str], device: str) -> Any:
-    """Load a local sentence-transformers directory (never from a hub)."""
+    """Load a local sentence-transformers directory (never from a hub), without third-party load
+    messages (:func:`quiet_third_party`)."""
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(path), device=device, local_files_only=True)
+    with quiet_third_party():
+        return SentenceTransformer(str(path), device=device, local_files_only=True)
 

@@ -17,7 +17,6 @@ lowers retrieval accuracy and PT followed by FT tightens the confidence interval
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -38,10 +37,12 @@ from adaptlab.adapt.train.loop import (
     LoopResult,
     load_sentence_model,
     pick_device,
+    quiet_third_party,
     run_label,
     run_loop,
     seeded,
 )
+from adaptlab.adapt.train.memory import transformer_dir
 from adaptlab.errors import ConfigError, DataError
 
 __all__ = ["PTConfig", "build_mlm", "pretrain_model", "train_pt"]
@@ -68,16 +69,6 @@ class PTConfig(LoopConfig):
             )
 
 
-def _transformer_dir(model_path: Path) -> Path:
-    """The folder of the sentence-transformers model's first (transformer) module."""
-    try:
-        modules = json.loads((model_path / "modules.json").read_text())
-        first = min(modules, key=lambda m: int(m.get("idx", 0)))
-        return model_path / str(first.get("path", ""))
-    except (OSError, json.JSONDecodeError, ValueError):
-        return model_path
-
-
 def build_mlm(st_model: Any, model_path: Path, *, seed: int) -> tuple[Any, str]:
     """A masked-LM model whose encoder equals ``st_model``'s transformer; returns it and where its
     MLM head came from (``"checkpoint"`` or ``"initialised"``, seeded by ``seed``)."""
@@ -85,10 +76,12 @@ def build_mlm(st_model: Any, model_path: Path, *, seed: int) -> tuple[Any, str]:
     from transformers import AutoModelForMaskedLM
 
     encoder = st_model[0].auto_model
-    with seeded(int(np.random.SeedSequence([int(seed), 2**31]).generate_state(1)[0]), torch.device("cpu")):
+    head_seed = int(np.random.SeedSequence([int(seed), 2**31]).generate_state(1)[0])
+    # "Some weights of BertForMaskedLM were not initialized" is expected: the head is recorded
+    with seeded(head_seed, torch.device("cpu")), quiet_third_party():
         try:
             mlm, info = AutoModelForMaskedLM.from_pretrained(
-                str(_transformer_dir(model_path)), local_files_only=True, output_loading_info=True
+                str(transformer_dir(model_path)), local_files_only=True, output_loading_info=True
             )
             head = "initialised" if info.get("missing_keys") else "checkpoint"
         except (OSError, ValueError):

@@ -1,0 +1,248 @@
+"""The memory a training stage needs, declared to Ray so that no node runs more stages than fit.
+
+Every training task declares ``memory=`` (bytes) from :func:`estimate_stage_memory`:
+
+    estimate = process + static + safety * activations
+
+- ``process`` = :data:`PROCESS_BYTES` per Python process (Python, torch, transformers and
+  sentence-transformers imported, the model loaded; measured 575 MB RSS for all-MiniLM-L6-v2 on
+  CPU). ColBERT FT trains in a child process: two of them.
+- ``static`` = ``bytes_per_param * P`` for ``P`` parameters (counted from the safetensors
+  headers, no weights loaded), fp32: weights 4 + gradients 4 + AdamW moments 8 + the snapshot of
+  the weight-change check 4 + a checkpoint being written 4 = 24 bytes. PT holds the sentence
+  model and the masked-LM model (+4); merging holds three models and no optimizer (12).
+- ``activations``: what the backward pass keeps, per encoder layer and per sequence of ``s``
+  tokens in fp32 (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+  Transformer Models", section 4.1, counted at 4 bytes a value and 1 byte a dropout mask):
+
+      per layer = s * (38 h + 8 i) + 13 a s^2   bytes
+
+  for hidden size ``h``, intermediate size ``i`` and ``a`` heads (the ``s^2`` term: attention
+  scores, their softmax, its dropout mask and output). A step of FT encodes ``batch`` queries at
+  ``min(s, 64)`` tokens (questions are short) and ``batch * (1 + num_negatives)`` passages at
+  ``s = max_seq_length`` (texts are padded to the longest of the batch, at most ``s``); PT
+  ``batch`` chunks at ``s`` plus the masked-LM head's logits (``12 V`` bytes a token for a
+  vocabulary of ``V``); ColBERT FT ``batch`` queries at ``query_maxlen`` and ``2 * batch``
+  passages at ``doc_maxlen``.
+- ``safety`` = :data:`SAFETY` covers what the count leaves out (allocator slack, tokenizer and
+  loss buffers). Measured peak RSS of all-MiniLM-L6-v2 FT on CPU (1 thread, one negative,
+  20-token queries, passages filling ``s``; this machine, 2026-11) against the estimate:
+
+  ========  ======  =============  ========  =====
+  batch     s       measured peak  estimate  ratio
+  ========  ======  =============  ========  =====
+  8         256     2.70 GB        3.6 GB    1.33
+  16        256     4.56 GB        5.8 GB    1.27
+  32        256     9.33 GB        10.4 GB   1.11
+  32        128     3.87 GB        4.9 GB    1.27
+  ========  ======  =============  ========  =====
+
+  (the activations alone were 1.0-1.2x the count). The estimate is meant to lie between 1x and
+  2x the peak: above it, so that declared stages fit, and not so far above that it serialises
+  stages needlessly.
+
+Why a 22M-parameter model needs 9 GB: the weights and optimizer are 0.5 GB; the rest is the
+activations of 64 passages x 256 tokens x 6 layers, two thirds of it the 12 heads' 256 x 256
+attention matrices. Lower ``batch_size`` (linear) or ``max_seq_length`` (quadratic) to shrink it.
+
+A stage whose estimate exceeds the largest node's ``memory`` resource declares that instead (it
+then runs alone on such a node) and a warning says so; :func:`declared_memory`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adaptlab.errors import AdaptlabError
+
+__all__ = [
+    "PROCESS_BYTES",
+    "SAFETY",
+    "EncoderShape",
+    "MemoryEstimate",
+    "TrainingResourceError",
+    "activation_bytes",
+    "declared_memory",
+    "estimate_stage_memory",
+    "transformer_dir",
+]
+
+log = logging.getLogger(__name__)
+
+PROCESS_BYTES = 700 * 2**20
+"""One training process before its first step (measured 575 MB RSS with all-MiniLM-L6-v2)."""
+
+SAFETY = 1.3
+"""Factor on the counted activations (measured activations were 1.0-1.2x the count)."""
+
+QUERY_TOKENS = 64
+"""Tokens counted for an FT query (questions are short; capped at the passages' length)."""
+
+_STATIC_BYTES = {"ft": 24, "pt": 28, "merge": 12, "colbert-ft": 24}
+_GB = 1e9
+
+
+class TrainingResourceError(AdaptlabError):
+    """A training stage that could not run: killed for memory or lost with its node more often
+    than allowed. The message names the variant, the scale and the setting to lower."""
+
+
+def transformer_dir(model_path: Path) -> Path:
+    """The folder of a sentence-transformers model's first (transformer) module."""
+    try:
+        modules = json.loads((model_path / "modules.json").read_text())
+        first = min(modules, key=lambda m: int(m.get("idx", 0)))
+        return model_path / str(first.get("path", ""))
+    except (OSError, json.JSONDecodeError, ValueError):
+        return model_path
+
+
+def _safetensors_parameters(path: Path) -> int:
+    """Floating-point values in one ``.safetensors`` file, from its JSON header only."""
+    with open(path, "rb") as handle:
+        (size,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(size))
+    count = 0
+    for name, entry in header.items():
+        if name == "__metadata__" or not str(entry.get("dtype", "")).startswith(("F", "BF")):
+            continue
+        n = 1
+        for dim in entry.get("shape", ()):
+            n *= int(dim)
+        count += n
+    return count
+
+
+@dataclass(frozen=True)
+class EncoderShape:
+    """What the estimate needs of a transformer encoder (from its files, no weights loaded)."""
+
+    parameters: int
+    layers: int
+    hidden: int
+    heads: int
+    intermediate: int
+    vocab: int
+    max_seq_length: int
+
+    @classmethod
+    def read(cls, model_path: str | os.PathLike[str]) -> EncoderShape:
+        """The shape of the sentence-transformers (or plain transformers) model at ``model_path``;
+        raises ``OSError`` / ``ValueError`` when its files do not say."""
+        root = Path(model_path)
+        files = [p for p in root.rglob("*.safetensors") if "checkpoint" not in str(p.relative_to(root))]
+        if not files:
+            raise OSError(f"{root}: no .safetensors weights to count")
+        config = json.loads((transformer_dir(root) / "config.json").read_text())
+        hidden = int(config["hidden_size"])
+        return cls(
+            parameters=sum(_safetensors_parameters(p) for p in files),
+            layers=int(config["num_hidden_layers"]),
+            hidden=hidden,
+            heads=int(config["num_attention_heads"]),
+            intermediate=int(config.get("intermediate_size", 4 * hidden)),
+            vocab=int(config.get("vocab_size", 30522)),
+            max_seq_length=_sentence_max_length(root, config),
+        )
+
+
+def _sentence_max_length(root: Path, config: dict[str, Any]) -> int:
+    """The sentence model's ``max_seq_length``, else the position embeddings' length."""
+    for folder in (root, transformer_dir(root)):
+        try:
+            value = json.loads((folder / "sentence_bert_config.json").read_text()).get("max_seq_length")
+        except (OSError, json.JSONDecodeError):
+            continue
+        if value:
+            return int(value)
+    return int(config.get("max_position_embeddings", 512))
+
+
+def activation_bytes(shape: EncoderShape, sequences: int, tokens: int) -> int:
+    """Bytes the backward pass keeps for ``sequences`` sequences of ``tokens`` tokens (module
+    docstring: ``layers * (s * (38 h + 8 i) + 13 a s^2)`` a sequence)."""
+    s = int(tokens)
+    per_layer = s * (38 * shape.hidden + 8 * shape.intermediate) + 13 * shape.heads * s * s
+    return int(sequences) * shape.layers * per_layer
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """An estimate in bytes and its parts (module docstring)."""
+
+    total: int
+    process: int
+    static: int
+    activations: int
+    what: str
+
+    def describe(self) -> str:
+        """``"10.6 GB (process 0.7, weights and optimizer 0.5, activations 9.4 GB for ...)"``."""
+        return (
+            f"{self.total / _GB:.1f} GB (process {self.process / _GB:.1f}, weights and optimizer "
+            f"{self.static / _GB:.1f}, activations {self.activations / _GB:.1f} GB for {self.what})"
+        )
+
+
+def _estimate(stage: str, shape: EncoderShape, activations: int, what: str, processes: int = 1) -> MemoryEstimate:
+    process = processes * PROCESS_BYTES
+    static = _STATIC_BYTES[stage] * shape.parameters
+    scaled = int(SAFETY * activations)
+    return MemoryEstimate(process + static + scaled, process, static, scaled, what)
+
+
+def _ft_activations(shape: EncoderShape, config: Any) -> tuple[int, str]:
+    s = min(int(config.max_seq_length or shape.max_seq_length), shape.max_seq_length)
+    q = min(s, QUERY_TOKENS)
+    b = int(config.batch_size)
+    passages = b * (1 + int(config.num_negatives))
+    total = activation_bytes(shape, b, q) + activation_bytes(shape, passages, s)
+    return total, f"{b} queries x {q} + {passages} passages x {s} tokens"
+
+
+def _pt_activations(shape: EncoderShape, config: Any) -> tuple[int, str]:
+    s = min(int(config.max_seq_length), shape.max_seq_length)
+    b = int(config.batch_size)
+    head = b * s * (12 * shape.vocab + 12 * shape.hidden)
+    return activation_bytes(shape, b, s) + head, f"{b} chunks x {s} tokens"
+
+
+def _colbert_activations(shape: EncoderShape, config: Any) -> tuple[int, str]:
+    b = int(config.batch_size)
+    q, d = int(config.query_maxlen), int(config.doc_maxlen)
+    total = activation_bytes(shape, b, q) + activation_bytes(shape, 2 * b, d)
+    return total, f"{b} queries x {q} + {2 * b} passages x {d} tokens"
+
+
+def estimate_stage_memory(stage: str, shape: EncoderShape, config: Any = None) -> MemoryEstimate:
+    """The memory of one stage (``"pt"``, ``"ft"``, ``"colbert-ft"`` or ``"merge"``) of a model of
+    ``shape`` with its ``config`` (:class:`PTConfig`, :class:`FTConfig`, :class:`ColBERTFTConfig`;
+    unused for ``merge``)."""
+    if stage == "merge":
+        return _estimate(stage, shape, 0, "no training")
+    if stage == "ft":
+        return _estimate(stage, shape, *_ft_activations(shape, config))
+    if stage == "pt":
+        return _estimate(stage, shape, *_pt_activations(shape, config))
+    if stage == "colbert-ft":
+        return _estimate(stage, shape, *_colbert_activations(shape, config), processes=2)
+    raise ValueError(f"stage {stage!r}: expected one of ft, pt, colbert-ft, merge")
+
+
+def declared_memory(estimate: MemoryEstimate, node_memory: float | None, label: str) -> int:
+    """The bytes to declare: the estimate, capped at the largest node's ``memory`` resource
+    (``node_memory``; None: unknown) with a warning (the stage then runs alone on that node)."""
+    if node_memory is None or node_memory <= 0 or estimate.total <= node_memory:
+        return int(estimate.total)
+    log.warning(
+        "%s needs about %s, more than the largest node's memory resource (%.1f GB): it runs alone on "
+        "a node and may be killed for memory; lower its batch_size or max_seq_length if it is",
+        label, estimate.describe(), node_memory / _GB,
+    )
+    return int(node_memory)
