@@ -95,3 +95,159 @@ class BulkyFactory(HashFactory):
     def __init__(self, dim: int = 16) -> None:
         super().__init__(dim)
         self.payload = np.arange(100_000, dtype=np.float32)
+
+
+# ---------------------------------------------------------------------------------------
+# A fake Ray for the pool's dispatch logic (no cluster): stands in for the ``ray`` module
+# (``sys.modules["ray"]``) while the real EncoderPool and its dispatch run in this process.
+class FakeRef:
+    """A result that resolves at wait round ``due`` (or fails with ``error`` once set)."""
+
+    def __init__(self, actor: "FakeActor", due: int, fn=None) -> None:  # noqa: ANN001
+        self.actor, self.due, self.fn = actor, due, fn
+        self.error: Exception | None = None
+
+    def resolved(self, round_: int) -> bool:
+        return self.error is not None or (self.actor.node is not None and not self.actor.dead and round_ >= self.due)
+
+
+class _Method:
+    def __init__(self, actor: "FakeActor", name: str) -> None:
+        self.actor, self.name = actor, name
+
+    def remote(self, *args, **kwargs) -> FakeRef:  # noqa: ANN002, ANN003
+        return self.actor.call(self.name, args, kwargs)
+
+
+class FakeActor:
+    """An actor of the fake cluster: placed on a node with a free slot (or pending), running a
+    real :class:`~adaptlab.embedding.actor.EmbedBatch` in this process once placed."""
+
+    def __init__(self, cluster: "FakeRay", factory, kwargs: dict) -> None:  # noqa: ANN001
+        self.cluster, self.factory, self.kwargs = cluster, factory, kwargs
+        self.node: FakeNode | None = None
+        self.dead = False
+        self.calls = 0
+        self.refs: list[FakeRef] = []
+        self.impl = None
+        self.where = _Method(self, "where")
+        self.__call__ = _Method(self, "__call__")
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> FakeRef:
+        if name == "__call__":
+            self.calls += 1
+        ref = FakeRef(self, self.cluster.round + 1, lambda: self.run(name, args, kwargs))
+        if self.dead:
+            ref.error = self.cluster.died()
+        self.refs.append(ref)
+        return ref
+
+    def run(self, name: str, args: tuple, kwargs: dict):  # noqa: ANN201
+        if name == "where":
+            return {"node_id": self.node.name, "ip": self.node.ip, "pid": os.getpid()}
+        return self.impl(*args, **kwargs)
+
+    def place(self, node: "FakeNode") -> None:
+        from adaptlab.embedding.actor import EmbedBatch
+
+        self.node = node
+        self.impl = EmbedBatch(self.factory, **self.kwargs)
+        for ref in self.refs:  # calls made while pending are due from now on
+            ref.due = max(ref.due, self.cluster.round + 1)
+
+    def die(self) -> None:
+        self.dead = True
+        for ref in self.refs:
+            if ref.error is None:
+                ref.error = self.cluster.died()
+
+
+class FakeNode:
+    def __init__(self, name: str, slots: int) -> None:
+        self.name, self.slots, self.alive = name, slots, True
+        self.ip = f"10.0.0.{sum(map(ord, name)) % 250}"
+
+
+class _ActorClass:
+    def __init__(self, cluster: "FakeRay") -> None:
+        self.cluster = cluster
+
+    def options(self, **opts):  # noqa: ANN003, ANN201
+        return self
+
+    def remote(self, factory, **kwargs) -> FakeActor:  # noqa: ANN001, ANN003
+        actor = FakeActor(self.cluster, factory, kwargs)
+        self.cluster.actors.append(actor)
+        self.cluster.place_pending()
+        return actor
+
+
+class FakeRay:
+    """The parts of the ``ray`` module the pool uses, over fake nodes with one slot per actor.
+
+    ``wait`` is one round: first the ``events[round]`` run (kill a node, add one), pending actors
+    are placed where a slot is free, then the oldest resolved reference is returned (or none
+    after a short sleep). ``exceptions`` are Ray's real exception classes."""
+
+    def __init__(self, nodes: dict[str, int]) -> None:
+        import ray.exceptions
+
+        self.exceptions = ray.exceptions
+        self.nodes_ = [FakeNode(n, s) for n, s in nodes.items()]
+        self.actors: list[FakeActor] = []
+        self.round = 0
+        self.events: dict[int, object] = {}
+        self.max_rounds = 5000
+
+    def died(self) -> Exception:
+        return self.exceptions.ActorDiedError()
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def remote(self, cls) -> _ActorClass:  # noqa: ANN001
+        return _ActorClass(self)
+
+    def place_pending(self) -> None:
+        for actor in self.actors:
+            if actor.node is None and not actor.dead:
+                free = [n for n in self.nodes_ if n.alive and n.slots > self.used(n)]
+                if free:
+                    actor.place(free[0])
+
+    def used(self, node: FakeNode) -> int:
+        return sum(1 for a in self.actors if a.node is node and not a.dead)
+
+    def kill_node(self, name: str) -> None:
+        node = next(n for n in self.nodes_ if n.name == name)
+        node.alive = False
+        for actor in self.actors:
+            if actor.node is node:
+                actor.die()
+
+    def add_node(self, name: str, slots: int) -> None:
+        self.nodes_.append(FakeNode(name, slots))
+
+    def kill(self, actor: FakeActor) -> None:
+        actor.die()
+
+    def nodes(self) -> list[dict]:
+        return [{"NodeID": n.name, "NodeManagerAddress": n.ip, "Alive": n.alive} for n in self.nodes_]
+
+    def wait(self, refs, num_returns=1, timeout=None):  # noqa: ANN001, ANN201
+        self.round += 1
+        if self.round > self.max_rounds:  # a dispatch bug must fail the test, not hang it
+            raise RuntimeError(f"fake Ray: no end after {self.max_rounds} wait rounds")
+        event = self.events.pop(self.round, None)
+        if event is not None:
+            event(self)
+        self.place_pending()
+        done = [r for r in refs if r.resolved(self.round)][:num_returns]
+        if not done:
+            time.sleep(0.002)
+        return done, [r for r in refs if r not in done]
+
+    def get(self, ref: FakeRef, timeout=None):  # noqa: ANN001, ANN201
+        if ref.error is not None:
+            raise ref.error
+        return ref.fn()

@@ -14,6 +14,9 @@ batch leaves as ``{"row_id", "vectors", "lengths", "pid", "cuda_visible_devices"
 is the batch's packed float32 ``[T, dim]`` token vectors (row ``j`` owns the ``lengths[j]`` rows
 after those of rows ``0..j-1``), ``lengths`` int64 ``[rows]`` -- again one contiguous array, no
 per-row objects; the driver (:mod:`adaptlab.embedding.tokens`) puts the rows back in input order.
+
+``where()`` names the actor's node, IP and process; the pool calls it right after creating the
+actor and gives the actor blocks only once it has answered (placed, encoder loaded).
 """
 
 from __future__ import annotations
@@ -56,6 +59,14 @@ class EmbedBatch:
         self.batch_size = int(batch_size)
         self.pid = os.getpid()
         self.cuda_visible_devices = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+
+    def where(self) -> dict[str, Any]:
+        """Where this actor runs (``node_id``, ``ip``, ``pid``); answered once ``__init__`` is done, so
+        the pool uses it as the actor's readiness call."""
+        import ray  # deferred: only a Ray actor calls this
+
+        ctx = ray.get_runtime_context()
+        return {"node_id": ctx.get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": self.pid}
 
     def __call__(self, batch: dict[str, Any], *, kind: TextKind | None = None,
                  batch_size: int | None = None, tokens: bool = False) -> dict[str, np.ndarray]:

@@ -40,20 +40,23 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from adaptlab.embedding.actor import EmbedBatch, EncoderFactory
-from adaptlab.errors import ConfigError
+from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.base import TextKind
 from adaptlab.models.load import EncoderSpec
 from adaptlab.runtime import on_shutdown
 
 __all__ = [
     "DEFAULT_MAX_RESTARTS",
+    "PLACEMENT_TIMEOUT",
+    "PLACEMENT_TIMEOUT_ENV",
     "PROGRESS_INTERVAL",
+    "ClusterCapacityError",
     "EncoderPool",
     "PoolPlacement",
     "Progress",
@@ -61,6 +64,7 @@ __all__ = [
     "embedding_pools",
     "get_pool",
     "has_pool",
+    "placement_timeout",
     "progress_enabled",
     "release_pools",
     "set_progress",
@@ -180,6 +184,41 @@ def _isatty(stream: Any) -> bool:
 
 _IN_FLIGHT_PER_ACTOR = 2
 
+PLACEMENT_TIMEOUT = 180.0
+"""Seconds a call waits while no actor of its pool is ready (every actor lost or waiting for a
+node with room) before it fails with :class:`ClusterCapacityError` (``ADAPTLAB_POOL_PLACEMENT_TIMEOUT``)."""
+
+PLACEMENT_TIMEOUT_ENV = "ADAPTLAB_POOL_PLACEMENT_TIMEOUT"
+
+POLL_SECONDS = 2.0
+"""Longest single wait on Ray: every wait is a round of at most this long, then the state is checked."""
+
+FETCH_TIMEOUT = 120.0
+"""Longest fetch of one finished block (a result on a node that died on the way is requeued)."""
+
+
+class ClusterCapacityError(AdaptlabError):
+    """The Ray cluster lost the nodes (or never had the room) the work needs; the message names
+    the lost nodes, what was done and how to resume."""
+
+
+def placement_timeout(value: float | None = None) -> float:
+    """The placement time-out in seconds: ``value`` when given, else ``ADAPTLAB_POOL_PLACEMENT_TIMEOUT``,
+    else :data:`PLACEMENT_TIMEOUT`. A value that is not a positive number raises ``ConfigError``."""
+    where = "placement_timeout"
+    if value is None:
+        raw = os.environ.get(PLACEMENT_TIMEOUT_ENV, "").strip()
+        if not raw:
+            return PLACEMENT_TIMEOUT
+        where, value = PLACEMENT_TIMEOUT_ENV, raw  # type: ignore[assignment]
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if isinstance(value, bool) or not seconds > 0 or seconds == float("inf"):
+        raise ConfigError(f"{where} must be a positive number of seconds, got {value!r}")
+    return seconds
+
 
 @dataclass(frozen=True)
 class PoolPlacement:
@@ -203,8 +242,20 @@ def factory_key(factory: EncoderFactory) -> str:
     return "callable:" + hashlib.sha256(cloudpickle.dumps(factory)).hexdigest()
 
 
+@dataclass
+class Member:
+    """One actor of a pool: ``ready`` is its pending :meth:`EmbedBatch.where` reference until
+    the actor answered (placed and encoder loaded), then ``None`` with its ``node_id`` and ``ip``."""
+
+    actor: Any
+    ready: Any
+    node_id: str = ""
+    ip: str = ""
+
+
 class EncoderPool:
-    """A set of warm :class:`EmbedBatch` actors for one encoder recipe and placement."""
+    """A set of warm :class:`EmbedBatch` actors for one encoder recipe and placement; only the
+    actors that answered their readiness call get blocks (:meth:`ready_members`)."""
 
     def __init__(self, factory: EncoderFactory, placement: PoolPlacement) -> None:
         import ray  # deferred: importing adaptlab.embedding must not import ray
@@ -215,46 +266,74 @@ class EncoderPool:
         self.restarts = 0
         self._lock = threading.Lock()
         self._remote = ray.remote(EmbedBatch)
-        self.actors = [self._new_actor() for _ in range(placement.num_actors)]
+        self.members: list[Member] = [self._new_member() for _ in range(placement.num_actors)]
 
-    def _new_actor(self) -> Any:
+    def _new_member(self) -> Member:
         p = self.placement
         opts: dict[str, Any] = {"max_restarts": 0, "max_task_retries": 0, "num_cpus": p.num_cpus}
         if p.num_gpus:
             opts["num_gpus"] = p.num_gpus
-        return self._remote.options(**opts).remote(
-            self.factory, torch_threads=p.torch_threads, device=p.device)
+        actor = self._remote.options(**opts).remote(self.factory, torch_threads=p.torch_threads, device=p.device)
+        return Member(actor, actor.where.remote())
+
+    @property
+    def actors(self) -> list[Any]:
+        """The actor handles (ready or not)."""
+        return [m.actor for m in self.members]
+
+    def ready_members(self) -> list[int]:
+        """Indices of the actors that answered their readiness call (they get blocks)."""
+        return [i for i, m in enumerate(self.members) if m.ready is None]
+
+    def mark_ready(self, index: int, where: dict[str, Any]) -> None:
+        """Actor ``index`` answered: it is placed on ``where["node_id"]`` (``where["ip"]``)."""
+        member = self.members[index]
+        member.ready, member.node_id, member.ip = None, str(where.get("node_id", "")), str(where.get("ip", ""))
 
     @property
     def alive(self) -> bool:
         """Whether the pool belongs to the running Ray session."""
-        return bool(self.actors) and self.session == _session_id()
+        return bool(self.members) and self.session == _session_id()
+
+    def resize(self, num_actors: int) -> None:
+        """Grow with new (pending) actors or shrink, dropping not-yet-ready actors first."""
+        import ray  # deferred: ray is heavy and only needed here
+
+        while len(self.members) < num_actors:
+            self.members.append(self._new_member())
+        while len(self.members) > max(1, num_actors):
+            pending = [i for i, m in enumerate(self.members) if m.ready is not None]
+            victim = self.members.pop(pending[-1] if pending else len(self.members) - 1)
+            with contextlib.suppress(Exception):
+                ray.kill(victim.actor)
 
     def run(self, blocks: Sequence[tuple[np.ndarray, list[str]]], *, kind: TextKind, batch_size: int,
             max_restarts: int = DEFAULT_MAX_RESTARTS, progress: Progress | None = None,
-            tokens: bool = False) -> Iterator[dict[str, np.ndarray]]:
+            tokens: bool = False, timeout: float | None = None) -> Iterator[dict[str, np.ndarray]]:
         """Embed ``blocks`` of ``(row_ids, texts)``; yields one output batch per block (in the
         order they finish). One call at a time per pool. ``progress`` is advanced by the rows
         of each finished block. ``tokens``: token vectors of a late-interaction encoder (the
         actors' token mode, :class:`~adaptlab.embedding.actor.EmbedBatch`) instead of one
-        vector per text."""
+        vector per text. ``timeout``: the placement time-out (:func:`placement_timeout`)."""
         with self._lock:
+            dispatch = _Dispatch(self, blocks, kind, batch_size, max_restarts, tokens, placement_timeout(timeout))
             try:
-                for out in _Dispatch(self, blocks, kind, batch_size, max_restarts, tokens).results():
+                for out in dispatch.results():
                     if progress is not None:
                         progress.update(len(out.get("row_id", ())))
                     yield out
-            except ConfigError:
-                self.close()  # the encoder cannot load: drop the pool, the next call starts afresh
+            except (ConfigError, ClusterCapacityError):
+                self.close()  # drop the pool (and its unplaceable actors); the next call starts afresh
                 raise
 
     def replace(self, index: int) -> None:
-        """Kill actor ``index`` (if still there) and start a fresh one in its place."""
+        """Kill actor ``index`` (if still there) and request a fresh one in its place; the new
+        actor gets blocks once it is ready."""
         import ray  # deferred: ray is heavy and only needed here
 
         with contextlib.suppress(Exception):
-            ray.kill(self.actors[index])
-        self.actors[index] = self._new_actor()
+            ray.kill(self.members[index].actor)
+        self.members[index] = self._new_member()
         self.restarts += 1
 
     def close(self) -> None:
@@ -262,75 +341,176 @@ class EncoderPool:
         import ray  # deferred: ray is heavy and only needed here
 
         if ray.is_initialized() and self.session == _session_id():
-            for actor in self.actors:
+            for member in self.members:
                 with contextlib.suppress(Exception):
-                    ray.kill(actor)
-        self.actors = []
+                    ray.kill(member.actor)
+        self.members = []
+
+
+def dead_nodes() -> dict[str, str]:
+    """``{node id: ip}`` of the nodes the cluster lists as dead."""
+    import ray  # deferred: ray is heavy and only needed here
+
+    try:
+        return {n["NodeID"]: n.get("NodeManagerAddress", "") for n in ray.nodes() if not n.get("Alive", True)}
+    except Exception:  # noqa: BLE001 - the GCS may be unreachable for a moment; "unknown" is safe
+        return {}
+
+
+_NODE_DEATH_WORDS = ("node has died", "node is dead", "node died", "raylet", "node was terminated")
+
+
+def _node_of_death(member: Member, error: Exception, dead: dict[str, str]) -> tuple[str, str] | None:
+    """``(node id, ip)`` when ``member`` died with its node (the cluster lists the node as dead, or
+    Ray's message says so), else None (the actor's own process failed)."""
+    if member.node_id and member.node_id in dead:
+        return member.node_id, member.ip or dead[member.node_id]
+    text = str(error).lower()
+    if any(w in text for w in _NODE_DEATH_WORDS) or isinstance(error, _unavailable_error()):
+        return member.node_id or "unknown", member.ip or _ip_in(str(error))
+    return None
+
+
+def _unavailable_error() -> type:
+    import ray  # deferred: ray is heavy and only needed here
+
+    return getattr(ray.exceptions, "ActorUnavailableError", ray.exceptions.RayActorError)
+
+
+def _ip_in(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip().startswith("ip:"):
+            return line.split(":", 1)[1].strip()
+    return ""
 
 
 class _Dispatch:
-    """One call's scheduling state: a queue of block indices, the in-flight references."""
+    """One call's scheduling state: a queue of block indices, the in-flight references, the
+    actors lost with their nodes and since when no actor has been ready."""
 
     def __init__(self, pool: EncoderPool, blocks: Sequence[tuple[np.ndarray, list[str]]], kind: TextKind,
-                 batch_size: int, max_restarts: int, tokens: bool = False) -> None:
+                 batch_size: int, max_restarts: int, tokens: bool = False,
+                 timeout: float = PLACEMENT_TIMEOUT) -> None:
         self.pool, self.blocks, self.kind, self.batch_size = pool, blocks, kind, batch_size
-        self.max_restarts = max_restarts
+        self.max_restarts, self.timeout = max_restarts, timeout
         self.mode: dict[str, Any] = {"tokens": True} if tokens else {}  # dense calls stay as they were
         self.queue = list(range(len(blocks)))[::-1]  # pop() takes the first (longest) block
         self.in_flight: dict[Any, tuple[int, int]] = {}  # ref -> (block, actor index)
         self.replaced = 0
+        self.total, self.done = sum(len(b[0]) for b in blocks), 0
+        self.lost_nodes: dict[str, str] = {}  # node id -> ip
+        self.idle_since: float | None = None  # when the pool last had no ready actor
 
     def submit(self, actor_index: int) -> None:
         block = self.queue.pop()
         row_ids, texts = self.blocks[block]
-        ref = self.pool.actors[actor_index].__call__.remote(
+        ref = self.pool.members[actor_index].actor.__call__.remote(
             {"row_id": row_ids, "text": texts}, kind=self.kind, batch_size=self.batch_size, **self.mode)
         self.in_flight[ref] = (block, actor_index)
 
     def fill(self) -> None:
-        load = [0] * len(self.pool.actors)
+        """Give queued blocks to the ready actors, at most two in flight each, least loaded first."""
+        load = dict.fromkeys(self.pool.ready_members(), 0)
         for _, a in self.in_flight.values():
-            load[a] += 1
-        while self.queue:
-            a = int(np.argmin(load))
+            if a in load:
+                load[a] += 1
+        while self.queue and load:
+            a = min(load, key=lambda i: (load[i], i))
             if load[a] >= _IN_FLIGHT_PER_ACTOR:
                 return
             self.submit(a)
             load[a] += 1
 
+    def waiting(self) -> dict[Any, int | None]:
+        """What to wait on: the readiness calls of pending actors (their index) first, so a
+        stream of finished blocks never delays an actor joining, then in-flight blocks (None)."""
+        refs: dict[Any, int | None] = {m.ready: i for i, m in enumerate(self.pool.members) if m.ready is not None}
+        refs.update(dict.fromkeys(self.in_flight))
+        return refs
+
     def results(self) -> Iterator[dict[str, np.ndarray]]:
         import ray  # deferred: ray is heavy and only needed here
 
-        self.fill()
-        while self.in_flight:
-            done, _ = ray.wait(list(self.in_flight), num_returns=1)
-            ref = done[0]
-            block, actor_index = self.in_flight.pop(ref)
-            try:
-                out = ray.get(ref)
-            except ray.exceptions.RayActorError as e:
-                raise_init_error(e)
-                self.actor_died(actor_index, block, e)
-            else:
-                yield out
+        while self.queue or self.in_flight:
             self.fill()
+            self.check_capacity(time.monotonic())
+            refs = self.waiting()
+            if not refs:  # pragma: no cover - a pool always has actors; bounded by check_capacity
+                time.sleep(POLL_SECONDS)
+                continue
+            done, _ = ray.wait(list(refs), num_returns=1, timeout=POLL_SECONDS)
+            for ref in done:
+                out = self.collect(ref, refs[ref])
+                if out is not None:
+                    self.done += len(out.get("row_id", ()))
+                    yield out
 
-    def actor_died(self, actor_index: int, block: int, error: Exception) -> None:
-        """Requeue every block of the dead actor and replace it, within the restart budget."""
-        lost = [block] + [b for r, (b, a) in list(self.in_flight.items()) if a == actor_index]
-        for r, (b, a) in list(self.in_flight.items()):
-            if a == actor_index:
-                del self.in_flight[r]
-        self.replaced += 1
-        if self.replaced > self.max_restarts:
-            raise RuntimeError(
-                f"embedding actors died {self.replaced} times in one call (max_restarts={self.max_restarts}); "
-                f"last error: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
-            ) from error
-        log.warning("embedding actor %d died (%s); replacing it and retrying %d block(s)",
-                    actor_index, type(error).__name__, len(lost))
+    def collect(self, ref: Any, pending_index: int | None) -> dict[str, np.ndarray] | None:
+        """The finished block of ``ref`` (None when it failed and was requeued), or, for a
+        readiness call (``pending_index``), mark that actor ready (or handle its death)."""
+        import ray  # deferred: ray is heavy and only needed here
+
+        block, index = self.in_flight.pop(ref) if pending_index is None else (None, pending_index)
+        try:
+            out = ray.get(ref, timeout=FETCH_TIMEOUT)
+        except ray.exceptions.RayActorError as e:
+            raise_init_error(e)
+            self.actor_died(index, [] if block is None else [block], e)
+            return None
+        except (ray.exceptions.ObjectLostError, ray.exceptions.GetTimeoutError) as e:
+            log.warning("an embedding result was lost on the way (%s); the block is queued again", type(e).__name__)
+            if block is not None:
+                self.queue.append(block)
+            return None
+        if block is None:
+            self.pool.mark_ready(index, out)
+            return None
+        return out
+
+    def actor_died(self, actor_index: int, blocks: list[int], error: Exception) -> None:
+        """Requeue every block of the dead actor (the ready actors take them) and request a
+        replacement; a death without its node counts against the restart budget."""
+        lost = blocks + [b for b, a in self.in_flight.values() if a == actor_index]
+        self.in_flight = {r: (b, a) for r, (b, a) in self.in_flight.items() if a != actor_index}
+        node = _node_of_death(self.pool.members[actor_index], error, dead_nodes())
+        if node is None:
+            self.replaced += 1
+            if self.replaced > self.max_restarts:
+                raise RuntimeError(
+                    f"embedding actors died {self.replaced} times in one call (max_restarts={self.max_restarts}); "
+                    f"last error: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
+                ) from error
+            log.warning("embedding actor %d died (%s); replacing it and retrying %d block(s)",
+                        actor_index, type(error).__name__, len(lost))
+        else:
+            self.lost_nodes[node[0]] = node[1]
+            log.warning("embedding actor %d was lost with node %s (%s); %d block(s) go to the live actors, "
+                        "a replacement joins once a node has room", actor_index, node[0][:12], node[1], len(lost))
         self.queue.extend(sorted(lost, reverse=True))
         self.pool.replace(actor_index)
+
+    def check_capacity(self, now: float) -> None:
+        """Raise :class:`ClusterCapacityError` when no actor has been ready for the time-out."""
+        if self.pool.ready_members():
+            self.idle_since = None
+            return
+        if self.idle_since is None:
+            self.idle_since = now
+        if now - self.idle_since > self.timeout:
+            raise ClusterCapacityError(self.capacity_message())
+
+    def capacity_message(self) -> str:
+        """One line: the lost nodes, what was done, how to resume."""
+        p = self.pool.placement
+        need = f"{p.num_gpus:g} GPU" if p.num_gpus else f"{p.num_cpus:g} CPU"
+        if self.lost_nodes:
+            what = "lost node(s) " + ", ".join(f"{n[:12]} ({ip or 'ip unknown'})" for n, ip in self.lost_nodes.items())
+        else:
+            what = "no node was lost in this call, but none has room"
+        return (f"embedding stopped: no embedding actor could be placed for {self.timeout:g} s ({what}; each "
+                f"actor needs {need}); {self.done}/{self.total} texts of this call were embedded and are not "
+                f"kept; to resume, re-run the same study once the cluster has room (finished work is reused "
+                f"from the content cache), or wait longer with {PLACEMENT_TIMEOUT_ENV}=SECONDS")
 
 
 def raise_init_error(e: Exception) -> None:
@@ -363,16 +543,22 @@ def _fits(placement: PoolPlacement, others: list[EncoderPool]) -> bool:
 
     total = ray.cluster_resources()
     for res, need in (("CPU", placement.num_cpus), ("GPU", placement.num_gpus)):
-        used = sum(p.placement.num_actors * (p.placement.num_cpus if res == "CPU" else p.placement.num_gpus)
+        used = sum(len(p.members) * (p.placement.num_cpus if res == "CPU" else p.placement.num_gpus)
                    for p in others)
         if need and used + placement.num_actors * need > float(total.get(res, 0.0)) + 1e-9:
             return False
     return True
 
 
+def _pool_key(factory: EncoderFactory, placement: PoolPlacement) -> tuple[str, PoolPlacement]:
+    """A pool's registry key: the recipe and the per-actor placement, not the actor count (a
+    pool grows and shrinks with the cluster, :meth:`EncoderPool.resize`)."""
+    return factory_key(factory), replace(placement, num_actors=0)
+
+
 def get_pool(factory: EncoderFactory, placement: PoolPlacement) -> EncoderPool:
     """The warm pool for ``factory`` and ``placement``, created on first use."""
-    key = (factory_key(factory), placement)
+    key = _pool_key(factory, placement)
     with _REGISTRY_LOCK:
         for k, pool in list(_POOLS.items()):
             if not pool.alive:  # Ray was shut down (or restarted) since the pool was made
@@ -381,6 +567,7 @@ def get_pool(factory: EncoderFactory, placement: PoolPlacement) -> EncoderPool:
         pool = _POOLS.get(key)
         if pool is not None:
             _POOLS.move_to_end(key)
+            pool.resize(placement.num_actors)  # the cluster may have lost or gained nodes since
             return pool
         while _POOLS and not _fits(placement, list(_POOLS.values())):
             old_key, old = _POOLS.popitem(last=False)  # least recently used first

@@ -1,0 +1,130 @@
+"""The pool's dispatch after node loss, on a fake Ray (embedding_fakes.FakeRay, no cluster, seconds).
+
+The real EncoderPool and its dispatch run against fake nodes with one slot per actor: a lost
+node's blocks go to the live actors only, a replacement gets blocks once it is placed, and when
+no actor can be placed for the time-out the call fails with one line.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from adaptlab.embedding import pool as pool_module
+from adaptlab.embedding.pipeline import _assemble, length_blocks
+from adaptlab.embedding.pool import (
+    PLACEMENT_TIMEOUT,
+    PLACEMENT_TIMEOUT_ENV,
+    ClusterCapacityError,
+    EncoderPool,
+    PoolPlacement,
+    placement_timeout,
+)
+from adaptlab.errors import AdaptlabError, ConfigError
+from adaptlab.models import HashingEncoder
+from embedding_fakes import FakeRay, HashFactory, make_texts
+
+TEXTS = make_texts(120, seed=3)
+
+
+@pytest.fixture
+def fake_ray(monkeypatch):
+    """A fake Ray with nodes head (1 slot), w1 and w2 (2 slots each), installed as ``ray``."""
+    fake = FakeRay({"head": 1, "w1": 2, "w2": 2})
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    return fake
+
+
+def _pool(n: int) -> EncoderPool:
+    return EncoderPool(HashFactory(16), PoolPlacement(n, 1.0, 0.0, 1, None))
+
+
+def _run(pool: EncoderPool, **kw) -> np.ndarray:
+    blocks = length_blocks(TEXTS, 6)
+    emb, _, _ = _assemble(len(TEXTS), pool.run(blocks, kind="document", batch_size=3, **kw))
+    return emb
+
+
+def _expected() -> np.ndarray:
+    return HashingEncoder(16).encode(TEXTS, kind="document")
+
+
+def test_a_lost_nodes_blocks_go_to_the_live_actors_while_its_replacements_wait(fake_ray, caplog):
+    pool = _pool(5)
+    fake_ray.events[9] = lambda r: r.kill_node("w1")
+    emb = _run(pool, max_restarts=0)  # node losses do not use the crash budget
+    np.testing.assert_array_equal(emb, _expected())
+    lost = [a for a in fake_ray.actors if a.node is not None and a.node.name == "w1"]
+    assert len(lost) == 2 and all(a.dead and a.calls > 0 for a in lost)  # they had work when the node went
+    pending = [m.actor for m in pool.members if m.ready is not None]
+    assert len(pending) == 2 and all(a.node is None and a.calls == 0 for a in pending)  # no room: no blocks
+    assert len(pool.ready_members()) == 3
+    assert "lost with node w1" in caplog.text
+
+
+def test_replacements_take_blocks_once_a_node_has_room_again(fake_ray):
+    pool = _pool(5)
+    fake_ray.events[9] = lambda r: r.kill_node("w1")
+    fake_ray.events[15] = lambda r: r.add_node("w3", 2)
+    emb = _run(pool)
+    np.testing.assert_array_equal(emb, _expected())
+    joined = [a for a in fake_ray.actors if a.node is not None and a.node.name == "w3"]
+    assert len(joined) == 2 and all(a.calls > 0 for a in joined)
+    assert len(pool.ready_members()) == 5
+
+
+def test_no_room_left_fails_with_one_line_within_the_timeout(fake_ray):
+    fake_ray.nodes_ = fake_ray.nodes_[1:]  # w1 and w2 only
+    pool = _pool(4)
+    fake_ray.events[9] = lambda r: (r.kill_node("w1"), r.kill_node("w2"))
+    t0 = time.monotonic()
+    with pytest.raises(ClusterCapacityError) as info:
+        _run(pool, timeout=0.3)
+    assert time.monotonic() - t0 < 5
+    message = str(info.value)
+    assert isinstance(info.value, AdaptlabError) and "\n" not in message
+    assert "w1 (10.0.0." in message and "w2 (10.0.0." in message
+    done = int(message.split(" texts of this call")[0].rsplit(" ", 1)[1].split("/")[0])
+    assert 0 < done < len(TEXTS) and f"/{len(TEXTS)} texts" in message
+    assert "re-run the same study" in message and PLACEMENT_TIMEOUT_ENV in message
+    assert pool.members == []  # the unplaceable actors were released
+
+
+def test_a_pool_that_never_gets_room_names_no_lost_node(fake_ray):
+    fake_ray.nodes_ = []
+    with pytest.raises(ClusterCapacityError, match="no node was lost in this call, but none has room"):
+        _run(_pool(2), timeout=0.2)
+
+
+def test_a_crash_on_a_live_node_uses_the_restart_budget(fake_ray):
+    pool = _pool(2)
+    fake_ray.events[3] = lambda r: r.actors[0].die()  # the process died, its node is alive
+    with pytest.raises(RuntimeError, match=r"died 1 times in one call \(max_restarts=0\)"):
+        _run(pool, max_restarts=0)
+
+
+def test_resize_drops_pending_actors_first_and_grows_with_pending_ones(fake_ray):
+    fake_ray.nodes_ = fake_ray.nodes_[:2]  # head 1 + w1 2: three slots
+    pool = _pool(5)
+    assert [m.actor.node is not None for m in pool.members] == [True, True, True, False, False]
+    pool.resize(3)
+    assert len(pool.members) == 3 and all(m.actor.node is not None for m in pool.members)
+    pool.resize(4)
+    assert len(pool.members) == 4 and pool.members[-1].actor.node is None
+
+
+def test_placement_timeout_setting(monkeypatch):
+    monkeypatch.delenv(PLACEMENT_TIMEOUT_ENV, raising=False)
+    assert placement_timeout() == PLACEMENT_TIMEOUT
+    monkeypatch.setenv(PLACEMENT_TIMEOUT_ENV, "30")
+    assert placement_timeout() == 30.0
+    assert placement_timeout(2.5) == 2.5  # an explicit value wins over the environment
+    monkeypatch.setenv(PLACEMENT_TIMEOUT_ENV, "soon")
+    with pytest.raises(ConfigError, match=f"{PLACEMENT_TIMEOUT_ENV} must be a positive number of seconds"):
+        placement_timeout()
+    with pytest.raises(ConfigError, match="placement_timeout must be"):
+        placement_timeout(0)
+    assert pool_module.POLL_SECONDS < PLACEMENT_TIMEOUT
