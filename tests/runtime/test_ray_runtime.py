@@ -73,6 +73,7 @@ def test_local_start_in_a_fresh_process():
     info = json.loads(out.stdout.strip().splitlines()[-1])
     a, b = info["a"], info["b"]
     assert a["started_here"] and a["num_cpus"] == info["expected_cpus"] >= 4
+    assert a["address"].startswith("127.0.0.1:")  # the node address is loopback (issue 22)
     assert a["auth_mode"] == "token"  # Ray 2.60's default for local clusters, kept on
     assert a["dashboard_url"] is None  # dashboard off by default
     assert b == a  # idempotent
@@ -92,16 +93,21 @@ def test_cluster_has_gpus_needs_ray():
 _BACKGROUND = textwrap.dedent(
     """
     import json
-    from adaptlab.runtime import init_ray, on_shutdown, shutdown_ray, start_ray
+    import ray
+    from adaptlab.runtime import cluster, init_ray, on_shutdown, shutdown_ray, start_ray
+    from adaptlab.runtime.watchdog import session_pids
 
     calls = []
     future = start_ray()
     same = start_ray() is future  # a second call while starting returns the same future
     info = init_ray()  # waits for the background start instead of starting a second Ray
     on_shutdown(lambda: calls.append("released"))
+    session = ray._private.worker._global_node.get_session_dir_path()
+    watchdog = cluster._watchdog
     shutdown_ray()
     print(json.dumps({"same": same, "equal": future.result() == info, "started": info.started_here,
-                      "calls": calls}))
+                      "calls": calls, "watchdog_exit": watchdog.process.returncode,
+                      "left": session_pids(session), "handle": cluster._watchdog}))
     """
 )
 
@@ -111,5 +117,6 @@ def test_background_start_is_awaited_and_shutdown_calls_hooks():
     out = subprocess.run([sys.executable, "-c", _BACKGROUND], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     info = json.loads(out.stdout.strip().splitlines()[-1])
-    assert info == {"same": True, "equal": True, "started": True, "calls": ["released"]}
+    assert info == {"same": True, "equal": True, "started": True, "calls": ["released"],
+                    "watchdog_exit": 0, "left": [], "handle": None}  # the watchdog stopped with Ray
     assert "SIGTERM handler is not set" not in out.stderr  # quiet about the background thread

@@ -12,6 +12,10 @@ this process -- the embedded local runtime -- with
   (:data:`LOCAL_SYSTEM_CONFIG`; Ray's default prestarts one Python worker per logical CPU, which
   on 2 cores competes for seconds with the driver's own start-up work; a worker now starts when
   the first task or actor needs it);
+- every server of the session on 127.0.0.1 (node address ``127.0.0.1``: GCS, raylet, workers,
+  agents and the autoscaler's and dashboard's metrics servers; measured with ``ss -ltnp``), and
+  a watchdog process (:mod:`adaptlab.runtime.watchdog`) that stops every process of the session
+  when this process dies, SIGKILL included; :func:`shutdown_ray` stops it;
 - quiet logs (``WARNING``) and, by default, no Ray Data progress bars;
 - token authentication as Ray 2.60 sets it up for local clusters: on, with a token in
   ``~/.ray/auth_token`` (generated on first use). We never disable it; ``RAY_AUTH_MODE``
@@ -44,13 +48,15 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import ConfigError
+from adaptlab.runtime.watchdog import Watchdog, start_watchdog, stop_watchdog
 
 __all__ = [
     "RayInfo",
@@ -77,6 +83,9 @@ _pending: Future[RayInfo] | None = None
 _pending_lock = threading.Lock()
 _shutdown_hooks: list[Callable[[], None]] = []
 _starter_release = threading.Event()
+_watchdog: Watchdog | None = None
+LOCAL_HOST = "127.0.0.1"
+"""The address every server of the embedded Ray listens on."""
 
 
 def available_cores() -> int:
@@ -215,26 +224,81 @@ def init_ray(
             ctx = _connect(address, common)
             _started_here = False
         else:
-            if not dashboard:
-                common.setdefault("_system_config", dict(LOCAL_SYSTEM_CONFIG))
-            ctx = ray.init(
-                address="local",  # always a new in-process Ray, never a cluster started on this machine
-                num_cpus=num_cpus if num_cpus is not None else local_num_cpus(),
-                num_gpus=num_gpus,
-                object_store_memory=object_store_memory,
-                include_dashboard=bool(dashboard),
-                # the dashboard listens on loopback only; Ray 2.60 has no option to do the same for
-                # the GCS and raylet gRPC servers (measured: with or without _node_ip_address they
-                # listen on all interfaces; the token guards them): docs/user-guide.md
-                dashboard_host="127.0.0.1",
-                **common,
-            )
+            ctx = _start_local(common, num_cpus=num_cpus, num_gpus=num_gpus,
+                               object_store_memory=object_store_memory, dashboard=dashboard)
             _started_here = True
     finally:
         auth_logger.setLevel(old_level)
     _dashboard_url = getattr(ctx, "dashboard_url", None) or None
     _configure_data(progress_bars)
     return ray_info()
+
+
+def _start_local(common: dict[str, Any], *, num_cpus: int | None, num_gpus: int | None,
+                 object_store_memory: int | None, dashboard: bool) -> Any:
+    """``ray.init`` of the embedded runtime on 127.0.0.1, watched by a watchdog process that
+    tears the session down if this process dies (:mod:`adaptlab.runtime.watchdog`)."""
+    import ray  # deferred: ray is heavy and only needed here
+
+    global _watchdog
+    if not dashboard:
+        common.setdefault("_system_config", dict(LOCAL_SYSTEM_CONFIG))
+    common.setdefault("_node_ip_address", LOCAL_HOST)
+    watchdog = start_watchdog(_ray_temp_root(common))
+    try:
+        with _loopback_node_ip(common["_node_ip_address"]):
+            ctx = ray.init(
+                address="local",  # always a new in-process Ray, never a cluster started on this machine
+                num_cpus=num_cpus if num_cpus is not None else local_num_cpus(),
+                num_gpus=num_gpus,
+                object_store_memory=object_store_memory,
+                include_dashboard=bool(dashboard),
+                dashboard_host=LOCAL_HOST,
+                **common,
+            )
+    except BaseException:
+        if watchdog is not None:
+            stop_watchdog(watchdog)
+        raise
+    if watchdog is not None:
+        session = getattr(ctx, "address_info", {}).get("session_dir")
+        if session:
+            watchdog.tell_session(str(session))
+        _watchdog = watchdog
+    return ctx
+
+
+def _ray_temp_root(common: dict[str, Any]) -> str:
+    """Where Ray creates this start's session directory (Ray's own default rule)."""
+    if common.get("_temp_dir"):
+        return str(common["_temp_dir"])
+    base = os.environ.get("RAY_TMPDIR") or (os.environ.get("TMPDIR") if sys.platform.startswith("linux") else None)
+    return os.path.join(base or "/tmp", "ray")
+
+
+@contextmanager
+def _loopback_node_ip(node_ip: str) -> Iterator[None]:
+    """Let ``ray.init(_node_ip_address="127.0.0.1")`` keep the loopback address.
+
+    Ray 2.60's ``ray.init`` replaces a loopback ``_node_ip_address`` by the machine's external
+    address unless its constant ``ENABLE_RAY_CLUSTER`` is false (the Windows/macOS rule); with
+    the external address every gRPC server, the agents and the metrics servers listen on all
+    interfaces or on that address. With a loopback node address they all listen on 127.0.0.1
+    (measured; tests/runtime/test_driver_lifetime.py)."""
+    try:
+        from ray._private import ray_constants
+    except ImportError:  # pragma: no cover - private module moved: Ray picks the address itself
+        yield
+        return
+    if node_ip not in ("127.0.0.1", "localhost") or not hasattr(ray_constants, "ENABLE_RAY_CLUSTER"):
+        yield
+        return
+    old = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = old
 
 
 def _check_init_args(address: str | None, *, num_cpus: int | None, num_gpus: int | None,
@@ -359,9 +423,18 @@ def shutdown_ray() -> None:
             logging.getLogger(__name__).debug("shutdown hook %r failed", hook, exc_info=True)
     if ray.is_initialized():
         ray.shutdown()
+    _stop_watchdog()
     _starter_release.set()
     _started_here = False
     _dashboard_url = None
+
+
+def _stop_watchdog() -> None:
+    """Stop the watchdog of a local start (after Ray stopped: it sweeps what is left)."""
+    global _watchdog
+    watchdog, _watchdog = _watchdog, None
+    if watchdog is not None:
+        stop_watchdog(watchdog)
 
 
 def cluster_has_gpus() -> bool:
