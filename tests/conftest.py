@@ -20,3 +20,19 @@ def cli(capsys):
         return subprocess.CompletedProcess(args, code, out.out, out.err)
 
     return run
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _session_embedding_cache(tmp_path_factory):
+    """An empty embedding cache for session- and module-scoped fixtures (set before them)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ADAPTLAB_EMBEDDING_CACHE", str(tmp_path_factory.mktemp("session-embedding-cache")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def _own_embedding_cache(tmp_path_factory, monkeypatch):
+    """Every test gets its own empty embedding cache (never the user's ~/.cache/adaptlab, and no
+    vectors leaking from one test into another); tests of the cache itself set their own."""
+    monkeypatch.setenv("ADAPTLAB_EMBEDDING_CACHE", str(tmp_path_factory.mktemp("embedding-cache")))

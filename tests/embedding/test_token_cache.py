@@ -65,3 +65,29 @@ def test_search_options_do_not_change_the_cache_key(tmp_path):
     longer._revision = "rev-1"
     assert plaid.cache_key(texts, "document") == plain.cache_key(texts, "document")
     assert longer.cache_key(texts, "document") != plain.cache_key(texts, "document")  # an encoder option does
+
+
+def test_token_vectors_go_to_the_shared_cache_tokens_folder(tmp_path, caplog):
+    import logging
+
+    from adaptlab.embedding.cache import EmbeddingCache
+
+    cache = EmbeddingCache(tmp_path / "shared")
+    texts = ["a b c", "d e"]
+    out = _embedder(cache)(texts, "document")
+    again = _embedder(cache)  # another study or store, the same machine
+    with caplog.at_level(logging.INFO, logger="adaptlab.embedding.cache"):
+        hit = again(texts, "document")
+    assert again.encoder.calls == 0 and again.from_cache == 2
+    np.testing.assert_array_equal(hit.vectors, out.vectors)
+    assert "tokens: 2 of 2 texts from cache" in caplog.text
+    assert {p.parent.name for p in (tmp_path / "shared").rglob("*.npy")} == {"tokens"}
+    assert cache.summary()["folders"] == {"embeddings": 0, "tokens": 2}
+
+
+def test_token_key_carries_the_adaptlab_version(tmp_path, monkeypatch):
+    import adaptlab._version
+
+    before = _embedder(tmp_path).cache_key(["a b"], "query")
+    monkeypatch.setattr(adaptlab._version, "__version__", "999.0")
+    assert _embedder(tmp_path).cache_key(["a b"], "query") != before

@@ -69,7 +69,7 @@ isotropy = true
     assert cb.query_ids == lex.query_ids and cb.random_ids == lex.random_ids  # paired, same random docs
     assert np.all(np.isfinite(cb.sim_gold)) and cb.k == 10
     assert {"cb", "lex"} <= set(ds.summary.systems)
-    cache = list((tmp_path / "store" / ".cache" / "embeddings").glob("*.tokens.offsets.npy"))
+    cache = list((Path(os.environ["ADAPTLAB_EMBEDDING_CACHE"]) / "tokens").glob("*.tokens.offsets.npy"))
     assert len(cache) == 2  # documents and queries of the ColBERT, cached by content hash
     assert all(c.with_name(c.name.replace(".offsets.", ".vectors.")).is_file() for c in cache)
     again = run_study(load_study(tmp_path / "s.toml"))  # from the cache: the same records

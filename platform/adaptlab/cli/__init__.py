@@ -29,7 +29,7 @@ from adaptlab.errors import AdaptlabError
 
 __all__ = ["main"]
 
-_COMMANDS = ("evaluate", "results", "run", "submit", "report", "inspect")
+_COMMANDS = ("evaluate", "results", "run", "submit", "report", "inspect", "cache")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,16 +1,32 @@
-"""Embeddings cached on disk by content hash, so a re-run of a study resumes.
+"""Embeddings cached by content hash in one cache per machine or cluster, outside any results store.
 
-The key of a cached matrix is ``sha256(model revision, kind, texts, encoder options)``: the same
-texts embedded by the same model revision with the same options are never embedded twice, and
-any change to one of them (a retrained model, another instruction, one edited text) misses.
-Files are written to a temporary name and published by rename, so a killed run never leaves a
-half-written matrix under a valid key.
+The key of a cached matrix is ``sha256(model revision, kind, texts, encoder options, adaptlab
+version)``: the same texts embedded by the same model revision with the same options (backend,
+pooling and normalisation as the model's config and revision fix them, ``max_seq_length``,
+instructions, ...) by the same adaptlab version are never embedded twice, and any change to one of
+them (a retrained model, another instruction, one edited text, a new adaptlab release whose
+encoding code may differ) misses. Files are written to a hidden temporary name and published by
+rename, so a killed run never leaves a half-written matrix under a valid key.
 
-``cache_dir`` is a local directory or a URI (``s3://bucket/prefix/.cache/embeddings``, any
-file system ``pyarrow.fs`` opens, credentials from the environment), so the workers of a
-multi-node cluster share the cache without a shared POSIX mount. On object storage a write is
-one PUT (atomic per object). A cache that cannot be read or written never fails the study: the
-matrix is computed (and the write skipped, with one warning).
+Where (:class:`EmbeddingCache`, :meth:`EmbeddingCache.resolve`): ``[embedding].cache`` of the
+study (a folder, a URI, or ``"off"``), else ``$ADAPTLAB_EMBEDDING_CACHE`` (the same forms), else
+the folder of adaptlab's local caches: ``$ADAPTLAB_CACHE``, else ``$XDG_CACHE_HOME/adaptlab``, else
+``~/.cache/adaptlab`` (a local folder only: artifacts and other caches live there too). Dense vectors go to ``<root>/embeddings``,
+ColBERT token vectors to ``<root>/tokens``; every study and every store on the machine shares them.
+A URI (``s3://bucket/prefix``, any file system ``pyarrow.fs`` opens, credentials from the
+environment) is shared by the nodes of a cluster without a shared POSIX mount; on object storage a
+write is one PUT (atomic per object). Old stores' ``<store>/.cache/embeddings`` folders are no
+longer read (they can be deleted).
+
+Size bound and eviction: ``[embedding].cache_max_gib``, else ``$ADAPTLAB_CACHE_MAX_GIB``, else
+:data:`DEFAULT_MAX_GIB` GiB over ``embeddings/`` and ``tokens/`` together. After every write the
+least recently used files are deleted until the total is within the bound. "Used" is the file's
+modification time, set when it is written and, on a local folder, touched on every read; on object
+storage (no cheap way to touch an object) it is the time of the write. Concurrent writers are
+safe: each publishes by rename (or one PUT), and a file that vanishes under a reader or an evictor
+is a miss, never an error. Hidden temporary files older than an hour (a killed writer's) are
+deleted too. A cache that cannot be read or written never fails the study: the matrix is computed
+(and the write skipped, with one warning). ``adaptlab cache`` shows and clears it.
 
 Tiny inputs do not pay for Ray: with ``use_ray=True`` a call with fewer than ``local_below``
 texts (default :data:`LOCAL_BELOW`) is embedded in this process unless the model's warm actor
@@ -25,17 +41,36 @@ import hashlib
 import io
 import json
 import logging
+import os
 import re
+import time
+import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from adaptlab import _version
 from adaptlab.embedding.pipeline import embed_texts
+from adaptlab.errors import ConfigError
 from adaptlab.models import model_revision
 
-__all__ = ["CachedModel", "LOCAL_BELOW", "ArrayCache", "Embedder", "texts_hash"]
+__all__ = [
+    "CACHE_ENV",
+    "DEFAULT_MAX_GIB",
+    "EMBEDDING_CACHE_ENV",
+    "LOCAL_BELOW",
+    "MAX_GIB_ENV",
+    "ArrayCache",
+    "CacheFile",
+    "CachedModel",
+    "EmbeddingCache",
+    "Embedder",
+    "default_cache_root",
+    "texts_hash",
+]
 
 _URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _log = logging.getLogger(__name__)
@@ -44,6 +79,18 @@ LOCAL_BELOW = 512
 """Calls with fewer texts are embedded in-process when no pool is warm. Measured on 2 CPU cores with
 minilm: starting one actor (worker process, torch import, model load) costs about as much as
 embedding ~500 short texts, and below that a pool cannot win back its start-up."""
+
+CACHE_ENV = "ADAPTLAB_CACHE"
+"""The local folder of adaptlab's caches (embeddings, tokens, artifacts, ...)."""
+EMBEDDING_CACHE_ENV = "ADAPTLAB_EMBEDDING_CACHE"
+"""The embedding cache alone: a folder, a URI shared by a cluster's nodes, or ``off``."""
+MAX_GIB_ENV = "ADAPTLAB_CACHE_MAX_GIB"
+"""The embedding cache's size bound in GiB when the study sets none."""
+DEFAULT_MAX_GIB = 10.0
+FOLDERS = ("embeddings", "tokens")
+"""The cache's sub-folders: dense vectors and ColBERT token vectors; the bound covers both."""
+_STALE_TMP_S = 3600.0
+_GIB = 1024**3
 
 
 def texts_hash(texts: list[str]) -> str:
@@ -55,11 +102,170 @@ def texts_hash(texts: list[str]) -> str:
     return h.hexdigest()
 
 
+def default_cache_root() -> Path:
+    """``$ADAPTLAB_CACHE``, else ``$XDG_CACHE_HOME/adaptlab``, else ``~/.cache/adaptlab``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "adaptlab"
+
+
+def _is_uri(root: Path | str) -> bool:
+    return isinstance(root, str) and _URI_RE.match(root) is not None
+
+
+def _join(root: Path | str, name: str) -> Path | str:
+    return root.rstrip("/") + "/" + name if _is_uri(root) else Path(root) / name
+
+
+@dataclass(frozen=True)
+class CacheFile:
+    """One file of the cache: its path (or URI path), size in bytes and modification time."""
+
+    path: str
+    size: int
+    mtime: float
+
+    @property
+    def is_temporary(self) -> bool:
+        return os.path.basename(self.path).startswith(".")
+
+
+@dataclass(frozen=True)
+class EmbeddingCache:
+    """The shared embedding cache: ``root`` (a local folder or a URI) holding ``embeddings/`` and
+    ``tokens/``, bounded to ``max_bytes`` by least-recently-used eviction (module docstring)."""
+
+    root: Path | str
+    max_bytes: int = int(DEFAULT_MAX_GIB * _GIB)
+
+    @classmethod
+    def resolve(cls, root: str | Path = "", max_gib: float = 0.0, *, where: str = "[embedding]") -> EmbeddingCache | None:
+        """The cache of the settings ``root`` (``""``: ``$ADAPTLAB_EMBEDDING_CACHE``, else
+        :func:`default_cache_root`; ``"off"``: no cache, None) and ``max_gib`` (0:
+        ``$ADAPTLAB_CACHE_MAX_GIB``, else :data:`DEFAULT_MAX_GIB`); ``where`` names the settings in
+        errors."""
+        text = str(root).strip() or os.environ.get(EMBEDDING_CACHE_ENV, "").strip()
+        if text.lower() == "off":
+            return None
+        location: Path | str = text if _is_uri(text) else (Path(text).expanduser() if text else default_cache_root())
+        return cls(location, int(_max_gib(max_gib, where) * _GIB))
+
+    @classmethod
+    def of_section(cls, section: Any, source: str) -> EmbeddingCache | None:
+        """The cache of a study's ``[embedding]`` section (its ``cache`` and ``cache_max_gib``);
+        ``source`` (the study file) names the section in errors."""
+        return cls.resolve(section.cache, section.cache_max_gib, where=f"{source}: [embedding]")
+
+    def folder(self, name: str) -> ArrayCache:
+        """The :class:`ArrayCache` of one sub-folder (``embeddings`` or ``tokens``), bounded with
+        the others."""
+        if name not in FOLDERS:
+            raise ValueError(f"embedding cache folder {name!r}: expected one of {', '.join(FOLDERS)}")
+        return ArrayCache(_join(self.root, name), owner=self)
+
+    @property
+    def where(self) -> str:
+        """The root for messages, without any ``user:secret@`` part."""
+        return _where(self.root)
+
+    def files(self) -> list[CacheFile]:
+        """Every file of ``embeddings/`` and ``tokens/`` (none when the folders do not exist)."""
+        fs, base = _filesystem(self.root)
+        return [f for name in FOLDERS for f in _list_files(fs, f"{base}/{name}")]
+
+    def evict(self) -> tuple[int, int]:
+        """Delete the least recently used files until the cache holds at most ``max_bytes`` (and
+        stale temporary files); returns ``(files, bytes)`` deleted."""
+        files = self.files()
+        now = time.time()
+        doomed = [f for f in files if f.is_temporary and now - f.mtime > _STALE_TMP_S]
+        kept = sorted((f for f in files if not f.is_temporary), key=lambda f: (f.mtime, f.path))
+        total = sum(f.size for f in kept)
+        for f in kept:
+            if total <= self.max_bytes:
+                break
+            doomed.append(f)
+            total -= f.size
+        return self._delete(doomed)
+
+    def clear(self, older_than_s: float | None = None) -> tuple[int, int]:
+        """Delete every file (or those not used for ``older_than_s`` seconds); ``(files, bytes)``."""
+        cutoff = time.time() - older_than_s if older_than_s is not None else None
+        return self._delete([f for f in self.files() if cutoff is None or f.mtime < cutoff])
+
+    def _delete(self, doomed: list[CacheFile]) -> tuple[int, int]:
+        fs, _ = _filesystem(self.root)
+        n = size = 0
+        for f in doomed:
+            try:
+                fs.delete_file(f.path)
+            except FileNotFoundError:  # another process evicted it first
+                continue
+            n, size = n + 1, size + f.size
+        if n:
+            _log.debug("embedding cache %s: deleted %d files (%d bytes)", self.where, n, size)
+        return n, size
+
+    def summary(self) -> dict[str, Any]:
+        """``root``, ``entries`` (cached arrays), ``bytes``, ``max_bytes`` and per-folder counts."""
+        files = [f for f in self.files() if not f.is_temporary]
+        per = {name: sum(1 for f in files if f"/{name}/" in f.path) for name in FOLDERS}
+        return {"root": self.where, "entries": len(files), "bytes": sum(f.size for f in files),
+                "max_bytes": self.max_bytes, "folders": per,
+                "oldest": min((f.mtime for f in files), default=None),
+                "newest": max((f.mtime for f in files), default=None)}
+
+
+def _max_gib(value: float, where: str) -> float:
+    """The size bound in GiB: ``value`` when > 0, else ``$ADAPTLAB_CACHE_MAX_GIB``, else the default."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+        raise ConfigError(f"{where}.cache_max_gib: expected a number of GiB >= 0 (0: the default), got {value!r}")
+    if value > 0:
+        return float(value)
+    env = os.environ.get(MAX_GIB_ENV, "").strip()
+    if not env:
+        return DEFAULT_MAX_GIB
+    try:
+        out = float(env)
+    except ValueError:
+        out = -1.0
+    if not out > 0:
+        raise ConfigError(f"${MAX_GIB_ENV}: expected a number of GiB > 0, got {env!r}")
+    return out
+
+
+def _filesystem(root: Path | str) -> tuple[Any, str]:
+    """``(pyarrow file system, base path)`` of a local folder or a URI."""
+    from pyarrow import fs as pafs  # deferred: only listing and eviction need it
+
+    if not _is_uri(root):
+        return pafs.LocalFileSystem(), str(Path(root).absolute())
+    uri = str(root)
+    if uri.split("://", 1)[0].lower() in ("s3", "s3a") and "?" not in uri:
+        uri += "?allow_delayed_open=true"  # a small object in one PUT (no multipart upload)
+    fs, base = pafs.FileSystem.from_uri(uri)
+    return fs, base.rstrip("/")
+
+
+def _list_files(fs: Any, folder: str) -> list[CacheFile]:
+    from pyarrow import fs as pafs
+
+    infos = fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+    return [CacheFile(i.path, int(i.size or 0), i.mtime.timestamp() if i.mtime is not None else 0.0)
+            for i in infos if i.type == pafs.FileType.File]
+
+
 class CachedModel:
     """What a model's embedder keeps (the dense :class:`Embedder` and the ColBERT
     :class:`~adaptlab.embedding.tokens.TokenEmbedder`): the resolved model ``ref``, its encoder
     ``options`` (part of the cache key), the batch size, the Ray settings and the rule of
-    :meth:`wants_ray`, the cache under ``cache_dir`` and the model's content revision."""
+    :meth:`wants_ray`, the cache and the model's content revision.
+
+    ``cache_dir``: an :class:`EmbeddingCache` (its :attr:`cache_folder` sub-folder is used, bounded
+    with the others), or a plain folder or URI (used as it is, unbounded), or None (no cache)."""
+
+    cache_folder = "embeddings"
 
     def __init__(
         self,
@@ -69,7 +275,7 @@ class CachedModel:
         batch_size: int,
         use_ray: bool,
         num_actors: int | None = None,
-        cache_dir: Path | str | None = None,
+        cache_dir: EmbeddingCache | Path | str | None = None,
         local_below: int = LOCAL_BELOW,
     ) -> None:
         self.ref = ref
@@ -78,9 +284,12 @@ class CachedModel:
         self.use_ray = bool(use_ray)
         self.num_actors = num_actors
         self.cache_dir = cache_dir
-        self._cache = ArrayCache.of(cache_dir)  # a local folder or an s3://, gs://, az:// URI
+        self._cache = (cache_dir.folder(self.cache_folder) if isinstance(cache_dir, EmbeddingCache)
+                       else ArrayCache.of(cache_dir))  # a local folder or an s3://, gs://, az:// URI
         self.local_below = int(local_below)
         self.used_ray = False
+        self.version = _version.__version__  # the adaptlab that computes the vectors: part of the key
+        self.from_cache = 0  # texts the last call took from the cache
         self._revision: str | None = None
 
     @property
@@ -95,10 +304,21 @@ class CachedModel:
         from ``local_below`` texts on (0: always)."""
         return self.use_ray and (self.used_ray or n >= self.local_below)
 
+    def _key(self, *parts: Any) -> str:
+        """The content key of ``parts`` plus the adaptlab version (24 hex digits)."""
+        payload = [*parts, {"adaptlab": self.version}]
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+    def _note_cache(self, hits: int, n: int) -> None:
+        """Remember and log (INFO) how many of ``n`` texts came from the cache."""
+        self.from_cache = hits
+        if self._cache is not None and n:
+            _log.info("%s: %d of %d texts from cache %s", self.cache_folder, hits, n, _where(self._cache.root))
+
 
 class Embedder(CachedModel):
     """``embed(texts, kind) -> float32 matrix`` for one model, through Ray or in-process,
-    with an optional on-disk cache under ``cache_dir``.
+    with an optional cache (``cache_dir``, see :class:`CachedModel`).
 
     ``ref`` is a resolved model (:func:`adaptlab.models.resolve_model`); ``options`` are the
     encoder options (backend, instructions, max_seq_length, ...), part of the cache key.
@@ -108,30 +328,35 @@ class Embedder(CachedModel):
     """
 
     def cache_key(self, texts: list[str], kind: str) -> str:
-        payload = [self.revision, kind, texts_hash(texts), self.options]
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
+        """``sha256(revision, kind, texts, options, adaptlab version)``."""
+        return self._key(self.revision, kind, texts_hash(texts), self.options)
 
     def __call__(self, texts: list[str], kind: str) -> np.ndarray:
         name = f"{self.cache_key(texts, kind)}.npy" if self._cache is not None else None
         if name is not None:
             hit = self._cache.load(name)
             if hit is not None:
+                self._note_cache(len(texts), len(texts))
                 return hit
         use_ray = self.wants_ray(len(texts))
         self.used_ray = self.used_ray or use_ray
         out = embed_texts(texts, self.ref, kind=kind, batch_size=self.batch_size, num_actors=self.num_actors,
                           options=self.options, use_ray=use_ray, progress=True)
         out = np.ascontiguousarray(out, dtype=np.float32)
+        self._note_cache(0, len(texts))
         if name is not None:
             self._cache.save(name, out)
         return out
 
 
 class ArrayCache:
-    """Matrices by name under a local directory or a URI (through ``pyarrow.fs``)."""
+    """Matrices by name under a local directory or a URI (through ``pyarrow.fs``). With an
+    ``owner`` (:class:`EmbeddingCache`), a local read touches the file and every write is followed
+    by the owner's eviction."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, *, owner: EmbeddingCache | None = None) -> None:
         self.root = root
+        self.owner = owner
         self._fs: Any = None
         self._base = ""
         self._warned = False
@@ -142,49 +367,59 @@ class ArrayCache:
 
     @property
     def is_uri(self) -> bool:
-        return isinstance(self.root, str) and _URI_RE.match(self.root) is not None
+        return _is_uri(self.root)
 
     def _remote(self) -> tuple[Any, str]:
         if self._fs is None:
-            from pyarrow import fs as pafs  # deferred: only a cache on a URI needs it
-
-            uri = str(self.root)
-            if uri.split("://", 1)[0].lower() in ("s3", "s3a") and "?" not in uri:
-                # a small object in one PUT (no multipart upload), as the store's own writes
-                uri += "?allow_delayed_open=true"
-            self._fs, self._base = pafs.FileSystem.from_uri(uri)
-        return self._fs, self._base.rstrip("/")
+            self._fs, self._base = _filesystem(self.root)
+        return self._fs, self._base
 
     def load(self, name: str) -> np.ndarray | None:
         try:
-            if not self.is_uri:
-                path = Path(self.root) / name
-                return np.load(path) if path.exists() else None
-            fs, base = self._remote()
-            from pyarrow import fs as pafs
-
-            if fs.get_file_info(f"{base}/{name}").type == pafs.FileType.NotFound:
-                return None
-            with fs.open_input_stream(f"{base}/{name}") as f:
-                return np.load(io.BytesIO(f.read()))
+            return self._load_local(Path(self.root) / name) if not self.is_uri else self._load_remote(name)
+        except FileNotFoundError:  # evicted (or never written) between the look and the read
+            return None
         except Exception as e:  # noqa: BLE001 - a cache miss, never a failure
             self._warn("read", e)
             return None
+
+    def _load_local(self, path: Path) -> np.ndarray | None:
+        if not path.exists():
+            return None
+        with open(path, "rb") as f:  # an open file survives a concurrent eviction
+            out = np.load(f)
+        if self.owner is not None:
+            os.utime(path)  # used now: least recently used goes first
+        return out
+
+    def _load_remote(self, name: str) -> np.ndarray | None:
+        fs, base = self._remote()
+        from pyarrow import fs as pafs
+
+        if fs.get_file_info(f"{base}/{name}").type == pafs.FileType.NotFound:
+            return None
+        with fs.open_input_stream(f"{base}/{name}") as f:
+            return np.load(io.BytesIO(f.read()))
 
     def save(self, name: str, array: np.ndarray) -> None:
         try:
             if not self.is_uri:
                 _save_atomic(Path(self.root) / name, array)
-                return
-            fs, base = self._remote()
-            buf = io.BytesIO()
-            np.save(buf, array)
-            if fs.type_name == "local":  # object stores have no folders to create
-                fs.create_dir(base, recursive=True)
-            with fs.open_output_stream(f"{base}/{name}") as f:  # one PUT on object storage
-                f.write(buf.getvalue())
+            else:
+                self._save_remote(name, array)
+            if self.owner is not None:
+                self.owner.evict()
         except Exception as e:  # noqa: BLE001 - the study goes on without the cache
             self._warn("write", e)
+
+    def _save_remote(self, name: str, array: np.ndarray) -> None:
+        fs, base = self._remote()
+        buf = io.BytesIO()
+        np.save(buf, array)
+        if fs.type_name == "local":  # object stores have no folders to create
+            fs.create_dir(base, recursive=True)
+        with fs.open_output_stream(f"{base}/{name}") as f:  # one PUT on object storage
+            f.write(buf.getvalue())
 
     def _warn(self, what: str, e: Exception) -> None:
         if not self._warned:
@@ -199,7 +434,12 @@ def _where(root: Path | str) -> str:
 
 
 def _save_atomic(path: Path, array: np.ndarray) -> None:
+    """Write to a hidden temporary file in the same folder, then rename over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{np.random.default_rng().integers(1 << 30)}.npy")
-    np.save(tmp, array)
-    tmp.replace(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            np.save(f, array)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)

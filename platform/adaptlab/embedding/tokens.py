@@ -37,8 +37,6 @@ effect is of fp16 size (~1e-3; not measured here).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -171,6 +169,7 @@ class TokenEmbedder(CachedModel):
     """
 
     interaction = "late"
+    cache_folder = "tokens"  # in a shared EmbeddingCache, beside the dense "embeddings"
 
     def __init__(
         self,
@@ -214,14 +213,13 @@ class TokenEmbedder(CachedModel):
         return self._factory
 
     def cache_key(self, texts: list[str], kind: str) -> str:
-        """``sha256("tokens", revision, kind, texts, encoder options)``; the search options
+        """``sha256("tokens", revision, kind, texts, encoder options, adaptlab version)``; the search options
         (``search``, ``nbits``: :data:`~adaptlab.models.colbert.RETRIEVAL_OPTIONS`) do not change
         a token vector and are left out, so switching exact/PLAID search re-encodes nothing."""
         from adaptlab.models.colbert import RETRIEVAL_OPTIONS  # light: no torch or colbert import
 
         options = {k: v for k, v in self.options.items() if k not in RETRIEVAL_OPTIONS}
-        payload = ["tokens", self.revision, kind, texts_hash(texts), options]
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
+        return self._key("tokens", self.revision, kind, texts_hash(texts), options)  # + the adaptlab version
 
     def on_ray(self, n: int) -> bool:
         """Whether a call of ``n`` texts goes to the actor pool (the module docstring's rule)."""
@@ -254,9 +252,11 @@ class TokenEmbedder(CachedModel):
             offsets = self._cache.load(f"{key}.tokens.offsets.npy")
             vectors = self._cache.load(f"{key}.tokens.vectors.npy") if offsets is not None else None
             if vectors is not None:
+                self._note_cache(len(texts), len(texts))
                 return TokenVectors(vectors, offsets)
         self.last_run = self.encode(texts, kind)
         out = self.last_run.tokens
+        self._note_cache(0, len(texts))
         if self._cache is not None:
             self._cache.save(f"{key}.tokens.vectors.npy", out.vectors)
             self._cache.save(f"{key}.tokens.offsets.npy", out.offsets)

@@ -21,7 +21,10 @@ loop (:func:`evaluate_systems`), so ``[analysis]``, provenance (canonical model 
 revision; adapted systems' artifacts in ``config.systems``), the run config (with ``split``),
 path resolution (relative to the project root) and ``export_run`` behave the same. Every system
 is evaluated on the same queries, so comparisons are paired. Seeds: :mod:`adaptlab.study.seeds`.
-Document embeddings are cached by content hash under ``<store>/.cache`` so a re-run resumes.
+Embeddings are cached by content hash in the shared embedding cache (``[embedding].cache``, else
+``$ADAPTLAB_EMBEDDING_CACHE``, ``$ADAPTLAB_CACHE`` or the user's cache folder:
+:mod:`adaptlab.embedding.cache`), outside any store, so a re-run resumes and a new store or another
+study on the same model and texts embeds nothing.
 
 Late interaction (ColBERT). A system whose ``[[models]]`` entry resolves to the ``colbert``
 backend (``backend = "colbert"``, or a ColBERT checkpoint with ``backend = "auto"``) goes through
@@ -49,7 +52,7 @@ import numpy as np
 from adaptlab.analysis import isotropy, overlap_metrics, similarity_thresholds, topic_diversity
 from adaptlab.data.trec import write_trec_run
 from adaptlab.embedding import release_pools
-from adaptlab.embedding.cache import Embedder
+from adaptlab.embedding.cache import EmbeddingCache, Embedder
 from adaptlab.embedding.tokens import TokenEmbedder
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.evaluation import summarise
@@ -108,6 +111,7 @@ def run_study(
     if tune is not None:
         tune_param_space(tune, study.source)  # fail on a bad space before any work
     check_inputs(study)  # every dataset and model, before Ray starts and before any embedding
+    EmbeddingCache.of_section(study.embedding, study.source)  # a bad cache setting fails before any work
     ray_start = None
     if study.embedding.use_ray or (settings is not None and (settings.use_ray or tune is not None)):
         from adaptlab.runtime import start_ray  # deferred: imports ray
@@ -202,8 +206,8 @@ def evaluate_systems(
     ``[analysis]`` rows; one store commit per dataset."""
     measures = parse_measures(study.evaluation.metrics)
     depth = max([study.evaluation.k, *[m.k for m in measures if m.k is not None]])
-    cache_dir = store_root / ".cache" / "embeddings" if store_root is not None else None
-    ev = _Evaluation(study, list(systems), {s.name: system_embedder(s.section, study, cache_dir) for s in systems},
+    cache = EmbeddingCache.of_section(study.embedding, study.source)  # shared by stores and studies
+    ev = _Evaluation(study, list(systems), {s.name: system_embedder(s.section, study, cache) for s in systems},
                      measures, depth, study.bootstrap_config(), baseline, store_root, dict(extra_config or {}),
                      tuple(pairs) if pairs is not None else None)
     several = len(systems) * len(datasets) > 1
@@ -232,9 +236,11 @@ def _committed_note(outcomes: list[DatasetOutcome], store_root: Path | None) -> 
             "atomic commit, so running the study again stores them again as new runs]")
 
 
-def system_embedder(section: ModelSection, study: Study, cache_dir: Path | None) -> Embedder | TokenEmbedder:
+def system_embedder(section: ModelSection, study: Study,
+                    cache_dir: EmbeddingCache | Path | None) -> Embedder | TokenEmbedder:
     """The embedder of one system: a :class:`TokenEmbedder` (token vectors) when its model is late
-    interaction (the ``colbert`` backend), else the dense :func:`model_embedder`."""
+    interaction (the ``colbert`` backend), else the dense :func:`model_embedder`; both cache in
+    ``cache_dir`` (the shared :class:`~adaptlab.embedding.cache.EmbeddingCache`)."""
     ref = resolve_model(study.resolve_model_ref(section.ref))
     if pick_backend(ref, section.backend or "auto") != "colbert":
         return model_embedder(section, study, cache_dir)
@@ -271,14 +277,24 @@ def _retrieve(ev: _Evaluation, system: SystemInfo, plan: EvalDataset, judged: li
         log(f"[adaptlab] token-embedding {len(doc_texts)} documents and {len(query_texts)} queries with "
             f"{system.name!r} (late interaction, exact MaxSim)")
         d_tok = embed(doc_texts, "document")
+        hits = embed.from_cache
         q_tok = embed(query_texts, "query")
+        _log_cache_use(embed, system.name, hits + embed.from_cache, len(doc_texts) + len(query_texts))
         return build_late_records(judged, q_tok, doc_ids, d_tok, qrels, system=system.name, dataset=plan.name,
                                   k=k, seed=seed), None
     log(f"[adaptlab] embedding {len(doc_texts)} documents and {len(query_texts)} queries with {system.name!r}")
     d_emb = embed(doc_texts, "document")
+    hits = embed.from_cache
     q_emb = embed(query_texts, "query")
+    _log_cache_use(embed, system.name, hits + embed.from_cache, len(doc_texts) + len(query_texts))
     return build_records(judged, q_emb, doc_ids, d_emb, qrels, system=system.name, dataset=plan.name, k=k,
                          seed=seed), d_emb
+
+
+def _log_cache_use(embed: Embedder | TokenEmbedder, system: str, hits: int, n: int) -> None:
+    """A progress line when texts came from the embedding cache (the INFO log has every call)."""
+    if hits and isinstance(embed.cache_dir, EmbeddingCache):
+        log(f"[adaptlab] {system}: {hits} of {n} texts from the embedding cache {embed.cache_dir.where}")
 
 
 def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:

@@ -59,6 +59,7 @@ from adaptlab.data.dataset import Dataset
 from adaptlab.data.documents import Document, corpus_from_dataset, load_documents
 from adaptlab.data.loaders import DATASET_FORMATS
 from adaptlab.data.synthetic import RawDocument, synthetic_documents
+from adaptlab.embedding.cache import EmbeddingCache
 from adaptlab.errors import ConfigError
 from adaptlab.study.adapt_config import AdaptSettings, TuneSettings, tune_param_space
 from adaptlab.study.inputs import EvalDataset, log, model_embedder
@@ -398,7 +399,8 @@ def comparison_pairs(systems: Sequence[SystemInfo], baseline: str | None) -> tup
     return tuple(out)
 
 
-def _prepare(study: Study, settings: AdaptSettings, cache_dir: Path | None) -> tuple[AdaptationData, Path]:
+def _prepare(study: Study, settings: AdaptSettings,
+             cache_dir: EmbeddingCache | None) -> tuple[AdaptationData, Path]:
     """Chunks, held-out set, nested scales, questions and triplets (cached under ``data_dir``)."""
     documents, synthetic_raw = load_corpus(settings, study)
     generator = question_generator(settings, synthetic_raw)
@@ -428,7 +430,7 @@ def adaptation_stage(study: Study, settings: AdaptSettings, tune_settings: TuneS
     returns the systems to evaluate and the held-out dataset. Ray, when used, is started by the
     caller. Adapted models are content-addressed artifacts, so a rerun trains nothing."""
     timings: dict[str, float] = {}
-    cache_dir = store_dir / ".cache" / "embeddings" if store_dir is not None else None
+    cache_dir = EmbeddingCache.of_section(study.embedding, study.source)  # the shared embedding cache
     t0 = time.perf_counter()
     data, data_dir = _prepare(study, settings, cache_dir)
     timings["prepare_s"] = time.perf_counter() - t0

@@ -160,11 +160,16 @@ class BootstrapSection:
 
 @dataclass
 class EmbeddingSection:
-    """``[embedding]``: Ray actor pool settings (``use_ray = false``: embed in-process)."""
+    """``[embedding]``: Ray actor pool settings (``use_ray = false``: embed in-process) and the
+    shared embedding cache (``cache``: a folder, a URI or ``"off"``; ``""``:
+    ``$ADAPTLAB_EMBEDDING_CACHE``, else ``$ADAPTLAB_CACHE`` or the user's cache folder;
+    ``cache_max_gib``: its size bound, 0 for the default; see :mod:`adaptlab.embedding.cache`)."""
 
     use_ray: bool = True
     num_actors: int = 0
     batch_size: int = 0
+    cache: str = ""
+    cache_max_gib: float = 0.0
 
 
 @dataclass
