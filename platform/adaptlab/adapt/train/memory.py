@@ -152,16 +152,24 @@ class EncoderShape:
         )
 
 
+def _json_value(file: Path, key: str) -> int | None:
+    try:
+        value = json.loads(file.read_text()).get(key)
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None
+    return int(value) if isinstance(value, (int, float)) and 0 < value < 1e6 else None
+
+
 def _sentence_max_length(root: Path, config: dict[str, Any]) -> int:
-    """The sentence model's ``max_seq_length``, else the position embeddings' length."""
+    """The sentence model's ``max_seq_length`` (``sentence_bert_config.json``; sentence-transformers
+    5.7 keeps it as the tokenizer's ``model_max_length``), at most the position embeddings'."""
+    positions = int(config.get("max_position_embeddings", 512))
     for folder in (root, transformer_dir(root)):
-        try:
-            value = json.loads((folder / "sentence_bert_config.json").read_text()).get("max_seq_length")
-        except (OSError, json.JSONDecodeError):
-            continue
-        if value:
-            return int(value)
-    return int(config.get("max_position_embeddings", 512))
+        for file, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
+            value = _json_value(folder / file, key)
+            if value is not None:
+                return min(value, positions)
+    return positions
 
 
 def activation_bytes(shape: EncoderShape, sequences: int, tokens: int) -> int:
