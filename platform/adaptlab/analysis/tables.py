@@ -10,7 +10,8 @@ Nothing here reads a store.
   :func:`format_wide` does both in one call.
 
 Cells read ``0.727 [0.674, 0.780]``: the point estimate and its confidence interval, with
-``digits`` decimals. A cell is marked (``†``; LaTeX ``\\textsuperscript{\\dag}``) when the
+``digits`` decimals (default :data:`~adaptlab.analysis.present.DIGITS`), written by
+:mod:`adaptlab.analysis.present`, the renderer the CLI and the report share. A cell is marked (``†``; LaTeX ``\\textsuperscript{\\dag}``) when the
 paired comparison of the system with its baseline has an adjusted p-value (``p_adjusted``, else
 ``p_value``) below ``alpha``. The baseline is the one given, or else read from the comparisons:
 when, in a dataset, every compared system has exactly one ``compared_to`` and no baseline is
@@ -25,11 +26,25 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from adaptlab.analysis.present import (
+    ALPHA,
+    DAGGER,
+    DIGITS,
+    LATEX_DAGGER,
+    RULE,
+    Estimate,
+    check_digits,
+    format_number,
+    is_missing,
+    latex_escape,
+    render_cell,
+    render_table,
+    terminal_escape,
+)
 from adaptlab.errors import ConfigError
 
 __all__ = [
@@ -54,19 +69,8 @@ __all__ = [
     "wide_table",
 ]
 
-ALPHA: float = 0.05
-"""A cell is marked when the p-value of its comparison with the baseline is below this."""
-DAGGER: str = "\u2020"
-"""The mark of the text table."""
-LATEX_DAGGER: str = r"\textsuperscript{\dag}"
-"""The mark of the LaTeX table."""
 FORMATS: tuple[str, ...] = ("table", "csv", "json", "latex")
 
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
-}
 _METHODS = {"percentile": "percentile bootstrap", "bca": "BCa bootstrap", "basic": "basic bootstrap",
             "wilson": "Wilson score interval", "jeffreys": "Jeffreys interval"}
 _BOOTSTRAP_METHODS = {"percentile", "bca", "basic", None}
@@ -113,10 +117,6 @@ class WideTable:
     def datasets(self) -> list[str]:
         """The datasets in table order."""
         return list(dict.fromkeys(r.dataset for r in self.rows))
-
-
-def _missing(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
 
 
 def _num(x: Any) -> float | None:
@@ -190,7 +190,7 @@ def _named_baselines(grid: Mapping[tuple[str, str], Any], pairs: Mapping[tuple[s
 def _p(row: Mapping[str, Any]) -> float | None:
     """The comparison's adjusted p-value, else its raw one."""
     for key in ("p_adjusted", "p_value"):
-        if not _missing(row.get(key)):
+        if not is_missing(row.get(key)):
             return float(row[key])
     return None
 
@@ -206,8 +206,8 @@ def wide_table(rows: Iterable[Mapping[str, Any]], *, measures: Sequence[str] | N
     dataset (several runs, or per-space analysis rows) is left out, with a note. Raises
     :class:`~adaptlab.errors.ConfigError` when no score row is left."""
     rows = list(rows)
-    scores = [r for r in rows if _missing(r.get("compared_to"))]
-    comparisons = [r for r in rows if not _missing(r.get("compared_to"))]
+    scores = [r for r in rows if is_missing(r.get("compared_to"))]
+    comparisons = [r for r in rows if not is_missing(r.get("compared_to"))]
     grid, several = _grid(scores)
     order = _measure_order(scores, measures, several)
     notes = [f"left out {m}: several rows for {where} (keep one run per system and dataset, e.g. the latest, "
@@ -244,39 +244,18 @@ def wide_table(rows: Iterable[Mapping[str, Any]], *, measures: Sequence[str] | N
 
 
 # -- cells --------------------------------------------------------------------------------------
-def format_number(x: float | None, digits: int = 3) -> str:
-    """``x`` with ``digits`` decimals (``-0.000`` shown as ``0.000``); ``n/a`` for None and NaN."""
-    if _missing(x):
-        return "n/a"
-    text = f"{float(x):.{digits}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
-
-
-def _check_digits(digits: int) -> int:
-    if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 12:
-        raise ConfigError(f"digits must be an integer between 0 and 12, got {digits!r}")
-    return digits
-
-
-def format_cell(cell: Cell | None, digits: int = 3, *, alpha: float = ALPHA, mark: str = DAGGER,
-                number: Callable[[str], str] = str, bold: bool = False,
-                bolden: Callable[[str], str] = str) -> str:
+def format_cell(cell: Cell | None, digits: int = DIGITS, *, alpha: float = ALPHA, style: str = "text",
+                bold: bool = False) -> str:
     """``"0.727 [0.674, 0.780]"`` (just the value when the CI is not stored; ``"-"`` for no cell),
-    with ``mark`` appended when the comparison with the baseline has p < ``alpha``. ``number``
-    rewrites each number (LaTeX minus signs); ``bolden`` wraps the point estimate when ``bold``."""
-    if cell is None:
-        return "-"
-    value = number(format_number(cell.value, digits))
-    text = bolden(value) if bold else value
-    if not (_missing(cell.ci_low) or _missing(cell.ci_high)):
-        text += f" [{number(format_number(cell.ci_low, digits))}, {number(format_number(cell.ci_high, digits))}]"
-    return text + (mark if cell.marked(alpha) else "")
+    with the style's mark appended when the comparison with the baseline has p < ``alpha``;
+    ``bold`` (LaTeX) wraps the point estimate. See :func:`adaptlab.analysis.present.render_cell`."""
+    return render_cell(_estimate(cell, alpha, bold), style, digits)
 
 
 def _best(table: WideTable, dataset: str, measure: str, digits: int) -> set[str]:
     """Systems of ``dataset`` with the highest point estimate of ``measure`` at the shown precision."""
     shown = {r.system: float(format_number(r.cells[measure].value, digits)) for r in table.rows
-             if r.dataset == dataset and measure in r.cells and not _missing(r.cells[measure].value)}
+             if r.dataset == dataset and measure in r.cells and not is_missing(r.cells[measure].value)}
     top = max(shown.values(), default=None)
     return {s for s, v in shown.items() if v == top}
 
@@ -297,10 +276,10 @@ def _span(values: set[int]) -> str:
 
 def _interval_text(scores: Sequence[Mapping[str, Any]]) -> str:
     """What the brackets hold: level, method (per measure when they differ) and bootstrap size."""
-    with_ci = [r for r in scores if not (_missing(r.get("ci_low")) or _missing(r.get("ci_high")))]
+    with_ci = [r for r in scores if not (is_missing(r.get("ci_low")) or is_missing(r.get("ci_high")))]
     if not with_ci:
         return "Point estimates (no confidence intervals stored)."
-    levels = sorted({float(r["confidence"]) for r in with_ci if not _missing(r.get("confidence"))})
+    levels = sorted({float(r["confidence"]) for r in with_ci if not is_missing(r.get("confidence"))})
     level = (f"{_pct(levels[0])} confidence intervals" if len(levels) == 1 else
              f"confidence intervals (levels {_join(_pct(v) for v in levels)})" if levels else
              "confidence intervals (level not stored)")
@@ -313,11 +292,11 @@ def _interval_text(scores: Sequence[Mapping[str, Any]]) -> str:
     how = methods[0] if len(methods) == 1 else "; ".join(f"{t} for {_join(ms)}" for t, ms in
                                                           zip(methods, by_method.values()))
     boot = [r for r in with_ci if r.get("interval_method") in _BOOTSTRAP_METHODS]
-    sizes = {int(r["n_resamples"]) for r in boot if not _missing(r.get("n_resamples"))}
+    sizes = {int(r["n_resamples"]) for r in boot if not is_missing(r.get("n_resamples"))}
     if sizes:
         how += f"; {_span(sizes)} bootstrap resamples"
-        drawn = {int(r["sample_size"]) for r in boot if not _missing(r.get("sample_size"))
-                 and not _missing(r.get("n_queries")) and int(r["sample_size"]) != int(r["n_queries"])}
+        drawn = {int(r["sample_size"]) for r in boot if not is_missing(r.get("sample_size"))
+                 and not is_missing(r.get("n_queries")) and int(r["sample_size"]) != int(r["n_queries"])}
         how += f" of {_span(drawn)} queries each" if drawn else ""
     return f"Point estimates with {level} in brackets ({how})."
 
@@ -325,7 +304,7 @@ def _interval_text(scores: Sequence[Mapping[str, Any]]) -> str:
 def _queries_text(table: WideTable) -> str:
     counts: dict[str, set[int]] = {}
     for r in table.scores:
-        if not _missing(r.get("n_queries")):
+        if not is_missing(r.get("n_queries")):
             counts.setdefault(str(r["dataset"]), set()).add(int(r["n_queries"]))
     if not counts:
         return ""
@@ -355,10 +334,10 @@ def mark_note(table: WideTable) -> str:
     if not groups:
         return ""
     against = "; ".join(f"{_join(systems)} against {base}" for base, systems in groups.items())
-    adjusted = [r for r in used if not _missing(r.get("p_adjusted"))]
+    adjusted = [r for r in used if not is_missing(r.get("p_adjusted"))]
     names = sorted({str(r.get("adjustment") or "an unnamed adjustment") for r in adjusted})
     names = [_ADJUSTMENTS.get(n, n) for n in names]
-    sizes = {int(r["family_size"]) for r in adjusted if not _missing(r.get("family_size"))}
+    sizes = {int(r["family_size"]) for r in adjusted if not is_missing(r.get("family_size"))}
     if adjusted and names != ["none"]:
         how = (f"p-values adjusted with {' or '.join(names)} within each family of one dataset and one measure"
                + (f" ({_span(sizes)} tests per family)" if sizes else ""))
@@ -369,27 +348,21 @@ def mark_note(table: WideTable) -> str:
 
 
 # -- renderers ----------------------------------------------------------------------------------
-def _aligned(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
-    """Left-aligned text columns under a dashed rule."""
-    widths = [max([len(h), *(len(r[i]) for r in body)]) for i, h in enumerate(header)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in body)])
+def _estimate(cell: Cell | None, alpha: float, bold: bool = False) -> Estimate | str:
+    return "-" if cell is None else Estimate(cell.value, cell.ci_low, cell.ci_high, cell.marked(alpha), bold)
 
 
-def to_text(table: WideTable, digits: int = 3) -> str:
+def to_text(table: WideTable, digits: int = DIGITS) -> str:
     """The table as aligned text: ``dataset``, ``system`` and a column per measure, followed by
-    the caption, what the mark means and the notes."""
-    digits = _check_digits(digits)
-    body = [[r.dataset, r.system, *(format_cell(r.cells.get(m), digits, alpha=table.alpha) for m in table.measures)]
+    the caption, what the mark means and the notes; every name escaped for the terminal."""
+    digits = check_digits(digits)
+    body = [[r.dataset, r.system, *(_estimate(r.cells.get(m), table.alpha) for m in table.measures)]
             for r in table.rows]
-    lines = [_aligned(["dataset", "system", *table.measures], body), caption(table)]
+    lines = [render_table(["dataset", "system", *table.measures], body, "text", digits=digits), caption(table)]
     note = mark_note(table)
     lines += [f"{DAGGER} {note}"] if note else []
     lines += [f"note: {n}" for n in table.notes]
-    return "\n".join(lines)
+    return "\n".join([lines[0], *(terminal_escape(line) for line in lines[1:])])
 
 
 def to_records(table: WideTable) -> list[dict[str, Any]]:
@@ -416,49 +389,37 @@ def to_csv(table: WideTable) -> str:
     return buf.getvalue()
 
 
-def latex_escape(text: object) -> str:
-    """``text`` safe in LaTeX text mode: ``\\ & % $ # _ { } ~ ^ < > |`` become commands or
-    escapes, line breaks become spaces."""
-    return "".join(_LATEX_SPECIAL.get(ch, " " if ch in "\r\n" else ch) for ch in str(text))
-
-
-def _latex_number(text: str) -> str:
-    return "$-$" + text[1:] if text.startswith("-") else text
-
-
-def _latex_rows(table: WideTable, digits: int) -> list[str]:
+def _latex_rows(table: WideTable, digits: int) -> list[list[Estimate | str] | str]:
     """The body of the tabular: one block per dataset, its name on the block's first row."""
-    lines: list[str] = []
+    rows: list[list[Estimate | str] | str] = []
     for i, ds in enumerate(table.datasets()):
-        lines += [r"\midrule"] if i else []
+        rows += [RULE] if i else []
         best = {m: _best(table, ds, m, digits) for m in table.measures}
         for j, r in enumerate(x for x in table.rows if x.dataset == ds):
-            cells = [format_cell(r.cells[m], digits, alpha=table.alpha, mark=LATEX_DAGGER, number=_latex_number,
-                                 bold=r.system in best[m], bolden=lambda s: rf"\textbf{{{s}}}")
-                     if m in r.cells else "--" for m in table.measures]
-            lines.append(" & ".join([latex_escape(ds) if j == 0 else "", latex_escape(r.system), *cells]) + r" \\")
-    return lines
+            cells = [_estimate(r.cells[m], table.alpha, r.system in best[m]) if m in r.cells else "--"
+                     for m in table.measures]
+            rows.append([ds if j == 0 else "", r.system, *cells])
+    return rows
 
 
-def to_latex(table: WideTable, digits: int = 3, *, label: str | None = "tab:results") -> str:
+def to_latex(table: WideTable, digits: int = DIGITS, *, label: str | None = "tab:results") -> str:
     """A complete ``table`` environment (booktabs rules): caption, one ``tabular`` with a block
     per dataset and a column per measure, the best value of each column in bold, and a footnote
     line for the mark. Every name is escaped. Needs ``\\usepackage{booktabs}``."""
-    digits = _check_digits(digits)
-    head = " & ".join(["Dataset", "System", *(latex_escape(m) for m in table.measures)]) + r" \\"
+    digits = check_digits(digits)
+    tabular = render_table(["Dataset", "System", *table.measures], _latex_rows(table, digits), "latex",
+                           digits=digits, align="ll" + "c" * len(table.measures))
     lines = ["% adaptlab paper table; needs \\usepackage{booktabs}",
              *(f"% note: {latex_escape(n)}" for n in table.notes),
              r"\begin{table}[t]", r"\centering", rf"\caption{{{latex_escape(caption(table, bold=True))}}}",
-             *([rf"\label{{{label}}}"] if label else []),
-             rf"\begin{{tabular}}{{ll{'c' * len(table.measures)}}}", r"\toprule", head, r"\midrule",
-             *_latex_rows(table, digits), r"\bottomrule", r"\end{tabular}"]
+             *([rf"\label{{{label}}}"] if label else []), tabular]
     note = mark_note(table)
     if note:
         lines += [r"\par\smallskip", rf"{{\footnotesize {LATEX_DAGGER}\,{latex_escape(note)}\par}}"]
     return "\n".join([*lines, r"\end{table}"])
 
 
-def render(table: WideTable, fmt: str = "table", digits: int = 3, **latex: Any) -> str:
+def render(table: WideTable, fmt: str = "table", digits: int = DIGITS, **latex: Any) -> str:
     """``table`` as ``fmt``: ``table`` (aligned text), ``csv``, ``json`` or ``latex``."""
     if fmt == "table":
         return to_text(table, digits)
@@ -471,7 +432,7 @@ def render(table: WideTable, fmt: str = "table", digits: int = 3, **latex: Any) 
     raise ConfigError(f"table format {fmt!r}: expected one of {', '.join(FORMATS)}")
 
 
-def format_wide(rows: Iterable[Mapping[str, Any]], fmt: str = "table", *, digits: int = 3,
+def format_wide(rows: Iterable[Mapping[str, Any]], fmt: str = "table", *, digits: int = DIGITS,
                 measures: Sequence[str] | None = None, baseline: str | Sequence[str] | None = None,
                 alpha: float = ALPHA,
                 **latex: Any) -> str:

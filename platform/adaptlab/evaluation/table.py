@@ -1,26 +1,20 @@
 """Plain-text tables of an evaluation, laid out like Table 2 of the reference study
 (000_2bab498a74ac645b.txt): per system the point value, bootstrap mean, CI (labelled from the
 stored ``confidence`` and interval method) and CI width; paired differences with raw and
-multiplicity-adjusted p-values and the family size."""
+multiplicity-adjusted p-values and the family size. Numbers and layout come from
+:mod:`adaptlab.analysis.present` (the digits the report and the paper table print)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from adaptlab.analysis.present import format_interval, format_p, render_table, terminal_escape_lines
 from adaptlab.evaluation.summary import EvaluationSummary
-from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label, format_p_value
+from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label
 
-__all__ = ["format_pairs", "format_summary", "render_table"]
+__all__ = ["format_pairs", "format_summary"]
 
 _ADJ_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no adjustment"}
-
-
-def render_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Left-aligned text columns; floats with 4 decimals."""
-    cells = [[f"{c:.4f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
-    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) if cells else len(str(h)) for i, h in enumerate(header)]
-    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in cells)])
 
 
 def format_summary(s: EvaluationSummary) -> str:
@@ -28,7 +22,7 @@ def format_summary(s: EvaluationSummary) -> str:
     run lacks (scored 0) are counted in the header and per system."""
     ranked = any(r.rank is not None for per in s.systems.values() for r in per.values())
     rows = [
-        [name, m, r.value, r.boot_mean, f"[{r.ci_low:.4f}, {r.ci_high:.4f}]", r.ci_width]
+        [name, m, r.value, r.boot_mean, format_interval(r.ci_low, r.ci_high), r.ci_width]
         + ([_rank(r)] if ranked else [])
         for name, per in s.systems.items() for m, r in per.items()
     ]
@@ -44,7 +38,7 @@ def format_summary(s: EvaluationSummary) -> str:
     if ranked:
         header.append("rank [interval]")
         head += "\nrank [interval]: from the shared bootstrap resamples; * = statistically tied with the best"
-    return head + "\n" + render_table(header, rows)
+    return terminal_escape_lines(head) + "\n" + render_table(header, rows)
 
 
 def _rank(r: object) -> str:
@@ -65,11 +59,11 @@ def format_pairs(s: EvaluationSummary) -> str:
         header += ["p sign", "p wilcoxon"]
     rows = []
     for p in s.pairs:
-        row = [f"{p.a} - {p.b}", p.measure, p.diff, f"[{p.ci_low:.4f}, {p.ci_high:.4f}]",
-               format_p_value(p.p_value, s.n_resamples),
-               f"{format_p_value(p.p_adjusted)} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
+        row = [f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high),
+               format_p(p.p_value, s.n_resamples),
+               f"{format_p(p.p_adjusted)} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
         if exact:
-            row += [format_p_value(p.p_exact), format_p_value(p.p_wilcoxon)]
+            row += [format_p(p.p_exact), format_p(p.p_wilcoxon)]
         rows.append(row)
     adj = _ADJ_NAMES.get(s.adjustment, s.adjustment)
     note = (f"p: two-sided paired bootstrap ({s.n_resamples} resamples, floor 1/(m+1)); p adj: {adj} within "
