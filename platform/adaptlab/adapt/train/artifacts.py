@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import ConfigError, StoreError
+from adaptlab.adapt.train.object_store import check_remote_support, open_remote
 from adaptlab.models.resolve import MODEL_ALIASES, resolve_model
 
 __all__ = [
@@ -351,6 +352,8 @@ class ArtifactWriter:
         info: Mapping[str, Any] | None = None,
     ) -> None:
         self.uri_root = artifact_root_text(root) if is_artifact_uri(os.fspath(root)) else None
+        if self.uri_root is not None:
+            check_remote_support(self.uri_root)  # a missing client fails now, not after training
         self.root = artifact_cache_dir() if self.uri_root else Path(root)
         self.inputs = dict(inputs)
         self.info = dict(info or {})
@@ -467,32 +470,16 @@ def _check_no_pickles(model_dir: Path) -> None:
 # --------------------------------------------------------------------------- artifacts on a URI
 
 
-def _remote_fs(uri: str) -> tuple[Any, str]:
-    """``(pyarrow file system, path)`` of ``uri``; credentials and endpoint from the environment."""
-    from pyarrow import fs as pafs  # deferred: only artifacts on a URI need it
-
-    target = uri
-    if uri.split("://", 1)[0].lower() in ("s3", "s3a") and "?" not in uri:
-        target += "?allow_delayed_open=true"  # a small file in one PUT, as the embedding cache
-    try:
-        fs, path = pafs.FileSystem.from_uri(target)
-    except Exception as e:  # noqa: BLE001 - reported as a store error, without the URI's secrets
-        raise StoreError(f"{_where(uri)}: cannot open the artifact location ({type(e).__name__})") from None
-    return fs, path.rstrip("/")
-
-
 def _remote_manifest(uri: str) -> dict[str, Any] | None:
     """The manifest of the artifact at ``uri``, or None when it has none (not, or half, published)."""
-    from pyarrow import fs as pafs
-
-    fs, base = _remote_fs(uri)
     try:
-        if fs.get_file_info(f"{base}/{MANIFEST}").type == pafs.FileType.NotFound:
-            return None
-        with fs.open_input_stream(f"{base}/{MANIFEST}") as f:
-            data = json.loads(f.read().decode())
+        raw = open_remote(uri).read_bytes(MANIFEST)
+        data = None if raw is None else json.loads(raw.decode())
     except (OSError, ValueError) as e:
-        raise StoreError(f"{_where(uri)}/{MANIFEST}: cannot read the artifact manifest ({type(e).__name__})") from None
+        raise StoreError(f"{_where(uri)}/{MANIFEST}: cannot read the artifact manifest "
+                         f"({type(e).__name__}: {_where(str(e))[:200]})") from None
+    if data is None:
+        return None
     if not isinstance(data, dict) or data.get("schema_version", 0) > ARTIFACT_SCHEMA_VERSION:
         raise StoreError(f"{_where(uri)}/{MANIFEST}: manifest schema is newer than this adaptlab understands; "
                          "upgrade adaptlab")
@@ -521,9 +508,11 @@ def _safe_relpath(rel: str) -> str:
 
 
 def publish_artifact(local_dir: str | Path, uri: str) -> Artifact:
-    """Publish the finished local artifact ``local_dir`` at ``uri``: every file of ``model/``, then
-    ``manifest.json`` last (with the files' hashes). Nothing is written when ``uri`` already has a
-    manifest; files left by a publish cut short are overwritten."""
+    """Publish the finished local artifact ``local_dir`` at ``uri``: every file of ``model/``
+    (streamed, large ones in parts; each checked against its SHA-256), then ``manifest.json`` last
+    (with the files' hashes). Nothing is written when ``uri`` already has a manifest; files left by
+    a publish cut short are overwritten. A failure raises one :class:`StoreError` line and leaves
+    no manifest (an unfinished multipart upload is aborted); publishing again starts over."""
     local, uri = Path(local_dir), uri.rstrip("/")
     manifest = _read_manifest(local)
     published = _remote_manifest(uri)
@@ -533,20 +522,18 @@ def publish_artifact(local_dir: str | Path, uri: str) -> Artifact:
         return Artifact(local, published, reused=True, uri=uri)
     if "files" not in manifest:
         manifest["files"] = _file_hashes(local)
-    fs, base = _remote_fs(uri)
+    started, remote = time.monotonic(), open_remote(uri)
     try:
-        if fs.type_name == "local":  # object stores have no folders to create
-            for rel in manifest["files"]:
-                fs.create_dir(f"{base}/{rel}".rsplit("/", 1)[0], recursive=True)
-        for rel in manifest["files"]:
-            with (local / _safe_relpath(rel)).open("rb") as src, fs.open_output_stream(f"{base}/{rel}") as dst:
-                shutil.copyfileobj(src, dst, 1 << 22)
-        with fs.open_output_stream(f"{base}/{MANIFEST}") as dst:  # last: the artifact is now whole
-            dst.write(json.dumps(manifest, indent=2, sort_keys=True, default=str).encode())
+        for rel, digest in manifest["files"].items():
+            remote.upload(rel, local / _safe_relpath(rel), digest)
+        remote.put_bytes(MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=str).encode())
     except OSError as e:
-        raise StoreError(f"{_where(uri)}: cannot publish the artifact ({type(e).__name__}: "
-                         f"{_where(str(e))[:200]})") from None
-    _log.info("published artifact %s", _where(uri))
+        raise StoreError(f"{_where(uri)}: cannot publish the artifact after {time.monotonic() - started:.1f} s "
+                         f"({type(e).__name__}: {_where(str(e))[:200]}); no manifest was written, "
+                         "publishing again starts over") from None
+    size = sum((local / rel).stat().st_size for rel in manifest["files"])
+    _log.info("published artifact %s (%d files, %.1f MB in %.1f s)", _where(uri), len(manifest["files"]),
+              size / 1e6, time.monotonic() - started)
     return Artifact(local, manifest, reused=False, uri=uri)
 
 
@@ -570,14 +557,13 @@ def materialize_artifact(uri: str, dest: str | Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.fetch-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    fs, base = _remote_fs(uri)
     try:
+        remote = open_remote(uri)
         for rel, digest in files.items():
             out = tmp / _safe_relpath(rel)
             out.parent.mkdir(parents=True, exist_ok=True)
-            with fs.open_input_stream(f"{base}/{rel}") as src, out.open("wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 22)
-            if digest is not None and _sha256_file(out) != digest:
+            got = remote.download(rel, out)
+            if digest is not None and got != digest:
                 raise StoreError(f"{_where(uri)}/{rel}: content does not match the manifest's hash")
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
         if (target / MANIFEST).is_file():  # another process here materialised it meanwhile
@@ -586,18 +572,17 @@ def materialize_artifact(uri: str, dest: str | Path | None = None) -> Path:
         os.rename(tmp, target)
     except OSError as e:
         raise StoreError(f"{_where(uri)}: cannot materialise the artifact into {target} "
-                         f"({type(e).__name__})") from None
+                         f"({type(e).__name__}: {_where(str(e))[:200]})") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
 def _list_model_files(uri: str) -> list[str]:
-    from pyarrow import fs as pafs
-
-    fs, base = _remote_fs(uri)
-    infos = fs.get_file_info(pafs.FileSelector(f"{base}/{MODEL_DIR}", recursive=True))
-    return sorted(i.path[len(base) + 1:] for i in infos if i.type == pafs.FileType.File)
+    try:
+        return open_remote(uri).list_files(MODEL_DIR)
+    except OSError as e:
+        raise StoreError(f"{_where(uri)}: cannot list the artifact's files ({type(e).__name__})") from None
 
 
 def find_artifact(root: str | os.PathLike[str], key: str) -> Artifact | None:
@@ -609,18 +594,19 @@ def find_artifact(root: str | os.PathLike[str], key: str) -> Artifact | None:
             if (d / MANIFEST).is_file() and _read_manifest(d).get("key") == key:
                 return open_artifact(d)
         return None
-    from pyarrow import fs as pafs
-
     uri = artifact_root_text(root)
-    fs, base = _remote_fs(uri)
-    labels = fs.get_file_info(pafs.FileSelector(base, allow_not_found=True))
-    for label in (i for i in labels if i.type == pafs.FileType.Directory):
-        for entry in fs.get_file_info(pafs.FileSelector(label.path, allow_not_found=True)):
-            if entry.type == pafs.FileType.Directory and entry.base_name.endswith(suffix):
-                art_uri = f"{uri}/{label.base_name}/{entry.base_name}"
-                manifest = _remote_manifest(art_uri)
-                if manifest is not None and manifest.get("key") == key:
-                    return Artifact(_cache_path(art_uri), manifest, reused=True, uri=art_uri)
+    try:
+        files = open_remote(uri).list_files()
+    except OSError as e:
+        raise StoreError(f"{_where(uri)}: cannot list the artifacts ({type(e).__name__}: "
+                         f"{_where(str(e))[:200]})") from None
+    for rel in files:  # <label>/<name>/manifest.json
+        parts = rel.split("/")
+        if len(parts) == 3 and parts[2] == MANIFEST and parts[1].endswith(suffix):
+            art_uri = f"{uri}/{parts[0]}/{parts[1]}"
+            manifest = _remote_manifest(art_uri)
+            if manifest is not None and manifest.get("key") == key:
+                return Artifact(_cache_path(art_uri), manifest, reused=True, uri=art_uri)
     return None
 
 
