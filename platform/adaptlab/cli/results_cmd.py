@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 
 from adaptlab.cli._common import add_common, bounded_int, print_json, suggest
@@ -97,21 +98,40 @@ def _emit(table, fmt: str, columns: list[str] | None) -> None:
 
         flat = table.select([c for c in table.column_names
                              if not str(table.schema.field(c).type).startswith(("list", "large_list", "struct"))])
-        pacsv.write_csv(flat, sys.stdout.buffer)
+        if sys.stdout.isatty():  # a terminal sees stored names escaped, a pipe or file the data as is
+            buf = io.BytesIO()
+            pacsv.write_csv(flat, buf)
+            _print(buf.getvalue().decode("utf-8").rstrip("\n"))
+        else:
+            pacsv.write_csv(flat, sys.stdout.buffer)
     else:
-        from adaptlab.evaluation.table import render_table
+        from adaptlab.analysis.present import render_table
 
         cols = [c for c in (columns or table.column_names) if c in table.column_names]
         data = table.select(cols).to_pylist()
-        print(render_table(cols, [[("" if r[c] is None else _cell(r[c])) for c in cols] for r in data]))
+        print(render_table(cols, [[_cell(c, r[c]) for c in cols] for r in data]))
         print(f"({table.num_rows} rows)")
 
 
-def _cell(value: object) -> object:
+def _print(text: str) -> None:
+    """``text`` on stdout: escaped line by line for a terminal (stored names may hold ANSI
+    escapes or control characters), unchanged for a pipe or a file (CSV and JSON are data)."""
+    from adaptlab.analysis.present import terminal_escape_lines
+
+    print(terminal_escape_lines(text) if sys.stdout.isatty() else text)
+
+
+def _cell(column: str, value: object) -> object:
+    """A stored value as the text table shows it: times to the second, p-values by the p rule
+    (four significant digits), the rest through the renderer's number format."""
     from datetime import datetime
+
+    from adaptlab.analysis.present import format_p
 
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
+    if column.startswith("p_") and isinstance(value, float):
+        return format_p(value)
     return value
 
 
@@ -155,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         from adaptlab.results.migrate import migrate_store
 
         report = migrate_store(args.paths[0], args.paths[1])
-        print("\n".join(report.lines()))
+        _print("\n".join(report.lines()))
         return 0
     if args.paths:
         raise ConfigError(f"adaptlab results: unexpected argument(s) {' '.join(args.paths)}")
@@ -251,6 +271,7 @@ def _wide_rows(store, args: argparse.Namespace, filters: dict[str, object]) -> l
 
 def _show_wide(store, args: argparse.Namespace, filters: dict[str, object]) -> int:
     """Print the wide table (text, csv, json or LaTeX) of adaptlab.analysis.tables."""
+    from adaptlab.analysis.present import DIGITS, terminal_escape
     from adaptlab.analysis.tables import render, wide_table
     from adaptlab.results.validate import canonical_measure
 
@@ -260,16 +281,18 @@ def _show_wide(store, args: argparse.Namespace, filters: dict[str, object]) -> i
     wanted = filters.get("measure")
     order = [canonical_measure(str(m)) for m in (wanted if isinstance(wanted, list) else [wanted] if wanted else [])]
     table = wide_table(rows, measures=order or None, baseline=args.baseline)
-    print(render(table, args.format, 3 if args.digits is None else args.digits))
+    print_out = print if args.format == "table" else _print  # the text table escapes its own cells
+    print_out(render(table, args.format, DIGITS if args.digits is None else args.digits))
     if args.format in ("csv", "json"):
         for note in table.notes:
-            print(f"note: {note}", file=sys.stderr)
+            print(f"note: {terminal_escape(note)}", file=sys.stderr)
     return 0
 
 
 def _explain_no_match(store, table_name: str, filters: dict[str, object]) -> None:
     """No row matched: a filter value that occurs nowhere in its column (a typo such as
     ``measure=ndgc@10``) is an error naming the close value; otherwise the combination is empty."""
+    from adaptlab.analysis.present import terminal_escape
     from adaptlab.results.validate import canonical_measure
 
     name = {"comparisons": "metrics"}.get(table_name, table_name)
@@ -279,10 +302,11 @@ def _explain_no_match(store, table_name: str, filters: dict[str, object]) -> Non
             present = store.table(name, columns=[key], **({"kind": "all"} if name == "metrics" else {}))
         except Exception:  # noqa: BLE001 - list columns and the like: nothing to suggest
             continue
-        known = sorted({str(v) for v in present.column(key).to_pylist() if v is not None})
+        known = sorted({terminal_escape(v) for v in present.column(key).to_pylist() if v is not None})
         for w in wanted:
-            text = canonical_measure(str(w)) if key == "measure" else str(w)
+            text = terminal_escape(canonical_measure(str(w)) if key == "measure" else w)
             if text not in known:
                 shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
-                raise ConfigError(f"--filter {key}={w}: no row of {table_name} has {key} {w!r}{suggest(text, known)} "
+                shown_key = f"{key}={terminal_escape(w)}"
+                raise ConfigError(f"--filter {shown_key}: no row of {table_name} has {key} {w!r}{suggest(text, known)} "
                                   f"(values in the store: {shown or 'none'})")
