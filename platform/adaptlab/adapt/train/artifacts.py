@@ -13,13 +13,17 @@ temp directory ``.<name>.partial`` (which also holds the resumable training chec
 renamed into place only once complete; a per-artifact file lock keeps two processes on the same
 machine from training the same artifact twice.
 
-``root`` may also be a URI (``s3://bucket/prefix/artifacts``, ``gs://``, ``az://``; any file
-system ``pyarrow.fs`` opens, credentials from the environment only), so the nodes of a cluster
-share artifacts without a shared POSIX mount. A job then trains into a local staging folder
+``root`` may also be a URI (``s3://bucket/prefix/artifacts`` through boto3, ``gs://``, ``az://``
+and any other file system ``pyarrow.fs`` opens; credentials from the environment only; see
+:mod:`adaptlab.adapt.train.object_store` for multipart parts, time-outs and retries), so the
+nodes of a cluster share artifacts without a shared POSIX mount. A job then trains into a local staging folder
 under the artifact cache (``$ADAPTLAB_CACHE/artifacts``, default ``~/.cache/adaptlab/artifacts``)
 exactly as above and publishes ``<root>/<base label>/<name>/``: the files of ``model/`` first,
 ``manifest.json`` (with the SHA-256 of every file) last, so a reader that sees the manifest sees
-a whole artifact, and files without a manifest never count as trained. Publishing again is
+a whole artifact, and files without a manifest never count as trained. Every file is streamed
+(large ones in parts) and checked against its hash on the way up and on the way down; a publish
+that fails (a dead server, a time-out) raises one line and leaves no manifest, and the next
+``existing()`` on a node holding the local copy publishes it again. Publishing again is
 harmless. A consumer on any node (evaluation, merging, PT -> FT) reads ``Artifact.model_path``,
 which materialises the artifact into the local cache (verified against the manifest's hashes)
 the first time it is needed on that node.
@@ -63,6 +67,7 @@ __all__ = [
     "open_artifact",
     "package_versions",
     "publish_artifact",
+    "read_manifest",
     "resolve_base_model",
     "sanitize_name",
 ]
@@ -321,6 +326,20 @@ def open_artifact(path: str | Path) -> Artifact:
     if not (p / MANIFEST).is_file() or not (p / MODEL_DIR).is_dir():
         raise StoreError(f"{p}: not a finished artifact (expected {MANIFEST} and {MODEL_DIR}/)")
     return Artifact(p, _read_manifest(p), reused=True)
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The ``manifest.json`` of the artifact at ``path`` (a directory or an artifact URI), read
+    without materialising its model: what went in and the ``training`` record. Raises
+    :class:`StoreError` when there is none or it cannot be read."""
+    if is_artifact_uri(path):
+        manifest = _remote_manifest(str(path).rstrip("/"))
+        if manifest is None:
+            raise StoreError(f"{_where(str(path))}: not a finished artifact (no {MANIFEST})")
+        return manifest
+    if not (Path(path) / MANIFEST).is_file():
+        raise StoreError(f"{path}: not a finished artifact (no {MANIFEST})")
+    return _read_manifest(Path(path))
 
 
 class ArtifactWriter:
