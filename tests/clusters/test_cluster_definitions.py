@@ -176,6 +176,7 @@ def test_vm_cluster_passes_rays_config_bootstrap():
     assert cfg["provider"]["type"] == "local"
     head = " ".join(cfg["head_start_ray_commands"])
     assert "--dashboard-host=127.0.0.1" in head and "RAY_AUTH_MODE=token" in head
+    assert """--system-config='{"enable_metrics_collection":false}'""" in head  # no token-free metrics port
     assert "RAY_AUTH_MODE=token" in " ".join(cfg["worker_start_ray_commands"])
     assert "install.sh" in " ".join(raw["setup_commands"]) and "pip install" not in " ".join(raw["setup_commands"])
     broken = copy.deepcopy(raw)
