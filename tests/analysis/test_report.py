@@ -142,7 +142,7 @@ def test_scale_report_training_ndcg_at_k_inspection(scale_store, tmp_path):
     # Training table: from config.systems, and from the artifact manifest for the ColBERT
     assert "## Training of the adapted models" in text
     ft10 = _row_cells(text, "m-ft-s10")[0]
-    assert ft10[:11] == ["m-ft-s10", "ft", "10", "12", "1 -> 2", "2 / 12", "2e-05", "0.9000", "0.4000",
+    assert ft10[:11] == ["m-ft-s10", "ft", "10", "12", "1 -> 2", "2 / 12", "2e-05", "0.900", "0.400",
                          "1.50e-03", "none"]
     assert _row_cells(text, "colbert-ft-s10")[0][:6] == ["colbert-ft-s10", "colbert-ft", "10", "7", "n/a", "n/a"]
     assert "m-ft-s100: weights unchanged" in text and "m-ft-s100: variant 'ft': weights moved by 0" in text
@@ -154,7 +154,7 @@ def test_scale_report_training_ndcg_at_k_inspection(scale_store, tmp_path):
         assert float(row[1]) == pytest.approx((rec.gold_rank == 1).mean(), abs=5e-4)  # nDCG@1 = acc@1
     # scale curves: gains only against the family's own base; the ColBERT-vs-minilm pair is not one
     scale_rows = {r[0] + "@" + r[1]: r for r in _row_cells(text, "m ft") + _row_cells(text, "colbert ft")}
-    assert scale_rows["m ft@10"][4:6] == ["m-base", "0.0500"]
+    assert scale_rows["m ft@10"][4:6] == ["m-base", "0.050"]
     assert scale_rows["colbert ft@10"][4:6] == ["colbert-base", "none"]
     assert "of colbert ft, m ft with its own base" in text  # m ft at 100 has no stored comparison either
     # Inspection: win/loss counts from the per-query ranks beside the stored paired test
@@ -163,7 +163,7 @@ def test_scale_report_training_ndcg_at_k_inspection(scale_store, tmp_path):
     diff = _rr(recs["m-ft-s10"].gold_rank) - _rr(recs["m-base"].gold_rank)
     assert wl[1:6] == ["m-base", "40", str(int((diff > 0).sum())), str(int((diff < 0).sum())),
                        str(int((diff == 0).sum()))]
-    assert wl[6].startswith("ndcg@10: 0.0500 [0.0100, 0.0900], p 0.04")
+    assert wl[6].startswith("ndcg@10: 0.050 [0.010, 0.090], p 0.04")
     cwl = next(r for r in _row_cells(text, "colbert-ft-s10") if len(r) == 7)
     assert cwl[1] == "colbert-base" and cwl[6] == "none stored"
     assert "queries where m-ft-s10 and m-base differ most" in text
@@ -174,7 +174,7 @@ def test_scale_report_training_ndcg_at_k_inspection(scale_store, tmp_path):
 
 
 def test_training_flags_say_when_max_steps_cut_the_epochs_short():
-    from adaptlab.analysis.report import _training_flags
+    from adaptlab.analysis.report.training import training_flags as _training_flags
 
     capped = {"steps": 16, "epochs_requested": 1, "epochs_completed": 0.133,
               "schedule": {"capped": True, "max_steps": 16, "nonzero_lr_steps": 16}}

@@ -37,6 +37,7 @@ __all__ = [
     "LATEX_DAGGER",
     "RULE",
     "STYLES",
+    "CellValue",
     "Estimate",
     "check_digits",
     "format_estimate",

@@ -1,0 +1,148 @@
+"""``build_report``: read the store (the latest run's row for each system, dataset, measure and
+comparison; the latest per-query records), lay out the training table and one section per
+dataset, and write ``report.md``, ``report.html`` and ``figures/``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from adaptlab import results
+from adaptlab.analysis._resample import bootstrap_settings
+from adaptlab.analysis.report.cells import extra, is_ranking_measure
+from adaptlab.analysis.report.document import Document, Page
+from adaptlab.analysis.report.missing import compute_missing_analyses
+from adaptlab.analysis.report.scale import inspection_section, ndcg_at_k_section, scale_section
+from adaptlab.analysis.report.scores import (
+    correlation_section,
+    isotropy_section,
+    other_section,
+    overlap_section,
+    pairs_section,
+    ranking_section,
+    record_figures,
+    threshold_section,
+)
+from adaptlab.analysis.report.training import training_section
+from adaptlab.analysis.thresholds import ThresholdResult
+from adaptlab.errors import ConfigError
+from adaptlab.retrieval import PerQueryRecords
+from adaptlab.stats import BootstrapConfig
+
+__all__ = ["build_report"]
+
+def build_report(
+    store_root: str | Path,
+    out_dir: str | Path,
+    *,
+    systems: Sequence[str] | None = None,
+    datasets: Sequence[str] | None = None,
+    k: int = 5,
+    compute_missing: bool = True,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    bootstrap: BootstrapConfig | None = None,
+    title: str = "adaptlab report",
+) -> Path:
+    """Write the report of ``store_root`` (restricted to ``systems``/``datasets``) to ``out_dir``.
+
+    ``k`` is the K of top-K accuracy used by analyses computed for the report (thresholds,
+    COE/ROE; capped at the retrieval depth) and to pick ``acc@k`` for the correlations.
+    ``bootstrap`` (the study's :class:`~adaptlab.stats.BootstrapConfig`) gives their bootstrap
+    settings; without it, ``n_resamples`` resamples of all queries seeded by ``seed``.
+    """
+    if int(k) < 1:
+        raise ConfigError(f"k must be >= 1, got {k!r}")
+    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, seed=seed)
+    store = results.open(store_root)
+    out = Path(out_dir)
+    figdir = out / "figures"
+    figdir.mkdir(parents=True, exist_ok=True)
+    sys_f = list(systems) if systems else None
+    ds_f = list(datasets) if datasets else None
+    runs = store.runs(system=sys_f, dataset=ds_f).to_pylist()
+    runs.sort(key=lambda r: (str(r.get("timestamp")), r["run_id"]))
+    run_order = {r["run_id"]: i for i, r in enumerate(runs)}
+    metrics = _latest_rows(store.metrics(system=sys_f, dataset=ds_f, kind="all").to_pylist(), run_order)
+    all_datasets = sorted({r["dataset"] for r in runs} | {r["dataset"] for r in metrics})
+
+    doc = Document()
+    doc.h(1, title)
+    doc.p(f"Store: {store_root}. Runs: {len(runs)}. Datasets: {', '.join(all_datasets) or 'none'}. "
+          "Values are point estimates on all queries; bootstrap means and percentile confidence "
+          "intervals come from the stored resampling settings (n_resamples, sample_size, seed).")
+    if not all_datasets:
+        doc.p("The store holds no runs matching the filters.")
+    training_section(doc, runs, sys_f)
+    for ds in all_datasets:
+        rows = [r for r in metrics if r["dataset"] == ds and r["system"] != "*"]
+        records = _records_by_system(store, ds, sys_f, run_order)
+        _dataset_section(Page(doc, out, figdir, ds, store), rows, records, int(k), cfg, compute_missing)
+
+    md = out / "report.md"
+    md.write_text(doc.markdown(), encoding="utf-8")
+    (out / "report.html").write_text(doc.html(title), encoding="utf-8")
+    return md
+
+
+def _dataset_section(page: Page, rows: list[dict[str, Any]], records: dict[str, Any], k: int,
+                     cfg: BootstrapConfig, compute_missing: bool) -> None:
+    """Every table and figure of one dataset, in report order."""
+    page.doc.h(2, f"Dataset: {page.ds}")
+    ds_systems = sorted({r["system"] for r in rows} | set(records))
+    computed: list[str] = []
+    thr_results: list[ThresholdResult] = []
+    if compute_missing and records:
+        rows, thr_results, computed = compute_missing_analyses(rows, records, k, cfg)
+    ranking_section(page, rows)
+    scale_section(page, [r for r in rows if is_ranking_measure(r["measure"])])
+    pairs_section(page, rows)
+    if records:
+        ndcg_at_k_section(page, records, cfg)
+        inspection_section(page, sorted(records))
+    by = {(r["system"], r["measure"]): r for r in rows if r.get("compared_to") is None}
+    threshold_section(page, by, thr_results)
+    overlap_section(page, by)
+    if records:
+        record_figures(page, records, k, cfg)
+    isotropy_section(page, rows)
+    other_section(page, rows)
+    correlation_section(page, rows, k)
+    if computed:
+        page.doc.p("Computed for this report from the stored per-query records (not in the store): "
+                   + "; ".join(computed) + f". Bootstrap: {cfg.n_resamples} resamples, seed {cfg.seed}.")
+    if not ds_systems:
+        page.doc.p("No rows for this dataset.")
+
+
+def _latest_rows(metrics: list[dict[str, Any]], run_order: dict[str, int]) -> list[dict[str, Any]]:
+    """One row per (system, dataset, measure, compared_to, space, k): the latest run's."""
+    best: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for i, r in enumerate(metrics):
+        e = extra(r)
+        key = (r["system"], r["dataset"], r["measure"], r.get("compared_to"), e.get("space"), e.get("x"), e.get("y"))
+        rank = (run_order.get(r.get("run_id", ""), -1), i)
+        if key not in best or rank >= best[key]["_rank"]:
+            best[key] = {**r, "_rank": rank}
+    return [{k: v for k, v in r.items() if k != "_rank"} for r in best.values()]
+
+
+def _records_by_system(
+    store: Any, dataset: str, systems: Sequence[str] | None, run_order: dict[str, int]
+) -> dict[str, Any]:
+    """The latest run's :class:`PerQueryRecords` per system of ``dataset``."""
+    import pyarrow.compute as pc  # deferred: importing adaptlab.analysis does not load pyarrow
+
+    table = store.per_query(dataset=dataset, system=list(systems) if systems else None)
+    if table.num_rows == 0:
+        return {}
+    latest: dict[str, str] = {}
+    for s, rid in set(zip(table.column("system").to_pylist(), table.column("run_id").to_pylist())):
+        if s not in latest or run_order.get(rid, -1) > run_order.get(latest[s], -1):
+            latest[s] = rid
+    out = {}
+    for s in sorted(latest):
+        t = table.filter(pc.equal(table.column("run_id"), latest[s]))
+        out[s] = PerQueryRecords.from_arrow(t.drop_columns(["run_id"]), system=s, dataset=dataset)
+    return out

@@ -1,0 +1,36 @@
+"""Analyses the report computes when the store lacks them: similarity thresholds and COE/ROE
+of every system whose per-query records are stored but whose rows are not (marked as computed
+for the report, with the bootstrap settings used)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adaptlab.analysis.overlap import overlap_metrics
+from adaptlab.analysis.thresholds import ThresholdResult, similarity_thresholds
+from adaptlab.stats import BootstrapConfig
+
+__all__ = ["compute_missing_analyses"]
+
+
+
+def compute_missing_analyses(rows: list[dict[str, Any]], records: dict[str, Any], k: int, cfg: BootstrapConfig,
+                     ) -> tuple[list[dict[str, Any]], list[ThresholdResult], list[str]]:
+    """Thresholds and COE/ROE for the systems whose records are stored but whose rows are not."""
+    rows = list(rows)
+    have = {(r["system"], r["measure"]) for r in rows}
+    thr_results: list[ThresholdResult] = []
+    computed: list[str] = []
+    for s, rec in records.items():
+        kk = min(k, rec.k) if rec.k else 0
+        if kk < 1 or not any(len(g) for g in rec.gold_ids):
+            continue
+        if (s, "threshold") not in have:
+            tr = similarity_thresholds(rec, k=kk, bootstrap=cfg)
+            thr_results.append(tr)
+            rows += tr.to_metric_rows()
+            computed.append(f"{s}: threshold")
+        if (s, "coe") not in have:
+            rows += overlap_metrics(rec, k=kk, bootstrap=cfg).to_metric_rows()
+            computed.append(f"{s}: COE/ROE")
+    return rows, thr_results, computed

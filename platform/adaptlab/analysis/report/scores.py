@@ -1,0 +1,225 @@
+"""The report's tables and figures of stored scores and analyses, one function per section:
+retrieval measures with their CIs (and CI forest plots), paired comparisons, similarity
+thresholds, COE/ROE, isotropy, other analyses, correlations across systems, and the figures drawn
+from per-query records (similarity densities, nDCG@k curves)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from adaptlab.analysis import plots
+from adaptlab.analysis.correlation import correlation_table, measure_values
+from adaptlab.analysis.curves import ndcg_curve_from_records
+from adaptlab.analysis.overlap import similarity_distributions
+from adaptlab.analysis.present import format_interval, format_number, format_p, format_percent
+from adaptlab.analysis.report.cells import (
+    ADJUSTMENT_NAMES,
+    adjusted_cell,
+    ci_label_of,
+    extra,
+    is_ranking_measure,
+    width,
+)
+from adaptlab.analysis.report.document import Page, slug
+from adaptlab.analysis.thresholds import ThresholdResult
+from adaptlab.stats import BootstrapConfig
+from adaptlab.stats.pvalues import ci_label
+
+__all__ = [
+    "ANALYSIS_MEASURES",
+    "correlation_section",
+    "isotropy_section",
+    "other_section",
+    "overlap_section",
+    "pairs_section",
+    "ranking_section",
+    "record_figures",
+    "threshold_section",
+]
+
+ANALYSIS_MEASURES = ("threshold", "acc_at_threshold", "threshold_loss", "coe", "roe", "isoscore", "isotropy_mu",
+                     "isotropy_mu_exact")
+"""Measures the report shows in their own sections (not under "Other analyses")."""
+
+
+def ranking_section(page: Page, rows: list[dict[str, Any]]) -> None:
+    """The retrieval measures with their CIs, and one CI forest plot per measure."""
+    rank_rows = sorted((r for r in rows if r.get("compared_to") is None and is_ranking_measure(r["measure"])),
+                       key=lambda r: (r["measure"], r["system"]))
+    if not rank_rows:
+        return
+    page.doc.h(3, "Retrieval measures")
+    label = ci_label_of(rank_rows)
+    page.doc.table(["System", "Measure", "Value", "Boot mean", label, "CI width", "Queries", "Missing from run",
+                    "Resamples x size"],
+                   [[r["system"], r["measure"], format_number(r["value"]), format_number(r.get("boot_mean")),
+                     format_interval(r.get("ci_low"), r.get("ci_high")), width(r.get("ci_low"), r.get("ci_high")),
+                     format_number(r.get("n_queries")), format_number(r.get("missing_from_run")),
+                     f"{format_number(r.get('n_resamples'))} x {format_number(r.get('sample_size'))}"]
+                    for r in rank_rows])
+    for m in sorted({r["measure"] for r in rank_rows}):
+        mr = [r for r in rank_rows if r["measure"] == m]
+        if any(r.get("ci_low") is not None for r in mr):
+            path = plots.plot_ci_forest(
+                [r["system"] for r in mr],
+                [r["boot_mean"] if r.get("boot_mean") is not None else r["value"] for r in mr],
+                [r["ci_low"] if r.get("ci_low") is not None else math.nan for r in mr],
+                [r["ci_high"] if r.get("ci_high") is not None else math.nan for r in mr],
+                page.figdir / f"{slug(page.ds)}_{slug(m)}_forest.png", measure=m,
+                title=f"{m} on {page.ds} ({ci_label_of(mr)})", ci=ci_label_of(mr))
+            page.figure(path, f"{m} with {ci_label_of(mr)} on {page.ds}",
+                        f"{m} per system with its {ci_label_of(mr)}; systems whose intervals do not overlap differ "
+                        "clearly, overlapping ones need the paired test below.")
+
+
+def pairs_section(page: Page, rows: list[dict[str, Any]]) -> None:
+    pair_rows = sorted((r for r in rows if r.get("compared_to") and is_ranking_measure(r["measure"])),
+                       key=lambda r: (r["measure"], r["system"], r["compared_to"]))
+    if pair_rows:
+        page.doc.h(3, "Paired comparisons (A - B, paired bootstrap)")
+        exact = any(r.get("p_exact") is not None for r in pair_rows)
+        head = ["A", "B", "Measure", "Difference", "Boot mean", ci_label_of(pair_rows), "p-value", "p adjusted (family)"]
+        if exact:
+            head.append("p exact (sign test)")
+        table = []
+        for r in pair_rows:
+            row = [r["system"], r["compared_to"], r["measure"], format_number(r["value"]), format_number(r.get("boot_mean")),
+                   format_interval(r.get("ci_low"), r.get("ci_high")), format_p(r.get("p_value"), r.get("n_resamples")),
+                   adjusted_cell(r)]
+            if exact:
+                row.append(format_p(r.get("p_exact")))
+            table.append(row)
+        page.doc.table(head, table)
+        adj = sorted({str(r.get("adjustment")) for r in pair_rows if r.get("adjustment")})
+        page.doc.p("p-value: two-sided paired bootstrap, bounded below by 2/(m+1) for m resamples. "
+                   + (f"p adjusted: {', '.join(ADJUSTMENT_NAMES.get(a, a) for a in adj)} within each family (one dataset, one "
+                      "measure; the family size in parentheses); read significance from it, not from the raw p."
+                      if adj else "No multiplicity adjustment is stored for these rows (written before it existed).")
+                   + (" Fewer than 30 queries: bootstrap intervals are unreliable, read the exact sign test."
+                      if exact else ""))
+
+
+def threshold_section(page: Page, by: dict[tuple[str, str], dict[str, Any]],
+                       thr_results: list[ThresholdResult]) -> None:
+    thr_sys = sorted({s for (s, m) in by if m == "threshold"})
+    if not thr_sys:
+        return
+    page.doc.h(3, "Similarity thresholds (reference 000, Sec. 2.2)")
+    trows = []
+    for s in thr_sys:
+        t, a = by[(s, "threshold")], by.get((s, "acc_at_threshold"), {})
+        loss = by.get((s, "threshold_loss"), {})
+        te, ae = extra(t), extra(a) if a else {}
+        both = []
+        for key, name in (("paper", "paper"), ("margin_rule", "margin")):
+            ch = te.get(key)
+            if isinstance(ch, dict):
+                both.append(f"{name}: " + (f"{format_number(ch.get('tau'))} ({format_number(ch.get('psi'), 0)})"
+                                           if ch.get("tau") is not None else "none"))
+        trows.append([s, format_number(te.get("k")), str(te.get("test", "n/a")),
+                      f"{format_number(t['value'])} ({format_number(te.get('psi'), 0)})",
+                      format_percent(te.get("removed")), format_number(ae.get("base_boot_mean")), format_number(a.get("boot_mean") if a else None),
+                      format_interval(a.get("ci_low"), a.get("ci_high")) if a else "n/a",
+                      format_number(loss.get("value")) if loss else "n/a",
+                      format_interval(loss.get("ci_low"), loss.get("ci_high")) if loss else "n/a", "; ".join(both) or "n/a"])
+    label = ci_label_of([by[(s, "threshold")] for s in thr_sys])
+    page.doc.table(["System", "K", "Rule", "tau (psi)", "Top-K removed", "Boot acc", "Boot acc @ tau",
+                    f"{label} @ tau", "Loss", f"Loss {label}", "Both rules: tau (psi)"], trows)
+    page.doc.p("Rules: 'margin' (default) takes the highest tau whose paired accuracy loss has a CI upper end "
+               "at most the margin (0.01 = one point), resampling all queries; 'paper' takes the highest tau "
+               "whose resampled thresholded accuracies have a percentile CI containing the bootstrap mean "
+               "accuracy (reference 000's wording). Top-K removed: the share of retrieved top-K documents below "
+               "tau. See docs/metrics.md.")
+    if thr_results:
+        ci = ci_label(thr_results[0].confidence)
+        path = plots.plot_thresholds(thr_results, page.figdir / f"{slug(page.ds)}_thresholds.png",
+                                     title=f"Accuracy vs threshold on {page.ds} ({ci})", ci=ci)
+        page.figure(path, f"accuracy against threshold on {page.ds}",
+                    "how much top-K accuracy each system keeps as low-similarity documents are dropped; the star "
+                    "is the chosen threshold, the dotted line the accuracy without one.")
+
+
+def overlap_section(page: Page, by: dict[tuple[str, str], dict[str, Any]]) -> None:
+    ov_sys = sorted({s for (s, m) in by if m in ("coe", "roe")})
+    if not ov_sys:
+        return
+    page.doc.h(3, "Distribution overlap: COE and ROE (reference 000, Sec. 2.3)")
+    orows = []
+    for s in ov_sys:
+        c, r_ = by.get((s, "coe"), {}), by.get((s, "roe"), {})
+        e = extra(c or r_)
+        orows.append([s, format_number(e.get("k")), format_number(e.get("psi"), 1), format_number(c.get("boot_mean")),
+                      format_interval(c.get("ci_low"), c.get("ci_high")), format_number(r_.get("boot_mean")),
+                      format_interval(r_.get("ci_low"), r_.get("ci_high"))])
+    label = ci_label_of([r for (s, m), r in by.items() if m in ("coe", "roe")])
+    page.doc.table(["System", "K", "psi", "COE", f"COE {label}", "ROE", f"ROE {label}"], orows)
+
+
+def record_figures(page: Page, records: dict[str, Any], k: int, cfg: BootstrapConfig) -> None:
+    """Similarity densities and nDCG@k curves drawn from the stored per-query records."""
+    dists = [similarity_distributions(rec, k=min(k, rec.k)) for rec in records.values() if rec.k]
+    if dists:
+        kk = sorted({d.k for d in dists})
+        path = plots.plot_similarity_densities(
+            dists, page.figdir / f"{slug(page.ds)}_densities.png",
+            title=f"S_rand (red), S_corr (green), S_top{kk[0] if len(kk) == 1 else 'K'} (blue) on {page.ds}")
+        page.figure(path, f"similarity densities on {page.ds}",
+                    "the further the green (gold) and blue (retrieved) densities sit from the red (random) one, "
+                    "the better a system separates relevant from unrelated documents.")
+    curves = [ndcg_curve_from_records(rec, bootstrap=cfg)
+              for rec in records.values() if rec.k and any(len(g) for g in rec.gold_ids)]
+    if curves:
+        ci = ci_label(cfg.confidence)
+        path = plots.plot_ndcg_curves(curves, page.figdir / f"{slug(page.ds)}_ndcg_curves.png",
+                                      title=f"nDCG@k on {page.ds} (bands: {ci})", ci=ci)
+        page.figure(path, f"nDCG@k curves on {page.ds}",
+                    f"nDCG@k per system as k grows (log axis), shaded {ci}; a curve above another at small k "
+                    "puts the gold document higher.")
+        depth = min(c.depth for c in curves)
+        page.doc.p(f"nDCG@k curves from the stored top-{depth} rankings: hollow markers (k > {depth}) "
+                   "are lower bounds.")
+
+
+def isotropy_section(page: Page, rows: list[dict[str, Any]]) -> None:
+    iso = [r for r in rows if r["measure"] in ("isoscore", "isotropy_mu", "isotropy_mu_exact")]
+    if not iso:
+        return
+    page.doc.h(3, "Isotropy (I_A: Mu et al.; I_B: IsoScore)")
+    keyed: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in iso:
+        keyed.setdefault((r["system"], str(extra(r).get("space", ""))), {})[r["measure"]] = r["value"]
+    page.doc.table(["System", "Space", "IsoScore (I_B)", "I_A (approx.)", "I_A (eigenvectors)"],
+                   [[s, sp, format_number(v.get("isoscore")), format_number(v.get("isotropy_mu")), format_number(v.get("isotropy_mu_exact"))]
+                    for (s, sp), v in sorted(keyed.items())])
+
+
+def other_section(page: Page, rows: list[dict[str, Any]]) -> None:
+    other = sorted((r for r in rows if not is_ranking_measure(r["measure"])
+                    and r["measure"] not in ANALYSIS_MEASURES),
+                   key=lambda r: (r["measure"], r["system"], str(r.get("compared_to"))))
+    if other:
+        page.doc.h(3, "Other analyses")
+        page.doc.table(["System", "Measure", "Value", "Boot mean", ci_label_of(other), "Compared to", "p-value"],
+                       [[r["system"], r["measure"], format_number(r["value"]), format_number(r.get("boot_mean")),
+                         format_interval(r.get("ci_low"), r.get("ci_high")), r.get("compared_to") or "",
+                         format_p(r.get("p_value"))]
+                        for r in other])
+
+
+def correlation_section(page: Page, rows: list[dict[str, Any]], k: int) -> None:
+    """Pearson and Spearman across systems of acc@k against COE, ROE, the threshold and isotropy."""
+    values = measure_values(rows)
+    if len(values) < 3:
+        return
+    acc = f"acc@{k}"
+    if not any(acc in v for v in values.values()):
+        accs = sorted({m for v in values.values() for m in v if m.startswith("acc@")})
+        acc = accs[0] if accs else acc
+    pairs = [(acc, "coe"), (acc, "roe"), ("threshold", "roe"), (acc, "isotropy_mu"), (acc, "isoscore")]
+    corr = [c for c in correlation_table(values, pairs) if c.n >= 3]
+    if corr:
+        page.doc.h(3, "Correlations across systems (reference 000, Table 3)")
+        page.doc.table(["x", "y", "Systems", "Pearson r", "p", "Spearman rho", "p"],
+                       [[c.x, c.y, str(c.n), format_number(c.pearson_r), format_p(c.pearson_p),
+                         format_number(c.spearman_rho), format_p(c.spearman_p)] for c in corr])
