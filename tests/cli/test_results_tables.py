@@ -1,10 +1,12 @@
 """``adaptlab results --wide`` and ``--format latex`` on a small store: latest runs, the
-significance mark, CSV columns, LaTeX output and the option checks."""
+significance mark, CSV columns, LaTeX output and the option checks; one value printed with the
+same digits by the CLI, the report and LaTeX; stored names escaped on a terminal."""
 
 from __future__ import annotations
 
 import csv
 import io
+import sys
 from datetime import datetime, timezone
 
 import pytest
@@ -113,3 +115,50 @@ def test_wide_on_a_store_of_the_previous_layout(tmp_path, cli):
     assert "0.600 [0.550, 0.650]\u2020" in res.stdout and "base" in res.stdout.splitlines()[-1]
     res = cli("results", "--store", str(old.root), "--wide", "--latest")
     assert res.returncode == 2 and "--latest needs a Delta Lake store" in res.stderr
+
+
+# -- one presentation layer: the same digits everywhere, stored names escaped on a terminal --------
+def _one_value_store(root, system: str = "base") -> object:
+    """``system`` with nDCG@10 = 0.64508 [0.60119, 0.68791] and a better ``ft`` (so nothing of
+    ``system`` is bold in LaTeX)."""
+    st = results.open(root, create=True)
+    runs = {s: _run(s, "toy", datetime(2025, 1, 1, tzinfo=timezone.utc)) for s in (system, "ft")}
+    rows = [dict(_score(runs[system], "ndcg@10", 0.64508), ci_low=0.60119, ci_high=0.68791, boot_mean=0.64433),
+            _score(runs["ft"], "ndcg@10", 0.8)]
+    st.commit(list(runs.values()), rows)
+    return st
+
+
+def test_one_value_prints_the_same_digits_in_the_cli_the_report_and_latex(tmp_path, cli):
+    from adaptlab.analysis import build_report
+
+    st = _one_value_store(tmp_path / "store")
+    plain = cli("results", "--store", str(st.root)).stdout
+    row = next(line.split() for line in plain.splitlines() if " base " in line)
+    assert row[-4:-1] == ["0.645", "0.601", "0.688"], plain
+    wide = cli("results", "--store", str(st.root), "--wide").stdout
+    latex = cli("results", "--store", str(st.root), "--format", "latex").stdout
+    report = build_report(st.root, tmp_path / "rep", compute_missing=False).read_text()
+    assert "0.645 [0.601, 0.688]" in wide and r"& base & 0.645 [0.601, 0.688] \\" in latex
+    assert "| base | ndcg@10 | 0.645 | 0.644 | [0.601, 0.688] | 0.087 |" in report
+    for out in (plain, wide, latex, report):
+        assert "0.6451" not in out and "0.6012" not in out  # no second precision anywhere
+
+
+HOSTILE_NAME = "evil\x1b[2J\x1b[31mred\nsecond line\x00"
+
+
+def test_ansi_and_newline_names_are_escaped_in_the_terminal_table(tmp_path, cli, monkeypatch):
+    st = _one_value_store(tmp_path / "store", HOSTILE_NAME)
+    shown = r"evil\x1b[2J\x1b[31mred\nsecond line\x00"
+    for args in ([], ["--wide"], ["--table", "runs"]):
+        res = cli("results", "--store", str(st.root), *args)
+        assert res.returncode == 0, res.stderr
+        assert "\x1b" not in res.stdout and "\x00" not in res.stdout and shown in res.stdout, args
+        assert not any(line.startswith("second line") for line in res.stdout.splitlines())
+    res = cli("results", "--store", str(st.root), "--filter", "system=nope")
+    assert res.returncode == 2 and "\x1b" not in res.stderr and shown in res.stderr
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # CSV and LaTeX on a terminal
+    for args in (["--format", "csv"], ["--format", "latex"]):
+        out = cli("results", "--store", str(st.root), *args).stdout
+        assert "\x1b" not in out and "\x00" not in out and "x1b[2J" in out, args
