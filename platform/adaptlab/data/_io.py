@@ -5,7 +5,12 @@ key is reported the same way everywhere:
 
 - ``read_text(path)``: the whole file as UTF-8 (a leading BOM is dropped); a non-UTF-8 byte
   raises :class:`~adaptlab.errors.DataError` with ``file:line`` and the byte offset.
-- ``iter_jsonl(path)``: ``(line_number, object)`` for every non-blank line.
+- ``iter_jsonl(path)``: ``(line_number, object)`` for every non-blank line, read line by line
+  (bounded memory; ``max_line_bytes`` refuses a line that is too long before reading it whole).
+- ``iter_text_blocks(path)``: the text of :func:`read_text` in blocks of whole lines (about
+  1 MiB each), for code that processes a large file a block at a time.
+- ``iter_segments(path)``: the file's lines as ``text.split("\\n")`` of :func:`read_text` would
+  give them, read line by line, with the same error messages.
 - ``JsonFile``: a parsed JSON document that can turn a key path such as
   ``("data", 3, "paragraphs", 5)`` back into ``file:line`` for an error message; the line is
   located only when an error is raised (one extra pass at C speed), so valid files pay nothing.
@@ -26,6 +31,8 @@ __all__ = [
     "format_key_path",
     "iter_jsonl",
     "iter_lines",
+    "iter_segments",
+    "iter_text_blocks",
     "read_text",
     "require_file",
     "str_id",
@@ -63,23 +70,97 @@ def read_text(path: str | Path) -> str:
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        bad = raw[e.start : e.end].hex(" ")
-        raise DataError(
-            f"{p}:{line}: invalid UTF-8 (byte offset {e.start}, column {col}, bytes {bad}: "
-            f"{e.reason}); expected UTF-8 text, re-encode the file "
-            f"(for example: iconv -f latin1 -t utf-8)"
-        ) from e
+        raise _utf8_error(p, e, line, col, e.start) from e
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def iter_jsonl(path: Path, text: str | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line_number, object)`` for every non-blank line of a JSON-lines file.
+def _utf8_error(p: Path, e: UnicodeDecodeError, line: int, col: int, offset: int) -> DataError:
+    bad = e.object[e.start : e.end].hex(" ")
+    return DataError(
+        f"{p}:{line}: invalid UTF-8 (byte offset {offset}, column {col}, bytes {bad}: "
+        f"{e.reason}); expected UTF-8 text, re-encode the file "
+        f"(for example: iconv -f latin1 -t utf-8)"
+    )
+
+
+def iter_segments(path: str | Path, max_line_bytes: int | None = None) -> Iterator[tuple[int, str, bool]]:
+    """``(line_number, segment, terminated)``: the strict-UTF-8 text of the file split on ``\\n``
+    exactly as ``read_text(path).split("\\n")`` (BOM dropped, a last segment after the final
+    newline included, ``terminated`` False only for it), read one line at a time. A line over
+    ``max_line_bytes`` bytes is a DataError naming the file, the line and the limit, raised
+    before the line is read whole."""
+    p = Path(path)
+    with _open(p) as f:
+        number, offset, raw = 0, 0, b"\n"
+        while raw.endswith(b"\n"):
+            raw = f.readline(-1 if max_line_bytes is None else max_line_bytes + 1)
+            number += 1
+            if max_line_bytes is not None and len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+                raise DataError(f"{p}:{number}: line longer than the limit of {max_line_bytes:,} bytes; "
+                                "expected one record per line (raise the limit, max_line_bytes, for longer ones)")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise _utf8_error(p, e, number, e.start + 1, offset + e.start) from e
+            if number == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            offset += len(raw)
+            end = text.endswith("\n")
+            yield number, text[:-1] if end else text, end
+
+
+def _open(p: Path) -> Any:
+    try:
+        return p.open("rb")
+    except FileNotFoundError as e:
+        raise DataError(f"{p}: file not found") from e
+    except IsADirectoryError as e:
+        raise DataError(f"{p}: is a folder; expected a file") from e
+    except OSError as e:
+        raise DataError(f"{p}: cannot read the file ({e.strerror})") from e
+
+
+def iter_text_blocks(path: str | Path, block_bytes: int = 1 << 20) -> Iterator[str]:
+    """The text :func:`read_text` returns, as blocks of whole lines of about ``block_bytes``
+    (each ends with ``\\n``; the last block never does: it is the text after the final line
+    break, possibly ""). The same errors as :func:`read_text`, raised when their block is read."""
+    p = Path(path)
+    with _open(p) as f:
+        lines_before, bytes_before, first = 0, 0, True
+        while True:
+            raw = b"".join(f.readlines(block_bytes))
+            if not raw:
+                yield ""
+                return
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                line_start = raw.rfind(b"\n", 0, e.start) + 1
+                raise _utf8_error(p, e, lines_before + raw.count(b"\n", 0, e.start) + 1, e.start - line_start + 1,
+                                  bytes_before + e.start) from e
+            if first and text.startswith("\ufeff"):
+                text = text[1:]
+            first = False
+            lines_before, bytes_before = lines_before + raw.count(b"\n"), bytes_before + len(raw)
+            if not text.endswith("\n"):
+                yield text
+                return
+            yield text
+
+
+def iter_jsonl(path: Path, text: str | None = None,
+               max_line_bytes: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line_number, object)`` for every non-blank line of a JSON-lines file (read line by line
+    unless ``text``, its content, is given; ``max_line_bytes`` as for :func:`iter_segments`).
 
     Raises DataError at the first line that is not valid JSON or not a JSON object.
     """
     if text is None:
-        text = read_text(path)
-    for number, line in iter_lines(text):
+        lines: Iterator[tuple[int, str]] = ((n, seg[:-1] if seg.endswith("\r") else seg)
+                                             for n, seg, _end in iter_segments(path, max_line_bytes))
+    else:
+        lines = iter_lines(text)
+    for number, line in lines:
         if not line.strip():
             continue
         try:

@@ -15,27 +15,38 @@ executive summaries and comment files (exclude ``*Appendix*``, ``*Executive Summ
 ``*Comment*``). Patterns are shell globs matched case-insensitively against the file name and
 against the path relative to the folder.
 
-Cleaning (:func:`clean_text`) removes what text extraction from paginated documents leaves
-behind; the rules are in its docstring and in docs/sections/adaptation-data.md.
+Cleaning (:func:`clean_text`, :mod:`adaptlab.data.clean`) removes what text extraction from
+paginated documents leaves behind; the rules are in its docstring and in
+docs/sections/adaptation-data.md.
+
+Bounded input: a symlink never leads out of the corpus folder (:func:`select_files`); a file
+over ``max_file_bytes`` (default :data:`MAX_FILE_BYTES`, 1 GiB) or a ``.jsonl`` line over
+``max_line_bytes`` (:data:`MAX_LINE_BYTES`) is a DataError naming the file and the limit, checked
+before it is read; ``.txt``/``.md`` files are cleaned and ``.jsonl`` files parsed line by line,
+so loading a large file costs about twice its text, not its lines as Python objects.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import logging
+import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from adaptlab.data._io import iter_jsonl, read_text, str_id
+from adaptlab.data.clean import EDGE_LINES, CleanOptions, clean_file, clean_pages, clean_text
 from adaptlab.data.dataset import Dataset, Document
 from adaptlab.data.pdf import PdfProblem, read_pdf_pages
 from adaptlab.errors import ConfigError, DataError
 
 __all__ = [
     "EDGE_LINES",
+    "MAX_FILE_BYTES",
+    "MAX_LINE_BYTES",
     "EIS_EXCLUDE",
     "EIS_INCLUDE",
     "SUFFIXES",
@@ -53,38 +64,18 @@ log = logging.getLogger(__name__)
 SUFFIXES: tuple[str, ...] = (".txt", ".md", ".jsonl", ".pdf")
 """File types a raw corpus folder may hold; other files are ignored."""
 
+MAX_FILE_BYTES = 1 << 30
+"""Default largest corpus file read (1 GiB; ``load_documents(max_file_bytes=...)``): checked
+before reading, so a stray disk image or dump is one clear error, not an exhausted machine."""
+
+MAX_LINE_BYTES = 64 << 20
+"""Default longest line of a ``.jsonl`` corpus file (64 MiB; ``load_documents(max_line_bytes=...)``)."""
+
 EIS_INCLUDE: tuple[str, ...] = ("*Final EIS*", "*Final Vol*")
 """Include patterns of the EIS study: main bodies of final statements."""
 
 EIS_EXCLUDE: tuple[str, ...] = ("*Appendix*", "*Executive Summary*", "*Comment*")
 """Exclude patterns of the EIS study: supporting material, not the main content."""
-
-
-@dataclass(frozen=True)
-class CleanOptions:
-    """Switches of :func:`clean_text`.
-
-    ``repeat_min``: a short line (at most ``repeat_max_chars`` characters) that occurs at least
-    this many times in one document, digits ignored, is a running header or footer and is
-    removed; 0 turns the rule off. ``dehyphenate``: a word broken across lines with a hyphen
-    (``environ-`` at a line end, ``mental`` starting the next kept line in lower case) is joined.
-    """
-
-    page_numbers: bool = True
-    repeat_min: int = 3
-    repeat_max_chars: int = 80
-    dehyphenate: bool = True
-
-    def __post_init__(self) -> None:
-        if self.repeat_min < 0 or self.repeat_min == 1:
-            raise ConfigError(
-                f"CleanOptions.repeat_min={self.repeat_min}: expected 0 (off) or an integer >= 2"
-            )
-        if self.repeat_max_chars < 1:
-            raise ConfigError(
-                f"CleanOptions.repeat_max_chars={self.repeat_max_chars}: "
-                "expected a positive integer"
-            )
 
 
 @dataclass(frozen=True)
@@ -102,160 +93,6 @@ class PagedDocument(Document):
         if not self.page_starts:
             return 1
         return max(1, bisect.bisect_right(self.page_starts, offset))
-
-
-# Any run of horizontal white space, including no-break and other Unicode spaces.
-_HSPACE = re.compile(r"[^\S\n]+")
-_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
-_PAGE_NUMBER = re.compile(
-    r"""^(?:
-        (?:page|p\.|pg\.?)\s*\d+(?:\s*(?:of|/)\s*\d+)?   # Page 3, Page 3 of 10, p. 3
-      | \d+\s*(?:of|/)\s*\d+                             # 3 of 10, 3/10
-      | [-\u2013\u2014]\s*\d+\s*[-\u2013\u2014]          # - 3 -, -- 3 --
-      | \d{1,4}                                          # a lone number
-      | [\[(]\s*\d+\s*[\])]                              # [3], (3)
-    )$""",
-    re.IGNORECASE | re.VERBOSE,
-)
-_DIGITS = re.compile(r"\d+")
-
-EDGE_LINES = 3
-"""Lines at the top and at the bottom of a page where running headers and footers are sought."""
-
-
-def _repeat_key(line: str) -> str:
-    return _DIGITS.sub("#", line.lower())
-
-
-def _edge_positions(lines: list[str], page: list[int], edge: int) -> list[bool]:
-    """Whether each line is among the first or last ``edge`` non-empty lines of its page."""
-    out = [False] * len(lines)
-    by_page: dict[int, list[int]] = {}
-    for i, line in enumerate(lines):
-        if line:
-            by_page.setdefault(page[i], []).append(i)
-    for idx in by_page.values():
-        for i in idx[:edge] + idx[-edge:]:
-            out[i] = True
-    return out
-
-
-def clean_text(text: str, options: CleanOptions | None = None) -> str:
-    """Normalise white space and remove page furniture from one extracted document.
-
-    Rules, in order:
-
-    1. Line ends ``\\r\\n`` and ``\\r`` become ``\\n``; zero-width characters and soft
-       hyphens are dropped; every run of horizontal white space (tabs, no-break and other
-       Unicode spaces) becomes one space; lines are stripped.
-    2. Page numbers: a whole line that is ``Page 3``, ``Page 3 of 10``, ``p. 3``, ``3 of 10``,
-       ``3/10``, ``- 3 -``, ``[3]``, ``(3)`` or a lone number of at most 4 digits is removed.
-    3. Running headers and footers, for lines of at most ``repeat_max_chars`` characters
-       compared lower-cased with every digit run replaced by ``#`` (so ``Chapter 3 - Draft`` and
-       ``Chapter 4 - Draft`` are the same line):
-
-       - paginated text (form feeds ``\\f``, as ``pdftotext`` writes them, at least
-         ``repeat_min`` pages): a line among the first or last :data:`EDGE_LINES` non-empty
-         lines of a page that occurs there on at least ``repeat_min`` pages is removed from
-         those page edges;
-       - text without page breaks: a line that occurs at least ``repeat_min`` times in the
-         document and does not end like a sentence (``.``, ``!``, ``?``) is removed everywhere.
-
-    4. De-hyphenation (``dehyphenate``): a kept line ending in a letter and ``-`` whose next
-       kept line starts with a lower-case letter loses the hyphen and takes that first word
-       (``environ-`` / ``mental impacts`` -> ``environmental`` / ``impacts``), across page
-       breaks too (after headers and footers are gone).
-    5. Removed lines vanish without leaving a blank line (a page break is not a paragraph
-       break); runs of blank lines collapse to one (a paragraph break); blank lines at both
-       ends go.
-
-    Line breaks inside paragraphs are kept; the sentence splitter treats them as white space.
-    """
-    return clean_pages(text, options)[0]
-
-
-def clean_pages(text: str, options: CleanOptions | None = None) -> tuple[str, tuple[int, ...]]:
-    """:func:`clean_text` and, for each page of ``text`` (split at form feeds), the offset in
-    the cleaned text where that page starts (see :class:`PagedDocument`)."""
-    opts = options or CleanOptions()
-    text = _ZERO_WIDTH.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
-    lines: list[str] = []
-    page: list[int] = []
-    pages = text.split("\f")
-    for p, chunk in enumerate(pages):
-        for line in chunk.split("\n"):
-            lines.append(_HSPACE.sub(" ", line).strip())
-            page.append(p)
-    keep = [True] * len(lines)
-    if opts.page_numbers:
-        keep = [not _PAGE_NUMBER.match(line) for line in lines]
-    if opts.repeat_min:
-        short = [bool(line) and k and len(line) <= opts.repeat_max_chars
-                 for line, k in zip(lines, keep)]
-        if len(pages) >= opts.repeat_min:
-            cand = [s and e for s, e in zip(short, _edge_positions(
-                [line if k else "" for line, k in zip(lines, keep)], page, EDGE_LINES))]
-            counts = Counter({key: len(pg) for key, pg in _pages_by_key(lines, page, cand).items()})
-        else:
-            cand = [s and not line.endswith((".", "!", "?")) for line, s in zip(lines, short)]
-            counts = Counter(_repeat_key(line) for line, c in zip(lines, cand) if c)
-        furniture = {k for k, c in counts.items() if c >= opts.repeat_min}
-        if furniture:
-            keep = [k and not (c and _repeat_key(line) in furniture)
-                    for line, c, k in zip(lines, cand, keep)]
-    kept = [(line, p) for line, p, k in zip(lines, page, keep) if k]
-    if opts.dehyphenate:
-        kept = _dehyphenate(kept)
-    out: list[tuple[str, int]] = []
-    for line, p in kept:
-        if line or (out and out[-1][0]):
-            out.append((line, p))
-    while out and not out[-1][0]:
-        out.pop()
-    starts = [-1] * len(pages)
-    offset = 0
-    for line, p in out:
-        if line and starts[p] < 0:
-            starts[p] = offset
-        offset += len(line) + 1
-    end = max(0, offset - 1)
-    nxt = end
-    for p in range(len(pages) - 1, -1, -1):  # empty pages start where the next one does
-        if starts[p] < 0:
-            starts[p] = nxt
-        nxt = starts[p]
-    return "\n".join(line for line, _ in out), tuple(starts)
-
-
-_HYPHEN_END = re.compile(r"[^\W\d_]-$")
-_FIRST_WORD = re.compile(r"^([^\W\d_][\w\u2019']*[.,;:!?)\]]*)\s*(.*)$")
-
-
-def _dehyphenate(kept: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    out = list(kept)
-    emptied: set[int] = set()
-    for i in range(len(out) - 1):
-        line, p = out[i]
-        nxt, q = out[i + 1]
-        if not line or not nxt or not _HYPHEN_END.search(line) or not nxt[0].islower():
-            continue
-        m = _FIRST_WORD.match(nxt)
-        if m is None:
-            continue
-        out[i] = (line[:-1] + m.group(1), p)
-        out[i + 1] = (m.group(2), q)
-        if not m.group(2):
-            emptied.add(i + 1)
-    # a line whose only word joined the line above vanishes (it was no paragraph break)
-    return [item for i, item in enumerate(out) if i not in emptied]
-
-
-def _pages_by_key(lines: list[str], page: list[int], cand: list[bool]) -> dict[str, set[int]]:
-    out: dict[str, set[int]] = {}
-    for line, p, c in zip(lines, page, cand):
-        if c:
-            out.setdefault(_repeat_key(line), set()).add(p)
-    return out
 
 
 def _matches(rel: str, patterns: Sequence[str]) -> bool:
@@ -289,6 +126,11 @@ def select_files(
     A file is kept when its suffix is one of :data:`SUFFIXES`, it matches at least one
     ``include`` pattern (all files when ``include`` is empty) and no ``exclude`` pattern.
     Hidden files and folders (name starting with ``.``) are skipped.
+
+    Symlinks never lead out of ``root``: a linked file whose target lies outside the folder is
+    skipped with one warning naming the link and its target (a link within the folder is read);
+    linked folders are not descended into (one warning when they point outside), so link loops
+    are harmless.
     """
     base = Path(root)
     inc = _patterns(include, "include")
@@ -300,11 +142,9 @@ def select_files(
             f"{base}: no such file or folder (expected a folder of .txt/.md/.pdf/.jsonl files)"
         )
     out: list[tuple[str, Path]] = []
-    for p in base.rglob("*"):
+    for p in _corpus_files(base):
         rel = p.relative_to(base).as_posix()
-        if any(part.startswith(".") for part in rel.split("/")):
-            continue
-        if not p.is_file() or p.suffix.lower() not in SUFFIXES:
+        if p.suffix.lower() not in SUFFIXES:
             continue
         if inc and not _matches(rel, inc):
             continue
@@ -314,33 +154,87 @@ def select_files(
     return [p for _, p in sorted(out)]
 
 
+def _corpus_files(base: Path) -> list[Path]:
+    """Every regular file under ``base`` (hidden names skipped), symlinks kept inside ``base``."""
+    inside = base.resolve()
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not _outside_link(here / d, inside))
+        for name in sorted(filenames):
+            path = here / name
+            if name.startswith(".") or (path.is_symlink() and _outside_link(path, inside)):
+                continue
+            if path.is_file():
+                found.append(path)
+    return found
+
+
+def _outside_link(path: Path, inside: Path) -> bool:
+    """Whether ``path`` is a symlink whose target is outside ``inside`` (warned once, by name).
+    A linked folder inside the corpus is not descended into either (os.walk does not follow it);
+    its files load through their own path."""
+    if not path.is_symlink():
+        return False
+    target = Path(os.path.realpath(path))
+    if target == inside or inside in target.parents:
+        return False
+    log.warning("%s: symlink to %s, outside the corpus folder %s; skipped", path, target, inside)
+    return True
+
+
 def _file_id(rel: str) -> str:
     stem = rel.rsplit(".", 1)[0]
     return re.sub(r"\s+", "_", stem.strip())
 
 
-def _read_file(path: Path, rel: str) -> Iterable[tuple[Document, str]]:
-    """(document, where) for each document in one file; ``where`` names it in errors."""
-    if path.suffix.lower() == ".jsonl":
-        for number, obj in iter_jsonl(path):
-            where = f"{path}:{number}"
-            key = "id" if "id" in obj else "_id" if "_id" in obj else None
-            if key is None:
-                raise DataError(f"{where}: missing key 'id'; each line needs 'id' and 'text'")
-            if "text" not in obj:
-                raise DataError(f"{where}: missing key 'text'; each line needs 'id' and 'text'")
-            doc_id = str_id(obj[key], where, key)
-            text = obj["text"]
-            title = obj.get("title", "") or ""
-            if not isinstance(text, str):
-                raise DataError(f"{where}: 'text' must be a string, got {type(text).__name__}")
-            if not isinstance(title, str):
-                raise DataError(f"{where}: 'title' must be a string, got {type(title).__name__}")
-            yield Document(doc_id, text, title), where
-    elif path.suffix.lower() == ".pdf":
-        yield PagedDocument(_file_id(rel), "\f".join(read_pdf_pages(path))), str(path)
+def _jsonl_documents(path: Path, max_line_bytes: int) -> Iterator[tuple[Document, str]]:
+    """(document, where) of each line of a ``.jsonl`` corpus file, read line by line."""
+    for number, obj in iter_jsonl(path, max_line_bytes=max_line_bytes):
+        where = f"{path}:{number}"
+        key = "id" if "id" in obj else "_id" if "_id" in obj else None
+        if key is None:
+            raise DataError(f"{where}: missing key 'id'; each line needs 'id' and 'text'")
+        if "text" not in obj:
+            raise DataError(f"{where}: missing key 'text'; each line needs 'id' and 'text'")
+        doc_id = str_id(obj[key], where, key)
+        text = obj["text"]
+        title = obj.get("title", "") or ""
+        if not isinstance(text, str):
+            raise DataError(f"{where}: 'text' must be a string, got {type(text).__name__}")
+        if not isinstance(title, str):
+            raise DataError(f"{where}: 'title' must be a string, got {type(title).__name__}")
+        yield Document(doc_id, text, title), where
+
+
+def _read_file(path: Path, rel: str, opts: CleanOptions | None, max_line_bytes: int) -> Iterator[tuple[Document, str]]:
+    """(document, where) for each document in one file, its text already cleaned with ``opts``
+    (None: raw); ``where`` names it in errors. A text file is cleaned as it is read."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        for doc, where in _jsonl_documents(path, max_line_bytes):
+            yield (Document(doc.id, clean_text(doc.text, opts), doc.title) if opts is not None else doc), where
+    elif suffix == ".pdf":
+        raw = "\f".join(read_pdf_pages(path))
+        text, starts = clean_pages(raw, opts) if opts is not None else _raw_pages(raw)
+        yield PagedDocument(_file_id(rel), text, page_starts=starts), str(path)
     else:
-        yield Document(_file_id(rel), read_text(path)), str(path)
+        text = clean_file(path, opts)[0] if opts is not None else read_text(path)
+        yield Document(_file_id(rel), text), str(path)
+
+
+def _limit(value: int, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{key}: expected a positive number of bytes, got {value!r}")
+    return value
+
+
+def _check_size(path: Path, limit: int) -> None:
+    """A DataError naming the file and the limit when it is larger (checked before reading)."""
+    size = path.stat().st_size
+    if size > limit:
+        raise DataError(f"{path}: {size:,} bytes, over the limit of {limit:,} bytes per corpus file; split the "
+                        "file, or raise the limit (max_file_bytes) if the machine has the memory for it")
 
 
 def load_documents(
@@ -349,6 +243,8 @@ def load_documents(
     include: str | Sequence[str] | None = None,
     exclude: str | Sequence[str] | None = None,
     clean: bool | CleanOptions = True,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> list[Document]:
     """Read a raw corpus: a folder (or one file) of ``.txt`` / ``.md`` / ``.pdf`` / ``.jsonl``
     documents.
@@ -364,8 +260,13 @@ def load_documents(
     page starts kept; without ``clean`` only the form feeds are dropped). A PDF that cannot be
     read (encrypted, no text layer, damaged) is one warning line naming the file and the
     reason, and is skipped; DataError only when nothing at all is left.
+
+    Limits, checked before a file is read: ``max_file_bytes`` per file (default 1 GiB) and
+    ``max_line_bytes`` per ``.jsonl`` line (default 64 MiB); over either is a DataError naming
+    the file and the limit. Symlinks out of the folder are skipped (:func:`select_files`).
     """
     opts = CleanOptions() if clean is True else clean if isinstance(clean, CleanOptions) else None
+    max_file_bytes, max_line_bytes = _limit(max_file_bytes, "max_file_bytes"), _limit(max_line_bytes, "max_line_bytes")
     base = Path(root)
     files = select_files(base, include, exclude)
     if not files:
@@ -374,6 +275,8 @@ def load_documents(
             f"include={list(_patterns(include, 'include'))}, "
             f"exclude={list(_patterns(exclude, 'exclude'))})"
         )
+    for path in files:
+        _check_size(path, max_file_bytes)
     docs: list[Document] = []
     seen: dict[str, str] = {}
     skipped = 0
@@ -381,30 +284,27 @@ def load_documents(
     for path in files:
         rel = path.name if base.is_file() else path.relative_to(base).as_posix()
         try:
-            items = list(_read_file(path, rel))
+            for doc, where in _read_file(path, rel, opts, max_line_bytes):
+                if doc.id in seen:
+                    raise DataError(
+                        f"{where}: duplicate document id {doc.id!r} (first seen at {seen[doc.id]}); "
+                        "ids must be unique across the corpus"
+                    )
+                seen[doc.id] = where
+                if doc.text.strip():
+                    docs.append(doc)
+                else:
+                    skipped += 1
+                    log.warning("%s: document %r is empty after cleaning; skipped", where, doc.id)
         except PdfProblem as e:
             problems.append(e)
             log.warning("%s; skipped", e)
-            continue
-        for doc, where in items:
-            if doc.id in seen:
-                raise DataError(
-                    f"{where}: duplicate document id {doc.id!r} (first seen at {seen[doc.id]}); "
-                    "ids must be unique across the corpus"
-                )
-            seen[doc.id] = where
-            if isinstance(doc, PagedDocument):
-                text, starts = clean_pages(doc.text, opts) if opts is not None else _raw_pages(doc.text)
-            else:
-                text, starts = (clean_text(doc.text, opts) if opts is not None else doc.text), ()
-            if not text.strip():
-                skipped += 1
-                log.warning("%s: document %r is empty after cleaning; skipped", where, doc.id)
-                continue
-            if isinstance(doc, PagedDocument):
-                docs.append(PagedDocument(doc.id, text, doc.title, page_starts=starts))
-            else:
-                docs.append(Document(doc.id, text, doc.title))
+    _report(base, docs, problems, skipped)
+    return docs
+
+
+def _report(base: Path, docs: list[Document], problems: list[PdfProblem], skipped: int) -> None:
+    """The summary warnings of :func:`load_documents`; DataError when no document is left."""
     if problems:
         log.warning("%s: %d PDF file(s) skipped (%s)", base, len(problems),
                     ", ".join(f"{n} {k}" for k, n in sorted(Counter(p.kind for p in problems).items())))
@@ -414,7 +314,6 @@ def load_documents(
         raise DataError(f"{base}: every selected document is empty (after cleaning)")
     if skipped:
         log.warning("%s: %d empty document(s) skipped", base, skipped)
-    return docs
 
 
 def _raw_pages(text: str) -> tuple[str, tuple[int, ...]]:

@@ -12,6 +12,11 @@ Problems that concern one file are :class:`PdfProblem` (a DataError): encrypted 
 no text layer (scanned images), unreadable. The loader reports each as one line and goes on with
 the rest of the corpus.
 
+pypdf's own log lines and warnings (``Ignoring wrong pointing object``, ...) never reach the
+terminal raw: they are captured while a file is read and reported through adaptlab's logging,
+as one warning line for the first file that had any (later files at debug level, shown with
+``--verbose``), so ``--quiet`` silences them.
+
 Page references: a chunk of a paged document is named ``f"{doc_id}#c{i}@p{first}"`` (one page)
 or ``f"{doc_id}#c{i}@p{first}-{last}"`` (:func:`page_ref`); :func:`parse_page_ref` reads
 (document, first page, last page) back from any id that contains one, a question id included,
@@ -23,6 +28,9 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +60,47 @@ class PdfProblem(DataError):
         super().__init__(f"{path}: {kind}: {detail}")
 
 
+class _Collect(logging.Handler):
+    """Keeps pypdf's log records while one file is read."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            self.messages.append(record.getMessage())
+
+
+_PYPDF_WARNED = [False]
+"""Whether pypdf's messages were reported at warning level once in this process already."""
+
+
+@contextmanager
+def _pypdf_messages(path: Path) -> Iterator[None]:
+    """Capture pypdf's log lines and Python warnings while ``path`` is read; report them as one
+    line through :data:`log` (a warning the first time in a process, debug afterwards)."""
+    logger = logging.getLogger("pypdf")
+    handler, propagate = _Collect(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+        messages = handler.messages + [str(w.message) for w in caught]
+        if messages:
+            first = " ".join(messages[0].split())[:160]
+            more = f" (and {len(messages) - 1} more)" if len(messages) > 1 else ""
+            level = logging.DEBUG if _PYPDF_WARNED[0] else logging.WARNING
+            _PYPDF_WARNED[0] = True
+            log.log(level, "%s: pypdf: %s%s; the text may be incomplete (further pypdf messages: --verbose)",
+                    path, first, more)
+
+
 def read_pdf_pages(path: str | Path) -> list[str]:
     """The text of each page of a PDF, in page order (an empty string for an empty page).
 
@@ -66,6 +115,21 @@ def read_pdf_pages(path: str | Path) -> list[str]:
         from pypdf.errors import PyPdfError
     except ImportError as e:  # pragma: no cover - pypdf is a main dependency
         raise DataError(f"{p}: reading PDFs needs pypdf (pip install pypdf)") from e
+    with _pypdf_messages(p):
+        pages = _pages(p, PdfReader, PyPdfError)
+    if not pages:
+        raise PdfProblem(p, "unreadable", "the file has no pages")
+    if sum(len("".join(t.split())) for t in pages) < MIN_TEXT_CHARS:
+        raise PdfProblem(
+            p, "no text layer",
+            f"{len(pages)} page(s) without extractable text (scanned images?); run OCR first, "
+            "e.g. ocrmypdf",
+        )
+    return pages
+
+
+def _pages(p: Path, PdfReader: type, PyPdfError: type) -> list[str]:  # noqa: N803 - the classes
+    """The text of every page; PdfProblem for an encrypted or damaged file."""
     try:
         reader = PdfReader(str(p))
         if reader.is_encrypted:
@@ -83,14 +147,6 @@ def read_pdf_pages(path: str | Path) -> list[str]:
         raise PdfProblem(p, "unreadable", f"{_short(e)} (damaged or not a PDF)") from e
     except Exception as e:  # noqa: BLE001 - pypdf raises assorted errors on damaged files
         raise PdfProblem(p, "unreadable", f"{_short(e)} (damaged or not a PDF)") from e
-    if not pages:
-        raise PdfProblem(p, "unreadable", "the file has no pages")
-    if sum(len("".join(t.split())) for t in pages) < MIN_TEXT_CHARS:
-        raise PdfProblem(
-            p, "no text layer",
-            f"{len(pages)} page(s) without extractable text (scanned images?); run OCR first, "
-            "e.g. ocrmypdf",
-        )
     return pages
 
 
