@@ -131,3 +131,33 @@ def test_several_writers_on_s3(s3_env):
         assert len({r["run_id"] for r in runs}) == len(runs) <= n_writers * n_commits
         assert len(runs) >= n_writers * n_commits - 1
         assert store.metrics().num_rows == len(runs)
+
+
+def test_checksums_are_verified_on_s3(s3_env):
+    """A byte changed in a data object (same size) is an error naming it, as on local disk (issue 19)."""
+    import boto3
+
+    uri = f"s3://{BUCKET}/checksums"
+    with results.open(uri, create=True, storage_options=s3_env) as store:
+        store.commit([_run()], [_metric(value=0.5)])
+    s3 = boto3.client("s3", endpoint_url=s3_env["AWS_ENDPOINT_URL"], aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
+                      aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="checksums/")["Contents"]]
+    assert any(k.startswith("checksums/_adaptlab_checksums/") and k.endswith(".json") for k in keys)
+    victim = next(k for k in keys if "/kind=scores/" in k)
+    body = bytearray(s3.get_object(Bucket=BUCKET, Key=victim)["Body"].read())
+    body[len(body) // 2] ^= 0xFF
+    s3.put_object(Bucket=BUCKET, Key=victim, Body=bytes(body))
+    with results.open(uri, storage_options=s3_env) as store:
+        assert store.runs().num_rows == 1  # other files still read
+        with pytest.raises(results.StoreError, match=r"kind=scores/part-.*: corrupted data file"):
+            store.metrics()
+
+
+def test_s3_errors_are_one_clean_line(s3_env):
+    with pytest.raises(results.StoreError) as info:
+        results.open("s3://no-such-bucket-here/store", create=True, storage_options=s3_env)
+    message = str(info.value)
+    assert "\n" not in message and "\x1b" not in message and "<Error>" not in message, message
+    assert "NoSuchBucket" in message  # the S3 error code survives
+    assert "testing-secret-value" not in message

@@ -9,6 +9,7 @@
     adaptlab results --store S --sql "SELECT system, avg(value) FROM metrics GROUP BY system"
     adaptlab results migrate OLD NEW
     adaptlab results compact --store S [--retention-hours H]
+    adaptlab results repair --store S
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ _DEFAULT_COLUMNS = {
     "per_query": ["run", "system", "dataset", "query_id", "gold_rank", "sim_gold", "sim_random"],
     "history": ["version", "timestamp", "operation", "commit_id", "n_rows"],
 }
-_ACTIONS = ("show", "migrate", "compact")
+_ACTIONS = ("show", "migrate", "compact", "repair")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,8 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "`adaptlab results migrate OLD NEW` to convert a "
                     "store of the previous layout; or `adaptlab results compact --store S` to merge small "
                     "files (never run while writers are active with a short --retention-hours).")
-    p.add_argument("action", nargs="?", default="show", metavar="{migrate,compact}",
-                   help="migrate OLD NEW, or compact (default: print rows)")
+    p.add_argument("action", nargs="?", default="show", metavar="{migrate,compact,repair}",
+                   help="migrate OLD NEW, compact, or repair a damaged store (default: print rows)")
     p.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
     p.add_argument("--store", help="results store: a directory or an s3://, gs://, az:// URI")
     p.add_argument("--table", choices=("metrics", "comparisons", "runs", "per_query", "history"), default="metrics",
@@ -179,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.paths:
         raise ConfigError(f"adaptlab results: unexpected argument(s) {' '.join(args.paths)}")
+    if action == "repair":
+        return _repair(args)
     if action == "compact":
         out = _open(args).compact(retention_hours=args.retention_hours)
         print(f"compacted {args.store}: {out['files_removed']} file(s) merged into {out['files_added']}, "
@@ -222,6 +225,16 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "table":
         table = _with_run_columns(store, table)
     _emit(table, args.format, _DEFAULT_COLUMNS[args.table])
+    return 0
+
+
+def _repair(args: argparse.Namespace) -> int:
+    """``adaptlab results repair --store S``: fix a damaged store and print what was moved where."""
+    from adaptlab.results.repair import repair_store
+
+    if not args.store:
+        raise ConfigError("adaptlab results repair: --store is required, e.g. adaptlab results repair --store results/")
+    print("\n".join(repair_store(args.store).lines()))
     return 0
 
 

@@ -21,7 +21,9 @@ Importing this package does not import pyarrow (it loads on first use), torch or
 from __future__ import annotations
 
 from adaptlab.errors import StoreError
+from adaptlab.results.health import StoreDamagedError
 from adaptlab.results.provenance import new_run_id, run_record
+from adaptlab.results.repair import repair_store
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES
 from adaptlab.results.store import CommitId, ResultsStore, open  # noqa: A004 - `open` shadows the builtin on purpose
 
@@ -30,9 +32,11 @@ __all__ = [
     "CommitId",
     "ResultsStore",
     "SCHEMA_VERSION",
+    "StoreDamagedError",
     "StoreError",
     "TABLES",
     "new_run_id",
     "open",
+    "repair_store",
     "run_record",
 ]

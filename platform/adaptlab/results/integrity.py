@@ -1,20 +1,26 @@
-"""File checksums of a local results store: a corrupted Parquet file is an error naming the
-file, never silently different results.
+"""File checksums of a results store (local or object storage): a corrupted Parquet file is an
+error naming the file, never silently different results.
 
 Delta Lake records each data file's size and column statistics, not a hash of its bytes, and a
 byte flip inside a Parquet page often decodes to other values without complaint (issue 11,
 row 10: 6 of 40 random flips moved 740 metric cells to other run ids). So after every commit
 (and every ``compact``) the store records the SHA-256 of each data file that has none yet in
 ``<store>/_adaptlab_checksums/<name>.json`` (``{relative path: {"sha256", "size"}}``, written to a
-temporary name and renamed, so a manifest is whole or absent). Every read verifies the files it
-scans first, once per store object and file state (size, mtime, ctime), so a file changed
-between two reads is checked again.
+temporary name and renamed on local disk, one PUT on object storage, so a manifest is whole or
+absent). Every read verifies the files it scans first, once per store object and file state
+(size, mtime, and ctime on local disk), so a file changed between two reads is checked again.
+Object-storage stores are verified the same way (issue 19): each file is downloaded once more
+to hash it.
+
+Gaps are never silent (issue 19): on open and before every commit, a data file of the current
+version with no recorded hash is a WARNING naming it and its version (and a deleted
+``_adaptlab_checksums`` folder a WARNING saying so); a manifest of a commit the log no longer
+has is :class:`~adaptlab.results.health.StoreDamagedError` (a commit file was deleted).
 
 Limits: the manifest is written just after the Delta commit; a writer killed between the two
-leaves that commit's files without a hash until the next commit records them. Object-storage
-stores (``s3://`` ...) are not hashed here: their services check transfers themselves (S3 and
-GCS verify checksums on upload). Files of stores written before this module have no recorded
-hash and are read unverified.
+leaves that commit's files without a hash until the next commit (or ``adaptlab results repair``)
+records them; commits younger than :data:`GRACE_SECONDS` are not warned about (their writer may
+be recording them now).
 """
 
 from __future__ import annotations
@@ -24,15 +30,22 @@ import json
 import logging
 import os
 import secrets
+import time
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from adaptlab.errors import StoreError
+from adaptlab.results.health import Listing, LogState, StoreDamagedError
+from adaptlab.results.layout import COMMIT_RE
+from adaptlab.results.native import short_message
 
-__all__ = ["CHECKSUM_DIR", "Checksums"]
+__all__ = ["CHECKSUM_DIR", "GRACE_SECONDS", "Checksums"]
 
 CHECKSUM_DIR = "_adaptlab_checksums"
+GRACE_SECONDS = 120.0
+"""A commit younger than this may still be recording its checksums: no warning for its files."""
 _LOG = logging.getLogger(__name__)
 _CHUNK = 1 << 20
 
@@ -45,9 +58,13 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _rel(root: Path, uri: str) -> str:
+def _rel(root: Path | str, uri: str) -> str:
     """The store-relative path of a data file; delta-rs percent-encodes file URIs (a store
     folder named ``a b`` comes back as ``a%20b``), so an encoded path is decoded first."""
+    if isinstance(root, str):  # object storage: strip the store's URI
+        text = urllib.parse.unquote(uri)
+        prefix = root.rstrip("/") + "/"
+        return text[len(prefix):] if text.startswith(prefix) else text
     text = uri[len("file://"):] if uri.startswith("file://") else uri
     p = Path(text)
     if p.is_absolute() and not p.is_relative_to(root):
@@ -56,30 +73,102 @@ def _rel(root: Path, uri: str) -> str:
 
 
 class Checksums:
-    """The recorded hashes of one local store's data files, and their verification."""
+    """The recorded hashes of one store's data files, their verification and their gaps."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path | str, fs: Callable[[], Any] | None = None) -> None:
+        """``root``: the local store folder, or the URI of an object-storage store with ``fs``
+        (a callable returning its pyarrow file system, built on first use)."""
         self.root = root
-        self.folder = root / CHECKSUM_DIR
+        self._fs = fs
+        self.folder = root / CHECKSUM_DIR if isinstance(root, Path) else f"{CHECKSUM_DIR}"
         self._manifest: dict[str, dict[str, object]] = {}
         self._seen: frozenset[str] = frozenset()
-        self._verified: dict[str, tuple[int, int, int]] = {}
+        self._verified: dict[str, tuple[int, ...]] = {}
+        self._warned: set[str] = set()
+        self._present = False
 
+    @classmethod
+    def for_store(cls, uri: str, fs: Any) -> Checksums:
+        """The checksums of the store at ``uri`` (a normalised URI: an absolute local path, or
+        an object-storage URI)."""
+        return cls(Path(uri)) if "://" not in uri else cls(uri, lambda: fs)
+
+    # -- file access (local disk or object storage) ------------------------------------------
+    def _names(self) -> frozenset[str] | None:
+        """Manifest file names, or None when the checksum folder does not exist."""
+        if isinstance(self.root, Path):
+            try:
+                return frozenset(n for n in os.listdir(self.folder) if n.endswith(".json"))
+            except FileNotFoundError:
+                return None
+        import pyarrow.fs as pafs
+
+        infos = self._fs().get_file_info(pafs.FileSelector(CHECKSUM_DIR, allow_not_found=True))
+        names = frozenset(i.path.rsplit("/", 1)[-1] for i in infos
+                          if i.type == pafs.FileType.File and i.path.endswith(".json"))
+        return names or None
+
+    def _read(self, rel: str) -> bytes:
+        if isinstance(self.root, Path):
+            return (self.root / rel).read_bytes()
+        with self._fs().open_input_stream(rel) as f:
+            return f.read()
+
+    def _state(self, rel: str) -> tuple[int, ...]:
+        if isinstance(self.root, Path):
+            st = (self.root / rel).stat()
+            return st.st_size, st.st_mtime_ns, st.st_ctime_ns
+        import pyarrow.fs as pafs
+
+        info = self._fs().get_file_info([rel])[0]
+        if info.type != pafs.FileType.File:
+            raise FileNotFoundError(rel)
+        return int(info.size or 0), int(info.mtime_ns or 0)
+
+    def digest(self, rel: str) -> str:
+        """The SHA-256 of the data file ``rel`` (store-relative) as it is now."""
+        if isinstance(self.root, Path):
+            return sha256_file(self.root / rel)
+        h = hashlib.sha256()
+        with self._fs().open_input_stream(rel) as f:
+            while chunk := f.read(_CHUNK):
+                h.update(chunk)
+        return h.hexdigest()
+
+    def _write(self, label: str, data: bytes) -> None:
+        if isinstance(self.root, Path):
+            self.folder.mkdir(exist_ok=True)
+            tmp = self.folder / f".{label}.{secrets.token_hex(4)}.tmp"
+            tmp.write_bytes(data)
+            os.replace(tmp, self.folder / f"{label}.json")
+            return
+        fs = self._fs()  # an output stream may be visible (empty) before it closes: write aside, then move
+        tmp = f"{CHECKSUM_DIR}/.{label}.{secrets.token_hex(4)}.tmp"
+        raw = fs.handler._handler.open_output_stream(tmp, None)  # delta-rs' stream takes bytes, not Buffers
+        try:
+            raw.write(data)
+        finally:
+            raw.close()
+        fs.move(tmp, f"{CHECKSUM_DIR}/{label}.json")
+
+    def _where(self, rel: str) -> str:
+        return str(self.root / rel) if isinstance(self.root, Path) else f"{self.root.rstrip('/')}/{rel}"
+
+    # -- manifests ----------------------------------------------------------------------------
     def manifest(self) -> dict[str, dict[str, object]]:
         """Every recorded ``{relative path: {"sha256", "size"}}`` (re-read when files were added)."""
-        try:
-            names = frozenset(n for n in os.listdir(self.folder) if n.endswith(".json"))
-        except FileNotFoundError:
-            return {}
+        found = self._names()
+        self._present = found is not None
+        names = found or frozenset()
         if names != self._seen:
             merged: dict[str, dict[str, object]] = {}
             for name in sorted(names):
-                path = self.folder / name
+                rel = f"{CHECKSUM_DIR}/{name}"
                 try:
-                    data = json.loads(path.read_text(encoding="utf-8"))
+                    data = json.loads(self._read(rel).decode("utf-8"))
                 except (OSError, ValueError) as e:
-                    raise StoreError(f"{path}: unreadable checksum manifest ({e}); the store's integrity record "
-                                     "is damaged: restore the file from a backup") from e
+                    raise StoreError(f"{self._where(rel)}: unreadable checksum manifest ({short_message(e)}); the "
+                                     "store's integrity record is damaged: restore the file from a backup") from e
                 if isinstance(data, dict):
                     merged.update({k: v for k, v in data.items() if isinstance(v, dict)})
             self._manifest, self._seen = merged, names
@@ -88,24 +177,23 @@ class Checksums:
     def record(self, file_uris: Iterable[str], label: str) -> None:
         """Hash every data file that has no recorded hash yet; write them as one manifest.
         A failure to write is logged, not raised: the commit has landed already."""
+        self.record_relative((_rel(self.root, u) for u in file_uris), label)
+
+    def record_relative(self, rels: Iterable[str], label: str) -> int:
+        """:meth:`record` for store-relative paths; returns how many files were recorded."""
         known = self.manifest()
         new: dict[str, dict[str, object]] = {}
         try:
-            for uri in file_uris:
-                rel = _rel(self.root, uri)
+            for rel in rels:
                 if rel not in known:
-                    path = self.root / rel
-                    new[rel] = {"sha256": sha256_file(path), "size": path.stat().st_size}
-            if not new:
-                return
-            self.folder.mkdir(exist_ok=True)
-            target = self.folder / f"{label}.json"
-            tmp = self.folder / f".{label}.{secrets.token_hex(4)}.tmp"
-            tmp.write_text(json.dumps(new, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, target)
-        except OSError as e:
+                    new[rel] = {"sha256": self.digest(rel), "size": self._state(rel)[0]}
+            if new:
+                self._write(label, json.dumps(new, sort_keys=True).encode("utf-8"))
+        except Exception as e:  # noqa: BLE001 - OSError locally, storage errors on object stores
             _LOG.warning("%s: could not record checksums of %d new file(s) (%s); they are recorded by the "
-                         "next commit", self.root, len(new), e.strerror or e)
+                         "next commit", self.root, len(new), short_message(e))
+            return 0
+        return len(new)
 
     def verify(self, file_uris: Iterable[str]) -> None:
         """Raise :class:`StoreError` naming the first file whose bytes differ from its recorded hash."""
@@ -115,20 +203,53 @@ class Checksums:
             entry = known.get(rel)
             if entry is None:
                 continue
-            path = self.root / rel
             try:
-                st = path.stat()
+                state = self._state(rel)
             except OSError as e:
-                raise StoreError(f"{path}: a data file of the store cannot be read ({e.strerror or e}); "
-                                 "restore it from a backup") from e
-            state = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                raise StoreError(f"{self._where(rel)}: a data file of the store cannot be read "
+                                 f"({e.strerror or e}); restore it from a backup") from e
             if self._verified.get(rel) == state:
                 continue
-            digest = sha256_file(path)
-            if digest != entry.get("sha256") or st.st_size != entry.get("size"):
+            digest = self.digest(rel)
+            if digest != entry.get("sha256") or state[0] != entry.get("size"):
                 raise StoreError(
-                    f"{path}: corrupted data file: its SHA-256 {digest[:16]}... (size {st.st_size}) differs from "
-                    f"the {str(entry.get('sha256'))[:16]}... (size {entry.get('size')}) recorded at commit; "
-                    "nothing was read: restore the file from a backup"
+                    f"{self._where(rel)}: corrupted data file: its SHA-256 {digest[:16]}... (size {state[0]}) differs "
+                    f"from the {str(entry.get('sha256'))[:16]}... (size {entry.get('size')}) recorded at commit; "
+                    "nothing was read: restore the file from a backup or run `adaptlab results repair`"
                 )
             self._verified[rel] = state
+
+    # -- gaps ---------------------------------------------------------------------------------
+    def orphans(self, listing: Listing, state: LogState) -> list[str]:
+        """Manifests (store-relative paths) of adaptlab commits that are not in the log. Only
+        knowable while the whole log was read, from version 0 (no checkpoint cleaned it)."""
+        if state.first != 0 or not state.complete:
+            return []
+        prefix = CHECKSUM_DIR + "/"
+        return sorted(p for p in listing.files if p.startswith(prefix) and p.endswith(".json")
+                      and COMMIT_RE.match(p[len(prefix):-len(".json")])
+                      and p[len(prefix):-len(".json")] not in state.commit_ids)
+
+    def check_records(self, uri: str, live: dict[str, int], listing: Listing, state: LogState) -> None:
+        """Flag a manifest of a vanished commit (error); warn about data files of the current
+        version that have no recorded hash, or a missing checksum folder (once per file)."""
+        lost = self.orphans(listing, state)
+        if lost:
+            commit = lost[0][len(CHECKSUM_DIR) + 1:-len(".json")]
+            raise StoreDamagedError(uri, lost[0], None, f"records the checksums of commit {commit}, which is not in "
+                                                        f"the log (versions {state.first}..{state.last}): a commit "
+                                                        "file was deleted")
+        now_ms = time.time() * 1000
+        young = {v for v, t in state.times.items() if now_ms - t < GRACE_SECONDS * 1000}
+        known = self.manifest()
+        gaps = sorted(p for p in live if p not in known and p not in self._warned
+                      and state.added.get(p) not in young)
+        if not gaps:
+            return
+        self._warned.update(gaps)
+        versions = sorted({state.added[p] for p in gaps if p in state.added})
+        shown = ", ".join(str(v) for v in versions[:8]) + (", ..." if len(versions) > 8 else "")
+        why = (f"the checksum folder {CHECKSUM_DIR}/ is missing" if not self._present
+               else f"{len(gaps)} data file(s) have no checksum record")
+        _LOG.warning("%s: %s (e.g. %s, version(s) %s): those files are read unverified; `adaptlab results repair "
+                     "--store %s` records their current bytes", uri, why, gaps[0], shown or "unknown", uri)

@@ -44,8 +44,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import StoreError
+from adaptlab.results.health import Health, Listing, LogState
 from adaptlab.results.integrity import Checksums
 from adaptlab.results.layout import new_commit_id
+from adaptlab.results.native import is_permanent, quiet_native, remote_options, short_message, store_timeout, timed_out
 from adaptlab.results.query import Filter, check_columns, parse_filters
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES, arrow_schema, arrow_type
 
@@ -168,8 +170,10 @@ class ResultsStore:
     ) -> None:
         self.uri, local = normalize_uri(root)
         self.root: Path | str = local if local is not None else self.uri
-        self._options = dict(storage_options) if storage_options else None
-        self._checksums = Checksums(local) if local is not None else None
+        self._options = remote_options(storage_options) if local is None else (
+            dict(storage_options) if storage_options else None)
+        self._health = Health(self.uri, self._options)
+        self._checksums = Checksums(local) if local is not None else Checksums(self.uri, lambda: self._health.fs)
         self._dt: Any = None
         self._app_id = f"adaptlab-writer-{secrets.token_hex(8)}"
         self._seq = 0
@@ -243,13 +247,16 @@ class ResultsStore:
                 )
             if not self.root.is_dir():
                 raise StoreError(f"no results store at {self.root}: it is a file, not a directory")
+        listing = self._health.listing()
+        state = self._health.check_log(listing, version) if listing.commits else None
         if not self._is_table():
             raise StoreError(
                 f"{self.uri} is not an adaptlab results store (no Delta table there); "
                 "pass create=True to create one there"
             )
         try:
-            dt = DeltaTable(self.uri, storage_options=self._options)
+            with quiet_native("open"):
+                dt = DeltaTable(self.uri, storage_options=self._options)
         except Exception as e:  # noqa: BLE001
             raise StoreError(f"{self.uri}: cannot open the results store: {_short(e)}") from e
         self._check_metadata(dt)
@@ -266,7 +273,31 @@ class ResultsStore:
                 raise StoreError(
                     f"{self.uri}: no snapshot at {what} (current version {self._latest_version(dt)}): {_short(e)}"
                 ) from e
+        if state is not None:
+            self._check_files(dt, listing, state)
         self._dt = dt
+
+    def _check_files(self, dt: Any, listing: Listing, state: LogState) -> None:
+        """Every data file of the snapshot ``dt`` is present with its recorded size."""
+        live = self._health.check_data(dt, listing, state)
+        if self._checksums.orphans(listing, state):  # a writer may have committed during the listing: look again
+            listing = self._health.listing()
+            state = self._health.check_log(listing)
+        self._checksums.check_records(self.uri, live, listing, state)
+
+    def check(self) -> int:
+        """Check every commit file of the log and every data file of the latest version (or the
+        pinned one); raises :class:`~adaptlab.results.health.StoreDamagedError` naming the first
+        damaged file and its version. Returns the version checked. Runs before every commit."""
+        return int(self._check()[0].version())
+
+    def _check(self) -> tuple[Any, Listing]:
+        listing = self._health.listing()
+        pinned = int(self._dt.version()) if self.read_only and self._dt is not None else None
+        state = self._health.check_log(listing, pinned)
+        dt = self._table()
+        self._check_files(dt, listing, state)
+        return dt, listing
 
     def _file_uris(self, dt: Any) -> list[str]:
         try:
@@ -275,13 +306,12 @@ class ResultsStore:
             raise StoreError(f"{self.uri}: cannot list the store's files: {_short(e)}") from e
 
     def _record_checksums(self, label: str) -> None:
-        """Record the SHA-256 of every data file that has none yet (local stores)."""
-        if self._checksums is not None:
-            try:
-                uris = self._file_uris(self._table())
-            except StoreError:
-                return  # the commit landed; the next one records these files
-            self._checksums.record(uris, label)
+        """Record the SHA-256 of every data file that has none yet."""
+        try:
+            uris = self._file_uris(self._table())
+        except StoreError:
+            return  # the commit landed; the next one records these files
+        self._checksums.record(uris, label)
 
     @staticmethod
     def _latest_version(dt: Any) -> int:
@@ -317,11 +347,14 @@ class ResultsStore:
         if self._dt is None:
             if self.read_only:
                 raise StoreError(f"{self!r} was closed; open it again")
-            self._dt = DeltaTable(self.uri, storage_options=self._options)
+            with quiet_native("open"):
+                self._dt = DeltaTable(self.uri, storage_options=self._options)
         elif not self.read_only:
             try:
-                self._dt.update_incremental()
+                with quiet_native("refresh"):
+                    self._dt.update_incremental()
             except Exception as e:  # noqa: BLE001
+                self._health.check_log(self._health.listing())  # names the damaged file when that is the cause
                 raise StoreError(f"{self.uri}: cannot read the store's log: {_short(e)}") from e
         return self._dt
 
@@ -357,9 +390,8 @@ class ResultsStore:
     # -- reading ----------------------------------------------------------------------------
     def _dataset(self, kinds: tuple[str, ...]) -> Any:
         dt = self._table()
-        if self._checksums is not None:  # a corrupted file is an error naming it, before any byte is decoded
-            marks = tuple(f"kind={k}/" for k in kinds)
-            self._checksums.verify(u for u in self._file_uris(dt) if any(m in u for m in marks))
+        marks = tuple(f"kind={k}/" for k in kinds)  # a corrupted file is an error naming it, before any byte is decoded
+        self._checksums.verify(u for u in self._file_uris(dt) if any(m in u for m in marks))
         try:
             return dt.to_pyarrow_dataset(partitions=[("kind", "in", list(kinds))])
         except Exception as e:  # noqa: BLE001
@@ -530,6 +562,7 @@ class ResultsStore:
         if self.read_only:
             raise StoreError(f"{self!r} is a past snapshot (version=/as_of=); open the store without them to commit")
         tables = prepare_commit(runs, metrics, per_query)
+        dt, listing = self._check()
         self._check_unique(tables)
         dangling = referenced_run_ids(tables)
         if dangling:
@@ -542,7 +575,7 @@ class ResultsStore:
         commit_id = new_commit_id()
         data = rows_for_delta(tables, commit_id)
         self._seq += 1
-        version = self._write(data, commit_id, self._app_id, self._seq)
+        version = self._write(data, commit_id, self._app_id, self._seq, (int(dt.version()), set(listing.files)))
         self._record_checksums(commit_id)
         return CommitId(commit_id, version)
 
@@ -575,40 +608,60 @@ class ResultsStore:
                     f"store{_more(clash)}; (run_id, query_id) is unique; nothing was written"
                 )
 
-    def _write(self, data: pa.Table, commit_id: str | None, app_id: str, seq: int) -> int | None:
-        """Append ``data`` in one Delta commit, at most once; returns its version when found."""
-        from deltalake import CommitProperties, Transaction, WriterProperties, write_deltalake
-        from deltalake.exceptions import SchemaMismatchError
+    def _write(self, data: pa.Table, commit_id: str | None, app_id: str, seq: int,
+               before: tuple[int, set[str]] | None = None) -> int | None:
+        """Append ``data`` in one Delta commit, at most once; returns its version when found.
+        Errors that cannot succeed on retry (no space, permission, not found) are not retried;
+        a failed commit removes the data files it wrote (``before``: the version and files then)."""
+        from deltalake import CommitProperties, Transaction, WriterProperties
 
         meta = {"adaptlab.schema_version": str(SCHEMA_VERSION)}
         if commit_id is not None:
             meta[_COMMIT_KEY] = commit_id
         props = CommitProperties(custom_metadata=meta, max_commit_retries=MAX_COMMIT_RETRIES,
                                  app_transactions=[Transaction(app_id, seq)])
-        writer = WriterProperties(compression="ZSTD")
+        kwargs = {"storage_options": self._options, "commit_properties": props,
+                  "writer_properties": WriterProperties(compression="ZSTD")}
         last: Exception | None = None
         for attempt in range(COMMIT_ATTEMPTS):
             if attempt:
                 time.sleep(min(2.0, 0.1 * 2 ** attempt) * (0.5 + secrets.randbelow(1000) / 1000))
                 if self._landed(app_id, seq):
+                    last = None
                     break  # the previous attempt committed after all: never write twice
-            try:
-                write_deltalake(self.uri, data, mode="append", storage_options=self._options,
-                                commit_properties=props, writer_properties=writer,
-                                schema_mode="merge")  # columns added by a newer adaptlab (all nullable)
+            last = self._attempt(data, kwargs)
+            if last is None or is_permanent(last) or timed_out(last):  # delta-rs retried a time-out already
                 break
-            except SchemaMismatchError as e:
-                raise StoreError(f"{self.uri}: the store's table schema does not accept this commit: {_short(e)}") from e
-            except Exception as e:  # noqa: BLE001 - CommitFailedError, storage errors
-                last = e
-        else:
-            if not self._landed(app_id, seq):
-                raise StoreError(
-                    f"{self.uri}: commit {commit_id or seq} failed after {COMMIT_ATTEMPTS} attempts "
-                    f"(each with up to {MAX_COMMIT_RETRIES} conflict retries): {_short(last)}; nothing was "
-                    "written, commit again"
-                ) from last
+        if last is not None and not self._landed(app_id, seq):
+            raise self._failed(commit_id or str(seq), last, attempt + 1, before) from last
         return self._find_version(commit_id) if commit_id is not None else None
+
+    def _attempt(self, data: pa.Table, kwargs: dict[str, Any]) -> Exception | None:
+        """One ``write_deltalake`` append (Rust panics kept off the terminal); the error, if any."""
+        from deltalake import write_deltalake
+        from deltalake.exceptions import SchemaMismatchError
+
+        try:
+            with quiet_native("commit"):
+                write_deltalake(self.uri, data, mode="append", schema_mode="merge", **kwargs)  # merge: columns
+            return None  # added by a newer adaptlab (all nullable)
+        except SchemaMismatchError as e:
+            raise StoreError(f"{self.uri}: the store's table schema does not accept this commit: {_short(e)}; "
+                             "nothing was written") from e
+        except Exception as e:  # noqa: BLE001 - CommitFailedError, storage errors
+            return e
+
+    def _failed(self, label: str, error: Exception, attempts: int, before: tuple[int, set[str]] | None) -> StoreError:
+        """The one-line error of a failed commit, after removing the data files it wrote."""
+        from adaptlab.results.cleanup import remove_unreferenced
+
+        tries = (", not retried (it cannot succeed on retry)" if is_permanent(error) else
+                 f" (time-out: ADAPTLAB_STORE_TIMEOUT={store_timeout():g} s)" if timed_out(error) else
+                 f" after {attempts} attempts")
+        left = remove_unreferenced(self._health, label, before[1]) if before is not None else ""
+        at = f" (the store stays at version {before[0]})" if before is not None else ""
+        return StoreError(f"{self.uri}: commit {label} failed{tries}: {_short(error)}; nothing was committed{at}"
+                          f"{left}; commit again")
 
     def _landed(self, app_id: str, seq: int) -> bool:
         try:
@@ -739,12 +792,8 @@ def _empty_result() -> pa.Table:
 
 
 def _short(e: BaseException | None) -> str:
-    """One line of an exception's message, without anything that looks like a secret."""
-    if e is None:
-        return "unknown error"
-    text = " ".join(str(e).split()) or type(e).__name__
-    text = re.sub(r"(?i)(secret|token|password|key|signature|credential)[^,;)\s]*[=:]\s*\S+", r"\1=***", text)
-    return text[:500]
+    """One line of an exception's message: no ANSI codes, server XML, backtrace or secret."""
+    return short_message(e, 500)
 
 
 def _parse_time(value: datetime | str) -> datetime:

@@ -1,0 +1,233 @@
+"""Damage checks of a results store: a damaged store is an error naming the file and the version,
+never read as an empty or shorter store.
+
+Delta Lake's own reader skips an emptied commit file (the commit is lost without a word) and
+reports a truncated or garbled one as a kernel error that names no file. So on open and before
+every commit the store lists its files once (one recursive listing: one LIST request per 1000
+objects on S3) and checks:
+
+- every commit file of the log ``_delta_log/<version>.json``: versions contiguous (from 0, or from
+  a checkpoint), non-empty, every line a JSON object, and as many ``add``/``remove`` actions as
+  the commit's own ``operationMetrics`` recorded (a file cut at a line boundary still parses);
+- every data file the snapshot references: present, with the size the log recorded.
+
+Commit files never change once written, so a file checked once (same name and size) is not
+parsed again by the same store object. Damage raises :class:`StoreDamagedError` (one line: the
+file, the version, what is wrong, and the command that repairs it); commits are refused while
+it lasts. :mod:`adaptlab.results.repair` fixes it and says what it moved where.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+from adaptlab.errors import StoreError
+from adaptlab.results.native import TIMEOUT_ENV, short_message, store_timeout, timed_out
+
+__all__ = ["LOG_DIR", "QUARANTINE_DIR", "Health", "Listing", "LogState", "StoreDamagedError", "store_filesystem"]
+
+LOG_DIR = "_delta_log"
+QUARANTINE_DIR = "_adaptlab_quarantine"
+_COMMIT_RE = re.compile(r"^_delta_log/(\d{20})\.json$")
+_CHECKPOINT_RE = re.compile(r"^_delta_log/(\d{20})\.checkpoint(?:\.\d+\.\d+)?\.parquet$")
+_COMMIT_KEY = "adaptlab.commit_id"
+
+
+class StoreDamagedError(StoreError):
+    """A file of the store is missing or damaged: reads and new commits are refused until
+    ``adaptlab results repair --store URI`` (:func:`adaptlab.results.repair.repair_store`)."""
+
+    def __init__(self, uri: str, path: str, version: int | None, problem: str) -> None:
+        self.uri, self.path, self.version, self.problem = uri, path, version, problem
+        at = f"version {version}" if version is not None else "an unknown version"
+        super().__init__(f"{uri}: damaged store: {path} ({at}) {problem}; reads and new commits are refused "
+                         f"until `adaptlab results repair --store {uri}`")
+
+
+def store_filesystem(uri: str, options: dict[str, str] | None) -> Any:
+    """A pyarrow file system rooted at the store (delta-rs' object store: local, S3, GCS, Azure),
+    addressed with store-relative paths such as ``_delta_log/00000000000000000000.json``."""
+    import pyarrow.fs as pafs
+    from deltalake.fs import DeltaStorageHandler
+
+    return pafs.PyFileSystem(DeltaStorageHandler(uri, options))
+
+
+@dataclass
+class Listing:
+    """Every file of the store (store-relative path -> size), with the log's files apart."""
+
+    commits: dict[int, tuple[str, int]] = field(default_factory=dict)
+    checkpoints: dict[int, str] = field(default_factory=dict)
+    files: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class LogState:
+    """What the checked log says: the version of each data file's ``add``, each commit's
+    adaptlab commit id and time (ms), and the first version with a commit file."""
+
+    first: int = 0
+    last: int = -1
+    complete: bool = True
+    added: dict[str, int] = field(default_factory=dict)
+    commit_ids: dict[str, int] = field(default_factory=dict)
+    times: dict[int, int] = field(default_factory=dict)
+
+
+def list_store(fs: Any) -> Listing:
+    """One recursive listing of the store (the quarantine folder left out)."""
+    import pyarrow.fs as pafs
+
+    out = Listing()
+    for info in fs.get_file_info(pafs.FileSelector("", recursive=True, allow_not_found=True)):
+        if info.type != pafs.FileType.File or info.path.startswith(QUARANTINE_DIR + "/"):
+            continue
+        path, size = info.path.lstrip("/"), int(info.size or 0)
+        m = _COMMIT_RE.match(path)
+        c = _CHECKPOINT_RE.match(path)
+        if m:
+            out.commits[int(m.group(1))] = (path, size)
+        elif c:
+            out.checkpoints[int(c.group(1))] = path
+        out.files[path] = size
+    return out
+
+
+def parse_commit(uri: str, path: str, version: int, raw: bytes) -> list[dict[str, Any]]:
+    """The actions of one commit file; :class:`StoreDamagedError` when it is empty, not UTF-8,
+    not JSON lines, or holds fewer ``add``/``remove`` actions than its commit recorded."""
+    if not raw.strip():
+        raise StoreDamagedError(uri, path, version, "is empty: the commit is lost")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise StoreDamagedError(uri, path, version, f"is garbled (not UTF-8 at byte {e.start})") from e
+    actions = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            action = json.loads(line)
+        except ValueError as e:
+            raise StoreDamagedError(uri, path, version, f"is truncated or garbled (line {n} is not JSON)") from e
+        if not isinstance(action, dict) or not action:
+            raise StoreDamagedError(uri, path, version, f"is garbled (line {n} is not a Delta action)")
+        actions.append(action)
+    _check_counts(uri, path, version, actions)
+    return actions
+
+
+def _check_counts(uri: str, path: str, version: int, actions: list[dict[str, Any]]) -> None:
+    info = next((a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), dict)), None)
+    metrics = (info or {}).get("operationMetrics") or {}
+    for kind, key in (("add", "num_added_files"), ("remove", "num_removed_files")):
+        want = metrics.get(key)
+        got = sum(1 for a in actions if kind in a)
+        if isinstance(want, int) and got < want:
+            raise StoreDamagedError(uri, path, version, f"is truncated ({got} of the {want} '{kind}' "
+                                                        "actions its commit recorded)")
+    if version == 0 and not any("metaData" in a for a in actions):
+        raise StoreDamagedError(uri, path, version, "is truncated or garbled (no table metadata)")
+
+
+def _relative(uri: str, path: str) -> str:
+    """A data file path of the log as a store-relative path (the log percent-encodes paths)."""
+    text = urllib.parse.unquote(path)
+    for prefix in (uri.rstrip("/") + "/", "file://" + uri.rstrip("/") + "/"):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text.lstrip("/")
+
+
+class Health:
+    """The damage checks of one store object (commit files parsed once, then cached)."""
+
+    def __init__(self, uri: str, options: dict[str, str] | None) -> None:
+        self.uri = uri
+        self._options = options
+        self._fs: Any = None
+        self._parsed: dict[tuple[str, int], list[dict[str, Any]]] = {}
+
+    @property
+    def fs(self) -> Any:
+        if self._fs is None:
+            self._fs = store_filesystem(self.uri, self._options)
+        return self._fs
+
+    def listing(self) -> Listing:
+        try:
+            return list_store(self.fs)
+        except Exception as e:  # noqa: BLE001 - storage errors of any backend
+            hint = f"; no answer within the time-out (${TIMEOUT_ENV}={store_timeout():g} s)" if timed_out(e) else ""
+            raise StoreError(f"{self.uri}: cannot list the store's files: {short_message(e)}{hint}") from e
+
+    def check_log(self, listing: Listing, upto: int | None = None) -> LogState:
+        """Check every commit file up to ``upto`` (default: all); returns what the log says."""
+        versions = sorted(v for v in listing.commits if upto is None or v <= upto)
+        if not versions:
+            raise StoreDamagedError(self.uri, f"{LOG_DIR}/{0:020d}.json", 0, "is missing: the log has no commit")
+        state = LogState(first=versions[0], last=versions[-1], complete=versions[-1] == max(listing.commits))
+        if state.first > 0 and not any(c >= state.first - 1 for c in listing.checkpoints):
+            missing = state.first - 1
+            raise StoreDamagedError(self.uri, f"{LOG_DIR}/{missing:020d}.json", missing,
+                                    "is missing (and no checkpoint covers it)")
+        for v in range(state.first, state.last + 1):
+            if v not in listing.commits:
+                raise StoreDamagedError(self.uri, f"{LOG_DIR}/{v:020d}.json", v,
+                                        f"is missing: the log jumps from version {v - 1} to a later one")
+            self._read_commit(v, *listing.commits[v], state)
+        return state
+
+    def _read_commit(self, version: int, path: str, size: int, state: LogState) -> None:
+        key = (path, size)
+        actions = self._parsed.get(key)
+        if actions is None:
+            try:
+                with self.fs.open_input_stream(path) as f:
+                    raw = f.read()
+            except Exception as e:  # noqa: BLE001
+                    raise StoreDamagedError(self.uri, path, version, f"cannot be read ({short_message(e)})") from e
+            actions = parse_commit(self.uri, path, version, raw)
+            self._parsed[key] = actions
+        for a in actions:
+            if isinstance(a.get("add"), dict) and isinstance(a["add"].get("path"), str):
+                state.added[_relative(self.uri, a["add"]["path"])] = version
+            info = a.get("commitInfo")
+            if isinstance(info, dict):
+                state.times[version] = int(info.get("timestamp") or 0)
+                if isinstance(info.get(_COMMIT_KEY), str):
+                    state.commit_ids[info[_COMMIT_KEY]] = version
+
+    def check_data(self, dt: Any, listing: Listing, state: LogState) -> dict[str, int]:
+        """Check every data file the snapshot ``dt`` references; returns them (relative path -> size)."""
+        live = self.live_files(dt)
+        absent = [p for p in live if listing.files.get(p) != live[p]]
+        if absent:  # listed before a concurrent writer's files appeared: look at those again
+            import pyarrow.fs as pafs
+
+            infos = self.fs.get_file_info(absent)
+            for p, info in zip(absent, infos):
+                size = int(info.size or 0) if info.type == pafs.FileType.File else None
+                if size != live[p]:
+                    v = state.added.get(p)
+                    problem = "is missing" if size is None else f"has {size} bytes, the log recorded {live[p]}"
+                    raise StoreDamagedError(self.uri, p, v, f"{problem} (a data file of the store's version "
+                                                            f"{dt.version()})")
+        return live
+
+    def live_files(self, dt: Any) -> dict[str, int]:
+        """The data files of the snapshot ``dt``: store-relative path -> size in bytes."""
+        import pyarrow as pa
+
+        try:
+            actions = pa.table(dt.get_add_actions(flatten=True))
+        except Exception as e:  # noqa: BLE001
+            raise StoreError(f"{self.uri}: cannot list the store's data files: {short_message(e)}") from e
+        paths = actions.column("path").to_pylist()
+        sizes = actions.column("size_bytes").to_pylist()
+        return {_relative(self.uri, p): int(s) for p, s in zip(paths, sizes)}
