@@ -162,3 +162,27 @@ def test_ansi_and_newline_names_are_escaped_in_the_terminal_table(tmp_path, cli,
     for args in (["--format", "csv"], ["--format", "latex"]):
         out = cli("results", "--store", str(st.root), *args).stdout
         assert "\x1b" not in out and "\x00" not in out and "x1b[2J" in out, args
+
+
+def _records(system: str, ranks: list[int], doc_prefix: str = "d"):
+    """Four queries, top-3 rankings with the gold document at ``ranks`` (0 = not retrieved)."""
+    import numpy as np
+
+    from adaptlab.retrieval import PerQueryRecords
+
+    top = [[f"{doc_prefix}{q}-{j}" for j in range(3)] for q in range(4)]
+    gold = [[top[q][r - 1] if r else f"{doc_prefix}{q}-gold"] for q, r in enumerate(ranks)]
+    return PerQueryRecords(system=system, dataset="toy", query_ids=[f"q\x1b[1m{q}" for q in range(4)], topk_ids=top,
+                           topk_scores=np.tile([0.9, 0.8, 0.7], (4, 1)), gold_ids=gold, gold_rank=np.array(ranks),
+                           sim_gold=np.full(4, 0.8), sim_random=np.full(4, 0.1), random_ids=["r"] * 4)
+
+
+def test_inspect_escapes_stored_names_and_ids(tmp_path, cli):
+    st = results.open(tmp_path / "store", create=True)
+    runs = {s: _run(s, "toy", datetime(2025, 1, 1, tzinfo=timezone.utc)) for s in (HOSTILE_NAME, "base")}
+    recs = [_records(HOSTILE_NAME, [1, 1, 2, 0], "d\x1b[31m"), _records("base", [2, 3, 1, 0], "d\x1b[31m")]
+    st.commit(list(runs.values()), [], recs)
+    res = cli("inspect", "--store", str(st.root), "--system", HOSTILE_NAME, "--against", "base", "--limit", "2")
+    assert res.returncode == 0, res.stderr
+    assert "\x1b" not in res.stdout and "\x00" not in res.stdout
+    assert r"q\x1b[1m" in res.stdout and r"d\x1b[31m" in res.stdout and r"evil\x1b[2J" in res.stdout

@@ -11,6 +11,7 @@ A's worst queries. ``--data FORMAT:PATH`` adds query and passage texts. The Pyth
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from adaptlab.cli._common import add_common, bounded_int, print_json
 
@@ -49,5 +50,28 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json({"win_loss": counts, "queries": table.to_pylist()})
     else:
-        print(format_inspection(table, counts))
+        print(format_inspection(_escaped_table(table), _escaped(counts)))
     return 0
+
+
+def _escaped(value: Any) -> Any:
+    """``value`` with every string in it (in lists and dicts too) escaped for the terminal."""
+    from adaptlab.analysis.present import terminal_escape
+
+    if isinstance(value, str):
+        return terminal_escape(value)
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _escaped(v) for k, v in value.items()}
+    return value
+
+
+def _escaped_table(table: Any) -> Any:
+    """The inspection table with its stored texts, ids and names (and the system names in its
+    metadata) escaped, so a control character or ANSI escape in a store never reaches the
+    terminal raw."""
+    import pyarrow as pa
+
+    meta = {k: _escaped(v.decode("utf-8", "replace")).encode() for k, v in (table.schema.metadata or {}).items()}
+    return pa.Table.from_pylist(_escaped(table.to_pylist()), schema=table.schema.with_metadata(meta))
