@@ -97,21 +97,25 @@ def _kill_pids(pids: list[int]) -> None:
 def test_kill_session_stops_what_names_or_writes_into_the_session_and_nothing_else(tmp_path):
     session = tmp_path / "session_x_1"
     (session / "logs").mkdir(parents=True)
-    naming = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(session)])
+    naming = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--session-dir={session}"])
+    (session / "logs" / "r.out").write_text("x")
+    reader = subprocess.Popen(  # like tail -f: reads the session's logs, is not of the session
+        [sys.executable, "-c", "import sys, time; f = open(sys.argv[1]); print('ready', flush=True); time.sleep(60)",
+         str(session / "logs" / "r.out")], stdout=subprocess.PIPE, text=True)
     writing = subprocess.Popen([sys.executable, "-c", _STUBBORN], stdout=subprocess.PIPE, text=True,
                                env=dict(os.environ, STUB_LOG=str(session / "logs" / "w.out")))
     other = subprocess.Popen([sys.executable, "-c", _STUBBORN], stdout=subprocess.PIPE, text=True,
                              env=dict(os.environ, STUB_LOG=str(tmp_path / "elsewhere.out")))
     try:
-        assert writing.stdout.readline().strip() == "ready" and other.stdout.readline().strip() == "ready"
+        assert all(p.stdout.readline().strip() == "ready" for p in (writing, other, reader))
         assert session_pids(str(session)) == sorted([naming.pid, writing.pid])
         assert session_pids(str(session), files=False) == [naming.pid]  # command lines only
         assert kill_session(str(session), grace_s=0.5) == []
         assert naming.wait(timeout=5) == -signal.SIGTERM
         assert writing.wait(timeout=5) == -signal.SIGKILL  # ignored SIGTERM: killed after the grace
-        assert other.poll() is None  # not of the session: untouched
+        assert other.poll() is None and reader.poll() is None  # not of the session: untouched
     finally:
-        _stop(naming, writing, other)
+        _stop(naming, writing, other, reader)
 
 
 def test_find_session_dir_picks_this_drivers_newest_session(tmp_path):

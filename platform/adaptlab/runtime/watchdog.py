@@ -15,10 +15,11 @@ process group does not reach it). It
   :func:`stop_watchdog`), and on ``stop`` (sent by :func:`adaptlab.runtime.shutdown_ray` after
   Ray stopped), in both cases after stopping what the session left behind.
 
-A process belongs to the session when its command line names the session directory
-(``<temp>/session_<date>_<driver pid>``: GCS, raylet, log monitor) or one of its open files lies
-in it (every Ray process, tasks and agents included, writes its logs there; a worker's
-``ray::name`` title hides its command line, and a child a task starts inherits its log files).
+A process belongs to the session when an option of its command line points into the session
+directory (``<temp>/session_<date>_<driver pid>``: GCS, raylet, log monitor) or it holds a file
+in it open for writing (every Ray process, tasks and agents included, writes its logs there; a
+worker's ``ray::name`` title hides its command line, and a child a task starts inherits its log
+files). A reader of those logs (``tail -f``, an editor) is not of the session.
 Processes are found through ``/proc`` (Linux); elsewhere the watchdog is not started. Nothing
 is found by name, and ``ray stop`` (which stops every Ray of the user) is never used.
 """
@@ -67,19 +68,34 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
 
 
-def _has_file_in(pid: int, prefix: str) -> bool:
-    fd_dir = _PROC / str(pid) / "fd"
+def _writes_into(pid: int, prefix: str) -> bool:
+    """Whether ``pid`` holds a file under ``prefix`` open for writing (a reader such as
+    ``tail -f`` of a Ray log is not of the session)."""
+    proc = _PROC / str(pid)
     try:
-        names = os.listdir(fd_dir)
+        names = os.listdir(proc / "fd")
     except OSError:
         return False
     for name in names:
         try:
-            if os.readlink(fd_dir / name).startswith(prefix):
+            if os.readlink(proc / "fd" / name).startswith(prefix) and _open_for_writing(proc / "fdinfo" / name):
                 return True
         except OSError:
             continue
     return False
+
+
+def _open_for_writing(fdinfo: Path) -> bool:
+    for line in fdinfo.read_text().splitlines():
+        if line.startswith("flags:"):
+            return int(line.split()[1], 8) & (os.O_WRONLY | os.O_RDWR) != 0
+    return False
+
+
+def _names_session(pid: int, needle: str) -> bool:
+    """Whether an option of ``pid``'s command line points into the session (``--session-dir=``,
+    ``--log_dir=``, ``--raylet_socket_name=`` ... of Ray's GCS, raylet and monitors)."""
+    return b"=" + needle.encode() in _cmdline(pid)
 
 
 def session_pids(session_dir: str, *, exclude: Iterable[int] = (), files: bool = True) -> list[int]:
@@ -92,7 +108,7 @@ def session_pids(session_dir: str, *, exclude: Iterable[int] = (), files: bool =
         if not entry.name.isdigit() or int(entry.name) in skip:
             continue
         pid = int(entry.name)
-        if needle.encode() in _cmdline(pid) or (files and _has_file_in(pid, needle + "/")):
+        if _names_session(pid, needle) or (files and _writes_into(pid, needle + "/")):
             if alive(pid):
                 found.append(pid)
     return sorted(found)
