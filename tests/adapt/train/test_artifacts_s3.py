@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from adaptlab.adapt.train.artifacts import ArtifactWriter, find_artifact, publish_artifact
+from adaptlab.adapt.train.artifacts import ArtifactWriter, find_artifact, materialize_artifact, publish_artifact
 from adaptlab.adapt.train.object_store import TransferSettings, open_remote
 from adaptlab.errors import ConfigError, StoreError
 
@@ -382,3 +382,30 @@ def test_minilm_ft_published_and_reused_by_another_study(server: Server, trainer
                        shallow=False)
     vectors = again.load(device="cpu").encode(["What does antenna tilt control?"], convert_to_numpy=True)
     assert vectors.shape == (1, 384)
+
+
+def test_server_killed_mid_download(fresh_server: Callable[[str], Server], medium: Weights, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = fresh_server("moto")
+    _use(monkeypatch, srv, tmp_path / "node-a")
+    root = f"s3://{BUCKET}/download"
+    writer = _writer(root, "download")
+    _train(writer, medium)
+    art = writer.commit()
+    client = open_remote(art.uri).client
+
+    def kill_when_weights_start(parsed: dict, **_: object) -> None:
+        if parsed.get("ContentLength", 0) == MEDIUM:  # headers of the big file arrived, body not yet read
+            srv.kill()
+
+    client.meta.events.register("after-call.s3.GetObject", kill_when_weights_start)
+    target = tmp_path / "node-b" / "copy"
+    started = time.monotonic()
+    try:
+        with pytest.raises(StoreError, match=r"cannot materialise the artifact") as failed:
+            materialize_artifact(art.uri, target)
+    finally:
+        client.meta.events.unregister("after-call.s3.GetObject", kill_when_weights_start)
+    assert time.monotonic() - started < KILL_BOUND and "\n" not in str(failed.value)
+    assert "model/model.safetensors" in str(failed.value)  # it failed on the weights, mid-body
+    assert not target.exists() and list(target.parent.iterdir()) == []  # no half copy, no temp folder

@@ -511,7 +511,7 @@ def _remote_manifest(uri: str) -> dict[str, Any] | None:
         data = None if raw is None else json.loads(raw.decode())
     except (OSError, ValueError) as e:
         raise StoreError(f"{_where(uri)}/{MANIFEST}: cannot read the artifact manifest "
-                         f"({type(e).__name__}: {_where(str(e))[:200]})") from None
+                         f"({type(e).__name__}: {_where(str(e))[:320]})") from None
     if data is None:
         return None
     if not isinstance(data, dict) or data.get("schema_version", 0) > ARTIFACT_SCHEMA_VERSION:
@@ -563,7 +563,7 @@ def publish_artifact(local_dir: str | Path, uri: str) -> Artifact:
         remote.put_bytes(MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=str).encode())
     except OSError as e:
         raise StoreError(f"{_where(uri)}: cannot publish the artifact after {time.monotonic() - started:.1f} s "
-                         f"({type(e).__name__}: {_where(str(e))[:200]}); no manifest was written, "
+                         f"({type(e).__name__}: {_where(str(e))[:320]}); no manifest was written, "
                          "publishing again starts over") from None
     size = sum((local / rel).stat().st_size for rel in manifest["files"])
     _log.info("published artifact %s (%d files, %.1f MB in %.1f s)", _where(uri), len(manifest["files"]),
@@ -606,7 +606,7 @@ def materialize_artifact(uri: str, dest: str | Path | None = None) -> Path:
         os.rename(tmp, target)
     except OSError as e:
         raise StoreError(f"{_where(uri)}: cannot materialise the artifact into {target} "
-                         f"({type(e).__name__}: {_where(str(e))[:200]})") from None
+                         f"({type(e).__name__}: {_where(str(e))[:320]})") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
@@ -633,7 +633,7 @@ def find_artifact(root: str | os.PathLike[str], key: str) -> Artifact | None:
         files = open_remote(uri).list_files()
     except OSError as e:
         raise StoreError(f"{_where(uri)}: cannot list the artifacts ({type(e).__name__}: "
-                         f"{_where(str(e))[:200]})") from None
+                         f"{_where(str(e))[:320]})") from None
     for rel in files:  # <label>/<name>/manifest.json
         parts = rel.split("/")
         if len(parts) == 3 and parts[2] == MANIFEST and parts[1].endswith(suffix):

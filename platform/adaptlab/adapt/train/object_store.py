@@ -317,8 +317,8 @@ def _s3_errors(where: str) -> Iterator[None]:
         if type(e).__module__.split(".")[0] not in ("botocore", "boto3", "urllib3"):
             raise
         code = _error_code(e)
-        reason = f"{type(e).__name__} {code}" if code else f"{type(e).__name__}: {e}"
-        raise OSError(mask_url(f"{where}: {reason}")[:300]) from None
+        reason = f"{type(e).__name__} {code}" if code else f"{type(e).__name__}: {str(e)[:120]}"
+        raise OSError(mask_url(f"{where}: {reason}")) from None
 
 
 def _check_hash(digest: str, expected: str | None, src: Path) -> None:
