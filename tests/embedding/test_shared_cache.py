@@ -120,6 +120,26 @@ def test_eviction_tolerates_vanished_files_and_removes_stale_temporaries(tmp_pat
     assert cache.summary()["entries"] == 1  # temporaries are not entries
 
 
+def test_concurrent_writers_and_evictors_never_fail(tmp_path, caplog):
+    from concurrent.futures import ThreadPoolExecutor
+
+    cache = EmbeddingCache(tmp_path, max_bytes=5 * 928)  # five of the 928-byte files fit
+
+    def writer(w: int) -> None:
+        folder = cache.folder("embeddings")
+        for i in range(15):
+            folder.save(f"w{w}-{i % 5}.npy", np.full(200, w, np.float32))  # rewrites race with evictions
+            got = folder.load(f"w{(w + 1) % 4}-{i % 5}.npy")  # a file another thread may be evicting
+            assert got is None or got.shape == (200,)
+
+    with caplog.at_level(logging.WARNING, logger="adaptlab.embedding.cache"):
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(writer, range(4)))
+    assert "cannot" not in caplog.text  # no read or write was turned into a warning
+    assert cache.summary()["bytes"] <= 5 * 928
+    assert not [p for p in (tmp_path / "embeddings").iterdir() if p.name.startswith(".")]
+
+
 def test_clear_all_or_older_than(tmp_path):
     cache = EmbeddingCache(tmp_path)
     _fill(cache, ["old.npy", "new.npy"])
