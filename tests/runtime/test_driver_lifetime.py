@@ -129,6 +129,26 @@ def test_find_session_dir_picks_this_drivers_newest_session(tmp_path):
     assert find_session_dir(str(tmp_path), 4243, since=0) is None
 
 
+def test_watchdog_rejects_a_bad_poll_interval_in_one_line(capsys):
+    from adaptlab.runtime.watchdog import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--driver-pid=1", "--temp-root=/nonexistent", "--poll=0"])
+    assert e.value.code == 2
+    assert "--poll must be a number of seconds > 0, got 0.0" in capsys.readouterr().err
+
+
+def test_no_watchdog_process_means_a_warning_not_a_failed_start(monkeypatch, caplog):
+    from adaptlab.runtime import watchdog
+
+    def refuse(*args, **kwargs):
+        raise OSError("Resource temporarily unavailable")
+
+    monkeypatch.setattr(watchdog.subprocess, "Popen", refuse)
+    assert watchdog.start_watchdog("/tmp/ray") is None
+    assert "could not start the Ray watchdog (Resource temporarily unavailable)" in caplog.text
+
+
 def _run_fake_driver(tmp_path: Path, *, tell: bool, finish: str) -> tuple[subprocess.Popen, dict]:
     proc = subprocess.Popen(
         [sys.executable, "-c", _FAKE_DRIVER, str(tmp_path), "tell" if tell else "quiet", finish, _STUBBORN],

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import logging
 import os
 import select
 import signal
@@ -263,12 +264,17 @@ def start_watchdog(temp_root: str) -> Watchdog | None:
     """Start the watchdog of this driver (``None`` where there is no ``/proc``)."""
     if not _PROC.is_dir() or not (_PROC / str(os.getpid())).is_dir():
         return None
-    process = subprocess.Popen(
-        [sys.executable, "-m", "adaptlab.runtime.watchdog", f"--driver-pid={os.getpid()}",
-         f"--temp-root={temp_root}"],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, text=True, close_fds=True,
-    )
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "adaptlab.runtime.watchdog", f"--driver-pid={os.getpid()}",
+             f"--temp-root={temp_root}"],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, text=True, close_fds=True,
+        )
+    except OSError as e:  # no process to spare must not stop the study: Ray runs unwatched
+        logging.getLogger(__name__).warning(
+            "could not start the Ray watchdog (%s): if this process is killed, its Ray processes may outlive it", e)
+        return None
     return Watchdog(process)
 
 
@@ -295,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temp-root", required=True, help="Ray's temp dir, where the session dir appears")
     parser.add_argument("--poll", type=float, default=POLL_S, help="seconds between looks at the driver")
     args = parser.parse_args(argv)
+    if not args.poll > 0:
+        parser.error(f"--poll must be a number of seconds > 0, got {args.poll}")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C meant for the driver is not ours
     return watch(args.driver_pid, args.temp_root, poll_s=args.poll)
 
