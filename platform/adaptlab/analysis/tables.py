@@ -11,12 +11,13 @@ Nothing here reads a store.
 
 Cells read ``0.727 [0.674, 0.780]``: the point estimate and its confidence interval, with
 ``digits`` decimals (default :data:`~adaptlab.analysis.present.DIGITS`), written by
-:mod:`adaptlab.analysis.present`, the renderer the CLI and the report share. A cell is marked (``†``; LaTeX ``\\textsuperscript{\\dag}``) when the
-paired comparison of the system with its baseline has an adjusted p-value (``p_adjusted``, else
-``p_value``) below ``alpha``. The baseline is the one given, or else read from the comparisons:
-when, in a dataset, every compared system has exactly one ``compared_to`` and no baseline is
-itself compared with another, each system's ``compared_to`` is its baseline; comparisons of every
-pair have no such baseline and mark nothing. In LaTeX the highest point estimate of each column
+:mod:`adaptlab.analysis.present`, the renderer the CLI and the report share. A cell is marked
+(``†``; LaTeX ``\\textsuperscript{\\dag}``) when the paired comparison of the system with its
+baseline has an adjusted p-value (``p_adjusted``, else ``p_value``) below ``alpha``. The
+baseline is the one given, or else read from the comparisons: when, in a dataset, every compared
+system has exactly one ``compared_to`` and no baseline is itself compared with another, each
+system's ``compared_to`` is its baseline; comparisons of every pair have no such baseline and
+mark nothing. In LaTeX the highest point estimate of each column
 within a dataset is bold (values equal at the shown precision are all bold); bold says nothing
 about significance, and the caption says so.
 """

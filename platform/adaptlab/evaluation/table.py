@@ -6,8 +6,6 @@ multiplicity-adjusted p-values and the family size. Numbers and layout come from
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from adaptlab.analysis.present import format_interval, format_p, render_table, terminal_escape_lines
 from adaptlab.evaluation.summary import EvaluationSummary
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label

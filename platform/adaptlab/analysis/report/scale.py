@@ -45,7 +45,8 @@ def scale_section(page: Page, rows: list[dict[str, Any]]) -> None:
                 gain = p.gain is not None
                 if not gain:
                     without.add(f"{c.label} {c.variant}")
-                table.append([f"{c.label} {c.variant}", format_number(p.n_documents), format_number(p.value), format_interval(p.ci_low, p.ci_high),
+                table.append([f"{c.label} {c.variant}", format_number(p.n_documents), format_number(p.value),
+                              format_interval(p.ci_low, p.ci_high),
                               f"{c.label}-base", format_number(p.gain) if gain else "none",
                               format_interval(p.gain_ci_low, p.gain_ci_high) if gain else "none",
                               format_p(p.p_value) if gain else "none",
@@ -82,7 +83,7 @@ def inspection_section(page: Page, systems: Sequence[str], limit: int = 5) -> No
             table = inspect_queries(page.store, system, base, dataset=page.ds, limit=limit)
         except ConfigError:  # no shared query: nothing to inspect for this pair
             continue
-        rows += [[system, base, format_number(c["queries"]), format_number(c["wins"]), format_number(c["losses"]), format_number(c["ties"]),
+        rows += [[system, base, *(format_number(c[key]) for key in ("queries", "wins", "losses", "ties")),
                   tests_cell(c["paired_tests"])] for c in counts]
         blocks.append(format_inspection(table))
     if not rows:
@@ -136,8 +137,9 @@ def ndcg_at_k_section(page: Page, records: dict[str, Any], cfg: BootstrapConfig)
                 f"more domain data lift the curve? Bands: {ci} over queries.")
     shown = [s for s in sorted(curves) if parse_system_name(s) is not None]
     page.doc.table(["System", *[f"@{k}" for k in _K10], f"@10 {ci}", "Queries"],
-                   [[s, *[format_number(float(v)) for v in curves[s].values], format_interval(curves[s].ci_low[-1], curves[s].ci_high[-1]),
-                     str(curves[s].n_queries)] for s in shown])
+                   [[s, *[format_number(float(v)) for v in curves[s].values],
+                     format_interval(curves[s].ci_low[-1], curves[s].ci_high[-1]), str(curves[s].n_queries)]
+                    for s in shown])
     inexact = [s for s in shown if not bool(curves[s].exact.all())]
     page.doc.p("nDCG@k on all queries with a gold document (binary relevance; with one gold document "
                "nDCG@k = 1/log2(1 + rank) when rank <= k, else 0), from the stored top-k rankings; bootstrap "

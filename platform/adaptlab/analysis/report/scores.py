@@ -79,12 +79,14 @@ def pairs_section(page: Page, rows: list[dict[str, Any]]) -> None:
     if pair_rows:
         page.doc.h(3, "Paired comparisons (A - B, paired bootstrap)")
         exact = any(r.get("p_exact") is not None for r in pair_rows)
-        head = ["A", "B", "Measure", "Difference", "Boot mean", ci_label_of(pair_rows), "p-value", "p adjusted (family)"]
+        head = ["A", "B", "Measure", "Difference", "Boot mean", ci_label_of(pair_rows), "p-value",
+                "p adjusted (family)"]
         if exact:
             head.append("p exact (sign test)")
         table = []
         for r in pair_rows:
-            row = [r["system"], r["compared_to"], r["measure"], format_number(r["value"]), format_number(r.get("boot_mean")),
+            row = [r["system"], r["compared_to"], r["measure"], format_number(r["value"]),
+                   format_number(r.get("boot_mean")),
                    format_interval(r.get("ci_low"), r.get("ci_high")), format_p(r.get("p_value"), r.get("n_resamples")),
                    adjusted_cell(r)]
             if exact:
@@ -93,8 +95,9 @@ def pairs_section(page: Page, rows: list[dict[str, Any]]) -> None:
         page.doc.table(head, table)
         adj = sorted({str(r.get("adjustment")) for r in pair_rows if r.get("adjustment")})
         page.doc.p("p-value: two-sided paired bootstrap, bounded below by 2/(m+1) for m resamples. "
-                   + (f"p adjusted: {', '.join(ADJUSTMENT_NAMES.get(a, a) for a in adj)} within each family (one dataset, one "
-                      "measure; the family size in parentheses); read significance from it, not from the raw p."
+                   + (f"p adjusted: {', '.join(ADJUSTMENT_NAMES.get(a, a) for a in adj)} within each family (one "
+                      "dataset, one measure; the family size in parentheses); read significance from it, not from "
+                      "the raw p."
                       if adj else "No multiplicity adjustment is stored for these rows (written before it existed).")
                    + (" Fewer than 30 queries: bootstrap intervals are unreliable, read the exact sign test."
                       if exact else ""))
@@ -119,10 +122,12 @@ def threshold_section(page: Page, by: dict[tuple[str, str], dict[str, Any]],
                                            if ch.get("tau") is not None else "none"))
         trows.append([s, format_number(te.get("k")), str(te.get("test", "n/a")),
                       f"{format_number(t['value'])} ({format_number(te.get('psi'), 0)})",
-                      format_percent(te.get("removed")), format_number(ae.get("base_boot_mean")), format_number(a.get("boot_mean") if a else None),
+                      format_percent(te.get("removed")), format_number(ae.get("base_boot_mean")),
+                      format_number(a.get("boot_mean") if a else None),
                       format_interval(a.get("ci_low"), a.get("ci_high")) if a else "n/a",
                       format_number(loss.get("value")) if loss else "n/a",
-                      format_interval(loss.get("ci_low"), loss.get("ci_high")) if loss else "n/a", "; ".join(both) or "n/a"])
+                      format_interval(loss.get("ci_low"), loss.get("ci_high")) if loss else "n/a",
+                      "; ".join(both) or "n/a"])
     label = ci_label_of([by[(s, "threshold")] for s in thr_sys])
     page.doc.table(["System", "K", "Rule", "tau (psi)", "Top-K removed", "Boot acc", "Boot acc @ tau",
                     f"{label} @ tau", "Loss", f"Loss {label}", "Both rules: tau (psi)"], trows)
@@ -190,7 +195,7 @@ def isotropy_section(page: Page, rows: list[dict[str, Any]]) -> None:
     for r in iso:
         keyed.setdefault((r["system"], str(extra(r).get("space", ""))), {})[r["measure"]] = r["value"]
     page.doc.table(["System", "Space", "IsoScore (I_B)", "I_A (approx.)", "I_A (eigenvectors)"],
-                   [[s, sp, format_number(v.get("isoscore")), format_number(v.get("isotropy_mu")), format_number(v.get("isotropy_mu_exact"))]
+                   [[s, sp, *(format_number(v.get(m)) for m in ("isoscore", "isotropy_mu", "isotropy_mu_exact"))]
                     for (s, sp), v in sorted(keyed.items())])
 
 

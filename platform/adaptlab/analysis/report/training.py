@@ -77,8 +77,10 @@ def _training_row(name: str, info: dict[str, Any]) -> list[str]:
     if "merge_weight" in t and t.get("steps") is None:
         warm = f"merge (weight {format_setting(t['merge_weight'])}), no training"
     flags = training_flags(t)
-    return [name, str(info.get("variant", "")), format_number(info.get("n_documents")), format_number(t.get("steps")), epochs, warm,
-            format_setting(sch.get("learning_rate")), format_number(t.get("first_loss")), format_number(t.get("last_loss")),
+    return [name, str(info.get("variant", "")), format_number(info.get("n_documents")), format_number(t.get("steps")),
+            epochs, warm,
+            format_setting(sch.get("learning_rate")), format_number(t.get("first_loss")),
+            format_number(t.get("last_loss")),
             format_scientific(t.get("relative_weight_change")), f"{len(flags)} (see below)" if flags else "none"]
 
 
