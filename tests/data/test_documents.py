@@ -10,6 +10,7 @@ from adaptlab.data.documents import (
     EIS_EXCLUDE,
     EIS_INCLUDE,
     CleanOptions,
+    clean_pages,
     clean_text,
     corpus_from_dataset,
     load_documents,
@@ -146,3 +147,33 @@ def test_corpus_from_dataset_puts_title_first():
     ds = Dataset.build("x", [Document("d1", "Body.", "Title"), Document("d2", "Only body.")],
                        {}, {})
     assert corpus_from_dataset(ds) == [Document("d1", "Title\nBody."), Document("d2", "Only body.")]
+
+
+TRICKY = [
+    "", "a", "a\n", "\n\n\n", "a\r", "a\r\nb\r\n\r\n", "x\fy\n\rz", "\ufeffBOM line.\n", "Header\n" * 5 + "Body.",
+    "Report\nbody one.\n\fReport\nbody two.\n\fReport\nbody three-\ncontinues here.\n\fPage 4\n",
+    "tabs\tand\u00a0spaces  here\u200b.\n\n\n\nnext para-\n\ngraph\n",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY)
+@pytest.mark.parametrize("block", [1, 7, 1 << 20])
+def test_streaming_cleaner_is_block_size_independent_and_reads_files_the_same(tmp_path, monkeypatch, text, block):
+    """The cleaner runs on blocks of lines (data/clean.py): any block size, and a file read a
+    block at a time, give exactly what the whole string gives."""
+    from adaptlab.data import clean as clean_mod
+
+    whole = clean_mod.clean_pages(text)
+    monkeypatch.setattr(clean_mod, "BLOCK_CHARS", block)
+    f = tmp_path / "t.txt"
+    f.write_bytes(text.encode("utf-8"))
+    assert clean_mod.clean_pages(text) == whole == clean_mod.clean_file(f)
+
+
+def test_cleaned_pages_of_a_known_paginated_text():
+    text = "Report\nbody one.\n\fReport\nbody two.\n\fReport\nbody three-\ncontinues here.\n\fPage 4\n"
+    cleaned, starts = clean_pages(text)
+    # the page ends are paragraph breaks; "three-" takes the next line's first word; the last page
+    # held only its number, so it starts where the text ends
+    assert cleaned == "body one.\n\nbody two.\n\nbody threecontinues\nhere."
+    assert starts == (0, 11, 22, 47) and len(cleaned) == 47

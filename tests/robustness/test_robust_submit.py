@@ -193,3 +193,10 @@ def test_unreachable_address_with_password_never_printed_by_any_layer(project, t
     assert done.returncode == 2, done.stderr
     assert PASSWORD not in done.stdout + done.stderr
     assert "admin:***@127.0.0.1:9" in done.stderr
+
+
+def test_every_error_line_is_masked_at_the_cli_boundary(work):
+    """A store URI with a password in an unsupported scheme: the store's message quotes the URI;
+    the CLI's one error line masks it (before: the password was printed)."""
+    rc, out, err = cli(["run", "study.toml", "--store", f"ftp://admin:{PASSWORD}@host/x?token={PASSWORD}"])
+    assert rc == 2 and PASSWORD not in out + err and "admin:***@host" in err, err

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 from adaptlab._version import __version__
 from adaptlab.cli._common import HelpFormatter
-from adaptlab.errors import AdaptlabError
+from adaptlab.errors import AdaptlabError, mask_url
 
 __all__ = ["main"]
 
@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (AdaptlabError, OSError) as e:
         if debug:
             raise
-        print(f"adaptlab {args.command}: error: {one_line(e)}", file=sys.stderr)
+        print(f"adaptlab {args.command}: error: {mask_url(one_line(e))}", file=sys.stderr)  # no credentials
         return 2
     except MemoryError:
         if debug:
