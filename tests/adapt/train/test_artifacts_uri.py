@@ -184,3 +184,22 @@ def test_local_root_unchanged(tmp_path, monkeypatch):
     assert "files" not in art.manifest and not (tmp_path / "cache").exists()
     assert find_artifact(tmp_path / "store" / "artifacts", writer.key).path == art.path
     assert artifact_root_text("s3://b/p/") == "s3://b/p" and artifact_root_text("rel") == os.path.abspath("rel")
+
+
+def test_file_uri_goes_through_pyarrow(tmp_path, monkeypatch):
+    """A non-S3 URI (here file://) is published, found and materialised through pyarrow.fs."""
+    monkeypatch.setenv("ADAPTLAB_CACHE", str(tmp_path / "node-a"))
+    root = f"file://{tmp_path}/remote/artifacts"
+    writer = _writer(root, 4)
+    files = _train(writer)
+    art = writer.commit()
+    published = tmp_path / "remote" / "artifacts" / "tiny_model" / writer.name
+    assert art.uri == f"{root}/tiny_model/{writer.name}" and (published / "manifest.json").is_file()
+    assert (published / "model" / "1_Pooling" / "config.json").read_bytes() == files["1_Pooling/config.json"]
+    monkeypatch.setenv("ADAPTLAB_CACHE", str(tmp_path / "node-b"))
+    found = find_artifact(root, writer.key)
+    assert found is not None and found.uri == art.uri
+    assert {rel: (found.model_path / rel).read_bytes() for rel in files} == files
+    (published / "model" / "config.json").write_bytes(b"{}")
+    with pytest.raises(StoreError, match="does not match the manifest"):
+        materialize_artifact(art.uri, tmp_path / "tampered")
