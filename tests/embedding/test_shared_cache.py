@@ -270,6 +270,19 @@ def test_a_study_into_a_fresh_store_reuses_the_cache(tmp_path, monkeypatch, caps
     assert _metric_rows(tmp_path / "store1") == _metric_rows(tmp_path / "store2")
 
 
+def test_a_relative_cache_folder_resolves_against_the_project_root(tmp_path, monkeypatch):
+    from adaptlab.study import load_study
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "s.toml").write_text(_STUDY.format(cache="caches/emb"))
+    monkeypatch.chdir(tmp_path / "jobs")
+    cache = EmbeddingCache.of_study(load_study(tmp_path / "jobs" / "s.toml"))
+    assert cache is not None and cache.root == tmp_path / "caches" / "emb"
+    (tmp_path / "jobs" / "s.toml").write_text(_STUDY.format(cache="off"))
+    assert EmbeddingCache.of_study(load_study(tmp_path / "jobs" / "s.toml")) is None
+
+
 def test_a_bad_cache_setting_fails_before_any_work(tmp_path):
     from adaptlab.study import load_study, run_study
 

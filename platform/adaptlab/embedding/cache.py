@@ -20,7 +20,8 @@ longer read (they can be deleted).
 
 Size bound and eviction: ``[embedding].cache_max_gib``, else ``$ADAPTLAB_CACHE_MAX_GIB``, else
 :data:`DEFAULT_MAX_GIB` GiB over ``embeddings/`` and ``tokens/`` together. After every write the
-least recently used files are deleted until the total is within the bound. "Used" is the file's
+least recently used files are deleted until the total is within the bound (a single array larger than the bound is
+therefore not kept). "Used" is the file's
 modification time, set when it is written and, on a local folder, touched on every read; on object
 storage (no cheap way to touch an object) it is the time of the write. Concurrent writers are
 safe: each publishes by rename (or one PUT), and a file that vanishes under a reader or an evictor
@@ -152,10 +153,14 @@ class EmbeddingCache:
         return cls(location, int(_max_gib(max_gib, where) * _GIB))
 
     @classmethod
-    def of_section(cls, section: Any, source: str) -> EmbeddingCache | None:
-        """The cache of a study's ``[embedding]`` section (its ``cache`` and ``cache_max_gib``);
-        ``source`` (the study file) names the section in errors."""
-        return cls.resolve(section.cache, section.cache_max_gib, where=f"{source}: [embedding]")
+    def of_study(cls, study: Any) -> EmbeddingCache | None:
+        """The cache of a study's ``[embedding]`` section (``cache``, ``cache_max_gib``): a relative
+        folder resolves against the project root as the study's other paths; errors name the file."""
+        section = study.embedding
+        root = section.cache.strip()
+        if root and root.lower() != "off" and not _is_uri(root):
+            root = str(study.resolve_path(root))
+        return cls.resolve(root, section.cache_max_gib, where=f"{study.source}: [embedding]")
 
     def folder(self, name: str) -> ArrayCache:
         """The :class:`ArrayCache` of one sub-folder (``embeddings`` or ``tokens``), bounded with

@@ -111,7 +111,7 @@ def run_study(
     if tune is not None:
         tune_param_space(tune, study.source)  # fail on a bad space before any work
     check_inputs(study)  # every dataset and model, before Ray starts and before any embedding
-    EmbeddingCache.of_section(study.embedding, study.source)  # a bad cache setting fails before any work
+    EmbeddingCache.of_study(study)  # a bad cache setting fails before any work
     ray_start = None
     if study.embedding.use_ray or (settings is not None and (settings.use_ray or tune is not None)):
         from adaptlab.runtime import start_ray  # deferred: imports ray
@@ -206,7 +206,7 @@ def evaluate_systems(
     ``[analysis]`` rows; one store commit per dataset."""
     measures = parse_measures(study.evaluation.metrics)
     depth = max([study.evaluation.k, *[m.k for m in measures if m.k is not None]])
-    cache = EmbeddingCache.of_section(study.embedding, study.source)  # shared by stores and studies
+    cache = EmbeddingCache.of_study(study)  # shared by stores and studies
     ev = _Evaluation(study, list(systems), {s.name: system_embedder(s.section, study, cache) for s in systems},
                      measures, depth, study.bootstrap_config(), baseline, store_root, dict(extra_config or {}),
                      tuple(pairs) if pairs is not None else None)

@@ -430,7 +430,7 @@ def adaptation_stage(study: Study, settings: AdaptSettings, tune_settings: TuneS
     returns the systems to evaluate and the held-out dataset. Ray, when used, is started by the
     caller. Adapted models are content-addressed artifacts, so a rerun trains nothing."""
     timings: dict[str, float] = {}
-    cache_dir = EmbeddingCache.of_section(study.embedding, study.source)  # the shared embedding cache
+    cache_dir = EmbeddingCache.of_study(study)  # the shared embedding cache
     t0 = time.perf_counter()
     data, data_dir = _prepare(study, settings, cache_dir)
     timings["prepare_s"] = time.perf_counter() - t0
