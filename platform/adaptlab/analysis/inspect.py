@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab import results
+from adaptlab.analysis.present import format_number, format_p
 from adaptlab.data.dataset import Dataset
 from adaptlab.data.pdf import parse_page_ref
 from adaptlab.errors import ConfigError
@@ -228,12 +229,9 @@ def win_loss(
     return out
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.{digits}f}"
-    return str(v)
+def _fmt(v: Any) -> str:
+    """A number as every adaptlab table prints it (:mod:`adaptlab.analysis.present`); ``-`` for None."""
+    return "-" if v is None else format_number(v)
 
 
 def format_inspection(table: Any, counts: list[dict[str, Any]] | None = None) -> str:
@@ -249,8 +247,8 @@ def format_inspection(table: Any, counts: list[dict[str, Any]] | None = None) ->
         )
         for t in c["paired_tests"]:
             lines.append(
-                f"  paired test {t['measure']}: {system} - {against} = {_fmt(t['difference'], 4)} "
-                f"[{_fmt(t['ci_low'], 4)}, {_fmt(t['ci_high'], 4)}], p = {_fmt(t['p_value'], 4)}"
+                f"  paired test {t['measure']}: {system} - {against} = {_fmt(t['difference'])} "
+                f"[{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}], p = {format_p(t['p_value'])}"
             )
     title = (f"queries where {system} and {against} differ most" if against
              else f"worst queries of {system}")
