@@ -161,3 +161,23 @@ def test_s3_errors_are_one_clean_line(s3_env):
     assert "\n" not in message and "\x1b" not in message and "<Error>" not in message, message
     assert "NoSuchBucket" in message  # the S3 error code survives
     assert "testing-secret-value" not in message
+
+
+def test_a_damaged_log_on_s3_is_flagged_and_repaired(s3_env):
+    import boto3
+
+    uri = f"s3://{BUCKET}/damaged"
+    with results.open(uri, create=True, storage_options=s3_env) as store:
+        store.commit([_run()], [_metric()])
+        store.commit([_run("bge")], [_metric("bge")])
+    s3 = boto3.client("s3", endpoint_url=s3_env["AWS_ENDPOINT_URL"], aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
+                      aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1")
+    s3.put_object(Bucket=BUCKET, Key="damaged/_delta_log/00000000000000000002.json", Body=b"")
+    with pytest.raises(results.StoreDamagedError, match=r"00000000000000000002\.json \(version 2\) is empty"):
+        results.open(uri, storage_options=s3_env)
+    report = "\n".join(results.repair_store(uri, storage_options=s3_env).lines())
+    assert "cut back to version 1" in report and "_adaptlab_quarantine/" in report
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="damaged/_adaptlab_quarantine/")["Contents"]]
+    assert any(k.endswith("_delta_log/00000000000000000002.json") for k in keys)
+    with results.open(uri, storage_options=s3_env) as store:
+        assert store.version() == 1 and store.runs().column("system").to_pylist() == ["minilm"]

@@ -135,6 +135,7 @@ def migrate_store(source: str | os.PathLike[str], target: str | os.PathLike[str]
 
         data = pa.concat_tables(parts)
         new._write(data, None, app_id, seq)
+        new._record_checksums(f"migrate-{app_id}-{seq}")  # a migrated store is verified like any other
 
     for name in ("runs", "per_query"):
         a, b = old.table(name), new.table(name)

@@ -28,7 +28,7 @@ from typing import Any
 
 from adaptlab.errors import StoreError
 from adaptlab.results.health import LOG_DIR, QUARANTINE_DIR, Health, Listing, StoreDamagedError
-from adaptlab.results.native import quiet_native, short_message
+from adaptlab.results.native import quiet_native, remote_options, short_message
 
 __all__ = ["RepairReport", "repair_store"]
 
@@ -59,8 +59,9 @@ def repair_store(root: str | os.PathLike[str], *, storage_options: dict[str, str
     """Repair the store at ``root`` (see the module docstring); returns what was done."""
     from adaptlab.results.store import normalize_uri
 
-    uri, _ = normalize_uri(root)
-    health = Health(uri, dict(storage_options) if storage_options else None)
+    uri, local = normalize_uri(root)
+    health = Health(uri, remote_options(storage_options) if local is None else
+                    (dict(storage_options) if storage_options else None))
     report = RepairReport(uri)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     quarantine = f"{QUARANTINE_DIR}/{stamp}"

@@ -393,7 +393,8 @@ class ResultsStore:
         marks = tuple(f"kind={k}/" for k in kinds)  # a corrupted file is an error naming it, before any byte is decoded
         self._checksums.verify(u for u in self._file_uris(dt) if any(m in u for m in marks))
         try:
-            return dt.to_pyarrow_dataset(partitions=[("kind", "in", list(kinds))])
+            with quiet_native("read"):
+                return dt.to_pyarrow_dataset(partitions=[("kind", "in", list(kinds))])
         except Exception as e:  # noqa: BLE001
             raise StoreError(f"{self.uri}: cannot read the store: {_short(e)}") from e
 
@@ -406,7 +407,8 @@ class ResultsStore:
         present = set(ds.schema.names)
         read_cols = [c for c in want if c in present] + ["commit_id", "commit_row"]
         try:
-            t = ds.to_table(columns=read_cols, filter=expr)
+            with quiet_native("read"):
+                t = ds.to_table(columns=read_cols, filter=expr)
         except (pa.ArrowInvalid, OSError) as e:
             raise StoreError(f"{self.uri}: cannot read table {name!r}: {_short(e)}") from e
         except Exception as e:  # noqa: BLE001 - delta-rs storage errors
