@@ -302,3 +302,15 @@ def test_several_named_baselines_mark_each_family_against_its_own_base():
     reverse = {r.system: r.baseline for r in wide_table(rows, baseline=["m-base", "c-base"]).rows}
     assert reverse == {"m-base": "c-base", "m-ft": "m-base", "c-base": None, "c-ft": "c-base"}
     assert DAGGER in to_text(table, 3)
+
+
+def test_text_table_escapes_control_characters_in_names_caption_and_notes():
+    """A name stored with an ANSI escape or a newline prints as its escape, on one line."""
+    evil = "ft\x1b[31m\nred"
+    rows = [score("base", dataset="d\x1b]0;title\x07"), score(evil, dataset="d\x1b]0;title\x07"),
+            comparison(evil, "base", dataset="d\x1b]0;title\x07")]
+    text = to_text(wide_table(rows))
+    assert "\x1b" not in text and "\x07" not in text
+    assert r"ft\x1b[31m\nred" in text and r"d\x1b]0;title\x07" in text
+    assert len(text.splitlines()) == 2 + 2 + 2  # header, rule, two rows, caption, mark note
+    assert "\x1b" not in to_latex(wide_table(rows)) and r"ft\textbackslash{}x1b[31m red" in to_latex(wide_table(rows))
