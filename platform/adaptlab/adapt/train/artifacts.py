@@ -68,7 +68,6 @@ __all__ = [
     "package_versions",
     "publish_artifact",
     "read_manifest",
-    "read_manifest",
     "resolve_base_model",
     "sanitize_name",
 ]
@@ -327,20 +326,6 @@ def open_artifact(path: str | Path) -> Artifact:
     if not (p / MANIFEST).is_file() or not (p / MODEL_DIR).is_dir():
         raise StoreError(f"{p}: not a finished artifact (expected {MANIFEST} and {MODEL_DIR}/)")
     return Artifact(p, _read_manifest(p), reused=True)
-
-
-def read_manifest(path: str | Path) -> dict[str, Any]:
-    """The ``manifest.json`` of the artifact at ``path`` (a directory or an artifact URI), read
-    without materialising its model: what went in and the ``training`` record. Raises
-    :class:`StoreError` when there is none or it cannot be read."""
-    if is_artifact_uri(path):
-        manifest = _remote_manifest(str(path).rstrip("/"))
-        if manifest is None:
-            raise StoreError(f"{_where(str(path))}: not a finished artifact (no {MANIFEST})")
-        return manifest
-    if not (Path(path) / MANIFEST).is_file():
-        raise StoreError(f"{path}: not a finished artifact (no {MANIFEST})")
-    return _read_manifest(Path(path))
 
 
 def read_manifest(path: str | Path) -> dict[str, Any]:
