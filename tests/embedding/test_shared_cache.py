@@ -310,3 +310,63 @@ def test_quickstart_into_a_fresh_store_embeds_nothing(tmp_path, monkeypatch, cap
     assert first > 0 and counted[0] == first
     assert "embeddings: 0 of" not in caplog.text and "texts from cache" in caplog.text
     assert _metric_rows(tmp_path / "a") == _metric_rows(tmp_path / "b")
+
+
+@pytest.fixture(scope="module")
+def s3_env():
+    """A moto S3 server of this module's own on 127.0.0.1 (stopped by pid), with one bucket;
+    yields the environment that points pyarrow at it."""
+    import shutil
+    import socket
+    import subprocess
+    import urllib.request
+
+    exe = shutil.which("moto_server")
+    boto3 = pytest.importorskip("boto3")
+    if exe is None:
+        pytest.skip("moto_server not installed: pip install 'moto[server]'")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "cache-test-id", "AWS_SECRET_ACCESS_KEY": "cache-secret",
+           "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # bounded wait for the server
+            try:
+                urllib.request.urlopen(endpoint + "/", timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.skip(f"moto_server did not start on {endpoint}")
+                time.sleep(0.1)
+        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+                     aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1",
+                     ).create_bucket(Bucket="emb-cache")
+        yield env
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_a_cache_on_s3_is_shared_bounded_and_cleared(s3_env, monkeypatch, cli):
+    for key, value in s3_env.items():
+        monkeypatch.setenv(key, value)
+    cache = EmbeddingCache("s3://emb-cache/shared", max_bytes=1000)
+    out = _embedder(cache)(TEXTS, "document")
+    other_node = _embedder(EmbeddingCache("s3://emb-cache/shared", max_bytes=1000))  # another driver
+    np.testing.assert_array_equal(other_node(TEXTS, "document"), out)
+    assert other_node.ref.texts == 0
+    _fill(cache, ["x.npy", "y.npy"])  # 928 bytes each: only the newest fits
+    assert [f.path.rsplit("/", 1)[1] for f in cache.files()] == ["y.npy"]
+    shown = cli("cache", "--root", "s3://emb-cache/shared")
+    assert "entries  1 (embeddings 1, tokens 0)" in shown.stdout, shown.stderr
+    assert cli("cache", "clear", "--yes", "--root", "s3://emb-cache/shared").returncode == 0
+    assert cache.files() == []
