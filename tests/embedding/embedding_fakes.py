@@ -251,3 +251,20 @@ class FakeRay:
         if ref.error is not None:
             raise ref.error
         return ref.fn()
+
+
+class TokenHashEncoder(HashingEncoder):
+    """A late-interaction stand-in: one hashing vector per word (token) of each text."""
+
+    def encode_tokens(self, texts, kind="document", batch_size=32):  # noqa: ANN001, ANN201
+        from adaptlab.models.colbert import TokenVectors
+
+        words = [t.split() or [""] for t in texts]
+        flat = [w for ws in words for w in ws]
+        offsets = np.concatenate([[0], np.cumsum([len(ws) for ws in words])])
+        return TokenVectors(self.encode(flat, kind=kind, batch_size=batch_size), offsets)
+
+
+class TokenHashFactory:
+    def __call__(self, device=None):  # noqa: ANN001
+        return TokenHashEncoder(8)

@@ -128,3 +128,17 @@ def test_placement_timeout_setting(monkeypatch):
     with pytest.raises(ConfigError, match="placement_timeout must be"):
         placement_timeout(0)
     assert pool_module.POLL_SECONDS < PLACEMENT_TIMEOUT
+
+
+def test_token_vectors_survive_a_lost_node_the_same_way(fake_ray):
+    from adaptlab.embedding.tokens import assemble_tokens
+    from embedding_fakes import TokenHashEncoder, TokenHashFactory
+
+    pool = EncoderPool(TokenHashFactory(), PoolPlacement(5, 1.0, 0.0, 1, None))
+    fake_ray.events[9] = lambda r: r.kill_node("w2")
+    runs = pool.run(length_blocks(TEXTS, 6), kind="query", batch_size=3, tokens=True, max_restarts=0)
+    tokens, _, _ = assemble_tokens(len(TEXTS), runs)
+    expected = TokenHashEncoder(8).encode_tokens(TEXTS, kind="query")
+    np.testing.assert_array_equal(tokens.offsets, expected.offsets)
+    np.testing.assert_array_equal(tokens.vectors, expected.vectors)
+    assert [a.node.name for a in fake_ray.actors if a.dead and a.calls] == ["w2", "w2"]  # they had work

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from adaptlab.embedding.pool import ClusterCapacityError
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation import RAY_MIN_CELLS, summarise, summarise_datasets
 from adaptlab.evaluation.workers import use_ray
@@ -107,3 +108,47 @@ def test_gpu_tasks_match_a_gpu_driver(local_ray):
     remote = summarise_datasets(study, boot=boot, workers="ray")
     for ds in study:
         assert _as_plain(local[ds]) == _as_plain(remote[ds])
+
+
+def test_a_task_whose_worker_dies_is_retried_and_gives_its_result(local_ray, tmp_path):
+    import ray
+
+    from adaptlab.evaluation.workers import gather
+
+    def crash_once(marker: str, value: int) -> int:
+        import os
+
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return 2 * value
+        os.close(fd)
+        os._exit(3)  # the worker process dies on the first try
+
+    task = ray.remote(crash_once).options(num_cpus=1, max_retries=1)
+    assert gather([task.remote(str(tmp_path / "m"), 21), task.remote(str(tmp_path / "m"), 5)], ["a", "b"]) == [42, 10]
+    assert (tmp_path / "m").exists()  # one try did die
+    no_retry = ray.remote(crash_once).options(num_cpus=1, max_retries=0)
+    with pytest.raises(ClusterCapacityError, match=r"^the bootstrap task of ds1/ndcg@10 failed: its Ray worker or node"
+                                                   r" was lost and Ray's retries ran out \(") as info:
+        gather([no_retry.remote(str(tmp_path / "n"), 1)], ["ds1/ndcg@10"])
+    assert "\n" not in str(info.value) and "workers='local'" in str(info.value)
+
+
+def test_a_cluster_without_cpus_fails_with_one_line_within_the_timeout(local_ray, monkeypatch):
+    import time
+
+    import ray
+
+    from adaptlab.evaluation.workers import gather
+
+    ref = ray.remote(lambda: 1).options(resources={"gone-node": 1}).remote()  # can never be placed
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"memory": 1.0})  # every CPU node is gone
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(ClusterCapacityError, match=r"^bootstrap stopped: the Ray cluster has had no CPU for 1 s "
+                                                       r"\(lost node\(s\): none listed\); 0/1 bootstrap tasks"):
+            gather([ref], ["ds/acc@1"], timeout=1)
+    finally:
+        ray.cancel(ref, force=True)
+    assert time.monotonic() - t0 < 15

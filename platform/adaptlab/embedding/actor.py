@@ -65,8 +65,8 @@ class EmbedBatch:
         the pool uses it as the actor's readiness call."""
         import ray  # deferred: only a Ray actor calls this
 
-        ctx = ray.get_runtime_context()
-        return {"node_id": ctx.get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": self.pid}
+        node_ip = getattr(ray._private.worker.global_worker, "node_ip_address", "")  # the node's --node-ip-address
+        return {"node_id": ray.get_runtime_context().get_node_id(), "ip": node_ip or "", "pid": self.pid}
 
     def __call__(self, batch: dict[str, Any], *, kind: TextKind | None = None,
                  batch_size: int | None = None, tokens: bool = False) -> dict[str, np.ndarray]:

@@ -13,9 +13,13 @@ order of ``texts``. With ``use_ray=True`` (the default):
    (:mod:`adaptlab.embedding.pool`): created on the first call, then reused by every later call
    with the same model -- documents and queries, one dataset after another -- until
    :func:`~adaptlab.embedding.pool.release_pools`. Each actor asks for one GPU when the cluster
-   has GPUs, and for CPU slots otherwise (with ``torch_threads`` intra-op threads each). An
-   actor that dies is replaced and its blocks are retried, at most ``max_restarts`` times per
-   call (default 3);
+   has GPUs, and for CPU slots otherwise (with ``torch_threads`` intra-op threads each). The
+   pool is sized from the cluster's resources at every call (it shrinks after a node loss and
+   grows when nodes return); blocks go only to actors that are ready. An actor that dies is
+   replaced and its blocks go to the ready actors (crashes at most ``max_restarts`` times per
+   call, default 3; losses with a node unbounded); when no actor is ready for
+   ``placement_timeout`` seconds (default 180, ``ADAPTLAB_POOL_PLACEMENT_TIMEOUT``) the call
+   raises :class:`~adaptlab.embedding.pool.ClusterCapacityError` and returns nothing;
 4. the output blocks are written into the result by row id; every row id must appear
    exactly once (a missing or duplicated row raises), so the result is in input order.
 
@@ -41,6 +45,7 @@ import numpy as np
 
 from adaptlab.embedding.actor import EncoderFactory
 from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, PoolPlacement, Progress, get_pool
+from adaptlab.embedding.pool import placement_timeout as check_placement_timeout
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, check_texts
 from adaptlab.models.load import EncoderSpec
@@ -248,7 +253,7 @@ def pool_placement(n: int, *, batch_size: int, num_actors: int | None, block_siz
 def _embed_ray(
     texts: list[str], factory: EncoderFactory, *, kind: TextKind, batch_size: int, num_actors: int | None,
     block_size: int | None, torch_threads: int | None, sort_by_length: bool, max_restarts: int | None,
-    device: str | None, progress: bool = True,
+    device: str | None, progress: bool = True, placement_timeout: float | None = None,
 ) -> EmbeddingRun:
     init_ray()
     n = len(texts)
@@ -261,8 +266,8 @@ def _embed_ray(
     restarts = DEFAULT_MAX_RESTARTS if max_restarts is None else max_restarts
     bar = Progress(n, _what(factory, kind, n), enabled=None if progress else False)
     try:
-        emb, pid, cvd = _assemble(n, pool.run(blocks, kind=kind, batch_size=batch_size,
-                                              max_restarts=restarts, progress=bar))
+        emb, pid, cvd = _assemble(n, pool.run(blocks, kind=kind, batch_size=batch_size, max_restarts=restarts,
+                                              progress=bar, timeout=placement_timeout))
     finally:
         bar.close()
     return EmbeddingRun(emb, pid, cvd, engine="ray", num_actors=placement.num_actors, block_size=bs,
@@ -285,6 +290,7 @@ def embed_texts_detailed(
     torch_threads: int | None = None,
     sort_by_length: bool = True,
     max_restarts: int | None = None,
+    placement_timeout: float | None = None,
 ) -> EmbeddingRun:
     """:func:`embed_texts` returning an :class:`EmbeddingRun` (embeddings + worker of each row)."""
     if kind not in ("query", "document"):
@@ -299,6 +305,8 @@ def embed_texts_detailed(
         torch_threads = _check_int("torch_threads", torch_threads)
     if max_restarts is not None:
         max_restarts = _check_int("max_restarts", max_restarts, minimum=0)
+    if placement_timeout is not None:
+        placement_timeout = check_placement_timeout(placement_timeout)
     opts = dict(options or {})
     if "backend" in opts:  # the study runner passes the backend among the options
         b = opts.pop("backend")
@@ -312,7 +320,8 @@ def embed_texts_detailed(
         return _embed_local(items, factory, kind, batch_size, device, progress)
     return _embed_ray(items, factory, kind=kind, batch_size=batch_size, num_actors=num_actors,
                       block_size=block_size, torch_threads=torch_threads, sort_by_length=sort_by_length,
-                      max_restarts=max_restarts, device=device, progress=progress)
+                      max_restarts=max_restarts, device=device, progress=progress,
+                      placement_timeout=placement_timeout)
 
 
 def embed_texts(
@@ -343,14 +352,18 @@ def embed_texts(
         use_ray: ``False``: encode in this process.
         kwargs: ``backend``, ``device``, ``block_size`` (rows per actor call),
             ``torch_threads`` (per CPU actor, default 1 with the default pool),
-            ``sort_by_length`` (default True), ``max_restarts`` (dead actors replaced, with
-            their blocks retried, per call; default ``None``: 3).
-            See :func:`embed_texts_detailed`.
+            ``sort_by_length`` (default True), ``max_restarts`` (actor crashes replaced, with
+            their blocks retried, per call; default ``None``: 3), ``placement_timeout`` (seconds
+            with no ready actor before the call fails; default ``None``:
+            ``ADAPTLAB_POOL_PLACEMENT_TIMEOUT`` or 180). See :func:`embed_texts_detailed`.
 
     Raises:
-        ConfigError: invalid option or model; DataError: a text is not a string.
+        ConfigError: invalid option or model; DataError: a text is not a string;
+        ClusterCapacityError: the cluster lost the nodes the pool needs (no actor ready for
+        ``placement_timeout`` seconds).
     """
-    unknown = set(kwargs) - {"backend", "device", "block_size", "torch_threads", "sort_by_length", "max_restarts"}
+    unknown = set(kwargs) - {"backend", "device", "block_size", "torch_threads", "sort_by_length", "max_restarts",
+                             "placement_timeout"}
     if unknown:
         raise ConfigError(f"embed_texts: unknown argument(s) {', '.join(sorted(unknown))}")
     return embed_texts_detailed(texts, model_ref, kind=kind, batch_size=batch_size, num_actors=num_actors,

@@ -185,8 +185,9 @@ def _isatty(stream: Any) -> bool:
 _IN_FLIGHT_PER_ACTOR = 2
 
 PLACEMENT_TIMEOUT = 180.0
-"""Seconds a call waits while no actor of its pool is ready (every actor lost or waiting for a
-node with room) before it fails with :class:`ClusterCapacityError` (``ADAPTLAB_POOL_PLACEMENT_TIMEOUT``)."""
+"""Seconds a call waits while no actor of its pool is ready (every actor lost, waiting for a node
+with room, or still loading its encoder) before it fails with :class:`ClusterCapacityError`
+(``ADAPTLAB_POOL_PLACEMENT_TIMEOUT``). It covers a fresh actor's start and model load, hence minutes."""
 
 PLACEMENT_TIMEOUT_ENV = "ADAPTLAB_POOL_PLACEMENT_TIMEOUT"
 
@@ -347,28 +348,29 @@ class EncoderPool:
         self.members = []
 
 
-def dead_nodes() -> dict[str, str]:
-    """``{node id: ip}`` of the nodes the cluster lists as dead."""
+def cluster_nodes() -> dict[str, tuple[bool, str]]:
+    """``{node id: (alive, ip)}`` of the cluster's nodes as the GCS lists them (empty when it
+    cannot be asked for a moment)."""
     import ray  # deferred: ray is heavy and only needed here
 
     try:
-        return {n["NodeID"]: n.get("NodeManagerAddress", "") for n in ray.nodes() if not n.get("Alive", True)}
+        return {n["NodeID"]: (bool(n.get("Alive", True)), str(n.get("NodeManagerAddress", ""))) for n in ray.nodes()}
     except Exception:  # noqa: BLE001 - the GCS may be unreachable for a moment; "unknown" is safe
         return {}
 
 
-_NODE_DEATH_WORDS = ("node has died", "node is dead", "node died", "raylet", "node was terminated")
+_NODE_DEATH_WORDS = ("node has died", "node is dead", "node died", "node was terminated")
 
 
-def _node_of_death(member: Member, error: Exception, dead: dict[str, str]) -> tuple[str, str] | None:
+def _node_of_death(member: Member, error: Exception, nodes: dict[str, tuple[bool, str]]) -> tuple[str, str] | None:
     """``(node id, ip)`` when ``member`` died with its node (the cluster lists the node as dead, or
     Ray's message says so), else None (the actor's own process failed)."""
-    if member.node_id and member.node_id in dead:
-        return member.node_id, member.ip or dead[member.node_id]
+    alive, ip = nodes.get(member.node_id, (True, ""))
     text = str(error).lower()
-    if any(w in text for w in _NODE_DEATH_WORDS) or isinstance(error, _unavailable_error()):
-        return member.node_id or "unknown", member.ip or _ip_in(str(error))
-    return None
+    if not (member.node_id and not alive) and not (
+            any(w in text for w in _NODE_DEATH_WORDS) or isinstance(error, _unavailable_error())):
+        return None
+    return member.node_id or "unknown", ip or _ip_in(str(error)) or member.ip
 
 
 def _unavailable_error() -> type:
@@ -472,7 +474,7 @@ class _Dispatch:
         replacement; a death without its node counts against the restart budget."""
         lost = blocks + [b for b, a in self.in_flight.values() if a == actor_index]
         self.in_flight = {r: (b, a) for r, (b, a) in self.in_flight.items() if a != actor_index}
-        node = _node_of_death(self.pool.members[actor_index], error, dead_nodes())
+        node = _node_of_death(self.pool.members[actor_index], error, cluster_nodes())
         if node is None:
             self.replaced += 1
             if self.replaced > self.max_restarts:
@@ -507,8 +509,8 @@ class _Dispatch:
             what = "lost node(s) " + ", ".join(f"{n[:12]} ({ip or 'ip unknown'})" for n, ip in self.lost_nodes.items())
         else:
             what = "no node was lost in this call, but none has room"
-        return (f"embedding stopped: no embedding actor could be placed for {self.timeout:g} s ({what}; each "
-                f"actor needs {need}); {self.done}/{self.total} texts of this call were embedded and are not "
+        return (f"embedding stopped: no embedding actor was ready for {self.timeout:g} s, none could be placed "
+                f"or load its encoder ({what}; each actor needs {need}); {self.done}/{self.total} texts of this call were embedded and are not "
                 f"kept; to resume, re-run the same study once the cluster has room (finished work is reused "
                 f"from the content cache), or wait longer with {PLACEMENT_TIMEOUT_ENV}=SECONDS")
 

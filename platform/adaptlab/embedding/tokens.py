@@ -13,7 +13,9 @@ Where it encodes: the rule of the dense ``Embedder``. With ``use_ray=True``, a c
 ``local_below`` texts (default :data:`~adaptlab.embedding.cache.LOCAL_BELOW`, 512), and every call
 once this embedder has used Ray or while a warm pool of this model exists, runs on the model's warm
 actor pool (:mod:`adaptlab.embedding.pool`: one GPU per actor when the cluster has GPUs, CPU
-actors otherwise; dead actors replaced within a bounded budget; a progress bar or lines). The texts
+actors otherwise; blocks only to ready actors, a lost node's blocks requeued to the live ones,
+every wait bounded and a one-line ``ClusterCapacityError`` when no actor is ready for the placement
+time-out; a progress bar or lines). The texts
 go in blocks by decreasing length (:func:`~adaptlab.embedding.pipeline.length_blocks`); each actor
 returns its block's packed ``[T, dim]`` vectors and per-row lengths (token mode of
 :class:`~adaptlab.embedding.actor.EmbedBatch`), and the driver writes the rows back in input order
@@ -135,9 +137,10 @@ def _label(factory: EncoderFactory, kind: str, n: int) -> str:
 
 def embed_tokens_ray(texts: list[str], factory: EncoderFactory, *, kind: TextKind, batch_size: int,
                      num_actors: int | None = None, device: str | None = None, progress: bool = True,
-                     max_restarts: int = DEFAULT_MAX_RESTARTS) -> TokenRun:
-    """Token vectors of ``texts`` on the warm pool of ``factory`` (placement and blocks as
-    :func:`~adaptlab.embedding.pipeline.embed_texts`), rows in input order."""
+                     max_restarts: int = DEFAULT_MAX_RESTARTS, placement_timeout: float | None = None) -> TokenRun:
+    """Token vectors of ``texts`` on the warm pool of ``factory`` (placement, blocks, node-loss
+    handling and ``placement_timeout`` as :func:`~adaptlab.embedding.pipeline.embed_texts`), rows in
+    input order."""
     init_ray()
     n = len(texts)
     placement, bs = pool_placement(n, batch_size=batch_size, num_actors=num_actors or None, block_size=None,
@@ -148,7 +151,8 @@ def embed_tokens_ray(texts: list[str], factory: EncoderFactory, *, kind: TextKin
     bar = Progress(n, _label(factory, kind, n), enabled=None if progress else False)
     try:
         tokens, pid, cvd = assemble_tokens(n, pool.run(blocks, kind=kind, batch_size=batch_size,
-                                                       max_restarts=max_restarts, progress=bar, tokens=True))
+                                                       max_restarts=max_restarts, progress=bar, tokens=True,
+                                                       timeout=placement_timeout))
     finally:
         bar.close()
     return TokenRun(tokens, pid, cvd, engine="ray", num_actors=placement.num_actors, block_size=bs,

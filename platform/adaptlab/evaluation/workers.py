@@ -13,21 +13,38 @@ joining Ray through :func:`adaptlab.runtime.init_ray`), ``"auto"`` on Ray only w
 running in this process and the study has at least :data:`RAY_MIN_CELLS` (group x system) cells:
 below that, scheduling and transfers cost more than the bootstrap (a multinomial-count bootstrap
 of one group takes milliseconds) and Ray is never started just for the measuring stage.
+
+On Ray, every wait is bounded (:func:`gather`): a task whose worker or node dies is retried by Ray
+(:data:`TASK_RETRIES` times, same numbers: the task is pure), then the stage fails with one
+:class:`~adaptlab.embedding.pool.ClusterCapacityError` line; so it does when the cluster has had no
+CPU left for the placement time-out (``ADAPTLAB_POOL_PLACEMENT_TIMEOUT``, default 180 s). While CPUs
+exist the tasks wait for them (a long bootstrap group is not mistaken for a lost one).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from adaptlab.embedding.pool import (
+    FETCH_TIMEOUT,
+    PLACEMENT_TIMEOUT_ENV,
+    POLL_SECONDS,
+    ClusterCapacityError,
+    cluster_nodes,
+    placement_timeout,
+)
 from adaptlab.errors import ConfigError
 from adaptlab.runtime import cluster_has_gpus, init_ray
 from adaptlab.stats import BootstrapConfig, PairedDifference, bootstrap_ci, paired_bootstrap
 
-__all__ = ["RAY_MIN_CELLS", "WORKERS", "BootstrapGroup", "GroupResult", "bootstrap_group", "run_groups", "use_ray"]
+__all__ = ["RAY_MIN_CELLS", "TASK_RETRIES", "WORKERS", "BootstrapGroup", "GroupResult", "bootstrap_group", "gather",
+           "run_groups", "use_ray"]
 
 WORKERS = ("auto", "local", "ray")
 """Accepted values of ``workers``."""
@@ -36,6 +53,10 @@ RAY_MIN_CELLS = 512
 """``workers="auto"`` uses Ray from this many (dataset x measure x system) cells on."""
 
 _GPU_PER_TASK = 0.25
+
+TASK_RETRIES = 3
+"""Ray retries of a bootstrap task whose worker or node died (the task is pure: a retry gives the
+same numbers); after that the measuring stage fails with one line."""
 
 
 @dataclass(frozen=True)
@@ -95,9 +116,63 @@ def run_groups(groups: Sequence[BootstrapGroup], boot: BootstrapConfig, *, worke
     import ray  # deferred: only the Ray path needs it
 
     init_ray()
-    options = {"num_cpus": 1}
+    options: dict[str, Any] = {"num_cpus": 1, "max_retries": TASK_RETRIES}
     if cluster_has_gpus():
         options["num_gpus"] = _GPU_PER_TASK
     task = ray.remote(bootstrap_group).options(**options)
     boot_ref = ray.put(boot)
-    return list(ray.get([task.remote(g, boot_ref) for g in groups]))
+    refs = [task.remote(g, boot_ref) for g in groups]
+    return gather(refs, ["/".join(g.key) for g in groups])
+
+
+def gather(refs: Sequence[Any], labels: Sequence[str], *, timeout: float | None = None) -> list[Any]:
+    """The results of ``refs`` in order, every wait bounded (rounds of
+    :data:`~adaptlab.embedding.pool.POLL_SECONDS`). A task that lost its worker or node more than
+    :data:`TASK_RETRIES` times, or a cluster with no CPU left for ``timeout`` seconds (default:
+    :func:`~adaptlab.embedding.pool.placement_timeout`), raises one
+    :class:`~adaptlab.embedding.pool.ClusterCapacityError` line naming the task (``labels``)."""
+    import ray  # deferred: only the Ray path needs it
+
+    limit = placement_timeout(timeout)
+    pending, results = {ref: i for i, ref in enumerate(refs)}, [None] * len(refs)
+    no_cpu_since: float | None = None
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=POLL_SECONDS)
+        for ref in done:
+            i = pending.pop(ref)
+            results[i] = _fetch(ref, labels[i])
+        no_cpu_since = _check_cpus(no_cpu_since, limit, len(refs) - len(pending), len(refs))
+    return results
+
+
+def _fetch(ref: Any, label: str) -> Any:
+    """One finished task's result; a task that Ray gave up on (worker or node lost on every try)
+    raises one line, an error of the task itself propagates unchanged."""
+    import ray  # deferred: only the Ray path needs it
+
+    try:
+        return ray.get(ref, timeout=FETCH_TIMEOUT)
+    except ray.exceptions.RayTaskError:
+        raise
+    except ray.exceptions.RayError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ClusterCapacityError(
+            f"the bootstrap task of {label} failed: its Ray worker or node was lost and Ray's retries ran out "
+            f"({type(e).__name__}: {first[:200]}); re-run the same study (stored results are kept), or measure in-process with "
+            "workers='local'") from e
+
+
+def _check_cpus(since: float | None, limit: float, done: int, total: int) -> float | None:
+    """Track since when the cluster has had no CPU; raise once that lasted ``limit`` seconds."""
+    import ray  # deferred: only the Ray path needs it
+
+    if done == total or float(ray.cluster_resources().get("CPU", 0.0)) >= 1.0:
+        return None
+    now = time.monotonic()
+    if since is not None and now - since > limit:
+        lost = ", ".join(f"{n[:12]} ({ip})" for n, (alive, ip) in cluster_nodes().items() if not alive) or "none listed"
+        raise ClusterCapacityError(
+            f"bootstrap stopped: the Ray cluster has had no CPU for {limit:g} s (lost node(s): {lost}); {done}/{total} "
+            f"bootstrap tasks were done and are not kept; re-run the same study once the cluster has room, or "
+            f"measure in-process with workers='local' ({PLACEMENT_TIMEOUT_ENV}=SECONDS waits longer)")
+    return now if since is None else since
