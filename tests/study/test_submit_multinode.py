@@ -43,7 +43,8 @@ assert store.per_query().num_rows > 0
 print("VERSION", store.version(), "NDCG", rows[0]["value"])
 store.close()
 from pyarrow import fs
-cache, path = fs.FileSystem.from_uri(sys.argv[1] + "/.cache/embeddings")   # the embedding cache follows the store
+# the nodes' shared embedding cache on S3 (ADAPTLAB_EMBEDDING_CACHE), beside the store, not in it
+cache, path = fs.FileSystem.from_uri(sys.argv[1].rsplit("/", 1)[0] + "/embedding-cache/embeddings")
 assert [i for i in cache.get_file_info(fs.FileSelector(path)) if i.path.endswith(".npy")], "no cached embeddings"
 """
 
@@ -64,7 +65,8 @@ def test_submit_to_two_nodes_results_on_s3_outlive_the_cluster(tmp_path):
               "AWS_SECRET_ACCESS_KEY": "multinode-secret-value", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
     token = secrets.token_hex(16)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "RAY_"))}
-    node_env = {**base, **s3_env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "HF_HUB_OFFLINE": "1"}
+    node_env = {**base, **s3_env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "HF_HUB_OFFLINE": "1",
+                "ADAPTLAB_EMBEDDING_CACHE": f"s3://{BUCKET}/embedding-cache"}
     client_env = {**base, "RAY_AUTH_TOKEN": token, "HOME": str(tmp_path)}  # the token only: no S3 credentials
     temp_dir = Path(tempfile.mkdtemp(prefix="raymn", dir="/tmp"))  # short: Ray puts sockets there
     procs: list[subprocess.Popen] = []
