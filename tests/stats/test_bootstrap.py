@@ -63,7 +63,7 @@ def test_one_dimensional_input_and_hand_checkable_cases() -> None:
     const = bootstrap_ci(np.full(50, 0.3), n_resamples=100)
     assert const.ci_low[0] == pytest.approx(0.3) and const.ci_high[0] == pytest.approx(0.3)
     # two queries, values 0 and 1, resamples of 2: means 0, .5, 1 with prob 1/4, 1/2, 1/4
-    two = bootstrap_ci([0.0, 1.0], n_resamples=4000, seed=3, keep_distribution=True)
+    two = bootstrap_ci([0.0, 1.0], n_resamples=4000, seed=3, keep_distribution=True, interval="percentile")
     assert two.distribution is not None
     freq = np.array([(two.distribution[0] == v).mean() for v in (0.0, 0.5, 1.0)])
     np.testing.assert_allclose(freq, [0.25, 0.5, 0.25], atol=0.03)

@@ -70,7 +70,7 @@ def test_oversampling_is_an_error_unless_asked_for():
 
 
 def test_config_fields_validated_and_defaults_keep_todays_numbers():
-    assert BootstrapConfig().interval == "percentile" and BootstrapConfig().adjustment == "holm"
+    assert BootstrapConfig().interval == "auto" and BootstrapConfig().adjustment == "holm"
     with pytest.raises(ConfigError, match="interval"):
         BootstrapConfig(interval="basic")
     with pytest.raises(ConfigError, match="adjustment"):
@@ -106,7 +106,8 @@ def test_bca_equals_scipy_on_the_same_resamples():
 
 def test_wilson_and_jeffreys_for_accuracies():
     acc = np.r_[np.ones(990), np.zeros(10)]
-    perc = bootstrap_ci(acc, n_resamples=2000, seed=0)
+    perc = bootstrap_ci(acc, n_resamples=2000, seed=0, interval="percentile")
+    assert perc.interval == "percentile"
     w = bootstrap_ci(acc, n_resamples=2000, seed=0, interval="wilson")
     ref = ss.binomtest(990, 1000).proportion_ci(confidence_level=0.95, method="wilson")
     assert w.interval == "wilson" and (w.ci_low[0], w.ci_high[0]) == pytest.approx((ref.low, ref.high))

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from adaptlab.stats import BootstrapConfig
+from adaptlab.stats import INTERVALS, BootstrapConfig
 
 __all__ = [
     "HelpFormatter",
@@ -77,13 +77,16 @@ def add_bootstrap_options(p: argparse.ArgumentParser, *, defaults: bool = True) 
     p.add_argument("--bootstrap", metavar="M", type=bounded_int(1, MAX_RESAMPLES), default=d(1000),
                    help="bootstrap resamples (default 1000; the reference study used 500)")
     p.add_argument("--sample-size", metavar="L", type=bounded_int(0, MAX_SAMPLE_SIZE), default=None,
-                   help="queries per resample (default: all queries; the reference study used 100)")
+                   help="queries per resample (default: all queries). L below the number of queries Q gives the CI "
+                        "of an L-query mean (wider than the CI of the Q-query mean) and paired tests with less "
+                        "power; the reference study used 100")
     p.add_argument("--seed", type=int, default=d(0),
                    help="seed of the bootstrap (default " + ("0)" if defaults else "the study's [bootstrap].seed, "
                                                              "else derived from [study].seed)"))
     p.add_argument("--confidence", type=float, default=d(0.95), help="CI level (default 0.95)")
-    p.add_argument("--interval", choices=("percentile", "bca", "wilson", "jeffreys"), default=d("percentile"),
-                   help="CI method (default percentile; wilson/jeffreys apply to 0/1 measures such as acc@k)")
+    p.add_argument("--interval", choices=INTERVALS, default=d("auto"),
+                   help="CI method (default auto: wilson for 0/1 measures such as acc@k, percentile for the others; "
+                        "wilson/jeffreys apply to 0/1 measures only)")
     p.add_argument("--adjustment", choices=("holm", "bh", "none"), default=d("holm"),
                    help="multiple-comparison adjustment of paired p-values within a dataset and measure "
                         "(default holm)")

@@ -1,8 +1,9 @@
 """Evaluate several systems on one query set: per-query metrics, bootstrap CIs, paired tests.
 
 This is the step between per-query metric values and what users read: for every system and
-measure the point value (mean over queries), the bootstrap mean and CI (percentile by default,
-``BootstrapConfig.interval``); for every pair of systems the paired difference with its CI and
+measure the point value (mean over queries), the bootstrap mean and CI (``BootstrapConfig.interval``,
+default ``"auto"``: Wilson for 0/1 measures such as accuracy@k, percentile for nDCG@k and MRR;
+the method is stored with every row); for every pair of systems the paired difference with its CI and
 two-sided bootstrap p-value. Each (dataset x measure) group is one bootstrap task, run in-process
 or on Ray (:mod:`adaptlab.evaluation.workers`).
 
@@ -24,7 +25,12 @@ from the shared bootstrap resamples and whether it is statistically tied with th
 Small samples: with fewer than :data:`adaptlab.stats.pvalues.SMALL_SAMPLE_Q` (30) queries every
 paired comparison also carries the exact two-sided sign test (``p_exact``) and the Wilcoxon
 signed-rank p-value, and a :class:`SmallSampleWarning` says that the bootstrap intervals are
-unreliable.
+unreliable. A 0/1 measure with fewer than :data:`adaptlab.stats.intervals.FEW_OUTCOMES` successes
+or failures for some system gets a :class:`~adaptlab.stats.intervals.FewOutcomesWarning`.
+
+Sample size: with ``sample_size`` ``l`` below the number of queries ``Q`` every CI is the CI of an
+``l``-query mean (wider than that of the ``Q``-query mean) and the paired tests lose power; a
+:class:`SampleSizeWarning` says so (:func:`adaptlab.stats.settings.sample_size_note`).
 """
 
 from __future__ import annotations
@@ -39,18 +45,24 @@ from adaptlab.errors import ConfigError
 from adaptlab.evaluation.workers import BootstrapGroup, GroupResult, check_workers, run_groups
 from adaptlab.metrics import Measure, PerQueryMetrics, evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig
-from adaptlab.stats.intervals import is_binary
+from adaptlab.stats.intervals import FewOutcomesWarning, few_outcomes, resolve_interval
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, adjust_pvalues, exact_paired_tests
 from adaptlab.stats.ranks import RankIntervals, rank_intervals
 from adaptlab.stats.resample import check_sizes
+from adaptlab.stats.settings import sample_size_note
 
-__all__ = ["EvaluationSummary", "MeasureSummary", "PairSummary", "SmallSampleWarning", "summarise",
+__all__ = ["EvaluationSummary", "MeasureSummary", "PairSummary", "SampleSizeWarning", "SmallSampleWarning", "summarise",
            "summarise_datasets", "summarise_runs"]
 
 
 class SmallSampleWarning(UserWarning):
     """Fewer queries than :data:`~adaptlab.stats.pvalues.SMALL_SAMPLE_Q`: bootstrap CIs and
     p-values are unreliable; read the exact tests."""
+
+
+class SampleSizeWarning(UserWarning):
+    """``sample_size`` below the number of queries: CIs of an l-query mean, paired tests with
+    less power."""
 
 
 @dataclass(frozen=True)
@@ -189,11 +201,21 @@ def _ranks(values: np.ndarray, boot: BootstrapConfig) -> RankIntervals:
                           confidence=boot.confidence, allow_oversampling=boot.allow_oversampling)
 
 
-def _used_interval(interval: str, values: np.ndarray) -> str:
-    """The interval :func:`adaptlab.stats.bootstrap_ci` applies: Wilson/Jeffreys only to 0/1 values."""
-    if interval in ("wilson", "jeffreys") and not is_binary(values):
-        return "percentile"
-    return interval
+def _used_interval(interval: str, values: np.ndarray, sample_size: int | None) -> str:
+    """The interval :func:`adaptlab.stats.bootstrap_ci` applies (``"auto"``: Wilson for 0/1 values)."""
+    n_q = values.shape[-1]
+    return resolve_interval(interval, values, n_q, n_q if sample_size is None else int(sample_size))
+
+
+def _warn_few_outcomes(groups: Sequence[BootstrapGroup]) -> None:
+    """One :class:`FewOutcomesWarning` naming every (system, measure) of a 0/1 measure with fewer
+    than 5 successes or failures."""
+    cases = [f"{n} on {g.key[1]}: {msg}" for g in groups for n, v in zip(g.names, g.values)
+             if (msg := few_outcomes(v)) is not None]
+    if cases:
+        warnings.warn("few successes or failures, so the CI of this proportion is unreliable whatever the "
+                      "method (" + "; ".join(cases[:5]) + (f"; and {len(cases) - 5} more" if len(cases) > 5 else "")
+                      + ")", FewOutcomesWarning, stacklevel=4)
 
 
 def _family(pairs: list[PairSummary], adjustment: str, values: Mapping[str, np.ndarray] | None) -> list[PairSummary]:
@@ -279,7 +301,7 @@ def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[Bootstra
     interval = boot.interval
     for g, r in zip(groups, results):
         m = g.key[1]
-        interval = getattr(r, "interval", None) or _used_interval(boot.interval, g.values)
+        interval = getattr(r, "interval", None) or _used_interval(boot.interval, g.values, boot.sample_size)
         ranks = _ranks(g.values, boot) if len(names) > 1 else None
         for i, n in enumerate(names):
             rk = {} if ranks is None else {"rank": int(ranks.rank[i]), "rank_low": int(ranks.rank_low[i]),
@@ -297,6 +319,9 @@ def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[Bootstra
             "this size; every paired comparison also carries the exact sign test (p_exact) and the Wilcoxon "
             "signed-rank p-value", SmallSampleWarning, stacklevel=3)
     l = first.n_queries if boot.sample_size is None else int(boot.sample_size)
+    _warn_few_outcomes(groups)
+    if l < first.n_queries:
+        warnings.warn(sample_size_note(l, first.n_queries, pairs=bool(pairs)), SampleSizeWarning, stacklevel=3)
     missing = {n: len(per_query[n].missing_from_run) for n in names}
     return EvaluationSummary([g.key[1] for g in groups], systems, pairs, list(first.query_ids), list(first.excluded),
                              boot.n_resamples, l, boot.seed, boot.confidence, dict(per_query),
@@ -325,7 +350,7 @@ def summarise(
     keywords ``n_resamples`` (default 1000), ``sample_size`` (default: all queries), ``seed``
     (default 0), ``confidence`` (default 0.95), ``allow_oversampling`` (default False: a
     ``sample_size`` above the number of queries is an error), ``interval`` (default
-    ``"percentile"``) and ``adjustment`` (default ``"holm"``), not both. ``workers``: ``"auto"``,
+    ``"auto"``: Wilson for 0/1 measures, percentile for the others) and ``adjustment`` (default ``"holm"``), not both. ``workers``: ``"auto"``,
     ``"local"`` or ``"ray"``; one bootstrap task per measure, see :mod:`adaptlab.evaluation.workers`
     (the numbers do not depend on it). Paired comparisons: every system against ``baseline``, or
     exactly the ``(system, compared_to)`` ``pairs`` (per-family baselines), else every pair; the

@@ -39,7 +39,7 @@ from adaptlab.errors import ConfigError, DataError
 from adaptlab.stats import _kernels as K
 from adaptlab.stats._multinomial import multinomial_sums
 from adaptlab.stats.backend import get_xp, to_numpy
-from adaptlab.stats.intervals import INTERVALS, bca_interval, is_binary, jeffreys_interval, wilson_interval
+from adaptlab.stats.intervals import INTERVALS, bca_interval, jeffreys_interval, resolve_interval, wilson_interval
 from adaptlab.stats.resample import check_seed, check_sizes
 
 __all__ = ["BootstrapResult", "METHODS", "PairedDifference", "bootstrap_ci", "paired_bootstrap"]
@@ -172,16 +172,19 @@ def _check_interval(interval: object, n_q: int, l: int) -> str:
     return str(interval)
 
 
-def _intervals(values: np.ndarray, boot: np.ndarray, conf: float, interval: str,
+def _intervals(values: np.ndarray, boot: np.ndarray, conf: float, interval: str, l: int,
                ) -> tuple[np.ndarray, np.ndarray, str]:
-    """CIs of each row of ``values`` [S, Q] from its resampled means ``boot`` [S, m]."""
-    if interval in ("wilson", "jeffreys") and is_binary(values):
-        f = wilson_interval if interval == "wilson" else jeffreys_interval
+    """CIs of each row of ``values`` [S, Q] from its resampled means ``boot`` [S, m] (``l``
+    queries per resample); ``"auto"`` and the 0/1-only methods resolve by
+    :func:`~adaptlab.stats.intervals.resolve_interval`."""
+    used = resolve_interval(interval, values, values.shape[1], l)
+    if used in ("wilson", "jeffreys"):
+        f = wilson_interval if used == "wilson" else jeffreys_interval
         ends = np.array([f(v, conf) for v in values]).reshape(-1, 2)
-        return ends[:, 0], ends[:, 1], interval
-    if interval == "bca":
+        return ends[:, 0], ends[:, 1], used
+    if used == "bca":
         ends = np.array([bca_interval(v, b, conf) for v, b in zip(values, boot)]).reshape(-1, 2)
-        return ends[:, 0], ends[:, 1], interval
+        return ends[:, 0], ends[:, 1], used
     lo, hi = K.percentile_interval(boot, conf)
     return np.atleast_1d(lo), np.atleast_1d(hi), "percentile"
 
@@ -241,7 +244,7 @@ def bootstrap_ci(
     n_jobs: int | None = None,
     keep_distribution: bool = False,
     allow_oversampling: bool = False,
-    interval: str = "percentile",
+    interval: str = "auto",
 ) -> BootstrapResult:
     """Percentile bootstrap CI of the mean per-query value of each system.
 
@@ -253,8 +256,9 @@ def bootstrap_ci(
     ``n_jobs``: worker threads (default: available CPUs), no effect on the result.
     ``keep_distribution`` keeps the resampled means ``[n_systems, n_resamples]``.
     ``sample_size > Q`` is an error unless ``allow_oversampling``. ``interval``: one of
-    :data:`adaptlab.stats.intervals.INTERVALS` (default ``"percentile"``; the interval actually
-    used is ``BootstrapResult.interval``).
+    :data:`adaptlab.stats.intervals.INTERVALS` (default ``"auto"``: Wilson for 0/1 values
+    resampled over all queries, else percentile; the interval actually used is
+    ``BootstrapResult.interval``).
 
     What is paired: with ``method="index"`` every system is evaluated on the same resamples,
     :func:`adaptlab.stats.resample_indices` ``(Q, n_resamples=m, sample_size=l, seed=seed)``;
@@ -278,7 +282,7 @@ def bootstrap_ci(
 
     chosen, cats = _ci_path(arr, method, m, l)
     boot = _resampled_means(arr, chosen, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs)
-    lo, hi, used = _intervals(arr, boot, conf, interval)
+    lo, hi, used = _intervals(arr, boot, conf, interval, l)
     return BootstrapResult(
         point=arr.mean(axis=1),
         boot_mean=boot.mean(axis=1),
