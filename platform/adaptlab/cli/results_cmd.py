@@ -234,7 +234,7 @@ def _repair(args: argparse.Namespace) -> int:
 
     if not args.store:
         raise ConfigError("adaptlab results repair: --store is required, e.g. adaptlab results repair --store results/")
-    print("\n".join(repair_store(args.store).lines()))
+    _print("\n".join(repair_store(args.store).lines()))
     return 0
 
 
