@@ -151,7 +151,7 @@ class Health:
         self.uri = uri
         self._options = options
         self._fs: Any = None
-        self._parsed: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self._parsed: dict[tuple[str, int], tuple[list[str], str | None, int]] = {}
 
     @property
     def fs(self) -> Any:
@@ -180,28 +180,51 @@ class Health:
             if v not in listing.commits:
                 raise StoreDamagedError(self.uri, f"{LOG_DIR}/{v:020d}.json", v,
                                         f"is missing: the log jumps from version {v - 1} to a later one")
-            self._read_commit(v, *listing.commits[v], state)
+        raw = self._fetch([listing.commits[v] for v in range(state.first, state.last + 1)])
+        for v in range(state.first, state.last + 1):
+            self._read_commit(v, *listing.commits[v], state, raw)
         return state
 
-    def _read_commit(self, version: int, path: str, size: int, state: LogState) -> None:
-        key = (path, size)
-        actions = self._parsed.get(key)
-        if actions is None:
+    def _fetch(self, files: list[tuple[str, int]]) -> dict[tuple[str, int], bytes | Exception]:
+        """The bytes of the commit files not parsed yet, read in parallel on object stores."""
+        todo = [f for f in files if f not in self._parsed]
+
+        def read(item: tuple[str, int]) -> bytes | Exception:
             try:
-                with self.fs.open_input_stream(path) as f:
-                    raw = f.read()
-            except Exception as e:  # noqa: BLE001
-                    raise StoreDamagedError(self.uri, path, version, f"cannot be read ({short_message(e)})") from e
-            actions = parse_commit(self.uri, path, version, raw)
-            self._parsed[key] = actions
-        for a in actions:
-            if isinstance(a.get("add"), dict) and isinstance(a["add"].get("path"), str):
-                state.added[_relative(self.uri, a["add"]["path"])] = version
-            info = a.get("commitInfo")
-            if isinstance(info, dict):
-                state.times[version] = int(info.get("timestamp") or 0)
-                if isinstance(info.get(_COMMIT_KEY), str):
-                    state.commit_ids[info[_COMMIT_KEY]] = version
+                with self.fs.open_input_stream(item[0]) as f:
+                    return f.read()
+            except Exception as e:  # noqa: BLE001 - reported with the file's version by the caller
+                return e
+
+        if len(todo) < 4 or "://" not in self.uri:
+            return {f: read(f) for f in todo}
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return dict(zip(todo, pool.map(read, todo)))
+
+    def _read_commit(self, version: int, path: str, size: int, state: LogState,
+                     fetched: dict[tuple[str, int], bytes | Exception]) -> None:
+        key = (path, size)
+        summary = self._parsed.get(key)
+        if summary is None:
+            raw = fetched[key]
+            if isinstance(raw, Exception):
+                raise StoreDamagedError(self.uri, path, version, f"cannot be read ({short_message(raw)})") from raw
+            summary = self._parsed[key] = self._summary(parse_commit(self.uri, path, version, raw))
+        adds, commit_id, when = summary
+        state.added.update(dict.fromkeys(adds, version))
+        state.times[version] = when
+        if commit_id is not None:
+            state.commit_ids[commit_id] = version
+
+    def _summary(self, actions: list[dict[str, Any]]) -> tuple[list[str], str | None, int]:
+        """What the checks keep of a commit: its added files, adaptlab commit id and time (ms)."""
+        adds = [_relative(self.uri, a["add"]["path"]) for a in actions
+                if isinstance(a.get("add"), dict) and isinstance(a["add"].get("path"), str)]
+        info = next((a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), dict)), {})
+        commit_id = info.get(_COMMIT_KEY) if isinstance(info.get(_COMMIT_KEY), str) else None
+        return adds, commit_id, int(info.get("timestamp") or 0)
 
     def check_data(self, dt: Any, listing: Listing, state: LogState) -> dict[str, int]:
         """Check every data file the snapshot ``dt`` references; returns them (relative path -> size)."""
