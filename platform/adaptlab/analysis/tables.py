@@ -44,6 +44,7 @@ from adaptlab.analysis.present import (
     latex_escape,
     render_cell,
     render_table,
+    significance_mark,
     terminal_escape,
 )
 from adaptlab.errors import ConfigError
@@ -90,7 +91,7 @@ class Cell:
 
     def marked(self, alpha: float = ALPHA) -> bool:
         """Whether the comparison with the baseline has p < ``alpha``."""
-        return self.p is not None and self.p < alpha
+        return bool(significance_mark(self.p, alpha))
 
 
 @dataclass(frozen=True)
