@@ -8,13 +8,24 @@ actors instead of starting a pipeline and loading the model again. The token vec
 late-interaction model (:class:`~adaptlab.embedding.tokens.TokenEmbedder`) go through the same
 pools, scheduling, actor replacement and progress (``run(..., tokens=True)``).
 
-Scheduling: blocks go to the actors from one queue, at most two in flight per actor (one
-running, one waiting, so an actor never idles between blocks); whichever actor finishes takes
-the next block. Fault tolerance is ours and bounded: an actor that dies (process crash, node
-loss) is replaced by a fresh one and its unfinished blocks are queued again, at most
-``max_restarts`` times per call (default :data:`DEFAULT_MAX_RESTARTS`); after that the call
-raises. Actors are created with Ray's ``max_restarts=0`` (we replace them ourselves), so Ray
-never has to keep their constructor arguments alive for a restart.
+Scheduling: blocks go to the *ready* actors from one queue (an actor is ready once it has
+answered its readiness call, :meth:`EmbedBatch.where`: placed on a node, encoder loaded), at most
+two in flight per actor (one running, one waiting, so an actor never idles between blocks);
+whichever actor finishes takes the next block. Every wait on Ray is a round of at most
+:data:`POLL_SECONDS` followed by a check of the pool's state.
+
+Fault tolerance is ours and bounded (actors are created with Ray's ``max_restarts=0``, so Ray
+never has to keep their constructor arguments alive for a restart). An actor that dies has its
+unfinished blocks queued again, for the ready actors only, and a replacement is requested in its
+place; the replacement gets blocks once it is ready, i.e. once some node has room for it. After a
+node loss the pool therefore works on with the actors that remain and grows back when capacity
+returns; at every call its size follows the cluster's resources (:meth:`EncoderPool.resize`).
+Deaths of an actor's own process on a live node count against ``max_restarts`` per call (default
+:data:`DEFAULT_MAX_RESTARTS`), after which the call raises; deaths with their node do not. When no
+actor has been ready for the placement time-out (:func:`placement_timeout`, default
+:data:`PLACEMENT_TIMEOUT` s, ``ADAPTLAB_POOL_PLACEMENT_TIMEOUT``), the call raises one
+:class:`ClusterCapacityError` line naming the lost nodes, what was done and how to resume, and the
+pool is released.
 
 Progress (:class:`Progress`): on a terminal a tqdm bar; when stderr is not a terminal (a log
 file, a Ray job's logs) one line every :data:`PROGRESS_INTERVAL` seconds with done/total, the
