@@ -110,15 +110,17 @@ def test_a_commit_is_refused_when_the_log_is_damaged_under_an_open_store(store_c
     assert _log(store_copy, 2).read_bytes() == b"" and not _log(store_copy, 3).exists()
 
 
-def test_a_missing_data_file_is_flagged_refuses_commits_and_repair_restores(store_copy):
+@pytest.mark.parametrize("damage", ["deleted", "truncated"])
+def test_a_missing_or_cut_data_file_is_flagged_refuses_commits_and_repair_restores(store_copy, damage):
     victim = next((store_copy / "kind=runs").iterdir())
     store = results.open(store_copy)
     versions = {p.name: v for v in (1, 2) for p in store_copy.glob("kind=runs/*")
                 if p.name in _log(store_copy, v).read_text()}
-    victim.unlink()
+    problem = "is missing" if damage == "deleted" else "bytes, the log recorded"
+    victim.unlink() if damage == "deleted" else _truncate(victim)
     rc, _, err = cli(["results", "--store", str(store_copy)])
-    assert_one_line_error(rc, err, (victim.name, f"version {versions[victim.name]}", "is missing"))
-    with pytest.raises(StoreDamagedError, match="is missing"):
+    assert_one_line_error(rc, err, (victim.name, f"version {versions[victim.name]}", problem))
+    with pytest.raises(StoreDamagedError, match=problem):
         store.commit([_run("refused")])
     rc, out, err = cli(["results", "repair", "--store", str(store_copy)])
     assert rc == 0, err
