@@ -118,7 +118,7 @@ def test_a_retry_never_duplicates_a_commit(tmp_path, monkeypatch):
         raise OSError("storage down")
 
     monkeypatch.setattr(deltalake, "write_deltalake", failing)
-    with pytest.raises(StoreError, match=r"failed after 4 attempts.*storage down; nothing was committed \(the store stays at version 1\)"):
+    with pytest.raises(StoreError, match=r"failed after 4 attempts.*storage down; nothing was committed \(the store was at version 1 before it\)"):
         store.commit([_run()])
     assert store.runs().num_rows == 1
 

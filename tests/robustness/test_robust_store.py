@@ -195,7 +195,7 @@ def test_a_full_disk_is_one_line_not_retried_and_leaves_no_file(store_copy, monk
     message = str(info.value)
     assert len(calls) == 1 and time.monotonic() - t0 < 10
     assert "\n" not in message and "No space left on device" in message and "not retried" in message
-    assert "nothing was committed (the store stays at version 2)" in message and "1 data file(s)" in message
+    assert "nothing was committed (the store was at version 2 before it)" in message and "1 data file(s)" in message
     assert sorted(p.name for p in (store_copy / "kind=runs").iterdir()) == before
     assert "panicked" not in capfd.readouterr().err
     assert results.open(store_copy).version() == 2

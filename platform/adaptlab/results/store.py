@@ -661,7 +661,7 @@ class ResultsStore:
                  f" (time-out: ADAPTLAB_STORE_TIMEOUT={store_timeout():g} s)" if timed_out(error) else
                  f" after {attempts} attempts")
         left = remove_unreferenced(self._health, label, before[1]) if before is not None else ""
-        at = f" (the store stays at version {before[0]})" if before is not None else ""
+        at = f" (the store was at version {before[0]} before it)" if before is not None else ""
         return StoreError(f"{self.uri}: commit {label} failed{tries}: {_short(error)}; nothing was committed{at}"
                           f"{left}; commit again")
 
