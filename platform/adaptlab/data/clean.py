@@ -327,7 +327,11 @@ def _clean(blocks: Blocks, opts: CleanOptions, small: bool = False) -> tuple[str
 def clean_pages(text: str, options: CleanOptions | None = None) -> tuple[str, tuple[int, ...]]:
     """:func:`clean_text` and, for each page of ``text`` (split at form feeds), the offset in
     the cleaned text where that page starts (see :class:`~adaptlab.data.documents.PagedDocument`)."""
-    return _clean(lambda: _string_blocks(text), options or CleanOptions(), small=len(text) <= BLOCK_CHARS)
+    opts = options or CleanOptions()
+    if "\n" not in text and "\r" not in text and "\f" not in text:  # one line (a paragraph): rules 1 and 2
+        line = _SPACE_FIX.sub(" ", _ZERO_WIDTH.sub("", text)).strip()
+        return ("" if opts.page_numbers and _PAGE_NUMBER.match(line) else line), (0,)
+    return _clean(lambda: _string_blocks(text), opts, small=len(text) <= BLOCK_CHARS)
 
 
 def clean_file(path: str | Path, options: CleanOptions | None = None) -> tuple[str, tuple[int, ...]]:

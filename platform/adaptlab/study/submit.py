@@ -143,8 +143,8 @@ def resolve_store(store: str, *, base: Path, address: str) -> str:
 
 
 def check_data_reaches_job(study: Any, root: Path) -> None:
-    """Refuse a dataset whose relative path leaves the project folder: only the project folder
-    is uploaded, so inside the job the path would point next to its temporary copy."""
+    """Refuse a dataset whose relative path leaves the project folder: only declared inputs
+    inside it are uploaded, so inside the job the path would point next to its temporary copy."""
     for ds in study.datasets:
         fmt, sep, path = ds.spec.partition(":")
         if not sep or fmt.lower() == "synthetic" or not path or Path(path).expanduser().is_absolute():
@@ -153,7 +153,8 @@ def check_data_reaches_job(study: Any, root: Path) -> None:
         if full != root and root not in full.parents:
             raise ConfigError(
                 f"{study.source}: dataset {ds.name!r}: {path} resolves to {full}, outside the project folder "
-                f"{root}, and only the project folder is uploaded with the job; copy the data under the project "
+                f"{root}, and only the study's declared inputs inside that folder are uploaded with the job; "
+                "copy the data under the project "
                 "(for example data/...; Ray uploads up to about 500 MiB) and point the spec there, or use an "
                 "absolute path that exists on every node (baked into the image or copied to the VMs)"
             )
