@@ -76,7 +76,7 @@ def test_replacements_take_blocks_once_a_node_has_room_again(fake_ray):
     assert len(pool.ready_members()) == 5
 
 
-def test_no_room_left_fails_with_one_line_within_the_timeout(fake_ray):
+def test_no_room_left_fails_with_one_line_within_the_timeout(fake_ray, caplog):
     fake_ray.nodes_ = fake_ray.nodes_[1:]  # w1 and w2 only
     pool = _pool(4)
     fake_ray.events[9] = lambda r: (r.kill_node("w1"), r.kill_node("w2"))
@@ -91,6 +91,7 @@ def test_no_room_left_fails_with_one_line_within_the_timeout(fake_ray):
     assert 0 < done < len(TEXTS) and f"/{len(TEXTS)} texts" in message
     assert "re-run the same study" in message and PLACEMENT_TIMEOUT_ENV in message
     assert pool.members == []  # the unplaceable actors were released
+    assert caplog.text.count("no embedding actor is ready (4 waiting") == 1  # why it stopped, logged once
 
 
 def test_a_pool_that_never_gets_room_names_no_lost_node(fake_ray):

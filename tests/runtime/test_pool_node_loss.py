@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -131,8 +132,9 @@ def _start_cluster(base: Path, env: dict) -> HeadPorts:
             break
         stop_cluster(base, ports)
         assert attempt == 0, head.stderr[-2000:]
-    for name in ("w1", "w2"):
-        worker = start_worker(ports, base / name, env, num_cpus=2)
+    with ThreadPoolExecutor(2) as pool:  # the two workers join at the same time
+        workers = list(pool.map(lambda name: start_worker(ports, base / name, env, num_cpus=2), ("w1", "w2")))
+    for worker in workers:
         assert worker.returncode == 0, worker.stderr[-2000:]
     return ports
 

@@ -413,6 +413,7 @@ class _Dispatch:
         self.total, self.done = sum(len(b[0]) for b in blocks), 0
         self.lost_nodes: dict[str, str] = {}  # node id -> ip
         self.idle_since: float | None = None  # when the pool last had no ready actor
+        self.warned = False  # whether this wait for a ready actor was logged
 
     def submit(self, actor_index: int) -> None:
         block = self.queue.pop()
@@ -508,7 +509,12 @@ class _Dispatch:
             self.idle_since = None
             return
         if self.idle_since is None:
-            self.idle_since = now
+            self.idle_since, self.warned = now, False
+        if not self.warned and (self.lost_nodes or now - self.idle_since > 0.1 * self.timeout):
+            self.warned = True  # once per wait: the log says why progress stopped
+            log.warning("no embedding actor is ready (%d waiting for a node with room or loading the encoder); "
+                        "failing in %.0f s unless one gets ready", len(self.pool.members),
+                        self.timeout - (now - self.idle_since))
         if now - self.idle_since > self.timeout:
             raise ClusterCapacityError(self.capacity_message())
 
