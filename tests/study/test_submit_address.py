@@ -31,3 +31,14 @@ def test_unreachable_address_without_scheme_is_one_line_within_seconds():
     assert lines[-1].startswith("adaptlab submit: error: --address http://127.0.0.1:9")
     assert "Traceback" not in done.stderr
     assert time.monotonic() - start < 25  # was ~40 s waiting for a GCS that is not there
+
+
+def test_credentials_reach_the_client_but_never_a_message():
+    """The address is passed to Ray's client as given (it may need the userinfo); every message
+    about it is masked, the exception text Ray produces included."""
+    from adaptlab.study.submit import _one_line
+
+    address = "http://admin:S3cret-pw@head:8265"
+    assert jobs_address(address) == address
+    text = _one_line(RuntimeError(f"Failed to connect to Ray at address: {address}/api/version?token=abcd"))
+    assert "S3cret-pw" not in text and "abcd" not in text and "admin:***@head:8265" in text
