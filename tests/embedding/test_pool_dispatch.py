@@ -39,7 +39,7 @@ def fake_ray(monkeypatch):
 
 
 def _pool(n: int) -> EncoderPool:
-    return EncoderPool(HashFactory(16), PoolPlacement(n, 1.0, 0.0, 1, None))
+    return EncoderPool(HashFactory(16), PoolPlacement(n, 1.0, 0.0, None, None))  # no torch_threads: actors run here
 
 
 def _run(pool: EncoderPool, **kw) -> np.ndarray:
@@ -135,7 +135,7 @@ def test_token_vectors_survive_a_lost_node_the_same_way(fake_ray):
     from adaptlab.embedding.tokens import assemble_tokens
     from embedding_fakes import TokenHashEncoder, TokenHashFactory
 
-    pool = EncoderPool(TokenHashFactory(), PoolPlacement(5, 1.0, 0.0, 1, None))
+    pool = EncoderPool(TokenHashFactory(), PoolPlacement(5, 1.0, 0.0, None, None))
     fake_ray.events[9] = lambda r: r.kill_node("w2")
     runs = pool.run(length_blocks(TEXTS, 6), kind="query", batch_size=3, tokens=True, max_restarts=0)
     tokens, _, _ = assemble_tokens(len(TEXTS), runs)
