@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adaptlab.runtime.watchdog import session_pids
+
 HOST = "127.0.0.1"
 
 
@@ -98,8 +100,9 @@ def _pids_naming(needle: str) -> list[int]:
 
 
 def cluster_pids(temp_dir: Path, ports: HeadPorts | None = None) -> list[int]:
-    """This test's Ray processes: those naming its temp dir (or its GCS address)."""
-    found = set(_pids_naming(str(temp_dir)))
+    """This test's Ray processes: those naming its temp dir (or its GCS address), and those
+    writing into it (the agents and the client server hide the temp dir behind a ``ray::`` title)."""
+    found = set(_pids_naming(str(temp_dir))) | set(session_pids(str(temp_dir), exclude=(os.getpid(),)))
     if ports is not None:
         found |= set(_pids_naming(ports.gcs_address))
     return sorted(found)
