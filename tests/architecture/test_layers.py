@@ -3,7 +3,7 @@
 Layers, lowest first (a package may import its own layer's packages and those below, never
 one above; the package graph and the module graph must both be free of cycles):
 
-    errors -> data, stats, metrics, models, runtime -> embedding, retrieval, adapt
+    errors -> storage -> data, stats, metrics, models, runtime -> embedding, retrieval, adapt
            -> analysis, evaluation, results -> study -> cli
 """
 
@@ -18,11 +18,12 @@ import adaptlab
 ROOT = Path(adaptlab.__file__).resolve().parent
 LAYERS = {
     "errors": 0, "_version": 0,
-    "data": 1, "stats": 1, "metrics": 1, "models": 1, "runtime": 1,
-    "embedding": 2, "retrieval": 2, "adapt": 2,
-    "analysis": 3, "evaluation": 3, "results": 3,
-    "study": 4,
-    "cli": 5, "__main__": 5,
+    "storage": 1,
+    "data": 2, "stats": 2, "metrics": 2, "models": 2, "runtime": 2,
+    "embedding": 3, "retrieval": 3, "adapt": 3,
+    "analysis": 4, "evaluation": 4, "results": 4,
+    "study": 5,
+    "cli": 6, "__main__": 6,
 }
 
 

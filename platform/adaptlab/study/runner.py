@@ -65,6 +65,7 @@ from adaptlab.retrieval.build import build_records
 from adaptlab.retrieval.late import build_late_records
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.stats import BootstrapConfig
+from adaptlab.storage.files import READABLE, safe_name
 from adaptlab.study.adapt_config import (
     AdaptSettings,
     TuneSettings,
@@ -373,6 +374,5 @@ def export_runs(path: Path, records: dict[str, PerQueryRecords], dataset: str, *
 
 
 def _safe_part(name: str) -> str:
-    """``name`` as one safe file-name part."""
-    text = "".join("_" if (c in "/\\:" or ord(c) < 32) else c for c in name).replace("..", "_")
-    return text.strip(" .") or "_"
+    """``name`` as one safe file-name part (:data:`adaptlab.storage.files.READABLE`)."""
+    return safe_name(name, READABLE)

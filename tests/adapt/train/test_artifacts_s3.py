@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from adaptlab.adapt.train.artifacts import ArtifactWriter, find_artifact, materialize_artifact, publish_artifact
-from adaptlab.adapt.train.object_store import TransferSettings, open_remote
+from adaptlab.storage.objects import TransferSettings, open_remote
 from adaptlab.errors import ConfigError, StoreError
 
 pytest.importorskip("boto3")

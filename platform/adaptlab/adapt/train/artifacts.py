@@ -15,7 +15,7 @@ machine from training the same artifact twice.
 
 ``root`` may also be a URI (``s3://bucket/prefix/artifacts`` through boto3, ``gs://``, ``az://``
 and any other file system ``pyarrow.fs`` opens; credentials from the environment only; see
-:mod:`adaptlab.adapt.train.object_store` for multipart parts, time-outs and retries), so the
+:mod:`adaptlab.storage.objects` for multipart parts, time-outs and retries), so the
 nodes of a cluster share artifacts without a shared POSIX mount. A job then trains into a local staging folder
 under the artifact cache (``$ADAPTLAB_CACHE/artifacts``, default ``~/.cache/adaptlab/artifacts``)
 exactly as above and publishes ``<root>/<base label>/<name>/``: the files of ``model/`` first,
@@ -46,8 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import ConfigError, StoreError
-from adaptlab.adapt.train.object_store import check_remote_support, open_remote
 from adaptlab.models.resolve import MODEL_ALIASES, resolve_model
+from adaptlab.storage.files import PORTABLE, directory_sha256, safe_name, safe_relpath, sha256_file
+from adaptlab.storage.objects import check_remote_support, open_remote
 
 __all__ = [
     "ARTIFACT_SCHEMA_VERSION",
@@ -79,7 +80,6 @@ MANIFEST = "manifest.json"
 MODEL_DIR = "model"
 
 _PACKAGES = ("adaptlab", "safetensors", "sentence-transformers", "torch", "transformers")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _HASH_SKIP = frozenset({"README.md"})  # model cards carry dates, not weights
 _URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _log = logging.getLogger(__name__)
@@ -109,14 +109,13 @@ def _where(uri: str) -> str:
 
 
 def sanitize_name(name: object, *, max_len: int = 64) -> str:
-    """A file-name-safe form of ``name``: runs of characters outside ``[A-Za-z0-9._-]`` become
-    ``_``, leading dots and dashes are dropped (no hidden files, no options), length is capped.
+    """A file-name-safe form of ``name`` by :data:`adaptlab.storage.files.PORTABLE`: runs of
+    characters outside ``[A-Za-z0-9._-]`` become ``_``, leading and trailing dots, dashes and
+    underscores are dropped (no hidden files, no options), length is capped.
 
     ``sanitize_name("BAAI/bge-large-en v1.5")`` -> ``"BAAI_bge-large-en_v1.5"``.
     """
-    text = _UNSAFE.sub("_", str(name)).lstrip(".-_")
-    text = text[:max_len].rstrip("._-")
-    return text or "unnamed"
+    return safe_name(name, PORTABLE, max_len=max_len)
 
 
 def _canonical(obj: Any) -> str:
@@ -151,32 +150,15 @@ def package_versions(*extra: str) -> dict[str, str]:
     return out
 
 
-_HASH_CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
-
-
 def model_dir_hash(path: str | Path) -> str:
     """SHA-256 over the sorted relative paths and contents of every file under ``path``
-    (``README.md`` model cards excluded). Cached per process by path, size and mtime."""
+    (``README.md`` model cards excluded; the ``"content"`` framing of
+    :func:`adaptlab.storage.files.directory_sha256`). Cached per process by path, size and mtime."""
     root = Path(path)
     if not root.is_dir():
         raise ConfigError(f"model directory {str(root)!r} does not exist or is not a directory")
-    files = sorted(
-        p for p in root.rglob("*") if p.is_file() and p.name not in _HASH_SKIP
-    )
-    sig = tuple((p.relative_to(root).as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    cache_key = (str(root.resolve()), sig)
-    if cache_key in _HASH_CACHE:
-        return _HASH_CACHE[cache_key]
-    h = hashlib.sha256()
-    for p in files:
-        h.update(p.relative_to(root).as_posix().encode() + b"\x00")
-        with p.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        h.update(b"\x00")
-    digest = h.hexdigest()
-    _HASH_CACHE[cache_key] = digest
-    return digest
+    digest = directory_sha256(root, lambda p: p.name not in _HASH_SKIP)
+    return digest if digest is not None else hashlib.sha256().hexdigest()  # an empty directory
 
 
 def resolve_base_model(name: str | os.PathLike[str]) -> tuple[str, Path]:
@@ -505,25 +487,14 @@ def _remote_manifest(uri: str) -> dict[str, Any] | None:
     return data
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _file_hashes(directory: Path) -> dict[str, str]:
     """``{relative path: SHA-256}`` of every file under ``directory/model``."""
     model = directory / MODEL_DIR
-    return {p.relative_to(directory).as_posix(): _sha256_file(p) for p in sorted(model.rglob("*")) if p.is_file()}
+    return {p.relative_to(directory).as_posix(): sha256_file(p) for p in sorted(model.rglob("*")) if p.is_file()}
 
 
 def _safe_relpath(rel: str) -> str:
-    parts = rel.split("/")
-    if rel.startswith("/") or not rel.startswith(MODEL_DIR + "/") or any(x in ("", ".", "..") for x in parts):
-        raise StoreError(f"artifact manifest names the file {rel!r} outside {MODEL_DIR}/; refusing it")
-    return rel
+    return safe_relpath(rel, under=MODEL_DIR, source="artifact manifest")
 
 
 def publish_artifact(local_dir: str | Path, uri: str) -> Artifact:

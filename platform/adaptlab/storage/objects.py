@@ -1,4 +1,4 @@
-"""The files of an artifact on a URI: one small interface over two clients.
+"""A folder on an object store (artifacts, the embedding cache): one small interface over two clients.
 
 ``s3://`` (and ``s3a://``) goes through boto3 with explicit multipart uploads; every other
 scheme (``gs://``, ``az://``, ``file://``, ...) through ``pyarrow.fs``. Why not pyarrow for S3
@@ -20,7 +20,7 @@ upload is completed; any failure aborts the multipart upload, so nothing half-wr
 visible. Checksums are sent only where S3 requires them (no ``aws-chunked`` bodies).
 Downloads stream to disk and return the SHA-256 of what was written.
 
-Settings (environment variables, read when an artifact location is opened):
+Settings (environment variables, read when a folder is opened):
 
 ============================  =========  =====================================================
 ``ADAPTLAB_S3_CONNECT_TIMEOUT``  5        seconds to open a connection
@@ -147,7 +147,7 @@ def _boto3() -> Any:
     try:
         import boto3
     except ImportError as e:
-        raise ConfigError("artifacts on s3:// need boto3: pip install 'boto3>=1.36'") from e
+        raise ConfigError("s3:// locations (artifacts, the embedding cache) need boto3: pip install 'boto3>=1.36'") from e
     return boto3
 
 
@@ -334,13 +334,13 @@ class _ArrowDir(RemoteDir):
     """A folder of any file system ``pyarrow.fs`` opens from a URI."""
 
     def __init__(self, uri: str) -> None:
-        from pyarrow import fs as pafs  # deferred: only artifacts on a URI need it
+        from pyarrow import fs as pafs  # deferred: only folders on a URI need it
 
         self.where = mask_url(uri.split("?", 1)[0].rstrip("/"))
         try:
             self.fs, path = pafs.FileSystem.from_uri(uri)
         except Exception as e:  # noqa: BLE001 - reported without the URI's secrets
-            raise StoreError(f"{self.where}: cannot open the artifact location ({type(e).__name__})") from None
+            raise StoreError(f"{self.where}: cannot open the location ({type(e).__name__})") from None
         self.base = path.rstrip("/")
         self._pafs = pafs
 

@@ -1,0 +1,31 @@
+"""Storage below every other package: files (safe names, a relative-path check, SHA-256 of a file
+and of a directory; :mod:`adaptlab.storage.files`) and folders on object stores (boto3 for
+``s3://`` with explicit multipart parts, time-outs and abort; ``pyarrow.fs`` for other schemes;
+:mod:`adaptlab.storage.objects`). It imports only :mod:`adaptlab.errors`."""
+
+from adaptlab.storage.files import (
+    NO_DOTS,
+    PORTABLE,
+    READABLE,
+    NameRule,
+    directory_sha256,
+    safe_name,
+    safe_relpath,
+    sha256_file,
+)
+from adaptlab.storage.objects import RemoteDir, TransferSettings, check_remote_support, open_remote
+
+__all__ = [
+    "NO_DOTS",
+    "PORTABLE",
+    "READABLE",
+    "NameRule",
+    "RemoteDir",
+    "TransferSettings",
+    "check_remote_support",
+    "directory_sha256",
+    "open_remote",
+    "safe_name",
+    "safe_relpath",
+    "sha256_file",
+]

@@ -1,0 +1,75 @@
+"""adaptlab.storage.files: the safe-name rules, the relative-path check and the hashes, on tiny
+hand-checkable inputs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from adaptlab.errors import StoreError
+from adaptlab.storage.files import NO_DOTS, PORTABLE, READABLE, directory_sha256, safe_name, safe_relpath, sha256_file
+
+
+@pytest.mark.parametrize(("text", "rule", "expected"), [
+    ("BAAI/bge-large-en v1.5", PORTABLE, "BAAI_bge-large-en_v1.5"),
+    ("../../etc/passwd", PORTABLE, "etc_passwd"),
+    ("...", PORTABLE, "unnamed"),
+    (700, PORTABLE, "700"),
+    ("-opt", PORTABLE, "opt"),
+    ("host.example.org", NO_DOTS, "host_example_org"),
+    ("-opt", NO_DOTS, "-opt"),
+    ("..", NO_DOTS, "_"),
+    ("BEIR SciFact", READABLE, "BEIR SciFact"),
+    ("a/b\\c:d\x01e", READABLE, "a_b_c_d_e"),
+    ("a...b", READABLE, "a_.b"),
+    (" .x. ", READABLE, "x"),
+    ("..", READABLE, "_"),
+])
+def test_each_rule_on_hand_checked_names(text: object, rule, expected: str) -> None:
+    assert safe_name(text, rule) == expected
+
+
+def test_the_cut_and_what_it_leaves_at_the_end() -> None:
+    name = "a" * 63 + "/b"  # the cut at 64 ends on the "_" that replaced "/"
+    assert safe_name(name) == "a" * 63  # PORTABLE trims after the cut
+    assert safe_name(name, NO_DOTS) == "a" * 63 + "_"  # NO_DOTS does not (its names are on disk)
+    assert len(safe_name("x" * 500)) == 64 and len(safe_name("x" * 500, max_len=24)) == 24
+    assert safe_name("x" * 500, READABLE) == "x" * 500
+
+
+@pytest.mark.parametrize("rel", ["/model/a", "model/../x", "model//a", "model/./a", "other/a", "model"])
+def test_a_relative_path_outside_its_folder_is_refused(rel: str) -> None:
+    with pytest.raises(StoreError, match=r"manifest names the file .* outside model/; refusing it"):
+        safe_relpath(rel, under="model", source="manifest")
+
+
+def test_a_relative_path_inside_its_folder_passes() -> None:
+    assert safe_relpath("model/1_Pooling/config.json", under="model", source="m") == "model/1_Pooling/config.json"
+
+
+def test_sha256_file_streams_past_one_block(tmp_path) -> None:
+    data = os.urandom((1 << 20) + 17)
+    (tmp_path / "f").write_bytes(data)
+    assert sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()
+
+
+def test_directory_hash_framings_by_hand(tmp_path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "b.bin").write_bytes(b"B")
+    (tmp_path / "sub" / "a.bin").write_bytes(b"A")
+    (tmp_path / ".hidden").write_bytes(b"H")
+    content = hashlib.sha256(b".hidden\x00H\x00b.bin\x00B\x00sub/a.bin\x00A\x00").hexdigest()
+    assert directory_sha256(tmp_path) == content
+    digest = hashlib.sha256(b"b.bin\x00" + hashlib.sha256(b"B").digest()
+                            + b"sub/a.bin\x00" + hashlib.sha256(b"A").digest()).hexdigest()
+    assert directory_sha256(tmp_path, framing="digest", skip_hidden=True) == digest
+    assert directory_sha256(tmp_path, lambda p: p.suffix == ".txt") is None
+
+
+def test_directory_hash_follows_an_edit(tmp_path) -> None:
+    (tmp_path / "w.bin").write_bytes(b"one")
+    before = directory_sha256(tmp_path)
+    (tmp_path / "w.bin").write_bytes(b"three")  # another size: the per-process cache misses
+    assert directory_sha256(tmp_path) != before
