@@ -142,10 +142,11 @@ def _part_lines(part: str, last: bool) -> list[str]:
     return lines
 
 
-def _lines(blocks: Iterable[str]) -> Iterator[tuple[str, int, str]]:
+def _lines(blocks: Iterable[str], keys: bool = True) -> Iterator[tuple[str, int, str]]:
     """``(line, page, repeat key)`` as rule 1 of :func:`clean_text` sees them: ``\\r\\n`` and
     ``\\r`` end lines, form feeds start pages, zero-width characters dropped, white space
-    collapsed; the substitutions run on whole blocks at C speed, the repeat keys too."""
+    collapsed; the substitutions run on whole blocks at C speed, the repeat keys too (only when
+    ``keys``: pass 2 needs none, and gets "")."""
     page = 0
     for raw in blocks:
         block = _ZERO_WIDTH.sub("", raw.replace("\r\n", "\n").replace("\r", "\n"))
@@ -153,8 +154,11 @@ def _lines(blocks: Iterable[str]) -> Iterator[tuple[str, int, str]]:
         for j, part in enumerate(parts):
             page += 1 if j else 0
             lines = _part_lines(part, j == len(parts) - 1 and raw.endswith("\n"))
-            keys = _DIGITS.sub("#", "\n".join(lines).lower()).split("\n")
-            for line, key in zip(lines, keys):
+            if not keys:
+                for line in lines:
+                    yield line.strip(), page, ""
+                continue
+            for line, key in zip(lines, _DIGITS.sub("#", "\n".join(lines).lower()).split("\n")):
                 yield line.strip(), page, key.strip()
 
 
@@ -313,9 +317,10 @@ def _clean(blocks: Blocks, opts: CleanOptions, small: bool = False) -> tuple[str
     if small:
         cached = list(_lines(blocks()))
         lines: Callable[[], Iterable[tuple[str, int, str]]] = lambda: cached  # noqa: E731
+        drop = _dropped(_scan(lines(), opts), opts) if opts.repeat_min else []
     else:
-        lines = lambda: _lines(blocks())  # noqa: E731
-    drop = _dropped(_scan(lines(), opts), opts) if opts.repeat_min else []
+        lines = lambda: _lines(blocks(), keys=False)  # noqa: E731
+        drop = _dropped(_scan(_lines(blocks()), opts), opts) if opts.repeat_min else []
     pages = [1]
     kept = _kept(lines(), opts, drop, pages)
     writer = _Writer()
