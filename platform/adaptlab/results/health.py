@@ -3,8 +3,8 @@ never read as an empty or shorter store.
 
 Delta Lake's own reader skips an emptied commit file (the commit is lost without a word) and
 reports a truncated or garbled one as a kernel error that names no file. So on open and before
-every commit the store lists its files once (one recursive listing: one LIST request per 1000
-objects on S3) and checks:
+every commit the store lists its own files once (the log, the checksums and the ``kind=`` folders;
+on S3 one LIST request per folder and 1000 objects) and checks:
 
 - every commit file of the log ``_delta_log/<version>.json``: versions contiguous (from 0, or from
   a checkpoint), non-empty, every line a JSON object, and as many ``add``/``remove`` actions as
@@ -28,9 +28,10 @@ from typing import Any
 from adaptlab.errors import StoreError
 from adaptlab.results.native import TIMEOUT_ENV, short_message, store_timeout, timed_out
 
-__all__ = ["LOG_DIR", "QUARANTINE_DIR", "Health", "Listing", "LogState", "StoreDamagedError", "store_filesystem"]
+__all__ = ["CHECKSUM_DIR", "LOG_DIR", "QUARANTINE_DIR", "Health", "Listing", "LogState", "StoreDamagedError", "store_filesystem"]
 
 LOG_DIR = "_delta_log"
+CHECKSUM_DIR = "_adaptlab_checksums"
 QUARANTINE_DIR = "_adaptlab_quarantine"
 _COMMIT_RE = re.compile(r"^_delta_log/(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^_delta_log/(\d{20})\.checkpoint(?:\.\d+\.\d+)?\.parquet$")
@@ -79,13 +80,25 @@ class LogState:
     times: dict[int, int] = field(default_factory=dict)
 
 
+def _store_folders(fs: Any) -> list[str]:
+    """The folders of the store's own files: the log, the checksums and the ``kind=`` partitions
+    (a scale study's artifacts or caches under the same root are not listed)."""
+    import pyarrow.fs as pafs
+
+    top = fs.get_file_info(pafs.FileSelector("", recursive=False, allow_not_found=True))
+    names = [i.path.strip("/").rsplit("/", 1)[-1] for i in top if i.type == pafs.FileType.Directory]
+    return sorted(n for n in names if n in (LOG_DIR, CHECKSUM_DIR) or n.startswith("kind="))
+
+
 def list_store(fs: Any) -> Listing:
-    """One recursive listing of the store (the quarantine folder left out)."""
+    """The store's files (one recursive listing per folder of :func:`_store_folders`)."""
     import pyarrow.fs as pafs
 
     out = Listing()
-    for info in fs.get_file_info(pafs.FileSelector("", recursive=True, allow_not_found=True)):
-        if info.type != pafs.FileType.File or info.path.startswith(QUARANTINE_DIR + "/"):
+    infos = [i for folder in _store_folders(fs)
+             for i in fs.get_file_info(pafs.FileSelector(folder, recursive=True, allow_not_found=True))]
+    for info in infos:
+        if info.type != pafs.FileType.File:
             continue
         path, size = info.path.lstrip("/"), int(info.size or 0)
         m = _COMMIT_RE.match(path)

@@ -37,13 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import StoreError
-from adaptlab.results.health import Listing, LogState, StoreDamagedError
+from adaptlab.results.health import CHECKSUM_DIR, Listing, LogState, StoreDamagedError
 from adaptlab.results.layout import COMMIT_RE
 from adaptlab.results.native import short_message
 
 __all__ = ["CHECKSUM_DIR", "GRACE_SECONDS", "Checksums"]
 
-CHECKSUM_DIR = "_adaptlab_checksums"
 GRACE_SECONDS = 120.0
 """A commit younger than this may still be recording its checksums: no warning for its files."""
 _LOG = logging.getLogger(__name__)
