@@ -111,3 +111,26 @@ def test_estimate_is_within_a_stated_factor_of_a_measured_peak(tiny_model):
     m = json.loads(out.stdout.strip().splitlines()[-1])
     assert 1.0 <= m["total"] / m["peak"] <= 2.0, m
     assert 0.8 <= m["training"] / (m["peak"] - m["before"]) <= 2.0, m
+
+
+def test_sweep_trials_declare_the_memory_of_the_largest_batch(tiny_model):
+    from ray import tune
+
+    from adaptlab.adapt.train.tune import _largest_value, _trial_memory
+
+    space = {"batch_size": tune.choice([4, 16, 8]), "num_negatives": {"grid_search": [1, 3]},
+             "epochs": tune.randint(1, 5), "learning_rate": tune.loguniform(1e-5, 1e-3)}
+    assert _largest_value(space, "batch_size", 32) == 16
+    assert _largest_value(space, "num_negatives", 1) == 3
+    assert _largest_value(space, "epochs", 1) == 5  # randint's upper bound (exclusive: a safe side)
+    assert _largest_value({}, "batch_size", 32) == 32
+
+    class NoNodes:
+        @staticmethod
+        def nodes() -> list:
+            return []
+
+    base = FTConfig(batch_size=4, num_negatives=1)
+    expected = estimate_stage_memory("ft", EncoderShape.read(tiny_model), FTConfig(batch_size=16, num_negatives=3))
+    assert _trial_memory(base, space, tiny_model, NoNodes()) == expected.total
+    assert _trial_memory(base, space, tiny_model.parent / "missing", NoNodes()) == 0

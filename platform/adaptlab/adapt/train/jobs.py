@@ -52,7 +52,13 @@ from typing import Any
 
 from adaptlab.adapt.train.artifacts import Artifact, artifact_root_text, chunks_fingerprint, describe_base
 from adaptlab.adapt.train.colbert import COLBERT_VARIANT, ColBERTFTConfig, train_colbert
-from adaptlab.adapt.train.memory import EncoderShape, TrainingResourceError, declared_memory, estimate_stage_memory
+from adaptlab.adapt.train.memory import (
+    EncoderShape,
+    TrainingResourceError,
+    declared_memory,
+    estimate_stage_memory,
+    largest_node_memory,
+)
 from adaptlab.adapt.train.merge import merge_models
 from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplets_fingerprint
 from adaptlab.adapt.train.pt import PTConfig, train_pt
@@ -283,19 +289,10 @@ def _stage_config(stage: _Stage) -> Any:
             COLBERT_VARIANT: stage.job.colbert_config}.get(stage.stage)
 
 
-def _largest_node_memory(ray: Any) -> float | None:
-    """The largest ``memory`` resource of the live nodes (None when Ray does not say)."""
-    try:
-        sizes = [float(n.get("Resources", {}).get("memory", 0)) for n in ray.nodes() if n.get("Alive")]
-    except Exception:  # noqa: BLE001 - an estimate must never stop training
-        return None
-    return max(sizes) if sizes else None
-
-
 def _declare_memory(stages: Sequence[_Stage], ray: Any, memory_per_job: int | None) -> None:
     """Set each stage's ``memory``: ``memory_per_job`` when given, else the estimate of
     :mod:`.memory` (capped at the largest node's memory), else 0 (none declared, with a warning)."""
-    node = _largest_node_memory(ray)
+    node = largest_node_memory(ray)
     shapes: dict[str, EncoderShape | None] = {}
     for st in stages:
         if memory_per_job is not None:

@@ -70,6 +70,7 @@ __all__ = [
     "activation_bytes",
     "declared_memory",
     "estimate_stage_memory",
+    "largest_node_memory",
     "transformer_dir",
 ]
 
@@ -254,3 +255,12 @@ def declared_memory(estimate: MemoryEstimate, node_memory: float | None, label: 
         label, estimate.describe(), node_memory / _GB,
     )
     return int(node_memory)
+
+
+def largest_node_memory(ray: Any) -> float | None:
+    """The largest ``memory`` resource of the live Ray nodes (None when Ray does not say)."""
+    try:
+        sizes = [float(n.get("Resources", {}).get("memory", 0)) for n in ray.nodes() if n.get("Alive")]
+    except Exception:  # noqa: BLE001 - an estimate must never stop training
+        return None
+    return max(sizes) if sizes else None

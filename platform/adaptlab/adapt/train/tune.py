@@ -19,7 +19,9 @@ Search: random sampling of ``param_space`` (seeded), or Optuna's TPE when ``sear
 and optuna is installed; ASHA (asynchronous successive halving) stops weak trials early, one
 rung per epoch. A sweep interrupted mid-way resumes from its storage path
 (``Tuner.can_restore`` / ``Tuner.restore``): finished trials are kept, unfinished ones continue
-from their last per-epoch checkpoint.
+from their last per-epoch checkpoint. Each trial declares the memory of its fine-tuning at the
+largest batch and number of negatives the space allows (:mod:`.memory`), so Tune runs no more
+trials on a node than its memory holds.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from adaptlab.adapt.train.ft import (
     saved_prompts,
 )
 from adaptlab.adapt.train.loop import load_sentence_model, pick_device
+from adaptlab.adapt.train.memory import EncoderShape, declared_memory, estimate_stage_memory, largest_node_memory
 from adaptlab.data.dataset import Dataset
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure, evaluate
@@ -421,6 +424,9 @@ def tune_adaptation(
     if gpus_per_trial is None:
         gpus_per_trial = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
     resources = {"cpu": float(cpus_per_trial), "gpu": float(gpus_per_trial)}
+    memory = _trial_memory(ft_config, space, start_path, ray)
+    if memory:
+        resources["memory"] = float(memory)
     from ray import tune  # deferred: importing adaptlab.adapt does not load ray
 
     trainable = tune.with_resources(tune.with_parameters(_trial, payload=payload), resources)
@@ -434,6 +440,33 @@ def tune_adaptation(
     scored = [r for r in out if r["best_objective"] is not None]
     best = max(scored, key=lambda r: r["best_objective"]) if scored else None
     return SweepResult(out, best, experiment, restored, str(m))
+
+
+def _largest_value(space: Mapping[str, Any], name: str, default: int) -> int:
+    """The largest value a trial can draw for ``name`` (a choice, a grid, a range or a constant)."""
+    value = space.get(name, default)
+    if hasattr(value, "categories"):
+        return int(max(value.categories))
+    if isinstance(value, Mapping) and "grid_search" in value:
+        return int(max(value["grid_search"]))
+    if hasattr(value, "upper"):
+        return int(value.upper)
+    return int(value) if isinstance(value, (int, float)) else default
+
+
+def _trial_memory(ft_config: FTConfig, space: Mapping[str, Any], start_path: Path, ray: Any) -> int:
+    """Bytes a trial declares: the FT estimate (:mod:`.memory`) at the largest batch and number of
+    negatives the space allows, capped at the largest node; 0 when the model's files do not say."""
+    try:
+        shape = EncoderShape.read(start_path)
+    except (OSError, ValueError, KeyError):
+        return 0
+    config = replace(
+        ft_config, batch_size=_largest_value(space, "batch_size", ft_config.batch_size),
+        num_negatives=_largest_value(space, "num_negatives", ft_config.num_negatives),
+    )
+    estimate = estimate_stage_memory("ft", shape, config)
+    return declared_memory(estimate, largest_node_memory(ray), "a sweep trial")
 
 
 def _worker_ref(model: str | os.PathLike[str], local: Path) -> str:
