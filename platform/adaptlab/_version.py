@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from importlib import metadata
 
+__all__ = ["__version__"]
+
 try:
     __version__ = metadata.version("adaptlab")
 except metadata.PackageNotFoundError:  # running from a source tree

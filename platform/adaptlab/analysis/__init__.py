@@ -30,6 +30,7 @@ from adaptlab.analysis.diversity import (
     topic_map,
 )
 from adaptlab.analysis.evalrank import EvalRankResult, PairPool, evalrank, evalrank_ranks, load_pairs
+from adaptlab.analysis.inspect import format_inspection, inspect_queries, win_loss
 from adaptlab.analysis.isotropy import IsotropyResult, isoscore, isotropy, isotropy_mu, isotropy_mu_exact
 from adaptlab.analysis.overlap import (
     DEFAULT_OVERLAP_PSI,
@@ -47,8 +48,10 @@ from adaptlab.analysis.plots import (
     plot_thresholds,
     plot_topic_map,
 )
+from adaptlab.analysis.present import DIGITS, format_p, render_table, terminal_escape, terminal_escape_lines
 from adaptlab.analysis.report import build_report
 from adaptlab.analysis.shift import DEFAULT_QUANTILES, ShiftComparison, compare_shift, domain_shift
+from adaptlab.analysis.tables import render, wide_table
 from adaptlab.analysis.thresholds import (
     GAMMAS,
     PSI_GRID,
@@ -75,6 +78,7 @@ __all__ = [
     "DEFAULT_NDCG_KS",
     "DEFAULT_OVERLAP_PSI",
     "DEFAULT_QUANTILES",
+    "DIGITS",
     "EmbeddingTransform",
     "EvalRankResult",
     "GAMMAS",
@@ -102,6 +106,9 @@ __all__ = [
     "domain_shift",
     "evalrank",
     "evalrank_ranks",
+    "format_inspection",
+    "format_p",
+    "inspect_queries",
     "isoscore",
     "isotropy",
     "isotropy_mu",
@@ -120,11 +127,17 @@ __all__ = [
     "plot_similarity_densities",
     "plot_thresholds",
     "plot_topic_map",
+    "render",
+    "render_table",
     "similarity_distributions",
     "similarity_thresholds",
+    "terminal_escape",
+    "terminal_escape_lines",
     "thresholds_from_arrays",
     "topic_diversity",
     "topic_entropy",
     "topic_map",
     "transform_space",
+    "wide_table",
+    "win_loss",
 ]

@@ -6,7 +6,7 @@ content-hash embedding cache (``Embedder``). Importing this package does not imp
 from __future__ import annotations
 
 from adaptlab.embedding.actor import EmbedBatch, EncoderFactory
-from adaptlab.embedding.cache import LOCAL_BELOW, Embedder, texts_hash
+from adaptlab.embedding.cache import LOCAL_BELOW, Embedder, EmbeddingCache, texts_hash
 from adaptlab.embedding.pipeline import EmbeddingRun, embed_texts, embed_texts_detailed, plan_blocks
 from adaptlab.embedding.pool import EncoderPool, PoolPlacement, active_pools, embedding_pools, release_pools
 
@@ -14,6 +14,7 @@ __all__ = [
     "LOCAL_BELOW",
     "EmbedBatch",
     "Embedder",
+    "EmbeddingCache",
     "EmbeddingRun",
     "EncoderFactory",
     "EncoderPool",

@@ -5,6 +5,7 @@ The bootstrap of each (dataset x measure) group runs in-process or as a Ray task
 same numbers either way.
 """
 
+from adaptlab.evaluation.persist import commit_summary
 from adaptlab.evaluation.summary import (
     EvaluationSummary,
     MeasureSummary,
@@ -22,6 +23,7 @@ __all__ = [
     "EvaluationSummary",
     "MeasureSummary",
     "PairSummary",
+    "commit_summary",
     "format_pairs",
     "format_summary",
     "summarise",

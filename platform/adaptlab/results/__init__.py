@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from adaptlab.errors import StoreError
 from adaptlab.results.health import StoreDamagedError
+from adaptlab.results.migrate import migrate_store
 from adaptlab.results.provenance import new_run_id, run_record
 from adaptlab.results.repair import repair_store
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES
 from adaptlab.results.store import CommitId, ResultsStore, open  # noqa: A004 - `open` shadows the builtin on purpose
+from adaptlab.results.validate import canonical_measure
 
 __all__ = [
     "COLUMNS",
@@ -35,6 +37,8 @@ __all__ = [
     "StoreDamagedError",
     "StoreError",
     "TABLES",
+    "canonical_measure",
+    "migrate_store",
     "new_run_id",
     "open",
     "repair_store",

@@ -8,13 +8,14 @@ adaptation stage; ``submit_study`` sends it to a Ray cluster. Seeds: :mod:`adapt
 from __future__ import annotations
 
 from adaptlab.study.adapt_config import AdaptSettings, TuneSettings, parse_adapt_section, parse_tune_section
+from adaptlab.study.inputs import check_inputs
 from adaptlab.study.load import load_study, parse_study
 from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
 from adaptlab.study.runner import evaluate_systems, export_runs, run_scale_study, run_study
 from adaptlab.study.scale import TUNE_MEASURE, system_name
 from adaptlab.study.schema import Study, default_name, project_root
 from adaptlab.study.seeds import stage_seed
-from adaptlab.study.submit import SubmitResult, submit_study
+from adaptlab.study.submit import SubmitResult, describe_code, source_info, submit_study, upload_plan
 
 __all__ = [
     "AdaptSettings",
@@ -26,7 +27,9 @@ __all__ = [
     "SystemInfo",
     "TUNE_MEASURE",
     "TuneSettings",
+    "check_inputs",
     "default_name",
+    "describe_code",
     "evaluate_systems",
     "export_runs",
     "load_study",
@@ -36,7 +39,9 @@ __all__ = [
     "project_root",
     "run_scale_study",
     "run_study",
+    "source_info",
     "stage_seed",
     "submit_study",
     "system_name",
+    "upload_plan",
 ]
