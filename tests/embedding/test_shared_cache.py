@@ -17,6 +17,7 @@ from adaptlab.embedding import cache as cache_mod
 from adaptlab.embedding.cache import CacheFile, Embedder, EmbeddingCache
 from adaptlab.errors import ConfigError
 from adaptlab.models.hashing import HashingEncoder
+from s3servers import running
 
 REPO = Path(__file__).resolve().parents[2]
 TEXTS = ["alpha beta", "gamma", "delta eps zeta"]
@@ -313,47 +314,11 @@ def test_quickstart_into_a_fresh_store_embeds_nothing(tmp_path, monkeypatch, cap
 
 
 @pytest.fixture(scope="module")
-def s3_env():
-    """A moto S3 server of this module's own on 127.0.0.1 (stopped by pid), with one bucket;
-    yields the environment that points pyarrow at it."""
-    import shutil
-    import socket
-    import subprocess
-    import urllib.request
-
-    exe = shutil.which("moto_server")
-    boto3 = pytest.importorskip("boto3")
-    if exe is None:
-        pytest.skip("moto_server not installed: pip install 'moto[server]'")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "cache-test-id", "AWS_SECRET_ACCESS_KEY": "cache-secret",
-           "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
-    try:
-        deadline = time.monotonic() + 30
-        while True:  # bounded wait for the server
-            try:
-                urllib.request.urlopen(endpoint + "/", timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.skip(f"moto_server did not start on {endpoint}")
-                time.sleep(0.1)
-        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                     aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1",
-                     ).create_bucket(Bucket="emb-cache")
-        yield env
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+def s3_env(tmp_path_factory):
+    """A moto S3 server of this module's own on 127.0.0.1 (tests/s3servers.py, stopped by pid) with
+    the bucket ``emb-cache``; yields the environment that points boto3 and pyarrow at it."""
+    with running("moto", tmp_path_factory.mktemp("moto-data"), "emb-cache") as server:
+        yield server.env
 
 
 def test_a_cache_on_s3_is_shared_bounded_and_cleared(s3_env, monkeypatch, cli):
@@ -370,3 +335,30 @@ def test_a_cache_on_s3_is_shared_bounded_and_cleared(s3_env, monkeypatch, cli):
     assert "entries  1 (embeddings 1, tokens 0)" in shown.stdout, shown.stderr
     assert cli("cache", "clear", "--yes", "--root", "s3://emb-cache/shared").returncode == 0
     assert cache.files() == []
+
+
+def test_an_array_over_10_mib_round_trips_on_s3_in_parts(s3_env, monkeypatch, caplog):
+    """pyarrow's S3 writer fails above 10 MiB on moto 5.2.1; the cache writes through
+    adaptlab.storage.objects (here in 5 MiB parts) and reads back the same bytes."""
+    for key, value in s3_env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("ADAPTLAB_S3_PART_SIZE", str(5 << 20))
+    big = np.random.default_rng(3).standard_normal((3000, 1024), dtype=np.float32)  # 11.7 MiB
+    folder = EmbeddingCache("s3://emb-cache/big", max_bytes=1 << 30).folder("embeddings")
+    parts = []
+    client = folder._s3().client  # the cached boto3 client the cache writes through
+    def seen(**_: object) -> None:
+        parts.append(1)
+
+    client.meta.events.register("after-call.s3.UploadPart", seen)
+    try:
+        with caplog.at_level(logging.WARNING, logger="adaptlab.embedding.cache"):
+            folder.save("big.npy", big)
+            assert folder.load("missing.npy") is None
+            again = EmbeddingCache("s3://emb-cache/big").folder("embeddings").load("big.npy")  # another node
+    finally:
+        client.meta.events.unregister("after-call.s3.UploadPart", seen)
+    assert caplog.records == []
+    assert len(parts) == 3
+    assert again is not None and again.dtype == np.float32
+    np.testing.assert_array_equal(again, big)

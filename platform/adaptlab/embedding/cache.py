@@ -14,8 +14,11 @@ the folder of adaptlab's local caches: ``$ADAPTLAB_CACHE``, else ``$XDG_CACHE_HO
 ``~/.cache/adaptlab`` (a local folder only: artifacts and other caches live there too). Dense vectors go to ``<root>/embeddings``,
 ColBERT token vectors to ``<root>/tokens``; every study and every store on the machine shares them.
 A URI (``s3://bucket/prefix``, any file system ``pyarrow.fs`` opens, credentials from the
-environment) is shared by the nodes of a cluster without a shared POSIX mount; on object storage a
-write is one PUT (atomic per object). Old stores' ``<store>/.cache/embeddings`` folders are no
+environment) is shared by the nodes of a cluster without a shared POSIX mount. Arrays on ``s3://``
+are read and written through :mod:`adaptlab.storage.objects` (boto3: bounded time-outs, an array over
+one part goes up in parts and an upload that fails is aborted, so a reader never sees half an
+array; pyarrow's S3 writer fails above 10 MiB on some servers); other schemes go through
+``pyarrow.fs``; on object storage a write is atomic per object. Old stores' ``<store>/.cache/embeddings`` folders are no
 longer read (they can be deleted).
 
 Size bound and eviction: ``[embedding].cache_max_gib``, else ``$ADAPTLAB_CACHE_MAX_GIB``, else
@@ -44,6 +47,7 @@ import json
 import logging
 import os
 import re
+import tempfile
 import time
 import uuid
 from collections.abc import Mapping
@@ -57,6 +61,7 @@ from adaptlab import _version
 from adaptlab.embedding.pipeline import embed_texts
 from adaptlab.errors import ConfigError
 from adaptlab.models import model_revision
+from adaptlab.storage.objects import RemoteDir, open_remote
 
 __all__ = [
     "CACHE_ENV",
@@ -74,6 +79,7 @@ __all__ = [
 ]
 
 _URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_S3_SCHEMES = ("s3", "s3a")
 _log = logging.getLogger(__name__)
 
 LOCAL_BELOW = 512
@@ -113,6 +119,10 @@ def default_cache_root() -> Path:
 
 def _is_uri(root: Path | str) -> bool:
     return isinstance(root, str) and _URI_RE.match(root) is not None
+
+
+def _is_s3(root: Path | str) -> bool:
+    return _is_uri(root) and str(root).split("://", 1)[0].lower() in _S3_SCHEMES
 
 
 def _join(root: Path | str, name: str) -> Path | str:
@@ -364,6 +374,7 @@ class ArrayCache:
         self.owner = owner
         self._fs: Any = None
         self._base = ""
+        self._objects: RemoteDir | None = None
         self._warned = False
 
     @classmethod
@@ -378,6 +389,12 @@ class ArrayCache:
         if self._fs is None:
             self._fs, self._base = _filesystem(self.root)
         return self._fs, self._base
+
+    def _s3(self) -> RemoteDir:
+        """The ``s3://`` folder through :mod:`adaptlab.storage.objects` (opened once)."""
+        if self._objects is None:
+            self._objects = open_remote(str(self.root))
+        return self._objects
 
     def load(self, name: str) -> np.ndarray | None:
         try:
@@ -398,6 +415,9 @@ class ArrayCache:
         return out
 
     def _load_remote(self, name: str) -> np.ndarray | None:
+        if _is_s3(self.root):
+            raw = self._s3().read_bytes(name)
+            return None if raw is None else np.load(io.BytesIO(raw))
         fs, base = self._remote()
         from pyarrow import fs as pafs
 
@@ -418,6 +438,13 @@ class ArrayCache:
             self._warn("write", e)
 
     def _save_remote(self, name: str, array: np.ndarray) -> None:
+        if _is_s3(self.root):  # through a local file: in parts above one part, never all in memory twice
+            with tempfile.TemporaryDirectory(prefix="adaptlab-cache-") as tmp:
+                local = Path(tmp) / name
+                with open(local, "wb") as f:
+                    np.save(f, array)
+                self._s3().upload(name, local)
+            return
         fs, base = self._remote()
         buf = io.BytesIO()
         np.save(buf, array)
