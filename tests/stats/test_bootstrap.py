@@ -10,6 +10,7 @@ from scipy import stats
 
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.stats import (
+    PERMUTATION_Q,
     BootstrapResult,
     PairedDifference,
     bootstrap_ci,
@@ -159,15 +160,16 @@ def test_bad_pairs_are_config_errors(values: np.ndarray, kw: dict) -> None:
         paired_bootstrap(values, n_resamples=50, names=["x", "y", "z"], **kw)
 
 
-def test_p_value_definition_matches_resampled_differences(values: np.ndarray) -> None:
+def test_p_value_definition_matches_resampled_differences() -> None:
     b = 999
+    values = ndcg_like(PERMUTATION_Q, 3, seed=4)  # the bootstrap p-value from PERMUTATION_Q queries on
     res = paired_bootstrap(values, n_resamples=b, seed=3, method="index")
     dist = bootstrap_ci(values, n_resamples=b, seed=3, method="index",
                         keep_distribution=True).distribution
     for d in res:
         ds = dist[d.a] - dist[d.b]
         p = min(1.0, 2 * (min((ds <= 0).sum(), (ds >= 0).sum()) + 1) / (b + 1))
-        assert d.p_value == pytest.approx(p)
+        assert d.p_value == pytest.approx(p) and d.test == "bootstrap"
         assert d.boot_mean == pytest.approx(ds.mean())
         assert (d.ci_low, d.ci_high) == pytest.approx(tuple(np.quantile(ds, [0.025, 0.975])))
 
@@ -178,7 +180,11 @@ def test_p_value_extremes(method: str) -> None:
     same = paired_bootstrap(np.stack([base, base]), n_resamples=400, method=method)[0]
     assert (same.diff, same.ci_low, same.ci_high, same.p_value) == (0.0, 0.0, 0.0, 1.0)
     better = paired_bootstrap(np.stack([base + 0.01, base]), n_resamples=400, method=method)[0]
-    assert better.p_value == pytest.approx(2 / 401) and better.ci_low > 0
+    # below PERMUTATION_Q: sign-flip test; only the all-same sign vectors reach the observed sum
+    assert better.test == "sign-flip" and better.p_value == pytest.approx(1 / 401) and better.ci_low > 0
+    big = ndcg_like(PERMUTATION_Q, 1, seed=2)[0]
+    better = paired_bootstrap(np.stack([big + 0.01, big]), n_resamples=400, method=method)[0]
+    assert better.test == "bootstrap" and better.p_value == pytest.approx(2 / 401)
 
 
 def test_pairing_narrows_the_interval() -> None:

@@ -16,7 +16,10 @@ not by overlapping CIs.
 Multiplicity: the paired tests of one dataset and one measure form a family of ``n`` tests;
 their p-values are adjusted within it (Holm by default, Benjamini-Hochberg with
 ``adjustment="bh"``; :func:`adaptlab.stats.pvalues.adjust_pvalues`) and both raw and adjusted
-p-values are kept, with the family size.
+p-values are kept, with the family size. The paired p-value is the sign-flip randomization
+test's below :data:`adaptlab.stats.pvalues.PERMUTATION_Q` (1000) queries and the bootstrap's
+from there on (``PairSummary.test``, stored as ``p_test`` in the row's ``extra``), so a single
+test and Holm's family-wise error keep their level at small Q.
 
 Rank intervals: for every dataset and measure with several systems, each system's rank interval
 from the shared bootstrap resamples and whether it is statistically tied with the best
@@ -35,6 +38,7 @@ Sample size: with ``sample_size`` ``l`` below the number of queries ``Q`` every 
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -106,13 +110,14 @@ class PairSummary:
     p_exact: float | None = None  # exact sign test (small samples only)
     p_wilcoxon: float | None = None  # Wilcoxon signed-rank test (small samples only)
     interval: str = "percentile"
+    test: str = "bootstrap"  # the test of p_value: "sign-flip" below PERMUTATION_Q queries, else "bootstrap"
 
     def as_dict(self) -> dict[str, object]:
         return {"a": self.a, "b": self.b, "measure": self.measure, "diff": self.diff,
                 "boot_mean": self.boot_mean, "ci_low": self.ci_low, "ci_high": self.ci_high,
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "adjustment": self.adjustment,
                 "family_size": self.family_size, "p_exact": self.p_exact, "p_wilcoxon": self.p_wilcoxon,
-                "interval": self.interval}
+                "interval": self.interval, "test": self.test}
 
 
 @dataclass
@@ -188,7 +193,7 @@ class EvaluationSummary:
                    "boot_mean": p.boot_mean, "ci_low": p.ci_low, "ci_high": p.ci_high,
                    "compared_to": p.b, "p_value": p.p_value, "p_adjusted": p.p_adjusted,
                    "adjustment": p.adjustment, "family_size": p.family_size, "interval_method": p.interval,
-                   **common}
+                   "extra": json.dumps({"p_test": p.test}), **common}
             if p.p_exact is not None:
                 row["p_exact"], row["exact_test"] = p.p_exact, "sign"
             rows.append(row)
@@ -309,7 +314,7 @@ def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[Bootstra
             systems[n][m] = MeasureSummary(float(r.point[i]), float(r.boot_mean[i]), float(r.ci_low[i]),
                                            float(r.ci_high[i]), interval, **rk)
         fam = [PairSummary(str(d.a), str(d.b), m, float(d.diff), float(d.boot_mean), float(d.ci_low),
-                           float(d.ci_high), float(d.p_value), interval=d.interval)
+                           float(d.ci_high), float(d.p_value), interval=d.interval, test=d.test)
                for d in r.pairs]
         vals = {n: per_query[n].values[m] for n in names} if small else None
         pairs += _family(fam, boot.adjustment, vals)

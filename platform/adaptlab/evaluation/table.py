@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from adaptlab.analysis.present import format_interval, format_p, render_table, terminal_escape_lines
 from adaptlab.evaluation.summary import EvaluationSummary
-from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label
+from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label, p_value_note
 
 __all__ = ["format_pairs", "format_summary"]
 
@@ -64,6 +64,5 @@ def format_pairs(s: EvaluationSummary) -> str:
             row += [format_p(p.p_exact), format_p(p.p_wilcoxon)]
         rows.append(row)
     adj = _ADJ_NAMES.get(s.adjustment, s.adjustment)
-    note = (f"p: two-sided paired bootstrap ({s.n_resamples} resamples, floor 1/(m+1)); p adj: {adj} within "
-            "each measure, (n) = family size")
+    note = f"{p_value_note(s.n_queries, s.n_resamples)}; p adj: {adj} within each measure, (n) = family size"
     return render_table(header, rows) + "\n" + note

@@ -1,7 +1,8 @@
 """adaptlab.stats: the bootstrap engine.
 
 Percentile bootstrap confidence intervals of mean per-query metrics (:func:`bootstrap_ci`),
-paired comparisons with two-sided bootstrap p-values (:func:`paired_bootstrap`), and the shared
+paired comparisons with two-sided p-values (:func:`paired_bootstrap`: the sign-flip
+randomization test below :data:`PERMUTATION_Q` queries, the bootstrap p-value from there on), and the shared
 resample indices (:func:`resample_indices`, :func:`iter_resample_indices`) that other analyses
 reuse to see exactly the same bootstrap samples, and the percentile interval
 (:func:`percentile_interval`) every analysis reports; BCa, Wilson and Jeffreys intervals
@@ -22,7 +23,15 @@ from adaptlab.stats.bootstrap import (
     paired_bootstrap,
 )
 from adaptlab.stats.intervals import INTERVALS
-from adaptlab.stats.pvalues import ADJUSTMENTS, SMALL_SAMPLE_Q, adjust_pvalues, exact_paired_tests, format_p_value
+from adaptlab.stats.pvalues import (
+    ADJUSTMENTS,
+    PERMUTATION_Q,
+    SMALL_SAMPLE_Q,
+    adjust_pvalues,
+    exact_paired_tests,
+    format_p_value,
+    sign_flip_p_values,
+)
 from adaptlab.stats.ranks import RankIntervals, rank_intervals
 from adaptlab.stats.resample import iter_resample_indices, resample_indices
 from adaptlab.stats.settings import BootstrapConfig, derive_seed
@@ -33,6 +42,7 @@ __all__ = [
     "BootstrapResult",
     "INTERVALS",
     "METHODS",
+    "PERMUTATION_Q",
     "PairedDifference",
     "RankIntervals",
     "SMALL_SAMPLE_Q",
@@ -47,4 +57,5 @@ __all__ = [
     "percentile_interval",
     "rank_intervals",
     "resample_indices",
+    "sign_flip_p_values",
 ]

@@ -40,6 +40,7 @@ from adaptlab.stats import _kernels as K
 from adaptlab.stats._multinomial import multinomial_sums
 from adaptlab.stats.backend import get_xp, to_numpy
 from adaptlab.stats.intervals import INTERVALS, bca_interval, jeffreys_interval, resolve_interval, wilson_interval
+from adaptlab.stats.pvalues import PERMUTATION_Q, sign_flip_p_values
 from adaptlab.stats.resample import check_seed, check_sizes
 
 __all__ = ["BootstrapResult", "METHODS", "PairedDifference", "bootstrap_ci", "paired_bootstrap"]
@@ -50,6 +51,7 @@ METHODS: tuple[str, ...] = ("auto", "index", "multinomial")
 _KEY_SYSTEM = 1  # SeedSequence spawn-key namespaces of the multinomial draws
 _KEY_PAIR = 2
 _KEY_JOINT = 3
+_KEY_FLIP = 4  # the sign vectors of the randomization test (Q < PERMUTATION_Q)
 _ZERO_TOL = 1e-10  # |D*| <= _ZERO_TOL * max|d| counts as an exact tie in the p-value
 
 
@@ -96,9 +98,13 @@ class BootstrapResult:
 class PairedDifference:
     """Paired bootstrap comparison of system ``a`` against system ``b`` (difference ``a - b``).
 
-    ``p_value`` is the two-sided bootstrap p-value
+    ``p_value`` is, with ``test == "bootstrap"`` (``Q >=``
+    :data:`~adaptlab.stats.pvalues.PERMUTATION_Q`), the two-sided bootstrap p-value
     ``min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (m + 1))`` over the ``m`` resampled
-    mean differences ``D*`` (the +1 terms count the observed sample, so p is never 0).
+    mean differences ``D*`` (the +1 terms count the observed sample, so p is never 0); with
+    ``test == "sign-flip"`` (fewer queries) the two-sided paired randomization test with ``m``
+    sign vectors (:func:`~adaptlab.stats.pvalues.sign_flip_p_values`), which keeps its level at
+    small Q where the bootstrap p-value does not.
     """
 
     a: str | int
@@ -114,6 +120,7 @@ class PairedDifference:
     confidence: float = 0.95
     seed: int = 0
     interval: str = "percentile"
+    test: str = "bootstrap"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -434,6 +441,21 @@ def _difference_interval(d: np.ndarray, ds: np.ndarray, conf: float, interval: s
     return lo, hi, "percentile"
 
 
+def _pair_p_values(arr: np.ndarray, pairs: list[tuple[int, int]], d_star: dict[tuple[int, int], np.ndarray], *,
+                   m: int, seed: int) -> tuple[list[float], str]:
+    """Two-sided p-values of the pairs and the test that gave them: below ``PERMUTATION_Q``
+    queries the sign-flip randomization test over all Q queries (``m`` sign vectors from stream
+    ``(seed, _KEY_FLIP)``, shared by the pairs), else the bootstrap p-value of each ``D*``."""
+    if arr.shape[1] < PERMUTATION_Q:
+        d = np.stack([arr[a] - arr[b] for a, b in pairs])
+        return [float(p) for p in sign_flip_p_values(d, m, _rng(seed, _KEY_FLIP), _ZERO_TOL)], "sign-flip"
+    out = []
+    for a, b in pairs:
+        scale = float(np.max(np.abs(arr[a] - arr[b])))
+        out.append(float(K.two_sided_p_value(d_star[(a, b)], _ZERO_TOL * scale)))
+    return out, "bootstrap"
+
+
 def paired_bootstrap(
     values: Any,
     *,
@@ -487,13 +509,12 @@ def paired_bootstrap(
     chosen, pair_cats, joint = _paired_path(arr, pairs, used, method, m, l)
     d_star = _paired_differences(arr, pairs, used, chosen, pair_cats, joint, m=m, l=l, seed=seed,
                                  backend=backend, jobs=jobs)
+    p_values, test = _pair_p_values(arr, pairs, d_star, m=m, seed=seed)
     point = arr.mean(axis=1)
     out = []
-    for a, b in pairs:
+    for (a, b), p in zip(pairs, p_values):
         ds = d_star[(a, b)]
         lo, hi, how = _difference_interval(arr[a] - arr[b], ds, conf, interval)
-        scale = float(np.max(np.abs(arr[a] - arr[b])))
-        p = float(K.two_sided_p_value(ds, _ZERO_TOL * scale))
         out.append(PairedDifference(
             a=names[a] if names is not None else a,
             b=names[b] if names is not None else b,
@@ -501,12 +522,13 @@ def paired_bootstrap(
             boot_mean=float(ds.mean()),
             ci_low=float(lo),
             ci_high=float(hi),
-            p_value=p,
+            p_value=float(p),
             method=chosen,
             n_resamples=m,
             sample_size=l,
             confidence=conf,
             seed=seed,
             interval=how,
+            test=test,
         ))
     return out
