@@ -116,7 +116,7 @@ def test_estimate_is_within_a_stated_factor_of_a_measured_peak(tiny_model):
 def test_sweep_trials_declare_the_memory_of_the_largest_batch(tiny_model):
     from ray import tune
 
-    from adaptlab.adapt.train.tune import _largest_value, _trial_memory
+    from adaptlab.adapt.train.tune import _largest_value, _trial_memory, _trial_resources
 
     space = {"batch_size": tune.choice([4, 16, 8]), "num_negatives": {"grid_search": [1, 3]},
              "epochs": tune.randint(1, 5), "learning_rate": tune.loguniform(1e-5, 1e-3)}
@@ -134,3 +134,5 @@ def test_sweep_trials_declare_the_memory_of_the_largest_batch(tiny_model):
     expected = estimate_stage_memory("ft", EncoderShape.read(tiny_model), FTConfig(batch_size=16, num_negatives=3))
     assert _trial_memory(base, space, tiny_model, NoNodes()) == expected.total
     assert _trial_memory(base, space, tiny_model.parent / "missing", NoNodes()) == 0
+    assert _trial_resources(1, 0.5, 123, NoNodes()) == {"cpu": 1.0, "gpu": 0.5, "memory": 123.0}
+    assert _trial_resources(2, 0, 0, NoNodes()) == {"cpu": 2.0, "gpu": 0.0}  # unknown: none declared

@@ -421,12 +421,7 @@ def tune_adaptation(
         "rows": rows, "validation": validation, "measure": str(m), "bootstrap": bootstrap, "seed": int(seed),
         "prefixes": prefixes, "device": None,
     }
-    if gpus_per_trial is None:
-        gpus_per_trial = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
-    resources = {"cpu": float(cpus_per_trial), "gpu": float(gpus_per_trial)}
-    memory = _trial_memory(ft_config, space, start_path, ray)
-    if memory:
-        resources["memory"] = float(memory)
+    resources = _trial_resources(cpus_per_trial, gpus_per_trial, _trial_memory(ft_config, space, start_path, ray), ray)
     from ray import tune  # deferred: importing adaptlab.adapt does not load ray
 
     trainable = tune.with_resources(tune.with_parameters(_trial, payload=payload), resources)
@@ -440,6 +435,17 @@ def tune_adaptation(
     scored = [r for r in out if r["best_objective"] is not None]
     best = max(scored, key=lambda r: r["best_objective"]) if scored else None
     return SweepResult(out, best, experiment, restored, str(m))
+
+
+def _trial_resources(cpus: float, gpus: float | None, memory: int, ray: Any) -> dict[str, float]:
+    """A trial's Tune resources: ``gpus`` None asks for 1 GPU when the cluster has GPUs; ``memory``
+    bytes when > 0."""
+    if gpus is None:
+        gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
+    resources = {"cpu": float(cpus), "gpu": float(gpus)}
+    if memory:
+        resources["memory"] = float(memory)
+    return resources
 
 
 def _largest_value(space: Mapping[str, Any], name: str, default: int) -> int:
