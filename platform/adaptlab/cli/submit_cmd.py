@@ -7,8 +7,7 @@ from pathlib import Path
 
 from adaptlab.cli._common import add_common
 from adaptlab.errors import ConfigError, mask_url
-from adaptlab.study import submit_study
-from adaptlab.study.submit import describe_code, source_info, upload_plan
+from adaptlab.study import describe_code, source_info, submit_study, upload_plan
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
