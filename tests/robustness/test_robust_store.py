@@ -242,6 +242,22 @@ def test_s3_errors_lose_ansi_codes_and_server_xml_but_keep_the_code():
     assert "start_thread" not in line and "<unknown>" not in line
 
 
+@pytest.mark.parametrize(("error", "permanent", "retried"), [
+    (OSError(errno.ENOSPC, "No space left on device"), True, False),
+    (PermissionError(errno.EACCES, "Permission denied"), True, False),
+    (RuntimeError("Generic S3 error: 403 Forbidden (S3 error AccessDenied: Access Denied)"), True, False),
+    (RuntimeError("Generic LocalFileSystem error: Unable to open file: No such file or directory (os error 2)"), True,
+     False),
+    (RuntimeError("Error performing GET in 4.1s, after 1 retries, max_retries: 2 - operation timed out"), False, True),
+    (RuntimeError("after 2 retries, max_retries: 2 - Server returned non-2xx status code: 503"), False, True),
+    (OSError("connection reset by peer"), False, False),
+])
+def test_which_errors_a_commit_retries(error, permanent, retried):
+    from adaptlab.results.native import is_permanent, retried_already
+
+    assert (is_permanent(error), retried_already(error)) == (permanent, retried)
+
+
 def test_s3_time_outs_are_bounded_and_configurable(monkeypatch):
     defaults = remote_options(None)
     total = float(defaults["timeout"][:-1]) + float(defaults["retry_timeout"][:-1])

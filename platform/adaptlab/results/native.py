@@ -23,8 +23,8 @@ import tempfile
 import threading
 from collections.abc import Iterator
 
-__all__ = ["STORE_TIMEOUT", "TIMEOUT_ENV", "is_permanent", "quiet_native", "remote_options", "short_message",
-           "store_timeout", "timed_out"]
+__all__ = ["STORE_TIMEOUT", "TIMEOUT_ENV", "is_permanent", "quiet_native", "remote_options", "retried_already",
+           "short_message", "store_timeout", "timed_out"]
 
 STORE_TIMEOUT = 20.0
 """Seconds one object-store request may take (delta-rs ``timeout``); with ``retry_timeout`` at
@@ -43,7 +43,8 @@ _PERMANENT_ERRNO = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EP
 _PERMANENT_TEXT = re.compile(
     r"(?i)no space left|disk quota|permission denied|access denied|read-only file system|not found|"
     r"no such file|NoSuchBucket|AccessDenied|InvalidAccessKeyId|SignatureDoesNotMatch|file too large")
-_TIMED_OUT = re.compile(r"(?i)timed out|time-?out|deadline has elapsed")
+_TIMED_OUT = re.compile(r"(?i)\btimed out\b|deadline has elapsed")
+_RETRIED = re.compile(r"(?i)\bafter \d+ retries\b")
 _FD_LOCK = threading.Lock()
 
 for _name, _value in (("RUST_BACKTRACE", "0"), ("RUST_LIB_BACKTRACE", "0"), ("RUST_LOG", "off")):
@@ -114,6 +115,12 @@ def remote_options(options: dict[str, str] | None) -> dict[str, str]:
 def timed_out(e: BaseException) -> bool:
     """Whether ``e`` is an object-store time-out (delta-rs has retried it already)."""
     return bool(_TIMED_OUT.search(str(e)))
+
+
+def retried_already(e: BaseException) -> bool:
+    """Whether delta-rs' object store gave up on ``e`` after its own retries (or a time-out):
+    retrying the whole commit again would only multiply the wait."""
+    return timed_out(e) or bool(_RETRIED.search(str(e)))
 
 
 @contextlib.contextmanager

@@ -47,7 +47,15 @@ from adaptlab.errors import StoreError
 from adaptlab.results.health import Health, Listing, LogState
 from adaptlab.results.integrity import Checksums
 from adaptlab.results.layout import new_commit_id
-from adaptlab.results.native import is_permanent, quiet_native, remote_options, short_message, store_timeout, timed_out
+from adaptlab.results.native import (
+    is_permanent,
+    quiet_native,
+    remote_options,
+    retried_already,
+    short_message,
+    store_timeout,
+    timed_out,
+)
 from adaptlab.results.query import Filter, check_columns, parse_filters
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES, arrow_schema, arrow_type
 
@@ -632,7 +640,7 @@ class ResultsStore:
                     last = None
                     break  # the previous attempt committed after all: never write twice
             last = self._attempt(data, kwargs)
-            if last is None or is_permanent(last) or timed_out(last):  # delta-rs retried a time-out already
+            if last is None or is_permanent(last) or retried_already(last):  # delta-rs retried those itself
                 break
         if last is not None and not self._landed(app_id, seq):
             raise self._failed(commit_id or str(seq), last, attempt + 1, before) from last
