@@ -195,8 +195,9 @@ def test_unreachable_address_with_password_never_printed_by_any_layer(project, t
     assert "admin:***@127.0.0.1:9" in done.stderr
 
 
-def test_every_error_line_is_masked_at_the_cli_boundary(work):
+@pytest.mark.parametrize("command", [["results"], ["report", "--out", "rep"]])
+def test_every_error_line_is_masked_at_the_cli_boundary(work, command):
     """A store URI with a password in an unsupported scheme: the store's message quotes the URI;
     the CLI's one error line masks it (before: the password was printed)."""
-    rc, out, err = cli(["run", "study.toml", "--store", f"ftp://admin:{PASSWORD}@host/x?token={PASSWORD}"])
+    rc, out, err = cli([*command, "--store", f"ftp://admin:{PASSWORD}@host/x?token={PASSWORD}"])
     assert rc == 2 and PASSWORD not in out + err and "admin:***@host" in err, err
