@@ -40,6 +40,7 @@ from adaptlab.errors import StoreError
 from adaptlab.results.health import CHECKSUM_DIR, Listing, LogState, StoreDamagedError
 from adaptlab.results.layout import COMMIT_RE
 from adaptlab.results.native import short_message
+from adaptlab.storage.files import sha256_file
 
 __all__ = ["CHECKSUM_DIR", "GRACE_SECONDS", "Checksums"]
 
@@ -47,14 +48,6 @@ GRACE_SECONDS = 120.0
 """A commit younger than this may still be recording its checksums: no warning for its files."""
 _LOG = logging.getLogger(__name__)
 _CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _rel(root: Path | str, uri: str) -> str:

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import StoreError
+from adaptlab.storage.files import NO_DOTS
+from adaptlab.storage.files import safe_name as _safe_name
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -64,14 +66,13 @@ MANIFEST = "_commit.json"
 LOCK = ".compact.lock"
 MANIFEST_VERSION = 1
 COMMIT_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{12}$")
-_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def safe_name(text: str, max_len: int = 64) -> str:
     """``text`` reduced to ``[A-Za-z0-9_-]`` (other runs of characters become ``_``),
-    at most ``max_len`` characters, never empty: safe as one path component."""
-    out = _SAFE.sub("_", str(text)).strip("_")[:max_len]
-    return out or "_"
+    at most ``max_len`` characters, never empty: safe as one path component (the rule
+    :data:`adaptlab.storage.files.NO_DOTS`)."""
+    return _safe_name(text, NO_DOTS, max_len=max_len)
 
 
 def new_commit_id(when: datetime | None = None) -> str:
