@@ -97,7 +97,7 @@ def _cut_log(health: Health, listing: Listing, damage: StoreDamagedError, quaran
     for path in moved:
         _move(health, path, f"{quarantine}/{path}")
     last = max(listing.commits)
-    lost = f"version {bad}" if last == bad else f"versions {bad}..{last}"
+    lost = f"version {bad} is" if last == bad else f"versions {bad}..{last} are"
     report.actions.append(
         f"{damage.path} (version {bad}) {damage.problem}: the log was cut back to version {bad - 1}, the last "
         f"whole version; {lost} no longer in the store: moved {len(moved)} log file(s) to {quarantine}/{LOG_DIR}/ "
