@@ -1,8 +1,19 @@
+import base64
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from adaptlab import results
 from adaptlab.analysis import build_report, isotropy
+from adaptlab.errors import ConfigError
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) of a PNG from its IHDR chunk."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 NOISE = {"base": 1.6, "ft": 0.9, "ptft": 0.6}
 
@@ -47,11 +58,38 @@ def test_report_has_tables_and_figures(store_root, tmp_path):
     assert "| ft | base | acc@5 |" in text
     assert "Computed for this report" in text
     figs = sorted(p.name for p in (tmp_path / "rep" / "figures").glob("*.png"))
-    assert figs == ["synth_acc_5_forest.png", "synth_densities.png", "synth_ndcg_10_forest.png",
-                    "synth_ndcg_curves.png", "synth_thresholds.png"]
-    assert all(p.stat().st_size > 2000 for p in (tmp_path / "rep" / "figures").glob("*.png"))
+    assert figs == ["synth_densities.png", "synth_forest.png", "synth_ndcg_curves.png",
+                    "synth_paired_differences.png", "synth_thresholds.png"]
     html = (tmp_path / "rep" / "report.html").read_text()
-    assert "<table>" in html and "figures/synth_densities.png" in html
+    assert "<table>" in html
+    # self-contained: every figure embedded as the very PNG written beside the report
+    embedded = dict(re.findall(r"<img src='data:image/png;base64,([^']+)' alt='[^']*' data-file='([^']+)'", html))
+    assert sorted(Path(f).name for f in embedded.values()) == figs
+    for data, rel in embedded.items():
+        assert base64.b64decode(data) == (tmp_path / "rep" / rel).read_bytes()
+        width, height = png_size(base64.b64decode(data))
+        assert width >= 1000 and height >= 400  # 200 dpi, not a 611 x 176 strip
+    assert "src='figures/" not in html
+
+
+def test_report_figures_in_a_vector_format_and_the_forest_shows_the_value(store_root, tmp_path):
+    md = build_report(store_root, tmp_path / "svg", n_resamples=20, figure_format="svg", compute_missing=False)
+    figs = sorted(p.name for p in (tmp_path / "svg" / "figures").iterdir())
+    assert figs == ["synth_densities.svg", "synth_forest.svg", "synth_ndcg_curves.svg",
+                    "synth_paired_differences.svg"]
+    assert "](figures/synth_forest.svg)" in md.read_text()
+    assert (tmp_path / "svg" / "report.html").read_text().count("data:image/svg+xml;base64,") == 4
+    with pytest.raises(ConfigError, match="figure_format 'jpg'"):
+        build_report(store_root, tmp_path / "bad", figure_format="jpg")
+    with pytest.raises(ConfigError, match="dpi"):
+        build_report(store_root, tmp_path / "bad", dpi=5)
+
+
+def test_report_ndcg_curves_reach_the_stored_depth():
+    from adaptlab.analysis.report.scores import curve_ks
+
+    assert curve_ks(100) == (1, 2, 3, 5, 10, 20, 30, 50, 100)
+    assert curve_ks(10) == (1, 2, 3, 5, 10) and curve_ks(80)[-1] == 80 and curve_ks(1) == (1,)
 
 
 def test_report_filters(store_root, tmp_path):
@@ -169,7 +207,7 @@ def test_scale_report_training_ndcg_at_k_inspection(scale_store, tmp_path):
     assert "queries where m-ft-s10 and m-base differ most" in text
     # figures: each with a caption, the nDCG@k one included
     figs = {p.name for p in (tmp_path / "rep" / "figures").glob("*.png")}
-    assert {"synth_ndcg_at_k.png", "synth_ndcg_10_scale.png", "synth_ndcg_10_forest.png"} <= figs
+    assert {"synth_ndcg_at_k.png", "synth_ndcg_10_scale.png", "synth_forest.png"} <= figs
     assert text.count("![") == text.count("\nFigure: ")
 
 
@@ -181,3 +219,22 @@ def test_training_flags_say_when_max_steps_cut_the_epochs_short():
     assert _training_flags(capped) == ["stopped by max_steps = 16 after 0.133 of 1 epoch(s)"]
     full = {**capped, "epochs_completed": 1, "schedule": {**capped["schedule"], "capped": False}}
     assert _training_flags(full) == []
+
+
+def test_report_cli_format_and_dpi(store_root, tmp_path, capsys):
+    from adaptlab.cli import main
+
+    out = tmp_path / "cli"
+    assert main(["report", "--store", str(store_root), "--out", str(out), "--bootstrap", "20",
+                 "--format", "pdf", "--dpi", "50"]) == 0
+    pdfs = sorted(p.name for p in (out / "figures").iterdir())
+    assert "synth_forest.pdf" in pdfs and all(n.endswith(".pdf") for n in pdfs)
+    assert all((out / "figures" / n).read_bytes()[:5] == b"%PDF-" for n in pdfs)
+    html = (out / "report.html").read_text()
+    # a PDF cannot be shown in a page: the HTML embeds a PNG of each figure at --dpi
+    images = re.findall(r"<img src='data:image/png;base64,([^']+)'", html)
+    assert len(images) == len(pdfs)
+    assert png_size(base64.b64decode(images[0]))[0] < 1000  # 50 dpi, not the default 200
+    with pytest.raises(SystemExit):
+        main(["report", "--store", str(store_root), "--out", str(out), "--format", "jpg"])
+    assert "invalid choice: 'jpg'" in capsys.readouterr().err

@@ -42,8 +42,8 @@ def test_curves_from_rows(tmp_path):
     table = curves_table(curves)
     assert len(table) == 3 and table[0]["variant"] == "pt" and table[0]["gain"] == -0.05
     assert scale_curves(ROWS, "acc@5", label="x") == []
-    png = plot_scale_curves(curves, tmp_path / "fig" / "scale.png", title="acc@5 vs scale")
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fig = plot_scale_curves(curves, tmp_path / "fig" / "scale.png", title="acc@5 vs scale")
+    assert len(fig.axes) == 2 and (tmp_path / "fig" / "scale.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_curves_from_a_summary():

@@ -19,10 +19,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from adaptlab.analysis.plots import DEFAULT_DPI, _figure, _finish
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["ScaleCurve", "ScalePoint", "curves_table", "parse_system_name", "plot_scale_curves", "scale_curves"]
 
@@ -165,20 +169,19 @@ def _draw_gains(gx: Any, c: ScaleCurve, i: int, n_curves: int, color: str) -> bo
     return True
 
 
-def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path, *, title: str | None = None,
-                      ci: str = "95% CI") -> Path:
+def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path | None = None, *, title: str | None = None,
+                      ci: str = "95% CI", dpi: int = DEFAULT_DPI) -> Figure:
     """Two panels: the measure against the number of documents (log axis) per variant with CI
     bands and each model family's base as a dashed line with its band; and the paired gain over
     the family's own base with its CI (error bars), points with p < 0.05 filled (the
     multiplicity-adjusted p when the rows carry one). ``ci`` names the interval level (legend
-    and axis labels). Writes a PNG to ``path``."""
+    and axis labels). Returns the Figure; saved to ``path`` when given (format from its suffix,
+    PNG at ``dpi``), as every :mod:`adaptlab.analysis.plots` function."""
     if not curves:
         raise ConfigError("plot_scale_curves: nothing to plot")
     import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(11.0, 4.2), dpi=100, layout="constrained")
+    fig = _figure(12.0, 4.8)
     ax, gx = fig.subplots(1, 2, sharex=True)
     xs_all = [p.n_documents for c in curves for p in c.points]
     any_gain = False
@@ -202,23 +205,19 @@ def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path, *, title: 
         a.set_xlabel("documents in the data scale (log scale)")
         a.grid(alpha=0.3)
     ax.set_ylabel(measure)
-    ax.set_title(f"{measure} per variant (bands: {ci})", fontsize=10)
+    ax.set_title(f"{measure} per variant (bands: {ci})")
     gx.axhline(0.0, color="k", linewidth=1)
     gx.set_ylabel(f"{measure}: variant - own base")
-    gx.set_title(f"paired gain over own base (bars: {ci}; filled: p < 0.05)", fontsize=10)
-    ax.legend(fontsize=8, title=f"shaded: {ci}", title_fontsize=8)
+    gx.set_title(f"paired gain over own base (bars: {ci}; filled: p < 0.05)")
+    ax.legend(title=f"shaded: {ci}")
     if any_gain:
-        gx.legend(fontsize=8)
+        gx.legend()
     else:
         gx.text(0.5, 0.5, "no paired comparison with the own base is stored", transform=gx.transAxes,
-                ha="center", va="center", fontsize=9)
+                ha="center", va="center", fontsize=10)
     if title:
         fig.suptitle(title)
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(fig)
-    fig.savefig(p, format="png", bbox_inches="tight")
-    return p
+    return _finish(fig, path, dpi)
 
 
 def curves_table(curves: Iterable[ScaleCurve]) -> list[dict[str, Any]]:

@@ -12,7 +12,8 @@ and the queries where an adapted system and its base differ most). Every figure 
 axes, a legend, its CI level and a one-line caption saying what to look for.
 
 ``build_report(store_root, out_dir)`` writes ``out_dir/report.md``, ``out_dir/report.html``
-and ``out_dir/figures/*.png`` and returns the Markdown path. For each (system, dataset,
+and ``out_dir/figures/`` (PNG by default, or SVG or PDF; every figure also embedded in the HTML, so
+report.html is self-contained) and returns the Markdown path. For each (system, dataset,
 measure, comparison) the row of the most recent run is shown. When the store has per-query
 records but no ``threshold``/``coe`` rows for a system, those analyses are computed for the
 report (``compute_missing=True``; marked as such). Figures that need embeddings (domain shift

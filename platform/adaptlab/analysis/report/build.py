@@ -10,6 +10,7 @@ from typing import Any
 
 from adaptlab import results
 from adaptlab.analysis._resample import bootstrap_settings
+from adaptlab.analysis.plots import DEFAULT_DPI, FIGURE_FORMATS, check_dpi
 from adaptlab.analysis.report.cells import extra, is_ranking_measure
 from adaptlab.analysis.report.document import Document, Page
 from adaptlab.analysis.report.missing import compute_missing_analyses
@@ -44,6 +45,8 @@ def build_report(
     seed: int = 0,
     bootstrap: BootstrapConfig | None = None,
     title: str = "adaptlab report",
+    figure_format: str = "png",
+    dpi: int = DEFAULT_DPI,
 ) -> Path:
     """Write the report of ``store_root`` (restricted to ``systems``/``datasets``) to ``out_dir``.
 
@@ -51,9 +54,14 @@ def build_report(
     COE/ROE; capped at the retrieval depth) and to pick ``acc@k`` for the correlations.
     ``bootstrap`` (the study's :class:`~adaptlab.stats.BootstrapConfig`) gives their bootstrap
     settings; without it, ``n_resamples`` resamples of all queries seeded by ``seed``.
+    Figures are written to ``figures/`` as ``figure_format`` (``png``, ``svg`` or ``pdf``; PNG at
+    ``dpi``) and embedded in ``report.html`` (PNG or SVG data URIs), which needs no other file.
     """
     if int(k) < 1:
         raise ConfigError(f"k must be >= 1, got {k!r}")
+    if figure_format not in FIGURE_FORMATS:
+        raise ConfigError(f"figure_format {figure_format!r}: expected one of {', '.join(FIGURE_FORMATS)}")
+    check_dpi(dpi)
     cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, seed=seed)
     store = results.open(store_root)
     out = Path(out_dir)
@@ -78,7 +86,8 @@ def build_report(
     for ds in all_datasets:
         rows = [r for r in metrics if r["dataset"] == ds and r["system"] != "*"]
         records = _records_by_system(store, ds, sys_f, run_order)
-        _dataset_section(Page(doc, out, figdir, ds, store), rows, records, int(k), cfg, compute_missing)
+        page = Page(doc, out, figdir, ds, store, figure_format, int(dpi))
+        _dataset_section(page, rows, records, int(k), cfg, compute_missing)
 
     md = out / "report.md"
     md.write_text(doc.markdown(), encoding="utf-8")

@@ -4,6 +4,7 @@ text) written as Markdown and as HTML, tables through the one renderer of
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 from collections.abc import Sequence
@@ -11,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adaptlab.analysis.plots import DEFAULT_DPI, FIGURE_FORMATS, figure_bytes
 from adaptlab.analysis.present import CellValue, render_table, terminal_escape, terminal_escape_lines
+from adaptlab.errors import ConfigError
 
 __all__ = ["Document", "Page", "slug"]
 
@@ -40,8 +43,10 @@ class Document:
     def table(self, header: Sequence[str], rows: Sequence[Sequence[CellValue]]) -> None:
         self.blocks.append(("table", list(header), [list(r) for r in rows]))
 
-    def img(self, rel: str, alt: str) -> None:
-        self.blocks.append(("img", rel, alt))
+    def img(self, rel: str, alt: str, src: str | None = None, width: int | None = None) -> None:
+        """An image: Markdown links the file ``rel``; HTML shows ``src`` (a ``data:`` URI, so the
+        page needs no other file) at ``width`` CSS pixels, or links ``rel`` without one."""
+        self.blocks.append(("img", rel, alt, src, width))
 
     def pre(self, text: str) -> None:
         self.blocks.append(("pre", text))
@@ -77,7 +82,7 @@ class Document:
             elif kind == "table":
                 out.append(render_table(b[1], b[2], "html"))
             elif kind == "img":
-                out.append(f"<p><img src='{_esc(b[1])}' alt='{_esc(b[2])}'></p>")
+                out.append(_html_img(*b[1:]))
             elif kind == "pre":
                 out.append(f"<pre>{html.escape(terminal_escape_lines(b[1]))}</pre>")
         out.append("</body></html>")
@@ -86,6 +91,11 @@ class Document:
 
 def _esc(text: str) -> str:
     return html.escape(terminal_escape(text))
+
+
+def _html_img(rel: str, alt: str, src: str | None, width: int | None) -> str:
+    size = f" style='width:{width}px'" if width else ""
+    return (f"<p><img src='{html.escape(src or rel)}' alt='{_esc(alt)}' data-file='{_esc(rel)}'{size}></p>")
 
 
 @dataclass(frozen=True)
@@ -97,8 +107,26 @@ class Page:
     figdir: Path
     ds: str
     store: Any = None
+    fmt: str = "png"
+    dpi: int = DEFAULT_DPI
 
-    def figure(self, path: Path, alt: str, caption: str) -> None:
-        """The image and its one-line caption (what to look for)."""
-        self.doc.img(path.relative_to(self.out).as_posix(), alt)
+    def __post_init__(self) -> None:
+        if self.fmt not in FIGURE_FORMATS:
+            raise ConfigError(f"figure format {self.fmt!r}: expected one of {', '.join(FIGURE_FORMATS)}")
+
+    def figure(self, fig: Any, name: str, alt: str, caption: str) -> Path:
+        """Write ``fig`` to ``figures/<dataset>_<name>.<fmt>``, embed it in the HTML (PNG or SVG as
+        a ``data:`` URI; a PDF report embeds a PNG of the same figure) and add its one-line caption
+        (what to look for). Returns the file written."""
+        path = self.figdir / f"{slug(self.ds)}_{name}.{self.fmt}"
+        data = figure_bytes(fig, self.fmt, dpi=self.dpi)
+        path.write_bytes(data)
+        shown = self.fmt if self.fmt in ("png", "svg") else "png"
+        if shown != self.fmt:
+            data = figure_bytes(fig, shown, dpi=self.dpi)
+        mime = "image/svg+xml" if shown == "svg" else "image/png"
+        src = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+        width = int(round(float(fig.get_size_inches()[0]) * 96))
+        self.doc.img(path.relative_to(self.out).as_posix(), alt, src, width)
         self.doc.p(f"Figure: {caption}")
+        return path

@@ -34,9 +34,8 @@ def scale_section(page: Page, rows: list[dict[str, Any]]) -> None:
         if not curves:
             continue
         ci = ci_label_of([r for r in mrows if r.get("compared_to") is None])
-        path = plot_scale_curves(curves, page.figdir / f"{slug(page.ds)}_{slug(m)}_scale.png",
-                                 title=f"{m} against data scale on {page.ds}", ci=ci)
-        page.figure(path, f"{m} against data scale on {page.ds}",
+        fig = plot_scale_curves(curves, title=f"{m} against data scale on {page.ds}", ci=ci)
+        page.figure(fig, f"{slug(m)}_scale", f"{m} against data scale on {page.ds}",
                     f"left: does {m} rise with more domain documents, and above the dashed base line ({ci} "
                     "bands)? right: the paired gain over the family's own base; filled points are significant.")
         table = []
@@ -130,9 +129,8 @@ def ndcg_at_k_section(page: Page, records: dict[str, Any], cfg: BootstrapConfig)
         return
     ci = ci_label(cfg.confidence)
     page.doc.h(3, "nDCG@k for k = 1..10 per data scale and variant")
-    path = plots.plot_ndcg_at_k(panels, page.figdir / f"{slug(page.ds)}_ndcg_at_k.png",
-                                title=f"nDCG@k, k = 1..10, on {page.ds} (shaded: {ci})", ci=ci)
-    page.figure(path, f"nDCG@k for k = 1..10 per data scale and variant on {page.ds}",
+    fig = plots.plot_ndcg_at_k(panels, title=f"nDCG@k, k = 1..10, on {page.ds} (shaded: {ci})", ci=ci)
+    page.figure(fig, "ndcg_at_k", f"nDCG@k for k = 1..10 per data scale and variant on {page.ds}",
                 "does each adapted variant lie above its dashed base at small k (gold ranked higher), and does "
                 f"more domain data lift the curve? Bands: {ci} over queries.")
     shown = [s for s in sorted(curves) if parse_system_name(s) is not None]

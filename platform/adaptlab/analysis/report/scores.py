@@ -21,7 +21,7 @@ from adaptlab.analysis.report.cells import (
     is_ranking_measure,
     width,
 )
-from adaptlab.analysis.report.document import Page, slug
+from adaptlab.analysis.report.document import Page
 from adaptlab.analysis.thresholds import ThresholdResult
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.pvalues import ci_label
@@ -29,6 +29,7 @@ from adaptlab.stats.pvalues import ci_label
 __all__ = [
     "ANALYSIS_MEASURES",
     "correlation_section",
+    "curve_ks",
     "isotropy_section",
     "other_section",
     "overlap_section",
@@ -58,19 +59,26 @@ def ranking_section(page: Page, rows: list[dict[str, Any]]) -> None:
                      format_number(r.get("n_queries")), format_number(r.get("missing_from_run")),
                      f"{format_number(r.get('n_resamples'))} x {format_number(r.get('sample_size'))}"]
                     for r in rank_rows])
-    for m in sorted({r["measure"] for r in rank_rows}):
-        mr = [r for r in rank_rows if r["measure"] == m]
-        if any(r.get("ci_low") is not None for r in mr):
-            path = plots.plot_ci_forest(
-                [r["system"] for r in mr],
-                [r["boot_mean"] if r.get("boot_mean") is not None else r["value"] for r in mr],
-                [r["ci_low"] if r.get("ci_low") is not None else math.nan for r in mr],
-                [r["ci_high"] if r.get("ci_high") is not None else math.nan for r in mr],
-                page.figdir / f"{slug(page.ds)}_{slug(m)}_forest.png", measure=m,
-                title=f"{m} on {page.ds} ({ci_label_of(mr)})", ci=ci_label_of(mr))
-            page.figure(path, f"{m} with {ci_label_of(mr)} on {page.ds}",
-                        f"{m} per system with its {ci_label_of(mr)}; systems whose intervals do not overlap differ "
-                        "clearly, overlapping ones need the paired test below.")
+    _forest_figure(page, rank_rows, label)
+
+
+def _forest_figure(page: Page, rank_rows: list[dict[str, Any]], label: str) -> None:
+    """One multi-measure forest plot of the dataset: the Value column with its CI per system."""
+    with_ci = [r for r in rank_rows if r.get("ci_low") is not None or r.get("ci_high") is not None]
+    if not with_ci:
+        return
+    estimates: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for r in sorted(with_ci, key=lambda r: (r["measure"], r["system"])):
+        estimates.setdefault(r["measure"], {})[r["system"]] = (
+            float(r["value"]), _or_nan(r.get("ci_low")), _or_nan(r.get("ci_high")))
+    fig = plots.plot_forest(estimates, title=f"Retrieval measures on {page.ds} (value with its {label})", ci=label)
+    page.figure(fig, "forest", f"retrieval measures with {label} on {page.ds}",
+                f"each measure's value (the table's Value column) per system with its {label}; systems whose "
+                "intervals do not overlap differ clearly, overlapping ones need the paired test below.")
+
+
+def _or_nan(x: Any) -> float:
+    return math.nan if x is None else float(x)
 
 
 def pairs_section(page: Page, rows: list[dict[str, Any]]) -> None:
@@ -93,6 +101,7 @@ def pairs_section(page: Page, rows: list[dict[str, Any]]) -> None:
                 row.append(format_p(r.get("p_exact")))
             table.append(row)
         page.doc.table(head, table)
+        _pairs_figure(page, pair_rows)
         adj = sorted({str(r.get("adjustment")) for r in pair_rows if r.get("adjustment")})
         page.doc.p("p-value: two-sided paired bootstrap, bounded below by 2/(m+1) for m resamples. "
                    + (f"p adjusted: {', '.join(ADJUSTMENT_NAMES.get(a, a) for a in adj)} within each family (one "
@@ -101,6 +110,16 @@ def pairs_section(page: Page, rows: list[dict[str, Any]]) -> None:
                       if adj else "No multiplicity adjustment is stored for these rows (written before it existed).")
                    + (" Fewer than 30 queries: bootstrap intervals are unreliable, read the exact sign test."
                       if exact else ""))
+
+
+def _pairs_figure(page: Page, pair_rows: list[dict[str, Any]]) -> None:
+    """The paired differences with their CIs, marked by the stored adjusted p."""
+    label = ci_label_of(pair_rows)
+    fig = plots.plot_paired_differences(pair_rows, title=f"Paired differences on {page.ds} ({label})", ci=label)
+    page.figure(fig, "paired_differences", f"paired differences with {label} on {page.ds}",
+                f"each difference A - B (the table's Difference column) with its {label}; a filled point is "
+                "significant after the multiplicity adjustment (p adjusted < 0.05), a hollow one is not, a cross "
+                "has no adjusted p stored.")
 
 
 def threshold_section(page: Page, by: dict[tuple[str, str], dict[str, Any]],
@@ -138,9 +157,8 @@ def threshold_section(page: Page, by: dict[tuple[str, str], dict[str, Any]],
                "tau. See docs/metrics.md.")
     if thr_results:
         ci = ci_label(thr_results[0].confidence)
-        path = plots.plot_thresholds(thr_results, page.figdir / f"{slug(page.ds)}_thresholds.png",
-                                     title=f"Accuracy vs threshold on {page.ds} ({ci})", ci=ci)
-        page.figure(path, f"accuracy against threshold on {page.ds}",
+        fig = plots.plot_thresholds(thr_results, title=f"Accuracy vs threshold on {page.ds} ({ci})", ci=ci)
+        page.figure(fig, "thresholds", f"accuracy against threshold on {page.ds}",
                     "how much top-K accuracy each system keeps as low-similarity documents are dropped; the star "
                     "is the chosen threshold, the dotted line the accuracy without one.")
 
@@ -166,24 +184,35 @@ def record_figures(page: Page, records: dict[str, Any], k: int, cfg: BootstrapCo
     dists = [similarity_distributions(rec, k=min(k, rec.k)) for rec in records.values() if rec.k]
     if dists:
         kk = sorted({d.k for d in dists})
-        path = plots.plot_similarity_densities(
-            dists, page.figdir / f"{slug(page.ds)}_densities.png",
-            title=f"S_rand (red), S_corr (green), S_top{kk[0] if len(kk) == 1 else 'K'} (blue) on {page.ds}")
-        page.figure(path, f"similarity densities on {page.ds}",
+        fig = plots.plot_similarity_densities(
+            dists, title=f"S_rand (red), S_corr (green), S_top{kk[0] if len(kk) == 1 else 'K'} (blue) on {page.ds}")
+        page.figure(fig, "densities", f"similarity densities on {page.ds}",
                     "the further the green (gold) and blue (retrieved) densities sit from the red (random) one, "
                     "the better a system separates relevant from unrelated documents.")
-    curves = [ndcg_curve_from_records(rec, bootstrap=cfg)
-              for rec in records.values() if rec.k and any(len(g) for g in rec.gold_ids)]
-    if curves:
-        ci = ci_label(cfg.confidence)
-        path = plots.plot_ndcg_curves(curves, page.figdir / f"{slug(page.ds)}_ndcg_curves.png",
-                                      title=f"nDCG@k on {page.ds} (bands: {ci})", ci=ci)
-        page.figure(path, f"nDCG@k curves on {page.ds}",
-                    f"nDCG@k per system as k grows (log axis), shaded {ci}; a curve above another at small k "
-                    "puts the gold document higher.")
-        depth = min(c.depth for c in curves)
-        page.doc.p(f"nDCG@k curves from the stored top-{depth} rankings: hollow markers (k > {depth}) "
-                   "are lower bounds.")
+    _ndcg_curves_figure(page, records, cfg)
+
+
+def curve_ks(depth: int) -> tuple[int, ...]:
+    """The k of the report's nDCG@k curves: 1, 2, 3, 5, 10, 20, 50, 100, ... up to ``depth``,
+    and ``depth`` itself (the deepest k the stored rankings answer exactly)."""
+    steps = [k for k in (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 500, 1000) if k < depth]
+    return (*steps, int(depth))
+
+
+def _ndcg_curves_figure(page: Page, records: dict[str, Any], cfg: BootstrapConfig) -> None:
+    judged = [rec for rec in records.values() if rec.k and any(len(g) for g in rec.gold_ids)]
+    if not judged:
+        return
+    depth = min(int(rec.k) for rec in judged)
+    ks = curve_ks(depth)
+    curves = [ndcg_curve_from_records(rec, ks, bootstrap=cfg) for rec in judged]
+    ci = ci_label(cfg.confidence)
+    fig = plots.plot_ndcg_curves(curves, title=f"nDCG@k on {page.ds} (bands: {ci})", ci=ci)
+    page.figure(fig, "ndcg_curves", f"nDCG@k curves on {page.ds}",
+                f"nDCG@k per system for k = {ks[0]} to {ks[-1]} (log axis), point estimates with shaded {ci}; "
+                "a curve above another at small k puts the gold document higher.")
+    page.doc.p(f"nDCG@k curves from the stored rankings, k up to {ks[-1]}: the depth every system's stored "
+               f"top-k reaches, so every point is exact (no lower bound).")
 
 
 def isotropy_section(page: Page, rows: list[dict[str, Any]]) -> None:
