@@ -16,7 +16,9 @@ import pytest
 
 from adaptlab.data.documents import load_documents, select_files
 from adaptlab.errors import ConfigError, DataError
-from adaptlab.study.load import MAX_NAME_LENGTH, load_study
+from adaptlab.study import parse_adapt_section
+from adaptlab.study.load import load_study
+from adaptlab.study.names import MAX_NAME_LENGTH
 from robustness.hostile import STUDY, assert_one_line_error, cli
 
 # -- names ----------------------------------------------------------------------------------------
@@ -63,6 +65,52 @@ def test_hostile_study_name_is_one_clean_line_from_the_cli(work):
 def test_printable_unicode_names_are_accepted(work):
     (work / "study.toml").write_text(STUDY.replace('name = "robust"', 'name = "Étude ✓ — 数据 2"'))
     assert load_study(work / "study.toml").study.name == "Étude ✓ — 数据 2"
+
+
+ADAPT = '\n[adapt]\ncorpus = "synthetic:n_documents=20,seed=0"\n'
+
+
+@pytest.mark.parametrize("table, key, where", [
+    ("[adapt]", "name", "[adapt].name"),
+    ("[adapt]", "heldout_name", "[adapt].heldout_name"),
+    ("[adapt.colbert]", "name", "[adapt.colbert].name"),
+    ("[tune]", "name", "[tune].name"),
+])
+@pytest.mark.parametrize("case", ["newline", "ansi clear screen", "bidi override", "too long"])
+def test_hostile_adapt_names_are_refused_by_the_same_rule(work, table, key, where, case):
+    """[adapt] labels, [adapt.colbert].name, the held-out dataset and the Tune run are names too."""
+    body = STUDY + ADAPT + ("validation_fraction = 0.2\n" if table == "[tune]" else "")
+    extra = f"{table}\n{key} = {_toml_string(HOSTILE_NAMES[case])}\n"
+    (work / "study.toml").write_text(body + (extra[len("[adapt]\n"):] if table == "[adapt]" else extra))
+    with pytest.raises(ConfigError) as info:
+        load_study(work / "study.toml")
+    message = str(info.value)
+    assert where in message and ("printable" in message or str(MAX_NAME_LENGTH) in message)
+    assert "\n" not in message and "\x1b" not in message and "\u202e" not in message
+
+
+def test_printable_adapt_names_still_load(work):
+    (work / "study.toml").write_text(STUDY + ADAPT + 'name = "Modèle"\nheldout_name = "tenu à part"\n'
+                                     '[adapt.colbert]\nname = "cb"\n')
+    settings = parse_adapt_section(load_study(work / "study.toml"))
+    assert (settings.label, settings.heldout_name, settings.colbert.label) == ("Modèle", "tenu à part", "cb")
+
+
+@pytest.mark.parametrize("option", ["--model", "--dataset"])
+@pytest.mark.parametrize("case", ["newline", "ansi clear screen", "bidi override", "too long"])
+def test_command_line_overrides_name_by_the_same_rule(work, option, case):
+    """``run STUDY --model REF`` names the system after REF: a hostile REF is refused, naming the option."""
+    ref = {"--model": "hash:", "--dataset": "synthetic:"}[option] + HOSTILE_NAMES[case]
+    with pytest.raises(ConfigError) as info:
+        load_study(work / "study.toml").with_overrides(**{option[2:] + "s": [ref]})
+    message = str(info.value)
+    assert message.startswith(f"command line: {option} ") and "\n" not in message and "\x1b" not in message
+
+
+def test_hostile_override_is_one_clean_line_from_the_cli(work):
+    rc, out, err = cli(["run", "study.toml", "--model", "hash:\x1b[2Jx", "--no-store"])
+    line = assert_one_line_error(rc, err, ("--model", "printable"))
+    assert "\x1b" not in line and not out
 
 
 # -- corpus symlinks ------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from adaptlab.adapt.train.tune import TUNABLE
 from adaptlab.errors import ConfigError
 from adaptlab.metrics.measures import Measure
 from adaptlab.stats import BootstrapConfig
+from adaptlab.study.names import check_name
 from adaptlab.study.schema import ModelSection, SectionChecker, Study, default_name, is_store_uri
 from adaptlab.study.seeds import stage_seed
 
@@ -224,7 +225,7 @@ def _base_model(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> 
             section = ModelSection(ref=given, name=default_name(given))
     ref = study.resolve_model_ref(section.ref)  # a model directory: relative to the project root
     label = raw.get("name", section.name)
-    label = check.string("name", label)
+    label = check_name(check.string("name", label), check.where("name"))
     if not label or any(c in label for c in "/\\ "):
         raise check.fail("name", "a non-empty system-name prefix without spaces or slashes", label)
     embed_section = ModelSection(**{**asdict(section), "ref": ref, "name": f"{label}-base"})
@@ -298,7 +299,7 @@ def _parse_colbert(study: Study, raw: Mapping[str, Any], base_ref: str, label: s
     check.unknown(raw, ["base_model", "name", "batch_size_eval", *config_keys])
     given = check.string("base_model", raw["base_model"]) if "base_model" in raw else base_ref
     ref = study.resolve_model_ref(given)
-    name = check.string("name", raw.get("name", "colbert"))
+    name = check_name(check.string("name", raw.get("name", "colbert")), check.where("name"))
     if not name or any(c in name for c in "/\\ ") or name == label:
         raise check.fail("name", f"a system-name prefix without spaces or slashes, other than {label!r}", name)
     table = {k: v for k, v in raw.items() if k in config_keys and not (k == "max_steps" and v == 0)}
@@ -365,9 +366,8 @@ def _adapt_mining(study: Study, raw: Mapping[str, Any], check: SectionChecker) -
     kw["margin"] = check.optional_number("margin", raw.get("margin", 0.05), 0.0)
     kw["eval_corpus"] = check.string("eval_corpus", raw.get("eval_corpus", "documents"), ("all", "documents"))
     kw["unit"] = check.string("unit", raw.get("unit", "documents"), ("documents", "pages", "chunks"))
-    kw["heldout_name"] = check.string("heldout_name", raw.get("heldout_name", "heldout"))
-    if not kw["heldout_name"]:
-        raise check.fail("heldout_name", "a non-empty dataset name", "")
+    kw["heldout_name"] = check_name(check.string("heldout_name", raw.get("heldout_name", "heldout")),
+                                    check.where("heldout_name"))
     if any(d.name == kw["heldout_name"] for d in study.datasets):
         raise check.fail("heldout_name", "a name no [[datasets]] entry uses", kw["heldout_name"])
     explicit = check.integer("seed", raw["seed"], 0) if "seed" in raw else None
@@ -531,6 +531,8 @@ def parse_tune_section(study: Study, adapt: AdaptSettings, *, store: str | Path 
     kw["search"] = check.string("search", raw.get("search", "random"), ("optuna", "random"))
     kw["resume"] = check.boolean("resume", raw.get("resume", True))
     kw["name"] = check.string("name", raw.get("name", ""))
+    if kw["name"]:
+        check_name(kw["name"], check.where("name"))
     kw["apply_best"] = check.boolean("apply_best", raw.get("apply_best", False))
     if "storage_path" in raw:
         text = check.string("storage_path", raw["storage_path"])

@@ -4,13 +4,13 @@ before any work starts (see :mod:`adaptlab.study.schema` for the sections and th
 from __future__ import annotations
 
 import sys
-import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import ConfigError
 from adaptlab.study.adapt_config import check_adapt_sections
+from adaptlab.study.names import check_name
 from adaptlab.study.schema import (
     AnalysisSection,
     BootstrapSection,
@@ -31,13 +31,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["MAX_NAME_LENGTH", "check_name", "load_study", "parse_study"]
-
-MAX_NAME_LENGTH = 200
-"""Longest study, dataset or model name accepted (names become store keys, job ids, table cells)."""
-_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-"""Unicode categories refused in names: control and format characters (newline, NUL, ESC, bidi
-overrides, zero-width), surrogates, private use, unassigned, line and paragraph separators."""
+__all__ = ["load_study", "parse_study"]
 
 _SECTIONS: dict[str, type] = {"study": StudySection, "evaluation": EvaluationSection, "bootstrap": BootstrapSection,
                               "embedding": EmbeddingSection, "analysis": AnalysisSection}
@@ -62,25 +56,9 @@ def _entries(data: Mapping[str, Any], key: str, cls: type, required: str, source
     return items
 
 
-def check_name(value: str, where: str) -> str:
-    """``value`` if it is a printable name: not blank, at most :data:`MAX_NAME_LENGTH` characters,
-    no control or format character (:data:`_UNPRINTABLE`; the only space allowed is " "), no
-    leading or trailing space. Else a ConfigError naming ``where`` (``file: [study].name``)."""
-    if not value.strip():
-        raise ConfigError(f"{where}: expected a non-blank name, got {value!r}")
-    if len(value) > MAX_NAME_LENGTH:
-        raise ConfigError(f"{where}: expected a name of at most {MAX_NAME_LENGTH} characters, got {len(value)}")
-    bad = next((c for c in value if unicodedata.category(c) in _UNPRINTABLE or (c.isspace() and c != " ")), None)
-    if bad is not None:
-        raise ConfigError(f"{where}: expected printable characters only, got {value!r} "
-                          f"(character U+{ord(bad):04X}, {unicodedata.name(bad, 'a control character')})")
-    if value != value.strip():
-        raise ConfigError(f"{where}: expected no leading or trailing space, got {value!r}")
-    return value
-
-
 def _check_names(study: Study) -> None:
-    """Every name the store, the job ids and printed tables carry, checked by :func:`check_name`."""
+    """Every name the store, the job ids and printed tables carry, checked by
+    :func:`~adaptlab.study.names.check_name`."""
     check_name(study.study.name, f"{study.source}: [study].name")
     for key, items in (("datasets", study.datasets), ("models", study.models)):
         for i, item in enumerate(items):

@@ -49,6 +49,7 @@ from adaptlab.analysis.thresholds import TESTS as THRESHOLD_TESTS
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.intervals import INTERVALS
 from adaptlab.stats.pvalues import ADJUSTMENTS
+from adaptlab.study.names import check_name
 from adaptlab.study.seeds import stage_seed
 
 __all__ = [
@@ -252,9 +253,9 @@ class Study:
         entries are ignored); ``store = ""`` turns the results store off."""
         out = copy.deepcopy(self)
         if models:
-            out.models = [ModelSection(ref=m, name=default_name(m)) for m in models]
+            out.models = [ModelSection(ref=m, name=_override_name(m, "--model")) for m in models]
         if datasets:
-            out.datasets = [DatasetSection(spec=d, name=default_name(d)) for d in datasets]
+            out.datasets = [DatasetSection(spec=d, name=_override_name(d, "--dataset")) for d in datasets]
         if split:
             for d in out.datasets:
                 d.split = split
@@ -272,6 +273,12 @@ class Study:
             out.study.store = store
         check_sections(out)
         return out
+
+
+def _override_name(ref: str, option: str) -> str:
+    """The name a command-line reference gives its system or dataset (:func:`default_name`),
+    checked by :func:`~adaptlab.study.names.check_name`; errors name the option and the reference."""
+    return check_name(default_name(ref), f"command line: {option} {ref!r}: name")
 
 
 _TYPE_WORDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
