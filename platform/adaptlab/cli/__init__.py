@@ -8,8 +8,8 @@ A closed stdout (``adaptlab results --format json | head``) ends the command qui
 141, as a shell reports SIGPIPE).
 
 Logging: warnings and errors of adaptlab's modules go to stderr as one line each
-(``adaptlab: WARNING: ...``); ``--verbose`` adds information and debug lines (every over-long
-sentence, every retried block), ``--quiet`` keeps errors only and turns progress lines off.
+(``adaptlab: WARNING: ...``); ``-v`` adds information lines, ``-vv`` debug lines too (every
+over-long sentence, every retried block), ``--quiet`` keeps errors only and turns progress lines off.
 Both are accepted before or after the sub-command.
 """
 
@@ -46,9 +46,10 @@ class _Parser(argparse.ArgumentParser):
 
 def configure_logging(verbosity: int) -> Callable[[], None]:
     """One handler on the ``adaptlab`` logger: -1 quiet (errors only, no progress lines),
-    0 warnings (default), 1 verbose (info and debug). Returns a function that undoes it (the
-    CLI may run in-process, e.g. in tests, and must leave logging as it found it)."""
-    level = {-1: logging.ERROR, 0: logging.WARNING}.get(verbosity, logging.DEBUG)
+    0 warnings (default), 1 information (``-v``), 2 or more debug (``-vv``). Returns a function
+    that undoes it (the CLI may run in-process, e.g. in tests, and must leave logging as it
+    found it)."""
+    level = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
     logger = logging.getLogger("adaptlab")
     before = logger.level
     handler = logging.StreamHandler(sys.stderr)
@@ -77,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"adaptlab {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     parser.add_argument("-q", "--quiet", action="store_true", help="errors only; no progress lines")
-    parser.add_argument("-v", "--verbose", action="store_true", help="also information and debug lines")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="-v: also information lines; -vv: debug lines too")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in _COMMANDS:
         importlib.import_module(f"adaptlab.cli.{name}_cmd").add_parser(sub)
@@ -94,10 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     debug = args.debug or bool(getattr(args, "sub_debug", False))
     quiet = args.quiet or bool(getattr(args, "sub_quiet", False))
-    verbose = args.verbose or bool(getattr(args, "sub_verbose", False))
+    verbose = min(int(args.verbose) + int(getattr(args, "sub_verbose", 0) or 0), 2)
     if quiet and verbose:
         parser.error("--quiet and --verbose exclude each other")
-    restore = configure_logging(-1 if quiet else 1 if verbose else 0)
+    restore = configure_logging(-1 if quiet else verbose)
     try:
         status = int(args.handler(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit

@@ -66,8 +66,8 @@ def add_common(p: argparse.ArgumentParser) -> None:
     """``--debug``, ``--quiet`` and ``--verbose`` on every sub-command."""
     p.add_argument("--debug", dest="sub_debug", action="store_true", help="show tracebacks on errors")
     p.add_argument("-q", "--quiet", dest="sub_quiet", action="store_true", help="errors only; no progress lines")
-    p.add_argument("-v", "--verbose", dest="sub_verbose", action="store_true",
-                   help="also information and debug lines (every over-long sentence, every retry)")
+    p.add_argument("-v", "--verbose", dest="sub_verbose", action="count", default=0,
+                   help="-v: also information lines; -vv: debug lines too (every over-long sentence, every retry)")
 
 
 def add_bootstrap_options(p: argparse.ArgumentParser, *, defaults: bool = True) -> None:

@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if outcome.store is not None:
         versions = [v for d in outcome.datasets if (v := getattr(d.run_ids, "version", None)) is not None]
         at = f" (store version {max(versions)})" if versions else ""
-        print(f"\nresults stored in {outcome.store}{at} (adaptlab results --store {outcome.store})")
+        print(f"\nresults stored in {outcome.store}{at} (adaptlab results --store {outcome.store} --latest)")
     return 0
 
 

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{verb} job {res.submission_id}: {res.status}")
     print(f"code: {describe_code(res.code)}")
     store = mask_url(res.store)
-    print(f"store: {store} (adaptlab results --store {store})")
+    print(f"store: {store} (adaptlab results --store {store} --latest)")
     if args.wait:
         return 0 if res.status == "SUCCEEDED" else 1
     return 0

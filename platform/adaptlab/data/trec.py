@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -169,8 +169,12 @@ def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path) -
 
 
 def _write_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename it.
+    The file gets the mode an ordinary ``open(path, "w")`` gives (0666 less the umask, usually
+    0644), not ``mkstemp``'s private 0600: a run file is meant to be shared."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

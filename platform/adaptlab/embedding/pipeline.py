@@ -147,7 +147,7 @@ def _local_encoder(factory: EncoderFactory, device: str | None) -> Encoder:
 def _what(factory: EncoderFactory, kind: TextKind, n: int) -> str:
     name = getattr(getattr(factory, "ref", None), "name", None) or str(getattr(factory, "ref", "") or "")
     name = name.rsplit("/", 1)[-1][:40]
-    return f"embedding {n} {kind}s" + (f" with {name}" if name else "")
+    return f"embedding {n} {'queries' if kind == 'query' else kind + 's'}" + (f" with {name}" if name else "")
 
 
 _LOCAL_SLICE_BATCHES = 16

@@ -132,7 +132,7 @@ def assemble_tokens(n: int, batches: Iterable[dict[str, np.ndarray]]) -> tuple[A
 def _label(factory: EncoderFactory, kind: str, n: int) -> str:
     ref = getattr(factory, "ref", None)
     name = (getattr(ref, "name", None) or str(ref or "")).rsplit("/", 1)[-1][:40]
-    return f"token-embedding {n} {kind}s" + (f" with {name}" if name else "")
+    return f"token-embedding {n} {'queries' if kind == 'query' else kind + 's'}" + (f" with {name}" if name else "")
 
 
 def embed_tokens_ray(texts: list[str], factory: EncoderFactory, *, kind: TextKind, batch_size: int,
