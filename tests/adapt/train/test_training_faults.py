@@ -221,3 +221,30 @@ def test_stages_that_do_not_fit_side_by_side_run_one_after_another(tiny_model, t
     # "[repeated Nx across cluster]" note stays green: RAY_DEDUP_LOGS is the driver's setting)
     ours = [line for line in out.stderr.splitlines() if "[adaptlab] variant" in line]
     assert ours and all(line.startswith("(adapt:ft:") for line in ours), ours[:3]
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_a_run_killed_after_an_epoch_resumes_from_that_epoch(tiny_model, triplets, tmp_path, read_weights):
+    """No periodic checkpoint is due (checkpoint_every=1000), but each epoch ends with one: a run
+    that dies after its first epoch resumes there and ends with the uninterrupted run's weights."""
+    import torch
+
+    from adaptlab.adapt.train.ft import train_ft
+
+    def die_after_the_first_checkpoint(step: int) -> None:
+        raise _Crash(step)
+
+    with pytest.raises(_Crash) as info:
+        train_ft(tiny_model, triplets, artifact_root=tmp_path / "a", config=FT, seed=4, checkpoint_every=1000,
+                 on_checkpoint=die_after_the_first_checkpoint)
+    assert info.value.args == (2,)  # 8 triplets at batch 4: the first epoch ends at step 2
+    resumed = train_ft(tiny_model, triplets, artifact_root=tmp_path / "a", config=FT, seed=4, checkpoint_every=1000)
+    clean = train_ft(tiny_model, triplets, artifact_root=tmp_path / "b", config=FT, seed=4, checkpoint_every=None)
+    assert resumed.manifest["training"]["resumed_from_step"] == 2
+    assert clean.manifest["training"]["resumed_from_step"] == 0
+    a, b = read_weights(resumed.model_path), read_weights(clean.model_path)
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)

@@ -307,7 +307,8 @@ def train_ft(
     ``base_model`` is a sentence-transformers directory, an alias (``minilm``) or an artifact;
     when it is a PT artifact the variant is ``pt-ft``, otherwise ``ft``. Returns at once (no
     training) when an artifact with the same inputs exists. A run killed mid-way resumes from
-    its last checkpoint (every ``checkpoint_every`` steps) on the next call.
+    its last checkpoint (every ``checkpoint_every`` steps and after every epoch; None: none) on
+    the next call.
     """
     config = config or FTConfig()
     rows = coerce_triplets(triplets)
@@ -349,6 +350,7 @@ def train_ft(
         result = fine_tune_model(
             model, rows, config, seed=seed, prefixes=prefixes, device=dev,
             checkpoint_dir=writer.checkpoint_dir, checkpoint_every=checkpoint_every,
+            checkpoint_each_epoch=checkpoint_every is not None,
             on_checkpoint=on_checkpoint, label=run_label(variant, base.label, scale, len(rows), "triplets"),
         )
         save_prefixes(model, prefixes)

@@ -35,6 +35,7 @@ Every training task declares ``memory=`` (bytes) from :func:`estimate_stage_memo
   16        256     4.56 GB        5.8 GB    1.27
   32        256     9.33 GB        10.4 GB   1.11
   32        128     3.87 GB        4.9 GB    1.27
+  PT 16     256     4.39 GB        5.5 GB    1.25
   ========  ======  =============  ========  =====
 
   (the activations alone were 1.0-1.2x the count). The estimate is meant to lie between 1x and

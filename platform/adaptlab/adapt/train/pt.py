@@ -107,6 +107,7 @@ def pretrain_model(
     device: Any,
     checkpoint_dir: Path | None = None,
     checkpoint_every: int | None = None,
+    checkpoint_each_epoch: bool = False,
     on_checkpoint: Callable[[int], None] | None = None,
     label: str = "PT",
 ) -> tuple[LoopResult, str]:
@@ -143,6 +144,7 @@ def pretrain_model(
         device=dev,
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
+        checkpoint_each_epoch=checkpoint_each_epoch,
         on_checkpoint=on_checkpoint,
         label=label,
     )
@@ -168,7 +170,8 @@ def train_pt(
 ) -> Artifact:
     """Pre-train ``base_model`` on the domain ``chunks`` (MLM) and store the sentence encoder as
     a PT artifact; returns at once when one with the same inputs exists, and resumes from the
-    last checkpoint after a kill."""
+    last checkpoint after a kill (every ``checkpoint_every`` steps and after every epoch; None:
+    none)."""
     config = config or PTConfig()
     texts = [str(c) for c in chunks if str(c).strip()]
     if not texts:
@@ -203,6 +206,7 @@ def train_pt(
         result, head = pretrain_model(
             model, base.path, texts, config, seed=seed, device=dev,
             checkpoint_dir=writer.checkpoint_dir, checkpoint_every=checkpoint_every,
+            checkpoint_each_epoch=checkpoint_every is not None,
             on_checkpoint=on_checkpoint, label=run_label("pt", base.label, scale, len(texts), "chunks"),
         )
         model.save(str(writer.model_dir), safe_serialization=True)
