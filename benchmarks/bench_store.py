@@ -1,8 +1,9 @@
 """Benchmark: the Delta Lake results store against the previous store, in one run.
 
 For each store (``delta``: adaptlab.results.open on a local directory; ``previous``: the
-layout-1 store, adaptlab.results.legacy.LegacyStore; ``delta-s3``: the Delta store on a
-local moto S3 server, with --s3) it measures:
+layout-1 store, written by the test writer tests/legacy_writer.py and read by
+adaptlab.results.legacy.LegacyReader, as adaptlab did before Delta Lake; ``delta-s3``: the
+Delta store on a local moto S3 server, with --s3) it measures:
 
   * commit latency, 1 writer: --commits commits of 1 run + 4 metrics + --pq-rows per-query
     rows, one after another (median and mean);
@@ -33,15 +34,22 @@ import tempfile
 import time
 import urllib.request
 
+TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+"""The repository's tests/ folder: the writer of the previous layout lives there."""
+
 WRITER = r"""
 import sys, time, json
 import numpy as np
 import pyarrow as pa
 from adaptlab import results
-from adaptlab.results.legacy import LegacyStore
 kind, root, tag, n, pq_rows = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-store = LegacyStore(root, create=True) if kind == "previous" else results.open(root, create=True)
-go = sys.argv[6] if len(sys.argv) > 6 else None
+if kind == "previous":
+    sys.path.insert(0, sys.argv[6])
+    from legacy_writer import LegacyWriter
+    store = LegacyWriter(root)
+else:
+    store = results.open(root, create=True)
+go = sys.argv[7] if len(sys.argv) > 7 else None
 print("ready", flush=True)
 if go:
     end = time.monotonic() + 120
@@ -75,7 +83,7 @@ def _writers(kind: str, root: str, n_writers: int, n_commits: int, pq_rows: int,
     import json
 
     go = os.path.join(tempfile.mkdtemp(), "go")
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, kind, root, f"w{i}", str(n_commits), str(pq_rows), go],
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, kind, root, f"w{i}", str(n_commits), str(pq_rows), TESTS, go],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
              for i in range(n_writers)]
     try:
@@ -109,7 +117,7 @@ def _load(kind: str, root: str, rows: int, env: dict) -> None:
         left = per
         while left > 0:
             k = min(batch, left)
-            subprocess.run([sys.executable, "-c", code, kind, root, f"s{s}", "1", str(k)], check=True, env=env,
+            subprocess.run([sys.executable, "-c", code, kind, root, f"s{s}", "1", str(k), TESTS], check=True, env=env,
                            capture_output=True, timeout=600)
             left -= k
 
@@ -125,10 +133,10 @@ def _time(fn, repeat: int = 3) -> float:
 
 def _queries(kind: str, root: str, options: dict | None) -> dict[str, float]:
     from adaptlab import results
-    from adaptlab.results.legacy import LegacyStore
+    from adaptlab.results.legacy import LegacyReader
 
     if kind == "previous":
-        store = LegacyStore(root)
+        store = LegacyReader(root)
 
         def agg():
             return store.per_query(columns=["system", "gold_rank"]).group_by("system").aggregate(

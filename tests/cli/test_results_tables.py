@@ -104,9 +104,9 @@ def test_wide_option_errors_are_one_line(store, cli, args, needle):
 
 
 def test_wide_on_a_store_of_the_previous_layout(tmp_path, cli):
-    from adaptlab.results.legacy import LegacyStore
+    from legacy_writer import LegacyWriter
 
-    old = LegacyStore(tmp_path / "old", create=True)
+    old = LegacyWriter(tmp_path / "old")
     runs = {s: _run(s, "toy", datetime(2025, 1, 1, tzinfo=timezone.utc)) for s in ("base", "ft")}
     old.commit(list(runs.values()), [_score(runs["base"], "ndcg@10", 0.5), _score(runs["ft"], "ndcg@10", 0.6),
                                      _diff(runs["ft"], "base", "ndcg@10", 0.01)])

@@ -1,4 +1,4 @@
-"""The previous store layout: newer files are rejected by name, older (v0) files are migrated."""
+"""The previous store layout: newer files are rejected by name, older (v0) files are upgraded on read."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from adaptlab import results
-from adaptlab.results.legacy import LegacyStore
 from adaptlab.errors import StoreError
+from adaptlab.results.legacy import LegacyReader
 from adaptlab.results.schema import TABLE_KEY, VERSION_KEY
 from adaptlab.retrieval.records import PerQueryRecords
+
+from legacy_writer import LegacyWriter
 
 V0_COMMIT = "20200101T000000000000Z-00000000000a"
 
@@ -65,7 +67,7 @@ def _write_v0_commit(root) -> None:
 
 @pytest.fixture
 def store(tmp_path):
-    return LegacyStore(tmp_path / "store", create=True)
+    return LegacyWriter(tmp_path / "store")
 
 
 def _new_run(system: str = "new") -> dict:
@@ -73,7 +75,7 @@ def _new_run(system: str = "new") -> dict:
                               seed=1, config={})
 
 
-def test_v0_files_are_migrated_on_read(store):
+def test_v0_files_are_upgraded_on_read(store):
     _write_v0_commit(store.root)
     store.commit([_new_run()], [{"system": "new", "dataset": "toy", "measure": "mrr", "value": 0.5,
                                  "compared_to": "old", "p_value": 0.2}])
@@ -89,17 +91,6 @@ def test_v0_files_are_migrated_on_read(store):
     assert back.query_ids == ["q1", "q2"] and back.gold_rank.tolist() == [1, 2]
 
 
-def test_compaction_rewrites_old_files_at_the_current_version(store):
-    _write_v0_commit(store.root)
-    store.commit([_new_run()])
-    before = {n: store.table(n).to_pylist() for n in results.TABLES}
-    cid = store.compact()
-    for name in results.TABLES:
-        meta = pq.read_schema(store.root / "commits" / cid / f"{name}.parquet").metadata
-        assert meta[VERSION_KEY] == str(results.SCHEMA_VERSION).encode()
-        assert store.table(name).to_pylist() == before[name]
-
-
 def test_newer_file_version_is_rejected_naming_file_and_version(store):
     cid = store.commit([_new_run()], [{"system": "new", "dataset": "toy", "measure": "mrr", "value": 0.5}])
     path = store.root / "commits" / cid / "metrics.parquet"
@@ -107,8 +98,8 @@ def test_newer_file_version_is_rejected_naming_file_and_version(store):
     pq.write_table(_with_version(t, "metrics", results.SCHEMA_VERSION + 1), path)
     newer = results.SCHEMA_VERSION + 1
     with pytest.raises(StoreError, match=rf"{path}.*schema version {newer}, newer.*upgrade adaptlab"):
-        LegacyStore(store.root).metrics()
-    assert LegacyStore(store.root).runs().num_rows == 1  # other tables still read
+        LegacyReader(store.root).metrics()
+    assert LegacyReader(store.root).runs().num_rows == 1  # other tables still read
 
 
 def test_newer_manifest_version_is_rejected(store):
@@ -118,7 +109,7 @@ def test_newer_manifest_version_is_rejected(store):
     data["schema_version"] = 99
     path.write_text(json.dumps(data))
     with pytest.raises(StoreError, match=r"_commit.json: commit has results schema version 99, newer"):
-        LegacyStore(store.root).runs()
+        LegacyReader(store.root).runs()
 
 
 def test_files_without_version_or_damaged_are_reported(store):
@@ -126,11 +117,11 @@ def test_files_without_version_or_damaged_are_reported(store):
     cdir = store.root / "commits" / cid
     pq.write_table(pq.read_table(cdir / "metrics.parquet").replace_schema_metadata(None), cdir / "metrics.parquet")
     with pytest.raises(StoreError, match=r"metrics.parquet: no adaptlab.schema_version .*not written by adaptlab"):
-        LegacyStore(store.root).metrics()
+        LegacyReader(store.root).metrics()
     t = pq.read_table(cdir / "runs.parquet")
     pq.write_table(pa.concat_tables([t, t]), cdir / "runs.parquet")
     with pytest.raises(StoreError, match=r"runs.parquet: 2 rows, but the commit manifest says 1"):
-        LegacyStore(store.root).runs()
+        LegacyReader(store.root).runs()
     (cdir / "_commit.json").unlink()
     with pytest.raises(StoreError, match=r"commit directory without _commit.json; it is damaged"):
-        LegacyStore(store.root).runs()
+        LegacyReader(store.root).runs()

@@ -1,24 +1,23 @@
-"""The previous store layout (commit directories; read-only for users since the Delta Lake
-store): round trip, filters, validation, compaction. Kept as the source of `adaptlab results
-migrate` and the baseline of benchmarks/bench_store.py."""
+"""The reader of the previous store layout (commit directories, before Delta Lake; the source of
+`adaptlab results migrate`): every table reads back as written, filters and column selection,
+errors that name the problem, commits replaced by a compaction are skipped. Stores are written
+by the test writer tests/legacy_writer.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from datetime import datetime, timezone
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from adaptlab import results
-from adaptlab.results.legacy import LegacyStore
 from adaptlab.errors import StoreError
-from adaptlab.results.layout import COMMIT_RE, safe_name, tmp_name
+from adaptlab.results.layout import COMMIT_RE
+from adaptlab.results.legacy import LegacyReader
 from adaptlab.retrieval.records import PerQueryRecords
+
+from legacy_writer import LegacyWriter
 
 
 def _records(system: str = "minilm", dataset: str = "toy") -> PerQueryRecords:
@@ -44,7 +43,7 @@ def _metric(system: str = "minilm", dataset: str = "toy", measure: str = "ndcg@1
 
 @pytest.fixture
 def store(tmp_path):
-    return LegacyStore(tmp_path / "store", create=True)
+    return LegacyWriter(tmp_path / "store")
 
 
 @pytest.fixture
@@ -96,17 +95,6 @@ def test_round_trip_all_three_tables(store):
     assert list(df["measure"]) == ["ndcg@10"]
 
 
-def test_per_query_records_objects_and_dataframes_are_accepted(store):
-    pd = pytest.importorskip("pandas")
-    run_a, run_b = _run("a"), _run("b")
-    metrics = pd.DataFrame({"system": ["a", "b"], "dataset": ["toy", "toy"], "measure": ["mrr", "mrr"],
-                            "value": [0.5, 0.25]})
-    store.commit([run_a, run_b], metrics, [_records("a"), _records("b")])
-    assert store.per_query(system="b").num_rows == 3
-    got = {(r["system"], r["run_id"]) for r in store.metrics().to_pylist()}
-    assert got == {("a", run_a["run_id"]), ("b", run_b["run_id"])}
-
-
 def test_filters_equality_in_none_and_types(filled):
     store, r1, r2 = filled
     assert store.runs().num_rows == 3
@@ -151,237 +139,41 @@ def test_empty_store_gives_empty_typed_tables(store):
     assert store.commit_ids() == []
 
 
-def test_open_errors_and_create(tmp_path):
-    with pytest.raises(StoreError, match="does not exist.*create=True"):
-        LegacyStore(tmp_path / "missing")
+def test_open_errors_name_the_problem(tmp_path):
+    with pytest.raises(StoreError, match="does not exist"):
+        LegacyReader(tmp_path / "missing")
     (tmp_path / "plain").mkdir()
-    with pytest.raises(StoreError, match="not an adaptlab results store"):
-        LegacyStore(tmp_path / "plain")
-    (tmp_path / "file").write_text("x")
-    with pytest.raises(StoreError, match="is a file"):
-        LegacyStore(tmp_path / "file", create=True)
-    s = LegacyStore(tmp_path / "new" / "nested", create=True)
-    assert LegacyStore(tmp_path / "new" / "nested").commit_ids() == []
-    assert LegacyStore(s.root, create=True).root == s.root  # idempotent
-    (tmp_path / "new" / "nested" / "adaptlab-store.json").write_text('{"format": "adaptlab.results", "layout": 9}')
+    with pytest.raises(StoreError, match="not an adaptlab results store of the previous layout"):
+        LegacyReader(tmp_path / "plain")
+    root = LegacyWriter(tmp_path / "old").root
+    assert LegacyReader(root).commit_ids() == []
+    (root / "adaptlab-store.json").write_text('{"format": "adaptlab.results", "layout": 9}')
     with pytest.raises(StoreError, match="layout version 9 is newer"):
-        LegacyStore(tmp_path / "new" / "nested")
+        LegacyReader(root)
+    (root / "adaptlab-store.json").write_text('{"format": "other", "layout": 1}')
+    with pytest.raises(StoreError, match="format is 'other'"):
+        LegacyReader(root)
+    (root / "adaptlab-store.json").write_text("[1]")
+    with pytest.raises(StoreError, match="adaptlab-store.json: not a valid store marker"):
+        LegacyReader(root)
 
 
-def _bad_commit(case: str) -> tuple:
-    """(runs, metrics, per_query) of one invalid commit."""
-    run = _run()
-    t = _records().to_arrow()
-    return {
-        "runs_missing_columns": ([{"system": "a"}], None, None),
-        "runs_not_rows": ("RUNS", None, None),
-        "runs_single_dict": (run, None, None),
-        "empty": ([], [], None),
-        "metric_missing_value": ([run], [{"system": "minilm", "dataset": "toy", "measure": "mrr"}], None),
-        "metric_unknown_column": ([run], [_metric(valu=1.0)], None),
-        "metric_wrong_type": ([run], [_metric(value="high")], None),
-        "metric_null_value": ([run], [_metric(value=None)], None),
-        "metric_unknown_system": ([run], [_metric(system="other")], None),
-        "metric_empty_measure": ([run], [_metric(measure="")], None),
-        "metric_extra_not_json": ([run], [_metric(extra={"x": object()})], None),
-        "metric_unknown_run": ([run], [_metric(run_id="ghost")], None),
-        "duplicate_run_id": ([run, dict(run)], None, None),
-        "per_query_duplicate_query": ([run], None, pa.concat_tables([t, t])),
-        "per_query_unknown_column": ([run], None, t.append_column("oops", pa.array([1, 2, 3]))),
-        "per_query_missing_column": ([run], None, t.drop_columns(["sim_random"])),
-        "naive_timestamp": ([dict(run, timestamp=datetime(2024, 1, 1))], None, None),
-        "seed_not_int": ([dict(run, seed="seven")], None, None),
-    }[case]
-
-
-@pytest.mark.parametrize(
-    ("case", "pattern"),
-    [
-        ("runs_missing_columns", r"runs: missing required column\(s\) 'run_id', 'dataset'"),
-        ("runs_not_rows", "expected a list of row dicts"),
-        ("runs_single_dict", "single dict"),
-        ("empty", "nothing to commit"),
-        ("metric_missing_value", r"missing required column\(s\) 'value'"),
-        ("metric_unknown_column", r"metrics row 0: unknown column\(s\) 'valu'; valid columns: run_id"),
-        ("metric_wrong_type", r"metrics column 'value': cannot store the values as float64"),
-        ("metric_null_value", r"metrics row 0: column 'value' is null"),
-        ("metric_unknown_system", r"no run for system 'other'"),
-        ("metric_empty_measure", r"column 'measure' is empty"),
-        ("metric_extra_not_json", "cannot be stored as JSON"),
-        ("metric_unknown_run", "ghost.*neither in this commit's runs nor in the store"),
-        ("duplicate_run_id", "occurs more than once"),
-        ("per_query_duplicate_query", r"\(run_id, query_id\) pair occurs more than once"),
-        ("per_query_unknown_column", r"per_query: unknown column\(s\) 'oops'"),
-        ("per_query_missing_column", r"per_query: missing required column\(s\) 'sim_random'"),
-        ("naive_timestamp", "has no time zone"),
-        ("seed_not_int", "cannot store the values as int64"),
-    ],
-)
-def test_commit_validation_names_the_problem_and_writes_nothing(store, case, pattern):
-    with pytest.raises(StoreError, match=pattern):
-        store.commit(*_bad_commit(case))
-    assert store.commit_ids() == []
-    assert os.listdir(store.root / "tmp") == []
-
-
-def test_ambiguous_run_id_inference_is_an_error(store):
-    a, b = _run(), _run()  # same system and dataset twice (e.g. two seeds)
-    with pytest.raises(StoreError, match="2 runs for system 'minilm'"):
-        store.commit([a, b], [_metric()])
-    store.commit([a, b], [_metric(run_id=b["run_id"])])
-    assert store.metrics().column("run_id").to_pylist() == [b["run_id"]]
-
-
-def test_later_commit_may_add_rows_to_an_earlier_run(filled):
+def test_the_reader_refuses_writes_saying_how_to_migrate(filled):
     store, r1, _ = filled
-    store.commit([], [_metric(run_id=r1["run_id"], measure="coe", value=0.31, extra={"bins": 10})])
-    coe = store.metrics(measure="coe").to_pylist()
-    assert len(coe) == 1 and coe[0]["run_id"] == r1["run_id"] and json.loads(coe[0]["extra"]) == {"bins": 10}
+    reader = LegacyReader(store.root)
+    for write in (lambda: reader.commit([_run()]), lambda: reader.compact(retention_hours=1)):
+        with pytest.raises(StoreError, match=r"previous layout.*read-only.*adaptlab results migrate .* NEW"):
+            write()
+    assert reader.runs().num_rows == 3  # nothing written
 
 
-def test_aware_timestamps_are_stored_in_utc(store):
-    from datetime import timedelta
-
-    when = datetime(2024, 5, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))
-    store.commit([dict(_run(), timestamp=when)])
-    got = store.runs().column("timestamp").to_pylist()[0]
-    assert got == when and got.utcoffset() == timedelta(0) and got.hour == 12
-
-
-def test_names_never_become_paths(store, tmp_path):
-    evil = ["../../escape", "a/b\\c", "..", "/abs/path", "nul\x00byte?"]
-    before = set(os.listdir(tmp_path))
-    for i, name in enumerate(evil):
-        store.commit([_run(name, name + "-ds")], [_metric(name, name + "-ds", value=float(i))],
-                     _records(name, name + "-ds").to_arrow())
-    assert set(os.listdir(tmp_path)) == before
-    for dirpath, dirnames, filenames in os.walk(store.root):
-        rel = os.path.relpath(dirpath, store.root)
-        if rel.startswith("commits" + os.sep):
-            assert COMMIT_RE.match(os.path.basename(dirpath))
-    assert sorted(store.runs().column("system").to_pylist()) == sorted(evil)
-    assert store.metrics(system="../../escape").column("value").to_pylist() == [0.0]
-
-
-def test_safe_name_and_tmp_names():
-    assert safe_name("../../etc/passwd") == "etc_passwd"
-    assert safe_name("..") == "_" and safe_name("") == "_"
-    assert safe_name("host.example.org") == "host_example_org"
-    assert len(safe_name("x" * 500)) == 64
-    name = tmp_name("20240101T000000000000Z-0123456789ab", "../h/o.st", 42)
-    assert "/" not in name and name.endswith(".42.tmp")
-
-
-def test_run_record_provenance_and_checks():
-    r = _run(study="scale")
-    assert set(r) == {c.name for c in results.COLUMNS["runs"]}
-    assert len(r["run_id"]) == 32 and r["run_id"] != _run()["run_id"]
-    assert r["timestamp"].tzinfo is not None and r["host"] and r["study"] == "scale"
-    assert r["config"] == '{"b":[1,2],"k":2}'
-    numpy_config = {"arr": np.arange(3), "f": np.float32(0.5)}
-    assert json.loads(_run(config=numpy_config)["config"]) == {"arr": [0, 1, 2], "f": 0.5}
-    with pytest.raises(StoreError, match="config of run 'minilm' on 'toy' cannot be stored as JSON"):
-        _run(config={"x": object()})
-    with pytest.raises(StoreError, match="seed must be an integer"):
-        _run(seed=1.5)
-    with pytest.raises(StoreError, match="system must be a non-empty string"):
-        results.run_record("", "toy", model_id="m", model_revision=None, dataset_fingerprint="f", seed=0, config={})
-    assert results.new_run_id() != results.new_run_id()
-
-
-def test_compact_merges_commits_and_keeps_every_row(filled):
+def test_commits_replaced_by_a_compaction_are_skipped(filled):
+    """An old compaction published a merged commit listing the ids it ``replaces``; when it was
+    cut short, the replaced commits are still on disk and must not be read twice."""
     store, *_ = filled
-    store.commit([_run("c")], [_metric("c")], _records("c").to_arrow())
-    before = {n: store.table(n).to_pylist() for n in results.TABLES}
     old = store.commit_ids()
-    assert len(old) == 3
-    cid = store.compact()
-    assert store.commit_ids() == [cid]
-    assert sorted(os.listdir(store.root / "commits")) == [cid]
-    after = {n: store.table(n).to_pylist() for n in results.TABLES}
-    key = lambda r: json.dumps(r, sort_keys=True, default=str)  # noqa: E731
-    for n in results.TABLES:
-        assert sorted(map(key, after[n])) == sorted(map(key, before[n]))
-    assert store.compact() is None  # one commit: nothing to merge
-    store.commit([_run("d")])
-    assert len(store.commit_ids()) == 2 and store.runs(system="d").num_rows == 1
-    # a fresh reader sees the same
-    assert LegacyStore(store.root).runs().num_rows == 5
-
-
-def test_clean_removes_dead_writers_temp_dirs_only(store):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead_pid = int(dead.stdout)
-    from adaptlab.results.provenance import host_name
-
-    host = host_name()
-    stale = store.root / "tmp" / tmp_name("20240101T000000000000Z-0123456789ab", host, dead_pid)
-    live = store.root / "tmp" / tmp_name("20240101T000000000000Z-0123456789ac", host, os.getpid())
-    for d in (stale, live):
-        d.mkdir()
-        (d / "runs.parquet").write_bytes(b"partial")  # a write cut short
-    (store.root / "tmp" / "keepme.txt").write_text("not ours")
-    store.commit([_run()])
-    assert store.runs().num_rows == 1  # readers ignore temp dirs
-    assert stale.exists()  # younger than stale_after: kept by the automatic clean
-    removed = store.clean(stale_after=0)
-    assert removed == [f"tmp/{stale.name}"]
-    assert not stale.exists() and live.exists() and (store.root / "tmp" / "keepme.txt").exists()
-
-
-def test_reader_overlapping_a_compaction_reads_again(filled, monkeypatch):
-    store, *_ = filled
-    expected = sorted(r["run_id"] for r in store.per_query(columns=["run_id"]).to_pylist())
-    reader = LegacyStore(store.root)
-    original = type(reader)._read_commit_table
-    calls = []
-
-    def read_then_compact(self, *args, **kwargs):
-        out = original(self, *args, **kwargs)
-        if self is reader and not calls:
-            calls.append(store.compact())  # another process would do this; old commits vanish
-        return out
-
-    monkeypatch.setattr(type(reader), "_read_commit_table", read_then_compact)
-    got = reader.per_query(columns=["run_id"])
-    assert calls and calls[0] is not None
-    assert sorted(got.column("run_id").to_pylist()) == expected
-    assert reader.commit_ids() == [calls[0]]
-
-
-def test_compaction_lock_excludes_a_second_compaction(filled):
-    import fcntl
-
-    store, *_ = filled
-    fd = os.open(store.root / ".compact.lock", os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        with pytest.raises(StoreError, match="another compaction is running"):
-            LegacyStore(store.root).compact(wait=False)
-        assert store.clean() == []  # skips replaced-commit removal, no error
-    finally:
-        os.close(fd)
-    assert LegacyStore(store.root).compact(wait=False) is not None
-
-
-def test_compaction_interrupted_after_publishing_is_harmless(filled, monkeypatch):
-    from adaptlab.results import legacy as store_module
-
-    store, *_ = filled
-    before = sorted(store.metrics(columns=["run_id", "measure", "value"]).to_pylist(), key=repr)
-    old = store.commit_ids()
-
-    def killed(*args, **kwargs):
-        raise RuntimeError("compactor killed before removing the old commits")
-
-    monkeypatch.setattr(store_module, "remove_tree", killed)
-    with pytest.raises(RuntimeError):
-        store.compact()
-    monkeypatch.undo()
-    on_disk = set(os.listdir(store.root / "commits"))
-    assert set(old) < on_disk and len(on_disk) == len(old) + 1  # old dirs still there ...
-    fresh = LegacyStore(store.root)
-    assert len(fresh.commit_ids()) == 1  # ... but replaced by the merged commit
-    assert sorted(fresh.metrics(columns=["run_id", "measure", "value"]).to_pylist(), key=repr) == before
-    assert sorted(fresh.clean()) == sorted(f"commits/{c}" for c in old)
-    assert os.listdir(store.root / "commits") == fresh.commit_ids()
+    merged = store.commit([_run("m")], [_metric("m", value=0.9)], replaces=old[:1])
+    reader = LegacyReader(store.root)
+    assert reader.commit_ids() == [old[1], merged]
+    assert sorted(reader.runs().column("system").to_pylist()) == ["m", "minilm"]
+    assert reader.metrics(system="m").column("value").to_pylist() == [0.9]

@@ -150,9 +150,9 @@ def test_cli_shows_run_and_time_latest_sql_and_errors(two_runs, cli):
 
 
 def test_cli_migrate(tmp_path, cli):
-    from adaptlab.results.legacy import LegacyStore
+    from legacy_writer import LegacyWriter
 
-    old = LegacyStore(tmp_path / "old", create=True)
+    old = LegacyWriter(tmp_path / "old")
     old.commit([_run()], [_metric()], _records().to_arrow())
     res = cli("results", "migrate", str(old.root), str(tmp_path / "new"))
     assert res.returncode == 0, res.stderr

@@ -12,10 +12,11 @@ import pytest
 
 from adaptlab import results
 from adaptlab.errors import StoreError
-from adaptlab.results.legacy import LegacyStore
+from adaptlab.results.legacy import LegacyReader
 from adaptlab.results.migrate import migrate_store
 from adaptlab.results.store import delta_schema
 
+from legacy_writer import LegacyWriter
 from test_results_legacy_schema_version import _write_v0_commit
 from test_results_store import _metric, _records, _run
 
@@ -47,7 +48,7 @@ def test_foreign_delta_table_is_not_a_store(tmp_path):
 @pytest.fixture
 def legacy(tmp_path):
     """A store of the previous layout: a v0 commit, then two commits of the last version."""
-    store = LegacyStore(tmp_path / "old", create=True)
+    store = LegacyWriter(tmp_path / "old")
     _write_v0_commit(store.root)
     a, b = _run("minilm"), _run("bge")
     store.commit([a, b], [_metric("minilm", value=0.6, ci_low=0.5, ci_high=0.7), _metric("bge", value=0.4),
@@ -59,7 +60,7 @@ def legacy(tmp_path):
 
 def test_previous_layout_opens_read_only(legacy):
     old = results.open(legacy.root)
-    assert isinstance(old, LegacyStore) and old.read_only
+    assert type(old) is LegacyReader and old.read_only
     assert old.runs().num_rows == 4
     with pytest.raises(StoreError, match=r"previous layout.*read-only.*adaptlab results migrate"):
         results.open(legacy.root, create=True).commit([_run()])

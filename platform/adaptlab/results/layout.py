@@ -1,61 +1,42 @@
-"""On-disk layout of a results store and the durable file operations behind atomic commits.
+"""Commit ids, and the on-disk names of the previous store layout (layout 1, before Delta Lake).
 
-::
+A commit id is ``YYYYmmddTHHMMSSffffffZ-<12 hex>``: it sorts by creation time (UTC) and the
+random part makes concurrent writers' ids distinct. The Delta Lake store keeps using them.
+
+The previous layout, read by :mod:`adaptlab.results.legacy` (nothing writes it any more)::
 
     <root>/
       adaptlab-store.json          marker: {"format": "adaptlab.results", "layout": 1}
       commits/<commit id>/         published commits, never modified once there
         _commit.json               manifest: row counts, run ids, systems, datasets, replaces
         runs.parquet  metrics.parquet  per_query.parquet   (a table with no rows has no file)
-      tmp/<commit id>.<host>.<pid>.tmp/   commits being written (invisible to readers)
-      tmp/<name>.trash/            directories being deleted
-      .compact.lock                held (flock) while a compaction runs
+      tmp/                         commits being written, directories being deleted
 
-A commit id is ``YYYYmmddTHHMMSSffffffZ-<12 hex>``: it sorts by creation time (UTC) and
-the random part makes concurrent writers' ids distinct. No user-given name (system,
-dataset, study) ever becomes part of a path; the host name in temporary directory names
-goes through :func:`safe_name`.
+A compaction published one merged commit whose manifest lists the ids it ``replaces``;
+replaced commits that are still on disk (a compaction cut short) are not read.
 """
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 import re
 import secrets
-import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from adaptlab.errors import StoreError
-from adaptlab.storage.files import NO_DOTS
-from adaptlab.storage.files import safe_name as _safe_name
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
 
 __all__ = [
     "COMMITS",
     "COMMIT_RE",
     "LAYOUT_VERSION",
-    "LOCK",
     "MANIFEST",
     "MARKER",
     "Manifest",
     "TMP",
-    "fsync_dir",
     "new_commit_id",
-    "parse_tmp_name",
-    "pid_alive",
-    "remove_tree",
-    "safe_name",
-    "tmp_name",
-    "tree_mtime",
-    "write_bytes",
-    "write_parquet",
 ]
 
 LAYOUT_VERSION = 1
@@ -63,16 +44,8 @@ MARKER = "adaptlab-store.json"
 COMMITS = "commits"
 TMP = "tmp"
 MANIFEST = "_commit.json"
-LOCK = ".compact.lock"
 MANIFEST_VERSION = 1
 COMMIT_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{12}$")
-
-
-def safe_name(text: str, max_len: int = 64) -> str:
-    """``text`` reduced to ``[A-Za-z0-9_-]`` (other runs of characters become ``_``),
-    at most ``max_len`` characters, never empty: safe as one path component (the rule
-    :data:`adaptlab.storage.files.NO_DOTS`)."""
-    return _safe_name(text, NO_DOTS, max_len=max_len)
 
 
 def new_commit_id(when: datetime | None = None) -> str:
@@ -81,98 +54,9 @@ def new_commit_id(when: datetime | None = None) -> str:
     return f"{when.strftime('%Y%m%dT%H%M%S%f')}Z-{secrets.token_hex(6)}"
 
 
-def tmp_name(commit_id: str, host: str, pid: int) -> str:
-    """Name of the temporary directory in which ``commit_id`` is written."""
-    return f"{commit_id}.{safe_name(host)}.{pid}.tmp"
-
-
-def parse_tmp_name(name: str) -> tuple[str, int] | None:
-    """``(host, pid)`` of a temporary commit directory name, or None if not one."""
-    parts = name.split(".")
-    if len(parts) != 4 or parts[3] != "tmp" or not COMMIT_RE.match(parts[0]) or not parts[2].isdigit():
-        return None
-    return parts[1], int(parts[2])
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this machine (a zombie counts as alive)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError as e:  # pragma: no cover - other platforms
-        return e.errno != errno.ESRCH
-    return True
-
-
-def tree_mtime(path: Path) -> float:
-    """Latest modification time of ``path`` and its direct entries (0 if it vanished)."""
-    try:
-        latest = path.stat().st_mtime
-        if not path.is_dir():
-            return latest
-        with os.scandir(path) as it:
-            for entry in it:
-                try:
-                    latest = max(latest, entry.stat(follow_symlinks=False).st_mtime)
-                except FileNotFoundError:
-                    pass
-        return latest
-    except FileNotFoundError:
-        return 0.0
-
-
-def fsync_dir(path: Path) -> None:
-    """Flush a directory's entries to disk (no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. Windows
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover - some file systems refuse
-        pass
-    finally:
-        os.close(fd)
-
-
-def write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a new file ``path`` and fsync it."""
-    with open(path, "xb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def write_parquet(path: Path, table: pa.Table) -> None:
-    """Write ``table`` (with its schema metadata) to a new Parquet file and fsync it."""
-    import pyarrow.parquet as pq
-
-    with open(path, "xb") as f:
-        pq.write_table(table, f, compression="zstd")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def remove_tree(path: Path, trash_dir: Path) -> None:
-    """Delete a directory: first move it (atomically) into ``trash_dir`` as
-    ``<name>.trash``, then remove it there, so that a half-deleted directory is never
-    left where readers look. A path that is already gone is fine."""
-    target = trash_dir / f"{path.name}.{secrets.token_hex(4)}.trash"
-    try:
-        os.rename(path, target)
-    except FileNotFoundError:
-        return
-    shutil.rmtree(target, ignore_errors=True)
-
-
 @dataclass
 class Manifest:
-    """What a published commit holds; written last, inside the commit directory."""
+    """What a published commit of the previous layout holds; written last, inside its directory."""
 
     commit_id: str
     schema_version: int
@@ -187,11 +71,12 @@ class Manifest:
     manifest_version: int = MANIFEST_VERSION
 
     def to_bytes(self) -> bytes:
+        """The manifest file's content (JSON)."""
         return json.dumps(asdict(self), sort_keys=True, indent=1).encode()
 
     @classmethod
     def read(cls, path: Path) -> Manifest:
-        """Parse a manifest file; FileNotFoundError propagates (the commit may be moving)."""
+        """Parse a manifest file; FileNotFoundError propagates (the caller names the commit)."""
         raw = path.read_bytes()
         try:
             data: dict[str, Any] = json.loads(raw)

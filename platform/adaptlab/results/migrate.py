@@ -1,4 +1,6 @@
-"""Convert a store of the previous layout (commit directories) into a Delta Lake store.
+"""Convert a store of the previous layout (commit directories, read by
+:mod:`adaptlab.results.legacy`) into a Delta Lake store. (Rows of an older schema version are
+upgraded on the way by :mod:`adaptlab.results.schema_upgrade`.)
 
 Every commit of the old store is copied with its commit id and row order, in batches of
 whole commits (one Delta commit per batch). Each batch is written under a Delta
@@ -13,10 +15,12 @@ import hashlib
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import StoreError
-from adaptlab.results.schema import TABLES, arrow_schema
+from adaptlab.results.legacy import LegacyReader, is_legacy_store
+from adaptlab.results.schema import TABLES
 
 __all__ = ["MigrationReport", "migrate_store"]
 
@@ -78,8 +82,36 @@ def migrate_store(source: str | os.PathLike[str], target: str | os.PathLike[str]
     migration. Raises :class:`StoreError` if the source is not a store of the previous
     layout, if it has a newer schema, or if the check after copying finds any difference.
     """
-    from adaptlab.results.legacy import LegacyStore, is_legacy_store
-    from adaptlab.results.store import ResultsStore, normalize_uri, rows_for_delta
+    from adaptlab.results.store import ResultsStore, normalize_uri
+
+    old, src_uri = _open_source(source)
+    tgt_uri, tgt_local = normalize_uri(target)
+    _check_target(src_uri, tgt_uri, tgt_local)
+    new = ResultsStore(tgt_uri, create=True, storage_options=storage_options)
+    app_id = "adaptlab-migrate-" + hashlib.sha256(f"{src_uri}\n{tgt_uri}".encode()).hexdigest()[:16]
+    done = new._table().transaction_version(app_id) or 0
+    if new.version() > 0 and done == 0:
+        raise StoreError(f"migrate: {tgt_uri} already holds results; give a new location for NEW")
+
+    report = MigrationReport(source=str(old.root), target=tgt_uri)
+    commit_ids = old.commit_ids()  # raises for newer schema versions
+    report.commits = len(commit_ids)
+    for seq, batch in enumerate(_batches(old, commit_ids), start=1):
+        if seq <= done:
+            report.skipped_batches += 1
+            continue
+        report.batches += 1
+        new._write(_batch_rows(old, batch), None, app_id, seq)
+        new._record_checksums(f"migrate-{app_id}-{seq}")  # a migrated store is verified like any other
+    _check_copy(old, new, report)
+    report.version = new.version()
+    new.close()
+    return report
+
+
+def _open_source(source: str | os.PathLike[str]) -> tuple[LegacyReader, str]:
+    """The reader of the previous-layout store at ``source``, and its normalised URI."""
+    from adaptlab.results.store import normalize_uri
 
     src_uri, src_local = normalize_uri(source)
     if src_local is None or not is_legacy_store(src_local):
@@ -89,54 +121,50 @@ def migrate_store(source: str | os.PathLike[str], target: str | os.PathLike[str]
             f"migrate: {src_uri} is not a results store of the previous layout (no adaptlab-store.json); "
             "only local stores written before Delta Lake need migrating"
         )
-    old = LegacyStore(src_local, read_only=True)
-    tgt_uri, tgt_local = normalize_uri(target)
+    return LegacyReader(src_local), src_uri
+
+
+def _check_target(src_uri: str, tgt_uri: str, tgt_local: Path | None) -> None:
+    """Refuse a target that is the source, a file, another old store, or a folder of other files."""
     if tgt_uri == src_uri:
         raise StoreError(f"migrate: OLD and NEW are the same location {src_uri}; give a new location for NEW")
-    if tgt_local is not None and tgt_local.exists() and not tgt_local.is_dir():
+    if tgt_local is None:
+        return
+    if tgt_local.exists() and not tgt_local.is_dir():
         raise StoreError(f"migrate: {tgt_local} is a file; give a new directory for NEW")
-    if tgt_local is not None and is_legacy_store(tgt_local):
+    if is_legacy_store(tgt_local):
         raise StoreError(f"migrate: {tgt_local} is itself a store of the previous layout; give a new location")
-    if tgt_local is not None and tgt_local.is_dir() and any(tgt_local.iterdir()) \
-            and not (tgt_local / "_delta_log").is_dir():
+    if tgt_local.is_dir() and any(tgt_local.iterdir()) and not (tgt_local / "_delta_log").is_dir():
         raise StoreError(f"migrate: {tgt_local} exists and is not empty; give a new location for NEW")
-    new = ResultsStore(tgt_uri, create=True, storage_options=storage_options)
-    app_id = "adaptlab-migrate-" + hashlib.sha256(f"{src_uri}\n{tgt_uri}".encode()).hexdigest()[:16]
-    done = new._table().transaction_version(app_id) or 0
-    if new.version() > 0 and done == 0:
-        raise StoreError(f"migrate: {tgt_uri} already holds results; give a new location for NEW")
 
-    report = MigrationReport(source=str(src_local), target=tgt_uri)
-    commit_ids = old.commit_ids()  # raises for newer schema versions
-    report.commits = len(commit_ids)
+
+def _batches(old: LegacyReader, commit_ids: list[str]) -> list[list[str]]:
+    """Whole commits grouped into batches of at most ``_BATCH_ROWS`` rows (a bigger commit alone)."""
     batches: list[list[str]] = []
     rows_in_batch = 0
     for cid in commit_ids:
-        m = old._manifest(cid)
-        n = sum(m.tables.values())
+        n = sum(old.manifest(cid).tables.values())
         if batches and rows_in_batch + n <= _BATCH_ROWS:
             batches[-1].append(cid)
             rows_in_batch += n
         else:
             batches.append([cid])
             rows_in_batch = n
-    for seq, batch in enumerate(batches, start=1):
-        if seq <= done:
-            report.skipped_batches += 1
-            continue
-        report.batches += 1
-        parts = []
-        for cid in batch:
-            tables = {name: old._read_commit_table(old._manifest(cid), name, [], None) for name in TABLES}
-            tables = {n: (t if t is not None else arrow_schema(n).remove_metadata().empty_table())
-                      for n, t in tables.items()}
-            parts.append(rows_for_delta(tables, cid))
-        import pyarrow as pa
+    return batches
 
-        data = pa.concat_tables(parts)
-        new._write(data, None, app_id, seq)
-        new._record_checksums(f"migrate-{app_id}-{seq}")  # a migrated store is verified like any other
 
+def _batch_rows(old: LegacyReader, batch: list[str]) -> Any:
+    """The Delta rows of a batch of old commits, each under its own commit id."""
+    import pyarrow as pa
+
+    from adaptlab.results.store import rows_for_delta
+
+    return pa.concat_tables(
+        [rows_for_delta({name: old.commit_table(cid, name) for name in TABLES}, cid) for cid in batch])
+
+
+def _check_copy(old: LegacyReader, new: Any, report: MigrationReport) -> None:
+    """Compare every table of both stores, row by row; record the row counts in ``report``."""
     for name in ("runs", "per_query"):
         a, b = old.table(name), new.table(name)
         _compare(name, a, b)
@@ -144,6 +172,3 @@ def migrate_store(source: str | os.PathLike[str], target: str | os.PathLike[str]
     a, b = old.table("metrics"), new.metrics(kind="all")
     _compare("metrics", a, b)
     report.rows["metrics"] = (a.num_rows, b.num_rows)
-    report.version = new.version()
-    new.close()
-    return report

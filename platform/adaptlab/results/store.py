@@ -834,12 +834,12 @@ def open(  # noqa: A001 - intended
     once). ``version=N`` or ``as_of=`` (a datetime or ISO string) open a read-only
     snapshot. ``storage_options`` (e.g. ``{"AWS_ENDPOINT_URL": ...}``) are passed to
     delta-rs; by default credentials come from the environment. A store of the previous
-    layout (before Delta Lake) opens read-only (:class:`~adaptlab.results.legacy.LegacyStore`);
+    layout (before Delta Lake) opens read-only (:class:`~adaptlab.results.legacy.LegacyReader`);
     convert it with ``adaptlab results migrate OLD NEW``.
     """
     uri, local = normalize_uri(root)
     if local is not None:
-        from adaptlab.results.legacy import LegacyStore, is_legacy_store
+        from adaptlab.results.legacy import LegacyReader, is_legacy_store
 
         if is_legacy_store(local):
             if version is not None or as_of is not None:
@@ -847,5 +847,5 @@ def open(  # noqa: A001 - intended
                     f"{local} is a store of the previous layout: it has no versions; migrate it with "
                     f"`adaptlab results migrate {local} NEW`"
                 )
-            return LegacyStore(local, read_only=True)
+            return LegacyReader(local)
     return ResultsStore(uri, create=create, version=version, as_of=as_of, storage_options=storage_options)

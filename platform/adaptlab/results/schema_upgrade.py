@@ -1,13 +1,16 @@
-"""Upgrade tables read from older store files to the current layout.
+"""Upgrade tables of an older results schema version to the current one: new column names
+and columns, the same values. Not to be confused with :mod:`adaptlab.results.migrate`,
+which copies a store of the previous on-disk layout into a Delta Lake store (and uses this
+module on the way).
 
-Each step turns a table of version ``v`` into version ``v + 1``; :func:`migrate` chains
-them. Version 0 is the pre-release layout (kept as a worked example and so that stores
-written by it stay readable):
+Each step turns a table of schema version ``v`` into version ``v + 1``; :func:`upgrade`
+chains them. Version 0 is the pre-release schema (kept as a worked example and so that
+stores written by it stay readable):
 
 - ``runs.revision`` was renamed ``model_revision``; ``runs`` had no ``schema_version``
-  column (migrated rows get ``0``, the version they were written with);
+  column (upgraded rows get ``0``, the version they were written with);
 - ``metrics.metric`` was renamed ``measure``; ``metrics`` had no ``compared_to``,
-  ``p_value`` or ``extra`` columns (migrated rows get nulls);
+  ``p_value`` or ``extra`` columns (upgraded rows get nulls);
 - ``per_query`` is unchanged.
 """
 
@@ -22,7 +25,7 @@ from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, arrow_schema
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["MIGRATIONS", "conform", "migrate"]
+__all__ = ["UPGRADES", "conform", "upgrade"]
 
 
 def _rename(table: pa.Table, old: str, new: str) -> pa.Table:
@@ -53,12 +56,12 @@ def _v0_to_v1(name: str, table: pa.Table) -> pa.Table:
     return table
 
 
-MIGRATIONS: dict[int, Callable[[str, pa.Table], pa.Table]] = {0: _v0_to_v1}
-"""``MIGRATIONS[v](table_name, table)`` turns a version-``v`` table into version ``v + 1``."""
+UPGRADES: dict[int, Callable[[str, pa.Table], pa.Table]] = {0: _v0_to_v1}
+"""``UPGRADES[v](table_name, table)`` turns a version-``v`` table into version ``v + 1``."""
 
 
-def migrate(name: str, table: pa.Table, version: int, *, source: str) -> pa.Table:
-    """Upgrade ``table`` (table ``name``, written at ``version``) to the current layout.
+def upgrade(name: str, table: pa.Table, version: int, *, source: str) -> pa.Table:
+    """Upgrade ``table`` (table ``name``, written at schema ``version``) to the current schema.
 
     Returns the table with exactly the current columns, in stored order and types.
     ``source`` (the file) is named in errors.
@@ -69,9 +72,9 @@ def migrate(name: str, table: pa.Table, version: int, *, source: str) -> pa.Tabl
             f"{SCHEMA_VERSION} this adaptlab reads; upgrade adaptlab to read it"
         )
     for v in range(version, SCHEMA_VERSION):
-        step = MIGRATIONS.get(v)
+        step = UPGRADES.get(v)
         if step is None:
-            raise StoreError(f"{source} has results schema version {version}; no migration from version {v} exists")
+            raise StoreError(f"{source} has results schema version {version}; no upgrade from version {v} exists")
         table = step(name, table)
     return conform(name, table, source=source)
 
