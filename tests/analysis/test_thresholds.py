@@ -61,14 +61,15 @@ def test_known_threshold_with_identical_resamples():
     idx = np.tile(np.arange(200), (20, 1))
     gold = topk[np.arange(200), 0]
     expect = max(i for i, p in enumerate(PSI_GRID) if np.percentile(np.minimum(kth, gold), p) <= gold.min())
-    for test in ("margin", "paper"):
-        r = thresholds_from_arrays(topk, rank, indices=idx, test=test)
+    for test in ("exact", "margin", "paper"):
+        # exact: with no lost query of 200 the 95% upper bound is 0.0149, so a 0.02 margin
+        r = thresholds_from_arrays(topk, rank, indices=idx, test=test, margin=0.02 if test == "exact" else 0.01)
         assert r.chosen == expect, test
         assert 45 <= r.chosen_psi <= 55
         assert r.at_chosen()["loss"] == 0.0 and r.at_chosen()["removed"] > 0.2
 
 
-@pytest.mark.parametrize("test", ["margin", "paper"])
+@pytest.mark.parametrize("test", ["exact", "margin", "paper"])
 def test_chosen_psi_moves_with_the_data(test):
     chosen = []
     for low in (0.3, 0.55, 0.8):
@@ -82,17 +83,42 @@ def test_chosen_psi_moves_with_the_data(test):
 
 def test_margin_rule_reads_the_loss_ci():
     topk, rank, _ = _known(q=400, low=0.55)
-    r = thresholds_from_arrays(topk, rank, n_resamples=300, seed=2)
+    r = thresholds_from_arrays(topk, rank, n_resamples=300, seed=2, test="margin")
     assert r.test == "margin" and r.sample_size == 400
     np.testing.assert_array_equal(r.margin_pass, r.loss_ci_high <= 0.01 + 1e-12)
     assert r.chosen == np.flatnonzero(r.margin_pass).max()
-    wider = thresholds_from_arrays(topk, rank, n_resamples=300, seed=2, margin=0.5)
+    wider = thresholds_from_arrays(topk, rank, n_resamples=300, seed=2, margin=0.5, test="margin")
     assert wider.chosen_psi > r.chosen_psi
+
+
+def test_exact_rule_is_a_clopper_pearson_bound_tested_in_order():
+    import scipy.stats as ss
+
+    topk, rank, _ = _known(q=400, low=0.55)
+    r = thresholds_from_arrays(topk, rank, n_resamples=100, seed=2)
+    assert r.test == "exact" and r.chosen == r.chosen_exact
+    np.testing.assert_array_equal(r.lost, np.rint((r.base_acc - r.acc) * 400).astype(int))
+    for lost, upper in zip(r.lost, r.loss_upper):
+        ref = ss.binomtest(int(lost), 400, alternative="less").proportion_ci(confidence_level=0.95).high
+        assert upper == pytest.approx(ref)
+    first_fail = int(np.argmax(r.loss_upper > 0.01))
+    assert r.exact_pass[:first_fail].all() and not r.exact_pass[first_fail:].any()
+    assert r.chosen == first_fail - 1 and r.at_chosen()["loss_upper"] <= 0.01
+    rows = {row["measure"]: row for row in r.to_metric_rows()}
+    loss = rows["threshold_loss"]
+    assert loss["interval_method"] == "clopper-pearson-upper" and loss["ci_high"] == pytest.approx(r.loss_upper[r.chosen])
+    assert loss["sample_size"] == 400 and '"exact_rule"' in rows["threshold"]["extra"]
+    # the order matters: a later threshold that would pass on its own is not reached after a failure
+    hits = np.array([[1, 1, 1, 1], [1, 1, 1, 1], [0, 1, 1, 1], [1, 1, 1, 1]], dtype=float)
+    from adaptlab.analysis.thresholds import exact_rule
+
+    lost, _, passes, chosen = exact_rule(hits, 0.95, 0.6)
+    assert lost.tolist() == [0, 1, 0] and passes.tolist() == [True, False, False] and chosen == 0
 
 
 def test_margin_rule_resamples_all_queries_even_with_paper_setting():
     topk, rank, _ = _known(q=400, low=0.55)
-    r = thresholds_from_arrays(topk, rank, n_resamples=200, sample_size=100, seed=3)
+    r = thresholds_from_arrays(topk, rank, n_resamples=200, sample_size=100, seed=3, test="margin")
     assert r.sample_size == 100  # the grid's resamples
     rows = {row["measure"]: row for row in r.to_metric_rows()}
     assert rows["acc_at_threshold"]["sample_size"] == 400
@@ -165,5 +191,5 @@ def test_pubmedqa_minilm_paper_rule_chooses_psi_below_95():
     paper = similarity_thresholds(rec, k=5, n_resamples=500, sample_size=100, seed=0, test="paper")
     assert paper.chosen is not None and paper.chosen_psi < 95
     assert paper.at_chosen()["removed"] > 0.0
-    margin = similarity_thresholds(rec, k=5, n_resamples=500, sample_size=100, seed=0)
+    margin = similarity_thresholds(rec, k=5, n_resamples=500, sample_size=100, seed=0, test="margin")
     assert margin.chosen is None or margin.chosen_psi <= paper.chosen_psi

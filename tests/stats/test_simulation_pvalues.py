@@ -6,7 +6,6 @@ and 7-9% (Holm FWER) at Q = 30, which these bounds reject."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import numpy as np
@@ -32,15 +31,6 @@ def _null_values(kind: str, q: int, rng: np.random.Generator) -> np.ndarray:
     return np.where(rank <= 10, 1.0 / np.log2(rank + 1.0), 0.0)
 
 
-def _one_blas_thread() -> contextlib.AbstractContextManager:
-    """Small matrix products run ~15x faster on one BLAS thread on a loaded 2-core machine."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(1)
-
-
 def _sign_flip(d: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The shipped test (what :func:`paired_bootstrap` uses below ``PERMUTATION_Q`` queries)."""
     return sign_flip_p_values(d, M, rng)
@@ -56,12 +46,11 @@ def _rejections(kind: str, q: int, reps: int, seed: int, test=_sign_flip) -> tup
     """(single-test rejection rate of pair (0, 1), Holm family-wise error over all 10 pairs)."""
     rng = np.random.default_rng(seed)
     single = fwer = 0
-    with _one_blas_thread():
-        for _ in range(reps):
-            v = _null_values(kind, q, rng)
-            raw = test(np.stack([v[a] - v[b] for a, b in PAIRS]), rng)
-            single += raw[0] <= ALPHA
-            fwer += bool((adjust_pvalues(raw, "holm") <= ALPHA).any())
+    for _ in range(reps):
+        v = _null_values(kind, q, rng)
+        raw = test(np.stack([v[a] - v[b] for a, b in PAIRS]), rng)
+        single += raw[0] <= ALPHA
+        fwer += bool((adjust_pvalues(raw, "holm") <= ALPHA).any())
     return single / reps, fwer / reps
 
 
@@ -72,7 +61,7 @@ def _bound(reps: int) -> float:
 
 @pytest.mark.parametrize("kind", ["accuracy", "ndcg"])
 @pytest.mark.parametrize("q", [30, 100])
-def test_type_one_error_and_holm_fwer_at_small_q(kind: str, q: int) -> None:
+def test_type_one_error_and_holm_fwer_at_small_q(kind: str, q: int, one_blas_thread: None) -> None:
     reps = 2000
     t0 = time.perf_counter()
     single, fwer = _rejections(kind, q, reps, seed=100 + q)
@@ -82,14 +71,14 @@ def test_type_one_error_and_holm_fwer_at_small_q(kind: str, q: int) -> None:
 
 
 @pytest.mark.parametrize("kind", ["accuracy", "ndcg"])
-def test_type_one_error_and_holm_fwer_at_q_500(kind: str) -> None:
+def test_type_one_error_and_holm_fwer_at_q_500(kind: str, one_blas_thread: None) -> None:
     reps = 2000
     single, fwer = _rejections(kind, 500, reps, seed=500)
     print(f"{kind} Q=500: type I {single:.3f}, Holm FWER {fwer:.3f}")
     assert single <= _bound(reps) and fwer <= _bound(reps)
 
 
-def test_the_simulation_rejects_the_old_bootstrap_p_value_at_q_30() -> None:
+def test_the_simulation_rejects_the_old_bootstrap_p_value_at_q_30(one_blas_thread: None) -> None:
     """The bound is sharp enough to catch the liberal test this replaced."""
     reps = 2000
     single, fwer = _rejections("ndcg", 30, reps, seed=130, test=_old_bootstrap)
@@ -97,7 +86,7 @@ def test_the_simulation_rejects_the_old_bootstrap_p_value_at_q_30() -> None:
     assert fwer > _bound(reps)
 
 
-def test_paired_bootstrap_uses_the_randomization_test_below_the_switch_and_keeps_power() -> None:
+def test_paired_bootstrap_uses_the_randomization_test_below_the_switch_and_keeps_power(one_blas_thread: None) -> None:
     """End to end: the shipped p-value below ``PERMUTATION_Q`` is the sign-flip one, and a
     true accuracy gain of about 0.1 at Q = 300 is found in most simulated studies."""
     rng = np.random.default_rng(9)
