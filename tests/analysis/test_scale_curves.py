@@ -44,6 +44,7 @@ def test_curves_from_rows(tmp_path):
     assert scale_curves(ROWS, "acc@5", label="x") == []
     fig = plot_scale_curves(curves, tmp_path / "fig" / "scale.png", title="acc@5 vs scale")
     assert len(fig.axes) == 2 and (tmp_path / "fig" / "scale.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["10", "100"]  # plain scales, no 10^1
 
 
 def test_curves_from_a_summary():

@@ -180,6 +180,7 @@ def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path | None = No
     if not curves:
         raise ConfigError("plot_scale_curves: nothing to plot")
     import numpy as np
+    from matplotlib.ticker import NullLocator
 
     fig = _figure(12.0, 4.8)
     ax, gx = fig.subplots(1, 2, sharex=True)
@@ -200,8 +201,11 @@ def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path | None = No
         ax.axhline(value, color="k", linestyle=style, linewidth=1, label=f"{lab} base")
         ax.fill_between([lo, hi], [b_lo, b_lo], [b_hi, b_hi], color="k", alpha=0.07)
     measure = curves[0].measure
+    scales = sorted({int(x) for x in xs_all})
     for a in (ax, gx):
         a.set_xscale("log")
+        a.set_xticks(scales, labels=[str(x) for x in scales])  # the scales themselves, not 10^1
+        a.xaxis.set_minor_locator(NullLocator())
         a.set_xlabel("documents in the data scale (log scale)")
         a.grid(alpha=0.3)
     ax.set_ylabel(measure)
