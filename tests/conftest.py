@@ -36,3 +36,33 @@ def _own_embedding_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own empty embedding cache (never the user's ~/.cache/adaptlab, and no
     vectors leaking from one test into another); tests of the cache itself set their own."""
     monkeypatch.setenv("ADAPTLAB_EMBEDDING_CACHE", str(tmp_path_factory.mktemp("embedding-cache")))
+
+
+_SHARED_RAY: dict[str, bool] = {"started": False}
+
+
+@pytest.fixture(scope="session")
+def _shared_ray_session():
+    """Shuts down, at the end of the session, the local Ray that ``shared_ray`` started (if any)."""
+    yield _SHARED_RAY
+    if _SHARED_RAY["started"]:
+        from adaptlab.runtime import shutdown_ray
+
+        shutdown_ray()
+
+
+@pytest.fixture(scope="module")
+def shared_ray(_shared_ray_session):
+    """The session's embedded local Ray (4 logical CPUs, no GPUs): started on first use and kept
+    for every later module, so slow end-to-end tests pay Ray's start-up once. A module that needs
+    its own cluster (fake GPUs, several nodes, a driver to kill) shuts it down and starts its own;
+    the next module that asks for ``shared_ray`` then starts it again."""
+    pytest.importorskip("ray")
+    import ray
+
+    from adaptlab.runtime import init_ray
+
+    if not ray.is_initialized():
+        init_ray(None, num_cpus=4)
+        _shared_ray_session["started"] = True
+    yield ray

@@ -14,22 +14,8 @@ pytest.importorskip("sentence_transformers")
 from adaptlab.study import TUNE_MEASURE, run_scale_study  # noqa: E402
 
 
-@pytest.fixture
-def local_ray():
-    """A local Ray with 4 logical CPUs (reused when running; shut down if started here)."""
-    import ray
-
-    from adaptlab.runtime import init_ray
-
-    started = not ray.is_initialized()
-    init_ray(None, num_cpus=4)
-    yield ray
-    if started:
-        ray.shutdown()
-
-
 @pytest.mark.slow
-def test_ray_jobs_and_tune_rows_in_the_store(tiny_model, study_factory, tmp_path, local_ray):
+def test_ray_jobs_and_tune_rows_in_the_store(tiny_model, study_factory, tmp_path, shared_ray):
     from adaptlab import results
 
     adapt = {
