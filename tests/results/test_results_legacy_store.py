@@ -158,13 +158,18 @@ def test_open_errors_name_the_problem(tmp_path):
         LegacyReader(root)
 
 
-def test_the_reader_refuses_writes_saying_how_to_migrate(filled):
+def test_the_reader_refuses_writes_and_sql_saying_how_to_migrate(filled, cli):
     store, r1, _ = filled
     reader = LegacyReader(store.root)
-    for write in (lambda: reader.commit([_run()]), lambda: reader.compact(retention_hours=1)):
+    for call in (lambda: reader.commit([_run()]), lambda: reader.compact(retention_hours=1),
+                 lambda: reader.sql("SELECT 1")):
         with pytest.raises(StoreError, match=r"previous layout.*read-only.*adaptlab results migrate .* NEW"):
-            write()
+            call()
     assert reader.runs().num_rows == 3  # nothing written
+    for args in (["compact", "--store", str(store.root)], ["--store", str(store.root), "--sql", "SELECT 1"]):
+        res = cli("results", *args)
+        assert res.returncode == 2 and "adaptlab results migrate" in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1
 
 
 def test_commits_replaced_by_a_compaction_are_skipped(filled):

@@ -106,15 +106,19 @@ class LegacyReader:
 
     def commit(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Refused: a store of the previous layout is read-only."""
-        self._refuse("commit to")
+        self._refuse("commit to it")
 
     def compact(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Refused: a store of the previous layout is read-only."""
-        self._refuse("compact")
+        self._refuse("compact it")
+
+    def sql(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Refused: SQL needs the Delta Lake store."""
+        self._refuse("query it with SQL")
 
     def _refuse(self, what: str) -> NoReturn:
         raise StoreError(f"{self.root} is a results store of the previous layout (before Delta Lake); it opens "
-                         f"read-only, so adaptlab cannot {what} it. Convert it with "
+                         f"read-only, so adaptlab cannot {what}. Convert it with "
                          f"`adaptlab results migrate {self.root} NEW` and use NEW")
 
 
