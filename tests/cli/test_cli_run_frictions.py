@@ -114,3 +114,61 @@ def test_evaluate_accepts_beir_qrels(tmp_path, capsys):
         assert main(["evaluate", "--qrels", str(qrels), "--run", str(run), "--metrics", "acc@1",
                      "--bootstrap", "20", "--format", "json"]) == 0
         assert '"acc@1"' in capsys.readouterr().out
+
+
+# -- the store is checked before any work (issue 19) -------------------------------------------------
+_ADHOC = ["run", "--model", "hash:16", "--dataset", "synthetic:n_documents=4,seed=1", "--no-ray", "--bootstrap", "20"]
+
+
+def _bad_stores(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "thesis.tex").write_text("\\begin{document}\n")
+    return {
+        "ftp://admin:PASS@host/x": "unsupported scheme 'ftp'",
+        str(tmp_path / "notes.txt"): "not a directory",
+        str(tmp_path / "notes.txt" / "sub"): "not a directory",
+        str(tmp_path / "full"): "holds other files",
+        "/proc/adaptlab-store": "not writable",
+    }
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_bad_store_fails_before_any_work(tmp_path, capsys, monkeypatch, dry_run):
+    """``run --store`` with an unusable location: one error line, exit 2, before the inputs are
+    even checked (it failed only after the whole evaluation, ~11 s, before)."""
+    import adaptlab.cli.run_cmd as run_cmd
+    import adaptlab.study.runner as runner
+
+    def started(*_a, **_k):
+        raise AssertionError("work started before the store was checked")
+
+    monkeypatch.setattr(runner, "check_inputs", started)
+    monkeypatch.setattr(run_cmd, "check_inputs", started)
+    for store, needle in _bad_stores(tmp_path).items():
+        if store.startswith("/proc") and not os.path.isdir("/proc"):
+            continue
+        before = sorted(p.name for p in tmp_path.rglob("*"))
+        rc = main([*_ADHOC, "--store", store, *(["--dry-run"] if dry_run else [])])
+        captured = capsys.readouterr()
+        lines = captured.err.strip().splitlines()
+        assert rc == 2 and len(lines) == 1 and needle in lines[0], (store, captured.err)
+        assert "PASS" not in captured.err + captured.out and not captured.out
+        assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing created, nothing left
+
+
+def test_a_good_store_passes_the_early_check_and_is_used(tmp_path, capsys):
+    store = tmp_path / "new" / "store"
+    rc = main(["--quiet", *_ADHOC, "--store", str(store)])
+    out = capsys.readouterr().out
+    assert rc == 0 and f"results stored in {store}" in out and (store / "_delta_log").is_dir()
+    assert not [p for p in tmp_path.rglob(".adaptlab-write-check-*")]  # the write probe is removed
+
+
+def test_dry_run_masks_the_address_and_store(capsys):
+    rc = main(["run", "--model", "hash:16", "--dataset", "synthetic:n_documents=4,seed=1", "--dry-run",
+               "--address", "ray://admin:PASS@127.0.0.1:10001",
+               "--store", "s3://bucket/study?X-Amz-Signature=PASS"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "PASS" not in out
+    assert "Ray: ray://admin:***@127.0.0.1:10001" in out and "results store: s3://bucket/study?X-Amz-Signature=***" in out

@@ -20,8 +20,9 @@ from adaptlab.cli._common import (
     print_json,
     suggest,
 )
-from adaptlab.errors import ConfigError
+from adaptlab.errors import ConfigError, mask_url
 from adaptlab.evaluation import format_pairs, format_summary
+from adaptlab.results import check_store_location
 from adaptlab.study import Study, load_study, parse_study, run_study
 from adaptlab.study.inputs import check_inputs
 
@@ -101,8 +102,9 @@ def plan(study: Study, store: Any, address: str | None, export_run: Path | None)
     lines.append(f"  measures {', '.join(ev.metrics)} at k={ev.k}; bootstrap {study.bootstrap.n_resamples} "
                  f"resamples, CI {study.bootstrap.confidence:.0%}")
     root = study.store_root(store) if store != "" else None
-    lines.append(f"  results store: {root}" if root else "  results store: none (results are not stored)")
-    lines.append(f"  Ray: {address or study.study.address or 'embedded local Ray'}"
+    lines.append(f"  results store: {mask_url(str(root))}" if root
+                 else "  results store: none (results are not stored)")
+    lines.append(f"  Ray: {mask_url(address or study.study.address or 'embedded local Ray')}"
                  + ("" if study.embedding.use_ray else " (embedding in-process)"))
     if export_run is not None:
         lines.append(f"  TREC run file(s): {export_run} (one per system and dataset when there are several)")
@@ -125,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
     study = build_study(args)
     store = None if args.no_store else args.store
     if args.dry_run:
+        root = study.store_root(store)
+        if root is not None:
+            check_store_location(root)  # the store a real run would write
         check_inputs(study)  # the datasets and models a real run would need, without running anything
         print("\n".join(plan(study, "" if args.no_store else store, args.address, args.export_run)))
         return 0
@@ -147,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
     if outcome.store is not None:
         versions = [v for d in outcome.datasets if (v := getattr(d.run_ids, "version", None)) is not None]
         at = f" (store version {max(versions)})" if versions else ""
-        print(f"\nresults stored in {outcome.store}{at} (adaptlab results --store {outcome.store} --latest)")
+        shown = mask_url(str(outcome.store))
+        print(f"\nresults stored in {shown}{at} (adaptlab results --store {shown} --latest)")
     return 0
 
 

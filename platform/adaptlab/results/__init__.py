@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from adaptlab.errors import StoreError
 from adaptlab.results.health import StoreDamagedError
+from adaptlab.results.location import check_store_location
 from adaptlab.results.migrate import migrate_store
 from adaptlab.results.provenance import new_run_id, run_record
 from adaptlab.results.repair import repair_store
@@ -38,6 +39,7 @@ __all__ = [
     "StoreError",
     "TABLES",
     "canonical_measure",
+    "check_store_location",
     "migrate_store",
     "new_run_id",
     "open",

@@ -61,6 +61,7 @@ from adaptlab.metrics import evaluate, parse_measures
 from adaptlab.metrics.measures import Measure
 from adaptlab.metrics.ranking import PerQueryMetrics
 from adaptlab.models import pick_backend, resolve_model
+from adaptlab.results import check_store_location
 from adaptlab.retrieval.build import build_records
 from adaptlab.retrieval.late import build_late_records
 from adaptlab.retrieval.records import PerQueryRecords
@@ -107,6 +108,8 @@ def run_study(
     soon as it is stored. A study with ``[adapt]`` returns a :class:`ScaleStudyOutcome`."""
     start = time.perf_counter()
     store_root = study.store_root(store)
+    if store_root is not None:
+        check_store_location(store_root)  # an unusable store fails now, not after the evaluation
     settings = parse_adapt_section(study, store=store) if study.adapt else None
     tune = parse_tune_section(study, settings, store=store) if settings is not None and study.tune else None
     if tune is not None:
