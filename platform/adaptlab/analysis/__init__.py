@@ -8,6 +8,7 @@
 - :mod:`~adaptlab.analysis.correlation`: Pearson/Spearman across systems (000, Table 3)
 - :mod:`~adaptlab.analysis.diversity`: topic diversity of a benchmark (004, Sec. 3.4.2)
 - :mod:`~adaptlab.analysis.curves`: nDCG@k curves (004, Figure 3)
+- :mod:`~adaptlab.analysis.compare`: all-pairs comparison, significance letters, tiers, MDE
 - :mod:`~adaptlab.analysis.evalrank`: EvalRank MRR / Hits@k over positive pairs (003)
 - :mod:`~adaptlab.analysis.plots`: PNG figures; :mod:`~adaptlab.analysis.report`: Markdown/HTML report
 
@@ -19,6 +20,7 @@ the rest of scipy, scikit-learn, matplotlib and pyarrow load on use.
 
 from __future__ import annotations
 
+from adaptlab.analysis.compare import Comparison, compare
 from adaptlab.analysis.correlation import Correlation, correlation_table, default_correlation_pairs, measure_values
 from adaptlab.analysis.curves import DEFAULT_NDCG_KS, NDCGCurve, ndcg_curve, ndcg_curve_from_records, ndcg_curves
 from adaptlab.analysis.diversity import (
@@ -74,6 +76,7 @@ from adaptlab.analysis.transforms import (
 
 __all__ = [
     "AllButTheTop",
+    "Comparison",
     "Correlation",
     "DEFAULT_NDCG_KS",
     "DEFAULT_OVERLAP_PSI",
@@ -99,6 +102,7 @@ __all__ = [
     "Whiten",
     "average_cosine_distance",
     "build_report",
+    "compare",
     "compare_shift",
     "correlation_table",
     "cosine_silhouette",

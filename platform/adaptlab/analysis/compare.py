@@ -1,0 +1,297 @@
+"""All-pairs comparison of systems with significance letters, tiers and detectable effects.
+
+:func:`compare` takes per-query values of several systems (from :func:`adaptlab.evaluate`, plain
+arrays, or a results store) and, for every dataset and measure:
+
+* each system's mean with its bootstrap CI (:func:`adaptlab.stats.bootstrap_ci`);
+* every pair of systems ``(a, b)`` (``a`` before ``b`` in input order, difference ``a - b``)
+  with its paired bootstrap CI and two-sided p-value (:func:`adaptlab.stats.paired_bootstrap`,
+  the call ``adaptlab evaluate`` makes, so the p-values are the same for the same seed), the
+  p-values adjusted within the (dataset, measure) family (Holm by default, or
+  Benjamini-Hochberg: :func:`adaptlab.stats.adjust_pvalues`);
+* **significance letters** as ranx prints them (Bassani 2022, "ranx: A Blazing-Fast Python
+  Library for Ranking Evaluation and Comparison", ECIR): every system gets a letter (``a``,
+  ``b``, ... in input order) and lists the letters of the systems it is significantly *better*
+  than (adjusted p < ``alpha`` and a positive mean difference). This is not the compact letter
+  display (where systems sharing a letter do not differ);
+* **tiers**: each system's rank interval from the shared bootstrap resamples and whether it
+  is statistically tied with the best (its interval contains rank 1;
+  :func:`adaptlab.stats.rank_intervals`, Hall & Miller 2009);
+* **minimum detectable effect** of every pair at ``power`` (default 0.8) for its number of
+  queries ``Q``: the smallest true mean difference a two-sided level-``alpha`` paired test
+  detects with probability ``power`` under the normal approximation,
+  ``MDE = (z_{1-alpha/2} + z_{power}) * sd(d) / sqrt(Q)``, with ``d`` the per-query
+  differences and ``sd`` their sample standard deviation (Cohen 1988, "Statistical Power
+  Analysis for the Behavioral Sciences", 2nd ed., ch. 2: ``d = (z_{1-alpha/2} + z_{1-beta}) /
+  sqrt(n)`` in units of ``sd``).
+
+Every number is written by :mod:`adaptlab.analysis.present`, so text, Markdown and LaTeX print
+the same digits.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from adaptlab.analysis.present import ALPHA, RULE, CellValue, Estimate, format_p, render_table
+from adaptlab.errors import ConfigError, DataError
+from adaptlab.metrics import evaluate, parse_measures
+from adaptlab.stats import BootstrapConfig, adjust_pvalues, bootstrap_ci, paired_bootstrap, rank_intervals
+
+__all__ = ["Comparison", "GroupComparison", "compare", "minimum_detectable_effect"]
+
+DEFAULT_POWER: float = 0.8
+"""The power of the minimum detectable effect column."""
+
+
+def minimum_detectable_effect(diffs: Any, *, alpha: float = ALPHA, power: float = DEFAULT_POWER) -> float:
+    """``(z_{1-alpha/2} + z_{power}) * sd(d) / sqrt(Q)`` of per-query differences ``d`` (module doc)."""
+    d = np.asarray(diffs, dtype=np.float64).ravel()
+    if d.size < 2:
+        raise DataError(f"the minimum detectable effect needs at least 2 queries, got {d.size}")
+    if not (0.0 < alpha < 1.0 and 0.0 < power < 1.0):
+        raise ConfigError(f"alpha and power must be strictly between 0 and 1, got alpha={alpha}, power={power}")
+    z = NormalDist().inv_cdf(1.0 - alpha / 2.0) + NormalDist().inv_cdf(power)
+    return float(z * d.std(ddof=1) / np.sqrt(d.size))
+
+
+@dataclass(frozen=True)
+class GroupComparison:
+    """One dataset and measure: ``values[i]`` are system ``names[i]``'s per-query values."""
+
+    dataset: str
+    measure: str
+    names: tuple[str, ...]
+    values: np.ndarray
+    systems: list[dict[str, Any]]
+    pairs: list[dict[str, Any]]
+
+
+def _letters(n: int) -> list[str]:
+    if n > len(string.ascii_lowercase):
+        raise ConfigError(f"compare letters {len(string.ascii_lowercase)} systems at most, got {n}")
+    return list(string.ascii_lowercase[:n])
+
+
+def _pair_rows(values: np.ndarray, names: tuple[str, ...], boot: BootstrapConfig, alpha: float,
+               power: float) -> list[dict[str, Any]]:
+    """Every pair ``(i, j)``, ``i < j``: paired bootstrap, adjusted p, minimum detectable effect."""
+    diffs = paired_bootstrap(values, names=list(names), **boot.kwargs())
+    adjusted = adjust_pvalues([d.p_value for d in diffs], boot.adjustment)
+    col = {n: i for i, n in enumerate(names)}
+    return [{"a": str(d.a), "b": str(d.b), "diff": d.diff, "ci_low": d.ci_low, "ci_high": d.ci_high,
+             "p_value": d.p_value, "p_adjusted": float(pa), "adjustment": boot.adjustment, "test": d.test,
+             "family_size": len(diffs), "n_resamples": d.n_resamples,
+             "mde": minimum_detectable_effect(values[col[str(d.a)]] - values[col[str(d.b)]], alpha=alpha,
+                                              power=power)}
+            for d, pa in zip(diffs, adjusted)]
+
+
+def _better_than(names: tuple[str, ...], pairs: list[dict[str, Any]], alpha: float) -> dict[str, list[str]]:
+    """For each system, the names of those it is significantly better than."""
+    out: dict[str, list[str]] = {n: [] for n in names}
+    for p in pairs:
+        if p["p_adjusted"] < alpha and p["diff"] != 0:
+            win, lose = (p["a"], p["b"]) if p["diff"] > 0 else (p["b"], p["a"])
+            out[win].append(lose)
+    return out
+
+
+def _compare_group(dataset: str, measure: str, names: tuple[str, ...], values: np.ndarray,
+                   boot: BootstrapConfig, alpha: float, power: float) -> GroupComparison:
+    """CIs, pairs, letters and rank intervals of one (dataset, measure) group."""
+    ci = bootstrap_ci(values, **boot.kwargs())
+    ranks = rank_intervals(values, n_resamples=boot.n_resamples, sample_size=boot.sample_size, seed=boot.seed,
+                           confidence=boot.confidence, allow_oversampling=boot.allow_oversampling)
+    pairs = _pair_rows(values, names, boot, alpha, power)
+    letter = dict(zip(names, _letters(len(names))))
+    better = _better_than(names, pairs, alpha)
+    systems = [{"system": n, "letter": letter[n], "value": float(ci.point[i]), "ci_low": float(ci.ci_low[i]),
+                "ci_high": float(ci.ci_high[i]), "better_than": "".join(sorted(letter[b] for b in better[n])),
+                **ranks.row(i), "n_queries": int(values.shape[1])}
+               for i, n in enumerate(names)]
+    return GroupComparison(dataset, measure, names, values, systems, pairs)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The result of :func:`compare`: one :class:`GroupComparison` per (dataset, measure)."""
+
+    groups: list[GroupComparison]
+    boot: BootstrapConfig
+    alpha: float
+    power: float
+
+    def frame(self) -> Any:
+        """One row per (dataset, measure, system): value, CI, letter, better_than, rank interval,
+        tied_with_best (a pandas DataFrame)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"dataset": g.dataset, "measure": g.measure, **s} for g in self.groups for s in g.systems])
+
+    def pairs_frame(self) -> Any:
+        """One row per (dataset, measure, pair): diff, CI, p, adjusted p, test, MDE (a DataFrame)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"dataset": g.dataset, "measure": g.measure, **p} for g in self.groups for p in g.pairs])
+
+    def render(self, style: str = "text") -> str:
+        """Both tables (systems, then pairs) in ``style`` (:data:`adaptlab.analysis.present.STYLES`)."""
+        return "\n\n".join([render_table(*self._system_table(), style), render_table(*self._pair_table(), style),
+                            self._footer()])
+
+    def to_markdown(self) -> str:
+        return self.render("markdown")
+
+    def to_latex(self) -> str:
+        return self.render("latex")
+
+    def __str__(self) -> str:
+        return self.render("text")
+
+    def _system_table(self) -> tuple[list[str], list[Sequence[CellValue] | str]]:
+        ci = f"{self.boot.confidence:.0%} CI"
+        header = ["dataset", "measure", "", "system", f"value [{ci}]", "better than", "rank [interval]",
+                  "tied with best"]
+        rows: list[Sequence[CellValue] | str] = []
+        for g in self.groups:
+            rows += [RULE] if rows else []
+            rows += [[g.dataset, g.measure, s["letter"], s["system"], Estimate(s["value"], s["ci_low"], s["ci_high"]),
+                      s["better_than"], f"{s['rank']} [{s['rank_low']}, {s['rank_high']}]",
+                      "yes" if s["tied_with_best"] else "no"] for s in g.systems]
+        return header, rows
+
+    def _pair_table(self) -> tuple[list[str], list[Sequence[CellValue] | str]]:
+        header = ["dataset", "measure", "a - b", "difference [CI]", "p", f"p ({self.boot.adjustment})",
+                  f"MDE ({self.power:.0%} power)"]
+        rows: list[Sequence[CellValue] | str] = []
+        for g in self.groups:
+            rows += [RULE] if rows else []
+            rows += [[g.dataset, g.measure, f"{p['a']} - {p['b']}",
+                      Estimate(p["diff"], p["ci_low"], p["ci_high"], marked=p["p_adjusted"] < self.alpha),
+                      format_p(p["p_value"], p["n_resamples"]), format_p(p["p_adjusted"], p["n_resamples"]),
+                      p["mde"]] for p in g.pairs]
+        return header, rows
+
+    def _footer(self) -> str:
+        return (f"letters: each system lists the systems it is significantly better than "
+                f"({self.boot.adjustment}-adjusted p < {self.alpha}); tied with best: the rank interval contains 1; "
+                f"MDE: (z(1-alpha/2) + z(power)) * sd(d) / sqrt(Q)")
+
+
+# ----------------------------------------------------------------------------- inputs
+Groups = dict[tuple[str, str], tuple[tuple[str, ...], np.ndarray]]
+
+
+def _row_values(system: str, measure: str, v: Any, n_q: int | None) -> np.ndarray:
+    try:
+        arr = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise DataError(f"system {system!r}, measure {measure!r}: per-query values must be numbers: {e}") from e
+    if arr.ndim != 1 or (n_q is not None and arr.size != n_q):
+        raise DataError(f"system {system!r}, measure {measure!r}: expected {n_q or 'a 1-D array of'} per-query "
+                        f"values (the same queries for every system), got shape {arr.shape}")
+    return arr
+
+
+def _from_mapping(per_query: Mapping[str, Any], dataset: str, measures: Sequence[str] | None) -> Groups:
+    """``{system: PerQueryMetrics | {measure: values}}`` -> groups of one dataset."""
+    names = tuple(str(n) for n in per_query)
+    tables = {n: v if isinstance(v, Mapping) else getattr(v, "values", v) for n, v in zip(names, per_query.values())}
+    for n, t in tables.items():
+        if not isinstance(t, Mapping):
+            raise ConfigError(f"system {n!r}: expected adaptlab.evaluate's result or {{measure: values}}, "
+                              f"got {type(t).__name__}")
+    ids = [getattr(v, "query_ids", None) for v in per_query.values()]
+    if any(i is not None and i != ids[0] for i in ids):
+        raise DataError("the systems were evaluated on different queries; evaluate them on the same qrels")
+    wanted = [str(m) for m in parse_measures(measures)] if measures else list(tables[names[0]])
+    groups: Groups = {}
+    for m in wanted:
+        missing = [n for n in names if m not in tables[n]]
+        if missing:
+            raise ConfigError(f"measure {m!r} is missing for system(s) {', '.join(missing)}; "
+                              f"measures of {names[0]!r}: {', '.join(tables[names[0]])}")
+        rows = [_row_values(names[0], m, tables[names[0]][m], None)]
+        rows += [_row_values(n, m, tables[n][m], rows[0].size) for n in names[1:]]
+        groups[(dataset, m)] = (names, np.stack(rows))
+    return groups
+
+
+def _store_records(store: Any, dataset: str | None) -> dict[str, dict[str, Any]]:
+    """The latest per-query records of every (dataset, system) in the store."""
+    from adaptlab.retrieval.records import PerQueryRecords
+
+    filters = {} if dataset is None else {"dataset": dataset}
+    table = store.per_query(latest=True, **filters)
+    if table.num_rows == 0:
+        raise ConfigError("the store has no per-query records" + (f" on dataset {dataset!r}" if dataset else "")
+                          + "; run a study first, or check --dataset")
+    out: dict[str, dict[str, Any]] = {}
+    for ds in sorted(set(table.column("dataset").to_pylist())):
+        sub = table.filter(np.asarray(table.column("dataset").to_pylist()) == ds)
+        systems = list(dict.fromkeys(sub.column("system").to_pylist()))
+        out[ds] = {s: PerQueryRecords.from_arrow(sub.filter(np.asarray(sub.column("system").to_pylist()) == s))
+                   for s in systems}
+    return out
+
+
+def _from_store(store: Any, dataset: str | None, measures: Sequence[str] | None) -> Groups:
+    """Per-query values recomputed from the stored records (gold documents have relevance 1)."""
+    ms = parse_measures(measures or ["ndcg@10"])
+    groups: Groups = {}
+    for ds, recs in _store_records(store, dataset).items():
+        if len(recs) < 2:
+            continue
+        first = next(iter(recs.values()))
+        common = [q for q in first.query_ids if all(q in set(r.query_ids) for r in recs.values())]
+        qrels = {q: {g: 1 for g in gold} for r in recs.values() for q, gold in zip(r.query_ids, r.gold_ids)}
+        per_query = {s: evaluate(qrels, r.to_run(), ms, query_ids=common) for s, r in recs.items()}
+        groups.update(_from_mapping(per_query, ds, [str(m) for m in ms]))
+    if not groups:
+        raise ConfigError("compare needs at least 2 systems on one dataset in the store")
+    return groups
+
+
+def compare(
+    per_query: Any,
+    *,
+    measures: Sequence[str] | str | None = None,
+    dataset: str | None = None,
+    boot: BootstrapConfig | None = None,
+    alpha: float = ALPHA,
+    power: float = DEFAULT_POWER,
+) -> Comparison:
+    """Compare every pair of systems on every dataset and measure (module doc).
+
+    ``per_query``: ``{system: adaptlab.evaluate(...) result}``, ``{system: {measure: values}}``
+    (the same query order for every system), or a results store (``adaptlab.results.open(uri)``),
+    whose latest per-query records are re-scored on ``measures`` (default ``ndcg@10``).
+    ``measures``: the measures to compare (default: all given); ``dataset``: the dataset's
+    name (a store: only this dataset). ``boot``: the bootstrap settings (seed, resamples,
+    adjustment; default :class:`~adaptlab.stats.BootstrapConfig`); ``alpha``: the level of
+    the letters; ``power``: the power of the minimum detectable effect.
+    """
+    boot = BootstrapConfig() if boot is None else boot
+    if not isinstance(boot, BootstrapConfig):
+        raise ConfigError(f"boot must be an adaptlab.stats.BootstrapConfig, got {type(boot).__name__}")
+    measures = measures.split(",") if isinstance(measures, str) else measures
+    if isinstance(per_query, (str, Path)):
+        raise ConfigError(f"compare: open the store first: compare(adaptlab.results.open({str(per_query)!r}))")
+    if hasattr(per_query, "per_query"):
+        groups = _from_store(per_query, dataset, measures)
+    elif isinstance(per_query, Mapping) and len(per_query) >= 2:
+        groups = _from_mapping(per_query, dataset or "", measures)
+    else:
+        raise ConfigError("compare needs a results store or a mapping {system: per-query values} of at least 2 "
+                          f"systems, got {type(per_query).__name__}")
+    minimum_detectable_effect([0.0, 0.0], alpha=alpha, power=power)  # checks alpha and power once
+    return Comparison([_compare_group(ds, m, names, v, boot, alpha, power) for (ds, m), (names, v) in groups.items()],
+                      boot, alpha, power)

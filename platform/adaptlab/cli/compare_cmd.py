@@ -1,0 +1,88 @@
+"""``adaptlab compare``: every pair of systems with adjusted p, significance letters and tiers."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from adaptlab.analysis import compare
+from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config
+from adaptlab.cli.evaluate_cmd import read_qrels
+from adaptlab.data import read_trec_run
+from adaptlab.errors import ConfigError
+from adaptlab.metrics import evaluate, parse_measures
+
+DEFAULT_METRICS = "ndcg@10"
+STYLES = ("text", "markdown", "latex")
+
+
+def _unit_open(text: str) -> float:
+    """A number strictly between 0 and 1 (argparse type of --alpha and --power)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
+    return value
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``adaptlab compare``."""
+    p = sub.add_parser("compare", help="compare every pair of systems: adjusted p, significance letters, tiers",
+                       description="Compare every pair of systems per dataset and measure, from TREC runs "
+                                   "(--qrels with several --run) or from a results store (--store): paired CIs, "
+                                   "Holm/BH-adjusted p, significance letters, the group tied with the best and "
+                                   "the minimum detectable effect.")
+    p.add_argument("--qrels", type=Path, help="TREC qrels file, or a BEIR qrels/<split>.tsv (with --run)")
+    p.add_argument("--run", type=Path, action="append", dest="runs",
+                   help="TREC run file (qid Q0 docid rank score tag); repeat, at least twice")
+    p.add_argument("--store", help="a results store (a directory or an s3://, gs://, az:// URI) instead of runs")
+    p.add_argument("--dataset", help="with --store: this dataset only (default: every dataset)")
+    p.add_argument("--metrics", "--measure", dest="metrics", default=DEFAULT_METRICS,
+                   help=f"comma-separated measures (default {DEFAULT_METRICS})")
+    add_bootstrap_options(p)
+    p.add_argument("--alpha", type=_unit_open, default=0.05,
+                   help="level of the significance letters (adjusted p < alpha; default 0.05)")
+    p.add_argument("--power", type=_unit_open, default=0.8,
+                   help="power of the minimum detectable effect column (default 0.8)")
+    p.add_argument("--format", choices=STYLES, default="text", help="output format")
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def _per_query_from_runs(qrels_path: Path, run_paths: list[Path], metrics: str) -> dict:
+    """Per-query values of every run, named by file stem (as ``adaptlab evaluate`` names them)."""
+    measures = parse_measures(metrics)
+    qrels = read_qrels(qrels_path)
+    out = {}
+    for path in run_paths:
+        if path.stem in out:
+            raise ConfigError(f"--run {path}: two runs are named {path.stem!r} (the file stem); rename one")
+        out[path.stem] = evaluate(qrels, read_trec_run(path, qrels=qrels), measures)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compare the runs (or the store's systems) and print the tables."""
+    if (args.store is None) == (args.qrels is None):
+        raise ConfigError("give either --qrels with two or more --run files, or --store URI")
+    boot = bootstrap_config(args)
+    if args.store is not None:
+        if args.runs:
+            raise ConfigError("--run goes with --qrels, not with --store")
+        from adaptlab import results
+
+        store = results.open(args.store)
+        try:
+            result = compare(store, measures=args.metrics, dataset=args.dataset, boot=boot,
+                             alpha=args.alpha, power=args.power)
+        finally:
+            store.close()
+    else:
+        if not args.runs or len(args.runs) < 2:
+            raise ConfigError("--qrels needs at least two --run files to compare")
+        per_query = _per_query_from_runs(args.qrels, args.runs, args.metrics)
+        result = compare(per_query, boot=boot, dataset=args.dataset, alpha=args.alpha, power=args.power)
+    print(result.render(args.format))
+    return 0
