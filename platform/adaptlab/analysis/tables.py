@@ -299,7 +299,8 @@ def _interval_text(scores: Sequence[Mapping[str, Any]]) -> str:
         how += f"; {_span(sizes)} bootstrap resamples"
         drawn = {int(r["sample_size"]) for r in boot if not is_missing(r.get("sample_size"))
                  and not is_missing(r.get("n_queries")) and int(r["sample_size"]) != int(r["n_queries"])}
-        how += f" of {_span(drawn)} queries each" if drawn else ""
+        how += (f" of {_span(drawn)} queries each, so each CI is that of a {_span(drawn)}-query mean, wider than "
+                "the CI of the mean over all queries") if drawn else ""
     return f"Point estimates with {level} in brackets ({how})."
 
 
