@@ -118,7 +118,7 @@ def test_every_style_prints_the_digits_of_present(comparison, style):
         assert render_cell(format_p(p["p_value"], p["n_resamples"]), style) in out
         assert render_cell(float(p["mde"]), style) in out
     if style == "latex":
-        assert out.count(r"\begin{tabular}") == 2
+        assert out.count(r"\begin{tabular}") == 2 and "\n% letters:" in out  # the footer compiles
     if style == "markdown":
         assert "| good |" in out
 
@@ -180,6 +180,11 @@ def test_bad_input_is_one_clear_line(bad, needle):
     with pytest.raises((ConfigError, DataError)) as e:
         compare(bad)
     assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_store_uri_asks_to_open_it_first(tmp_path):
+    with pytest.raises(ConfigError, match="open the store first"):
+        compare(str(tmp_path))
 
 
 def test_cli_needs_runs_or_a_store(trec_files, capsys):

@@ -144,8 +144,9 @@ class Comparison:
 
     def render(self, style: str = "text") -> str:
         """Both tables (systems, then pairs) in ``style`` (:data:`adaptlab.analysis.present.STYLES`)."""
+        footer = ("% " if style == "latex" else "") + self._footer()  # a LaTeX comment: compiles as is
         return "\n\n".join([render_table(*self._system_table(), style), render_table(*self._pair_table(), style),
-                            self._footer()])
+                            footer])
 
     def to_markdown(self) -> str:
         return self.render("markdown")
@@ -182,7 +183,7 @@ class Comparison:
 
     def _footer(self) -> str:
         return (f"letters: each system lists the systems it is significantly better than "
-                f"({self.boot.adjustment}-adjusted p < {self.alpha}); tied with best: the rank interval contains 1; "
+                f"(p adjusted by {self.boot.adjustment} < {self.alpha}); tied with best: the rank interval contains 1; "
                 f"MDE: (z(1-alpha/2) + z(power)) * sd(d) / sqrt(Q)")
 
 
