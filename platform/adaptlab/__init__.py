@@ -21,6 +21,7 @@ __all__ = [
     "BootstrapConfig",
     "__version__",
     "bootstrap_ci",
+    "compare",
     "evaluate",
     "load_study",
     "paired_bootstrap",
@@ -32,6 +33,7 @@ __all__ = [
 _LAZY: dict[str, tuple[str, str | None]] = {
     "BootstrapConfig": ("adaptlab.stats", "BootstrapConfig"),
     "bootstrap_ci": ("adaptlab.stats", "bootstrap_ci"),
+    "compare": ("adaptlab.analysis", "compare"),
     "evaluate": ("adaptlab.metrics", "evaluate"),
     "load_study": ("adaptlab.study", "load_study"),
     "paired_bootstrap": ("adaptlab.stats", "paired_bootstrap"),

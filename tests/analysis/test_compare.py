@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import adaptlab
 from adaptlab import results
 from adaptlab.analysis.compare import compare, minimum_detectable_effect
 from adaptlab.analysis.present import Estimate, format_p, render_cell
@@ -146,6 +147,10 @@ def test_store_is_compared_like_its_records(tmp_path, capsys):
     assert main(["compare", "--store", str(tmp_path / "store"), "--measure", "ndcg@10", "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     assert "| synth | ndcg@10 |" in out and "| sharp |" in out and "| blurry |" in out
+
+
+def test_top_level_export():
+    assert adaptlab.compare is compare and "compare" in adaptlab.__all__
 
 
 def test_minimum_detectable_effect_detects_at_the_planned_rate():
