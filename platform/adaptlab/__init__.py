@@ -34,7 +34,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "BootstrapConfig": ("adaptlab.stats", "BootstrapConfig"),
     "bootstrap_ci": ("adaptlab.stats", "bootstrap_ci"),
     "compare": ("adaptlab.analysis", "compare"),
-    "evaluate": ("adaptlab.metrics", "evaluate"),
+    "evaluate": ("adaptlab.evaluation", "evaluate"),
     "load_study": ("adaptlab.study", "load_study"),
     "paired_bootstrap": ("adaptlab.stats", "paired_bootstrap"),
     "results": ("adaptlab.results", None),

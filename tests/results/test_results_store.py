@@ -153,7 +153,7 @@ def test_empty_store_gives_empty_typed_tables(store):
 
 
 def test_open_errors_and_create(tmp_path):
-    with pytest.raises(StoreError, match="does not exist.*create=True"):
+    with pytest.raises(StoreError, match="no results store at .*: run a study first or check the path"):
         results.open(tmp_path / "missing")
     (tmp_path / "plain").mkdir()
     with pytest.raises(StoreError, match="not an adaptlab results store"):

@@ -201,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
         _emit(store.history(), args.format, _DEFAULT_COLUMNS["history"])
         return 0
     filters = parse_filters(args.filter)
+    _check_filter_values(store, args.table, filters)
     if _is_wide(args):
         return _show_wide(store, args, filters)
     from adaptlab.results.store import ResultsStore
@@ -261,16 +262,15 @@ def _check_wide_options(args: argparse.Namespace) -> None:
 
 
 def _wide_rows(store, args: argparse.Namespace, filters: dict[str, object]) -> list[dict]:
-    """Scores and comparisons for the wide table: the latest run of each (system, dataset) unless
-    runs are picked by run_id; comparisons are read without the system filter, since a system's
-    comparison may be stored from its baseline's side."""
+    """Scores and comparisons for the wide table: ``store.wide_rows`` (the rows of
+    ``store.wide()`` in a notebook), or for a store of the previous layout every run's rows;
+    comparisons are read without the system filter, since a system's comparison may be stored
+    from its baseline's side."""
     from adaptlab.results.store import ResultsStore
 
-    other = {k: v for k, v in filters.items() if k != "system"}
     if isinstance(store, ResultsStore):
-        latest = "run_id" not in filters
-        scores = store.metrics(kind="score", latest=latest, **filters).to_pylist()
-        return scores + store.comparisons(latest=latest, **other).to_pylist()
+        return store.wide_rows(**filters)
+    other = {k: v for k, v in filters.items() if k != "system"}
     if args.latest:
         raise ConfigError(f"--latest needs a Delta Lake store; migrate {args.store} with "
                           f"`adaptlab results migrate {args.store} NEW`")
@@ -305,6 +305,22 @@ def _show_wide(store, args: argparse.Namespace, filters: dict[str, object]) -> i
 def _explain_no_match(store, table_name: str, filters: dict[str, object]) -> None:
     """No row matched: a filter value that occurs nowhere in its column (a typo such as
     ``measure=ndgc@10``) is an error naming the close value; otherwise the combination is empty."""
+    _refuse_unknown_values(store, table_name, filters)
+
+
+def _check_filter_values(store, table_name: str, filters: dict[str, object]) -> None:
+    """Every value of a multi-value filter of a text column occurs in the store: with
+    ``measure=ndcg@10,mrr`` the rows of ndcg@10 would otherwise hide that ``mrr`` (not
+    ``mrr@10``) matched nothing. ``compared_to`` is left out: its values may sit in ``system``."""
+    several = {k: v for k, v in filters.items() if isinstance(v, list) and k != "compared_to"}
+    if several:
+        _refuse_unknown_values(store, table_name, several, text_only=True)
+
+
+def _refuse_unknown_values(store, table_name: str, filters: dict[str, object], *, text_only: bool = False) -> None:
+    """A :class:`ConfigError` naming the first filter value absent from its column, with the
+    closest stored value; ``text_only``: only text columns are checked (a number may be written
+    in several ways)."""
     from adaptlab.analysis.present import terminal_escape
     from adaptlab.results.validate import canonical_measure
 
@@ -315,11 +331,24 @@ def _explain_no_match(store, table_name: str, filters: dict[str, object]) -> Non
             present = store.table(name, columns=[key], **({"kind": "all"} if name == "metrics" else {}))
         except Exception:  # noqa: BLE001 - list columns and the like: nothing to suggest
             continue
-        known = sorted({terminal_escape(v) for v in present.column(key).to_pylist() if v is not None})
+        stored = [v for v in present.column(key).to_pylist() if v is not None]
+        if text_only and not all(isinstance(v, str) for v in stored):
+            continue
+        known = sorted({terminal_escape(v) for v in stored})
         for w in wanted:
             text = terminal_escape(canonical_measure(str(w)) if key == "measure" else w)
             if text not in known:
                 shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
                 shown_key = f"{key}={terminal_escape(w)}"
-                raise ConfigError(f"--filter {shown_key}: no row of {table_name} has {key} {w!r}{suggest(text, known)} "
+                raise ConfigError(f"--filter {shown_key}: no row of {table_name} has {key} {w!r}{_near(text, known)} "
                                   f"(values in the store: {shown or 'none'})")
+
+
+def _near(text: str, known: list[str]) -> str:
+    """The closest stored value, or the stored measures with a cut-off of ``text`` (``mrr`` ->
+    ``mrr@10``) as a suggestion."""
+    close = suggest(text, known)
+    if close:
+        return close
+    cut = [k for k in known if k.startswith(f"{text}@")]
+    return f"; did you mean {' or '.join(repr(k) for k in cut[:3])}?" if cut else ""

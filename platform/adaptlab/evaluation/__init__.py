@@ -5,6 +5,7 @@ The bootstrap of each (dataset x measure) group runs in-process or as a Ray task
 same numbers either way.
 """
 
+from adaptlab.evaluation.entry import Evaluation, evaluate
 from adaptlab.evaluation.persist import commit_summary
 from adaptlab.evaluation.summary import (
     EvaluationSummary,
@@ -20,10 +21,12 @@ from adaptlab.evaluation.workers import RAY_MIN_CELLS, WORKERS
 __all__ = [
     "RAY_MIN_CELLS",
     "WORKERS",
+    "Evaluation",
     "EvaluationSummary",
     "MeasureSummary",
     "PairSummary",
     "commit_summary",
+    "evaluate",
     "format_pairs",
     "format_summary",
     "summarise",

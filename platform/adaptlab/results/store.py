@@ -41,7 +41,7 @@ import time
 import weakref
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from adaptlab.errors import StoreError
 from adaptlab.results.health import Health, Listing, LogState
@@ -60,6 +60,7 @@ from adaptlab.results.query import Filter, check_columns, parse_filters
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES, arrow_schema, arrow_type
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
     import pyarrow as pa
 
 __all__ = ["CommitId", "ResultsStore", "open"]
@@ -249,18 +250,15 @@ class ResultsStore:
 
         if isinstance(self.root, Path):
             if not self.root.exists():
-                raise StoreError(
-                    f"no results store at {self.root}: the directory does not exist; "
-                    "create one with adaptlab.results.open(root, create=True)"
-                )
+                raise StoreError(f"no results store at {self.root}: run a study first or check the path")
             if not self.root.is_dir():
                 raise StoreError(f"no results store at {self.root}: it is a file, not a directory")
         listing = self._health.listing()
         state = self._health.check_log(listing, version) if listing.commits else None
         if not self._is_table():
             raise StoreError(
-                f"{self.uri} is not an adaptlab results store (no Delta table there); "
-                "pass create=True to create one there"
+                f"{self.uri} is not an adaptlab results store (no Delta table there): run a study first "
+                "or check the path"
             )
         try:
             with quiet_native("open"):
@@ -429,9 +427,21 @@ class ResultsStore:
             arrays.append(t.column(c).cast(f.type) if c in t.column_names else pa.nulls(t.num_rows, f.type))
         return pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in want]))
 
-    def table(self, name: str, *, columns: list[str] | None = None, latest: bool = False, **filters: Any) -> pa.Table:
+    @overload
+    def table(self, name: str, *, columns: list[str] | None = ..., latest: bool = ...,
+              as_frame: Literal[False] = ..., **filters: Any) -> pa.Table: ...
+    @overload
+    def table(self, name: str, *, columns: list[str] | None = ..., latest: bool = ...,
+              as_frame: Literal[True], **filters: Any) -> pd.DataFrame: ...
+
+    def table(self, name: str, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
+              **filters: Any) -> pa.Table | pd.DataFrame:
         """Rows of ``name`` (``runs``, ``metrics``, ``comparisons`` or ``per_query``) that pass
-        the filters; see :meth:`metrics` for ``metrics``' own arguments."""
+        the filters; see :meth:`metrics` for ``metrics``' own arguments. ``as_frame=True``
+        returns a pandas DataFrame without the columns that are null on every row (named
+        ``columns`` are always kept) instead of a pyarrow Table."""
+        if as_frame:
+            return _frame(self.table(name, columns=columns, latest=latest, **filters), columns)
         if name == "metrics":
             return self.metrics(columns=columns, latest=latest, **filters)
         if name == "comparisons":
@@ -446,22 +456,42 @@ class ResultsStore:
                 return self._read(name, (name,), None, cols).slice(0, 0)
         return self._read(name, (name,), _expr(flt), cols)
 
-    def runs(self, *, columns: list[str] | None = None, latest: bool = False, **filters: Any) -> pa.Table:
+    @overload
+    def runs(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ...,
+             **filters: Any) -> pa.Table: ...
+    @overload
+    def runs(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True],
+             **filters: Any) -> pd.DataFrame: ...
+
+    def runs(self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
+             **filters: Any) -> pa.Table | pd.DataFrame:
         """The ``runs`` table (one row per evaluated system and dataset, with provenance).
 
-        ``latest=True`` keeps, per (system, dataset), the run with the newest timestamp."""
-        return self.table("runs", columns=columns, latest=latest, **filters)
+        ``latest=True`` keeps, per (system, dataset), the run with the newest timestamp;
+        ``as_frame=True``: a DataFrame (see :meth:`table`)."""
+        return self.table("runs", columns=columns, latest=latest, as_frame=as_frame, **filters)
+
+    @overload
+    def metrics(self, *, columns: list[str] | None = ..., kind: str | None = ..., latest: bool = ...,
+                as_frame: Literal[False] = ..., **filters: Any) -> pa.Table: ...
+    @overload
+    def metrics(self, *, columns: list[str] | None = ..., kind: str | None = ..., latest: bool = ...,
+                as_frame: Literal[True], **filters: Any) -> pd.DataFrame: ...
 
     def metrics(
-        self, *, columns: list[str] | None = None, kind: str | None = None, latest: bool = False, **filters: Any
-    ) -> pa.Table:
+        self, *, columns: list[str] | None = None, kind: str | None = None, latest: bool = False,
+        as_frame: bool = False, **filters: Any
+    ) -> pa.Table | pd.DataFrame:
         """Metric rows (long format). ``kind="score"``: scores only (one system's value);
         ``kind="comparison"`` or any ``compared_to=X``: paired comparisons, found from either
         side: a comparison of A with B is stored once (``system`` A, ``compared_to`` B,
         ``value`` = A - B for differences) and matches ``compared_to=A`` as well as
         ``compared_to=B``. ``kind="all"`` returns both. The default (:data:`DEFAULT_METRICS_KIND`) is
         scores only, so a score and a difference never share one result by accident.
-        ``latest=True`` keeps the rows of the latest run of each (system, dataset)."""
+        ``latest=True`` keeps the rows of the latest run of each (system, dataset);
+        ``as_frame=True``: a DataFrame of the columns that hold a value (see :meth:`table`)."""
+        if as_frame:
+            return _frame(self.metrics(columns=columns, kind=kind, latest=latest, **filters), columns)
         if kind is None:
             kind = "comparison" if filters.get("compared_to") is not None else DEFAULT_METRICS_KIND
         if kind not in METRIC_KINDS:
@@ -487,13 +517,56 @@ class ResultsStore:
                 pc.field("system").isin(cmp_values) & pc.field("compared_to").isin(sys_values))
         return self._read("metrics", METRIC_KINDS[kind], side if rest is None else side & rest, cols)
 
-    def comparisons(self, *, columns: list[str] | None = None, latest: bool = False, **filters: Any) -> pa.Table:
+    @overload
+    def comparisons(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ...,
+                    **filters: Any) -> pa.Table: ...
+    @overload
+    def comparisons(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True],
+                    **filters: Any) -> pd.DataFrame: ...
+
+    def comparisons(self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
+                    **filters: Any) -> pa.Table | pd.DataFrame:
         """Paired comparisons only: ``metrics(kind="comparison", ...)``."""
+        if as_frame:
+            return _frame(self.comparisons(columns=columns, latest=latest, **filters), columns)
         return self.metrics(columns=columns, kind="comparison", latest=latest, **filters)
 
-    def per_query(self, *, columns: list[str] | None = None, latest: bool = False, **filters: Any) -> pa.Table:
-        """The ``per_query`` table (``run_id`` + :meth:`PerQueryRecords.to_arrow` columns)."""
-        return self.table("per_query", columns=columns, latest=latest, **filters)
+    @overload
+    def per_query(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ...,
+                  **filters: Any) -> pa.Table: ...
+    @overload
+    def per_query(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True],
+                  **filters: Any) -> pd.DataFrame: ...
+
+    def per_query(self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
+                  **filters: Any) -> pa.Table | pd.DataFrame:
+        """The ``per_query`` table (``run_id`` + :meth:`PerQueryRecords.to_arrow` columns);
+        ``as_frame=True``: a DataFrame (see :meth:`table`)."""
+        return self.table("per_query", columns=columns, latest=latest, as_frame=as_frame, **filters)
+
+    # -- wide tables ------------------------------------------------------------------------
+    def wide_rows(self, **filters: Any) -> list[dict[str, Any]]:
+        """The rows behind ``adaptlab results --wide`` and :meth:`wide`: the scores of the latest
+        run of each (system, dataset) unless ``run_id=`` picks runs, and the paired comparisons
+        of those runs (read without the ``system`` filter: a system's comparison may be stored
+        from its baseline's side)."""
+        latest = "run_id" not in filters
+        scores = self.metrics(kind="score", latest=latest, **filters).to_pylist()
+        other = {k: v for k, v in filters.items() if k != "system"}
+        return scores + self.comparisons(latest=latest, **other).to_pylist()
+
+    def wide(self, *, measures: list[str] | None = None, **filters: Any) -> pd.DataFrame:
+        """The scores as a DataFrame of floats, the cells of ``adaptlab results --wide``: index
+        ``(dataset, system)``, columns ``(measure, "value" | "ci_low" | "ci_high")``;
+        ``measures`` (default: the ``measure`` filter's values) come first. What was left out is
+        in ``frame.attrs["notes"]``; ``frame.xs("value", axis=1, level="stat")`` is the point
+        estimates alone."""
+        from adaptlab.results.frames import wide_frame
+        from adaptlab.results.validate import canonical_measure
+
+        wanted = measures if measures is not None else filters.get("measure")
+        names = [wanted] if isinstance(wanted, str) else list(wanted or [])
+        return wide_frame(self.wide_rows(**filters), [canonical_measure(str(m)) for m in names])
 
     def latest_run_ids(self, **filters: Any) -> list[str]:
         """Run ids of the latest run (newest ``timestamp``) of each (system, dataset)."""
@@ -795,6 +868,12 @@ def _refuse_unrelated_folder(local: Path, is_table: Any) -> None:
     )
 
 
+def _frame(table: pa.Table, columns: list[str] | str | None) -> pd.DataFrame:
+    from adaptlab.results.frames import to_frame
+
+    return to_frame(table, keep=[columns] if isinstance(columns, str) else columns)
+
+
 def _empty_result() -> pa.Table:
     import pyarrow as pa
 
@@ -826,7 +905,7 @@ def open(  # noqa: A001 - intended
     version: int | None = None,
     as_of: datetime | str | None = None,
     storage_options: dict[str, str] | None = None,
-) -> Any:
+) -> ResultsStore:
     """Open the results store at ``root``: a local directory or an ``s3://``, ``gs://``,
     ``az://``/``abfss://`` URI.
 
@@ -835,7 +914,11 @@ def open(  # noqa: A001 - intended
     snapshot. ``storage_options`` (e.g. ``{"AWS_ENDPOINT_URL": ...}``) are passed to
     delta-rs; by default credentials come from the environment. A store of the previous
     layout (before Delta Lake) opens read-only (:class:`~adaptlab.results.legacy.LegacyReader`);
-    convert it with ``adaptlab results migrate OLD NEW``.
+    convert it with ``adaptlab results migrate OLD NEW``; it answers the same queries (typed
+    here as :class:`ResultsStore` for completion) but cannot commit.
+
+    Queries return pyarrow Tables, or pandas DataFrames with ``as_frame=True``;
+    :meth:`ResultsStore.wide` is the value-and-CI frame per system and measure.
     """
     uri, local = normalize_uri(root)
     if local is not None:
