@@ -149,6 +149,21 @@ def test_store_is_compared_like_its_records(tmp_path, capsys):
     assert "| synth | ndcg@10 |" in out and "| sharp |" in out and "| blurry |" in out
 
 
+def test_a_long_dataframe_gives_the_same_comparison(per_query, comparison):
+    import pandas as pd
+
+    rows = [{"system": n, "query_id": q, "measure": m.upper() if m == "mrr@10" else m, "value": float(v)}
+            for n, pq in per_query.items() for m, vals in pq.values.items() for q, v in zip(pq.query_ids, vals)]
+    frame = pd.DataFrame(rows)
+    got = compare(frame, boot=BOOT)
+    assert got.pairs_frame().to_dict("records") == comparison.pairs_frame().to_dict("records")
+    assert got.frame().to_dict("records") == comparison.frame().to_dict("records")
+    with pytest.raises(DataError, match="lack values for some queries"):
+        compare(frame.iloc[1:], boot=BOOT)
+    with pytest.raises(ConfigError, match="lacks column"):
+        compare(frame.drop(columns="value"))
+
+
 def test_top_level_export():
     assert adaptlab.compare is compare and "compare" in adaptlab.__all__
 

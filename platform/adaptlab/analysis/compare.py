@@ -45,7 +45,7 @@ from adaptlab.errors import ConfigError, DataError
 from adaptlab.metrics import evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig, adjust_pvalues, bootstrap_ci, paired_bootstrap, rank_intervals
 
-__all__ = ["Comparison", "GroupComparison", "compare", "minimum_detectable_effect"]
+__all__ = ["FRAME_COLUMNS", "Comparison", "GroupComparison", "compare", "minimum_detectable_effect"]
 
 DEFAULT_POWER: float = 0.8
 """The power of the minimum detectable effect column."""
@@ -244,6 +244,52 @@ def _store_records(store: Any, dataset: str | None) -> dict[str, dict[str, Any]]
     return out
 
 
+FRAME_COLUMNS: tuple[str, ...] = ("system", "query_id", "measure", "value")
+"""The columns of a long-format DataFrame input (``dataset`` optional)."""
+
+
+def _canonical(measure: object) -> str:
+    try:
+        return str(parse_measures([str(measure)])[0])
+    except ConfigError:  # a measure adaptlab does not compute (coe, a user's own): kept as given
+        return str(measure)
+
+
+def _frame_group(sub: Any, where: str) -> tuple[tuple[str, ...], np.ndarray]:
+    """One (dataset, measure) of a long frame -> (system names, [S, Q] values)."""
+    try:
+        wide = sub.pivot(index="query_id", columns="system", values="value")
+    except ValueError as e:
+        raise DataError(f"{where}: a (system, query_id) pair appears twice: {e}") from e
+    names = tuple(str(n) for n in dict.fromkeys(sub["system"]))
+    wide = wide.loc[list(dict.fromkeys(sub["query_id"])), list(names)]  # queries and systems in input order
+    holes = [n for n in names if wide[n].isna().any()]
+    if holes:
+        raise DataError(f"{where}: system(s) {', '.join(holes)} lack values for some queries; "
+                        "every system needs a value on every query")
+    return names, wide.to_numpy(dtype=np.float64).T
+
+
+def _from_frame(frame: Any, dataset: str | None, measures: Sequence[str] | None) -> Groups:
+    """A long DataFrame (one row per system, query and measure) -> groups."""
+    missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ConfigError(f"the DataFrame lacks column(s) {', '.join(missing)}; expected {', '.join(FRAME_COLUMNS)} "
+                          "and optionally dataset")
+    frame = frame.assign(measure=frame["measure"].map(_canonical))
+    if "dataset" not in frame.columns:
+        frame = frame.assign(dataset=dataset or "")
+    elif dataset is not None:
+        frame = frame[frame["dataset"] == dataset]
+    wanted = [str(m) for m in parse_measures(measures)] if measures else list(dict.fromkeys(frame["measure"]))
+    groups: Groups = {}
+    for (ds, m), sub in frame[frame["measure"].isin(wanted)].groupby(["dataset", "measure"], sort=False):
+        groups[(str(ds), str(m))] = _frame_group(sub, f"dataset {ds!r}, measure {m!r}")
+    if not groups or any(len(names) < 2 for names, _ in groups.values()):
+        raise ConfigError(f"compare needs at least 2 systems for every dataset and measure of {', '.join(wanted)}")
+    return groups
+
+
 def _from_store(store: Any, dataset: str | None, measures: Sequence[str] | None) -> Groups:
     """Per-query values recomputed from the stored records (gold documents have relevance 1)."""
     ms = parse_measures(measures or ["ndcg@10"])
@@ -273,7 +319,10 @@ def compare(
     """Compare every pair of systems on every dataset and measure (module doc).
 
     ``per_query``: ``{system: adaptlab.evaluate(...) result}``, ``{system: {measure: values}}``
-    (the same query order for every system), or a results store (``adaptlab.results.open(uri)``),
+    (the same query order for every system), a long pandas DataFrame with columns ``system``,
+    ``query_id``, ``measure``, ``value`` (and optionally ``dataset``; systems and queries in the order
+    they first appear, which fixes the letters and the resamples), or a results store
+    (``adaptlab.results.open(uri)``),
     whose latest per-query records are re-scored on ``measures`` (default ``ndcg@10``).
     ``measures``: the measures to compare (default: all given); ``dataset``: the dataset's
     name (a store: only this dataset). ``boot``: the bootstrap settings (seed, resamples,
@@ -288,11 +337,13 @@ def compare(
         raise ConfigError(f"compare: open the store first: compare(adaptlab.results.open({str(per_query)!r}))")
     if hasattr(per_query, "per_query"):
         groups = _from_store(per_query, dataset, measures)
+    elif hasattr(per_query, "columns") and hasattr(per_query, "groupby"):
+        groups = _from_frame(per_query, dataset, measures)
     elif isinstance(per_query, Mapping) and len(per_query) >= 2:
         groups = _from_mapping(per_query, dataset or "", measures)
     else:
-        raise ConfigError("compare needs a results store or a mapping {system: per-query values} of at least 2 "
-                          f"systems, got {type(per_query).__name__}")
+        raise ConfigError("compare needs a results store, a DataFrame or a mapping {system: per-query values} "
+                          f"of at least 2 systems, got {type(per_query).__name__}")
     minimum_detectable_effect([0.0, 0.0], alpha=alpha, power=power)  # checks alpha and power once
     return Comparison([_compare_group(ds, m, names, v, boot, alpha, power) for (ds, m), (names, v) in groups.items()],
                       boot, alpha, power)
