@@ -24,6 +24,10 @@ ref = "minilm"
     ("bootstrap", "sample_size = -3", "[bootstrap].sample_size"),
     ("embedding", "num_actors = -2", "[embedding].num_actors"),
     ("embedding", "batch_size = -1", "[embedding].batch_size"),
+    ("embedding", "placement_timeout = 0", "[embedding].placement_timeout"),
+    ("embedding", "placement_timeout = -30", "[embedding].placement_timeout"),
+    ("embedding", "placement_timeout = inf", "[embedding].placement_timeout"),
+    ("embedding", 'placement_timeout = "5m"', "[embedding].placement_timeout"),
     ("analysis", "top_k = -1", "[analysis].top_k"),
     ("analysis", "psi = 0", "[analysis].psi"),
     ("analysis", "psi = 101", "[analysis].psi"),
@@ -49,3 +53,35 @@ def test_a_valid_baseline_loads(tmp_path):
     path = tmp_path / "study.toml"
     path.write_text(BASE + '[evaluation]\nbaseline = "minilm"\n')
     assert load_study(path).evaluation.baseline == "minilm"
+
+
+def test_placement_timeout_reaches_every_embedder_of_the_study(tmp_path, monkeypatch):
+    """[embedding].placement_timeout goes to the dense embedding calls of a run (and so to the
+    scale study's mining embedder, built the same way) and to ColBERT's token embedder."""
+    import adaptlab.embedding.cache as cache
+    from adaptlab.study.inputs import model_embedder
+    from adaptlab.study.runner import system_embedder
+    from adaptlab.study.schema import ModelSection
+
+    path = tmp_path / "study.toml"
+    path.write_text(BASE.replace('ref = "minilm"', 'ref = "hash:8"') + "[embedding]\nuse_ray = false\n"
+                    "placement_timeout = 42\n[bootstrap]\nn_resamples = 20\n")
+    study = load_study(path)
+    seen: list[float | None] = []
+    real = cache.embed_texts
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("placement_timeout"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cache, "embed_texts", spy)
+    dense = system_embedder(study.models[0], study, None)  # what run_study embeds each system with
+    assert dense(["a text", "another text"], "document").shape == (2, 8)
+    assert seen == [42.0]
+    assert model_embedder(study.models[0], study, None).placement_timeout == 42.0
+    tokens = system_embedder(ModelSection(ref="hash:8", name="cb", backend="colbert"), study, None)
+    assert type(tokens).__name__ == "TokenEmbedder" and tokens.placement_timeout == 42.0
+    path.write_text(BASE)  # left out: None, so the pool takes $ADAPTLAB_POOL_PLACEMENT_TIMEOUT or 180 s
+    default = load_study(path)
+    assert default.embedding.placement_timeout is None
+    assert model_embedder(default.models[0], default, None).placement_timeout is None

@@ -278,7 +278,9 @@ class CachedModel:
     :meth:`wants_ray`, the cache and the model's content revision.
 
     ``cache_dir``: an :class:`EmbeddingCache` (its :attr:`cache_folder` sub-folder is used, bounded
-    with the others), or a plain folder or URI (used as it is, unbounded), or None (no cache)."""
+    with the others), or a plain folder or URI (used as it is, unbounded), or None (no cache).
+    ``placement_timeout``: the Ray pool's (:func:`~adaptlab.embedding.pool.placement_timeout`;
+    None: ``$ADAPTLAB_POOL_PLACEMENT_TIMEOUT`` or 180 s)."""
 
     cache_folder = "embeddings"
 
@@ -292,8 +294,10 @@ class CachedModel:
         num_actors: int | None = None,
         cache_dir: EmbeddingCache | Path | str | None = None,
         local_below: int = LOCAL_BELOW,
+        placement_timeout: float | None = None,
     ) -> None:
         self.ref = ref
+        self.placement_timeout = placement_timeout  # of the Ray pool (embed_texts); not in the cache key
         self.options = dict(options)
         self.batch_size = int(batch_size)
         self.use_ray = bool(use_ray)
@@ -356,7 +360,8 @@ class Embedder(CachedModel):
         use_ray = self.wants_ray(len(texts))
         self.used_ray = self.used_ray or use_ray
         out = embed_texts(texts, self.ref, kind=kind, batch_size=self.batch_size, num_actors=self.num_actors,
-                          options=self.options, use_ray=use_ray, progress=True)
+                          options=self.options, use_ray=use_ray, progress=True,
+                          placement_timeout=self.placement_timeout)
         out = np.ascontiguousarray(out, dtype=np.float32)
         self._note_cache(0, len(texts))
         if name is not None:

@@ -186,9 +186,10 @@ class TokenEmbedder(CachedModel):
         cache_dir: Path | str | None = None,
         device: str | None = None,
         local_below: int = LOCAL_BELOW,
+        placement_timeout: float | None = None,
     ) -> None:
         super().__init__(ref, options=options, batch_size=batch_size, use_ray=use_ray, num_actors=num_actors,
-                         cache_dir=cache_dir, local_below=local_below)
+                         cache_dir=cache_dir, local_below=local_below, placement_timeout=placement_timeout)
         self.device = device
         self.last_run: TokenRun | None = None  # where the last encoding ran (None after a cache hit)
         self._encoder: Any = None
@@ -238,7 +239,8 @@ class TokenEmbedder(CachedModel):
         if self.on_ray(len(texts)):
             self.used_ray = True
             return embed_tokens_ray(texts, self.factory, kind=cast(TextKind, kind), batch_size=self.batch_size,
-                                    num_actors=self.num_actors, device=self.device)
+                                    num_actors=self.num_actors, device=self.device,
+                                    placement_timeout=self.placement_timeout)
         t0 = time.perf_counter()
         out = self.encoder.encode_tokens(texts, kind=kind, batch_size=self.batch_size)
         n = len(texts)

@@ -34,7 +34,7 @@ def log(msg: str) -> None:
 
 def model_embedder(model: ModelSection, study: Study, cache_dir: Path | None) -> Embedder:
     """The cached :class:`~adaptlab.embedding.cache.Embedder` of a ``[[models]]`` entry, with the
-    study's ``[embedding]`` settings (batch size, Ray or in-process, number of actors)."""
+    study's ``[embedding]`` settings (batch size, Ray or in-process, number of actors, placement time-out)."""
     options = {
         "backend": model.backend, "query_instruction": model.query_instruction,
         "document_instruction": model.document_instruction, "max_seq_length": model.max_seq_length,
@@ -43,7 +43,8 @@ def model_embedder(model: ModelSection, study: Study, cache_dir: Path | None) ->
     emb = study.embedding
     return Embedder(resolve_model(study.resolve_model_ref(model.ref)), options=options,
                     batch_size=emb.batch_size or model.batch_size, use_ray=emb.use_ray,
-                    num_actors=emb.num_actors or None, cache_dir=cache_dir)
+                    num_actors=emb.num_actors or None, cache_dir=cache_dir,
+                    placement_timeout=emb.placement_timeout)
 
 
 def check_inputs(study: Study) -> None:

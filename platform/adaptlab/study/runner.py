@@ -251,7 +251,8 @@ def system_embedder(section: ModelSection, study: Study,
     emb = study.embedding
     return TokenEmbedder(ref, options={"backend": "colbert", **section.options},
                          batch_size=min(emb.batch_size or section.batch_size, 64), use_ray=emb.use_ray,
-                         num_actors=emb.num_actors or None, cache_dir=cache_dir)
+                         num_actors=emb.num_actors or None, cache_dir=cache_dir,
+                         placement_timeout=emb.placement_timeout)
 
 
 def _retrieve(ev: _Evaluation, system: SystemInfo, plan: EvalDataset, judged: list[str], query_texts: list[str],

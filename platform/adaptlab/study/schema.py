@@ -164,13 +164,17 @@ class EmbeddingSection:
     """``[embedding]``: Ray actor pool settings (``use_ray = false``: embed in-process) and the
     shared embedding cache (``cache``: a folder, a URI or ``"off"``; ``""``:
     ``$ADAPTLAB_EMBEDDING_CACHE``, else ``$ADAPTLAB_CACHE`` or the user's cache folder;
-    ``cache_max_gib``: its size bound, 0 for the default; see :mod:`adaptlab.embedding.cache`)."""
+    ``cache_max_gib``: its size bound, 0 for the default; see :mod:`adaptlab.embedding.cache`).
+    ``placement_timeout``: seconds (> 0) the actor pool may go without a ready actor before the
+    study fails with one line (left out: ``$ADAPTLAB_POOL_PLACEMENT_TIMEOUT``, else 180; see
+    :func:`adaptlab.embedding.pool.placement_timeout`)."""
 
     use_ray: bool = True
     num_actors: int = 0
     batch_size: int = 0
     cache: str = ""
     cache_max_gib: float = 0.0
+    placement_timeout: float | None = None
 
 
 @dataclass
@@ -435,6 +439,9 @@ def _check_sizes(study: Study) -> None:
     emb = SectionChecker(source, "embedding")
     emb.integer("num_actors", study.embedding.num_actors, 0)
     emb.integer("batch_size", study.embedding.batch_size, 0)
+    timeout = study.embedding.placement_timeout
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise emb.fail("placement_timeout", "a positive number of seconds (e.g. 300)", timeout)
     an = SectionChecker(source, "analysis")
     an.integer("top_k", study.analysis.top_k, 1)
     an.string("threshold_test", study.analysis.threshold_test, THRESHOLD_TESTS)
