@@ -14,7 +14,7 @@ import pytest
 
 import adaptlab
 from adaptlab import results
-from adaptlab.errors import DataError
+from adaptlab.errors import ConfigError, DataError
 from adaptlab.evaluation import Evaluation, summarise
 from adaptlab.results.store import ResultsStore
 
@@ -90,7 +90,10 @@ def test_evaluate_from_dataframes_equals_evaluate_from_trec_files(session):
         assert isinstance(from_frame, Evaluation) and from_frame.query_ids == from_files.query_ids
         for m in ("ndcg@10", "mrr@10"):
             np.testing.assert_array_equal(from_frame.values[m], from_files.values[m])
-        assert from_frame.summary_frame().equals(from_files.summary_frame())
+        summary = from_frame.summary_frame()
+        assert summary.equals(from_files.summary_frame())
+        assert summary.loc["ndcg@10", "value"] == pytest.approx(from_frame.mean()["ndcg@10"])
+        assert summary.loc["ndcg@10", "ci_low"] <= summary.loc["ndcg@10", "value"] <= summary.loc["ndcg@10", "ci_high"]
     per = session["evals"]["ft"].frame()
     assert list(per.columns) == ["ndcg@10", "mrr@10"] and len(per) == N_QUERIES
     assert per.loc["q0", "mrr@10"] == session["evals"]["ft"].values["mrr@10"][0]
@@ -100,6 +103,11 @@ def test_evaluate_names_a_frame_without_its_columns(session):
     bad = session["frames"]["runs"]["ft"].rename(columns={"score": "points"})
     with pytest.raises(DataError, match="run DataFrame: no value column; expected one of score"):
         adaptlab.evaluate(session["frames"]["qrels"], bad)
+    with pytest.raises(ConfigError, match="unknown keyword.*n_resample; the bootstrap keywords are"):
+        adaptlab.evaluate(session["frames"]["qrels"], session["frames"]["runs"]["ft"], n_resample=10)
+    ev = session["evals"]["ft"]
+    assert repr(ev) == f"Evaluation('ft': {N_QUERIES} queries, ndcg@10={ev.mean()['ndcg@10']:.4f}, " \
+                       f"mrr@10={ev.mean()['mrr@10']:.4f})"
 
 
 def test_dataframes_with_tidy_columns(session):

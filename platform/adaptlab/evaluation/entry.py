@@ -50,6 +50,10 @@ class Evaluation(PerQueryMetrics):
         self._bootstrap = dict(bootstrap)
         self._summary: EvaluationSummary | None = None
 
+    def __repr__(self) -> str:
+        means = ", ".join(f"{m}={v:.4f}" for m, v in self.mean().items())
+        return f"Evaluation({self.system!r}: {self.n_queries} queries, {means})"
+
     @property
     def summary(self) -> EvaluationSummary:
         """Value, CI and rank of each measure (``summary.systems[system][measure]``)."""
