@@ -172,3 +172,25 @@ def test_dry_run_masks_the_address_and_store(capsys):
     out = capsys.readouterr().out
     assert rc == 0 and "PASS" not in out
     assert "Ray: ray://admin:***@127.0.0.1:10001" in out and "results store: s3://bucket/study?X-Amz-Signature=***" in out
+
+
+def test_a_lost_cluster_is_one_line_with_exit_code_2(tmp_path, capsys, monkeypatch):
+    """ClusterCapacityError (exported by adaptlab.embedding) raised while a system is embedded:
+    the study stops and the CLI prints its one line, status 2, no traceback."""
+    import adaptlab.embedding.cache as cache
+    from adaptlab.embedding import ClusterCapacityError
+    from adaptlab.errors import AdaptlabError
+
+    assert issubclass(ClusterCapacityError, AdaptlabError)
+
+    def lost(*_a, **_k):
+        raise ClusterCapacityError("embedding stopped: no embedding actor was ready for 5 s, none could be "
+                                   "placed (lost node(s) 1a2b3c (10.0.0.7)); 0/6 texts were embedded")
+
+    monkeypatch.setattr(cache, "embed_texts", lost)
+    rc = main(["--quiet", *_ADHOC, "--store", str(tmp_path / "store")])
+    captured = capsys.readouterr()
+    lines = [ln for ln in captured.err.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and "Traceback" not in captured.err, captured.err
+    assert lines[0].startswith("adaptlab run: error: embedding stopped") and "lost node(s) 1a2b3c" in lines[0]
+    assert not (tmp_path / "store" / "_delta_log").exists()  # nothing committed
