@@ -27,7 +27,9 @@ from adaptlab.adapt.train.colbert import ColBERTFTConfig, train_colbert  # noqa:
 from adaptlab.errors import ConfigError, DataError  # noqa: E402
 
 FT = ColBERTFTConfig(batch_size=8, learning_rate=1e-4, epochs=1, negatives_per_query=1, random_negatives=0,
-                     doc_maxlen=64, query_maxlen=32, timeout_s=600, retries=0)
+                     doc_maxlen=64, query_maxlen=32, timeout_s=1800, retries=0)
+# timeout_s guards a hang, it is no claim: at load 12 on 2 cores the ~20 steps took ~33 s each and the
+# former 600 s stopped a healthy training at step 15 (measured 2026-11-25)
 
 
 def _bow(texts, kind):
@@ -80,6 +82,9 @@ def test_colbert_ft_beats_untrained_self_on_heldout(domain, tmp_path, monkeypatc
     from adaptlab.stats import paired_bootstrap
 
     triplets, heldout = domain
+    # 163 triplets (~20 steps), 67 held-out questions. Halving the training data to cut the time was
+    # measured and rejected: every other triplet (10 steps) gave MRR@10 0.691 -> 0.756 with p = 0.11
+    # (seed 0), no longer significant, so this test keeps the full set and is the suite's price for it.
     assert len(triplets) >= 40 and heldout.n_queries >= 30
     art = train_colbert("minilm", triplets, artifact_root=tmp_path / "art", config=FT, seed=0, scale="all")
     assert art.variant == "colbert-ft" and art.manifest["training"]["path"] == "in-process CPU adapter"
