@@ -49,7 +49,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="metrics = scores of one system; comparisons = paired differences (value = system - "
                         "compared_to); history = the store's versions (default: metrics)")
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
-                   help="keep rows whose column KEY equals VALUE (VALUE may be a,b,c for 'any of'); repeatable. "
+                   help="keep rows whose column KEY equals VALUE (VALUE may be a,b,c for 'any of'; each of them "
+                        "must occur in the store: a typo is refused with the closest stored value); repeatable. "
                         "compared_to=X finds comparisons with X on either side")
     p.add_argument("--latest", action="store_true", help="only the latest run of each (system, dataset)")
     p.add_argument("--sql", metavar="QUERY",
