@@ -10,7 +10,7 @@
 - :mod:`~adaptlab.analysis.curves`: nDCG@k curves (004, Figure 3)
 - :mod:`~adaptlab.analysis.compare`: all-pairs comparison, significance letters, tiers, MDE
 - :mod:`~adaptlab.analysis.evalrank`: EvalRank MRR / Hits@k over positive pairs (003)
-- :mod:`~adaptlab.analysis.plots`: PNG figures; :mod:`~adaptlab.analysis.report`: Markdown/HTML report
+- :mod:`~adaptlab.analysis.plots`: figures (matplotlib Figures; PNG, SVG or PDF when saved); :mod:`~adaptlab.analysis.report`: Markdown/HTML report
 
 Results are dataclasses whose ``to_metric_rows()`` gives rows for the store's ``metrics``
 table (without ``run_id``); the measure names are listed in docs/metrics.md.
@@ -43,12 +43,17 @@ from adaptlab.analysis.overlap import (
     similarity_distributions,
 )
 from adaptlab.analysis.plots import (
+    DEFAULT_DPI,
+    FIGURE_FORMATS,
     plot_ci_forest,
+    plot_forest,
     plot_ndcg_curves,
+    plot_paired_differences,
     plot_shift_histograms,
     plot_similarity_densities,
     plot_thresholds,
     plot_topic_map,
+    save_figure,
 )
 from adaptlab.analysis.present import DIGITS, format_p, render_table, terminal_escape, terminal_escape_lines
 from adaptlab.analysis.report import build_report
@@ -76,6 +81,8 @@ from adaptlab.analysis.transforms import (
 
 __all__ = [
     "AllButTheTop",
+    "DEFAULT_DPI",
+    "FIGURE_FORMATS",
     "Comparison",
     "Correlation",
     "DEFAULT_NDCG_KS",
@@ -126,11 +133,14 @@ __all__ = [
     "overlap_from_arrays",
     "overlap_metrics",
     "plot_ci_forest",
+    "plot_forest",
     "plot_ndcg_curves",
+    "plot_paired_differences",
     "plot_shift_histograms",
     "plot_similarity_densities",
     "plot_thresholds",
     "plot_topic_map",
+    "save_figure",
     "render",
     "render_table",
     "similarity_distributions",
