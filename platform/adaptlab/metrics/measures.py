@@ -4,6 +4,11 @@
 Aliases follow common usage: ``acc``/``accuracy``/``hits``/``success`` -> ``acc`` (hit rate,
 trec_eval's ``success``), ``p`` -> ``precision``, ``r`` -> ``recall``, ``rr``/``recip_rank``
 -> ``mrr``, ``ap`` -> ``map``.
+
+MTEB's spellings are accepted too: ``ndcg_at_10`` -> ``ndcg@10``, ``recall_at_100``,
+``mrr_at_10``, ``map_at_100``, ``precision_at_10``, ``hit_rate_at_10`` (``NAME_at_K``).
+MTEB's ``main_score`` is refused: it names a different measure per task (``ndcg_at_10`` for
+MTEB's retrieval tasks), so the measure must be named.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ unbounded k (``ndcg@1000000000``) would exhaust memory; the deepest cutoffs in c
 
 _NEEDS_K = frozenset({"acc", "precision", "recall"})
 _PATTERN = re.compile(r"^\s*([A-Za-z_]+)\s*(?:[@_](\d+))?\s*$")
+_MTEB_AT = "_at"
+"""MTEB writes ``ndcg_at_10``: the name ends in ``_at`` before the ``_K`` cutoff."""
+_MAIN_SCORE = "main_score"
 
 
 @dataclass(frozen=True, order=True)
@@ -66,7 +74,7 @@ class Measure:
             raise ConfigError(
                 f"cannot parse measure {text!r}; expected NAME or NAME@K such as ndcg@10, acc@5, mrr"
             )
-        raw, k = m.group(1).lower(), m.group(2)
+        raw, k = _mteb_name(m.group(1).lower(), m.group(2), str(text))
         if raw not in _ALIASES:
             raise ConfigError(
                 f"unknown measure {m.group(1)!r} in {text!r}; expected one of "
@@ -83,6 +91,18 @@ class Measure:
     def depth(self) -> int | None:
         """How many top documents the measure reads (``None``: all retrieved)."""
         return self.k
+
+
+def _mteb_name(raw: str, k: str | None, text: str) -> tuple[str, str | None]:
+    """``ndcg_at`` + ``10`` (MTEB's ``ndcg_at_10``) -> ``ndcg`` + ``10``; ``main_score`` refused."""
+    if raw == _MAIN_SCORE:
+        raise ConfigError(
+            f"measure {text!r} is MTEB's per-task headline score, not one measure (ndcg_at_10 for "
+            "MTEB's retrieval tasks); name the measure instead, for example ndcg@10"
+        )
+    if k is not None and raw.endswith(_MTEB_AT) and raw[: -len(_MTEB_AT)] in _ALIASES:
+        return raw[: -len(_MTEB_AT)], k
+    return raw, k
 
 
 def parse_measures(spec: str | Iterable[str | Measure]) -> list[Measure]:
