@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "SyntheticQuestion": "prep.questions",
     "SyntheticTemplateGenerator": "prep.templates",
     "Triplet": "prep.triplets",
+    "TrainingResourceError": "train.memory",
     "TripletProvenance": "prep.triplets",
     "VARIANTS": "train.jobs",
     "build_scales": "prep.scales",

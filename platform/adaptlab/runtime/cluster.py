@@ -167,6 +167,18 @@ def ray_info(*, started_here: bool | None = None) -> RayInfo:
     )
 
 
+def _keep_repeated_lines() -> None:
+    """``RAY_DEDUP_LOGS=0`` unless the user set it: Ray would otherwise fold the progress lines of
+    two concurrent stages into ``[repeated 5x across cluster]``. Ray reads the variable when
+    ``ray`` is first imported, so an already imported Ray gets the same value on its log module."""
+    if "RAY_DEDUP_LOGS" in os.environ:
+        return
+    os.environ["RAY_DEDUP_LOGS"] = "0"
+    ray_logging = sys.modules.get("ray._private.ray_logging")
+    if ray_logging is not None and hasattr(ray_logging, "RAY_DEDUP_LOGS"):
+        ray_logging.RAY_DEDUP_LOGS = False  # private, read on every batch: absent in another Ray, no harm
+
+
 def init_ray(
     address: str | None = None,
     *,
@@ -201,6 +213,7 @@ def init_ray(
     pending = _pending
     if pending is not None and threading.current_thread() is not _starter_thread():
         pending.result()  # a background start is under way (start_ray): wait, never start twice
+    _keep_repeated_lines()
     import ray  # deferred: importing adaptlab.runtime must not import ray
 
     global _started_here, _dashboard_url

@@ -1,27 +1,43 @@
-"""Training reports its progress (step/steps, loss) through logging, and third-party load
+"""Training reports its progress (step/steps, loss) on stderr like the embedding lines, and third-party load
 messages stay silent on healthy runs."""
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+
+import pytest
 
 from adaptlab.adapt.train.ft import FTConfig, fine_tune_model
 from adaptlab.adapt.train.jobs import _quiet_worker
-from adaptlab.adapt.train.loop import load_sentence_model, quiet_third_party
+from adaptlab.adapt.train.loop import StepProgress, load_sentence_model, quiet_third_party
 from adaptlab.adapt.train.pt import build_mlm
 
 FT = FTConfig(learning_rate=1e-3, epochs=3, batch_size=4, num_negatives=1, warmup_ratio=0.0)
 
 
-def test_progress_lines_name_step_steps_and_loss(tiny_model, triplets, caplog, monkeypatch):
+@pytest.fixture
+def progress_on(monkeypatch):
+    """Progress as the CLI leaves it without --quiet, whatever other tests set."""
+    from adaptlab.embedding import pool
+
+    monkeypatch.setitem(pool._PROGRESS, "enabled", None)
+    monkeypatch.delenv("ADAPTLAB_PROGRESS", raising=False)
+
+
+def _lines(text: str) -> list[str]:
+    return [line.removeprefix("[adaptlab] ") for line in text.splitlines() if line.startswith("[adaptlab] ")]
+
+
+def test_progress_lines_name_step_steps_and_loss(tiny_model, triplets, capsys, monkeypatch, progress_on):
     monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", "0")  # a line every step
     model = load_sentence_model(tiny_model, "cpu")
-    with caplog.at_level(logging.INFO, logger="adaptlab.adapt.train.loop"):
-        result = fine_tune_model(model, triplets, FT, seed=0, prefixes=("", ""), device="cpu", label="ft at scale 8")
+    capsys.readouterr()
+    result = fine_tune_model(model, triplets, FT, seed=0, prefixes=("", ""), device="cpu", label="ft at scale 8")
     total = result.steps  # 8 triplets at batch 4 for 3 epochs, raised to min_steps = 10
     assert total == 10
-    lines = [r.getMessage() for r in caplog.records if r.name == "adaptlab.adapt.train.loop"]
+    lines = _lines(capsys.readouterr().err)  # stderr, like the embedding progress lines
     assert "ft at scale 8: training 10 step(s)" in lines
     steps = [m for m in lines if re.fullmatch(r"ft at scale 8: step \d+/10, loss \d+\.\d{4}, .* s/step, about .* left", m)]
     assert [int(re.search(r"step (\d+)/", m).group(1)) for m in steps] == list(range(1, total))
@@ -29,14 +45,69 @@ def test_progress_lines_name_step_steps_and_loss(tiny_model, triplets, caplog, m
     assert lines[-1].startswith("ft at scale 8: 10/10 step(s) done in ") and f"last loss {result.losses[-1]:.4f}" in lines[-1]
 
 
-def test_progress_lines_are_spaced_by_the_interval(tiny_model, triplets, caplog, monkeypatch):
+def test_progress_lines_are_spaced_by_the_interval(tiny_model, triplets, capsys, monkeypatch, progress_on):
     monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", "3600")
     model = load_sentence_model(tiny_model, "cpu")
-    with caplog.at_level(logging.INFO, logger="adaptlab.adapt.train.loop"):
-        fine_tune_model(model, triplets, FT, seed=0, prefixes=("", ""), device="cpu")
-    lines = [r.getMessage() for r in caplog.records if r.name == "adaptlab.adapt.train.loop"]
-    progress = [m for m in lines if "step(s)" in m and "epochs raised" not in m]
+    capsys.readouterr()
+    fine_tune_model(model, triplets, FT, seed=0, prefixes=("", ""), device="cpu")
+    progress = [m for m in _lines(capsys.readouterr().err) if "step(s)" in m]
     assert len(progress) == 2 and "training 10 step(s)" in progress[0] and "10/10 step(s) done" in progress[1]
+
+
+def test_progress_lines_show_without_verbose_and_not_with_quiet(capsys, monkeypatch, progress_on):
+    """The CLI's default logging (WARNING) hides INFO; the lines still show; --quiet turns them off."""
+    from adaptlab.cli import configure_logging
+
+    monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", "0")
+    for verbosity in (0, -1):
+        restore = configure_logging(verbosity)
+        try:
+            progress = StepProgress("pt at scale 10", total=3, start=0)
+            progress.update(1, 2.5)
+            progress.close(2.0)
+        finally:
+            restore()
+        err = capsys.readouterr().err
+        if verbosity == 0:
+            first, step, last = _lines(err)
+            assert first == "pt at scale 10: training 3 step(s)" and step.startswith("pt at scale 10: step 1/3, loss 2.5000")
+            assert last.startswith("pt at scale 10: 3/3 step(s) done in") and last.endswith("last loss 2.0000")
+        else:
+            assert err == ""
+
+
+def test_driver_keeps_repeated_ray_lines(monkeypatch):
+    """Two stages' identical-looking progress lines are not folded by Ray's log dedup."""
+    from adaptlab.runtime import cluster
+
+    import ray._private.ray_logging as ray_logging
+
+    monkeypatch.setattr(ray_logging, "RAY_DEDUP_LOGS", True)  # restored afterwards
+    monkeypatch.setenv("RAY_DEDUP_LOGS", "unset")  # recorded, so the variable is restored afterwards
+    monkeypatch.delenv("RAY_DEDUP_LOGS")
+    cluster._keep_repeated_lines()
+    assert os.environ["RAY_DEDUP_LOGS"] == "0"
+    assert ray_logging.RAY_DEDUP_LOGS is False
+    monkeypatch.setenv("RAY_DEDUP_LOGS", "1")  # the user's choice is kept
+    cluster._keep_repeated_lines()
+    assert os.environ["RAY_DEDUP_LOGS"] == "1"
+
+
+def test_cli_prints_training_resource_error_as_one_line(capsys, monkeypatch):
+    from adaptlab import adapt, cli
+    from adaptlab.cli import run_cmd
+
+    assert "TrainingResourceError" in adapt.__all__
+
+    def fail(_args):
+        raise adapt.TrainingResourceError("ft at scale 100 was killed for memory 3 times;\n"
+                                          "lower [adapt.ft] batch_size")
+
+    monkeypatch.setattr(run_cmd, "build_study", fail)
+    assert cli.main(["run", "study.toml"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("adaptlab run: error: ft at scale 100 was killed for memory 3 times; "
+                   "lower [adapt.ft] batch_size")
 
 
 class _Records(logging.Handler):

@@ -28,7 +28,8 @@ steps and its schedule; with ``warn_only`` a loud warning instead):
 The result (:meth:`LoopResult.summary`, saved in the artifact manifest's ``training``) records
 steps, epochs asked and run, the schedule, first and last loss, and the relative weight change.
 
-Progress: a line at INFO on this module's logger when training starts, at least every
+Progress: a line on stderr (``[adaptlab] ...``, like the embedding progress lines; off with
+``adaptlab --quiet`` or ``ADAPTLAB_PROGRESS=0``) when training starts, at least every
 :data:`PROGRESS_INTERVAL` seconds (``ADAPTLAB_PROGRESS_INTERVAL``) with step/steps, the loss and
 the time left, and when it ends. :func:`quiet_third_party` turns transformers' and
 sentence-transformers' load messages ("Some weights of ... were not initialized") and their
@@ -48,6 +49,7 @@ import logging
 import math
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -376,30 +378,46 @@ def _eta(seconds: float) -> str:
 
 
 class StepProgress:
-    """Progress lines of one run at INFO (module docstring): ``label: step 12/40, loss 1.2345,
-    0.8 s/step, about 22 s left``."""
+    """Progress lines of one run (module docstring): ``[adaptlab] label: step 12/40, loss 1.2345,
+    0.8 s/step, about 22 s left`` on stderr, the channel of the embedding progress lines
+    (:class:`adaptlab.embedding.pool.Progress`): shown by default, off with ``adaptlab --quiet``
+    or ``ADAPTLAB_PROGRESS=0`` (then logged at DEBUG only)."""
 
     def __init__(self, label: str, total: int, start: int, interval: float | None = None) -> None:
+        from adaptlab.embedding.pool import progress_enabled  # same layer; deferred: loads on use
+
         self.label, self.total, self.start = label, int(total), int(start)
         self.interval = _progress_interval() if interval is None else float(interval)
+        self.enabled = progress_enabled()
         self.t0 = self.last = time.perf_counter()
         resumed = f", resumed from step {start}" if start else ""
-        log.info("%s: training %d step(s)%s", label, total, resumed)
+        self._emit(f"{label}: training {total} step(s){resumed}")
+
+    def _emit(self, text: str) -> None:
+        """One line on stderr (looked up now) when progress is on, else at DEBUG."""
+        if not self.enabled:
+            log.debug("%s", text)
+            return
+        try:
+            print(f"[adaptlab] {text}", file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # a closed stream must not break training
+            self.enabled = False
 
     def update(self, done: int, loss: float) -> None:
-        """Log a line when ``interval`` seconds have passed since the last one."""
+        """A line when ``interval`` seconds have passed since the last one."""
         now = time.perf_counter()
         if now - self.last < self.interval or done >= self.total:
             return
         self.last = now
         per_step = (now - self.t0) / max(1, done - self.start)
-        log.info("%s: step %d/%d, loss %.4f, %.2f s/step, about %s left", self.label, done, self.total,
-                 loss, per_step, _eta(per_step * (self.total - done)))
+        self._emit(f"{self.label}: step {done}/{self.total}, loss {loss:.4f}, {per_step:.2f} s/step, "
+                   f"about {_eta(per_step * (self.total - done))} left")
 
     def close(self, loss: float | None) -> None:
+        """The closing line: steps, time taken and the last loss."""
         elapsed = time.perf_counter() - self.t0
         last = f", last loss {loss:.4f}" if loss is not None else ""
-        log.info("%s: %d/%d step(s) done in %s%s", self.label, self.total, self.total, _eta(elapsed), last)
+        self._emit(f"{self.label}: {self.total}/{self.total} step(s) done in {_eta(elapsed)}{last}")
 
 
 @contextlib.contextmanager
