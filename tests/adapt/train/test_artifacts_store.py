@@ -11,6 +11,7 @@ from adaptlab.adapt.train.artifacts import (
     ArtifactWriter,
     artifact_key,
     chunks_fingerprint,
+    claim,
     describe_base,
     model_dir_hash,
     open_artifact,
@@ -82,6 +83,48 @@ def test_writer_commits_atomically_and_is_found_again(tmp_path):
     assert again is not None and again.reused and again.path == art.path
     other = ArtifactWriter(tmp_path, label="my/model", variant="ft", scale=100, inputs={**inputs, "seed": 2})
     assert other.existing() is None and other.final_dir != art.path
+
+
+def _lock_is_free(w: ArtifactWriter) -> bool:
+    import fcntl
+
+    with open(w._lock_file, "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return True
+
+
+def test_claim_builds_under_the_lock_then_reuses(tmp_path):
+    w = ArtifactWriter(tmp_path, label="m", variant="pt", scale=10, inputs={"x": 1})
+    with claim(w) as done:
+        assert done is None and w.partial_dir.is_dir()  # prepared for building
+        assert not _lock_is_free(w)  # a second builder of this key waits
+        _fake_model(w.model_dir)
+        built = w.commit(training={"steps": 1})
+    assert not built.reused
+    with claim(ArtifactWriter(tmp_path, label="m", variant="pt", scale=10, inputs={"x": 1})) as done:
+        assert done is not None and done.reused and done.path == built.path
+
+
+def test_claim_reuses_what_a_concurrent_builder_finished_meanwhile(tmp_path, monkeypatch):
+    w = ArtifactWriter(tmp_path, label="m", variant="merged", scale=None, inputs={"x": 2})
+    other = ArtifactWriter(tmp_path, label="m", variant="merged", scale=None, inputs={"x": 2})
+    first_look = w.existing
+
+    def finished_while_we_waited() -> object:
+        other.prepare()
+        _fake_model(other.model_dir)
+        other.commit()
+        monkeypatch.setattr(w, "existing", first_look)
+        return None
+
+    monkeypatch.setattr(w, "existing", finished_while_we_waited)
+    with claim(w) as done:
+        assert done is not None and done.path == other.final_dir
+    assert not w.partial_dir.exists()  # nothing prepared: no half directory left
 
 
 def test_commit_refuses_pickled_weights(tmp_path):

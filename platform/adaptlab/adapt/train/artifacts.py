@@ -59,6 +59,7 @@ __all__ = [
     "artifact_key",
     "artifact_root_text",
     "chunks_fingerprint",
+    "claim",
     "describe_base",
     "find_artifact",
     "is_artifact_uri",
@@ -328,9 +329,8 @@ class ArtifactWriter:
     """Creates one artifact atomically.
 
     >>> w = ArtifactWriter(root, label="minilm", variant="ft", scale=100, inputs={...})
-    >>> if (done := w.existing()) is not None: return done
-    >>> with w.lock():
-    ...     if (done := w.existing()) is not None: return done   # someone finished meanwhile
+    >>> with claim(w) as done:
+    ...     if done is not None: return done   # finished before, or by someone else meanwhile
     ...     train into w.model_dir (checkpoints in w.checkpoint_dir)
     ...     return w.commit(training={...})
 
@@ -610,3 +610,21 @@ def local_model_path(ref: str | os.PathLike[str]) -> str:
     if text.endswith("/" + MODEL_DIR):
         text = text[: -len(MODEL_DIR) - 1]
     return str(materialize_artifact(text) / MODEL_DIR)
+
+
+@contextlib.contextmanager
+def claim(writer: ArtifactWriter) -> Iterator[Artifact | None]:
+    """Claim ``writer``'s artifact for building: yields the finished artifact when one with the
+    same key exists (nothing to do), else ``None`` while holding the key's lock with the temp
+    directory prepared (checkpoints of an interrupted run kept), so the caller builds into
+    :attr:`ArtifactWriter.model_dir` and commits. The existence check is repeated under the lock:
+    a concurrent builder that finished meanwhile is reused, never trained twice."""
+    done = writer.existing()
+    if done is not None:
+        yield done
+        return
+    with writer.lock():
+        done = writer.existing()
+        if done is None:
+            writer.prepare()
+        yield done

@@ -63,7 +63,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, describe_base, package_versions
+from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, claim, describe_base, package_versions
 from adaptlab.adapt.train.config import TrainConfig
 from adaptlab.adapt.train.ft import coerce_triplets, triplets_fingerprint
 from adaptlab.errors import ConfigError
@@ -157,12 +157,9 @@ def train_colbert(
     }
     writer = ArtifactWriter(artifact_root, label=str(base.root.get("id", base.label)), variant=COLBERT_VARIANT,
                             scale=scale, inputs=inputs, info={**base.info(), "interaction": "late"})
-    if (done := writer.existing()) is not None:
-        return done
-    with writer.lock():
-        if (done := writer.existing()) is not None:
+    with claim(writer) as done:
+        if done is not None:
             return done
-        writer.prepare()
         work = writer.partial_dir / "work"
         record = _run_child(base.path, rows, config, int(seed), work, device, writer.key[:16],
                             Path(log_path) if log_path else None, gpu_ids)

@@ -32,6 +32,7 @@ import numpy as np
 from adaptlab.adapt.train.artifacts import (
     Artifact,
     ArtifactWriter,
+    claim,
     describe_base,
     package_versions,
 )
@@ -339,12 +340,9 @@ def train_ft(
         artifact_root, label=str(base.root.get("id", base.label)), variant=variant, scale=scale,
         inputs=inputs, info=info,
     )
-    if (done := writer.existing()) is not None:
-        return done
-    with writer.lock():
-        if (done := writer.existing()) is not None:
+    with claim(writer) as done:
+        if done is not None:
             return done
-        writer.prepare()
         dev = pick_device(device)
         model = load_sentence_model(base.path, dev)
         result = fine_tune_model(

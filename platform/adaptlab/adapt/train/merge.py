@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, describe_base, package_versions
+from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, claim, describe_base, package_versions
 from adaptlab.adapt.train.loop import load_sentence_model
 from adaptlab.errors import ConfigError
 
@@ -103,12 +103,9 @@ def merge_models(
         artifact_root, label=str(base.root.get("id", base.label)), variant="merged", scale=scale,
         inputs=inputs, info=info,
     )
-    if (done := writer.existing()) is not None:
-        return done
-    with writer.lock():
-        if (done := writer.existing()) is not None:
+    with claim(writer) as done:
+        if done is not None:
             return done
-        writer.prepare()
         model = load_sentence_model(src.path, "cpu")
         reference = load_sentence_model(base.path, "cpu")
         merged = merge_state_dicts(model.state_dict(), reference.state_dict(), w)

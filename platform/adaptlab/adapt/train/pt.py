@@ -29,6 +29,7 @@ from adaptlab.adapt.train.artifacts import (
     Artifact,
     ArtifactWriter,
     chunks_fingerprint,
+    claim,
     describe_base,
     package_versions,
 )
@@ -195,12 +196,9 @@ def train_pt(
         artifact_root, label=str(base.root.get("id", base.label)), variant="pt", scale=scale,
         inputs=inputs, info=base.info(),
     )
-    if (done := writer.existing()) is not None:
-        return done
-    with writer.lock():
-        if (done := writer.existing()) is not None:
+    with claim(writer) as done:
+        if done is not None:
             return done
-        writer.prepare()
         dev = pick_device(device)
         model = load_sentence_model(base.path, dev)
         result, head = pretrain_model(
