@@ -3,10 +3,16 @@ and DataFrames in and out, and one MLflow run per stored run in a local tracking
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 
-from adaptlab.errors import ConfigError
+import adaptlab
+from adaptlab import results
+from adaptlab.errors import ConfigError, DataError, StoreError
 from adaptlab.metrics.measures import Measure
+from adaptlab.results.mteb import MtebTaskResult, compare_mteb, export_mteb, mteb_results
 from adaptlab.results.validate import canonical_measure
 
 
@@ -25,3 +31,100 @@ def test_main_score_is_refused_with_its_meaning() -> None:
         Measure.parse("main_score")
     with pytest.raises(ConfigError, match="unknown measure 'foo_at'"):
         Measure.parse("foo_at_10")
+
+
+N_QUERIES = 12
+MEASURES = ("ndcg@10", "recall@5", "mrr")
+
+
+def _toy_runs(rng: np.random.Generator) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, dict[str, float]]]]:
+    """qrels (one gold document d{i} per query q{i}) and two runs of 6 distinct-score documents."""
+    qrels = {f"q{i}": {f"d{i}": 1} for i in range(N_QUERIES)}
+    runs: dict[str, dict[str, dict[str, float]]] = {}
+    for name, boost in (("base", 0.1), ("ft", 0.3)):
+        runs[name] = {}
+        for i in range(N_QUERIES):
+            scores = rng.permutation(6) / 10.0
+            scores[0] += boost
+            runs[name][f"q{i}"] = {f"d{(i + j) % N_QUERIES}": float(s) for j, s in enumerate(scores)}
+    return qrels, runs
+
+
+def _per_query(run_id: str, system: str, run: dict[str, dict[str, float]]) -> list[dict[str, object]]:
+    rows = []
+    for q, docs in run.items():
+        ids = sorted(docs, key=lambda d: (-docs[d], d))
+        gold = f"d{q[1:]}"
+        rows.append({"run_id": run_id, "system": system, "dataset": "toy", "query_id": q, "topk_ids": ids,
+                     "topk_scores": [docs[d] for d in ids], "gold_ids": [gold], "gold_rank": ids.index(gold) + 1,
+                     "sim_gold": docs[gold], "sim_random": 0.0, "random_id": ids[-1]})
+    return rows
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """A store with the scores (value and CI) and per-query rows of two systems on ``toy``,
+    the qrels and runs it was built from, and TREC files of them."""
+    import pyarrow as pa
+
+    tmp = tmp_path_factory.mktemp("interop")
+    qrels, runs = _toy_runs(np.random.default_rng(3))
+    (tmp / "qrels.trec").write_text("".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items()))
+    for name, run in runs.items():
+        (tmp / f"{name}.trec").write_text("".join(f"{q} Q0 {d} 1 {s!r} {name}\n"
+                                                  for q, docs in run.items() for d, s in docs.items()))
+    evals = {n: adaptlab.evaluate(qrels, r, list(MEASURES), system=n, n_resamples=200, seed=0) for n, r in runs.items()}
+    store = results.open(tmp / "store", create=True)
+    recs = [results.run_record(n, "toy", model_id=n, model_revision=None, dataset_fingerprint="fp-toy", seed=0,
+                               config={"k": 6, "model": n}) for n in runs]
+    ids = {r["system"]: r["run_id"] for r in recs}
+    metrics = [{"run_id": ids[n], "system": n, "dataset": "toy", "measure": m, "value": float(row.value),
+                "ci_low": float(row.ci_low), "ci_high": float(row.ci_high)}
+               for n, e in evals.items() for m, row in e.summary.systems[n].items()]
+    per_query = pa.Table.from_pylist([row for n in runs for row in _per_query(ids[n], n, runs[n])])
+    store.commit(recs, metrics, per_query)
+    return {"dir": tmp, "store": store, "qrels": qrels, "runs": runs, "metrics": metrics, "ids": ids}
+
+
+def test_mteb_json_has_mteb_fields_and_reads_back(toy, tmp_path) -> None:
+    paths = export_mteb(toy["store"], tmp_path / "mteb", task_names={"toy": "ToyRetrieval"})
+    assert sorted(p.relative_to(tmp_path / "mteb").as_posix() for p in paths) == [
+        "base/ToyRetrieval.json", "ft/ToyRetrieval.json"]
+    data = json.loads(paths[1].read_text())
+    assert set(data) >= {"dataset_revision", "task_name", "mteb_version", "scores", "evaluation_time",
+                         "kg_co2_emissions"}
+    assert data["task_name"] == "ToyRetrieval" and data["dataset_revision"] == "fp-toy"
+    (subset,) = data["scores"]["test"]
+    assert subset["hf_subset"] == "default" and isinstance(subset["languages"], list)
+    stored = {r["measure"]: r for r in toy["metrics"] if r["system"] == "ft"}
+    assert subset["main_score"] == subset["ndcg_at_10"] == stored["ndcg@10"]["value"]
+    assert subset["recall_at_5_ci_low"] == stored["recall@5"]["ci_low"]
+    back = MtebTaskResult.from_disk(paths[1])
+    assert back.values() == {m: r["value"] for m, r in stored.items()}
+    assert back.get_score("main_score") == back.get_score("ndcg@10") == stored["ndcg@10"]["value"]
+
+
+def test_mteb_published_scores_compare_with_the_store(toy, tmp_path) -> None:
+    stored = {r["measure"]: r for r in toy["metrics"] if r["system"] == "base"}
+    published = {"task_name": "Toy", "mteb_version": "1.12.0", "dataset_revision": "abc",
+                 "scores": {"test": [{"hf_subset": "default", "languages": ["eng-Latn"],
+                                      "main_score": 0.5, "ndcg_at_10": stored["ndcg@10"]["value"] - 0.01,
+                                      "mrr_at_10": 0.9, "nauc_map_at_10_max": 3.0, "recall_at_5": 2.0}]},
+                 "evaluation_time": 1.5, "kg_co2_emissions": None}
+    path = tmp_path / "Toy.json"
+    path.write_text(json.dumps(published))
+    frame = compare_mteb(MtebTaskResult.from_disk(path), toy["store"], system="base", dataset="toy")
+    assert list(frame.index) == ["ndcg@10", "recall@5"]
+    assert frame.loc["ndcg@10", "difference"] == pytest.approx(0.01)
+    assert not frame.loc["recall@5", "within_ci"]
+
+
+def test_mteb_bad_input_is_one_clear_line(toy, tmp_path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"task_name": "X"}))
+    with pytest.raises(DataError, match="bad.json: missing key.*scores"):
+        MtebTaskResult.from_disk(bad)
+    with pytest.raises(StoreError, match="no map@100 score to use as MTEB's main_score"):
+        mteb_results(toy["store"], main_measure="map@100")
+    with pytest.raises(DataError, match="no split 'dev'"):
+        MtebTaskResult.from_dict({"task_name": "X", "scores": {"test": []}}).values("dev")

@@ -22,19 +22,26 @@ Importing this package does not import pyarrow (it loads on first use), torch or
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from adaptlab.errors import StoreError
 from adaptlab.results.health import StoreDamagedError
 from adaptlab.results.location import check_store_location
 from adaptlab.results.migrate import migrate_store
+from adaptlab.results.mteb import MtebTaskResult, compare_mteb, export_mteb, mteb_results
 from adaptlab.results.provenance import new_run_id, run_record
 from adaptlab.results.repair import repair_store
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES
-from adaptlab.results.store import CommitId, ResultsStore, open  # noqa: A004 - `open` shadows the builtin on purpose
+from adaptlab.results.store import CommitId, open  # noqa: A004 - `open` shadows the builtin on purpose
 from adaptlab.results.validate import canonical_measure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from adaptlab.results.writer import ResultsStore
 
 __all__ = [
     "COLUMNS",
     "CommitId",
+    "MtebTaskResult",
     "ResultsStore",
     "SCHEMA_VERSION",
     "StoreDamagedError",
@@ -42,9 +49,22 @@ __all__ = [
     "TABLES",
     "canonical_measure",
     "check_store_location",
+    "compare_mteb",
+    "export_mteb",
     "migrate_store",
+    "mteb_results",
     "new_run_id",
     "open",
     "repair_store",
     "run_record",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``ResultsStore`` loads (with pyarrow and deltalake) on first use, so importing this package
+    stays light; :func:`open` returns one without it."""
+    if name == "ResultsStore":
+        from adaptlab.results.writer import ResultsStore
+
+        return ResultsStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,226 @@
+"""MTEB TaskResult JSON out of a store and back in, to compare with published scores.
+
+An MTEB result file holds one task (here: one dataset of one system)::
+
+    {"dataset_revision": "...", "task_name": "SciFact", "mteb_version": "1.12.0",
+     "scores": {"test": [{"hf_subset": "default", "languages": [], "main_score": 0.645,
+                          "ndcg_at_10": 0.645, "recall_at_100": 0.925, ...}]},
+     "evaluation_time": null, "kg_co2_emissions": null}
+
+Values are fractions (MTEB's leaderboard shows them x 100). Measure keys follow MTEB
+(``ndcg@10`` -> ``ndcg_at_10``, ``acc@5`` -> ``accuracy_at_5``); each also gets ``KEY_ci_low``
+and ``KEY_ci_high`` when the store holds its confidence interval (MTEB readers ignore keys they
+do not know). ``main_score`` is the value of ``main_measure`` (``ndcg@10``, MTEB's main score
+for its retrieval tasks). ``dataset_revision`` is the run's dataset fingerprint (adaptlab's,
+not a Hugging Face commit); ``mteb_version`` names the MTEB layout the file follows; the
+evaluation time is not stored, so it is ``null``.
+
+Reading (:meth:`MtebTaskResult.from_disk`) gives the per-measure values of a split and subset
+(:meth:`MtebTaskResult.values`, canonical measure names); :func:`compare_mteb` puts them beside
+a stored run's values and confidence intervals.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from adaptlab.errors import ConfigError, DataError, StoreError
+from adaptlab.storage.files import READABLE, safe_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from adaptlab.results.store import ResultsStore
+
+__all__ = ["MTEB_FORMAT_VERSION", "MtebTaskResult", "compare_mteb", "export_mteb", "metric_key", "mteb_results"]
+
+MTEB_FORMAT_VERSION = "1.12.0"
+"""The MTEB release whose TaskResult layout the written files follow."""
+_REQUIRED = ("task_name", "scores")
+_SUBSET_KEYS = frozenset({"hf_subset", "languages", "main_score"})
+_UNSAFE_KEY = re.compile(r"[^A-Za-z0-9_\-. /]+")
+_MTEB_NAMES = {"acc": "accuracy"}
+
+
+def metric_key(measure: str) -> str:
+    """The MTEB (and MLflow-safe) key of a stored measure: ``ndcg@10`` -> ``ndcg_at_10``,
+    ``acc@5`` -> ``accuracy_at_5``, ``mrr`` -> ``mrr``; a free measure string (``coe``) keeps
+    its letters, digits, ``_ - . /`` and space, anything else becomes ``_``."""
+    from adaptlab.metrics.measures import Measure
+
+    try:
+        m = Measure.parse(measure)
+    except ConfigError:
+        return _UNSAFE_KEY.sub("_", str(measure)) or "_"
+    name = _MTEB_NAMES.get(m.name, m.name)
+    return name if m.k is None else f"{name}_at_{m.k}"
+
+
+@dataclass(frozen=True)
+class MtebTaskResult:
+    """One MTEB TaskResult: ``scores[split]`` is a list of subsets, each a dict of MTEB keys."""
+
+    task_name: str
+    scores: dict[str, list[dict[str, Any]]]
+    dataset_revision: str | None = None
+    mteb_version: str | None = MTEB_FORMAT_VERSION
+    evaluation_time: float | None = None
+    kg_co2_emissions: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of MTEB's result files (MTEB's field names)."""
+        return {"dataset_revision": self.dataset_revision, "task_name": self.task_name,
+                "mteb_version": self.mteb_version, "scores": self.scores,
+                "evaluation_time": self.evaluation_time, "kg_co2_emissions": self.kg_co2_emissions, **self.extra}
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the JSON file (parent folders created); returns its path."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "MTEB result") -> MtebTaskResult:
+        """Parse and check one TaskResult object; ``source`` names it in errors."""
+        if not isinstance(data, Mapping):
+            raise DataError(f"{source}: expected a JSON object, got {type(data).__name__}")
+        missing = [k for k in _REQUIRED if k not in data]
+        if missing:
+            raise DataError(f"{source}: missing key(s) {', '.join(missing)}; an MTEB TaskResult has "
+                            "task_name and scores {split: [{hf_subset, main_score, ...}]}")
+        scores = data["scores"]
+        if not isinstance(scores, Mapping) or not all(
+                isinstance(v, list) and all(isinstance(s, Mapping) for s in v) for v in scores.values()):
+            raise DataError(f"{source}: 'scores' must map each split to a list of objects "
+                            "(one per hf_subset)")
+        known = {"dataset_revision", "task_name", "mteb_version", "scores", "evaluation_time", "kg_co2_emissions"}
+        return cls(str(data["task_name"]), {str(k): [dict(s) for s in v] for k, v in scores.items()},
+                   data.get("dataset_revision"), data.get("mteb_version"), data.get("evaluation_time"),
+                   data.get("kg_co2_emissions"), {k: v for k, v in data.items() if k not in known})
+
+    @classmethod
+    def from_disk(cls, path: str | os.PathLike[str]) -> MtebTaskResult:
+        """Read an MTEB result file (``TaskName.json``)."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise DataError(f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from e
+        return cls.from_dict(data, str(path))
+
+    def subset(self, split: str = "test", hf_subset: str = "default") -> dict[str, Any]:
+        """The score dict of one split and subset."""
+        if split not in self.scores:
+            raise DataError(f"MTEB result {self.task_name!r}: no split {split!r}; it has "
+                            f"{', '.join(sorted(self.scores)) or 'none'}")
+        for s in self.scores[split]:
+            if s.get("hf_subset", "default") == hf_subset:
+                return s
+        have = ", ".join(str(s.get("hf_subset")) for s in self.scores[split])
+        raise DataError(f"MTEB result {self.task_name!r}, split {split!r}: no hf_subset {hf_subset!r}; "
+                        f"it has {have or 'none'}")
+
+    def get_score(self, key: str, split: str = "test", hf_subset: str = "default") -> float:
+        """One value by MTEB key (``main_score``, ``ndcg_at_10``) or measure name (``ndcg@10``)."""
+        scores = self.subset(split, hf_subset)
+        name = key if key in scores else metric_key(key)
+        if name not in scores:
+            raise DataError(f"MTEB result {self.task_name!r}, split {split!r}: no score {key!r}")
+        return float(scores[name])
+
+    def values(self, split: str = "test", hf_subset: str = "default") -> dict[str, float]:
+        """Per-measure values under canonical names (``ndcg_at_10`` -> ``ndcg@10``); keys that
+        are not ranking measures (``main_score``, ``nauc_*``, ``*_ci_low``) are left out."""
+        from adaptlab.metrics.measures import Measure
+
+        out: dict[str, float] = {}
+        for key, value in self.subset(split, hf_subset).items():
+            if key in _SUBSET_KEYS or not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            try:
+                out[str(Measure.parse(key))] = float(value)
+            except ConfigError:
+                continue
+        return out
+
+
+def _subset_scores(rows: Sequence[Mapping[str, Any]], main_measure: str, where: str) -> dict[str, Any]:
+    """MTEB keys (value and CI bounds) of one run's score rows, with main_score."""
+    scores: dict[str, Any] = {"hf_subset": "default", "languages": []}
+    by_measure = {str(r["measure"]): r for r in rows}
+    if main_measure not in by_measure:
+        raise StoreError(f"{where}: no {main_measure} score to use as MTEB's main_score; "
+                         f"stored measures: {', '.join(sorted(by_measure))}; pass main_measure=")
+    scores["main_score"] = float(by_measure[main_measure]["value"])
+    for measure in sorted(by_measure):
+        row, key = by_measure[measure], metric_key(measure)
+        scores[key] = float(row["value"])
+        for bound in ("ci_low", "ci_high"):
+            if row.get(bound) is not None:
+                scores[f"{key}_{bound}"] = float(row[bound])
+    return scores
+
+
+def mteb_results(store: ResultsStore, *, system: str | None = None, dataset: str | None = None,
+                 split: str = "test", main_measure: str = "ndcg@10",
+                 task_names: Mapping[str, str] | None = None) -> dict[tuple[str, str], MtebTaskResult]:
+    """One :class:`MtebTaskResult` per (system, dataset) of the latest run of each in ``store``
+    (filtered by ``system`` / ``dataset``); ``task_names`` maps a dataset to its MTEB task name
+    (default: the dataset name)."""
+    from adaptlab.results.validate import canonical_measure
+
+    filters = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
+    rows = store.metrics(kind="score", latest=True, **filters).to_pylist()
+    if not rows:
+        raise StoreError(f"no scores in the store for {filters or 'any system'}; run a study first or check the filter")
+    runs = {r["run_id"]: r for r in store.runs(latest=True, **filters).to_pylist()}
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["system"], r["dataset"]), []).append(r)
+    main = canonical_measure(main_measure)
+    out = {}
+    for (sys_name, ds), group in sorted(groups.items()):
+        run = runs.get(group[0]["run_id"], {})
+        scores = _subset_scores(group, main, f"system {sys_name!r}, dataset {ds!r}")
+        out[(sys_name, ds)] = MtebTaskResult(
+            (task_names or {}).get(ds, ds), {split: [scores]}, dataset_revision=run.get("dataset_fingerprint"),
+            extra={"adaptlab": {"system": sys_name, "dataset": ds, "run_id": group[0]["run_id"],
+                                "package_version": run.get("package_version")}})
+    return out
+
+
+def export_mteb(store: ResultsStore, out_dir: str | os.PathLike[str], **kwargs: Any) -> list[Path]:
+    """Write :func:`mteb_results` as MTEB's layout ``out_dir/SYSTEM/TASK.json``; returns the paths."""
+    return [result.save(Path(out_dir) / safe_name(sys_name, READABLE) / f"{safe_name(result.task_name, READABLE)}.json")
+            for (sys_name, _), result in mteb_results(store, **kwargs).items()]
+
+
+def compare_mteb(result: MtebTaskResult, store: ResultsStore, *, system: str, dataset: str,
+                 split: str = "test", hf_subset: str = "default") -> pd.DataFrame:
+    """Published (MTEB) values beside the stored ones of the latest run of (system, dataset):
+    one row per measure both hold, columns ``mteb``, ``value``, ``ci_low``, ``ci_high``,
+    ``difference`` (``value - mteb``) and ``within_ci`` (the published value inside the CI)."""
+    import pandas as pd
+
+    published = result.values(split, hf_subset)
+    stored = {r["measure"]: r for r in store.metrics(kind="score", latest=True, system=system,
+                                                     dataset=dataset).to_pylist()}
+    rows = []
+    for measure in sorted(set(published) & set(stored)):
+        r = stored[measure]
+        low, high = r.get("ci_low"), r.get("ci_high")
+        within = None if low is None or high is None else bool(low <= published[measure] <= high)
+        rows.append({"measure": measure, "mteb": published[measure], "value": r["value"], "ci_low": low,
+                     "ci_high": high, "difference": r["value"] - published[measure], "within_ci": within})
+    if not rows:
+        raise StoreError(f"MTEB result {result.task_name!r} and the store's {system!r} on {dataset!r} share no "
+                         f"measure (MTEB: {', '.join(sorted(published)) or 'none'}; store: "
+                         f"{', '.join(sorted(stored)) or 'none'})")
+    return pd.DataFrame(rows).set_index("measure")
