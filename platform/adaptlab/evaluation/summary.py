@@ -60,8 +60,8 @@ __all__ = ["EvaluationSummary", "MeasureSummary", "PairSummary", "SampleSizeWarn
 
 
 class SmallSampleWarning(UserWarning):
-    """Fewer queries than :data:`~adaptlab.stats.pvalues.SMALL_SAMPLE_Q`: bootstrap CIs and
-    p-values are unreliable; read the exact tests."""
+    """Fewer queries than :data:`~adaptlab.stats.pvalues.SMALL_SAMPLE_Q`: bootstrap CIs are
+    unreliable; read the exact tests."""
 
 
 class SampleSizeWarning(UserWarning):
@@ -320,9 +320,9 @@ def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[Bootstra
         pairs += _family(fam, boot.adjustment, vals)
     if small and pairs:
         warnings.warn(
-            f"only {first.n_queries} queries (< {SMALL_SAMPLE_Q}): bootstrap CIs and p-values are unreliable at "
-            "this size; every paired comparison also carries the exact sign test (p_exact) and the Wilcoxon "
-            "signed-rank p-value", SmallSampleWarning, stacklevel=3)
+            f"only {first.n_queries} queries (< {SMALL_SAMPLE_Q}): bootstrap CIs are unreliable at this size (p is "
+            "the sign-flip randomization test's); every paired comparison also carries the exact sign test "
+            "(p_exact) and the Wilcoxon signed-rank p-value", SmallSampleWarning, stacklevel=3)
     l = first.n_queries if boot.sample_size is None else int(boot.sample_size)
     _warn_few_outcomes(groups)
     if l < first.n_queries:
