@@ -13,6 +13,14 @@ from adaptlab import results
 from adaptlab.errors import ConfigError, DataError, StoreError
 from adaptlab.metrics.measures import Measure
 from adaptlab.results.mteb import MtebTaskResult, compare_mteb, export_mteb, mteb_results
+from adaptlab.results.ranx_io import (
+    export_ranx,
+    from_ranx_frame,
+    read_ranx_json,
+    store_run,
+    to_ranx_frame,
+    write_ranx_json,
+)
 from adaptlab.results.validate import canonical_measure
 
 
@@ -38,13 +46,14 @@ MEASURES = ("ndcg@10", "recall@5", "mrr")
 
 
 def _toy_runs(rng: np.random.Generator) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, dict[str, float]]]]:
-    """qrels (one gold document d{i} per query q{i}) and two runs of 6 distinct-score documents."""
+    """qrels (one gold document d{i} per query q{i}) and two runs of 6 documents, scores exact in
+    float32 (the store keeps float32 scores, so a run read back equals the one written)."""
     qrels = {f"q{i}": {f"d{i}": 1} for i in range(N_QUERIES)}
     runs: dict[str, dict[str, dict[str, float]]] = {}
-    for name, boost in (("base", 0.1), ("ft", 0.3)):
+    for name, boost in (("base", 0.125), ("ft", 0.375)):
         runs[name] = {}
         for i in range(N_QUERIES):
-            scores = rng.permutation(6) / 10.0
+            scores = rng.permutation(6) / 8.0
             scores[0] += boost
             runs[name][f"q{i}"] = {f"d{(i + j) % N_QUERIES}": float(s) for j, s in enumerate(scores)}
     return qrels, runs
@@ -128,3 +137,47 @@ def test_mteb_bad_input_is_one_clear_line(toy, tmp_path) -> None:
         mteb_results(toy["store"], main_measure="map@100")
     with pytest.raises(DataError, match="no split 'dev'"):
         MtebTaskResult.from_dict({"task_name": "X", "scores": {"test": []}}).values("dev")
+
+
+def _means(evaluation) -> dict[str, float]:
+    return {m: float(np.mean(v)) for m, v in evaluation.values.items()}
+
+
+def test_ranx_json_from_the_store_evaluates_like_the_trec_files(toy, tmp_path) -> None:
+    paths = export_ranx(toy["store"], tmp_path / "ranx")
+    assert sorted(p.relative_to(tmp_path / "ranx").as_posix() for p in paths) == [
+        "toy/qrels.json", "toy/runs/base.json", "toy/runs/ft.json"]
+    qrels = read_ranx_json(tmp_path / "ranx/toy/qrels.json", qrels=True)
+    assert qrels == toy["qrels"]
+    for name in ("base", "ft"):
+        run = read_ranx_json(tmp_path / f"ranx/toy/runs/{name}.json")
+        assert run == toy["runs"][name]
+        ours = adaptlab.evaluate(qrels, run, list(MEASURES))
+        trec = adaptlab.evaluate(toy["dir"] / "qrels.trec", toy["dir"] / f"{name}.trec", list(MEASURES))
+        assert ours.query_ids == trec.query_ids and _means(ours) == _means(trec)
+
+
+def test_ranx_frames_round_trip_and_evaluate(toy, tmp_path) -> None:
+    run = toy["runs"]["ft"]
+    frame = to_ranx_frame(run)
+    assert list(frame.columns) == ["q_id", "doc_id", "score"] and len(frame) == 6 * N_QUERIES
+    assert from_ranx_frame(frame) == run
+    qframe = to_ranx_frame(toy["qrels"])
+    assert from_ranx_frame(qframe, qrels=True) == toy["qrels"]
+    write_ranx_json(from_ranx_frame(frame), tmp_path / "run.json")
+    assert read_ranx_json(tmp_path / "run.json") == run
+    trec = adaptlab.evaluate(toy["dir"] / "qrels.trec", toy["dir"] / "ft.trec", list(MEASURES))
+    assert _means(adaptlab.evaluate(qframe, frame, list(MEASURES))) == _means(trec)
+    assert store_run(toy["store"], system="ft", dataset="toy") == run
+
+
+def test_ranx_bad_input_is_one_clear_line(tmp_path) -> None:
+    bad = tmp_path / "q.json"
+    bad.write_text(json.dumps({"q1": {"d1": 0.5}}))
+    with pytest.raises(DataError, match="q.json: query 'q1', document 'd1' has 0.5, expected an integer relevance"):
+        read_ranx_json(bad, qrels=True)
+    bad.write_text(json.dumps({"q1": ["d1"]}))
+    with pytest.raises(DataError, match="query 'q1' maps to list"):
+        read_ranx_json(bad)
+    with pytest.raises(DataError, match="no column.*q_id"):
+        from_ranx_frame(to_ranx_frame({"q": {"d": 1.0}}).rename(columns={"q_id": "qid"}))
