@@ -9,6 +9,7 @@
 - :mod:`~adaptlab.analysis.diversity`: topic diversity of a benchmark (004, Sec. 3.4.2)
 - :mod:`~adaptlab.analysis.curves`: nDCG@k curves (004, Figure 3)
 - :mod:`~adaptlab.analysis.compare`: all-pairs comparison, significance letters, tiers, MDE
+- :mod:`~adaptlab.analysis.plan`: power planning, queries needed to detect an effect (:func:`plan_sample_size`)
 - :mod:`~adaptlab.analysis.evalrank`: EvalRank MRR / Hits@k over positive pairs (003)
 - :mod:`~adaptlab.analysis.plots`: figures (matplotlib Figures; PNG, SVG or PDF when saved); :mod:`~adaptlab.analysis.report`: Markdown/HTML report
 
@@ -34,6 +35,7 @@ from adaptlab.analysis.diversity import (
 from adaptlab.analysis.evalrank import EvalRankResult, PairPool, evalrank, evalrank_ranks, load_pairs
 from adaptlab.analysis.inspect import format_inspection, inspect_queries, win_loss
 from adaptlab.analysis.isotropy import IsotropyResult, isoscore, isotropy, isotropy_mu, isotropy_mu_exact
+from adaptlab.analysis.plan import Plan, pilot_from_store, plan_sample_size
 from adaptlab.analysis.overlap import (
     DEFAULT_OVERLAP_PSI,
     OverlapResult,
@@ -98,6 +100,7 @@ __all__ = [
     "OverlapResult",
     "PSI_GRID",
     "PairPool",
+    "Plan",
     "ShiftComparison",
     "SimilarityDistributions",
     "Standardize",
@@ -132,6 +135,8 @@ __all__ = [
     "ndcg_curves",
     "overlap_from_arrays",
     "overlap_metrics",
+    "pilot_from_store",
+    "plan_sample_size",
     "plot_ci_forest",
     "plot_forest",
     "plot_ndcg_curves",

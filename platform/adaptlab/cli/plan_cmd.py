@@ -1,0 +1,86 @@
+"""``adaptlab plan``: how many queries detect a gain of a given size with a given power."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from adaptlab.analysis import pilot_from_store, plan_sample_size
+from adaptlab.cli._common import add_common, bounded_int
+from adaptlab.cli.compare_cmd import _per_query_from_runs, _unit_open
+from adaptlab.errors import ConfigError
+from adaptlab.metrics import parse_measures
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``adaptlab plan``."""
+    p = sub.add_parser("plan", help="how many queries detect a gain of X with power P (from pilot runs or a store)",
+                       description="Plan the number of queries: from pilot per-query values of two systems (two TREC "
+                                   "runs with --qrels, or --system/--against in a results store), the smallest number "
+                                   "of queries whose paired test (the one adaptlab reports) detects a mean difference "
+                                   "--effect with probability --power, by paired resampling of the pilot.")
+    p.add_argument("--qrels", type=Path, help="TREC qrels file, or a BEIR qrels/<split>.tsv (with two --run)")
+    p.add_argument("--run", type=Path, action="append", dest="runs",
+                   help="TREC run file; give exactly two (the first is the system, the second the baseline)")
+    p.add_argument("--store", help="a results store (a directory or an s3://, gs://, az:// URI) instead of runs")
+    p.add_argument("--system", help="with --store: the system expected to gain")
+    p.add_argument("--against", help="with --store: the baseline system")
+    p.add_argument("--dataset", help="with --store: the dataset (needed when both systems are on several)")
+    p.add_argument("--metric", "--measure", dest="metric", default="ndcg@10", help="the measure (default ndcg@10)")
+    p.add_argument("--effect", type=float, required=True, help="the mean difference to detect, in the measure's units")
+    p.add_argument("--power", type=_unit_open, default=0.8, help="the probability of detecting it (default 0.8)")
+    p.add_argument("--alpha", type=_unit_open, default=0.05, help="the level of the two-sided test (default 0.05)")
+    p.add_argument("--experiments", type=bounded_int(10, 100_000), default=400,
+                   help="simulated evaluations per number of queries (default 400)")
+    p.add_argument("--resamples", type=bounded_int(19, 1_000_000), default=1000,
+                   help="sign vectors (or bootstrap resamples) per simulated test (default 1000)")
+    p.add_argument("--max-queries", type=bounded_int(2), default=10000,
+                   help="the largest number of queries tried (default 10000)")
+    p.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the simulation (default 0)")
+    p.add_argument("--figure", type=Path, help="also save the power curve here (.png, .pdf or .svg)")
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def _pilot(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
+    """The two systems' per-query pilot values from the runs or the store."""
+    if (args.store is None) == (args.qrels is None):
+        raise ConfigError("give either --qrels with two --run files, or --store URI with --system and --against")
+    measure = str(parse_measures([args.metric])[0])
+    if args.store is None:
+        if not args.runs or len(args.runs) != 2:
+            raise ConfigError("--qrels needs exactly two --run files: the system, then the baseline")
+        per_query = _per_query_from_runs(args.qrels, args.runs, measure)
+        a, b = (per_query[p.stem] for p in args.runs)
+        if a.query_ids != b.query_ids:
+            raise ConfigError(f"--run {args.runs[0]} and --run {args.runs[1]} were evaluated on different queries")
+        return np.asarray(a.matrix(measure)), np.asarray(b.matrix(measure))
+    if args.runs:
+        raise ConfigError("--run goes with --qrels, not with --store")
+    if not args.system or not args.against:
+        raise ConfigError("--store needs --system and --against (the two systems to compare)")
+    from adaptlab import results
+
+    store = results.open(args.store)
+    try:
+        return pilot_from_store(store, system=args.system, against=args.against, measure=measure,
+                                dataset=args.dataset)
+    finally:
+        store.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plan the number of queries and print the answer and the power curve."""
+    a, b = _pilot(args)
+    plan = plan_sample_size(a, b, effect=args.effect, power=args.power, alpha=args.alpha,
+                            n_experiments=args.experiments, n_resamples=args.resamples,
+                            max_queries=args.max_queries, seed=args.seed)
+    print(plan)
+    print()
+    print(plan.curve.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    if args.figure is not None:
+        plan.figure(args.figure)
+        print(f"\npower curve: {args.figure}")
+    return 0
