@@ -154,7 +154,7 @@ class BootstrapSection:
     sample_size: int = 0
     seed: int | None = None
     confidence: float = 0.95
-    interval: str = "percentile"
+    interval: str = "auto"
     adjustment: str = "holm"
     allow_oversampling: bool = False
 
@@ -187,7 +187,7 @@ class AnalysisSection:
     topic_diversity: bool = False
     top_k: int = 5
     psi: float = 5.0
-    threshold_test: str = "margin"
+    threshold_test: str = "exact"
     threshold_margin: float = 0.01
 
 

@@ -24,7 +24,7 @@ from adaptlab.analysis.report.cells import (
 from adaptlab.analysis.report.document import Page
 from adaptlab.analysis.thresholds import ThresholdResult
 from adaptlab.stats import BootstrapConfig
-from adaptlab.stats.pvalues import ci_label
+from adaptlab.stats.pvalues import ci_label, p_value_note
 
 __all__ = [
     "ANALYSIS_MEASURES",
@@ -103,13 +103,22 @@ def pairs_section(page: Page, rows: list[dict[str, Any]]) -> None:
         page.doc.table(head, table)
         _pairs_figure(page, pair_rows)
         adj = sorted({str(r.get("adjustment")) for r in pair_rows if r.get("adjustment")})
-        page.doc.p("p-value: two-sided paired bootstrap, bounded below by 2/(m+1) for m resamples. "
+        page.doc.p(_p_note(pair_rows) + ". "
                    + (f"p adjusted: {', '.join(ADJUSTMENT_NAMES.get(a, a) for a in adj)} within each family (one "
                       "dataset, one measure; the family size in parentheses); read significance from it, not from "
                       "the raw p."
                       if adj else "No multiplicity adjustment is stored for these rows (written before it existed).")
                    + (" Fewer than 30 queries: bootstrap intervals are unreliable, read the exact sign test."
                       if exact else ""))
+
+
+def _p_note(pair_rows: list[dict[str, Any]]) -> str:
+    """The test behind the ``p`` column (sign-flip randomization below 1000 queries, the paired
+    bootstrap from there on) and its floor, from the first row that records both sizes."""
+    for r in pair_rows:
+        if r.get("n_queries") and r.get("n_resamples"):
+            return p_value_note(int(r["n_queries"]), int(r["n_resamples"]))
+    return "p: two-sided paired test, bounded below by 2/(m+1) for m resamples"
 
 
 def _pairs_figure(page: Page, pair_rows: list[dict[str, Any]]) -> None:
