@@ -12,6 +12,7 @@ import adaptlab
 from adaptlab import results
 from adaptlab.errors import ConfigError, DataError, StoreError
 from adaptlab.metrics.measures import Measure
+from adaptlab.results.mlflow_log import log_to_mlflow
 from adaptlab.results.mteb import MtebTaskResult, compare_mteb, export_mteb, mteb_results
 from adaptlab.results.ranx_io import (
     export_ranx,
@@ -181,3 +182,37 @@ def test_ranx_bad_input_is_one_clear_line(tmp_path) -> None:
         read_ranx_json(bad)
     with pytest.raises(DataError, match="no column.*q_id"):
         from_ranx_frame(to_ranx_frame({"q": {"d": 1.0}}).rename(columns={"q_id": "qid"}))
+
+
+def test_mlflow_one_run_per_stored_run_with_safe_names_and_ci(toy, tmp_path, monkeypatch) -> None:
+    pytest.importorskip("mlflow", reason="MLflow logging needs mlflow: pip install mlflow-skinny")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # what log_to_mlflow sets for a file: URI
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    from mlflow.tracking import MlflowClient
+
+    report = tmp_path / "report.html"
+    report.write_text("<html>report</html>")
+    uri = (tmp_path / "mlruns").as_uri()
+    logged = log_to_mlflow(toy["store"], uri, experiment="toy-study", artifacts=[report, toy["dir"] / "ft.trec"])
+    assert sorted(logged) == sorted(toy["ids"].values())
+    client = MlflowClient(tracking_uri=uri)
+    for system, run_id in toy["ids"].items():
+        run = client.get_run(logged[run_id])
+        stored = {r["measure"]: r for r in toy["metrics"] if r["system"] == system}
+        assert run.info.run_name == f"{system} on toy" and run.data.tags["adaptlab.run_id"] == run_id
+        assert run.data.params["config.model"] == system and run.data.params["config.k"] == "6"
+        assert run.data.params["dataset_fingerprint"] == "fp-toy"
+        expected = {}
+        for key, measure in (("ndcg_at_10", "ndcg@10"), ("recall_at_5", "recall@5"), ("mrr", "mrr")):
+            expected |= {key: stored[measure]["value"], f"{key}_ci_low": stored[measure]["ci_low"],
+                         f"{key}_ci_high": stored[measure]["ci_high"]}
+        assert run.data.metrics == pytest.approx(expected)
+        names = sorted(a.path for a in client.list_artifacts(logged[run_id], "adaptlab"))
+        assert names == ["adaptlab/ft.trec", "adaptlab/report.html"]
+
+
+def test_mlflow_needs_an_explicit_tracking_uri(toy, tmp_path) -> None:
+    with pytest.raises(ConfigError, match="tracking_uri is required"):
+        log_to_mlflow(toy["store"], "")
+    with pytest.raises(ConfigError, match="artifact file.*not found: .*nope.html"):
+        log_to_mlflow(toy["store"], (tmp_path / "mlruns").as_uri(), artifacts=[tmp_path / "nope.html"])

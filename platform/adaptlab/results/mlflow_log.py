@@ -1,0 +1,141 @@
+"""Log a store's runs to MLflow: one MLflow run per stored run.
+
+Each stored run (one system on one dataset) becomes one MLflow run named ``SYSTEM on DATASET``
+in the experiment ``experiment`` (default: the run's study, else ``adaptlab``), with
+
+- params: the run's study config (flattened, ``a.b`` keys) and its provenance (``system``,
+  ``dataset``, ``model_id``, ``model_revision``, ``dataset_fingerprint``, ``seed``);
+- metrics: each score under an MLflow-safe name (MLflow refuses ``@``: ``ndcg@10`` ->
+  ``ndcg_at_10``, the MTEB key of :func:`adaptlab.results.mteb.metric_key`) plus
+  ``NAME_ci_low`` and ``NAME_ci_high`` when the CI is stored;
+- tags: ``adaptlab.run_id`` and ``adaptlab.package_version``;
+- artifacts: the files given in ``artifacts`` (a report, run files), under ``adaptlab/``.
+
+The tracking URI must be given (a local ``file:`` path or ``sqlite:`` database, or a server the
+caller chose): nothing is sent to a default server, and MLflow's usage telemetry is switched off
+unless ``MLFLOW_DISABLE_TELEMETRY`` is set. Needs ``pip install mlflow-skinny`` (or ``mlflow``).
+MLflow 3 refuses its file backend unless ``MLFLOW_ALLOW_FILE_STORE=true``; a ``file:`` URI (or a
+plain path) given here sets it when unset. ``sqlite:`` needs the full ``mlflow`` package
+(SQLAlchemy and Alembic).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from adaptlab.errors import ConfigError, StoreError
+from adaptlab.results.mteb import metric_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from adaptlab.results.store import ResultsStore
+
+__all__ = ["log_to_mlflow"]
+
+_PARAM_MAX = 6000
+"""MLflow's limit on a param value's length (longer values are cut with a marker)."""
+_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]+")
+"""Characters MLflow refuses in a param name (it allows letters, digits, ``_ - . /`` and space)."""
+_PROVENANCE = ("system", "dataset", "model_id", "model_revision", "dataset_fingerprint", "seed")
+
+
+def _client(tracking_uri: str) -> Any:
+    if not isinstance(tracking_uri, str) or not tracking_uri.strip():
+        raise ConfigError("log_to_mlflow: tracking_uri is required (e.g. file:///path/mlruns or "
+                          "sqlite:///path/mlflow.db); there is no default server")
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    if tracking_uri.startswith("file:") or "://" not in tracking_uri:  # asked for by name: allow it
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError as e:
+        raise ConfigError("MLflow logging needs mlflow: pip install mlflow-skinny") from e
+    return MlflowClient(tracking_uri=tracking_uri)
+
+
+def _flatten(config: Any, prefix: str = "") -> dict[str, str]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": "1"}``; lists as JSON; values cut to MLflow's limit."""
+    if not isinstance(config, Mapping):
+        return {prefix or "config": _param_text(config)}
+    out: dict[str, str] = {}
+    for key, value in config.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        out.update(_flatten(value, name) if isinstance(value, Mapping) else {_UNSAFE.sub("_", name): _param_text(value)})
+    return out
+
+
+def _param_text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= _PARAM_MAX else text[: _PARAM_MAX - 3] + "..."
+
+
+def _params(run: Mapping[str, Any]) -> dict[str, str]:
+    config = run.get("config") or "{}"
+    try:
+        parsed = json.loads(config) if isinstance(config, str) else config
+    except json.JSONDecodeError:
+        parsed = config
+    params = {f"config.{k}": v for k, v in _flatten(parsed).items()}
+    params.update({k: _param_text(run.get(k)) for k in _PROVENANCE if run.get(k) is not None})
+    return params
+
+
+def _metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for r in rows:
+        key = metric_key(str(r["measure"]))
+        out[key] = float(r["value"])
+        for bound in ("ci_low", "ci_high"):
+            if r.get(bound) is not None:
+                out[f"{key}_{bound}"] = float(r[bound])
+    return out
+
+
+def _log_one(client: Any, experiment_id: str, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+             artifacts: Sequence[Path]) -> str:
+    """One MLflow run for one stored run; returns the MLflow run id."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    tags = {"adaptlab.run_id": run["run_id"], "adaptlab.package_version": str(run.get("package_version"))}
+    created = client.create_run(experiment_id, run_name=f"{run['system']} on {run['dataset']}", tags=tags)
+    mlflow_id = created.info.run_id
+    stamp = int(run["timestamp"].timestamp() * 1000) if run.get("timestamp") is not None else 0
+    client.log_batch(mlflow_id, metrics=[Metric(k, v, stamp, 0) for k, v in _metrics(rows).items()],
+                     params=[Param(k, v) for k, v in sorted(_params(run).items())])
+    for path in artifacts:
+        client.log_artifact(mlflow_id, str(path), artifact_path="adaptlab")
+    client.set_terminated(mlflow_id)
+    return mlflow_id
+
+
+def _experiment(client: Any, name: str) -> str:
+    found = client.get_experiment_by_name(name)
+    return found.experiment_id if found is not None else client.create_experiment(name)
+
+
+def log_to_mlflow(store: ResultsStore, tracking_uri: str, *, experiment: str | None = None,
+                  system: str | None = None, dataset: str | None = None,
+                  artifacts: Sequence[str | os.PathLike[str]] = ()) -> dict[str, str]:
+    """Log the latest run of each (system, dataset) in ``store`` (filtered by ``system`` /
+    ``dataset``) to the MLflow tracking store at ``tracking_uri`` (required; see the module doc);
+    ``artifacts``: files attached to every run. Returns ``{stored run_id: MLflow run id}``."""
+    files = [Path(a) for a in artifacts]
+    missing = [str(p) for p in files if not p.is_file()]
+    if missing:
+        raise ConfigError(f"log_to_mlflow: artifact file(s) not found: {', '.join(missing)}")
+    client = _client(tracking_uri)
+    filters = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
+    runs = store.runs(latest=True, **filters).to_pylist()
+    if not runs:
+        raise StoreError(f"no runs in the store for {filters or 'any system'}; run a study first or check the filter")
+    scores = store.metrics(kind="score", latest=True, **filters).to_pylist()
+    out = {}
+    for run in runs:
+        rows = [r for r in scores if r["run_id"] == run["run_id"]]
+        exp_id = _experiment(client, experiment or run.get("study") or "adaptlab")
+        out[run["run_id"]] = _log_one(client, exp_id, run, rows, files)
+    return out
