@@ -216,3 +216,18 @@ def test_mlflow_needs_an_explicit_tracking_uri(toy, tmp_path) -> None:
         log_to_mlflow(toy["store"], "")
     with pytest.raises(ConfigError, match="artifact file.*not found: .*nope.html"):
         log_to_mlflow(toy["store"], (tmp_path / "mlruns").as_uri(), artifacts=[tmp_path / "nope.html"])
+
+
+def test_cli_export_writes_mteb_and_ranx_files(toy, tmp_path, cli) -> None:
+    done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "mteb", "--out", str(tmp_path / "m"),
+               "--system", "ft")
+    assert done.returncode == 0, done.stderr
+    assert "exported 1 files" in done.stdout
+    assert MtebTaskResult.from_disk(tmp_path / "m/ft/toy.json").get_score("ndcg_at_10") == next(
+        r["value"] for r in toy["metrics"] if r["system"] == "ft" and r["measure"] == "ndcg@10")
+    done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "ranx", "--out", str(tmp_path / "r"))
+    assert done.returncode == 0, done.stderr
+    assert read_ranx_json(tmp_path / "r/toy/runs/base.json") == toy["runs"]["base"]
+    done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "mteb", "--out", str(tmp_path / "x"),
+               "--system", "nope")
+    assert done.returncode == 2 and "no scores in the store" in done.stderr

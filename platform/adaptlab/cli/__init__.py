@@ -29,7 +29,7 @@ from adaptlab.errors import AdaptlabError, mask_url
 
 __all__ = ["main"]
 
-_COMMANDS = ("evaluate", "compare", "plan", "results", "run", "submit", "report", "inspect", "cache")
+_COMMANDS = ("evaluate", "compare", "plan", "results", "export", "run", "submit", "report", "inspect", "cache")
 
 
 class _Parser(argparse.ArgumentParser):

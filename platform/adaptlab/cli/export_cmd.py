@@ -1,0 +1,69 @@
+"""``adaptlab export``: a results store's latest runs as MTEB result files, ranx JSON, or MLflow runs.
+
+``--to mteb --out DIR``: ``DIR/SYSTEM/DATASET.json`` in MTEB's TaskResult layout
+(:func:`adaptlab.results.export_mteb`); ``--to ranx --out DIR``: ``DIR/DATASET/qrels.json`` and
+``DIR/DATASET/runs/SYSTEM.json`` (:func:`adaptlab.results.export_ranx`); ``--to mlflow --out URI``:
+one MLflow run per stored run in the tracking store at URI, e.g. ``file:///path/mlruns``
+(:func:`adaptlab.results.mlflow_log.log_to_mlflow`; ``--artifact FILE`` attaches a report or run
+file to each). ``--system`` / ``--dataset`` pick the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from adaptlab.cli._common import add_common
+
+_TARGETS = ("mteb", "ranx", "mlflow")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``adaptlab export``."""
+    p = sub.add_parser(
+        "export", help="export a results store to MTEB result files, ranx JSON or MLflow",
+        description="Write the latest run of each (system, dataset) in a results store as MTEB TaskResult "
+                    "JSON files, ranx run/qrels JSON files, or MLflow runs (params, metrics with CI bounds, "
+                    "artifacts) in a tracking store you name.")
+    p.add_argument("--store", required=True, help="results store (directory or s3://... URI)")
+    p.add_argument("--to", required=True, choices=_TARGETS, help="the format to write")
+    p.add_argument("--out", required=True, metavar="PATH_OR_URI",
+                   help="output folder (mteb, ranx) or MLflow tracking URI, e.g. file:///tmp/mlruns (mlflow)")
+    p.add_argument("--system", default=None, help="only this system")
+    p.add_argument("--dataset", default=None, help="only this dataset")
+    p.add_argument("--split", default="test", help="mteb: the split name the scores are written under")
+    p.add_argument("--experiment", default=None, help="mlflow: experiment name (default: the study, else adaptlab)")
+    p.add_argument("--artifact", action="append", default=[], metavar="FILE",
+                   help="mlflow: a file (report, run file) attached to every run; repeatable")
+    add_common(p)
+    p.set_defaults(handler=run)
+
+
+def _export(store: Any, args: argparse.Namespace) -> list[str]:
+    """Write the export; returns one line per file or MLflow run."""
+    from adaptlab import results
+
+    picked: dict[str, Any] = {"system": args.system, "dataset": args.dataset}
+    if args.to == "mteb":
+        return [str(p) for p in results.export_mteb(store, args.out, split=args.split, **picked)]
+    if args.to == "ranx":
+        from adaptlab.results.ranx_io import export_ranx
+
+        return [str(p) for p in export_ranx(store, args.out, **picked)]
+    from adaptlab.results.mlflow_log import log_to_mlflow
+
+    logged = log_to_mlflow(store, args.out, experiment=args.experiment, artifacts=args.artifact, **picked)
+    return [f"run {run_id} -> MLflow run {mlflow_id}" for run_id, mlflow_id in sorted(logged.items())]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Export; prints what was written; returns the exit status."""
+    from adaptlab import results
+    from adaptlab.errors import mask_url
+
+    lines = _export(results.open(args.store), args)
+    for line in lines:
+        print(line)
+    target = mask_url(args.out) if args.to == "mlflow" else args.out
+    print(f"exported {len(lines)} {'runs' if args.to == 'mlflow' else 'files'} to {target} ({args.to})")
+    return 0
