@@ -109,7 +109,7 @@ def test_a_retry_never_duplicates_a_commit(tmp_path, monkeypatch):
             raise OSError("connection reset after the commit landed")
 
     monkeypatch.setattr(deltalake, "write_deltalake", flaky)
-    monkeypatch.setattr("adaptlab.results.store.time.sleep", lambda s: None)
+    monkeypatch.setattr("adaptlab.results.writer.time.sleep", lambda s: None)
     store.commit([_run()], [_metric()])
     assert len(calls) == 1 and store.runs().num_rows == 1 and store.version() == 1
 

@@ -1,0 +1,66 @@
+"""DuckDB SQL over one snapshot of the results store (:meth:`ResultsStore.sql`).
+
+DuckDB reads the Delta table's files through the pyarrow dataset it is given: no DuckDB
+extension is downloaded or loaded, and a query can read nothing but the views defined here
+(no file or network access: ``COPY ... TO``, ``read_csv('/etc/passwd')``, ``ATTACH`` fail).
+duckdb is optional and loads on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from adaptlab.errors import StoreError
+from adaptlab.results.schema import COLUMNS
+
+__all__ = ["VIEWS", "run_sql"]
+
+VIEWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("runs", ("runs",), "runs"),
+    ("metrics", ("scores",), "metrics"),
+    ("comparisons", ("comparisons",), "metrics"),
+    ("metrics_all", ("scores", "comparisons"), "metrics"),
+    ("per_query", ("per_query",), "per_query"),
+)
+"""``(view, kinds of rows, logical table)``: the views a query sees."""
+
+
+def run_sql(query: str, params: list[Any] | None, dataset: Callable[[], Any]) -> pa.Table:
+    """Run ``query`` over the views of :data:`VIEWS` on ``dataset()`` (the pyarrow dataset of
+    every kind of row, opened only once the query is known to be a non-empty string)."""
+    try:
+        import duckdb
+    except ImportError as e:
+        raise StoreError("store.sql() needs duckdb: pip install 'duckdb>=1.1'") from e
+    if not isinstance(query, str) or not query.strip():
+        raise StoreError("store.sql(): give a SQL query string, e.g. SELECT * FROM metrics")
+    ds = dataset()
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                                 "enable_external_access": False})
+    try:
+        con.register("adaptlab_rows", ds)
+        _create_views(con, set(ds.schema.names))
+        try:
+            res = con.sql(query, params=params) if params else con.sql(query)
+            return res.to_arrow_table() if res is not None else pa.table({})
+        except (duckdb.Error, OSError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise StoreError(
+                f"SQL error: {first}; the views are runs, metrics (scores), comparisons, "
+                "metrics_all and per_query"
+            ) from e
+    finally:
+        con.close()
+
+
+def _create_views(con: Any, present: set[str]) -> None:
+    """One view per entry of :data:`VIEWS` over the registered ``adaptlab_rows``; a column
+    the store's files do not hold yet (added by a newer schema) reads as NULL."""
+    for view, kinds, table in VIEWS:
+        cols = ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"'
+                         for c in (col.name for col in COLUMNS[table]))
+        ks = ", ".join(f"'{k}'" for k in kinds)
+        con.execute(f"CREATE VIEW {view} AS SELECT {cols} FROM adaptlab_rows WHERE kind IN ({ks})")

@@ -1,0 +1,268 @@
+"""Writing the results store: atomic commits of (runs, metrics, per_query) rows, the checksums
+recorded after each, and compaction. :class:`ResultsStore` is :class:`~adaptlab.results.reader.StoreReader`
+(opening and queries) plus these.
+
+Concurrency: delta-rs retries conflicting appends itself (``max_commit_retries``, raised
+from its default 15, which ran out under 8 writers); the outer retry here is bounded and
+never duplicates a commit: each store object writes under its own Delta application id
+(``Transaction(app_id, n)``) and, before retrying, checks whether commit ``n`` already
+landed. On S3 delta-rs commits with a conditional put (``If-None-Match``), no locking
+provider needed.
+
+This module imports pyarrow and deltalake; ``adaptlab.results`` loads it on first use.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from functools import cached_property
+from typing import Any
+
+import deltalake
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake.exceptions import SchemaMismatchError
+
+from adaptlab.errors import StoreError
+from adaptlab.results.cleanup import remove_unreferenced
+from adaptlab.results.delta_table import COMMIT_KEY, CommitId, one_line
+from adaptlab.results.layout import new_commit_id
+from adaptlab.results.native import is_permanent, quiet_native, retried_already, store_timeout, timed_out
+from adaptlab.results.reader import StoreReader, delta_schema
+from adaptlab.results.schema import SCHEMA_VERSION
+from adaptlab.results.validate import prepare_commit, referenced_run_ids
+
+__all__ = ["COMMIT_ATTEMPTS", "MAX_COMMIT_RETRIES", "ResultsStore", "rows_for_delta"]
+
+MAX_COMMIT_RETRIES = 100  # delta-rs' own retries of a conflicting append
+COMMIT_ATTEMPTS = 4  # our retries around it (transient storage errors)
+_HISTORY_SCAN = 200
+
+
+class ResultsStore(StoreReader):
+    """The results store at a local path or object-store URI: the queries of
+    :class:`~adaptlab.results.reader.StoreReader`, commits and compaction; see
+    :func:`adaptlab.results.open`."""
+
+    _seq = 0  # commits this store object has written (its Delta transaction number)
+
+    @cached_property
+    def _app_id(self) -> str:
+        """This store object's own Delta application id (one per object, never shared)."""
+        return f"adaptlab-writer-{secrets.token_hex(8)}"
+
+    def commit(self, runs: Any, metrics: Any = None, per_query: Any = None) -> CommitId:
+        """Write the rows of one evaluation atomically; returns the commit id (a ``str``
+        whose ``.version`` is the store version the commit created).
+
+        ``runs`` and ``metrics`` are lists of row dicts or pyarrow Tables (or DataFrames);
+        ``per_query`` a pyarrow Table, a :class:`PerQueryRecords` or a list of them, or None.
+        Rows of ``metrics``/``per_query`` without ``run_id`` get the id of this commit's run
+        with the same (system, dataset). Every ``run_id`` they use must be defined by this
+        commit's ``runs`` or by an earlier commit. Raises :class:`StoreError` naming any
+        missing, unknown or mistyped column; on error nothing is written.
+        """
+        if self.read_only:
+            raise StoreError(f"{self!r} is a past snapshot (version=/as_of=); open the store without them to commit")
+        tables = prepare_commit(runs, metrics, per_query)
+        dt, listing = self._check()
+        self._check_unique(tables)
+        dangling = referenced_run_ids(tables)
+        if dangling:
+            known = set(self.runs(columns=["run_id"], run_id=sorted(dangling)).column("run_id").to_pylist())
+            if dangling - known:
+                raise StoreError(
+                    f"run_id(s) {', '.join(sorted(dangling - known)[:5])} used in metrics/per_query are "
+                    "neither in this commit's runs nor in the store; commit their runs rows too"
+                )
+        commit_id = new_commit_id()
+        data = rows_for_delta(tables, commit_id)
+        self._seq += 1
+        version = self._write(data, commit_id, self._app_id, self._seq, (int(dt.version()), set(listing.files)))
+        self._record_checksums(commit_id)
+        return CommitId(commit_id, version)
+
+    def _check_unique(self, tables: dict[str, pa.Table]) -> None:
+        """``run_id`` and ``(run_id, query_id)`` are unique across commits: a run committed
+        again (the same id) or a query of a run stored twice is refused. Checked against the
+        latest snapshot before writing (run ids are random UUIDs, so two writers racing with the
+        same id means a caller reused one; that race is not detected)."""
+        runs = tables["runs"]
+        if runs.num_rows:
+            ids = runs.column("run_id").to_pylist()
+            again = self.runs(columns=["run_id"], run_id=ids).column("run_id").to_pylist()
+            if again:
+                raise StoreError(
+                    f"runs: run_id {again[0]!r} is already in the store{_more(again)}; run ids are unique "
+                    "(a new evaluation gets a new id from results.new_run_id()); nothing was written"
+                )
+        pq = tables["per_query"]
+        if pq.num_rows:
+            ids = sorted(set(pq.column("run_id").to_pylist()) - set(runs.column("run_id").to_pylist()))
+            if not ids:
+                return
+            old = self.per_query(columns=["run_id", "query_id"], run_id=ids).to_pylist()
+            stored = {(r["run_id"], r["query_id"]) for r in old}
+            clash = [k for k in zip(pq.column("run_id").to_pylist(), pq.column("query_id").to_pylist())
+                     if k in stored]
+            if clash:
+                raise StoreError(
+                    f"per_query: (run_id {clash[0][0]!r}, query_id {clash[0][1]!r}) is already in the "
+                    f"store{_more(clash)}; (run_id, query_id) is unique; nothing was written"
+                )
+
+    def _write(self, data: pa.Table, commit_id: str | None, app_id: str, seq: int,
+               before: tuple[int, set[str]] | None = None) -> int | None:
+        """Append ``data`` in one Delta commit, at most once; returns its version when found.
+        Errors that cannot succeed on retry (no space, permission, not found) are not retried;
+        a failed commit removes the data files it wrote (``before``: the version and files then)."""
+        meta = {"adaptlab.schema_version": str(SCHEMA_VERSION)}
+        if commit_id is not None:
+            meta[COMMIT_KEY] = commit_id
+        props = deltalake.CommitProperties(custom_metadata=meta, max_commit_retries=MAX_COMMIT_RETRIES,
+                                           app_transactions=[deltalake.Transaction(app_id, seq)])
+        kwargs = {"storage_options": self._options, "commit_properties": props,
+                  "writer_properties": deltalake.WriterProperties(compression="ZSTD")}
+        last: Exception | None = None
+        for attempt in range(COMMIT_ATTEMPTS):
+            if attempt:
+                time.sleep(min(2.0, 0.1 * 2 ** attempt) * (0.5 + secrets.randbelow(1000) / 1000))
+                if self._landed(app_id, seq):
+                    last = None
+                    break  # the previous attempt committed after all: never write twice
+            last = self._attempt(data, kwargs)
+            if last is None or is_permanent(last) or retried_already(last):  # delta-rs retried those itself
+                break
+        if last is not None and not self._landed(app_id, seq):
+            raise self._failed(commit_id or str(seq), last, attempt + 1, before) from last
+        return self._find_version(commit_id) if commit_id is not None else None
+
+    def _attempt(self, data: pa.Table, kwargs: dict[str, Any]) -> Exception | None:
+        """One ``write_deltalake`` append (Rust panics kept off the terminal); the error, if any."""
+        try:
+            with quiet_native("commit"):
+                # schema_mode="merge": columns added by a newer adaptlab (all nullable) are accepted
+                deltalake.write_deltalake(self.uri, data, mode="append", schema_mode="merge", **kwargs)
+            return None
+        except SchemaMismatchError as e:
+            raise StoreError(f"{self.uri}: the store's table schema does not accept this commit: {one_line(e)}; "
+                             "nothing was written") from e
+        except Exception as e:  # noqa: BLE001 - CommitFailedError, storage errors
+            return e
+
+    def _failed(self, label: str, error: Exception, attempts: int, before: tuple[int, set[str]] | None) -> StoreError:
+        """The one-line error of a failed commit, after removing the data files it wrote."""
+        tries = (", not retried (it cannot succeed on retry)" if is_permanent(error) else
+                 f" (time-out: ADAPTLAB_STORE_TIMEOUT={store_timeout():g} s)" if timed_out(error) else
+                 f" after {attempts} attempts")
+        left = remove_unreferenced(self._health, label, before[1]) if before is not None else ""
+        at = f" (the store was at version {before[0]} before it)" if before is not None else ""
+        return StoreError(f"{self.uri}: commit {label} failed{tries}: {one_line(error)}; nothing was committed{at}"
+                          f"{left}; commit again")
+
+    def _landed(self, app_id: str, seq: int) -> bool:
+        try:
+            got = self._table().transaction_version(app_id)
+        except Exception:  # noqa: BLE001 - unreadable now: treat as not landed, the write decides
+            return False
+        return got is not None and int(got) >= seq
+
+    def _find_version(self, commit_id: str) -> int | None:
+        try:
+            for h in self._table().history(_HISTORY_SCAN):
+                if h.get(COMMIT_KEY) == commit_id:
+                    return int(h["version"])
+        except Exception:  # noqa: BLE001 - the commit landed; its version is a convenience
+            return None
+        return None
+
+    # -- maintenance ------------------------------------------------------------------------
+    def compact(self, *, retention_hours: float = 168.0, vacuum: bool = True) -> dict[str, Any]:
+        """Merge small files (optimize) and delete files no snapshot younger than
+        ``retention_hours`` needs (vacuum), then write a checkpoint. Never runs implicitly.
+
+        Safe while writers append (optimize only rewrites; appends do not conflict with it)
+        but time travel to versions older than ``retention_hours`` stops working after a
+        vacuum, and a writer that runs longer than ``retention_hours`` could lose its
+        files: keep the default (7 days) unless no writer is active.
+        """
+        if self.read_only:
+            raise StoreError(f"{self!r} is a past snapshot; open the store without version=/as_of= to compact it")
+        try:
+            hours = float(retention_hours)
+        except (TypeError, ValueError) as e:
+            raise StoreError(f"compact(): retention_hours must be a number of hours, got {retention_hours!r}") from e
+        if hours < 0:
+            raise StoreError(f"compact(): retention_hours must be >= 0, got {retention_hours!r}")
+        dt = self._table()
+        props = deltalake.CommitProperties(custom_metadata={"adaptlab.operation": "compact"},
+                                           max_commit_retries=MAX_COMMIT_RETRIES)
+        try:
+            opt = dt.optimize.compact(commit_properties=props)
+            removed: list[str] = []
+            if vacuum:
+                dt.update_incremental()
+                removed = dt.vacuum(retention_hours=int(hours), dry_run=False,
+                                    enforce_retention_duration=hours >= 168)
+            dt.update_incremental()
+            dt.create_checkpoint()
+            self._record_checksums(f"compact-{int(dt.version())}-{secrets.token_hex(4)}")
+        except StoreError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise StoreError(f"{self.uri}: compaction failed: {one_line(e)}; the store is unchanged or "
+                             "compacted in part, and readable either way") from e
+        return {"files_added": opt.get("numFilesAdded"), "files_removed": opt.get("numFilesRemoved"),
+                "files_vacuumed": len(removed), "version": int(dt.version())}
+
+
+    def _record_checksums(self, label: str) -> None:
+        """Record the SHA-256 of every data file that has none yet."""
+        try:
+            uris = self._file_uris(self._table())
+        except StoreError:
+            return  # the commit landed; the next one records these files
+        self._checksums.record(uris, label)
+
+
+def rows_for_delta(tables: dict[str, pa.Table], commit_id: str) -> pa.Table:
+    """The validated tables of one commit as rows of the Delta table (one schema, a
+    ``kind`` per row, comparisons apart from scores); ``commit_row`` is the row's index
+    in its logical table, so reads restore the committed order."""
+    schema = delta_schema()
+    out = []
+    for name, t in tables.items():
+        if not t.num_rows:
+            continue
+        index = pa.array(range(t.num_rows), pa.int64())
+        if name == "metrics":
+            is_cmp = pc.is_valid(t.column("compared_to"))
+            split = [("scores", pc.invert(is_cmp)), ("comparisons", is_cmp)]
+        else:
+            split = [(name, None)]
+        for kind, mask in split:
+            part, rows = (t, index) if mask is None else (t.filter(mask), index.filter(mask))
+            n = part.num_rows
+            if not n:
+                continue
+            cols = []
+            for f in schema:
+                if f.name == "kind":
+                    cols.append(pa.array([kind] * n, pa.string()))
+                elif f.name == "commit_id":
+                    cols.append(pa.array([commit_id] * n, pa.string()))
+                elif f.name == "commit_row":
+                    cols.append(rows)
+                elif f.name in part.column_names:
+                    cols.append(part.column(f.name).cast(f.type))
+                else:
+                    cols.append(pa.nulls(n, f.type))
+            out.append(pa.Table.from_arrays(cols, schema=schema))
+    return pa.concat_tables(out) if out else schema.empty_table()
+
+
+def _more(items: list[Any]) -> str:
+    """`` (and N more)`` after the first of ``items``, or nothing."""
+    return f" (and {len(items) - 1} more)" if len(items) > 1 else ""
+
