@@ -11,7 +11,16 @@ import signal
 import numpy as np
 import pytest
 
-from adaptlab.adapt.train.tune import per_query_values, trial_config, trial_objective, tune_adaptation
+from adaptlab.adapt.train.tune import (
+    choose_best,
+    epoch_report,
+    per_query_values,
+    split_queries,
+    summarise_trial,
+    trial_config,
+    trial_objective,
+    tune_adaptation,
+)
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.data.dataset import Dataset, Document
 from adaptlab.errors import ConfigError
@@ -77,6 +86,70 @@ def test_trial_objective_is_the_lower_bound_of_bootstrap_ci():
     assert out["objective"] == out["ci_low"] == float(ref.ci_low[0])
     assert out["ci_high"] == float(ref.ci_high[0])
     assert out["mean"] == out["point"] == values.mean() and out["n_queries"] == 8
+
+
+def test_split_queries_is_seeded_and_keeps_both_parts():
+    mask = split_queries(10, 0.3, seed=7)
+    assert mask.dtype == bool and mask.sum() == 7 and (~mask).sum() == 3
+    assert np.array_equal(mask, split_queries(10, 0.3, seed=7))
+    assert any(not np.array_equal(mask, split_queries(10, 0.3, seed=s)) for s in (8, 9, 10))
+    assert split_queries(2, 0.9, seed=0).sum() == 1  # at least one query on each side
+    with pytest.raises(ConfigError, match="at least 2"):
+        split_queries(1)
+    with pytest.raises(ConfigError, match="confirm_fraction = 1.0"):
+        split_queries(10, 1.0)
+
+
+def test_epoch_report_scores_the_two_parts_apart():
+    values = np.array([1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    selection = np.array([True] * 4 + [False] * 4)
+    boot = BootstrapConfig(n_resamples=200, seed=1)
+    out = epoch_report(values, selection, boot)
+    chosen, fresh = trial_objective(values[:4], boot), trial_objective(values[4:], boot)
+    assert out["objective"] == out["ci_low"] == chosen["ci_low"] and out["mean"] == 1.0 and out["n_queries"] == 4
+    assert out["confirm_ci_low"] == fresh["ci_low"] and out["confirm_ci_high"] == fresh["ci_high"]
+    assert out["confirm_mean"] == 0.0 and out["confirm_n_queries"] == 4 and out["ci_low"] > out["confirm_ci_high"]
+
+
+def test_row_value_and_ci_come_from_one_epoch_and_apply_best_trains_the_winning_epochs():
+    def epoch(e, low, high, confirm_low):
+        return {"epoch": e, "objective": low, "ci_low": low, "ci_high": high, "mean": (low + high) / 2,
+                "point": (low + high) / 2, "n_queries": 50, "confirm_ci_low": confirm_low,
+                "confirm_ci_high": confirm_low + 0.2, "confirm_mean": confirm_low + 0.1, "confirm_n_queries": 50}
+
+    late_peak = summarise_trial([epoch(1, 0.40, 0.60, 0.35), epoch(2, 0.55, 0.75, 0.45), epoch(3, 0.50, 0.90, 0.5)])
+    assert late_peak["best_objective"] == late_peak["ci_low"] == 0.55 and late_peak["ci_high"] == 0.75
+    assert late_peak["epoch"] == 2 and late_peak["confirm_ci_low"] == 0.45
+    other = summarise_trial([epoch(1, 0.30, 0.50, 0.9)])  # a better confirmation plays no part
+    rows = [{"config/epochs": 3, "config/learning_rate": 1e-4, **late_peak},
+            {"config/epochs": 1, "config/learning_rate": 1e-3, **other}]
+    best = choose_best(rows)
+    assert best["config/learning_rate"] == 1e-4 and best["best_objective"] == 0.55
+    assert best["config/epochs"] == 2 and best["trial_epochs"] == 3
+    assert best["confirmed_objective"] == best["confirmed_ci_low"] == 0.45
+    assert best["confirmed_ci_high"] == pytest.approx(0.65) and best["confirmed_n_queries"] == 50
+    assert "optimistic" in best["selection_value"]
+    applied = trial_config(FTConfig(epochs=9), {k.split("/", 1)[1]: v for k, v in best.items() if k.startswith("config/")})
+    assert applied.epochs == 2 and applied.learning_rate == 1e-4
+    assert choose_best([{"config/epochs": 1, **summarise_trial([])}]) is None
+
+
+def test_confirmed_lower_bound_is_honest_where_selection_is_optimistic():
+    """Equal true quality p in every trial: the chosen trial's confirmation lower bound exceeds p
+    about as often as a 95% bound's lower end should (2.5%), while the largest selection-style
+    bound on all questions (the old objective) exceeds it several times as often."""
+    p, n_questions, n_trials, n_sweeps = 0.6, 200, 5, 200
+    boot = BootstrapConfig(n_resamples=300, seed=3)
+    rng = np.random.default_rng(11)
+    selection = split_queries(n_questions, 0.5, seed=0)
+    honest = optimistic = 0
+    for _ in range(n_sweeps):
+        values = [(rng.random(n_questions) < p).astype(np.float64) for _ in range(n_trials)]
+        rows = [summarise_trial([{**epoch_report(v, selection, boot), "epoch": 1}]) for v in values]
+        honest += choose_best(rows)["confirmed_ci_low"] > p
+        optimistic += max(trial_objective(v, boot)["ci_low"] for v in values) > p
+    assert honest / n_sweeps <= 0.05
+    assert optimistic / n_sweeps >= 0.08 and optimistic >= 2 * max(honest, 1)
 
 
 def test_trial_config_applies_tunable_values():
@@ -147,11 +220,15 @@ def test_tiny_sweep_is_interrupted_and_resumes(ray_local, tiny_model, triplets, 
     assert second.restored and second.experiment_path == first.experiment_path
     assert len(second.rows) == 2 and all(r["status"] == "complete" for r in second.rows)
     for row in second.rows:
-        assert row["iterations"] == 3 and row["n_queries"] == 8 and row["measure"] == "acc@3"
+        assert row["iterations"] == 3 and row["n_queries"] == 4 == row["confirm_n_queries"]  # 8 split in two
+        assert row["measure"] == "acc@3" and 1 <= row["epoch"] <= 3
         assert 0.0 <= row["ci_low"] <= row["mean"] <= row["ci_high"] <= 1.0
-        assert row["objective"] == row["ci_low"]
+        assert row["objective"] == row["ci_low"] == row["best_objective"]
+        assert 0.0 <= row["confirm_ci_low"] <= row["confirm_ci_high"] <= 1.0
         assert row["config/merge_weight"] in (0.5, 1.0)
     assert second.best is not None and second.best["best_objective"] == max(r["best_objective"] for r in second.rows)
+    assert second.best["config/epochs"] == second.best["epoch"] and second.best["confirmed_n_queries"] == 4
+    json.dumps(second.best, allow_nan=True)  # stored in the run's config: plain numbers, no NumPy scalars
     # the interrupted trial continued from its checkpoint: every epoch reported exactly once
     for result_file in (tmp_path / "tune" / "tiny").glob("*/result.json"):
         epochs = [json.loads(line)["epoch"] for line in result_file.read_text().splitlines()]

@@ -11,9 +11,19 @@ validation queries and the validation corpus, and the house's one measuring path
     objective = lower end of the bootstrapped 95% percentile CI of the mean of the values
                 (adaptlab.stats.bootstrap_ci with one BootstrapConfig)
 
-(Roychowdhury et al. 2024, section 2.1, bootstrap the accuracy the same way). Ranking models by
-the lower bound prefers a configuration that is reliably good over one whose mean is lifted by a
-lucky validation sample.
+(Roychowdhury et al. 2024, section 2.1, bootstrap the accuracy the same way).
+
+Selection and confirmation: the judged validation queries are split once, seeded
+(:func:`split_queries`, ``derive_seed(seed, "tune-confirmation")``), into a selection part
+(``1 - confirm_fraction``, default half) and a confirmation part (:data:`CONFIRM_FRACTION`).
+Trials, ASHA and the choice of the best trial and epoch see only the selection part's
+``objective``. The largest of several selection lower bounds is optimistic: with equal true
+quality the chosen one exceeds the truth far more often than a 95% bound should (the max over
+trials of noisy bounds). So the chosen trial's value at its chosen epoch is re-scored on the
+confirmation part, questions that took no part in the selection (``confirmed_*`` in
+:attr:`SweepResult.best`): that lower bound exceeds the truth at about the nominal rate. Every
+row's value and CI come from one epoch (its best by the selection objective), and the best row's
+``config/epochs`` is that epoch, so applying the best configuration trains the epochs that won.
 
 Search: random sampling of ``param_space`` (seeded), or Optuna's TPE when ``search="optuna"``
 and optuna is installed; ASHA (asynchronous successive halving) stops weak trials early, one
@@ -52,13 +62,18 @@ from adaptlab.data.dataset import Dataset
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure, evaluate
 from adaptlab.retrieval import PerQueryRecords, build_records
-from adaptlab.stats import BootstrapConfig, bootstrap_ci
+from adaptlab.stats import BootstrapConfig, bootstrap_ci, derive_seed
 
 __all__ = [
+    "CONFIRM_FRACTION",
     "SweepResult",
     "TUNABLE",
+    "choose_best",
     "default_param_space",
+    "epoch_report",
     "per_query_values",
+    "split_queries",
+    "summarise_trial",
     "trial_config",
     "trial_objective",
     "tune_adaptation",
@@ -70,6 +85,15 @@ TUNABLE: tuple[str, ...] = (
     "temperature", "warmup_ratio", "weight_decay",
 )
 """Names a ``param_space`` may use (FTConfig fields, ``temperature`` = 1/scale, merge weight)."""
+
+CONFIRM_FRACTION = 0.5
+"""Share of the judged validation queries kept out of the selection: the chosen trial is
+re-scored on them (module docstring). Half keeps both intervals about sqrt(2) wider than one on
+all queries; a larger share confirms more tightly and selects more noisily."""
+
+_REPORTED = ("objective", "ci_low", "ci_high", "mean", "point", "n_queries", "epoch",
+             "confirm_ci_low", "confirm_ci_high", "confirm_mean", "confirm_n_queries")
+"""Per-epoch report fields a row takes from its best epoch."""
 
 
 def default_param_space() -> dict[str, Any]:
@@ -88,8 +112,10 @@ def default_param_space() -> dict[str, Any]:
 
 @dataclass
 class SweepResult:
-    """One row per trial (``config/<name>`` columns plus results), the best row by objective,
-    where the experiment lives, and whether it was restored from an earlier run."""
+    """One row per trial (``config/<name>`` columns plus the report of its best epoch by the
+    selection objective), the best row (:func:`choose_best`: the selection value,
+    ``best_objective``, is optimistic; ``confirmed_*`` are the honest value and CI on the
+    confirmation queries), where the experiment lives, and whether it was restored."""
 
     rows: list[dict[str, Any]]
     best: dict[str, Any] | None
@@ -173,6 +199,70 @@ def trial_objective(values: np.ndarray, bootstrap: BootstrapConfig) -> dict[str,
             "n_queries": int(values.size)}
 
 
+def split_queries(n_queries: int, confirm_fraction: float = CONFIRM_FRACTION, seed: int = 0) -> np.ndarray:
+    """A boolean mask over ``n_queries`` (in ``validation.judged_queries()`` order): ``True`` for
+    the selection part, ``False`` for the ``round(confirm_fraction * n)`` confirmation queries
+    (at least one of each), drawn by a seeded permutation (``derive_seed(seed, "tune-confirmation")``)."""
+    if not 0.0 < float(confirm_fraction) < 1.0:
+        raise ConfigError(f"confirm_fraction = {confirm_fraction}: expected a share strictly between 0 and 1")
+    if n_queries < 2:
+        raise ConfigError(f"the sweep's validation set has {n_queries} judged query(ies): expected at least 2 "
+                          "(one part selects the trial, the other confirms it)")
+    n_confirm = min(n_queries - 1, max(1, round(float(confirm_fraction) * n_queries)))
+    rng = np.random.default_rng(derive_seed(int(seed), "tune-confirmation"))
+    mask = np.ones(n_queries, dtype=bool)
+    mask[rng.permutation(n_queries)[:n_confirm]] = False
+    return mask
+
+
+def epoch_report(values: np.ndarray, selection: np.ndarray, bootstrap: BootstrapConfig) -> dict[str, float]:
+    """One epoch's report: :func:`trial_objective` of the selection part (``objective``, the
+    only value the search sees) and the same CI of the confirmation part (``confirm_*``)."""
+    values = np.asarray(values, dtype=np.float64)
+    confirm = trial_objective(values[~selection], bootstrap)
+    return {**trial_objective(values[selection], bootstrap),
+            **{f"confirm_{k}": confirm[k] for k in ("ci_low", "ci_high", "mean", "n_queries")}}
+
+
+def summarise_trial(history: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A trial's row fields from its per-epoch reports: all of them from its best epoch by the
+    selection ``objective`` (value and CI from one epoch), plus ``best_objective`` = that value;
+    empty when no epoch was reported."""
+    scored = [h for h in history if h.get("objective") is not None and np.isfinite(h["objective"])]
+    if not scored:
+        return {key: None for key in (*_REPORTED, "best_objective")}
+    top = max(scored, key=lambda h: float(h["objective"]))
+    out = {key: _plain(top.get(key)) for key in _REPORTED}
+    out["best_objective"] = float(top["objective"])
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar from Tune's table as the Python number it holds (rows are stored as JSON)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def choose_best(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The row with the largest selection ``best_objective`` (ties: the first), with
+    ``config/epochs`` set to the epoch that won (``trial_epochs`` keeps the trial's own) and the
+    honest value on the confirmation queries: ``confirmed_objective`` = ``confirmed_ci_low``,
+    ``confirmed_ci_high``, ``confirmed_mean``, ``confirmed_n_queries``. ``best_objective`` stays
+    the optimistic selection value, labelled so by ``selection_value``."""
+    scored = [r for r in rows if r.get("best_objective") is not None]
+    if not scored:
+        return None
+    best = dict(max(scored, key=lambda r: float(r["best_objective"])))
+    if best.get("epoch") is not None:
+        best["trial_epochs"] = best.get("config/epochs")
+        best["config/epochs"] = int(best["epoch"])
+    best["confirmed_objective"] = best["confirmed_ci_low"] = best.get("confirm_ci_low")
+    best["confirmed_ci_high"] = best.get("confirm_ci_high")
+    best["confirmed_mean"] = best.get("confirm_mean")
+    best["confirmed_n_queries"] = best.get("confirm_n_queries")
+    best["selection_value"] = "optimistic: the largest of the trials' selection lower bounds"
+    return best
+
+
 # --------------------------------------------------------------------------- the trial
 
 
@@ -192,8 +282,9 @@ def trial_config(base: FTConfig, config: Mapping[str, Any]) -> FTConfig:
 
 
 def _trial(config: dict[str, Any], payload: dict[str, Any]) -> None:
-    """One Ray Tune trial: fine-tune with the trial's settings and report :func:`trial_objective`
-    after every epoch (of the merged model when the trial has a ``merge_weight``)."""
+    """One Ray Tune trial: fine-tune with the trial's settings and report :func:`epoch_report`
+    (selection objective, confirmation CI) after every epoch (of the merged model when the trial
+    has a ``merge_weight``)."""
     from ray import tune  # deferred: runs inside a Ray worker
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -227,7 +318,7 @@ def _trial(config: dict[str, Any], payload: dict[str, Any]) -> None:
             model.load_state_dict(own)
         else:
             values = evaluate_model()
-        metrics = {**trial_objective(values, bootstrap), "epoch": epoch + 1}
+        metrics = {**epoch_report(values, payload["selection"], bootstrap), "epoch": epoch + 1}
         tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(str(ckpt_dir)) if checkpoint else None)
 
     try:
@@ -260,14 +351,19 @@ def _max_epochs(space: Mapping[str, Any], default: int) -> int:
     return default
 
 
+def _history(result: Any) -> list[dict[str, Any]]:
+    """A Tune result's per-epoch reports (its last one when Tune kept no table)."""
+    df = result.metrics_dataframe
+    if df is not None and "objective" in getattr(df, "columns", ()):
+        return df.to_dict("records")
+    return [dict(result.metrics or {})] if result.metrics else []
+
+
 def _rows(grid: Any, measure: str) -> list[dict[str, Any]]:
+    """One row per trial: status, config and :func:`summarise_trial` of its reports."""
     rows = []
     for r in grid:
         metrics = dict(r.metrics or {})
-        df = r.metrics_dataframe
-        best = None
-        if df is not None and "objective" in getattr(df, "columns", ()):
-            best = float(df["objective"].max())
         config = dict(r.config or {})
         iterations = metrics.get("training_iteration")
         epochs = int(config.get("epochs", 0) or 0)
@@ -279,9 +375,7 @@ def _rows(grid: Any, measure: str) -> list[dict[str, Any]]:
             "measure": measure,
         }
         row.update({f"config/{k}": v for k, v in sorted(config.items())})
-        for key in ("objective", "ci_low", "ci_high", "mean", "point", "n_queries", "epoch"):
-            row[key] = metrics.get(key)
-        row["best_objective"] = best
+        row.update(summarise_trial(_history(r)))
         row["error"] = None if r.error is None else str(r.error)[:500]
         rows.append(row)
     rows.sort(key=lambda x: str(x["trial_id"]))
@@ -377,6 +471,7 @@ def tune_adaptation(
     pt_config: Any = None,
     artifact_root: str | os.PathLike[str] | None = None,
     seed: int = 0,
+    confirm_fraction: float = CONFIRM_FRACTION,
     search: str = "random",
     grace_period: int = 1,
     reduction_factor: int = 2,
@@ -393,15 +488,17 @@ def tune_adaptation(
     trained first on ``chunks`` (stored under ``artifact_root``), on ``triplets`` with
     ``ft_config`` overridden by the trial's ``param_space`` values (names in :data:`TUNABLE`;
     ``merge_weight`` evaluates the merged model), reporting after every epoch the lower bound of
-    the bootstrapped CI of ``measure`` on ``validation`` (:func:`trial_objective` with
-    ``bootstrap``, or else ``n_resamples`` resamples of ``sample_size`` queries seeded by
-    ``ci_seed`` at 95%). Trials ask for ``cpus_per_trial`` CPUs and ``gpus_per_trial`` GPUs
+    the bootstrapped CI of ``measure`` on the selection part of ``validation`` (:func:`epoch_report`
+    with ``bootstrap``, or else ``n_resamples`` resamples of ``sample_size`` queries seeded by
+    ``ci_seed`` at 95%); ``confirm_fraction`` of the queries (:func:`split_queries`, seeded by
+    ``seed``) re-score the chosen trial (:func:`choose_best`). Trials ask for ``cpus_per_trial`` CPUs and ``gpus_per_trial`` GPUs
     (``None``: 1 when the cluster has GPUs; 0.5 puts two trials on one GPU). With ``resume`` an
     experiment already at ``storage_path/name`` is restored: finished trials are kept and
     unfinished ones continue.
     """
     m = Measure.parse(measure)
     space = _check_sweep(param_space, num_samples, variant, search)
+    selection = split_queries(len(validation.judged_queries()), confirm_fraction, seed)
     if bootstrap is None:
         bootstrap = BootstrapConfig(n_resamples=n_resamples, sample_size=sample_size, seed=ci_seed)
     search_alg = _search_alg(search, seed, max_concurrent_trials)
@@ -419,7 +516,7 @@ def tune_adaptation(
     payload = {
         "ft_config": ft_config, "start_path": start_ref, "merge_base_path": _worker_ref(base_model, base.path),
         "rows": rows, "validation": validation, "measure": str(m), "bootstrap": bootstrap, "seed": int(seed),
-        "prefixes": prefixes, "device": None,
+        "prefixes": prefixes, "device": None, "selection": selection,
     }
     resources = _trial_resources(cpus_per_trial, gpus_per_trial, _trial_memory(ft_config, space, start_path, ray), ray)
     from ray import tune  # deferred: importing adaptlab.adapt does not load ray
@@ -432,9 +529,7 @@ def tune_adaptation(
         search_alg=search_alg, callbacks=callbacks,
     )
     out = _rows(tuner.fit(), str(m))
-    scored = [r for r in out if r["best_objective"] is not None]
-    best = max(scored, key=lambda r: r["best_objective"]) if scored else None
-    return SweepResult(out, best, experiment, restored, str(m))
+    return SweepResult(out, choose_best(out), experiment, restored, str(m))
 
 
 def _trial_resources(cpus: float, gpus: float | None, memory: int, ray: Any) -> dict[str, float]:
