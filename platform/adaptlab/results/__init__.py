@@ -28,8 +28,18 @@ from adaptlab.errors import StoreError
 from adaptlab.results.health import StoreDamagedError
 from adaptlab.results.location import check_store_location
 from adaptlab.results.migrate import migrate_store
+from adaptlab.results.mlflow_log import log_to_mlflow
 from adaptlab.results.mteb import MtebTaskResult, compare_mteb, export_mteb, mteb_results
 from adaptlab.results.provenance import new_run_id, run_record
+from adaptlab.results.ranx_io import (
+    export_ranx,
+    from_ranx_frame,
+    read_ranx_json,
+    store_qrels,
+    store_run,
+    to_ranx_frame,
+    write_ranx_json,
+)
 from adaptlab.results.repair import repair_store
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES
 from adaptlab.results.store import CommitId, open  # noqa: A004 - `open` shadows the builtin on purpose
@@ -51,12 +61,20 @@ __all__ = [
     "check_store_location",
     "compare_mteb",
     "export_mteb",
+    "export_ranx",
+    "from_ranx_frame",
+    "log_to_mlflow",
     "migrate_store",
     "mteb_results",
     "new_run_id",
     "open",
+    "read_ranx_json",
     "repair_store",
     "run_record",
+    "store_qrels",
+    "store_run",
+    "to_ranx_frame",
+    "write_ranx_json",
 ]
 
 
