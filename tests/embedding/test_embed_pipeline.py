@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -123,3 +125,104 @@ def test_real_minilm_on_ray_matches_in_process(ray_fake_gpus):
     np.testing.assert_allclose(remote.embeddings, local, atol=2e-5)
     assert set(remote.cuda_visible_devices.tolist()) <= {"0", "1"}
     assert os.environ.get("HF_HUB_OFFLINE") == "1"  # the model is local: no hub access
+
+
+# -- progress keeps its promise: a line at least every interval, whatever the block size ---------
+class _Clocked:
+    """A non-terminal stream that records when each line was written."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[float, str]] = []
+        self.t0 = time.perf_counter()
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self.lines.append((time.perf_counter(), text.strip()))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def gaps(self, end: float) -> list[float]:
+        times = [self.t0] + [t for t, _ in self.lines] + [end]
+        return [b - a for a, b in zip(times, times[1:])]
+
+
+class _PerBatchSlow(HashingEncoder):
+    """Hashing encoder that takes ``delay`` seconds per batch of every call and records the calls."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(16)
+        self.delay, self.calls = delay, []
+
+    def _encode(self, texts, kind, batch_size):  # noqa: ANN001
+        self.calls.append(len(texts))
+        time.sleep(self.delay * -(-len(texts) // batch_size))
+        return super()._encode(texts, kind, batch_size)
+
+
+INTERVAL = 0.4
+SLACK = 0.8  # the heartbeat polls every interval/4; a loaded machine adds scheduling delay
+
+
+@pytest.fixture
+def clocked(monkeypatch):
+    """Progress lines every INTERVAL s; call it in the test body (pytest's capture replaces
+    sys.stderr again between a fixture and the test) to route stderr into a _Clocked stream."""
+    monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", str(INTERVAL))
+    monkeypatch.setenv("ADAPTLAB_PROGRESS", "1")
+
+    def start() -> _Clocked:
+        stream = _Clocked()
+        monkeypatch.setattr(sys, "stderr", stream)
+        return stream
+
+    return start
+
+
+def test_in_process_progress_is_never_silent_for_long_and_numbers_do_not_change(clocked, monkeypatch):
+    import adaptlab.embedding.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "LOCAL_SLICE_SECONDS", 0.1)
+    stream = clocked()
+    enc = _PerBatchSlow(delay=0.06)
+    texts = make_texts(300, seed=5)  # <= 1,024 texts: the quickstart's case, silent before
+    run = embed_texts_detailed(texts, lambda device=None: enc, batch_size=8, use_ray=False)
+    end = time.perf_counter()
+    assert max(stream.gaps(end)) <= INTERVAL + SLACK, stream.lines
+    assert stream.lines[-1][1].endswith("/s)")  # the final line
+    assert len({line.split(": ")[1].split("/")[0] for _, line in stream.lines}) >= 4  # the count moves
+    assert all(n % 8 == 0 for n in enc.calls[:-1]) and len(enc.calls) > 3  # whole batches per call
+    np.testing.assert_array_equal(run.embeddings, _expected(texts))
+
+
+def test_a_long_step_gets_heartbeat_lines(clocked):
+    from adaptlab.embedding.pool import Progress
+
+    stream = clocked()
+    with Progress(100, "embedding 100 documents") as bar:
+        time.sleep(5 * INTERVAL)  # one block that takes 5 intervals
+        bar.update(100)
+    end = time.perf_counter()
+    assert max(stream.gaps(end)) <= INTERVAL + SLACK, stream.lines
+    assert any("0/100 texts (0%), still working" in line and "since the start" in line for _, line in stream.lines)
+
+
+def test_progress_off_prints_nothing_and_stops_its_heartbeat(clocked):
+    from adaptlab.embedding.pool import Progress
+
+    stream = clocked()
+    bar = Progress(10, "x", enabled=False)
+    time.sleep(2 * INTERVAL)
+    bar.close()
+    assert stream.lines == [] and bar._beat is None
+
+
+def test_ray_progress_lines_while_blocks_run_longer_than_the_interval(ray_fake_gpus, clocked):
+    stream = clocked()
+    texts = make_texts(40, seed=6)
+    run = embed_texts_detailed(texts, HashFactory(16, delay=4 * INTERVAL), block_size=10)
+    end = time.perf_counter()
+    np.testing.assert_array_equal(run.embeddings, _expected(texts))
+    assert max(stream.gaps(end)) <= INTERVAL + SLACK, stream.lines
+    assert any("still working" in line for _, line in stream.lines)

@@ -150,8 +150,37 @@ def _what(factory: EncoderFactory, kind: TextKind, n: int) -> str:
     return f"embedding {n} {'queries' if kind == 'query' else kind + 's'}" + (f" with {name}" if name else "")
 
 
-_LOCAL_SLICE_BATCHES = 16
-"""In-process embedding goes in slices of this many batches so that progress can be shown."""
+LOCAL_SLICE_SECONDS = 1.0
+"""In-process embedding encodes whole batches in slices sized to take about this long (measured
+as it goes, starting with one batch), so progress moves well within its interval."""
+_MAX_SLICE_BATCHES = 64
+
+
+def _next_slice(batches_done: int, seconds: float) -> int:
+    """Batches in the next in-process slice: about :data:`LOCAL_SLICE_SECONDS` at the pace so far."""
+    if batches_done == 0 or seconds <= 0:
+        return 1
+    return int(min(_MAX_SLICE_BATCHES, max(1, LOCAL_SLICE_SECONDS * batches_done / seconds)))
+
+
+def _encode_in_slices(enc: Encoder, texts: list[str], kind: TextKind, batch_size: int, bar: Progress) -> np.ndarray:
+    """``enc.encode(texts)`` in slices of whole batches, in the order one call would batch them.
+
+    The texts go longest first (sentence-transformers' own order within one call:
+    ``argsort(-len(text))``), so every slice holds exactly the batches a single call would form
+    and every encode call has the same ``batch_size``; the rows come back in input order."""
+    order = np.argsort([-len(t) for t in texts])
+    parts: list[np.ndarray] = []
+    s, t0 = 0, time.perf_counter()
+    while s < len(texts):
+        step = _next_slice(s // batch_size, time.perf_counter() - t0) * batch_size
+        parts.append(np.asarray(enc.encode([texts[i] for i in order[s:s + step]], kind=kind, batch_size=batch_size)))
+        bar.update(len(parts[-1]))
+        s += step
+    emb = np.concatenate(parts, axis=0)
+    out = np.empty_like(emb)
+    out[order] = emb
+    return out
 
 
 def _embed_local(texts: list[str], factory: EncoderFactory, kind: TextKind, batch_size: int,
@@ -159,16 +188,11 @@ def _embed_local(texts: list[str], factory: EncoderFactory, kind: TextKind, batc
     t0 = time.perf_counter()
     enc = _local_encoder(factory, device)
     n = len(texts)
-    step = batch_size * _LOCAL_SLICE_BATCHES
-    if not progress or n <= step:
+    if n == 0:
         emb = enc.encode(texts, kind=kind, batch_size=batch_size)
     else:
-        parts = []
-        with Progress(n, _what(factory, kind, n)) as bar:
-            for s in range(0, n, step):
-                parts.append(enc.encode(texts[s:s + step], kind=kind, batch_size=batch_size))
-                bar.update(len(parts[-1]))
-        emb = np.concatenate(parts, axis=0)
+        with Progress(n, _what(factory, kind, n), enabled=None if progress else False) as bar:
+            emb = _encode_in_slices(enc, texts, kind, batch_size, bar)
     return EmbeddingRun(
         embeddings=emb,
         pid=np.full(n, os.getpid(), dtype=np.int64),

@@ -28,8 +28,9 @@ actor has been ready for the placement time-out (:func:`placement_timeout`, defa
 pool is released.
 
 Progress (:class:`Progress`): on a terminal a tqdm bar; when stderr is not a terminal (a log
-file, a Ray job's logs) one line every :data:`PROGRESS_INTERVAL` seconds with done/total, the
-rate and the time left, and a last line when the work took longer than that. ``adaptlab
+file, a Ray job's logs) a line at least every :data:`PROGRESS_INTERVAL` seconds with done/total,
+the rate and the time left (a heartbeat line "still working" while a block runs longer than
+that), and a last line when the work took longer than that. ``adaptlab
 --quiet`` (:func:`set_progress`) or ``ADAPTLAB_PROGRESS=0`` turns both off.
 
 Lifetime: pools live until :func:`release_pools` (or the :func:`embedding_pools` context
@@ -116,25 +117,28 @@ def _seconds(t: float) -> str:
 
 
 class Progress:
-    """Progress of ``total`` items: a tqdm bar on a terminal, else a line every ``interval``
-    seconds (``[adaptlab] WHAT: done/total (pct), rate/s, about T left``) on ``stream``
-    (default ``sys.stderr``, looked up when created)."""
+    """Progress of ``total`` items: a tqdm bar on a terminal, else a line at least every
+    ``interval`` seconds (``[adaptlab] WHAT: done/total (pct), rate/s, about T left``) on
+    ``stream`` (default ``sys.stderr``, looked up when created), whatever the size of the steps.
+
+    Lines come from :meth:`update` when work finishes, and from a heartbeat thread when nothing
+    finished for ``interval`` seconds (a long block, an actor loading its model):
+    ``[adaptlab] WHAT: done/total (pct), still working, N s since the last progress``. The
+    heartbeat stops at :meth:`close` (or when everything is done)."""
 
     def __init__(self, total: int, what: str, *, unit: str = "texts", interval: float | None = None,
                  stream: Any = None, enabled: bool | None = None) -> None:
         self.total, self.what, self.unit = int(total), what, unit
         self.done = 0
         self.stream = stream if stream is not None else sys.stderr
-        if interval is None:
-            try:
-                interval = float(os.environ.get("ADAPTLAB_PROGRESS_INTERVAL", PROGRESS_INTERVAL))
-            except ValueError:
-                interval = PROGRESS_INTERVAL
-        self.interval = interval
+        self.interval = _interval(interval)
         self.enabled = progress_enabled() if enabled is None else enabled
-        self.t0 = self.last = time.perf_counter()
+        self.t0 = self.last = self.moved = time.perf_counter()
         self.printed = False
         self.bar: Any = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
         if self.enabled and self.total > 0 and _isatty(self.stream):
             try:
                 from tqdm.auto import tqdm
@@ -142,9 +146,14 @@ class Progress:
                 self.bar = tqdm(total=self.total, desc=what, unit=unit, file=self.stream, leave=False)
             except ImportError:  # pragma: no cover - tqdm is a dependency
                 self.bar = None
+        if self.enabled and self.total > 0 and self.bar is None and self.interval > 0:
+            self._beat = threading.Thread(target=self._heartbeat, name="adaptlab-progress", daemon=True)
+            self._beat.start()
 
     def update(self, n: int) -> None:
-        self.done += int(n)
+        with self._lock:
+            self.done += int(n)
+            self.moved = time.perf_counter()
         if not self.enabled:
             return
         if self.bar is not None:
@@ -152,26 +161,45 @@ class Progress:
             return
         now = time.perf_counter()
         if now - self.last >= self.interval and self.done < self.total:
-            self.last = now
             self._line(now)
 
-    def _line(self, now: float, final: bool = False) -> None:
+    def _heartbeat(self) -> None:
+        """Print a line whenever ``interval`` seconds passed without one (runs in a daemon thread)."""
+        while not self._stop.wait(min(1.0, self.interval / 4)):
+            now = time.perf_counter()
+            if self.done >= self.total or not self.enabled:
+                return
+            if now - self.last >= self.interval:
+                self._line(now, waiting=now - self.moved)
+
+    def _text(self, now: float, final: bool, waiting: float | None) -> str:
         elapsed = now - self.t0
         rate = self.done / elapsed if elapsed > 0 else 0.0
         if final:
-            text = f"[adaptlab] {self.what}: {self.done}/{self.total} {self.unit} in {_seconds(elapsed)} ({rate:.1f}/s)"
-        else:
-            pct = 100.0 * self.done / self.total if self.total else 100.0
-            left = (self.total - self.done) / rate if rate > 0 else float("nan")
-            eta = f"about {_seconds(left)} left" if rate > 0 else "time left unknown"
-            text = f"[adaptlab] {self.what}: {self.done}/{self.total} {self.unit} ({pct:.0f}%), {rate:.1f}/s, {eta}"
-        try:
-            print(text, file=self.stream, flush=True)
-        except (OSError, ValueError):  # a closed stream must not break the work
-            self.enabled = False
-        self.printed = True
+            return f"[adaptlab] {self.what}: {self.done}/{self.total} {self.unit} in {_seconds(elapsed)} ({rate:.1f}/s)"
+        pct = 100.0 * self.done / self.total if self.total else 100.0
+        head = f"[adaptlab] {self.what}: {self.done}/{self.total} {self.unit} ({pct:.0f}%)"
+        if waiting is not None and waiting >= self.interval:
+            since = "since the start" if self.done == 0 else "since the last progress"
+            return f"{head}, still working, {_seconds(waiting)} {since}"
+        left = (self.total - self.done) / rate if rate > 0 else float("nan")
+        eta = f"about {_seconds(left)} left" if rate > 0 else "time left unknown"
+        return f"{head}, {rate:.1f}/s, {eta}"
+
+    def _line(self, now: float, final: bool = False, waiting: float | None = None) -> None:
+        with self._lock:
+            self.last = now
+            text = self._text(now, final, waiting)
+            try:
+                print(text, file=self.stream, flush=True)
+            except (OSError, ValueError):  # a closed stream must not break the work
+                self.enabled = False
+            self.printed = True
 
     def close(self) -> None:
+        self._stop.set()
+        if self._beat is not None and self._beat is not threading.current_thread():
+            self._beat.join(timeout=2.0)
         if self.bar is not None:
             self.bar.close()
             self.bar = None
@@ -185,6 +213,16 @@ class Progress:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _interval(interval: float | None) -> float:
+    """``interval``, else ``ADAPTLAB_PROGRESS_INTERVAL``, else :data:`PROGRESS_INTERVAL` seconds."""
+    if interval is not None:
+        return float(interval)
+    try:
+        return float(os.environ.get("ADAPTLAB_PROGRESS_INTERVAL", PROGRESS_INTERVAL))
+    except ValueError:
+        return PROGRESS_INTERVAL
 
 
 def _isatty(stream: Any) -> bool:
