@@ -113,6 +113,8 @@ class StoreReader:
         self._dt: Any = None
         if version is not None and as_of is not None:
             raise StoreError("open(): give version= or as_of=, not both")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+            raise StoreError(f"open(): version must be a store version >= 0, got {version!r}")
         self.read_only = version is not None or as_of is not None
         if create and self.read_only:
             raise StoreError("open(): create=True cannot be combined with version= or as_of= (a past snapshot)")
@@ -187,8 +189,6 @@ class StoreReader:
             target: Any = version
             if as_of is not None:
                 target = _parse_time(as_of)
-            elif isinstance(version, bool) or not isinstance(version, int) or version < 0:
-                raise StoreError(f"open(): version must be a store version >= 0, got {version!r}")
             try:
                 dt.load_as_version(target)
             except Exception as e:  # noqa: BLE001
