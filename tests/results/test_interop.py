@@ -231,3 +231,19 @@ def test_cli_export_writes_mteb_and_ranx_files(toy, tmp_path, cli) -> None:
     done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "mteb", "--out", str(tmp_path / "x"),
                "--system", "nope")
     assert done.returncode == 2 and "no scores in the store" in done.stderr
+
+
+def test_cli_export_to_mlflow(toy, tmp_path, cli, monkeypatch) -> None:
+    pytest.importorskip("mlflow", reason="MLflow logging needs mlflow: pip install mlflow-skinny")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    uri = (tmp_path / "mlruns").as_uri()
+    done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "mlflow", "--out", uri, "--system", "base",
+               "--experiment", "cli-exp")
+    assert done.returncode == 0, done.stderr
+    assert f"run {toy['ids']['base']} -> MLflow run" in done.stdout and "exported 1 runs" in done.stdout
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("cli-exp").experiment_id])
+    assert run.data.tags["adaptlab.run_id"] == toy["ids"]["base"] and "ndcg_at_10_ci_high" in run.data.metrics
