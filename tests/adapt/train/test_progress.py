@@ -152,6 +152,7 @@ def test_worker_gets_one_progress_handler(monkeypatch):
     saved = (list(logger.handlers), logger.level, logger.propagate)
     for key in ("TRANSFORMERS_VERBOSITY", "HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE"):
         monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("ADAPTLAB_PROGRESS", "1")  # restored afterwards
     try:
         _quiet_worker(True)
         _quiet_worker(True)  # a reused worker: still one handler
@@ -169,5 +170,24 @@ def test_worker_gets_one_progress_handler(monkeypatch):
 def test_quiet_worker_without_progress_adds_no_handler(monkeypatch):
     logger = logging.getLogger("adaptlab.adapt.train")
     before = list(logger.handlers)
+    monkeypatch.setenv("ADAPTLAB_PROGRESS", "1")  # restored afterwards
     _quiet_worker(False)
     assert logger.handlers == before
+    assert os.environ["ADAPTLAB_PROGRESS"] == "0"  # the driver's --quiet reaches the step lines
+
+
+def test_worker_step_lines_follow_the_driver(capsys, monkeypatch, progress_on):
+    logger = logging.getLogger("adaptlab.adapt.train")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    monkeypatch.setenv("ADAPTLAB_PROGRESS", "1")  # restored afterwards
+    try:
+        for progress in (False, True):
+            _quiet_worker(progress)
+            StepProgress("ft at scale 8", total=2, start=0).close(1.0)
+            err = capsys.readouterr().err
+            assert ("[adaptlab] ft at scale 8: training 2 step(s)" in err) is progress
+            assert err.count("training 2 step(s)") == int(progress)  # printed once, not also logged
+    finally:
+        logger.handlers[:] = saved[0]
+        logger.setLevel(saved[1])
+        logger.propagate = saved[2]

@@ -192,8 +192,11 @@ def ensure_ray(address: str | None = None) -> Any:
 
 def _quiet_worker(progress: bool) -> None:
     """In a Ray worker: transformers at verbosity ``error`` without progress bars (also for
-    processes it starts), and the training progress lines on stderr at INFO (Ray forwards them to
-    the driver's log) unless progress is off (``adaptlab --quiet``, ``ADAPTLAB_PROGRESS=0``)."""
+    processes it starts), the driver's progress choice (``ADAPTLAB_PROGRESS``, read by the
+    training progress lines, :class:`.loop.StepProgress`: a worker on another machine does not
+    inherit the driver's environment), and this package's INFO lines on stderr (Ray forwards them
+    to the driver's log) unless progress is off (``adaptlab --quiet``, ``ADAPTLAB_PROGRESS=0``)."""
+    os.environ["ADAPTLAB_PROGRESS"] = "1" if progress else "0"  # a reused worker follows each job
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")
