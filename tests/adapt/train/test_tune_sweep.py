@@ -169,6 +169,10 @@ def test_sweep_arguments_are_validated_before_anything_runs(validation_set, trip
         tune_adaptation("minilm", triplets, validation_set, param_space={}, search="grid", **kw)
     with pytest.raises(ConfigError, match="cannot parse measure"):
         tune_adaptation("minilm", triplets, validation_set, param_space={}, measure="acc@@5", **kw)
+    with pytest.raises(ConfigError, match="sample_size = 5: .* the smaller part has 4"):  # 8 queries, half each
+        tune_adaptation("minilm", triplets, validation_set, param_space={}, sample_size=5, **kw)
+    with pytest.raises(ConfigError, match="confirm_fraction"):
+        tune_adaptation("minilm", triplets, validation_set, param_space={}, confirm_fraction=0.0, **kw)
 
 
 def test_optuna_is_optional(validation_set, triplets):

@@ -501,6 +501,7 @@ def tune_adaptation(
     selection = split_queries(len(validation.judged_queries()), confirm_fraction, seed)
     if bootstrap is None:
         bootstrap = BootstrapConfig(n_resamples=n_resamples, sample_size=sample_size, seed=ci_seed)
+    _check_parts(selection, bootstrap)
     search_alg = _search_alg(search, seed, max_concurrent_trials)
     ft_config = ft_config or FTConfig()
     rows = coerce_triplets(triplets)
@@ -530,6 +531,15 @@ def tune_adaptation(
     )
     out = _rows(tuner.fit(), str(m))
     return SweepResult(out, choose_best(out), experiment, restored, str(m))
+
+
+def _check_parts(selection: np.ndarray, bootstrap: BootstrapConfig) -> None:
+    """A bootstrap ``sample_size`` larger than the smaller part fails now, not inside every trial."""
+    smaller = int(min(selection.sum(), (~selection).sum()))
+    size = bootstrap.sample_size
+    if size is not None and size > smaller and not bootstrap.allow_oversampling:
+        raise ConfigError(f"sample_size = {size}: the sweep scores selection and confirmation queries apart and "
+                          f"the smaller part has {smaller}; use sample_size <= {smaller} or none (all of a part)")
 
 
 def _trial_resources(cpus: float, gpus: float | None, memory: int, ray: Any) -> dict[str, float]:
