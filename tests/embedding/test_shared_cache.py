@@ -184,7 +184,7 @@ def test_bad_bounds_name_the_setting(monkeypatch):
     with pytest.raises(ConfigError, match=r"s\.toml: \[embedding\]\.cache_max_gib: expected a number of GiB"):
         EmbeddingCache.resolve("", -1.0, where="s.toml: [embedding]")
     monkeypatch.setenv("ADAPTLAB_CACHE_MAX_GIB", "lots")
-    with pytest.raises(ConfigError, match=r"\$ADAPTLAB_CACHE_MAX_GIB: expected a number of GiB > 0, got 'lots'"):
+    with pytest.raises(ConfigError, match=r"\$ADAPTLAB_CACHE_MAX_GIB='lots': expected a positive number of GiB"):
         EmbeddingCache.resolve()
 
 

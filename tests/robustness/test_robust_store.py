@@ -264,7 +264,7 @@ def test_s3_time_outs_are_bounded_and_configurable(monkeypatch):
     assert total < 60 and defaults["connect_timeout"] == "5s"
     assert remote_options({"TIMEOUT": "90s"})["TIMEOUT"] == "90s" and "timeout" not in remote_options({"TIMEOUT": "9s"})
     monkeypatch.setenv("ADAPTLAB_STORE_TIMEOUT", "abc")
-    with pytest.raises(results.StoreError, match="ADAPTLAB_STORE_TIMEOUT='abc': expected a number of seconds"):
+    with pytest.raises(results.StoreError, match="ADAPTLAB_STORE_TIMEOUT='abc': expected a positive number of seconds up to 3600"):
         remote_options(None)
 
 

@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from adaptlab.errors import StoreError
+from adaptlab.errors import ConfigError, StoreError
+from adaptlab.storage.env import cache_home, env_number
 from adaptlab.storage.files import NO_DOTS, PORTABLE, READABLE, directory_sha256, safe_name, safe_relpath, sha256_file
 
 
@@ -73,3 +74,34 @@ def test_directory_hash_follows_an_edit(tmp_path) -> None:
     before = directory_sha256(tmp_path)
     (tmp_path / "w.bin").write_bytes(b"three")  # another size: the per-process cache misses
     assert directory_sha256(tmp_path) != before
+
+
+@pytest.mark.parametrize("text,kind,maximum,expected", [
+    ("", float, None, 7.0), ("  ", float, None, 7.0), ("2.5", float, None, 2.5), ("3", int, None, 3),
+    ("3600", float, 3600, 3600.0),
+])
+def test_env_number_reads_positive_numbers_or_the_default(monkeypatch, text, kind, maximum, expected):
+    monkeypatch.setenv("ADAPTLAB_TEST_NUMBER", text)
+    assert env_number("ADAPTLAB_TEST_NUMBER", 7.0, kind=kind, maximum=maximum) == expected
+
+
+@pytest.mark.parametrize("text,kind,maximum", [
+    ("0", float, None), ("-1", float, None), ("nan", float, None), ("inf", float, None), ("abc", float, None),
+    ("2.5", int, None), ("3601", float, 3600),
+])
+def test_env_number_refuses_anything_else_in_one_line_naming_the_variable(monkeypatch, text, kind, maximum):
+    monkeypatch.setenv("ADAPTLAB_TEST_NUMBER", text)
+    with pytest.raises(ConfigError) as e:
+        env_number("ADAPTLAB_TEST_NUMBER", 7.0, kind=kind, maximum=maximum, unit="seconds")
+    assert "$ADAPTLAB_TEST_NUMBER" in str(e.value) and repr(text) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cache_home_follows_adaptlab_cache_then_xdg_then_home(monkeypatch, tmp_path):
+    monkeypatch.setenv("ADAPTLAB_CACHE", str(tmp_path / "a"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert cache_home() == tmp_path / "a"
+    monkeypatch.delenv("ADAPTLAB_CACHE")
+    assert cache_home() == tmp_path / "x" / "adaptlab"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    assert cache_home() == tmp_path / "h" / ".cache" / "adaptlab"

@@ -61,6 +61,7 @@ from adaptlab import _version
 from adaptlab.embedding.pipeline import embed_texts
 from adaptlab.errors import ConfigError
 from adaptlab.models import model_revision
+from adaptlab.storage.env import CACHE_ENV, cache_home, env_number
 from adaptlab.storage.objects import RemoteDir, open_remote
 
 __all__ = [
@@ -87,7 +88,6 @@ LOCAL_BELOW = 512
 minilm: starting one actor (worker process, torch import, model load) costs about as much as
 embedding ~500 short texts, and below that a pool cannot win back its start-up."""
 
-CACHE_ENV = "ADAPTLAB_CACHE"
 """The local folder of adaptlab's caches (embeddings, tokens, artifacts, ...)."""
 EMBEDDING_CACHE_ENV = "ADAPTLAB_EMBEDDING_CACHE"
 """The embedding cache alone: a folder, a URI shared by a cluster's nodes, or ``off``."""
@@ -110,11 +110,9 @@ def texts_hash(texts: list[str]) -> str:
 
 
 def default_cache_root() -> Path:
-    """``$ADAPTLAB_CACHE``, else ``$XDG_CACHE_HOME/adaptlab``, else ``~/.cache/adaptlab``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "adaptlab"
+    """The machine's cache folder (:func:`adaptlab.storage.env.cache_home`: ``$ADAPTLAB_CACHE``,
+    else ``$XDG_CACHE_HOME/adaptlab``, else ``~/.cache/adaptlab``)."""
+    return cache_home()
 
 
 def _is_uri(root: Path | str) -> bool:
@@ -238,16 +236,7 @@ def _max_gib(value: float, where: str) -> float:
         raise ConfigError(f"{where}.cache_max_gib: expected a number of GiB >= 0 (0: the default), got {value!r}")
     if value > 0:
         return float(value)
-    env = os.environ.get(MAX_GIB_ENV, "").strip()
-    if not env:
-        return DEFAULT_MAX_GIB
-    try:
-        out = float(env)
-    except ValueError:
-        out = -1.0
-    if not out > 0:
-        raise ConfigError(f"${MAX_GIB_ENV}: expected a number of GiB > 0, got {env!r}")
-    return out
+    return env_number(MAX_GIB_ENV, DEFAULT_MAX_GIB, unit="GiB")
 
 
 def _filesystem(root: Path | str) -> tuple[Any, str]:

@@ -74,6 +74,7 @@ from adaptlab.models.base import (
     short_error,
 )
 from adaptlab.models.weights import weights_sha256
+from adaptlab.storage.env import cache_home
 
 if TYPE_CHECKING:
     from adaptlab.models.ref import ModelRef
@@ -264,7 +265,7 @@ def relocate_checkpoint(path: str | Path) -> None:
 def _cache_root(init_dir: str | None) -> Path:
     if init_dir:
         return Path(init_dir).expanduser()
-    return Path(os.environ.get("ADAPTLAB_CACHE") or Path.home() / ".cache" / "adaptlab") / "colbert-init"
+    return cache_home() / "colbert-init"
 
 
 def _announce(msg: str) -> None:

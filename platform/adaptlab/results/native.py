@@ -23,6 +23,8 @@ import tempfile
 import threading
 from collections.abc import Iterator
 
+from adaptlab.storage.env import env_number
+
 __all__ = ["STORE_TIMEOUT", "TIMEOUT_ENV", "is_permanent", "quiet_native", "remote_options", "retried_already",
            "short_message", "store_timeout", "timed_out"]
 
@@ -83,19 +85,11 @@ def is_permanent(e: BaseException) -> bool:
 
 
 def store_timeout() -> float:
-    """The object-store request time-out in seconds: ``$ADAPTLAB_STORE_TIMEOUT`` or :data:`STORE_TIMEOUT`."""
+    """The object-store request time-out in seconds: ``$ADAPTLAB_STORE_TIMEOUT`` (up to 3600) or
+    :data:`STORE_TIMEOUT`."""
     from adaptlab.errors import StoreError
 
-    text = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not text:
-        return STORE_TIMEOUT
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 3600:
-        raise StoreError(f"{TIMEOUT_ENV}={text!r}: expected a number of seconds between 0 and 3600, e.g. 20")
-    return value
+    return env_number(TIMEOUT_ENV, STORE_TIMEOUT, maximum=3600, error=StoreError, unit="seconds")
 
 
 def remote_options(options: dict[str, str] | None) -> dict[str, str]:

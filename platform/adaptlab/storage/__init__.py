@@ -1,8 +1,10 @@
 """Storage below every other package: files (safe names, a relative-path check, SHA-256 of a file
-and of a directory; :mod:`adaptlab.storage.files`) and folders on object stores (boto3 for
+and of a directory; :mod:`adaptlab.storage.files`), numbers and the cache folder from the environment
+(:mod:`adaptlab.storage.env`) and folders on object stores (boto3 for
 ``s3://`` with explicit multipart parts, time-outs and abort; ``pyarrow.fs`` for other schemes;
 :mod:`adaptlab.storage.objects`). It imports only :mod:`adaptlab.errors`."""
 
+from adaptlab.storage.env import CACHE_ENV, cache_home, env_number
 from adaptlab.storage.files import (
     NO_DOTS,
     PORTABLE,
@@ -16,14 +18,17 @@ from adaptlab.storage.files import (
 from adaptlab.storage.objects import RemoteDir, TransferSettings, check_remote_support, open_remote
 
 __all__ = [
+    "CACHE_ENV",
     "NO_DOTS",
     "PORTABLE",
     "READABLE",
     "NameRule",
     "RemoteDir",
     "TransferSettings",
+    "cache_home",
     "check_remote_support",
     "directory_sha256",
+    "env_number",
     "open_remote",
     "safe_name",
     "safe_relpath",

@@ -52,6 +52,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from adaptlab.errors import AdaptlabError, ConfigError, StoreError, mask_url
+from adaptlab.storage.env import env_number
 
 __all__ = ["RemoteDir", "TransferSettings", "check_remote_support", "open_remote"]
 
@@ -76,27 +77,14 @@ class TransferSettings:
         """Settings from ``ADAPTLAB_S3_*``; a bad value raises :class:`ConfigError` naming it."""
         base = cls()
         out = cls(
-            connect_timeout=_env_number("ADAPTLAB_S3_CONNECT_TIMEOUT", base.connect_timeout, float),
-            read_timeout=_env_number("ADAPTLAB_S3_READ_TIMEOUT", base.read_timeout, float),
-            max_attempts=int(_env_number("ADAPTLAB_S3_MAX_ATTEMPTS", base.max_attempts, int)),
-            part_size=int(_env_number("ADAPTLAB_S3_PART_SIZE", base.part_size, int)),
+            connect_timeout=env_number("ADAPTLAB_S3_CONNECT_TIMEOUT", base.connect_timeout, unit="seconds"),
+            read_timeout=env_number("ADAPTLAB_S3_READ_TIMEOUT", base.read_timeout, unit="seconds"),
+            max_attempts=int(env_number("ADAPTLAB_S3_MAX_ATTEMPTS", base.max_attempts, kind=int)),
+            part_size=int(env_number("ADAPTLAB_S3_PART_SIZE", base.part_size, kind=int, unit="bytes")),
         )
         if out.part_size < MIN_PART:
             raise ConfigError(f"ADAPTLAB_S3_PART_SIZE={out.part_size}: expected at least {MIN_PART} bytes (5 MiB)")
         return out
-
-
-def _env_number(name: str, default: float, kind: type) -> float:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = kind(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ConfigError(f"{name}={text!r}: expected a positive {kind.__name__}")
-    return value
 
 
 class RemoteDir(ABC):
