@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import secrets
 import shutil
 import subprocess
@@ -117,7 +118,7 @@ def _raylet_pid(temp_dir: Path) -> int:
 def _kill_when_running(stderr: queue.Queue, phase: str, raylet: int) -> float:
     """Wait for ``phase`` to start and finish its first blocks, then SIGKILL ``raylet``."""
     _await(stderr, lambda ln: ln.strip() == f"PHASE {phase}", 600)
-    _await(stderr, lambda ln: ln.startswith("[adaptlab] embedding"), 300)
+    _await(stderr, lambda ln: ln.startswith("[adaptlab] embedding") and not re.search(r": 0/\d", ln), 300)
     stop_pids([raylet], wait_s=5)
     return time.monotonic()
 
