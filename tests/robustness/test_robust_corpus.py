@@ -190,6 +190,10 @@ STORE_COMMANDS = {
     "results_compact": ["results", "compact"],
     "report": ["report", "--out", "rep"],
     "inspect": ["inspect", "--system", "minilm"],
+    "export_mteb": ["export", "--to", "mteb", "--out", "exp"],
+    "export_ranx": ["export", "--to", "ranx", "--out", "exp"],
+    "compare": ["compare"],
+    "plan": ["plan", "--system", "minilm", "--against", "bge", "--measure", "ndcg@10", "--effect", "0.02"],
 }
 
 
@@ -204,7 +208,8 @@ def test_commands_refuse_a_bad_store_location(work, command, store):
     if store in ("missing", "a_file", "binary_file"):
         assert Path(where).name in line
     after = digest(work)
-    assert after == before or (command == "report" and not (work / "rep" / "report.md").exists())
+    assert after == before or (command == "report" and not (work / "rep" / "report.md").exists()) or (
+        command.startswith("export") and not any((work / "exp").rglob("*.json")))
 
 
 # -- run (--dry-run: nothing heavy runs) and submit (no cluster) with hostile study files ----------
