@@ -292,9 +292,12 @@ def _run_tune(study: Study, settings: AdaptSettings, tune_settings: TuneSettings
 
 def _store_sweep(study: Study, settings: AdaptSettings, tune_settings: TuneSettings, sweep: SweepResult,
                  validation: Dataset, n: int, store_dir: Path) -> None:
-    """One run for the sweep (system ``<label>-<variant>-s<n>-tune``, dataset ``validation-s<n>``)
-    and one ``metrics`` row per trial: measure :data:`TUNE_MEASURE`, value = the trial's best
-    objective (lower CI bound), ``extra`` = its config, status and last CI."""
+    """One run for the sweep (system ``<label>-<variant>-s<n>-tune``) with one ``metrics`` row per
+    trial on dataset ``validation-s<n>``: measure :data:`TUNE_MEASURE`, value = the trial's best
+    selection objective (a lower CI bound on the questions that chose it: optimistic for the
+    chosen trial, ``extra.selection = "optimistic"``), CI from the same epoch; and one row for the
+    chosen trial on dataset ``confirm-s<n>``: its lower bound on the confirmation questions that
+    took no part in the selection (``extra.selection = "confirmed"``, the honest value)."""
     system = f"{system_name(settings.label, tune_settings.variant, n)}-tune"
     dataset = f"validation-s{n}"
     config = {"study": study.study.name, "source": study.source, "tune": dict(study.tune),
@@ -314,11 +317,26 @@ def _store_sweep(study: Study, settings: AdaptSettings, tune_settings: TuneSetti
             "n_queries": r.get("n_queries"), "n_resamples": tune_settings.n_resamples,
             "sample_size": sample, "seed": tune_settings.ci_seed,
             "extra": {"trial_id": r.get("trial_id"), "status": r.get("status"), "iterations": r.get("iterations"),
-                      "measure": r.get("measure"), "last_objective": r.get("objective"),
+                      "measure": r.get("measure"), "epoch_objective": r.get("objective"), "selection": "optimistic",
                       "config": {k.split("/", 1)[1]: v for k, v in r.items() if k.startswith("config/")},
                       "error": r.get("error")},
         })
+    rows += _confirmed_row(run["run_id"], system, n, tune_settings, sweep.best or {})
     results.open(store_dir, create=True).commit([run], rows)
+
+
+def _confirmed_row(run_id: str, system: str, n: int, tune_settings: TuneSettings,
+                   best: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chosen trial's value on the confirmation questions (no row when the sweep chose none)."""
+    value = best.get("confirmed_objective")
+    if value is None:
+        return []
+    return [{"run_id": run_id, "system": system, "dataset": f"confirm-s{n}", "measure": TUNE_MEASURE,
+             "value": float(value), "ci_low": best.get("confirmed_ci_low"), "ci_high": best.get("confirmed_ci_high"),
+             "boot_mean": best.get("confirmed_mean"), "n_queries": best.get("confirmed_n_queries"),
+             "n_resamples": tune_settings.n_resamples, "seed": tune_settings.ci_seed,
+             "extra": {"trial_id": best.get("trial_id"), "selection": "confirmed",
+                       "config": {k.split("/", 1)[1]: v for k, v in best.items() if k.startswith("config/")}}}]
 
 
 def _apply_best(settings: AdaptSettings, sweep: SweepResult | None) -> tuple[FTConfig, float]:

@@ -33,9 +33,13 @@ def test_ray_jobs_and_tune_rows_in_the_store(tiny_model, study_factory, tmp_path
     # the sweep: one row per trial, config in extra; the best learning rate trained the variants
     assert out.sweep is not None and len(out.sweep.rows) == 2
     store = results.open(tmp_path)
-    rows = store.metrics(measure=TUNE_MEASURE).to_pylist()
+    rows = store.metrics(measure=TUNE_MEASURE, dataset="validation-s12").to_pylist()
     assert len(rows) == 2 and {r["system"] for r in rows} == {"tiny-ft-s12-tune"}
-    assert {r["dataset"] for r in rows} == {"validation-s12"}
+    assert {json.loads(r["extra"])["selection"] for r in rows} == {"optimistic"}
+    # the chosen trial re-scored on the confirmation questions (the honest value), one row
+    confirmed = store.metrics(measure=TUNE_MEASURE, dataset="confirm-s12").to_pylist()
+    assert len(confirmed) == 1 and json.loads(confirmed[0]["extra"])["selection"] == "confirmed"
+    assert confirmed[0]["value"] == out.sweep.best["confirmed_objective"]
     configs = [json.loads(r["extra"])["config"] for r in rows]
     assert sorted(c["learning_rate"] for c in configs) == [1e-4, 1e-3]
     for r in rows:  # value = the trial's best objective (a lower CI bound) over its epochs
