@@ -80,12 +80,13 @@ def test_large_call_runs_on_the_pool_and_the_warm_pool_is_reused(ray_fake_gpus, 
     # every row once, in input order: the same token counts as in-process, vectors within ATOL
     np.testing.assert_array_equal(out.offsets, ref_docs.offsets)
     np.testing.assert_allclose(out.vectors, ref_docs.vectors, rtol=0, atol=ATOL)
-    # the work ran on the two actors, one (fake) GPU each, not in this process
+    # the work ran on the pool's actors, one (fake) GPU each, not in this process; blocks go only
+    # to actors that are ready, so on a loaded machine the first ready actor may do them all
     pids = set(run.pid.tolist())
-    assert len(pids) == 2 and os.getpid() not in pids
+    assert 1 <= len(pids) <= 2 and os.getpid() not in pids
     gpu_of = {p: set(run.cuda_visible_devices[run.pid == p].tolist()) for p in pids}
     assert all(len(g) == 1 and "" not in g for g in gpu_of.values())
-    assert len(set().union(*gpu_of.values())) == 2
+    assert len(set().union(*gpu_of.values())) == len(pids)
 
     # a fresh embedder's small call goes to the warm pool of this model (no second model load)
     again = _embedder(colbert_ref, use_ray=True, num_actors=2)
