@@ -19,9 +19,11 @@ def format_summary(s: EvaluationSummary) -> str:
     """Per system and measure: value, bootstrap mean, CI and its width; the judged queries each
     run lacks (scored 0) are counted in the header and per system."""
     ranked = any(r.rank is not None for per in s.systems.values() for r in per.values())
+    methods = {r.interval for per in s.systems.values() for r in per.values()}
+    mixed = len(methods) > 1  # interval "auto": Wilson for 0/1 measures, percentile for graded ones
     rows = [
         [name, m, r.value, r.boot_mean, format_interval(r.ci_low, r.ci_high), r.ci_width]
-        + ([_rank(r)] if ranked else [])
+        + ([r.interval] if mixed else []) + ([_rank(r)] if ranked else [])
         for name, per in s.systems.items() for m, r in per.items()
     ]
     head = (f"{s.n_queries} queries ({len(s.excluded_queries)} without relevant documents excluded); "
@@ -32,7 +34,8 @@ def format_summary(s: EvaluationSummary) -> str:
     if s.small_sample:
         head += (f"\nwarning: fewer than {SMALL_SAMPLE_Q} queries; bootstrap CIs are unreliable, read the exact "
                  "paired tests")
-    header = ["system", "measure", "value", "boot_mean", ci_label(s.confidence, s.interval), "CI width"]
+    label = ci_label(s.confidence, None if mixed else next(iter(methods), s.interval))
+    header = ["system", "measure", "value", "boot_mean", label, "CI width"] + (["CI method"] if mixed else [])
     if ranked:
         header.append("rank [interval]")
         head += "\nrank [interval]: from the shared bootstrap resamples; * = statistically tied with the best"
