@@ -59,12 +59,8 @@ def read_text(path: str | Path) -> str:
     p = Path(path)
     try:
         raw = p.read_bytes()
-    except FileNotFoundError as e:
-        raise DataError(f"{p}: file not found") from e
-    except IsADirectoryError as e:
-        raise DataError(f"{p}: is a folder; expected a file") from e
     except OSError as e:
-        raise DataError(f"{p}: cannot read the file ({e.strerror})") from e
+        raise _read_error(p, e) from e
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -112,12 +108,17 @@ def iter_segments(path: str | Path, max_line_bytes: int | None = None) -> Iterat
 def _open(p: Path) -> Any:
     try:
         return p.open("rb")
-    except FileNotFoundError as e:
-        raise DataError(f"{p}: file not found") from e
-    except IsADirectoryError as e:
-        raise DataError(f"{p}: is a folder; expected a file") from e
     except OSError as e:
-        raise DataError(f"{p}: cannot read the file ({e.strerror})") from e
+        raise _read_error(p, e) from e
+
+
+def _read_error(p: Path, e: OSError) -> DataError:
+    """One line for a file that cannot be read: missing, a folder, or the system's reason."""
+    if isinstance(e, FileNotFoundError):
+        return DataError(f"{p}: file not found")
+    if isinstance(e, IsADirectoryError):
+        return DataError(f"{p}: is a folder; expected a file")
+    return DataError(f"{p}: cannot read the file ({e.strerror})")
 
 
 def iter_text_blocks(path: str | Path, block_bytes: int = 1 << 20) -> Iterator[str]:
