@@ -16,7 +16,7 @@ DEFAULT_METRICS = "ndcg@10"
 STYLES = ("text", "markdown", "latex")
 
 
-def _unit_open(text: str) -> float:
+def unit_open(text: str) -> float:
     """A number strictly between 0 and 1 (argparse type of --alpha and --power)."""
     try:
         value = float(text)
@@ -42,16 +42,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics", "--measure", dest="metrics", default=DEFAULT_METRICS,
                    help=f"comma-separated measures (default {DEFAULT_METRICS})")
     add_bootstrap_options(p)
-    p.add_argument("--alpha", type=_unit_open, default=0.05,
+    p.add_argument("--alpha", type=unit_open, default=0.05,
                    help="level of the significance letters (adjusted p < alpha; default 0.05)")
-    p.add_argument("--power", type=_unit_open, default=0.8,
+    p.add_argument("--power", type=unit_open, default=0.8,
                    help="power of the minimum detectable effect column (default 0.8)")
     p.add_argument("--format", choices=STYLES, default="text", help="output format")
     add_common(p)
     p.set_defaults(handler=run)
 
 
-def _per_query_from_runs(qrels_path: Path, run_paths: list[Path], metrics: str) -> dict:
+def per_query_from_runs(qrels_path: Path, run_paths: list[Path], metrics: str) -> dict:
     """Per-query values of every run, named by file stem (as ``adaptlab evaluate`` names them)."""
     measures = parse_measures(metrics)
     qrels = read_qrels(qrels_path)
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.runs or len(args.runs) < 2:
             raise ConfigError("--qrels needs at least two --run files to compare")
-        per_query = _per_query_from_runs(args.qrels, args.runs, args.metrics)
+        per_query = per_query_from_runs(args.qrels, args.runs, args.metrics)
         result = compare(per_query, boot=boot, dataset=args.dataset, alpha=args.alpha, power=args.power)
     print(result.render(args.format))
     return 0

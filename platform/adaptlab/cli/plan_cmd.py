@@ -9,7 +9,7 @@ import numpy as np
 
 from adaptlab.analysis import pilot_from_store, plan_sample_size
 from adaptlab.cli._common import add_common, bounded_int
-from adaptlab.cli.compare_cmd import _per_query_from_runs, _unit_open
+from adaptlab.cli.compare_cmd import per_query_from_runs, unit_open
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import parse_measures
 
@@ -30,8 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", help="with --store: the dataset (needed when both systems are on several)")
     p.add_argument("--metric", "--measure", dest="metric", default="ndcg@10", help="the measure (default ndcg@10)")
     p.add_argument("--effect", type=float, required=True, help="the mean difference to detect, in the measure's units")
-    p.add_argument("--power", type=_unit_open, default=0.8, help="the probability of detecting it (default 0.8)")
-    p.add_argument("--alpha", type=_unit_open, default=0.05, help="the level of the two-sided test (default 0.05)")
+    p.add_argument("--power", type=unit_open, default=0.8, help="the probability of detecting it (default 0.8)")
+    p.add_argument("--alpha", type=unit_open, default=0.05, help="the level of the two-sided test (default 0.05)")
     p.add_argument("--experiments", type=bounded_int(10, 100_000), default=400,
                    help="simulated evaluations per number of queries (default 400)")
     p.add_argument("--resamples", type=bounded_int(19, 1_000_000), default=1000,
@@ -52,7 +52,7 @@ def _pilot(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
     if args.store is None:
         if not args.runs or len(args.runs) != 2:
             raise ConfigError("--qrels needs exactly two --run files: the system, then the baseline")
-        per_query = _per_query_from_runs(args.qrels, args.runs, measure)
+        per_query = per_query_from_runs(args.qrels, args.runs, measure)
         a, b = (per_query[p.stem] for p in args.runs)
         if a.query_ids != b.query_ids:
             raise ConfigError(f"--run {args.runs[0]} and --run {args.runs[1]} were evaluated on different queries")
