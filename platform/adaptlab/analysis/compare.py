@@ -290,7 +290,7 @@ def _from_frame(frame: Any, dataset: str | None, measures: Sequence[str] | None)
     return groups
 
 
-def _from_store(store: Any, dataset: str | None, measures: Sequence[str] | None) -> Groups:
+def store_groups(store: Any, dataset: str | None, measures: Sequence[str] | None) -> Groups:
     """Per-query values recomputed from the stored records (gold documents have relevance 1)."""
     ms = parse_measures(measures or ["ndcg@10"])
     groups: Groups = {}
@@ -336,7 +336,7 @@ def compare(
     if isinstance(per_query, (str, Path)):
         raise ConfigError(f"compare: open the store first: compare(adaptlab.results.open({str(per_query)!r}))")
     if hasattr(per_query, "per_query"):
-        groups = _from_store(per_query, dataset, measures)
+        groups = store_groups(per_query, dataset, measures)
     elif hasattr(per_query, "columns") and hasattr(per_query, "groupby"):
         groups = _from_frame(per_query, dataset, measures)
     elif isinstance(per_query, Mapping) and len(per_query) >= 2:

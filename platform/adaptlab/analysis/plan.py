@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from adaptlab.analysis.compare import store_groups
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.stats import paired_bootstrap
 from adaptlab.stats.resample import check_seed
@@ -320,9 +321,7 @@ def pilot_from_store(store: Any, *, system: str, against: str, measure: str = "n
                      dataset: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-query values of ``system`` and ``against`` on ``measure`` from a results store's latest
     per-query records (re-scored as :func:`adaptlab.compare` does), on their common queries."""
-    from adaptlab.analysis.compare import _from_store
-
-    groups = _from_store(store, dataset, [measure])
+    groups = store_groups(store, dataset, [measure])
     found = [(ds, names, values) for (ds, _m), (names, values) in groups.items()
              if system in names and against in names]
     if len(found) == 1:
