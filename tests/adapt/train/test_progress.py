@@ -31,7 +31,7 @@ def _lines(text: str) -> list[str]:
 
 
 def test_progress_lines_name_step_steps_and_loss(tiny_model, triplets, capsys, monkeypatch, progress_on):
-    monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", "0")  # a line every step
+    monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", "0.001")  # a line every step
     model = load_sentence_model(tiny_model, "cpu")
     capsys.readouterr()
     result = fine_tune_model(model, triplets, FT, seed=0, prefixes=("", ""), device="cpu", label="ft at scale 8")
@@ -58,11 +58,10 @@ def test_progress_lines_show_without_verbose_and_not_with_quiet(capsys, monkeypa
     """The CLI's default logging (WARNING) hides INFO; the lines still show; --quiet turns them off."""
     from adaptlab.cli import configure_logging
 
-    monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", "0")
     for verbosity in (0, -1):
         restore = configure_logging(verbosity)
         try:
-            progress = StepProgress("pt at scale 10", total=3, start=0)
+            progress = StepProgress("pt at scale 10", total=3, start=0, interval=0.0)
             progress.update(1, 2.5)
             progress.close(2.0)
         finally:
@@ -74,6 +73,25 @@ def test_progress_lines_show_without_verbose_and_not_with_quiet(capsys, monkeypa
             assert last.startswith("pt at scale 10: 3/3 step(s) done in") and last.endswith("last loss 2.0000")
         else:
             assert err == ""
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-2", "nan"])
+def test_a_bad_progress_interval_is_one_line_naming_the_variable(value, monkeypatch, progress_on):
+    from adaptlab.errors import ConfigError
+
+    monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", value)
+    with pytest.raises(ConfigError) as info:
+        StepProgress("ft at scale 8", total=3, start=0)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"$ADAPTLAB_PROGRESS_INTERVAL={value!r}: expected a positive number of seconds")
+
+
+def test_progress_interval_from_the_environment(monkeypatch, progress_on):
+    monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", "2.5")
+    assert StepProgress("x", total=1, start=0).interval == 2.5
+    monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", " ")
+    assert StepProgress("x", total=1, start=0).interval == 5.0
 
 
 def test_driver_keeps_repeated_ray_lines(monkeypatch):

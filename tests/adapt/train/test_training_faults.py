@@ -203,7 +203,7 @@ def test_stages_that_do_not_fit_side_by_side_run_one_after_another(tiny_model, t
     """A Ray node with 2 CPUs and memory for 1.5 FT stages: with their memory declared the two
     stages run one after the other (run intervals do not overlap) and both finish; with none
     declared (the control) they overlap. Progress lines reach the driver's log."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", ADAPTLAB_PROGRESS_INTERVAL="0",
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", ADAPTLAB_PROGRESS_INTERVAL="0.001",
                RAY_ADDRESS="")
     args = [str(tiny_model), json.dumps([[q, p, list(n)] for q, p, n in triplets]), str(tmp_path)]
     out = subprocess.run([sys.executable, "-c", _BUDGET_SCRIPT, *args], capture_output=True, text=True,

@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from adaptlab.errors import AdaptlabError
+from adaptlab.storage.env import env_number
 
 __all__ = [
     "LoopResult",
@@ -367,10 +368,9 @@ def _resume(model: Any, optimizer: Any, checkpoint_dir: Path | None, device: Any
 
 
 def _progress_interval() -> float:
-    try:
-        return float(os.environ.get("ADAPTLAB_PROGRESS_INTERVAL", PROGRESS_INTERVAL))
-    except ValueError:
-        return PROGRESS_INTERVAL
+    """``ADAPTLAB_PROGRESS_INTERVAL`` seconds (a positive number, else one line naming it), or
+    :data:`PROGRESS_INTERVAL`."""
+    return env_number("ADAPTLAB_PROGRESS_INTERVAL", PROGRESS_INTERVAL, unit="seconds")
 
 
 def _eta(seconds: float) -> str:
