@@ -19,10 +19,16 @@ from dataclasses import dataclass
 
 from adaptlab.errors import ConfigError
 
-__all__ = ["MAX_CUTOFF", "MEASURE_NAMES", "Measure", "parse_measures"]
+__all__ = ["IR_MEASURES_NAMES", "MAX_CUTOFF", "MEASURE_NAMES", "Measure", "parse_measures"]
 
-MEASURE_NAMES: tuple[str, ...] = ("acc", "map", "mrr", "ndcg", "precision", "recall")
-"""Canonical measure names. ``mrr``, ``ndcg`` and ``map`` accept no cutoff (the full ranking)."""
+MEASURE_NAMES: tuple[str, ...] = (
+    "acc", "bpref", "err", "infap", "judged", "map", "mrr", "ndcg", "precision", "recall", "rprec",
+)
+"""Canonical measure names. ``mrr``, ``ndcg`` and ``map`` accept no cutoff (the full ranking);
+``rprec``, ``bpref`` and ``infap`` refuse one; the others need one."""
+
+IR_MEASURES_NAMES: dict[str, str] = {"bpref": "Bpref", "infap": "infAP", "rprec": "Rprec"}
+"""The measures computed through ir_measures, canonical name -> ir_measures' name."""
 
 _ALIASES = {
     "acc": "acc", "accuracy": "acc", "hits": "acc", "hit": "acc", "success": "acc",
@@ -32,14 +38,19 @@ _ALIASES = {
     "mrr": "mrr", "rr": "mrr", "recip_rank": "mrr",
     "ndcg": "ndcg", "ndcg_cut": "ndcg",
     "map": "map", "ap": "map", "map_cut": "map",
+    "rprec": "rprec", "r-prec": "rprec", "r_prec": "rprec",
+    "bpref": "bpref", "infap": "infap", "judged": "judged", "err": "err",
 }
 MAX_CUTOFF = 10_000
 """The largest cutoff k accepted. Per-query kernels hold a (queries x k) matrix, so an
 unbounded k (``ndcg@1000000000``) would exhaust memory; the deepest cutoffs in common use are
 100-1000 (BEIR reports recall@100 and recall@1000)."""
 
-_NEEDS_K = frozenset({"acc", "precision", "recall"})
-_PATTERN = re.compile(r"^\s*([A-Za-z_]+)\s*(?:[@_](\d+))?\s*$")
+_NEEDS_K = frozenset({"acc", "err", "judged", "precision", "recall"})
+_NO_K = frozenset(IR_MEASURES_NAMES)
+_PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z_-]*)\s*(?:[@_](\d+))?\s*$")
+_ACCEPTED = ("(with @K where needed; ir_measures and MTEB spellings such as P@10, R-Prec, Bpref, infAP, "
+             "Judged@10, ERR@10, ndcg_at_10 are accepted)")
 _MTEB_AT = "_at"
 """MTEB writes ``ndcg_at_10``: the name ends in ``_at`` before the ``_K`` cutoff."""
 _MAIN_SCORE = "main_score"
@@ -63,6 +74,9 @@ class Measure:
             raise ConfigError(f"measure {self.name}@{self.k}: the cutoff k must be between 1 and {MAX_CUTOFF}")
         if self.k is None and self.name in _NEEDS_K:
             raise ConfigError(f"measure {self.name!r} needs a cutoff, for example {self.name}@10")
+        if self.k is not None and self.name in _NO_K:
+            raise ConfigError(f"measure {self.name}@{self.k}: {self.name} takes no cutoff (it reads the whole "
+                              f"ranking); write {self.name}")
 
     @classmethod
     def parse(cls, text: str | Measure) -> Measure:
@@ -78,7 +92,7 @@ class Measure:
         if raw not in _ALIASES:
             raise ConfigError(
                 f"unknown measure {m.group(1)!r} in {text!r}; expected one of "
-                f"{', '.join(MEASURE_NAMES)} (with @K where needed)"
+                f"{', '.join(MEASURE_NAMES)} {_ACCEPTED}"
             )
         if k is not None and len(k.lstrip("0")) > len(str(MAX_CUTOFF)):
             raise ConfigError(f"measure {text!r}: the cutoff k must be between 1 and {MAX_CUTOFF}")
@@ -91,6 +105,11 @@ class Measure:
     def depth(self) -> int | None:
         """How many top documents the measure reads (``None``: all retrieved)."""
         return self.k
+
+    @property
+    def ir_measures_name(self) -> str | None:
+        """ir_measures' name when the measure is computed through ir_measures, else None."""
+        return IR_MEASURES_NAMES.get(self.name)
 
 
 def _mteb_name(raw: str, k: str | None, text: str) -> tuple[str, str | None]:

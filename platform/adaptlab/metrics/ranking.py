@@ -14,6 +14,13 @@ relevant when its judged relevance is > 0. With ``rel_i`` the relevance of the d
   graded relevance) and IDCG@k the DCG of all judged documents sorted by relevance, cut at k
   (Jarvelin & Kekalainen 2002; trec_eval ``ndcg_cut``)
 - ``map`` / ``map@k``: ``(1/R) sum_{i<=k, rel_i>0} precision@i`` (trec_eval ``map_cut``)
+- ``err@k`` (expected reciprocal rank): ``sum_{i<=k} (r_i / i) prod_{j<i} (1 - r_j)`` with the
+  stopping probability ``r_i = (2^g_i - 1) / 2^4``, ``g_i = max(rel_i, 0)`` on a 0..4 grade scale
+  (Chapelle et al., CIKM 2009; the TREC Web track's gdeval, which ir_measures runs for ``ERR@k``);
+  a grade above 4 is a :class:`~adaptlab.errors.DataError`
+- ``judged@k``: the fraction of the top ``min(k, n)`` documents that have a judgment (any
+  relevance, 0 included), ``n`` the number retrieved (ir_measures ``Judged@k``); 0 when none is
+- ``rprec``, ``bpref``, ``infap``: through ir_measures (:mod:`adaptlab.metrics.external`)
 
 Queries without any relevant judged document are excluded (and listed); judged queries absent
 from the run score 0 on every measure (trec_eval ``-c``) and are listed in ``missing_from_run``.
@@ -29,9 +36,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from adaptlab.errors import DataError
+from adaptlab.metrics.external import ir_measures_values
 from adaptlab.metrics.measures import Measure, parse_measures
 
-__all__ = ["PerQueryMetrics", "evaluate", "rank_documents", "ranked_values"]
+__all__ = ["ERR_MAX_GRADE", "PerQueryMetrics", "evaluate", "rank_documents", "ranked_values"]
+
+ERR_MAX_GRADE = 4
+"""The top grade of ERR's relevance scale (gdeval's ``MAX_JUDGMENT``): ``r_i = (2^g - 1) / 2^4``."""
 
 
 @dataclass
@@ -78,9 +89,11 @@ def rank_documents(scores: Mapping[str, float]) -> list[str]:
 def _ranked_gains(
     qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
     query_ids: Sequence[str], depth: int | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Relevance of the ranked documents [Q, L] (0-padded), R [Q], and ideal gains [Q, G]."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Relevance of the ranked documents [Q, L] (0-padded), R [Q], ideal gains [Q, G], and
+    whether each ranked document is judged [Q, L] (int8: 1 judged, 0 not, -1 padding)."""
     ranked: list[list[int]] = []
+    seen: list[list[int]] = []
     ideal: list[list[int]] = []
     n_rel = np.zeros(len(query_ids), dtype=np.int64)
     for i, q in enumerate(query_ids):
@@ -89,31 +102,59 @@ def _ranked_gains(
         if depth is not None:
             docs = docs[:depth]
         ranked.append([judged.get(d, 0) for d in docs])
+        seen.append([int(d in judged) for d in docs])
         gains = sorted((r for r in judged.values() if r > 0), reverse=True)
         ideal.append(gains)
         n_rel[i] = len(gains)
     width = max((len(r) for r in ranked), default=0)
     rel = np.zeros((len(query_ids), max(width, 1)), dtype=np.float64)
+    judged_mask = np.full(rel.shape, -1, dtype=np.int8)
     for i, r in enumerate(ranked):
         rel[i, : len(r)] = r
+        judged_mask[i, : len(r)] = seen[i]
     gwidth = max((len(g) for g in ideal), default=0)
     ideal_arr = np.zeros((len(query_ids), max(gwidth, 1)), dtype=np.float64)
     for i, g in enumerate(ideal):
         ideal_arr[i, : len(g)] = g
-    return rel, n_rel, ideal_arr
+    return rel, n_rel, ideal_arr, judged_mask
 
 
-def _cut(a: np.ndarray, k: int | None) -> np.ndarray:
-    """The first k columns, zero-padded when the array is narrower."""
+def _cut(a: np.ndarray, k: int | None, fill: int = 0) -> np.ndarray:
+    """The first k columns, padded with ``fill`` when the array is narrower."""
     if k is None:
         return a
     if a.shape[1] >= k:
         return a[:, :k]
-    return np.pad(a, ((0, 0), (0, k - a.shape[1])))
+    return np.pad(a, ((0, 0), (0, k - a.shape[1])), constant_values=fill)
 
 
-def _measure_kernel(m: Measure, rel: np.ndarray, n_rel: np.ndarray, ideal: np.ndarray) -> np.ndarray:
+def _err(rel: np.ndarray, k: int) -> np.ndarray:
+    """ERR@k (module docstring) from ranked graded relevance [Q, L]."""
+    grades = _cut(np.maximum(rel, 0.0), k)
+    if grades.size and grades.max() > ERR_MAX_GRADE:
+        raise DataError(f"err@{k}: relevance grade {grades.max():g} is above ERR's scale 0..{ERR_MAX_GRADE} "
+                        "(gdeval's); map the grades to 0..4 or use ndcg@k")
+    stop = (np.exp2(grades) - 1.0) / 2.0 ** ERR_MAX_GRADE
+    reach = np.cumprod(np.hstack([np.ones((stop.shape[0], 1)), 1.0 - stop[:, :-1]]), axis=1)
+    return (stop * reach / np.arange(1, stop.shape[1] + 1)).sum(axis=1)
+
+
+def _judged(judged_mask: np.ndarray, k: int) -> np.ndarray:
+    """Judged@k (module docstring) from the judged mask [Q, L] (1 judged, 0 not, -1 padding)."""
+    top = _cut(judged_mask, k, fill=-1)
+    shown = (top >= 0).sum(axis=1)
+    return np.divide((top == 1).sum(axis=1), shown, out=np.zeros(top.shape[0]), where=shown > 0)
+
+
+def _measure_kernel(m: Measure, rel: np.ndarray, n_rel: np.ndarray, ideal: np.ndarray,
+                    judged_mask: np.ndarray | None = None) -> np.ndarray:
     """Vectorised per-query values of one measure from the ranked relevance matrix."""
+    if m.name == "err":
+        return _err(rel, m.k)  # type: ignore[arg-type]
+    if m.name == "judged":
+        if judged_mask is None:
+            raise ValueError(f"{m} needs to know which documents are judged; use evaluate(qrels, run, ...)")
+        return _judged(judged_mask, m.k)  # type: ignore[arg-type]
     hit = rel > 0
     hk = _cut(hit, m.k)
     if m.name == "acc":
@@ -153,6 +194,8 @@ def ranked_values(
     is ``R`` ones per row.
     """
     m = Measure.parse(measure)
+    if m.ir_measures_name is not None:
+        raise ValueError(f"{m} is computed through ir_measures from the qrels and the run; use evaluate(qrels, run, ...)")
     rel = np.asarray(relevance, dtype=np.float64)
     ideal = np.asarray(ideal_gains, dtype=np.float64)
     if rel.ndim != 2 or ideal.ndim != 2 or rel.shape[0] != ideal.shape[0]:
@@ -192,10 +235,17 @@ def evaluate(
             "dataset and uses the same query ids"
         )
     _check_finite(run, keep)
-    if any(m.k is None for m in ms):
-        depth = None
-    else:
-        depth = max(m.k for m in ms if m.k is not None)
-    rel, n_rel, ideal = _ranked_gains(qrels, run, keep, depth)
-    values = {str(m): _measure_kernel(m, rel, n_rel, ideal) for m in ms}
-    return PerQueryMetrics(keep, values, excluded, missing)
+    return PerQueryMetrics(keep, _values(qrels, run, keep, ms), excluded, missing)
+
+
+def _values(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+            keep: Sequence[str], ms: Sequence[Measure]) -> dict[str, np.ndarray]:
+    """Per-query values of ``ms`` on the queries ``keep``: ours from the ranked relevance matrix
+    (read to the deepest cutoff), the others through ir_measures; in the order of ``ms``."""
+    ours = [m for m in ms if m.ir_measures_name is None]
+    values = ir_measures_values(qrels, run, keep, [m for m in ms if m.ir_measures_name is not None])
+    if ours:
+        depth = None if any(m.k is None for m in ours) else max(m.k for m in ours if m.k is not None)
+        rel, n_rel, ideal, judged_mask = _ranked_gains(qrels, run, keep, depth)
+        values.update({str(m): _measure_kernel(m, rel, n_rel, ideal, judged_mask) for m in ours})
+    return {str(m): values[str(m)] for m in ms}
