@@ -187,3 +187,37 @@ def test_values_keep_the_asked_order_when_mixed() -> None:
     assert list(res.values) == [str(Measure.parse(m)) for m in ms]
     alone = evaluate(qrels, run, ["ndcg@10"])
     np.testing.assert_array_equal(res.values["ndcg@10"], alone.values["ndcg@10"])
+
+
+def _write_trec(tmp_path, qrels: dict, runs: dict) -> tuple[str, list[str]]:
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items()))
+    paths = []
+    for name, run in runs.items():
+        lines = [f"{q} Q0 {d} {i + 1} {s!r} {name}\n" for q, sc in run.items() for i, (d, s) in enumerate(sc.items())]
+        (tmp_path / f"{name}.trec").write_text("".join(lines))
+        paths.append(str(tmp_path / f"{name}.trec"))
+    return str(tmp_path / "qrels.txt"), paths
+
+
+def test_cli_evaluate_prints_the_new_measures_with_cis(tmp_path, cli) -> None:
+    import json
+
+    qrels, run = _case(6, n_queries=40)
+    better = {q: {d: s + (0.35 if qrels[q].get(d, 0) > 0 else 0.0) for d, s in sc.items()} for q, sc in run.items()}
+    runs = {"base": run, "tuned": better}
+    qpath, rpaths = _write_trec(tmp_path, qrels, runs)
+    args = ["evaluate", "--qrels", qpath, "--run", rpaths[0], "--run", rpaths[1], "--metrics",
+            "R-Prec,Bpref,Judged@10,ERR@10,infAP"]
+    table, as_json = cli(*args), cli(*args, "--format", "json")
+    assert table.returncode == 0 and as_json.returncode == 0, table.stderr + as_json.stderr
+    systems = json.loads(as_json.stdout)["systems"]
+    for name, r in runs.items():
+        per_query = evaluate(qrels, r, ["rprec", "bpref", "judged@10", "err@10", "infap"])
+        for measure, values in per_query.values.items():
+            row = systems[name][measure]
+            assert row["value"] == pytest.approx(values.mean(), abs=1e-12)
+            assert row["ci_low"] < row["value"] < row["ci_high"] and row["interval"] == "percentile"
+            line = next(x for x in table.stdout.splitlines() if x.split()[:2] == [name, measure])
+            assert f"{row['value']:.3f}" in line and f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]" in line
+    pairs = [x for x in table.stdout.split("paired differences")[1].splitlines() if x.startswith("base - tuned")]
+    assert sorted(p.split()[3] for p in pairs) == sorted(["rprec", "bpref", "judged@10", "err@10", "infap"])
