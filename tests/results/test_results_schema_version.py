@@ -110,3 +110,25 @@ def test_migrate_refuses_a_newer_previous_layout_commit(legacy, tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(StoreError, match="schema version 99, newer"):
         migrate_store(legacy.root, tmp_path / "new")
+
+
+def test_append_once_writes_a_transaction_once_and_records_its_checksums(tmp_path):
+    """The writer's public path for migration: (app_id, seq) lands once, is counted, and its data
+    files get checksums, so a flipped byte in a migrated file is found like in any commit."""
+    from adaptlab.results.store import rows_for_delta
+    from adaptlab.results.validate import prepare_commit
+
+    store = results.open(tmp_path / "s", create=True)
+    rows = rows_for_delta(prepare_commit([_run()], [_metric()], None), "c1")
+    assert store.transactions_done("app") == 0
+    store.append_once(rows, "app", 1)
+    store.append_once(rows, "app", 1)  # already landed: not written again
+    assert store.transactions_done("app") == 1 and store.runs().num_rows == 1
+    with pytest.raises(StoreError, match="past snapshot"):
+        results.open(tmp_path / "s", version=1).append_once(rows, "app", 2)
+    data = next((tmp_path / "s").glob("kind=runs/*.parquet"))
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    data.write_bytes(bytes(raw))
+    with pytest.raises(StoreError, match=r"kind=runs/part-.*: corrupted data file"):
+        results.open(tmp_path / "s").runs()

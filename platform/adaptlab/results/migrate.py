@@ -89,7 +89,7 @@ def migrate_store(source: str | os.PathLike[str], target: str | os.PathLike[str]
     _check_target(src_uri, tgt_uri, tgt_local)
     new = ResultsStore(tgt_uri, create=True, storage_options=storage_options)
     app_id = "adaptlab-migrate-" + hashlib.sha256(f"{src_uri}\n{tgt_uri}".encode()).hexdigest()[:16]
-    done = new._table().transaction_version(app_id) or 0
+    done = new.transactions_done(app_id)
     if new.version() > 0 and done == 0:
         raise StoreError(f"migrate: {tgt_uri} already holds results; give a new location for NEW")
 
@@ -101,8 +101,7 @@ def migrate_store(source: str | os.PathLike[str], target: str | os.PathLike[str]
             report.skipped_batches += 1
             continue
         report.batches += 1
-        new._write(_batch_rows(old, batch), None, app_id, seq)
-        new._record_checksums(f"migrate-{app_id}-{seq}")  # a migrated store is verified like any other
+        new.append_once(_batch_rows(old, batch), app_id, seq)  # verified like any commit
     _check_copy(old, new, report)
     report.version = new.version()
     new.close()

@@ -83,6 +83,25 @@ class ResultsStore(StoreReader):
         self._record_checksums(commit_id)
         return CommitId(commit_id, version)
 
+    def transactions_done(self, app_id: str) -> int:
+        """How many transactions of the Delta application id ``app_id`` the store holds (0: none).
+        A copy that writes batch ``n`` under ``(app_id, n)`` with :meth:`append_once` resumes
+        after the last one found here."""
+        return int(self._table().transaction_version(app_id) or 0)
+
+    def append_once(self, data: pa.Table, app_id: str, seq: int) -> None:
+        """Append rows already in the Delta table's form (:func:`rows_for_delta`) as transaction
+        ``seq`` of ``app_id``, then record the checksums of the new data files, so the rows are
+        verified like any commit's (``results migrate`` writes its batches so). A transaction the
+        store already holds (``seq <= transactions_done(app_id)``) is not written again. Raises
+        :class:`StoreError` on a read-only snapshot or a failed write."""
+        if self.read_only:
+            raise StoreError(f"{self!r} is a past snapshot (version=/as_of=); open the store without them to write")
+        if self._landed(app_id, seq):
+            return
+        self._write(data, None, app_id, seq)
+        self._record_checksums(f"{app_id}-{seq}")
+
     def _check_unique(self, tables: dict[str, pa.Table]) -> None:
         """``run_id`` and ``(run_id, query_id)`` are unique across commits: a run committed
         again (the same id) or a query of a run stored twice is refused. Checked against the
