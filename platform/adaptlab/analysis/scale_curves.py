@@ -7,7 +7,7 @@ the store's ``metrics`` rows of one evaluation), for one dataset and one measure
 - the paired gain over the model family's own base, ``variant - <label>-base`` with its CI and
   bootstrap p-value (ColBERT variants against ``colbert-base``, not the bi-encoder's base),
 
-read from the system names of :func:`adaptlab.study.scale.system_name`
+read from the system names of :func:`adaptlab.models.variants.system_name`
 (``minilm-ft-s100``: variant ``ft`` at 100 documents; ``minilm-base``: the base model, a
 horizontal reference). This is the view of 004 ("Evaluating the Robustness of Dense Retrievers
 in Interdisciplinary Domains", section 4) of how the gain grows with domain data.
@@ -15,7 +15,6 @@ in Interdisciplinary Domains", section 4) of how the gain grows with domain data
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,27 +23,14 @@ from typing import TYPE_CHECKING, Any
 from adaptlab.analysis.plots import DEFAULT_DPI, _figure, _finish
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure
+from adaptlab.models.variants import BASE, curve_order, parse_system_name, system_name
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["ScaleCurve", "ScalePoint", "curves_table", "parse_system_name", "plot_scale_curves", "scale_curves"]
 
-_NAME = re.compile(r"^(?P<label>.+?)-(?:(?P<base>base)|(?P<variant>pt-ft|pt|ft|merged)-s(?P<n>\d+))$")
-
-
-def parse_system_name(name: str) -> tuple[str, str, int | None] | None:
-    """``(label, variant, n_documents)`` of a scale-study system name, or None for another name.
-
-    ``"minilm-pt-ft-s10"`` -> ``("minilm", "pt-ft", 10)``; ``"minilm-base"`` ->
-    ``("minilm", "base", None)``.
-    """
-    m = _NAME.match(name)
-    if m is None:
-        return None
-    if m.group("base"):
-        return m.group("label"), "base", None
-    return m.group("label"), m.group("variant"), int(m.group("n"))
+# parse_system_name (imported above, re-exported) reads the names of adaptlab.models.variants.
 
 
 @dataclass(frozen=True)
@@ -137,17 +123,16 @@ def scale_curves(source: Any, measure: str, *, label: str | None = None) -> list
         if parsed is None or (label is not None and parsed[0] != label):
             continue
         lab, variant, n = parsed
-        if variant == "base":
+        if variant == BASE:
             bases[lab] = (float(row["value"]), float(row["ci_low"]), float(row["ci_high"]))
             continue
         assert n is not None
         points.setdefault((lab, variant), []).append(ScalePoint(
             n, float(row["value"]), float(row["ci_low"]), float(row["ci_high"]),
-            *_gain_rows(paired, system, f"{lab}-base")))
-    order = {"pt": 0, "ft": 1, "pt-ft": 2, "merged": 3}
+            *_gain_rows(paired, system, system_name(lab, BASE))))
     return [
         ScaleCurve(lab, variant, want, tuple(sorted(pts, key=lambda p: p.n_documents)), bases.get(lab))
-        for (lab, variant), pts in sorted(points.items(), key=lambda kv: (kv[0][0], order[kv[0][1]]))
+        for (lab, variant), pts in sorted(points.items(), key=lambda kv: (kv[0][0], curve_order(kv[0][1])))
     ]
 
 

@@ -8,8 +8,10 @@ and :func:`parse_tune_section` check every key with the schema's machinery
 got [10, 'x']``), fill in the defaults (the base model is the study's first ``[[models]]`` entry,
 paths default to the results store, seeds follow :mod:`adaptlab.study.seeds`) and resolve
 relative paths against the project root. :func:`check_adapt_sections` runs both when a study is
-loaded, so a bad key fails before any work. The keys and their defaults are listed in
-docs/adaptation.md.
+loaded, so a bad key fails before any work, and nothing is re-checked later: a ``[tune]``
+search space is checked here entry by entry (:func:`adaptlab.adapt.train.tune.param_spec_problem`)
+and built into Ray Tune's by :func:`adaptlab.adapt.train.tune.build_param_space` when the sweep
+runs. The keys and their defaults are listed in docs/adaptation.md.
 """
 
 from __future__ import annotations
@@ -25,9 +27,21 @@ from adaptlab.adapt.train.artifacts import artifact_cache_dir
 from adaptlab.adapt.train.colbert import ColBERTFTConfig
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.pt import PTConfig
-from adaptlab.adapt.train.tune import TUNABLE
+from adaptlab.adapt.train.tune import PARAM_DOMAINS, TUNABLE, conflicting_params, param_spec_problem
 from adaptlab.errors import ConfigError
 from adaptlab.metrics.measures import Measure
+from adaptlab.models.variants import (
+    BASE,
+    BI_ENCODER_VARIANTS,
+    COLBERT_BACKEND,
+    COLBERT_LABEL,
+    COLBERT_VARIANTS,
+    FT,
+    MERGE_SOURCES,
+    TUNABLE_VARIANTS,
+    is_colbert,
+    system_name,
+)
 from adaptlab.stats import BootstrapConfig
 from adaptlab.study.names import check_name
 from adaptlab.study.schema import ModelSection, SectionChecker, Study, default_name, is_store_uri
@@ -45,18 +59,16 @@ __all__ = [
     "check_adapt_sections",
     "parse_adapt_section",
     "parse_tune_section",
-    "tune_param_space",
 ]
 
-ALL_VARIANTS: tuple[str, ...] = ("base", "pt", "ft", "pt-ft", "merged")
+ALL_VARIANTS: tuple[str, ...] = BI_ENCODER_VARIANTS
 """Bi-encoder variants a scale study evaluates by default, in report order (``base`` = the
-unadapted model)."""
+unadapted model; the vocabulary is :mod:`adaptlab.models.variants`)."""
 
-COLBERT_VARIANTS: tuple[str, ...] = ("colbert-base", "colbert-ft")
-"""ColBERT (late interaction) variants, opt-in through ``[adapt].variants``: ``colbert-base`` is
-the ColBERT of ``[adapt.colbert].base_model`` as is (an untrained one, said loudly, when that is a
-plain BERT), ``colbert-ft`` its fine-tuning on the same triplets at every scale. System names:
-``<colbert name>-base``, ``<colbert name>-ft-s<n>``."""
+# COLBERT_VARIANTS (imported above, re-exported): ``colbert-base`` is the ColBERT of
+# ``[adapt.colbert].base_model`` as is (an untrained one, said loudly, when that is a plain BERT),
+# ``colbert-ft`` its fine-tuning on the same triplets at every scale. System names:
+# ``<colbert name>-base``, ``<colbert name>-ft-s<n>``.
 
 QUESTION_GENERATORS: tuple[str, ...] = ("inverse-cloze", "llm", "template")
 """Values of ``[adapt].questions``."""
@@ -85,7 +97,7 @@ class ColBERTSettings:
     (:class:`~adaptlab.adapt.train.colbert.ColBERTFTConfig` fields)."""
 
     base_model: str  # a ColBERT checkpoint / artifact, or a plain BERT (-> untrained ColBERT)
-    label: str = "colbert"
+    label: str = COLBERT_LABEL
     section: ModelSection = field(default_factory=ModelSection)  # how it is embedded (backend colbert)
     ft: ColBERTFTConfig = field(default_factory=ColBERTFTConfig)
 
@@ -108,7 +120,7 @@ class AdaptSettings:
     clean: bool = True
     variants: tuple[str, ...] = ALL_VARIANTS
     merge_weight: float = 0.5
-    merge_source: str = "ft"
+    merge_source: str = FT
     questions: str = "template"
     questions_per_chunk: int = 1
     n_negatives: int = 10
@@ -159,7 +171,7 @@ class TuneSettings:
 
     param_space: Mapping[str, Any] | None = None  # raw TOML specs; None = the default space
     scale: int | str | None = None  # which configured scale's triplets; None = the largest
-    variant: str = "ft"
+    variant: str = FT
     measure: str = "acc@5"
     num_samples: int = 4
     search: str = "random"
@@ -228,7 +240,7 @@ def _base_model(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> 
     label = check_name(check.string("name", label), check.where("name"))
     if not label or any(c in label for c in "/\\ "):
         raise check.fail("name", "a non-empty system-name prefix without spaces or slashes", label)
-    embed_section = ModelSection(**{**asdict(section), "ref": ref, "name": f"{label}-base"})
+    embed_section = ModelSection(**{**asdict(section), "ref": ref, "name": system_name(label, BASE)})
     return ref, label, embed_section
 
 
@@ -285,7 +297,7 @@ def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> Ada
     if kw["questions"] == "llm" and kw.get("llm") is None:
         raise ConfigError(f"{study.source}: [adapt.llm]: required when questions = \"llm\" (base_url, model, ...)")
     kw.update(_adapt_roots(study, raw, check, study.store_root(store)))
-    if "colbert" in raw or any(v in COLBERT_VARIANTS for v in kw["variants"]):
+    if "colbert" in raw or any(is_colbert(v) for v in kw["variants"]):
         kw["colbert"] = _parse_colbert(study, check.table("colbert", raw.get("colbert", {})), base_ref, label,
                                        kw["seed"])
     return AdaptSettings(**kw)
@@ -299,13 +311,13 @@ def _parse_colbert(study: Study, raw: Mapping[str, Any], base_ref: str, label: s
     check.unknown(raw, ["base_model", "name", "batch_size_eval", *config_keys])
     given = check.string("base_model", raw["base_model"]) if "base_model" in raw else base_ref
     ref = study.resolve_model_ref(given)
-    name = check_name(check.string("name", raw.get("name", "colbert")), check.where("name"))
+    name = check_name(check.string("name", raw.get("name", COLBERT_LABEL)), check.where("name"))
     if not name or any(c in name for c in "/\\ ") or name == label:
         raise check.fail("name", f"a system-name prefix without spaces or slashes, other than {label!r}", name)
     table = {k: v for k, v in raw.items() if k in config_keys and not (k == "max_steps" and v == 0)}
     ft = _config_from_table(ColBERTFTConfig, table, study.source, "adapt.colbert")  # max_steps 0 = no limit
     batch = check.integer("batch_size_eval", raw.get("batch_size_eval", 32), 1)
-    section = ModelSection(ref=ref, name=f"{name}-base", backend="colbert", batch_size=batch,
+    section = ModelSection(ref=ref, name=system_name(name, BASE), backend=COLBERT_BACKEND, batch_size=batch,
                            options={"from_bert": True, "doc_maxlen": ft.doc_maxlen, "query_maxlen": ft.query_maxlen,
                                     "dim": ft.dim, "seed": seed})  # the projection FT starts from
     return ColBERTSettings(base_model=ref, label=name, section=section, ft=ft)
@@ -353,7 +365,7 @@ def _adapt_variants(raw: Mapping[str, Any], check: SectionChecker) -> dict[str, 
     return {
         "variants": tuple(v for v in known if v in variants),
         "merge_weight": check.number("merge_weight", raw.get("merge_weight", 0.5), 0.0, 1.0),
-        "merge_source": check.string("merge_source", raw.get("merge_source", "ft"), ("ft", "pt-ft")),
+        "merge_source": check.string("merge_source", raw.get("merge_source", FT), MERGE_SOURCES),
     }
 
 
@@ -444,55 +456,6 @@ def _parse_llm(raw: Mapping[str, Any], source: str) -> LLMSettings:
     return LLMSettings(**kw)
 
 
-PARAM_DOMAINS: dict[str, str] = {
-    "choice": "choice", "grid": "grid_search", "uniform": "uniform", "loguniform": "loguniform",
-    "randint": "randint", "quniform": "quniform",
-}
-"""The tables a ``[tune].param_space`` entry may use, and the Ray Tune function of each."""
-
-
-def _check_param_spec(name: str, spec: Any, check: SectionChecker) -> None:
-    """The shape of one ``param_space`` entry (no Ray needed): a non-empty list (a choice), a
-    table with one key of :data:`PARAM_DOMAINS` and its arguments, or a fixed number or string."""
-    key = f"param_space.{name}"
-    if isinstance(spec, list):
-        if not spec:
-            raise check.fail(key, "a non-empty list of values", spec)
-        return
-    if isinstance(spec, Mapping):
-        if len(spec) != 1 or next(iter(spec)) not in PARAM_DOMAINS:
-            raise check.fail(key, "a table with one key of " + ", ".join(sorted(PARAM_DOMAINS)), dict(spec))
-        kind, args = next(iter(spec.items()))
-        if not isinstance(args, list) or not args:
-            raise check.fail(f"{key}.{kind}", "a non-empty list", args)
-        want = 3 if kind == "quniform" else 2
-        if kind not in ("choice", "grid") and (
-                len(args) != want or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)):
-            raise check.fail(f"{key}.{kind}", f"a list of {want} numbers", args)
-        return
-    if isinstance(spec, (int, float, str)) and not isinstance(spec, bool):
-        return
-    raise check.fail(key, "a list, a table or a number", spec)
-
-
-def _param_domain(name: str, spec: Any, check: SectionChecker) -> Any:
-    """A Ray Tune domain from a checked ``param_space`` entry (imports ray)."""
-    from ray import tune
-
-    if isinstance(spec, list):
-        return tune.choice(spec)
-    if not isinstance(spec, Mapping):
-        return spec
-    kind, args = next(iter(spec.items()))
-    make = getattr(tune, PARAM_DOMAINS[kind])
-    if kind in ("choice", "grid"):
-        return make(args)
-    try:
-        return make(*args)
-    except (ValueError, TypeError) as e:
-        raise check.fail(f"param_space.{name}.{kind}", f"valid bounds ({e})", args) from e
-
-
 def parse_tune_section(study: Study, adapt: AdaptSettings, *, store: str | Path | None = None) -> TuneSettings:
     """Validate ``study.tune`` (the raw ``[tune]`` table) into :class:`TuneSettings`.
 
@@ -521,7 +484,7 @@ def parse_tune_section(study: Study, adapt: AdaptSettings, *, store: str | Path 
         if scale not in adapt.scales or isinstance(scale, bool):
             raise check.fail("scale", "one of [adapt].scales " + str(list(adapt.scales)), scale)
         kw["scale"] = scale
-    kw["variant"] = check.string("variant", raw.get("variant", "ft"), ("ft", "pt-ft"))
+    kw["variant"] = check.string("variant", raw.get("variant", FT), TUNABLE_VARIANTS)
     measure = check.string("measure", raw.get("measure", "acc@5"))
     try:
         kw["measure"] = str(Measure.parse(measure))
@@ -546,13 +509,23 @@ def parse_tune_section(study: Study, adapt: AdaptSettings, *, store: str | Path 
 
 
 def _tune_space(space: Mapping[str, Any], check: SectionChecker) -> dict[str, Any]:
+    """``[tune].param_space`` checked whole: tunable names, no conflicting pair, every entry's
+    shape and bounds (no Ray needed); returned as plain entries."""
     unknown = sorted(set(space) - set(TUNABLE))
     if unknown:
         raise ConfigError(f"{check.where('param_space')}: unknown parameter {unknown[0]!r}; tunable: {', '.join(TUNABLE)}")
     if not space:
         raise check.fail("param_space", "at least one parameter", dict(space))
+    conflict = conflicting_params(space)
+    if conflict is not None:
+        raise ConfigError(f"{check.where('param_space')}: {conflict}")
     for name, spec in space.items():
-        _check_param_spec(name, spec, check)
+        problem = param_spec_problem(spec)
+        if problem is not None:
+            where, expected = problem  # where: "" (the entry) or its kind (its arguments)
+            if where:
+                raise check.fail(f"param_space.{name}.{where}", expected, spec[where])
+            raise check.fail(f"param_space.{name}", expected, dict(spec) if isinstance(spec, Mapping) else spec)
     return dict(space)
 
 
@@ -585,12 +558,3 @@ def check_adapt_sections(study: Study) -> None:
     settings = parse_adapt_section(study, store=placeholder)
     if study.tune:
         parse_tune_section(study, settings, store=placeholder)
-
-
-def tune_param_space(settings: TuneSettings, source: str = "<memory>") -> dict[str, Any] | None:
-    """The Ray Tune ``param_space`` of a ``[tune]`` section (None: the default space of
-    :func:`adaptlab.adapt.train.tune.default_param_space`). Imports ray."""
-    if settings.param_space is None:
-        return None
-    check = SectionChecker(source, "tune")
-    return {k: _param_domain(k, v, check) for k, v in settings.param_space.items()}

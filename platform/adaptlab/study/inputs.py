@@ -20,6 +20,7 @@ from adaptlab.embedding.cache import Embedder
 from adaptlab.embedding.pool import progress_enabled
 from adaptlab.errors import ConfigError
 from adaptlab.models import resolve_model
+from adaptlab.models.variants import COLBERT_BACKEND
 from adaptlab.study.schema import DatasetSection, ModelSection, Study
 
 __all__ = ["EvalDataset", "check_inputs", "load_dataset_section", "log", "model_embedder"]
@@ -75,7 +76,7 @@ def check_inputs(study: Study) -> None:
     for i, m in enumerate(study.models):
         try:
             resolve_model(study.resolve_model_ref(m.ref))
-            if m.backend == "colbert" or any(k in m.options for k in ("search", "nbits")):
+            if m.backend == COLBERT_BACKEND or any(k in m.options for k in ("search", "nbits")):
                 from adaptlab.models.colbert import search_options  # light: no torch or colbert import
 
                 search_options(m.options)

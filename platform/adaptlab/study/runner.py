@@ -61,6 +61,7 @@ from adaptlab.metrics import evaluate, parse_measures
 from adaptlab.metrics.measures import Measure
 from adaptlab.metrics.ranking import PerQueryMetrics
 from adaptlab.models import pick_backend, resolve_model
+from adaptlab.models.variants import COLBERT_BACKEND, MODEL
 from adaptlab.results import check_store_location
 from adaptlab.retrieval.build import build_records
 from adaptlab.retrieval.late import build_late_records
@@ -72,7 +73,6 @@ from adaptlab.study.adapt_config import (
     TuneSettings,
     parse_adapt_section,
     parse_tune_section,
-    tune_param_space,
 )
 from adaptlab.study.inputs import EvalDataset, check_inputs, load_dataset_section, log, model_embedder
 from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
@@ -112,8 +112,6 @@ def run_study(
         check_store_location(store_root)  # an unusable store fails now, not after the evaluation
     settings = parse_adapt_section(study, store=store) if study.adapt else None
     tune = parse_tune_section(study, settings, store=store) if settings is not None and study.tune else None
-    if tune is not None:
-        tune_param_space(tune, study.source)  # fail on a bad space before any work
     check_inputs(study)  # every dataset and model, before Ray starts and before any embedding
     EmbeddingCache.of_study(study)  # a bad cache setting fails before any work
     ray_start = None
@@ -135,7 +133,7 @@ def _run_stages(study: Study, settings: AdaptSettings | None, tune: TuneSettings
     start whose errors (a bad address) surface before returning even if no stage needed Ray."""
     sections = [EvalDataset.from_section(d, study) for d in study.datasets]
     if settings is None:
-        systems = [SystemInfo(m.name, "model", None, m) for m in study.models]
+        systems = [SystemInfo(m.name, MODEL, None, m) for m in study.models]
         outcomes = evaluate_systems(study, systems, sections, baseline=study.evaluation.baseline or None,
                                     store_root=store_root, export_run=export_run, on_dataset=on_dataset)
         _wait(ray_start)
@@ -246,10 +244,10 @@ def system_embedder(section: ModelSection, study: Study,
     interaction (the ``colbert`` backend), else the dense :func:`model_embedder`; both cache in
     ``cache_dir`` (the shared :class:`~adaptlab.embedding.cache.EmbeddingCache`)."""
     ref = resolve_model(study.resolve_model_ref(section.ref))
-    if pick_backend(ref, section.backend or "auto") != "colbert":
+    if pick_backend(ref, section.backend or "auto") != COLBERT_BACKEND:
         return model_embedder(section, study, cache_dir)
     emb = study.embedding
-    return TokenEmbedder(ref, options={"backend": "colbert", **section.options},
+    return TokenEmbedder(ref, options={"backend": COLBERT_BACKEND, **section.options},
                          batch_size=min(emb.batch_size or section.batch_size, 64), use_ray=emb.use_ray,
                          num_actors=emb.num_actors or None, cache_dir=cache_dir,
                          placement_timeout=emb.placement_timeout)

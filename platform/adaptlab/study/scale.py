@@ -50,10 +50,9 @@ from adaptlab.adapt.prep.questions import (
 from adaptlab.adapt.prep.templates import SyntheticTemplateGenerator, synthetic_raw_corpus
 from adaptlab.adapt.prep.triplets import Triplet
 from adaptlab.adapt.train.artifacts import Artifact, resolve_base_model, sanitize_name
-from adaptlab.adapt.train.colbert import COLBERT_VARIANT
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs, train_variant
-from adaptlab.adapt.train.tune import SweepResult, trial_config, tune_adaptation
+from adaptlab.adapt.train.tune import SweepResult, build_param_space, trial_config, tune_adaptation
 from adaptlab.data import load_dataset
 from adaptlab.data.dataset import Dataset
 from adaptlab.data.documents import Document, corpus_from_dataset, load_documents
@@ -61,7 +60,21 @@ from adaptlab.data.loaders import DATASET_FORMATS
 from adaptlab.data.synthetic import RawDocument, synthetic_documents
 from adaptlab.embedding.cache import EmbeddingCache
 from adaptlab.errors import ConfigError
-from adaptlab.study.adapt_config import AdaptSettings, TuneSettings, tune_param_space
+from adaptlab.models.variants import (
+    BASE,
+    BI_ENCODER_BACKEND,
+    COLBERT_BACKEND,
+    COLBERT_BASE,
+    COLBERT_FT,
+    FT,
+    PT_FT,
+    REFERENCE,
+    family_variant,
+    is_base,
+    is_colbert,
+    system_name,
+)
+from adaptlab.study.adapt_config import AdaptSettings, TuneSettings
 from adaptlab.study.inputs import EvalDataset, log, model_embedder
 from adaptlab.study.outcome import SystemInfo
 from adaptlab.study.schema import ModelSection, Study
@@ -78,13 +91,8 @@ __all__ = [
 TUNE_MEASURE = "tune_objective"
 """The ``measure`` of a sweep trial's row in the store's ``metrics`` table."""
 
-def system_name(label: str, variant: str, n_documents: int | None = None) -> str:
-    """The store's system name: ``f"{label}-base"`` or ``f"{label}-{variant}-s{n_documents}"``."""
-    if variant == "base":
-        return f"{label}-base"
-    if n_documents is None:
-        raise ConfigError(f"system_name: variant {variant!r} needs the data scale (number of documents)")
-    return f"{label}-{variant}-s{int(n_documents)}"
+# system_name (imported above, re-exported) is defined with the variant vocabulary in
+# adaptlab.models.variants.
 
 
 @dataclass
@@ -192,7 +200,7 @@ def _tokenizer(model_ref: str) -> Any:
 def _jobs(settings: AdaptSettings, data: AdaptationData, ft: FTConfig,
           merge_weight: float) -> list[tuple[str, int, AdaptJob]]:
     """(variant, n_documents, AdaptJob) for every trained variant at every scale."""
-    trained = [v for v in settings.variants if v not in ("base", "colbert-base")]
+    trained = [v for v in settings.variants if not is_base(v)]
     out = []
     for scale_data in data.scales:
         n = scale_data.scale.n_documents
@@ -201,7 +209,7 @@ def _jobs(settings: AdaptSettings, data: AdaptationData, ft: FTConfig,
         sampled = scale_data.splits.select(scale_data.scale.chunks(data.chunks), "train")
         chunks = [c.text for c in sampled]
         for v in trained:
-            if v == COLBERT_VARIANT:
+            if v == COLBERT_FT:
                 colbert = settings.colbert
                 if colbert is None:  # parse_adapt_section sets it whenever a ColBERT variant is asked for
                     raise ConfigError("[adapt.colbert]: required for the colbert-ft variant")
@@ -268,11 +276,11 @@ def _run_tune(study: Study, settings: AdaptSettings, tune_settings: TuneSettings
     validation = heldout_dataset(questions, data.chunks, name=f"validation-s{n}", corpus="documents",
                                  documents=scale_data.splits.validation)
     chunks = None
-    if tune_settings.variant == "pt-ft":
+    if tune_settings.variant == PT_FT:
         sampled = scale_data.splits.select(scale_data.scale.chunks(data.chunks), "train")
         chunks = [c.text for c in sampled]
     name = tune_settings.name or f"{study.study.name}-{settings.label}-{tune_settings.variant}-s{n}"
-    space = tune_param_space(tune_settings, study.source)
+    space = build_param_space(tune_settings.param_space)  # checked when the study was loaded
     log(f"[adaptlab] tune: {tune_settings.num_samples} trial(s) of {tune_settings.variant} at scale {n} "
          f"on {validation.n_queries} validation questions")
     sweep = tune_adaptation(
@@ -353,26 +361,27 @@ def _systems(study: Study, settings: AdaptSettings, jobs: list[tuple[str, int, A
              artifacts: list[Artifact]) -> list[SystemInfo]:
     """Base (when asked for), the study's other [[models]], then every (scale, variant)."""
     out: list[SystemInfo] = []
-    if "base" in settings.variants:
-        out.append(SystemInfo(system_name(settings.label, "base"), "base", None, settings.base_section))
+    if BASE in settings.variants:
+        out.append(SystemInfo(system_name(settings.label, BASE), BASE, None, settings.base_section))
     colbert = settings.colbert
-    if "colbert-base" in settings.variants and colbert is not None:
-        out.append(SystemInfo(system_name(colbert.label, "base"), "colbert-base", None, colbert.section))
+    if COLBERT_BASE in settings.variants and colbert is not None:
+        out.append(SystemInfo(system_name(colbert.label, family_variant(COLBERT_BASE)), COLBERT_BASE, None,
+                              colbert.section))
     for m in study.models:
         if m.ref == settings.base_section.ref or m.name == settings.label:
             continue
-        out.append(SystemInfo(m.name, "reference", None, m))
+        out.append(SystemInfo(m.name, REFERENCE, None, m))
     for (variant, n, _), art in zip(jobs, artifacts, strict=True):
-        if variant == COLBERT_VARIANT and colbert is not None:
-            name = system_name(colbert.label, "ft", n)
-            section = ModelSection(ref=str(art.model_path), name=name, backend="colbert",
+        if is_colbert(variant) and colbert is not None:
+            name = system_name(colbert.label, family_variant(variant), n)
+            section = ModelSection(ref=str(art.model_path), name=name, backend=COLBERT_BACKEND,
                                    batch_size=colbert.section.batch_size)
             out.append(SystemInfo(name, variant, n, section, art.key, str(art.location), bool(art.reused),
                                   _training_summary(art)))
             continue
         name = system_name(settings.label, variant, n)
         section = ModelSection(**{**asdict(settings.base_section), "ref": str(art.model_path), "name": name,
-                                  "backend": "sentence-transformers"})
+                                  "backend": BI_ENCODER_BACKEND})
         out.append(SystemInfo(name, variant, n, section, art.key, str(art.location), bool(art.reused),
                               _training_summary(art)))
     return out
@@ -386,7 +395,7 @@ def _training_summary(art: Artifact) -> dict[str, Any]:
 
 def _baseline(study: Study, settings: AdaptSettings, systems: list[SystemInfo]) -> str | None:
     """The base model when evaluated, else ``[evaluation].baseline`` (or None: every pair)."""
-    baseline = system_name(settings.label, "base") if "base" in settings.variants else (
+    baseline = system_name(settings.label, BASE) if BASE in settings.variants else (
         study.evaluation.baseline or None)
     names = [s.name for s in systems]
     if baseline is not None and baseline not in names:
@@ -401,19 +410,19 @@ def comparison_pairs(systems: Sequence[SystemInfo], baseline: str | None) -> tup
     ``colbert-base`` (its untrained self) and with the bi-encoder FT at the same scale, and
     ``colbert-base`` with ``baseline``: ColBERT-vs-bi-encoder gains on the same queries."""
     by_variant = {(s.variant, s.n_documents): s.name for s in systems}
-    if baseline is None or not any(v in ("colbert-base", COLBERT_VARIANT) for v, _ in by_variant):
+    if baseline is None or not any(is_colbert(v) for v, _ in by_variant):
         return None
-    colbert_base = by_variant.get(("colbert-base", None))
+    colbert_base = by_variant.get((COLBERT_BASE, None))
     out: list[tuple[str, str]] = []
     for s in systems:
         if s.name == baseline:
             continue
-        if s.variant != COLBERT_VARIANT:
+        if s.variant != COLBERT_FT:
             out.append((s.name, baseline))
             continue
         out.append((s.name, colbert_base or baseline))
-        if ("ft", s.n_documents) in by_variant:
-            out.append((s.name, by_variant[("ft", s.n_documents)]))
+        if (FT, s.n_documents) in by_variant:
+            out.append((s.name, by_variant[(FT, s.n_documents)]))
     return tuple(out)
 
 

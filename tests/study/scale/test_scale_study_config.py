@@ -136,9 +136,9 @@ def test_tune_section(study_factory, tmp_path):
     t = parse_tune_section(study, s, store=tmp_path)
     assert (t.scale, t.variant, t.measure, t.num_samples) == (5, "ft", "acc@5", 2)
     assert t.storage_path == (tmp_path / "tune").resolve() and t.gpus_per_trial is None
-    from adaptlab.study.adapt_config import tune_param_space
+    from adaptlab.adapt.train.tune import build_param_space
 
-    space = tune_param_space(t, "test.toml")
+    space = build_param_space(t.param_space)
     assert space["merge_weight"] == 0.5 and sorted(space["epochs"].categories) == [1, 2]
     assert space["learning_rate"].lower == 1e-5
 
@@ -156,6 +156,46 @@ def test_tune_section(study_factory, tmp_path):
         study_factory(adapt, tune={"param_space": {"epochs": {"lognormal": [1, 2]}}}, models=MODELS)
     with pytest.raises(ConfigError, match="validation_fraction > 0"):
         study_factory({**adapt, "validation_fraction": 0}, tune={"num_samples": 1}, models=MODELS)
+
+
+@pytest.mark.parametrize("space, message", [
+    ({"learning_rate": {"loguniform": [0.0, 1e-4]}},
+     "[tune].param_space.learning_rate.loguniform: expected valid bounds (a lower bound > 0), got [0.0, 0.0001]"),
+    ({"warmup_ratio": {"uniform": [0.2, 0.1]}},
+     "[tune].param_space.warmup_ratio.uniform: expected valid bounds (finite lower < upper)"),
+    ({"epochs": {"randint": [1.5, 4]}}, "[tune].param_space.epochs.randint: expected valid bounds (integer bounds)"),
+    ({"weight_decay": {"quniform": [0.0, 0.1, 0.03]}}, "expected valid bounds (bounds divisible by q)"),
+    ({"weight_decay": {"quniform": [0.0, 0.1, 0]}}, "expected valid bounds (a step q > 0)"),
+    ({"epochs": {"uniform": [1]}}, "[tune].param_space.epochs.uniform: expected a list of 2 numbers, got [1]"),
+    ({"epochs": []}, "[tune].param_space.epochs: expected a non-empty list of values"),
+    ({"scale": [20.0], "temperature": [0.05]},
+     "[tune].param_space: give either scale or temperature (= 1/scale), not both"),
+])
+def test_tune_space_is_checked_whole_when_the_study_loads(study_factory, space, message):
+    """Bounds Ray Tune would refuse or sample nothing from, and a conflicting pair, fail when the
+    study file is read (no Ray import), not when the sweep starts after the data preparation."""
+    adapt = {"corpus": "synthetic:n_documents=20", "scales": [5, 10]}
+    with pytest.raises(ConfigError) as e:
+        study_factory(adapt, tune={"param_space": space}, models=MODELS)
+    assert message in str(e.value)
+
+
+def test_search_space_built_from_checked_entries(study_factory, tmp_path):
+    pytest.importorskip("ray")
+    from adaptlab.adapt.train.tune import build_param_space
+
+    adapt = {"corpus": "synthetic:n_documents=20", "scales": [5, 10]}
+    space = {"learning_rate": {"loguniform": [1e-5, 1e-4]}, "warmup_ratio": {"uniform": [0.0, 0.2]},
+             "epochs": {"randint": [1, 4]}, "weight_decay": {"quniform": [0.0, 0.1, 0.05]},
+             "batch_size": {"grid": [8, 16]}, "num_negatives": {"choice": [1, 3]}, "merge_weight": 0.5}
+    study = study_factory(adapt, tune={"param_space": space}, models=MODELS)
+    t = parse_tune_section(study, parse_adapt_section(study, store=tmp_path), store=tmp_path)
+    built = build_param_space(t.param_space)
+    assert (built["learning_rate"].lower, built["learning_rate"].upper) == (1e-5, 1e-4)
+    assert (built["epochs"].lower, built["epochs"].upper) == (1, 4)
+    assert built["weight_decay"].get_sampler().q == 0.05
+    assert built["batch_size"] == {"grid_search": [8, 16]} and list(built["num_negatives"].categories) == [1, 3]
+    assert built["merge_weight"] == 0.5 and build_param_space(None) is None
 
 
 def test_bad_adapt_key_fails_in_load_study(tmp_path):

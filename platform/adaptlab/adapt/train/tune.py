@@ -36,6 +36,7 @@ trials on a node than its memory holds.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -61,16 +62,21 @@ from adaptlab.adapt.train.memory import EncoderShape, declared_memory, estimate_
 from adaptlab.data.dataset import Dataset
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure, evaluate
+from adaptlab.models.variants import FT, PT, PT_FT, TUNABLE_VARIANTS
 from adaptlab.retrieval import PerQueryRecords, build_records
 from adaptlab.stats import BootstrapConfig, bootstrap_ci, derive_seed
 
 __all__ = [
     "CONFIRM_FRACTION",
+    "PARAM_DOMAINS",
     "SweepResult",
     "TUNABLE",
+    "build_param_space",
     "choose_best",
+    "conflicting_params",
     "default_param_space",
     "epoch_report",
+    "param_spec_problem",
     "per_query_values",
     "split_queries",
     "summarise_trial",
@@ -94,6 +100,87 @@ all queries; a larger share confirms more tightly and selects more noisily."""
 _REPORTED = ("objective", "ci_low", "ci_high", "mean", "point", "n_queries", "epoch",
              "confirm_ci_low", "confirm_ci_high", "confirm_mean", "confirm_n_queries")
 """Per-epoch report fields a row takes from its best epoch."""
+
+
+PARAM_DOMAINS: dict[str, str] = {
+    "choice": "choice", "grid": "grid_search", "uniform": "uniform", "loguniform": "loguniform",
+    "randint": "randint", "quniform": "quniform",
+}
+"""The kinds a plain ``param_space`` entry (``{kind = [args]}``) may use, and the Ray Tune
+function that builds each (:func:`build_param_space`)."""
+
+_RANGE_ARITY = {"uniform": 2, "loguniform": 2, "randint": 2, "quniform": 3}
+
+
+def param_spec_problem(spec: Any) -> tuple[str, str] | None:
+    """What is wrong with one plain ``param_space`` entry, without importing Ray: None when it
+    is a non-empty list (a choice), a one-key table ``{kind = [args]}`` with a kind of
+    :data:`PARAM_DOMAINS` and arguments Ray Tune accepts, or a fixed number or string; else
+    ``(where, expected)`` with ``where`` the key path below the entry (``""``, ``"loguniform"``)."""
+    if isinstance(spec, list):
+        return None if spec else ("", "a non-empty list of values")
+    if isinstance(spec, Mapping):
+        if len(spec) != 1 or next(iter(spec)) not in PARAM_DOMAINS:
+            return "", "a table with one key of " + ", ".join(sorted(PARAM_DOMAINS))
+        kind, args = next(iter(spec.items()))
+        if not isinstance(args, list) or not args:
+            return kind, "a non-empty list"
+        if kind in _RANGE_ARITY:
+            want = _RANGE_ARITY[kind]
+            if len(args) != want or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args):
+                return kind, f"a list of {want} numbers"
+            problem = _bounds_problem(kind, *args)
+            return None if problem is None else (kind, f"valid bounds ({problem})")
+        return None
+    if isinstance(spec, (int, float, str)) and not isinstance(spec, bool):
+        return None
+    return "", "a list, a table or a number"
+
+
+def _bounds_problem(kind: str, low: float, high: float, q: float = 1.0) -> str | None:
+    """Why Ray Tune's ``kind`` domain over [low, high) (step ``q``) would be empty or refused."""
+    if not math.isfinite(low) or not math.isfinite(high) or not low < high:
+        return "finite lower < upper"
+    if kind == "loguniform" and low <= 0:
+        return "a lower bound > 0"
+    if kind == "randint" and not (float(low).is_integer() and float(high).is_integer()):
+        return "integer bounds"
+    if kind == "quniform":
+        if not (math.isfinite(q) and q > 0):
+            return "a step q > 0"
+        if not all(math.isclose(b / q, round(b / q)) for b in (low, high)):
+            return "bounds divisible by q"
+    return None
+
+
+def conflicting_params(names: Sequence[str] | Mapping[str, Any]) -> str | None:
+    """Why these ``param_space`` names cannot be swept together, or None: ``scale`` and
+    ``temperature`` (= 1/scale) set the same thing."""
+    if "scale" in names and "temperature" in names:
+        return "give either scale or temperature (= 1/scale), not both"
+    return None
+
+
+def build_param_space(specs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Ray Tune's ``param_space`` from plain entries already checked by
+    :func:`param_spec_problem` (the study layer checks them when a study is loaded): a list is a
+    choice, ``{kind = [args]}`` the :data:`PARAM_DOMAINS` function of ``kind``, anything else a
+    fixed value. None (no entries) stays None: :func:`default_param_space`. Imports ray."""
+    if specs is None:
+        return None
+    from ray import tune  # deferred: importing adaptlab.adapt does not load ray
+
+    space: dict[str, Any] = {}
+    for name, spec in specs.items():
+        if isinstance(spec, list):
+            space[name] = tune.choice(spec)
+        elif isinstance(spec, Mapping):
+            kind, args = next(iter(spec.items()))
+            make = getattr(tune, PARAM_DOMAINS[kind])
+            space[name] = make(args) if kind in ("choice", "grid") else make(*args)
+        else:
+            space[name] = spec
+    return space
 
 
 def default_param_space() -> dict[str, Any]:
@@ -386,14 +473,15 @@ def _check_sweep(param_space: Mapping[str, Any] | None, num_samples: int, varian
     """The validated search space (the default one when ``param_space`` is None)."""
     if num_samples < 1:
         raise ConfigError(f"num_samples = {num_samples}: expected >= 1")
-    if variant not in ("ft", "pt-ft"):
-        raise ConfigError(f"sweep variant {variant!r}: expected 'ft' or 'pt-ft'")
+    if variant not in TUNABLE_VARIANTS:
+        raise ConfigError(f"sweep variant {variant!r}: expected " + " or ".join(map(repr, TUNABLE_VARIANTS)))
     space = dict(param_space) if param_space is not None else default_param_space()
     unknown = sorted(set(space) - set(TUNABLE))
     if unknown:
         raise ConfigError(f"param_space keys {unknown} are not tunable; expected some of {', '.join(TUNABLE)}")
-    if "scale" in space and "temperature" in space:
-        raise ConfigError("param_space: give either scale or temperature (= 1/scale), not both")
+    conflict = conflicting_params(space)
+    if conflict is not None:
+        raise ConfigError(f"param_space: {conflict}")
     if search not in ("random", "optuna"):
         raise ConfigError(f"search {search!r}: expected 'random' or 'optuna'")
     return space
@@ -406,13 +494,13 @@ def _start_path(
     """The model every trial starts from, as ``(local path, reference for the trials)``: the base
     model, or (``pt-ft``) its PT artifact (referred to by its URI when it is published on one, so
     a trial on another node materialises it there)."""
-    if variant != "pt-ft":
+    if variant != PT_FT:
         return base_path, str(base_path)
     if chunks is None or artifact_root is None:
         raise ConfigError("sweep variant 'pt-ft' needs chunks=... and artifact_root=... for the PT model")
     job_kwargs = {"pt_config": pt_config} if pt_config is not None else {}
     pt = run_adaptation_jobs(
-        [AdaptJob("pt", os.fspath(base_model), chunks=list(chunks), seed=seed, **job_kwargs)],
+        [AdaptJob(PT, os.fspath(base_model), chunks=list(chunks), seed=seed, **job_kwargs)],
         artifact_root, gpus_per_job=gpus,
     )[0]
     local = Path(pt.model_path)
@@ -466,7 +554,7 @@ def tune_adaptation(
     ci_seed: int = 0,
     bootstrap: BootstrapConfig | None = None,
     ft_config: FTConfig | None = None,
-    variant: str = "ft",
+    variant: str = FT,
     chunks: Sequence[str] | None = None,
     pt_config: Any = None,
     artifact_root: str | os.PathLike[str] | None = None,
@@ -576,7 +664,7 @@ def _trial_memory(ft_config: FTConfig, space: Mapping[str, Any], start_path: Pat
         ft_config, batch_size=_largest_value(space, "batch_size", ft_config.batch_size),
         num_negatives=_largest_value(space, "num_negatives", ft_config.num_negatives),
     )
-    estimate = estimate_stage_memory("ft", shape, config)
+    estimate = estimate_stage_memory(FT, shape, config)
     return declared_memory(estimate, largest_node_memory(ray), "a sweep trial")
 
 

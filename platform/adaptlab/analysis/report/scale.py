@@ -14,8 +14,9 @@ from adaptlab.analysis.inspect import format_inspection, inspect_queries, win_lo
 from adaptlab.analysis.present import format_interval, format_number, format_p
 from adaptlab.analysis.report.cells import ci_label_of, tests_cell
 from adaptlab.analysis.report.document import Page, slug
-from adaptlab.analysis.scale_curves import parse_system_name, plot_scale_curves, scale_curves
+from adaptlab.analysis.scale_curves import plot_scale_curves, scale_curves
 from adaptlab.errors import ConfigError
+from adaptlab.models.variants import BASE, curve_order, parse_system_name, system_name
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.pvalues import ci_label
 
@@ -64,8 +65,8 @@ def _own_base_pairs(systems: Sequence[str]) -> list[tuple[str, str]]:
     out = []
     for s in sorted(have):
         parsed = parse_system_name(s)
-        if parsed is not None and parsed[1] != "base" and f"{parsed[0]}-base" in have:
-            out.append((s, f"{parsed[0]}-base"))
+        if parsed is not None and parsed[1] != BASE and system_name(parsed[0], BASE) in have:
+            out.append((s, system_name(parsed[0], BASE)))
     return out
 
 
@@ -107,13 +108,12 @@ def _ndcg_panels(curves: dict[str, Any]) -> dict[str, list[tuple[str, Any]]]:
         if parsed is None:
             continue
         label, variant, n = parsed
-        if variant == "base":
+        if variant == BASE:
             bases[label] = c
         else:
             fams.setdefault((label, variant), []).append((int(n or 0), c))
-    order = {"pt": 0, "ft": 1, "pt-ft": 2, "merged": 3}
     panels: dict[str, list[tuple[str, Any]]] = {}
-    for (label, variant), pts in sorted(fams.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9))):
+    for (label, variant), pts in sorted(fams.items(), key=lambda kv: (kv[0][0], curve_order(kv[0][1]))):
         lines = [(f"{label} base", bases[label])] if label in bases else []
         panels[f"{label} {variant}"] = lines + [(f"{n} documents", c) for n, c in sorted(pts, key=lambda x: x[0])]
     return panels

@@ -13,10 +13,11 @@ from adaptlab.adapt.train.artifacts import read_manifest
 from adaptlab.analysis.present import format_number, format_scientific, format_setting
 from adaptlab.analysis.report.document import Document
 from adaptlab.errors import StoreError
+from adaptlab.models.variants import UNTRAINED_VARIANTS
 
 __all__ = ["training_flags", "training_section", "training_summaries"]
 
-_UNTRAINED = frozenset({"base", "colbert-base", "reference", "model"})
+_UNTRAINED = frozenset(UNTRAINED_VARIANTS)
 
 
 def _manifest_training(artifact_path: Any) -> dict[str, Any]:
