@@ -115,6 +115,11 @@ class RemoteDir(ABC):
         folder, sorted. Recursive on purpose: delimiter ("folder") listings differ between S3
         servers (s3rver 3.7.1 returns no common prefixes two levels up)."""
 
+    @abstractmethod
+    def delete_tree(self, rel: str = "") -> int:
+        """Delete every file under the folder ``rel`` (``""``: this folder); returns how many.
+        Nothing there is not an error."""
+
 
 def open_remote(uri: str, settings: TransferSettings | None = None) -> RemoteDir:
     """The folder at ``uri``: boto3 for ``s3://``, ``pyarrow.fs`` for any other scheme."""
@@ -246,6 +251,13 @@ class _S3Dir(RemoteDir):
         keys = [o["Key"] for page in self._pages(start) for o in page.get("Contents", [])]
         return sorted(k[skip:] for k in keys if not k.endswith("/"))
 
+    def delete_tree(self, rel: str = "") -> int:
+        files = self.list_files(rel)
+        for name in files:  # one request per key: DeleteObjects is not served alike everywhere
+            with _s3_errors(f"{self.where}/{name}"):
+                self.client.delete_object(Bucket=self.bucket, Key=self._key(name))
+        return len(files)
+
 
 def _query_options(uri: str, query: str) -> dict[str, str]:
     """``endpoint_override``, ``region`` and ``scheme`` from the URI's query (pyarrow's names)."""
@@ -370,3 +382,13 @@ class _ArrowDir(RemoteDir):
     def list_files(self, rel: str = "") -> list[str]:
         infos = self.fs.get_file_info(self._pafs.FileSelector(self._path(rel), recursive=True, allow_not_found=True))
         return sorted(i.path[len(self.base) + 1:] for i in infos if i.type == self._pafs.FileType.File)
+
+    def delete_tree(self, rel: str = "") -> int:
+        files = self.list_files(rel)
+        if self.fs.type_name == "local":  # the folders too
+            if self.fs.get_file_info(self._path(rel)).type != self._pafs.FileType.NotFound:
+                self.fs.delete_dir(self._path(rel))
+            return len(files)
+        for name in files:
+            self.fs.delete_file(self._path(name))
+        return len(files)

@@ -10,10 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -31,53 +27,14 @@ from adaptlab.errors import StoreError
 
 pytest.importorskip("boto3")
 
-BUCKET = "adaptlab-artifacts"
-SECRET = "artifact-test-secret"
-
-
-@pytest.fixture(scope="module")
-def s3():
-    """A moto S3 server of our own (stopped by pid); yields (environment, boto3 client)."""
-    exe = shutil.which("moto_server")
-    if exe is None:
-        pytest.skip("moto_server not installed: pip install 'moto[server]'")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                urllib.request.urlopen(endpoint + "/", timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.skip(f"moto_server did not start on {endpoint}")
-                time.sleep(0.1)
-        env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "artifact-test-id",
-               "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1"}
-        import boto3
-
-        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                              aws_secret_access_key=SECRET, region_name="us-east-1")
-        client.create_bucket(Bucket=BUCKET)
-        yield env, client
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+BUCKET = "adaptlab-artifacts"  # the moto_s3 fixture's bucket (conftest)
 
 
 @pytest.fixture
-def node(s3, monkeypatch, tmp_path):
+def node(moto_s3, monkeypatch, tmp_path):
     """The S3 environment, and a function that switches this process to another node's cache."""
-    env, client = s3
+    env, client, bucket = moto_s3
+    assert bucket == BUCKET
     for k, v in env.items():
         monkeypatch.setenv(k, v)
 
@@ -135,7 +92,8 @@ def test_publish_find_and_materialise(node, tmp_path):
     assert base.parent == {"key": writer.key, "variant": "ft", "path": art.uri}
     assert Path(local_model_path(art.uri + "/model")) == found.model_path
     assert find_artifact(root, "0" * 64) is None
-    assert SECRET not in repr(found) and SECRET not in json.dumps(found.manifest, default=str)
+    secret = os.environ["AWS_SECRET_ACCESS_KEY"]
+    assert secret not in repr(found) and secret not in json.dumps(found.manifest, default=str)
 
     elsewhere = materialize_artifact(art.uri, tmp_path / "elsewhere")
     assert (elsewhere / "model" / "model.safetensors").read_bytes() == files["model.safetensors"]

@@ -27,6 +27,16 @@ that fails (a dead server, a time-out) raises one line and leaves no manifest, a
 harmless. A consumer on any node (evaluation, merging, PT -> FT) reads ``Artifact.model_path``,
 which materialises the artifact into the local cache (verified against the manifest's hashes)
 the first time it is needed on that node.
+
+Training checkpoints on a URI root. A stage's checkpoints (:mod:`.loop`) live in its node's
+staging folder, so a stage retried on another node (its node was lost) would start over. So each
+complete checkpoint is also published at ``<root>/_checkpoints/<label>/<name>/step-<s>/`` (every
+file hash-recorded) with ``latest.json`` written last, keeping the latest one or two; a stage
+starting on any node first fetches the published checkpoint when it is newer than its local one
+(hash-checked; a mismatch or a failure falls back to the local state), and the published
+checkpoints are deleted once the artifact is published. A checkpoint that cannot be published or
+fetched logs one warning line and training goes on: sharing checkpoints never fails a study. A
+local ``root`` needs none of this: the staging folder, checkpoints included, is inside ``root``.
 """
 
 from __future__ import annotations
@@ -39,12 +49,13 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from adaptlab.adapt.train.loop import LATEST, checkpoint_name, latest_step, point_latest
 from adaptlab.errors import ConfigError, StoreError
 from adaptlab.models.resolve import MODEL_ALIASES, resolve_model
 from adaptlab.storage.files import PORTABLE, directory_sha256, safe_name, safe_relpath, sha256_file
@@ -55,6 +66,8 @@ __all__ = [
     "Artifact",
     "ArtifactWriter",
     "BaseModel",
+    "CHECKPOINTS",
+    "SharedCheckpoints",
     "artifact_cache_dir",
     "artifact_key",
     "artifact_root_text",
@@ -79,6 +92,8 @@ ARTIFACT_SCHEMA_VERSION = 1
 
 MANIFEST = "manifest.json"
 MODEL_DIR = "model"
+CHECKPOINTS = "_checkpoints"
+"""The folder under a URI root holding the published checkpoints of unfinished artifacts."""
 
 _PACKAGES = ("adaptlab", "safetensors", "sentence-transformers", "torch", "transformers")
 _HASH_SKIP = frozenset({"README.md"})  # model cards carry dates, not weights
@@ -367,6 +382,9 @@ class ArtifactWriter:
         self.partial_dir = self.root / self.label / f".{self.name}.partial"
         self._lock_file = self.root / self.label / f".{self.name}.lock"
         self.uri = f"{self.uri_root}/{self.label}/{self.name}" if self.uri_root else None
+        self.checkpoint_uri = f"{self.uri_root}/{CHECKPOINTS}/{self.label}/{self.name}" if self.uri_root else None
+        self._shared = None if self.checkpoint_uri is None else SharedCheckpoints(self.checkpoint_uri,
+                                                                                  self.checkpoint_dir)
 
     @property
     def model_dir(self) -> Path:
@@ -375,6 +393,25 @@ class ArtifactWriter:
     @property
     def checkpoint_dir(self) -> Path:
         return self.partial_dir / "checkpoints"
+
+    def fetch_checkpoint(self) -> int | None:
+        """On a URI root: fetch the published checkpoint of an interrupted run (on any node) into
+        :attr:`checkpoint_dir` when it is newer than the one there; its step, else None."""
+        return None if self._shared is None else self._shared.fetch()
+
+    def checkpoint_hook(self, then: Callable[[int], None] | None = None) -> Callable[[int], None] | None:
+        """The loop's ``on_checkpoint``: on a URI root, publish the checkpoint of ``step`` (never
+        fails), then call ``then(step)``."""
+        shared = self._shared
+        if shared is None:
+            return then
+
+        def hook(step: int) -> None:
+            shared.publish(step)
+            if then is not None:
+                then(step)
+
+        return hook
 
     def existing(self) -> Artifact | None:
         """The finished artifact with this key, if any. On a URI: published there (a manifest at
@@ -456,7 +493,109 @@ class ArtifactWriter:
             self._lock_file.unlink()
         if self.uri is not None:
             publish_artifact(self.final_dir, self.uri)
+        if self._shared is not None:
+            self._shared.drop()
         return Artifact(self.final_dir, manifest, reused=False, uri=self.uri)
+
+
+class SharedCheckpoints:
+    """The checkpoints of one unfinished artifact published at ``uri`` (a folder next to the
+    artifacts, see the module docstring) from and into the local checkpoint folder ``local``.
+    Every failure logs one warning line (later ones at DEBUG) and leaves training as it is."""
+
+    KEEP = 2
+    """Published checkpoints kept: the latest and the one before (a reader may be fetching it)."""
+
+    def __init__(self, uri: str, local: Path) -> None:
+        self.uri, self.local = uri.rstrip("/"), Path(local)
+        self.published: list[str] = []  # folders this process published, oldest first
+        self.warned = False
+
+    def publish(self, step: int) -> None:
+        """Publish ``local/step-<step>/``: its files (hashes recorded), ``latest.json`` last, then
+        delete the published folders older than the latest :data:`KEEP`."""
+        folder = checkpoint_name(step)
+        try:
+            started, remote = time.monotonic(), open_remote(self.uri)
+            files = {f"{folder}/{p.relative_to(self.local / folder).as_posix()}": sha256_file(p)
+                     for p in sorted((self.local / folder).rglob("*")) if p.is_file()}
+            if not files:
+                raise StoreError(f"{self.local / folder}: no checkpoint there")
+            for rel, digest in files.items():
+                remote.upload(rel, self.local / rel, digest)
+            remote.put_bytes(LATEST, json.dumps({"step": int(step), "dir": folder, "files": files}).encode())
+            self.published = ([d for d in self.published if d != folder] + [folder])[-self.KEEP:]
+            self._prune(remote)
+        except Exception as e:  # noqa: BLE001 - publishing a checkpoint never fails training
+            self._warn(f"cannot publish the checkpoint of step {step}", e)
+            return
+        _log.debug("published checkpoint %s/%s in %.1f s", _where(self.uri), folder, time.monotonic() - started)
+
+    def _prune(self, remote: Any) -> None:
+        folders = {rel.split("/", 1)[0] for rel in remote.list_files() if "/" in rel}
+        for old in sorted(folders - set(self.published)):
+            remote.delete_tree(old)
+
+    def fetch(self) -> int | None:
+        """Download the published checkpoint into ``local`` when it is newer than the local one
+        (every file checked against its recorded SHA-256) and make it the latest; its step, else None."""
+        try:
+            remote = open_remote(self.uri)
+            raw = remote.read_bytes(LATEST)
+            if raw is None:
+                return None
+            step, folder, files = _checkpoint_pointer(raw, f"{_where(self.uri)}/{LATEST}")
+            if step <= latest_step(self.local):
+                return None
+            self._download(remote, folder, files)
+            point_latest(self.local, step)
+        except Exception as e:  # noqa: BLE001 - without it, training starts from the local state
+            self._warn("cannot fetch the published checkpoint; training starts from this node's state", e)
+            return None
+        _log.info("fetched the checkpoint of step %d from %s", step, _where(self.uri))
+        return step
+
+    def _download(self, remote: Any, folder: str, files: Mapping[str, str]) -> None:
+        tmp = self.local / f".{folder}.fetch-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            for rel, digest in files.items():
+                out = tmp / rel.split("/", 1)[1]
+                out.parent.mkdir(parents=True, exist_ok=True)
+                if remote.download(rel, out) != digest:
+                    raise StoreError(f"{_where(self.uri)}/{rel}: content does not match the hash in {LATEST}")
+            shutil.rmtree(self.local / folder, ignore_errors=True)
+            os.rename(tmp, self.local / folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def drop(self) -> None:
+        """Delete every published checkpoint of this artifact (it is published now)."""
+        try:
+            open_remote(self.uri).delete_tree("")
+        except Exception as e:  # noqa: BLE001 - leftovers cost space, not correctness
+            self._warn("cannot delete the published checkpoints (they can be deleted by hand)", e)
+
+    def _warn(self, what: str, error: BaseException) -> None:
+        reason = (_where(str(error)).strip().splitlines() or [""])[0][:240]
+        (_log.debug if self.warned else _log.warning)("%s: %s (%s: %s)", _where(self.uri), what,
+                                                        type(error).__name__, reason)
+        self.warned = True
+
+
+def _checkpoint_pointer(raw: bytes, where: str) -> tuple[int, str, dict[str, str]]:
+    """``(step, folder, {relative path: SHA-256})`` of a published ``latest.json``; StoreError if malformed."""
+    try:
+        data = json.loads(raw.decode())
+        step, files = int(data["step"]), {str(k): str(v) for k, v in dict(data["files"]).items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise StoreError(f"{where}: not a checkpoint pointer ({type(e).__name__})") from None
+    folder = checkpoint_name(step)
+    for rel in files:
+        safe_relpath(rel, under=folder, source=where)
+    if not files:
+        raise StoreError(f"{where}: lists no files")
+    return step, folder, files
 
 
 def _check_no_pickles(model_dir: Path) -> None:

@@ -343,13 +343,15 @@ def train_ft(
     with claim(writer) as done:
         if done is not None:
             return done
+        writer.fetch_checkpoint()  # a run interrupted on another node resumes where it was
         dev = pick_device(device)
         model = load_sentence_model(base.path, dev)
         result = fine_tune_model(
             model, rows, config, seed=seed, prefixes=prefixes, device=dev,
             checkpoint_dir=writer.checkpoint_dir, checkpoint_every=checkpoint_every,
             checkpoint_each_epoch=checkpoint_every is not None,
-            on_checkpoint=on_checkpoint, label=run_label(variant, base.label, scale, len(rows), "triplets"),
+            on_checkpoint=writer.checkpoint_hook(on_checkpoint),
+            label=run_label(variant, base.label, scale, len(rows), "triplets"),
         )
         save_prefixes(model, prefixes)
         model.save(str(writer.model_dir), safe_serialization=True)

@@ -62,14 +62,19 @@ from adaptlab.errors import AdaptlabError
 from adaptlab.storage.env import env_number
 
 __all__ = [
+    "LATEST",
     "LoopResult",
     "OptimConfig",
     "PROGRESS_INTERVAL",
     "TrainingCheckError",
+    "checkpoint_name",
+    "latest_checkpoint",
+    "latest_step",
     "linear_warmup_decay",
     "load_sentence_model",
     "pick_device",
     "plan_run",
+    "point_latest",
     "quiet_third_party",
     "run_label",
     "run_loop",
@@ -79,6 +84,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+LATEST = "latest.json"
+"""The pointer to the latest complete checkpoint in a checkpoint folder."""
 
 PROGRESS_INTERVAL = 5.0
 """Seconds between training progress lines (``ADAPTLAB_PROGRESS_INTERVAL`` overrides it)."""
@@ -254,7 +262,7 @@ def _write_checkpoint(model: Any, optimizer: Any, directory: Path, step: int, lo
     from safetensors.torch import save_model
 
     directory.mkdir(parents=True, exist_ok=True)
-    target = directory / f"step-{step}"
+    target = directory / checkpoint_name(step)
     if target.exists():
         shutil.rmtree(target)
     work = directory / f".step-{step}.tmp"
@@ -265,24 +273,50 @@ def _write_checkpoint(model: Any, optimizer: Any, directory: Path, step: int, lo
     opt_meta = _save_optimizer(optimizer, work)
     (work / "state.json").write_text(json.dumps({"step": step, "losses": losses, "optimizer": opt_meta}))
     os.rename(work, target)
-    pointer = directory / "latest.json.tmp"
-    pointer.write_text(json.dumps({"step": step, "dir": target.name}))
-    os.replace(pointer, directory / "latest.json")
-    for old in directory.glob("step-*"):
-        if old != target:
-            shutil.rmtree(old, ignore_errors=True)
+    point_latest(directory, step)
     return target
 
 
-def _read_checkpoint(directory: Path | None) -> Path | None:
-    if directory is None or not (directory / "latest.json").is_file():
+def checkpoint_name(step: int) -> str:
+    """The folder of the checkpoint after ``step`` optimizer steps: ``step-<step>``."""
+    return f"step-{int(step)}"
+
+
+def point_latest(directory: Path, step: int) -> None:
+    """Make ``directory/step-<step>`` the latest checkpoint (``latest.json``, replaced
+    atomically) and delete the others."""
+    target = directory / checkpoint_name(step)
+    pointer = directory / (LATEST + ".tmp")
+    pointer.write_text(json.dumps({"step": int(step), "dir": target.name}))
+    os.replace(pointer, directory / LATEST)
+    for old in directory.glob("step-*"):
+        if old != target:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _latest(directory: Path | None) -> tuple[int, Path] | None:
+    """The step and folder of the latest complete checkpoint in ``directory``, or None."""
+    if directory is None or not (directory / LATEST).is_file():
         return None
     try:
-        pointer = json.loads((directory / "latest.json").read_text())
-    except (OSError, json.JSONDecodeError):
+        pointer = json.loads((directory / LATEST).read_text())
+        step = int(pointer.get("step", -1))
+    except (OSError, ValueError, TypeError, AttributeError):  # a torn or foreign pointer: none
         return None
-    target = directory / str(pointer.get("dir", ""))
-    return target if (target / "state.json").is_file() else None
+    target = directory / checkpoint_name(step)
+    return (step, target) if step >= 0 and (target / "state.json").is_file() else None
+
+
+def latest_checkpoint(directory: Path | None) -> Path | None:
+    """The folder of the latest complete checkpoint in ``directory``, or None."""
+    found = _latest(directory)
+    return None if found is None else found[1]
+
+
+def latest_step(directory: Path | None) -> int:
+    """The step of the latest complete checkpoint in ``directory``; 0 when there is none."""
+    found = _latest(directory)
+    return 0 if found is None else found[0]
 
 
 @contextlib.contextmanager
@@ -354,7 +388,7 @@ def _check_weights(params: list[Any], before: list[Any] | None, optim: OptimConf
 
 def _resume(model: Any, optimizer: Any, checkpoint_dir: Path | None, device: Any, result: LoopResult) -> int:
     """Load the latest checkpoint (model, optimizer, losses) when there is one; its step."""
-    ckpt = _read_checkpoint(checkpoint_dir)
+    ckpt = latest_checkpoint(checkpoint_dir)
     if ckpt is None:
         return 0
     from safetensors.torch import load_model

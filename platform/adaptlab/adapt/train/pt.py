@@ -199,13 +199,15 @@ def train_pt(
     with claim(writer) as done:
         if done is not None:
             return done
+        writer.fetch_checkpoint()  # a run interrupted on another node resumes where it was
         dev = pick_device(device)
         model = load_sentence_model(base.path, dev)
         result, head = pretrain_model(
             model, base.path, texts, config, seed=seed, device=dev,
             checkpoint_dir=writer.checkpoint_dir, checkpoint_every=checkpoint_every,
             checkpoint_each_epoch=checkpoint_every is not None,
-            on_checkpoint=on_checkpoint, label=run_label("pt", base.label, scale, len(texts), "chunks"),
+            on_checkpoint=writer.checkpoint_hook(on_checkpoint),
+            label=run_label("pt", base.label, scale, len(texts), "chunks"),
         )
         model.save(str(writer.model_dir), safe_serialization=True)
         return writer.commit(training=result.summary() | {"device": dev, "mlm_head": head})

@@ -1,0 +1,188 @@
+"""Training checkpoints shared across nodes (issue 22): with the artifacts on a URI (file:// through
+pyarrow, s3:// on a moto server), each complete checkpoint is published next to the artifacts,
+so a run killed on "node 1" resumes on "node 2" (another local cache folder) where it stopped and
+ends with the uninterrupted run's weights, bit for bit. A tampered or unreachable checkpoint
+never fails training: one warning line, and the run goes on from what it has."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("sentence_transformers")
+
+from adaptlab.adapt.train import artifacts as artifacts_module  # noqa: E402
+from adaptlab.adapt.train.artifacts import CHECKPOINTS  # noqa: E402
+from adaptlab.adapt.train.ft import FTConfig, train_ft  # noqa: E402
+from adaptlab.adapt.train.pt import PTConfig, train_pt  # noqa: E402
+from adaptlab.storage.objects import open_remote  # noqa: E402
+
+FT = FTConfig(learning_rate=1e-3, epochs=2, batch_size=4, num_negatives=1, warmup_ratio=0.0, min_steps=0)  # 4 steps
+PT = PTConfig(learning_rate=1e-3, epochs=2, batch_size=4, warmup_ratio=0.0, min_steps=0)  # 16 chunks: 8 steps
+
+
+class _Killed(RuntimeError):
+    """Stands for the node's death right after a checkpoint (the local state stays as a kill leaves it)."""
+
+
+def _kill_at(step: int):
+    def hook(done: int) -> None:
+        if done == step:
+            raise _Killed(done)
+    return hook
+
+
+@pytest.fixture(params=["file", "s3"])
+def shared_root(request, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An artifact root every "node" reaches: a file:// folder, or a bucket on moto."""
+    if request.param == "file":
+        return f"file://{tmp_path}/shared/artifacts"
+    env, _, bucket = request.getfixturevalue("moto_s3")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return f"s3://{bucket}/{tmp_path.name}/artifacts"
+
+
+@pytest.fixture
+def on_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``on_node(name)``: this process now stages and checkpoints in node ``name``'s cache folder."""
+    def switch(name: str) -> Path:
+        monkeypatch.setenv("ADAPTLAB_CACHE", str(tmp_path / name))
+        return tmp_path / name
+    return switch
+
+
+@pytest.fixture(scope="module")
+def clean_ft(tiny_model, triplets, tmp_path_factory):
+    """The uninterrupted FT run (local root, no checkpoints)."""
+    return train_ft(tiny_model, triplets, artifact_root=tmp_path_factory.mktemp("clean"), config=FT, seed=3,
+                    checkpoint_every=None)
+
+
+def _published(root: str) -> list[str]:
+    """Every file under the root's checkpoint folder."""
+    return open_remote(f"{root}/{CHECKPOINTS}").list_files()
+
+
+def _pointer(root: str) -> dict:
+    rels = [r for r in _published(root) if r.endswith("/latest.json")]
+    assert len(rels) == 1, rels
+    return json.loads(open_remote(f"{root}/{CHECKPOINTS}").read_bytes(rels[0]))
+
+
+def test_a_run_killed_on_one_node_resumes_on_another_and_matches_the_clean_run(
+        shared_root, on_node, tiny_model, triplets, clean_ft, read_weights, caplog):
+    import torch
+
+    caplog.set_level(logging.WARNING, logger="adaptlab")
+    on_node("node-1")
+    with pytest.raises(_Killed):
+        train_ft(tiny_model, triplets, artifact_root=shared_root, config=FT, seed=3, checkpoint_every=1,
+                 on_checkpoint=_kill_at(2))
+    pointer = _pointer(shared_root)
+    assert pointer["step"] == 2 and set(pointer["files"]) == {
+        "step-2/model.safetensors", "step-2/optimizer.safetensors", "step-2/state.json"}
+    assert {r.split("/")[-2] for r in _published(shared_root) if "/step-" in r} == {"step-1", "step-2"}  # keeps 2
+
+    on_node("node-2")  # nothing local: fetches step 2, dies after step 3
+    with pytest.raises(_Killed):
+        train_ft(tiny_model, triplets, artifact_root=shared_root, config=FT, seed=3, checkpoint_every=1,
+                 on_checkpoint=_kill_at(3))
+    assert _pointer(shared_root)["step"] == 3
+
+    on_node("node-1")  # its own step 2 is older than the published step 3
+    art = train_ft(tiny_model, triplets, artifact_root=shared_root, config=FT, seed=3, checkpoint_every=1)
+    assert art.manifest["training"]["resumed_from_step"] == 3 and not art.reused
+    assert art.key == clean_ft.key
+    a, b = read_weights(art.model_path), read_weights(clean_ft.model_path)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)  # bit-identical
+    assert _published(shared_root) == []  # dropped once the artifact is published
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+def test_pt_resumes_on_another_node_too(on_node, tiny_model, chunks, tmp_path, read_weights):
+    import torch
+
+    root = f"file://{tmp_path}/shared/artifacts"
+    on_node("node-1")
+    with pytest.raises(_Killed):
+        train_pt(tiny_model, chunks, artifact_root=root, config=PT, seed=1, checkpoint_every=3,
+                 on_checkpoint=_kill_at(3))
+    on_node("node-2")
+    art = train_pt(tiny_model, chunks, artifact_root=root, config=PT, seed=1, checkpoint_every=3)
+    clean = train_pt(tiny_model, chunks, artifact_root=tmp_path / "clean", config=PT, seed=1, checkpoint_every=None)
+    assert art.manifest["training"]["resumed_from_step"] == 3
+    a, b = read_weights(art.model_path), read_weights(clean.model_path)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_tampered_checkpoint_is_refused_with_one_warning_and_training_starts_over(
+        on_node, tiny_model, triplets, tmp_path, clean_ft, read_weights, caplog):
+    import torch
+
+    root = f"file://{tmp_path}/shared/artifacts"
+    on_node("node-1")
+    with pytest.raises(_Killed):
+        train_ft(tiny_model, triplets, artifact_root=root, config=FT, seed=3, checkpoint_every=1,
+                 on_checkpoint=_kill_at(2))
+    model = next((tmp_path / "shared" / "artifacts" / CHECKPOINTS).rglob("step-2/model.safetensors"))
+    model.write_bytes(model.read_bytes()[:-8] + b"tampered")
+    on_node("node-2")
+    caplog.set_level(logging.WARNING, logger="adaptlab")
+    art = train_ft(tiny_model, triplets, artifact_root=root, config=FT, seed=3, checkpoint_every=1)
+    assert art.manifest["training"]["resumed_from_step"] == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "cannot fetch the published checkpoint" in warnings[0], warnings
+    assert "does not match the hash in latest.json" in warnings[0] and "\n" not in warnings[0]
+    assert not list((tmp_path / "node-2").rglob("*.fetch-*"))  # no half-fetched folder left
+    a, b = read_weights(art.model_path), read_weights(clean_ft.model_path)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_store_that_refuses_checkpoints_warns_once_and_training_goes_on(
+        on_node, tiny_model, triplets, tmp_path, clean_ft, read_weights, monkeypatch, caplog):
+    import torch
+
+    real = artifacts_module.open_remote
+
+    class Refusing:
+        """The store, except that checkpoint uploads fail (a full bucket, a dropped connection)."""
+
+        def __init__(self, uri: str) -> None:
+            self.inner, self.checkpoints = real(uri), f"/{CHECKPOINTS}/" in uri
+
+        def upload(self, rel, src, sha256=None):
+            if self.checkpoints:
+                raise OSError(f"{rel}: connection reset by peer")
+            return self.inner.upload(rel, src, sha256)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    monkeypatch.setattr(artifacts_module, "open_remote", Refusing)
+    root = f"file://{tmp_path}/shared/artifacts"
+    on_node("node-1")
+    caplog.set_level(logging.DEBUG, logger="adaptlab.adapt.train.artifacts")
+    art = train_ft(tiny_model, triplets, artifact_root=root, config=FT, seed=3, checkpoint_every=1)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, warnings  # the later failures go to DEBUG
+    assert "cannot publish the checkpoint of step 1" in warnings[0] and "connection reset" in warnings[0]
+    failures = sum("cannot publish the checkpoint" in r.getMessage() for r in caplog.records)
+    assert failures == art.manifest["training"]["steps"] == 4  # a checkpoint after every step
+    assert art.uri is not None and not art.reused  # the artifact itself is published
+    a, b = read_weights(art.model_path), read_weights(clean_ft.model_path)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_local_root_keeps_its_checkpoints_inside_the_root(tmp_path, tiny_model, triplets, on_node):
+    """No publishing on a local root: the staging folder with its checkpoints is in the root."""
+    on_node("node-1")
+    with pytest.raises(_Killed):
+        train_ft(tiny_model, triplets, artifact_root=tmp_path / "store", config=FT, seed=3, checkpoint_every=1,
+                 on_checkpoint=_kill_at(2))
+    assert not (tmp_path / "store" / CHECKPOINTS).exists() and not (tmp_path / "node-1").exists()
+    assert list((tmp_path / "store").rglob("checkpoints/step-2/state.json"))
