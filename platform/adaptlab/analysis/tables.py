@@ -48,6 +48,7 @@ from adaptlab.analysis.present import (
     terminal_escape,
 )
 from adaptlab.errors import ConfigError
+from adaptlab.results.frames import is_score_row, score_grid
 
 __all__ = [
     "ALPHA",
@@ -126,32 +127,6 @@ def _num(x: Any) -> float | None:
 
 
 # -- pivoting ---------------------------------------------------------------------------------------
-def _grid(scores: Sequence[Mapping[str, Any]]) -> tuple[dict[tuple[str, str], dict[str, Mapping[str, Any]]],
-                                                        dict[str, str]]:
-    """``{(dataset, system): {measure: row}}`` in first-appearance order (grouped by dataset), and
-    the measures that have several rows for one system and dataset, with an example."""
-    grid: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
-    several: dict[str, str] = {}
-    for r in scores:
-        key = (str(r["dataset"]), str(r["system"]))
-        per = grid.setdefault(key, {})
-        m = str(r["measure"])
-        if m in per and m not in several:
-            several[m] = f"{key[1]} on {key[0]}"
-        per.setdefault(m, r)
-    order = {ds: i for i, ds in enumerate(dict.fromkeys(k[0] for k in grid))}
-    return dict(sorted(grid.items(), key=lambda kv: order[kv[0][0]])), several
-
-
-def _measure_order(scores: Sequence[Mapping[str, Any]], measures: Sequence[str] | None,
-                   left_out: Iterable[str]) -> tuple[str, ...]:
-    present = list(dict.fromkeys(str(r["measure"]) for r in scores))
-    chosen = [m for m in measures if m in present] + [m for m in present if m not in measures] \
-        if measures else present
-    drop = set(left_out)
-    return tuple(m for m in dict.fromkeys(chosen) if m not in drop)
-
-
 def _auto_baselines(comparisons: Sequence[Mapping[str, Any]]) -> tuple[dict[tuple[str, str], str], list[str]]:
     """Each compared system's baseline per dataset, when the comparisons have that design; and the
     datasets whose comparisons do not (every pair, or a system against several others)."""
@@ -208,12 +183,10 @@ def wide_table(rows: Iterable[Mapping[str, Any]], *, measures: Sequence[str] | N
     dataset (several runs, or per-space analysis rows) is left out, with a note. Raises
     :class:`~adaptlab.errors.ConfigError` when no score row is left."""
     rows = list(rows)
-    scores = [r for r in rows if is_missing(r.get("compared_to"))]
-    comparisons = [r for r in rows if not is_missing(r.get("compared_to"))]
-    grid, several = _grid(scores)
-    order = _measure_order(scores, measures, several)
-    notes = [f"left out {m}: several rows for {where} (keep one run per system and dataset, e.g. the latest, "
-             "or filter the rows)" for m, where in several.items()]
+    scores = [r for r in rows if is_score_row(r)]
+    comparisons = [r for r in rows if not is_score_row(r)]
+    pivot = score_grid(scores, measures)  # the one rule, shared with results' wide_frame
+    grid, order, notes = pivot.cells, pivot.measures, pivot.notes
     if not order:
         raise ConfigError("no score rows to tabulate" + (f" ({notes[0]})" if notes else
                                                          ": the store or the filters select none"))
