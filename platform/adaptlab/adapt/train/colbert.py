@@ -67,11 +67,13 @@ from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, claim, desc
 from adaptlab.adapt.train.config import TrainConfig
 from adaptlab.adapt.train.ft import coerce_triplets, triplets_fingerprint
 from adaptlab.errors import ConfigError
+from adaptlab.models.variants import COLBERT_FT
 
 __all__ = ["COLBERT_VARIANT", "ColBERTFTConfig", "train_colbert"]
 
-COLBERT_VARIANT = "colbert-ft"
-"""The artifact variant and the ``[adapt].variants`` name of ColBERT fine-tuning."""
+COLBERT_VARIANT = COLBERT_FT
+"""The artifact variant and the ``[adapt].variants`` name of ColBERT fine-tuning
+(:data:`adaptlab.models.variants.COLBERT_FT`)."""
 
 _PACKAGES = ("ragatouille", "colbert-ai")
 

@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from adaptlab.adapt.prep.triplets import read_triplets
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.instructions import resolve_instructions
 from adaptlab.models.resolve import MODEL_ALIASES
+from adaptlab.models.variants import FT, PT, PT_FT
 
 __all__ = [
     "AUTO",
@@ -314,12 +315,12 @@ def train_ft(
     config = config or FTConfig()
     rows = coerce_triplets(triplets)
     base = describe_base(base_model)
-    variant = "pt-ft" if base.parent and base.parent.get("variant") == "pt" else "ft"
+    variant = PT_FT if base.parent and base.parent.get("variant") == PT else FT
     # prefixes come from the saved prompts and the root model's id, without loading weights
     prefixes = resolve_prefixes(
         config.query_prefix, config.passage_prefix, saved_prompts(base.path), str(base.root.get("id", ""))
     )
-    hyper = asdict(config) | {
+    hyper = config.key_dict() | {
         "query_prefix": prefixes[0], "passage_prefix": prefixes[1], "temperature": config.temperature
     }
     inputs = {

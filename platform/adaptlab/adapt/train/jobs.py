@@ -63,6 +63,7 @@ from adaptlab.adapt.train.merge import merge_models
 from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplets_fingerprint
 from adaptlab.adapt.train.pt import PTConfig, train_pt
 from adaptlab.errors import AdaptlabError, ConfigError
+from adaptlab.models.variants import BASE, FT, MERGE_SOURCES, MERGED, PT, PT_FT
 from adaptlab.runtime import init_ray
 
 __all__ = [
@@ -76,8 +77,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-VARIANTS: tuple[str, ...] = (COLBERT_VARIANT, "ft", "merged", "pt", "pt-ft")
-_MERGE_SOURCES = ("ft", "pt-ft")
+VARIANTS: tuple[str, ...] = (COLBERT_VARIANT, FT, MERGED, PT, PT_FT)
+_MERGE_SOURCES = MERGE_SOURCES
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,7 +98,7 @@ class AdaptJob:
     pt_config: PTConfig = field(default_factory=PTConfig)
     ft_config: FTConfig = field(default_factory=FTConfig)
     merge_weight: float = 0.5
-    merge_source: str = "ft"
+    merge_source: str = FT
     seed: int = 0
     colbert_config: ColBERTFTConfig = field(default_factory=ColBERTFTConfig)
 
@@ -109,16 +110,16 @@ class AdaptJob:
                 f"merge_source {self.merge_source!r}: expected one of {', '.join(_MERGE_SOURCES)}"
             )
         needs = self.stages()
-        if "pt" in needs and self.chunks is None:
+        if PT in needs and self.chunks is None:
             raise ConfigError(f"job {self.describe()}: variant needs domain chunks (chunks=...) for PT")
-        if ("ft" in needs or COLBERT_VARIANT in needs) and self.triplets is None:
+        if (FT in needs or COLBERT_VARIANT in needs) and self.triplets is None:
             raise ConfigError(f"job {self.describe()}: variant needs triplets (triplets=...) for FT")
 
     def stages(self) -> tuple[str, ...]:
         """The stages this job runs, in order: a subsequence of ``("pt", "ft", "merge")``, or
         ``("colbert-ft",)``."""
-        chain = {"pt": ("pt",), "ft": ("ft",), "pt-ft": ("pt", "ft"), COLBERT_VARIANT: (COLBERT_VARIANT,)}
-        if self.variant == "merged":
+        chain = {PT: (PT,), FT: (FT,), PT_FT: (PT, FT), COLBERT_VARIANT: (COLBERT_VARIANT,)}
+        if self.variant == MERGED:
             return chain[self.merge_source] + ("merge",)
         return chain[self.variant]
 
@@ -137,7 +138,7 @@ def train_variant(
     """Run ``job`` in this process, stage after stage (each reused when already stored)."""
     current: Any = job.base_model
     for stage in job.stages():
-        data = job.chunks if stage == "pt" else job.triplets if stage in ("ft", COLBERT_VARIANT) else None
+        data = job.chunks if stage == PT else job.triplets if stage in (FT, COLBERT_VARIANT) else None
         current = _run_stage(
             stage, current, data, _params(job), artifact_root_text(artifact_root), device,
             checkpoint_every, on_checkpoint,
@@ -166,9 +167,9 @@ def _run_stage(
 ) -> Artifact:
     common = {"artifact_root": root, "seed": params["seed"], "scale": params["scale"], "device": device,
               "checkpoint_every": checkpoint_every, "on_checkpoint": on_checkpoint}
-    if stage == "pt":
+    if stage == PT:
         return train_pt(upstream, data, config=params["pt_config"], **common)
-    if stage == "ft":
+    if stage == FT:
         return train_ft(upstream, data, config=params["ft_config"], **common)
     if stage == COLBERT_VARIANT:  # own child process and time-out; no step checkpoints (module doc)
         return train_colbert(upstream, data, config=params["colbert_config"], artifact_root=root,
@@ -257,15 +258,15 @@ def _stage_key(stage: str, job: AdaptJob, upstream_key: tuple[Any, ...], base_ke
                data: dict[tuple[str, str], Any]) -> tuple[tuple[Any, ...], tuple[str, str] | None]:
     """The stage's identity (equal for stages that jobs share) and its data key; the data of a new
     data key is added to ``data``."""
-    if stage == "pt":
+    if stage == PT:
         fp, _ = chunks_fingerprint(job.chunks or ())
         data.setdefault(("chunks", fp), [str(c) for c in job.chunks or ()])
         return (stage, upstream_key, fp, job.pt_config, job.seed, job.scale), ("chunks", fp)
-    if stage in ("ft", COLBERT_VARIANT):
+    if stage in (FT, COLBERT_VARIANT):
         rows = coerce_triplets(job.triplets)
         fp = triplets_fingerprint(rows)
         data.setdefault(("triplets", fp), rows)
-        config = job.ft_config if stage == "ft" else job.colbert_config
+        config = job.ft_config if stage == FT else job.colbert_config
         return (stage, upstream_key, fp, config, job.seed, job.scale), ("triplets", fp)
     return (stage, upstream_key, float(job.merge_weight), base_key, job.scale), None
 
@@ -280,7 +281,7 @@ def _plan(jobs: Sequence[AdaptJob]) -> tuple[dict[tuple[Any, ...], _Stage], dict
         base_key = describe_base(job.base_model).hash
         upstream: tuple[Any, ...] | None = None
         for stage in job.stages():
-            key, data_key = _stage_key(stage, job, upstream or ("base", base_key), base_key, data)
+            key, data_key = _stage_key(stage, job, upstream or (BASE, base_key), base_key, data)
             stages.setdefault(key, _Stage(key, stage, job, upstream, data_key))
             upstream = key
         ends.append(upstream)
@@ -288,7 +289,7 @@ def _plan(jobs: Sequence[AdaptJob]) -> tuple[dict[tuple[Any, ...], _Stage], dict
 
 
 def _stage_config(stage: _Stage) -> Any:
-    return {"pt": stage.job.pt_config, "ft": stage.job.ft_config,
+    return {PT: stage.job.pt_config, FT: stage.job.ft_config,
             COLBERT_VARIANT: stage.job.colbert_config}.get(stage.stage)
 
 
@@ -322,11 +323,11 @@ _WAIT_S = 10.0
 def _lower_setting(stage: _Stage) -> str:
     """The settings that shrink a stage's memory, with their current values."""
     job = stage.job
-    if stage.stage == "ft":
+    if stage.stage == FT:
         seq = job.ft_config.max_seq_length or "the model's"
         return (f"lower [adapt.ft].batch_size (now {job.ft_config.batch_size}) or [adapt.ft].max_seq_length "
                 f"(now {seq}; passages are as long as the chunks' max_tokens allow)")
-    if stage.stage == "pt":
+    if stage.stage == PT:
         return (f"lower [adapt.pt].batch_size (now {job.pt_config.batch_size}) or [adapt.pt].max_seq_length "
                 f"(now {job.pt_config.max_seq_length})")
     if stage.stage == COLBERT_VARIANT:

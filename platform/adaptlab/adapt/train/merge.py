@@ -20,6 +20,7 @@ from typing import Any
 from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, claim, describe_base, package_versions
 from adaptlab.adapt.train.loop import load_sentence_model
 from adaptlab.errors import ConfigError
+from adaptlab.models.variants import MERGED
 
 __all__ = ["merge_models", "merge_state_dicts"]
 
@@ -90,7 +91,7 @@ def merge_models(
     base = describe_base(base_model)
     source_variant = src.parent.get("variant") if src.parent else None
     inputs = {
-        "variant": "merged",
+        "variant": MERGED,
         "base_model": base.key_inputs(),
         "adapted_model": src.key_inputs(),
         "data": {"kind": "none", "scale": None if scale is None else str(scale)},
@@ -100,7 +101,7 @@ def merge_models(
     }
     info = base.info() | {"adapted_model_path": str(src.path), "parent": dict(src.parent) if src.parent else None}
     writer = ArtifactWriter(
-        artifact_root, label=str(base.root.get("id", base.label)), variant="merged", scale=scale,
+        artifact_root, label=str(base.root.get("id", base.label)), variant=MERGED, scale=scale,
         inputs=inputs, info=info,
     )
     with claim(writer) as done:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from adaptlab.adapt.train.loop import (
 )
 from adaptlab.adapt.train.memory import transformer_dir
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.models.variants import PT
 
 __all__ = ["PTConfig", "build_mlm", "pretrain_model", "train_pt"]
 
@@ -180,7 +181,7 @@ def train_pt(
     fingerprint, count = chunks_fingerprint(texts)
     base = describe_base(base_model)
     inputs = {
-        "variant": "pt",
+        "variant": PT,
         "base_model": base.key_inputs(),
         "data": {
             "kind": "chunks",
@@ -188,12 +189,12 @@ def train_pt(
             "fingerprint": fingerprint,
             "count": count,
         },
-        "hyperparameters": asdict(config),
+        "hyperparameters": config.key_dict(),
         "seed": int(seed),
         "packages": package_versions(),
     }
     writer = ArtifactWriter(
-        artifact_root, label=str(base.root.get("id", base.label)), variant="pt", scale=scale,
+        artifact_root, label=str(base.root.get("id", base.label)), variant=PT, scale=scale,
         inputs=inputs, info=base.info(),
     )
     with claim(writer) as done:
@@ -207,7 +208,7 @@ def train_pt(
             checkpoint_dir=writer.checkpoint_dir, checkpoint_every=checkpoint_every,
             checkpoint_each_epoch=checkpoint_every is not None,
             on_checkpoint=writer.checkpoint_hook(on_checkpoint),
-            label=run_label("pt", base.label, scale, len(texts), "chunks"),
+            label=run_label(PT, base.label, scale, len(texts), "chunks"),
         )
         model.save(str(writer.model_dir), safe_serialization=True)
         return writer.commit(training=result.summary() | {"device": dev, "mlm_head": head})
