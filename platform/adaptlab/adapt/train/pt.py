@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -189,7 +189,7 @@ def train_pt(
             "fingerprint": fingerprint,
             "count": count,
         },
-        "hyperparameters": config.key_dict(),
+        "hyperparameters": asdict(config),
         "seed": int(seed),
         "packages": package_versions(),
     }
