@@ -15,8 +15,12 @@ The tracking URI must be given (a local ``file:`` path or ``sqlite:`` database, 
 caller chose): nothing is sent to a default server, and MLflow's usage telemetry is switched off
 unless ``MLFLOW_DISABLE_TELEMETRY`` is set. Needs ``pip install mlflow-skinny`` (or ``mlflow``).
 MLflow 3 refuses its file backend unless ``MLFLOW_ALLOW_FILE_STORE=true``; a ``file:`` URI (or a
-plain path) given here sets it when unset. ``sqlite:`` needs the full ``mlflow`` package
-(SQLAlchemy and Alembic).
+plain path) given here sets it when unset. A database URI (``sqlite:///path/mlflow.db``) also
+needs SQLAlchemy and Alembic (``pip install sqlalchemy alembic``; mlflow-skinny does not bring
+them); MLflow creates the database's tables on first use. MLflow keeps a database store's
+artifacts apart from the database, by default in ``./mlruns`` of the current directory: an
+experiment created here for a ``sqlite:`` file keeps them in ``mlartifacts/`` beside the
+database instead (or in ``artifact_location``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ _PARAM_MAX = 6000
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]+")
 """Characters MLflow refuses in a param name (it allows letters, digits, ``_ - . /`` and space)."""
 _PROVENANCE = ("system", "dataset", "model_id", "model_revision", "dataset_fingerprint", "seed")
+_DATABASE_SCHEMES = frozenset({"sqlite", "postgresql", "mysql", "mssql"})
+"""URI schemes of MLflow's SQLAlchemy tracking store (``mysql+pymysql:`` counts as ``mysql``)."""
+_SQLITE = "sqlite:///"
 
 
 def _client(tracking_uri: str) -> Any:
@@ -54,7 +61,32 @@ def _client(tracking_uri: str) -> Any:
         from mlflow.tracking import MlflowClient
     except ImportError as e:
         raise ConfigError("MLflow logging needs mlflow: pip install mlflow-skinny") from e
+    _require_database_packages(tracking_uri)
     return MlflowClient(tracking_uri=tracking_uri)
+
+
+def _require_database_packages(tracking_uri: str) -> None:
+    """A database tracking URI needs SQLAlchemy and Alembic, which mlflow-skinny lacks."""
+    scheme = tracking_uri.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme not in _DATABASE_SCHEMES:
+        return
+    try:
+        import alembic  # noqa: F401
+        import sqlalchemy  # noqa: F401
+    except ImportError as e:
+        raise ConfigError(f"log_to_mlflow: the {scheme}: tracking store needs SQLAlchemy and Alembic "
+                          "(mlflow-skinny does not install them): pip install sqlalchemy alembic") from e
+
+
+def _default_artifacts(tracking_uri: str) -> str | None:
+    """``mlartifacts/`` beside a ``sqlite:`` database file (MLflow's default is ``./mlruns`` of
+    the current directory); None (MLflow's default) for any other store."""
+    if not tracking_uri.startswith(_SQLITE):
+        return None
+    path = tracking_uri[len(_SQLITE):].split("?", 1)[0]
+    if not path or path == ":memory:":
+        return None
+    return (Path(path).resolve().parent / "mlartifacts").as_uri()
 
 
 def _flatten(config: Any, prefix: str = "") -> dict[str, str]:
@@ -112,17 +144,23 @@ def _log_one(client: Any, experiment_id: str, run: Mapping[str, Any], rows: Sequ
     return mlflow_id
 
 
-def _experiment(client: Any, name: str) -> str:
+def _experiment(client: Any, name: str, artifact_location: str | None) -> str:
+    """The id of experiment ``name``, created (with ``artifact_location``) when it is new."""
     found = client.get_experiment_by_name(name)
-    return found.experiment_id if found is not None else client.create_experiment(name)
+    if found is not None:
+        return found.experiment_id
+    return client.create_experiment(name, artifact_location=artifact_location)
 
 
 def log_to_mlflow(store: ResultsStore, tracking_uri: str, *, experiment: str | None = None,
                   system: str | None = None, dataset: str | None = None,
-                  artifacts: Sequence[str | os.PathLike[str]] = ()) -> dict[str, str]:
+                  artifacts: Sequence[str | os.PathLike[str]] = (),
+                  artifact_location: str | None = None) -> dict[str, str]:
     """Log the latest run of each (system, dataset) in ``store`` (filtered by ``system`` /
     ``dataset``) to the MLflow tracking store at ``tracking_uri`` (required; see the module doc);
-    ``artifacts``: files attached to every run. Returns ``{stored run_id: MLflow run id}``."""
+    ``artifacts``: files attached to every run; ``artifact_location``: where an experiment created
+    here keeps them (default: MLflow's, or ``mlartifacts/`` beside a ``sqlite:`` database).
+    Returns ``{stored run_id: MLflow run id}``."""
     files = [Path(a) for a in artifacts]
     missing = [str(p) for p in files if not p.is_file()]
     if missing:
@@ -136,6 +174,7 @@ def log_to_mlflow(store: ResultsStore, tracking_uri: str, *, experiment: str | N
     out = {}
     for run in runs:
         rows = [r for r in scores if r["run_id"] == run["run_id"]]
-        exp_id = _experiment(client, experiment or run.get("study") or "adaptlab")
+        exp_id = _experiment(client, experiment or run.get("study") or "adaptlab",
+                             artifact_location or _default_artifacts(tracking_uri))
         out[run["run_id"]] = _log_one(client, exp_id, run, rows, files)
     return out
