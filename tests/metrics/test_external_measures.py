@@ -221,3 +221,25 @@ def test_cli_evaluate_prints_the_new_measures_with_cis(tmp_path, cli) -> None:
             assert f"{row['value']:.3f}" in line and f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]" in line
     pairs = [x for x in table.stdout.split("paired differences")[1].splitlines() if x.startswith("base - tuned")]
     assert sorted(p.split()[3] for p in pairs) == sorted(["rprec", "bpref", "judged@10", "err@10", "infap"])
+
+
+def test_every_measure_has_a_row_in_docs_metrics() -> None:
+    """docs/metrics.md's measure table names every canonical measure (the docs cannot drift)."""
+    from pathlib import Path
+
+    from adaptlab.metrics import MEASURE_NAMES
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text(encoding="utf-8")
+    rows = [line for line in doc.splitlines() if line.startswith("| `")]
+    missing = [n for n in MEASURE_NAMES if not any(r.startswith((f"| `{n}`", f"| `{n}@k`")) for r in rows)]
+    assert not missing, f"docs/metrics.md has no table row for {missing}"
+
+
+def test_compare_from_a_store_refuses_measures_that_need_the_judgments() -> None:
+    """The store's per-query records keep the gold documents only: bpref, infAP and Judged@k
+    recomputed from them would count no judged non-relevant document."""
+    from adaptlab.analysis.compare import store_groups
+
+    assert [m for m in NEW if Measure.parse(m).needs_judgments] == ["bpref", "infap", "judged@5", "judged@10"]
+    with pytest.raises(ConfigError, match=r"^bpref, judged@10: the store's records keep only the gold documents"):
+        store_groups(None, None, ["ndcg@10", "Bpref", "judged@10", "err@10"])

@@ -293,6 +293,9 @@ def _from_frame(frame: Any, dataset: str | None, measures: Sequence[str] | None)
 def store_groups(store: Any, dataset: str | None, measures: Sequence[str] | None) -> Groups:
     """Per-query values recomputed from the stored records (gold documents have relevance 1)."""
     ms = parse_measures(measures or ["ndcg@10"])
+    if any(m.needs_judgments for m in ms):
+        raise ConfigError(f"{', '.join(str(m) for m in ms if m.needs_judgments)}: the store's records keep only the "
+                          "gold documents, not the judged non-relevant ones; compare TREC runs with their qrels")
     groups: Groups = {}
     for ds, recs in _store_records(store, dataset).items():
         if len(recs) < 2:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from adaptlab.errors import ConfigError
 
-__all__ = ["IR_MEASURES_NAMES", "MAX_CUTOFF", "MEASURE_NAMES", "Measure", "parse_measures"]
+__all__ = ["IR_MEASURES_NAMES", "JUDGMENT_MEASURES", "MAX_CUTOFF", "MEASURE_NAMES", "Measure", "parse_measures"]
 
 MEASURE_NAMES: tuple[str, ...] = (
     "acc", "bpref", "err", "infap", "judged", "map", "mrr", "ndcg", "precision", "recall", "rprec",
@@ -29,6 +29,10 @@ MEASURE_NAMES: tuple[str, ...] = (
 
 IR_MEASURES_NAMES: dict[str, str] = {"bpref": "Bpref", "infap": "infAP", "rprec": "Rprec"}
 """The measures computed through ir_measures, canonical name -> ir_measures' name."""
+
+JUDGMENT_MEASURES = frozenset({"bpref", "infap", "judged"})
+"""Measures that read the judged non-relevant documents of the qrels (which the results store's
+per-query records, holding only the gold documents, do not keep)."""
 
 _ALIASES = {
     "acc": "acc", "accuracy": "acc", "hits": "acc", "hit": "acc", "success": "acc",
@@ -105,6 +109,11 @@ class Measure:
     def depth(self) -> int | None:
         """How many top documents the measure reads (``None``: all retrieved)."""
         return self.k
+
+    @property
+    def needs_judgments(self) -> bool:
+        """Whether the value depends on the judged non-relevant documents (bpref, infap, judged@k)."""
+        return self.name in JUDGMENT_MEASURES
 
     @property
     def ir_measures_name(self) -> str | None:
