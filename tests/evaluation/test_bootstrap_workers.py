@@ -71,14 +71,11 @@ def test_several_datasets_at_once_equal_one_call_per_dataset():
         assert alone.sample_size == 10 and alone.boot == dataclasses.replace(boot, interval="percentile")
 
 
-def test_config_object_and_loose_keywords_agree_and_do_not_mix():
-    per_query = _study(n_datasets=1)["ds0"]
-    a = summarise(per_query, boot=BootstrapConfig(n_resamples=150, seed=2))
-    b = summarise(per_query, n_resamples=150, seed=2)
-    assert _as_plain(a) == _as_plain(b)
-    assert summarise(per_query).n_resamples == 1000 and summarise(per_query).seed == 0
-    with pytest.raises(ConfigError, match="not both"):
-        summarise(per_query, boot=BootstrapConfig(), seed=1)
+def test_default_settings_and_bad_keywords():
+    # config vs keywords and mixing: tests/analysis/test_bootstrap_one_way.py, for every function
+    per_query = {"sys0": _study(n_datasets=1)["ds0"]["sys0"]}  # one system: no exact paired tests (slow)
+    default = summarise(per_query, workers="local")
+    assert default.n_resamples == 1000 and default.seed == 0
     with pytest.raises(ConfigError, match="workers"):
         summarise(per_query, workers="threads")
     with pytest.raises(ConfigError, match="n_resamples"):

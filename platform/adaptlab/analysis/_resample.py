@@ -1,5 +1,7 @@
-"""Shared bootstrap plumbing of the analyses: one settings object, resample indices and chunked
-per-resample statistics.
+"""Shared bootstrap plumbing of the analyses: resample indices and chunked per-resample
+statistics. Their settings arrive as one :class:`~adaptlab.stats.BootstrapConfig`, resolved from
+``bootstrap=`` or the loose keywords (never both) by
+:func:`adaptlab.stats.settings.resolve_bootstrap`.
 
 Every analysis draws its resamples through :func:`adaptlab.stats.resample_indices`, so the
 same ``(n, n_resamples, sample_size, seed)`` gives the same query samples for every system and
@@ -14,26 +16,9 @@ import numpy as np
 from adaptlab.errors import ConfigError
 from adaptlab.stats import BootstrapConfig, resample_indices
 
-__all__ = ["bootstrap_settings", "draw_indices", "resample_means"]
+__all__ = ["draw_indices", "resample_means"]
 
 _CHUNK_ELEMS = 1 << 22  # elements per temporary block (~32 MB of float64)
-
-
-def bootstrap_settings(
-    bootstrap: BootstrapConfig | None,
-    *,
-    n_resamples: int = 1000,
-    sample_size: int | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> BootstrapConfig:
-    """``bootstrap`` when given, else the loose keyword settings as one validated
-    :class:`~adaptlab.stats.BootstrapConfig`."""
-    if bootstrap is not None:
-        if not isinstance(bootstrap, BootstrapConfig):
-            raise ConfigError(f"bootstrap must be an adaptlab.stats.BootstrapConfig, got {type(bootstrap).__name__}")
-        return bootstrap
-    return BootstrapConfig(n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence)
 
 
 def draw_indices(n: int, bootstrap: BootstrapConfig, *, indices: np.ndarray | None = None) -> np.ndarray:

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from adaptlab.analysis._resample import bootstrap_settings
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure, evaluate, ranked_values
 from adaptlab.stats import BootstrapConfig, bootstrap_ci
+from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = ["DEFAULT_NDCG_KS", "NDCGCurve", "ndcg_curve", "ndcg_curve_from_records", "ndcg_curves"]
 
@@ -90,20 +90,21 @@ def ndcg_curve_from_records(
     ks: Sequence[int] = DEFAULT_NDCG_KS,
     *,
     corpus_size: int | None = None,
-    n_resamples: int = 1000,
+    n_resamples: int | None = None,
     sample_size: int | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
+    seed: int | None = None,
+    confidence: float | None = None,
     bootstrap: BootstrapConfig | None = None,
 ) -> NDCGCurve:
     """The nDCG@k curve of one system's :class:`PerQueryRecords` (binary relevance: gold ids).
 
     ``corpus_size`` adds ``k = corpus_size``; when the records' depth reaches it, every value
-    is exact. ``bootstrap`` (one :class:`~adaptlab.stats.BootstrapConfig`) replaces the loose
-    ``n_resamples``, ``sample_size``, ``seed`` and ``confidence``.
+    is exact. Bootstrap settings: one :class:`~adaptlab.stats.BootstrapConfig` (``bootstrap``)
+    or the loose ``n_resamples`` (default 1000), ``sample_size`` (default: all queries), ``seed``
+    (default 0) and ``confidence`` (default 0.95), not both.
     """
-    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                             confidence=confidence)
+    cfg = resolve_bootstrap("ndcg_curve_from_records", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
+                            confidence=confidence)
     for name in ("topk_ids", "gold_ids"):
         if not hasattr(records, name):
             raise ConfigError(f"expected PerQueryRecords (with .{name}), got {type(records).__name__}")
@@ -130,20 +131,20 @@ def ndcg_curve(
     corpus_size: int | None = None,
     system: str = "",
     dataset: str = "",
-    n_resamples: int = 1000,
+    n_resamples: int | None = None,
     sample_size: int | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
+    seed: int | None = None,
+    confidence: float | None = None,
     bootstrap: BootstrapConfig | None = None,
 ) -> NDCGCurve:
     """The nDCG@k curve of a run with graded ``qrels`` (via :func:`adaptlab.metrics.evaluate`).
 
     The depth is the shortest ranking among the judged queries; values at larger ``k`` are
-    flagged inexact unless that depth reaches ``corpus_size``. ``bootstrap`` replaces the loose
-    bootstrap settings.
+    flagged inexact unless that depth reaches ``corpus_size``. Bootstrap settings as in
+    :func:`ndcg_curve_from_records`: ``bootstrap`` or the keywords, not both.
     """
-    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                             confidence=confidence)
+    cfg = resolve_bootstrap("ndcg_curve", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
+                            confidence=confidence)
     kk = _check_ks(ks, corpus_size)
     pq = evaluate(qrels, run, [f"ndcg@{k}" for k in kk])
     per_query = np.vstack([pq.values[f"ndcg@{k}"] for k in kk]) if pq.n_queries else np.zeros((len(kk), 0))
@@ -157,14 +158,15 @@ def ndcg_curves(
     ks: Sequence[int] = DEFAULT_NDCG_KS,
     *,
     corpus_size: int | None = None,
-    n_resamples: int = 1000,
+    n_resamples: int | None = None,
     sample_size: int | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
+    seed: int | None = None,
+    confidence: float | None = None,
     bootstrap: BootstrapConfig | None = None,
 ) -> list[NDCGCurve]:
-    """:func:`ndcg_curve_from_records` for several systems (a mapping or a sequence of records)."""
-    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                             confidence=confidence)
+    """:func:`ndcg_curve_from_records` for several systems (a mapping or a sequence of records),
+    all on the same bootstrap settings (``bootstrap`` or the keywords, not both)."""
+    cfg = resolve_bootstrap("ndcg_curves", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
+                            confidence=confidence)
     items = list(records.values()) if isinstance(records, Mapping) else list(records)
     return [ndcg_curve_from_records(r, ks, corpus_size=corpus_size, bootstrap=cfg) for r in items]

@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.analysis._resample import bootstrap_settings
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.stats import BootstrapConfig, bootstrap_ci, percentile_interval, resample_indices
+from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = ["EvalRankResult", "PairPool", "evalrank", "evalrank_ranks", "load_pairs"]
 
@@ -221,10 +221,10 @@ def evalrank(
     pairs: object,
     *,
     ks: Sequence[int] = (1, 3, 5, 10),
-    n_resamples: int = 1000,
+    n_resamples: int | None = None,
     sample_size: int | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
+    seed: int | None = None,
+    confidence: float | None = None,
     normalize: bool = True,
     system: str = "",
     dataset: str = "",
@@ -237,14 +237,15 @@ def evalrank(
     :class:`PairPool` (its pairs and groups) or an [m, 2] array. ``groups`` [m] (default: the
     pool's, else each pair alone) numbers the resampling unit of every pair: pairs of one group
     are resampled together (a pair and its reverse). ``bootstrap`` (one
-    :class:`~adaptlab.stats.BootstrapConfig`) replaces the loose ``n_resamples``, ``sample_size``
-    (in groups), ``seed`` and ``confidence``.
+    :class:`~adaptlab.stats.BootstrapConfig`) or the loose ``n_resamples`` (default 1000),
+    ``sample_size`` (in groups; default: all), ``seed`` (default 0) and ``confidence`` (default
+    0.95) give the bootstrap settings, not both.
     """
     if isinstance(pairs, PairPool):
         groups = pairs.groups if groups is None else groups
         pairs = pairs.pairs
-    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                             confidence=confidence)
+    cfg = resolve_bootstrap("evalrank", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
+                            confidence=confidence)
     kk = sorted({int(k) for k in ks})
     if any(k < 1 for k in kk):
         raise ConfigError(f"ks must be >= 1, got {list(ks)}")

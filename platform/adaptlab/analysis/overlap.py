@@ -28,10 +28,11 @@ from typing import Any
 import numpy as np
 
 from adaptlab.analysis._inputs import query_arrays
-from adaptlab.analysis._resample import bootstrap_settings, draw_indices
+from adaptlab.analysis._resample import draw_indices
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError
 from adaptlab.stats import BootstrapConfig, percentile_interval
+from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = [
     "DEFAULT_OVERLAP_PSI",
@@ -157,10 +158,10 @@ def overlap_from_arrays(
     sim_rand: np.ndarray,
     *,
     psi: float = DEFAULT_OVERLAP_PSI,
-    n_resamples: int = 1000,
+    n_resamples: int | None = None,
     sample_size: int | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
+    seed: int | None = None,
+    confidence: float | None = None,
     indices: np.ndarray | None = None,
     bootstrap: BootstrapConfig | None = None,
     system: str = "",
@@ -168,7 +169,9 @@ def overlap_from_arrays(
     n_excluded: int = 0,
 ) -> OverlapResult:
     """COE/ROE from arrays: ``sim_corr`` [Q], ``topk_scores`` [Q, K] (all K columns are
-    used; NaN = not retrieved), ``sim_rand`` [Q]. ``indices`` [m, l] overrides the resamples."""
+    used; NaN = not retrieved), ``sim_rand`` [Q]. ``indices`` [m, l] overrides the resamples.
+    Bootstrap settings: ``bootstrap`` or the keywords (defaults of
+    :class:`~adaptlab.stats.BootstrapConfig`), not both."""
     corr = np.asarray(sim_corr, dtype=np.float64)
     rand = np.asarray(sim_rand, dtype=np.float64)
     topk = np.asarray(topk_scores, dtype=np.float64)
@@ -179,8 +182,8 @@ def overlap_from_arrays(
         raise ConfigError(f"sim_corr and sim_rand must have shape ({q},), got {corr.shape} and {rand.shape}")
     if not 0.0 <= float(psi) <= 100.0:
         raise ConfigError(f"psi must be a percentile in [0, 100], got {psi!r}")
-    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                             confidence=confidence)
+    cfg = resolve_bootstrap("overlap_from_arrays", bootstrap, n_resamples=n_resamples, sample_size=sample_size,
+                            seed=seed, confidence=confidence)
     idx = draw_indices(q, cfg, indices=indices)
     boot = _overlap_kernel(corr, topk, rand, idx, float(psi))
     full = _overlap_kernel(corr, topk, rand, np.arange(q, dtype=np.int64)[None, :], float(psi))[0]
@@ -201,10 +204,10 @@ def overlap_metrics(
     *,
     k: int = 5,
     psi: float = DEFAULT_OVERLAP_PSI,
-    n_resamples: int = 1000,
+    n_resamples: int | None = None,
     sample_size: int | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
+    seed: int | None = None,
+    confidence: float | None = None,
     indices: np.ndarray | None = None,
     bootstrap: BootstrapConfig | None = None,
 ) -> OverlapResult:
@@ -215,13 +218,17 @@ def overlap_metrics(
     thresholds (same ``(Q, m, l, seed)``, same indices); a query whose gold or random
     similarity is unknown (NaN) still counts in ``theta_j`` through its top-K similarities and
     is left out of the fractions ``C_corr`` / ``C_rand`` of the resamples that draw it (counted
-    in ``n_missing_corr`` / ``n_missing_rand``).
+    in ``n_missing_corr`` / ``n_missing_rand``). Bootstrap settings: one
+    :class:`~adaptlab.stats.BootstrapConfig` (``bootstrap``) or the loose ``n_resamples``
+    (default 1000), ``sample_size`` (default: all judged queries), ``seed`` (default 0) and
+    ``confidence`` (default 0.95), not both.
     """
+    cfg = resolve_bootstrap("overlap_metrics", bootstrap, n_resamples=n_resamples, sample_size=sample_size,
+                            seed=seed, confidence=confidence)
     qa = query_arrays(records, k)
     if qa.n_queries == 0 or np.isnan(qa.sim_gold).all() or np.isnan(qa.sim_random).all():
         raise ConfigError(f"system {qa.system!r} on {qa.dataset!r}: no query has a gold and a random similarity")
     return overlap_from_arrays(
-        qa.sim_gold, qa.topk, qa.sim_random, psi=psi, n_resamples=n_resamples,
-        sample_size=sample_size, seed=seed, confidence=confidence, indices=indices, bootstrap=bootstrap,
-        system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded,
+        qa.sim_gold, qa.topk, qa.sim_random, psi=psi, indices=indices, bootstrap=cfg, system=qa.system,
+        dataset=qa.dataset, n_excluded=qa.n_excluded,
     )

@@ -64,10 +64,11 @@ from typing import Any
 import numpy as np
 
 from adaptlab.analysis._inputs import query_arrays
-from adaptlab.analysis._resample import bootstrap_settings, draw_indices, resample_means
+from adaptlab.analysis._resample import draw_indices, resample_means
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError
 from adaptlab.stats import BootstrapConfig, percentile_interval, resample_indices
+from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = ["GAMMAS", "PSI_GRID", "TESTS", "ThresholdResult", "exact_rule", "similarity_thresholds",
            "thresholds_from_arrays"]
@@ -317,10 +318,10 @@ def thresholds_from_arrays(
     test: str = "exact",
     margin: float = 0.01,
     gamma: str = "pooled",
-    n_resamples: int = 1000,
+    n_resamples: int | None = None,
     sample_size: int | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
+    seed: int | None = None,
+    confidence: float | None = None,
     indices: np.ndarray | None = None,
     bootstrap: BootstrapConfig | None = None,
     system: str = "",
@@ -331,12 +332,13 @@ def thresholds_from_arrays(
     where fewer were retrieved) and ``gold_rank`` [Q] (1-based rank of the gold document in
     the top-K, 0 if absent). ``indices`` [m, l] overrides the drawn resamples of the grid and
     of ``test="paper"``; the margin rule always resamples all Q queries (the given ``indices``
-    when they have l = Q, else ``m`` fresh resamples of Q from ``seed``)."""
+    when they have l = Q, else ``m`` fresh resamples of Q from ``seed``). Bootstrap settings as
+    in :func:`similarity_thresholds`: ``bootstrap`` or the keywords, not both."""
     topk, rank, k = _check_scores(topk_scores, gold_rank, k)
     psi = _check_rule(psi_grid, test, gamma, margin)
     q = topk.shape[0]
-    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                             confidence=confidence)
+    cfg = resolve_bootstrap("thresholds_from_arrays", bootstrap, n_resamples=n_resamples, sample_size=sample_size,
+                            seed=seed, confidence=confidence)
     idx = draw_indices(q, cfg, indices=indices)
     full = _margin_indices(q, idx, cfg, given=indices is not None)
 
@@ -385,10 +387,10 @@ def similarity_thresholds(
     test: str = "exact",
     margin: float = 0.01,
     gamma: str = "pooled",
-    n_resamples: int = 1000,
+    n_resamples: int | None = None,
     sample_size: int | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
+    seed: int | None = None,
+    confidence: float | None = None,
     indices: np.ndarray | None = None,
     bootstrap: BootstrapConfig | None = None,
 ) -> ThresholdResult:
@@ -403,12 +405,16 @@ def similarity_thresholds(
     resamples come from :func:`adaptlab.stats.resample_indices` with ``n_resamples``,
     ``sample_size`` (default: all judged queries; the paper's setting is 500 and 100) and
     ``seed``, so every system is resampled alike. Queries without a gold document are excluded.
+    Bootstrap settings: one :class:`~adaptlab.stats.BootstrapConfig` (``bootstrap``) or the loose
+    ``n_resamples`` (default 1000), ``sample_size``, ``seed`` (default 0) and ``confidence``
+    (default 0.95), not both.
     """
+    cfg = resolve_bootstrap("similarity_thresholds", bootstrap, n_resamples=n_resamples, sample_size=sample_size,
+                            seed=seed, confidence=confidence)
     qa = query_arrays(records, k)
     if qa.n_queries == 0:
         raise ConfigError(f"system {qa.system!r} on {qa.dataset!r}: no query has a gold document")
     return thresholds_from_arrays(
         qa.topk, qa.gold_rank, k=k, psi_grid=psi_grid, test=test, margin=margin, gamma=gamma,
-        n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence, indices=indices,
-        bootstrap=bootstrap, system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded,
+        indices=indices, bootstrap=cfg, system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded,
     )

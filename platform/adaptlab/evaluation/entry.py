@@ -24,6 +24,7 @@ from adaptlab.errors import ConfigError, DataError
 from adaptlab.evaluation.summary import EvaluationSummary, summarise
 from adaptlab.metrics import Measure, PerQueryMetrics
 from adaptlab.metrics import evaluate as per_query_values
+from adaptlab.stats.settings import resolve_bootstrap
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -131,12 +132,14 @@ def evaluate(
     ``query_ids`` restricts and orders the queries (default: the judged ones of ``qrels``);
     queries without a relevant document are excluded (``.excluded``), judged queries the run
     lacks score 0 (``.missing_from_run``). ``bootstrap``: the keywords of
-    :func:`adaptlab.evaluation.summarise` (``n_resamples``, ``seed``, ``confidence``, ...)
-    used by ``.summary``; ``system`` names the run there."""
+    :func:`adaptlab.evaluation.summarise` (``boot=`` or ``n_resamples``, ``seed``,
+    ``confidence``, ..., not both; checked here) used by ``.summary``; ``system`` names the run
+    there."""
     unknown = sorted(set(bootstrap) - BOOTSTRAP_KEYWORDS)
     if unknown:
         raise ConfigError(f"evaluate(): unknown keyword(s) {', '.join(unknown)}; the bootstrap keywords are "
                           f"{', '.join(sorted(BOOTSTRAP_KEYWORDS))}")
+    boot = resolve_bootstrap("evaluate", bootstrap.pop("boot", None), config_key="boot", **bootstrap)
     per_query = per_query_values(_as_mapping(qrels, "qrels"), _as_mapping(run, "run"), measures,
                                  query_ids=query_ids)
-    return Evaluation(per_query, system, bootstrap)
+    return Evaluation(per_query, system, {"boot": boot})

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from adaptlab.errors import ConfigError
 from adaptlab.evaluation.workers import BootstrapGroup, GroupResult, check_workers, run_groups
 from adaptlab.metrics import Measure, PerQueryMetrics, evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig
+from adaptlab.stats.settings import resolve_bootstrap
 from adaptlab.stats.intervals import FewOutcomesWarning, few_outcomes, resolve_interval
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, adjust_pvalues, exact_paired_tests
 from adaptlab.stats.ranks import RankIntervals, rank_intervals
@@ -238,18 +239,6 @@ def _family(pairs: list[PairSummary], adjustment: str, values: Mapping[str, np.n
     return out
 
 
-def _boot_config(boot: BootstrapConfig | None, loose: Mapping[str, object]) -> BootstrapConfig:
-    given = {k: v for k, v in loose.items() if v is not None}
-    if boot is None:
-        return BootstrapConfig(**given)  # type: ignore[arg-type]
-    if not isinstance(boot, BootstrapConfig):
-        raise ConfigError(f"boot must be an adaptlab.stats.BootstrapConfig, got {type(boot).__name__}")
-    if given:
-        raise ConfigError(f"give the bootstrap settings either as boot= or as keywords, not both "
-                          f"(got boot= and {', '.join(sorted(given))})")
-    return boot
-
-
 Pairs = Sequence[tuple[str, str]]
 """Explicit paired comparisons ``(system, compared_to)``: the difference is ``system - compared_to``."""
 
@@ -361,10 +350,10 @@ def summarise(
     exactly the ``(system, compared_to)`` ``pairs`` (per-family baselines), else every pair; the
     p-value adjustment runs over the comparisons made within each (dataset, measure).
     """
-    return summarise_datasets({"": per_query}, boot=_boot_config(boot, {
-        "n_resamples": n_resamples, "sample_size": sample_size, "seed": seed, "confidence": confidence,
-        "allow_oversampling": allow_oversampling, "interval": interval, "adjustment": adjustment,
-    }), baseline=baseline, pairs=pairs, workers=workers)[""]
+    boot = resolve_bootstrap("summarise", boot, config_key="boot", n_resamples=n_resamples,
+                             sample_size=sample_size, seed=seed, confidence=confidence,
+                             allow_oversampling=allow_oversampling, interval=interval, adjustment=adjustment)
+    return summarise_datasets({"": per_query}, boot=boot, baseline=baseline, pairs=pairs, workers=workers)[""]
 
 
 def summarise_datasets(
@@ -398,9 +387,13 @@ def summarise_runs(
     measures: str | Iterable[str | Measure],
     *,
     query_ids: Sequence[str] | None = None,
-    **bootstrap: object,
+    boot: BootstrapConfig | None = None,
+    **keywords: object,
 ) -> EvaluationSummary:
-    """:func:`evaluate` every run on the same queries, then :func:`summarise`."""
+    """:func:`evaluate` every run on the same queries, then :func:`summarise`; ``boot`` or the
+    loose bootstrap keywords (not both) and the other keywords of :func:`summarise`."""
+    loose = {k: keywords.pop(k) for k in [f.name for f in fields(BootstrapConfig)] if k in keywords}
+    boot = resolve_bootstrap("summarise_runs", boot, config_key="boot", **loose)
     ms = parse_measures(measures)
     per_query = {name: evaluate(qrels, run, ms, query_ids=query_ids) for name, run in runs.items()}
-    return summarise(per_query, **bootstrap)  # type: ignore[arg-type]
+    return summarise(per_query, boot=boot, **keywords)  # type: ignore[arg-type]

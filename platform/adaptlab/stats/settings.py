@@ -16,6 +16,7 @@ statistically good algorithms for random number generation", section 7: seeding)
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -26,7 +27,7 @@ from adaptlab.stats.intervals import INTERVALS
 from adaptlab.stats.pvalues import ADJUSTMENTS
 from adaptlab.stats.resample import check_seed
 
-__all__ = ["BootstrapConfig", "derive_seed", "sample_size_note"]
+__all__ = ["BootstrapConfig", "derive_seed", "resolve_bootstrap", "sample_size_note"]
 
 
 def derive_seed(root: int, stage: str) -> int:
@@ -117,3 +118,34 @@ class BootstrapConfig:
 
     def with_seed(self, seed: int) -> BootstrapConfig:
         return replace(self, seed=seed)
+
+
+def resolve_bootstrap(
+    function: str,
+    config: BootstrapConfig | None,
+    *,
+    config_key: str = "bootstrap",
+    aliases: Mapping[str, str] | None = None,
+    **loose: Any,
+) -> BootstrapConfig:
+    """The bootstrap settings of the public function ``function``, given one way only.
+
+    ``config`` (the argument named ``config_key``) when given, else the ``loose`` keyword
+    arguments (named as ``function`` names them) as one validated :class:`BootstrapConfig`; a loose value ``None`` means "not
+    given" (the config's default). Both at once is a :class:`~adaptlab.errors.ConfigError`
+    naming ``function``, ``config_key`` and the loose keys given: a setting has one way in and
+    never a silent winner (DESIGN.md, scikit-learn's ``_param_validation``). ``aliases`` maps a
+    loose key to its config field where the names differ (``{"ci_seed": "seed"}``).
+    """
+    given = {k: v for k, v in loose.items() if v is not None}
+    if config is None:
+        names = aliases or {}
+        return BootstrapConfig(**{names.get(k, k): v for k, v in given.items()})
+    if not isinstance(config, BootstrapConfig):
+        raise ConfigError(f"{function}: {config_key} must be an adaptlab.stats.BootstrapConfig, "
+                          f"got {type(config).__name__}")
+    if given:
+        raise ConfigError(f"{function}: give the bootstrap settings either as {config_key}= or as keywords, "
+                          f"not both (got {config_key}= and {', '.join(sorted(given))}); put them in the "
+                          f"config (dataclasses.replace({config_key}, ...)) or drop {config_key}=")
+    return config

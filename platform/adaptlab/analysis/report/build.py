@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab import results
-from adaptlab.analysis._resample import bootstrap_settings
 from adaptlab.analysis.plots import DEFAULT_DPI, FIGURE_FORMATS, check_dpi
 from adaptlab.analysis.report.cells import extra, is_ranking_measure
 from adaptlab.analysis.report.document import Document, Page
@@ -30,6 +29,7 @@ from adaptlab.analysis.thresholds import ThresholdResult
 from adaptlab.errors import ConfigError
 from adaptlab.retrieval import PerQueryRecords
 from adaptlab.stats import BootstrapConfig
+from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = ["build_report"]
 
@@ -41,8 +41,8 @@ def build_report(
     datasets: Sequence[str] | None = None,
     k: int = 5,
     compute_missing: bool = True,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int | None = None,
+    seed: int | None = None,
     bootstrap: BootstrapConfig | None = None,
     title: str = "adaptlab report",
     figure_format: str = "png",
@@ -53,7 +53,8 @@ def build_report(
     ``k`` is the K of top-K accuracy used by analyses computed for the report (thresholds,
     COE/ROE; capped at the retrieval depth) and to pick ``acc@k`` for the correlations.
     ``bootstrap`` (the study's :class:`~adaptlab.stats.BootstrapConfig`) gives their bootstrap
-    settings; without it, ``n_resamples`` resamples of all queries seeded by ``seed``.
+    settings; without it, ``n_resamples`` (default 1000) resamples of all queries seeded by
+    ``seed`` (default 0); giving both is an error.
     Figures are written to ``figures/`` as ``figure_format`` (``png``, ``svg`` or ``pdf``; PNG at
     ``dpi``) and embedded in ``report.html`` (PNG or SVG data URIs), which needs no other file.
     """
@@ -62,7 +63,7 @@ def build_report(
     if figure_format not in FIGURE_FORMATS:
         raise ConfigError(f"figure_format {figure_format!r}: expected one of {', '.join(FIGURE_FORMATS)}")
     check_dpi(dpi)
-    cfg = bootstrap_settings(bootstrap, n_resamples=n_resamples, seed=seed)
+    cfg = resolve_bootstrap("build_report", bootstrap, n_resamples=n_resamples, seed=seed)
     store = results.open(store_root)
     out = Path(out_dir)
     figdir = out / "figures"
