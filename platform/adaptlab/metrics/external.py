@@ -12,7 +12,8 @@ non-relevant (relevance 0):
   are ignored (Buckley & Voorhees, SIGIR 2004; trec_eval ``bpref``).
 - ``infap``: inferred average precision, an estimate of AP when the judgments are a uniform random
   sample of the pool; documents judged ``-1`` are pooled but unjudged (Yilmaz & Aslam, CIKM 2006;
-  trec_eval ``infAP``). With complete judgments it equals AP.
+  trec_eval ``infAP``). With complete judgments it equals AP up to trec_eval's smoothing
+  constant (~1e-6).
 
 The caller (:func:`adaptlab.metrics.evaluate`) decides which queries count; a query absent from
 the run scores 0 here as everywhere (trec_eval ``-c``).
