@@ -109,6 +109,13 @@ def test_build_report_refuses_mixing_before_reading_the_store(tmp_path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+def test_tune_adaptation_refuses_mixing_before_anything_runs() -> None:
+    from adaptlab.adapt.train.tune import tune_adaptation
+
+    with pytest.raises(ConfigError, match=r"tune_adaptation: .*bootstrap= .*not both \(got bootstrap= and ci_seed\)"):
+        tune_adaptation("unused", [], None, storage_path="unused", bootstrap=CONFIG, ci_seed=7)  # type: ignore[arg-type]
+
+
 def test_resolve_bootstrap_defaults_aliases_and_type() -> None:
     assert resolve_bootstrap("f", None) == BootstrapConfig()
     assert resolve_bootstrap("f", None, n_resamples=None, seed=None) == BootstrapConfig()

@@ -65,6 +65,7 @@ from adaptlab.metrics import Measure, evaluate
 from adaptlab.models.variants import FT, PT, PT_FT, TUNABLE_VARIANTS
 from adaptlab.retrieval import PerQueryRecords, build_records
 from adaptlab.stats import BootstrapConfig, bootstrap_ci, derive_seed
+from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = [
     "CONFIRM_FRACTION",
@@ -549,9 +550,9 @@ def tune_adaptation(
     param_space: Mapping[str, Any] | None = None,
     num_samples: int = 4,
     measure: str = "acc@5",
-    n_resamples: int = 1000,
+    n_resamples: int | None = None,
     sample_size: int | None = None,
-    ci_seed: int = 0,
+    ci_seed: int | None = None,
     bootstrap: BootstrapConfig | None = None,
     ft_config: FTConfig | None = None,
     variant: str = FT,
@@ -577,18 +578,18 @@ def tune_adaptation(
     ``ft_config`` overridden by the trial's ``param_space`` values (names in :data:`TUNABLE`;
     ``merge_weight`` evaluates the merged model), reporting after every epoch the lower bound of
     the bootstrapped CI of ``measure`` on the selection part of ``validation`` (:func:`epoch_report`
-    with ``bootstrap``, or else ``n_resamples`` resamples of ``sample_size`` queries seeded by
-    ``ci_seed`` at 95%); ``confirm_fraction`` of the queries (:func:`split_queries`, seeded by
-    ``seed``) re-score the chosen trial (:func:`choose_best`). Trials ask for ``cpus_per_trial`` CPUs and ``gpus_per_trial`` GPUs
+    with ``bootstrap``, or else, not both, ``n_resamples`` (1000) resamples of ``sample_size``
+    queries seeded by ``ci_seed`` (0) at 95%); ``confirm_fraction`` of the queries
+    (:func:`split_queries`, seeded by ``seed``) re-score the chosen trial (:func:`choose_best`). Trials ask for ``cpus_per_trial`` CPUs and ``gpus_per_trial`` GPUs
     (``None``: 1 when the cluster has GPUs; 0.5 puts two trials on one GPU). With ``resume`` an
     experiment already at ``storage_path/name`` is restored: finished trials are kept and
     unfinished ones continue.
     """
+    bootstrap = resolve_bootstrap("tune_adaptation", bootstrap, aliases={"ci_seed": "seed"},
+                                  n_resamples=n_resamples, sample_size=sample_size, ci_seed=ci_seed)
     m = Measure.parse(measure)
     space = _check_sweep(param_space, num_samples, variant, search)
     selection = split_queries(len(validation.judged_queries()), confirm_fraction, seed)
-    if bootstrap is None:
-        bootstrap = BootstrapConfig(n_resamples=n_resamples, sample_size=sample_size, seed=ci_seed)
     _check_parts(selection, bootstrap)
     search_alg = _search_alg(search, seed, max_concurrent_trials)
     ft_config = ft_config or FTConfig()
