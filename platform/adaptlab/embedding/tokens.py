@@ -55,6 +55,7 @@ from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, Progress, get_pool, ha
 from adaptlab.errors import ConfigError
 from adaptlab.models import EncoderSpec, resolve_model
 from adaptlab.models.base import TextKind
+from adaptlab.models.variants import COLBERT_BACKEND
 from adaptlab.runtime import init_ray
 
 __all__ = ["TokenEmbedder", "TokenRun", "assemble_tokens", "embed_tokens_ray"]
@@ -197,7 +198,7 @@ class TokenEmbedder(CachedModel):
 
     def _encoder_options(self) -> tuple[str, dict[str, Any]]:
         """The backend (default ``colbert``) and the other options, as the encoder loads them."""
-        return self.options.get("backend") or "colbert", {k: v for k, v in self.options.items() if k != "backend"}
+        return self.options.get("backend") or COLBERT_BACKEND, {k: v for k, v in self.options.items() if k != "backend"}
 
     @property
     def encoder(self) -> Any:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.models.variants import COLBERT_BACKEND
 from adaptlab.models.weights import weights_sha256
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ BACKENDS: dict[str, str] = {
     "sentence-transformers": "adaptlab.models.sbert:SentenceTransformerEncoder.load",
     "flag": "adaptlab.models.flag:FlagEncoder.load",
     "hash": "adaptlab.models.hashing:HashingEncoder.load",
-    "colbert": "adaptlab.models.colbert:ColBERTEncoder.load",
+    COLBERT_BACKEND: "adaptlab.models.colbert:ColBERTEncoder.load",
 }
 """Backend name -> ``"module:attr"`` of its loader (imported on first use, so that
 ``import adaptlab.models`` does not import torch)."""
@@ -70,7 +71,8 @@ _BACKEND_ALIASES = {
     "sentence_transformers": "sentence-transformers", "sentence-transformers": "sentence-transformers",
     "flag": "flag", "flagembedding": "flag", "bge": "flag",
     "hash": "hash", "hashing": "hash",
-    "colbert": "colbert", "late": "colbert", "late-interaction": "colbert", "ragatouille": "colbert",
+    "colbert": COLBERT_BACKEND, "late": COLBERT_BACKEND, "late-interaction": COLBERT_BACKEND,
+    "ragatouille": COLBERT_BACKEND,
 }
 _LOADERS: dict[str, EncoderLoader] = {}
 

@@ -73,6 +73,7 @@ from adaptlab.models.base import (
     describe_ref,
     short_error,
 )
+from adaptlab.models.variants import COLBERT_BACKEND
 from adaptlab.models.weights import weights_sha256
 from adaptlab.storage.env import cache_home
 
@@ -356,7 +357,7 @@ def _checkpoint_dir(model: ModelRef, opts: dict[str, Any]) -> tuple[str, bool]:
 class ColBERTEncoder(Encoder):
     """A colbert-ai ``Checkpoint`` behind the :class:`Encoder` interface (``interaction = "late"``)."""
 
-    backend = "colbert"
+    backend = COLBERT_BACKEND
     interaction = "late"
 
     def __init__(self, checkpoint: Any, *, model_id: str, path: Path | None, revision: str | None,

@@ -26,6 +26,7 @@ from typing import Any
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, backend_loader, canonical_backend
 from adaptlab.models.resolve import ModelRef, resolve_model
+from adaptlab.models.variants import COLBERT_BACKEND
 
 __all__ = ["EncoderSpec", "go_offline", "load_encoder", "pick_backend"]
 
@@ -48,9 +49,9 @@ def pick_backend(model: ModelRef, backend: str = "auto") -> str:
     if model.path is not None and any(
         (Path(model.path) / sub / "artifact.metadata").is_file() for sub in (".", "model")
     ):
-        return "colbert"
-    if "colbert" in base:
-        return "colbert"
+        return COLBERT_BACKEND
+    if "colbert" in base:  # a model named so (colbertv2.0, ...)
+        return COLBERT_BACKEND
     return "sentence-transformers"
 
 

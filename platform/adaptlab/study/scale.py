@@ -279,7 +279,7 @@ def _run_tune(study: Study, settings: AdaptSettings, tune_settings: TuneSettings
     if tune_settings.variant == PT_FT:
         sampled = scale_data.splits.select(scale_data.scale.chunks(data.chunks), "train")
         chunks = [c.text for c in sampled]
-    name = tune_settings.name or f"{study.study.name}-{settings.label}-{tune_settings.variant}-s{n}"
+    name = tune_settings.name or f"{study.study.name}-{system_name(settings.label, tune_settings.variant, n)}"
     space = build_param_space(tune_settings.param_space)  # checked when the study was loaded
     log(f"[adaptlab] tune: {tune_settings.num_samples} trial(s) of {tune_settings.variant} at scale {n} "
          f"on {validation.n_queries} validation questions")

@@ -47,7 +47,7 @@ def scale_section(page: Page, rows: list[dict[str, Any]]) -> None:
                     without.add(f"{c.label} {c.variant}")
                 table.append([f"{c.label} {c.variant}", format_number(p.n_documents), format_number(p.value),
                               format_interval(p.ci_low, p.ci_high),
-                              f"{c.label}-base", format_number(p.gain) if gain else "none",
+                              system_name(c.label, BASE), format_number(p.gain) if gain else "none",
                               format_interval(p.gain_ci_low, p.gain_ci_high) if gain else "none",
                               format_p(p.p_value) if gain else "none",
                               format_p(p.p_adjusted) if gain else "none"])
