@@ -62,12 +62,14 @@ from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.base import TextKind
 from adaptlab.models.load import EncoderSpec
 from adaptlab.runtime import on_shutdown
+from adaptlab.storage.env import env_number
 
 __all__ = [
     "DEFAULT_MAX_RESTARTS",
     "PLACEMENT_TIMEOUT",
     "PLACEMENT_TIMEOUT_ENV",
     "PROGRESS_INTERVAL",
+    "PROGRESS_INTERVAL_ENV",
     "ClusterCapacityError",
     "EncoderPool",
     "PoolPlacement",
@@ -90,6 +92,8 @@ on every batch fails after this many tries instead of retrying forever)."""
 
 PROGRESS_INTERVAL = 5.0
 """Seconds between progress lines when stderr is not a terminal (``ADAPTLAB_PROGRESS_INTERVAL``)."""
+
+PROGRESS_INTERVAL_ENV = "ADAPTLAB_PROGRESS_INTERVAL"
 
 _PROGRESS: dict[str, bool | None] = {"enabled": None}
 
@@ -216,13 +220,14 @@ class Progress:
 
 
 def _interval(interval: float | None) -> float:
-    """``interval``, else ``ADAPTLAB_PROGRESS_INTERVAL``, else :data:`PROGRESS_INTERVAL` seconds."""
+    """``interval``, else ``ADAPTLAB_PROGRESS_INTERVAL`` (0: a line at every update; anything but a
+    number >= 0 is one ConfigError line), else :data:`PROGRESS_INTERVAL` seconds."""
     if interval is not None:
         return float(interval)
-    try:
-        return float(os.environ.get("ADAPTLAB_PROGRESS_INTERVAL", PROGRESS_INTERVAL))
-    except ValueError:
-        return PROGRESS_INTERVAL
+    with contextlib.suppress(ValueError):  # unset or blank: float("") fails, env_number gives the default
+        if float(os.environ.get(PROGRESS_INTERVAL_ENV, "")) == 0:
+            return 0.0
+    return env_number(PROGRESS_INTERVAL_ENV, PROGRESS_INTERVAL, unit="seconds")
 
 
 def _isatty(stream: Any) -> bool:
