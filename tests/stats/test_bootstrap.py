@@ -60,15 +60,34 @@ def test_result_fields_and_row(values: np.ndarray) -> None:
 
 def test_one_dimensional_input_and_hand_checkable_cases() -> None:
     r = bootstrap_ci([0.0, 1.0, 1.0, 1.0], n_resamples=200, seed=0)
-    assert r.point.shape == (1,) and r.point[0] == 0.75
+    assert r.point == 0.75
     const = bootstrap_ci(np.full(50, 0.3), n_resamples=100)
-    assert const.ci_low[0] == pytest.approx(0.3) and const.ci_high[0] == pytest.approx(0.3)
+    assert const.ci_low == pytest.approx(0.3) and const.ci_high == pytest.approx(0.3)
     # two queries, values 0 and 1, resamples of 2: means 0, .5, 1 with prob 1/4, 1/2, 1/4
     two = bootstrap_ci([0.0, 1.0], n_resamples=4000, seed=3, keep_distribution=True, interval="percentile")
     assert two.distribution is not None
-    freq = np.array([(two.distribution[0] == v).mean() for v in (0.0, 0.5, 1.0)])
+    freq = np.array([(two.distribution == v).mean() for v in (0.0, 0.5, 1.0)])
     np.testing.assert_allclose(freq, [0.25, 0.5, 0.25], atol=0.03)
-    assert (two.ci_low[0], two.ci_high[0]) == (0.0, 1.0)
+    assert (two.ci_low, two.ci_high) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("method", ["index", "multinomial"])
+def test_one_system_gives_floats_and_no_system_axis(values: np.ndarray, method: str) -> None:
+    kw = dict(n_resamples=60, seed=4, method=method, keep_distribution=True)
+    one = bootstrap_ci(values[1], **kw)  # [n_queries]
+    row = bootstrap_ci(values[1:2], **kw)  # [1, n_queries]: the system axis stays
+    for name in ("point", "boot_mean", "ci_low", "ci_high"):
+        got, ref = getattr(one, name), getattr(row, name)
+        assert type(got) is float and ref.shape == (1,) and got == ref[0], name  # same numbers
+    assert one.scalar and not row.scalar and one.n_systems == row.n_systems == 1
+    assert one.distribution.shape == (60,) and row.distribution.shape == (1, 60)
+    np.testing.assert_array_equal(one.distribution, row.distribution[0])
+    assert one.row() == {k: v for k, v in row.row(0).items() if k != "system"}
+    assert "system" not in one.row() and row.row(0)["system"] == 0
+    with pytest.raises(ConfigError, match=r"no system axis .* call row\(\)"):
+        one.row(0)
+    with pytest.raises(ConfigError, match=r"give a system index in 0\.\.0"):
+        row.row()
 
 
 def test_paper_setting_m500_l100(values: np.ndarray) -> None:

@@ -38,7 +38,7 @@ def _boot(k: int, q: int, rng: np.random.Generator) -> np.ndarray:
 def _method(name: str) -> Callable[[int, int, np.random.Generator], tuple[float, float]]:
     def default(k: int, q: int, rng: np.random.Generator) -> tuple[float, float]:
         r = bootstrap_ci(_ones(k, q), n_resamples=200, seed=int(rng.integers(2**31)))  # the shipped default
-        return float(r.ci_low[0]), float(r.ci_high[0])
+        return r.ci_low, r.ci_high
 
     def percentile(k: int, q: int, rng: np.random.Generator) -> tuple[float, float]:
         lo, hi = percentile_interval(_boot(k, q, rng), CONF)

@@ -180,4 +180,4 @@ def compare_shift(
         stat, p = float(w.statistic), float(w.pvalue)
     ci = bootstrap_ci(d, n_resamples=n_resamples, seed=seed, confidence=confidence)
     return ShiftComparison(*common, "wilcoxon", stat, p, int(x.size), int(y.size), float(d.mean()),
-                           float(ci.ci_low[0]), float(ci.ci_high[0]), float(confidence), int(n_resamples), int(seed))
+                           float(ci.ci_low), float(ci.ci_high), float(confidence), int(n_resamples), int(seed))

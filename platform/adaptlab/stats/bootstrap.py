@@ -57,33 +57,47 @@ _ZERO_TOL = 1e-10  # |D*| <= _ZERO_TOL * max|d| counts as an exact tie in the p-
 
 @dataclass(frozen=True, eq=False)
 class BootstrapResult:
-    """Bootstrap CIs of the mean of each system; arrays have shape ``[n_systems]``."""
+    """Bootstrap CIs of the mean of each system.
 
-    point: np.ndarray
-    boot_mean: np.ndarray
-    ci_low: np.ndarray
-    ci_high: np.ndarray
+    Shape rule: from ``[n_systems, n_queries]`` values, ``point``, ``boot_mean``, ``ci_low`` and
+    ``ci_high`` are arrays of shape ``[n_systems]`` and ``distribution`` ``[n_systems, n_resamples]``;
+    from ``[n_queries]`` values (one system) they are floats and ``distribution`` is
+    ``[n_resamples]``: no system axis (``scalar`` is True).
+    """
+
+    point: np.ndarray | float
+    boot_mean: np.ndarray | float
+    ci_low: np.ndarray | float
+    ci_high: np.ndarray | float
     n_queries: int
     n_resamples: int
     sample_size: int
     seed: int
     confidence: float
     method: str
-    distribution: np.ndarray | None = None  # [n_systems, n_resamples] if kept
+    distribution: np.ndarray | None = None  # [n_systems, n_resamples] ([n_resamples] if scalar) if kept
     interval: str = "percentile"  # how ci_low/ci_high were computed (adaptlab.stats.intervals)
 
     @property
-    def n_systems(self) -> int:
-        return int(self.point.shape[0])
+    def scalar(self) -> bool:
+        """True for the result of 1-D values: floats, no system axis."""
+        return np.ndim(self.point) == 0
 
-    def row(self, i: int) -> dict[str, Any]:
-        """System ``i`` as a flat record (floats and ints, ready for a table)."""
+    @property
+    def n_systems(self) -> int:
+        """The number of rows bootstrapped (1 for 1-D values)."""
+        return 1 if self.scalar else int(np.shape(self.point)[0])
+
+    def row(self, i: int | None = None) -> dict[str, Any]:
+        """System ``i`` as a flat record (floats and ints, ready for a table); for a result of
+        1-D values ``row()``, a record without ``system``."""
+        if self.scalar != (i is None):
+            raise ConfigError("row(): this result has no system axis (1-D values), call row()" if self.scalar
+                              else f"row(): give a system index in 0..{self.n_systems - 1}")
+        ends = {k: getattr(self, k) for k in ("point", "boot_mean", "ci_low", "ci_high")}
         return {
-            "system": int(i),
-            "point": float(self.point[i]),
-            "boot_mean": float(self.boot_mean[i]),
-            "ci_low": float(self.ci_low[i]),
-            "ci_high": float(self.ci_high[i]),
+            **({} if i is None else {"system": int(i)}),
+            **{k: float(v if i is None else v[i]) for k, v in ends.items()},
             "n_queries": self.n_queries,
             "n_resamples": self.n_resamples,
             "sample_size": self.sample_size,
@@ -196,6 +210,16 @@ def _intervals(values: np.ndarray, boot: np.ndarray, conf: float, interval: str,
     return np.atleast_1d(lo), np.atleast_1d(hi), "percentile"
 
 
+def _one_system(values: Any) -> bool:
+    """True when already-validated ``values`` are 1-D: one system's per-query values."""
+    return np.ndim(values) == 1
+
+
+def _squeeze(x: np.ndarray, one: bool) -> np.ndarray | float:
+    """``x`` [n_systems], or its only entry as a float for 1-D input."""
+    return float(x[0]) if one else x
+
+
 def _rng(seed: int, *key: int) -> np.random.Generator:
     return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=key)))
 
@@ -275,9 +299,15 @@ def bootstrap_ci(
     rows passed. Each row's CI is a correct marginal CI either way; comparisons between systems
     must use :func:`paired_bootstrap`, which always pairs.
 
+    Shapes: ``[n_systems, n_queries]`` values give arrays of shape ``[n_systems]`` (one entry
+    per row, even for one row); ``[n_queries]`` values (one system) give floats and no system
+    axis (:class:`BootstrapResult`). The numbers are the same either way.
+
     >>> r = bootstrap_ci([0.0, 1.0, 1.0, 1.0], n_resamples=200, seed=1)
-    >>> float(r.point[0])
+    >>> r.point
     0.75
+    >>> bootstrap_ci([[0.0, 1.0, 1.0, 1.0]], n_resamples=200, seed=1).point
+    array([0.75])
     """
     arr = _as_values(values)
     seed = check_seed(seed)
@@ -290,18 +320,19 @@ def bootstrap_ci(
     chosen, cats = _ci_path(arr, method, m, l)
     boot = _resampled_means(arr, chosen, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs)
     lo, hi, used = _intervals(arr, boot, conf, interval, l)
+    one = _one_system(values)
     return BootstrapResult(
-        point=arr.mean(axis=1),
-        boot_mean=boot.mean(axis=1),
-        ci_low=lo,
-        ci_high=hi,
+        point=_squeeze(arr.mean(axis=1), one),
+        boot_mean=_squeeze(boot.mean(axis=1), one),
+        ci_low=_squeeze(lo, one),
+        ci_high=_squeeze(hi, one),
         n_queries=n_q,
         n_resamples=m,
         sample_size=l,
         seed=seed,
         confidence=conf,
         method=chosen,
-        distribution=boot if keep_distribution else None,
+        distribution=(boot[0] if one else boot) if keep_distribution else None,
         interval=used,
     )
 

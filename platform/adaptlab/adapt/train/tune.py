@@ -281,7 +281,7 @@ def trial_objective(values: np.ndarray, bootstrap: BootstrapConfig) -> dict[str,
     (:func:`adaptlab.stats.bootstrap_ci` with ``bootstrap``; Roychowdhury et al. 2024, section
     2.1), ``ci_high`` the upper end, ``mean`` = ``point`` = ``sum_q x_q / Q``."""
     res = bootstrap_ci(values, **bootstrap.kwargs())
-    low, high = float(res.ci_low[0]), float(res.ci_high[0])
+    low, high = float(res.ci_low), float(res.ci_high)
     mean = float(values.mean())
     return {"objective": low, "ci_low": low, "ci_high": high, "mean": mean, "point": mean,
             "n_queries": int(values.size)}
