@@ -697,7 +697,3 @@ def _search_alg(search: str, seed: int, max_concurrent: int | None) -> Any:
     from ray.tune.search.basic_variant import BasicVariantGenerator  # deferred: ray
 
     return BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent or 0)
-
-
-
-_trial_config = trial_config  # transitional alias: remove once study/scale.py imports trial_config
