@@ -48,7 +48,7 @@ def test_evaluate_json_matches_pytrec_eval_and_compares_pairs(trec_files):
     root, qrels, runs = trec_files
     res = _cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(root / "good.trec"),
                "--run", str(root / "weak.trec"), "--metrics", "ndcg@10,recall@5,mrr", "--bootstrap", "500",
-               "--format", "json")
+               "--adjustment", "bh", "--format", "json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["n_queries"] == 200 and out["excluded_queries"] == 1
@@ -64,6 +64,7 @@ def test_evaluate_json_matches_pytrec_eval_and_compares_pairs(trec_files):
     assert {pair["a"], pair["b"]} == {"good", "weak"}
     sign = 1 if pair["a"] == "good" else -1
     assert sign * pair["diff"] > 0.1 and pair["p_value"] < 0.05
+    assert {p["adjustment"] for p in out["pairs"]} == {"bh"}  # --adjustment reaches the summary (it was dropped)
 
 
 def test_evaluate_table_and_store_round_trip(trec_files, tmp_path):

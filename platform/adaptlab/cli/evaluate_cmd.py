@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"--run {path}: two runs are named {name!r} (the file stem); rename one")
         runs[name] = read_trec_run(path, qrels=qrels)
     boot = bootstrap_config(args)
-    summary = summarise_runs(qrels, runs, measures, **boot.kwargs(), baseline=args.baseline)
+    summary = summarise_runs(qrels, runs, measures, boot=boot, baseline=args.baseline)
     if args.store is not None:
         commit_summary(args.store, summary, dataset=args.dataset,
                        config={"command": "evaluate", "qrels": str(args.qrels), "runs": [str(r) for r in args.runs],
