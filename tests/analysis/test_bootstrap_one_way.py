@@ -116,6 +116,13 @@ def test_tune_adaptation_refuses_mixing_before_anything_runs() -> None:
         tune_adaptation("unused", [], None, storage_path="unused", bootstrap=CONFIG, ci_seed=7)  # type: ignore[arg-type]
 
 
+def test_compare_takes_only_a_config_and_says_so() -> None:
+    from adaptlab.analysis.compare import compare
+
+    with pytest.raises(ConfigError, match=r"^compare: boot must be an adaptlab.stats.BootstrapConfig, got dict"):
+        compare({}, boot={"seed": 1})  # type: ignore[arg-type]
+
+
 def test_resolve_bootstrap_defaults_aliases_and_type() -> None:
     assert resolve_bootstrap("f", None) == BootstrapConfig()
     assert resolve_bootstrap("f", None, n_resamples=None, seed=None) == BootstrapConfig()

@@ -44,6 +44,7 @@ from adaptlab.analysis.present import ALPHA, RULE, CellValue, Estimate, format_p
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.metrics import evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig, adjust_pvalues, bootstrap_ci, paired_bootstrap, rank_intervals
+from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = ["FRAME_COLUMNS", "Comparison", "GroupComparison", "compare", "minimum_detectable_effect"]
 
@@ -332,9 +333,7 @@ def compare(
     adjustment; default :class:`~adaptlab.stats.BootstrapConfig`); ``alpha``: the level of
     the letters; ``power``: the power of the minimum detectable effect.
     """
-    boot = BootstrapConfig() if boot is None else boot
-    if not isinstance(boot, BootstrapConfig):
-        raise ConfigError(f"boot must be an adaptlab.stats.BootstrapConfig, got {type(boot).__name__}")
+    boot = resolve_bootstrap("compare", boot, config_key="boot")
     measures = measures.split(",") if isinstance(measures, str) else measures
     if isinstance(per_query, (str, Path)):
         raise ConfigError(f"compare: open the store first: compare(adaptlab.results.open({str(per_query)!r}))")
