@@ -70,8 +70,8 @@ from adaptlab.models.variants import (
     PT_FT,
     REFERENCE,
     family_variant,
-    is_base,
     is_colbert,
+    is_trained,
     system_name,
 )
 from adaptlab.study.adapt_config import AdaptSettings, TuneSettings
@@ -200,7 +200,7 @@ def _tokenizer(model_ref: str) -> Any:
 def _jobs(settings: AdaptSettings, data: AdaptationData, ft: FTConfig,
           merge_weight: float) -> list[tuple[str, int, AdaptJob]]:
     """(variant, n_documents, AdaptJob) for every trained variant at every scale."""
-    trained = [v for v in settings.variants if not is_base(v)]
+    trained = [v for v in settings.variants if is_trained(v)]
     out = []
     for scale_data in data.scales:
         n = scale_data.scale.n_documents
