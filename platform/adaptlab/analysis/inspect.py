@@ -11,7 +11,8 @@ by rank, then by how far the top document's score is above the gold document's s
 Page numbers come from the ids (:func:`adaptlab.data.pdf.parse_page_ref`): chunks of PDFs are
 named ``doc#c3@p7-8``, so the gold passage and every retrieved passage show their document and
 pages without any other table. Texts are shown when a :class:`~adaptlab.data.dataset.Dataset`
-with the same ids is passed (``texts=``).
+with the same ids is passed (``texts=``, one for every dataset or one per dataset name);
+:func:`recorded_texts` loads each dataset from the spec its runs recorded, where it is reachable.
 
 :func:`inspect_queries` returns a pyarrow Table (one row per listed query); :func:`win_loss`
 the counts and the stored paired comparisons of the two systems; :func:`format_inspection` a
@@ -20,7 +21,8 @@ plain-text rendering (what ``adaptlab inspect`` prints).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,10 @@ from adaptlab.data.dataset import Dataset
 from adaptlab.data.pdf import parse_page_ref
 from adaptlab.errors import ConfigError
 
-__all__ = ["format_inspection", "inspect_queries", "page_of", "win_loss"]
+__all__ = ["format_inspection", "inspect_queries", "page_of", "recorded_texts", "same_system_note", "win_loss"]
+
+Texts = Dataset | Mapping[str, Dataset] | None
+"""Query and passage texts: one dataset for every listed query, or one per dataset name."""
 
 _PQ_COLUMNS = ["system", "dataset", "query_id", "topk_ids", "topk_scores", "gold_ids", "gold_rank", "sim_gold"]
 
@@ -86,6 +91,56 @@ def _top(rec: dict[str, Any] | None) -> tuple[str | None, float | None]:
     return rec["topk_ids"][0], (float(scores[0]) if scores[0] is not None else None)
 
 
+def _for(texts: Texts, dataset: str) -> Dataset | None:
+    """The texts of ``dataset``: its own entry of a mapping, or the one dataset given."""
+    return texts.get(dataset) if isinstance(texts, Mapping) else texts
+
+
+def _spec_of(store: Any, dataset: str) -> tuple[str | None, str]:
+    """The dataset spec and split the latest run on ``dataset`` recorded (spec None: none)."""
+    runs = store.runs(dataset=dataset, columns=["config", "timestamp"]).to_pylist()
+    for run in sorted(runs, key=lambda r: str(r.get("timestamp")), reverse=True):
+        try:
+            config = json.loads(run.get("config") or "{}")
+        except ValueError:
+            continue
+        if isinstance(config, dict) and isinstance(config.get("dataset"), str):
+            return config["dataset"], str(config.get("split") or "test")
+    return None, "test"
+
+
+def recorded_texts(store: Any, datasets: Sequence[str]) -> tuple[dict[str, Dataset], list[str]]:
+    """Each of ``datasets`` loaded from the spec its latest run recorded (``config.dataset`` and
+    ``config.split``), and one line per dataset whose texts could not be read, saying where it
+    looked (a relative path resolves against the current folder)."""
+    from adaptlab.data import load_dataset
+    from adaptlab.errors import AdaptlabError
+
+    st = _open(store)
+    found: dict[str, Dataset] = {}
+    notes: list[str] = []
+    for ds in datasets:
+        spec, split = _spec_of(st, ds)
+        if spec is None:
+            notes.append(f"texts of {ds!r}: its runs record no dataset spec; pass --data FORMAT:PATH")
+            continue
+        try:
+            found[ds] = load_dataset(spec, split=split)
+        except (AdaptlabError, OSError) as e:
+            notes.append(f"texts of {ds!r}: not readable from the recorded spec {spec!r} (split {split}, "
+                         f"looked from {Path.cwd()}): {str(e).splitlines()[0] if str(e) else type(e).__name__}; "
+                         "pass --data FORMAT:PATH")
+    return found, notes
+
+
+def same_system_note(system: str, against: str | None) -> str | None:
+    """One line when ``system`` is inspected against itself (every query a tie), else None."""
+    if against is not None and against == system:
+        return (f"{system} against itself: the same per-query records, so every query is a tie; "
+                "pick another system for --against")
+    return None
+
+
 def _text(texts: Dataset | None, doc_id: str | None, width: int = 160) -> str | None:
     if texts is None or doc_id is None:
         return None
@@ -103,7 +158,7 @@ def inspect_queries(
     *,
     dataset: str | None = None,
     limit: int = 10,
-    texts: Dataset | None = None,
+    texts: Texts = None,
 ) -> Any:
     """The queries where ``system`` and ``against`` differ most (or, without ``against``, the
     worst queries of ``system``), as a pyarrow Table of at most ``limit`` rows.
@@ -164,8 +219,9 @@ def inspect_queries(
 
 
 def _row(k: tuple[str, str], ra: dict[str, Any], rb: dict[str, Any] | None, paired: bool,
-         texts: Dataset | None) -> dict[str, Any]:
+         all_texts: Texts) -> dict[str, Any]:
     """One listed query: gold, each system's rank and top passage, the outcome."""
+    texts = _for(all_texts, k[0])
     gold = list(ra.get("gold_ids") or [])
     row: dict[str, Any] = {
         "dataset": k[0],

@@ -145,7 +145,8 @@ def _draw_gains(gx: Any, c: ScaleCurve, i: int, n_curves: int, color: str) -> bo
         return False
     gxs = np.array([p.n_documents for p in gains], dtype=float) * (1 + 0.03 * (i - n_curves / 2))
     g = np.array([p.gain for p in gains])
-    err = np.array([[p.gain - p.gain_ci_low, p.gain_ci_high - p.gain] for p in gains]).T
+    # a point estimate may lie outside its percentile interval: such a bar has length 0, never < 0
+    err = np.clip(np.array([[p.gain - p.gain_ci_low, p.gain_ci_high - p.gain] for p in gains]).T, 0.0, None)
     gx.errorbar(gxs, g, yerr=err, color=color, fmt="none", capsize=3)
     sig = np.array([p.p_decision is not None and p.p_decision < 0.05 for p in gains])
     gx.scatter(gxs[sig], g[sig], color=color, s=30)
@@ -176,8 +177,8 @@ def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path | None = No
         xs = np.array([p.n_documents for p in c.points], dtype=float)
         ax.plot(xs, [p.value for p in c.points], marker="o", color=color, label=f"{c.label} {c.variant}")
         ax.fill_between(xs, [p.ci_low for p in c.points], [p.ci_high for p in c.points], color=color, alpha=0.15)
-        ax.errorbar(xs, [p.value for p in c.points], yerr=[[p.value - p.ci_low for p in c.points],
-                    [p.ci_high - p.value for p in c.points]], fmt="none", color=color, alpha=0.6, capsize=2)
+        err = np.clip([[p.value - p.ci_low for p in c.points], [p.ci_high - p.value for p in c.points]], 0.0, None)
+        ax.errorbar(xs, [p.value for p in c.points], yerr=err, fmt="none", color=color, alpha=0.6, capsize=2)
         any_gain |= _draw_gains(gx, c, i, len(curves), color)
     bases = {c.label: c.base for c in curves if c.base is not None}
     lo, hi = min(xs_all), max(xs_all)

@@ -3,7 +3,9 @@
 ``--system A --against B``: per-query wins, losses and ties of A against B beside the stored
 paired tests, then the queries where A and B differ most (gold passage and its page, the rank
 under each system, the top retrieved passage with its score and page). ``--system A`` alone:
-A's worst queries. ``--data FORMAT:PATH`` adds query and passage texts. The Python API is
+A's worst queries. Query and passage texts come from ``--data FORMAT:PATH``, else from the
+dataset spec each run recorded when it is readable here (one line saying where it looked when
+not). A system against itself is said in one line. The Python API is
 :func:`adaptlab.analysis.inspect.inspect_queries` (a pyarrow Table) and
 :func:`adaptlab.analysis.inspect.win_loss`.
 """
@@ -11,6 +13,7 @@ A's worst queries. ``--data FORMAT:PATH`` adds query and passage texts. The Pyth
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from adaptlab.cli._common import add_common, bounded_int, print_json
@@ -37,21 +40,46 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the inspection (or JSON); returns the exit status."""
-    from adaptlab.analysis.inspect import format_inspection, inspect_queries, win_loss
+    from adaptlab import results
+    from adaptlab.analysis.inspect import format_inspection, inspect_queries, same_system_note, win_loss
 
-    texts = None
-    if args.data:
-        from adaptlab.data import load_dataset
-
-        texts = load_dataset(args.data)
-    table = inspect_queries(args.store, args.system, args.against, dataset=args.dataset,
-                            limit=args.limit, texts=texts)
-    counts = win_loss(args.store, args.system, args.against, dataset=args.dataset) if args.against else None
+    store = results.open(args.store)
+    note = same_system_note(args.system, args.against)
+    if note is not None:
+        inspect_queries(store, args.system, dataset=args.dataset, limit=1)  # a missing system still fails
+        print(_escaped(note))
+        return 0
+    table = inspect_queries(store, args.system, args.against, dataset=args.dataset, limit=args.limit)
+    texts = _texts(args, store, table)
+    if texts is not None:
+        table = inspect_queries(store, args.system, args.against, dataset=args.dataset, limit=args.limit, texts=texts)
+    counts = win_loss(store, args.system, args.against, dataset=args.dataset) if args.against else None
     if args.format == "json":
         print_json({"win_loss": counts, "queries": table.to_pylist()})
     else:
         print(format_inspection(_escaped_table(table), _escaped(counts)))
     return 0
+
+
+def _texts(args: argparse.Namespace, store: Any, table: Any) -> Any:
+    """Texts per listed dataset: ``--data`` for the datasets whose listed queries it holds (every
+    listed one with ``--dataset``), each other dataset's recorded spec where it is readable (one
+    line on stderr per dataset it is not, saying where it looked)."""
+    from adaptlab.analysis.inspect import recorded_texts
+
+    listed: dict[str, set[str]] = {}
+    for row in table.select(["dataset", "query_id"]).to_pylist():
+        listed.setdefault(row["dataset"], set()).add(row["query_id"])
+    texts: dict[str, Any] = {}
+    if args.data:
+        from adaptlab.data import load_dataset
+
+        data = load_dataset(args.data)
+        texts = {ds: data for ds, ids in listed.items() if args.dataset or ids <= set(data.queries)}
+    found, notes = recorded_texts(store, sorted(set(listed) - set(texts)))
+    for line in notes:
+        print(f"adaptlab inspect: {_escaped(line)}", file=sys.stderr)
+    return {**texts, **found} or None
 
 
 def _escaped(value: Any) -> Any:

@@ -1,0 +1,283 @@
+"""The docs' commands are claims: each `adaptlab ...` command in a shell block (```bash, ```sh,
+```console, or an untagged block) or in an inline code span with an option, in README.md,
+clusters/README.md and docs/*.md, either runs here (in-process, on a store built once from a small
+study, with the TREC files its names ask for) and exits 0 with output, or is in SKIP with the reason
+it cannot run in a test. Other shell commands (pip, ray, docker, ...) must be in SKIP too, so a new
+docs command must be classified. Where the docs show the output, a stable part of it is checked."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", ROOT / "clusters" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SHELL = {"bash", "sh", "console", "shell", ""}
+FENCE = re.compile(r"^[ \t]*```(\w*)[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
+INLINE = re.compile(r"(?<!`)`(adaptlab [^`\n]*--[^`\n]*)`(?!`)")
+
+# Commands that need a cluster, a cloud, a GPU, the network or minutes: not run, with the reason.
+_CLUSTER = "needs a running Ray cluster (tests/clusters and tests/runtime start their own)"
+_REAL_MODEL = "embeds with the real MiniLM weights (minutes on 2 cores; tests/study runs the quickstart)"
+_INSTALL = "installs packages (the CI image is built with it)"
+_GPU = "needs a CUDA GPU and the GPU benchmark kit (docs/gpu.md)"
+_CLOUD = "needs Kubernetes, Docker, cloud VMs or root (clusters/README.md)"
+SKIP: dict[str, str] = {
+    'pip install torch==2.13.0': _INSTALL,
+    'pip install -e ".[test]"': _INSTALL,
+    'pip install -e ".[test,gpu]"': _INSTALL,
+    "pip install torch --index-url https://download.pytorch.org/whl/cu124": _INSTALL,
+    "pip install faiss-gpu-cu12": _INSTALL,
+    "python -m pytest -q": "the test suite itself",
+    "adaptlab run jobs/quickstart.toml": _REAL_MODEL,
+    "adaptlab run jobs/scifact.toml --store /tmp/s --format json": _REAL_MODEL + " on SciFact",
+    "adaptlab run jobs/scale_study_small.toml --store DIR": "trains adapted models (tests/study/scale run it smaller)",
+    "adaptlab run jobs/scale_study.toml": "the full scale study, for a GPU cluster",
+    "adaptlab run --model minilm --dataset beir:PATH --split test --metrics ndcg@10,recall@100": _REAL_MODEL,
+    "adaptlab run --model minilm --dataset beir:../shared/data/beir_scifact --split test "
+    "--metrics ndcg@10,recall@100 --export-run minilm.trec": _REAL_MODEL + " on SciFact",
+    "adaptlab submit jobs/quickstart.toml --address http://HOST:8265 --wait": _CLUSTER,
+    "adaptlab submit jobs/quickstart.toml --address http://127.0.0.1:8266 --wait": _CLUSTER,
+    "adaptlab submit jobs/scale_study_small.toml --address http://127.0.0.1:8265 --wait": _CLUSTER,
+    "adaptlab submit jobs/scale_study_small.toml --address http://127.0.0.1:8265 "
+    "--store s3://BUCKET/scale_small --wait": _CLUSTER + " and a bucket",
+    "adaptlab results --store s3://BUCKET/scale_small --latest": "needs the bucket (tests/storage run S3 stores on moto)",
+    "adaptlab results --store URI --sql \"SELECT ...\"": "a placeholder query (the full one in docs/results-store.md runs)",
+    "adaptlab results migrate OLD NEW": "needs a store of the previous layout (tests/results test migrate)",
+    "adaptlab evaluate --store": "an option's name in prose, not a command",
+    "adaptlab submit STUDY --dry-run": "a placeholder study (adaptlab submit jobs/scale_study_small.toml --dry-run runs)",
+    "export RAY_AUTH_MODE=token": _CLUSTER,
+    "ray get-auth-token --generate": _CLUSTER,
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 ray start --head --node-ip-address=127.0.0.1 --dashboard-host=127.0.0.1 "
+    "--port=6390 --dashboard-port=8266 --system-config='{\"enable_metrics_collection\":false}'": _CLUSTER,
+    "ray stop": "stops every Ray process of the user (other tests' clusters too)",
+    "python -c \"import torch, cupy; print(torch.cuda.get_device_name(0), cupy.cuda.runtime.getDeviceCount())\"": _GPU,
+    "echo /.gpukit/ >> .git/info/exclude": _GPU,
+    "bash benchmarks/gpu/prepare_carry.sh": _GPU,
+    "python3 benchmarks/gpu/summarize.py benchmarks/results/raw": _GPU,
+    "OUT=/tmp/kit bash benchmarks/gpu/run_all.sh --part 0,1,2,3,4,5,6 --smoke": _GPU + " (minutes without one)",
+    "python3 benchmarks/gpu/summarize.py /tmp/kit --out /tmp/kit/report.md": _GPU,
+    "python benchmarks/bench_embed.py --n 200 --texts sentences --dtype bf16 --warmup --json": _GPU,
+    "python benchmarks/bench_search.py --docs 20000 --queries 200 --baseline both --json": _GPU,
+    "python benchmarks/bench_bootstrap.py --queries 2000 --resamples 200 --systems 4 --backend both "
+    "--method index": _GPU,
+    "python benchmarks/bench_train.py --steps 3 --batch-size 8": _GPU,
+}
+_CLOUD_PREFIXES = ("docker ", "kubectl ", "sudo ", "ray up", "ray down", "ray attach", "ssh ")
+
+
+@dataclass(frozen=True)
+class DocCommand:
+    """One command of the docs: where it is and its text (continuations joined, comment cut)."""
+
+    where: str
+    text: str
+
+
+def _logical_lines(body: str) -> list[str]:
+    """The block's lines with backslash continuations joined."""
+    out: list[str] = []
+    for raw in body.replace("\\\n", " ").splitlines():
+        out.append(" ".join(raw.split()))
+    return out
+
+
+def _cut_comment(line: str) -> str:
+    """``line`` without a trailing ``# comment`` (a ``#`` outside quotes after a space)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if ch in "'\"" and quote in (None, ch):
+            quote = None if quote else ch
+        elif ch == "#" and quote is None and (i == 0 or line[i - 1] == " "):
+            return line[:i].strip()
+    return line.strip()
+
+
+def _block_commands(lang: str, body: str) -> list[str]:
+    """The commands of one fenced block: every line of a shell block (``$ `` prompts dropped,
+    ``&&`` chains split); of an untagged block only lines that start with ``adaptlab ``."""
+    found: list[str] = []
+    for line in _logical_lines(body):
+        line = _cut_comment(line.removeprefix("$ "))
+        if not line or (lang == "" and not line.startswith("adaptlab ")) or line.startswith("adaptlab results: error"):
+            continue
+        found += [part.strip() for part in line.split(" && ") if part.strip()]
+    return found
+
+
+def extract(path: Path, root: Path = ROOT) -> list[DocCommand]:
+    """Every command of one Markdown file: shell blocks, then inline spans ``adaptlab ... --...``."""
+    text = path.read_text(encoding="utf-8")
+    rel = path.relative_to(root).as_posix()
+    found: list[DocCommand] = []
+    for m in FENCE.finditer(text):
+        if m.group(1) in SHELL:
+            line = text[: m.start()].count("\n") + 1
+            found += [DocCommand(f"{rel}:{line}", c) for c in _block_commands(m.group(1), m.group(2))]
+    prose = FENCE.sub("", text)
+    found += [DocCommand(f"{rel} (inline)", " ".join(m.group(1).split())) for m in INLINE.finditer(prose)]
+    return found
+
+
+def all_commands() -> list[DocCommand]:
+    """The commands of every docs file, each text once (its first place)."""
+    seen: dict[str, DocCommand] = {}
+    for path in DOCS:
+        for c in extract(path):
+            seen.setdefault(c.text, c)
+    return list(seen.values())
+
+
+def skip_reason(text: str) -> str | None:
+    """Why ``text`` is not run here (None: it runs)."""
+    if text in SKIP:
+        return SKIP[text]
+    if text.startswith(_CLOUD_PREFIXES):
+        return _CLOUD
+    return None
+
+
+# Commands that run but take 15-60 s each on a loaded 2-core machine (power simulations over
+# hundreds of queries, full reports with figures): marked slow, so the fast suite stays quick.
+SLOW = {
+    "adaptlab plan --qrels QRELS --run A.trec --run B.trec --metric ndcg@10 --effect 0.02",
+    "adaptlab plan --qrels qrels.txt --run new.trec --run base.trec --metric ndcg@10 --effect 0.02 --power 0.8",
+    "adaptlab report --store DIR --out report/ --format svg",
+    "adaptlab report --store results/quickstart --out report/",
+    "adaptlab report --store results/quickstart --out report/ --format pdf",
+    "adaptlab export --store results/ --to mlflow --out file:./mlruns [--experiment NAME] [--artifact report.html]",
+}
+
+COMMANDS = all_commands()
+RUN = [pytest.param(c, id=f"{c.where} {c.text[:60]}", marks=[pytest.mark.slow] if c.text in SLOW else [])
+       for c in COMMANDS if skip_reason(c.text) is None]
+
+MUTATES = ("results compact", "results repair", "cache clear")  # these run on a copy of the store
+_ALTERNATIVES = re.compile(r"^[\w@-]+(\|[\w@-]+)+$")
+
+
+def argv_variants(text: str, store: Path) -> list[list[str]]:
+    """The argument lists of one docs command: optional ``[...]`` groups left out, a ``> file``
+    redirect cut, ``a|b|c`` alternatives each run, and ``--store`` pointing at the test's store
+    (but for ``run`` and ``submit``, whose stores are written)."""
+    words = shlex.split(re.sub(r"\s\[[^\]]*\]", "", text))[1:]
+    if ">" in words:
+        words = words[: words.index(">")]
+    if words[0] not in ("run", "submit"):
+        words = [str(store) if i and words[i - 1] == "--store" else w for i, w in enumerate(words)]
+    variants: list[list[str]] = [[]]
+    for w in words:
+        options = w.split("|") if _ALTERNATIVES.match(w) else [w]
+        variants = [v + [o] for v in variants for o in options]
+    return variants
+
+
+def _header(line: str) -> list[str]:
+    return line.split()
+
+
+# Where the docs show a command's output: a stable part of it, checked on the test's output.
+EXPECT: dict[str, Callable[[str, Path], None]] = {}
+
+
+def expects(text: str) -> Callable[[Callable[[str, Path], None]], Callable[[str, Path], None]]:
+    def register(check: Callable[[str, Path], None]) -> Callable[[str, Path], None]:
+        EXPECT[text] = check
+        return check
+    return register
+
+
+@expects("adaptlab results --store S --wide --filter measure=ndcg@10,mrr")
+def _wide(out: str, cwd: Path) -> None:
+    lines = out.splitlines()
+    assert _header(lines[0]) == ["dataset", "system", "ndcg@10", "mrr"]  # "columns in this order"
+    assert re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", lines[2])
+    assert "Point estimates with 95% confidence intervals in brackets" in out
+
+
+@expects("adaptlab results --store S --wide --format csv")
+def _wide_csv(out: str, cwd: Path) -> None:
+    assert out.splitlines()[0].startswith("dataset,system,")
+    assert ",ndcg@10,ndcg@10_ci_low,ndcg@10_ci_high," in out.splitlines()[0] + ","
+
+
+@expects("adaptlab results --store S --format latex --digits 3 > table.tex")
+def _latex(out: str, cwd: Path) -> None:
+    assert "\\caption{Point estimates with 95\\% confidence intervals in brackets" in out
+    assert "\\toprule" in out and "Dataset & System &" in out
+
+
+@expects("adaptlab evaluate --qrels qrels.test.trec --run bm25.trec --run minilm.trec "
+         "--metrics ndcg@10,acc@5,mrr@10,recall@100 --bootstrap 1000 --seed 0")
+def _evaluate(out: str, cwd: Path) -> None:
+    assert "bm25" in out and "minilm" in out and "recall@100" in out  # system names = the files' stems
+
+
+@expects("adaptlab submit jobs/scale_study_small.toml --dry-run")
+def _dry_run(out: str, cwd: Path) -> None:
+    assert "total" in out.lower()  # "every file, its size, the total"
+
+
+@expects("adaptlab report --store results/quickstart --out report/ --format pdf")
+def _report_pdf(out: str, cwd: Path) -> None:
+    assert (cwd / "report" / "report.html").is_file()
+    assert list((cwd / "report" / "figures").glob("*.pdf"))  # "vector figures for a paper"
+
+
+@expects("adaptlab export --store results/ --to mteb --out mteb-results/ [--system S] [--dataset D] [--split test]")
+def _mteb(out: str, cwd: Path) -> None:
+    assert list((cwd / "mteb-results").rglob("*.json"))
+
+
+@expects("adaptlab inspect --store results/study --system minilm-base --limit 5 --data beir:DATA_DIR/heldout")
+def _inspect_texts(out: str, cwd: Path) -> None:
+    # five queries, each with its text: heldout's from --data, scifact's from the spec its runs recorded
+    assert len(re.findall(r"^- \[(?:heldout|scifact)\] \S+: \S", out, re.M)) == 5
+
+
+def _run_one(cli, argv: list[str]) -> str:
+    res = cli(*argv)
+    assert res.returncode == 0, f"adaptlab {shlex.join(argv)} exited {res.returncode}: {res.stderr.strip()[-800:]}"
+    assert res.stdout.strip(), f"adaptlab {shlex.join(argv)} printed nothing"
+    return res.stdout
+
+
+@pytest.mark.parametrize("command", RUN)
+def test_docs_command_runs(command: DocCommand, cli, docs_store, docs_workdir):
+    store = docs_store
+    if any(m in command.text for m in MUTATES):
+        store = docs_workdir / "store-copy"
+        shutil.copytree(docs_store, store)
+    for argv in argv_variants(command.text, store):
+        out = _run_one(cli, argv)
+        if command.text in EXPECT:
+            EXPECT[command.text](out, docs_workdir)
+
+
+def test_every_docs_command_is_run_or_skipped_with_a_reason():
+    unknown = [f"{c.where}: {c.text}" for c in COMMANDS if not c.text.startswith("adaptlab ")
+               and skip_reason(c.text) is None]
+    assert not unknown, "docs commands neither run by this test nor in its SKIP table:\n" + "\n".join(unknown)
+
+
+def test_skip_and_expect_tables_name_commands_the_docs_still_have():
+    texts = {c.text for c in COMMANDS}
+    stale = sorted((set(SKIP) | set(EXPECT) | SLOW) - texts)
+    assert not stale, "SKIP/EXPECT entries no docs file has any more (remove them):\n" + "\n".join(stale)
+
+
+def test_the_extractor_sees_blocks_continuations_chains_and_inline_spans(tmp_path):
+    doc = tmp_path / "x.md"
+    doc.write_text("Run `adaptlab results --store S` or `adaptlab cache`.\n\n"
+                   "```bash\n$ pip install a && adaptlab evaluate --qrels q \\\n    --run r  # a comment\n```\n\n"
+                   "```\nadaptlab results --store S   # untagged\ndiagram --> arrows\n```\n\n"
+                   "```python\nadaptlab = 1\n```\n")
+    got = [(c.where, c.text) for c in extract(doc, tmp_path)]
+    assert got == [("x.md:3", "pip install a"), ("x.md:3", "adaptlab evaluate --qrels q --run r"),
+                   ("x.md:8", "adaptlab results --store S"), ("x.md (inline)", "adaptlab results --store S")]
