@@ -35,6 +35,8 @@ SKIP: dict[str, str] = {
     "pip install torch --index-url https://download.pytorch.org/whl/cu124": _INSTALL,
     "pip install faiss-gpu-cu12": _INSTALL,
     "python -m pytest -q": "the test suite itself",
+    "pip wheel --no-deps -w clusters/dist .": "builds the cluster archive into the project (about a minute; "
+                                              "measured by hand, issue 20)",
     "adaptlab run jobs/quickstart.toml": _REAL_MODEL,
     "adaptlab run jobs/scifact.toml --store /tmp/s --format json": _REAL_MODEL + " on SciFact",
     "adaptlab run jobs/scale_study_small.toml --store DIR": "trains adapted models (tests/study/scale run it smaller)",

@@ -83,6 +83,7 @@ def build_report(
           "intervals come from the stored resampling settings (n_resamples, sample_size, seed).")
     if not all_datasets:
         doc.p("The store holds no runs matching the filters.")
+    _runs_shown(doc, runs)
     training_section(doc, runs, sys_f)
     for ds in all_datasets:
         rows = [r for r in metrics if r["dataset"] == ds and r["system"] != "*"]
@@ -124,6 +125,28 @@ def _dataset_section(page: Page, rows: list[dict[str, Any]], records: dict[str, 
                    + "; ".join(computed) + f". Bootstrap: {cfg.n_resamples} resamples, seed {cfg.seed}.")
     if not ds_systems:
         page.doc.p("No rows for this dataset.")
+
+
+def _when(run: dict[str, Any]) -> str:
+    """A run's time as the report prints it (UTC, to the minute)."""
+    ts = run.get("timestamp")
+    return ts.strftime("%Y-%m-%d %H:%M UTC") if hasattr(ts, "strftime") else str(ts)
+
+
+def _runs_shown(doc: Document, runs: list[dict[str, Any]]) -> None:
+    """When the store holds several runs of a system on a dataset: which run each section shows
+    (the latest of each system and dataset), with its id, date and how many runs it was among.
+    ``runs`` is sorted oldest first."""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in runs:
+        by.setdefault((r["system"], r["dataset"]), []).append(r)
+    if all(len(v) == 1 for v in by.values()):
+        return
+    doc.p("The store holds several runs of some systems: this report shows the latest run of each system "
+          "on each dataset (earlier runs are in the store: adaptlab results --store ... without --latest).")
+    doc.table(["Dataset", "System", "Run shown", "Run time", "Runs stored"],
+              [[ds, s, v[-1]["run_id"][:8], _when(v[-1]), str(len(v))] for (s, ds), v in sorted(
+                  by.items(), key=lambda kv: (kv[0][1], kv[0][0]))])
 
 
 def _latest_rows(metrics: list[dict[str, Any]], run_order: dict[str, int]) -> list[dict[str, Any]]:
