@@ -246,7 +246,7 @@ def _base_model(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> 
 
 _ADAPT_KEYS: tuple[str, ...] = (
     "artifact_root", "base_model", "checkpoint_every", "clean", "corpus", "cpus_per_job", "data_dir",
-    "duplicate_threshold", "eval_corpus", "exclude", "fraction", "ft", "gpus_per_job", "heldout_name",
+    "duplicate_threshold", "eval_corpus", "exclude", "fraction", "ft", "gpus_per_job", "gradient_checkpointing", "heldout_name",
     "include", "llm", "margin", "max_retries", "max_tokens", "merge_source", "merge_weight", "n_negatives",
     "colbert", "name", "pt", "questions", "questions_per_chunk", "scales", "seed", "test_fraction", "unit",
     "use_ray", "validation_fraction", "variants",
@@ -270,7 +270,8 @@ def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> Ada
     ``heldout_name`` ["heldout"], ``seed`` [the study's seed], ``artifact_root``
     [<store>/artifacts], ``data_dir`` [<store>/adaptation], ``use_ray`` [[embedding].use_ray],
     ``gpus_per_job`` ["auto"], ``cpus_per_job`` [1], ``max_retries`` [3],
-    ``checkpoint_every`` [50], and the tables ``[adapt.pt]`` (PTConfig fields), ``[adapt.ft]``
+    ``checkpoint_every`` [50], ``gradient_checkpointing`` [false] (PT and FT recompute each layer in
+    the backward pass: less memory, same numbers), and the tables ``[adapt.pt]`` (PTConfig fields), ``[adapt.ft]``
     (FTConfig fields; ``max_steps = 0`` means no limit), ``[adapt.llm]`` and ``[adapt.colbert]``
     (``base_model`` [the base model's directory: its BERT becomes an untrained ColBERT], ``name``
     ["colbert"], ``doc_maxlen``/``query_maxlen``/``dim`` and the other ColBERTFTConfig fields).
@@ -387,6 +388,18 @@ def _adapt_mining(study: Study, raw: Mapping[str, Any], check: SectionChecker) -
     return kw
 
 
+def _training_table(raw: Mapping[str, Any], check: SectionChecker, name: str) -> dict[str, Any]:
+    """``[adapt.<name>]`` plus ``[adapt].gradient_checkpointing``, which PT and FT share (set in
+    one place: [adapt], or [adapt.pt] / [adapt.ft], not both)."""
+    table = dict(check.table(name, raw.get(name, {})))
+    if "gradient_checkpointing" in raw:
+        if "gradient_checkpointing" in table:
+            raise check.fail("gradient_checkpointing", f"it in [adapt] or in [adapt.{name}], not in both",
+                             raw["gradient_checkpointing"])
+        table["gradient_checkpointing"] = check.boolean("gradient_checkpointing", raw["gradient_checkpointing"])
+    return table
+
+
 def _adapt_training(study: Study, raw: Mapping[str, Any], check: SectionChecker, n_negatives: int) -> dict[str, Any]:
     """Where and how the variants train (Ray resources, checkpoints) and ``[adapt.pt]``/``[adapt.ft]``."""
     source = study.source
@@ -395,8 +408,8 @@ def _adapt_training(study: Study, raw: Mapping[str, Any], check: SectionChecker,
     kw["cpus_per_job"] = check.number("cpus_per_job", raw.get("cpus_per_job", 1), 0.0, lo_open=True)
     kw["max_retries"] = check.integer("max_retries", raw.get("max_retries", 3), 0)
     kw["checkpoint_every"] = check.integer("checkpoint_every", raw.get("checkpoint_every", 50), 1)
-    kw["pt"] = _config_from_table(PTConfig, check.table("pt", raw.get("pt", {})), source, "adapt.pt")
-    kw["ft"] = _config_from_table(FTConfig, check.table("ft", raw.get("ft", {})), source, "adapt.ft")
+    kw["pt"] = _config_from_table(PTConfig, _training_table(raw, check, "pt"), source, "adapt.pt")
+    kw["ft"] = _config_from_table(FTConfig, _training_table(raw, check, "ft"), source, "adapt.ft")
     if kw["ft"].num_negatives > n_negatives:
         raise ConfigError(
             f"{source}: [adapt.ft].num_negatives = {kw['ft'].num_negatives} is more than the "

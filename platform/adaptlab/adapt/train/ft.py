@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -320,7 +320,7 @@ def train_ft(
     prefixes = resolve_prefixes(
         config.query_prefix, config.passage_prefix, saved_prompts(base.path), str(base.root.get("id", ""))
     )
-    hyper = asdict(config) | {
+    hyper = config.key_dict() | {
         "query_prefix": prefixes[0], "passage_prefix": prefixes[1], "temperature": config.temperature
     }
     inputs = {

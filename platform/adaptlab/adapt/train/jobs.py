@@ -320,16 +320,23 @@ _WAIT_S = 10.0
 """Seconds of one ``ray.wait`` of the stage runner (it loops; each stage ends, fails or is lost)."""
 
 
+def _checkpointing(config: Any) -> str:
+    """The give-up line's last suggestion, unless gradient checkpointing is on already."""
+    if getattr(config, "gradient_checkpointing", False):
+        return ""
+    return ", or set [adapt].gradient_checkpointing = true (less memory, one more forward pass a step)"
+
+
 def _lower_setting(stage: _Stage) -> str:
     """The settings that shrink a stage's memory, with their current values."""
     job = stage.job
     if stage.stage == FT:
         seq = job.ft_config.max_seq_length or "the model's"
         return (f"lower [adapt.ft].batch_size (now {job.ft_config.batch_size}) or [adapt.ft].max_seq_length "
-                f"(now {seq}; passages are as long as the chunks' max_tokens allow)")
+                f"(now {seq}; passages are as long as the chunks' max_tokens allow){_checkpointing(job.ft_config)}")
     if stage.stage == PT:
         return (f"lower [adapt.pt].batch_size (now {job.pt_config.batch_size}) or [adapt.pt].max_seq_length "
-                f"(now {job.pt_config.max_seq_length})")
+                f"(now {job.pt_config.max_seq_length}){_checkpointing(job.pt_config)}")
     if stage.stage == COLBERT_VARIANT:
         return (f"lower [adapt.colbert].batch_size (now {job.colbert_config.batch_size}) or doc_maxlen "
                 f"(now {job.colbert_config.doc_maxlen})")

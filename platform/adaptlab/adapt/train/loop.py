@@ -80,6 +80,7 @@ __all__ = [
     "run_loop",
     "StepProgress",
     "seeded",
+    "set_gradient_checkpointing",
     "step_seed",
 ]
 
@@ -106,6 +107,7 @@ class OptimConfig:
     min_steps: int = 0
     min_weight_change: float = 0.0
     warn_only: bool = False
+    gradient_checkpointing: bool = False
 
 
 class TrainingCheckError(AdaptlabError):
@@ -526,6 +528,8 @@ def run_loop(
 
     model.to(device)
     model.train()
+    if optim.gradient_checkpointing:
+        set_gradient_checkpointing(model, True, label)
     optimizer = torch.optim.AdamW(
         _param_groups(model, optim.weight_decay), lr=optim.learning_rate, betas=(0.9, 0.999), eps=1e-8
     )
@@ -566,8 +570,32 @@ def run_loop(
     result.seconds = time.perf_counter() - t0
     progress.close(result.losses[-1] if result.losses else None)
     model.eval()
+    if optim.gradient_checkpointing:
+        set_gradient_checkpointing(model, False, label)
     _check_weights(params, before, optim, label, result)
     return result
+
+
+def set_gradient_checkpointing(model: Any, on: bool, label: str = "training") -> int:
+    """Turn transformers' gradient checkpointing on (or off) in every Hugging Face model inside
+    ``model`` (a SentenceTransformer's transformer, PT's masked-LM model); how many were switched.
+
+    Non-reentrant checkpoints, which restore the RNG state before recomputing a layer: dropout
+    draws the same masks, so the loss and the weights are those of a run without it (to float
+    rounding); only memory and time change. A model with nothing to switch on is an error."""
+    switched = 0
+    for module in model.modules():
+        if not getattr(module, "supports_gradient_checkpointing", False):
+            continue
+        if on:
+            module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            module.gradient_checkpointing_disable()
+        switched += 1
+    if on and not switched:
+        raise TrainingCheckError(f"{label}: gradient_checkpointing = true, but the model has no transformers "
+                                 "module that supports it; set gradient_checkpointing = false")
+    return switched
 
 
 def pick_device(device: str | None) -> str:

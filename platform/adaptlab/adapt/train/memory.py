@@ -42,11 +42,22 @@ Every training task declares ``memory=`` (bytes) from :func:`estimate_stage_memo
   2x the peak: above it, so that declared stages fit, and not so far above that it serialises
   stages needlessly.
 
+Gradient checkpointing (``gradient_checkpointing = true``: transformers recomputes each encoder
+layer in the backward pass; non-reentrant, the RNG state restored, so the numbers do not change)
+keeps only each layer's input, ``4 s h`` bytes a layer and sequence, and at the backward pass's
+peak one layer of one forward pass is recomputed (FT encodes queries, positives and each
+negative column in separate passes of ``batch`` sequences; PT one pass). That layer costs its
+activations and their gradients, 2 x its count, and measured peaks need more (the allocator keeps
+the previous layer's freed copy): :data:`RECOMPUTED` = 3 layers. Measured (same setting as above,
+20-token queries): MiniLM FT batch 32 at 256 tokens peaked at 3.21 GB (9.33 GB without), estimate
+3.6 GB (1.13x); the tiny test model's step (batch 64, 3 negatives, 64 tokens) added 108 MB, its
+total estimate is 1.2x its peak. The masked-LM head of PT is not checkpointed.
+
 Why a 22M-parameter model needs 9 GB: the weights and optimizer are 0.5 GB; the rest is the
 activations of 64 passages x 256 tokens x 6 layers, about 60% of it the 12 heads' 256 x 256
 attention matrices (the default batch of 32 triplets with one negative). Lower ``batch_size``
-(linear) or ``max_seq_length`` (quadratic) to shrink it. Measured, not used here: transformers'
-gradient checkpointing cut the batch-32 peak from 9.33 GB to 3.10 GB.
+(linear) or ``max_seq_length`` (quadratic) to shrink it, or turn gradient checkpointing on
+(9.33 -> 3.21 GB at batch 32, for one more forward pass a step).
 
 A stage whose estimate exceeds the largest node's ``memory`` resource declares that instead (it
 then runs alone on such a node) and a warning says so; :func:`declared_memory`.
@@ -67,14 +78,17 @@ from adaptlab.models.variants import COLBERT_FT, FT, PT
 
 __all__ = [
     "PROCESS_BYTES",
+    "RECOMPUTED",
     "SAFETY",
     "EncoderShape",
     "MemoryEstimate",
     "TrainingResourceError",
     "activation_bytes",
+    "checkpointed_bytes",
     "declared_memory",
     "estimate_stage_memory",
     "largest_node_memory",
+    "recomputed_bytes",
     "transformer_dir",
 ]
 
@@ -85,6 +99,11 @@ PROCESS_BYTES = 700 * 2**20
 
 SAFETY = 1.3
 """Factor on the counted activations (measured activations were 1.0-1.2x the count)."""
+
+RECOMPUTED = 3.0
+"""With gradient checkpointing: the backward pass's peak over the kept layer inputs, in layers of
+one forward pass (counted: the recomputed layer and its gradients, 2; fitted to measured peaks: 3,
+module docstring)."""
 
 QUERY_TOKENS = 64
 """Tokens counted for an FT query (questions are short; capped at the passages' length)."""
@@ -177,12 +196,29 @@ def _sentence_max_length(root: Path, config: dict[str, Any]) -> int:
     return positions
 
 
+def _per_layer(shape: EncoderShape, tokens: int) -> int:
+    """``s * (38 h + 8 i) + 13 a s^2``: one layer's activations for one sequence of ``s`` tokens."""
+    s = int(tokens)
+    return s * (38 * shape.hidden + 8 * shape.intermediate) + 13 * shape.heads * s * s
+
+
 def activation_bytes(shape: EncoderShape, sequences: int, tokens: int) -> int:
     """Bytes the backward pass keeps for ``sequences`` sequences of ``tokens`` tokens (module
     docstring: ``layers * (s * (38 h + 8 i) + 13 a s^2)`` a sequence)."""
-    s = int(tokens)
-    per_layer = s * (38 * shape.hidden + 8 * shape.intermediate) + 13 * shape.heads * s * s
-    return int(sequences) * shape.layers * per_layer
+    return int(sequences) * shape.layers * _per_layer(shape, tokens)
+
+
+def checkpointed_bytes(shape: EncoderShape, sequences: int, tokens: int) -> int:
+    """With gradient checkpointing, what the forward pass keeps for ``sequences`` sequences of
+    ``tokens`` tokens: each layer's input only, ``layers * 4 s h`` bytes a sequence."""
+    return int(sequences) * shape.layers * 4 * int(tokens) * shape.hidden
+
+
+def recomputed_bytes(shape: EncoderShape, sequences: int, tokens: int) -> int:
+    """With gradient checkpointing, the peak of the backward pass on top of the kept inputs: one
+    layer of one forward pass (``sequences`` of ``tokens`` tokens) recomputed, with its gradients:
+    ``RECOMPUTED * (s * (38 h + 8 i) + 13 a s^2)`` a sequence."""
+    return int(RECOMPUTED * int(sequences) * _per_layer(shape, tokens))
 
 
 @dataclass(frozen=True)
@@ -210,20 +246,35 @@ def _estimate(stage: str, shape: EncoderShape, activations: int, what: str, proc
     return MemoryEstimate(process + static + scaled, process, static, scaled, what)
 
 
+def _checkpointing(config: Any) -> bool:
+    return bool(getattr(config, "gradient_checkpointing", False))
+
+
+def _kept(shape: EncoderShape, sequences: int, tokens: int, checkpointing: bool) -> int:
+    """What a forward pass keeps for the backward pass: every activation, or each layer's input."""
+    return (checkpointed_bytes if checkpointing else activation_bytes)(shape, sequences, tokens)
+
+
 def _ft_activations(shape: EncoderShape, config: Any) -> tuple[int, str]:
     s = min(int(config.max_seq_length or shape.max_seq_length), shape.max_seq_length)
     q = min(s, QUERY_TOKENS)
     b = int(config.batch_size)
     passages = b * (1 + int(config.num_negatives))
-    total = activation_bytes(shape, b, q) + activation_bytes(shape, passages, s)
-    return total, f"{b} queries x {q} + {passages} passages x {s} tokens"
+    ckpt = _checkpointing(config)
+    total = _kept(shape, b, q, ckpt) + _kept(shape, passages, s, ckpt)
+    if ckpt:  # queries, positives and each negative column are forward passes of b sequences
+        total += recomputed_bytes(shape, b, s)
+    what = f"{b} queries x {q} + {passages} passages x {s} tokens"
+    return total, what + (", gradient checkpointing" if ckpt else "")
 
 
 def _pt_activations(shape: EncoderShape, config: Any) -> tuple[int, str]:
     s = min(int(config.max_seq_length), shape.max_seq_length)
     b = int(config.batch_size)
-    head = b * s * (12 * shape.vocab + 12 * shape.hidden)
-    return activation_bytes(shape, b, s) + head, f"{b} chunks x {s} tokens"
+    ckpt = _checkpointing(config)
+    head = b * s * (12 * shape.vocab + 12 * shape.hidden)  # the masked-LM head is not checkpointed
+    total = _kept(shape, b, s, ckpt) + head + (recomputed_bytes(shape, b, s) if ckpt else 0)
+    return total, f"{b} chunks x {s} tokens" + (", gradient checkpointing" if ckpt else "")
 
 
 def _colbert_activations(shape: EncoderShape, config: Any) -> tuple[int, str]:
@@ -255,7 +306,8 @@ def declared_memory(estimate: MemoryEstimate, node_memory: float | None, label: 
         return int(estimate.total)
     log.warning(
         "%s needs about %s, more than the largest node's memory resource (%.1f GB): it runs alone on "
-        "a node and may be killed for memory; lower its batch_size or max_seq_length if it is",
+        "a node and may be killed for memory; lower its batch_size or max_seq_length, or set [adapt]."
+        "gradient_checkpointing = true, if it is",
         label, estimate.describe(), node_memory / _GB,
     )
     return int(node_memory)

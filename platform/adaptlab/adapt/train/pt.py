@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -189,7 +189,7 @@ def train_pt(
             "fingerprint": fingerprint,
             "count": count,
         },
-        "hyperparameters": asdict(config),
+        "hyperparameters": config.key_dict(),
         "seed": int(seed),
         "packages": package_versions(),
     }
