@@ -1,0 +1,311 @@
+"""Benchmark: a PDF scale study like issue 22's, run with ``adaptlab run`` on the embedded Ray,
+watching memory.
+
+The issue's study (two public EIS PDFs, 160 pages, ``unit = "pages"``, scales 20/60/120,
+variants base/ft/pt-ft, ``max_tokens = 256``, every other key at its default) had Ray kill
+training workers for memory again and again on a 24 GB, 2-core machine. This script builds a
+corpus like it at run time: two PDFs of ``--pages / 2`` pages each (written with fpdf2, read back
+by the platform with pypdf), every page ~``--words`` words of PubMedQA abstracts
+(``../shared/data/pubmedqa``, MIT; nothing of that text is kept in the repository) under a
+running header and a page number, as an EIS volume has. It writes the study file, runs
+
+    adaptlab run STUDY --store STORE
+
+and every ``--interval`` seconds sums the RSS of the driver and all its descendants (the
+embedded Ray: GCS, raylet, workers, agents). At the end it prints (and ``--json`` writes):
+wall time, peak total RSS, the number of workers Ray killed for memory (the driver's "N Workers
+... killed due to memory pressure" lines, adaptlab's "OutOfMemoryError ... retrying" lines and
+the raylet's "memory pressure" kills in the session logs: must be 0), the number of training
+progress lines (``[adaptlab] ...: step i/n, loss ...``) in the log, the exit code and the load
+average before and after (the machine may be shared).
+
+    python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy              # the issue's study
+    python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --gradient-checkpointing
+    python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --pages 40 --scales 10,20  # smaller
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+PROGRESS_LINE = re.compile(r"\[adaptlab\] .*: step \d+/\d+, loss ")
+DRIVER_OOM = re.compile(r"(\d+) Workers? \(tasks / actors\) killed due to memory pressure")
+ADAPTLAB_OOM = re.compile(r"OutOfMemoryError \(attempt \d+")
+RAYLET_OOM = re.compile(r"memory pressure", re.IGNORECASE)
+RAY_START_FAILED = "The current node timed out during startup"
+
+
+def source_paragraphs(data: Path = DATA) -> list[str]:
+    """PubMedQA's abstract sections and long answers, in file order (``pubmedqa/ori_pqal.json``)."""
+    file = data / "pubmedqa" / "ori_pqal.json"
+    try:
+        items = json.loads(file.read_text())
+    except OSError as e:
+        raise SystemExit(f"{file}: {e.strerror}; expected PubMedQA's ori_pqal.json (see its SOURCE.md)") from e
+    out: list[str] = []
+    for item in items.values():
+        out.extend(str(c) for c in item.get("CONTEXTS", ()))
+        if item.get("LONG_ANSWER"):
+            out.append(str(item["LONG_ANSWER"]))
+    return out
+
+
+def _latin1(text: str) -> str:
+    """fpdf2's core fonts encode Latin-1 only: other characters become '?'."""
+    return text.encode("latin-1", "replace").decode("latin-1")
+
+
+def write_volume(path: Path, title: str, paragraphs: list[str], pages: int, words: int) -> int:
+    """One PDF of ``pages`` pages, each ~``words`` words of ``paragraphs`` (consumed from the
+    front) under ``title`` as a running header and ``Page N`` as a footer; paragraphs used."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="letter")
+    pdf.set_auto_page_break(False)
+    pdf.set_margins(18, 14, 18)
+    used = 0
+    for number in range(1, pages + 1):
+        pdf.add_page()
+        pdf.set_font("Helvetica", size=8)
+        pdf.cell(0, 5, _latin1(title), new_x="LMARGIN", new_y="NEXT", align="C")
+        pdf.set_font("Helvetica", size=7)
+        count = 0
+        while count < words and used < len(paragraphs):
+            text = paragraphs[used]
+            pdf.multi_cell(0, 3.1, _latin1(text), new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(1)
+            count, used = count + len(text.split()), used + 1
+        pdf.set_y(-12)
+        pdf.cell(0, 5, f"Page {number}", align="C")
+    pdf.output(str(path))
+    return used
+
+
+def build_corpus(folder: Path, pages: int, words: int) -> dict[str, int]:
+    """Two PDF volumes of ``pages // 2`` and ``pages - pages // 2`` pages in ``folder`` (kept
+    when a previous run wrote them: a re-run reuses the study's prepared data and embeddings)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    sizes = {"Final_EIS_Vol_1.pdf": pages // 2, "Final_EIS_Vol_2.pdf": pages - pages // 2}
+    done = folder / f".built-{pages}-{words}"
+    if done.is_file() and all((folder / name).is_file() for name in sizes):
+        return sizes
+    paragraphs = source_paragraphs()
+    start = 0
+    for volume, (name, n) in enumerate(sizes.items(), 1):
+        title = f"Riverside Water Project - Final Environmental Impact Statement - Volume {volume}"
+        start += write_volume(folder / name, title, paragraphs[start:], n, words)
+    if start >= len(paragraphs):
+        raise SystemExit(f"{pages} pages of {words} words need more text than PubMedQA has; lower --words")
+    done.write_text("")
+    return sizes
+
+
+def study_text(corpus: Path, store: Path, scales: list[int], checkpointing: bool) -> str:
+    """The issue's study: unit pages, the given scales, base/ft/pt-ft, max_tokens 256, the rest
+    at its defaults (``gradient_checkpointing = true`` when asked); a small synthetic dataset
+    as the one ``[[datasets]]`` entry a study needs (evaluation is not what is measured)."""
+    extra = "gradient_checkpointing = true\n" if checkpointing else ""
+    return (
+        '[study]\nname = "pdf-scale-study"\nseed = 0\n'
+        f"store = {json.dumps(str(store))}\n\n"
+        '[[datasets]]\nname = "synthetic"\nspec = "synthetic:n_documents=40,seed=1"\n\n'
+        '[[models]]\nname = "minilm"\nref = "minilm"\n\n'
+        f"[adapt]\ncorpus = {json.dumps(str(corpus))}\n"
+        'unit = "pages"\n'
+        f"scales = {json.dumps(scales)}\n"
+        'variants = ["base", "ft", "pt-ft"]\n'
+        "max_tokens = 256\n" + extra
+    )
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _children() -> dict[int, list[int]]:
+    """Parent pid -> child pids, from /proc."""
+    tree: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def tree_pids(root: int) -> list[int]:
+    """``root`` and all its descendants."""
+    tree, out, todo = _children(), [], [root]
+    while todo and len(out) < 10_000:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(tree.get(pid, ()))
+    return out
+
+
+@dataclass
+class Sampler:
+    """Samples the process tree of ``pid`` every ``interval`` seconds in a thread."""
+
+    pid: int
+    interval: float
+    peak: int = 0
+    peak_processes: int = 0
+    samples: int = 0
+    session_dirs: set[str] = field(default_factory=set)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def _look(self) -> None:
+        pids = tree_pids(self.pid)
+        total = sum(_rss(p) for p in pids)
+        self.samples += 1
+        if total > self.peak:
+            self.peak, self.peak_processes = total, len(pids)
+        for p in pids:
+            try:
+                args = open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")
+            except OSError:
+                continue
+            found = re.search(r"session[_-]dir=([^\x00]+)", args)
+            if found:
+                self.session_dirs.add(found.group(1))
+
+    def run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._look()
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run, daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def memory_kills(log_text: str, session_dirs: set[str]) -> dict[str, int]:
+    """Workers killed for memory, as the driver's log, adaptlab's retries and the raylets say."""
+    raylet = 0
+    for session in session_dirs:
+        for file in Path(session, "logs").glob("raylet*.out"):
+            try:
+                raylet += sum(1 for line in file.read_text(errors="replace").splitlines()
+                              if RAYLET_OOM.search(line) and "kill" in line.lower())
+            except OSError:
+                continue
+    return {
+        "driver": sum(int(n) for n in DRIVER_OOM.findall(log_text)),
+        "adaptlab_retries": len(ADAPTLAB_OOM.findall(log_text)),
+        "raylet": raylet,
+    }
+
+
+@dataclass
+class Outcome:
+    """What one run measured (printed as JSON)."""
+
+    exit_code: int
+    wall_s: float
+    peak_rss_gb: float
+    peak_processes: int
+    samples: int
+    memory_kills: dict[str, int]
+    progress_lines: int
+    load_before: tuple[float, ...]
+    load_after: tuple[float, ...]
+    log: str
+    corpus_pages: dict[str, int]
+    attempts: int
+
+
+def run_study(study: Path, store: Path, log: Path, timeout_s: float, interval: float) -> tuple[int, float, Sampler]:
+    """``adaptlab run study --store store`` with stdout and stderr in ``log``, sampled."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    t0 = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "adaptlab", "run", str(study), "--store", str(store)],
+                                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        sampler = Sampler(proc.pid, interval)
+        sampler.start()
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                code = proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait(timeout=60)
+            out.write(f"\n[pdf_scale_study] timed out after {timeout_s:.0f} s\n")
+        finally:
+            sampler.stop()
+    return code, time.perf_counter() - t0, sampler
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", default=None, help="work folder (corpus, study, store, log); default a temp dir")
+    ap.add_argument("--pages", type=int, default=160, help="pages in all (two volumes)")
+    ap.add_argument("--words", type=int, default=450, help="words per page (about)")
+    ap.add_argument("--scales", default="20,60,120", help="comma-separated page scales")
+    ap.add_argument("--gradient-checkpointing", action="store_true", help="[adapt] gradient_checkpointing = true")
+    ap.add_argument("--interval", type=float, default=3.0, help="seconds between RSS samples")
+    ap.add_argument("--timeout", type=float, default=3 * 3600.0, help="seconds before the run is stopped")
+    ap.add_argument("--ray-start-attempts", type=int, default=3,
+                    help="runs when Ray's node times out starting (its fixed 30 s; a loaded machine)")
+    ap.add_argument("--json", default=None, help="also write the result to this file")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> Outcome:
+    a = parse_args(argv)
+    work = Path(a.work or tempfile.mkdtemp(prefix="pdfstudy-"))
+    work.mkdir(parents=True, exist_ok=True)
+    pages = build_corpus(work / "corpus", a.pages, a.words)
+    study = work / "study.toml"
+    scales = [int(s) for s in a.scales.split(",") if s.strip()]
+    study.write_text(study_text(work / "corpus", work / "store", scales, a.gradient_checkpointing))
+    load_before = os.getloadavg()
+    for attempt in range(1, a.ray_start_attempts + 1):
+        code, wall, sampler = run_study(study, work / "store", work / "run.log", a.timeout, a.interval)
+        text = (work / "run.log").read_text(errors="replace")
+        if code == 0 or RAY_START_FAILED not in text:
+            break
+        print(f"[pdf_scale_study] attempt {attempt}: Ray's node did not start in its 30 s (machine load "
+              f"{os.getloadavg()[0]:.1f}); the prepared data and embeddings are reused", file=sys.stderr)
+    outcome = Outcome(
+        exit_code=code, wall_s=round(wall, 1), peak_rss_gb=round(sampler.peak / 1e9, 2),
+        peak_processes=sampler.peak_processes, samples=sampler.samples,
+        memory_kills=memory_kills(text, sampler.session_dirs), progress_lines=len(PROGRESS_LINE.findall(text)),
+        load_before=tuple(round(x, 1) for x in load_before), load_after=tuple(round(x, 1) for x in os.getloadavg()),
+        log=str(work / "run.log"), corpus_pages=pages, attempts=attempt,
+    )
+    print(json.dumps(asdict(outcome), indent=1))
+    if a.json:
+        Path(a.json).write_text(json.dumps(asdict(outcome)))
+    return outcome
+
+
+if __name__ == "__main__":
+    result = main()
+    sys.exit(0 if result.exit_code == 0 and not any(result.memory_kills.values()) and result.progress_lines else 1)
