@@ -10,6 +10,7 @@ one above; the package graph and the module graph must both be free of cycles):
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -56,8 +57,14 @@ def _package(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+@functools.lru_cache(maxsize=1)
+def _parsed_library() -> tuple[tuple[str, tuple[tuple[int, str], ...]], ...]:
+    """Every module's imports, parsed once per session (four tests walk the same sources)."""
+    return tuple((_module_name(p), tuple(_imports(p))) for p in sorted(ROOT.rglob("*.py")))
+
+
 def _library() -> dict[str, list[tuple[int, str]]]:
-    return {_module_name(p): _imports(p) for p in sorted(ROOT.rglob("*.py"))}
+    return {m: list(imports) for m, imports in _parsed_library()}
 
 
 def _known_modules(graph: dict[str, list[tuple[int, str]]], target: str) -> str | None:
