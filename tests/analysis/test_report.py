@@ -50,24 +50,32 @@ def store_root(tmp_path_factory, make_records):
     return root
 
 
-def test_report_has_tables_and_figures(store_root, tmp_path):
-    md = build_report(store_root, tmp_path / "rep", n_resamples=50)
+@pytest.fixture(scope="module")
+def default_report(store_root, tmp_path_factory) -> Path:
+    """The report of ``store_root`` with the default settings (50 resamples), built once for the
+    tests that read it (each built the same one)."""
+    return build_report(store_root, tmp_path_factory.mktemp("report") / "rep", n_resamples=50)
+
+
+def test_report_has_tables_and_figures(default_report):
+    md = default_report
+    rep = md.parent
     text = md.read_text()
     for heading in ("Retrieval measures", "Paired comparisons", "Similarity thresholds", "COE and ROE",
                     "Isotropy", "Correlations across systems"):
         assert heading in text
     assert "| ft | base | acc@5 |" in text
     assert "Computed for this report" in text
-    figs = sorted(p.name for p in (tmp_path / "rep" / "figures").glob("*.png"))
+    figs = sorted(p.name for p in (rep / "figures").glob("*.png"))
     assert figs == ["synth_densities.png", "synth_forest.png", "synth_ndcg_curves.png",
                     "synth_paired_differences.png", "synth_thresholds.png"]
-    html = (tmp_path / "rep" / "report.html").read_text()
+    html = (rep / "report.html").read_text()
     assert "<table>" in html
     # self-contained: every figure embedded as the very PNG written beside the report
     embedded = dict(re.findall(r"<img src='data:image/png;base64,([^']+)' alt='[^']*' data-file='([^']+)'", html))
     assert sorted(Path(f).name for f in embedded.values()) == figs
     for data, rel in embedded.items():
-        assert base64.b64decode(data) == (tmp_path / "rep" / rel).read_bytes()
+        assert base64.b64decode(data) == (rep / rel).read_bytes()
         width, height = png_size(base64.b64decode(data))
         assert width >= 1000 and height >= 400  # 200 dpi, not a 611 x 176 strip
     assert "src='figures/" not in html
@@ -94,7 +102,8 @@ def test_report_ndcg_curves_reach_the_stored_depth():
 
 
 def test_report_filters(store_root, tmp_path):
-    text = build_report(store_root, tmp_path / "two", systems=["base", "ft"], compute_missing=False).read_text()
+    text = build_report(store_root, tmp_path / "two", systems=["base", "ft"], compute_missing=False,
+                        dpi=50).read_text()
     assert "| ptft |" not in text and "Correlations" not in text and "Similarity thresholds" not in text
     empty = build_report(store_root, tmp_path / "none", datasets=["other"]).read_text()
     assert "no runs" in empty
@@ -107,8 +116,8 @@ def test_missing_store_is_a_store_error(tmp_path):
         build_report(tmp_path / "absent", tmp_path / "out")
 
 
-def test_report_prints_adjusted_p_family_and_both_threshold_rules(store_root, tmp_path):
-    text = build_report(store_root, tmp_path / "adj", n_resamples=50).read_text()
+def test_report_prints_adjusted_p_family_and_both_threshold_rules(default_report):
+    text = default_report.read_text()
     assert "0.03 (Holm, n=3)" in text and "<= 0.02" in text  # bootstrap p at its floor 2/(m+1)
     assert "90% CI" in text  # label from the stored confidence, not hard-coded
     assert "Top-K removed" in text and "paper: " in text and "margin: " in text
@@ -177,7 +186,7 @@ def _row_cells(text: str, first: str) -> list[list[str]]:
 
 def test_scale_report_training_ndcg_at_k_inspection(scale_store, tmp_path):
     root, recs = scale_store
-    md = build_report(root, tmp_path / "rep", n_resamples=50)
+    md = build_report(root, tmp_path / "rep", n_resamples=50, dpi=50)  # figures: which, not how sharp
     text = md.read_text()
     # Training table: from config.systems, and from the artifact manifest for the ColBERT
     assert "## Training of the adapted models" in text
