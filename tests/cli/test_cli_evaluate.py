@@ -93,7 +93,9 @@ def test_evaluate_table_and_store_round_trip(trec_files, tmp_path):
         (["--store", "S"], "--dataset"),
     ],
 )
-def test_evaluate_bad_input_is_one_line_exit_2(trec_files, tmp_path, args, needle):
+def test_evaluate_bad_input_is_one_line_exit_2(trec_files, tmp_path, args, needle, cli):
+    """In this process (the ``cli`` fixture): the same main() and stderr as a subprocess, without
+    a Python start per case; the subprocess path is the other tests'."""
     root, _, _ = trec_files
     bad_run = tmp_path / "bad.trec"
     bad_run.write_text("Q1 Q0 D1 1 0.5 tag\nQ2 Q0 D2 not-a-number\n")
@@ -106,7 +108,7 @@ def test_evaluate_bad_input_is_one_line_exit_2(trec_files, tmp_path, args, needl
     flat = [x for k, v in base.items() for x in (k, v)]
     if args[0] not in base:
         flat += args
-    res = _cli("evaluate", *flat, "--bootstrap", "50")
+    res = cli("evaluate", *flat, "--bootstrap", "50")
     assert res.returncode == 2, (res.stdout, res.stderr)
     lines = [ln for ln in res.stderr.strip().splitlines() if ln]
     assert len(lines) == 1, res.stderr
@@ -123,12 +125,12 @@ def test_bad_run_names_its_line(tmp_path, trec_files):
     assert "Traceback" in res.stderr
 
 
-def test_results_unknown_filter_column(tmp_path, trec_files):
+def test_results_unknown_filter_column(tmp_path, trec_files, cli):
     root, _, _ = trec_files
     store = tmp_path / "s"
-    assert _cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(root / "good.trec"), "--metrics",
-                "acc@1", "--bootstrap", "20", "--store", str(store), "--dataset", "d").returncode == 0
-    res = _cli("results", "--store", str(store), "--filter", "colour=red")
+    assert cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(root / "good.trec"), "--metrics",
+               "acc@1", "--bootstrap", "20", "--store", str(store), "--dataset", "d").returncode == 0
+    res = cli("results", "--store", str(store), "--filter", "colour=red")
     assert res.returncode == 2 and "colour" in res.stderr
 
 
