@@ -4,6 +4,7 @@ itself is said in one line instead of a list of ties."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from adaptlab.analysis.inspect import recorded_texts, same_system_note
@@ -46,5 +47,7 @@ def test_a_system_against_itself_is_one_line(cli, docs_store):
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().splitlines() == [same_system_note("ft", "ft")]
     assert "tie" in res.stdout and same_system_note("ft", "base") is None
+    as_json = cli("inspect", "--store", str(docs_store), "--system", "ft", "--against", "ft", "--format", "json")
+    assert json.loads(as_json.stdout) == {"note": same_system_note("ft", "ft"), "win_loss": [], "queries": []}
     missing = cli("inspect", "--store", str(docs_store), "--system", "nope", "--against", "nope")
     assert missing.returncode == 2 and "systems in the store" in missing.stderr

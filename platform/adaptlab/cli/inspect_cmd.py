@@ -47,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
     note = same_system_note(args.system, args.against)
     if note is not None:
         inspect_queries(store, args.system, dataset=args.dataset, limit=1)  # a missing system still fails
-        print(_escaped(note))
+        if args.format == "json":
+            print_json({"note": note, "win_loss": [], "queries": []})
+        else:
+            print(_escaped(note))
         return 0
     table = inspect_queries(store, args.system, args.against, dataset=args.dataset, limit=args.limit)
     texts = _texts(args, store, table)
