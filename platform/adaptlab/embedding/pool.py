@@ -566,13 +566,21 @@ class _Dispatch:
         p = self.pool.placement
         need = f"{p.num_gpus:g} GPU" if p.num_gpus else f"{p.num_cpus:g} CPU"
         if self.lost_nodes:
-            what = "lost node(s) " + ", ".join(f"{n[:12]} ({ip or 'ip unknown'})" for n, ip in self.lost_nodes.items())
+            what = "lost node(s) " + _lost_nodes_text(self.lost_nodes)
         else:
             what = "no node was lost in this call, but none has room"
         return (f"embedding stopped: no embedding actor was ready for {self.timeout:g} s, none could be placed "
                 f"or load its encoder ({what}; each actor needs {need}); {self.done}/{self.total} texts of this call were embedded and are not "
                 f"kept; to resume, re-run the same study once the cluster has room (finished work is reused "
                 f"from the content cache), or wait longer with {PLACEMENT_TIMEOUT_ENV}=SECONDS")
+
+
+def _lost_nodes_text(lost: dict[str, str]) -> str:
+    """``id (ip), ...`` of the lost nodes of a capacity error. An actor that died before it reported
+    its node (a replacement Ray had sent to the dying node) is lost with node "unknown"; that
+    entry is named only when no node is known."""
+    known = {node: ip for node, ip in lost.items() if node != "unknown"} or lost
+    return ", ".join(f"{node[:12]} ({ip or 'ip unknown'})" for node, ip in known.items())
 
 
 def raise_init_error(e: Exception) -> None:
