@@ -115,10 +115,12 @@ def test_run_missing_model_is_clear(tmp_path):
     assert "no-such-model" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_run_on_embedded_ray_with_analyses(tmp_path):
+def test_run_on_embedded_ray_with_analyses(tmp_path, shared_ray, cli):
+    """On the session's embedded Ray (a fresh process starting its own is tests/runtime's claim):
+    the actor pool embeds, and [analysis] rows reach the store."""
     study = _write(tmp_path, MINIMAL + "[embedding]\nnum_actors = 1\n[bootstrap]\nn_resamples = 100\n"
                    "[analysis]\nthresholds = true\ncoe_roe = true\nisotropy = true\n")
-    res = _cli("run", str(study), "--store", str(tmp_path / "s"))
+    res = cli("run", str(study), "--store", str(tmp_path / "s"))
     assert res.returncode == 0, res.stderr
     from adaptlab import results
 
