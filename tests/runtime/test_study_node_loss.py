@@ -313,7 +313,7 @@ def test_losing_every_node_with_room_fails_the_study_with_one_line_in_bounded_ti
     assert f"no embedding actor was ready for {PLACEMENT_S} s" in err["message"], err["message"]
     assert "texts of this call were embedded and are not kept" in err["message"]
     assert "re-run the same study" in err["message"]
-    assert f"[no rows of this study were committed to {scenario['base'] / 'store-fault2'}]" in err["message"]
+    assert f"[no evaluation rows of this study were committed to {scenario['base'] / 'store-fault2'}]" in err["message"]
     assert _stored_rows(scenario["base"] / "store-fault2") == 0  # nothing partial
     waited = err["t"] - scenario["kill"]["w2"]
     print(f"[node-loss] the study failed {waited:.1f} s after the last node with room was killed")
@@ -334,7 +334,7 @@ def test_a_study_failing_before_its_first_commit_says_nothing_was_committed(tmp_
                      '[[models]]\nname = "h"\nref = "hash:16"\n[embedding]\nuse_ray = false\n')
     with pytest.raises(AdaptlabError) as info:
         run_study(load_study(study))
-    assert str(info.value).endswith(f"[no rows of this study were committed to {store}]"), info.value
+    assert str(info.value).endswith(f"[no evaluation rows of this study were committed to {store}]"), info.value
     assert _stored_rows(store) == 0
 
 

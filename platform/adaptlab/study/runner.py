@@ -229,12 +229,12 @@ def evaluate_systems(
 
 def _committed_note(outcomes: list[DatasetOutcome], store_root: Path | None) -> str:
     """What a failed study left in the store: the datasets committed before the failure (the
-    unit of atomicity is one dataset), or that nothing was."""
+    unit of atomicity is one dataset), or that none was (a Tune sweep's rows, stored before the evaluation, aside)."""
     done = [o for o in outcomes if o.run_ids]
     if store_root is None:
         return ""
     if not done:
-        return f" [no rows of this study were committed to {store_root}]"
+        return f" [no evaluation rows of this study were committed to {store_root}]"
     names = ", ".join(f"{o.dataset} (version {getattr(o.run_ids, 'version', '?')})" for o in done)
     return (f" [datasets already committed to {store_root} before this error: {names}; each dataset is one "
             "atomic commit, so running the study again stores them again as new runs]")
