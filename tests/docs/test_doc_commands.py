@@ -180,15 +180,12 @@ def argv_variants(text: str, store: Path) -> list[list[str]]:
     return variants
 
 
-def _header(line: str) -> list[str]:
-    return line.split()
-
-
 # Where the docs show a command's output: a stable part of it, checked on the test's output.
 EXPECT: dict[str, Callable[[str, Path], None]] = {}
 
 
 def expects(text: str) -> Callable[[Callable[[str, Path], None]], Callable[[str, Path], None]]:
+    """Register the decorated function as the output check of the docs command ``text``."""
     def register(check: Callable[[str, Path], None]) -> Callable[[str, Path], None]:
         EXPECT[text] = check
         return check
@@ -198,7 +195,7 @@ def expects(text: str) -> Callable[[Callable[[str, Path], None]], Callable[[str,
 @expects("adaptlab results --store S --wide --filter measure=ndcg@10,mrr")
 def _wide(out: str, cwd: Path) -> None:
     lines = out.splitlines()
-    assert _header(lines[0]) == ["dataset", "system", "ndcg@10", "mrr"]  # "columns in this order"
+    assert lines[0].split() == ["dataset", "system", "ndcg@10", "mrr"]  # "columns in this order"
     assert re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", lines[2])
     assert "Point estimates with 95% confidence intervals in brackets" in out
 
@@ -283,3 +280,13 @@ def test_the_extractor_sees_blocks_continuations_chains_and_inline_spans(tmp_pat
     got = [(c.where, c.text) for c in extract(doc, tmp_path)]
     assert got == [("x.md:3", "pip install a"), ("x.md:3", "adaptlab evaluate --qrels q --run r"),
                    ("x.md:8", "adaptlab results --store S"), ("x.md (inline)", "adaptlab results --store S")]
+
+
+def test_argv_variants_substitute_the_store_and_expand_the_docs_notation(tmp_path):
+    st = tmp_path / "st"
+    assert argv_variants("adaptlab results --store S --table runs|history > t.txt", st) == [
+        ["results", "--store", str(st), "--table", "runs"], ["results", "--store", str(st), "--table", "history"]]
+    assert argv_variants("adaptlab export --store results/ --to ranx --out r/ [--system S]", st) == [
+        ["export", "--store", str(st), "--to", "ranx", "--out", "r/"]]
+    assert argv_variants('adaptlab results --store S --sql "SELECT a|b"', st)[0][-1] == "SELECT a|b"
+    assert argv_variants("adaptlab run x.toml --store DIR", st) == [["run", "x.toml", "--store", "DIR"]]
