@@ -172,7 +172,7 @@ def test_a_store_that_refuses_checkpoints_warns_once_and_training_goes_on(
     assert len(warnings) == 1, warnings  # the later failures go to DEBUG
     assert "cannot publish the checkpoint of step 1" in warnings[0] and "connection reset" in warnings[0]
     failures = sum("cannot publish the checkpoint" in r.getMessage() for r in caplog.records)
-    assert failures == art.manifest["training"]["steps"] == 4  # a checkpoint after every step
+    assert failures == art.manifest["training"]["steps"] - 1 == 3  # after every step but the last
     assert art.uri is not None and not art.reused  # the artifact itself is published
     a, b = read_weights(art.model_path), read_weights(clean_ft.model_path)
     assert all(torch.equal(a[k], b[k]) for k in a)

@@ -517,8 +517,9 @@ def run_loop(
 
     Resumes from ``checkpoint_dir`` when it holds a checkpoint. ``on_checkpoint(step)`` runs
     after each checkpoint is complete; ``on_epoch_end(epoch, checkpoint)`` after each epoch
-    (0-based, with that epoch's checkpoint when ``checkpoint_each_epoch``). ``label`` names the
-    run (variant and data scale) in the checks' messages (module docstring).
+    (0-based, with that epoch's checkpoint when ``checkpoint_each_epoch``; the last epoch's is
+    written only for ``on_epoch_end``: without it the trained model follows at once). ``label``
+    names the run (variant and data scale) in the checks' messages (module docstring).
     """
     import torch
 
@@ -554,7 +555,9 @@ def run_loop(
         end_of_epoch = done % steps_per_epoch == 0 or done == total
         target = None
         periodic = bool(checkpoint_every) and done % int(checkpoint_every or 1) == 0 and done < total
-        if checkpoint_dir is not None and (periodic or (checkpoint_each_epoch and end_of_epoch)):
+        # the last step's state is the trained model: checkpointed only for an epoch hook that reads it
+        epochly = checkpoint_each_epoch and end_of_epoch and (done < total or on_epoch_end is not None)
+        if checkpoint_dir is not None and (periodic or epochly):
             target = _write_checkpoint(model, optimizer, checkpoint_dir, done, result.losses)
             if on_checkpoint is not None:
                 on_checkpoint(done)
