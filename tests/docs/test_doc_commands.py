@@ -294,3 +294,33 @@ def test_argv_variants_substitute_the_store_and_expand_the_docs_notation(tmp_pat
         ["export", "--store", str(st), "--to", "ranx", "--out", "r/"]]
     assert argv_variants('adaptlab results --store S --sql "SELECT a|b"', st)[0][-1] == "SELECT a|b"
     assert argv_variants("adaptlab run x.toml --store DIR", st) == [["run", "x.toml", "--store", "DIR"]]
+
+
+def _keys(doc: object, real: object, where: str = "") -> list[str]:
+    """Keys of the docs' JSON example that the real output lacks (names of systems and measures,
+    which differ by data, are matched by position)."""
+    if isinstance(doc, dict) and isinstance(real, dict):
+        missing = []
+        for i, (k, v) in enumerate(doc.items()):
+            if k in real:
+                missing += _keys(v, real[k], f"{where}.{k}")
+            elif where.endswith((".systems", ".systems.*")) and len(real) > i:
+                missing += _keys(v, list(real.values())[i], f"{where}.*")
+            else:
+                missing.append(f"{where}.{k}")
+        return missing
+    if isinstance(doc, list) and isinstance(real, list) and doc and real:
+        return _keys(doc[0], real[0], f"{where}[0]")
+    return []
+
+
+def test_evaluate_json_has_the_fields_the_user_guide_shows(cli, docs_workdir):
+    import json
+
+    text = (ROOT / "docs" / "user-guide.md").read_text(encoding="utf-8")
+    shown = json.loads(re.search(r"`--format json` prints\s*```json\n(.*?)```", text, re.S).group(1))
+    res = cli("evaluate", "--qrels", "qrels.test.trec", "--run", "bm25.trec", "--run", "minilm.trec",
+              "--metrics", "ndcg@10", "--bootstrap", "200", "--seed", "0", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    real = json.loads(res.stdout)
+    assert not _keys(shown, real), f"fields the user guide shows but evaluate --format json lacks: {_keys(shown, real)}"
