@@ -94,6 +94,20 @@ def test_every_option_and_the_revision_are_in_the_key():
     assert key() == key()
 
 
+def test_two_sizes_of_one_encoder_never_share_vectors(tmp_path):
+    """``hash:16`` and ``hash:32`` have one revision (``hash-v1``); the reference's own options
+    (its ``dim``) are in the key, so the second size embeds instead of reading the first's
+    16-column vectors (a real run gave nDCG@10 0.113 instead of 0.170 before)."""
+    from adaptlab.models import resolve_model
+
+    cache = EmbeddingCache(tmp_path)
+    small, large = (Embedder(resolve_model(f"hash:{d}"), options={}, batch_size=4, use_ray=False, cache_dir=cache)
+                    for d in (16, 32))
+    assert small.cache_key(TEXTS, "document") != large.cache_key(TEXTS, "document")
+    assert small(TEXTS, "document").shape[1] == 16
+    assert large(TEXTS, "document").shape[1] == 32 and large.from_cache == 0
+
+
 def test_the_bound_evicts_the_least_recently_used(tmp_path):
     cache = EmbeddingCache(tmp_path, max_bytes=2500)  # room for two 928-byte files, not three
     _fill(cache, ["a.npy", "b.npy"])

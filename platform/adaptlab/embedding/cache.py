@@ -307,6 +307,14 @@ class CachedModel:
             self._revision = model_revision(self.ref)
         return self._revision
 
+    @property
+    def model_key(self) -> Any:
+        """What identifies the model in a cache key: its revision, plus the options the reference
+        itself carries (``hash:32`` is ``dim=32`` at the one revision ``hash-v1`` of every size)
+        when it has any, so two sizes of one encoder never share vectors."""
+        ref_options = dict(getattr(self.ref, "options", None) or {})
+        return [self.revision, ref_options] if ref_options else self.revision
+
     def wants_ray(self, n: int) -> bool:
         """With ``use_ray``: a call of ``n`` texts goes to Ray once this embedder has used Ray, or
         from ``local_below`` texts on (0: always)."""
@@ -336,8 +344,8 @@ class Embedder(CachedModel):
     """
 
     def cache_key(self, texts: list[str], kind: str) -> str:
-        """``sha256(revision, kind, texts, options, adaptlab version)``."""
-        return self._key(self.revision, kind, texts_hash(texts), self.options)
+        """``sha256(model key, kind, texts, options, adaptlab version)``."""
+        return self._key(self.model_key, kind, texts_hash(texts), self.options)
 
     def __call__(self, texts: list[str], kind: str) -> np.ndarray:
         name = f"{self.cache_key(texts, kind)}.npy" if self._cache is not None else None

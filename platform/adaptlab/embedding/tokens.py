@@ -225,7 +225,7 @@ class TokenEmbedder(CachedModel):
         from adaptlab.models.colbert import RETRIEVAL_OPTIONS  # light: no torch or colbert import
 
         options = {k: v for k, v in self.options.items() if k not in RETRIEVAL_OPTIONS}
-        return self._key("tokens", self.revision, kind, texts_hash(texts), options)  # + the adaptlab version
+        return self._key("tokens", self.model_key, kind, texts_hash(texts), options)  # + the adaptlab version
 
     def on_ray(self, n: int) -> bool:
         """Whether a call of ``n`` texts goes to the actor pool (the module docstring's rule)."""
