@@ -35,6 +35,22 @@ def ray_fake_gpus():
     return info
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "stops_ray: the test shuts Ray down (run after this folder's other tests)")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Tests marked ``stops_ray`` run after every other test of this folder, so the folder starts
+    its Ray once (a test that stopped it in the middle made the next file start it again)."""
+    ours = [i for i, item in enumerate(items) if _HERE in Path(str(item.path)).resolve().parents]
+    last = [items[i] for i in ours if items[i].get_closest_marker("stops_ray")]
+    if not last:
+        return
+    end = ours[-1]
+    keep = [item for item in items[: end + 1] if item not in last]
+    items[:] = keep + last + items[end + 1:]
+
+
 def pytest_runtest_teardown(item, nextitem):
     """Stop our Ray when the next test is outside this folder (or there is none)."""
     if not _state["started"]:

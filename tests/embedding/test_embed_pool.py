@@ -73,6 +73,7 @@ def test_embedder_keeps_tiny_calls_in_process_and_large_ones_on_the_pool(ray_fak
     release_pools()
 
 
+@pytest.mark.stops_ray
 def test_shutting_ray_down_releases_the_pools(ray_fake_gpus):
     from adaptlab.runtime import shutdown_ray
 
