@@ -32,7 +32,6 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -162,7 +161,7 @@ def _lose_node(temp_dir: Path) -> dict:
 
 def _start_cluster(base: Path, env: dict) -> HeadPorts:
     """A head without CPUs and two 1-CPU workers (one FT stage each), each node with its own
-    ``ADAPTLAB_CACHE``; the head gets a second try (``ray start`` can time out on a loaded machine)."""
+    ``ADAPTLAB_CACHE``; every node gets more than one try (``ray start`` can time out on a loaded machine)."""
     for attempt in range(2):
         ports = HeadPorts()
         head = start_head(ports, base / "head", {**env, "ADAPTLAB_CACHE": str(base / "head" / "cache")}, num_cpus=0)
@@ -171,17 +170,13 @@ def _start_cluster(base: Path, env: dict) -> HeadPorts:
         stop_cluster(base, ports)
         assert attempt == 0, head.stderr[-2000:]
 
-    def join(name: str) -> subprocess.CompletedProcess:
-        for _ in range(2):  # a raylet that misses Ray's fixed 30 s start window gets a second try
+    for name in WORKERS:  # one after the other, with three tries each: on a loaded machine a raylet
+        for _ in range(3):  # can miss Ray's fixed 30 s start window (the GCS answers too late)
             done = start_worker(ports, base / name, {**env, "ADAPTLAB_CACHE": str(base / name / "cache")}, num_cpus=1)
             if done.returncode == 0:
                 break
             stop_cluster(base / name)
-        return done
-
-    with ThreadPoolExecutor(2) as pool:
-        for worker in pool.map(join, WORKERS):
-            assert worker.returncode == 0, worker.stderr[-2000:]
+        assert done.returncode == 0, done.stderr[-2000:]
     return ports
 
 
