@@ -24,7 +24,9 @@ order of ``texts``. With ``use_ray=True`` (the default):
    exactly once (a missing or duplicated row raises), so the result is in input order.
 
 ``use_ray=False`` loads the encoder in this process (cached for the next call with the same
-model) and encodes directly: for tiny inputs and tests.
+model) and encodes directly: for tiny inputs and tests. A load that takes longer than the progress
+interval prints ``[adaptlab] loading MODEL (N s)`` lines meanwhile
+(:class:`~adaptlab.embedding.pool.Heartbeat`), so the progress promise holds from the start.
 
 Steps 1-3 (:func:`pool_placement`, :func:`length_blocks`, the same warm pools) also carry the
 token vectors of late-interaction models (:mod:`adaptlab.embedding.tokens`); only the assembly of
@@ -44,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from adaptlab.embedding.actor import EncoderFactory
-from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, PoolPlacement, Progress, get_pool
+from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, Heartbeat, PoolPlacement, Progress, get_pool
 from adaptlab.embedding.pool import placement_timeout as check_placement_timeout
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, check_texts
@@ -131,22 +133,35 @@ def plan_blocks(n: int, *, num_actors: int, batch_size: int, block_size: int | N
 _LOCAL_CACHE: dict[str, Encoder] = {}
 
 
-def _local_encoder(factory: EncoderFactory, device: str | None) -> Encoder:
+def _local_encoder(factory: EncoderFactory, device: str | None, progress: bool = True) -> Encoder:
+    """The encoder in this process: cached per recipe (one model at a time), loaded under a
+    :class:`Heartbeat` (lines while a load runs past the progress interval)."""
     if isinstance(factory, EncoderSpec):
         key = json.dumps([str(factory.ref), repr(factory.ref), factory.backend, dict(factory.options), device],
                          sort_keys=True, default=str)
         enc = _LOCAL_CACHE.get(key)
         if enc is None:
-            enc = factory(device)
+            enc = _load(factory, device, progress)
             _LOCAL_CACHE.clear()  # one model at a time
             _LOCAL_CACHE[key] = enc
         return enc
-    return factory(device)
+    return _load(factory, device, progress)
+
+
+def _load(factory: EncoderFactory, device: str | None, progress: bool) -> Encoder:
+    name = _model_name(factory)
+    with Heartbeat(f"loading {name}" if name else "loading the encoder", enabled=None if progress else False):
+        return factory(device)
+
+
+def _model_name(factory: EncoderFactory) -> str:
+    """The model's short name (last path component, <= 40 characters), "" for a bare factory."""
+    name = getattr(getattr(factory, "ref", None), "name", None) or str(getattr(factory, "ref", "") or "")
+    return name.rsplit("/", 1)[-1][:40]
 
 
 def _what(factory: EncoderFactory, kind: TextKind, n: int) -> str:
-    name = getattr(getattr(factory, "ref", None), "name", None) or str(getattr(factory, "ref", "") or "")
-    name = name.rsplit("/", 1)[-1][:40]
+    name = _model_name(factory)
     return f"embedding {n} {'queries' if kind == 'query' else kind + 's'}" + (f" with {name}" if name else "")
 
 
@@ -186,7 +201,7 @@ def _encode_in_slices(enc: Encoder, texts: list[str], kind: TextKind, batch_size
 def _embed_local(texts: list[str], factory: EncoderFactory, kind: TextKind, batch_size: int,
                  device: str | None, progress: bool = True) -> EmbeddingRun:
     t0 = time.perf_counter()
-    enc = _local_encoder(factory, device)
+    enc = _local_encoder(factory, device, progress)
     n = len(texts)
     if n == 0:
         emb = enc.encode(texts, kind=kind, batch_size=batch_size)

@@ -30,8 +30,11 @@ pool is released.
 Progress (:class:`Progress`): on a terminal a tqdm bar; when stderr is not a terminal (a log
 file, a Ray job's logs) a line at least every :data:`PROGRESS_INTERVAL` seconds with done/total,
 the rate and the time left (a heartbeat line "still working" while a block runs longer than
-that), and a last line when the work took longer than that. ``adaptlab
---quiet`` (:func:`set_progress`) or ``ADAPTLAB_PROGRESS=0`` turns both off.
+that), and a last line when the work took longer than that. A step with nothing to count (an
+encoder loading in this process) gets :class:`Heartbeat` lines at the same interval instead. The
+clock is shared: a line that follows a step within the interval is due one interval after the
+previous step's last line, so the promise holds across steps too. ``adaptlab --quiet``
+(:func:`set_progress`) or ``ADAPTLAB_PROGRESS=0`` turns all of it off.
 
 Lifetime: pools live until :func:`release_pools` (or the :func:`embedding_pools` context
 manager exits, or :func:`adaptlab.runtime.shutdown_ray`). A pool whose Ray session has ended
@@ -72,6 +75,7 @@ __all__ = [
     "PROGRESS_INTERVAL_ENV",
     "ClusterCapacityError",
     "EncoderPool",
+    "Heartbeat",
     "PoolPlacement",
     "Progress",
     "active_pools",
@@ -111,6 +115,17 @@ def progress_enabled() -> bool:
     return os.environ.get("ADAPTLAB_PROGRESS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+_LAST_LINE: dict[str, float | None] = {"at": None}
+
+
+def _clock_start(t0: float, interval: float) -> float:
+    """Where a new progress clock starts: the last progress line of this process when it came less
+    than ``interval`` before ``t0`` (the next line is then due one interval after it, across steps),
+    else ``t0`` (a short step after a quiet spell prints nothing)."""
+    last = _LAST_LINE["at"]
+    return last if last is not None and 0 <= t0 - last < interval else t0
+
+
 def _seconds(t: float) -> str:
     t = max(0.0, t)
     if t < 90:
@@ -137,7 +152,8 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.interval = _interval(interval)
         self.enabled = progress_enabled() if enabled is None else enabled
-        self.t0 = self.last = self.moved = time.perf_counter()
+        self.t0 = self.moved = time.perf_counter()
+        self.last = _clock_start(self.t0, self.interval)
         self.printed = False
         self.bar: Any = None
         self._lock = threading.Lock()
@@ -192,7 +208,7 @@ class Progress:
 
     def _line(self, now: float, final: bool = False, waiting: float | None = None) -> None:
         with self._lock:
-            self.last = now
+            self.last = _LAST_LINE["at"] = now
             text = self._text(now, final, waiting)
             try:
                 print(text, file=self.stream, flush=True)
@@ -217,6 +233,55 @@ class Progress:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class Heartbeat:
+    """Lines while a step with nothing to count runs (an encoder loading in this process):
+    ``[adaptlab] WHAT (N s)`` every ``interval`` seconds on ``stream`` (default ``sys.stderr``),
+    on the clock :class:`Progress` uses, and ``[adaptlab] WHAT: done in N s`` at the end if it
+    printed anything. A step shorter than the interval prints nothing. Use it as a context manager."""
+
+    def __init__(self, what: str, *, interval: float | None = None, stream: Any = None,
+                 enabled: bool | None = None) -> None:
+        self.what = what
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval = _interval(interval)
+        self.enabled = progress_enabled() if enabled is None else enabled
+        self.t0 = self.last = time.perf_counter()
+        self.printed = False
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    def __enter__(self) -> Heartbeat:
+        self.t0 = time.perf_counter()
+        self.last = _clock_start(self.t0, self.interval)
+        if self.enabled and self.interval > 0:
+            self._beat = threading.Thread(target=self._run, name="adaptlab-heartbeat", daemon=True)
+            self._beat.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(min(1.0, self.interval / 4)):
+            now = time.perf_counter()
+            if now - self.last >= self.interval:
+                self._line(now, f"{self.what} ({_seconds(now - self.t0)})")
+
+    def _line(self, now: float, text: str) -> None:
+        self.last = _LAST_LINE["at"] = now
+        try:
+            print(f"[adaptlab] {text}", file=self.stream, flush=True)
+        except (OSError, ValueError):  # a closed stream must not break the work
+            self._stop.set()
+        self.printed = True
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=2.0)
+            self._beat = None
+        if self.printed and exc[0] is None:
+            now = time.perf_counter()
+            self._line(now, f"{self.what}: done in {_seconds(now - self.t0)}")
 
 
 def _interval(interval: float | None) -> float:
