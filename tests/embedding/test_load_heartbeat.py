@@ -20,7 +20,7 @@ from embedding_fakes import make_texts
 
 INTERVAL = 0.4
 SLACK = 0.8  # the heartbeat polls every interval/4; a loaded machine adds scheduling delay
-LOAD_LINE = re.compile(r"^\[adaptlab\] loading (\S+) \((\d+) s\)$")
+LOAD_LINE = re.compile(r"^\[adaptlab\] (loading \S+|starting Ray) \((\d+) s\)$")
 
 
 class _Clocked:
@@ -171,3 +171,21 @@ def test_the_next_step_continues_the_clock_of_the_last_line(clocked, monkeypatch
     first = next(t for t, line in stream.lines if "embedding 10 documents" in line)
     assert first - done_line <= 1.0 + SLACK, stream.lines
     assert first - started < 1.0, stream.lines  # sooner than a clock of its own would allow
+
+
+def test_waiting_for_ray_to_start_has_heartbeat_lines(clocked, monkeypatch):
+    import adaptlab.embedding.pipeline as pipeline
+
+    stream = clocked(beats=2)
+
+    def slow_start() -> None:  # a Ray start that takes intervals, then fails (so no pool is needed)
+        stream.event.wait(10.0)
+        raise RuntimeError("no Ray here")
+
+    monkeypatch.setattr(pipeline, "init_ray", slow_start)
+    t0 = time.perf_counter()
+    with pytest.raises(RuntimeError, match="no Ray here"):
+        embed_texts_detailed(make_texts(5), "hash:16", use_ray=True)
+    assert time.perf_counter() - t0 < 10.0, stream.lines  # released by the lines, not the bound
+    lines = [line for _, line in stream.lines]
+    assert len(lines) >= 2 and all(re.fullmatch(r"\[adaptlab\] starting Ray \(\d+ s\)", ln) for ln in lines), lines

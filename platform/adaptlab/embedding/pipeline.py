@@ -294,7 +294,8 @@ def _embed_ray(
     block_size: int | None, torch_threads: int | None, sort_by_length: bool, max_restarts: int | None,
     device: str | None, progress: bool = True, placement_timeout: float | None = None,
 ) -> EmbeddingRun:
-    init_ray()
+    with Heartbeat("starting Ray", enabled=None if progress else False):  # or waiting for its start
+        init_ray()
     n = len(texts)
     placement, bs = pool_placement(n, batch_size=batch_size, num_actors=num_actors, block_size=block_size,
                                    torch_threads=torch_threads, device=device)
