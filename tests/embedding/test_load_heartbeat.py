@@ -125,11 +125,14 @@ def test_a_load_shorter_than_the_interval_prints_nothing(clocked, monkeypatch):
     assert stream.lines == []
 
 
-@pytest.mark.parametrize("off", ["argument", "environment"])
+@pytest.mark.parametrize("off", ["argument", "environment", "quiet"])
 def test_progress_off_means_no_load_lines(clocked, monkeypatch, off):
     stream = clocked()
     if off == "environment":
         monkeypatch.setenv("ADAPTLAB_PROGRESS", "0")
+    if off == "quiet":  # what adaptlab --quiet does
+        monkeypatch.setitem(pool._PROGRESS, "enabled", None)  # restored after the test
+        pool.set_progress(False)
     ready = threading.Event()
     threading.Timer(3 * INTERVAL, ready.set).start()  # three intervals: three lines if it were on
     loader = SlowLoader(ready, HashingEncoder(16))
