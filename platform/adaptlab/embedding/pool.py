@@ -126,6 +126,11 @@ def _clock_start(t0: float, interval: float) -> float:
     return last if last is not None and 0 <= t0 - last < interval else t0
 
 
+def _until_due(last: float, interval: float) -> float:
+    """Seconds a heartbeat sleeps: until the next line is due (``last + interval``), at least 50 ms."""
+    return max(0.05, last + interval - time.perf_counter())
+
+
 def _seconds(t: float) -> str:
     t = max(0.0, t)
     if t < 90:
@@ -185,7 +190,7 @@ class Progress:
 
     def _heartbeat(self) -> None:
         """Print a line whenever ``interval`` seconds passed without one (runs in a daemon thread)."""
-        while not self._stop.wait(min(1.0, self.interval / 4)):
+        while not self._stop.wait(_until_due(self.last, self.interval)):
             now = time.perf_counter()
             if self.done >= self.total or not self.enabled:
                 return
@@ -261,7 +266,7 @@ class Heartbeat:
         return self
 
     def _run(self) -> None:
-        while not self._stop.wait(min(1.0, self.interval / 4)):
+        while not self._stop.wait(_until_due(self.last, self.interval)):
             now = time.perf_counter()
             if now - self.last >= self.interval:
                 self._line(now, f"{self.what} ({_seconds(now - self.t0)})")
