@@ -244,7 +244,9 @@ class Heartbeat:
     """Lines while a step with nothing to count runs (an encoder loading in this process):
     ``[adaptlab] WHAT (N s)`` every ``interval`` seconds on ``stream`` (default ``sys.stderr``),
     on the clock :class:`Progress` uses, and ``[adaptlab] WHAT: done in N s`` at the end if it
-    printed anything. A step shorter than the interval prints nothing. Use it as a context manager."""
+    printed anything. A step shorter than the interval prints nothing, unless the last progress
+    line came less than an interval before it started (the next line is due then). Use it as a
+    context manager."""
 
     def __init__(self, what: str, *, interval: float | None = None, stream: Any = None,
                  enabled: bool | None = None) -> None:
