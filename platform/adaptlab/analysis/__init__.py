@@ -33,7 +33,7 @@ from adaptlab.analysis.diversity import (
     topic_map,
 )
 from adaptlab.analysis.evalrank import EvalRankResult, PairPool, evalrank, evalrank_ranks, load_pairs
-from adaptlab.analysis.inspect import format_inspection, inspect_queries, win_loss
+from adaptlab.analysis.inspect import format_inspection, inspect_queries, recorded_texts, same_system_note, win_loss
 from adaptlab.analysis.isotropy import IsotropyResult, isoscore, isotropy, isotropy_mu, isotropy_mu_exact
 from adaptlab.analysis.plan import Plan, pilot_from_store, plan_sample_size
 from adaptlab.analysis.overlap import (
@@ -123,6 +123,8 @@ __all__ = [
     "format_inspection",
     "format_p",
     "inspect_queries",
+    "recorded_texts",
+    "same_system_note",
     "isoscore",
     "isotropy",
     "isotropy_mu",

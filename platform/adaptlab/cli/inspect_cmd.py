@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the inspection (or JSON); returns the exit status."""
     from adaptlab import results
-    from adaptlab.analysis.inspect import format_inspection, inspect_queries, same_system_note, win_loss
+    from adaptlab.analysis import format_inspection, inspect_queries, same_system_note, win_loss
 
     store = results.open(args.store)
     note = same_system_note(args.system, args.against)
@@ -68,7 +68,7 @@ def _texts(args: argparse.Namespace, store: Any, table: Any) -> Any:
     """Texts per listed dataset: ``--data`` for the datasets whose listed queries it holds (every
     listed one with ``--dataset``), each other dataset's recorded spec where it is readable (one
     line on stderr per dataset it is not, saying where it looked)."""
-    from adaptlab.analysis.inspect import recorded_texts
+    from adaptlab.analysis import recorded_texts
 
     listed: dict[str, set[str]] = {}
     for row in table.select(["dataset", "query_id"]).to_pylist():
