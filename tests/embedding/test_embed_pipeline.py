@@ -129,14 +129,15 @@ def test_real_minilm_on_ray_matches_in_process(ray_fake_gpus):
 
 # -- progress keeps its promise: a line at least every interval, whatever the block size ---------
 class _Clocked:
-    """A non-terminal stream that records when each line was written."""
+    """A non-terminal stream that records when each of adaptlab's lines was written (Ray may
+    forward an earlier test's actor output onto ``sys.stderr`` late: those lines are not ours)."""
 
     def __init__(self) -> None:
         self.lines: list[tuple[float, str]] = []
         self.t0 = time.perf_counter()
 
     def write(self, text: str) -> int:
-        if text.strip():
+        if text.strip().startswith("[adaptlab]"):
             self.lines.append((time.perf_counter(), text.strip()))
         return len(text)
 
