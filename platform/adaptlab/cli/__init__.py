@@ -124,29 +124,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         restore()
 
 
-_NO_FINALIZE = frozenset({"results"})
-"""Commands whose process ends with ``os._exit`` after flushing (see :func:`entry`)."""
-
-
 def entry() -> None:
-    """The ``adaptlab`` console script and ``python -m adaptlab``: :func:`main`, then exit.
-
-    ``adaptlab results`` (read-only queries through deltalake and pyarrow, nothing left to clean up)
-    ends with ``os._exit`` once its output and logs are flushed: about 2-3% of such processes
-    otherwise aborted *after* printing complete output ("terminate called without an active
-    exception", status -6) while the interpreter tore down the native libraries' threads. Other
-    commands keep the normal exit (Ray shutdown and other exit handlers run)."""
-    status = main()
-    command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
-    if command not in _NO_FINALIZE:
-        raise SystemExit(status)
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: main already reported it
-            pass
-    os._exit(status)
+    """The ``adaptlab`` console script and ``python -m adaptlab``: :func:`main`, then a normal
+    exit with its status (exit handlers run; a store's reader leaves no native thread that could
+    abort the exit, see :mod:`adaptlab.results.reader`)."""
+    raise SystemExit(main())
 
 
 def one_line(e: BaseException) -> str:

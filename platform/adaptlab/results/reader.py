@@ -10,8 +10,10 @@ This module imports pyarrow and deltalake; ``adaptlab.results`` loads it on firs
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
+import time
 import weakref
 from datetime import datetime, timezone
 from pathlib import Path
@@ -52,11 +54,21 @@ __all__ = ["StoreReader", "delta_schema"]
 _Store = TypeVar("_Store", bound="StoreReader")
 _OPEN: weakref.WeakSet[StoreReader] = weakref.WeakSet()
 
+_REMOTE_SCANS: list[bool] = []
+"""Non-empty once this process scanned an object store through delta-rs' Python file system."""
+_DRAIN_SECONDS = 0.25
+
+
 def _drop_all_tables() -> None:
     """Drop every cached Delta table object before the interpreter exits: delta-rs
-    processes that read from S3 can abort at exit otherwise (delta-rs #2184)."""
+    processes that read from S3 can abort at exit otherwise (delta-rs #2184). After a scan of an
+    object store, also give pyarrow's worker threads a moment (the GIL released) to free the
+    Python buffers they still hold, while the interpreter can still hand them the GIL."""
     for store in list(_OPEN):
         store.close()
+    if _REMOTE_SCANS:
+        gc.collect()
+        time.sleep(_DRAIN_SECONDS)
 
 
 atexit.register(_drop_all_tables)
@@ -301,9 +313,12 @@ class StoreReader:
         dt = self._table()
         marks = tuple(f"kind={k}/" for k in kinds)  # a corrupted file is an error naming it, before any byte is decoded
         self._checksums.verify(u for u in self._file_uris(dt) if any(m in u for m in marks))
+        fs = self._arrow_fs()
+        if fs is None and not _REMOTE_SCANS:
+            _REMOTE_SCANS.append(True)
         try:
             with quiet_native("read"):
-                return dt.to_pyarrow_dataset(partitions=[("kind", "in", list(kinds))], filesystem=self._arrow_fs())
+                return dt.to_pyarrow_dataset(partitions=[("kind", "in", list(kinds))], filesystem=fs)
         except Exception as e:  # noqa: BLE001
             raise StoreError(f"{self.uri}: cannot read the store: {one_line(e)}") from e
 
