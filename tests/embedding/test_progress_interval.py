@@ -24,7 +24,7 @@ def test_a_bad_interval_is_one_line_naming_the_variable(monkeypatch, raw):
     with pytest.raises(ConfigError) as info:
         Progress(10, "embedding", stream=io.StringIO(), enabled=False)
     message = str(info.value)
-    assert message.startswith(f"${PROGRESS_INTERVAL_ENV}={raw!r}") and "positive number" in message
+    assert message.startswith(f"${PROGRESS_INTERVAL_ENV}={raw!r}") and "non-negative number" in message
     assert "\n" not in message
 
 

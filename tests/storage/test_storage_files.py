@@ -96,6 +96,14 @@ def test_env_number_refuses_anything_else_in_one_line_naming_the_variable(monkey
     assert "$ADAPTLAB_TEST_NUMBER" in str(e.value) and repr(text) in str(e.value) and "\n" not in str(e.value)
 
 
+def test_env_number_takes_zero_only_when_allowed(monkeypatch):
+    monkeypatch.setenv("ADAPTLAB_TEST_NUMBER", "0")
+    assert env_number("ADAPTLAB_TEST_NUMBER", 7.0, allow_zero=True) == 0.0
+    monkeypatch.setenv("ADAPTLAB_TEST_NUMBER", "-1")
+    with pytest.raises(ConfigError, match="expected a non-negative number"):
+        env_number("ADAPTLAB_TEST_NUMBER", 7.0, allow_zero=True)
+
+
 def test_cache_home_follows_adaptlab_cache_then_xdg_then_home(monkeypatch, tmp_path):
     monkeypatch.setenv("ADAPTLAB_CACHE", str(tmp_path / "a"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))

@@ -296,10 +296,7 @@ def _interval(interval: float | None) -> float:
     number >= 0 is one ConfigError line), else :data:`PROGRESS_INTERVAL` seconds."""
     if interval is not None:
         return float(interval)
-    with contextlib.suppress(ValueError):  # unset or blank: float("") fails, env_number gives the default
-        if float(os.environ.get(PROGRESS_INTERVAL_ENV, "")) == 0:
-            return 0.0
-    return env_number(PROGRESS_INTERVAL_ENV, PROGRESS_INTERVAL, unit="seconds")
+    return env_number(PROGRESS_INTERVAL_ENV, PROGRESS_INTERVAL, unit="seconds", allow_zero=True)
 
 
 def _isatty(stream: Any) -> bool:

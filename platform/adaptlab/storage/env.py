@@ -20,10 +20,10 @@ CACHE_ENV = "ADAPTLAB_CACHE"
 
 
 def env_number(name: str, default: float, *, kind: type = float, maximum: float | None = None,
-               error: type[AdaptlabError] = ConfigError, unit: str = "") -> float:
-    """``$name`` as a number > 0 (and <= ``maximum`` when given), or ``default`` when unset or
-    blank. ``kind=int`` for whole numbers. A value that is not such a number raises ``error``
-    with one line naming the variable, the value and what is expected."""
+               error: type[AdaptlabError] = ConfigError, unit: str = "", allow_zero: bool = False) -> float:
+    """``$name`` as a number > 0 (>= 0 with ``allow_zero``; <= ``maximum`` when given), or
+    ``default`` when unset or blank. ``kind=int`` for whole numbers. A value that is not such a
+    number raises ``error`` with one line naming the variable, the value and what is expected."""
     text = os.environ.get(name, "").strip()
     if not text:
         return default
@@ -31,8 +31,10 @@ def env_number(name: str, default: float, *, kind: type = float, maximum: float 
         value = kind(text)
     except ValueError:
         value = math.nan
-    if not (value > 0 and math.isfinite(value)) or (maximum is not None and value > maximum):
-        what = "a positive whole number" if kind is int else "a positive number"
+    low_ok = value >= 0 if allow_zero else value > 0
+    if not (low_ok and math.isfinite(value)) or (maximum is not None and value > maximum):
+        sign = "a non-negative" if allow_zero else "a positive"
+        what = f"{sign} whole number" if kind is int else f"{sign} number"
         upto = f" up to {maximum:g}" if maximum is not None else ""
         raise error(f"${name}={text!r}: expected {what}{(' of ' + unit) if unit else ''}{upto}")
     return value

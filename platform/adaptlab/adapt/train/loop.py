@@ -404,9 +404,9 @@ def _resume(model: Any, optimizer: Any, checkpoint_dir: Path | None, device: Any
 
 
 def _progress_interval() -> float:
-    """``ADAPTLAB_PROGRESS_INTERVAL`` seconds (a positive number, else one line naming it), or
-    :data:`PROGRESS_INTERVAL`."""
-    return env_number("ADAPTLAB_PROGRESS_INTERVAL", PROGRESS_INTERVAL, unit="seconds")
+    """``ADAPTLAB_PROGRESS_INTERVAL`` seconds (a number >= 0, 0 a line at every step, as for
+    embedding; else one line naming it), or :data:`PROGRESS_INTERVAL`."""
+    return env_number("ADAPTLAB_PROGRESS_INTERVAL", PROGRESS_INTERVAL, unit="seconds", allow_zero=True)
 
 
 def _eta(seconds: float) -> str:
