@@ -4,7 +4,9 @@ side, latest runs, time travel, SQL through DuckDB, idempotent commits, and the 
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -73,6 +75,18 @@ def test_time_travel_and_versions(two_runs):
         results.open(store.root, version=9)
     with pytest.raises(StoreError, match="as_of='yesterday'"):
         results.open(store.root, as_of="yesterday")
+
+
+def test_as_of_follows_the_commit_times_history_shows_not_file_times(two_runs):
+    """A log file written a while after its commit's timestamp (a loaded machine: the full suite
+    once opened version 0 for history's version-1 time + 1 ms) still belongs to that time."""
+    store, _ = two_runs
+    when = store.history().column("timestamp").to_pylist()[1]  # version 1
+    for log in sorted((Path(store.root) / "_delta_log").glob("*.json")):
+        os.utime(log, (log.stat().st_atime, log.stat().st_mtime + 5))  # every file 5 s after its commit
+    assert results.open(store.root, as_of=when + timedelta(milliseconds=1)).version() == 1
+    with pytest.raises(StoreError, match="no snapshot at as_of=.*first commit"):
+        results.open(store.root, as_of=when - timedelta(days=1))
     with pytest.raises(StoreError, match="version= or as_of=, not both"):
         results.open(store.root, version=1, as_of="2025-01-01")
 

@@ -198,11 +198,8 @@ class StoreReader:
             raise StoreError(f"{self.uri}: cannot open the results store: {one_line(e)}") from e
         self._check_metadata(dt)
         if version is not None or as_of is not None:
-            target: Any = version
-            if as_of is not None:
-                target = _parse_time(as_of)
             try:
-                dt.load_as_version(target)
+                dt.load_as_version(version if as_of is None else _version_at(dt, _parse_time(as_of)))
             except Exception as e:  # noqa: BLE001
                 what = f"version {version}" if as_of is None else f"as_of={as_of!s}"
                 raise StoreError(
@@ -521,6 +518,21 @@ class StoreReader:
 def _frame(table: pa.Table, columns: list[str] | str | None) -> pd.DataFrame:
     """``table`` as a DataFrame without all-null columns, keeping the ``columns`` asked for."""
     return to_frame(table, keep=[columns] if isinstance(columns, str) else columns)
+
+
+def _version_at(dt: Any, when: datetime) -> int:
+    """The newest version whose commit time, as :meth:`StoreReader.history` shows it (the
+    commit's own ``timestamp``, ms), is at or before ``when``. delta-rs' own ``as_of`` compares
+    the log files' modification times, which trail that timestamp by the write (more than a
+    millisecond on a loaded machine), so a time read from ``history()`` could open the version
+    before it."""
+    limit = int(when.timestamp() * 1000)
+    times = {int(h["version"]): int(h.get("timestamp", 0)) for h in dt.history() if h.get("version") is not None}
+    eligible = [v for v, t in times.items() if t <= limit]
+    if not eligible:
+        first = datetime.fromtimestamp(min(times.values(), default=0) / 1000, timezone.utc)
+        raise ValueError(f"the first commit is at {first.isoformat()}")
+    return max(eligible)
 
 
 def _parse_time(value: datetime | str) -> datetime:
