@@ -54,7 +54,9 @@ import contextlib
 import hashlib
 import json
 import os
+import socket
 import sys
+import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -241,7 +243,41 @@ def import_colbert() -> Any:
             f"ColBERT needs colbert-ai (through RAGatouille): pip install 'ragatouille==0.0.9' "
             f"'transformers<5' 'langchain<1' ({short_error(e)})"
         ) from e
+    _guard_git_metadata()
     return sys.modules["colbert"]
+
+
+_METADATA_USERS = ("colbert.infra.config.base_config", "colbert.infra.config.core_config",
+                   "colbert.data.examples", "colbert.data.ranking")
+
+
+def _guard_git_metadata() -> None:
+    """colbert-ai records the git branch of the *current folder* in every checkpoint it saves
+    (``utility.utils.save_metadata.get_metadata_only``) and catches only "not a repository": run
+    from a checkout on a detached HEAD (a CI job, a ``git worktree`` of a commit) building or
+    saving a ColBERT failed with GitPython's TypeError. The modules that imported it by name get
+    a version that records no git fields when git cannot say (idempotent)."""
+    from utility.utils import save_metadata
+
+    original = save_metadata.get_metadata_only
+    if getattr(original, "adaptlab_guarded", False):
+        return
+
+    def guarded() -> Any:
+        try:
+            return original()
+        except Exception:  # noqa: BLE001 - git's state is metadata, never a reason to fail
+            args = save_metadata.dotdict()
+            args.hostname, args.cmd = socket.gethostname(), " ".join(sys.argv)
+            args.current_datetime = time.strftime("%b %d, %Y ; %l:%M%p %Z (%z)")
+            return args
+
+    guarded.adaptlab_guarded = True  # type: ignore[attr-defined]
+    save_metadata.get_metadata_only = guarded
+    for name in _METADATA_USERS:
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "get_metadata_only"):
+            module.get_metadata_only = guarded
 
 
 def is_colbert_checkpoint(path: str | Path) -> bool:
