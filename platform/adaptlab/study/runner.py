@@ -53,6 +53,7 @@ from adaptlab.analysis import isotropy, overlap_metrics, similarity_thresholds, 
 from adaptlab.data.trec import write_trec_run
 from adaptlab.embedding import release_pools
 from adaptlab.embedding.cache import EmbeddingCache, Embedder
+from adaptlab.embedding.pool import Heartbeat
 from adaptlab.embedding.tokens import TokenEmbedder
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.evaluation import summarise
@@ -285,15 +286,19 @@ def _retrieve(ev: _Evaluation, system: SystemInfo, plan: EvalDataset, judged: li
         hits = embed.from_cache
         q_tok = embed(query_texts, "query")
         _log_cache_use(embed, system.name, hits + embed.from_cache, len(doc_texts) + len(query_texts))
-        return build_late_records(judged, q_tok, doc_ids, d_tok, qrels, system=system.name, dataset=plan.name,
-                                  k=k, seed=seed), None
+        with Heartbeat(f"{plan.name}: exact MaxSim top {k} with {system.name!r}"):
+            late = build_late_records(judged, q_tok, doc_ids, d_tok, qrels, system=system.name, dataset=plan.name,
+                                      k=k, seed=seed)
+        return late, None
     log(f"[adaptlab] embedding {len(doc_texts)} documents and {len(query_texts)} queries with {system.name!r}")
     d_emb = embed(doc_texts, "document")
     hits = embed.from_cache
     q_emb = embed(query_texts, "query")
     _log_cache_use(embed, system.name, hits + embed.from_cache, len(doc_texts) + len(query_texts))
-    return build_records(judged, q_emb, doc_ids, d_emb, qrels, system=system.name, dataset=plan.name, k=k,
-                         seed=seed), d_emb
+    with Heartbeat(f"{plan.name}: top {k} search with {system.name!r}"):  # the first one imports the backend
+        rec = build_records(judged, q_emb, doc_ids, d_emb, qrels, system=system.name, dataset=plan.name, k=k,
+                            seed=seed)
+    return rec, d_emb
 
 
 def _log_cache_use(embed: Embedder | TokenEmbedder, system: str, hits: int, n: int) -> None:
@@ -324,7 +329,8 @@ def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
         per_query[system.name] = evaluate(ds.qrels, rec.to_run(), ev.measures, query_ids=judged)
         provenance[system.name] = {"model_id": embed.ref.model_id, "model_revision": embed.revision}
         analysis_rows += _analyses(study, ev.boot, rec, d_emb, system.name, plan.name)
-    summary = summarise(per_query, boot=ev.boot, baseline=ev.baseline, pairs=ev.pairs)
+    with Heartbeat(f"{plan.name}: bootstrapping {len(per_query)} system(s)"):
+        summary = summarise(per_query, boot=ev.boot, baseline=ev.baseline, pairs=ev.pairs)
     outcome = DatasetOutcome(plan.name, summary, records)
     if ev.store_root is not None:
         b = ev.boot
@@ -333,10 +339,11 @@ def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
                   "bootstrap": {"n_resamples": b.n_resamples, "sample_size": b.sample_size or 0, "seed": b.seed,
                                 "confidence": b.confidence},
                   **ev.extra_config}
-        outcome.run_ids = commit_summary(ev.store_root, summary, dataset=plan.name, config=config,
-                                         provenance=provenance, dataset_fingerprint=ds.fingerprint(),
-                                         records=list(records.values()), study=study.study.name,
-                                         extra_metric_rows=analysis_rows)
+        with Heartbeat(f"{plan.name}: committing to the results store"):
+            outcome.run_ids = commit_summary(ev.store_root, summary, dataset=plan.name, config=config,
+                                             provenance=provenance, dataset_fingerprint=ds.fingerprint(),
+                                             records=list(records.values()), study=study.study.name,
+                                             extra_metric_rows=analysis_rows)
     return outcome
 
 
