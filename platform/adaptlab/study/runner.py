@@ -155,8 +155,10 @@ def _run_stages(study: Study, settings: AdaptSettings | None, tune: TuneSettings
 
 
 def _wait(ray_start: Future[Any] | None) -> None:
+    """The background Ray start's result (its error, if any), with heartbeat lines while it runs."""
     if ray_start is not None:
-        ray_start.result()
+        with Heartbeat("finishing Ray's start (begun alongside the loading)"):
+            ray_start.result()
 
 
 def run_scale_study(study: Study, **options: Any) -> ScaleStudyOutcome:
