@@ -42,7 +42,16 @@ import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "study"))
-from ray_cluster import HeadPorts, cluster_pids, start_head, start_worker, stop_cluster, stop_pids  # noqa: E402
+from ray_cluster import (  # noqa: E402
+    HeadPorts,
+    await_line,
+    cluster_pids,
+    read_lines,
+    start_head,
+    start_worker,
+    stop_cluster,
+    stop_pids,
+)
 
 from adaptlab.embedding.pool import _lost_nodes_text  # noqa: E402
 from adaptlab.errors import AdaptlabError  # noqa: E402
@@ -122,28 +131,6 @@ def _write_studies(base: Path) -> None:
         (base / f"{phase}.toml").write_text(text, encoding="utf-8")
 
 
-def _reader(stream: Any, lines: queue.Queue, sink: list[str]) -> None:
-    for line in stream:
-        sink.append(line)
-        lines.put(line)
-    lines.put(None)
-
-
-def _await(lines: queue.Queue, predicate: Callable[[str], bool], timeout: float) -> str:
-    """The first line for which ``predicate`` holds, within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            break
-        if line is None:
-            break
-        if predicate(line):
-            return line
-    raise AssertionError(f"no expected line within {timeout:.0f} s")
-
-
 def _raylet_pid(temp_dir: Path) -> int:
     pids = [p for p in cluster_pids(temp_dir)
             if b"raylet" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]]
@@ -160,8 +147,8 @@ def _documents_progress(line: str) -> bool:
 def _kill_when_embedding(stderr: queue.Queue, phase: str, raylet: int) -> float:
     """Wait for ``phase`` to start and embed its first documents, then SIGKILL ``raylet``;
     returns the wall-clock time of the kill."""
-    _await(stderr, lambda ln: ln.strip() == f"PHASE {phase}", 900)
-    _await(stderr, _documents_progress, 600)
+    await_line(stderr, lambda ln: ln.strip() == f"PHASE {phase}", 900)
+    await_line(stderr, _documents_progress, 600)
     os.kill(raylet, signal.SIGKILL)
     return time.time()
 
@@ -211,7 +198,7 @@ def _drive(base: Path, ports: HeadPorts, env: dict[str, str]) -> dict[str, Any]:
     stdout: queue.Queue = queue.Queue()
     stderr: queue.Queue = queue.Queue()
     for stream, q, sink in ((driver.stdout, stdout, out_lines), (driver.stderr, stderr, err_lines)):
-        threading.Thread(target=_reader, args=(stream, q, sink), daemon=True).start()
+        threading.Thread(target=read_lines, args=(stream, q, sink), daemon=True).start()
     kills: dict[str, float] = {}
     try:
         kills["w1"] = _kill_when_embedding(stderr, "fault1", _raylet_pid(base / "w1"))

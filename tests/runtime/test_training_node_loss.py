@@ -39,7 +39,16 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "study"))
 sys.path.insert(0, str(TESTS))
-from ray_cluster import HeadPorts, cluster_pids, start_head, start_worker, stop_cluster, stop_pids  # noqa: E402
+from ray_cluster import (  # noqa: E402
+    HeadPorts,
+    await_line,
+    cluster_pids,
+    read_lines,
+    start_head,
+    start_worker,
+    stop_cluster,
+    stop_pids,
+)
 
 pytestmark = pytest.mark.slow
 WORKERS = ("w1", "w2")
@@ -83,27 +92,6 @@ for phase in ("clean", "fault"):
           flush=True)
 print("END", flush=True)
 """
-
-
-def _reader(stream, lines: queue.Queue, sink: list[str]) -> None:
-    for line in stream:
-        sink.append(line)
-        lines.put(line)
-    lines.put(None)
-
-
-def _await_line(lines: queue.Queue, text: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            break
-        if line is None:
-            break
-        if line.strip() == text:
-            return
-    raise AssertionError(f"no line {text!r} within {timeout:.0f} s")
 
 
 def _training_stage(base: Path, driver: subprocess.Popen, timeout: float) -> tuple[str, str, int]:
@@ -203,9 +191,9 @@ def scenario():
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         out_lines, err_lines, stdout = [], [], queue.Queue()
         for stream, q, sink in ((driver.stdout, stdout, out_lines), (driver.stderr, queue.Queue(), err_lines)):
-            threading.Thread(target=_reader, args=(stream, q, sink), daemon=True).start()
+            threading.Thread(target=read_lines, args=(stream, q, sink), daemon=True).start()
         try:
-            _await_line(stdout, "READY fault", 900)
+            await_line(stdout, lambda ln: ln.strip() == "READY fault", 900, "line 'READY fault'")
             for worker in WORKERS:  # else the clean run's artifacts, committed there, are published again
                 shutil.rmtree(base / worker / "cache" / "artifacts", ignore_errors=True)
             (base / "go").touch()

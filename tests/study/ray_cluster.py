@@ -9,13 +9,14 @@ other users' runs included). Every wait is bounded in rounds and in seconds.
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,3 +139,28 @@ def stop_cluster(temp_dir: Path, ports: HeadPorts | None = None, *, rounds: int 
             break
         stop_pids(pids)
     return cluster_pids(temp_dir, ports)
+
+
+def read_lines(stream: Iterable[str], lines: queue.Queue, sink: list[str]) -> None:
+    """Copy a driver's output lines into ``sink`` and ``lines`` (a reader thread's target);
+    ``None`` on ``lines`` marks the end of the stream."""
+    for line in stream:
+        sink.append(line)
+        lines.put(line)
+    lines.put(None)
+
+
+def await_line(lines: queue.Queue, predicate: Callable[[str], bool], timeout: float, what: str = "expected line") -> str:
+    """The first line on ``lines`` for which ``predicate`` holds, within ``timeout`` seconds
+    (AssertionError naming ``what`` otherwise, also when the stream ends first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        if line is None:
+            break
+        if predicate(line):
+            return line
+    raise AssertionError(f"no {what} within {timeout:.0f} s")
