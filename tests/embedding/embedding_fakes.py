@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import threading
 import time
 
 import numpy as np
@@ -268,3 +270,30 @@ class TokenHashEncoder(HashingEncoder):
 class TokenHashFactory:
     def __call__(self, device=None):  # noqa: ANN001
         return TokenHashEncoder(8)
+
+
+class ClockedStream:
+    """A non-terminal stream that records when each of adaptlab's lines was written (Ray may
+    forward an earlier test's actor output onto ``sys.stderr`` late: those lines are not ours),
+    and sets ``event`` once ``beats`` lines matching ``pattern`` came (so a test can wait for
+    them instead of sleeping)."""
+
+    def __init__(self, beats: int = 0, pattern: re.Pattern[str] | None = None) -> None:
+        self.lines: list[tuple[float, str]] = []
+        self.t0 = time.perf_counter()
+        self.beats, self.pattern, self.event = beats, pattern, threading.Event()
+
+    def write(self, text: str) -> int:
+        if text.strip().startswith("[adaptlab]"):
+            self.lines.append((time.perf_counter(), text.strip()))
+            if self.pattern is not None and sum(bool(self.pattern.match(ln)) for _, ln in self.lines) >= self.beats:
+                self.event.set()
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def gaps(self, end: float) -> list[float]:
+        """Seconds between the stream's start, each line and ``end``."""
+        times = [self.t0] + [t for t, _ in self.lines] + [end]
+        return [b - a for a, b in zip(times, times[1:])]

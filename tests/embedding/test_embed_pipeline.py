@@ -13,7 +13,7 @@ from adaptlab.embedding import embed_texts, embed_texts_detailed, plan_blocks
 from adaptlab.embedding.pipeline import _assemble
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models import HashingEncoder
-from embedding_fakes import CrashOnceFactory, FailingFactory, HashFactory, make_texts
+from embedding_fakes import ClockedStream, CrashOnceFactory, FailingFactory, HashFactory, make_texts
 
 
 def _expected(texts: list[str], dim: int = 16) -> np.ndarray:
@@ -128,27 +128,6 @@ def test_real_minilm_on_ray_matches_in_process(ray_fake_gpus):
 
 
 # -- progress keeps its promise: a line at least every interval, whatever the block size ---------
-class _Clocked:
-    """A non-terminal stream that records when each of adaptlab's lines was written (Ray may
-    forward an earlier test's actor output onto ``sys.stderr`` late: those lines are not ours)."""
-
-    def __init__(self) -> None:
-        self.lines: list[tuple[float, str]] = []
-        self.t0 = time.perf_counter()
-
-    def write(self, text: str) -> int:
-        if text.strip().startswith("[adaptlab]"):
-            self.lines.append((time.perf_counter(), text.strip()))
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def gaps(self, end: float) -> list[float]:
-        times = [self.t0] + [t for t, _ in self.lines] + [end]
-        return [b - a for a, b in zip(times, times[1:])]
-
-
 class _PerBatchSlow(HashingEncoder):
     """Hashing encoder that takes ``delay`` seconds per batch of every call and records the calls."""
 
@@ -169,12 +148,12 @@ SLACK = 0.8  # the heartbeat polls every interval/4; a loaded machine adds sched
 @pytest.fixture
 def clocked(monkeypatch):
     """Progress lines every INTERVAL s; call it in the test body (pytest's capture replaces
-    sys.stderr again between a fixture and the test) to route stderr into a _Clocked stream."""
+    sys.stderr again between a fixture and the test) to route stderr into a ClockedStream."""
     monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", str(INTERVAL))
     monkeypatch.setenv("ADAPTLAB_PROGRESS", "1")
 
-    def start() -> _Clocked:
-        stream = _Clocked()
+    def start() -> ClockedStream:
+        stream = ClockedStream()
         monkeypatch.setattr(sys, "stderr", stream)
         return stream
 

@@ -16,35 +16,11 @@ import adaptlab.embedding.pool as pool
 from adaptlab.embedding import embed_texts_detailed
 from adaptlab.embedding.pool import Heartbeat
 from adaptlab.models import HashingEncoder
-from embedding_fakes import make_texts
+from embedding_fakes import ClockedStream, make_texts
 
 INTERVAL = 0.4
 SLACK = 0.8  # the heartbeat polls every interval/4; a loaded machine adds scheduling delay
 LOAD_LINE = re.compile(r"^\[adaptlab\] (loading \S+|starting Ray) \((\d+) s\)$")
-
-
-class _Clocked:
-    """A non-terminal stream that records when each line was written and sets ``event`` once
-    ``beats`` load heartbeat lines came (so a loader can wait for them instead of sleeping)."""
-
-    def __init__(self, beats: int = 3) -> None:
-        self.lines: list[tuple[float, str]] = []
-        self.t0 = time.perf_counter()
-        self.beats, self.event = beats, threading.Event()
-
-    def write(self, text: str) -> int:
-        if text.strip():
-            self.lines.append((time.perf_counter(), text.strip()))
-            if sum(bool(LOAD_LINE.match(line)) for _, line in self.lines) >= self.beats:
-                self.event.set()
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def gaps(self, end: float) -> list[float]:
-        times = [self.t0] + [t for t, _ in self.lines] + [end]
-        return [b - a for a, b in zip(times, times[1:])]
 
 
 class _SlowBatches(HashingEncoder):
@@ -79,13 +55,13 @@ class SlowLoader:
 @pytest.fixture
 def clocked(monkeypatch):
     """Progress on, every INTERVAL s, a fresh shared clock; call it in the test body (pytest's
-    capture replaces sys.stderr again between a fixture and the test) to route stderr to a _Clocked."""
+    capture replaces sys.stderr again between a fixture and the test) to route stderr to a ClockedStream."""
     monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", str(INTERVAL))
     monkeypatch.setenv("ADAPTLAB_PROGRESS", "1")
     monkeypatch.setitem(pool._LAST_LINE, "at", None)
 
-    def start(beats: int = 3) -> _Clocked:
-        stream = _Clocked(beats)
+    def start(beats: int = 3) -> ClockedStream:
+        stream = ClockedStream(beats, LOAD_LINE)
         monkeypatch.setattr(sys, "stderr", stream)
         return stream
 
