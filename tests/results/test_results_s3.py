@@ -11,16 +11,14 @@ The concurrency guarantee is tested on local disk (test_results_atomicity.py).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
 from adaptlab import results
 
+from s3servers import running
 from test_results_store import _metric, _records, _run
 
 pytest.importorskip("moto")
@@ -29,50 +27,12 @@ pytest.importorskip("boto3")
 BUCKET = "adaptlab-test"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def s3_env():
-    """A moto S3 server started (and stopped) by pid; yields the environment that reaches it."""
-    import shutil
-
-    exe = shutil.which("moto_server")
-    if exe is None:
-        pytest.skip("moto_server not installed: pip install 'moto[server]'")
-    port = _free_port()
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:  # bounded wait for readiness
-            try:
-                urllib.request.urlopen(endpoint + "/", timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.skip(f"moto_server did not start on {endpoint}")
-                time.sleep(0.1)
-        env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing-key-id",
-               "AWS_SECRET_ACCESS_KEY": "testing-secret-value", "AWS_REGION": "us-east-1",
-               "AWS_ALLOW_HTTP": "true"}
-        import boto3
-
-        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                     aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-                     region_name="us-east-1").create_bucket(Bucket=BUCKET)
-        yield env
-    finally:
-        proc.terminate()  # our own server, by pid
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+def s3_env(tmp_path_factory):
+    """A moto S3 server started (and stopped) by pid (tests/s3servers.py) holding BUCKET; yields
+    the environment that reaches it."""
+    with running("moto", tmp_path_factory.mktemp("moto"), BUCKET) as server:
+        yield server.env
 
 
 def test_round_trip_sql_and_time_travel_on_s3(s3_env):

@@ -5,15 +5,11 @@ triplets and chunks, a local Ray runtime, and one torch thread per module."""
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from s3servers import running
 from tiny_models import build_tiny_model, one_torch_thread  # noqa: F401 (autouse fixture)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -106,43 +102,9 @@ def validation_set():
 
 
 @pytest.fixture(scope="module")
-def moto_s3() -> Iterator[tuple[dict[str, str], object, str]]:
-    """A moto S3 server of the module's own on a free 127.0.0.1 port (stopped by pid) with one
-    bucket; yields (AWS environment, boto3 client, bucket). Skips when moto_server is missing."""
-    pytest.importorskip("boto3")
-    exe = shutil.which("moto_server")
-    if exe is None:
-        pytest.skip("moto_server not installed: pip install 'moto[server]'")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                urllib.request.urlopen(endpoint + "/", timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.skip(f"moto_server did not start on {endpoint}")
-                time.sleep(0.1)
-        env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "artifact-test-id",
-               "AWS_SECRET_ACCESS_KEY": "artifact-test-secret", "AWS_REGION": "us-east-1",
-               "AWS_DEFAULT_REGION": "us-east-1"}
-        import boto3
-
-        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                              aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1")
-        bucket = "adaptlab-artifacts"
-        client.create_bucket(Bucket=bucket)
-        yield env, client, bucket
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+def moto_s3(tmp_path_factory) -> Iterator[tuple[dict[str, str], object, str]]:
+    """A moto S3 server of the module's own (tests/s3servers.py: a free 127.0.0.1 port, stopped
+    by pid) with one bucket; yields (AWS environment, boto3 client, bucket). Skips when
+    moto_server is missing."""
+    with running("moto", tmp_path_factory.mktemp("moto"), "adaptlab-artifacts") as server:
+        yield server.env, server.client(), server.bucket
