@@ -282,7 +282,10 @@ def test_losing_one_worker_node_mid_study_gives_the_clean_rows_with_no_node_adde
     assert len(_rows(faulted, "per_query")) == N_QUERIES
     nodes = _nodes(scenario)
     w1 = _node_of(nodes, base / "w1")
-    assert len(nodes) == 3 and set(done["fault1"]["alive"]) == set(nodes) - {w1}  # w1 gone, no node added
+    # No node was added. Whether Ray's control store already lists w1 as dead when the study ends
+    # depends on its health-check period, not on adaptlab (CI once saw it still listed), so the loss
+    # itself is shown by the pool's own line below.
+    assert len(nodes) == 3 and set(done["fault1"]["alive"]) <= set(nodes)
     assert any(f"lost with node {w1[:12]}" in ln for ln in scenario["err"]), scenario["err"][-20:]
     print(f"[node-loss] clean study {done['clean']['s']:.1f} s, with the loss of w1 {done['fault1']['s']:.1f} s")
 
