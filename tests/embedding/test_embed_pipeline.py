@@ -177,7 +177,7 @@ def test_in_process_progress_is_never_silent_for_long_and_numbers_do_not_change(
 
 
 def test_a_long_step_gets_heartbeat_lines(clocked):
-    from adaptlab.embedding.pool import Progress
+    from adaptlab.runtime.progress import Progress
 
     stream = clocked()
     with Progress(100, "embedding 100 documents") as bar:
@@ -189,7 +189,7 @@ def test_a_long_step_gets_heartbeat_lines(clocked):
 
 
 def test_progress_off_prints_nothing_and_stops_its_heartbeat(clocked):
-    from adaptlab.embedding.pool import Progress
+    from adaptlab.runtime.progress import Progress
 
     stream = clocked()
     bar = Progress(10, "x", enabled=False)

@@ -12,9 +12,9 @@ import time
 import numpy as np
 import pytest
 
-import adaptlab.embedding.pool as pool
+import adaptlab.runtime.progress as progress
 from adaptlab.embedding import embed_texts_detailed
-from adaptlab.embedding.pool import Heartbeat
+from adaptlab.runtime.progress import Heartbeat
 from adaptlab.models import HashingEncoder
 from embedding_fakes import ClockedStream, make_texts
 
@@ -58,7 +58,7 @@ def clocked(monkeypatch):
     capture replaces sys.stderr again between a fixture and the test) to route stderr to a ClockedStream."""
     monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", str(INTERVAL))
     monkeypatch.setenv("ADAPTLAB_PROGRESS", "1")
-    monkeypatch.setitem(pool._LAST_LINE, "at", None)
+    monkeypatch.setitem(progress._LAST_LINE, "at", None)
 
     def start(beats: int = 3) -> ClockedStream:
         stream = ClockedStream(beats, LOAD_LINE)
@@ -107,8 +107,8 @@ def test_progress_off_means_no_load_lines(clocked, monkeypatch, off):
     if off == "environment":
         monkeypatch.setenv("ADAPTLAB_PROGRESS", "0")
     if off == "quiet":  # what adaptlab --quiet does
-        monkeypatch.setitem(pool._PROGRESS, "enabled", None)  # restored after the test
-        pool.set_progress(False)
+        monkeypatch.setitem(progress._PROGRESS, "enabled", None)  # restored after the test
+        progress.set_progress(False)
     ready = threading.Event()
     threading.Timer(3 * INTERVAL, ready.set).start()  # three intervals: three lines if it were on
     loader = SlowLoader(ready, HashingEncoder(16))
@@ -141,7 +141,7 @@ def test_the_next_step_continues_the_clock_of_the_last_line(clocked, monkeypatch
         stream.event.wait(5.0)  # until its first line (at ~1 s); the done line follows at once
     time.sleep(0.5)  # a step shorter than the interval: quiet
     started = time.perf_counter()
-    with pool.Progress(10, "embedding 10 documents") as bar:
+    with progress.Progress(10, "embedding 10 documents") as bar:
         deadline = started + 3.0
         while not any("embedding 10" in line for _, line in stream.lines) and time.perf_counter() < deadline:
             time.sleep(0.05)

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from adaptlab.embedding.pool import PROGRESS_INTERVAL, PROGRESS_INTERVAL_ENV, Progress
+from adaptlab.runtime.progress import PROGRESS_INTERVAL, PROGRESS_INTERVAL_ENV, Progress
 from adaptlab.errors import ConfigError
 
 

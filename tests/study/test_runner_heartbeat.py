@@ -9,7 +9,7 @@ import re
 import sys
 import time
 
-from adaptlab.embedding.pool import set_progress
+from adaptlab.runtime.progress import set_progress
 from adaptlab.study import parse_study, run_study
 import adaptlab.study.runner as runner
 

@@ -59,7 +59,7 @@ def configure_logging(verbosity: int) -> Callable[[], None]:
     # application, pytest); with none, Python's last-resort handler stays silent beside ours
     logger.addHandler(handler)
     logger.setLevel(level)
-    # progress lines (adaptlab.embedding.pool.Progress) read ADAPTLAB_PROGRESS
+    # progress lines (adaptlab.runtime.progress) read ADAPTLAB_PROGRESS
     set_env = verbosity < 0 and "ADAPTLAB_PROGRESS" not in os.environ
     if set_env:
         os.environ["ADAPTLAB_PROGRESS"] = "0"

@@ -20,9 +20,9 @@ FT = FTConfig(learning_rate=1e-3, epochs=3, batch_size=4, num_negatives=1, warmu
 @pytest.fixture
 def progress_on(monkeypatch):
     """Progress as the CLI leaves it without --quiet, whatever other tests set."""
-    from adaptlab.embedding import pool
+    from adaptlab.runtime import progress
 
-    monkeypatch.setitem(pool._PROGRESS, "enabled", None)
+    monkeypatch.setitem(progress._PROGRESS, "enabled", None)
     monkeypatch.delenv("ADAPTLAB_PROGRESS", raising=False)
 
 
