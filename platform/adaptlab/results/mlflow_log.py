@@ -11,6 +11,9 @@ in the experiment ``experiment`` (default: the run's study, else ``adaptlab``), 
 - tags: ``adaptlab.run_id`` and ``adaptlab.package_version``;
 - artifacts: the files given in ``artifacts`` (a report, run files), under ``adaptlab/``.
 
+The runs, their metric names and their provenance are :mod:`adaptlab.results.tracker_runs`'s,
+shared with the W&B export (:mod:`adaptlab.results.wandb_log`).
+
 The tracking URI must be given (a local ``file:`` path or ``sqlite:`` database, or a server the
 caller chose): nothing is sent to a default server, and MLflow's usage telemetry is switched off
 unless ``MLFLOW_DISABLE_TELEMETRY`` is set. Needs ``pip install mlflow-skinny`` (or ``mlflow``).
@@ -32,8 +35,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adaptlab.errors import ConfigError, StoreError
-from adaptlab.results.mteb import metric_key
+from adaptlab.errors import ConfigError
+from adaptlab.results.tracker_runs import TrackedRun, attached_files, tracked_runs
 
 if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.store import ResultsStore
@@ -44,7 +47,6 @@ _PARAM_MAX = 6000
 """MLflow's limit on a param value's length (longer values are cut with a marker)."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]+")
 """Characters MLflow refuses in a param name (it allows letters, digits, ``_ - . /`` and space)."""
-_PROVENANCE = ("system", "dataset", "model_id", "model_revision", "dataset_fingerprint", "seed")
 _DATABASE_SCHEMES = frozenset({"sqlite", "postgresql", "mysql", "mssql"})
 """URI schemes of MLflow's SQLAlchemy tracking store (``mysql+pymysql:`` counts as ``mysql``)."""
 _SQLITE = "sqlite:///"
@@ -105,38 +107,22 @@ def _param_text(value: Any) -> str:
     return text if len(text) <= _PARAM_MAX else text[: _PARAM_MAX - 3] + "..."
 
 
-def _params(run: Mapping[str, Any]) -> dict[str, str]:
-    config = run.get("config") or "{}"
-    try:
-        parsed = json.loads(config) if isinstance(config, str) else config
-    except json.JSONDecodeError:
-        parsed = config
-    params = {f"config.{k}": v for k, v in _flatten(parsed).items()}
-    params.update({k: _param_text(run.get(k)) for k in _PROVENANCE if run.get(k) is not None})
+def _params(run: TrackedRun) -> dict[str, str]:
+    params = {f"config.{k}": v for k, v in _flatten(run.config).items()}
+    params.update({k: _param_text(v) for k, v in run.provenance.items()})
     return params
 
 
-def _metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for r in rows:
-        key = metric_key(str(r["measure"]))
-        out[key] = float(r["value"])
-        for bound in ("ci_low", "ci_high"):
-            if r.get(bound) is not None:
-                out[f"{key}_{bound}"] = float(r[bound])
-    return out
-
-
-def _log_one(client: Any, experiment_id: str, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
-             artifacts: Sequence[Path]) -> str:
+def _log_one(client: Any, experiment_id: str, run: TrackedRun, artifacts: Sequence[Path]) -> str:
     """One MLflow run for one stored run; returns the MLflow run id."""
     from mlflow.entities import Metric, Param, RunTag
 
-    tags = {"adaptlab.run_id": run["run_id"], "adaptlab.package_version": str(run.get("package_version"))}
-    created = client.create_run(experiment_id, run_name=f"{run['system']} on {run['dataset']}", tags=tags)
+    row = run.row
+    tags = {"adaptlab.run_id": run.run_id, "adaptlab.package_version": str(row.get("package_version"))}
+    created = client.create_run(experiment_id, run_name=run.name, tags=tags)
     mlflow_id = created.info.run_id
-    stamp = int(run["timestamp"].timestamp() * 1000) if run.get("timestamp") is not None else 0
-    client.log_batch(mlflow_id, metrics=[Metric(k, v, stamp, 0) for k, v in _metrics(rows).items()],
+    stamp = int(row["timestamp"].timestamp() * 1000) if row.get("timestamp") is not None else 0
+    client.log_batch(mlflow_id, metrics=[Metric(k, v, stamp, 0) for k, v in run.metrics.items()],
                      params=[Param(k, v) for k, v in sorted(_params(run).items())])
     for path in artifacts:
         client.log_artifact(mlflow_id, str(path), artifact_path="adaptlab")
@@ -161,20 +147,11 @@ def log_to_mlflow(store: ResultsStore, tracking_uri: str, *, experiment: str | N
     ``artifacts``: files attached to every run; ``artifact_location``: where an experiment created
     here keeps them (default: MLflow's, or ``mlartifacts/`` beside a ``sqlite:`` database).
     Returns ``{stored run_id: MLflow run id}``."""
-    files = [Path(a) for a in artifacts]
-    missing = [str(p) for p in files if not p.is_file()]
-    if missing:
-        raise ConfigError(f"log_to_mlflow: artifact file(s) not found: {', '.join(missing)}")
+    files = attached_files(artifacts, "log_to_mlflow")
     client = _client(tracking_uri)
-    filters = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
-    runs = store.runs(latest=True, **filters).to_pylist()
-    if not runs:
-        raise StoreError(f"no runs in the store for {filters or 'any system'}; run a study first or check the filter")
-    scores = store.metrics(kind="score", latest=True, **filters).to_pylist()
     out = {}
-    for run in runs:
-        rows = [r for r in scores if r["run_id"] == run["run_id"]]
-        exp_id = _experiment(client, experiment or run.get("study") or "adaptlab",
+    for run in tracked_runs(store, system=system, dataset=dataset):
+        exp_id = _experiment(client, experiment or run.row.get("study") or "adaptlab",
                              artifact_location or _default_artifacts(tracking_uri))
-        out[run["run_id"]] = _log_one(client, exp_id, run, rows, files)
+        out[run.run_id] = _log_one(client, exp_id, run, files)
     return out
