@@ -1,13 +1,18 @@
 """Training checkpoints shared across nodes (issue 22): with the artifacts on a URI (file:// through
-pyarrow, s3:// on a moto server), each complete checkpoint is published next to the artifacts,
-so a run killed on "node 1" resumes on "node 2" (another local cache folder) where it stopped and
-ends with the uninterrupted run's weights, bit for bit. A tampered or unreachable checkpoint
-never fails training: one warning line, and the run goes on from what it has."""
+pyarrow, s3:// on a moto server and on s3rver, tests/s3servers.py), each complete checkpoint is
+published next to the artifacts, so a run killed on "node 1" resumes on "node 2" (another local
+cache folder) where it stopped and ends with the uninterrupted run's weights, bit for bit. A
+tampered or unreachable checkpoint never fails training: one warning line, and the run goes on
+from what it has. Uploads run in the background: a slow store does not slow the training steps.
+Checkpoints left behind by a task that died after publishing its artifact are deleted by the
+next look-up that finds the artifact."""
 
 from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,10 +21,11 @@ pytest.importorskip("torch")
 pytest.importorskip("sentence_transformers")
 
 from adaptlab.adapt.train import artifacts as artifacts_module  # noqa: E402
-from adaptlab.adapt.train.artifacts import CHECKPOINTS  # noqa: E402
+from adaptlab.adapt.train.artifacts import CHECKPOINTS, SharedCheckpoints, find_artifact  # noqa: E402
 from adaptlab.adapt.train.ft import FTConfig, train_ft  # noqa: E402
 from adaptlab.adapt.train.pt import PTConfig, train_pt  # noqa: E402
 from adaptlab.storage.objects import open_remote  # noqa: E402
+from s3servers import running  # noqa: E402
 
 FT = FTConfig(learning_rate=1e-3, epochs=2, batch_size=4, num_negatives=1, warmup_ratio=0.0, min_steps=0)  # 4 steps
 PT = PTConfig(learning_rate=1e-3, epochs=2, batch_size=4, warmup_ratio=0.0, min_steps=0)  # 16 chunks: 8 steps
@@ -36,12 +42,19 @@ def _kill_at(step: int):
     return hook
 
 
-@pytest.fixture(params=["file", "s3"])
+@pytest.fixture(scope="module")
+def s3rver_s3(tmp_path_factory) -> Iterator[tuple[dict[str, str], object, str]]:
+    """An s3rver server of the module's own (npm; skipped with the reason without npm), like moto_s3."""
+    with running("s3rver", tmp_path_factory.mktemp("s3rver"), "adaptlab-checkpoints") as server:
+        yield server.env, server.client(), server.bucket
+
+
+@pytest.fixture(params=["file", "moto", "s3rver"])
 def shared_root(request, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """An artifact root every "node" reaches: a file:// folder, or a bucket on moto."""
+    """An artifact root every "node" reaches: a file:// folder, or a bucket on moto or s3rver."""
     if request.param == "file":
         return f"file://{tmp_path}/shared/artifacts"
-    env, _, bucket = request.getfixturevalue("moto_s3")
+    env, _, bucket = request.getfixturevalue("moto_s3" if request.param == "moto" else "s3rver_s3")
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return f"s3://{bucket}/{tmp_path.name}/artifacts"
@@ -172,7 +185,9 @@ def test_a_store_that_refuses_checkpoints_warns_once_and_training_goes_on(
     assert len(warnings) == 1, warnings  # the later failures go to DEBUG
     assert "cannot publish the checkpoint of step 1" in warnings[0] and "connection reset" in warnings[0]
     failures = sum("cannot publish the checkpoint" in r.getMessage() for r in caplog.records)
-    assert failures == art.manifest["training"]["steps"] - 1 == 3  # after every step but the last
+    skipped = sum("not published" in r.getMessage() for r in caplog.records)  # a newer one came first
+    assert failures + skipped == art.manifest["training"]["steps"] - 1 == 3  # after every step but the last
+    assert failures >= 1
     assert art.uri is not None and not art.reused  # the artifact itself is published
     a, b = read_weights(art.model_path), read_weights(clean_ft.model_path)
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -186,3 +201,95 @@ def test_a_local_root_keeps_its_checkpoints_inside_the_root(tmp_path, tiny_model
                  on_checkpoint=_kill_at(2))
     assert not (tmp_path / "store" / CHECKPOINTS).exists() and not (tmp_path / "node-1").exists()
     assert list((tmp_path / "store").rglob("checkpoints/step-2/state.json"))
+
+
+SLOW_S = 2.0
+"""Seconds each checkpoint file takes to upload in the slow-store test (3 files a checkpoint)."""
+
+
+def test_a_slow_store_does_not_delay_the_training_steps(
+        on_node, tiny_model, triplets, tmp_path, clean_ft, read_weights, monkeypatch, caplog):
+    """Uploads run in the background from a snapshot: the steps go on while the store takes 6 s a
+    checkpoint, the checkpoint of step 2 (superseded while step 1 uploads) is skipped, the loop
+    deletes step-1/ while it uploads, and the killed run still leaves a complete step 3."""
+    import torch
+
+    real = artifacts_module.open_remote
+    uploads: list[str] = []
+
+    class Slow:
+        """The store, except that a checkpoint file waits ``SLOW_S`` before it is read and sent."""
+
+        def __init__(self, uri: str) -> None:
+            self.inner, self.checkpoints = real(uri), f"/{CHECKPOINTS}/" in uri
+
+        def upload(self, rel, src, sha256=None):
+            if self.checkpoints:
+                time.sleep(SLOW_S)
+                uploads.append(rel)
+            return self.inner.upload(rel, src, sha256)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    stamps: dict[int, float] = {}
+
+    def clock_then_kill(step: int) -> None:
+        stamps[step] = time.monotonic()
+        _kill_at(3)(step)
+
+    monkeypatch.setattr(artifacts_module, "open_remote", Slow)
+    root = f"file://{tmp_path}/shared/artifacts"
+    caplog.set_level(logging.WARNING, logger="adaptlab")
+    on_node("node-1")
+    with pytest.raises(_Killed):
+        train_ft(tiny_model, triplets, artifact_root=root, config=FT, seed=3, checkpoint_every=1,
+                 on_checkpoint=clock_then_kill)
+    ended = time.monotonic()
+    gaps = [stamps[s + 1] - stamps[s] for s in (1, 2)]
+    assert max(gaps) < SLOW_S, gaps  # publishing in the loop: >= 3 * SLOW_S between checkpoints
+    assert ended - stamps[3] >= 3 * SLOW_S  # the task's end waited for the newest checkpoint
+    assert sorted({rel.split("/")[0] for rel in uploads}) == ["step-1", "step-3"]  # step 2 was skipped
+    pointer = _pointer(root)
+    assert pointer["step"] == 3 and len(pointer["files"]) == 3
+    remote = open_remote(f"{root}/{CHECKPOINTS}")
+    prefix = next(r for r in _published(root) if r.endswith("/latest.json"))[: -len("latest.json")]
+    for i, (rel, digest) in enumerate(sorted(pointer["files"].items())):  # complete and as hashed
+        assert remote.download(prefix + rel, tmp_path / f"got-{i}") == digest, rel
+    assert not list((tmp_path / "node-1").rglob(".upload-*"))  # snapshots are removed
+
+    on_node("node-2")
+    art = train_ft(tiny_model, triplets, artifact_root=root, config=FT, seed=3, checkpoint_every=1)
+    assert art.manifest["training"]["resumed_from_step"] == 3
+    a, b = read_weights(art.model_path), read_weights(clean_ft.model_path)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)  # bit-identical
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+def test_checkpoints_left_by_a_task_that_died_after_publishing_are_deleted_by_the_next_look_up(
+        shared_root, on_node, tiny_model, triplets, monkeypatch, caplog):
+    def die(self) -> None:
+        raise _Killed("after publishing the artifact, before deleting its checkpoints")
+
+    on_node("node-1")
+    with monkeypatch.context() as m:
+        m.setattr(SharedCheckpoints, "drop", die)
+        with pytest.raises(_Killed):
+            train_ft(tiny_model, triplets, artifact_root=shared_root, config=FT, seed=3, checkpoint_every=1)
+    left = _published(shared_root)
+    assert left, "the dead task left no checkpoints: nothing to test"
+    other = "tiny-bert/ft-all-0123456789abcdef/latest.json"  # another artifact's: must stay
+    open_remote(f"{shared_root}/{CHECKPOINTS}").put_bytes(other, b"{}")
+
+    caplog.set_level(logging.INFO, logger="adaptlab.adapt.train.artifacts")
+    on_node("node-2")
+    art = train_ft(tiny_model, triplets, artifact_root=shared_root, config=FT, seed=3, checkpoint_every=1)
+    assert art.reused and _published(shared_root) == [other]
+    lines = [r.getMessage() for r in caplog.records if "leftover checkpoint" in r.getMessage()]
+    assert len(lines) == 1 and f"deleted {len(left)} leftover checkpoint file(s)" in lines[0], lines
+
+    label, name = art.uri.rsplit("/", 2)[1:]
+    open_remote(f"{shared_root}/{CHECKPOINTS}/{label}/{name}").put_bytes("step-9/state.json", b"{}")
+    found = find_artifact(shared_root, art.key)
+    assert found is not None and found.uri == art.uri
+    assert _published(shared_root) == [other]

@@ -31,23 +31,31 @@ the first time it is needed on that node.
 Training checkpoints on a URI root. A stage's checkpoints (:mod:`.loop`) live in its node's
 staging folder, so a stage retried on another node (its node was lost) would start over. So each
 complete checkpoint is also published at ``<root>/_checkpoints/<label>/<name>/step-<s>/`` (every
-file hash-recorded) with ``latest.json`` written last, keeping the latest one or two; a stage
+file hash-recorded) with ``latest.json`` written last, keeping the latest one or two. Publishing
+runs in a background thread from a hard-linked snapshot of the checkpoint, so training never
+waits for the store: one upload at a time, the newest checkpoint waiting behind it, older waiting
+ones skipped; the artifact's commit and the task's end wait for the upload in flight (at most
+``SharedCheckpoints.WAIT_S``; a failed task also publishes its newest checkpoint). A stage
 starting on any node first fetches the published checkpoint when it is newer than its local one
 (hash-checked; a mismatch or a failure falls back to the local state), and the published
-checkpoints are deleted once the artifact is published. A checkpoint that cannot be published or
-fetched logs one warning line and training goes on: sharing checkpoints never fails a study. A
-local ``root`` needs none of this: the staging folder, checkpoints included, is inside ``root``.
+checkpoints are deleted once the artifact is published, or, when a task died in between, by the
+next look-up that finds the artifact (:meth:`ArtifactWriter.existing`, :func:`find_artifact`). A
+checkpoint that cannot be published or fetched logs one warning line and training goes on:
+sharing checkpoints never fails a study. A local ``root`` needs none of this: the staging folder,
+checkpoints included, is inside ``root``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import os
 import re
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -400,26 +408,35 @@ class ArtifactWriter:
         return None if self._shared is None else self._shared.fetch()
 
     def checkpoint_hook(self, then: Callable[[int], None] | None = None) -> Callable[[int], None] | None:
-        """The loop's ``on_checkpoint``: on a URI root, publish the checkpoint of ``step`` (never
-        fails), then call ``then(step)``."""
+        """The loop's ``on_checkpoint``: on a URI root, queue the checkpoint of ``step`` for
+        publishing in the background (:meth:`SharedCheckpoints.submit`; never fails, returns at
+        once), then call ``then(step)``."""
         shared = self._shared
         if shared is None:
             return then
 
         def hook(step: int) -> None:
-            shared.publish(step)
+            shared.submit(step)
             if then is not None:
                 then(step)
 
         return hook
 
+    def finish_checkpoints(self, *, pending: bool = True, timeout: float | None = None) -> None:
+        """On a URI root: the bounded wait for the checkpoint uploads of this run
+        (:meth:`SharedCheckpoints.finish`; ``pending=False`` drops the one not yet started)."""
+        if self._shared is not None:
+            self._shared.finish(pending=pending, timeout=timeout)
+
     def existing(self) -> Artifact | None:
         """The finished artifact with this key, if any. On a URI: published there (a manifest at
-        :attr:`uri`), or committed here but not yet published (it is published now)."""
+        :attr:`uri`), or committed here but not yet published (it is published now). Either way
+        the checkpoints still published for it (a task that died before deleting them) are deleted."""
         if self.uri is not None:
             manifest = _remote_manifest(self.uri)
             if manifest is not None:
                 self._check_key(manifest, _where(self.uri))
+                _drop_leftover_checkpoints(self.uri_root, self.label, self.name)
                 return Artifact(self.final_dir, manifest, reused=True, uri=self.uri)
         if (self.final_dir / MANIFEST).is_file():
             art = open_artifact(self.final_dir)
@@ -427,6 +444,7 @@ class ArtifactWriter:
             if self.uri is None:
                 return art
             publish_artifact(self.final_dir, self.uri)  # a publish cut short: finish it
+            _drop_leftover_checkpoints(self.uri_root, self.label, self.name)
             return Artifact(self.final_dir, _read_manifest(self.final_dir), reused=True, uri=self.uri)
         return None
 
@@ -477,6 +495,7 @@ class ArtifactWriter:
             "training": {"created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **dict(training or {})},
         }
         if self.uri is not None:  # the file hashes let any node verify its materialised copy
+            self.finish_checkpoints(pending=False)  # the upload in flight ends before its files go
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
             manifest["files"] = _file_hashes(self.partial_dir)
         tmp = self.partial_dir / (MANIFEST + ".tmp")
@@ -501,28 +520,115 @@ class ArtifactWriter:
 class SharedCheckpoints:
     """The checkpoints of one unfinished artifact published at ``uri`` (a folder next to the
     artifacts, see the module docstring) from and into the local checkpoint folder ``local``.
-    Every failure logs one warning line (later ones at DEBUG) and leaves training as it is."""
+    Every failure logs one warning line (later ones at DEBUG) and leaves training as it is.
+
+    Publishing runs in one background thread, so an upload never holds up a training step:
+    :meth:`submit` hard-links the step's files into a snapshot folder (the loop deletes a step's
+    folder once the next checkpoint is written; it never rewrites a file in place, so the links
+    keep the submitted bytes) and returns. At most one upload is in flight; a checkpoint submitted
+    meanwhile waits, and replaces (skips) an older one still waiting. :meth:`finish` is the
+    bounded join (:data:`WAIT_S`) of the artifact's commit and of a task's end."""
 
     KEEP = 2
     """Published checkpoints kept: the latest and the one before (a reader may be fetching it)."""
+    WAIT_S = 600.0
+    """Seconds :meth:`finish` waits for the uploads; past it training goes on (one warning) and
+    the upload, if it ever ends, is cleaned up with the artifact's leftovers."""
 
     def __init__(self, uri: str, local: Path) -> None:
         self.uri, self.local = uri.rstrip("/"), Path(local)
         self.published: list[str] = []  # folders this process published, oldest first
         self.warned = False
+        self._cond = threading.Condition()
+        self._pending: tuple[int, Path] | None = None  # the checkpoint waiting for the uploader
+        self._thread: threading.Thread | None = None  # the uploader, while it has work
+        self._snapshots = itertools.count()
 
-    def publish(self, step: int) -> None:
-        """Publish ``local/step-<step>/``: its files (hashes recorded), ``latest.json`` last, then
+    def submit(self, step: int) -> None:
+        """Queue the checkpoint of ``step`` for publishing and return at once (class docstring)."""
+        try:
+            snapshot = self._snapshot(step)
+        except Exception as e:  # noqa: BLE001 - publishing a checkpoint never fails training
+            self._warn(f"cannot publish the checkpoint of step {step}", e)
+            return
+        with self._cond:
+            skipped, self._pending = self._pending, (step, snapshot)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._upload_all, name=f"adaptlab-checkpoints-{step}",
+                                                daemon=True)  # a dying process does not wait for it
+                self._thread.start()
+        if skipped is not None:
+            _log.debug("checkpoint of step %d not published: step %d is newer", skipped[0], step)
+            shutil.rmtree(skipped[1], ignore_errors=True)
+
+    def _snapshot(self, step: int) -> Path:
+        """A folder holding the files of ``local/step-<step>`` as they are now: hard links
+        (copies where linking fails), out of the loop's reach (it deletes ``step-*`` only)."""
+        source = self.local / checkpoint_name(step)
+        files = sorted(p for p in source.rglob("*") if p.is_file())
+        if not files:
+            raise StoreError(f"{source}: no checkpoint there")
+        snapshot = self.local / f".upload-{checkpoint_name(step)}-{os.getpid()}-{next(self._snapshots)}"
+        shutil.rmtree(snapshot, ignore_errors=True)
+        for file in files:
+            out = snapshot / file.relative_to(source)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(file, out)
+            except OSError:
+                shutil.copy2(file, out)
+        return snapshot
+
+    def _upload_all(self) -> None:
+        """The uploader: publish the waiting checkpoint until none waits, then end."""
+        while True:
+            with self._cond:
+                job, self._pending = self._pending, None
+                if job is None:
+                    self._thread = None
+                    self._cond.notify_all()
+                    return
+            try:
+                self.publish(*job)
+            finally:
+                shutil.rmtree(job[1], ignore_errors=True)
+
+    def finish(self, *, pending: bool = True, timeout: float | None = None) -> bool:
+        """Wait for the upload in flight and, with ``pending``, for the checkpoint waiting after it
+        (without, that one is dropped): at most ``timeout`` seconds (:data:`WAIT_S`). Whether
+        the uploads ended (a time-out logs one warning)."""
+        started = time.monotonic()
+        limit = self.WAIT_S if timeout is None else timeout
+        with self._cond:
+            dropped = None if pending else self._pending
+            if dropped is not None:
+                self._pending = None
+            while self._thread is not None and time.monotonic() - started < limit:
+                self._cond.wait(min(1.0, max(0.0, limit - (time.monotonic() - started))))
+            ended = self._thread is None
+        if dropped is not None:
+            _log.debug("checkpoint of step %d not published: training is done", dropped[0])
+            shutil.rmtree(dropped[1], ignore_errors=True)
+        if not ended and limit > 0:
+            self._warn(f"checkpoint upload still running after {limit:.0f} s; going on without it",
+                       TimeoutError("the store is slow or stalled"))
+        return ended
+
+    def publish(self, step: int, source: Path | None = None) -> None:
+        """Publish the checkpoint of ``step`` (its files in ``source``, default
+        ``local/step-<step>/``) at once: its files (hashes recorded), ``latest.json`` last, then
         delete the published folders older than the latest :data:`KEEP`."""
         folder = checkpoint_name(step)
+        source = self.local / folder if source is None else Path(source)
         try:
             started, remote = time.monotonic(), open_remote(self.uri)
-            files = {f"{folder}/{p.relative_to(self.local / folder).as_posix()}": sha256_file(p)
-                     for p in sorted((self.local / folder).rglob("*")) if p.is_file()}
-            if not files:
-                raise StoreError(f"{self.local / folder}: no checkpoint there")
+            local = {f"{folder}/{p.relative_to(source).as_posix()}": p
+                     for p in sorted(source.rglob("*")) if p.is_file()}
+            if not local:
+                raise StoreError(f"{source}: no checkpoint there")
+            files = {rel: sha256_file(path) for rel, path in local.items()}
             for rel, digest in files.items():
-                remote.upload(rel, self.local / rel, digest)
+                remote.upload(rel, local[rel], digest)
             remote.put_bytes(LATEST, json.dumps({"step": int(step), "dir": folder, "files": files}).encode())
             self.published = ([d for d in self.published if d != folder] + [folder])[-self.KEEP:]
             self._prune(remote)
@@ -735,8 +841,27 @@ def find_artifact(root: str | os.PathLike[str], key: str) -> Artifact | None:
             art_uri = f"{uri}/{parts[0]}/{parts[1]}"
             manifest = _remote_manifest(art_uri)
             if manifest is not None and manifest.get("key") == key:
+                leftovers = f"{CHECKPOINTS}/{parts[0]}/{parts[1]}/"
+                if any(r.startswith(leftovers) for r in files):
+                    _drop_leftover_checkpoints(uri, parts[0], parts[1])
                 return Artifact(_cache_path(art_uri), manifest, reused=True, uri=art_uri)
     return None
+
+
+def _drop_leftover_checkpoints(root: str, label: str, name: str) -> None:
+    """Delete ``<root>/_checkpoints/<label>/<name>/``, the checkpoints still published for an
+    artifact that is published now (its task died between the two): one INFO line when there
+    were any; a failure is one DEBUG line (leftovers cost space, not correctness)."""
+    uri = f"{root}/{CHECKPOINTS}/{label}/{name}"
+    try:
+        removed = open_remote(uri).delete_tree("")
+    except Exception as e:  # noqa: BLE001 - the artifact is there; the clean-up can wait for the next look-up
+        _log.debug("%s: cannot delete leftover checkpoints (%s: %s)", _where(uri), type(e).__name__,
+                   (_where(str(e)).strip().splitlines() or [""])[0][:240])
+        return
+    if removed:
+        _log.info("deleted %d leftover checkpoint file(s) of the published artifact %s/%s at %s",
+                  removed, label, name, _where(uri))
 
 
 def local_model_path(ref: str | os.PathLike[str]) -> str:
@@ -757,7 +882,9 @@ def claim(writer: ArtifactWriter) -> Iterator[Artifact | None]:
     same key exists (nothing to do), else ``None`` while holding the key's lock with the temp
     directory prepared (checkpoints of an interrupted run kept), so the caller builds into
     :attr:`ArtifactWriter.model_dir` and commits. The existence check is repeated under the lock:
-    a concurrent builder that finished meanwhile is reused, never trained twice."""
+    a concurrent builder that finished meanwhile is reused, never trained twice. On leaving, the
+    checkpoint uploads of the run end (bounded, :meth:`ArtifactWriter.finish_checkpoints`): after a
+    failure the newest checkpoint is still published for a retry, after an interrupt nothing waits."""
     done = writer.existing()
     if done is not None:
         yield done
@@ -766,4 +893,12 @@ def claim(writer: ArtifactWriter) -> Iterator[Artifact | None]:
         done = writer.existing()
         if done is None:
             writer.prepare()
-        yield done
+        try:
+            yield done
+        except Exception:
+            writer.finish_checkpoints()  # a failed run leaves its newest checkpoint for a retry
+            raise
+        except BaseException:  # interrupted: no waiting (the uploader thread dies with the process)
+            writer.finish_checkpoints(pending=False, timeout=0)
+            raise
+        writer.finish_checkpoints(pending=False)
