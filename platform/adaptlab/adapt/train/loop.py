@@ -31,7 +31,10 @@ steps, epochs asked and run, the schedule, first and last loss, and the relative
 Progress: a line on stderr (``[adaptlab] ...``, like the embedding progress lines; off with
 ``adaptlab --quiet`` or ``ADAPTLAB_PROGRESS=0``) when training starts, at least every
 :data:`PROGRESS_INTERVAL` seconds (``ADAPTLAB_PROGRESS_INTERVAL``) with step/steps, the loss and
-the time left, and when it ends. :func:`quiet_third_party` turns transformers' and
+the time left, and when it ends. One optimizer step that runs longer than that is not silent
+either: a :class:`~adaptlab.runtime.progress.Heartbeat` around it prints ``training LABEL: step
+12/40 running (15 s), last loss 0.4312`` at the interval (a thread that only prints; the step's
+numbers are those of a run without it). :func:`quiet_third_party` turns transformers' and
 sentence-transformers' load messages ("Some weights of ... were not initialized") and their
 progress bars off while a model loads and trains; errors still show.
 
@@ -59,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from adaptlab.errors import AdaptlabError
-from adaptlab.storage.env import env_number
+from adaptlab.runtime.progress import PROGRESS_INTERVAL, Heartbeat, note_line, progress_enabled, progress_interval
 
 __all__ = [
     "LATEST",
@@ -88,9 +91,6 @@ log = logging.getLogger(__name__)
 
 LATEST = "latest.json"
 """The pointer to the latest complete checkpoint in a checkpoint folder."""
-
-PROGRESS_INTERVAL = 5.0
-"""Seconds between training progress lines (``ADAPTLAB_PROGRESS_INTERVAL`` overrides it)."""
 
 
 @dataclass(frozen=True)
@@ -403,12 +403,6 @@ def _resume(model: Any, optimizer: Any, checkpoint_dir: Path | None, device: Any
     return result.resumed_from_step
 
 
-def _progress_interval() -> float:
-    """``ADAPTLAB_PROGRESS_INTERVAL`` seconds (a number >= 0, 0 a line at every step, as for
-    embedding; else one line naming it), or :data:`PROGRESS_INTERVAL`."""
-    return env_number("ADAPTLAB_PROGRESS_INTERVAL", PROGRESS_INTERVAL, unit="seconds", allow_zero=True)
-
-
 def _eta(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
@@ -416,14 +410,13 @@ def _eta(seconds: float) -> str:
 class StepProgress:
     """Progress lines of one run (module docstring): ``[adaptlab] label: step 12/40, loss 1.2345,
     0.8 s/step, about 22 s left`` on stderr, the channel of the embedding progress lines
-    (:class:`adaptlab.embedding.pool.Progress`): shown by default, off with ``adaptlab --quiet``
-    or ``ADAPTLAB_PROGRESS=0`` (then logged at DEBUG only)."""
+    (:class:`adaptlab.runtime.progress.Progress`, whose clock they share): shown by default, off
+    with ``adaptlab --quiet`` or ``ADAPTLAB_PROGRESS=0`` (then logged at DEBUG only).
+    :meth:`running` gives the heartbeat of one step."""
 
     def __init__(self, label: str, total: int, start: int, interval: float | None = None) -> None:
-        from adaptlab.embedding.pool import progress_enabled  # same layer; deferred: loads on use
-
         self.label, self.total, self.start = label, int(total), int(start)
-        self.interval = _progress_interval() if interval is None else float(interval)
+        self.interval = progress_interval(interval)
         self.enabled = progress_enabled()
         self.t0 = self.last = time.perf_counter()
         resumed = f", resumed from step {start}" if start else ""
@@ -438,6 +431,15 @@ class StepProgress:
             print(f"[adaptlab] {text}", file=sys.stderr, flush=True)
         except (OSError, ValueError):  # a closed stream must not break training
             self.enabled = False
+        note_line()  # the next heartbeat line is due one interval after this one
+
+    def running(self, step: int, losses: list[float]) -> Heartbeat:
+        """The heartbeat of step ``step`` (0-based) while it runs: ``[adaptlab] training LABEL:
+        step 12/40 running (15 s), last loss 0.4312`` every interval once the step outlasts it
+        (no closing line: :meth:`update` reports the step). Its thread only prints."""
+        last = f", last loss {losses[-1]:.4f}" if losses else ""
+        return Heartbeat(f"training {self.label}: step {step + 1}/{self.total} running", detail=last,
+                         interval=self.interval, enabled=self.enabled, done_line=False)
 
     def update(self, done: int, loss: float) -> None:
         """A line when ``interval`` seconds have passed since the last one."""
@@ -539,17 +541,17 @@ def run_loop(
     start = _resume(model, optimizer, checkpoint_dir, device, result)
     t0 = time.perf_counter()
     progress = StepProgress(label, total, start)
-    order = np.arange(0)
-    order_epoch = -1
+    order, order_epoch = np.arange(0), -1
     for step in range(start, total):
         epoch, b = divmod(step, steps_per_epoch)
         if epoch != order_epoch:
-            order = np.random.default_rng([int(seed), epoch]).permutation(n_examples)
-            order_epoch = epoch
+            order, order_epoch = np.random.default_rng([int(seed), epoch]).permutation(n_examples), epoch
         idx = order[b * optim.batch_size : (b + 1) * optim.batch_size]
         lr = optim.learning_rate * linear_warmup_decay(step, total, warmup)
-        result.losses.append(_train_step(model, optimizer, params, idx, lr, step_seed(seed, step), device,
-                                         compute_loss, optim.max_grad_norm))
+        with progress.running(step, result.losses):
+            loss = _train_step(model, optimizer, params, idx, lr, step_seed(seed, step), device, compute_loss,
+                               optim.max_grad_norm)
+        result.losses.append(loss)
         done = step + 1
         progress.update(done, result.losses[-1])
         end_of_epoch = done % steps_per_epoch == 0 or done == total
