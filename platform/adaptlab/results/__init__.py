@@ -44,6 +44,7 @@ from adaptlab.results.repair import repair_store
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES
 from adaptlab.results.store import CommitId, open  # noqa: A004 - `open` shadows the builtin on purpose
 from adaptlab.results.validate import canonical_measure
+from adaptlab.results.wandb_log import log_to_wandb
 
 if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.writer import ResultsStore
@@ -64,6 +65,7 @@ __all__ = [
     "export_ranx",
     "from_ranx_frame",
     "log_to_mlflow",
+    "log_to_wandb",
     "migrate_store",
     "mteb_results",
     "new_run_id",
