@@ -21,7 +21,8 @@ returns its block's packed ``[T, dim]`` vectors and per-row lengths (token mode 
 :class:`~adaptlab.embedding.actor.EmbedBatch`), and the driver writes the rows back in input order
 into one ``TokenVectors`` (every row exactly once, else an error). Smaller calls, and
 ``use_ray=False``, encode in this process with the encoder loaded once per ``TokenEmbedder`` (a GPU
-there is used when torch sees one). :attr:`TokenEmbedder.last_run` says where the last encoding ran.
+there is used when torch sees one; ``loading NAME (N s)`` lines while the load outlasts the progress
+interval). :attr:`TokenEmbedder.last_run` says where the last encoding ran.
 
 Pool versus in-process: the same rows and token counts (tokenisation is per text), vectors equal
 within a tolerance, not bit for bit. colbert-ai pads a call's documents to the longest of the call
@@ -57,6 +58,7 @@ from adaptlab.models import EncoderSpec, resolve_model
 from adaptlab.models.base import TextKind
 from adaptlab.models.variants import COLBERT_BACKEND
 from adaptlab.runtime import init_ray
+from adaptlab.runtime.progress import Heartbeat
 
 __all__ = ["TokenEmbedder", "TokenRun", "assemble_tokens", "embed_tokens_ray"]
 
@@ -130,9 +132,14 @@ def assemble_tokens(n: int, batches: Iterable[dict[str, np.ndarray]]) -> tuple[A
     return TokenVectors(out, offsets), pid, cvd
 
 
+def _short_name(ref: Any) -> str:
+    """The model's short name in progress lines: the last path component of its name, at most 40
+    characters ("" without a reference)."""
+    return (getattr(ref, "name", None) or str(ref or "")).rsplit("/", 1)[-1][:40]
+
+
 def _label(factory: EncoderFactory, kind: str, n: int) -> str:
-    ref = getattr(factory, "ref", None)
-    name = (getattr(ref, "name", None) or str(ref or "")).rsplit("/", 1)[-1][:40]
+    name = _short_name(getattr(factory, "ref", None))
     return f"token-embedding {n} {'queries' if kind == 'query' else kind + 's'}" + (f" with {name}" if name else "")
 
 
@@ -202,12 +209,16 @@ class TokenEmbedder(CachedModel):
 
     @property
     def encoder(self) -> Any:
-        """The loaded :class:`~adaptlab.models.colbert.ColBERTEncoder` (loaded on first use)."""
+        """The loaded :class:`~adaptlab.models.colbert.ColBERTEncoder` (loaded on first use, under a
+        :class:`~adaptlab.runtime.progress.Heartbeat`: ``loading NAME (N s)`` lines while the load
+        runs past the progress interval, as for the dense encoders)."""
         if self._encoder is None:
             from adaptlab.models.load import load_encoder
 
             backend, opts = self._encoder_options()
-            self._encoder = load_encoder(self.ref, backend=backend, device=self.device, **opts)
+            name = _short_name(self.ref)
+            with Heartbeat(f"loading {name}" if name else "loading the encoder"):
+                self._encoder = load_encoder(self.ref, backend=backend, device=self.device, **opts)
         return self._encoder
 
     @property
