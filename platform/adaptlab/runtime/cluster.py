@@ -16,6 +16,14 @@ this process -- the embedded local runtime -- with
   agents and the autoscaler's and dashboard's metrics servers; measured with ``ss -ltnp``), and
   a watchdog process (:mod:`adaptlab.runtime.watchdog`) that stops every process of the session
   when this process dies, SIGKILL included; :func:`shutdown_ray` stops it;
+- a bounded retry of a start that misses one of Ray's start windows (:data:`START_TIMEOUTS`):
+  on a busy machine (load 12-26 on 2 cores) the raylet sometimes does not register within
+  Ray's hard-coded 30 s. Where Ray has a setting for the window, adaptlab uses a longer value
+  (``$RAY_gcs_server_port_wait_time_s``, the GCS's windows: :data:`GCS_WAIT_S`); for the
+  node's, it tears the half-started Ray down (``ray.shutdown()`` and the watchdog's sweep of the
+  session's processes) and starts again, :data:`START_ATTEMPTS` attempts in all with one
+  ``[adaptlab]`` line on stderr per retry, then fails with one line (a ``TimeoutError``) that
+  says what to do. A connection to an address is never retried here;
 - quiet logs (``WARNING``) and, by default, no Ray Data progress bars;
 - token authentication as Ray 2.60 sets it up for local clusters: on, with a token in
   ``~/.ray/auth_token`` (generated on first use). We never disable it; ``RAY_AUTH_MODE``
@@ -86,6 +94,25 @@ _starter_release = threading.Event()
 _watchdog: Watchdog | None = None
 LOCAL_HOST = "127.0.0.1"
 """The address every server of the embedded Ray listens on."""
+START_ATTEMPTS = 3
+"""Attempts of the embedded local start when Ray reports a start time-out (:func:`start_timed_out`)."""
+GCS_WAIT_ENV = "RAY_gcs_server_port_wait_time_s"
+GCS_WAIT_S = 120
+"""Seconds of Ray's GCS start windows under adaptlab (``$RAY_gcs_server_port_wait_time_s``, set by
+the user: theirs). Ray's defaults are 30 s for the port file and about 20 s to connect; 120 s is
+what Ray itself allows a GCS with an on-disk backend."""
+START_TIMEOUTS: tuple[tuple[str, str, bool], ...] = (
+    ("timed out during startup", "its node did not register within Ray's fixed 30 s", False),
+    ("timed out waiting for file", "its GCS did not publish its port in time", True),
+    ("failed to start gcs", "its GCS did not answer in time", True),
+)
+"""How Ray 2.60 reports a start window missed (lower-case text of the error, what it means, whether
+``$RAY_gcs_server_port_wait_time_s`` sets that window):
+``ray._private.node.Node`` raises ``Exception("The current node timed out during startup...")``
+after its hard-coded 30 s wait for the raylet to register, ``RuntimeError("Timed out waiting for
+file .../gcs_server_port_...")`` (``ray._raylet.wait_for_persisted_port``) and ``RuntimeError(
+"Failed to start GCS...")`` for the GCS windows. tests/runtime/test_ray_start_retry.py checks
+these texts against the installed Ray."""
 
 
 def available_cores() -> int:
@@ -250,26 +277,47 @@ def init_ray(
 def _start_local(common: dict[str, Any], *, num_cpus: int | None, num_gpus: int | None,
                  object_store_memory: int | None, dashboard: bool) -> Any:
     """``ray.init`` of the embedded runtime on 127.0.0.1, watched by a watchdog process that
-    tears the session down if this process dies (:mod:`adaptlab.runtime.watchdog`)."""
-    import ray  # deferred: ray is heavy and only needed here
-
-    global _watchdog
+    tears the session down if this process dies (:mod:`adaptlab.runtime.watchdog`); a start that
+    misses one of Ray's start windows is torn down and tried again, :data:`START_ATTEMPTS` times
+    in all (see the module docstring)."""
     if not dashboard:
         common.setdefault("_system_config", dict(LOCAL_SYSTEM_CONFIG))
     common.setdefault("_node_ip_address", LOCAL_HOST)
-    watchdog = start_watchdog(_ray_temp_root(common))
+    kwargs = {"num_cpus": num_cpus if num_cpus is not None else local_num_cpus(), "num_gpus": num_gpus,
+              "object_store_memory": object_store_memory, "include_dashboard": bool(dashboard),
+              "dashboard_host": LOCAL_HOST, **common}
+    with _gcs_start_window():
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return _start_local_once(kwargs)
+            except Exception as e:  # noqa: BLE001 - only Ray's start time-outs are retried
+                if not start_timed_out(e):
+                    raise
+                if attempt == START_ATTEMPTS:
+                    raise TimeoutError(_start_failed_message(e)) from e
+                print(f"[adaptlab] Ray's local start timed out ({_why(e)}; attempt {attempt} of {START_ATTEMPTS}, "
+                      f"{_load_note()}): stopped what it had started, starting it again", file=sys.stderr, flush=True)
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _start_local_once(kwargs: dict[str, Any]) -> Any:
+    """One ``ray.init`` of the embedded runtime. If it fails, whatever it started is stopped
+    before the error propagates: ``ray.shutdown()`` (Ray's own state and the processes of a node
+    it had registered), then the watchdog's sweep of the session's processes (a node that never
+    registered is unknown to ``ray.shutdown()``; its GCS and raylet would live until this process
+    exits)."""
+    import ray  # deferred: ray is heavy and only needed here
+
+    global _watchdog
+    watchdog = start_watchdog(_ray_temp_root(kwargs))
     try:
-        with _loopback_node_ip(common["_node_ip_address"]):
-            ctx = ray.init(
-                address="local",  # always a new in-process Ray, never a cluster started on this machine
-                num_cpus=num_cpus if num_cpus is not None else local_num_cpus(),
-                num_gpus=num_gpus,
-                object_store_memory=object_store_memory,
-                include_dashboard=bool(dashboard),
-                dashboard_host=LOCAL_HOST,
-                **common,
-            )
+        with _loopback_node_ip(kwargs["_node_ip_address"]):
+            ctx = ray.init(address="local", **kwargs)  # always a new in-process Ray, never a cluster started here
     except BaseException:
+        try:
+            ray.shutdown()
+        except Exception:  # noqa: BLE001 - the start's own error is the one to report
+            logging.getLogger(__name__).debug("ray.shutdown() after a failed start failed", exc_info=True)
         if watchdog is not None:
             stop_watchdog(watchdog)
         raise
@@ -279,6 +327,57 @@ def _start_local(common: dict[str, Any], *, num_cpus: int | None, num_gpus: int 
             watchdog.tell_session(str(session))
         _watchdog = watchdog
     return ctx
+
+
+def start_timed_out(error: BaseException) -> bool:
+    """Whether ``error`` is Ray's report that the embedded start missed one of its start windows
+    (the texts of :data:`START_TIMEOUTS`, or a ``TimeoutError``), as opposed to a bad argument
+    or a broken installation, which are not retried."""
+    if isinstance(error, TimeoutError):
+        return True
+    text = str(error).lower()
+    return any(marker in text for marker, _, _ in START_TIMEOUTS)
+
+
+def _why(error: BaseException) -> str:
+    """Which start window ``error`` reports, in words."""
+    text = str(error).lower()
+    return next((why for marker, why, _ in START_TIMEOUTS if marker in text), "it timed out")
+
+
+def _load_note() -> str:
+    """``load average 12.3 on 2 cores`` (the 1-minute average), or ``""`` where unknown."""
+    try:
+        return f"load average {os.getloadavg()[0]:.1f} on {available_cores()} cores"
+    except OSError:  # pragma: no cover - no load average on this platform
+        return f"{available_cores()} cores"
+
+
+def _start_failed_message(error: BaseException) -> str:
+    """The one line of a start that timed out in every attempt: what happened and what to do."""
+    text = str(error).lower()
+    gcs = any(marker in text for marker, _, gcs_window in START_TIMEOUTS if gcs_window)
+    knob = (f"; ${GCS_WAIT_ENV} (seconds, adaptlab's default {GCS_WAIT_S}) lengthens that window" if gcs else
+            "; Ray waits a fixed 30 s for its node to register (Ray has no setting for that window)")
+    first = " ".join(str(error).split())[:200]
+    return (f"Ray's local start timed out in all {START_ATTEMPTS} attempts ({_why(error)}; {_load_note()}){knob}. "
+            "Run on a less loaded machine (or when this one is quieter), without Ray (adaptlab run --no-ray, "
+            "or [embedding] use_ray = false), or on a running cluster (--address). Ray said: " + first)
+
+
+@contextmanager
+def _gcs_start_window() -> Iterator[None]:
+    """``$RAY_gcs_server_port_wait_time_s`` = :data:`GCS_WAIT_S` while the embedded Ray starts,
+    unless the user set it: Ray's own knob for its GCS start windows (the wait for the GCS port
+    file, 30 s by default, and for the first connection, about 20 s). Restored afterwards."""
+    if os.environ.get(GCS_WAIT_ENV, "").strip():
+        yield
+        return
+    os.environ[GCS_WAIT_ENV] = str(GCS_WAIT_S)
+    try:
+        yield
+    finally:
+        os.environ.pop(GCS_WAIT_ENV, None)
 
 
 def _ray_temp_root(common: dict[str, Any]) -> str:

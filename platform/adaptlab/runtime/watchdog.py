@@ -4,8 +4,8 @@ Ray ties the GCS, raylet, log monitor and dashboard of ``ray.init()`` to the dri
 (``PR_SET_PDEATHSIG``), but not what the raylet starts: measured with Ray 2.60, after a SIGKILL
 of the driver ``ray::DashboardAgent`` and ``ray::RuntimeEnvAgent`` stay alive (and ignore
 SIGTERM), and running tasks go on for seconds. :func:`start_watchdog` (called by
-:func:`adaptlab.runtime.init_ray` before a local start) runs ``python -m
-adaptlab.runtime.watchdog`` as a child in its own session (a Ctrl-C or a kill of the driver's
+:func:`adaptlab.runtime.init_ray` before each local start attempt) runs this file (``python -I``,
+standard library only) as a child in its own session (a Ctrl-C or a kill of the driver's
 process group does not reach it). It
 
 - polls its parent pid (bounded sleeps of :data:`POLL_S`); when the driver is gone it stops
@@ -13,7 +13,9 @@ process group does not reach it). It
   most :data:`KILL_ROUNDS` rounds (a dying raylet may still start a worker), then exits;
 - exits when the session is over (its GCS and raylet are gone: ``ray.shutdown()`` without
   :func:`stop_watchdog`), and on ``stop`` (sent by :func:`adaptlab.runtime.shutdown_ray` after
-  Ray stopped), in both cases after stopping what the session left behind.
+  Ray stopped, and after a start attempt that failed), in both cases after stopping what the
+  session left behind. A watchdog that has not done so within :func:`stop_watchdog`'s bound is
+  killed and the driver sweeps the session itself (:meth:`Watchdog.sweep`).
 
 A process belongs to the session when an option of its command line points into the session
 directory (``<temp>/session_<date>_<driver pid>``: GCS, raylet, log monitor) or it holds a file
@@ -219,9 +221,12 @@ def _end(state: _State, *, driver_gone: bool) -> int:
     return 1 if left else 0
 
 
-def watch(driver_pid: int, temp_root: str, *, poll_s: float = POLL_S, max_s: float = MAX_LIFETIME_S) -> int:
-    """The watchdog loop (run in the child); returns its exit status."""
-    state = _State(driver_pid=driver_pid, temp_root=temp_root, started=time.time())
+def watch(driver_pid: int, temp_root: str, *, poll_s: float = POLL_S, max_s: float = MAX_LIFETIME_S,
+          since: float | None = None) -> int:
+    """The watchdog loop (run in the child); returns its exit status. ``since``: when the driver
+    started the watchdog (epoch seconds; default now), the earliest a session of this start can
+    have been created (a session the driver never named is looked for from then on)."""
+    state = _State(driver_pid=driver_pid, temp_root=temp_root, started=time.time() if since is None else since)
     deadline = time.monotonic() + max_s
     while time.monotonic() < deadline:
         if os.getppid() != driver_pid:
@@ -238,9 +243,13 @@ def watch(driver_pid: int, temp_root: str, *, poll_s: float = POLL_S, max_s: flo
 
 @dataclass
 class Watchdog:
-    """The driver's handle on its watchdog process."""
+    """The driver's handle on its watchdog process (and what the watchdog was told: the temp root,
+    when it was started, the session once named), so the driver can sweep in its place."""
 
     process: subprocess.Popen
+    temp_root: str = ""
+    since: float = 0.0
+    session_dir: str | None = None
 
     @property
     def pid(self) -> int:
@@ -248,7 +257,15 @@ class Watchdog:
 
     def tell_session(self, session_dir: str) -> None:
         """Name the session directory once Ray has started."""
+        self.session_dir = session_dir
         self._send(f"session {session_dir}")
+
+    def sweep(self) -> list[int]:
+        """In the driver: stop what is left of this start's session (what the watchdog does on
+        ``stop``); returns the pids still running (none, normally)."""
+        session = self.session_dir or (find_session_dir(self.temp_root, os.getpid(), self.since)
+                                       if self.temp_root else None)
+        return kill_session(session, exclude=[os.getpid()]) if session else []
 
     def _send(self, line: str) -> None:
         if self.process.stdin is None:
@@ -264,10 +281,10 @@ def start_watchdog(temp_root: str) -> Watchdog | None:
     """Start the watchdog of this driver (``None`` where there is no ``/proc``)."""
     if not _PROC.is_dir() or not (_PROC / str(os.getpid())).is_dir():
         return None
+    since = time.time()
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "adaptlab.runtime.watchdog", f"--driver-pid={os.getpid()}",
-             f"--temp-root={temp_root}"],
+            [*_command(), f"--driver-pid={os.getpid()}", f"--temp-root={temp_root}", f"--since={since:.3f}"],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, text=True, close_fds=True,
         )
@@ -275,12 +292,24 @@ def start_watchdog(temp_root: str) -> Watchdog | None:
         logging.getLogger(__name__).warning(
             "could not start the Ray watchdog (%s): if this process is killed, its Ray processes may outlive it", e)
         return None
-    return Watchdog(process)
+    return Watchdog(process, temp_root, since)
+
+
+def _command() -> list[str]:
+    """How the watchdog runs: this file as a script in isolated mode (``python -I``: the standard
+    library only, which is all it imports, so it is watching within the interpreter's start-up, not
+    after adaptlab's imports: on 2 cores at load 40 that is 1.5 s instead of 3), else the module."""
+    here = Path(__file__)
+    if here.suffix == ".py" and here.is_file():
+        return [sys.executable, "-I", str(here)]
+    return [sys.executable, "-m", "adaptlab.runtime.watchdog"]  # pragma: no cover - installed without sources
 
 
 def stop_watchdog(watchdog: Watchdog, *, timeout_s: float = 10.0) -> int | None:
-    """Tell the watchdog that Ray stopped; wait at most ``timeout_s`` for it to sweep and exit
-    (killed after that); returns its exit status."""
+    """Tell the watchdog that Ray stopped; wait at most ``timeout_s`` for it to sweep and exit;
+    returns its exit status. A watchdog that has not finished by then (on a busy machine it may not
+    even have started) is killed and this process sweeps the session itself, so nothing of the
+    session is left either way."""
     watchdog._send("stop")
     try:
         if watchdog.process.stdin is not None:
@@ -291,7 +320,9 @@ def stop_watchdog(watchdog: Watchdog, *, timeout_s: float = 10.0) -> int | None:
         return watchdog.process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         watchdog.process.kill()
-        return watchdog.process.wait(timeout=5)
+        status = watchdog.process.wait(timeout=5)
+    watchdog.sweep()
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -300,11 +331,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--driver-pid", type=int, required=True, help="the driver whose Ray to tear down")
     parser.add_argument("--temp-root", required=True, help="Ray's temp dir, where the session dir appears")
     parser.add_argument("--poll", type=float, default=POLL_S, help="seconds between looks at the driver")
+    parser.add_argument("--since", type=float, default=None,
+                        help="epoch seconds the driver started this watchdog (default: now)")
     args = parser.parse_args(argv)
     if not args.poll > 0:
         parser.error(f"--poll must be a number of seconds > 0, got {args.poll}")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C meant for the driver is not ours
-    return watch(args.driver_pid, args.temp_root, poll_s=args.poll)
+    return watch(args.driver_pid, args.temp_root, poll_s=args.poll, since=args.since)
 
 
 if __name__ == "__main__":
