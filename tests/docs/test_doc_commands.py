@@ -158,6 +158,7 @@ SLOW = {
     "adaptlab plan --qrels QRELS --run A.trec --run B.trec --metric ndcg@10 --effect 0.02",
     "adaptlab report --store DIR --out report/ --format svg",
     "adaptlab export --store results/ --to mlflow --out file:./mlruns [--experiment NAME] [--artifact report.html]",
+    "adaptlab export --store results/ --to wandb --out wandb-runs/ [--project NAME] [--artifact report.html]",
 }
 
 COMMANDS = all_commands()
