@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -293,3 +294,59 @@ def test_checkpoints_left_by_a_task_that_died_after_publishing_are_deleted_by_th
     found = find_artifact(shared_root, art.key)
     assert found is not None and found.uri == art.uri
     assert _published(shared_root) == [other]
+
+
+def test_a_stalled_store_holds_the_end_of_a_task_no_longer_than_the_bound(tmp_path, monkeypatch, caplog):
+    """``finish`` returns after its bound with one warning while an upload hangs; once the store
+    answers, the waiting checkpoint follows (or was dropped with ``pending=False``)."""
+    real = artifacts_module.open_remote
+    entered, release = threading.Event(), threading.Event()
+
+    class Stalled:
+        """The store, except that an upload hangs until ``release`` (at most 30 s)."""
+
+        def __init__(self, uri: str) -> None:
+            self.inner = real(uri)
+
+        def upload(self, rel, src, sha256=None):
+            entered.set()
+            release.wait(30)
+            return self.inner.upload(rel, src, sha256)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    monkeypatch.setattr(artifacts_module, "open_remote", Stalled)
+    local = tmp_path / "checkpoints"
+    for step in (1, 2, 3):
+        (local / f"step-{step}").mkdir(parents=True)
+        (local / f"step-{step}" / "state.json").write_text(json.dumps({"step": step}))
+    shared = SharedCheckpoints(f"file://{tmp_path}/remote/{CHECKPOINTS}/m/ft", local)
+    caplog.set_level(logging.DEBUG, logger="adaptlab.adapt.train.artifacts")
+
+    def latest() -> int:
+        return json.loads(open_remote(shared.uri).read_bytes("latest.json"))["step"]
+
+    shared.submit(1)
+    assert entered.wait(10)  # step 1 is in flight
+    shared.submit(2)
+    shared.submit(3)  # step 2 is skipped
+    started = time.monotonic()
+    assert shared.finish(timeout=0.5) is False
+    assert 0.5 <= time.monotonic() - started < 3.0
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "still running after 0.5 s" in warnings[0], warnings
+    release.set()
+    assert shared.finish(timeout=20) is True and latest() == 3
+    assert any("step 2 not published: step 3 is newer" in r.getMessage() for r in caplog.records)
+
+    entered.clear()
+    release.clear()
+    shared.submit(2)
+    assert entered.wait(10)
+    shared.submit(3)
+    assert shared.finish(pending=False, timeout=0.2) is False  # step 3 dropped, step 2 still in flight
+    release.set()
+    assert shared.finish(timeout=20) is True and latest() == 2
+    assert not list(local.glob(".upload-*")) and sorted(p.name for p in local.iterdir()) == ["step-1", "step-2",
+                                                                                               "step-3"]

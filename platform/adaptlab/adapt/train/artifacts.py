@@ -610,7 +610,7 @@ class SharedCheckpoints:
             _log.debug("checkpoint of step %d not published: training is done", dropped[0])
             shutil.rmtree(dropped[1], ignore_errors=True)
         if not ended and limit > 0:
-            self._warn(f"checkpoint upload still running after {limit:.0f} s; going on without it",
+            self._warn(f"checkpoint upload still running after {limit:g} s; going on without it",
                        TimeoutError("the store is slow or stalled"))
         return ended
 

@@ -22,8 +22,9 @@ stages that do not fit side by side run one after another.
 Faults (retried by us, not by Ray, at most ``max_retries`` times per stage; each retry resumes
 from the stage's last checkpoint, on any node: with a local ``artifact_root`` (a shared
 filesystem) the checkpoints are in the artifact's temp directory under the root, and with a URI
-root each checkpoint is also published next to the artifacts and fetched, hash-checked, by a
-retry on another node (:mod:`.artifacts`, "Training checkpoints on a URI root")):
+root each checkpoint is also published next to the artifacts, in the background while training
+goes on, and fetched, hash-checked, by a retry on another node (:mod:`.artifacts`, "Training
+checkpoints on a URI root"); a stage that ends waits, bounded, for its upload in flight)):
 
 - killed for memory (``OutOfMemoryError``) or crashed (``WorkerCrashedError``, e.g. the kernel's
   OOM killer): resubmitted once every running stage has ended, and nothing else starts while it
