@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -84,7 +85,14 @@ def test_colbert_ft_beats_untrained_self_on_heldout(domain, tmp_path, monkeypatc
     triplets, heldout = domain
     # 163 triplets (~20 steps), 67 held-out questions. Halving the training data to cut the time was
     # measured and rejected: every other triplet (10 steps) gave MRR@10 0.691 -> 0.756 with p = 0.11
-    # (seed 0), no longer significant, so this test keeps the full set and is the suite's price for it.
+    # (seed 0), no longer significant, and a 3x learning rate did not rescue it (0.691 -> 0.712,
+    # p = 0.51; seed 1: 0.756 -> 0.770, p = 0.67), so this test keeps the full set. Even the full set
+    # is significant at this seed only: seeds 0/1/2 gave MRR@10 +0.079 (p = 0.016), +0.039
+    # (p = 0.32), +0.057 (p = 0.15) (2026-11-26): the gain is positive at each, the claim seed 0's.
+    # The training child and the probe process run torch on one thread, as this module does
+    # (tests/tiny_models.py): colbert-ai's CPU steps took 15 s each on one thread against 44-55 s on
+    # two in the same minutes on a loaded 2-core machine (measured 2026-11-26).
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert len(triplets) >= 40 and heldout.n_queries >= 30
     art = train_colbert("minilm", triplets, artifact_root=tmp_path / "art", config=FT, seed=0, scale="all")
     assert art.variant == "colbert-ft" and art.manifest["training"]["path"] == "in-process CPU adapter"
@@ -232,12 +240,27 @@ def test_training_triples_are_the_same_in_every_child_process(tmp_path):
     rows_file = tmp_path / "rows.json"
     rows_file.write_text(json.dumps(rows))
 
-    def sha(run: int, env: dict[str, str]) -> str:
-        out = subprocess.run([sys.executable, "-c", _PREPARE, str(init), str(rows_file), str(tmp_path / f"d{run}")],
-                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0, out.stderr[-2000:]
-        return next(x for x in out.stdout.splitlines() if x.startswith("SHA"))
+    def start(run: int, env: dict[str, str]) -> subprocess.Popen:
+        cwd = tmp_path / f"cwd{run}"
+        cwd.mkdir()
+        return subprocess.Popen([sys.executable, "-c", _PREPARE, str(init), str(rows_file), str(tmp_path / f"d{run}")],
+                                env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    assert sha(1, child_env()) == sha(2, child_env())
+    # three fresh processes side by side (each spends most of its time importing colbert-ai), all
+    # waited for within one 600 s bound and killed by their own handle if a check fails first
+    procs = [start(1, child_env()), start(2, child_env()), start(3, {**child_env(), "PYTHONHASHSEED": "1"})]
+    deadline = time.monotonic() + 600
+    try:
+        shas = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            assert proc.returncode == 0, err[-2000:]
+            shas.append(next(x for x in out.splitlines() if x.startswith("SHA")))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert shas[0] == shas[1]
     # the data do exercise the hash dependence: another hash seed samples other triples
-    assert sha(3, {**child_env(), "PYTHONHASHSEED": "1"}) != sha(1, child_env())
+    assert shas[2] != shas[0]
