@@ -75,7 +75,7 @@ def test_a_long_step_prints_heartbeat_lines_while_it_runs(tiny_model, triplets, 
         assert all(before < i < after for i in running), lines
         last = {RUNNING.fullmatch(lines[i]).group(3) for i in running}
         assert last == ({None} if step == 1 else {f"{slow.losses[step - 2]:.4f}"}), lines
-    assert sum(1 for line in lines if RUNNING.fullmatch(line)) >= 6, lines  # ~3 per step; 2 on a busy machine
+    assert sum(1 for line in lines if RUNNING.fullmatch(line)) >= 4, lines  # ~3 per step when the machine is idle
     assert not any(": done in" in line for line in lines), lines  # the step's own line closes it
     assert _no_heartbeat_thread_left()
 
