@@ -26,7 +26,7 @@ order of ``texts``. With ``use_ray=True`` (the default):
 ``use_ray=False`` loads the encoder in this process (cached for the next call with the same
 model) and encodes directly: for tiny inputs and tests. A load that takes longer than the progress
 interval prints ``[adaptlab] loading MODEL (N s)`` lines meanwhile
-(:class:`~adaptlab.embedding.pool.Heartbeat`), so the progress promise holds from the start.
+(:class:`~adaptlab.runtime.progress.Heartbeat`), so the progress promise holds from the start.
 
 Steps 1-3 (:func:`pool_placement`, :func:`length_blocks`, the same warm pools) also carry the
 token vectors of late-interaction models (:mod:`adaptlab.embedding.tokens`); only the assembly of
@@ -46,13 +46,14 @@ from typing import Any
 import numpy as np
 
 from adaptlab.embedding.actor import EncoderFactory
-from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, Heartbeat, PoolPlacement, Progress, get_pool
+from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, PoolPlacement, get_pool
 from adaptlab.embedding.pool import placement_timeout as check_placement_timeout
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, check_texts
 from adaptlab.models.load import EncoderSpec
 from adaptlab.models.resolve import ModelRef, resolve_model
 from adaptlab.runtime import available_cores, cluster_has_gpus, init_ray, ray_info
+from adaptlab.runtime.progress import Heartbeat, Progress
 
 __all__ = [
     "EmbeddingRun",
@@ -388,7 +389,7 @@ def embed_texts(
         num_actors: actor pool size; default: one per GPU, else ``cores // torch_threads``.
         options: encoder options (``query_instruction``, ``max_seq_length``, ``backend``...).
         progress: show progress (a bar on a terminal, else a line every few seconds on stderr:
-            :class:`adaptlab.embedding.pool.Progress`); ``adaptlab --quiet`` turns it off.
+            :class:`adaptlab.runtime.progress.Progress`); ``adaptlab --quiet`` turns it off.
         use_ray: ``False``: encode in this process.
         kwargs: ``backend``, ``device``, ``block_size`` (rows per actor call),
             ``torch_threads`` (per CPU actor, default 1 with the default pool),

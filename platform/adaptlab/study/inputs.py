@@ -17,7 +17,7 @@ from adaptlab.data import load_dataset
 from adaptlab.data.dataset import Dataset
 from adaptlab.data.loaders import parse_dataset_spec
 from adaptlab.embedding.cache import Embedder
-from adaptlab.embedding.pool import progress_enabled
+from adaptlab.runtime.progress import progress_enabled
 from adaptlab.errors import ConfigError
 from adaptlab.models import resolve_model
 from adaptlab.models.variants import COLBERT_BACKEND
@@ -28,7 +28,7 @@ __all__ = ["EvalDataset", "check_inputs", "load_dataset_section", "log", "model_
 
 def log(msg: str) -> None:
     """A progress line on stderr (the CLI's stdout carries only results); silent under
-    ``--quiet`` (``ADAPTLAB_PROGRESS=0``, see :func:`adaptlab.embedding.pool.progress_enabled`)."""
+    ``--quiet`` (``ADAPTLAB_PROGRESS=0``, see :func:`adaptlab.runtime.progress.progress_enabled`)."""
     if progress_enabled():
         print(msg, file=sys.stderr, flush=True)
 
