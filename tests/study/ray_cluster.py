@@ -72,11 +72,15 @@ def _ray_start(args: list[str], temp_dir: Path, env: Mapping[str, str], num_cpus
     )
 
 
-def start_head(ports: HeadPorts, temp_dir: Path, env: Mapping[str, str], *, num_cpus: int) -> subprocess.CompletedProcess:
-    """A head node with its dashboard (Jobs API) on 127.0.0.1; the caller checks the return code."""
+def start_head(ports: HeadPorts, temp_dir: Path, env: Mapping[str, str], *, num_cpus: int,
+               dashboard: bool = True) -> subprocess.CompletedProcess:
+    """A head node with its dashboard (Jobs API) on 127.0.0.1; the caller checks the return code.
+    ``dashboard=False``: without (for drivers that join by the GCS address, not the Jobs API): Ray
+    then runs its dashboard process with the usage-stats module only and no web frontend, a
+    lighter start; it still gets the free port."""
     return _ray_start(
         ["--head", f"--port={ports.gcs}", f"--dashboard-host={HOST}", f"--dashboard-port={ports.dashboard}",
-         "--include-dashboard=true", f"--ray-client-server-port={free_port()}"],
+         f"--include-dashboard={str(dashboard).lower()}", f"--ray-client-server-port={free_port()}"],
         temp_dir, env, num_cpus,
     )
 
