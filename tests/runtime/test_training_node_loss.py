@@ -152,7 +152,8 @@ def _start_cluster(base: Path, env: dict) -> HeadPorts:
     ``ADAPTLAB_CACHE``; every node gets more than one try (``ray start`` can time out on a loaded machine)."""
     for attempt in range(2):
         ports = HeadPorts()
-        head = start_head(ports, base / "head", {**env, "ADAPTLAB_CACHE": str(base / "head" / "cache")}, num_cpus=0)
+        head = start_head(ports, base / "head", {**env, "ADAPTLAB_CACHE": str(base / "head" / "cache")}, num_cpus=0,
+                          dashboard=False)  # the driver joins by the GCS address
         if head.returncode == 0:
             break
         stop_cluster(base, ports)
