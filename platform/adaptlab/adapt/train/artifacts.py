@@ -589,7 +589,12 @@ class SharedCheckpoints:
                     self._cond.notify_all()
                     return
             try:
-                self.publish(*job)
+                self.publish(*job)  # never raises an Exception
+            except BaseException:  # the thread is ending anyway: a later submit starts another
+                with self._cond:
+                    self._thread = None
+                    self._cond.notify_all()
+                raise
             finally:
                 shutil.rmtree(job[1], ignore_errors=True)
 
