@@ -486,7 +486,7 @@ def run_adaptation_jobs(
     _declare_memory(list(stages.values()), ray, memory_per_job)
     data_refs = {key: ray.put(value) for key, value in data.items()}
     remote = ray.remote(_remote_stage)
-    from adaptlab.embedding.pool import progress_enabled  # same layer; deferred: not needed in-process
+    from adaptlab.runtime.progress import progress_enabled  # deferred: not needed in-process
 
     progress = progress_enabled()
 
