@@ -1,6 +1,7 @@
 """Evidence that the scale study's FT variant helps: on the synthetic technical domain,
 fine-tuning all-MiniLM-L6-v2 on template questions about 90 documents raises accuracy@5 on
-questions about 30 held-out documents, with a paired bootstrap p-value below 0.05.
+questions about 30 held-out documents, with a paired p-value below 0.05 and a paired bootstrap
+95% CI of the difference above 0.
 
 Measured on the project's 2-core machine (seed 0; 185 held-out questions over 97 chunks; FT lr
 1e-4, 1 epoch, batch 16, 1 hard negative, 539 triplets): acc@5 base 0.892 [0.839, 0.929] -> FT
