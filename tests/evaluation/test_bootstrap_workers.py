@@ -1,4 +1,7 @@
-"""The measuring stage's bootstrap workers: Ray tasks give exactly the in-process numbers."""
+"""The measuring stage's bootstrap workers: Ray tasks give exactly the in-process numbers.
+
+The Ray tests run on the session's shared Ray (tests/conftest.py): they need only its CPUs; the
+worker that dies is one Ray restarts, and the unplaceable task is cancelled."""
 
 from __future__ import annotations
 
@@ -39,17 +42,7 @@ def _as_plain(summary) -> dict:
     return {"json": summary.to_json(), "measures": summary.measures}
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    pytest.importorskip("ray")
-    from adaptlab.runtime import init_ray, shutdown_ray
-
-    init_ray(num_cpus=4)
-    yield
-    shutdown_ray()
-
-
-def test_ray_tasks_give_the_in_process_numbers_bit_for_bit(local_ray):
+def test_ray_tasks_give_the_in_process_numbers_bit_for_bit(shared_ray):
     study = _study()
     boot = BootstrapConfig(n_resamples=300, seed=11)
     local = summarise_datasets(study, boot=boot, baseline="sys0", workers="local")
@@ -97,7 +90,7 @@ def test_auto_stays_in_process_for_small_studies_and_without_ray(monkeypatch):
 
 
 @pytest.mark.gpu
-def test_gpu_tasks_match_a_gpu_driver(local_ray):
+def test_gpu_tasks_match_a_gpu_driver(shared_ray):
     from adaptlab.stats.backend import cupy_available
 
     if not cupy_available():
@@ -110,7 +103,7 @@ def test_gpu_tasks_match_a_gpu_driver(local_ray):
         assert _as_plain(local[ds]) == _as_plain(remote[ds])
 
 
-def test_a_task_whose_worker_dies_is_retried_and_gives_its_result(local_ray, tmp_path):
+def test_a_task_whose_worker_dies_is_retried_and_gives_its_result(shared_ray, tmp_path):
     import ray
 
     from adaptlab.evaluation.workers import gather
@@ -135,7 +128,7 @@ def test_a_task_whose_worker_dies_is_retried_and_gives_its_result(local_ray, tmp
     assert "\n" not in str(info.value) and "workers='local'" in str(info.value)
 
 
-def test_a_cluster_without_cpus_fails_with_one_line_within_the_timeout(local_ray, monkeypatch):
+def test_a_cluster_without_cpus_fails_with_one_line_within_the_timeout(shared_ray, monkeypatch):
     import time
 
     import ray

@@ -1,6 +1,6 @@
-"""Shared fixtures for the adaptation-training tests: a tiny local sentence encoder (random-init
-2-layer BERT, hidden 32, with the all-MiniLM-L6-v2 tokenizer; mean pooling + Normalize), tiny
-triplets and chunks, a local Ray runtime, and one torch thread per module."""
+"""Shared fixtures for the adaptation-training tests: tiny triplets and chunks, the session's
+shared Ray, and one torch thread per module. The tiny local sentence encoder (``tiny_model``) is
+the root conftest's, built once for the session and shared with tests/study."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from s3servers import running
-from tiny_models import build_tiny_model, one_torch_thread  # noqa: F401 (autouse fixture)
+from tiny_models import one_torch_thread  # noqa: F401 (autouse fixture)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -38,11 +38,6 @@ QUESTIONS = {
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-bert")
-
-
-@pytest.fixture(scope="session")
 def chunks() -> list[str]:
     return list(TOPICS.values()) * 2
 
@@ -56,23 +51,11 @@ def triplets() -> list[tuple[str, str, tuple[str, ...]]]:
     ]
 
 
-@pytest.fixture(scope="session")
-def ray_local():
-    """A local Ray runtime with 4 logical CPUs for the session (reused if already running)."""
-    import ray
-
-    started = False
-    if not ray.is_initialized():
-        try:
-            from adaptlab.runtime import init_ray  # type: ignore[attr-defined]
-        except ImportError:
-            ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
-        else:
-            init_ray(address=None, num_cpus=4)
-        started = True
-    yield ray
-    if started:
-        ray.shutdown()
+@pytest.fixture(scope="module")
+def ray_local(shared_ray):
+    """The session's shared local Ray (tests/conftest.py ``shared_ray``: 4 logical CPUs, started
+    once and kept); these tests need nothing of their own from Ray."""
+    return shared_ray
 
 
 def _read_weights(model_dir: Path) -> dict:
