@@ -60,6 +60,9 @@ def test_the_retried_texts_are_the_installed_rays(tmp_path):
     assert cluster.GCS_WAIT_ENV in source  # Ray's knob for its GCS windows still exists
     assert not cluster.start_timed_out(ValueError("Invalid num_cpus"))
     assert not cluster.start_timed_out(RuntimeError("Ray was built for another Python"))
+    refused = ("Failed to start GCS.  Last 0 lines of error files: ... Last connection error: Traceback ... "
+               "ray.exceptions.AuthenticationError: RPC error: InvalidAuthToken: Authentication token is missing")
+    assert not cluster.start_timed_out(RuntimeError(refused))  # seen in a test session: not a time-out
 
 
 class FakeInit:
@@ -161,6 +164,7 @@ def test_other_start_errors_are_not_retried_and_the_users_gcs_window_is_kept(fak
 
 def test_a_connection_to_an_address_is_never_retried(fake_ray, monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(cluster, "_set_token_mode_for_client", lambda: None)  # it would set RAY_AUTH_MODE for good
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     calls = []
 

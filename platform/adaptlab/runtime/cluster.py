@@ -331,11 +331,14 @@ def _start_local_once(kwargs: dict[str, Any]) -> Any:
 
 def start_timed_out(error: BaseException) -> bool:
     """Whether ``error`` is Ray's report that the embedded start missed one of its start windows
-    (the texts of :data:`START_TIMEOUTS`, or a ``TimeoutError``), as opposed to a bad argument
-    or a broken installation, which are not retried."""
+    (the texts of :data:`START_TIMEOUTS`, or a ``TimeoutError``), as opposed to a bad argument,
+    a broken installation or a refused token (``Failed to start GCS`` whose last connection error
+    is Ray's ``AuthenticationError``), which are not retried."""
     if isinstance(error, TimeoutError):
         return True
     text = str(error).lower()
+    if "authentication" in text:  # "Failed to start GCS ... AuthenticationError": the token, not the time
+        return False
     return any(marker in text for marker, _, _ in START_TIMEOUTS)
 
 
