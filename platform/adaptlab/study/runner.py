@@ -115,15 +115,35 @@ def run_study(
     tune = parse_tune_section(study, settings, store=store) if settings is not None and study.tune else None
     check_inputs(study)  # every dataset and model, before Ray starts and before any embedding
     EmbeddingCache.of_study(study)  # a bad cache setting fails before any work
-    ray_start = None
-    if study.embedding.use_ray or (settings is not None and (settings.use_ray or tune is not None)):
-        from adaptlab.runtime import start_ray  # deferred: imports ray
-
-        ray_start = start_ray(address or study.study.address or None)  # overlaps Ray's start with loading
+    ray_start = _early_ray_start(study, settings, tune, address)
     try:
         return _run_stages(study, settings, tune, store_root, address, export_run, on_dataset, start, ray_start)
     finally:
         release_pools()
+
+
+def _early_ray_start(study: Study, settings: AdaptSettings | None, tune: TuneSettings | None,
+                     address: str | None) -> Future[Any] | None:
+    """Ray's start, begun in the background alongside the loading, when the study is known to need
+    Ray before any data is read: training on Ray (``[adapt].use_ray`` or ``[tune]``), or embedding
+    on a cluster (``--address``, ``[study].address`` or ``$RAY_ADDRESS``: the embedding pools join
+    the Ray this process has, and connecting early reports a bad address before any work).
+
+    Otherwise (the embedded local Ray of a study without training) nothing is started here: an
+    embedding pool starts Ray on the first call that goes to Ray (a cache miss of at least
+    ``local_below`` texts, :meth:`~adaptlab.embedding.cache.CachedModel.wants_ray`), so a study
+    served by the embedding cache, or whose calls are small enough to embed in-process, never starts
+    it, and its bootstrap (``workers="auto"``) runs in-process: the same numbers. A cached quickstart
+    waited 12-20 s for a Ray start no step used (load 27 on 2 cores). An uncached study whose
+    embedding does go to Ray starts it then, in the foreground, instead of alongside its dataset
+    loading and model revision hashing."""
+    training = settings is not None and (settings.use_ray or tune is not None)
+    target = address or study.study.address or os.environ.get("RAY_ADDRESS") or None
+    if not (training or (study.embedding.use_ray and target)):
+        return None
+    from adaptlab.runtime import start_ray  # deferred: imports ray
+
+    return start_ray(address or study.study.address or None)  # overlaps Ray's start with loading
 
 
 def _run_stages(study: Study, settings: AdaptSettings | None, tune: TuneSettings | None, store_root: Path | None,
