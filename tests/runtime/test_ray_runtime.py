@@ -32,7 +32,11 @@ def test_client_token_mode_is_set_only_when_a_token_exists(monkeypatch, tmp_path
     monkeypatch.setattr(cluster.Path, "home", lambda: tmp_path)  # no ~/.ray/auth_token
     monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
     monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
-    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    # set, then deleted, so monkeypatch records the variable and removes at teardown the value the
+    # code under test sets below (a bare delenv of an absent variable records nothing, and the
+    # "token" mode leaked into later tests' embedded Ray starts)
+    monkeypatch.setenv("RAY_AUTH_MODE", "unset")
+    monkeypatch.delenv("RAY_AUTH_MODE")
     assert not cluster._token_available()
     token = tmp_path / "token"
     token.write_text("x" * 32)
@@ -81,11 +85,10 @@ def test_local_start_in_a_fresh_process():
     assert "Token authentication is enabled" not in out.stderr  # quiet
 
 
-def test_cluster_has_gpus_needs_ray():
+def test_cluster_has_gpus_needs_ray(monkeypatch):
     import ray
 
-    if ray.is_initialized():
-        pytest.skip("Ray already initialised by another test")
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # whether or not a shared Ray is up
     with pytest.raises(RuntimeError, match="init_ray"):
         cluster.cluster_has_gpus()
 
