@@ -28,8 +28,7 @@ actor has been ready for the placement time-out (:func:`placement_timeout`, defa
 pool is released.
 
 Progress: :class:`~adaptlab.runtime.progress.Progress` (a bar or lines at least every
-``ADAPTLAB_PROGRESS_INTERVAL`` seconds, heartbeat lines while a block runs longer); its names
-(``Progress``, ``Heartbeat``, ``set_progress``, ...) are importable from here too.
+``ADAPTLAB_PROGRESS_INTERVAL`` seconds, heartbeat lines while a block runs longer).
 
 Lifetime: pools live until :func:`release_pools` (or the :func:`embedding_pools` context
 manager exits, or :func:`adaptlab.runtime.shutdown_ray`). A pool whose Ray session has ended
@@ -59,34 +58,21 @@ from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.base import TextKind
 from adaptlab.models.load import EncoderSpec
 from adaptlab.runtime import on_shutdown
-from adaptlab.runtime.progress import (
-    PROGRESS_INTERVAL,
-    PROGRESS_INTERVAL_ENV,
-    Heartbeat,
-    Progress,
-    progress_enabled,
-    set_progress,
-)
+from adaptlab.runtime.progress import Progress
 
 __all__ = [
     "DEFAULT_MAX_RESTARTS",
     "PLACEMENT_TIMEOUT",
     "PLACEMENT_TIMEOUT_ENV",
-    "PROGRESS_INTERVAL",
-    "PROGRESS_INTERVAL_ENV",
     "ClusterCapacityError",
     "EncoderPool",
-    "Heartbeat",
     "PoolPlacement",
-    "Progress",
     "active_pools",
     "embedding_pools",
     "get_pool",
     "has_pool",
     "placement_timeout",
-    "progress_enabled",
     "release_pools",
-    "set_progress",
 ]
 
 log = logging.getLogger(__name__)

@@ -52,13 +52,13 @@ import numpy as np
 from adaptlab.embedding.actor import EncoderFactory
 from adaptlab.embedding.cache import LOCAL_BELOW, CachedModel, texts_hash
 from adaptlab.embedding.pipeline import check_row_coverage, length_blocks, pool_placement
-from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, Progress, get_pool, has_pool
+from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, get_pool, has_pool
 from adaptlab.errors import ConfigError
 from adaptlab.models import EncoderSpec, resolve_model
 from adaptlab.models.base import TextKind
 from adaptlab.models.variants import COLBERT_BACKEND
 from adaptlab.runtime import init_ray
-from adaptlab.runtime.progress import Heartbeat
+from adaptlab.runtime.progress import Heartbeat, Progress
 
 __all__ = ["TokenEmbedder", "TokenRun", "assemble_tokens", "embed_tokens_ray"]
 

@@ -53,7 +53,6 @@ from adaptlab.analysis import isotropy, overlap_metrics, similarity_thresholds, 
 from adaptlab.data.trec import write_trec_run
 from adaptlab.embedding import release_pools
 from adaptlab.embedding.cache import EmbeddingCache, Embedder
-from adaptlab.embedding.pool import Heartbeat
 from adaptlab.embedding.tokens import TokenEmbedder
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.evaluation import summarise
@@ -67,6 +66,7 @@ from adaptlab.results import check_store_location
 from adaptlab.retrieval.build import build_records
 from adaptlab.retrieval.late import build_late_records
 from adaptlab.retrieval.records import PerQueryRecords
+from adaptlab.runtime.progress import Heartbeat
 from adaptlab.stats import BootstrapConfig
 from adaptlab.storage.files import READABLE, safe_name
 from adaptlab.study.adapt_config import (
