@@ -28,6 +28,8 @@ ref = "minilm"
     ("embedding", "placement_timeout = -30", "[embedding].placement_timeout"),
     ("embedding", "placement_timeout = inf", "[embedding].placement_timeout"),
     ("embedding", 'placement_timeout = "5m"', "[embedding].placement_timeout"),
+    ("embedding", "local_below = -1", "[embedding].local_below"),
+    ("embedding", "local_below = 0.5", "[embedding].local_below"),
     ("analysis", "top_k = -1", "[analysis].top_k"),
     ("analysis", "psi = 0", "[analysis].psi"),
     ("analysis", "psi = 101", "[analysis].psi"),
@@ -85,3 +87,24 @@ def test_placement_timeout_reaches_every_embedder_of_the_study(tmp_path, monkeyp
     default = load_study(path)
     assert default.embedding.placement_timeout is None
     assert model_embedder(default.models[0], default, None).placement_timeout is None
+
+
+def test_local_below_reaches_every_embedder_and_decides_where_a_call_runs(tmp_path):
+    """[embedding].local_below (the quickstart sets 0, so its ~400 texts embed on the Ray actor
+    it advertises) reaches the dense and the ColBERT embedders; left out, calls under 512 texts
+    stay in-process."""
+    from adaptlab.embedding.cache import LOCAL_BELOW
+    from adaptlab.study.runner import system_embedder
+    from adaptlab.study.schema import ModelSection
+
+    path = tmp_path / "study.toml"
+    path.write_text(BASE + "[embedding]\nlocal_below = 0\n")
+    study = load_study(path)
+    dense = system_embedder(study.models[0], study, None)
+    assert dense.local_below == 0 and dense.wants_ray(1)
+    tokens = system_embedder(ModelSection(ref="hash:8", name="cb", backend="colbert"), study, None)
+    assert tokens.local_below == 0
+    path.write_text(BASE)
+    default = system_embedder(load_study(path).models[0], load_study(path), None)
+    assert LOCAL_BELOW == 512 and default.local_below == 512
+    assert not default.wants_ray(511) and default.wants_ray(512)

@@ -45,7 +45,7 @@ def model_embedder(model: ModelSection, study: Study, cache_dir: Path | None) ->
     return Embedder(resolve_model(study.resolve_model_ref(model.ref)), options=options,
                     batch_size=emb.batch_size or model.batch_size, use_ray=emb.use_ray,
                     num_actors=emb.num_actors or None, cache_dir=cache_dir,
-                    placement_timeout=emb.placement_timeout)
+                    placement_timeout=emb.placement_timeout, local_below=emb.local_below)
 
 
 def check_inputs(study: Study) -> None:

@@ -275,7 +275,7 @@ def system_embedder(section: ModelSection, study: Study,
     return TokenEmbedder(ref, options={"backend": COLBERT_BACKEND, **section.options},
                          batch_size=min(emb.batch_size or section.batch_size, 64), use_ray=emb.use_ray,
                          num_actors=emb.num_actors or None, cache_dir=cache_dir,
-                         placement_timeout=emb.placement_timeout)
+                         placement_timeout=emb.placement_timeout, local_below=emb.local_below)
 
 
 def _retrieve(ev: _Evaluation, system: SystemInfo, plan: EvalDataset, judged: list[str], query_texts: list[str],

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from adaptlab.embedding.cache import LOCAL_BELOW
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import parse_measures
 from adaptlab.models.resolve import MODEL_ALIASES
@@ -167,7 +168,9 @@ class EmbeddingSection:
     ``cache_max_gib``: its size bound, 0 for the default; see :mod:`adaptlab.embedding.cache`).
     ``placement_timeout``: seconds (> 0) the actor pool may go without a ready actor before the
     study fails with one line (left out: ``$ADAPTLAB_POOL_PLACEMENT_TIMEOUT``, else 180; see
-    :func:`adaptlab.embedding.pool.placement_timeout`)."""
+    :func:`adaptlab.embedding.pool.placement_timeout`). ``local_below``: with ``use_ray``, calls
+    of fewer texts embed in-process until the model's pool has been used (default 512, below which
+    an actor cannot win back its start on 2 cores; 0: every call on the Ray pool)."""
 
     use_ray: bool = True
     num_actors: int = 0
@@ -175,6 +178,7 @@ class EmbeddingSection:
     cache: str = ""
     cache_max_gib: float = 0.0
     placement_timeout: float | None = None
+    local_below: int = LOCAL_BELOW
 
 
 @dataclass
@@ -439,6 +443,7 @@ def _check_sizes(study: Study) -> None:
     emb = SectionChecker(source, "embedding")
     emb.integer("num_actors", study.embedding.num_actors, 0)
     emb.integer("batch_size", study.embedding.batch_size, 0)
+    emb.integer("local_below", study.embedding.local_below, 0)
     timeout = study.embedding.placement_timeout
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise emb.fail("placement_timeout", "a positive number of seconds (e.g. 300)", timeout)
