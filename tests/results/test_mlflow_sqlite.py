@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
 import pytest
 
-import adaptlab
-from adaptlab import results
 from adaptlab.errors import ConfigError
 from adaptlab.results.mlflow_log import log_to_mlflow
+from toy_tracker_store import toy_store
 
 pytest.importorskip("mlflow", reason="MLflow logging needs mlflow: pip install mlflow-skinny")
 pytest.importorskip("sqlalchemy", reason="a sqlite: tracking store needs SQLAlchemy: pip install sqlalchemy")
@@ -23,35 +21,11 @@ MEASURES = {"ndcg@10": "ndcg_at_10", "rprec": "rprec", "bpref": "bpref", "judged
 """Stored measure -> its MLflow metric name."""
 
 
-def _data(seed: int = 4) -> tuple[dict, dict]:
-    """Graded qrels with judged non-relevant documents and two runs of 8 documents, scores exact
-    in float32 (as the store keeps them)."""
-    rng = np.random.default_rng(seed)
-    qrels = {f"q{i}": {f"d{i}": 2, f"d{i + 1}": 1, f"d{i + 2}": 0} for i in range(16)}
-    runs = {}
-    for name, boost in (("base", 0.125), ("ft", 0.5)):
-        runs[name] = {f"q{i}": {f"d{i + j}": float(s + (boost if j == 0 else 0.0))
-                                for j, s in enumerate(rng.permutation(8) / 8.0)} for i in range(16)}
-    return qrels, runs
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     """A store with the scores (values and CIs) of two systems on ``toy``; the stored rows."""
-    tmp = tmp_path_factory.mktemp("mlflow-sqlite")
-    qrels, runs = _data()
-    store = results.open(tmp / "store", create=True)
-    recs = [results.run_record(n, "toy", model_id=n, model_revision=None, dataset_fingerprint="fp-toy", seed=0,
-                               config={"k": 8, "model": n}) for n in runs]
-    ids = {r["system"]: r["run_id"] for r in recs}
-    rows = []
-    for name, run in runs.items():
-        ev = adaptlab.evaluate(qrels, run, list(MEASURES), system=name, n_resamples=200, seed=0)
-        rows += [{"run_id": ids[name], "system": name, "dataset": "toy", "measure": m, "value": float(r.value),
-                  "ci_low": float(r.ci_low), "ci_high": float(r.ci_high)}
-                 for m, r in ev.summary.systems[name].items()]
-    store.commit(recs, rows)
-    return {"store": store, "ids": ids, "rows": rows, "dir": tmp}
+    return toy_store(tmp_path_factory.mktemp("mlflow-sqlite"), list(MEASURES), n_queries=16, seed=4, run_seed=0,
+                     config={"k": 8})
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-import adaptlab
-from adaptlab import results
 from adaptlab.errors import ConfigError, StoreError
 from adaptlab.results.tracker_runs import score_metrics
 from adaptlab.results.wandb_log import log_to_wandb, offline, wandb_metric_name
+from toy_tracker_store import toy_store
 
 MEASURES = {"ndcg@10": "ndcg_at_10", "recall@5": "recall_at_5", "rprec": "rprec", "judged@5": "judged_at_5"}
 """Stored measure -> its W&B summary key."""
@@ -27,35 +25,14 @@ FAKE_KEY = "adaptlabtestkey" + "0" * 25
 _NEEDS_WANDB = "W&B export needs wandb: pip install 'adaptlab[wandb]'"
 
 
-def _data(seed: int = 7) -> tuple[dict, dict]:
-    """Graded qrels and two runs of 8 documents (scores exact in float32, as the store keeps them)."""
-    rng = np.random.default_rng(seed)
-    qrels = {f"q{i}": {f"d{i}": 2, f"d{i + 1}": 1, f"d{i + 2}": 0} for i in range(12)}
-    runs = {}
-    for name, boost in (("base", 0.125), ("ft", 0.5)):
-        runs[name] = {f"q{i}": {f"d{i + j}": float(s + (boost if j == 0 else 0.0))
-                                for j, s in enumerate(rng.permutation(8) / 8.0)} for i in range(12)}
-    return qrels, runs
-
-
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     """A store with the scores (values and CIs) of two systems on ``toy`` and one free measure
     without a CI; the stored rows; a report and a run file to attach."""
     tmp = tmp_path_factory.mktemp("wandb-store")
-    qrels, runs = _data()
-    store = results.open(tmp / "store", create=True)
-    recs = [results.run_record(n, "toy", model_id=n, model_revision=None, dataset_fingerprint="fp-toy", seed=3,
-                               config={"k": 8, "model": n, "train": {"lr": 1e-4}}) for n in runs]
-    ids = {r["system"]: r["run_id"] for r in recs}
-    rows = []
-    for name, run in runs.items():
-        ev = adaptlab.evaluate(qrels, run, list(MEASURES), system=name, n_resamples=200, seed=0)
-        rows += [{"run_id": ids[name], "system": name, "dataset": "toy", "measure": m, "value": float(r.value),
-                  "ci_low": float(r.ci_low), "ci_high": float(r.ci_high)}
-                 for m, r in ev.summary.systems[name].items()]
-        rows.append({"run_id": ids[name], "system": name, "dataset": "toy", "measure": FREE[0], "value": FREE[1]})
-    store.commit(recs, rows)
+    built = toy_store(tmp, list(MEASURES), n_queries=12, seed=7, run_seed=3,
+                      config={"k": 8, "train": {"lr": 1e-4}}, extra_rows=[FREE[:2]])
+    store, ids, rows = built["store"], built["ids"], built["rows"]
     (tmp / "report.html").write_text("<html>report</html>")
     (tmp / "ft.trec").write_text("q0 Q0 d0 1 0.625 ft\n")
     return {"store": store, "ids": ids, "rows": rows, "dir": tmp,

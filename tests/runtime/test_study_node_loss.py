@@ -51,6 +51,7 @@ sys.path.insert(0, str(TESTS / "study"))
 from ray_cluster import (  # noqa: E402
     HeadPorts,
     await_line,
+    child_pids,
     cluster_pids,
     read_lines,
     start_head,
@@ -173,7 +174,7 @@ def _kill_when_embedding(stderr: queue.Queue, phase: str, raylet: int) -> dict[s
     await_line(stderr, lambda ln: ln.strip() == f"PHASE {phase}", 900)
     began = time.monotonic()
     line = await_line(stderr, _documents_progress, LOAD_S + 60)
-    workers = _children(raylet) if phase == "fault1" else []
+    workers = child_pids(raylet) if phase == "fault1" else []
     for pid in [raylet, *workers]:  # b: the whole node at once, as a lost machine goes
         try:
             os.kill(pid, signal.SIGKILL)
@@ -181,18 +182,6 @@ def _kill_when_embedding(stderr: queue.Queue, phase: str, raylet: int) -> dict[s
             pass
     done, total = map(int, _DONE_OF.search(line).groups())
     return {"t": time.time(), "done": done, "total": total, "first_s": time.monotonic() - began}
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (a raylet's workers, its actors among them)."""
-    out = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(proc.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return out
 
 
 def _start_node(start: Callable[[], subprocess.CompletedProcess], temp_dir: Path,

@@ -42,6 +42,7 @@ sys.path.insert(0, str(TESTS))
 from ray_cluster import (  # noqa: E402
     HeadPorts,
     await_line,
+    child_pids,
     cluster_pids,
     read_lines,
     start_head,
@@ -121,22 +122,11 @@ def _raylet_pid(temp_dir: Path) -> int:
     return pids[0]
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(proc.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return out
-
-
 def _lose_node(temp_dir: Path) -> dict:
     """SIGKILL the node's raylet; its workers should exit by themselves (bounded wait), the
     stragglers are killed too (a lost machine takes all its processes)."""
     raylet = _raylet_pid(temp_dir)
-    workers = _children(raylet)
+    workers = child_pids(raylet)
     stop_pids([raylet], wait_s=5)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(Path(f"/proc/{p}/cmdline").exists() for p in workers):

@@ -121,6 +121,18 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (a raylet's workers, its actors among them)."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(proc.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
 def stop_pids(pids: list[int], wait_s: float = 5.0) -> None:
     """SIGTERM, then SIGKILL, each followed by a wait of at most ``wait_s`` seconds."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
