@@ -129,6 +129,8 @@ def test_dagger_uses_the_adjusted_p_value_and_the_footnote_names_adjustment_and_
     assert "Holm" in note and "one dataset and one measure" in note and "2 tests per family" in note
     latex = to_latex(table)
     assert latex.count(LATEX_DAGGER) == 4 + 1 and r"{\footnotesize \textsuperscript{\dag}" in latex
+    single = [{**r, "family_size": 1} if "family_size" in r else r for r in study_rows]
+    assert "(1 test per family)" in to_text(wide_table(single)).splitlines()[-1]
 
 
 def test_raw_p_value_when_no_adjusted_one_and_strict_threshold():

@@ -316,7 +316,7 @@ def mark_note(table: WideTable) -> str:
     sizes = {int(r["family_size"]) for r in adjusted if not is_missing(r.get("family_size"))}
     if adjusted and names != ["none"]:
         how = (f"p-values adjusted with {' or '.join(names)} within each family of one dataset and one measure"
-               + (f" ({_span(sizes)} tests per family)" if sizes else ""))
+               + (f" ({_span(sizes)} {'test' if sizes == {1} else 'tests'} per family)" if sizes else ""))
         how += "; unadjusted where no adjusted p-value is stored" if len(adjusted) < len(used) else ""
     else:
         how = "p-values not adjusted for multiple comparisons"
