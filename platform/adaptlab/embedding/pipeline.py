@@ -266,6 +266,18 @@ def _assemble(n: int, batches: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return emb if emb is not None else np.zeros((0, 0), dtype=np.float32), pid, cvd
 
 
+def _largest_node_cpus(default: float) -> float:
+    """The CPUs of the largest live node: an actor asking for more could never be placed (one
+    actor on a cluster of two 2-CPU nodes asked for all 4 CPUs and waited out its time-out)."""
+    import ray  # deferred: ray is heavy and only needed here
+
+    try:
+        sizes = [float(n.get("Resources", {}).get("CPU", 0.0)) for n in ray.nodes() if n.get("Alive")]
+    except Exception:  # noqa: BLE001 - the GCS may be unreachable for a moment: keep the total
+        return default
+    return max([s for s in sizes if s > 0], default=default)
+
+
 def pool_placement(n: int, *, batch_size: int, num_actors: int | None, block_size: int | None,
                    torch_threads: int | None, device: str | None) -> tuple[PoolPlacement, int]:
     """Pool size and per-actor resources (one GPU each on a GPU cluster, else CPU slots with
@@ -277,15 +289,16 @@ def pool_placement(n: int, *, batch_size: int, num_actors: int | None, block_siz
         threads = torch_threads
     else:
         cores = available_cores() if info.started_here else max(1, int(info.num_cpus))
+        node = _largest_node_cpus(max(1.0, info.num_cpus))
         if num_actors is None:
             threads = torch_threads or 1
             actors = max(1, cores // threads)
         else:
             actors = num_actors
-            threads = torch_threads or max(1, cores // actors)
+            threads = torch_threads or max(1, min(cores // actors, int(node)))
     bs = plan_blocks(n, num_actors=actors, batch_size=batch_size, block_size=block_size)
     if not gpus:
-        cpus = min(float(threads or 1), max(1.0, info.num_cpus) / actors)
+        cpus = min(float(threads or 1), max(1.0, info.num_cpus) / actors, node)
         return PoolPlacement(actors, cpus, 0.0, threads, device), bs
     return PoolPlacement(actors, 0.0, 1.0, threads, device), bs
 
