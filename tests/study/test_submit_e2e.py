@@ -146,7 +146,8 @@ def test_resubmit_after_failed_starts_a_new_attempt(study_file, tmp_path, monkey
 
 def test_token_alone_sets_token_mode(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    monkeypatch.setenv("RAY_AUTH_MODE", "unset")  # recorded, so teardown also removes what the code sets
+    monkeypatch.delenv("RAY_AUTH_MODE")  # (a bare delenv of an absent variable records nothing: "token" leaked)
     monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
     monkeypatch.setenv("RAY_AUTH_TOKEN", "a" * 32)
     submit_mod._ensure_token_mode()
