@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from adaptlab.data import load_dataset
 from adaptlab.data.dataset import Dataset
@@ -23,7 +24,7 @@ from adaptlab.models import resolve_model
 from adaptlab.models.variants import COLBERT_BACKEND
 from adaptlab.study.schema import DatasetSection, ModelSection, Study
 
-__all__ = ["EvalDataset", "check_inputs", "load_dataset_section", "log", "model_embedder"]
+__all__ = ["EvalDataset", "check_inputs", "load_dataset_section", "log", "model_embedder", "pool_settings"]
 
 
 def log(msg: str) -> None:
@@ -31,6 +32,14 @@ def log(msg: str) -> None:
     ``--quiet`` (``ADAPTLAB_PROGRESS=0``, see :func:`adaptlab.runtime.progress.progress_enabled`)."""
     if progress_enabled():
         print(msg, file=sys.stderr, flush=True)
+
+
+def pool_settings(study: Study) -> dict[str, Any]:
+    """The study's ``[embedding]`` settings every embedder takes (dense and ColBERT alike): Ray or
+    in-process, number of actors, placement time-out and the in-process size bound."""
+    emb = study.embedding
+    return {"use_ray": emb.use_ray, "num_actors": emb.num_actors or None,
+            "placement_timeout": emb.placement_timeout, "local_below": emb.local_below}
 
 
 def model_embedder(model: ModelSection, study: Study, cache_dir: Path | None) -> Embedder:
@@ -41,11 +50,9 @@ def model_embedder(model: ModelSection, study: Study, cache_dir: Path | None) ->
         "document_instruction": model.document_instruction, "max_seq_length": model.max_seq_length,
         "trust_remote_code": model.trust_remote_code, **model.options,
     }
-    emb = study.embedding
     return Embedder(resolve_model(study.resolve_model_ref(model.ref)), options=options,
-                    batch_size=emb.batch_size or model.batch_size, use_ray=emb.use_ray,
-                    num_actors=emb.num_actors or None, cache_dir=cache_dir,
-                    placement_timeout=emb.placement_timeout, local_below=emb.local_below)
+                    batch_size=study.embedding.batch_size or model.batch_size, cache_dir=cache_dir,
+                    **pool_settings(study))
 
 
 def check_inputs(study: Study) -> None:

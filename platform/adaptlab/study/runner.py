@@ -75,7 +75,7 @@ from adaptlab.study.adapt_config import (
     parse_adapt_section,
     parse_tune_section,
 )
-from adaptlab.study.inputs import EvalDataset, check_inputs, load_dataset_section, log, model_embedder
+from adaptlab.study.inputs import EvalDataset, check_inputs, load_dataset_section, log, model_embedder, pool_settings
 from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
 from adaptlab.study.scale import Adaptation, adaptation_stage
 from adaptlab.study.schema import ModelSection, Study
@@ -271,11 +271,9 @@ def system_embedder(section: ModelSection, study: Study,
     ref = resolve_model(study.resolve_model_ref(section.ref))
     if pick_backend(ref, section.backend or "auto") != COLBERT_BACKEND:
         return model_embedder(section, study, cache_dir)
-    emb = study.embedding
     return TokenEmbedder(ref, options={"backend": COLBERT_BACKEND, **section.options},
-                         batch_size=min(emb.batch_size or section.batch_size, 64), use_ray=emb.use_ray,
-                         num_actors=emb.num_actors or None, cache_dir=cache_dir,
-                         placement_timeout=emb.placement_timeout, local_below=emb.local_below)
+                         batch_size=min(study.embedding.batch_size or section.batch_size, 64), cache_dir=cache_dir,
+                         **pool_settings(study))
 
 
 def _retrieve(ev: _Evaluation, system: SystemInfo, plan: EvalDataset, judged: list[str], query_texts: list[str],
