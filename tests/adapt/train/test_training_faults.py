@@ -160,18 +160,35 @@ _BUDGET_SCRIPT = textwrap.dedent("""
     from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs
     from adaptlab.adapt.train.memory import EncoderShape, estimate_stage_memory
 
-    model, triplets, out = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3])
+    model, triplets, out, wait_s = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4])
     ft = FTConfig(learning_rate=1e-3, epochs=5, batch_size=4, num_negatives=1, warmup_ratio=0.0)
     need = estimate_stage_memory("ft", EncoderShape.read(model), ft).total
     ray.init(address="local", num_cpus=2, _memory=int(1.5 * need), include_dashboard=False,
              object_store_memory=100 * 2**20, log_to_driver=True)
 
+    def writers(path):  # the task ids that stamped ``path``
+        try:
+            with open(path) as f:
+                return {line.split()[0] for line in f if line.strip()}
+        except FileNotFoundError:
+            return set()
+
     def stamper(path):
         def stamp(step):  # runs in the worker after each checkpoint
             import time, ray
+            me = ray.get_runtime_context().get_task_id()
+            first = me not in writers(path)
             with open(path, "a") as f:
-                f.write(f"{ray.get_runtime_context().get_task_id()} {time.time()}\\n")
-            time.sleep(0.6)
+                f.write(f"{me} {time.time()}\\n")
+            if not first:
+                return
+            # the task's first checkpoint waits (bounded) for the other stage's: both stamp before
+            # either goes on when they run side by side; a stage that runs alone waits wait_s
+            deadline = time.monotonic() + wait_s
+            while not writers(path) - {me} and time.monotonic() < deadline:
+                time.sleep(0.05)
+            with open(path, "a") as f:
+                f.write(f"{me} {time.time()}\\n")
         return stamp
 
     def intervals(root, memory_per_job):
@@ -188,13 +205,20 @@ _BUDGET_SCRIPT = textwrap.dedent("""
         return {"spans": sorted(spans.values()), "artifacts": len({a.manifest["key"] for a in arts})}
 
     @ray.remote(num_cpus=1)
-    def warm():  # two workers with the training imports, so that worker start-up does not decide
-        import adaptlab.adapt.train.ft, time
-        time.sleep(2)
+    def warm(path):  # two workers that imported what training imports, so that start-up does not decide
+        import os, time
+        import sentence_transformers, torch  # noqa: F401
+        with open(path, "a") as f:
+            f.write(f"{os.getpid()}\\n")
+        deadline = time.monotonic() + 120
+        while len(set(open(path).read().split())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)  # held until both have started, so they are two workers
+        return os.getpid()
 
-    ray.get([warm.remote() for _ in range(2)])
+    warm_pids = ray.get([warm.remote(str(out / "warm.txt")) for _ in range(2)])
     undeclared = intervals("undeclared", 0)
-    print(json.dumps({"need": need, "declared": intervals("declared", None), "undeclared": undeclared}))
+    print(json.dumps({"need": need, "declared": intervals("declared", None), "undeclared": undeclared,
+                      "warm_workers": len(set(warm_pids))}))
 """)
 
 
@@ -202,16 +226,24 @@ _BUDGET_SCRIPT = textwrap.dedent("""
 def test_stages_that_do_not_fit_side_by_side_run_one_after_another(tiny_model, triplets, tmp_path):
     """A Ray node with 2 CPUs and memory for 1.5 FT stages: with their memory declared the two
     stages run one after the other (run intervals do not overlap) and both finish; with none
-    declared (the control) they overlap. Progress lines reach the driver's log."""
+    declared (the control) they overlap. Progress lines reach the driver's log.
+
+    Each stage's first checkpoint waits up to 10 s for the other stage's first one: side by side
+    (the control, or declared stages that Ray wrongly placed together) the two then overlap for
+    certain once they start within 10 s of each other (two warmed workers start them together);
+    one after the other, the first waits the 10 s alone and the second finds it done. (It slept
+    0.6 s at each of 9 checkpoints before: ~18 s of sleep for a 6 s window.)"""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", ADAPTLAB_PROGRESS_INTERVAL="0.001",
                RAY_ADDRESS="")
-    args = [str(tiny_model), json.dumps([[q, p, list(n)] for q, p, n in triplets]), str(tmp_path)]
+    args = [str(tiny_model), json.dumps([[q, p, list(n)] for q, p, n in triplets]), str(tmp_path), "10"]
     out = subprocess.run([sys.executable, "-c", _BUDGET_SCRIPT, *args], capture_output=True, text=True,
                          timeout=600, env=env, cwd=TESTS)
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["warm_workers"] == 2, result
     (a0, a1), (b0, b1) = result["declared"]["spans"]
     assert a1 < b0, f"declared stages overlapped: {result}"
+    assert a1 - a0 >= 9.5, f"the first declared stage did not wait for a partner: {result}"
     assert result["declared"]["artifacts"] == 2
     (c0, c1), (d0, d1) = result["undeclared"]["spans"]
     assert d0 < c1, f"the control did not overlap, so the test cannot tell: {result}"
