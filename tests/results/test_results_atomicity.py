@@ -14,7 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -24,24 +26,18 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL semanti
 
 WRITER = r"""
 import sys
-import numpy as np
+import pyarrow.ipc
 from adaptlab import results
-from adaptlab.retrieval.records import PerQueryRecords
 
-root, tag, n_commits, rows, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+root, tag, n_commits, template_file = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 store = results.open(root, create=True)
-rng = np.random.default_rng(abs(hash(tag)) % 2**32)
-docs = rng.integers(0, 10**9, size=(rows, k))
-template = PerQueryRecords(
-    tag, "toy", [f"q{i}" for i in range(rows)], [[f"doc{d}" for d in row] for row in docs],
-    rng.random((rows, k)), [[f"doc{row[0]}"] for row in docs], np.ones(rows, np.int32),
-    rng.random(rows), rng.random(rows), [f"doc{d}" for d in docs[:, 1]],
-).to_arrow()
+template = pyarrow.ipc.open_file(template_file).read_all()  # built by the test: no retrieval/scipy import here
+rows = template.num_rows
 print("ready", flush=True)
-if len(sys.argv) > 6:  # wait for a go file, so that all writers contend at once
+if len(sys.argv) > 5:  # wait for a go file, so that all writers contend at once
     import os, time
     end = time.monotonic() + 60
-    while not os.path.exists(sys.argv[6]) and time.monotonic() < end:
+    while not os.path.exists(sys.argv[5]) and time.monotonic() < end:
         time.sleep(0.01)
 i = 0
 while n_commits < 0 or i < n_commits:
@@ -55,10 +51,32 @@ while n_commits < 0 or i < n_commits:
     print("committed", i, flush=True)
 """
 
+
+def _template(folder: Path, tag: str, rows: int, k: int) -> Path:
+    """The per-query rows a writer commits (slices of): ``rows`` queries of ``tag`` with top-``k``
+    lists, written as an Arrow file, so that writers need not import the retrieval package (and
+    SciPy under it): that import was about half of each writer's start."""
+    import numpy as np
+    import pyarrow as pa
+
+    from adaptlab.retrieval.records import PerQueryRecords
+
+    rng = np.random.default_rng(zlib.crc32(tag.encode()))
+    docs = rng.integers(0, 10**9, size=(rows, k))
+    table = PerQueryRecords(
+        tag, "toy", [f"q{i}" for i in range(rows)], [[f"doc{d}" for d in row] for row in docs],
+        rng.random((rows, k)), [[f"doc{row[0]}"] for row in docs], np.ones(rows, np.int32),
+        rng.random(rows), rng.random(rows), [f"doc{d}" for d in docs[:, 1]],
+    ).to_arrow()
+    path = folder / f"template-{tag}.arrow"
+    with pa.ipc.new_file(path, table.schema) as out:
+        out.write_table(table)
+    return path
+
+
 def _start(script: str, *args: object) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONHASHSEED="0")
     return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True)
 
 
 def _wait_ready(p: subprocess.Popen) -> None:
@@ -99,7 +117,7 @@ def test_sigkill_mid_commit_leaves_only_complete_commits(tmp_path):
     procs = []
     try:
         for round_ in range(kills):
-            p = _start(WRITER, root, f"w{round_}", -1, 3000, 50)
+            p = _start(WRITER, root, f"w{round_}", -1, _template(tmp_path, f"w{round_}", 3000, 50))
             procs.append(p)
             _wait_ready(p)
             for _ in range(rng.randint(0, 2)):  # let some commits finish (whatever the machine's load)
@@ -126,7 +144,8 @@ def test_concurrent_writers_lose_no_rows_and_readers_see_whole_commits(tmp_path)
     store = results.open(root, create=True)
     n_writers, n_commits = 8, 3
     go = tmp_path / "go"
-    writers = [_start(WRITER, root, f"w{i}", n_commits, 200, 10, go) for i in range(n_writers)]
+    writers = [_start(WRITER, root, f"w{i}", n_commits, _template(tmp_path, f"w{i}", 200, 10), go)
+               for i in range(n_writers)]
     try:
         for w in writers:
             _wait_ready(w)
