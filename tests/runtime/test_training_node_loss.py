@@ -143,7 +143,7 @@ def _start_cluster(base: Path, env: dict) -> HeadPorts:
     for attempt in range(2):
         ports = HeadPorts()
         head = start_head(ports, base / "head", {**env, "ADAPTLAB_CACHE": str(base / "head" / "cache")}, num_cpus=0,
-                          dashboard=False)  # the driver joins by the GCS address
+                          dashboard=False, lean=True)  # the driver joins by the GCS address
         if head.returncode == 0:
             break
         stop_cluster(base, ports)
@@ -151,7 +151,8 @@ def _start_cluster(base: Path, env: dict) -> HeadPorts:
 
     for name in WORKERS:  # one after the other, with three tries each: on a loaded machine a raylet
         for _ in range(3):  # can miss Ray's fixed 30 s start window (the GCS answers too late)
-            done = start_worker(ports, base / name, {**env, "ADAPTLAB_CACHE": str(base / name / "cache")}, num_cpus=1)
+            done = start_worker(ports, base / name, {**env, "ADAPTLAB_CACHE": str(base / name / "cache")}, num_cpus=1,
+                                lean=True)
             if done.returncode == 0:
                 break
             stop_cluster(base / name)

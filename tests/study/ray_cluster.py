@@ -72,23 +72,34 @@ def _ray_start(args: list[str], temp_dir: Path, env: Mapping[str, str], num_cpus
     )
 
 
+# Two Python processes a test cluster does without: the log monitor of each node (it forwards the
+# workers' stdout/stderr to the drivers; the tests read the drivers' own lines) and the head's
+# autoscaler monitor (a fixed cluster never scales). Without them a head and two workers run 12
+# processes instead of 16 and take ~25 % less CPU to start (13.4 vs 17.3 and 15.6 vs 21.0 CPU-s, at load 8-10).
+LEAN_HEAD = ("--include-log-monitor=false", "--no-monitor")
+LEAN_WORKER = ("--include-log-monitor=false",)
+
+
 def start_head(ports: HeadPorts, temp_dir: Path, env: Mapping[str, str], *, num_cpus: int,
-               dashboard: bool = True) -> subprocess.CompletedProcess:
+               dashboard: bool = True, lean: bool = False) -> subprocess.CompletedProcess:
     """A head node with its dashboard (Jobs API) on 127.0.0.1; the caller checks the return code.
     ``dashboard=False``: without (for drivers that join by the GCS address, not the Jobs API): Ray
     then runs its dashboard process with the usage-stats module only and no web frontend, a
-    lighter start; it still gets the free port."""
+    lighter start; it still gets the free port. ``lean``: without the monitors (:data:`LEAN_HEAD`)."""
     return _ray_start(
         ["--head", f"--port={ports.gcs}", f"--dashboard-host={HOST}", f"--dashboard-port={ports.dashboard}",
-         f"--include-dashboard={str(dashboard).lower()}", f"--ray-client-server-port={free_port()}"],
+         f"--include-dashboard={str(dashboard).lower()}", f"--ray-client-server-port={free_port()}",
+         *(LEAN_HEAD if lean else ())],
         temp_dir, env, num_cpus,
     )
 
 
-def start_worker(ports: HeadPorts, temp_dir: Path, env: Mapping[str, str], *, num_cpus: int) -> subprocess.CompletedProcess:
+def start_worker(ports: HeadPorts, temp_dir: Path, env: Mapping[str, str], *, num_cpus: int,
+                 lean: bool = False) -> subprocess.CompletedProcess:
     """A second node joining the head of ``ports``; give it its own ``temp_dir`` (two nodes on one
-    machine sharing one unpack a job's working directory into the same folder)."""
-    return _ray_start([f"--address={ports.gcs_address}"], temp_dir, env, num_cpus)
+    machine sharing one unpack a job's working directory into the same folder). ``lean``: without
+    its log monitor (:data:`LEAN_WORKER`)."""
+    return _ray_start([f"--address={ports.gcs_address}", *(LEAN_WORKER if lean else ())], temp_dir, env, num_cpus)
 
 
 def _pids_naming(needle: str) -> list[int]:
@@ -133,9 +144,10 @@ def child_pids(pid: int) -> list[int]:
     return out
 
 
-def stop_pids(pids: list[int], wait_s: float = 5.0) -> None:
-    """SIGTERM, then SIGKILL, each followed by a wait of at most ``wait_s`` seconds."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def stop_pids(pids: list[int], wait_s: float = 5.0,
+              signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGKILL)) -> None:
+    """SIGTERM, then SIGKILL (``signals``), each followed by a wait of at most ``wait_s`` seconds."""
+    for sig in signals:
         for pid in pids:
             try:
                 os.kill(pid, sig)
@@ -146,14 +158,26 @@ def stop_pids(pids: list[int], wait_s: float = 5.0) -> None:
             time.sleep(0.2)
 
 
+def _is_gcs(pid: int) -> bool:
+    """Whether ``pid`` is a Ray GCS server (a head's control store)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"/gcs_server")
+    except OSError:
+        return False
+
+
 def stop_cluster(temp_dir: Path, ports: HeadPorts | None = None, *, rounds: int = 3) -> list[int]:
     """Stop every process of this test's cluster in at most ``rounds`` rounds (a raylet may
-    spawn a worker while it is being stopped); returns the pids still there (none, normally)."""
+    spawn a worker while it is being stopped); returns the pids still there (none, normally).
+    The GCS server goes last and by SIGKILL: it outwaits a SIGTERM (still up 8 s after one, so
+    every stop took the whole 5 s wait), and its state is in memory only."""
     for _ in range(rounds):
         pids = cluster_pids(temp_dir, ports)
         if not pids:
             break
-        stop_pids(pids)
+        gcs = [p for p in pids if _is_gcs(p)]
+        stop_pids([p for p in pids if p not in gcs])
+        stop_pids(gcs, signals=(signal.SIGKILL,))
     return cluster_pids(temp_dir, ports)
 
 

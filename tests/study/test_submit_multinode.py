@@ -91,12 +91,12 @@ def test_submit_to_two_nodes_results_on_s3_outlive_the_cluster(tmp_path):
         boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
                      aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"],
                      region_name="us-east-1").create_bucket(Bucket=BUCKET)
-        head = start_head(ports, temp_dir, node_env, num_cpus=2)
+        head = start_head(ports, temp_dir, node_env, num_cpus=2, lean=True)  # no log or autoscaler monitor
         assert head.returncode == 0, head.stderr[-2000:]
         phase("head up")
         # its own temp dir: two nodes on one machine sharing one would unpack the job's working
         # directory into the same folder, pulling it from under the running driver
-        worker = start_worker(ports, temp_dir / "node2", node_env, num_cpus=2)
+        worker = start_worker(ports, temp_dir / "node2", node_env, num_cpus=2, lean=True)
         assert worker.returncode == 0, worker.stderr[-2000:]
         phase("second node up")
         uri = f"s3://{BUCKET}/quickstart"
