@@ -74,8 +74,32 @@ def _reciprocal_ranks(encoder, ds):
     return np.where(rec.gold_rank > 0, 1.0 / np.maximum(rec.gold_rank, 1), 0.0), rec
 
 
+_PROBE = textwrap.dedent("""
+    import json, sys
+    from adaptlab.models import load_encoder
+    from adaptlab.models.colbert import maxsim
+    model, query, docs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    enc = load_encoder(model, device="cpu")
+    q = enc.encode_query_tokens([query])
+    d = enc.encode_document_tokens(docs)
+    print("SCORES", [round(float(x), 4) for x in maxsim(q[0], d)])
+""")
+
+
+def _start_probe(model_dir, query, docs, tmp_path) -> subprocess.Popen:
+    """A fresh process, in another working directory, offline, scoring ``docs`` for ``query``
+    with the ColBERT at ``model_dir`` (started now, read later: it imports colbert-ai meanwhile)."""
+    cwd = tmp_path / "other-cwd"
+    cwd.mkdir()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(tmp_path / "no-hub")}
+    return subprocess.Popen([sys.executable, "-c", _PROBE, str(model_dir), query, json.dumps(docs)], cwd=cwd,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 @pytest.mark.slow
 def test_colbert_ft_beats_untrained_self_on_heldout(domain, tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
     from ragatouille import RAGPretrainedModel
 
     from adaptlab.models import load_encoder
@@ -91,10 +115,19 @@ def test_colbert_ft_beats_untrained_self_on_heldout(domain, tmp_path, monkeypatc
     # (p = 0.32), +0.057 (p = 0.15) (2026-11-26): the gain is positive at each, the claim seed 0's.
     # The training child and the probe process run torch on one thread, as this module does
     # (tests/tiny_models.py): colbert-ai's CPU steps took 15 s each on one thread against 44-55 s on
-    # two in the same minutes on a loaded 2-core machine (measured 2026-11-26).
+    # two in the same minutes on a loaded 2-core machine (measured 2026-11-26). So this process
+    # scores the untrained model while the child trains, and the relocation probe imports colbert-ai
+    # while this process scores the fine-tuned one: each on its own core of a 2-core machine.
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert len(triplets) >= 40 and heldout.n_queries >= 30
-    art = train_colbert("minilm", triplets, artifact_root=tmp_path / "art", config=FT, seed=0, scale="all")
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(train_colbert, "minilm", triplets, artifact_root=tmp_path / "art", config=FT, seed=0,
+                          scale="all")
+        untrained = load_encoder(g.get_model_path(), backend="colbert", from_bert=True,
+                                 init_dir=str(tmp_path / "init"), doc_maxlen=FT.doc_maxlen, dim=FT.dim, seed=0,
+                                 device="cpu")
+        rr_base, _ = _reciprocal_ranks(untrained, heldout)
+        art = job.result()
     assert art.variant == "colbert-ft" and art.manifest["training"]["path"] == "in-process CPU adapter"
     training = art.manifest["training"]
     assert training["untrained_start"] is True
@@ -106,51 +139,43 @@ def test_colbert_ft_beats_untrained_self_on_heldout(domain, tmp_path, monkeypatc
     meta = json.loads((art.model_path / "artifact.metadata").read_text())
     assert "model_name" not in meta and "checkpoint" not in meta  # relocatable
 
-    init_dir = tmp_path / "init"
-    untrained = load_encoder(g.get_model_path(), backend="colbert", from_bert=True, init_dir=str(init_dir),
-                             doc_maxlen=FT.doc_maxlen, dim=FT.dim, seed=0, device="cpu")
-    tuned = load_encoder(str(art.model_path), device="cpu")  # backend "auto": a ColBERT checkpoint
-    assert tuned.backend == "colbert" and "untrained_projection" not in tuned.options
-    rr_base, _ = _reciprocal_ranks(untrained, heldout)
-    rr_ft, rec = _reciprocal_ranks(tuned, heldout)
-    [diff] = paired_bootstrap(np.stack([rr_ft, rr_base]), names=["ft", "base"], baseline="base",
-                              n_resamples=2000, seed=0)
-    print(f"MRR@10 untrained {rr_base.mean():.3f} -> fine-tuned {rr_ft.mean():.3f}, p = {diff.p_value:.4f}")
-    assert diff.diff > 0 and diff.p_value < 0.05
-
-    # MaxSim search of the fine-tuned checkpoint == RAGatouille's own in-memory search
-    docs = [heldout.corpus[d].full_text() for d in heldout.corpus]
-    queries = [heldout.queries[q] for q in heldout.judged_queries()[:5]]
-    rag = RAGPretrainedModel.from_pretrained(str(art.model_path), verbose=0)
-    rag.encode(docs, max_document_length=tuned.doc_maxlen, verbose=False)
-    from adaptlab.retrieval.late import late_search, maxsim_scores
-
-    s, idx = late_search(maxsim_scores(tuned.encode_query_tokens(queries), tuned.encode_document_tokens(docs)), 10)
-    for i, hits in enumerate(rag.search_encoded_docs(queries, k=10)):
-        assert [h["result_index"] for h in hits] == idx[i].tolist()
-
     # content-addressed: the same inputs find the finished artifact without training
     again = train_colbert("minilm", triplets, artifact_root=tmp_path / "art", config=FT, seed=0, scale="all")
     assert again.reused and again.path == art.path
 
-    # relocatable: a fresh process, another working directory, offline, the artifact moved
+    # relocatable: the artifact moved; a fresh process loads it offline from another directory
+    # (checked at the end) and this process uses it from there too
     moved = tmp_path / "elsewhere" / "copy"
     moved.parent.mkdir()
     os.rename(art.path, moved)
-    probe = textwrap.dedent(f"""
-        from adaptlab.models import load_encoder
-        from adaptlab.models.colbert import maxsim
-        enc = load_encoder({str(moved / "model")!r}, device="cpu")
-        q = enc.encode_query_tokens([{queries[0]!r}])
-        d = enc.encode_document_tokens({docs[:3]!r})
-        print("SCORES", [round(float(x), 4) for x in maxsim(q[0], d)])
-    """)
-    cwd = tmp_path / "other-cwd"
-    cwd.mkdir()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(tmp_path / "no-hub")}
-    out = subprocess.run([sys.executable, "-c", probe], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    line = next(x for x in out.stdout.splitlines() if x.startswith("SCORES"))
+    model_dir = moved / "model"
+    docs = [heldout.corpus[d].full_text() for d in heldout.corpus]
+    queries = [heldout.queries[q] for q in heldout.judged_queries()[:5]]
+    probe = _start_probe(model_dir, queries[0], docs[:3], tmp_path)
+    try:
+        tuned = load_encoder(str(model_dir), device="cpu")  # backend "auto": a ColBERT checkpoint
+        assert tuned.backend == "colbert" and "untrained_projection" not in tuned.options
+        rr_ft, rec = _reciprocal_ranks(tuned, heldout)
+        [diff] = paired_bootstrap(np.stack([rr_ft, rr_base]), names=["ft", "base"], baseline="base",
+                                  n_resamples=2000, seed=0)
+        print(f"MRR@10 untrained {rr_base.mean():.3f} -> fine-tuned {rr_ft.mean():.3f}, p = {diff.p_value:.4f}")
+        assert diff.diff > 0 and diff.p_value < 0.05
+
+        # MaxSim search of the fine-tuned checkpoint == RAGatouille's own in-memory search
+        rag = RAGPretrainedModel.from_pretrained(str(model_dir), verbose=0)
+        rag.encode(docs, max_document_length=tuned.doc_maxlen, verbose=False)
+        from adaptlab.retrieval.late import late_search, maxsim_scores
+
+        s, idx = late_search(maxsim_scores(tuned.encode_query_tokens(queries), tuned.encode_document_tokens(docs)), 10)
+        for i, hits in enumerate(rag.search_encoded_docs(queries, k=10)):
+            assert [h["result_index"] for h in hits] == idx[i].tolist()
+        out, err = probe.communicate(timeout=300)
+    finally:
+        if probe.poll() is None:
+            probe.kill()
+            probe.communicate()
+    assert probe.returncode == 0, err[-2000:]
+    line = next(x for x in out.splitlines() if x.startswith("SCORES"))
     expected = maxsim(tuned.encode_query_tokens([queries[0]])[0], tuned.encode_document_tokens(docs[:3]))
     np.testing.assert_allclose(json.loads(line.split(" ", 1)[1]), expected, atol=1e-3)
 
