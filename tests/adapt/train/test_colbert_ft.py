@@ -252,14 +252,16 @@ _PREPARE = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_training_triples_are_the_same_in_every_child_process(tmp_path):
+def test_training_triples_are_the_same_in_every_child_process(tiny_model, tmp_path):
     """RAGatouille dedupes passages through string sets before its seeded sampling, so the triples
     depend on PYTHONHASHSEED; the child's environment fixes it (two runs of one study once trained
-    different ColBERTs)."""
+    different ColBERTs). The triples are data order, not model: the ColBERT the trainer is built
+    on is made from the session's tiny random BERT (tests/tiny_models.py), not the packaged MiniLM."""
     from adaptlab.adapt.train.colbert import child_env
     from adaptlab.models.colbert import colbert_from_bert
 
-    init = colbert_from_bert(g.get_model_path(), tmp_path / "init", dim=32, seed=0, doc_maxlen=32, query_maxlen=16)
+    tiny_bert = tiny_model.parent / (tiny_model.name + "-hf")
+    init = colbert_from_bert(tiny_bert, tmp_path / "init", dim=32, seed=0, doc_maxlen=32, query_maxlen=16)
     rows = [[f"what is the value of part {i}", f"part {i % 9} has value {i * 3} in unit {i % 4}",
              [f"part {(i + 1) % 9} has value {(i + 1) * 3}"] if i % 3 else []] for i in range(45)]
     rows_file = tmp_path / "rows.json"
