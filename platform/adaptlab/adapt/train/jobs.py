@@ -466,7 +466,8 @@ def run_adaptation_jobs(
     for memory, crashed or lost with its node is retried up to ``max_retries`` times, resuming
     from its last checkpoint (every ``checkpoint_every`` steps; ``on_checkpoint(step)`` runs in
     the worker after each); after a memory kill or crash it waits until the running stages end and
-    runs with nothing beside it. When the retries run out, :class:`TrainingResourceError` names the
+    runs with nothing beside it. Each stage runs in a worker process of its own that exits with
+    it, so no idle worker keeps a finished stage's memory. When the retries run out, :class:`TrainingResourceError` names the
     variant, the scale and the setting to lower. Ray is started (or joined at ``address``) when
     not running.
     """
@@ -485,7 +486,10 @@ def run_adaptation_jobs(
     stages, data, ends = _plan(jobs)
     _declare_memory(list(stages.values()), ray, memory_per_job)
     data_refs = {key: ray.put(value) for key, value in data.items()}
-    remote = ray.remote(_remote_stage)
+    # max_calls=1: the worker exits after its stage, so the memory it held (PyTorch's and the C
+    # allocator's freed blocks, kept by an idle worker) is the OS's again before the next stage
+    # is placed by its declared memory (an idle worker holding 2.4 GB was killed for memory)
+    remote = ray.remote(max_calls=1)(_remote_stage)
     from adaptlab.runtime.progress import progress_enabled  # deferred: not needed in-process
 
     progress = progress_enabled()
