@@ -2,9 +2,9 @@
 
 Ray places a stage by the memory it declares (adapt/train/memory.py) and counts a finished task's
 memory as free; a reused worker keeps what it allocated (a PDF study's idle worker held 2.4 GB
-after its PT stage, and Ray's memory monitor killed it while the next FT stage ran). Each stage's
-worker therefore runs one stage only (``max_calls=1``): this test records the worker's pid from
-the checkpoint hook and checks that the process is gone soon after the stage ends, and that two
+after its PT stage, and Ray's memory monitor killed it while the next FT stage ran). A stage that
+declares ``OWN_WORKER_BYTES`` or more therefore runs in a worker of its own (``max_calls=1``): this
+test declares that much for two tiny stages, records the worker's pid from the checkpoint hook and checks that the process is gone soon after the stage ends, and that two
 stages of one chain ran in two processes.
 """
 
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from adaptlab.adapt.train.ft import FTConfig
-from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs
+from adaptlab.adapt.train.jobs import OWN_WORKER_BYTES, AdaptJob, run_adaptation_jobs
 from adaptlab.adapt.train.pt import PTConfig
 
 FT = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, warmup_ratio=0.0)
@@ -41,7 +41,8 @@ def test_each_stage_runs_in_its_own_worker_which_exits(ray_local, tiny_model, tr
 
     job = AdaptJob("pt-ft", str(tiny_model), scale=8, triplets=triplets, chunks=chunks,
                    pt_config=PT, ft_config=FT, seed=3)
-    (art,) = run_adaptation_jobs([job], tmp_path / "store", checkpoint_every=1, on_checkpoint=record_pid)
+    (art,) = run_adaptation_jobs([job], tmp_path / "store", checkpoint_every=1, on_checkpoint=record_pid,
+                                  memory_per_job=OWN_WORKER_BYTES)
     assert art.variant == "pt-ft"
     seen = sorted(int(p.name) for p in pids.iterdir())
     assert len(seen) == 2, f"the PT and FT stages ran in {len(seen)} worker process(es): {seen}"

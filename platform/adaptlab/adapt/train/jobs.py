@@ -321,6 +321,13 @@ def _declare_memory(stages: Sequence[_Stage], ray: Any, memory_per_job: int | No
 
 
 _WAIT_S = 10.0
+OWN_WORKER_BYTES = 1 << 30
+"""A stage that declares at least this much memory runs in a Ray worker of its own that exits with
+it (``max_calls=1``). A reused worker keeps what its stage allocated (PyTorch and the C allocator
+seldom give freed memory back), while Ray counts a finished task's memory as free and places the
+next stage by it: in a PDF study an idle worker holding 2.4 GB after its PT stage was what Ray's
+memory monitor killed while an FT stage ran. A fresh worker costs its imports (5-15 s on 2 cores),
+small against a stage of gigabytes; smaller stages (tiny models, tests) keep reusing workers."""
 """Seconds of one ``ray.wait`` of the stage runner (it loops; each stage ends, fails or is lost)."""
 
 
@@ -466,8 +473,9 @@ def run_adaptation_jobs(
     for memory, crashed or lost with its node is retried up to ``max_retries`` times, resuming
     from its last checkpoint (every ``checkpoint_every`` steps; ``on_checkpoint(step)`` runs in
     the worker after each); after a memory kill or crash it waits until the running stages end and
-    runs with nothing beside it. Each stage runs in a worker process of its own that exits with
-    it, so no idle worker keeps a finished stage's memory. When the retries run out, :class:`TrainingResourceError` names the
+    runs with nothing beside it. A stage declaring ``OWN_WORKER_BYTES`` or more runs in a worker
+    process of its own that exits with it, so no idle worker keeps its memory. When the retries
+    run out, :class:`TrainingResourceError` names the
     variant, the scale and the setting to lower. Ray is started (or joined at ``address``) when
     not running.
     """
@@ -486,10 +494,8 @@ def run_adaptation_jobs(
     stages, data, ends = _plan(jobs)
     _declare_memory(list(stages.values()), ray, memory_per_job)
     data_refs = {key: ray.put(value) for key, value in data.items()}
-    # max_calls=1: the worker exits after its stage, so the memory it held (PyTorch's and the C
-    # allocator's freed blocks, kept by an idle worker) is the OS's again before the next stage
-    # is placed by its declared memory (an idle worker holding 2.4 GB was killed for memory)
-    remote = ray.remote(max_calls=1)(_remote_stage)
+    # by whether the stage gets a worker of its own (OWN_WORKER_BYTES)
+    remotes = {True: ray.remote(max_calls=1)(_remote_stage), False: ray.remote(_remote_stage)}
     from adaptlab.runtime.progress import progress_enabled  # deferred: not needed in-process
 
     progress = progress_enabled()
@@ -498,7 +504,7 @@ def run_adaptation_jobs(
         opts = _task_options(stage, gpus_per_job, cpus_per_job)
         params = _params(stage.job) | {"progress": progress}
         data_ref = data_refs[stage.data_key] if stage.data_key else None
-        return remote.options(name=stage.name, **opts).remote(
+        return remotes[stage.memory >= OWN_WORKER_BYTES].options(name=stage.name, **opts).remote(
             stage.stage, upstream, data_ref, params, root, checkpoint_every, on_checkpoint
         )
 
