@@ -321,6 +321,7 @@ def _declare_memory(stages: Sequence[_Stage], ray: Any, memory_per_job: int | No
 
 
 _WAIT_S = 10.0
+"""Seconds of one ``ray.wait`` of the stage runner (it loops; each stage ends, fails or is lost)."""
 OWN_WORKER_BYTES = 1 << 30
 """A stage that declares at least this much memory runs in a Ray worker of its own that exits with
 it (``max_calls=1``). A reused worker keeps what its stage allocated (PyTorch and the C allocator
@@ -328,7 +329,6 @@ seldom give freed memory back), while Ray counts a finished task's memory as fre
 next stage by it: in a PDF study an idle worker holding 2.4 GB after its PT stage was what Ray's
 memory monitor killed while an FT stage ran. A fresh worker costs its imports (5-15 s on 2 cores),
 small against a stage of gigabytes; smaller stages (tiny models, tests) keep reusing workers."""
-"""Seconds of one ``ray.wait`` of the stage runner (it loops; each stage ends, fails or is lost)."""
 
 
 def _checkpointing(config: Any) -> str:
@@ -475,9 +475,8 @@ def run_adaptation_jobs(
     the worker after each); after a memory kill or crash it waits until the running stages end and
     runs with nothing beside it. A stage declaring ``OWN_WORKER_BYTES`` or more runs in a worker
     process of its own that exits with it, so no idle worker keeps its memory. When the retries
-    run out, :class:`TrainingResourceError` names the
-    variant, the scale and the setting to lower. Ray is started (or joined at ``address``) when
-    not running.
+    run out, :class:`TrainingResourceError` names the variant, the scale and the setting to lower.
+    Ray is started (or joined at ``address``) when not running.
     """
     if max_retries < 0:
         raise ConfigError(f"max_retries = {max_retries}: expected >= 0")
