@@ -124,7 +124,7 @@ def cluster_pids(temp_dir: Path, ports: HeadPorts | None = None) -> list[int]:
     return sorted(found)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """Running (a zombie's command line is empty)."""
     try:
         return bool(Path(f"/proc/{pid}/cmdline").read_bytes())
@@ -154,7 +154,7 @@ def stop_pids(pids: list[int], wait_s: float = 5.0,
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
             time.sleep(0.2)
 
 

@@ -10,6 +10,7 @@ stages of one chain ran in two processes.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -17,17 +18,11 @@ from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.jobs import OWN_WORKER_BYTES, AdaptJob, run_adaptation_jobs
 from adaptlab.adapt.train.pt import PTConfig
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "study"))
+from ray_cluster import pid_alive  # noqa: E402 (a zombie, an exited worker not yet reaped, is not alive)
+
 FT = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, warmup_ratio=0.0)
 PT = PTConfig(learning_rate=1e-3, epochs=1, batch_size=4, warmup_ratio=0.0)
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (an exited worker not yet reaped by its raylet, a zombie, does not)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[0] != "Z"
 
 
 def test_each_stage_runs_in_its_own_worker_which_exits(ray_local, tiny_model, triplets, chunks, tmp_path):
@@ -47,6 +42,6 @@ def test_each_stage_runs_in_its_own_worker_which_exits(ray_local, tiny_model, tr
     seen = sorted(int(p.name) for p in pids.iterdir())
     assert len(seen) == 2, f"the PT and FT stages ran in {len(seen)} worker process(es): {seen}"
     deadline = time.monotonic() + 60.0  # a loaded machine tears torch down slowly
-    while any(_alive(pid) for pid in seen) and time.monotonic() < deadline:
+    while any(pid_alive(pid) for pid in seen) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not [pid for pid in seen if _alive(pid)], "a finished stage's worker is still alive"
+    assert not [pid for pid in seen if pid_alive(pid)], "a finished stage's worker is still alive"
