@@ -120,3 +120,33 @@ def test_wilson_and_jeffreys_for_accuracies():
     assert wilson_interval(all_right, 0.95)[0] < 1.0 and jeffreys_interval(all_right, 0.95)[1] == 1.0
     # non-binary values fall back to the percentile interval and say so
     assert bootstrap_ci(np.linspace(0, 1, 30), n_resamples=200, interval="wilson").interval == "percentile"
+
+
+def test_tied_wilcoxon_enumeration_equals_scipys_permutation_test():
+    """With ties and up to 13 non-zero differences SciPy's ``wilcoxon(method="auto")`` runs an
+    exact sign-flip permutation test in Python; the NumPy enumeration gives the same p-values,
+    bit for bit, on binary (accuracy-like) differences of every n from 2 to 13, graded and
+    real-valued tied differences, and all-equal samples."""
+    import warnings
+
+    from adaptlab.stats.pvalues import SIGN_FLIP_MAX_N, wilcoxon_sign_flip_p
+
+    rng = np.random.default_rng(7)
+    cases = [np.ones(n) for n in (2, 5, 9, SIGN_FLIP_MAX_N)]
+    cases += [rng.choice([-1.0, 1.0], size=n) for n in range(2, SIGN_FLIP_MAX_N + 1)]
+    cases += [rng.choice([-1.0, -0.5, 0.5, 1.0, 0.25], size=int(rng.integers(2, 10))) for _ in range(15)]
+    cases += [np.round(rng.normal(0.1, 0.3, size=int(rng.integers(3, 10))), 1) for _ in range(15)]
+    checked = 0
+    for d in cases:
+        d = d[d != 0]
+        if d.size == 0 or np.unique(np.abs(d)).size == d.size:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = float(ss.wilcoxon(d, method="auto").pvalue)
+        assert wilcoxon_sign_flip_p(d) == ref, d
+        assert exact_paired_tests(d).wilcoxon_p == ref, d
+        checked += 1
+    assert checked >= 35
+    with pytest.raises(ConfigError, match="1 to 13"):
+        wilcoxon_sign_flip_p(np.ones(14))

@@ -35,8 +35,14 @@ percentile bootstrap is unreliable (with Q = 3 and one system better on every qu
 p = 0.002 and CI [1, 1]); every paired comparison then also gets the exact two-sided sign test
 (``scipy.stats.binomtest`` on the number of positive differences among the non-zero ones,
 p = 0.25 in that example) and the exact Wilcoxon signed-rank test (``scipy.stats.wilcoxon``,
-zero differences dropped, then ``method="exact"`` when the remaining absolute differences have no
-ties, else its normal approximation with the tie correction). The sign test is the one reported as ``p_exact`` (it assumes nothing about the differences' shape).
+zero differences dropped). Without ties among the absolute differences its exact null
+distribution is used (``method="exact"``); with ties and up to :data:`SIGN_FLIP_MAX_N` non-zero
+differences, the exact sign-flip distribution of the rank sum ``R+ = sum_i r_i [d_i > 0]`` over all
+``2**n`` sign patterns (Wilcoxon 1945), two-sided
+``p = min(1, 2 min(P(R+ <= r), P(R+ >= r)))``: the p-value of ``scipy.stats.wilcoxon(method="auto")``,
+which enumerates the patterns in Python (about a second a call), enumerated here with NumPy in
+milliseconds (:func:`wilcoxon_sign_flip_p`); with more ties, its normal approximation with the tie
+correction. The sign test is the one reported as ``p_exact`` (it assumes nothing about the differences' shape).
 
 **Printing** (:func:`format_p_value`): a two-sided bootstrap p-value is never below ``2/(m+1)``
 (``1/(m+1)`` one-sided; the observed sample counts once), a sign-flip p-value never below
@@ -59,6 +65,7 @@ from adaptlab.errors import ConfigError
 __all__ = [
     "ADJUSTMENTS",
     "PERMUTATION_Q",
+    "SIGN_FLIP_MAX_N",
     "SMALL_SAMPLE_Q",
     "ExactTests",
     "adjust_pvalues",
@@ -66,6 +73,7 @@ __all__ = [
     "format_p_value",
     "p_value_note",
     "sign_flip_p_values",
+    "wilcoxon_sign_flip_p",
 ]
 
 ADJUSTMENTS: tuple[str, ...] = ("holm", "bh", "none")
@@ -73,6 +81,10 @@ ADJUSTMENTS: tuple[str, ...] = ("holm", "bh", "none")
 
 SMALL_SAMPLE_Q: int = 30
 """Below this many queries, paired comparisons also carry exact tests and a warning."""
+
+SIGN_FLIP_MAX_N: int = 13
+"""Up to this many tied non-zero differences the Wilcoxon p-value enumerates all ``2**n`` sign
+patterns (SciPy's limit for its exact permutation test: ``2**13`` < its 9,999 resamples)."""
 
 PERMUTATION_Q: int = 1000
 """Below this many queries the paired p-value is the sign-flip randomization test's, from this
@@ -169,11 +181,39 @@ def exact_paired_tests(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.
     if nz.size == 0:
         return ExactTests(int(d.size), 0, 0, 1.0, 1.0)
     sign_p = float(binomtest(pos, int(nz.size), 0.5, alternative="two-sided").pvalue)
-    exact = nz.size == d.size and np.unique(np.abs(nz)).size == nz.size
+    ties = np.unique(np.abs(nz)).size < nz.size
+    if ties and nz.size <= SIGN_FLIP_MAX_N:
+        return ExactTests(int(d.size), int(nz.size), pos, sign_p, wilcoxon_sign_flip_p(nz))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        w = wilcoxon(nz, method="exact" if exact else "auto")
+        w = wilcoxon(nz, method="auto" if ties else "exact")
     return ExactTests(int(d.size), int(nz.size), pos, sign_p, float(w.pvalue))
+
+
+def wilcoxon_sign_flip_p(d: np.ndarray) -> float:
+    """Two-sided exact p-value of the Wilcoxon signed-rank statistic of non-zero differences
+    ``d`` by enumerating all ``2**n`` sign patterns (n <= :data:`SIGN_FLIP_MAX_N`).
+
+    With average ranks ``r_i`` of ``|d_i|`` (ties share their mean rank), the statistic is
+    ``R+ = sum_i r_i [d_i > 0]``; under the null each sign is + or - with probability 1/2
+    independently (Wilcoxon 1945, Sec. 2), so the null distribution is the ``2**n`` subset sums of
+    the ranks, and ``p = min(1, 2 min(#{R+* <= R+}, #{R+* >= R+}) / 2**n)``, with the relative
+    tolerance ``100 eps |R+|`` of ``scipy.stats.permutation_test``, which
+    ``scipy.stats.wilcoxon(method="auto")`` runs on tied samples of up to 13 (the same numbers,
+    tests/stats/test_pvalues_intervals.py)."""
+    from scipy.stats import rankdata
+
+    n = int(d.size)
+    if not 0 < n <= SIGN_FLIP_MAX_N:
+        raise ConfigError(f"wilcoxon_sign_flip_p needs 1 to {SIGN_FLIP_MAX_N} differences, got {n}")
+    ranks = rankdata(np.abs(d))
+    observed = float(ranks[d > 0].sum())
+    patterns = (np.arange(2 ** n)[:, None] >> np.arange(n)) & 1
+    null = patterns @ ranks
+    gamma = abs(np.finfo(np.float64).eps * 100 * observed)
+    below = np.count_nonzero(null <= observed + gamma) / null.size
+    above = np.count_nonzero(null >= observed - gamma) / null.size
+    return float(min(max(min(below, above) * 2, 0.0), 1.0))
 
 
 def format_p_value(p: float | None, n_resamples: int | None = None, *, sides: int = 2) -> str:
