@@ -8,7 +8,7 @@ A closed stdout (``adaptlab results --format json | head``) ends the command qui
 141, as a shell reports SIGPIPE).
 
 Logging: warnings and errors of adaptlab's modules go to stderr as one line each
-(``adaptlab: WARNING: ...``); ``-v`` adds information lines, ``-vv`` debug lines too (every
+(``adaptlab: WARNING: ...``), Python warnings of adaptlab's own classes too; ``-v`` adds information lines, ``-vv`` debug lines too (every
 over-long sentence, every retried block), ``--quiet`` keeps errors only and turns progress lines off.
 Both are accepted before or after the sub-command.
 """
@@ -21,6 +21,7 @@ import importlib
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 
 from adaptlab._version import __version__
@@ -63,14 +64,32 @@ def configure_logging(verbosity: int) -> Callable[[], None]:
     set_env = verbosity < 0 and "ADAPTLAB_PROGRESS" not in os.environ
     if set_env:
         os.environ["ADAPTLAB_PROGRESS"] = "0"
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warnings(shown, logger)
 
     def restore() -> None:
+        warnings.showwarning = shown
         logger.removeHandler(handler)
         logger.setLevel(before)
         if set_env:
             os.environ.pop("ADAPTLAB_PROGRESS", None)
 
     return restore
+
+
+def _one_line_warnings(fallback: Callable[..., None], logger: logging.Logger) -> Callable[..., None]:
+    """A ``warnings.showwarning`` that logs warnings of adaptlab's own classes (e.g. a study of
+    fewer than 30 queries) as one ``adaptlab: WARNING: ...`` line through ``logger``, instead of
+    Python's two lines with the file, line number and source line; other warnings go to ``fallback``."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: object = None, line: str | None = None) -> None:
+        if str(getattr(category, "__module__", "")).startswith("adaptlab."):
+            logger.warning("%s", message)
+        else:
+            fallback(message, category, filename, lineno, file, line)
+
+    return show
 
 
 def build_parser() -> argparse.ArgumentParser:
