@@ -8,8 +8,9 @@ A closed stdout (``adaptlab results --format json | head``) ends the command qui
 141, as a shell reports SIGPIPE).
 
 Logging: warnings and errors of adaptlab's modules go to stderr as one line each
-(``adaptlab: WARNING: ...``), Python warnings of adaptlab's own classes too; ``-v`` adds information lines, ``-vv`` debug lines too (every
-over-long sentence, every retried block), ``--quiet`` keeps errors only and turns progress lines off.
+(``adaptlab: WARNING: ...``), and so do Python warnings of adaptlab's own classes; ``-v`` adds
+information lines, ``-vv`` debug lines too (every over-long sentence, every retried block),
+``--quiet`` keeps errors only and turns progress lines off.
 Both are accepted before or after the sub-command.
 """
 

@@ -37,12 +37,13 @@ p = 0.002 and CI [1, 1]); every paired comparison then also gets the exact two-s
 p = 0.25 in that example) and the exact Wilcoxon signed-rank test (``scipy.stats.wilcoxon``,
 zero differences dropped). Without ties among the absolute differences its exact null
 distribution is used (``method="exact"``); with ties and up to :data:`SIGN_FLIP_MAX_N` non-zero
-differences, the exact sign-flip distribution of the rank sum ``R+ = sum_i r_i [d_i > 0]`` over all
-``2**n`` sign patterns (Wilcoxon 1945), two-sided
-``p = min(1, 2 min(P(R+ <= r), P(R+ >= r)))``: the p-value of ``scipy.stats.wilcoxon(method="auto")``,
-which enumerates the patterns in Python (about a second a call), enumerated here with NumPy in
-milliseconds (:func:`wilcoxon_sign_flip_p`); with more ties, its normal approximation with the tie
-correction. The sign test is the one reported as ``p_exact`` (it assumes nothing about the differences' shape).
+differences, the exact sign-flip distribution of the rank sum ``R+ = sum_i r_i [d_i > 0]`` over
+all ``2**n`` sign patterns (Wilcoxon 1945), two-sided ``p = min(1, 2 min(P(R+* <= R+),
+P(R+* >= R+)))``: the p-value of ``scipy.stats.wilcoxon(method="auto")``, which enumerates the
+patterns in Python (about a second a call), enumerated here with NumPy in milliseconds
+(:func:`wilcoxon_sign_flip_p`); with more ties, its normal approximation with the tie
+correction. The sign test is the one reported as ``p_exact`` (it assumes nothing about the
+differences' shape).
 
 **Printing** (:func:`format_p_value`): a two-sided bootstrap p-value is never below ``2/(m+1)``
 (``1/(m+1)`` one-sided; the observed sample counts once), a sign-flip p-value never below
@@ -196,7 +197,7 @@ def wilcoxon_sign_flip_p(d: np.ndarray) -> float:
 
     With average ranks ``r_i`` of ``|d_i|`` (ties share their mean rank), the statistic is
     ``R+ = sum_i r_i [d_i > 0]``; under the null each sign is + or - with probability 1/2
-    independently (Wilcoxon 1945, Sec. 2), so the null distribution is the ``2**n`` subset sums of
+    independently (Wilcoxon 1945), so the null distribution is the ``2**n`` subset sums of
     the ranks, and ``p = min(1, 2 min(#{R+* <= R+}, #{R+* >= R+}) / 2**n)``, with the relative
     tolerance ``100 eps |R+|`` of ``scipy.stats.permutation_test``, which
     ``scipy.stats.wilcoxon(method="auto")`` runs on tied samples of up to 13 (the same numbers,
