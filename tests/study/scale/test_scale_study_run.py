@@ -22,10 +22,9 @@ SCALES = [3, 6, 12]
 def tiny_run(tiny_model, study_factory, tmp_path_factory):
     store = tmp_path_factory.mktemp("store")
     adapt = {
-        # 40 documents: 30+ held-out questions, so the paired tests are the bootstrap's alone; below 30
-        # each pair also got exact tests, and SciPy's Wilcoxon enumerated 2**n sign flips in Python for
-        # the tied binary differences (40 calls, 35 s of the fixture's 88 s at load 17)
-        "corpus": "synthetic:n_documents=40,seed=0",
+        # 20 documents: fewer than 30 held-out questions, so every pair also gets the exact paired tests
+        # (the tied small-sample Wilcoxon is a NumPy enumeration, stats/pvalues.py, milliseconds a call)
+        "corpus": "synthetic:n_documents=20,seed=0",
         "base_model": str(tiny_model),
         "name": "tiny",
         "scales": SCALES,
