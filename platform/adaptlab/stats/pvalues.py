@@ -184,11 +184,12 @@ def exact_paired_tests(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.
     sign_p = float(binomtest(pos, int(nz.size), 0.5, alternative="two-sided").pvalue)
     ties = np.unique(np.abs(nz)).size < nz.size
     if ties and nz.size <= SIGN_FLIP_MAX_N:
-        return ExactTests(int(d.size), int(nz.size), pos, sign_p, wilcoxon_sign_flip_p(nz))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        w = wilcoxon(nz, method="auto" if ties else "exact")
-    return ExactTests(int(d.size), int(nz.size), pos, sign_p, float(w.pvalue))
+        wilcoxon_p = wilcoxon_sign_flip_p(nz)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            wilcoxon_p = float(wilcoxon(nz, method="auto" if ties else "exact").pvalue)
+    return ExactTests(int(d.size), int(nz.size), pos, sign_p, wilcoxon_p)
 
 
 def wilcoxon_sign_flip_p(d: np.ndarray) -> float:
@@ -214,7 +215,7 @@ def wilcoxon_sign_flip_p(d: np.ndarray) -> float:
     gamma = abs(np.finfo(np.float64).eps * 100 * observed)
     below = np.count_nonzero(null <= observed + gamma) / null.size
     above = np.count_nonzero(null >= observed - gamma) / null.size
-    return float(min(max(min(below, above) * 2, 0.0), 1.0))
+    return float(min(min(below, above) * 2, 1.0))
 
 
 def format_p_value(p: float | None, n_resamples: int | None = None, *, sides: int = 2) -> str:
