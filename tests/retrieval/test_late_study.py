@@ -92,7 +92,7 @@ def test_scale_study_names_colbert_systems(tmp_path):
     evaluated as ColBERT checkpoints (backend colbert), the base with from_bert."""
     from adaptlab.adapt.train.artifacts import Artifact
     from adaptlab.study.adapt_config import parse_adapt_section
-    from adaptlab.study.scale import _systems
+    from adaptlab.study.adaptation import _systems
 
     study = load_study(REPO / "jobs" / "scale_study_small.toml")
     settings = parse_adapt_section(study, store=tmp_path)

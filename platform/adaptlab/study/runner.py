@@ -15,7 +15,7 @@ failure (a malformed file read when its dataset's turn comes, a crash) leaves th
 committed before it in the store, and the error names them and their store versions.
 
 A plain study's systems are its ``[[models]]``; a scale study's are the base model, its other
-models and every adapted model (:mod:`adaptlab.study.scale`), evaluated on the held-out
+models and every adapted model (:mod:`adaptlab.study.adaptation`), evaluated on the held-out
 in-domain questions first, then on every ``[[datasets]]`` benchmark. Both go through the same
 loop (:func:`evaluate_systems`), so ``[analysis]``, provenance (canonical model id and content
 revision; adapted systems' artifacts in ``config.systems``), the run config (with ``split``),
@@ -77,7 +77,7 @@ from adaptlab.study.adapt_config import (
 )
 from adaptlab.study.inputs import EvalDataset, check_inputs, load_dataset_section, log, model_embedder, pool_settings
 from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
-from adaptlab.study.scale import Adaptation, adaptation_stage
+from adaptlab.study.adaptation import Adaptation, adaptation_stage
 from adaptlab.study.schema import ModelSection, Study
 from adaptlab.study.seeds import stage_seed
 

@@ -8,7 +8,7 @@ import pytest
 
 from adaptlab.study import load_study, parse_adapt_section, parse_tune_section, system_name
 from adaptlab.study.outcome import SystemInfo
-from adaptlab.study.scale import comparison_pairs
+from adaptlab.study.adaptation import comparison_pairs
 from adaptlab.study.schema import ModelSection
 from adaptlab.errors import ConfigError
 
