@@ -26,7 +26,7 @@ from typing import Any
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, backend_loader, canonical_backend
 from adaptlab.models.resolve import ModelRef, resolve_model
-from adaptlab.models.variants import COLBERT_BACKEND
+from adaptlab.models.variants import BM25_REF, COLBERT_BACKEND
 
 __all__ = ["EncoderSpec", "go_offline", "load_encoder", "pick_backend"]
 
@@ -39,6 +39,9 @@ def go_offline() -> None:
 
 def pick_backend(model: ModelRef, backend: str = "auto") -> str:
     """The registry name of the backend that will load ``model`` (see the module doc)."""
+    if model.backend == BM25_REF:
+        raise ConfigError(f"{model.ref!r} is the lexical BM25 system, not an encoder: evaluate it as a "
+                          "[[models]] entry of a study (adaptlab.retrieval.lexical.bm25_records searches it)")
     if backend and backend != "auto":
         return canonical_backend(backend)
     if model.backend:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adaptlab.models.variants import BM25_REF
+
 __all__ = ["ModelRef", "hub_cache_snapshot", "snapshot_revision"]
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -44,11 +46,10 @@ class ModelRef:
     @property
     def is_local(self) -> bool:
         """Whether the weights are on this machine (no hub access needed)."""
-        return self.path is not None or self.backend == "hash"
+        return self.path is not None or self.backend in ("hash", BM25_REF)
 
     def __str__(self) -> str:
         return self.ref
-
 
 
 def hub_cache_snapshot(hub_id: str, cache_dir: str | None) -> Path | None:

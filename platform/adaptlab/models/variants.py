@@ -32,6 +32,7 @@ __all__ = [
     "BASE",
     "BI_ENCODER_BACKEND",
     "BI_ENCODER_VARIANTS",
+    "BM25_REF",
     "COLBERT_BACKEND",
     "COLBERT_BASE",
     "COLBERT_FT",
@@ -92,6 +93,9 @@ COLBERT_BACKEND = "colbert"
 """The embedding backend (:data:`adaptlab.models.BACKENDS`) of the ColBERT variants."""
 COLBERT_LABEL = "colbert"
 """The default system-name prefix of the ColBERT family (``[adapt.colbert].name``)."""
+BM25_REF = "bm25"
+"""The reference (``[[models]]`` ``ref``) of the lexical BM25 system, searched by
+:mod:`adaptlab.retrieval.lexical` instead of being embedded; also its :class:`ModelRef` backend."""
 BI_ENCODER_BACKEND = "sentence-transformers"
 """The embedding backend of the trained bi-encoder variants."""
 

@@ -31,6 +31,7 @@ from adaptlab.adapt.train.tune import PARAM_DOMAINS, TUNABLE, conflicting_params
 from adaptlab.errors import ConfigError
 from adaptlab.metrics.measures import Measure
 from adaptlab.models.variants import (
+    BM25_REF,
     BASE,
     BI_ENCODER_VARIANTS,
     COLBERT_BACKEND,
@@ -236,6 +237,9 @@ def _base_model(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> 
         if section is None:
             section = ModelSection(ref=given, name=default_name(given))
     ref = study.resolve_model_ref(section.ref)  # a model directory: relative to the project root
+    if ref.lower() == BM25_REF:
+        raise check.fail("base_model", "a bi-encoder to adapt (BM25 has no weights; list it after the base "
+                         "model in [[models]] to evaluate it beside the variants)", ref)
     label = raw.get("name", section.name)
     label = check_name(check.string("name", label), check.where("name"))
     if not label or any(c in label for c in "/\\ "):

@@ -21,7 +21,7 @@ from adaptlab.embedding.cache import Embedder
 from adaptlab.runtime.progress import progress_enabled
 from adaptlab.errors import ConfigError
 from adaptlab.models import resolve_model
-from adaptlab.models.variants import COLBERT_BACKEND
+from adaptlab.models.variants import BM25_REF, COLBERT_BACKEND
 from adaptlab.study.schema import DatasetSection, ModelSection, Study
 
 __all__ = ["EvalDataset", "check_inputs", "load_dataset_section", "log", "model_embedder", "pool_settings"]
@@ -82,8 +82,12 @@ def check_inputs(study: Study) -> None:
                               "(relative paths resolve against the project root); nothing was run")
     for i, m in enumerate(study.models):
         try:
-            resolve_model(study.resolve_model_ref(m.ref))
-            if m.backend == COLBERT_BACKEND or any(k in m.options for k in ("search", "nbits")):
+            ref = resolve_model(study.resolve_model_ref(m.ref))
+            if ref.backend == BM25_REF:
+                from adaptlab.retrieval.lexical import BM25Settings
+
+                BM25Settings.from_options(m.options)
+            elif m.backend == COLBERT_BACKEND or any(k in m.options for k in ("search", "nbits")):
                 from adaptlab.models.colbert import search_options  # light: no torch or colbert import
 
                 search_options(m.options)

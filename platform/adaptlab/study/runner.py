@@ -35,6 +35,11 @@ a PLAID index beyond the exact search's size (:mod:`adaptlab.retrieval.plaid`, t
 ``search`` option), instead of one vector per text and inner-product search. Both produce the same per-query records, so measures, CIs, paired tests
 (ColBERT against bi-encoders on the same queries), thresholds and COE/ROE are unchanged; isotropy
 and topic diversity need one vector per document and are skipped for such systems (logged).
+
+BM25. A ``[[models]]`` entry with ``ref = "bm25"`` (options ``k1``, ``b``, ``method``, ``stemmer``,
+``stopwords``) embeds nothing: :mod:`adaptlab.retrieval.lexical` scores every document and gives
+the same per-query records (BM25 scores in the similarity columns), so it is compared with the
+dense systems on the same queries; isotropy and topic diversity are skipped for it too.
 """
 
 from __future__ import annotations
@@ -61,10 +66,11 @@ from adaptlab.metrics import evaluate, parse_measures
 from adaptlab.metrics.measures import Measure
 from adaptlab.metrics.ranking import PerQueryMetrics
 from adaptlab.models import pick_backend, resolve_model
-from adaptlab.models.variants import COLBERT_BACKEND, MODEL
+from adaptlab.models.variants import BM25_REF, COLBERT_BACKEND, MODEL
 from adaptlab.results import check_store_location
 from adaptlab.retrieval.build import build_records
 from adaptlab.retrieval.late import build_late_records
+from adaptlab.retrieval.lexical import BM25Search, BM25Settings
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.runtime.progress import Heartbeat
 from adaptlab.stats import BootstrapConfig
@@ -204,7 +210,7 @@ class _Evaluation:
 
     study: Study
     systems: list[SystemInfo]
-    embedders: dict[str, Embedder | TokenEmbedder]
+    embedders: dict[str, Embedder | TokenEmbedder | BM25Search]
     measures: list[Measure]
     depth: int
     boot: BootstrapConfig
@@ -264,11 +270,14 @@ def _committed_note(outcomes: list[DatasetOutcome], store_root: Path | None) -> 
 
 
 def system_embedder(section: ModelSection, study: Study,
-                    cache_dir: EmbeddingCache | Path | None) -> Embedder | TokenEmbedder:
+                    cache_dir: EmbeddingCache | Path | None) -> Embedder | TokenEmbedder | BM25Search:
     """The embedder of one system: a :class:`TokenEmbedder` (token vectors) when its model is late
     interaction (the ``colbert`` backend), else the dense :func:`model_embedder`; both cache in
-    ``cache_dir`` (the shared :class:`~adaptlab.embedding.cache.EmbeddingCache`)."""
+    ``cache_dir`` (the shared :class:`~adaptlab.embedding.cache.EmbeddingCache`). ``ref = "bm25"``
+    embeds nothing: a :class:`~adaptlab.retrieval.lexical.BM25Search` with the entry's options."""
     ref = resolve_model(study.resolve_model_ref(section.ref))
+    if ref.backend == BM25_REF:
+        return BM25Search(ref, BM25Settings.from_options(section.options))
     if pick_backend(ref, section.backend or "auto") != COLBERT_BACKEND:
         return model_embedder(section, study, cache_dir)
     return TokenEmbedder(ref, options={"backend": COLBERT_BACKEND, **section.options},
@@ -287,6 +296,10 @@ def _retrieve(ev: _Evaluation, system: SystemInfo, plan: EvalDataset, judged: li
     embed = ev.embedders[system.name]
     k = min(ev.depth, len(doc_ids))
     seed = stage_seed(ev.study.study.seed, "retrieval")
+    if isinstance(embed, BM25Search):
+        with Heartbeat(f"{plan.name}: BM25 top {k} of {len(doc_ids)} documents with {system.name!r}"):
+            return embed.records(judged, query_texts, doc_ids, doc_texts, qrels, system=system.name,
+                                 dataset=plan.name, k=k, seed=seed), None
     if isinstance(embed, TokenEmbedder):
         from adaptlab.retrieval.plaid import choose_search, plaid_records
 
@@ -371,7 +384,7 @@ def _analyses(study: Study, boot: BootstrapConfig, rec: PerQueryRecords, doc_emb
               dataset: str) -> list[dict[str, Any]]:
     """The analyses that ``[analysis]`` turns on, as metric rows for the store (bootstrapped with
     the study's bootstrap seed, so they see the same resamples as the CIs). ``doc_emb`` None (a
-    late-interaction system): isotropy and topic diversity do not apply and are skipped."""
+    late-interaction or BM25 system): isotropy and topic diversity do not apply and are skipped."""
     a = study.analysis
     rows: list[dict[str, Any]] = []
     if a.thresholds:
@@ -381,7 +394,7 @@ def _analyses(study: Study, boot: BootstrapConfig, rec: PerQueryRecords, doc_emb
     if a.coe_roe:
         rows += overlap_metrics(rec, k=a.top_k, psi=a.psi, bootstrap=boot).to_metric_rows()
     if doc_emb is None and (a.isotropy or a.topic_diversity):
-        log(f"[adaptlab] {system}: isotropy / topic diversity skipped (token vectors, no document vector)")
+        log(f"[adaptlab] {system}: isotropy / topic diversity skipped (no document vector: token vectors or BM25)")
     elif a.isotropy:
         rows += isotropy(doc_emb, system=system, dataset=dataset, space="corpus").to_metric_rows()
     if a.topic_diversity and doc_emb is not None:

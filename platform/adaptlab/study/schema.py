@@ -46,6 +46,7 @@ from adaptlab.embedding.cache import LOCAL_BELOW
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import parse_measures
 from adaptlab.models.resolve import MODEL_ALIASES
+from adaptlab.models.variants import BM25_REF
 from adaptlab.analysis.thresholds import TESTS as THRESHOLD_TESTS
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.intervals import INTERVALS
@@ -219,7 +220,7 @@ class Study:
     def resolve_model_ref(self, ref: str) -> str:
         """A ``[[models]]`` reference with a model directory relative to the project root made
         absolute (as dataset paths are); aliases, ``hash:`` models and hub ids are kept as given."""
-        if ref.lower() in MODEL_ALIASES or ref.lower().startswith("hash"):
+        if ref.lower() in MODEL_ALIASES or ref.lower().startswith("hash") or ref.lower() == BM25_REF:
             return ref
         path = self.resolve_path(ref)
         if path.is_dir():
