@@ -53,7 +53,7 @@ from ray_cluster import (  # noqa: E402
 
 pytestmark = pytest.mark.slow
 WORKERS = ("w1", "w2")
-CHECKPOINTS = "_checkpoints"  # adaptlab.adapt.train.artifacts.CHECKPOINTS, checked below
+CHECKPOINTS = "_checkpoints"  # adaptlab.adapt.train.checkpoints.CHECKPOINTS, checked below
 
 _DRIVER = r"""
 import json, sys, time
@@ -235,9 +235,9 @@ def test_the_study_that_lost_a_training_node_has_the_clean_runs_rows(scenario):
 
 
 def test_the_killed_stage_resumed_from_its_published_checkpoint_with_the_clean_model(scenario):
-    from adaptlab.adapt.train import artifacts
+    from adaptlab.adapt.train import checkpoints
 
-    assert artifacts.CHECKPOINTS == CHECKPOINTS
+    assert checkpoints.CHECKPOINTS == CHECKPOINTS
     _done(scenario)
     base, kill = scenario["base"], scenario["kill"]
     assert kill["step"] > 0

@@ -21,8 +21,9 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("sentence_transformers")
 
-from adaptlab.adapt.train import artifacts as artifacts_module  # noqa: E402
-from adaptlab.adapt.train.artifacts import CHECKPOINTS, SharedCheckpoints, find_artifact  # noqa: E402
+from adaptlab.adapt.train import checkpoints as checkpoints_module  # noqa: E402
+from adaptlab.adapt.train.artifacts import find_artifact  # noqa: E402
+from adaptlab.adapt.train.checkpoints import CHECKPOINTS, SharedCheckpoints  # noqa: E402
 from adaptlab.adapt.train.ft import FTConfig, train_ft  # noqa: E402
 from adaptlab.adapt.train.pt import PTConfig, train_pt  # noqa: E402
 from adaptlab.storage.objects import open_remote  # noqa: E402
@@ -161,7 +162,7 @@ def test_a_store_that_refuses_checkpoints_warns_once_and_training_goes_on(
         on_node, tiny_model, triplets, tmp_path, clean_ft, read_weights, monkeypatch, caplog):
     import torch
 
-    real = artifacts_module.open_remote
+    real = checkpoints_module.open_remote
 
     class Refusing:
         """The store, except that checkpoint uploads fail (a full bucket, a dropped connection)."""
@@ -177,10 +178,10 @@ def test_a_store_that_refuses_checkpoints_warns_once_and_training_goes_on(
         def __getattr__(self, name):
             return getattr(self.inner, name)
 
-    monkeypatch.setattr(artifacts_module, "open_remote", Refusing)
+    monkeypatch.setattr(checkpoints_module, "open_remote", Refusing)
     root = f"file://{tmp_path}/shared/artifacts"
     on_node("node-1")
-    caplog.set_level(logging.DEBUG, logger="adaptlab.adapt.train.artifacts")
+    caplog.set_level(logging.DEBUG, logger="adaptlab.adapt.train.checkpoints")
     art = train_ft(tiny_model, triplets, artifact_root=root, config=FT, seed=3, checkpoint_every=1)
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1, warnings  # the later failures go to DEBUG
@@ -215,7 +216,7 @@ def test_a_slow_store_does_not_delay_the_training_steps(
     deletes step-1/ while it uploads, and the killed run still leaves a complete step 3."""
     import torch
 
-    real = artifacts_module.open_remote
+    real = checkpoints_module.open_remote
     uploads: list[str] = []
 
     class Slow:
@@ -239,7 +240,7 @@ def test_a_slow_store_does_not_delay_the_training_steps(
         stamps[step] = time.monotonic()
         _kill_at(3)(step)
 
-    monkeypatch.setattr(artifacts_module, "open_remote", Slow)
+    monkeypatch.setattr(checkpoints_module, "open_remote", Slow)
     root = f"file://{tmp_path}/shared/artifacts"
     caplog.set_level(logging.WARNING, logger="adaptlab")
     on_node("node-1")
@@ -282,7 +283,7 @@ def test_checkpoints_left_by_a_task_that_died_after_publishing_are_deleted_by_th
     other = "tiny-bert/ft-all-0123456789abcdef/latest.json"  # another artifact's: must stay
     open_remote(f"{shared_root}/{CHECKPOINTS}").put_bytes(other, b"{}")
 
-    caplog.set_level(logging.INFO, logger="adaptlab.adapt.train.artifacts")
+    caplog.set_level(logging.INFO, logger="adaptlab.adapt.train.checkpoints")
     on_node("node-2")
     art = train_ft(tiny_model, triplets, artifact_root=shared_root, config=FT, seed=3, checkpoint_every=1)
     assert art.reused and _published(shared_root) == [other]
@@ -299,7 +300,7 @@ def test_checkpoints_left_by_a_task_that_died_after_publishing_are_deleted_by_th
 def test_a_stalled_store_holds_the_end_of_a_task_no_longer_than_the_bound(tmp_path, monkeypatch, caplog):
     """``finish`` returns after its bound with one warning while an upload hangs; once the store
     answers, the waiting checkpoint follows (or was dropped with ``pending=False``)."""
-    real = artifacts_module.open_remote
+    real = checkpoints_module.open_remote
     entered, release = threading.Event(), threading.Event()
 
     class Stalled:
@@ -316,13 +317,13 @@ def test_a_stalled_store_holds_the_end_of_a_task_no_longer_than_the_bound(tmp_pa
         def __getattr__(self, name):
             return getattr(self.inner, name)
 
-    monkeypatch.setattr(artifacts_module, "open_remote", Stalled)
+    monkeypatch.setattr(checkpoints_module, "open_remote", Stalled)
     local = tmp_path / "checkpoints"
     for step in (1, 2, 3):
         (local / f"step-{step}").mkdir(parents=True)
         (local / f"step-{step}" / "state.json").write_text(json.dumps({"step": step}))
     shared = SharedCheckpoints(f"file://{tmp_path}/remote/{CHECKPOINTS}/m/ft", local)
-    caplog.set_level(logging.DEBUG, logger="adaptlab.adapt.train.artifacts")
+    caplog.set_level(logging.DEBUG, logger="adaptlab.adapt.train.checkpoints")
 
     def latest() -> int:
         return json.loads(open_remote(shared.uri).read_bytes("latest.json"))["step"]

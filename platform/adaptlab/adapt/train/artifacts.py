@@ -17,7 +17,7 @@ machine from training the same artifact twice.
 and any other file system ``pyarrow.fs`` opens; credentials from the environment only; see
 :mod:`adaptlab.storage.objects` for multipart parts, time-outs and retries), so the
 nodes of a cluster share artifacts without a shared POSIX mount. A job then trains into a local staging folder
-under the artifact cache (``$ADAPTLAB_CACHE/artifacts``, default ``~/.cache/adaptlab/artifacts``)
+under the artifact cache (:func:`artifact_cache_dir`, ``artifacts`` in the machine's cache folder)
 exactly as above and publishes ``<root>/<base label>/<name>/``: the files of ``model/`` first,
 ``manifest.json`` (with the SHA-256 of every file) last, so a reader that sees the manifest sees
 a whole artifact, and files without a manifest never count as trained. Every file is streamed
@@ -28,34 +28,20 @@ harmless. A consumer on any node (evaluation, merging, PT -> FT) reads ``Artifac
 which materialises the artifact into the local cache (verified against the manifest's hashes)
 the first time it is needed on that node.
 
-Training checkpoints on a URI root. A stage's checkpoints (:mod:`.loop`) live in its node's
-staging folder, so a stage retried on another node (its node was lost) would start over. So each
-complete checkpoint is also published at ``<root>/_checkpoints/<label>/<name>/step-<s>/`` (every
-file hash-recorded) with ``latest.json`` written last, keeping the latest one or two. Publishing
-runs in a background thread from a hard-linked snapshot of the checkpoint, so training never
-waits for the store: one upload at a time, the newest checkpoint waiting behind it, older waiting
-ones skipped; the artifact's commit and the task's end wait for the upload in flight (at most
-``SharedCheckpoints.WAIT_S``; a failed task also publishes its newest checkpoint). A stage
-starting on any node first fetches the published checkpoint when it is newer than its local one
-(hash-checked; a mismatch or a failure falls back to the local state), and the published
-checkpoints are deleted once the artifact is published, or, when a task died in between, by the
-next look-up that finds the artifact (:meth:`ArtifactWriter.existing`, :func:`find_artifact`). A
-checkpoint that cannot be published or fetched logs one warning line and training goes on:
-sharing checkpoints never fails a study. A local ``root`` needs none of this: the staging folder,
-checkpoints included, is inside ``root``.
+Training checkpoints (layout, resume, and on a URI root their sharing between nodes, so a stage
+retried on another node resumes where it stopped) are :mod:`.checkpoints`; the writer publishes
+them through it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import json
 import logging
 import os
 import re
 import shutil
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -63,9 +49,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from adaptlab.adapt.train.loop import LATEST, checkpoint_name, latest_step, point_latest
+from adaptlab.adapt.train.checkpoints import CHECKPOINTS, SharedCheckpoints, checkpoint_uri, drop_leftover_checkpoints
 from adaptlab.errors import ConfigError, StoreError
 from adaptlab.models.resolve import MODEL_ALIASES, resolve_model
+from adaptlab.storage.env import cache_home
 from adaptlab.storage.files import PORTABLE, directory_sha256, safe_name, safe_relpath, sha256_file
 from adaptlab.storage.objects import check_remote_support, open_remote
 
@@ -74,8 +61,6 @@ __all__ = [
     "Artifact",
     "ArtifactWriter",
     "BaseModel",
-    "CHECKPOINTS",
-    "SharedCheckpoints",
     "artifact_cache_dir",
     "artifact_key",
     "artifact_root_text",
@@ -100,8 +85,6 @@ ARTIFACT_SCHEMA_VERSION = 1
 
 MANIFEST = "manifest.json"
 MODEL_DIR = "model"
-CHECKPOINTS = "_checkpoints"
-"""The folder under a URI root holding the published checkpoints of unfinished artifacts."""
 
 _PACKAGES = ("adaptlab", "safetensors", "sentence-transformers", "torch", "transformers")
 _HASH_SKIP = frozenset({"README.md"})  # model cards carry dates, not weights
@@ -122,9 +105,10 @@ def artifact_root_text(root: str | os.PathLike[str]) -> str:
 
 
 def artifact_cache_dir() -> Path:
-    """Where artifacts on a URI are staged and materialised on this node:
-    ``$ADAPTLAB_CACHE/artifacts`` (default ``~/.cache/adaptlab/artifacts``)."""
-    return Path(os.environ.get("ADAPTLAB_CACHE") or Path.home() / ".cache" / "adaptlab") / "artifacts"
+    """Where artifacts on a URI are staged and materialised on this node: ``artifacts`` in the
+    machine's cache folder (:func:`adaptlab.storage.env.cache_home`: ``$ADAPTLAB_CACHE``, else
+    ``$XDG_CACHE_HOME/adaptlab``, else ``~/.cache/adaptlab``), the folder of every local cache."""
+    return cache_home() / "artifacts"
 
 
 def _where(uri: str) -> str:
@@ -390,7 +374,7 @@ class ArtifactWriter:
         self.partial_dir = self.root / self.label / f".{self.name}.partial"
         self._lock_file = self.root / self.label / f".{self.name}.lock"
         self.uri = f"{self.uri_root}/{self.label}/{self.name}" if self.uri_root else None
-        self.checkpoint_uri = f"{self.uri_root}/{CHECKPOINTS}/{self.label}/{self.name}" if self.uri_root else None
+        self.checkpoint_uri = checkpoint_uri(self.uri_root, self.label, self.name) if self.uri_root else None
         self._shared = None if self.checkpoint_uri is None else SharedCheckpoints(self.checkpoint_uri,
                                                                                   self.checkpoint_dir)
 
@@ -436,7 +420,7 @@ class ArtifactWriter:
             manifest = _remote_manifest(self.uri)
             if manifest is not None:
                 self._check_key(manifest, _where(self.uri))
-                _drop_leftover_checkpoints(self.uri_root, self.label, self.name)
+                drop_leftover_checkpoints(self.uri_root, self.label, self.name)
                 return Artifact(self.final_dir, manifest, reused=True, uri=self.uri)
         if (self.final_dir / MANIFEST).is_file():
             art = open_artifact(self.final_dir)
@@ -444,7 +428,7 @@ class ArtifactWriter:
             if self.uri is None:
                 return art
             publish_artifact(self.final_dir, self.uri)  # a publish cut short: finish it
-            _drop_leftover_checkpoints(self.uri_root, self.label, self.name)
+            drop_leftover_checkpoints(self.uri_root, self.label, self.name)
             return Artifact(self.final_dir, _read_manifest(self.final_dir), reused=True, uri=self.uri)
         return None
 
@@ -515,198 +499,6 @@ class ArtifactWriter:
         if self._shared is not None:
             self._shared.drop()
         return Artifact(self.final_dir, manifest, reused=False, uri=self.uri)
-
-
-class SharedCheckpoints:
-    """The checkpoints of one unfinished artifact published at ``uri`` (a folder next to the
-    artifacts, see the module docstring) from and into the local checkpoint folder ``local``.
-    Every failure logs one warning line (later ones at DEBUG) and leaves training as it is.
-
-    Publishing runs in one background thread, so an upload never holds up a training step:
-    :meth:`submit` hard-links the step's files into a snapshot folder (the loop deletes a step's
-    folder once the next checkpoint is written; it never rewrites a file in place, so the links
-    keep the submitted bytes) and returns. At most one upload is in flight; a checkpoint submitted
-    meanwhile waits, and replaces (skips) an older one still waiting. :meth:`finish` is the
-    bounded join (:data:`WAIT_S`) of the artifact's commit and of a task's end."""
-
-    KEEP = 2
-    """Published checkpoints kept: the latest and the one before (a reader may be fetching it)."""
-    WAIT_S = 600.0
-    """Seconds :meth:`finish` waits for the uploads; past it training goes on (one warning) and
-    the upload, if it ever ends, is cleaned up with the artifact's leftovers."""
-
-    def __init__(self, uri: str, local: Path) -> None:
-        self.uri, self.local = uri.rstrip("/"), Path(local)
-        self.published: list[str] = []  # folders this process published, oldest first
-        self.warned = False
-        self._cond = threading.Condition()
-        self._pending: tuple[int, Path] | None = None  # the checkpoint waiting for the uploader
-        self._thread: threading.Thread | None = None  # the uploader, while it has work
-        self._snapshots = itertools.count()
-
-    def submit(self, step: int) -> None:
-        """Queue the checkpoint of ``step`` for publishing and return at once (class docstring)."""
-        try:
-            snapshot = self._snapshot(step)
-        except Exception as e:  # noqa: BLE001 - publishing a checkpoint never fails training
-            self._warn(f"cannot publish the checkpoint of step {step}", e)
-            return
-        with self._cond:
-            skipped, self._pending = self._pending, (step, snapshot)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._upload_all, name=f"adaptlab-checkpoints-{step}",
-                                                daemon=True)  # a dying process does not wait for it
-                self._thread.start()
-        if skipped is not None:
-            _log.debug("checkpoint of step %d not published: step %d is newer", skipped[0], step)
-            shutil.rmtree(skipped[1], ignore_errors=True)
-
-    def _snapshot(self, step: int) -> Path:
-        """A folder holding the files of ``local/step-<step>`` as they are now: hard links
-        (copies where linking fails), out of the loop's reach (it deletes ``step-*`` only)."""
-        source = self.local / checkpoint_name(step)
-        files = sorted(p for p in source.rglob("*") if p.is_file())
-        if not files:
-            raise StoreError(f"{source}: no checkpoint there")
-        snapshot = self.local / f".upload-{checkpoint_name(step)}-{os.getpid()}-{next(self._snapshots)}"
-        shutil.rmtree(snapshot, ignore_errors=True)
-        for file in files:
-            out = snapshot / file.relative_to(source)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(file, out)
-            except OSError:
-                shutil.copy2(file, out)
-        return snapshot
-
-    def _upload_all(self) -> None:
-        """The uploader: publish the waiting checkpoint until none waits, then end."""
-        while True:
-            with self._cond:
-                job, self._pending = self._pending, None
-                if job is None:
-                    self._thread = None
-                    self._cond.notify_all()
-                    return
-            try:
-                self.publish(*job)  # never raises an Exception
-            except BaseException:  # the thread is ending anyway: a later submit starts another
-                with self._cond:
-                    self._thread = None
-                    self._cond.notify_all()
-                raise
-            finally:
-                shutil.rmtree(job[1], ignore_errors=True)
-
-    def finish(self, *, pending: bool = True, timeout: float | None = None) -> bool:
-        """Wait for the upload in flight and, with ``pending``, for the checkpoint waiting after it
-        (without, that one is dropped): at most ``timeout`` seconds (:data:`WAIT_S`). Whether
-        the uploads ended (a time-out logs one warning)."""
-        started = time.monotonic()
-        limit = self.WAIT_S if timeout is None else timeout
-        with self._cond:
-            dropped = None if pending else self._pending
-            if dropped is not None:
-                self._pending = None
-            while self._thread is not None and time.monotonic() - started < limit:
-                self._cond.wait(min(1.0, max(0.0, limit - (time.monotonic() - started))))
-            ended = self._thread is None
-        if dropped is not None:
-            _log.debug("checkpoint of step %d not published: training is done", dropped[0])
-            shutil.rmtree(dropped[1], ignore_errors=True)
-        if not ended and limit > 0:
-            self._warn(f"checkpoint upload still running after {limit:g} s; going on without it",
-                       TimeoutError("the store is slow or stalled"))
-        return ended
-
-    def publish(self, step: int, source: Path | None = None) -> None:
-        """Publish the checkpoint of ``step`` (its files in ``source``, default
-        ``local/step-<step>/``) at once: its files (hashes recorded), ``latest.json`` last, then
-        delete the published folders older than the latest :data:`KEEP`."""
-        folder = checkpoint_name(step)
-        source = self.local / folder if source is None else Path(source)
-        try:
-            started, remote = time.monotonic(), open_remote(self.uri)
-            local = {f"{folder}/{p.relative_to(source).as_posix()}": p
-                     for p in sorted(source.rglob("*")) if p.is_file()}
-            if not local:
-                raise StoreError(f"{source}: no checkpoint there")
-            files = {rel: sha256_file(path) for rel, path in local.items()}
-            for rel, digest in files.items():
-                remote.upload(rel, local[rel], digest)
-            remote.put_bytes(LATEST, json.dumps({"step": int(step), "dir": folder, "files": files}).encode())
-            self.published = ([d for d in self.published if d != folder] + [folder])[-self.KEEP:]
-            self._prune(remote)
-        except Exception as e:  # noqa: BLE001 - publishing a checkpoint never fails training
-            self._warn(f"cannot publish the checkpoint of step {step}", e)
-            return
-        _log.debug("published checkpoint %s/%s in %.1f s", _where(self.uri), folder, time.monotonic() - started)
-
-    def _prune(self, remote: Any) -> None:
-        folders = {rel.split("/", 1)[0] for rel in remote.list_files() if "/" in rel}
-        for old in sorted(folders - set(self.published)):
-            remote.delete_tree(old)
-
-    def fetch(self) -> int | None:
-        """Download the published checkpoint into ``local`` when it is newer than the local one
-        (every file checked against its recorded SHA-256) and make it the latest; its step, else None."""
-        try:
-            remote = open_remote(self.uri)
-            raw = remote.read_bytes(LATEST)
-            if raw is None:
-                return None
-            step, folder, files = _checkpoint_pointer(raw, f"{_where(self.uri)}/{LATEST}")
-            if step <= latest_step(self.local):
-                return None
-            self._download(remote, folder, files)
-            point_latest(self.local, step)
-        except Exception as e:  # noqa: BLE001 - without it, training starts from the local state
-            self._warn("cannot fetch the published checkpoint; training starts from this node's state", e)
-            return None
-        _log.info("fetched the checkpoint of step %d from %s", step, _where(self.uri))
-        return step
-
-    def _download(self, remote: Any, folder: str, files: Mapping[str, str]) -> None:
-        tmp = self.local / f".{folder}.fetch-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            for rel, digest in files.items():
-                out = tmp / rel.split("/", 1)[1]
-                out.parent.mkdir(parents=True, exist_ok=True)
-                if remote.download(rel, out) != digest:
-                    raise StoreError(f"{_where(self.uri)}/{rel}: content does not match the hash in {LATEST}")
-            shutil.rmtree(self.local / folder, ignore_errors=True)
-            os.rename(tmp, self.local / folder)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-    def drop(self) -> None:
-        """Delete every published checkpoint of this artifact (it is published now)."""
-        try:
-            open_remote(self.uri).delete_tree("")
-        except Exception as e:  # noqa: BLE001 - leftovers cost space, not correctness
-            self._warn("cannot delete the published checkpoints (they can be deleted by hand)", e)
-
-    def _warn(self, what: str, error: BaseException) -> None:
-        reason = (_where(str(error)).strip().splitlines() or [""])[0][:240]
-        (_log.debug if self.warned else _log.warning)("%s: %s (%s: %s)", _where(self.uri), what,
-                                                        type(error).__name__, reason)
-        self.warned = True
-
-
-def _checkpoint_pointer(raw: bytes, where: str) -> tuple[int, str, dict[str, str]]:
-    """``(step, folder, {relative path: SHA-256})`` of a published ``latest.json``; StoreError if malformed."""
-    try:
-        data = json.loads(raw.decode())
-        step, files = int(data["step"]), {str(k): str(v) for k, v in dict(data["files"]).items()}
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise StoreError(f"{where}: not a checkpoint pointer ({type(e).__name__})") from None
-    folder = checkpoint_name(step)
-    for rel in files:
-        safe_relpath(rel, under=folder, source=where)
-    if not files:
-        raise StoreError(f"{where}: lists no files")
-    return step, folder, files
 
 
 def _check_no_pickles(model_dir: Path) -> None:
@@ -848,25 +640,9 @@ def find_artifact(root: str | os.PathLike[str], key: str) -> Artifact | None:
             if manifest is not None and manifest.get("key") == key:
                 leftovers = f"{CHECKPOINTS}/{parts[0]}/{parts[1]}/"
                 if any(r.startswith(leftovers) for r in files):
-                    _drop_leftover_checkpoints(uri, parts[0], parts[1])
+                    drop_leftover_checkpoints(uri, parts[0], parts[1])
                 return Artifact(_cache_path(art_uri), manifest, reused=True, uri=art_uri)
     return None
-
-
-def _drop_leftover_checkpoints(root: str, label: str, name: str) -> None:
-    """Delete ``<root>/_checkpoints/<label>/<name>/``, the checkpoints still published for an
-    artifact that is published now (its task died between the two): one INFO line when there
-    were any; a failure is one DEBUG line (leftovers cost space, not correctness)."""
-    uri = f"{root}/{CHECKPOINTS}/{label}/{name}"
-    try:
-        removed = open_remote(uri).delete_tree("")
-    except Exception as e:  # noqa: BLE001 - the artifact is there; the clean-up can wait for the next look-up
-        _log.debug("%s: cannot delete leftover checkpoints (%s: %s)", _where(uri), type(e).__name__,
-                   (_where(str(e)).strip().splitlines() or [""])[0][:240])
-        return
-    if removed:
-        _log.info("deleted %d leftover checkpoint file(s) of the published artifact %s/%s at %s",
-                  removed, label, name, _where(uri))
 
 
 def local_model_path(ref: str | os.PathLike[str]) -> str:

@@ -38,20 +38,17 @@ numbers are those of a run without it). :func:`quiet_third_party` turns transfor
 sentence-transformers' load messages ("Some weights of ... were not initialized") and their
 progress bars off while a model loads and trains; errors still show.
 
-Checkpoints (``checkpoint_dir/step-<s>/``): ``model.safetensors`` (``safetensors.torch.save_model``,
-shared tensors handled), ``optimizer.safetensors`` (AdamW moments) and ``state.json`` (step,
-losses, optimizer hyperparameters); ``checkpoint_dir/latest.json`` is replaced atomically after
-a checkpoint is complete, so a crash while writing leaves the previous one usable. No pickles.
+Checkpoints (``checkpoint_dir/step-<s>/``, written every ``checkpoint_every`` steps and at the end
+of each epoch when asked, and resumed from) are :mod:`.checkpoints`: their layout, the latest
+pointer, writing, resuming and sharing across nodes live there.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -61,23 +58,19 @@ from typing import Any
 
 import numpy as np
 
+from adaptlab.adapt.train.checkpoints import resume_checkpoint, write_checkpoint
 from adaptlab.errors import AdaptlabError
 from adaptlab.runtime.progress import PROGRESS_INTERVAL, Heartbeat, note_line, progress_enabled, progress_interval
 
 __all__ = [
-    "LATEST",
     "LoopResult",
     "OptimConfig",
     "PROGRESS_INTERVAL",
     "TrainingCheckError",
-    "checkpoint_name",
-    "latest_checkpoint",
-    "latest_step",
     "linear_warmup_decay",
     "load_sentence_model",
     "pick_device",
     "plan_run",
-    "point_latest",
     "quiet_third_party",
     "run_label",
     "run_loop",
@@ -88,10 +81,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-LATEST = "latest.json"
-"""The pointer to the latest complete checkpoint in a checkpoint folder."""
-
 
 @dataclass(frozen=True)
 class OptimConfig:
@@ -225,102 +214,6 @@ def _param_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
     ]
 
 
-def _save_optimizer(optimizer: Any, directory: Path) -> dict[str, Any]:
-    import torch
-    from safetensors.torch import save_file
-
-    sd = optimizer.state_dict()
-    tensors, scalars = {}, {}
-    for pid, state in sd["state"].items():
-        for name, value in state.items():
-            if torch.is_tensor(value):
-                tensors[f"{pid}/{name}"] = value.detach().to("cpu").contiguous()
-            else:
-                scalars[f"{pid}/{name}"] = value
-    save_file(tensors, str(directory / "optimizer.safetensors"))
-    return {"param_groups": sd["param_groups"], "scalars": scalars}
-
-
-def _load_optimizer(optimizer: Any, directory: Path, meta: dict[str, Any], device: Any) -> None:
-    from safetensors.torch import load_file
-
-    tensors = load_file(str(directory / "optimizer.safetensors"))
-    state: dict[int, dict[str, Any]] = {}
-    for key, value in tensors.items():
-        pid, name = key.split("/", 1)
-        # AdamW keeps 'step' on the CPU unless capturable/fused; moments live with the params
-        state.setdefault(int(pid), {})[name] = value if name == "step" else value.to(device)
-    for key, value in meta.get("scalars", {}).items():
-        pid, name = key.split("/", 1)
-        state.setdefault(int(pid), {})[name] = value
-    groups = meta["param_groups"]
-    for g in groups:
-        if isinstance(g.get("betas"), list):
-            g["betas"] = tuple(g["betas"])
-    optimizer.load_state_dict({"state": state, "param_groups": groups})
-
-
-def _write_checkpoint(model: Any, optimizer: Any, directory: Path, step: int, losses: list[float]) -> Path:
-    from safetensors.torch import save_model
-
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / checkpoint_name(step)
-    if target.exists():
-        shutil.rmtree(target)
-    work = directory / f".step-{step}.tmp"
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir()
-    save_model(model, str(work / "model.safetensors"))
-    opt_meta = _save_optimizer(optimizer, work)
-    (work / "state.json").write_text(json.dumps({"step": step, "losses": losses, "optimizer": opt_meta}))
-    os.rename(work, target)
-    point_latest(directory, step)
-    return target
-
-
-def checkpoint_name(step: int) -> str:
-    """The folder of the checkpoint after ``step`` optimizer steps: ``step-<step>``."""
-    return f"step-{int(step)}"
-
-
-def point_latest(directory: Path, step: int) -> None:
-    """Make ``directory/step-<step>`` the latest checkpoint (``latest.json``, replaced
-    atomically) and delete the others."""
-    target = directory / checkpoint_name(step)
-    pointer = directory / (LATEST + ".tmp")
-    pointer.write_text(json.dumps({"step": int(step), "dir": target.name}))
-    os.replace(pointer, directory / LATEST)
-    for old in directory.glob("step-*"):
-        if old != target:
-            shutil.rmtree(old, ignore_errors=True)
-
-
-def _latest(directory: Path | None) -> tuple[int, Path] | None:
-    """The step and folder of the latest complete checkpoint in ``directory``, or None."""
-    if directory is None or not (directory / LATEST).is_file():
-        return None
-    try:
-        pointer = json.loads((directory / LATEST).read_text())
-        step = int(pointer.get("step", -1))
-    except (OSError, ValueError, TypeError, AttributeError):  # a torn or foreign pointer: none
-        return None
-    target = directory / checkpoint_name(step)
-    return (step, target) if step >= 0 and (target / "state.json").is_file() else None
-
-
-def latest_checkpoint(directory: Path | None) -> Path | None:
-    """The folder of the latest complete checkpoint in ``directory``, or None."""
-    found = _latest(directory)
-    return None if found is None else found[1]
-
-
-def latest_step(directory: Path | None) -> int:
-    """The step of the latest complete checkpoint in ``directory``; 0 when there is none."""
-    found = _latest(directory)
-    return 0 if found is None else found[0]
-
-
 @contextlib.contextmanager
 def seeded(seed: int, device: Any) -> Iterator[None]:
     """Run the block under ``torch.manual_seed(seed)`` and restore the global RNG afterwards."""
@@ -390,16 +283,10 @@ def _check_weights(params: list[Any], before: list[Any] | None, optim: OptimConf
 
 def _resume(model: Any, optimizer: Any, checkpoint_dir: Path | None, device: Any, result: LoopResult) -> int:
     """Load the latest checkpoint (model, optimizer, losses) when there is one; its step."""
-    ckpt = latest_checkpoint(checkpoint_dir)
-    if ckpt is None:
+    found = resume_checkpoint(model, optimizer, checkpoint_dir, device)
+    if found is None:
         return 0
-    from safetensors.torch import load_model
-
-    state = json.loads((ckpt / "state.json").read_text())
-    load_model(model, str(ckpt / "model.safetensors"), strict=True, device=str(device))
-    _load_optimizer(optimizer, ckpt, state["optimizer"], device)
-    result.losses = [float(x) for x in state["losses"]]
-    result.resumed_from_step = int(state["step"])
+    result.resumed_from_step, result.losses = found
     return result.resumed_from_step
 
 
@@ -560,7 +447,7 @@ def run_loop(
         # the last step's state is the trained model: checkpointed only for an epoch hook that reads it
         epochly = checkpoint_each_epoch and end_of_epoch and (done < total or on_epoch_end is not None)
         if checkpoint_dir is not None and (periodic or epochly):
-            target = _write_checkpoint(model, optimizer, checkpoint_dir, done, result.losses)
+            target = write_checkpoint(model, optimizer, checkpoint_dir, done, result.losses)
             if on_checkpoint is not None:
                 on_checkpoint(done)
         if end_of_epoch:
