@@ -7,7 +7,7 @@ from pathlib import Path
 
 from adaptlab.cli._common import add_common
 from adaptlab.errors import ConfigError, mask_url
-from adaptlab.study import describe_code, source_info, submit_study, upload_plan
+from adaptlab.study import ALLOW_CREDENTIAL_FLAG, describe_code, source_info, submit_study, upload_plan
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -15,7 +15,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="submit a study to a Ray cluster (Jobs API)",
                        description="Submit STUDY.toml as a Ray job running this working copy's code "
                                    "(uploaded: platform/adaptlab, jobs/, pyproject.toml, the README, the study and "
-                                   "its declared inputs; never dotfiles, credentials, virtualenvs, caches or "
+                                   "its declared inputs; never dotfiles, credentials (by name or by content; a symlink "
+                                   "is judged by its target), virtualenvs, caches or "
                                    "results; --dry-run lists them). The submission id "
                                    "comes from the study's content and store, so submitting it again attaches to "
                                    "the same job; after a FAILED or STOPPED job it starts a new attempt. The token "
@@ -27,6 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", help="results store: s3://BUCKET/PREFIX (gs://, az://) for any cluster; a local path "
                                    "(relative to this directory) only for a head on this machine; "
                                    "file:///ABS/PATH for a file system mounted on every node (default: the study's)")
+    p.add_argument(ALLOW_CREDENTIAL_FLAG, dest="allow_credentials", action="append", default=[], metavar="PATH",
+                   help="upload this file (its path in the upload, as --dry-run lists it) although its content "
+                        "looks like a credential (a private key, cloud keys, tokens); repeat for more files")
     p.add_argument("--wait", action="store_true", help="follow the logs and exit with the job's status")
     p.add_argument("--timeout", type=_seconds, default=None, help="stop following after this many seconds")
     add_common(p)
@@ -45,7 +49,7 @@ def _seconds(text: str) -> float:
 
 def dry_run(args: argparse.Namespace) -> int:
     """``--dry-run``: the upload's files, sizes, total and what is left out; nothing is sent."""
-    _study, plan = upload_plan(args.study)
+    _study, plan = upload_plan(args.study, allow_credentials=args.allow_credentials)
     for line in plan.listing():
         print(line)
     print(f"code: {describe_code(source_info(plan.root, plan))}")
@@ -59,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.address:
         raise ConfigError("--address: required (the Ray dashboard, e.g. http://127.0.0.1:8265); "
                           "or --dry-run to list the upload")
-    res = submit_study(args.study, args.address, store=args.store, wait=args.wait, timeout_s=args.timeout)
+    res = submit_study(args.study, args.address, store=args.store, wait=args.wait, timeout_s=args.timeout,
+                       allow_credentials=args.allow_credentials)
     if res.resubmitted:
         verb = "attached to existing"
     elif res.previous_status is not None:

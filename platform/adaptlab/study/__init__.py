@@ -16,8 +16,10 @@ from adaptlab.study.adaptation import TUNE_MEASURE, system_name
 from adaptlab.study.schema import Study, default_name, project_root
 from adaptlab.study.seeds import stage_seed
 from adaptlab.study.submit import SubmitResult, describe_code, source_info, submit_study, upload_plan
+from adaptlab.study.upload import ALLOW_CREDENTIAL_FLAG
 
 __all__ = [
+    "ALLOW_CREDENTIAL_FLAG",
     "AdaptSettings",
     "DatasetOutcome",
     "ScaleStudyOutcome",

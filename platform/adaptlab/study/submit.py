@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shlex
@@ -50,6 +51,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -76,6 +78,7 @@ __all__ = [
 CODE_ENV = "ADAPTLAB_SUBMITTED_CODE"
 """Environment variable carrying :func:`source_info` (JSON) into the job."""
 
+_log = logging.getLogger(__name__)
 _TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
 _RETRYABLE = {"FAILED", "STOPPED"}
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -300,15 +303,18 @@ def _attempts(jobs: Any, base: str) -> dict[int, Any]:
     return out
 
 
-def upload_plan(study_path: str | Path) -> tuple[Any, UploadPlan]:
+def upload_plan(study_path: str | Path, *, allow_credentials: Iterable[str] = ()) -> tuple[Any, UploadPlan]:
     """The validated study and exactly what submitting it would upload (nothing is sent):
     the allow-list of :mod:`adaptlab.study.upload` rooted at the study's project (or, for a study
-    in no project, its own folder). A declared input outside that folder is a ConfigError."""
+    in no project, its own folder), less the files with credential content that
+    ``allow_credentials`` (paths in the upload) does not name. A declared input outside that
+    folder is a ConfigError."""
     path = Path(study_path).resolve()
     study = load_study(path)  # validate before anything leaves this machine
     root = project_root(path.parent)
     check_data_reaches_job(study, root)
-    return study, plan_upload(study, path, root, in_project=(root / "pyproject.toml").is_file())
+    return study, plan_upload(study, path, root, in_project=(root / "pyproject.toml").is_file(),
+                              allow_credentials=allow_credentials)
 
 
 def submit_study(
@@ -319,13 +325,17 @@ def submit_study(
     wait: bool = False,
     timeout_s: float | None = None,
     log=None,
+    allow_credentials: Iterable[str] = (),
 ) -> SubmitResult:
     """Submit ``study_path`` to the Ray cluster at ``address`` (``http://HOST:8265``).
 
     ``store`` (like ``--store``) is relative to the current directory; the study's ``store``
     key to the project root; see the module docstring for what a remote cluster accepts and
-    what is uploaded (:func:`upload_plan`)."""
-    study, plan = upload_plan(study_path)
+    what is uploaded (:func:`upload_plan`; ``allow_credentials`` as there). Each file left out
+    for its credential content is a warning line naming it and the flag that uploads it anyway."""
+    study, plan = upload_plan(study_path, allow_credentials=allow_credentials)
+    for line in plan.refused_lines():
+        _log.warning("%s", line)
     if store is not None:
         resolved = resolve_store(store, base=Path.cwd(), address=address)
     else:

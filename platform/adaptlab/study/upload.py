@@ -16,8 +16,14 @@ Never uploaded, wherever they sit: dotfiles and dot-folders (``.env``, ``.aws``,
 ``.venv``), credential-like names (:data:`CREDENTIAL_PATTERNS`), virtualenvs (a folder holding
 ``pyvenv.cfg``), caches (``__pycache__``, ``*.pyc``, ``*.egg-info``, ``node_modules``), results
 stores (a folder holding ``_delta_log``), and symlinks whose target lies outside the folder
-being uploaded (symlinked folders are never followed). Each skipped entry is listed with its
-reason (``adaptlab submit --dry-run``).
+being uploaded (symlinked folders are never followed). A symlink is judged by its target: one
+named ``notes.txt`` that points at ``.env`` is left out as a dotfile. Each skipped entry is
+listed with its reason (``adaptlab submit --dry-run``).
+
+Content decides too: every file is read for credentials (private keys, AWS, GCP, kubeconfig,
+``.netrc`` and token formats, :mod:`adaptlab.study.sensitive`) and one that holds any is left
+out with one line naming the file, what was found and where, and the flag that uploads it anyway
+(:data:`ALLOW_CREDENTIAL_FLAG` ``PATH``). A study file with credential content is refused outright.
 
 A study outside any project (no ``pyproject.toml`` above it) uploads only its own file and its
 declared inputs, and the job runs the cluster's installed adaptlab. The code fingerprint
@@ -37,8 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import ConfigError
+from adaptlab.study.sensitive import find_credentials
 
 __all__ = [
+    "ALLOW_CREDENTIAL_FLAG",
     "CODE_SUFFIXES",
     "CREDENTIAL_PATTERNS",
     "JOB_SUFFIXES",
@@ -63,6 +71,8 @@ CREDENTIAL_PATTERNS = ("credentials", "credentials.*", "auth_token", "*.pem", "*
                        "*.netrc", "*.pgpass", "*.env")
 """File names never uploaded (case-insensitive globs), on top of every dotfile."""
 CACHE_DIRS = ("__pycache__", "node_modules", "*.egg-info", "site-packages")
+ALLOW_CREDENTIAL_FLAG = "--allow-credential-file"
+"""The ``adaptlab submit`` option that uploads a file although its content looks like a credential."""
 RAY_UPLOAD_LIMIT = 500 * 2**20
 """About the largest working_dir Ray accepts (its object store for packages caps at 512 MiB)."""
 
@@ -85,6 +95,10 @@ class UploadPlan:
     package: bool
     files: dict[str, UploadFile] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    """Files left out for their credential content: ``(path in the upload, reason)``."""
+    allow_credentials: frozenset[str] = frozenset()
+    """Paths in the upload that are uploaded whatever their content (:data:`ALLOW_CREDENTIAL_FLAG`)."""
 
     @property
     def total_bytes(self) -> int:
@@ -121,7 +135,11 @@ class UploadPlan:
         if not self.package:
             lines.append("no package source (platform/adaptlab) is uploaded: the job runs the cluster's adaptlab")
         lines += [f"not uploaded: {rel} ({why})" for rel, why in self.skipped]
-        return lines
+        return lines + self.refused_lines()
+
+    def refused_lines(self) -> list[str]:
+        """One line per file left out for its credential content, with the flag that overrides it."""
+        return [f"not uploaded: {rel} ({why})" for rel, why in self.refused]
 
 
 def _size(n: int) -> str:
@@ -190,20 +208,48 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def _source(path: Path, folder: Path) -> tuple[Path | None, str]:
-    """The file to read for ``path`` and "" ; or None and why: a symlink is read only when its
-    target is a file inside ``folder`` (the folder being uploaded)."""
+def _source(path: Path, folder: Path, suffixes: frozenset[str] | None = None) -> tuple[Path | None, str]:
+    """The file to read for ``path`` and "" ; or None and why. A symlink is judged by its target:
+    read only when the target is a file inside ``folder`` (the folder being uploaded) that would
+    be uploaded under its own name and path (no dotfile, credential-like name, dot-folder, cache,
+    virtualenv or results store on the way, and a suffix in ``suffixes`` when given)."""
     if not path.is_symlink():
         return (path, "") if path.is_file() else (None, "not a regular file")
-    target = path.resolve()
-    if not _inside(target, folder.resolve()):
+    target, top = path.resolve(), folder.resolve()
+    if not _inside(target, top):
         return None, f"symlink to {target}, outside {folder}"
-    return (target, "") if target.is_file() else (None, "symlink to something that is not a file")
+    if not target.is_file():
+        return None, "symlink to something that is not a file"
+    rel = target.relative_to(top)
+    for depth in range(1, len(rel.parts)):
+        why = _skip_dir(top.joinpath(*rel.parts[:depth]))
+        if why:
+            return None, f"symlink to {rel.as_posix()}, inside a {why}"
+    why = _hidden_or_secret(target.name)
+    if why:
+        return None, f"symlink to {rel.as_posix()}, a {why}"
+    if suffixes is not None and target.suffix.lower() not in suffixes:
+        return None, f"symlink to {rel.as_posix()}, not a file of this folder's kinds"
+    return target, ""
+
+
+def _credential_reason(source: Path, rel: str) -> str:
+    """Why the file ``source`` (uploaded as ``rel``) is refused for its content ("" when it is not)."""
+    try:
+        found = find_credentials(source)
+    except OSError as e:
+        return f"cannot be read to check it for credentials ({e.strerror or e})"
+    if not found:
+        return ""
+    what = ", ".join(str(f) for f in found)
+    return f"credential content: {what}; to upload it anyway: {ALLOW_CREDENTIAL_FLAG} {rel}"
 
 
 def _add_tree(plan: UploadPlan, top: Path, suffixes: frozenset[str] | None = None) -> None:
     """Add the allowed files under ``top`` (a folder, or one file) to ``plan``; ``suffixes``
-    limits which files count (the package and jobs/), declared inputs take any file."""
+    limits which files count (the package and jobs/), declared inputs take any file. Every file
+    is read for credential content (:func:`adaptlab.study.sensitive.find_credentials`) unless
+    its path is in ``plan.allow_credentials``."""
     if top.is_dir() and not top.is_symlink():
         entries, folder = _walk(top), top
     else:
@@ -218,10 +264,17 @@ def _add_tree(plan: UploadPlan, top: Path, suffixes: frozenset[str] | None = Non
             continue
         if suffixes is not None and path.suffix.lower() not in suffixes:
             continue  # not code or a job file: outside the allow-list
-        source, reason = _source(path, folder)
+        if rel in plan.files:
+            continue
+        source, reason = _source(path, folder, suffixes)
+        if source is not None and rel not in plan.allow_credentials:
+            reason = _credential_reason(source, rel)
+            if reason:
+                plan.refused.append((rel, reason))
+                continue
         if source is None:
             plan.skipped.append((rel, reason))
-        elif rel not in plan.files:
+        else:
             plan.files[rel] = UploadFile(rel, source, source.stat().st_size)
 
 
@@ -269,12 +322,19 @@ def declared_inputs(study: Any) -> list[tuple[str, Path]]:
     return out
 
 
-def plan_upload(study: Any, study_path: Path, root: Path, *, in_project: bool) -> UploadPlan:
+def plan_upload(study: Any, study_path: Path, root: Path, *, in_project: bool,
+                allow_credentials: Iterable[str] = ()) -> UploadPlan:
     """The allow-list upload of ``study`` (loaded from ``study_path``) with project root ``root``;
     ``in_project`` False: only the study file and its declared inputs (root is the study's folder).
-    An input outside ``root`` is a :class:`ConfigError` naming its key."""
+    Files with credential content are left out (:attr:`UploadPlan.refused`) unless their path in
+    the upload is in ``allow_credentials``. An input outside ``root`` is a :class:`ConfigError`
+    naming its key, and so is a study file with credential content."""
     package = in_project and (root / PACKAGE / "__init__.py").is_file()
-    plan = UploadPlan(root, study_path.relative_to(root).as_posix(), package)
+    allowed = frozenset(Path(a).as_posix().removeprefix("./") for a in allow_credentials)
+    plan = UploadPlan(root, study_path.relative_to(root).as_posix(), package, allow_credentials=allowed)
+    reason = "" if plan.study_rel in allowed else _credential_reason(study_path, plan.study_rel)
+    if reason:
+        raise ConfigError(f"{study_path}: the study file is not uploaded: {reason}")
     if package:
         _add_tree(plan, root / PACKAGE, CODE_SUFFIXES)
     if in_project:
