@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["AdaptlabError", "ConfigError", "DataError", "StoreError", "mask_url"]
+__all__ = ["URI_PATTERN", "AdaptlabError", "ConfigError", "DataError", "StoreError", "is_uri", "mask_url"]
 
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/?#@:]*)(?P<pw>:[^\s/?#'\"]*)?@")
+URI_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+"""What is a URI rather than a local path: a scheme (RFC 3986 section 3.1) then ``://``; group 1
+is the scheme. The one pattern every layer uses (stores, caches, artifacts, study files)."""
+
+_URL = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<rest>[^\s\"<>]*)")
 _SECRET_NAME = r"[\w.-]*(?:signature|token|key|secret|password|passwd|pwd|credential|sig|auth)[\w.-]*"
 _SECRET_QUERY = re.compile(rf"(?i)(?P<name>[?&;]{_SECRET_NAME}=)[^&#;\s'\"]*")
 
@@ -21,20 +25,41 @@ MASK = "***"
 """What a masked secret reads as."""
 
 
-def mask_url(text: str) -> str:
+def is_uri(text: object) -> bool:
+    """Whether ``text`` is a URI string (``s3://...``, ``file:///...``) rather than a local path."""
+    return isinstance(text, str) and URI_PATTERN.match(text) is not None
+
+
+def mask_url(text: object) -> str:
     """``text`` with the credentials of every URL in it replaced by ``***``: a userinfo password
     (``http://admin:PASS@host`` -> ``http://admin:***@host``), a userinfo without a password
     (often a token: ``https://TOKEN@host`` -> ``https://***@host``) and the value of every
     query parameter whose name holds a secret word (``X-Amz-Signature``, ``X-Amz-Credential``,
     ``token``, ``api_key``, ``sig``, ``password``, ...). Works on a bare address and on a whole
-    message alike; text without such parts is returned unchanged."""
+    message alike; text without such parts is returned unchanged.
 
-    def userinfo(m: re.Match[str]) -> str:
-        if m["pw"] is not None:
-            return f"{m['scheme']}{m['user']}:{MASK}@"
-        return f"{m['scheme']}{MASK}@"
+    A password is masked up to the last ``@`` of its URL, so every character RFC 3986 (section
+    3.2.1) allows in userinfo is covered, and so are ``/``, ``?``, ``#`` and ``@`` as users type
+    them unencoded (``s3://KEY:wJal/rXU@bucket/x``, ``http://admin:hun#ter2@host``): where a
+    parser would read such a URL otherwise, the message hides too much rather than a secret.
+    A user name holding ``@`` is masked whole."""
+    return _SECRET_QUERY.sub(lambda m: m["name"] + MASK, _URL.sub(_mask_userinfo, str(text)))
 
-    return _SECRET_QUERY.sub(lambda m: m["name"] + MASK, _USERINFO.sub(userinfo, str(text)))
+
+def _mask_userinfo(m: re.Match[str]) -> str:
+    scheme, rest = m["scheme"], m["rest"]
+    last_at = rest.rfind("@")
+    if last_at < 0:
+        return m[0]
+    delim = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    colon = rest.find(":")
+    if 0 <= colon < min(delim, last_at):  # user:password, the password up to the last @
+        user = rest[:colon]
+        return f"{scheme}{MASK if '@' in user else user + ':' + MASK}@{rest[last_at + 1:]}"
+    first_at = rest.find("@")
+    if first_at < delim:  # a token alone
+        return f"{scheme}{MASK}@{rest[first_at + 1:]}"
+    return m[0]
 
 
 class AdaptlabError(Exception):

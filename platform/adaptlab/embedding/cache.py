@@ -46,7 +46,6 @@ import io
 import json
 import logging
 import os
-import re
 import tempfile
 import time
 import uuid
@@ -59,7 +58,7 @@ import numpy as np
 
 from adaptlab import _version
 from adaptlab.embedding.pipeline import embed_texts
-from adaptlab.errors import ConfigError
+from adaptlab.errors import ConfigError, is_uri, mask_url
 from adaptlab.models import model_revision
 from adaptlab.storage.env import CACHE_ENV, cache_home, env_number
 from adaptlab.storage.objects import RemoteDir, open_remote
@@ -79,7 +78,6 @@ __all__ = [
     "texts_hash",
 ]
 
-_URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _S3_SCHEMES = ("s3", "s3a")
 _log = logging.getLogger(__name__)
 
@@ -115,16 +113,12 @@ def default_cache_root() -> Path:
     return cache_home()
 
 
-def _is_uri(root: Path | str) -> bool:
-    return isinstance(root, str) and _URI_RE.match(root) is not None
-
-
 def _is_s3(root: Path | str) -> bool:
-    return _is_uri(root) and str(root).split("://", 1)[0].lower() in _S3_SCHEMES
+    return is_uri(root) and str(root).split("://", 1)[0].lower() in _S3_SCHEMES
 
 
 def _join(root: Path | str, name: str) -> Path | str:
-    return root.rstrip("/") + "/" + name if _is_uri(root) else Path(root) / name
+    return root.rstrip("/") + "/" + name if is_uri(root) else Path(root) / name
 
 
 @dataclass(frozen=True)
@@ -157,7 +151,7 @@ class EmbeddingCache:
         text = str(root).strip() or os.environ.get(EMBEDDING_CACHE_ENV, "").strip()
         if text.lower() == "off":
             return None
-        location: Path | str = text if _is_uri(text) else (Path(text).expanduser() if text else default_cache_root())
+        location: Path | str = text if is_uri(text) else (Path(text).expanduser() if text else default_cache_root())
         return cls(location, int(_max_gib(max_gib, where) * _GIB))
 
     @classmethod
@@ -166,7 +160,7 @@ class EmbeddingCache:
         folder resolves against the project root as the study's other paths; errors name the file."""
         section = study.embedding
         root = section.cache.strip()
-        if root and root.lower() != "off" and not _is_uri(root):
+        if root and root.lower() != "off" and not is_uri(root):
             root = str(study.resolve_path(root))
         return cls.resolve(root, section.cache_max_gib, where=f"{study.source}: [embedding]")
 
@@ -180,7 +174,7 @@ class EmbeddingCache:
     @property
     def where(self) -> str:
         """The root for messages, without any ``user:secret@`` part."""
-        return _where(self.root)
+        return mask_url(self.root)
 
     def files(self) -> list[CacheFile]:
         """Every file of ``embeddings/`` and ``tokens/`` (none when the folders do not exist)."""
@@ -243,7 +237,7 @@ def _filesystem(root: Path | str) -> tuple[Any, str]:
     """``(pyarrow file system, base path)`` of a local folder or a URI."""
     from pyarrow import fs as pafs  # deferred: only listing and eviction need it
 
-    if not _is_uri(root):
+    if not is_uri(root):
         return pafs.LocalFileSystem(), str(Path(root).absolute())
     uri = str(root)
     if uri.split("://", 1)[0].lower() in ("s3", "s3a") and "?" not in uri:
@@ -329,7 +323,7 @@ class CachedModel:
         """Remember and log (INFO) how many of ``n`` texts came from the cache."""
         self.from_cache = hits
         if self._cache is not None and n:
-            _log.info("%s: %d of %d texts from cache %s", self.cache_folder, hits, n, _where(self._cache.root))
+            _log.info("%s: %d of %d texts from cache %s", self.cache_folder, hits, n, mask_url(self._cache.root))
 
 
 class Embedder(CachedModel):
@@ -385,7 +379,7 @@ class ArrayCache:
 
     @property
     def is_uri(self) -> bool:
-        return _is_uri(self.root)
+        return is_uri(self.root)
 
     def _remote(self) -> tuple[Any, str]:
         if self._fs is None:
@@ -458,13 +452,9 @@ class ArrayCache:
     def _warn(self, what: str, e: Exception) -> None:
         if not self._warned:
             self._warned = True
-            _log.warning("embedding cache %s: cannot %s (%s); going on without it", _where(self.root), what,
+            _log.warning("embedding cache %s: cannot %s (%s); going on without it", mask_url(self.root), what,
                          type(e).__name__)
 
-
-def _where(root: Path | str) -> str:
-    """The cache location for messages, without any ``user:secret@`` part."""
-    return re.sub(r"//[^/@]*@", "//", str(root))
 
 
 def _save_atomic(path: Path, array: np.ndarray) -> None:

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 
-from adaptlab.errors import StoreError
+from adaptlab.errors import URI_PATTERN, StoreError, mask_url
 from adaptlab.results.native import short_message
 from adaptlab.results.schema import SCHEMA_VERSION
 
@@ -61,7 +60,6 @@ COMMIT_KEY = "adaptlab.commit_id"
 STUDY_FOLDERS = frozenset({"artifacts", "adaptation", "tune"})
 """Folders a scale study keeps under its store root (``[adapt]`` artifact_root / data_dir defaults)."""
 _SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "azure", "file")
-_URI_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 class CommitId(str):
@@ -80,7 +78,7 @@ def normalize_uri(root: str | os.PathLike[str]) -> tuple[str, Path | None]:
     text = os.fspath(root)
     if not isinstance(text, str) or not text.strip():
         raise StoreError(f"results store location must be a non-empty path or URI, got {root!r}")
-    m = _URI_RE.match(text)
+    m = URI_PATTERN.match(text)
     if m is None:
         path = Path(os.path.abspath(os.path.expanduser(text)))
         return str(path), path
@@ -93,7 +91,7 @@ def normalize_uri(root: str | os.PathLike[str]) -> tuple[str, Path | None]:
     if scheme == "file":
         path = Path(os.path.abspath(text[len("file://"):]))
         return str(path), path
-    if len(text) <= len(m.group(0)) or "@" in text.split("/")[2]:
+    if len(text) <= len(m.group(0)) or mask_url(text) != text:  # user:password@, tokens, signed queries
         raise StoreError(
             f"results store URI {m.group(0)}...: expected {scheme}://bucket/path without credentials "
             "in it; pass credentials in the environment or storage_options"

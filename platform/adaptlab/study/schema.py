@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from adaptlab.embedding.cache import LOCAL_BELOW
-from adaptlab.errors import ConfigError
+from adaptlab.errors import ConfigError, is_uri
 from adaptlab.metrics import parse_measures
 from adaptlab.models.resolve import MODEL_ALIASES
 from adaptlab.models.variants import BM25_REF
@@ -72,12 +72,11 @@ __all__ = [
     "project_root",
 ]
 
-_URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def is_store_uri(store: str | Path) -> bool:
     """Whether a ``store`` value is a URI (``s3://...``, ``file:///...``) rather than a path."""
-    return isinstance(store, str) and _URI_RE.match(store) is not None
+    return is_uri(store)
 
 
 _COLLAPSED_URI_RE = re.compile(r"^(s3|s3a|gs|gcs|az|abfs|abfss|azure|file):/(?!/)")

@@ -40,7 +40,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -50,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.adapt.train.checkpoints import CHECKPOINTS, SharedCheckpoints, checkpoint_uri, drop_leftover_checkpoints
-from adaptlab.errors import ConfigError, StoreError
+from adaptlab.errors import ConfigError, StoreError, is_uri, mask_url
 from adaptlab.models.resolve import MODEL_ALIASES, resolve_model
 from adaptlab.storage.env import cache_home
 from adaptlab.storage.files import PORTABLE, directory_sha256, safe_name, safe_relpath, sha256_file
@@ -88,13 +87,12 @@ MODEL_DIR = "model"
 
 _PACKAGES = ("adaptlab", "safetensors", "sentence-transformers", "torch", "transformers")
 _HASH_SKIP = frozenset({"README.md"})  # model cards carry dates, not weights
-_URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _log = logging.getLogger(__name__)
 
 
 def is_artifact_uri(root: object) -> bool:
     """Whether ``root`` is a URI (``s3://...``) rather than a local path."""
-    return isinstance(root, str) and _URI_RE.match(root) is not None
+    return is_uri(root)
 
 
 def artifact_root_text(root: str | os.PathLike[str]) -> str:
@@ -110,10 +108,6 @@ def artifact_cache_dir() -> Path:
     ``$XDG_CACHE_HOME/adaptlab``, else ``~/.cache/adaptlab``), the folder of every local cache."""
     return cache_home() / "artifacts"
 
-
-def _where(uri: str) -> str:
-    """A URI for messages, without any ``user:secret@`` part."""
-    return re.sub(r"//[^/@]*@", "//", uri)
 
 
 def sanitize_name(name: object, *, max_len: int = 64) -> str:
@@ -310,7 +304,7 @@ def open_artifact(path: str | Path) -> Artifact:
         uri = str(path).rstrip("/")
         manifest = _remote_manifest(uri)
         if manifest is None:
-            raise StoreError(f"{_where(uri)}: not a finished artifact (no {MANIFEST})")
+            raise StoreError(f"{mask_url(uri)}: not a finished artifact (no {MANIFEST})")
         return Artifact(_cache_path(uri), manifest, reused=True, uri=uri)
     p = Path(path)
     if not (p / MANIFEST).is_file() or not (p / MODEL_DIR).is_dir():
@@ -325,7 +319,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     if is_artifact_uri(path):
         manifest = _remote_manifest(str(path).rstrip("/"))
         if manifest is None:
-            raise StoreError(f"{_where(str(path))}: not a finished artifact (no {MANIFEST})")
+            raise StoreError(f"{mask_url(str(path))}: not a finished artifact (no {MANIFEST})")
         return manifest
     if not (Path(path) / MANIFEST).is_file():
         raise StoreError(f"{path}: not a finished artifact (no {MANIFEST})")
@@ -419,7 +413,7 @@ class ArtifactWriter:
         if self.uri is not None:
             manifest = _remote_manifest(self.uri)
             if manifest is not None:
-                self._check_key(manifest, _where(self.uri))
+                self._check_key(manifest, mask_url(self.uri))
                 drop_leftover_checkpoints(self.uri_root, self.label, self.name)
                 return Artifact(self.final_dir, manifest, reused=True, uri=self.uri)
         if (self.final_dir / MANIFEST).is_file():
@@ -519,12 +513,12 @@ def _remote_manifest(uri: str) -> dict[str, Any] | None:
         raw = open_remote(uri).read_bytes(MANIFEST)
         data = None if raw is None else json.loads(raw.decode())
     except (OSError, ValueError) as e:
-        raise StoreError(f"{_where(uri)}/{MANIFEST}: cannot read the artifact manifest "
-                         f"({type(e).__name__}: {_where(str(e))[:320]})") from None
+        raise StoreError(f"{mask_url(uri)}/{MANIFEST}: cannot read the artifact manifest "
+                         f"({type(e).__name__}: {mask_url(str(e))[:320]})") from None
     if data is None:
         return None
     if not isinstance(data, dict) or data.get("schema_version", 0) > ARTIFACT_SCHEMA_VERSION:
-        raise StoreError(f"{_where(uri)}/{MANIFEST}: manifest schema is newer than this adaptlab understands; "
+        raise StoreError(f"{mask_url(uri)}/{MANIFEST}: manifest schema is newer than this adaptlab understands; "
                          "upgrade adaptlab")
     return data
 
@@ -550,7 +544,7 @@ def publish_artifact(local_dir: str | Path, uri: str) -> Artifact:
     published = _remote_manifest(uri)
     if published is not None:
         if published.get("key") != manifest.get("key"):
-            raise StoreError(f"{_where(uri)}: holds another artifact (key {published.get('key')!r})")
+            raise StoreError(f"{mask_url(uri)}: holds another artifact (key {published.get('key')!r})")
         return Artifact(local, published, reused=True, uri=uri)
     if "files" not in manifest:
         manifest["files"] = _file_hashes(local)
@@ -560,11 +554,11 @@ def publish_artifact(local_dir: str | Path, uri: str) -> Artifact:
             remote.upload(rel, local / _safe_relpath(rel), digest)
         remote.put_bytes(MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=str).encode())
     except OSError as e:
-        raise StoreError(f"{_where(uri)}: cannot publish the artifact after {time.monotonic() - started:.1f} s "
-                         f"({type(e).__name__}: {_where(str(e))[:320]}); no manifest was written, "
+        raise StoreError(f"{mask_url(uri)}: cannot publish the artifact after {time.monotonic() - started:.1f} s "
+                         f"({type(e).__name__}: {mask_url(str(e))[:320]}); no manifest was written, "
                          "publishing again starts over") from None
     size = sum((local / rel).stat().st_size for rel in manifest["files"])
-    _log.info("published artifact %s (%d files, %.1f MB in %.1f s)", _where(uri), len(manifest["files"]),
+    _log.info("published artifact %s (%d files, %.1f MB in %.1f s)", mask_url(uri), len(manifest["files"]),
               size / 1e6, time.monotonic() - started)
     return Artifact(local, manifest, reused=False, uri=uri)
 
@@ -584,7 +578,7 @@ def materialize_artifact(uri: str, dest: str | Path | None = None) -> Path:
         return target
     manifest = _remote_manifest(uri)
     if manifest is None:
-        raise StoreError(f"{_where(uri)}: not a finished artifact (no {MANIFEST})")
+        raise StoreError(f"{mask_url(uri)}: not a finished artifact (no {MANIFEST})")
     files = manifest.get("files") or {rel: None for rel in _list_model_files(uri)}
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.fetch-{os.getpid()}"
@@ -596,15 +590,15 @@ def materialize_artifact(uri: str, dest: str | Path | None = None) -> Path:
             out.parent.mkdir(parents=True, exist_ok=True)
             got = remote.download(rel, out)
             if digest is not None and got != digest:
-                raise StoreError(f"{_where(uri)}/{rel}: content does not match the manifest's hash")
+                raise StoreError(f"{mask_url(uri)}/{rel}: content does not match the manifest's hash")
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
         if (target / MANIFEST).is_file():  # another process here materialised it meanwhile
             return target
         shutil.rmtree(target, ignore_errors=True)  # a stale half copy
         os.rename(tmp, target)
     except OSError as e:
-        raise StoreError(f"{_where(uri)}: cannot materialise the artifact into {target} "
-                         f"({type(e).__name__}: {_where(str(e))[:320]})") from None
+        raise StoreError(f"{mask_url(uri)}: cannot materialise the artifact into {target} "
+                         f"({type(e).__name__}: {mask_url(str(e))[:320]})") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
@@ -614,7 +608,7 @@ def _list_model_files(uri: str) -> list[str]:
     try:
         return open_remote(uri).list_files(MODEL_DIR)
     except OSError as e:
-        raise StoreError(f"{_where(uri)}: cannot list the artifact's files ({type(e).__name__})") from None
+        raise StoreError(f"{mask_url(uri)}: cannot list the artifact's files ({type(e).__name__})") from None
 
 
 def find_artifact(root: str | os.PathLike[str], key: str) -> Artifact | None:
@@ -630,8 +624,8 @@ def find_artifact(root: str | os.PathLike[str], key: str) -> Artifact | None:
     try:
         files = open_remote(uri).list_files()
     except OSError as e:
-        raise StoreError(f"{_where(uri)}: cannot list the artifacts ({type(e).__name__}: "
-                         f"{_where(str(e))[:320]})") from None
+        raise StoreError(f"{mask_url(uri)}: cannot list the artifacts ({type(e).__name__}: "
+                         f"{mask_url(str(e))[:320]})") from None
     for rel in files:  # <label>/<name>/manifest.json
         parts = rel.split("/")
         if len(parts) == 3 and parts[2] == MANIFEST and parts[1].endswith(suffix):
