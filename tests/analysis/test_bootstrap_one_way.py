@@ -109,11 +109,16 @@ def test_build_report_refuses_mixing_before_reading_the_store(tmp_path) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_tune_adaptation_refuses_mixing_before_anything_runs() -> None:
+def test_tune_adaptation_takes_its_bootstrap_only_inside_its_sweep_config() -> None:
+    """One way in: the sweep's bootstrap is a SweepConfig field; loose keywords do not exist."""
+    from adaptlab.adapt.train.sweep_config import SweepConfig
     from adaptlab.adapt.train.tune import tune_adaptation
 
-    with pytest.raises(ConfigError, match=r"tune_adaptation: .*bootstrap= .*not both \(got bootstrap= and ci_seed\)"):
-        tune_adaptation("unused", [], None, storage_path="unused", bootstrap=CONFIG, ci_seed=7)  # type: ignore[arg-type]
+    assert SweepConfig(bootstrap=CONFIG).bootstrap is CONFIG
+    with pytest.raises(ConfigError, match=r"^SweepConfig.bootstrap must be an adaptlab.stats.BootstrapConfig, got dict"):
+        SweepConfig(bootstrap={"seed": 1})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ci_seed"):
+        tune_adaptation("unused", [], None, storage_path="unused", ci_seed=7)  # type: ignore[arg-type,call-arg]
 
 
 def test_compare_takes_only_a_config_and_says_so() -> None:

@@ -1,31 +1,42 @@
-"""The package layering of DESIGN.md, enforced by walking every import in the library.
+"""The package layering of docs/architecture.md, enforced by walking every import in the library.
 
-Layers, lowest first (a package may import its own layer's packages and those below, never
-one above; the package graph and the module graph must both be free of cycles):
-
-    errors -> storage -> data, stats, metrics, models, runtime -> embedding, retrieval, adapt
-           -> analysis, evaluation, results -> study -> cli
+The layers are read from that document's layout block ("## The layout and its layers": one line
+per layer, ``errors.py _version.py  layer 0`` ... ``cli/ __main__.py  layer 6``), so the document
+and this check name the same layers, storage included. A package may import its own layer's
+packages and those below, never one above; the package graph and the module graph must both be
+free of cycles.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections import defaultdict
 from pathlib import Path
 
 import adaptlab
 
 ROOT = Path(adaptlab.__file__).resolve().parent
-LAYERS = {
-    "errors": 0, "_version": 0,
-    "storage": 1,
-    "data": 2, "stats": 2, "metrics": 2, "models": 2, "runtime": 2,
-    "embedding": 3, "retrieval": 3, "adapt": 3,
-    "analysis": 4, "evaluation": 4, "results": 4,
-    "study": 5,
-    "cli": 6, "__main__": 6,
-}
+DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+
+
+def doc_layers(text: str) -> dict[str, int]:
+    """``{top-level package or module: layer}`` from the layout block of docs/architecture.md."""
+    section = text.split("## The layout and its layers", 1)[1]
+    block = section.split("```", 2)[1]
+    layers: dict[str, int] = {}
+    for line in block.splitlines():
+        m = re.match(r"\s+(\S.*?)\s+layer (\d+)", line)
+        if m is None:
+            continue
+        for item in m.group(1).split():
+            name = item.split("/", 1)[0].removesuffix(".py")
+            layers[name] = int(m.group(2))
+    return layers
+
+
+LAYERS = doc_layers(DOC.read_text(encoding="utf-8"))
 
 
 def _module_name(path: Path) -> str:
@@ -156,3 +167,13 @@ def test_the_walker_sees_imports_inside_functions(tmp_path):
                    "    from ..results import store\n")
     found = [t for _, t in _imports(src, "adaptlab.analysis.m")]
     assert sorted(found) == ["adaptlab.cli", "adaptlab.results.store", "adaptlab.study.runner"]
+
+
+def test_the_doc_names_every_layer_in_order():
+    """Guards the reader: the block gives the layers of DESIGN.md's chain, storage included."""
+    assert LAYERS == {
+        "errors": 0, "_version": 0, "storage": 1,
+        "data": 2, "stats": 2, "metrics": 2, "models": 2, "runtime": 2,
+        "embedding": 3, "retrieval": 3, "adapt": 3,
+        "analysis": 4, "evaluation": 4, "results": 4, "study": 5, "cli": 6, "__main__": 6,
+    }

@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "LLMQuestionGenerator": "prep.questions",
     "PTConfig": "train.pt",
     "ResponseCache": "prep.llm",
+    "SweepConfig": "train.sweep_config",
     "SweepResult": "train.tune",
     "SyntheticQuestion": "prep.questions",
     "SyntheticTemplateGenerator": "prep.templates",

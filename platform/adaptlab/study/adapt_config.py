@@ -8,10 +8,10 @@ and :func:`parse_tune_section` check every key with the schema's machinery
 got [10, 'x']``), fill in the defaults (the base model is the study's first ``[[models]]`` entry,
 paths default to the results store, seeds follow :mod:`adaptlab.study.seeds`) and resolve
 relative paths against the project root. :func:`check_adapt_sections` runs both when a study is
-loaded, so a bad key fails before any work, and nothing is re-checked later: a ``[tune]``
-search space is checked here entry by entry (:func:`adaptlab.adapt.train.tune.param_spec_problem`)
-and built into Ray Tune's by :func:`adaptlab.adapt.train.tune.build_param_space` when the sweep
-runs. The keys and their defaults are listed in docs/adaptation.md.
+loaded, so a bad key fails before any work, and nothing is re-checked later: ``[tune]`` is
+validated into a :class:`~adaptlab.adapt.train.sweep_config.SweepConfig` (its search space checked
+entry by entry by :func:`adaptlab.adapt.train.space.space_problem`, without Ray), which the sweep
+takes whole. The keys and their defaults are listed in docs/adaptation.md.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from adaptlab.adapt.train.artifacts import artifact_cache_dir
 from adaptlab.adapt.train.colbert import ColBERTFTConfig
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.pt import PTConfig
-from adaptlab.adapt.train.tune import PARAM_DOMAINS, TUNABLE, conflicting_params, param_spec_problem
+from adaptlab.adapt.train.space import space_problem
+from adaptlab.adapt.train.sweep_config import SweepConfig
 from adaptlab.errors import ConfigError
-from adaptlab.metrics.measures import Measure
 from adaptlab.models.variants import (
     BM25_REF,
     BASE,
@@ -39,7 +39,6 @@ from adaptlab.models.variants import (
     COLBERT_VARIANTS,
     FT,
     MERGE_SOURCES,
-    TUNABLE_VARIANTS,
     is_colbert,
     system_name,
 )
@@ -54,8 +53,8 @@ __all__ = [
     "AdaptSettings",
     "ColBERTSettings",
     "LLMSettings",
-    "PARAM_DOMAINS",
     "QUESTION_GENERATORS",
+    "TUNE_KEYS",
     "TuneSettings",
     "check_adapt_sections",
     "parse_adapt_section",
@@ -168,32 +167,26 @@ class AdaptSettings:
 
 @dataclass(frozen=True)
 class TuneSettings:
-    """The validated ``[tune]`` section (see :func:`adaptlab.adapt.train.tune.tune_adaptation`)."""
+    """The validated ``[tune]`` section: the sweep's settings, passed whole to
+    :func:`adaptlab.adapt.train.tune.tune_adaptation`, and what the study decides around it:
+    which scale's data it sweeps (None: the largest), the experiment's name ("": derived from the
+    study) and storage path (a str: a URI), and whether the best trial trains the variants."""
 
-    param_space: Mapping[str, Any] | None = None  # raw TOML specs; None = the default space
-    scale: int | str | None = None  # which configured scale's triplets; None = the largest
-    variant: str = FT
-    measure: str = "acc@5"
-    num_samples: int = 4
-    search: str = "random"
-    n_resamples: int = 1000
-    sample_size: int = 0
-    ci_seed: int = 0
-    grace_period: int = 1
-    reduction_factor: int = 2
-    max_epochs: int = 0
-    cpus_per_trial: float = 1.0
-    gpus_per_trial: float | None = None
-    max_concurrent_trials: int = 0
-    resume: bool = True
+    sweep: SweepConfig
+    storage_path: Path | str
+    scale: int | str | None = None
     name: str = ""
-    storage_path: Path | str | None = None  # a str: a URI (s3://...)
     apply_best: bool = False
 
-    @property
-    def bootstrap(self) -> BootstrapConfig:
-        """The bootstrap of a trial's objective (``n_resamples``, ``sample_size``, ``ci_seed``)."""
-        return BootstrapConfig(n_resamples=self.n_resamples, sample_size=self.sample_size or None, seed=self.ci_seed)
+
+_BOOTSTRAP_KEYS: dict[str, str] = {"n_resamples": "n_resamples", "sample_size": "sample_size", "ci_seed": "seed"}
+"""``[tune]`` keys of the objective's bootstrap -> :class:`~adaptlab.stats.BootstrapConfig` fields."""
+
+TUNE_KEYS: tuple[str, ...] = tuple(sorted(
+    [f.name for f in fields(TuneSettings) if f.name != "sweep"]
+    + [f.name for f in fields(SweepConfig) if f.name != "bootstrap"] + list(_BOOTSTRAP_KEYS)
+))
+"""The keys of ``[tune]``: :class:`TuneSettings`' own, :class:`SweepConfig`'s fields and the bootstrap's."""
 
 
 def _config_from_table(cls: type, raw: Mapping[str, Any], source: str, section: str) -> Any:
@@ -476,44 +469,35 @@ def _parse_llm(raw: Mapping[str, Any], source: str) -> LLMSettings:
 def parse_tune_section(study: Study, adapt: AdaptSettings, *, store: str | Path | None = None) -> TuneSettings:
     """Validate ``study.tune`` (the raw ``[tune]`` table) into :class:`TuneSettings`.
 
-    Keys: ``param_space`` (a table, names from :data:`adaptlab.adapt.train.tune.TUNABLE`; each a list
-    of choices, a table ``{loguniform = [1e-5, 1e-4]}`` (also ``uniform``, ``randint``,
-    ``quniform``, ``choice``, ``grid``) or a fixed value; default the module's default space),
-    ``scale`` (one of ``[adapt].scales``; default the largest), ``variant`` ("ft" or "pt-ft"),
-    ``measure`` ["acc@5"], ``num_samples`` [4], ``search`` ["random" or "optuna"],
-    ``n_resamples`` [1000], ``sample_size`` [0 = all queries], ``ci_seed`` [derived from
-    ``[study].seed``, stage "tune": :mod:`adaptlab.study.seeds`], ``grace_period`` [1],
-    ``reduction_factor`` [2], ``max_epochs`` [0 = from the space], ``cpus_per_trial`` [1],
-    ``gpus_per_trial`` ["auto"], ``max_concurrent_trials`` [0 = no limit], ``resume`` [true],
-    ``name`` [derived], ``storage_path`` [<store>/tune], ``apply_best`` [false: when true the
-    best trial's hyperparameters replace [adapt.ft] (and merge_weight) for the trained variants].
+    The sweep's keys are the fields of :class:`~adaptlab.adapt.train.sweep_config.SweepConfig`
+    (defaults and bounds there, one place): ``param_space`` (the language of
+    :mod:`adaptlab.adapt.train.space`), ``variant``, ``measure``, ``num_samples``, ``search``,
+    ``confirm_fraction``, ``grace_period``, ``reduction_factor``, ``max_epochs`` [0 = from the
+    space], ``cpus_per_trial``, ``gpus_per_trial`` ["auto"], ``max_concurrent_trials`` [0 = no
+    limit], ``resume``; the objective's bootstrap ``n_resamples``, ``sample_size`` [0 = all
+    queries] and ``ci_seed`` [derived from ``[study].seed``, stage "tune":
+    :mod:`adaptlab.study.seeds`]. The study's own: ``scale`` (one of ``[adapt].scales``; default
+    the largest), ``name`` [derived], ``storage_path`` [<store>/tune], ``apply_best`` [false:
+    when true the best trial's hyperparameters replace [adapt.ft] (and merge_weight) for the
+    trained variants]. See docs/adaptation.md.
     """
     raw = study.tune
     check = SectionChecker(study.source, "tune")
-    check.unknown(raw, [f.name for f in fields(TuneSettings)])
+    check.unknown(raw, TUNE_KEYS)
     if adapt.validation_fraction == 0:
         raise ConfigError(f"{study.source}: [tune] needs validation questions; set [adapt].validation_fraction > 0")
-    kw: dict[str, Any] = {}
-    if "param_space" in raw:
-        kw["param_space"] = _tune_space(check.table("param_space", raw["param_space"]), check)
+    kw: dict[str, Any] = {"sweep": _sweep_config(study, raw, check)}
     if "scale" in raw:
         scale = raw["scale"]
         if scale not in adapt.scales or isinstance(scale, bool):
             raise check.fail("scale", "one of [adapt].scales " + str(list(adapt.scales)), scale)
         kw["scale"] = scale
-    kw["variant"] = check.string("variant", raw.get("variant", FT), TUNABLE_VARIANTS)
-    measure = check.string("measure", raw.get("measure", "acc@5"))
-    try:
-        kw["measure"] = str(Measure.parse(measure))
-    except ConfigError as e:
-        raise ConfigError(f"{check.where('measure')}: {e}") from e
-    kw.update(_tune_numbers(study, raw, check))
-    kw["search"] = check.string("search", raw.get("search", "random"), ("optuna", "random"))
-    kw["resume"] = check.boolean("resume", raw.get("resume", True))
-    kw["name"] = check.string("name", raw.get("name", ""))
-    if kw["name"]:
-        check_name(kw["name"], check.where("name"))
-    kw["apply_best"] = check.boolean("apply_best", raw.get("apply_best", False))
+    if "name" in raw:
+        kw["name"] = check.string("name", raw["name"])
+        if kw["name"]:
+            check_name(kw["name"], check.where("name"))
+    if "apply_best" in raw:
+        kw["apply_best"] = check.boolean("apply_best", raw["apply_best"])
     if "storage_path" in raw:
         text = check.string("storage_path", raw["storage_path"])
         kw["storage_path"] = text.rstrip("/") if is_store_uri(text) else study.resolve_path(text).resolve()
@@ -525,42 +509,32 @@ def parse_tune_section(study: Study, adapt: AdaptSettings, *, store: str | Path 
     return TuneSettings(**kw)
 
 
-def _tune_space(space: Mapping[str, Any], check: SectionChecker) -> dict[str, Any]:
-    """``[tune].param_space`` checked whole: tunable names, no conflicting pair, every entry's
-    shape and bounds (no Ray needed); returned as plain entries."""
-    unknown = sorted(set(space) - set(TUNABLE))
-    if unknown:
-        raise ConfigError(f"{check.where('param_space')}: unknown parameter {unknown[0]!r}; tunable: {', '.join(TUNABLE)}")
-    if not space:
-        raise check.fail("param_space", "at least one parameter", dict(space))
-    conflict = conflicting_params(space)
-    if conflict is not None:
-        raise ConfigError(f"{check.where('param_space')}: {conflict}")
-    for name, spec in space.items():
-        problem = param_spec_problem(spec)
+def _sweep_config(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> SweepConfig:
+    """The :class:`SweepConfig` of ``[tune]``: TOML types checked here, each value by the config
+    (its errors name the field); keys not given keep the config's defaults."""
+    kw: dict[str, Any] = {}
+    if "param_space" in raw:
+        space = check.table("param_space", raw["param_space"])
+        problem = space_problem(space)
         if problem is not None:
-            where, expected = problem  # where: "" (the entry) or its kind (its arguments)
-            if where:
-                raise check.fail(f"param_space.{name}.{where}", expected, spec[where])
-            raise check.fail(f"param_space.{name}", expected, dict(spec) if isinstance(spec, Mapping) else spec)
-    return dict(space)
-
-
-def _tune_numbers(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> dict[str, Any]:
-    """Trial counts, the objective's bootstrap, the scheduler and the resources of ``[tune]``."""
+            path, message = problem
+            raise ConfigError(f"{check.where('param_space' + ('.' + path if path else ''))}: {message}")
+        kw["param_space"] = dict(space)
+    checks = {"variant": check.string, "measure": check.string, "search": check.string, "resume": check.boolean,
+              "num_samples": check.integer, "grace_period": check.integer, "reduction_factor": check.integer,
+              "cpus_per_trial": check.number, "confirm_fraction": check.number, "gpus_per_trial": check.auto_number}
+    kw.update({key: take(key, raw[key]) for key, take in checks.items() if key in raw})
+    for key in ("max_epochs", "max_concurrent_trials"):  # 0 = none
+        if key in raw:
+            kw[key] = check.integer(key, raw[key], 0) or None
+    boot = {field_name: check.integer(key, raw[key]) for key, field_name in _BOOTSTRAP_KEYS.items()
+            if key in raw and key != "ci_seed"}
     explicit_seed = check.integer("ci_seed", raw["ci_seed"], 0) if "ci_seed" in raw else None
-    return {
-        "num_samples": check.integer("num_samples", raw.get("num_samples", 4), 1),
-        "n_resamples": check.integer("n_resamples", raw.get("n_resamples", 1000), 1),
-        "sample_size": check.integer("sample_size", raw.get("sample_size", 0), 0),
-        "ci_seed": stage_seed(study.study.seed, "tune", explicit_seed),
-        "grace_period": check.integer("grace_period", raw.get("grace_period", 1), 1),
-        "reduction_factor": check.integer("reduction_factor", raw.get("reduction_factor", 2), 2),
-        "max_epochs": check.integer("max_epochs", raw.get("max_epochs", 0), 0),
-        "cpus_per_trial": check.number("cpus_per_trial", raw.get("cpus_per_trial", 1), 0.0, lo_open=True),
-        "gpus_per_trial": check.auto_number("gpus_per_trial", raw.get("gpus_per_trial", "auto")),
-        "max_concurrent_trials": check.integer("max_concurrent_trials", raw.get("max_concurrent_trials", 0), 0),
-    }
+    try:
+        kw["bootstrap"] = BootstrapConfig(**boot, seed=stage_seed(study.study.seed, "tune", explicit_seed))
+        return SweepConfig(**kw)
+    except ConfigError as e:
+        raise ConfigError(f"{check.where()}: {e}") from e
 
 
 def check_adapt_sections(study: Study) -> None:

@@ -52,7 +52,7 @@ from adaptlab.adapt.prep.triplets import Triplet
 from adaptlab.adapt.train.artifacts import Artifact, resolve_base_model, sanitize_name
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs, train_variant
-from adaptlab.adapt.train.tune import SweepResult, build_param_space, trial_config, tune_adaptation
+from adaptlab.adapt.train.tune import TUNE_MEASURE, SweepResult, trial_config, tune_adaptation
 from adaptlab.data import load_dataset
 from adaptlab.data.dataset import Dataset
 from adaptlab.data.documents import Document, corpus_from_dataset, load_documents
@@ -88,11 +88,8 @@ __all__ = [
     "system_name",
 ]
 
-TUNE_MEASURE = "tune_objective"
-"""The ``measure`` of a sweep trial's row in the store's ``metrics`` table."""
-
-# system_name (imported above, re-exported) is defined with the variant vocabulary in
-# adaptlab.models.variants.
+# TUNE_MEASURE (the measure of a sweep's rows in the store) and system_name (imported above,
+# re-exported) are defined in adaptlab.adapt.train.tune and adaptlab.models.variants.
 
 
 @dataclass
@@ -275,82 +272,44 @@ def _run_tune(study: Study, settings: AdaptSettings, tune_settings: TuneSettings
         )
     validation = heldout_dataset(questions, data.chunks, name=f"validation-s{n}", corpus="documents",
                                  documents=scale_data.splits.validation)
+    sweep_config = tune_settings.sweep
     chunks = None
-    if tune_settings.variant == PT_FT:
+    if sweep_config.variant == PT_FT:
         sampled = scale_data.splits.select(scale_data.scale.chunks(data.chunks), "train")
         chunks = [c.text for c in sampled]
-    name = tune_settings.name or f"{study.study.name}-{system_name(settings.label, tune_settings.variant, n)}"
-    space = build_param_space(tune_settings.param_space)  # checked when the study was loaded
-    log(f"[adaptlab] tune: {tune_settings.num_samples} trial(s) of {tune_settings.variant} at scale {n} "
+    name = tune_settings.name or f"{study.study.name}-{system_name(settings.label, sweep_config.variant, n)}"
+    log(f"[adaptlab] tune: {sweep_config.num_samples} trial(s) of {sweep_config.variant} at scale {n} "
          f"on {validation.n_queries} validation questions")
     sweep = tune_adaptation(
-        settings.base_model, triplets, validation, storage_path=tune_settings.storage_path, name=name,
-        param_space=space, num_samples=tune_settings.num_samples, measure=tune_settings.measure,
-        bootstrap=tune_settings.bootstrap, ft_config=settings.ft, variant=tune_settings.variant, chunks=chunks,
-        pt_config=settings.pt, artifact_root=settings.artifact_root, seed=settings.seed,
-        search=tune_settings.search, grace_period=tune_settings.grace_period,
-        reduction_factor=tune_settings.reduction_factor, max_epochs=tune_settings.max_epochs or None,
-        cpus_per_trial=tune_settings.cpus_per_trial, gpus_per_trial=tune_settings.gpus_per_trial,
-        max_concurrent_trials=tune_settings.max_concurrent_trials or None, resume=tune_settings.resume,
+        settings.base_model, triplets, validation, sweep_config, storage_path=tune_settings.storage_path, name=name,
+        ft_config=settings.ft, chunks=chunks, pt_config=settings.pt, artifact_root=settings.artifact_root,
+        seed=settings.seed,
     )
     if store_dir is not None:
-        _store_sweep(study, settings, tune_settings, sweep, validation, n, store_dir)
+        _store_sweep(study, settings, sweep_config.variant, sweep, validation, n, store_dir)
     return sweep
 
 
-def _store_sweep(study: Study, settings: AdaptSettings, tune_settings: TuneSettings, sweep: SweepResult,
-                 validation: Dataset, n: int, store_dir: Path) -> None:
-    """One run for the sweep (system ``<label>-<variant>-s<n>-tune``) with one ``metrics`` row per
-    trial on dataset ``validation-s<n>``: measure :data:`TUNE_MEASURE`, value = the trial's best
-    selection objective (a lower CI bound on the questions that chose it: optimistic for the
-    chosen trial, ``extra.selection = "optimistic"``), CI from the same epoch; and one row for the
-    chosen trial on dataset ``confirm-s<n>``: its lower bound on the confirmation questions that
-    took no part in the selection (``extra.selection = "confirmed"``, the honest value)."""
-    system = f"{system_name(settings.label, tune_settings.variant, n)}-tune"
-    dataset = f"validation-s{n}"
+def _store_sweep(study: Study, settings: AdaptSettings, variant: str, sweep: SweepResult, validation: Dataset,
+                 n: int, store_dir: Path) -> None:
+    """One run for the sweep (system ``<label>-<variant>-s<n>-tune``) holding the sweep's rows
+    (:meth:`~adaptlab.adapt.train.tune.SweepResult.to_metric_rows`): one per trial on dataset
+    ``validation-s<n>``, and the chosen trial's confirmed value on dataset ``confirm-s<n>``."""
+    system = f"{system_name(settings.label, variant, n)}-tune"
     config = {"study": study.study.name, "source": study.source, "tune": dict(study.tune),
               "measure": sweep.measure, "experiment_path": sweep.experiment_path, "restored": sweep.restored,
               "best": sweep.best, "adapt": settings.as_dict()}
+    dataset = f"validation-s{n}"
     run = results.run_record(system, dataset, model_id=settings.base_model, model_revision=None,
                              dataset_fingerprint=validation.fingerprint(), seed=settings.seed,
                              config=config, study=study.study.name)
-    sample = tune_settings.sample_size or validation.n_queries
-    rows = []
-    for r in sweep.rows:
-        value = r.get("best_objective")
-        rows.append({
-            "run_id": run["run_id"], "system": system, "dataset": dataset, "measure": TUNE_MEASURE,
-            "value": float("nan") if value is None else float(value),
-            "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "boot_mean": r.get("mean"),
-            "n_queries": r.get("n_queries"), "n_resamples": tune_settings.n_resamples,
-            "sample_size": sample, "seed": tune_settings.ci_seed,
-            "extra": {"trial_id": r.get("trial_id"), "status": r.get("status"), "iterations": r.get("iterations"),
-                      "measure": r.get("measure"), "epoch_objective": r.get("objective"), "selection": "optimistic",
-                      "config": {k.split("/", 1)[1]: v for k, v in r.items() if k.startswith("config/")},
-                      "error": r.get("error")},
-        })
-    rows += _confirmed_row(run["run_id"], system, n, tune_settings, sweep.best or {})
+    rows = [{"run_id": run["run_id"], **row} for row in sweep.to_metric_rows(system, dataset, f"confirm-s{n}")]
     results.open(store_dir, create=True).commit([run], rows)
-
-
-def _confirmed_row(run_id: str, system: str, n: int, tune_settings: TuneSettings,
-                   best: dict[str, Any]) -> list[dict[str, Any]]:
-    """The chosen trial's value on the confirmation questions (no row when the sweep chose none)."""
-    value = best.get("confirmed_objective")
-    if value is None:
-        return []
-    return [{"run_id": run_id, "system": system, "dataset": f"confirm-s{n}", "measure": TUNE_MEASURE,
-             "value": float(value), "ci_low": best.get("confirmed_ci_low"), "ci_high": best.get("confirmed_ci_high"),
-             "boot_mean": best.get("confirmed_mean"), "n_queries": best.get("confirmed_n_queries"),
-             "n_resamples": tune_settings.n_resamples, "seed": tune_settings.ci_seed,
-             "extra": {"trial_id": best.get("trial_id"), "selection": "confirmed",
-                       "config": {k.split("/", 1)[1]: v for k, v in best.items() if k.startswith("config/")}}}]
 
 
 def _apply_best(settings: AdaptSettings, sweep: SweepResult | None) -> tuple[FTConfig, float]:
     """FT hyperparameters and merge weight of the sweep's best trial (unchanged without one)."""
-    best = (sweep.best or {}) if sweep is not None else {}
-    config = {k.split("/", 1)[1]: v for k, v in best.items() if k.startswith("config/")}
+    config = sweep.best_config() if sweep is not None else {}
     if not config:
         return settings.ft, settings.merge_weight
     weight = float(config.pop("merge_weight", settings.merge_weight))

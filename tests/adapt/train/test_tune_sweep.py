@@ -22,6 +22,7 @@ from adaptlab.adapt.train.tune import (
     tune_adaptation,
 )
 from adaptlab.adapt.train.ft import FTConfig
+from adaptlab.adapt.train.sweep_config import SweepConfig
 from adaptlab.data.dataset import Dataset, Document
 from adaptlab.errors import ConfigError
 from adaptlab.stats import BootstrapConfig, bootstrap_ci
@@ -158,21 +159,25 @@ def test_trial_config_applies_tunable_values():
 
 
 def test_sweep_arguments_are_validated_before_anything_runs(validation_set, triplets):
+    """Settings fail when the SweepConfig is built; what needs the validation set (the two parts'
+    sizes against sample_size, with the config's confirm_fraction) fails before Ray starts."""
+    for bad, message in [({"param_space": {"lr": [1e-3]}}, "unknown parameter 'lr'"),
+                         ({"param_space": {"scale": 20, "temperature": 0.05}}, "either scale or temperature"),
+                         ({"variant": "pt"}, r"SweepConfig.variant = 'pt': expected 'ft' or 'pt-ft'"),
+                         ({"search": "grid"}, "SweepConfig.search = 'grid'"),
+                         ({"measure": "acc@@5"}, "cannot parse measure"),
+                         ({"confirm_fraction": 0.0}, "SweepConfig.confirm_fraction = 0.0"),
+                         ({"bootstrap": {"seed": 1}}, "SweepConfig.bootstrap must be an adaptlab.stats.BootstrapConfig")]:
+        with pytest.raises(ConfigError, match=message):
+            SweepConfig(**bad)
     kw = {"storage_path": "unused"}
-    with pytest.raises(ConfigError, match="not tunable"):
-        tune_adaptation("minilm", triplets, validation_set, param_space={"lr": 1e-3}, **kw)
-    with pytest.raises(ConfigError, match="either scale or temperature"):
-        tune_adaptation("minilm", triplets, validation_set, param_space={"scale": 20, "temperature": 0.05}, **kw)
-    with pytest.raises(ConfigError, match="sweep variant"):
-        tune_adaptation("minilm", triplets, validation_set, param_space={}, variant="pt", **kw)
-    with pytest.raises(ConfigError, match="search"):
-        tune_adaptation("minilm", triplets, validation_set, param_space={}, search="grid", **kw)
-    with pytest.raises(ConfigError, match="cannot parse measure"):
-        tune_adaptation("minilm", triplets, validation_set, param_space={}, measure="acc@@5", **kw)
     with pytest.raises(ConfigError, match="sample_size = 5: .* the smaller part has 4"):  # 8 queries, half each
-        tune_adaptation("minilm", triplets, validation_set, param_space={}, sample_size=5, **kw)
-    with pytest.raises(ConfigError, match="confirm_fraction"):
-        tune_adaptation("minilm", triplets, validation_set, param_space={}, confirm_fraction=0.0, **kw)
+        tune_adaptation("minilm", triplets, validation_set, SweepConfig(bootstrap=BootstrapConfig(sample_size=5)), **kw)
+    with pytest.raises(ConfigError, match="sample_size = 3: .* the smaller part has 2"):  # a quarter confirms
+        config = SweepConfig(confirm_fraction=0.25, bootstrap=BootstrapConfig(sample_size=3))
+        tune_adaptation("minilm", triplets, validation_set, config, **kw)
+    with pytest.raises(ConfigError, match="config must be an adaptlab.adapt.train.sweep_config.SweepConfig, got dict"):
+        tune_adaptation("minilm", triplets, validation_set, {"num_samples": 2}, **kw)  # type: ignore[arg-type]
 
 
 def test_optuna_is_optional(validation_set, triplets):
@@ -180,8 +185,7 @@ def test_optuna_is_optional(validation_set, triplets):
         import optuna  # noqa: F401
     except ImportError:
         with pytest.raises(ConfigError, match="pip install optuna"):
-            tune_adaptation("minilm", triplets, validation_set, param_space={}, search="optuna",
-                            storage_path="unused")
+            tune_adaptation("minilm", triplets, validation_set, SweepConfig(search="optuna"), storage_path="unused")
     else:
         pytest.skip("optuna is installed; the missing-package message cannot be checked")
 
@@ -206,21 +210,19 @@ class InterruptOnFirstCheckpoint(_TuneCallback):
 
 @pytest.mark.slow
 def test_tiny_sweep_is_interrupted_and_resumes(ray_local, tiny_model, triplets, validation_set, tmp_path):
-    from ray import tune
-
-    kw = dict(
-        storage_path=tmp_path / "tune", name="tiny",
-        param_space={"learning_rate": tune.choice([1e-3, 1e-4]), "epochs": 3, "batch_size": 4,
-                     "num_negatives": 1, "merge_weight": tune.choice([0.5, 1.0])},
-        num_samples=2, measure="acc@3", n_resamples=200, max_concurrent_trials=1, seed=0,
+    config = SweepConfig(
+        param_space={"learning_rate": [1e-3, 1e-4], "epochs": 3, "batch_size": 4, "num_negatives": 1,
+                     "merge_weight": [0.5, 1.0]},
+        num_samples=2, measure="acc@3", bootstrap=BootstrapConfig(n_resamples=200), max_concurrent_trials=1,
     )
+    kw = dict(storage_path=tmp_path / "tune", name="tiny", seed=0)
     first = tune_adaptation(
-        tiny_model, triplets, validation_set, callbacks=[InterruptOnFirstCheckpoint(str(tmp_path / "flag"))], **kw
+        tiny_model, triplets, validation_set, config, callbacks=[InterruptOnFirstCheckpoint(str(tmp_path / "flag"))], **kw
     )
     assert not first.restored
     assert not all(r["status"] == "complete" for r in first.rows), "the interrupt came too late"
 
-    second = tune_adaptation(tiny_model, triplets, validation_set, **kw)
+    second = tune_adaptation(tiny_model, triplets, validation_set, config, **kw)
     assert second.restored and second.experiment_path == first.experiment_path
     assert len(second.rows) == 2 and all(r["status"] == "complete" for r in second.rows)
     for row in second.rows:

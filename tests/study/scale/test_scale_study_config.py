@@ -134,19 +134,23 @@ def test_tune_section(study_factory, tmp_path):
     study = study_factory(adapt, tune=tune, models=MODELS)
     s = parse_adapt_section(study, store=tmp_path)
     t = parse_tune_section(study, s, store=tmp_path)
-    assert (t.scale, t.variant, t.measure, t.num_samples) == (5, "ft", "acc@5", 2)
-    assert t.storage_path == (tmp_path / "tune").resolve() and t.gpus_per_trial is None
-    from adaptlab.adapt.train.tune import build_param_space
+    assert (t.scale, t.sweep.variant, t.sweep.measure, t.sweep.num_samples) == (5, "ft", "acc@5", 2)
+    assert t.storage_path == (tmp_path / "tune").resolve() and t.sweep.gpus_per_trial is None
+    from adaptlab.adapt.train.space import build_param_space
 
-    space = build_param_space(t.param_space)
+    space = build_param_space(t.sweep.param_space)
     assert space["merge_weight"] == 0.5 and sorted(space["epochs"].categories) == [1, 2]
     assert space["learning_rate"].lower == 1e-5
 
     for bad, message in [
         ({"scale": 7}, "[tune].scale: expected one of [adapt].scales"),
         ({"param_space": {"momentum": [0.9]}}, "[tune].param_space: unknown parameter 'momentum'"),
-        ({"measure": "bleu"}, "[tune].measure:"),
-        ({"num_samples": 0}, "[tune].num_samples: expected an integer >= 1"),
+        ({"measure": "bleu"}, "[tune]: SweepConfig.measure: unknown measure 'bleu'"),
+        ({"num_samples": 0}, "[tune]: SweepConfig.num_samples = 0: expected an integer >= 1"),
+        ({"num_samples": 2.5}, "[tune].num_samples: expected an integer, got 2.5"),
+        ({"variant": "pt"}, "[tune]: SweepConfig.variant = 'pt': expected 'ft' or 'pt-ft'"),
+        ({"n_resamples": 0}, "[tune]: n_resamples must be a positive integer, got 0"),
+        ({"confirm_fraction": 1.0}, "[tune]: SweepConfig.confirm_fraction = 1.0: expected a share strictly"),
         ({"trials": 3}, "[tune]: unknown key 'trials'"),
     ]:
         with pytest.raises(ConfigError) as e:  # at parse time: the whole study is validated
@@ -182,7 +186,7 @@ def test_tune_space_is_checked_whole_when_the_study_loads(study_factory, space, 
 
 def test_search_space_built_from_checked_entries(study_factory, tmp_path):
     pytest.importorskip("ray")
-    from adaptlab.adapt.train.tune import build_param_space
+    from adaptlab.adapt.train.space import build_param_space
 
     adapt = {"corpus": "synthetic:n_documents=20", "scales": [5, 10]}
     space = {"learning_rate": {"loguniform": [1e-5, 1e-4]}, "warmup_ratio": {"uniform": [0.0, 0.2]},
@@ -190,12 +194,12 @@ def test_search_space_built_from_checked_entries(study_factory, tmp_path):
              "batch_size": {"grid": [8, 16]}, "num_negatives": {"choice": [1, 3]}, "merge_weight": 0.5}
     study = study_factory(adapt, tune={"param_space": space}, models=MODELS)
     t = parse_tune_section(study, parse_adapt_section(study, store=tmp_path), store=tmp_path)
-    built = build_param_space(t.param_space)
+    built = build_param_space(t.sweep.param_space)
     assert (built["learning_rate"].lower, built["learning_rate"].upper) == (1e-5, 1e-4)
     assert (built["epochs"].lower, built["epochs"].upper) == (1, 4)
     assert built["weight_decay"].get_sampler().q == 0.05
     assert built["batch_size"] == {"grid_search": [8, 16]} and list(built["num_negatives"].categories) == [1, 3]
-    assert built["merge_weight"] == 0.5 and build_param_space(None) is None
+    assert built["merge_weight"] == 0.5
 
 
 def test_bad_adapt_key_fails_in_load_study(tmp_path):
@@ -213,9 +217,9 @@ def test_seeds_derive_from_the_study_seed_unless_given(study_factory, tmp_path):
     study = study_factory(adapt, tune={}, models=MODELS)
     s = parse_adapt_section(study, store=tmp_path)
     assert s.seed == 0  # [adapt].seed: the root itself (content keys of stored data and artifacts)
-    assert parse_tune_section(study, s, store=tmp_path).ci_seed == derive_seed(0, "tune")
+    assert parse_tune_section(study, s, store=tmp_path).sweep.bootstrap.seed == derive_seed(0, "tune")
     study = study_factory(adapt, tune={"ci_seed": 5}, models=MODELS)
-    assert parse_tune_section(study, s, store=tmp_path).ci_seed == 5
+    assert parse_tune_section(study, s, store=tmp_path).sweep.bootstrap.seed == 5
 
 
 def test_job_files_validate():
@@ -244,3 +248,21 @@ def test_each_family_is_compared_with_its_own_base():
     no_cb = [s for s in systems if s.name != "c-base"]
     assert ("c-ft-s30", "m-base") in comparison_pairs(no_cb, "m-base")
     assert comparison_pairs(systems, None) is None
+
+
+def test_tune_defaults_are_the_sweep_configs(study_factory, tmp_path):
+    """[tune] keys not given keep SweepConfig's defaults (defined once, in adapt/): the parsed
+    config equals one built from the given keys alone; 0 means none where the docs say so, and
+    confirm_fraction reaches the config."""
+    from adaptlab.adapt.train.sweep_config import SweepConfig
+    from adaptlab.stats import BootstrapConfig
+    from adaptlab.study import stage_seed
+
+    adapt = {"corpus": "synthetic:n_documents=20", "scales": [5, 10]}
+    tune = {"num_samples": 2, "max_epochs": 0, "max_concurrent_trials": 3, "gpus_per_trial": "auto",
+            "confirm_fraction": 0.25, "sample_size": 0}
+    study = study_factory(adapt, tune=tune, models=MODELS)
+    t = parse_tune_section(study, parse_adapt_section(study, store=tmp_path), store=tmp_path)
+    boot = BootstrapConfig(seed=stage_seed(0, "tune", None))
+    assert t.sweep == SweepConfig(num_samples=2, max_concurrent_trials=3, confirm_fraction=0.25, bootstrap=boot)
+    assert (t.scale, t.name, t.apply_best) == (None, "", False)

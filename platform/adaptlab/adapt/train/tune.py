@@ -15,7 +15,8 @@ validation queries and the validation corpus, and the house's one measuring path
 
 Selection and confirmation: the judged validation queries are split once, seeded
 (:func:`split_queries`, ``derive_seed(seed, "tune-confirmation")``), into a selection part
-(``1 - confirm_fraction``, default half) and a confirmation part (:data:`CONFIRM_FRACTION`).
+(``1 - confirm_fraction``, default half) and a confirmation part
+(:data:`~adaptlab.adapt.train.sweep_config.CONFIRM_FRACTION`).
 Trials, ASHA and the choice of the best trial and epoch see only the selection part's
 ``objective``. The largest of several selection lower bounds is optimistic: with equal true
 quality the chosen one exceeds the truth far more often than a 95% bound should (the max over
@@ -36,20 +37,17 @@ trials on a node than its memory holds.
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from adaptlab.adapt.train.artifacts import describe_base, is_artifact_uri, local_model_path, sanitize_name
-from adaptlab.adapt.train.jobs import AdaptJob, ensure_ray, run_adaptation_jobs
-from adaptlab.adapt.train.merge import merge_state_dicts
 from adaptlab.adapt.train.ft import (
     FTConfig,
     coerce_triplets,
@@ -57,27 +55,24 @@ from adaptlab.adapt.train.ft import (
     resolve_prefixes,
     saved_prompts,
 )
+from adaptlab.adapt.train.jobs import AdaptJob, ensure_ray, run_adaptation_jobs
 from adaptlab.adapt.train.loop import load_sentence_model, pick_device
 from adaptlab.adapt.train.memory import EncoderShape, declared_memory, estimate_stage_memory, largest_node_memory
+from adaptlab.adapt.train.merge import merge_state_dicts
+from adaptlab.adapt.train.space import build_param_space, largest_value
+from adaptlab.adapt.train.sweep_config import CONFIRM_FRACTION, SweepConfig, check_confirm_fraction
 from adaptlab.data.dataset import Dataset
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure, evaluate
-from adaptlab.models.variants import FT, PT, PT_FT, TUNABLE_VARIANTS
+from adaptlab.models.variants import FT, PT, PT_FT
 from adaptlab.retrieval import PerQueryRecords, build_records
 from adaptlab.stats import BootstrapConfig, bootstrap_ci, derive_seed
-from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = [
-    "CONFIRM_FRACTION",
-    "PARAM_DOMAINS",
     "SweepResult",
-    "TUNABLE",
-    "build_param_space",
+    "TUNE_MEASURE",
     "choose_best",
-    "conflicting_params",
-    "default_param_space",
     "epoch_report",
-    "param_spec_problem",
     "per_query_values",
     "split_queries",
     "summarise_trial",
@@ -87,115 +82,12 @@ __all__ = [
     "validation_records",
 ]
 
-TUNABLE: tuple[str, ...] = (
-    "batch_size", "epochs", "learning_rate", "merge_weight", "num_negatives", "scale",
-    "temperature", "warmup_ratio", "weight_decay",
-)
-"""Names a ``param_space`` may use (FTConfig fields, ``temperature`` = 1/scale, merge weight)."""
-
-CONFIRM_FRACTION = 0.5
-"""Share of the judged validation queries kept out of the selection: the chosen trial is
-re-scored on them (module docstring). Half keeps both intervals about sqrt(2) wider than one on
-all queries; a larger share confirms more tightly and selects more noisily."""
+TUNE_MEASURE = "tune_objective"
+"""The ``measure`` of a sweep's rows in the store's ``metrics`` table (:meth:`SweepResult.to_metric_rows`)."""
 
 _REPORTED = ("objective", "ci_low", "ci_high", "mean", "point", "n_queries", "epoch",
              "confirm_ci_low", "confirm_ci_high", "confirm_mean", "confirm_n_queries")
 """Per-epoch report fields a row takes from its best epoch."""
-
-
-PARAM_DOMAINS: dict[str, str] = {
-    "choice": "choice", "grid": "grid_search", "uniform": "uniform", "loguniform": "loguniform",
-    "randint": "randint", "quniform": "quniform",
-}
-"""The kinds a plain ``param_space`` entry (``{kind = [args]}``) may use, and the Ray Tune
-function that builds each (:func:`build_param_space`)."""
-
-_RANGE_ARITY = {"uniform": 2, "loguniform": 2, "randint": 2, "quniform": 3}
-
-
-def param_spec_problem(spec: Any) -> tuple[str, str] | None:
-    """What is wrong with one plain ``param_space`` entry, without importing Ray: None when it
-    is a non-empty list (a choice), a one-key table ``{kind = [args]}`` with a kind of
-    :data:`PARAM_DOMAINS` and arguments Ray Tune accepts, or a fixed number or string; else
-    ``(where, expected)`` with ``where`` the key path below the entry (``""``, ``"loguniform"``)."""
-    if isinstance(spec, list):
-        return None if spec else ("", "a non-empty list of values")
-    if isinstance(spec, Mapping):
-        if len(spec) != 1 or next(iter(spec)) not in PARAM_DOMAINS:
-            return "", "a table with one key of " + ", ".join(sorted(PARAM_DOMAINS))
-        kind, args = next(iter(spec.items()))
-        if not isinstance(args, list) or not args:
-            return kind, "a non-empty list"
-        if kind in _RANGE_ARITY:
-            want = _RANGE_ARITY[kind]
-            if len(args) != want or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args):
-                return kind, f"a list of {want} numbers"
-            problem = _bounds_problem(kind, *args)
-            return None if problem is None else (kind, f"valid bounds ({problem})")
-        return None
-    if isinstance(spec, (int, float, str)) and not isinstance(spec, bool):
-        return None
-    return "", "a list, a table or a number"
-
-
-def _bounds_problem(kind: str, low: float, high: float, q: float = 1.0) -> str | None:
-    """Why Ray Tune's ``kind`` domain over [low, high) (step ``q``) would be empty or refused."""
-    if not math.isfinite(low) or not math.isfinite(high) or not low < high:
-        return "finite lower < upper"
-    if kind == "loguniform" and low <= 0:
-        return "a lower bound > 0"
-    if kind == "randint" and not (float(low).is_integer() and float(high).is_integer()):
-        return "integer bounds"
-    if kind == "quniform":
-        if not (math.isfinite(q) and q > 0):
-            return "a step q > 0"
-        if not all(math.isclose(b / q, round(b / q)) for b in (low, high)):
-            return "bounds divisible by q"
-    return None
-
-
-def conflicting_params(names: Sequence[str] | Mapping[str, Any]) -> str | None:
-    """Why these ``param_space`` names cannot be swept together, or None: ``scale`` and
-    ``temperature`` (= 1/scale) set the same thing."""
-    if "scale" in names and "temperature" in names:
-        return "give either scale or temperature (= 1/scale), not both"
-    return None
-
-
-def build_param_space(specs: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Ray Tune's ``param_space`` from plain entries already checked by
-    :func:`param_spec_problem` (the study layer checks them when a study is loaded): a list is a
-    choice, ``{kind = [args]}`` the :data:`PARAM_DOMAINS` function of ``kind``, anything else a
-    fixed value. None (no entries) stays None: :func:`default_param_space`. Imports ray."""
-    if specs is None:
-        return None
-    from ray import tune  # deferred: importing adaptlab.adapt does not load ray
-
-    space: dict[str, Any] = {}
-    for name, spec in specs.items():
-        if isinstance(spec, list):
-            space[name] = tune.choice(spec)
-        elif isinstance(spec, Mapping):
-            kind, args = next(iter(spec.items()))
-            make = getattr(tune, PARAM_DOMAINS[kind])
-            space[name] = make(args) if kind in ("choice", "grid") else make(*args)
-        else:
-            space[name] = spec
-    return space
-
-
-def default_param_space() -> dict[str, Any]:
-    """A modest default space: lr log-uniform in [1e-5, 1e-4], 1-3 epochs, 1/3/7 hard negatives,
-    batch 16/32, scale 20 or 50 (temperature 0.05 or 0.02)."""
-    from ray import tune  # deferred: importing adaptlab.adapt does not load ray
-
-    return {
-        "learning_rate": tune.loguniform(1e-5, 1e-4),
-        "epochs": tune.choice([1, 2, 3]),
-        "num_negatives": tune.choice([1, 3, 7]),
-        "batch_size": tune.choice([16, 32]),
-        "scale": tune.choice([20.0, 50.0]),
-    }
 
 
 @dataclass
@@ -203,18 +95,68 @@ class SweepResult:
     """One row per trial (``config/<name>`` columns plus the report of its best epoch by the
     selection objective), the best row (:func:`choose_best`: the selection value,
     ``best_objective``, is optimistic; ``confirmed_*`` are the honest value and CI on the
-    confirmation queries), where the experiment lives, and whether it was restored."""
+    confirmation queries), where the experiment lives, whether it was restored, and the
+    objective's measure and bootstrap over ``n_validation`` validation queries."""
 
     rows: list[dict[str, Any]]
     best: dict[str, Any] | None
     experiment_path: str
     restored: bool = False
     measure: str = ""
+    bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
+    n_validation: int = 0
 
     def to_arrow(self) -> Any:
         import pyarrow as pa  # deferred: pyarrow loads on use
 
         return pa.Table.from_pylist(self.rows)
+
+    def best_config(self) -> dict[str, Any]:
+        """The chosen trial's settings ``{name: value}`` (``epochs`` = the epoch that won); empty
+        when no trial was chosen."""
+        return _trial_settings(self.best or {})
+
+    def to_metric_rows(self, system: str, dataset: str, confirm_dataset: str) -> list[dict[str, Any]]:
+        """Rows for the store's ``metrics`` table (``run_id`` left to the caller), measure
+        :data:`TUNE_MEASURE`: one per trial on ``dataset``, value = its best selection objective (a
+        lower CI bound on the queries that chose it: optimistic for the chosen trial,
+        ``extra.selection = "optimistic"``) with the CI of the same epoch; and one for the chosen
+        trial on ``confirm_dataset``: its lower bound on the confirmation queries, which took no
+        part in the selection (``extra.selection = "confirmed"``, the honest value)."""
+        boot = self.bootstrap
+        rows = []
+        for r in self.rows:
+            value = r.get("best_objective")
+            rows.append({
+                "system": system, "dataset": dataset, "measure": TUNE_MEASURE,
+                "value": float("nan") if value is None else float(value),
+                "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "boot_mean": r.get("mean"),
+                "n_queries": r.get("n_queries"), "n_resamples": boot.n_resamples,
+                "sample_size": boot.sample_size or self.n_validation, "seed": boot.seed,
+                "extra": {"trial_id": r.get("trial_id"), "status": r.get("status"),
+                          "iterations": r.get("iterations"), "measure": r.get("measure"),
+                          "epoch_objective": r.get("objective"), "selection": "optimistic",
+                          "config": _trial_settings(r), "error": r.get("error")},
+            })
+        return rows + self._confirmed_rows(system, confirm_dataset)
+
+    def _confirmed_rows(self, system: str, dataset: str) -> list[dict[str, Any]]:
+        """The chosen trial's value on the confirmation queries (none when no trial was chosen)."""
+        best = self.best or {}
+        value = best.get("confirmed_objective")
+        if value is None:
+            return []
+        return [{"system": system, "dataset": dataset, "measure": TUNE_MEASURE, "value": float(value),
+                 "ci_low": best.get("confirmed_ci_low"), "ci_high": best.get("confirmed_ci_high"),
+                 "boot_mean": best.get("confirmed_mean"), "n_queries": best.get("confirmed_n_queries"),
+                 "n_resamples": self.bootstrap.n_resamples, "seed": self.bootstrap.seed,
+                 "extra": {"trial_id": best.get("trial_id"), "selection": "confirmed",
+                           "config": _trial_settings(best)}}]
+
+
+def _trial_settings(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's ``config/<name>`` columns as ``{name: value}``."""
+    return {k.split("/", 1)[1]: v for k, v in row.items() if k.startswith("config/")}
 
 
 # --------------------------------------------------------------------------- the objective
@@ -291,8 +233,7 @@ def split_queries(n_queries: int, confirm_fraction: float = CONFIRM_FRACTION, se
     """A boolean mask over ``n_queries`` (in ``validation.judged_queries()`` order): ``True`` for
     the selection part, ``False`` for the ``round(confirm_fraction * n)`` confirmation queries
     (at least one of each), drawn by a seeded permutation (``derive_seed(seed, "tune-confirmation")``)."""
-    if not 0.0 < float(confirm_fraction) < 1.0:
-        raise ConfigError(f"confirm_fraction = {confirm_fraction}: expected a share strictly between 0 and 1")
+    check_confirm_fraction(confirm_fraction)
     if n_queries < 2:
         raise ConfigError(f"the sweep's validation set has {n_queries} judged query(ies): expected at least 2 "
                           "(one part selects the trial, the other confirms it)")
@@ -355,7 +296,7 @@ def choose_best(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
 
 
 def trial_config(base: FTConfig, config: Mapping[str, Any]) -> FTConfig:
-    """``base`` with a trial's ``config`` values (names in :data:`TUNABLE`) applied;
+    """``base`` with a trial's ``config`` values (names in :data:`~adaptlab.adapt.train.space.TUNABLE`) applied;
     ``temperature`` sets ``scale = 1 / temperature``; ``merge_weight`` is not an FTConfig field."""
     updates: dict[str, Any] = {}
     for name in ("learning_rate", "scale", "warmup_ratio", "weight_decay"):
@@ -421,24 +362,6 @@ def _trial(config: dict[str, Any], payload: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- the sweep
 
 
-def _max_epochs(space: Mapping[str, Any], default: int) -> int:
-    spec = space.get("epochs")
-    if spec is None:
-        return default
-    if isinstance(spec, (int, np.integer)):
-        return int(spec)
-    cats = getattr(spec, "categories", None)
-    if cats:
-        return int(max(cats))
-    upper = getattr(spec, "upper", None)
-    if upper is not None:
-        return int(upper)
-    grid = spec.get("grid_search") if isinstance(spec, Mapping) else None
-    if grid:
-        return int(max(grid))
-    return default
-
-
 def _history(result: Any) -> list[dict[str, Any]]:
     """A Tune result's per-epoch reports (its last one when Tune kept no table)."""
     df = result.metrics_dataframe
@@ -470,24 +393,6 @@ def _rows(grid: Any, measure: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _check_sweep(param_space: Mapping[str, Any] | None, num_samples: int, variant: str, search: str) -> dict[str, Any]:
-    """The validated search space (the default one when ``param_space`` is None)."""
-    if num_samples < 1:
-        raise ConfigError(f"num_samples = {num_samples}: expected >= 1")
-    if variant not in TUNABLE_VARIANTS:
-        raise ConfigError(f"sweep variant {variant!r}: expected " + " or ".join(map(repr, TUNABLE_VARIANTS)))
-    space = dict(param_space) if param_space is not None else default_param_space()
-    unknown = sorted(set(space) - set(TUNABLE))
-    if unknown:
-        raise ConfigError(f"param_space keys {unknown} are not tunable; expected some of {', '.join(TUNABLE)}")
-    conflict = conflicting_params(space)
-    if conflict is not None:
-        raise ConfigError(f"param_space: {conflict}")
-    if search not in ("random", "optuna"):
-        raise ConfigError(f"search {search!r}: expected 'random' or 'optuna'")
-    return space
-
-
 def _start_path(
     base_model: str | os.PathLike[str], base_path: Path, variant: str, chunks: Sequence[str] | None,
     pt_config: Any, artifact_root: str | os.PathLike[str] | None, seed: int, gpus: float | None,
@@ -508,29 +413,30 @@ def _start_path(
     return local, (f"{pt.uri}/model" if pt.uri else str(local))
 
 
-def _make_tuner(trainable: Any, space: dict[str, Any], experiment: str, *, resume: bool, max_epochs: int,
-                grace_period: int, reduction_factor: int, num_samples: int, search_alg: Any,
+def _make_tuner(trainable: Any, experiment: str, config: SweepConfig, *, max_epochs: int, search_alg: Any,
                 callbacks: Sequence[Any] | None) -> tuple[Any, bool]:
-    """A Tuner restored from ``experiment`` (with ``resume``, when one is there) or a new one with
-    ASHA stopping at one rung per epoch; and whether it was restored."""
+    """A Tuner restored from ``experiment`` (with ``config.resume``, when one is there) or a new
+    one with ASHA stopping at one rung per epoch; and whether it was restored."""
     from ray import tune  # deferred: importing adaptlab.adapt does not load ray
     from ray.tune.schedulers import ASHAScheduler
 
-    if resume and tune.Tuner.can_restore(experiment):
+    space = build_param_space(config.param_space)
+    if config.resume and tune.Tuner.can_restore(experiment):
         tuner = tune.Tuner.restore(
             experiment, trainable=trainable, resume_unfinished=True, resume_errored=True, param_space=space,
         )
         return tuner, True
     scheduler = ASHAScheduler(
         time_attr="training_iteration", max_t=max(1, max_epochs),
-        grace_period=max(1, min(grace_period, max_epochs)), reduction_factor=reduction_factor,
+        grace_period=max(1, min(config.grace_period, max_epochs)), reduction_factor=config.reduction_factor,
     )
     storage, name = os.path.split(experiment)
     tuner = tune.Tuner(
         trainable,
         param_space=space,
         tune_config=tune.TuneConfig(
-            metric="objective", mode="max", scheduler=scheduler, num_samples=num_samples, search_alg=search_alg,
+            metric="objective", mode="max", scheduler=scheduler, num_samples=config.num_samples,
+            search_alg=search_alg,
         ),
         run_config=tune.RunConfig(
             name=name, storage_path=storage, verbose=0, checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
@@ -544,82 +450,96 @@ def tune_adaptation(
     base_model: str | os.PathLike[str],
     triplets: Any,
     validation: Dataset,
+    config: SweepConfig | None = None,
     *,
     storage_path: str | os.PathLike[str],
     name: str = "adapt-sweep",
-    param_space: Mapping[str, Any] | None = None,
-    num_samples: int = 4,
-    measure: str = "acc@5",
-    n_resamples: int | None = None,
-    sample_size: int | None = None,
-    ci_seed: int | None = None,
-    bootstrap: BootstrapConfig | None = None,
     ft_config: FTConfig | None = None,
-    variant: str = FT,
     chunks: Sequence[str] | None = None,
     pt_config: Any = None,
     artifact_root: str | os.PathLike[str] | None = None,
     seed: int = 0,
-    confirm_fraction: float = CONFIRM_FRACTION,
-    search: str = "random",
-    grace_period: int = 1,
-    reduction_factor: int = 2,
-    max_epochs: int | None = None,
-    cpus_per_trial: float = 1,
-    gpus_per_trial: float | None = None,
-    max_concurrent_trials: int | None = None,
-    resume: bool = True,
     callbacks: Sequence[Any] | None = None,
 ) -> SweepResult:
     """Sweep fine-tuning hyperparameters of ``base_model`` with Ray Tune and ASHA.
 
-    Each trial fine-tunes (``variant="ft"``) the base model, or (``"pt-ft"``) the PT artifact
-    trained first on ``chunks`` (stored under ``artifact_root``), on ``triplets`` with
-    ``ft_config`` overridden by the trial's ``param_space`` values (names in :data:`TUNABLE`;
-    ``merge_weight`` evaluates the merged model), reporting after every epoch the lower bound of
-    the bootstrapped CI of ``measure`` on the selection part of ``validation`` (:func:`epoch_report`
-    with ``bootstrap``, or else, not both, ``n_resamples`` (1000) resamples of ``sample_size``
-    queries seeded by ``ci_seed`` (0) at 95%); ``confirm_fraction`` of the queries
-    (:func:`split_queries`, seeded by ``seed``) re-score the chosen trial (:func:`choose_best`). Trials ask for ``cpus_per_trial`` CPUs and ``gpus_per_trial`` GPUs
-    (``None``: 1 when the cluster has GPUs; 0.5 puts two trials on one GPU). With ``resume`` an
-    experiment already at ``storage_path/name`` is restored: finished trials are kept and
-    unfinished ones continue.
+    Each trial fine-tunes the base model (``config.variant="ft"``), or the PT artifact trained
+    first on ``chunks`` and stored under ``artifact_root`` (``"pt-ft"``), on ``triplets`` with
+    ``ft_config`` overridden by the trial's values from ``config.param_space``
+    (:func:`trial_config`; ``merge_weight`` evaluates the merged model). After every epoch it
+    reports :func:`epoch_report`: the lower bound of the bootstrapped CI of ``config.measure`` on
+    the selection part of ``validation``. ``config.confirm_fraction`` of the queries
+    (:func:`split_queries`, seeded by ``seed``) re-score the chosen trial (:func:`choose_best`).
+
+    Parameters
+    ----------
+    base_model : str or path
+        An alias, a model directory or an artifact URI.
+    triplets : rows or path
+        Training triplets (query, positive, negatives), as :func:`~adaptlab.adapt.train.ft.train_ft` takes.
+    validation : Dataset
+        Judged validation queries and their corpus (at least 2 judged queries).
+    config : SweepConfig
+        The sweep's settings, passed whole (default ``SweepConfig()``).
+    storage_path, name : str or path, str
+        The experiment lives at ``storage_path/name`` (a local path or ``s3://...``); with
+        ``config.resume`` an experiment already there is restored.
+    ft_config : FTConfig
+        The fine-tuning every trial starts from (default ``FTConfig()``).
+    chunks, pt_config, artifact_root
+        The PT step of ``variant="pt-ft"``: its texts, settings and artifact root.
+    seed : int
+        Splits the queries and seeds the search and the training.
+    callbacks : list
+        Ray Tune callbacks.
+
+    Returns
+    -------
+    SweepResult
+        One row per trial and the best one.
     """
-    bootstrap = resolve_bootstrap("tune_adaptation", bootstrap, aliases={"ci_seed": "seed"},
-                                  n_resamples=n_resamples, sample_size=sample_size, ci_seed=ci_seed)
-    m = Measure.parse(measure)
-    space = _check_sweep(param_space, num_samples, variant, search)
-    selection = split_queries(len(validation.judged_queries()), confirm_fraction, seed)
-    _check_parts(selection, bootstrap)
-    search_alg = _search_alg(search, seed, max_concurrent_trials)
+    config = _sweep_config(config)
+    selection = split_queries(len(validation.judged_queries()), config.confirm_fraction, seed)
+    _check_parts(selection, config.bootstrap)
+    search_alg = _search_alg(config.search, seed, config.max_concurrent_trials)
     ft_config = ft_config or FTConfig()
     rows = coerce_triplets(triplets)
     ray = ensure_ray(None)
 
     base = describe_base(base_model)
-    start_path, start_ref = _start_path(base_model, base.path, variant, chunks, pt_config, artifact_root, seed,
-                                        gpus_per_trial)
+    start_path, start_ref = _start_path(base_model, base.path, config.variant, chunks, pt_config, artifact_root,
+                                        seed, config.gpus_per_trial)
     prefixes = resolve_prefixes(
         ft_config.query_prefix, ft_config.passage_prefix, saved_prompts(start_path),
         str(base.root.get("id", base.label)),
     )
     payload = {
         "ft_config": ft_config, "start_path": start_ref, "merge_base_path": _worker_ref(base_model, base.path),
-        "rows": rows, "validation": validation, "measure": str(m), "bootstrap": bootstrap, "seed": int(seed),
-        "prefixes": prefixes, "device": None, "selection": selection,
+        "rows": rows, "validation": validation, "measure": config.measure, "bootstrap": config.bootstrap,
+        "seed": int(seed), "prefixes": prefixes, "device": None, "selection": selection,
     }
-    resources = _trial_resources(cpus_per_trial, gpus_per_trial, _trial_memory(ft_config, space, start_path, ray), ray)
+    memory = _trial_memory(ft_config, config.param_space, start_path, ray)
+    resources = _trial_resources(config.cpus_per_trial, config.gpus_per_trial, memory, ray)
     from ray import tune  # deferred: importing adaptlab.adapt does not load ray
 
     trainable = tune.with_resources(tune.with_parameters(_trial, payload=payload), resources)
     experiment = _experiment_path(storage_path, name)
-    tuner, restored = _make_tuner(
-        trainable, space, experiment, resume=resume, max_epochs=max_epochs or _max_epochs(space, ft_config.epochs),
-        grace_period=grace_period, reduction_factor=reduction_factor, num_samples=num_samples,
-        search_alg=search_alg, callbacks=callbacks,
-    )
-    out = _rows(tuner.fit(), str(m))
-    return SweepResult(out, choose_best(out), experiment, restored, str(m))
+    max_epochs = config.max_epochs or largest_value(config.param_space, "epochs", ft_config.epochs)
+    tuner, restored = _make_tuner(trainable, experiment, config, max_epochs=max_epochs, search_alg=search_alg,
+                                  callbacks=callbacks)
+    out = _rows(tuner.fit(), config.measure)
+    return SweepResult(out, choose_best(out), experiment, restored, config.measure, config.bootstrap,
+                       validation.n_queries)
+
+
+def _sweep_config(config: SweepConfig | None) -> SweepConfig:
+    """``config``, or the defaults; anything else is refused by name."""
+    if config is None:
+        return SweepConfig()
+    if not isinstance(config, SweepConfig):
+        raise ConfigError(f"tune_adaptation: config must be an adaptlab.adapt.train.sweep_config.SweepConfig, "
+                          f"got {type(config).__name__}")
+    return config
 
 
 def _check_parts(selection: np.ndarray, bootstrap: BootstrapConfig) -> None:
@@ -642,18 +562,6 @@ def _trial_resources(cpus: float, gpus: float | None, memory: int, ray: Any) -> 
     return resources
 
 
-def _largest_value(space: Mapping[str, Any], name: str, default: int) -> int:
-    """The largest value a trial can draw for ``name`` (a choice, a grid, a range or a constant)."""
-    value = space.get(name, default)
-    if hasattr(value, "categories"):
-        return int(max(value.categories))
-    if isinstance(value, Mapping) and "grid_search" in value:
-        return int(max(value["grid_search"]))
-    if hasattr(value, "upper"):
-        return int(value.upper)
-    return int(value) if isinstance(value, (int, float)) else default
-
-
 def _trial_memory(ft_config: FTConfig, space: Mapping[str, Any], start_path: Path, ray: Any) -> int:
     """Bytes a trial declares: the FT estimate (:mod:`.memory`) at the largest batch and number of
     negatives the space allows, capped at the largest node; 0 when the model's files do not say."""
@@ -662,8 +570,8 @@ def _trial_memory(ft_config: FTConfig, space: Mapping[str, Any], start_path: Pat
     except (OSError, ValueError, KeyError):
         return 0
     config = replace(
-        ft_config, batch_size=_largest_value(space, "batch_size", ft_config.batch_size),
-        num_negatives=_largest_value(space, "num_negatives", ft_config.num_negatives),
+        ft_config, batch_size=largest_value(space, "batch_size", ft_config.batch_size),
+        num_negatives=largest_value(space, "num_negatives", ft_config.num_negatives),
     )
     estimate = estimate_stage_memory(FT, shape, config)
     return declared_memory(estimate, largest_node_memory(ray), "a sweep trial")
