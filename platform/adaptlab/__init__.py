@@ -6,6 +6,17 @@ The public API::
     outcome = run_study(load_study("jobs/quickstart.toml"))
     store = adaptlab.results.open("results/quickstart")
 
+Entry points (each docstring has a parameter list and a runnable example, which the suite runs:
+tests/docs/test_api_examples.py):
+
+- studies: :func:`load_study` (read and validate a study file), :func:`run_study` (run it,
+  storing every dataset's results), :func:`submit_study` (send it to a Ray cluster as a job);
+- results: :mod:`results` (``results.open(root)``: the store's queries as pyarrow or pandas);
+- from notebook objects: :func:`evaluate` (per-query values of a run against qrels, with CIs),
+  :func:`compare` (every pair of systems: paired tests, letters, tiers);
+- statistics: :func:`bootstrap_ci`, :func:`paired_bootstrap`, :class:`BootstrapConfig`,
+  :func:`plan_sample_size` (queries needed to detect a difference).
+
 The top-level namespace is light: it imports neither torch nor ray. Every name below loads its
 module on first use.
 """

@@ -322,16 +322,41 @@ def compare(
 ) -> Comparison:
     """Compare every pair of systems on every dataset and measure (module doc).
 
-    ``per_query``: ``{system: adaptlab.evaluate(...) result}``, ``{system: {measure: values}}``
-    (the same query order for every system), a long pandas DataFrame with columns ``system``,
-    ``query_id``, ``measure``, ``value`` (and optionally ``dataset``; systems and queries in the order
-    they first appear, which fixes the letters and the resamples), or a results store
-    (``adaptlab.results.open(uri)``),
-    whose latest per-query records are re-scored on ``measures`` (default ``ndcg@10``).
-    ``measures``: the measures to compare (default: all given); ``dataset``: the dataset's
-    name (a store: only this dataset). ``boot``: the bootstrap settings (seed, resamples,
-    adjustment; default :class:`~adaptlab.stats.BootstrapConfig`); ``alpha``: the level of
-    the letters; ``power``: the power of the minimum detectable effect.
+    Parameters
+    ----------
+    per_query : mapping, DataFrame or ResultsStore
+        ``{system: adaptlab.evaluate(...) result}``, ``{system: {measure: values}}`` (the same
+        query order for every system), a long DataFrame with columns ``system``, ``query_id``,
+        ``measure``, ``value`` (and optionally ``dataset``; systems and queries in the order they
+        first appear, which fixes the letters and the resamples), or a results store
+        (``adaptlab.results.open(uri)``) whose latest per-query records are re-scored.
+    measures : str or sequence of str, optional
+        The measures to compare (default: all given; a store: ``ndcg@10``).
+    dataset : str, optional
+        The dataset's name (a store: only this dataset).
+    boot : BootstrapConfig, optional
+        Seed, resamples and p-value adjustment (default ``BootstrapConfig()``).
+    alpha : float
+        The level of the letters.
+    power : float
+        The power of each pair's minimum detectable effect.
+
+    Returns
+    -------
+    Comparison
+        ``frame()`` (systems: value, CI, letter, better_than, rank interval), ``pairs_frame()``
+        (pairs: diff, CI, p, adjusted p, MDE) and ``render(style)``.
+
+    Examples
+    --------
+    >>> from adaptlab.stats import BootstrapConfig
+    >>> per_query = {"ft": {"acc@1": [1, 1, 1, 0, 1, 1, 1, 0]}, "base": {"acc@1": [0, 1, 0, 0, 1, 0, 1, 0]}}
+    >>> c = compare(per_query, boot=BootstrapConfig(n_resamples=200))
+    >>> c.frame()[["system", "value", "letter"]].values.tolist()
+    [['ft', 0.75, 'a'], ['base', 0.375, 'b']]
+    >>> pair = c.pairs_frame().iloc[0]
+    >>> pair["a"], pair["b"], float(pair["diff"])
+    ('ft', 'base', 0.375)
     """
     boot = resolve_bootstrap("compare", boot, config_key="boot")
     measures = measures.split(",") if isinstance(measures, str) else measures

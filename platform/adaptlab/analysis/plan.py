@@ -273,14 +273,45 @@ def plan_sample_size(
 ) -> Plan:
     """The number of queries that detects a mean difference ``effect`` with probability ``power``.
 
-    ``pilot_a``, ``pilot_b``: per-query values of two systems on the same pilot queries (or
-    ``pilot_a`` alone: the per-query differences). ``effect``: the true mean difference to detect
-    (in the measure's units, e.g. 0.02 nDCG@10). ``n_experiments`` simulated evaluations per
-    size, each tested with ``n_resamples`` sign vectors (or bootstrap resamples from
-    :data:`~adaptlab.stats.PERMUTATION_Q` queries on); ``grid``: the sizes to evaluate (default:
-    around the normal-approximation size, refined by bisection); ``max_queries``: the largest size
-    tried. Method and references in the module doc. Returns a :class:`Plan` (its ``curve`` is a
-    DataFrame, ``figure()`` a matplotlib Figure).
+    Method and references in the module doc.
+
+    Parameters
+    ----------
+    pilot_a, pilot_b : array-like
+        Per-query values of two systems on the same pilot queries (or ``pilot_a`` alone: the
+        per-query differences).
+    effect : float
+        The true mean difference to detect, in the measure's units (e.g. 0.02 nDCG@10).
+    power : float
+        The probability of detecting it.
+    alpha : float
+        The level of the two-sided paired test.
+    n_experiments : int
+        Simulated evaluations per size.
+    n_resamples : int
+        Sign vectors of each simulated test (bootstrap resamples from
+        :data:`~adaptlab.stats.PERMUTATION_Q` queries on).
+    grid : list of int, optional
+        The sizes to evaluate (default: around the normal-approximation size, refined by
+        bisection).
+    max_queries : int
+        The largest size tried.
+    seed : int
+        Seeds the simulation.
+
+    Returns
+    -------
+    Plan
+        ``n_queries`` (None when no size up to ``max_queries`` reached ``power``), ``curve`` (a
+        DataFrame, one row per size) and ``figure()`` (a matplotlib Figure).
+
+    Examples
+    --------
+    >>> ft = [1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0]
+    >>> base = [1, 0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0]
+    >>> plan = plan_sample_size(ft, base, effect=0.2, n_experiments=50, n_resamples=99, grid=[20, 40, 80])
+    >>> plan.n_queries, plan.curve["n_queries"].tolist()
+    (40, [20, 40, 80])
     """
     d = _differences(pilot_a, pilot_b)
     if isinstance(effect, bool) or not isinstance(effect, (int, float)) or not np.isfinite(effect) or effect == 0:

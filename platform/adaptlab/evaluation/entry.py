@@ -126,15 +126,47 @@ def evaluate(
     system: str = "run",
     **bootstrap: Any,
 ) -> Evaluation:
-    """Per-query values of ``measures`` for ``run`` against ``qrels`` (each a mapping, a
-    DataFrame or a TREC file path; see the module doc), with the summary on ``.summary``.
+    """Per-query values of ``measures`` for ``run`` against ``qrels``, with the summary on ``.summary``.
 
-    ``query_ids`` restricts and orders the queries (default: the judged ones of ``qrels``);
-    queries without a relevant document are excluded (``.excluded``), judged queries the run
-    lacks score 0 (``.missing_from_run``). ``bootstrap``: the keywords of
-    :func:`adaptlab.evaluation.summarise` (``boot=`` or ``n_resamples``, ``seed``,
-    ``confidence``, ..., not both; checked here) used by ``.summary``; ``system`` names the run
-    there."""
+    Parameters
+    ----------
+    qrels : mapping, DataFrame or path
+        ``{query_id: {doc_id: relevance}}``, a long DataFrame or a TREC qrels file (module doc).
+    run : mapping, DataFrame or path
+        ``{query_id: {doc_id: score}}``, a long DataFrame or a TREC run file; ranked by score
+        descending, ties by document id descending (trec_eval).
+    measures : str or iterable
+        Canonical names such as ``"ndcg@10"``, ``"mrr"``, ``"acc@5"`` (docs/metrics.md).
+    query_ids : sequence of str, optional
+        Restricts and orders the queries (default: the judged ones of ``qrels``). Queries
+        without a relevant document are excluded (``.excluded``); judged queries the run lacks
+        score 0 (``.missing_from_run``).
+    system : str
+        The run's name in ``.summary``.
+    **bootstrap
+        The keywords of :func:`adaptlab.evaluation.summarise` used by ``.summary``: ``boot=``
+        (a :class:`~adaptlab.stats.BootstrapConfig`) or ``n_resamples``, ``seed``,
+        ``confidence``, ..., not both (checked here).
+
+    Returns
+    -------
+    Evaluation
+        ``values[measure][i]`` belongs to ``query_ids[i]``; ``mean()``, ``frame()`` and
+        ``summary`` (value, bootstrap CI and rank of each measure).
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"d1": 1}, "q2": {"d3": 1}, "q3": {"d5": 1}}
+    >>> run = {"q1": {"d1": 0.9, "d2": 0.5}, "q2": {"d4": 0.8, "d3": 0.7}, "q3": {"d6": 0.3}}
+    >>> ev = evaluate(qrels, run, ["mrr", "ndcg@10"], n_resamples=200)
+    >>> ev.query_ids, ev.values["mrr"].tolist()
+    (['q1', 'q2', 'q3'], [1.0, 0.5, 0.0])
+    >>> round(ev.mean()["ndcg@10"], 4)  # (1 + 1/log2(3) + 0) / 3
+    0.5436
+    >>> cell = ev.summary.systems["run"]["mrr"]
+    >>> bool(cell.ci_low <= cell.value == 0.5 <= cell.ci_high)
+    True
+    """
     unknown = sorted(set(bootstrap) - BOOTSTRAP_KEYWORDS)
     if unknown:
         raise ConfigError(f"evaluate(): unknown keyword(s) {', '.join(unknown)}; the bootstrap keywords are "

@@ -75,19 +75,43 @@ def open(  # noqa: A001 - intended
     as_of: datetime | str | None = None,
     storage_options: dict[str, str] | None = None,
 ) -> ResultsStore:
-    """Open the results store at ``root``: a local directory or an ``s3://``, ``gs://``,
-    ``az://``/``abfss://`` URI.
-
-    ``create=True`` creates it first (idempotent, safe when several processes do it at
-    once). ``version=N`` or ``as_of=`` (a datetime or ISO string) open a read-only
-    snapshot. ``storage_options`` (e.g. ``{"AWS_ENDPOINT_URL": ...}``) are passed to
-    delta-rs; by default credentials come from the environment. A store of the previous
-    layout (before Delta Lake) opens read-only (:class:`~adaptlab.results.legacy.LegacyReader`);
-    convert it with ``adaptlab results migrate OLD NEW``; it answers the same queries (typed
-    here as :class:`ResultsStore` for completion) but cannot commit.
+    """Open the results store at ``root``.
 
     Queries return pyarrow Tables, or pandas DataFrames with ``as_frame=True``;
-    :meth:`ResultsStore.wide` is the value-and-CI frame per system and measure.
+    :meth:`ResultsStore.wide` is the value-and-CI frame per system and measure. A store of the
+    previous layout (before Delta Lake) opens read-only
+    (:class:`~adaptlab.results.legacy.LegacyReader`; convert it with ``adaptlab results migrate
+    OLD NEW``): it answers the same queries (typed here as :class:`ResultsStore` for completion)
+    but cannot commit.
+
+    Parameters
+    ----------
+    root : str or path
+        A local directory or an ``s3://``, ``gs://``, ``az://``/``abfss://`` URI.
+    create : bool
+        Create the store first (idempotent, safe when several processes do it at once).
+    version : int, optional
+        Open the read-only snapshot of this version.
+    as_of : datetime or str, optional
+        Open the read-only snapshot at this time (a datetime or an ISO string).
+    storage_options : dict, optional
+        Passed to delta-rs (e.g. ``{"AWS_ENDPOINT_URL": ...}``); by default credentials come
+        from the environment.
+
+    Returns
+    -------
+    ResultsStore
+
+    Examples
+    --------
+    >>> from adaptlab import results
+    >>> store = results.open("results/demo", create=True)
+    >>> run = results.run_record("bm25", "scifact", model_id="bm25", model_revision=None,
+    ...                          dataset_fingerprint="f0", seed=0, config={})
+    >>> commit = store.commit([run], [{"run_id": run["run_id"], "system": "bm25", "dataset": "scifact",
+    ...                                "measure": "ndcg@10", "value": 0.66, "ci_low": 0.62, "ci_high": 0.70}])
+    >>> store.metrics(measure="ndcg@10", as_frame=True)[["system", "value", "ci_low"]].values.tolist()
+    [['bm25', 0.66, 0.62]]
     """
     uri, local = normalize_uri(root)
     if local is not None:

@@ -279,18 +279,46 @@ def bootstrap_ci(
 ) -> BootstrapResult:
     """Percentile bootstrap CI of the mean per-query value of each system.
 
-    ``values``: ``[n_queries]`` or ``[n_systems, n_queries]`` finite per-query metric values.
-    ``n_resamples`` (m) resamples of ``sample_size`` (l, default: all) queries drawn with
-    replacement; ``confidence``: coverage of the percentile interval (0.95: the 2.5th and
-    97.5th percentiles). ``method``: ``"auto"``, ``"index"`` or ``"multinomial"`` (see the
-    module doc); ``backend``: ``"auto"``, ``"numpy"`` or ``"cupy"`` (index path arithmetic);
-    ``n_jobs``: worker threads (default: available CPUs), no effect on the result.
-    ``keep_distribution`` keeps the resampled means ``[n_systems, n_resamples]``.
-    ``sample_size > Q`` is an error unless ``allow_oversampling``. ``interval``: one of
-    :data:`adaptlab.stats.intervals.INTERVALS` (default ``"auto"``: Wilson for 0/1 values
-    resampled over all queries, else percentile; the interval actually used is
-    ``BootstrapResult.interval``).
+    The CI is the ``(1 - c)/2`` and ``(1 + c)/2`` quantiles of ``m`` resampled means, each the
+    mean of ``l`` queries drawn with replacement (Efron and Tibshirani 1993, chapter 13).
 
+    Parameters
+    ----------
+    values : array-like
+        ``[n_queries]`` or ``[n_systems, n_queries]`` finite per-query metric values.
+    n_resamples : int
+        ``m``, the number of resamples.
+    sample_size : int or None
+        ``l``, queries per resample; None: all ``Q``. Larger than ``Q`` is an error unless
+        ``allow_oversampling``.
+    seed : int
+        Seeds the resamples (a seeded NumPy Generator).
+    confidence : float
+        ``c``, coverage of the interval (0.95: the 2.5th and 97.5th percentiles).
+    method : str
+        ``"auto"``, ``"index"`` or ``"multinomial"`` (exact counts over the distinct values;
+        see the module doc).
+    backend : str
+        ``"auto"``, ``"numpy"`` or ``"cupy"`` (the index path's arithmetic).
+    n_jobs : int or None
+        Worker threads (default: available CPUs); no effect on the result.
+    keep_distribution : bool
+        Keep the resampled means ``[n_systems, n_resamples]``.
+    allow_oversampling : bool
+        Allow ``sample_size > Q``.
+    interval : str
+        One of :data:`adaptlab.stats.intervals.INTERVALS`; ``"auto"``: Wilson for 0/1 values
+        resampled over all queries, else percentile (the one used is ``BootstrapResult.interval``).
+
+    Returns
+    -------
+    BootstrapResult
+        ``point``, ``boot_mean``, ``ci_low``, ``ci_high``: floats for ``[n_queries]`` values,
+        arrays ``[n_systems]`` for ``[n_systems, n_queries]`` (even for one row); the same
+        numbers either way.
+
+    Notes
+    -----
     What is paired: with ``method="index"`` every system is evaluated on the same resamples,
     :func:`adaptlab.stats.resample_indices` ``(Q, n_resamples=m, sample_size=l, seed=seed)``;
     with ``"multinomial"`` each system's resampled counts are drawn exactly and independently
@@ -299,13 +327,13 @@ def bootstrap_ci(
     rows passed. Each row's CI is a correct marginal CI either way; comparisons between systems
     must use :func:`paired_bootstrap`, which always pairs.
 
-    Shapes: ``[n_systems, n_queries]`` values give arrays of shape ``[n_systems]`` (one entry
-    per row, even for one row); ``[n_queries]`` values (one system) give floats and no system
-    axis (:class:`BootstrapResult`). The numbers are the same either way.
-
+    Examples
+    --------
     >>> r = bootstrap_ci([0.0, 1.0, 1.0, 1.0], n_resamples=200, seed=1)
     >>> r.point
     0.75
+    >>> bool(r.ci_low <= r.point <= r.ci_high)
+    True
     >>> bootstrap_ci([[0.0, 1.0, 1.0, 1.0]], n_resamples=200, seed=1).point
     array([0.75])
     """
@@ -505,24 +533,54 @@ def paired_bootstrap(
 ) -> list[PairedDifference]:
     """Paired bootstrap of mean differences between systems evaluated on the same queries.
 
-    ``values``: ``[n_systems, n_queries]`` finite per-query values (the same query order in
-    every row). Compares every pair ``(i, j)``, ``i < j`` (difference ``i - j``), or, with
-    ``baseline`` (index or name), every other system against it (``system - baseline``), or,
-    with ``pairs``, exactly the listed ``(a, b)`` pairs (names or indices; difference ``a - b``;
-    per-family baselines such as a ColBERT against its own base). Each resample draws one set of queries for both systems of a pair, so the difference is
-    paired; ``diff`` is the observed mean difference, ``ci_low/ci_high`` the percentile
-    interval of the resampled differences ``D*``, and
+    Each resample draws one set of queries for both systems of a pair, so the difference is
+    paired. ``diff`` is the observed mean difference, ``ci_low``/``ci_high`` the percentile
+    interval of the resampled differences ``D*``. The two-sided p-value of "no difference" is,
+    from :data:`~adaptlab.stats.PERMUTATION_Q` (1000) queries on, the Monte Carlo bootstrap
+    p-value (Davison and Hinkley 1997, chapter 4)
 
-        p_value = min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (n_resamples + 1)),
+        p_value = min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (n_resamples + 1))
 
-    the two-sided bootstrap p-value of "no difference" (0 lies outside the percentile interval
-    of level c roughly when p < 1 - c). Resampled differences within 1e-10 * max|d| of 0 count
-    as ties on both sides (floating-point rounding). Other arguments as in
-    :func:`bootstrap_ci`; ``method`` ``"multinomial"`` draws each pair's distinct per-query
-    differences exactly, or all systems at once over their distinct joint value tuples when
-    that is cheaper (``PairedDifference.method == "multinomial-joint"``). ``interval="bca"``
-    gives BCa intervals of the differences (p-values unchanged); ``"wilson"``/``"jeffreys"``
-    do not apply to differences, which then get the percentile interval.
+    (0 lies outside the interval of level c roughly when p < 1 - c), and below that the paired
+    sign-flip randomization test over all queries with ``n_resamples`` sign vectors (Fisher
+    1935; Smucker, Allan and Carterette 2007), which the bootstrap p-value over-rejects at small
+    Q (docs/metrics.md). Resampled differences within 1e-10 * max|d| of 0 count as ties on both
+    sides (floating-point rounding).
+
+    Parameters
+    ----------
+    values : array-like
+        ``[n_systems, n_queries]`` finite per-query values, the same query order in every row.
+    names : sequence of str, optional
+        System names, one per row (pairs then name systems by name).
+    baseline : int or str, optional
+        Compare every other system against it (``system - baseline``).
+    pairs : sequence of (a, b), optional
+        Exactly these pairs (names or indices; ``a - b``), e.g. a ColBERT against its own base.
+        Without ``baseline`` or ``pairs``: every pair ``(i, j)``, ``i < j`` (``i - j``).
+    n_resamples, sample_size, seed, confidence, backend, n_jobs, allow_oversampling
+        As in :func:`bootstrap_ci`.
+    method : str
+        As in :func:`bootstrap_ci`; ``"multinomial"`` draws each pair's distinct per-query
+        differences exactly, or all systems at once over their distinct joint value tuples
+        when that is cheaper (``PairedDifference.method == "multinomial-joint"``).
+    interval : str
+        ``"percentile"``, or ``"bca"`` (BCa intervals, p-values unchanged); ``"wilson"`` and
+        ``"jeffreys"`` do not apply to differences, which then get the percentile interval.
+
+    Returns
+    -------
+    list of PairedDifference
+        One per pair: ``a``, ``b``, ``diff``, ``ci_low``, ``ci_high``, ``p_value`` and the settings.
+
+    Examples
+    --------
+    >>> d = paired_bootstrap([[1, 1, 1, 0], [0, 1, 0, 0]], names=["ft", "base"], baseline="base",
+    ...                      n_resamples=500, seed=0)
+    >>> d[0].a, d[0].b, d[0].diff
+    ('ft', 'base', 0.5)
+    >>> bool(d[0].ci_low <= 0.5 <= d[0].ci_high) and 0 < d[0].p_value <= 1
+    True
     """
     arr = _as_values(values)
     seed = check_seed(seed)

@@ -63,18 +63,39 @@ def sample_size_note(sample_size: int, n_queries: int, *, pairs: bool = True) ->
 
 @dataclass(frozen=True)
 class BootstrapConfig:
-    """m resamples of l queries with replacement, seeded, with a CI at ``confidence``.
+    """The bootstrap settings, one frozen object: ``m`` resamples of ``l`` queries drawn with
+    replacement, seeded, with a CI at ``confidence``.
 
-    ``sample_size=None`` (or 0 in a study file) resamples Q queries, Q = the number of queries.
-    A ``sample_size`` larger than Q is an error when the bootstrap runs, unless
-    ``allow_oversampling`` (resamples larger than the data understate the variance).
-    ``interval``: how CIs of means are computed, one of :data:`INTERVALS` (``"auto"``, the
-    default: Wilson for 0/1 values such as accuracy@k resampled over all queries, else
-    percentile, so nDCG and MRR keep the numbers of earlier versions; ``"percentile"``, the
-    default before 0/1 measures got Wilson; ``"bca"``; ``"wilson"`` / ``"jeffreys"`` for 0/1
-    values, else percentile). ``adjustment``: the multiplicity
-    adjustment of paired p-values within one (dataset, measure) family, one of
-    ``"holm"`` (default), ``"bh"``, ``"none"``; it changes no raw p-value.
+    Parameters
+    ----------
+    n_resamples : int
+        ``m``, resamples per CI or paired test.
+    sample_size : int or None
+        ``l``; None (or 0 in a study file) resamples Q queries, Q = the number of queries. Larger
+        than Q is an error when the bootstrap runs, unless ``allow_oversampling`` (resamples
+        larger than the data understate the variance).
+    seed : int
+        The root of the resamples' random streams.
+    confidence : float
+        Coverage of every interval.
+    allow_oversampling : bool
+        Allow ``sample_size`` > Q.
+    interval : str
+        How CIs of means are computed, one of :data:`INTERVALS`: ``"auto"`` (default: Wilson
+        for 0/1 values such as accuracy@k resampled over all queries, else percentile, so nDCG
+        and MRR keep the numbers of earlier versions), ``"percentile"``, ``"bca"``,
+        ``"wilson"`` / ``"jeffreys"`` (for 0/1 values, else percentile).
+    adjustment : str
+        The multiplicity adjustment of paired p-values within one (dataset, measure) family:
+        ``"holm"`` (default), ``"bh"`` or ``"none"``; it changes no raw p-value.
+
+    Examples
+    --------
+    >>> boot = BootstrapConfig(n_resamples=500, sample_size=100, seed=3)  # the setting of paper 000
+    >>> boot.kwargs()["n_resamples"], boot.with_seed(4).seed
+    (500, 4)
+    >>> BootstrapConfig(sample_size=0).sample_size is None
+    True
     """
 
     n_resamples: int = 1000

@@ -88,8 +88,51 @@ def parse_study(data: Mapping[str, Any], *, source: str = "<memory>", base_dir: 
 
 
 def load_study(path: str | Path) -> Study:
-    """Read and validate a study TOML file; relative paths in it resolve against the project
-    root (:func:`~adaptlab.study.schema.project_root` of the file's folder)."""
+    """Read a study TOML file and validate it whole, ``[adapt]`` and ``[tune]`` included.
+
+    Parameters
+    ----------
+    path : str or path
+        The study file. Relative paths in it resolve against the project root
+        (:func:`~adaptlab.study.schema.project_root` of the file's folder: the nearest folder
+        above it with a pyproject.toml, else its own).
+
+    Returns
+    -------
+    Study
+        The validated sections (``study.study``, ``study.datasets``, ``study.models``, ...).
+
+    Raises
+    ------
+    ConfigError
+        Naming the file, the section and the key: an unknown key, a wrong type, a value out
+        of range (``demo.toml: [adapt].fraction: expected a number in (0.0, 1.0], got 0``).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("demo.toml").write_text('''
+    ... [study]
+    ... name = "demo"
+    ... store = "results/demo"
+    ... [[datasets]]
+    ... name = "synthetic"
+    ... spec = "synthetic:n_documents=3,seed=0"
+    ... [[models]]
+    ... name = "hash"
+    ... ref = "hash"
+    ... [evaluation]
+    ... metrics = ["acc@1", "mrr@10"]
+    ... [bootstrap]
+    ... n_resamples = 200
+    ... [embedding]
+    ... use_ray = false
+    ... cache = "off"
+    ... ''')
+    >>> study = load_study("demo.toml")
+    >>> study.study.name, [m.name for m in study.models], study.evaluation.metrics
+    ('demo', ['hash'], ['acc@1', 'mrr@10'])
+    """
     p = Path(path)
     try:
         text = p.read_bytes().decode("utf-8")

@@ -110,9 +110,45 @@ def run_study(
     export_run: str | Path | None = None,
     on_dataset: Callable[[DatasetOutcome], None] | None = None,
 ) -> StudyOutcome:
-    """Run ``study`` (with or without ``[adapt]``); ``store``/``address`` override the study
-    file's, ``export_run`` writes TREC run files, ``on_dataset`` sees each dataset's outcome as
-    soon as it is stored. A study with ``[adapt]`` returns a :class:`ScaleStudyOutcome`."""
+    """Run ``study``: every system on every dataset, with bootstrap CIs and paired tests, each
+    dataset stored as one atomic commit; with ``[adapt]`` the adaptation stage first.
+
+    Parameters
+    ----------
+    study : Study
+        From :func:`~adaptlab.study.load.load_study`.
+    store : str or path, optional
+        Overrides the study file's ``[study].store`` (a folder or an object-store URI).
+    address : str, optional
+        A Ray cluster to run on (default: the study's, else an embedded local Ray when needed).
+    export_run : str or path, optional
+        A folder for TREC run files of every (system, dataset).
+    on_dataset : callable, optional
+        Called with each dataset's :class:`DatasetOutcome` as soon as it is stored.
+
+    Returns
+    -------
+    StudyOutcome
+        ``datasets`` (one :class:`DatasetOutcome` each: ``summary``, ``records``, ``run_ids``)
+        and ``store``; a :class:`ScaleStudyOutcome` for a study with ``[adapt]``.
+
+    Examples
+    --------
+    >>> from adaptlab.study import parse_study, run_study
+    >>> study = parse_study({  # what load_study reads from a TOML file
+    ...     "study": {"name": "demo", "store": "results/demo"},
+    ...     "datasets": [{"name": "synthetic", "spec": "synthetic:n_documents=3,seed=0"}],
+    ...     "models": [{"name": "hash", "ref": "hash"}],  # the weight-free hashing encoder
+    ...     "evaluation": {"metrics": ["acc@1", "mrr@10"]}, "bootstrap": {"n_resamples": 200},
+    ...     "embedding": {"use_ray": False, "cache": "off"}})
+    >>> out = run_study(study)
+    >>> cell = out.datasets[0].summary.systems["hash"]["acc@1"]
+    >>> round(cell.value, 3), bool(cell.ci_low <= cell.value <= cell.ci_high)
+    (0.158, True)
+    >>> from adaptlab import results
+    >>> results.open("results/demo").metrics(as_frame=True)["measure"].tolist()
+    ['acc@1', 'mrr@10']
+    """
     start = time.perf_counter()
     store_root = study.store_root(store)
     if store_root is not None:

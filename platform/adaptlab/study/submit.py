@@ -327,12 +327,47 @@ def submit_study(
     log=None,
     allow_credentials: Iterable[str] = (),
 ) -> SubmitResult:
-    """Submit ``study_path`` to the Ray cluster at ``address`` (``http://HOST:8265``).
+    """Submit ``study_path`` to the Ray cluster at ``address`` as a Ray job, idempotently.
 
-    ``store`` (like ``--store``) is relative to the current directory; the study's ``store``
-    key to the project root; see the module docstring for what a remote cluster accepts and
-    what is uploaded (:func:`upload_plan`; ``allow_credentials`` as there). Each file left out
-    for its credential content is a warning line naming it and the flag that uploads it anyway."""
+    The module docstring says what a remote cluster accepts and what is uploaded
+    (:func:`upload_plan` lists it and sends nothing).
+
+    Parameters
+    ----------
+    study_path : str or path
+        The study file, validated here before anything is sent.
+    address : str
+        The cluster's dashboard, ``http://HOST:8265``.
+    store : str, optional
+        Like ``--store``, relative to the current directory (the study's ``store`` key is
+        relative to the project root).
+    wait : bool
+        Follow the job until it ends (or ``timeout_s`` passes).
+    timeout_s : float, optional
+        How long ``wait`` follows the job.
+    log : callable, optional
+        Receives the job's log lines while it is followed.
+    allow_credentials : iterable of str
+        Files to upload although they hold credentials (as in :func:`upload_plan`). Each file
+        left out for its credential content is a warning line naming it and this option.
+
+    Returns
+    -------
+    SubmitResult
+        ``submission_id`` (derived from the study's content and the store), ``status``,
+        ``resubmitted`` (an existing job of the same id was attached to), ``attempt``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("demo.toml").write_text('[study]\\nname = "demo"\\n[[datasets]]\\nname = "s"\\n'
+    ...                                  'spec = "synthetic:n_documents=3"\\n[[models]]\\nname = "hash"\\nref = "hash"\\n')
+    >>> study, plan = upload_plan("demo.toml")  # what would be sent; nothing is
+    >>> sorted(plan.files)
+    ['demo.toml']
+    >>> submit_study("demo.toml", "http://127.0.0.1:8265")  # needs a Ray cluster  # doctest: +SKIP
+    SubmitResult(submission_id='adaptlab-demo-...', status='PENDING', resubmitted=False, ...)
+    """
     study, plan = upload_plan(study_path, allow_credentials=allow_credentials)
     for line in plan.refused_lines():
         _log.warning("%s", line)
