@@ -7,6 +7,7 @@
     adaptlab results --store S --wide [--format table|json|csv] [--digits N] [--baseline NAME]
     adaptlab results --store S --format latex [--digits N] [--baseline NAME]
     adaptlab results --store S --sql "SELECT system, avg(value) FROM metrics GROUP BY system"
+    adaptlab results --store S --has-run RUN_ID[,RUN_ID...]
     adaptlab results migrate OLD NEW
     adaptlab results compact --store S [--retention-hours H]
     adaptlab results repair --store S
@@ -58,6 +59,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--version", dest="store_version", type=int, default=None, metavar="N",
                    help="read the store as it was at version N (see --table history)")
     p.add_argument("--as-of", default=None, metavar="TIME", help="read the store as it was at TIME (ISO 8601)")
+    p.add_argument("--has-run", metavar="RUN_ID[,RUN_ID...]", default=None,
+                   help="say whether each run id is in the store and at which version (exit 0 when all are, 1 when "
+                        "one is not): after a commit whose outcome was unknown, whether it landed")
+    p.add_argument("--strict", action="store_true",
+                   help="a data file that would be read without a recorded SHA-256 (no checksum record, or the "
+                        "_adaptlab_checksums folder missing) is an error (exit 2), not a warning")
     p.add_argument("--retention-hours", type=float, default=168.0,
                    help="compact: keep files needed by versions younger than this (default 168 = 7 days)")
     p.add_argument("--format", choices=("table", "json", "csv", "latex"), default="table",
@@ -161,8 +168,8 @@ def _open(args: argparse.Namespace):
     if not args.store:
         raise ConfigError("--store is required: give the results store directory or URI, e.g. --store results/")
     if args.store_version is not None or args.as_of is not None:
-        return results.open(args.store, version=args.store_version, as_of=args.as_of)
-    return results.open(args.store)
+        return results.open(args.store, version=args.store_version, as_of=args.as_of, strict=args.strict)
+    return results.open(args.store, strict=args.strict)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -190,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _check_wide_options(args)
     store = _open(args)
+    if args.has_run is not None:
+        return _has_run(store, args)
     if args.sql is not None:
         if args.filter or args.latest:
             raise ConfigError("--sql cannot be combined with --filter or --latest: put them in the query")
@@ -228,6 +237,24 @@ def run(args: argparse.Namespace) -> int:
         table = _with_run_columns(store, table)
     _emit(table, args.format, _DEFAULT_COLUMNS[args.table])
     return 0
+
+
+def _has_run(store, args: argparse.Namespace) -> int:
+    """``--has-run R1,R2``: one line per run id, in the store (at which version) or not; exit 1
+    when one is not."""
+    ids = [r.strip() for r in args.has_run.split(",") if r.strip()]
+    if not ids:
+        raise ConfigError("--has-run: expected one or more run ids, e.g. --has-run 0433e818...,203ce427...")
+    if not hasattr(store, "has_runs"):
+        raise ConfigError(f"{args.store} is a store of the previous layout; migrate it with "
+                          f"`adaptlab results migrate {args.store} NEW`")
+    found = store.has_runs(ids)
+    now = store.version()
+    for run_id in ids:
+        v = found[run_id]
+        _print(f"run {run_id}: " + (f"in the store (committed at version {v})" if v is not None else
+                                    f"not in the store (version {now})"))
+    return 0 if all(v is not None for v in found.values()) else 1
 
 
 def _repair(args: argparse.Namespace) -> int:

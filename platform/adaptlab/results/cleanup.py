@@ -29,14 +29,16 @@ def _belongs_to(health: Health, path: str, commit_id: str) -> bool | None:
     return len(ids) > 0 and bool(pc.all(pc.equal(ids, commit_id)).as_py())
 
 
-def _live(health: Health) -> set[str]:
+def _live(health: Health) -> set[str] | None:
+    """The data files of the latest version; None when the log cannot be read (then nothing is
+    removed: a file of a commit that landed after all would be lost)."""
     from deltalake import DeltaTable
 
     try:
         with quiet_native("cleanup"):
             return set(health.live_files(DeltaTable(health.uri, storage_options=health._options)))
-    except Exception:  # noqa: BLE001 - attribution by commit id below is what makes removal safe
-        return set()
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def remove_unreferenced(health: Health, commit_id: str, before: set[str]) -> str:
@@ -51,6 +53,9 @@ def remove_unreferenced(health: Health, commit_id: str, before: set[str]) -> str
     if not new:
         return "; no data file was written"
     live = _live(health)
+    if live is None:
+        return (f"; the {len(new)} new data file(s) were left in place (the store's log cannot be read to tell "
+                "whose they are; `adaptlab results compact` deletes unreferenced ones)")
     removed, kept = [], []
     for path in (p for p in new if p not in live):
         owner = _belongs_to(health, path, commit_id)

@@ -26,16 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adaptlab.errors import StoreError
+from adaptlab.results.delta_table import COMMIT_KEY
+from adaptlab.results.delta_protocol import action_problem, last_checkpoint_problem
 from adaptlab.results.native import TIMEOUT_ENV, short_message, store_timeout, timed_out
 
-__all__ = ["CHECKSUM_DIR", "LOG_DIR", "QUARANTINE_DIR", "Health", "Listing", "LogState", "StoreDamagedError", "store_filesystem"]
+__all__ = ["CHECKSUM_DIR", "LAST_CHECKPOINT", "LOG_DIR", "QUARANTINE_DIR", "Health", "Listing", "LogState",
+           "StoreDamagedError", "commit_version", "relative_path", "store_filesystem"]
 
 LOG_DIR = "_delta_log"
 CHECKSUM_DIR = "_adaptlab_checksums"
 QUARANTINE_DIR = "_adaptlab_quarantine"
 _COMMIT_RE = re.compile(r"^_delta_log/(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^_delta_log/(\d{20})\.checkpoint(?:\.\d+\.\d+)?\.parquet$")
-_COMMIT_KEY = "adaptlab.commit_id"
+LAST_CHECKPOINT = f"{LOG_DIR}/_last_checkpoint"
 
 
 class StoreDamagedError(StoreError):
@@ -65,6 +68,8 @@ class Listing:
     commits: dict[int, tuple[str, int]] = field(default_factory=dict)
     checkpoints: dict[int, str] = field(default_factory=dict)
     files: dict[str, int] = field(default_factory=dict)
+    not_files: list[str] = field(default_factory=list)
+    """Log entries that are not files (a directory where a commit file should be)."""
 
 
 @dataclass
@@ -98,9 +103,11 @@ def list_store(fs: Any) -> Listing:
     infos = [i for folder in _store_folders(fs)
              for i in fs.get_file_info(pafs.FileSelector(folder, recursive=True, allow_not_found=True))]
     for info in infos:
-        if info.type != pafs.FileType.File:
-            continue
         path, size = info.path.lstrip("/"), int(info.size or 0)
+        if info.type != pafs.FileType.File:
+            if _COMMIT_RE.match(path) or path == LAST_CHECKPOINT:
+                out.not_files.append(path)
+            continue
         m = _COMMIT_RE.match(path)
         c = _CHECKPOINT_RE.match(path)
         if m:
@@ -128,8 +135,9 @@ def parse_commit(uri: str, path: str, version: int, raw: bytes) -> list[dict[str
             action = json.loads(line)
         except ValueError as e:
             raise StoreDamagedError(uri, path, version, f"is truncated or garbled (line {n} is not JSON)") from e
-        if not isinstance(action, dict) or not action:
-            raise StoreDamagedError(uri, path, version, f"is garbled (line {n} is not a Delta action)")
+        problem = action_problem(action)
+        if problem is not None:
+            raise StoreDamagedError(uri, path, version, f"is garbled: line {n} {problem}")
         actions.append(action)
     _check_counts(uri, path, version, actions)
     return actions
@@ -148,7 +156,13 @@ def _check_counts(uri: str, path: str, version: int, actions: list[dict[str, Any
         raise StoreDamagedError(uri, path, version, "is truncated or garbled (no table metadata)")
 
 
-def _relative(uri: str, path: str) -> str:
+def commit_version(path: str) -> int | None:
+    """The version of a commit file's store-relative path (None: not a commit file)."""
+    m = _COMMIT_RE.match(path)
+    return int(m.group(1)) if m else None
+
+
+def relative_path(uri: str, path: str) -> str:
     """A data file path of the log as a store-relative path (the log percent-encodes paths)."""
     text = urllib.parse.unquote(path)
     for prefix in (uri.rstrip("/") + "/", "file://" + uri.rstrip("/") + "/"):
@@ -181,6 +195,7 @@ class Health:
 
     def check_log(self, listing: Listing, upto: int | None = None) -> LogState:
         """Check every commit file up to ``upto`` (default: all); returns what the log says."""
+        self._check_entries(listing, upto)
         versions = sorted(v for v in listing.commits if upto is None or v <= upto)
         if not versions:
             raise StoreDamagedError(self.uri, f"{LOG_DIR}/{0:020d}.json", 0, "is missing: the log has no commit")
@@ -197,6 +212,24 @@ class Health:
         for v in range(state.first, state.last + 1):
             self._read_commit(v, *listing.commits[v], state, raw)
         return state
+
+    def _check_entries(self, listing: Listing, upto: int | None) -> None:
+        """A directory where a commit file should be, and a malformed ``_last_checkpoint``."""
+        for path in sorted(listing.not_files):
+            version = commit_version(path)
+            if version is None or upto is None or version <= upto:
+                raise StoreDamagedError(self.uri, path, version, "is a directory, expected a JSON file" if version
+                                        is None else "is a directory, expected a commit file (one JSON action per line)")
+        if LAST_CHECKPOINT not in listing.files:
+            return
+        try:
+            with self.fs.open_input_stream(LAST_CHECKPOINT) as f:
+                problem = last_checkpoint_problem(f.read())
+        except Exception as e:  # noqa: BLE001 - any storage error: the file cannot be used
+            problem = f"cannot be read ({short_message(e)})"
+        if problem is None:
+            return
+        raise StoreDamagedError(self.uri, LAST_CHECKPOINT, None, f"{problem}; it names the log's latest checkpoint")
 
     def _fetch(self, files: list[tuple[str, int]]) -> dict[tuple[str, int], bytes | Exception]:
         """The bytes of the commit files not parsed yet, read in parallel on object stores."""
@@ -233,10 +266,10 @@ class Health:
 
     def _summary(self, actions: list[dict[str, Any]]) -> tuple[list[str], str | None, int]:
         """What the checks keep of a commit: its added files, adaptlab commit id and time (ms)."""
-        adds = [_relative(self.uri, a["add"]["path"]) for a in actions
+        adds = [relative_path(self.uri, a["add"]["path"]) for a in actions
                 if isinstance(a.get("add"), dict) and isinstance(a["add"].get("path"), str)]
         info = next((a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), dict)), {})
-        commit_id = info.get(_COMMIT_KEY) if isinstance(info.get(_COMMIT_KEY), str) else None
+        commit_id = info.get(COMMIT_KEY) if isinstance(info.get(COMMIT_KEY), str) else None
         return adds, commit_id, int(info.get("timestamp") or 0)
 
     def check_data(self, dt: Any, listing: Listing, state: LogState) -> dict[str, int]:
@@ -266,4 +299,4 @@ class Health:
             raise StoreError(f"{self.uri}: cannot list the store's data files: {short_message(e)}") from e
         paths = actions.column("path").to_pylist()
         sizes = actions.column("size_bytes").to_pylist()
-        return {_relative(self.uri, p): int(s) for p, s in zip(paths, sizes)}
+        return {relative_path(self.uri, p): int(s) for p, s in zip(paths, sizes)}

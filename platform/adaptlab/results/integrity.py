@@ -13,9 +13,11 @@ Object-storage stores are verified the same way (issue 19): each file is downloa
 to hash it.
 
 Gaps are never silent (issue 19): on open and before every commit, a data file of the current
-version with no recorded hash is a WARNING naming it and its version (and a deleted
-``_adaptlab_checksums`` folder a WARNING saying so); a manifest of a commit the log no longer
-has is :class:`~adaptlab.results.health.StoreDamagedError` (a commit file was deleted).
+version with no recorded hash is a WARNING naming it and its version; a manifest of a commit the
+log no longer has is :class:`~adaptlab.results.health.StoreDamagedError` (a commit file was
+deleted). A store is created with its checksum folder (an empty ``created.json``), so a missing
+folder is a WARNING naming it at once, whatever the age of the commits (issue 28). Under
+``strict`` (``adaptlab results --strict``) each of these warnings is an error instead.
 
 Limits: the manifest is written just after the Delta commit; a writer killed between the two
 leaves that commit's files without a hash until the next commit (or ``adaptlab results repair``)
@@ -46,6 +48,8 @@ __all__ = ["CHECKSUM_DIR", "GRACE_SECONDS", "Checksums"]
 
 GRACE_SECONDS = 120.0
 """A commit younger than this may still be recording its checksums: no warning for its files."""
+CREATED = "created"
+"""The name (``created.json``) of the empty manifest a store is created with."""
 _LOG = logging.getLogger(__name__)
 _CHUNK = 1 << 20
 
@@ -78,6 +82,8 @@ class Checksums:
         self._verified: dict[str, tuple[int, ...]] = {}
         self._warned: set[str] = set()
         self._present = False
+        self.strict = False
+        """Unverified data files (no recorded hash, or no checksum folder) are an error, not a warning."""
 
     @classmethod
     def for_store(cls, uri: str, fs: Any) -> Checksums:
@@ -166,6 +172,12 @@ class Checksums:
             self._manifest, self._seen = merged, names
         return self._manifest
 
+    def create_folder(self) -> None:
+        """Create the checksum folder with an empty manifest, as a new store's table is created:
+        from then on a missing folder means it was deleted, whatever the age of the commits."""
+        if self._names() is None:
+            self._write(CREATED, b"{}")
+
     def record(self, file_uris: Iterable[str], label: str) -> None:
         """Hash every data file that has no recorded hash yet; write them as one manifest.
         A failure to write is logged, not raised: the commit has landed already."""
@@ -211,6 +223,33 @@ class Checksums:
                 )
             self._verified[rel] = state
 
+    def listed(self, rel: str) -> list[str]:
+        """The data files the manifest ``rel`` (store-relative) records; [] when it cannot be read."""
+        try:
+            data = json.loads(self._read(rel).decode("utf-8"))
+        except (OSError, ValueError):
+            return []
+        return sorted(k for k, v in data.items() if isinstance(v, dict)) if isinstance(data, dict) else []
+
+    def parquet_problem(self, rel: str, rows: int | None, nulls: dict[str, int]) -> str | None:
+        """What is wrong with a data file that has no recorded hash (None: nothing found): it must
+        decode as Parquet, with the number of rows and, per column, of nulls the Delta log
+        recorded for it. A byte flip can decode to other values (issue 11); one that breaks the
+        encoding, the footer or a count is caught here, so repair never records its hash."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(pa.BufferReader(self._read(rel)))
+        except Exception as e:  # noqa: BLE001 - any decoding error: the file is damaged
+            return f"does not read as Parquet ({short_message(e, 160)})"
+        if rows is not None and table.num_rows != rows:
+            return f"decodes to {table.num_rows} rows, the log recorded {rows}"
+        for name, want in sorted(nulls.items()):
+            if name in table.column_names and table.column(name).null_count != want:
+                return f"has {table.column(name).null_count} nulls in column {name!r}, the log recorded {want}"
+        return None
+
     # -- gaps ---------------------------------------------------------------------------------
     def orphans(self, listing: Listing, state: LogState) -> list[str]:
         """Manifests (store-relative paths) of adaptlab commits that are not in the log. Only
@@ -231,17 +270,30 @@ class Checksums:
             raise StoreDamagedError(uri, lost[0], None, f"records the checksums of commit {commit}, which is not in "
                                                         f"the log (versions {state.first}..{state.last}): a commit "
                                                         "file was deleted")
-        now_ms = time.time() * 1000
-        young = {v for v, t in state.times.items() if now_ms - t < GRACE_SECONDS * 1000}
         known = self.manifest()
         gaps = sorted(p for p in live if p not in known and p not in self._warned
-                      and state.added.get(p) not in young)
+                      and state.added.get(p) not in self._young(state))
         if not gaps:
             return
-        self._warned.update(gaps)
         versions = sorted({state.added[p] for p in gaps if p in state.added})
         shown = ", ".join(str(v) for v in versions[:8]) + (", ..." if len(versions) > 8 else "")
         why = (f"the checksum folder {CHECKSUM_DIR}/ is missing" if not self._present
                else f"{len(gaps)} data file(s) have no checksum record")
+        if self.strict:
+            problem = (f"is missing, so {len(gaps)} data file(s) (e.g. {gaps[0]}) would be read unverified"
+                       if not self._present else
+                       f"has no checksum record ({len(gaps)} data file(s) in all), so it would be read unverified")
+            raise StoreDamagedError(uri, f"{CHECKSUM_DIR}/" if not self._present else gaps[0],
+                                    versions[0] if versions else None, f"{problem}; strict reading refuses that")
+        self._warned.update(gaps)
         _LOG.warning("%s: %s (e.g. %s, version(s) %s): those files are read unverified; `adaptlab results repair "
                      "--store %s` records their current bytes", uri, why, gaps[0], shown or "unknown", uri)
+
+    def _young(self, state: LogState) -> set[int]:
+        """Versions whose writer may be recording their checksums now (younger than
+        :data:`GRACE_SECONDS`). With the checksum folder missing, none: a store creates it with its
+        table (:meth:`create_folder`), so it was deleted."""
+        if not self._present:
+            return set()
+        now_ms = time.time() * 1000
+        return {v for v, t in state.times.items() if now_ms - t < GRACE_SECONDS * 1000}

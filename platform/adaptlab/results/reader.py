@@ -10,6 +10,7 @@ This module imports pyarrow and deltalake; ``adaptlab.results`` loads it on firs
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import json
 import os
@@ -115,6 +116,7 @@ class StoreReader:
         version: int | None = None,
         as_of: datetime | str | None = None,
         storage_options: dict[str, str] | None = None,
+        strict: bool = False,
     ) -> None:
         self.uri, local = normalize_uri(root)
         self.root: Path | str = local if local is not None else self.uri
@@ -122,6 +124,7 @@ class StoreReader:
             dict(storage_options) if storage_options else None)
         self._health = Health(self.uri, self._options)
         self._checksums = Checksums(local) if local is not None else Checksums(self.uri, lambda: self._health.fs)
+        self._checksums.strict = bool(strict)
         self._dt: Any = None
         if version is not None and as_of is not None:
             raise StoreError("open(): give version= or as_of=, not both")
@@ -177,6 +180,8 @@ class StoreReader:
             if self._is_table():  # a concurrent creator won; its table is the same
                 return
             raise StoreError(f"cannot create a results store at {self.uri}: {one_line(e)}") from e
+        with contextlib.suppress(Exception):  # not damage: the first commit's checksum record creates it too
+            self._checksums.create_folder()
 
     def _load(self, version: int | None, as_of: datetime | str | None) -> None:
         if isinstance(self.root, Path):

@@ -27,7 +27,18 @@ from datetime import datetime, timezone
 from typing import Any
 
 from adaptlab.errors import StoreError
-from adaptlab.results.health import LOG_DIR, QUARANTINE_DIR, Health, Listing, StoreDamagedError
+from adaptlab.results.delta_table import COMMIT_KEY
+from adaptlab.results.health import (
+    CHECKSUM_DIR,
+    LAST_CHECKPOINT,
+    LOG_DIR,
+    QUARANTINE_DIR,
+    Health,
+    Listing,
+    StoreDamagedError,
+    commit_version,
+    relative_path,
+)
 from adaptlab.results.native import quiet_native, remote_options, short_message
 
 __all__ = ["RepairReport", "repair_store"]
@@ -66,42 +77,94 @@ def repair_store(root: str | os.PathLike[str], *, storage_options: dict[str, str
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     quarantine = f"{QUARANTINE_DIR}/{stamp}"
     listing = health.listing()
-    if not listing.commits:
+    if not listing.commits and not listing.not_files:
         raise StoreError(f"{uri}: no Delta log ({LOG_DIR}/) there: not a results store, nothing to repair")
-    report.version_before = max(listing.commits)
+    report.version_before = max(listing.commits, default=0)
+    cut = _Cut()
     for _ in range(_MAX_STEPS):
         listing = health.listing()
         try:
             health.check_log(listing)
             break
         except StoreDamagedError as e:
-            _cut_log(health, listing, e, quarantine, report)
+            if e.path == LAST_CHECKPOINT:
+                _move(health, e.path, f"{quarantine}/{e.path}")
+                report.actions.append(f"{e.path} {e.problem}: moved it to {quarantine}/{e.path} (the log is read "
+                                      "without it; no version and no row is lost)")
+            else:
+                _cut_log(health, listing, e, quarantine, report, cut)
     report.version_after = max(health.listing().commits)
+    _quarantine_orphan_checksums(health, quarantine, report, cut)
+    quarantine_cut_rows(health, quarantine, report, cut)
     _restore_whole_data(health, report)
-    _quarantine_orphan_checksums(health, quarantine, report)
     _record_missing_checksums(health, report)
     return report
 
 
+@dataclass
+class _Cut:
+    """What the cut commits held, as far as their files tell: the data files they added, the
+    versions whose commit file named none, and the commit ids whose checksum records were found."""
+
+    adds: set[str] = field(default_factory=set)
+    unread: list[int] = field(default_factory=list)
+    ids: set[str] = field(default_factory=set)
+    manifests: int = 0
+
+
 def _cut_log(health: Health, listing: Listing, damage: StoreDamagedError, quarantine: str,
-             report: RepairReport) -> None:
+             report: RepairReport, cut: _Cut) -> None:
     """Move the commit files and checkpoints from the damaged version on into quarantine."""
     bad = damage.version if damage.version is not None else 0
     if bad == 0:
         raise StoreError(f"{health.uri}: {damage.path} (version 0, the table's creation) {damage.problem}: it cannot "
                          "be cut off; restore it from a backup") from damage
-    moved = [p for v, (p, _) in sorted(listing.commits.items()) if v >= bad]
+    entries = dict((v, p) for v, (p, _) in listing.commits.items())
+    entries.update((commit_version(p), p) for p in listing.not_files if commit_version(p) is not None)
+    moved = [p for v, p in sorted(entries.items()) if v >= bad]
+    for v, p in sorted(entries.items()):
+        if v >= bad:
+            _read_cut_commit(health, v, p, listing, cut)
     moved += [p for v, p in sorted(listing.checkpoints.items()) if v >= bad]
-    if f"{LOG_DIR}/_last_checkpoint" in listing.files and _last_checkpoint(health) >= bad:
-        moved.append(f"{LOG_DIR}/_last_checkpoint")
+    if LAST_CHECKPOINT in listing.files and _last_checkpoint(health) >= bad:
+        moved.append(LAST_CHECKPOINT)
     for path in moved:
         _move(health, path, f"{quarantine}/{path}")
-    last = max(listing.commits)
+    last = max(entries)
     lost = f"version {bad} is" if last == bad else f"versions {bad}..{last} are"
     report.actions.append(
         f"{damage.path} (version {bad}) {damage.problem}: the log was cut back to version {bad - 1}, the last "
-        f"whole version; {lost} no longer in the store: moved {len(moved)} log file(s) to {quarantine}/{LOG_DIR}/ "
-        "(the data files of those commits stay, unreferenced)")
+        f"whole version; {lost} no longer in the store: moved {len(moved)} log file(s) to {quarantine}/{LOG_DIR}/")
+
+
+def _read_cut_commit(health: Health, version: int, path: str, listing: Listing, cut: _Cut) -> None:
+    """Collect the data files and commit id a cut commit file names, reading every line that
+    still parses (a damaged file may hold whole lines besides the damaged one)."""
+    import json
+
+    raw = b""
+    if path in listing.files:
+        try:
+            with health.fs.open_input_stream(path) as f:
+                raw = f.read()
+        except Exception:  # noqa: BLE001 - unreadable: its files are found through its checksum record
+            raw = b""
+    found = False
+    for line in raw.decode("utf-8", "replace").splitlines():
+        try:
+            action = json.loads(line)
+        except ValueError:
+            continue
+        add = action.get("add") if isinstance(action, dict) else None
+        info = action.get("commitInfo") if isinstance(action, dict) else None
+        if isinstance(add, dict) and isinstance(add.get("path"), str):
+            cut.adds.add(relative_path(health.uri, add["path"]))
+        if isinstance(info, dict):
+            found = True
+            if isinstance(info.get(COMMIT_KEY), str):
+                cut.ids.add(info[COMMIT_KEY])
+    if not found:
+        cut.unread.append(version)
 
 
 def _last_checkpoint(health: Health) -> int:
@@ -124,15 +187,15 @@ def _move(health: Health, src: str, dst: str) -> None:
 
 
 def _restore_whole_data(health: Health, report: RepairReport) -> None:
-    """Restore to the version before the first missing or changed data file was added."""
-    from deltalake import CommitProperties, DeltaTable
+    """Restore to the version before the first missing, changed or undecodable data file was added."""
+    from deltalake import CommitProperties
 
     for _ in range(_MAX_STEPS):
         listing = health.listing()
         state = health.check_log(listing)
-        with quiet_native("repair"):
-            dt = DeltaTable(health.uri, storage_options=health._options)
-        bad = _first_bad_file(health, dt, listing, state)
+        dt = _open_table(health)
+        stats = _file_stats(health, dt)
+        bad = _first_bad_file(health, dt, stats, listing, state)
         if bad is None:
             return
         path, added, problem = bad
@@ -147,15 +210,45 @@ def _restore_whole_data(health: Health, report: RepairReport) -> None:
         except Exception as e:  # noqa: BLE001
             raise StoreError(f"{health.uri}: restore to version {added - 1} failed ({short_message(e)}); the store "
                              "is unchanged") from e
+        after = _file_stats(health, _open_table(health))
+        gone = {p: n for p, (n, _) in stats.items() if p not in after}
         report.version_after = before + 1
         report.actions.append(
             f"data file {path} (added at version {added}) {problem}: restored the store to version {added - 1} "
-            f"as new version {before + 1}; the commits of versions {added}..{before} are no longer in the current "
-            f"version (nothing was deleted: the older versions stay in the history)")
+            f"as new version {before + 1}; {rows_by_kind(gone)} of the commits of versions {added}..{before} are no "
+            f"longer in the current version: they stay in the history (`adaptlab results --store {health.uri} "
+            f"--version {before}`), except those of {path} itself")
 
 
-def _first_bad_file(health: Health, dt: Any, listing: Listing, state: Any) -> tuple[str, int | None, str] | None:
-    """The earliest-added data file of ``dt`` that is missing, resized or changed (by checksum)."""
+def _open_table(health: Health) -> Any:
+    from deltalake import DeltaTable
+
+    try:
+        with quiet_native("repair"):
+            return DeltaTable(health.uri, storage_options=health._options)
+    except Exception as e:  # noqa: BLE001 - delta-rs' own errors name no file: say what was done so far
+        raise StoreError(f"{health.uri}: the store's log cannot be read after the checks ({short_message(e)}); "
+                         "nothing more was changed: restore the store from a backup") from e
+
+
+def _file_stats(health: Health, dt: Any) -> dict[str, tuple[int | None, dict[str, int]]]:
+    """The data files of the snapshot ``dt``: relative path -> (rows, null count per column), as
+    the log recorded them (``numRecords`` and ``nullCount`` of the add action's statistics)."""
+    import pyarrow as pa
+
+    try:
+        t = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+    except Exception as e:  # noqa: BLE001
+        raise StoreError(f"{health.uri}: cannot list the store's data files: {short_message(e)}") from e
+    prefix = "null_count."
+    return {relative_path(health.uri, r["path"]): (r.get("num_records"), {
+        k[len(prefix):]: v for k, v in r.items() if k.startswith(prefix) and isinstance(v, int)}) for r in t}
+
+
+def _first_bad_file(health: Health, dt: Any, stats: dict[str, tuple[int | None, dict[str, int]]],
+                    listing: Listing, state: Any) -> tuple[str, int | None, str] | None:
+    """The earliest-added data file that is missing, resized, changed (by checksum) or, when no
+    checksum was recorded for it, does not decode as Parquet with the rows the log recorded."""
     from adaptlab.results.integrity import Checksums
 
     live = health.live_files(dt)
@@ -163,39 +256,96 @@ def _first_bad_file(health: Health, dt: Any, listing: Listing, state: Any) -> tu
     recorded = sums.manifest()
     for path in sorted(live, key=lambda p: (state.added.get(p, -1), p)):
         size = listing.files.get(path)
+        problem = None
         if size is None:
-            return path, state.added.get(path), "is missing"
-        if size != live[path]:
-            return path, state.added.get(path), f"has {size} bytes, the log recorded {live[path]}"
-        entry = recorded.get(path)
-        if entry is not None and sums.digest(path) != entry.get("sha256"):
-            return path, state.added.get(path), "differs from its recorded SHA-256"
+            problem = "is missing"
+        elif size != live[path]:
+            problem = f"has {size} bytes, the log recorded {live[path]}"
+        elif path in recorded:
+            if sums.digest(path) != recorded[path].get("sha256"):
+                problem = "differs from its recorded SHA-256"
+        else:
+            problem = sums.parquet_problem(path, *stats.get(path, (None, {})))
+        if problem is not None:
+            return path, state.added.get(path), problem
     return None
 
 
-def _quarantine_orphan_checksums(health: Health, quarantine: str, report: RepairReport) -> None:
+def rows_by_kind(rows: dict[str, int | None]) -> str:
+    """``"14 rows (per_query 6, runs 3, scores 5)"`` for data files (path -> rows) under ``kind=K/``."""
+    kinds: dict[str, int] = {}
+    unknown = 0
+    for path, n in rows.items():
+        if n is None:
+            unknown += 1
+            continue
+        kind = path.split("/", 1)[0].removeprefix("kind=")
+        kinds[kind] = kinds.get(kind, 0) + n
+    parts = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+    text = f"{sum(kinds.values())} row(s)" + (f" ({parts})" if parts else "")
+    return text + (f" and {unknown} file(s) whose rows cannot be counted" if unknown else "")
+
+
+def _quarantine_orphan_checksums(health: Health, quarantine: str, report: RepairReport, cut: _Cut) -> None:
+    """Move the checksum records of commits the log no longer has to quarantine; the data files
+    they list are the cut commits' (:func:`quarantine_cut_rows` moves them)."""
     from adaptlab.results.integrity import Checksums
 
     listing = health.listing()
     state = health.check_log(listing)
     sums = Checksums.for_store(health.uri, health.fs)
     for path in sums.orphans(listing, state):
+        cut.adds.update(sums.listed(path))
+        cut.manifests += path[len(CHECKSUM_DIR) + 1:-len(".json")] not in cut.ids
         _move(health, path, f"{quarantine}/{path}")
         report.actions.append(f"{path} records the checksums of a commit that is not in the log: moved it to "
                               f"{quarantine}/{path}")
 
 
-def _record_missing_checksums(health: Health, report: RepairReport) -> None:
-    from deltalake import DeltaTable
+def quarantine_cut_rows(health: Health, quarantine: str, report: RepairReport, cut: _Cut) -> None:
+    """Move the data files of the commits cut from the log (referenced by no version left) to
+    ``quarantine``, under the same relative paths, and say how many rows they hold."""
+    if not cut.adds and not cut.unread:
+        return
+    listing = health.listing()
+    state = health.check_log(listing)
+    keep = set(state.added) | set(health.live_files(_open_table(health)))
+    moving = sorted(p for p in cut.adds if p in listing.files and p not in keep)
+    rows = {p: _parquet_rows(health, p) for p in moving}
+    for path in moving:
+        _move(health, path, f"{quarantine}/{path}")
+    if moving:
+        report.actions.append(f"{rows_by_kind(rows)} that were in the store before the cut are no longer in it: "
+                              f"moved their {len(moving)} data file(s) to {quarantine}/ (same folders)")
+    if len(cut.unread) > cut.manifests:
+        shown = ", ".join(map(str, cut.unread))
+        report.actions.append(f"the data files of version(s) {shown} cannot be identified (their commit file is "
+                              "unreadable and has no checksum record): they stay in place, unreferenced, and their "
+                              "rows are not counted above")
 
+
+def _parquet_rows(health: Health, path: str) -> int | None:
+    """The rows of a Parquet file by its footer; None when the footer cannot be read."""
+    import pyarrow.parquet as pq
+
+    try:
+        with health.fs.open_input_file(path) as f:
+            return int(pq.ParquetFile(f).metadata.num_rows)
+    except Exception:  # noqa: BLE001 - a damaged or partial file
+        return None
+
+
+def _record_missing_checksums(health: Health, report: RepairReport) -> None:
+    """Record the SHA-256 of the current version's data files that have none; every one of them
+    decoded as Parquet with the rows the log recorded (:func:`_first_bad_file` ran just before)."""
     from adaptlab.results.integrity import Checksums
 
-    with quiet_native("repair"):
-        dt = DeltaTable(health.uri, storage_options=health._options)
+    dt = _open_table(health)
     live = health.live_files(dt)
     sums = Checksums.for_store(health.uri, health.fs)
     label = f"repair-{int(dt.version())}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
     n = sums.record_relative(sorted(live), label)
     if n:
-        report.actions.append(f"recorded the SHA-256 of {n} data file(s) that had no checksum record (of their "
-                              f"current bytes) in _adaptlab_checksums/{label}.json")
+        report.actions.append(f"recorded the SHA-256 of {n} data file(s) that had no checksum record, after each "
+                              f"decoded as Parquet with the rows and null counts the log recorded, in "
+                              f"{CHECKSUM_DIR}/{label}.json")

@@ -74,6 +74,7 @@ def open(  # noqa: A001 - intended
     version: int | None = None,
     as_of: datetime | str | None = None,
     storage_options: dict[str, str] | None = None,
+    strict: bool = False,
 ) -> ResultsStore:
     """Open the results store at ``root``.
 
@@ -97,6 +98,9 @@ def open(  # noqa: A001 - intended
     storage_options : dict, optional
         Passed to delta-rs (e.g. ``{"AWS_ENDPOINT_URL": ...}``); by default credentials come
         from the environment.
+    strict : bool
+        Data files that would be read without a recorded SHA-256 (no checksum record, or no
+        ``_adaptlab_checksums`` folder) are an error instead of a warning.
 
     Returns
     -------
@@ -123,4 +127,5 @@ def open(  # noqa: A001 - intended
                 )
             return LegacyReader(local)
     store_class = __getattr__("ResultsStore")
-    return store_class(uri, create=create, version=version, as_of=as_of, storage_options=storage_options)
+    return store_class(uri, create=create, version=version, as_of=as_of, storage_options=storage_options,
+                       strict=strict)

@@ -4,18 +4,26 @@ recorded after each, and compaction. :class:`ResultsStore` is :class:`~adaptlab.
 
 Concurrency: delta-rs retries conflicting appends itself (``max_commit_retries``, raised
 from its default 15, which ran out under 8 writers); the outer retry here is bounded and
-never duplicates a commit: each store object writes under its own Delta application id
-(``Transaction(app_id, n)``) and, before retrying, checks whether commit ``n`` already
-landed. On S3 delta-rs commits with a conditional put (``If-None-Match``), no locking
-provider needed.
+never duplicates a commit. On S3 delta-rs commits with a conditional put (``If-None-Match``),
+no locking provider needed.
+
+Idempotency (issue 28): every commit carries a key, :func:`commit_key` of its run ids, as a Delta
+application transaction (``txn`` action, ``Transaction(app_id, 1)``; Delta protocol, "Transaction
+Identifiers") and in its ``commitInfo`` (``adaptlab.commit_key``). A commit whose key the store
+already holds has landed: committing the same runs again adds nothing and returns the landed
+commit's id and version, and a failed attempt is looked up by its key before it is retried or
+reported. When the store cannot be read after a failure, the outcome is reported as unknown
+(never "nothing was committed"), with the run ids to look up (``adaptlab results --has-run``).
 
 This module imports pyarrow and deltalake; ``adaptlab.results`` loads it on first use.
 """
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import time
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -33,11 +41,24 @@ from adaptlab.results.reader import StoreReader, delta_schema
 from adaptlab.results.schema import SCHEMA_VERSION
 from adaptlab.results.validate import prepare_commit, referenced_run_ids
 
-__all__ = ["COMMIT_ATTEMPTS", "MAX_COMMIT_RETRIES", "ResultsStore", "rows_for_delta"]
+__all__ = ["COMMIT_ATTEMPTS", "KEY_METADATA", "MAX_COMMIT_RETRIES", "ResultsStore", "commit_key", "rows_for_delta"]
 
 MAX_COMMIT_RETRIES = 100  # delta-rs' own retries of a conflicting append
 COMMIT_ATTEMPTS = 4  # our retries around it (transient storage errors)
 _HISTORY_SCAN = 200
+KEY_METADATA = "adaptlab.commit_key"
+"""The ``commitInfo`` key of a commit's idempotency key (:func:`commit_key`)."""
+
+
+def commit_key(run_ids: list[str]) -> str | None:
+    """The idempotency key of a commit of ``run_ids``: ``run-<id>`` for one run, else ``runs-`` and
+    the first 32 hex digits of the SHA-256 of the sorted ids (one per line); None without runs."""
+    ids = sorted(set(run_ids))
+    if not ids:
+        return None
+    if len(ids) == 1:
+        return f"run-{ids[0]}"
+    return "runs-" + hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()[:32]
 
 
 class ResultsStore(StoreReader):
@@ -67,6 +88,10 @@ class ResultsStore(StoreReader):
             raise StoreError(f"{self!r} is a past snapshot (version=/as_of=); open the store without them to commit")
         tables = prepare_commit(runs, metrics, per_query)
         dt, listing = self._check()
+        run_ids = tables["runs"].column("run_id").to_pylist()
+        key = commit_key(run_ids)
+        if key is not None and self._landed(_app(key), 1) and self._same_runs(tables["runs"]):
+            return self._landed_commit(key, run_ids)  # a retry of a commit that landed: nothing to add
         self._check_unique(tables)
         dangling = referenced_run_ids(tables)
         if dangling:
@@ -78,10 +103,49 @@ class ResultsStore(StoreReader):
                 )
         commit_id = new_commit_id()
         data = rows_for_delta(tables, commit_id)
-        self._seq += 1
-        version = self._write(data, commit_id, self._app_id, self._seq, (int(dt.version()), set(listing.files)))
+        if key is None:  # no runs rows: this store object's own transaction numbers
+            self._seq += 1
+            app_id, seq = self._app_id, self._seq
+        else:
+            app_id, seq = _app(key), 1
+        attempt = _Attempt(commit_id, key, sorted(run_ids), (int(dt.version()), set(listing.files)))
+        version = self._write(data, attempt, app_id, seq)
         self._record_checksums(commit_id)
         return CommitId(commit_id, version)
+
+    def _landed_commit(self, key: str, run_ids: list[str]) -> CommitId:
+        """The commit of ``key`` the store holds (a retry of a commit that landed adds nothing)."""
+        for h in self._history_scan():
+            if h.get(KEY_METADATA) == key:
+                return CommitId(str(h.get(COMMIT_KEY)), int(h["version"]))
+        ids = {r["commit_id"] for r in self._run_commits(run_ids)}
+        return CommitId(ids.pop() if len(ids) == 1 else "", None)
+
+    def _same_runs(self, runs: pa.Table) -> bool:
+        """Whether the stored ``runs`` rows of these run ids are these rows (run id, system,
+        dataset, timestamp): a retry of the same commit, not other runs reusing the ids."""
+        cols = ["run_id", "system", "dataset", "timestamp"]
+        stored = self.runs(columns=cols, run_id=runs.column("run_id").to_pylist()).to_pylist()
+        return sorted(map(str, stored)) == sorted(map(str, runs.select(cols).to_pylist()))
+
+    def _run_commits(self, run_ids: list[str]) -> list[dict[str, Any]]:
+        """``{"run_id", "commit_id"}`` of the stored ``runs`` rows of ``run_ids``."""
+        expr = pc.field("run_id").isin(pa.array(run_ids, pa.string()))
+        try:
+            with quiet_native("read"):
+                return self._dataset(("runs",)).to_table(columns=["run_id", "commit_id"], filter=expr).to_pylist()
+        except (pa.ArrowInvalid, OSError) as e:
+            raise StoreError(f"{self.uri}: cannot read table 'runs': {one_line(e)}") from e
+
+    def has_runs(self, run_ids: list[str]) -> dict[str, int | None]:
+        """For each run id, the store version whose commit holds its ``runs`` row (the current
+        version when the log no longer shows that commit; None: not in this snapshot); what tells
+        whether a commit whose outcome was unknown landed."""
+        stored = self._run_commits(list(run_ids))
+        version_of = {h.get(COMMIT_KEY): h.get("version") for h in self._table().history()}
+        now = self.version()  # the log may no longer show an old commit (a checkpoint and log clean-up)
+        found = {r["run_id"]: int(version_of.get(r["commit_id"], now)) for r in stored}
+        return {r: found.get(r) for r in run_ids}
 
     def transactions_done(self, app_id: str) -> int:
         """How many transactions of the Delta application id ``app_id`` the store holds (0: none).
@@ -131,31 +195,40 @@ class ResultsStore(StoreReader):
                     f"store{_more(clash)}; (run_id, query_id) is unique; nothing was written"
                 )
 
-    def _write(self, data: pa.Table, commit_id: str | None, app_id: str, seq: int,
-               before: tuple[int, set[str]] | None = None) -> int | None:
-        """Append ``data`` in one Delta commit, at most once; returns its version when found.
-        Errors that cannot succeed on retry (no space, permission, not found) are not retried;
-        a failed commit removes the data files it wrote (``before``: the version and files then)."""
+    def _write(self, data: pa.Table, attempt: _Attempt | None, app_id: str, seq: int) -> int | None:
+        """Append ``data`` in one Delta commit, at most once (transaction ``seq`` of ``app_id``);
+        returns its version when found. Errors that cannot succeed on retry (no space,
+        permission, not found) are not retried; a failed commit removes the data files it wrote."""
         meta = {"adaptlab.schema_version": str(SCHEMA_VERSION)}
-        if commit_id is not None:
-            meta[COMMIT_KEY] = commit_id
+        if attempt is not None:
+            meta[COMMIT_KEY] = attempt.commit_id
+            if attempt.key is not None:
+                meta[KEY_METADATA] = attempt.key
         props = deltalake.CommitProperties(custom_metadata=meta, max_commit_retries=MAX_COMMIT_RETRIES,
                                            app_transactions=[deltalake.Transaction(app_id, seq)])
         kwargs = {"storage_options": self._options, "commit_properties": props,
                   "writer_properties": deltalake.WriterProperties(compression="ZSTD")}
         last: Exception | None = None
-        for attempt in range(COMMIT_ATTEMPTS):
-            if attempt:
-                time.sleep(min(2.0, 0.1 * 2 ** attempt) * (0.5 + secrets.randbelow(1000) / 1000))
-                if self._landed(app_id, seq):
+        for n in range(COMMIT_ATTEMPTS):
+            if n:
+                time.sleep(min(2.0, 0.1 * 2 ** n) * (0.5 + secrets.randbelow(1000) / 1000))
+                landed = self._landed(app_id, seq)
+                if landed is None:
+                    break  # the store cannot be read: a retry could write twice
+                if landed:
                     last = None
                     break  # the previous attempt committed after all: never write twice
             last = self._attempt(data, kwargs)
             if last is None or is_permanent(last) or retried_already(last):  # delta-rs retried those itself
                 break
-        if last is not None and not self._landed(app_id, seq):
-            raise self._failed(commit_id or str(seq), last, attempt + 1, before) from last
-        return self._find_version(commit_id) if commit_id is not None else None
+        if last is not None:
+            landed = self._landed(app_id, seq)
+            if landed is None:
+                raise self._unknown(attempt, app_id, seq, last) from last
+            if not landed:
+                raise self._failed(attempt.commit_id if attempt else str(seq), last, n + 1,
+                                   attempt.before if attempt else None) from last
+        return self._find_version(attempt.commit_id) if attempt is not None else None
 
     def _attempt(self, data: pa.Table, kwargs: dict[str, Any]) -> Exception | None:
         """One ``write_deltalake`` append (Rust panics kept off the terminal); the error, if any."""
@@ -171,7 +244,8 @@ class ResultsStore(StoreReader):
             return e
 
     def _failed(self, label: str, error: Exception, attempts: int, before: tuple[int, set[str]] | None) -> StoreError:
-        """The one-line error of a failed commit, after removing the data files it wrote."""
+        """The one-line error of a commit that did not land (the store says so), after removing
+        the data files it wrote."""
         tries = (", not retried (it cannot succeed on retry)" if is_permanent(error) else
                  f" (time-out: ADAPTLAB_STORE_TIMEOUT={store_timeout():g} s)" if timed_out(error) else
                  f" after {attempts} attempts")
@@ -180,21 +254,41 @@ class ResultsStore(StoreReader):
         return StoreError(f"{self.uri}: commit {label} failed{tries}: {one_line(error)}; nothing was committed{at}"
                           f"{left}; commit again")
 
-    def _landed(self, app_id: str, seq: int) -> bool:
+    def _unknown(self, attempt: _Attempt | None, app_id: str, seq: int, error: Exception) -> StoreError:
+        """The one-line error of a commit whose outcome is unknown: it failed, and the store could
+        not be read afterwards to tell whether it landed. Its data files are left as they are
+        (they may be the commit's)."""
+        label = attempt.commit_id if attempt else f"{app_id} #{seq}"
+        runs = attempt.run_ids if attempt else []
+        look = (f"`adaptlab results --store {self.uri} --has-run {runs[0]}` tells whether it landed; committing the "
+                "same runs again adds nothing if it did" if runs else
+                f"`transactions_done({app_id!r})` >= {seq} tells whether it landed")
+        shown = f" (run(s) {', '.join(runs[:3])}{', ...' if len(runs) > 3 else ''})" if runs else ""
+        return StoreError(f"{self.uri}: commit {label}{shown}: outcome unknown: the commit failed "
+                          f"({one_line(error)}) and the store could not be read afterwards to tell whether it "
+                          f"landed; {look}")
+
+    def _landed(self, app_id: str, seq: int) -> bool | None:
+        """Whether transaction ``seq`` of ``app_id`` is in the store; None when it cannot be read."""
         try:
             got = self._table().transaction_version(app_id)
-        except Exception:  # noqa: BLE001 - unreadable now: treat as not landed, the write decides
-            return False
+        except Exception:  # noqa: BLE001 - unreadable now: the outcome is unknown
+            return None
         return got is not None and int(got) >= seq
 
     def _find_version(self, commit_id: str) -> int | None:
-        try:
-            for h in self._table().history(_HISTORY_SCAN):
-                if h.get(COMMIT_KEY) == commit_id:
-                    return int(h["version"])
-        except Exception:  # noqa: BLE001 - the commit landed; its version is a convenience
-            return None
+        for h in self._history_scan():
+            if h.get(COMMIT_KEY) == commit_id:
+                return int(h["version"])
         return None
+
+    def _history_scan(self) -> list[dict[str, Any]]:
+        """The newest :data:`_HISTORY_SCAN` commits' info ([] when the log cannot be read: a
+        commit's version is a convenience once it is known to have landed)."""
+        try:
+            return list(self._table().history(_HISTORY_SCAN))
+        except Exception:  # noqa: BLE001
+            return []
 
     # -- maintenance ------------------------------------------------------------------------
     def compact(self, *, retention_hours: float = 168.0, vacuum: bool = True) -> dict[str, Any]:
@@ -243,6 +337,22 @@ class ResultsStore(StoreReader):
         except StoreError:
             return  # the commit landed; the next one records these files
         self._checksums.record(uris, label)
+
+
+def _app(key: str) -> str:
+    """The Delta application id of a commit key."""
+    return f"adaptlab-{key}"
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One commit being written: its id, idempotency key, run ids, and the store's version and
+    files before it (to remove what a failed commit wrote)."""
+
+    commit_id: str
+    key: str | None
+    run_ids: list[str]
+    before: tuple[int, set[str]]
 
 
 def rows_for_delta(tables: dict[str, pa.Table], commit_id: str) -> pa.Table:

@@ -1,0 +1,214 @@
+"""A commit whose outcome is unknown says so, and a retry of a commit that landed adds nothing
+(issue 28).
+
+On S3: a small TCP proxy on 127.0.0.1 in front of moto's server forwards everything until the PUT of
+a Delta commit file; it lets moto store it, drops moto's answer and closes the connection, and
+refuses every connection after that until the test restores it (the endpoint was cut during
+the commit). On local disk: a writer process killed between writing its data files and its log
+entry, and one killed between its log entry and its checksum record.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from adaptlab import results
+
+from robustness.hostile import _records, assert_one_line_error, cli
+from s3servers import free_port, running
+
+BUCKET = "adaptlab-cut"
+_LOG_PUT = re.compile(rb"PUT /[^ ]*_delta_log/\d{20}\.json")
+
+
+class CutProxy:
+    """A TCP proxy on 127.0.0.1:``port`` to ``127.0.0.1:upstream``, run in a process of its own
+    (delta-rs holds the GIL while it waits for an answer, so it cannot run in the test's process).
+    Controlled through files in ``control``: while ``armed`` exists, the connection whose request
+    matches :data:`_LOG_PUT` is cut once moto answered it (``armed`` removed, ``cut`` and ``down``
+    created); while ``down`` exists, every new connection is closed at once."""
+
+    def __init__(self, port: int, upstream: int, control: Path) -> None:
+        self.port, self.upstream, self.control = port, upstream, control
+
+    def serve(self) -> None:
+        srv = socket.create_server(("127.0.0.1", self.port))
+        while True:
+            client, _ = srv.accept()
+            if (self.control / "down").exists():
+                client.close()
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self.upstream))
+            state = {"cut": False}
+            for args in ((client, upstream, state, True), (upstream, client, state, False)):
+                threading.Thread(target=self._pump, args=args, daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, state: dict, to_server: bool) -> None:
+        armed = self.control / "armed"
+        try:
+            while chunk := src.recv(65536):
+                if to_server and _LOG_PUT.search(chunk) and armed.exists():
+                    armed.unlink()
+                    state["cut"] = True
+                if not to_server and state["cut"]:  # moto answered the commit: the client never hears it
+                    (self.control / "down").touch()
+                    (self.control / "cut").touch()
+                    break
+                dst.sendall(chunk)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory):
+    pytest.importorskip("moto")
+    with running("moto", tmp_path_factory.mktemp("moto_cut"), BUCKET) as server:
+        yield server
+
+
+@pytest.fixture
+def proxy(moto, monkeypatch, tmp_path):
+    """The control folder of a cut proxy in front of moto; the environment points at the proxy."""
+    control = tmp_path / "proxy"
+    control.mkdir()
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, __file__, str(port), str(moto.port), str(control)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_child_env())
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "the proxy did not start"
+                time.sleep(0.05)
+        for k, v in dict(moto.env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}").items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.setenv("ADAPTLAB_STORE_TIMEOUT", "2")
+        yield control
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _child_env() -> dict[str, str]:
+    """This environment with the tests folder importable (robustness.*, s3servers)."""
+    tests_dir = str(Path(__file__).parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")])}
+
+
+def _commit_rows(system: str = "minilm"):
+    run = results.run_record(system, "toy", model_id="m", model_revision=None, dataset_fingerprint="fp", seed=0,
+                             config={})
+    metrics = [{"system": system, "dataset": "toy", "measure": m, "value": 0.5} for m in ("ndcg@10", "acc@1")]
+    return [run], metrics, _records(system).to_arrow()
+
+
+def test_a_commit_cut_on_s3_is_unknown_and_its_retry_adds_nothing(proxy):
+    uri = f"s3://{BUCKET}/cut-{proxy.parent.name}"
+    store = results.open(uri, create=True)
+    runs, metrics, per_query = _commit_rows()
+    run_id = runs[0]["run_id"]
+    (proxy / "armed").touch()
+    with pytest.raises(results.StoreError) as info:
+        store.commit(runs, metrics, per_query)
+    message = str(info.value)
+    assert (proxy / "cut").exists(), "the proxy never saw the commit's PUT"
+    assert "\n" not in message and "outcome unknown" in message and "nothing was committed" not in message
+    assert f"--has-run {run_id}" in message
+    rc, out, err = cli(["results", "--store", uri, "--has-run", run_id])
+    assert_one_line_error(rc, err)  # the endpoint is still cut: the question cannot be answered either
+    (proxy / "down").unlink()
+    rc, out, err = cli(["results", "--store", uri, "--has-run", run_id])
+    assert rc == 0 and f"run {run_id}: in the store (committed at version 1)" in out, err
+    again = store.commit(runs, metrics, per_query)  # the natural retry
+    assert again.version == 1 and store.version() == 1
+    assert store.runs().num_rows == 1 and store.per_query().num_rows == 3 and store.metrics().num_rows == 2
+    store.close()
+
+
+def test_has_run_says_which_runs_are_missing_with_exit_1(tmp_path):
+    store = results.open(tmp_path / "s", create=True)
+    runs, metrics, per_query = _commit_rows()
+    store.commit(runs, metrics, per_query)
+    rc, out, err = cli(["results", "--store", str(tmp_path / "s"), "--has-run", f"{runs[0]['run_id']},abc123"])
+    assert rc == 1, err
+    assert f"run {runs[0]['run_id']}: in the store (committed at version 1)" in out
+    assert "run abc123: not in the store (version 1)" in out
+
+
+def test_other_runs_reusing_a_landed_run_id_are_still_refused(tmp_path):
+    store = results.open(tmp_path / "s", create=True)
+    runs, metrics, per_query = _commit_rows()
+    store.commit(runs, metrics, per_query)
+    other, _, _ = _commit_rows("other")
+    other[0]["run_id"] = runs[0]["run_id"]
+    with pytest.raises(results.StoreError, match="is already in the store"):
+        store.commit(other)
+    assert store.version() == 1 and store.runs().num_rows == 1
+
+
+_CHILD = textwrap.dedent("""
+    import os, signal, sys
+    from datetime import datetime
+    import pyarrow.parquet as pq
+    import deltalake
+    from adaptlab import results
+    from adaptlab.results import writer
+    from robustness.test_robust_commit_retry import _commit_rows
+
+    where, root, run_id, when = sys.argv[1:5]
+    runs, metrics, per_query = _commit_rows("killed")
+    runs[0].update(run_id=run_id, timestamp=datetime.fromisoformat(when))
+
+    def data_then_die(uri, data, **kwargs):  # what a kill between the data files and the log entry leaves
+        os.makedirs(os.path.join(uri, "kind=runs"), exist_ok=True)
+        pq.write_table(data, os.path.join(uri, "kind=runs", "part-00000-killed-c000.zstd.parquet"))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if where == "before-log":
+        deltalake.write_deltalake = data_then_die
+    else:
+        writer.ResultsStore._record_checksums = lambda self, label: os.kill(os.getpid(), signal.SIGKILL)
+    results.open(root).commit(runs, metrics, per_query)
+""")
+
+
+@pytest.mark.parametrize("where", ["before-log", "after-log"])
+def test_a_writer_killed_during_its_commit_is_resolved_by_run_id_and_its_retry_lands_once(tmp_path, where):
+    root = tmp_path / "s"
+    results.open(root, create=True).close()
+    runs, metrics, per_query = _commit_rows("killed")  # the same rows as the killed writer's, for the retry
+    run_id = runs[0]["run_id"]
+    done = subprocess.run([sys.executable, "-c", _CHILD, where, str(root), run_id, runs[0]["timestamp"].isoformat()],
+                          capture_output=True, timeout=120, env=_child_env())
+    assert done.returncode == -9, done.stderr.decode()[-2000:]
+    landed = where == "after-log"
+    assert (root / "kind=runs").is_dir()  # the data files were written either way
+    rc, out, err = cli(["results", "--store", str(root), "--has-run", run_id])
+    assert rc == (0 if landed else 1), err
+    assert ("in the store (committed at version 1)" if landed else "not in the store (version 0)") in out
+    store = results.open(root)
+    retry = store.commit(runs, metrics, per_query)
+    assert retry.version == 1 and store.version() == 1
+    assert store.runs().num_rows == 1 and store.per_query().num_rows == 3 and store.metrics().num_rows == 2
+
+
+if __name__ == "__main__":  # the proxy's own process: PORT UPSTREAM_PORT CONTROL_DIR
+    CutProxy(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])).serve()
