@@ -59,6 +59,9 @@ SKIP: dict[str, str] = {
     "adaptlab submit STUDY --dry-run": "a placeholder study (adaptlab submit jobs/scale_study_small.toml --dry-run runs)",
     "adaptlab plan --qrels qrels.txt --run new.trec --run base.trec --metric ndcg@10 --effect 0.02 --power 0.8":
         _SAME + "the README's plan from two runs (--power 0.8 is the default; 30-60 s)",
+    "adaptlab plan --store results/quickstart --metric ndcg@10 --effect 0.02":
+        "needs the quickstart's own store of two systems (the docs' store has more); "
+        "tests/cli/test_quickstart_flow.py runs it after the quickstart",
     "adaptlab report --store results/quickstart --out report/": _SAME + _REPORT,
     "adaptlab report --store results/quickstart --out report/ --format pdf": _SAME + _REPORT,
     "export RAY_AUTH_MODE=token": _CLUSTER,

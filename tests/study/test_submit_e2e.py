@@ -276,9 +276,9 @@ def test_submit_quickstart_waits_attaches_and_results_land_in_the_store(head_nod
     from adaptlab import results
 
     st = results.open(store)
-    assert st.runs().column("system").to_pylist() == ["minilm"]
+    assert sorted(st.runs().column("system").to_pylist()) == ["bm25", "minilm"]  # the quickstart's two systems
     assert st.metrics(system="minilm").num_rows >= 5
-    assert st.metrics(measure="acc@5").num_rows == 1
+    assert st.metrics(measure="acc@5").num_rows == 2
     assert st.per_query().num_rows > 0
 
 

@@ -33,7 +33,7 @@ from adaptlab.analysis.diversity import (
     topic_map,
 )
 from adaptlab.analysis.evalrank import EvalRankResult, PairPool, evalrank, evalrank_ranks, load_pairs
-from adaptlab.analysis.inspect import format_inspection, inspect_queries, recorded_texts, same_system_note, win_loss
+from adaptlab.analysis.inspect import default_pair, format_inspection, inspect_queries, recorded_texts, same_system_note, win_loss
 from adaptlab.analysis.isotropy import IsotropyResult, isoscore, isotropy, isotropy_mu, isotropy_mu_exact
 from adaptlab.analysis.plan import Plan, pilot_from_store, plan_sample_size
 from adaptlab.analysis.overlap import (
@@ -120,6 +120,7 @@ __all__ = [
     "domain_shift",
     "evalrank",
     "evalrank_ranks",
+    "default_pair",
     "format_inspection",
     "format_p",
     "inspect_queries",

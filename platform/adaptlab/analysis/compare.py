@@ -44,6 +44,7 @@ from adaptlab.analysis.present import ALPHA, RULE, CellValue, Estimate, format_p
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.metrics import evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig, adjust_pvalues, bootstrap_ci, paired_bootstrap, rank_intervals
+from adaptlab.stats.pvalues import p_value_note
 from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = ["FRAME_COLUMNS", "Comparison", "GroupComparison", "compare", "minimum_detectable_effect"]
@@ -184,8 +185,12 @@ class Comparison:
 
     def _footer(self) -> str:
         return (f"letters: each system lists the systems it is significantly better than "
-                f"(p adjusted by {self.boot.adjustment} < {self.alpha}); tied with best: the rank interval contains 1; "
-                f"MDE: (z(1-alpha/2) + z(power)) * sd(d) / sqrt(Q)")
+                f"(p adjusted by {self.boot.adjustment} < {self.alpha}); \u2020 after a difference: the same "
+                f"(adjusted p < {self.alpha}); tied with best: the rank interval contains 1; "
+                f"MDE: (z(1-alpha/2) + z(power)) * sd(d) / sqrt(Q); {p_value_note(self._n_queries(), self.boot.n_resamples)}")
+
+    def _n_queries(self) -> int:
+        return min((int(g.values.shape[1]) for g in self.groups), default=0)
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -298,7 +303,8 @@ def store_groups(store: Any, dataset: str | None, measures: Sequence[str] | None
         raise ConfigError(f"{', '.join(str(m) for m in ms if m.needs_judgments)}: the store's records keep only the "
                           "gold documents, not the judged non-relevant ones; compare TREC runs with their qrels")
     groups: Groups = {}
-    for ds, recs in _store_records(store, dataset).items():
+    stored = _store_records(store, dataset)
+    for ds, recs in stored.items():
         if len(recs) < 2:
             continue
         first = next(iter(recs.values()))
@@ -307,7 +313,8 @@ def store_groups(store: Any, dataset: str | None, measures: Sequence[str] | None
         per_query = {s: evaluate(qrels, r.to_run(), ms, query_ids=common) for s, r in recs.items()}
         groups.update(_from_mapping(per_query, ds, [str(m) for m in ms]))
     if not groups:
-        raise ConfigError("compare needs at least 2 systems on one dataset in the store")
+        have = "; ".join(f"{ds}: {', '.join(recs)}" for ds, recs in stored.items())
+        raise ConfigError(f"at least 2 systems with per-query records on one dataset are needed; the store has {have}")
     return groups
 
 

@@ -32,7 +32,8 @@ from adaptlab.data.dataset import Dataset
 from adaptlab.data.pdf import parse_page_ref
 from adaptlab.errors import ConfigError
 
-__all__ = ["format_inspection", "inspect_queries", "page_of", "recorded_texts", "same_system_note", "win_loss"]
+__all__ = ["default_pair", "format_inspection", "inspect_queries", "page_of", "recorded_texts", "same_system_note",
+           "win_loss"]
 
 Texts = Dataset | Mapping[str, Dataset] | None
 """Query and passage texts: one dataset for every listed query, or one per dataset name."""
@@ -131,6 +132,31 @@ def recorded_texts(store: Any, datasets: Sequence[str]) -> tuple[dict[str, Datas
                          f"looked from {Path.cwd()}): {str(e).splitlines()[0] if str(e) else type(e).__name__}; "
                          "pass --data FORMAT:PATH")
     return found, notes
+
+
+def default_pair(store: Any, dataset: str | None = None) -> tuple[str, str]:
+    """``(system, against)`` when the store's latest runs leave one choice: every dataset (or
+    ``dataset``) has the same two systems; ``against`` is the study's baseline when its runs
+    recorded one (``config["baseline"]``), else the first system in study order. Otherwise a
+    ConfigError listing the systems per dataset, asking for ``--system`` and ``--against``."""
+    store = _open(store)
+    rows = store.runs(columns=["system", "dataset", "config"], latest=True,
+                      **({"dataset": dataset} if dataset else {})).to_pylist()
+    per_ds: dict[str, list[str]] = {}
+    baseline, order = "", []
+    for r in rows:
+        per_ds.setdefault(r["dataset"], []).append(r["system"])
+        config = json.loads(r["config"] or "{}")
+        baseline = baseline or config.get("baseline") or ""
+        order = order or list(config.get("system_order") or [])
+    pairs = {tuple(sorted(set(names))) for names in per_ds.values()}
+    if len(pairs) != 1 or len(next(iter(pairs))) != 2:
+        have = "; ".join(f"{ds}: {', '.join(sorted(set(n)))}" for ds, n in sorted(per_ds.items())) or "no runs"
+        raise ConfigError(f"name the two systems with --system and --against (the store's systems per dataset: "
+                          f"{have})")
+    two = sorted(next(iter(pairs)), key=lambda s: (order.index(s) if s in order else len(order), s))
+    against = baseline if baseline in two else two[0]
+    return next(s for s in two if s != against), against
 
 
 def same_system_note(system: str, against: str | None) -> str | None:

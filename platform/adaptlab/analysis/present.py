@@ -174,9 +174,10 @@ def terminal_escape_lines(text: str) -> str:
 
 def latex_escape(text: object) -> str:
     """``text`` safe in LaTeX text mode: ``\\ & % $ # _ { } ~ ^ < > |`` become commands or
-    escapes, line breaks become spaces, other control characters their visible escape."""
+    escapes (``<=``, as in a p-value at its floor, becomes ``$\\leq$``), line breaks become
+    spaces, other control characters their visible escape."""
     s = "".join(" " if ch in "\r\n" else ch for ch in str(text))
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in terminal_escape(s))
+    return r"$\leq$".join("".join(_LATEX_SPECIAL.get(ch, ch) for ch in part) for part in terminal_escape(s).split("<="))
 
 
 def _markdown_escape(text: object) -> str:

@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 
 from adaptlab.analysis import compare
-from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config
+from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config, print_json
 from adaptlab.cli.evaluate_cmd import read_qrels
 from adaptlab.data import read_trec_run
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import evaluate, parse_measures
 
 DEFAULT_METRICS = "ndcg@10"
-STYLES = ("text", "markdown", "latex")
+STYLES = ("text", "markdown", "latex", "json", "csv")
 
 
 def unit_open(text: str) -> float:
@@ -38,7 +38,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", type=Path, action="append", dest="runs",
                    help="TREC run file (qid Q0 docid rank score tag); repeat, at least twice")
     p.add_argument("--store", help="a results store (a directory or an s3://, gs://, az:// URI) instead of runs")
-    p.add_argument("--dataset", help="with --store: this dataset only (default: every dataset)")
+    p.add_argument("--dataset", help="with --store: this dataset only (default: every dataset); with --qrels: the "
+                                     "dataset's name in the tables (default: the BEIR folder's name or the qrels "
+                                     "file's stem)")
     p.add_argument("--metrics", "--measure", dest="metrics", default=DEFAULT_METRICS,
                    help=f"comma-separated measures (default {DEFAULT_METRICS})")
     add_bootstrap_options(p)
@@ -46,7 +48,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="level of the significance letters (adjusted p < alpha; default 0.05)")
     p.add_argument("--power", type=unit_open, default=0.8,
                    help="power of the minimum detectable effect column (default 0.8)")
-    p.add_argument("--format", choices=STYLES, default="text", help="output format")
+    p.add_argument("--format", choices=STYLES, default="text",
+                   help="output format; json: {systems, pairs, settings} with every column; csv: one table, its "
+                        "column 'table' saying 'systems' or 'pairs' (the columns of the other kind are empty)")
     add_common(p)
     p.set_defaults(handler=run)
 
@@ -83,6 +87,38 @@ def run(args: argparse.Namespace) -> int:
         if not args.runs or len(args.runs) < 2:
             raise ConfigError("--qrels needs at least two --run files to compare")
         per_query = per_query_from_runs(args.qrels, args.runs, args.metrics)
-        result = compare(per_query, boot=boot, dataset=args.dataset, alpha=args.alpha, power=args.power)
-    print(result.render(args.format))
+        result = compare(per_query, boot=boot, dataset=args.dataset or dataset_name(args.qrels),
+                         alpha=args.alpha, power=args.power)
+    if args.format in ("json", "csv"):
+        emit_frames({"systems": result.frame(), "pairs": result.pairs_frame()}, args.format,
+                    {"settings": {"alpha": args.alpha, "power": args.power, "bootstrap": boot.kwargs(),
+                                  "adjustment": boot.adjustment}})
+    else:
+        print(result.render(args.format))
     return 0
+
+
+def dataset_name(qrels: Path) -> str:
+    """The dataset a qrels file names when ``--dataset`` is not given: a BEIR folder's name
+    (``scifact/qrels/test.tsv`` or ``scifact/``), else the file's stem."""
+    qrels = Path(qrels)
+    if qrels.is_dir():
+        return qrels.resolve().name
+    if qrels.parent.name == "qrels":
+        return qrels.resolve().parent.parent.name
+    return qrels.stem
+
+
+def emit_frames(frames: dict, fmt: str, extra: dict) -> None:
+    """DataFrames as JSON (``{name: rows, **extra}``) or as one CSV whose first column ``table``
+    names the frame of each row (``extra`` is JSON only); NaN becomes null / an empty cell."""
+    import sys
+
+    import pandas as pd
+
+    if fmt == "json":
+        out = {k: f.astype(object).where(f.notna(), None).to_dict("records") for k, f in frames.items()}
+        print_json({**out, **extra})
+        return
+    long = pd.concat([f.assign(table=k) for k, f in frames.items()], ignore_index=True)
+    long[["table", *[c for c in long.columns if c != "table"]]].to_csv(sys.stdout, index=False)

@@ -66,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
     boot = bootstrap_config(args)
     summary = summarise_runs(qrels, runs, measures, boot=boot, baseline=args.baseline)
     if args.store is not None:
+        from adaptlab.retrieval.build import records_from_run  # the per-query rows compare/plan --store read
+
         commit_summary(args.store, summary, dataset=args.dataset,
+                       records=[records_from_run(runs[n], qrels, system=n, dataset=args.dataset) for n in runs],
                        config={"command": "evaluate", "qrels": str(args.qrels), "runs": [str(r) for r in args.runs],
                                "metrics": [str(m) for m in measures]},
                        provenance={n: {"model_id": f"trec-run:{args.runs[i]}"} for i, n in enumerate(runs)})

@@ -27,7 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "differ most (gold, rank under each, top retrieved passage with score and page), "
                     "win/loss counts beside the paired tests; without --against, the worst queries.")
     p.add_argument("--store", required=True, help="results store (directory or s3://... URI)")
-    p.add_argument("--system", required=True, help="the system to inspect")
+    p.add_argument("--system", default=None, help="the system to inspect (default: with two systems in the store, "
+                                                  "the one that is not the study's baseline, --against the baseline)")
     p.add_argument("--against", default=None, help="a second system to compare with (e.g. the base model)")
     p.add_argument("--dataset", default=None, help="only this dataset (default: every dataset)")
     p.add_argument("--limit", type=bounded_int(1), default=10, help="queries to list")
@@ -44,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
     from adaptlab.analysis import format_inspection, inspect_queries, same_system_note, win_loss
 
     store = results.open(args.store)
+    if args.system is None:  # a store of two systems (the quickstart's): one against the other
+        from adaptlab.analysis import default_pair
+
+        args.system, default_against = default_pair(store, args.dataset)
+        args.against = args.against or default_against
     note = same_system_note(args.system, args.against)
     if note is not None:
         inspect_queries(store, args.system, dataset=args.dataset, limit=1)  # a missing system still fails

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", type=Path, action="append", dest="runs",
                    help="TREC run file; give exactly two (the first is the system, the second the baseline)")
     p.add_argument("--store", help="a results store (a directory or an s3://, gs://, az:// URI) instead of runs")
-    p.add_argument("--system", help="with --store: the system expected to gain")
-    p.add_argument("--against", help="with --store: the baseline system")
+    p.add_argument("--system", help="with --store: the system expected to gain (default: with two systems in the "
+                                    "store, the one that is not the study's baseline)")
+    p.add_argument("--against", help="with --store: the baseline system (default: the study's baseline)")
     p.add_argument("--dataset", help="with --store: the dataset (needed when both systems are on several)")
     p.add_argument("--metric", "--measure", dest="metric", default="ndcg@10", help="the measure (default ndcg@10)")
     p.add_argument("--effect", type=float, required=True, help="the mean difference to detect, in the measure's units")
@@ -40,33 +42,43 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the largest number of queries tried (default 10000)")
     p.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the simulation (default 0)")
     p.add_argument("--figure", type=Path, help="also save the power curve here (.png, .pdf or .svg)")
+    p.add_argument("--format", choices=("text", "json", "csv"), default="text",
+                   help="output format; json: {plan: the answer and its settings, systems, curve}; csv: the power "
+                        "curve, every row with the answer and its settings")
     add_common(p)
     p.set_defaults(handler=run)
 
 
 def _pilot(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
-    """The two systems' per-query pilot values from the runs or the store."""
+    """The two systems' per-query pilot values from the runs or the store (their names are left
+    in ``args.system`` / ``args.against``)."""
     if (args.store is None) == (args.qrels is None):
-        raise ConfigError("give either --qrels with two --run files, or --store URI with --system and --against")
+        raise ConfigError("give either --qrels with two --run files, or --store URI (with --system and --against "
+                          "when it holds more than two systems)")
     measure = str(parse_measures([args.metric])[0])
     if args.store is None:
         if not args.runs or len(args.runs) != 2:
             raise ConfigError("--qrels needs exactly two --run files: the system, then the baseline")
         per_query = per_query_from_runs(args.qrels, args.runs, measure)
         a, b = (per_query[p.stem] for p in args.runs)
+        args.system, args.against = args.runs[0].stem, args.runs[1].stem
         if a.query_ids != b.query_ids:
             raise ConfigError(f"--run {args.runs[0]} and --run {args.runs[1]} were evaluated on different queries")
         return np.asarray(a.matrix(measure)), np.asarray(b.matrix(measure))
     if args.runs:
         raise ConfigError("--run goes with --qrels, not with --store")
-    if not args.system or not args.against:
-        raise ConfigError("--store needs --system and --against (the two systems to compare)")
     from adaptlab import results
+    from adaptlab.analysis import default_pair
 
     store = results.open(args.store)
     try:
-        return pilot_from_store(store, system=args.system, against=args.against, measure=measure,
-                                dataset=args.dataset)
+        system, against = args.system, args.against
+        if not (system and against):  # a store of two systems (the quickstart's): those two
+            pair = default_pair(store, args.dataset)
+            system = system or (pair[0] if against != pair[0] else pair[1])
+            against = against or (pair[1] if system != pair[1] else pair[0])
+        args.system, args.against = system, against
+        return pilot_from_store(store, system=system, against=against, measure=measure, dataset=args.dataset)
     finally:
         store.close()
 
@@ -77,10 +89,23 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_sample_size(a, b, effect=args.effect, power=args.power, alpha=args.alpha,
                             n_experiments=args.experiments, n_resamples=args.resamples,
                             max_queries=args.max_queries, seed=args.seed)
+    if args.figure is not None:
+        plan.figure(args.figure)
+    if args.format != "text":
+        from dataclasses import asdict
+
+        from adaptlab.cli.compare_cmd import emit_frames
+
+        answer = {k: v for k, v in asdict(plan).items() if k != "curve"}
+        answer.update(system=args.system, against=args.against, metric=args.metric)
+        if args.format == "json":
+            emit_frames({"curve": plan.curve}, "json", {"plan": answer})
+        else:
+            plan.curve.assign(**answer).to_csv(sys.stdout, index=False)
+        return 0
     print(plan)
     print()
     print(plan.curve.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     if args.figure is not None:
-        plan.figure(args.figure)
         print(f"\npower curve: {args.figure}")
     return 0

@@ -105,8 +105,7 @@ def _emit(table, fmt: str, columns: list[str] | None) -> None:
     elif fmt == "csv":
         import pyarrow.csv as pacsv
 
-        flat = table.select([c for c in table.column_names
-                             if not str(table.schema.field(c).type).startswith(("list", "large_list", "struct"))])
+        flat = _flat(table)
         if sys.stdout.isatty():  # a terminal sees stored names escaped, a pipe or file the data as is
             buf = io.BytesIO()
             pacsv.write_csv(flat, buf)
@@ -120,6 +119,20 @@ def _emit(table, fmt: str, columns: list[str] | None) -> None:
         data = table.select(cols).to_pylist()
         print(render_table(cols, [[_cell(c, r[c]) for c in cols] for r in data]))
         print(f"({table.num_rows} rows)")
+
+
+def _flat(table):
+    """``table`` with its list and struct columns (per_query's ``topk_ids``, ``topk_scores``,
+    ``gold_ids``) as JSON text, so a CSV keeps every column."""
+    import json
+
+    import pyarrow as pa
+
+    for i, name in enumerate(table.column_names):
+        if str(table.schema.field(name).type).startswith(("list", "large_list", "struct")):
+            text = pa.array([None if v is None else json.dumps(v) for v in table.column(name).to_pylist()], pa.string())
+            table = table.set_column(i, name, text)
+    return table
 
 
 def _print(text: str) -> None:

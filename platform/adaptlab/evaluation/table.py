@@ -62,7 +62,7 @@ def format_pairs(s: EvaluationSummary) -> str:
     for p in s.pairs:
         row = [f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high),
                format_p(p.p_value, s.n_resamples),
-               f"{format_p(p.p_adjusted)} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
+               f"{format_p(p.p_adjusted, s.n_resamples)} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
         if exact:
             row += [format_p(p.p_exact), format_p(p.p_wilcoxon)]
         rows.append(row)

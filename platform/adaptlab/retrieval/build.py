@@ -31,7 +31,7 @@ from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.retrieval.search import Backend, as_matrix, exact_search, pair_scores
 from adaptlab.stats.resample import check_seed
 
-__all__ = ["build_records", "gold_pairs", "gold_ranks"]
+__all__ = ["build_records", "gold_pairs", "gold_ranks", "records_from_run"]
 
 
 def gold_ranks(
@@ -153,3 +153,51 @@ def build_records(
         system=system, dataset=dataset, seed=seed,
         meta={"k": int(k), "seed": int(seed), "similarity": "inner product", "tie_rule": "score desc, doc id desc"},
     )
+
+
+def records_from_run(
+    run: Mapping[str, Mapping[str, float]],
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    system: str,
+    dataset: str,
+) -> PerQueryRecords:
+    """The per-query records of a TREC run (``adaptlab evaluate --store``): one row per query with
+    a relevant document in ``qrels``, its retrieved documents in trec_eval's order (score
+    descending, then document id descending) with their run scores, the gold ids and the rank of
+    the first gold document (0: none retrieved, or the query is missing from the run), in the
+    qrels' query order (the order :func:`adaptlab.metrics.evaluate` gives, so paired tests match).
+    ``sim_gold`` is the run's score of its best-scoring retrieved gold document (NaN when none was
+    retrieved: a run has no score for documents it did not return); ``sim_random`` is NaN and
+    ``random_ids`` empty (a run scores no random document). Rows are as long as each query's
+    ranking; ``topk_scores`` is padded with NaN to the longest."""
+    query_ids = [str(q) for q, docs in qrels.items() if any(rel > 0 for rel in docs.values())]
+    if not query_ids:
+        raise ConfigError("the qrels have no relevant document (relevance > 0); no per-query record to build")
+    ranked = [_trec_order(run.get(q, {})) for q in query_ids]
+    width = max((len(r) for r in ranked), default=0)
+    scores = np.full((len(query_ids), width), np.nan, dtype=np.float32)
+    gold_ids: list[list[str]] = []
+    gold_rank = np.zeros(len(query_ids), dtype=np.int32)
+    sim_gold = np.full(len(query_ids), np.nan, dtype=np.float32)
+    for i, (q, row) in enumerate(zip(query_ids, ranked)):
+        scores[i, : len(row)] = [float(v) for _, v in row]
+        gold = sorted(str(d) for d, rel in qrels[q].items() if rel > 0)
+        gold_ids.append(gold)
+        hits = [r for r, (d, _) in enumerate(row) if d in set(gold)]
+        if hits:
+            gold_rank[i] = hits[0] + 1
+            sim_gold[i] = max(row[r][1] for r in hits)
+    return PerQueryRecords(
+        system=system, dataset=dataset, query_ids=query_ids, topk_ids=[[str(d) for d, _ in r] for r in ranked],
+        topk_scores=scores, gold_ids=gold_ids, gold_rank=gold_rank, sim_gold=sim_gold,
+        sim_random=np.full(len(query_ids), np.nan, dtype=np.float32), random_ids=[""] * len(query_ids),
+        meta={"source": "TREC run", "tie_rule": "score desc, doc id desc"},
+    )
+
+
+def _trec_order(scored: Mapping[str, float]) -> list[tuple[str, float]]:
+    """trec_eval's order of one query's (document, score) pairs: score descending, then id
+    descending (ids compared code point by code point); two stable sorts."""
+    by_id = sorted(((str(d), float(v)) for d, v in scored.items()), reverse=True)
+    return sorted(by_id, key=lambda item: -item[1])

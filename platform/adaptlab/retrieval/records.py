@@ -31,7 +31,8 @@ class PerQueryRecords:
     Shapes: ``Q`` queries, ``k`` retrieved documents per query.
 
     - ``query_ids``: [Q] str
-    - ``topk_ids``: [Q][k] str (ranked)
+    - ``topk_ids``: [Q][k] str (ranked); a row may be shorter (a TREC run's query that returned
+      fewer documents), its ``topk_scores`` row then padded with NaN
     - ``topk_scores``: float32 [Q, k]
     - ``gold_ids``: [Q] lists of relevant document ids (relevance > 0)
     - ``gold_rank``: int32 [Q], 1-based rank of the first gold document, 0 if not in top-k
@@ -87,7 +88,8 @@ class PerQueryRecords:
                 "dataset": pa.array([self.dataset] * len(self), pa.string()),
                 "query_id": pa.array(self.query_ids, pa.string()),
                 "topk_ids": pa.array(self.topk_ids, pa.list_(pa.string())),
-                "topk_scores": pa.array(list(self.topk_scores), pa.list_(pa.float32())),
+                "topk_scores": pa.array([row[: len(ids)] for row, ids in zip(self.topk_scores, self.topk_ids)],
+                                        pa.list_(pa.float32())),
                 "gold_ids": pa.array(self.gold_ids, pa.list_(pa.string())),
                 "gold_rank": pa.array(self.gold_rank, pa.int32()),
                 "sim_gold": pa.array(self.sim_gold, pa.float32()),

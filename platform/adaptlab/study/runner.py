@@ -404,7 +404,8 @@ def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
     if ev.store_root is not None:
         b = ev.boot
         config = {"study": study.study.name, "source": study.source, "dataset": plan.spec, "split": plan.split,
-                  "metrics": [str(m) for m in ev.measures], "k": ev.depth,
+                  "metrics": [str(m) for m in ev.measures], "k": ev.depth, "baseline": ev.baseline or "",
+                  "system_order": [s.name for s in ev.systems],
                   "bootstrap": {"n_resamples": b.n_resamples, "sample_size": b.sample_size or 0, "seed": b.seed,
                                 "confidence": b.confidence},
                   **ev.extra_config}
