@@ -55,8 +55,7 @@ def _result() -> SweepResult:
     ]
     best = {**rows[0], "confirmed_objective": 0.25, "confirmed_ci_low": 0.25, "confirmed_ci_high": 0.75,
             "confirmed_mean": 0.5, "confirmed_n_queries": 4}
-    return SweepResult(rows, best, "/x/tune/s", measure="acc@5",
-                       bootstrap=BootstrapConfig(n_resamples=100, seed=7), n_validation=8)
+    return SweepResult(rows, best, "/x/tune/s", measure="acc@5", bootstrap=BootstrapConfig(n_resamples=100, seed=7))
 
 
 def test_sweep_rows_for_the_store():
@@ -66,12 +65,21 @@ def test_sweep_rows_for_the_store():
         ("confirm-s12", TUNE_MEASURE, "confirmed")]
     ok, failed, confirmed = rows
     assert (ok["value"], ok["ci_low"], ok["ci_high"], ok["boot_mean"]) == (0.5, 0.5, 0.9, 0.7)
-    assert (ok["n_resamples"], ok["sample_size"], ok["seed"]) == (100, 8, 7)  # sample_size None: the validation set
+    # sample_size None: each resample drew the part's queries (4 of the 8), not the whole validation set
+    assert (ok["n_resamples"], ok["sample_size"], ok["seed"]) == (100, 4, 7)
     assert ok["extra"]["config"] == {"epochs": 2, "learning_rate": 1e-4} and ok["extra"]["trial_id"] == "a"
     assert math.isnan(failed["value"]) and failed["extra"]["error"] == "boom"
-    assert (confirmed["value"], confirmed["ci_high"], confirmed["n_queries"]) == (0.25, 0.75, 4)
+    assert (confirmed["value"], confirmed["ci_high"], confirmed["n_queries"], confirmed["sample_size"]) == (
+        0.25, 0.75, 4, 4)
+    assert failed["sample_size"] is None  # no report, nothing resampled
     assert "run_id" not in ok  # the caller's, when it commits
     json.dumps(rows)
+
+
+def test_a_given_sample_size_is_stored_as_given():
+    result = _result()
+    result.bootstrap = BootstrapConfig(n_resamples=100, sample_size=3, seed=7)
+    assert {r["sample_size"] for r in result.to_metric_rows("s", "v", "c")} == {3}
 
 
 def test_no_confirmed_row_without_a_chosen_trial():

@@ -96,7 +96,7 @@ class SweepResult:
     selection objective), the best row (:func:`choose_best`: the selection value,
     ``best_objective``, is optimistic; ``confirmed_*`` are the honest value and CI on the
     confirmation queries), where the experiment lives, whether it was restored, and the
-    objective's measure and bootstrap over ``n_validation`` validation queries."""
+    objective's measure and bootstrap."""
 
     rows: list[dict[str, Any]]
     best: dict[str, Any] | None
@@ -104,7 +104,6 @@ class SweepResult:
     restored: bool = False
     measure: str = ""
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
-    n_validation: int = 0
 
     def to_arrow(self) -> Any:
         import pyarrow as pa  # deferred: pyarrow loads on use
@@ -122,7 +121,9 @@ class SweepResult:
         lower CI bound on the queries that chose it: optimistic for the chosen trial,
         ``extra.selection = "optimistic"``) with the CI of the same epoch; and one for the chosen
         trial on ``confirm_dataset``: its lower bound on the confirmation queries, which took no
-        part in the selection (``extra.selection = "confirmed"``, the honest value)."""
+        part in the selection (``extra.selection = "confirmed"``, the honest value).
+        ``sample_size`` is the number of queries each resample drew: the bootstrap's, else the
+        part's (``n_queries``)."""
         boot = self.bootstrap
         rows = []
         for r in self.rows:
@@ -132,7 +133,7 @@ class SweepResult:
                 "value": float("nan") if value is None else float(value),
                 "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "boot_mean": r.get("mean"),
                 "n_queries": r.get("n_queries"), "n_resamples": boot.n_resamples,
-                "sample_size": boot.sample_size or self.n_validation, "seed": boot.seed,
+                "sample_size": boot.sample_size or r.get("n_queries"), "seed": boot.seed,
                 "extra": {"trial_id": r.get("trial_id"), "status": r.get("status"),
                           "iterations": r.get("iterations"), "measure": r.get("measure"),
                           "epoch_objective": r.get("objective"), "selection": "optimistic",
@@ -150,6 +151,7 @@ class SweepResult:
                  "ci_low": best.get("confirmed_ci_low"), "ci_high": best.get("confirmed_ci_high"),
                  "boot_mean": best.get("confirmed_mean"), "n_queries": best.get("confirmed_n_queries"),
                  "n_resamples": self.bootstrap.n_resamples, "seed": self.bootstrap.seed,
+                 "sample_size": self.bootstrap.sample_size or best.get("confirmed_n_queries"),
                  "extra": {"trial_id": best.get("trial_id"), "selection": "confirmed",
                            "config": _trial_settings(best)}}]
 
@@ -528,8 +530,7 @@ def tune_adaptation(
     tuner, restored = _make_tuner(trainable, experiment, config, max_epochs=max_epochs, search_alg=search_alg,
                                   callbacks=callbacks)
     out = _rows(tuner.fit(), config.measure)
-    return SweepResult(out, choose_best(out), experiment, restored, config.measure, config.bootstrap,
-                       validation.n_queries)
+    return SweepResult(out, choose_best(out), experiment, restored, config.measure, config.bootstrap)
 
 
 def _sweep_config(config: SweepConfig | None) -> SweepConfig:
