@@ -28,7 +28,7 @@ from robustness.hostile import _records, assert_one_line_error, cli
 from s3servers import free_port, running
 
 BUCKET = "adaptlab-cut"
-_LOG_PUT = re.compile(rb"PUT /[^ ]*_delta_log/\d{20}\.json")
+_LOG_PUT = re.compile(rb"PUT /[^ ]*_delta_log/(?!0{20})\d{20}\.json")  # a commit, not the table's creation
 
 
 class CutProxy:
@@ -141,6 +141,19 @@ def test_a_commit_cut_on_s3_is_unknown_and_its_retry_adds_nothing(proxy):
     assert again.version == 1 and store.version() == 1
     assert store.runs().num_rows == 1 and store.per_query().num_rows == 3 and store.metrics().num_rows == 2
     store.close()
+
+
+def test_evaluate_cut_on_s3_says_the_outcome_is_unknown_and_names_the_run_to_look_up(proxy, work):
+    uri = f"s3://{BUCKET}/evaluate-{proxy.parent.name}"
+    (proxy / "armed").touch()
+    rc, out, err = cli(["evaluate", "--qrels", "qrels.txt", "--run", "run.txt", "--metrics", "ndcg@10",
+                        "--bootstrap", "20", "--store", uri, "--dataset", "toy"])
+    line = assert_one_line_error(rc, err, ("outcome unknown", "--has-run"))
+    assert (proxy / "cut").exists() and "nothing was committed" not in line
+    run_id = re.search(r"--has-run ([0-9a-f]{32})", line).group(1)
+    (proxy / "down").unlink()
+    rc, out, err = cli(["results", "--store", uri, "--has-run", run_id])
+    assert rc == 0 and "in the store (committed at version 1)" in out, err
 
 
 def test_has_run_says_which_runs_are_missing_with_exit_1(tmp_path):

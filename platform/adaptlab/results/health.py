@@ -6,9 +6,11 @@ reports a truncated or garbled one as a kernel error that names no file. So on o
 every commit the store lists its own files once (the log, the checksums and the ``kind=`` folders;
 on S3 one LIST request per folder and 1000 objects) and checks:
 
-- every commit file of the log ``_delta_log/<version>.json``: versions contiguous (from 0, or from
-  a checkpoint), non-empty, every line a JSON object, and as many ``add``/``remove`` actions as
-  the commit's own ``operationMetrics`` recorded (a file cut at a line boundary still parses);
+- every commit file of the log ``_delta_log/<version>.json``: a file, versions contiguous (from 0,
+  or from a checkpoint), non-empty, every line one Delta action of the protocol's shape
+  (:mod:`adaptlab.results.delta_protocol`), and as many ``add``/``remove`` actions as the
+  commit's own ``operationMetrics`` recorded (a file cut at a line boundary still parses);
+- ``_delta_log/_last_checkpoint``, when present: the protocol's JSON object;
 - every data file the snapshot references: present, with the size the log recorded.
 
 Commit files never change once written, so a file checked once (same name and size) is not

@@ -1,20 +1,29 @@
-"""Repair a damaged results store, saying exactly what was moved where; nothing is deleted.
+"""Repair a damaged results store, saying exactly what was moved where and how many rows left
+the store; nothing is deleted, and no damaged file is given a checksum (issue 28).
 
 ``adaptlab results repair --store URI`` or :func:`repair_store`:
 
-1. **A damaged log** (a commit file that is missing, empty, truncated or garbled at version D):
-   the log is cut back to version D-1, the last whole version. The commit files (and
-   checkpoints) from version D on are *moved* into ``_adaptlab_quarantine/<UTC time>/_delta_log/``;
-   the data files of those commits stay where they are, unreferenced (``compact`` deletes them
-   after its retention period). Version 0, the table's creation, cannot be cut: restore it from a
-   backup.
-2. **A missing or changed data file** (absent, another size than the log recorded, or another
-   SHA-256 than the checksum manifest recorded) added at version V: the store is restored to
-   version V-1 with Delta ``restore``, which writes a new version. Nothing is deleted: the
-   versions before the restore stay readable with ``open(uri, version=N)``.
-3. **Checksum records whose commit vanished** (``_adaptlab_checksums/<commit id>.json`` for a commit
+1. **A damaged log** (a commit file that is missing, empty, truncated, garbled, of the wrong
+   shape or a directory at version D): the log is cut back to version D-1, the last whole
+   version. The commit files (and checkpoints) from version D on are *moved* into
+   ``_adaptlab_quarantine/<UTC time>/_delta_log/``. Version 0, the table's creation, cannot be
+   cut: restore it from a backup. A malformed ``_delta_log/_last_checkpoint`` is moved there
+   alone (delta-rs lists the log without it; no version is lost).
+2. **The rows of the cut commits**: their data files (named by the lines of the cut commit files
+   that still parse and by the cut commits' checksum records) are moved to the same quarantine
+   folder under their own relative paths, and the report says how many rows per table they
+   hold (from each Parquet footer). Data files of a cut version that nothing names stay in
+   place, and the report says so.
+3. **A missing or changed data file** (absent, another size than the log recorded, another
+   SHA-256 than the checksum manifest recorded, or, without a recorded hash, not decoding as
+   Parquet with the rows and null counts the log recorded) added at version V: the store is
+   restored to version V-1 with Delta ``restore``, which writes a new version; the report says
+   how many rows per table left the current version. The versions before the restore stay
+   readable with ``open(uri, version=N)``.
+4. **Checksum records whose commit vanished** (``_adaptlab_checksums/<commit id>.json`` for a commit
    the log no longer has) are moved into the quarantine folder too.
-4. Data files of the current version with no checksum record get one (of their current bytes).
+5. Data files of the current version with no checksum record get one, once they passed step 3's
+   decoding check.
 
 Every step is one line of the report; a store without damage is left unchanged.
 """
