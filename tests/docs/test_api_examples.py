@@ -21,9 +21,7 @@ import adaptlab
 
 ROOT = Path(adaptlab.__file__).resolve().parent
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-SKIP: dict[str, str] = {
-    "adaptlab.adapt.train.artifacts.ArtifactWriter": "pseudo-code of the claim protocol ('train into ...'), not Python",
-}
+SKIP: dict[str, str] = {}
 """Doctests that are not meant to run, by name, with the reason."""
 
 

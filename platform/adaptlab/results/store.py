@@ -109,7 +109,7 @@ def open(  # noqa: A001 - intended
     Examples
     --------
     >>> from adaptlab import results
-    >>> store = results.open("results/demo", create=True)
+    >>> store = results.open("results/example", create=True)
     >>> run = results.run_record("bm25", "scifact", model_id="bm25", model_revision=None,
     ...                          dataset_fingerprint="f0", seed=0, config={})
     >>> commit = store.commit([run], [{"run_id": run["run_id"], "system": "bm25", "dataset": "scifact",

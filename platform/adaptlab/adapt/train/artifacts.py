@@ -327,13 +327,13 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
 
 
 class ArtifactWriter:
-    """Creates one artifact atomically.
+    """Creates one artifact atomically (the protocol, in outline)::
 
-    >>> w = ArtifactWriter(root, label="minilm", variant="ft", scale=100, inputs={...})
-    >>> with claim(w) as done:
-    ...     if done is not None: return done   # finished before, or by someone else meanwhile
-    ...     train into w.model_dir (checkpoints in w.checkpoint_dir)
-    ...     return w.commit(training={...})
+        w = ArtifactWriter(root, label="minilm", variant="ft", scale=100, inputs={...})
+        with claim(w) as done:
+            if done is not None: return done   # finished before, or by someone else meanwhile
+            train into w.model_dir (checkpoints in w.checkpoint_dir)
+            return w.commit(training={...})
 
     ``inputs`` decide the key (``info``, such as local paths, is recorded but not hashed);
     ``commit`` writes ``manifest.json`` (inputs + key + training
