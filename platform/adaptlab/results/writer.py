@@ -83,6 +83,12 @@ class ResultsStore(StoreReader):
         with the same (system, dataset). Every ``run_id`` they use must be defined by this
         commit's ``runs`` or by an earlier commit. Raises :class:`StoreError` naming any
         missing, unknown or mistyped column; on error nothing is written.
+
+        Idempotent by run ids (:func:`commit_key`): committing the same ``runs`` rows again
+        after a commit that landed adds nothing and returns that commit's id and version. A
+        commit whose outcome cannot be told (the store unreadable after a failed attempt)
+        raises :class:`StoreError` saying "outcome unknown" and naming the run ids to look up
+        with :meth:`has_runs`.
         """
         if self.read_only:
             raise StoreError(f"{self!r} is a past snapshot (version=/as_of=); open the store without them to commit")
