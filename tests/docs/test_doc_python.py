@@ -21,6 +21,9 @@ PY_SKIP: dict[str, str] = {
         "loads the reader's files (/data/scifact, faq.csv); tests/data load each format",
     "from adaptlab import load_study, run_study":
         "runs the quickstart study (the real MiniLM weights, minutes on 2 cores)",
+    "# Read an MLflow export back with MLflow's own API (SQLite: no environment variable needed)":
+        "creates an MLflow SQLite database (~20 s); tests/results/test_mlflow_sqlite.py and test_interop.py "
+        "export and read back with mlflow.search_runs",
 }
 
 

@@ -247,3 +247,26 @@ def test_cli_export_to_mlflow(toy, tmp_path, cli, monkeypatch) -> None:
     client = MlflowClient(tracking_uri=uri)
     (run,) = client.search_runs([client.get_experiment_by_name("cli-exp").experiment_id])
     assert run.data.tags["adaptlab.run_id"] == toy["ids"]["base"] and "ndcg_at_10_ci_high" in run.data.metrics
+
+
+def test_mlflow_export_twice_updates_the_same_runs(toy, tmp_path, monkeypatch) -> None:
+    """Issue 30: a second export found each stored run's MLflow run (tag adaptlab.run_id) and
+    updated it: the same run count, one history entry per metric; read back with
+    mlflow.search_runs as docs/results-store.md shows (MLFLOW_ALLOW_FILE_STORE for file:)."""
+    mlflow = pytest.importorskip("mlflow", reason="MLflow logging needs mlflow: pip install mlflow-skinny")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    from mlflow.tracking import MlflowClient
+
+    uri = (tmp_path / "mlruns").as_uri()
+    first = log_to_mlflow(toy["store"], uri, experiment="twice")
+    again = log_to_mlflow(toy["store"], uri, experiment="twice")
+    assert again == first
+    mlflow.set_tracking_uri(uri)
+    frame = mlflow.search_runs(experiment_names=["twice"])
+    assert len(frame) == len(toy["ids"]) == 2
+    ft = frame[frame["tags.adaptlab.run_id"] == toy["ids"]["ft"]].iloc[0]
+    stored = next(r for r in toy["metrics"] if r["system"] == "ft" and r["measure"] == "ndcg@10")
+    assert ft["metrics.ndcg_at_10"] == stored["value"] and ft["metrics.ndcg_at_10_ci_low"] == stored["ci_low"]
+    history = MlflowClient(tracking_uri=uri).get_metric_history(first[toy["ids"]["ft"]], "ndcg_at_10")
+    assert [m.value for m in history] == [stored["value"]]

@@ -29,7 +29,7 @@ from adaptlab.results.health import StoreDamagedError
 from adaptlab.results.location import check_store_location
 from adaptlab.results.migrate import migrate_store
 from adaptlab.results.mlflow_log import log_to_mlflow
-from adaptlab.results.mteb import MtebTaskResult, compare_mteb, export_mteb, mteb_results
+from adaptlab.results.mteb import MtebTaskResult, compare_mteb, export_mteb, import_mteb, mteb_results
 from adaptlab.results.provenance import new_run_id, run_record
 from adaptlab.results.ranx_io import (
     export_ranx,
@@ -62,6 +62,7 @@ __all__ = [
     "check_store_location",
     "compare_mteb",
     "export_mteb",
+    "import_mteb",
     "export_ranx",
     "from_ranx_frame",
     "log_to_mlflow",

@@ -6,9 +6,11 @@ in the experiment ``experiment`` (default: the run's study, else ``adaptlab``), 
 - params: the run's study config (flattened, ``a.b`` keys) and its provenance (``system``,
   ``dataset``, ``model_id``, ``model_revision``, ``dataset_fingerprint``, ``seed``);
 - metrics: each score under an MLflow-safe name (MLflow refuses ``@``: ``ndcg@10`` ->
-  ``ndcg_at_10``, the MTEB key of :func:`adaptlab.results.mteb.metric_key`) plus
+  ``ndcg_at_10``, ``acc@1`` -> ``accuracy_at_1``, the MTEB key of
+  :func:`adaptlab.results.mteb.metric_key`) plus
   ``NAME_ci_low`` and ``NAME_ci_high`` when the CI is stored;
-- tags: ``adaptlab.run_id`` and ``adaptlab.package_version``;
+- tags: ``adaptlab.run_id`` and ``adaptlab.package_version``; exporting again updates the MLflow
+  run tagged with the stored run id instead of adding one (the run count stays the same);
 - artifacts: the files given in ``artifacts`` (a report, run files), under ``adaptlab/``.
 
 The runs, their metric names and their provenance are :mod:`adaptlab.results.tracker_runs`'s,
@@ -41,7 +43,10 @@ from adaptlab.results.tracker_runs import TrackedRun, attached_files, tracked_ru
 if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.store import ResultsStore
 
-__all__ = ["log_to_mlflow"]
+__all__ = ["RUN_ID_TAG", "log_to_mlflow"]
+
+RUN_ID_TAG = "adaptlab.run_id"
+"""The MLflow tag holding the stored run id: a second export finds and updates its run."""
 
 _PARAM_MAX = 6000
 """MLflow's limit on a param value's length (longer values are cut with a marker)."""
@@ -113,17 +118,32 @@ def _params(run: TrackedRun) -> dict[str, str]:
     return params
 
 
+def _existing(client: Any, experiment_id: str, run_id: str) -> Any | None:
+    """The MLflow run an earlier export made for stored run ``run_id`` (tag ``adaptlab.run_id``)."""
+    found = client.search_runs([experiment_id], filter_string=f"tags.`{RUN_ID_TAG}` = '{run_id}'", max_results=1)
+    return found[0] if found else None
+
+
 def _log_one(client: Any, experiment_id: str, run: TrackedRun, artifacts: Sequence[Path]) -> str:
-    """One MLflow run for one stored run; returns the MLflow run id."""
-    from mlflow.entities import Metric, Param, RunTag
+    """One MLflow run for one stored run, or the one an earlier export made for it (found by the
+    stored run id, :data:`RUN_ID_TAG`), updated: only metrics whose value differs and params it
+    lacks are logged, so exporting twice leaves one run with one value per metric. Returns the
+    MLflow run id."""
+    from mlflow.entities import Metric, Param
 
     row = run.row
-    tags = {"adaptlab.run_id": run.run_id, "adaptlab.package_version": str(row.get("package_version"))}
-    created = client.create_run(experiment_id, run_name=run.name, tags=tags)
-    mlflow_id = created.info.run_id
+    existing = _existing(client, experiment_id, run.run_id)
+    if existing is None:
+        tags = {RUN_ID_TAG: run.run_id, "adaptlab.package_version": str(row.get("package_version"))}
+        mlflow_id = client.create_run(experiment_id, run_name=run.name, tags=tags).info.run_id
+        have_metrics: dict[str, float] = {}
+        have_params: dict[str, str] = {}
+    else:
+        mlflow_id, have_metrics, have_params = existing.info.run_id, existing.data.metrics, existing.data.params
     stamp = int(row["timestamp"].timestamp() * 1000) if row.get("timestamp") is not None else 0
-    client.log_batch(mlflow_id, metrics=[Metric(k, v, stamp, 0) for k, v in run.metrics.items()],
-                     params=[Param(k, v) for k, v in sorted(_params(run).items())])
+    client.log_batch(mlflow_id, metrics=[Metric(k, v, stamp, 0) for k, v in run.metrics.items()
+                                         if have_metrics.get(k) != v],
+                     params=[Param(k, v) for k, v in sorted(_params(run).items()) if k not in have_params])
     for path in artifacts:
         client.log_artifact(mlflow_id, str(path), artifact_path="adaptlab")
     client.set_terminated(mlflow_id)

@@ -2,22 +2,36 @@
 
 An MTEB result file holds one task (here: one dataset of one system)::
 
-    {"dataset_revision": "...", "task_name": "SciFact", "mteb_version": "1.12.0",
-     "scores": {"test": [{"hf_subset": "default", "languages": [], "main_score": 0.645,
+    {"dataset_revision": "...", "task_name": "SciFact", "mteb_version": "2.26.24",
+     "scores": {"test": [{"hf_subset": "default", "languages": ["eng-Latn"], "main_score": 0.645,
                           "ndcg_at_10": 0.645, "recall_at_100": 0.925, ...}]},
      "evaluation_time": null, "kg_co2_emissions": null}
 
 Values are fractions (MTEB's leaderboard shows them x 100). Measure keys follow MTEB
 (``ndcg@10`` -> ``ndcg_at_10``, ``acc@5`` -> ``accuracy_at_5``); each also gets ``KEY_ci_low``
 and ``KEY_ci_high`` when the store holds its confidence interval (MTEB readers ignore keys they
-do not know). ``main_score`` is the value of ``main_measure`` (``ndcg@10``, MTEB's main score
-for its retrieval tasks). ``dataset_revision`` is the run's dataset fingerprint (adaptlab's,
-not a Hugging Face commit); ``mteb_version`` names the MTEB layout the file follows; the
-evaluation time is not stored, so it is ``null``.
+do not know). The file loads with mteb's own ``TaskResult.from_disk`` and its ``get_score()`` is
+``main_score`` (tests/results/test_mteb_roundtrip.py, mteb 2.26):
+
+- ``task_name``: the MTEB task of the dataset when the installed mteb knows one of that name
+  (case-insensitive: ``scifact`` -> ``SciFact``), else the dataset's name (``task_names=`` maps
+  others);
+- ``languages``: the task's ``eval_langs`` from mteb's metadata, else ``languages=`` (default
+  ``["eng-Latn"]``: every dataset format adaptlab reads is English); mteb's ``get_score()``
+  averages over the subsets whose languages it is asked for, so an empty list made it NaN;
+- ``main_score``: the value of ``main_measure`` (default: the task's main score in mteb's metadata,
+  else ``ndcg@10``, MTEB's main score for its retrieval tasks);
+- ``mteb_version``: the version of the mteb installed where the file was written, or ``null``
+  without mteb (mteb reads a version below 1.12.48 as an old layout to convert, which looks the
+  task up in its registry and failed for a dataset that is not an MTEB task);
+- ``dataset_revision``: the run's dataset fingerprint (adaptlab's, not a Hugging Face commit);
+  the evaluation time is not stored, so it is ``null``.
 
 Reading (:meth:`MtebTaskResult.from_disk`) gives the per-measure values of a split and subset
 (:meth:`MtebTaskResult.values`, canonical measure names); :func:`compare_mteb` puts them beside
-a stored run's values and confidence intervals.
+a stored run's values and confidence intervals; :func:`import_mteb` stores an MTEB result file's
+scores (and bounds, when it has them) as a run of a system, so published or mteb-computed results
+sit in the store beside adaptlab's and export back to the same values.
 """
 
 from __future__ import annotations
@@ -38,10 +52,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from adaptlab.results.store import ResultsStore
 
-__all__ = ["MTEB_FORMAT_VERSION", "MtebTaskResult", "compare_mteb", "export_mteb", "metric_key", "mteb_results"]
+__all__ = ["DEFAULT_LANGUAGES", "MtebTaskResult", "compare_mteb", "export_mteb", "import_mteb", "installed_mteb_version",
+           "metric_key", "mteb_results"]
 
-MTEB_FORMAT_VERSION = "1.12.0"
-"""The MTEB release whose TaskResult layout the written files follow."""
+DEFAULT_LANGUAGES: tuple[str, ...] = ("eng-Latn",)
+"""``languages`` of a dataset that is no MTEB task the installed mteb knows (adaptlab's formats are English)."""
 _REQUIRED = ("task_name", "scores")
 _SUBSET_KEYS = frozenset({"hf_subset", "languages", "main_score"})
 _UNSAFE_KEY = re.compile(r"[^A-Za-z0-9_\-. /]+")
@@ -69,7 +84,7 @@ class MtebTaskResult:
     task_name: str
     scores: dict[str, list[dict[str, Any]]]
     dataset_revision: str | None = None
-    mteb_version: str | None = MTEB_FORMAT_VERSION
+    mteb_version: str | None = None
     evaluation_time: float | None = None
     kg_co2_emissions: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -151,9 +166,48 @@ class MtebTaskResult:
         return out
 
 
-def _subset_scores(rows: Sequence[Mapping[str, Any]], main_measure: str, where: str) -> dict[str, Any]:
+def installed_mteb_version() -> str | None:
+    """The version of the installed mteb package, or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("mteb")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _mteb_task(name: str) -> Any | None:
+    """The metadata of the MTEB task called ``name`` (case-insensitive) when mteb is installed and
+    knows it, else None."""
+    if installed_mteb_version() is None:
+        return None
+    import mteb
+
+    try:
+        from mteb.get_tasks import _TASKS_REGISTRY as registry  # the names, without building every task
+    except ImportError:  # pragma: no cover - another mteb layout: exact names only
+        registry = {}
+    exact = {n.lower(): n for n in registry}.get(name.lower(), name)
+    try:
+        return mteb.get_task(exact).metadata
+    except (KeyError, ValueError):
+        return None
+
+
+def _languages(meta: Any, languages: Sequence[str] | None) -> list[str]:
+    """The subset's languages: ``languages`` if given, else the task's eval_langs, else the default."""
+    if languages:
+        return list(languages)
+    langs = getattr(meta, "eval_langs", None)
+    if isinstance(langs, Mapping):  # a multilingual task: its "default" subset, else every language
+        langs = langs.get("default") or sorted({x for v in langs.values() for x in v})
+    return list(langs or DEFAULT_LANGUAGES)
+
+
+def _subset_scores(rows: Sequence[Mapping[str, Any]], main_measure: str, where: str,
+                   languages: list[str]) -> dict[str, Any]:
     """MTEB keys (value and CI bounds) of one run's score rows, with main_score."""
-    scores: dict[str, Any] = {"hf_subset": "default", "languages": []}
+    scores: dict[str, Any] = {"hf_subset": "default", "languages": languages}
     by_measure = {str(r["measure"]): r for r in rows}
     if main_measure not in by_measure:
         raise StoreError(f"{where}: no {main_measure} score to use as MTEB's main_score; "
@@ -169,11 +223,12 @@ def _subset_scores(rows: Sequence[Mapping[str, Any]], main_measure: str, where: 
 
 
 def mteb_results(store: ResultsStore, *, system: str | None = None, dataset: str | None = None,
-                 split: str = "test", main_measure: str = "ndcg@10",
-                 task_names: Mapping[str, str] | None = None) -> dict[tuple[str, str], MtebTaskResult]:
+                 split: str = "test", main_measure: str | None = None, task_names: Mapping[str, str] | None = None,
+                 languages: Sequence[str] | None = None) -> dict[tuple[str, str], MtebTaskResult]:
     """One :class:`MtebTaskResult` per (system, dataset) of the latest run of each in ``store``
     (filtered by ``system`` / ``dataset``); ``task_names`` maps a dataset to its MTEB task name
-    (default: the dataset name)."""
+    (default: the MTEB task of that name, else the dataset name); ``main_measure`` and
+    ``languages`` default to the task's (module docstring)."""
     from adaptlab.results.validate import canonical_measure
 
     filters = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
@@ -184,13 +239,15 @@ def mteb_results(store: ResultsStore, *, system: str | None = None, dataset: str
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["system"], r["dataset"]), []).append(r)
-    main = canonical_measure(main_measure)
     out = {}
     for (sys_name, ds), group in sorted(groups.items()):
         run = runs.get(group[0]["run_id"], {})
-        scores = _subset_scores(group, main, f"system {sys_name!r}, dataset {ds!r}")
+        meta = _mteb_task((task_names or {}).get(ds, ds))
+        main = canonical_measure(main_measure or getattr(meta, "main_score", None) or "ndcg@10")
+        scores = _subset_scores(group, main, f"system {sys_name!r}, dataset {ds!r}", _languages(meta, languages))
         out[(sys_name, ds)] = MtebTaskResult(
-            (task_names or {}).get(ds, ds), {split: [scores]}, dataset_revision=run.get("dataset_fingerprint"),
+            meta.name if meta is not None else (task_names or {}).get(ds, ds), {split: [scores]},
+            dataset_revision=run.get("dataset_fingerprint"), mteb_version=installed_mteb_version(),
             extra={"adaptlab": {"system": sys_name, "dataset": ds, "run_id": group[0]["run_id"],
                                 "package_version": run.get("package_version")}})
     return out
@@ -224,3 +281,38 @@ def compare_mteb(result: MtebTaskResult, store: ResultsStore, *, system: str, da
                          f"measure (MTEB: {', '.join(sorted(published)) or 'none'}; store: "
                          f"{', '.join(sorted(stored)) or 'none'})")
     return pd.DataFrame(rows).set_index("measure")
+
+
+def import_mteb(store: ResultsStore, paths: Sequence[str | os.PathLike[str]], *, system: str,
+                dataset: str | None = None, split: str = "test", hf_subset: str = "default",
+                model_id: str = "") -> dict[str, str]:
+    """Store MTEB result files (``TaskName.json``, as mteb writes them) as runs of ``system``, in one
+    commit: one run per file on ``dataset`` (default: the file's task name), a metric row per
+    ranking measure of ``split`` / ``hf_subset`` with its bounds when the file has ``KEY_ci_low`` /
+    ``KEY_ci_high``; the run's config records the file, task, split and mteb version. Returns
+    ``{dataset: run_id}``. Exported again (:func:`export_mteb`) the values are the file's."""
+    from adaptlab.results.provenance import new_run_id, run_record
+
+    if dataset is not None and len(paths) > 1:
+        raise ConfigError(f"import_mteb: dataset={dataset!r} with {len(paths)} files; one file per dataset name")
+    runs, rows, ids = [], [], {}
+    for path in paths:
+        res = MtebTaskResult.from_disk(path)
+        ds = dataset or res.task_name
+        if ds in ids:
+            raise ConfigError(f"{path}: a second file for dataset {ds!r}; import each task once")
+        ids[ds] = new_run_id()
+        sub = res.subset(split, hf_subset)
+        runs.append(run_record(system, ds, run_id=ids[ds], model_id=model_id or system, model_revision=None,
+                               dataset_fingerprint=str(res.dataset_revision or ""), seed=None,
+                               config={"command": "import", "format": "mteb", "source": str(path),
+                                       "task_name": res.task_name, "split": split, "hf_subset": hf_subset,
+                                       "mteb_version": res.mteb_version, "languages": sub.get("languages")}))
+        for measure, value in sorted(res.values(split, hf_subset).items()):
+            key = metric_key(measure)
+            rows.append({"run_id": ids[ds], "system": system, "dataset": ds, "measure": measure, "value": value,
+                         "ci_low": sub.get(f"{key}_ci_low"), "ci_high": sub.get(f"{key}_ci_high")})
+    if not rows:
+        raise DataError(f"{', '.join(map(str, paths))}: no ranking measure in split {split!r} to import")
+    store.commit(runs, rows)
+    return ids

@@ -1,0 +1,65 @@
+"""MTEB round trip with the real mteb package (issue 30): adaptlab's export loads with mteb's own
+``TaskResult.from_disk``, its ``get_score()`` is the stored main score, the languages and task
+name are mteb's metadata where mteb knows the task, the version is the installed mteb's; and a
+result file that mteb itself writes, imported into a store, exports back to the same values."""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from adaptlab import results
+from adaptlab.results.mteb import export_mteb, import_mteb
+
+mteb = pytest.importorskip("mteb", reason="the test extra installs mteb")
+
+
+def _store(root: Path):
+    """A store with two scored runs: ``bm25`` on ``scifact`` (an MTEB task) and on ``synthetic-sentences``."""
+    store = results.open(root, create=True)
+    recs = [results.run_record("bm25", ds, model_id="bm25", model_revision=None, dataset_fingerprint=f"fp-{ds}",
+                               seed=0, config={}) for ds in ("scifact", "synthetic-sentences")]
+    rows = [{"run_id": r["run_id"], "system": "bm25", "dataset": r["dataset"], "measure": m, "value": v,
+             "ci_low": v - 0.03, "ci_high": v + 0.03}
+            for r in recs for m, v in (("ndcg@10", 0.676), ("recall@100", 0.925), ("acc@1", 0.5625))]
+    store.commit(recs, rows)
+    return store
+
+
+def test_export_loads_with_mtebs_own_reader(tmp_path):
+    from mteb.results import TaskResult
+
+    paths = {p.stem: p for p in export_mteb(_store(tmp_path / "store"), tmp_path / "out")}
+    assert set(paths) == {"SciFact", "synthetic-sentences"}  # scifact -> mteb's task name
+    for name, path in paths.items():
+        theirs = TaskResult.from_disk(path)
+        assert theirs.get_score() == pytest.approx(0.676, abs=1e-12)  # main_score, not NaN
+        assert theirs.mteb_version == metadata.version("mteb")
+        (subset,) = theirs.scores["test"]
+        assert subset["languages"] == ["eng-Latn"] and subset["ndcg_at_10_ci_low"] == pytest.approx(0.646)
+    assert mteb.get_task("SciFact").metadata.eval_langs == ["eng-Latn"]  # where "SciFact"'s came from
+
+
+def test_a_file_mteb_writes_imports_and_exports_back(tmp_path):
+    from mteb.results import TaskResult
+
+    written = TaskResult.from_dict({
+        "dataset_revision": "rev", "task_name": "SciFact", "mteb_version": metadata.version("mteb"),
+        "evaluation_time": 1.0, "kg_co2_emissions": None,
+        "scores": {"test": [{"hf_subset": "default", "languages": ["eng-Latn"], "main_score": 0.64508,
+                             "ndcg_at_10": 0.64508, "recall_at_100": 0.925, "mrr_at_10": 0.61097}]}})
+    written.to_disk(tmp_path / "SciFact.json")
+    store = results.open(tmp_path / "store", create=True)
+    ids = import_mteb(store, [tmp_path / "SciFact.json"], system="minilm-published")
+    stored = {r["measure"]: r["value"] for r in store.metrics(system="minilm-published").to_pylist()}
+    assert stored == {"ndcg@10": 0.64508, "recall@100": 0.925, "mrr@10": 0.61097}
+    config = json.loads(store.runs(run_id=ids["SciFact"]).to_pylist()[0]["config"])
+    assert config["format"] == "mteb" and config["task_name"] == "SciFact"
+    (path,) = export_mteb(store, tmp_path / "again")
+    back = TaskResult.from_disk(path)
+    assert back.get_score() == pytest.approx(0.64508) and back.task_name == "SciFact"
+    assert {k: back.scores["test"][0][k] for k in ("ndcg_at_10", "recall_at_100", "mrr_at_10")} == {
+        "ndcg_at_10": 0.64508, "recall_at_100": 0.925, "mrr_at_10": 0.61097}
