@@ -116,10 +116,10 @@ def test_every_style_prints_the_digits_of_present(comparison, style):
     for s in comparison.frame().to_dict("records"):
         assert render_cell(Estimate(s["value"], s["ci_low"], s["ci_high"]), style) in out
     for p in comparison.pairs_frame().to_dict("records"):
-        assert render_cell(format_p(p["p_value"], p["n_resamples"]), style) in out
+        assert render_cell(format_p(p["p_value"], p["p_draws"] or None), style) in out
         assert render_cell(float(p["mde"]), style) in out
     if style == "latex":
-        assert out.count(r"\begin{tabular}") == 2 and "\n% letters:" in out  # the footer compiles
+        assert out.count(r"\begin{tabular}") == 2 and "\n% p: two-sided" in out  # the footer compiles
     if style == "markdown":
         assert "| good |" in out
 
@@ -212,3 +212,27 @@ def test_cli_needs_runs_or_a_store(trec_files, capsys):
     assert "either --qrels" in capsys.readouterr().err
     assert main(["compare", "--qrels", str(trec_files / "qrels.txt"), "--run", str(trec_files / "good.trec")]) == 2
     assert "at least two --run" in capsys.readouterr().err
+
+
+def _clearly_different(n_systems: int, q: int, seed: int) -> dict[str, dict[str, np.ndarray]]:
+    """nDCG@10 of one gold document whose rank each system draws from the same uniform per query
+    (better systems never worse on a query; means from about 0.3 to 0.95)."""
+    u = np.random.default_rng(seed).random(q)
+    p = np.linspace(0.1, 0.9, n_systems)[:, None]
+    rank = np.maximum(1.0, np.ceil(np.log(u[None, :]) / np.log1p(-p)))
+    v = np.where(rank <= 10, 1.0 / np.log2(rank + 1.0), 0.0)
+    return {f"s{i}": {"ndcg@10": v[i]} for i in range(n_systems)}
+
+
+@pytest.mark.parametrize("n_systems, q", [(12, 500), (22, 400), pytest.param(30, 400, marks=pytest.mark.slow)])
+def test_many_clearly_different_systems_are_all_told_apart(n_systems: int, q: int) -> None:
+    """Issue 29: with 1,000 sign vectors Holm's smallest adjusted p was K/1001, so 11 or more
+    systems (55+ pairs) could never differ; the sign vectors now grow with the family (the 30
+    systems, 435 pairs, also take two-letter labels)."""
+    c = compare(_clearly_different(n_systems, q, seed=n_systems))
+    pairs = c.pairs_frame()
+    assert len(pairs) == n_systems * (n_systems - 1) // 2
+    assert (pairs["p_adjusted"] < 0.05).all(), pairs.sort_values("p_adjusted").tail(3)
+    best = c.frame().iloc[-1]
+    assert len(best["better_than"].replace(",", "")) == (n_systems - 1) * (1 if n_systems <= 26 else 2)
+    assert "random sign vectors" in str(c)

@@ -70,7 +70,7 @@ def test_small_samples_get_exact_tests_and_a_warning():
     with pytest.warns(SmallSampleWarning, match="exact sign test"):
         s = summarise(per, n_resamples=999, seed=0)
     p = s.pairs[0]
-    assert p.p_value == pytest.approx(0.25, abs=0.03) and p.test == "sign-flip"  # randomization test at small Q
+    assert p.p_value == 0.25 and p.test == "sign-flip-exact"  # the randomization test at small Q, exact here
     assert p.p_exact == pytest.approx(0.25) and p.p_wilcoxon == pytest.approx(0.25)
     row = [r for r in s.metric_rows({"a": "1", "b": "2"}, "d") if r["compared_to"]][0]
     assert row["p_exact"] == pytest.approx(0.25) and row["exact_test"] == "sign"
@@ -92,9 +92,13 @@ def test_oversampling_rejected_before_any_work():
 
 def test_bootstrap_p_prints_as_a_bound():
     q = 200
-    per = {"a": _pq({"acc@1": np.ones(q)}), "b": _pq({"acc@1": np.r_[np.zeros(q // 2), np.ones(q // 2)]})}
+    # graded differences on 100 queries: no exact count, so 999 random sign vectors, none reaching
+    # the observed sum: p = 1/1000, printed as the bound 2/(N+1)
+    graded = 1.0 / np.log2(np.arange(q // 2) % 9 + 3.0)
+    per = {"a": _pq({"ndcg@10": np.ones(q)}), "b": _pq({"ndcg@10": np.r_[graded, np.ones(q // 2)]})}
     s = summarise(per, n_resamples=999, seed=0)
-    assert "<= 0.002" in format_pairs(s)
+    assert s.pairs[0].test == "sign-flip" and s.pairs[0].p_draws == 999 and s.pairs[0].p_value == 1 / 1000
+    assert "<= 0.002" in format_pairs(s) and "999 random sign vectors" in format_pairs(s)
 
 
 def test_summarise_runs_empty_run_is_an_error():

@@ -13,6 +13,7 @@ import pytest
 
 from adaptlab.stats import PERMUTATION_Q, adjust_pvalues, paired_bootstrap, sign_flip_p_values
 from adaptlab.stats._kernels import two_sided_p_value
+from adaptlab.stats.signflip import family_sign_flip
 
 ALPHA = 0.05
 N_SYSTEMS = 5
@@ -31,13 +32,23 @@ def _null_values(kind: str, q: int, rng: np.random.Generator) -> np.ndarray:
     return np.where(rank <= 10, 1.0 / np.log2(rank + 1.0), 0.0)
 
 
-def _sign_flip(d: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The shipped test (what :func:`paired_bootstrap` uses below ``PERMUTATION_Q`` queries)."""
-    return sign_flip_p_values(d, M, rng)
+def _sign_flip(v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The shipped test (what :func:`paired_bootstrap` uses below ``PERMUTATION_Q`` queries):
+    exact where the differences allow, else Monte Carlo; sized here for alpha = 1 (200 sign
+    vectors instead of the 4,000 that alpha = 0.05 gives a family of 10: the level of a Monte
+    Carlo p-value holds for any number of vectors, only its resolution needs more, and
+    benchmarks/signflip_level.py runs these simulations at the shipped resolution)."""
+    return family_sign_flip(v, PAIRS, M, rng, alpha=1.0).p
 
 
-def _old_bootstrap(d: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _fixed_flips(v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The Monte Carlo sign-flip test alone with M vectors (the shipped test before issue 29)."""
+    return sign_flip_p_values(np.stack([v[a] - v[b] for a, b in PAIRS]), M, rng)
+
+
+def _old_bootstrap(v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The percentile-bootstrap p-value used at every Q before (paired resamples of all Q)."""
+    d = np.stack([v[a] - v[b] for a, b in PAIRS])
     q = d.shape[1]
     idx = rng.integers(0, q, size=(M_OLD, q)) + (np.arange(M_OLD) * q)[:, None]
     counts = np.bincount(idx.ravel(), minlength=M_OLD * q).reshape(M_OLD, q).astype(np.float64)
@@ -50,7 +61,7 @@ def _rejections(kind: str, q: int, reps: int, seed: int, test=_sign_flip) -> tup
     single = fwer = 0
     for _ in range(reps):
         v = _null_values(kind, q, rng)
-        raw = test(np.stack([v[a] - v[b] for a, b in PAIRS]), rng)
+        raw = test(v, rng)
         single += raw[0] <= ALPHA
         fwer += bool((adjust_pvalues(raw, "holm") <= ALPHA).any())
     return single / reps, fwer / reps
@@ -97,6 +108,6 @@ def test_paired_bootstrap_uses_the_randomization_test_below_the_switch_and_keeps
         v = _null_values("accuracy", 300, rng)[:2]
         v[0] = np.maximum(v[0], rng.random(300) < 0.35)  # system 0 also answers ~0.1 more
         d = paired_bootstrap(v, n_resamples=M, seed=r)[0]
-        assert d.test == ("sign-flip" if 300 < PERMUTATION_Q else "bootstrap")
+        assert d.test in (("sign-flip", "sign-flip-exact") if 300 < PERMUTATION_Q else ("bootstrap",))
         found += d.p_value <= ALPHA
     assert found / 100 > 0.7

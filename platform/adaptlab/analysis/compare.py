@@ -77,9 +77,17 @@ class GroupComparison:
 
 
 def _letters(n: int) -> list[str]:
-    if n > len(string.ascii_lowercase):
-        raise ConfigError(f"compare letters {len(string.ascii_lowercase)} systems at most, got {n}")
-    return list(string.ascii_lowercase[:n])
+    """``a`` .. ``z`` for up to 26 systems; beyond, ``aa``, ``ab``, ... for every system (as
+    spreadsheet columns), so a scale study's 30 systems still get one label each."""
+    abc = string.ascii_lowercase
+    if n <= len(abc):
+        return list(abc[:n])
+    return [abc[i // len(abc)] + abc[i % len(abc)] for i in range(n)]
+
+
+def _letter_list(letters: list[str]) -> str:
+    """The letters of the systems one is better than: ``"abd"``, or ``"aa,ab"`` for two-letter labels."""
+    return ("," if any(len(x) > 1 for x in letters) else "").join(sorted(letters))
 
 
 def _pair_rows(values: np.ndarray, names: tuple[str, ...], boot: BootstrapConfig, alpha: float,
@@ -90,7 +98,7 @@ def _pair_rows(values: np.ndarray, names: tuple[str, ...], boot: BootstrapConfig
     col = {n: i for i, n in enumerate(names)}
     return [{"a": str(d.a), "b": str(d.b), "diff": d.diff, "ci_low": d.ci_low, "ci_high": d.ci_high,
              "p_value": d.p_value, "p_adjusted": float(pa), "adjustment": boot.adjustment, "test": d.test,
-             "family_size": len(diffs), "n_resamples": d.n_resamples,
+             "family_size": len(diffs), "n_resamples": d.n_resamples, "p_draws": d.p_draws,
              "mde": minimum_detectable_effect(values[col[str(d.a)]] - values[col[str(d.b)]], alpha=alpha,
                                               power=power)}
             for d, pa in zip(diffs, adjusted)]
@@ -116,7 +124,7 @@ def _compare_group(dataset: str, measure: str, names: tuple[str, ...], values: n
     letter = dict(zip(names, _letters(len(names))))
     better = _better_than(names, pairs, alpha)
     systems = [{"system": n, "letter": letter[n], "value": float(ci.point[i]), "ci_low": float(ci.ci_low[i]),
-                "ci_high": float(ci.ci_high[i]), "better_than": "".join(sorted(letter[b] for b in better[n])),
+                "ci_high": float(ci.ci_high[i]), "better_than": _letter_list([letter[b] for b in better[n]]),
                 **ranks.row(i), "n_queries": int(values.shape[1])}
                for i, n in enumerate(names)]
     return GroupComparison(dataset, measure, names, values, systems, pairs)
@@ -179,7 +187,7 @@ class Comparison:
             rows += [RULE] if rows else []
             rows += [[g.dataset, g.measure, f"{p['a']} - {p['b']}",
                       Estimate(p["diff"], p["ci_low"], p["ci_high"], marked=p["p_adjusted"] < self.alpha),
-                      format_p(p["p_value"], p["n_resamples"]), format_p(p["p_adjusted"], p["n_resamples"]),
+                      format_p(p["p_value"], p["p_draws"] or None), format_p(p["p_adjusted"], p["p_draws"] or None),
                       p["mde"]] for p in g.pairs]
         return header, rows
 
@@ -187,10 +195,16 @@ class Comparison:
         return (f"letters: each system lists the systems it is significantly better than "
                 f"(p adjusted by {self.boot.adjustment} < {self.alpha}); \u2020 after a difference: the same "
                 f"(adjusted p < {self.alpha}); tied with best: the rank interval contains 1; "
-                f"MDE: (z(1-alpha/2) + z(power)) * sd(d) / sqrt(Q); {p_value_note(self._n_queries(), self.boot.n_resamples)}")
+                f"MDE: (z(1-alpha/2) + z(power)) * sd(d) / sqrt(Q); {self._p_note()}")
 
     def _n_queries(self) -> int:
         return min((int(g.values.shape[1]) for g in self.groups), default=0)
+
+    def _p_note(self) -> str:
+        """The tests behind the p column and the most sign vectors one family drew."""
+        pairs = [p for g in self.groups for p in g.pairs]
+        return p_value_note(self._n_queries(), self.boot.n_resamples, tests=sorted({p["test"] for p in pairs}),
+                            n_vectors=max((p["p_draws"] for p in pairs), default=0))
 
 
 # ----------------------------------------------------------------------------- inputs

@@ -17,9 +17,12 @@ Multiplicity: the paired tests of one dataset and one measure form a family of `
 their p-values are adjusted within it (Holm by default, Benjamini-Hochberg with
 ``adjustment="bh"``; :func:`adaptlab.stats.pvalues.adjust_pvalues`) and both raw and adjusted
 p-values are kept, with the family size. The paired p-value is the sign-flip randomization
-test's below :data:`adaptlab.stats.pvalues.PERMUTATION_Q` (1000) queries and the bootstrap's
-from there on (``PairSummary.test``, stored as ``p_test`` in the row's ``extra``), so a single
-test and Holm's family-wise error keep their level at small Q.
+test's, exact where the differences allow and otherwise with enough sign vectors for the
+family (:mod:`adaptlab.stats.signflip`); the bootstrap's only from
+:data:`adaptlab.stats.pvalues.PERMUTATION_Q` (1000) queries on when its floor fits the family
+(``PairSummary.test`` and ``p_draws``, stored as ``p_test`` and ``p_draws`` in the row's
+``extra``), so a single test and Holm's family-wise error keep their level at small Q and a
+large family can still find its differences.
 
 Rank intervals: for every dataset and measure with several systems, each system's rank interval
 from the shared bootstrap resamples and whether it is statistically tied with the best
@@ -111,14 +114,15 @@ class PairSummary:
     p_exact: float | None = None  # exact sign test (small samples only)
     p_wilcoxon: float | None = None  # Wilcoxon signed-rank test (small samples only)
     interval: str = "percentile"
-    test: str = "bootstrap"  # the test of p_value: "sign-flip" below PERMUTATION_Q queries, else "bootstrap"
+    test: str = "bootstrap"  # the test of p_value: "sign-flip", "sign-flip-exact" or "bootstrap"
+    p_draws: int = 0  # Monte Carlo draws behind p_value (sign vectors or resamples; 0 = exact)
 
     def as_dict(self) -> dict[str, object]:
         return {"a": self.a, "b": self.b, "measure": self.measure, "diff": self.diff,
                 "boot_mean": self.boot_mean, "ci_low": self.ci_low, "ci_high": self.ci_high,
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "adjustment": self.adjustment,
                 "family_size": self.family_size, "p_exact": self.p_exact, "p_wilcoxon": self.p_wilcoxon,
-                "interval": self.interval, "test": self.test}
+                "interval": self.interval, "test": self.test, "p_draws": self.p_draws}
 
 
 @dataclass
@@ -194,7 +198,7 @@ class EvaluationSummary:
                    "boot_mean": p.boot_mean, "ci_low": p.ci_low, "ci_high": p.ci_high,
                    "compared_to": p.b, "p_value": p.p_value, "p_adjusted": p.p_adjusted,
                    "adjustment": p.adjustment, "family_size": p.family_size, "interval_method": p.interval,
-                   "extra": json.dumps({"p_test": p.test}), **common}
+                   "extra": json.dumps({"p_test": p.test, "p_draws": p.p_draws}), **common}
             if p.p_exact is not None:
                 row["p_exact"], row["exact_test"] = p.p_exact, "sign"
             rows.append(row)
@@ -303,7 +307,8 @@ def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[Bootstra
             systems[n][m] = MeasureSummary(float(r.point[i]), float(r.boot_mean[i]), float(r.ci_low[i]),
                                            float(r.ci_high[i]), interval, **rk)
         fam = [PairSummary(str(d.a), str(d.b), m, float(d.diff), float(d.boot_mean), float(d.ci_low),
-                           float(d.ci_high), float(d.p_value), interval=d.interval, test=d.test)
+                           float(d.ci_high), float(d.p_value), interval=d.interval, test=d.test,
+                           p_draws=d.p_draws)
                for d in r.pairs]
         vals = {n: per_query[n].values[m] for n in names} if small else None
         pairs += _family(fam, boot.adjustment, vals)

@@ -61,11 +61,12 @@ def format_pairs(s: EvaluationSummary) -> str:
     rows = []
     for p in s.pairs:
         row = [f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high),
-               format_p(p.p_value, s.n_resamples),
-               f"{format_p(p.p_adjusted, s.n_resamples)} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
+               format_p(p.p_value, p.p_draws or None),
+               f"{format_p(p.p_adjusted, p.p_draws or None)} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
         if exact:
             row += [format_p(p.p_exact), format_p(p.p_wilcoxon)]
         rows.append(row)
     adj = _ADJ_NAMES.get(s.adjustment, s.adjustment)
-    note = f"{p_value_note(s.n_queries, s.n_resamples)}; p adj: {adj} within each measure, (n) = family size"
+    tests = sorted({p.test for p in s.pairs})
+    note = f"{p_value_note(s.n_queries, s.n_resamples, tests=tests, n_vectors=max(p.p_draws for p in s.pairs))}; p adj: {adj} within each measure, (n) = family size"
     return render_table(header, rows) + "\n" + note

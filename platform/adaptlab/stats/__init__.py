@@ -2,7 +2,9 @@
 
 Percentile bootstrap confidence intervals of mean per-query metrics (:func:`bootstrap_ci`),
 paired comparisons with two-sided p-values (:func:`paired_bootstrap`: the sign-flip
-randomization test below :data:`PERMUTATION_Q` queries, the bootstrap p-value from there on), and the shared
+randomization test, exact or with as many sign vectors as the family needs,
+:mod:`adaptlab.stats.signflip`; the bootstrap p-value only from :data:`PERMUTATION_Q` queries on
+when its floor fits the family), and the shared
 resample indices (:func:`resample_indices`, :func:`iter_resample_indices`) that other analyses
 reuse to see exactly the same bootstrap samples, and the percentile interval
 (:func:`percentile_interval`) every analysis reports; BCa, Wilson and Jeffreys intervals

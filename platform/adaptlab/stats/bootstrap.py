@@ -40,7 +40,8 @@ from adaptlab.stats import _kernels as K
 from adaptlab.stats._multinomial import multinomial_sums
 from adaptlab.stats.backend import get_xp, to_numpy
 from adaptlab.stats.intervals import INTERVALS, bca_interval, jeffreys_interval, resolve_interval, wilson_interval
-from adaptlab.stats.pvalues import PERMUTATION_Q, sign_flip_p_values
+from adaptlab.stats.pvalues import PERMUTATION_Q
+from adaptlab.stats.signflip import FAMILY_ALPHA, RESOLUTION, family_sign_flip
 from adaptlab.stats.resample import check_seed, check_sizes
 
 __all__ = ["BootstrapResult", "METHODS", "PairedDifference", "bootstrap_ci", "paired_bootstrap"]
@@ -113,12 +114,15 @@ class PairedDifference:
     """Paired bootstrap comparison of system ``a`` against system ``b`` (difference ``a - b``).
 
     ``p_value`` is, with ``test == "bootstrap"`` (``Q >=``
-    :data:`~adaptlab.stats.pvalues.PERMUTATION_Q`), the two-sided bootstrap p-value
-    ``min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (m + 1))`` over the ``m`` resampled
-    mean differences ``D*`` (the +1 terms count the observed sample, so p is never 0); with
-    ``test == "sign-flip"`` (fewer queries) the two-sided paired randomization test with ``m``
-    sign vectors (:func:`~adaptlab.stats.pvalues.sign_flip_p_values`), which keeps its level at
-    small Q where the bootstrap p-value does not.
+    :data:`~adaptlab.stats.pvalues.PERMUTATION_Q` and a family small enough for its floor), the
+    two-sided bootstrap p-value ``min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (m + 1))``
+    over the ``m`` resampled mean differences ``D*`` (the +1 terms count the observed sample, so
+    p is never 0); otherwise the two-sided paired randomization test
+    (:mod:`adaptlab.stats.signflip`), exact over all sign patterns (``test ==
+    "sign-flip-exact"``) or from ``p_draws`` random sign vectors (``test == "sign-flip"``), which
+    keeps its level at small Q where the bootstrap p-value does not. ``p_draws``: the Monte Carlo
+    draws behind ``p_value`` (sign vectors or resamples; 0 for an exact p-value), whose floor is
+    ``1/(p_draws + 1)``.
     """
 
     a: str | int
@@ -135,6 +139,7 @@ class PairedDifference:
     seed: int = 0
     interval: str = "percentile"
     test: str = "bootstrap"
+    p_draws: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -500,19 +505,28 @@ def _difference_interval(d: np.ndarray, ds: np.ndarray, conf: float, interval: s
     return lo, hi, "percentile"
 
 
+def _bootstrap_p_fits(n_queries: int, m: int, family_size: int) -> bool:
+    """Whether the bootstrap p-value serves: from ``PERMUTATION_Q`` queries on, and only when its
+    floor leaves the family room (``2 K / (m + 1) <= FAMILY_ALPHA / RESOLUTION``)."""
+    return n_queries >= PERMUTATION_Q and 2.0 * family_size / (m + 1.0) <= FAMILY_ALPHA / RESOLUTION
+
+
 def _pair_p_values(arr: np.ndarray, pairs: list[tuple[int, int]], d_star: dict[tuple[int, int], np.ndarray], *,
-                   m: int, seed: int) -> tuple[list[float], str]:
-    """Two-sided p-values of the pairs and the test that gave them: below ``PERMUTATION_Q``
-    queries the sign-flip randomization test over all Q queries (``m`` sign vectors from stream
-    ``(seed, _KEY_FLIP)``, shared by the pairs), else the bootstrap p-value of each ``D*``."""
-    if arr.shape[1] < PERMUTATION_Q:
-        d = np.stack([arr[a] - arr[b] for a, b in pairs])
-        return [float(p) for p in sign_flip_p_values(d, m, _rng(seed, _KEY_FLIP), _ZERO_TOL)], "sign-flip"
+                   m: int, seed: int) -> tuple[list[float], list[str], list[int]]:
+    """Two-sided p-values of the pairs, the test of each and its Monte Carlo draws (0: exact):
+    the bootstrap p-value of each ``D*`` when :func:`_bootstrap_p_fits`, else the sign-flip
+    randomization test over all Q queries (:func:`~adaptlab.stats.signflip.family_sign_flip`:
+    exact where it can count, else sign vectors from stream ``(seed, _KEY_FLIP)``, shared by
+    the pairs, as many as the family needs)."""
+    if not _bootstrap_p_fits(arr.shape[1], m, len(pairs)):
+        res = family_sign_flip(arr, pairs, m, _rng(seed, _KEY_FLIP), _ZERO_TOL)
+        return ([float(p) for p in res.p], ["sign-flip-exact" if e else "sign-flip" for e in res.exact],
+                [0 if e else res.n_vectors for e in res.exact])
     out = []
     for a, b in pairs:
         scale = float(np.max(np.abs(arr[a] - arr[b])))
         out.append(float(K.two_sided_p_value(d_star[(a, b)], _ZERO_TOL * scale)))
-    return out, "bootstrap"
+    return out, ["bootstrap"] * len(pairs), [m] * len(pairs)
 
 
 def paired_bootstrap(
@@ -541,10 +555,12 @@ def paired_bootstrap(
 
         p_value = min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (n_resamples + 1))
 
-    (0 lies outside the interval of level c roughly when p < 1 - c), and below that the paired
-    sign-flip randomization test over all queries with ``n_resamples`` sign vectors (Fisher
-    1935; Smucker, Allan and Carterette 2007), which the bootstrap p-value over-rejects at small
-    Q (docs/metrics.md). Resampled differences within 1e-10 * max|d| of 0 count as ties on both
+    (0 lies outside the interval of level c roughly when p < 1 - c) when its floor fits the
+    family of pairs (in practice a single pair), and otherwise the paired sign-flip
+    randomization test over all queries (Fisher 1935; Smucker, Allan and Carterette 2007),
+    which the bootstrap p-value over-rejects at small Q: exact over all sign patterns where the
+    differences allow, else with sign vectors sized to the family (:class:`PairedDifference`,
+    :mod:`adaptlab.stats.signflip`, docs/metrics.md). Resampled differences within 1e-10 * max|d| of 0 count as ties on both
     sides (floating-point rounding).
 
     Parameters
@@ -598,10 +614,10 @@ def paired_bootstrap(
     chosen, pair_cats, joint = _paired_path(arr, pairs, used, method, m, l)
     d_star = _paired_differences(arr, pairs, used, chosen, pair_cats, joint, m=m, l=l, seed=seed,
                                  backend=backend, jobs=jobs)
-    p_values, test = _pair_p_values(arr, pairs, d_star, m=m, seed=seed)
+    p_values, tests, draws = _pair_p_values(arr, pairs, d_star, m=m, seed=seed)
     point = arr.mean(axis=1)
     out = []
-    for (a, b), p in zip(pairs, p_values):
+    for (a, b), p, test, n_draws in zip(pairs, p_values, tests, draws):
         ds = d_star[(a, b)]
         lo, hi, how = _difference_interval(arr[a] - arr[b], ds, conf, interval)
         out.append(PairedDifference(
@@ -619,5 +635,6 @@ def paired_bootstrap(
             seed=seed,
             interval=how,
             test=test,
+            p_draws=n_draws,
         ))
     return out

@@ -13,22 +13,18 @@ ascending, ``p_(1) <= ... <= p_(n)``:
   (equal to ``scipy.stats.false_discovery_control(p, method="bh")``).
 * ``"none"``: the raw p-values.
 
-**The paired test below** :data:`PERMUTATION_Q` **queries** (:func:`sign_flip_p_values`): the
-paired randomization (sign-flip) test of Fisher (1935, "The Design of Experiments", section 21)
-and Pitman (1937), recommended for IR evaluation by Smucker, Allan & Carterette (2007, "A
-comparison of statistical significance tests for information retrieval evaluation", CIKM).
-Under the null hypothesis that the two systems are exchangeable on each query, each per-query
-difference ``d_q`` is as likely to be ``-d_q``; with ``m`` random sign vectors ``e_j``
-(``e_jq = +-1``, probability 1/2 each, the same vectors for every pair of one family):
-
-    p = (1 + #{j : |sum_q e_jq d_q| >= |sum_q d_q|}) / (m + 1),
-
-a valid p-value for any ``m`` and any Q (P(p <= alpha) <= alpha), so Holm over such p-values
-keeps the family-wise error at most alpha. The percentile-bootstrap p-value is liberal at small
-Q (simulated under the null at Q = 30: a single test rejected 6.7% of the time at 5%, Holm over
-10 pairs 7-9%; issue 23), so it is used from :data:`PERMUTATION_Q` queries on only, where it
-agrees with the randomization test and earlier numbers stay as they were. The simulations in
-tests/stats/test_simulation_pvalues.py check both levels at Q = 30, 100 and 500.
+**The paired test** (:mod:`adaptlab.stats.signflip`): the paired randomization (sign-flip)
+test of Fisher (1935, "The Design of Experiments", section 21) and Pitman (1937), recommended for
+IR evaluation by Smucker, Allan & Carterette (2007, "A comparison of statistical significance
+tests for information retrieval evaluation", CIKM): exact over all sign patterns when the
+non-zero differences allow, else with enough random sign vectors for the family's adjusted
+p-values to reach far below 0.05. Each is a valid p-value (P(p <= alpha) <= alpha), so Holm over
+them keeps the family-wise error at most alpha. The percentile-bootstrap p-value is liberal at
+small Q (simulated under the null at Q = 30: a single test rejected 6.7% of the time at 5%, Holm
+over 10 pairs 7-9%; issue 23), so it is used only from :data:`PERMUTATION_Q` queries on and when
+its floor ``2/(m+1)`` leaves the family room (``2 K / (m+1) <= alpha / 20`` for ``K`` tests: in
+practice a single comparison). The simulations in tests/stats/test_simulation_pvalues.py check
+both levels at Q = 30, 100 and 500.
 
 **Small samples** (:func:`exact_paired_tests`): below :data:`SMALL_SAMPLE_Q` queries the
 percentile bootstrap is unreliable (with Q = 3 and one system better on every query it gives
@@ -62,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from adaptlab.errors import ConfigError
+from adaptlab.stats.signflip import FAMILY_ALPHA, RESOLUTION, sign_flip_p_values
 
 __all__ = [
     "ADJUSTMENTS",
@@ -91,31 +88,22 @@ PERMUTATION_Q: int = 1000
 """Below this many queries the paired p-value is the sign-flip randomization test's, from this
 many on the percentile bootstrap's (earlier versions used the bootstrap p-value everywhere)."""
 
-_FLIP_CHUNK = 2048  # sign vectors per block (memory: _FLIP_CHUNK x Q floats)
-
-
-def sign_flip_p_values(d: np.ndarray, n_resamples: int, rng: np.random.Generator, tol: float = 1e-10) -> np.ndarray:
-    """Two-sided sign-flip randomization p-values (module doc) of each row of ``d`` [P, Q]
-    (per-query paired differences), all rows with the same ``n_resamples`` sign vectors drawn
-    from ``rng``. A flipped sum within ``tol * sum|d|`` of the observed one counts as reaching it
-    (floating-point rounding of exact ties). Rows of zeros get p = 1."""
-    d = np.atleast_2d(np.asarray(d, dtype=np.float64))
-    obs = np.abs(d.sum(axis=1))
-    slack = tol * np.maximum(np.abs(d).sum(axis=1), 1.0)
-    hits = np.zeros(d.shape[0], dtype=np.int64)
-    for start in range(0, int(n_resamples), _FLIP_CHUNK):
-        n = min(_FLIP_CHUNK, int(n_resamples) - start)
-        signs = rng.integers(0, 2, size=(n, d.shape[1]), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
-        flipped = np.abs(signs @ d.T)  # [n, P]
-        hits += np.count_nonzero(flipped >= obs - slack, axis=0)
-    return (1.0 + hits) / (int(n_resamples) + 1.0)
-
-
-def p_value_note(n_queries: int, n_resamples: int) -> str:
-    """What the ``p`` column of a paired table is, for its footer: the test and its floor."""
-    if int(n_queries) < PERMUTATION_Q:
-        return (f"p: two-sided paired sign-flip randomization test ({n_resamples} sign vectors, floor "
-                f"1/(m+1), printed as <= 2/(m+1))")
+def p_value_note(n_queries: int, n_resamples: int, *, tests: Sequence[str] = (), n_vectors: int = 0) -> str:
+    """What the ``p`` column of a paired table is, for its footer: the test(s) that gave it
+    (``tests``: the ``PairedDifference.test`` values shown, ``n_vectors``: the most Monte Carlo
+    sign vectors used by one family) and its floor. Without ``tests`` (rows stored before they
+    were recorded), the test of ``n_queries`` queries with ``n_resamples`` vectors or resamples."""
+    tests = set(tests) or {"sign-flip" if int(n_queries) < PERMUTATION_Q else "bootstrap"}
+    n_vectors = int(n_vectors) or int(n_resamples)
+    parts = []
+    if "sign-flip-exact" in tests:
+        parts.append("exact over all 2**n sign patterns of the n non-zero differences")
+    if "sign-flip" in tests:
+        parts.append(f"{n_vectors} random sign vectors (floor 1/(N+1), N sized to the family: at least "
+                     f"{RESOLUTION} x family size / {FAMILY_ALPHA:g}; printed as <= 2/(N+1) at the floor)")
+    if parts:
+        text = "p: two-sided paired sign-flip randomization test, " + "; or ".join(parts)
+        return text + ("; or paired bootstrap" if "bootstrap" in tests else "")
     return f"p: two-sided paired bootstrap ({n_resamples} resamples, floor 2/(m+1))"
 
 
