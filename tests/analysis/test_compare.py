@@ -119,7 +119,7 @@ def test_every_style_prints_the_digits_of_present(comparison, style):
         assert render_cell(format_p(p["p_value"], p["p_draws"] or None), style) in out
         assert render_cell(float(p["mde"]), style) in out
     if style == "latex":
-        assert out.count(r"\begin{tabular}") == 2 and "\n% p: two-sided" in out  # the footer compiles
+        assert out.count(r"\begin{tabular}") == 2 and "\n% letters:" in out  # the footer compiles
     if style == "markdown":
         assert "| good |" in out
 
