@@ -92,3 +92,15 @@ def test_the_footer_counts_and_the_stream_are_the_family_s() -> None:
     assert all(d.p_draws == 0 for d in out if d.test == "sign-flip-exact")
     again = paired_bootstrap(v, n_resamples=1000, seed=5)
     assert [d.p_value for d in again] == [d.p_value for d in out]
+
+
+def test_family_size_sizes_the_vectors_for_one_test_when_asked() -> None:
+    """plan_sample_size simulates many single tests in one call: family_size=1 sizes the vectors
+    for one test (max(m, 400)), not for the call's pairs."""
+    v = _clearly_different(6, 60, seed=4)
+    one = paired_bootstrap(v, baseline=0, n_resamples=99, seed=0, family_size=1)
+    assert {d.p_draws for d in one if d.test == "sign-flip"} == {flip_count(99, 1)} == {400}
+    from adaptlab.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="family_size"):
+        paired_bootstrap(v, n_resamples=99, family_size=0)

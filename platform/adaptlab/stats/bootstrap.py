@@ -505,6 +505,12 @@ def _difference_interval(d: np.ndarray, ds: np.ndarray, conf: float, interval: s
     return lo, hi, "percentile"
 
 
+def _check_family(family_size: object) -> int:
+    if isinstance(family_size, bool) or not isinstance(family_size, numbers.Integral) or int(family_size) < 1:
+        raise ConfigError(f"family_size={family_size!r} must be a positive integer or None (the pairs compared)")
+    return int(family_size)
+
+
 def _bootstrap_p_fits(n_queries: int, m: int, family_size: int) -> bool:
     """Whether the bootstrap p-value serves: from ``PERMUTATION_Q`` queries on, and only when its
     floor leaves the family room (``2 K / (m + 1) <= FAMILY_ALPHA / RESOLUTION``)."""
@@ -512,14 +518,14 @@ def _bootstrap_p_fits(n_queries: int, m: int, family_size: int) -> bool:
 
 
 def _pair_p_values(arr: np.ndarray, pairs: list[tuple[int, int]], d_star: dict[tuple[int, int], np.ndarray], *,
-                   m: int, seed: int) -> tuple[list[float], list[str], list[int]]:
+                   m: int, seed: int, family: int) -> tuple[list[float], list[str], list[int]]:
     """Two-sided p-values of the pairs, the test of each and its Monte Carlo draws (0: exact):
     the bootstrap p-value of each ``D*`` when :func:`_bootstrap_p_fits`, else the sign-flip
     randomization test over all Q queries (:func:`~adaptlab.stats.signflip.family_sign_flip`:
     exact where it can count, else sign vectors from stream ``(seed, _KEY_FLIP)``, shared by
-    the pairs, as many as the family needs)."""
-    if not _bootstrap_p_fits(arr.shape[1], m, len(pairs)):
-        res = family_sign_flip(arr, pairs, m, _rng(seed, _KEY_FLIP), _ZERO_TOL)
+    the pairs, as many as a family of ``family`` tests needs)."""
+    if not _bootstrap_p_fits(arr.shape[1], m, family):
+        res = family_sign_flip(arr, pairs, m, _rng(seed, _KEY_FLIP), _ZERO_TOL, family_size=family)
         return ([float(p) for p in res.p], ["sign-flip-exact" if e else "sign-flip" for e in res.exact],
                 [0 if e else res.n_vectors for e in res.exact])
     out = []
@@ -544,6 +550,7 @@ def paired_bootstrap(
     n_jobs: int | None = None,
     allow_oversampling: bool = False,
     interval: str = "percentile",
+    family_size: int | None = None,
 ) -> list[PairedDifference]:
     """Paired bootstrap of mean differences between systems evaluated on the same queries.
 
@@ -583,6 +590,10 @@ def paired_bootstrap(
     interval : str
         ``"percentile"``, or ``"bca"`` (BCa intervals, p-values unchanged); ``"wilson"`` and
         ``"jeffreys"`` do not apply to differences, which then get the percentile interval.
+    family_size : int, optional
+        The number of tests the p-values' Monte Carlo resolution is sized for (default: the
+        pairs of this call, one family); :func:`adaptlab.plan_sample_size` passes 1, each of its
+        simulated experiments being one test.
 
     Returns
     -------
@@ -614,7 +625,8 @@ def paired_bootstrap(
     chosen, pair_cats, joint = _paired_path(arr, pairs, used, method, m, l)
     d_star = _paired_differences(arr, pairs, used, chosen, pair_cats, joint, m=m, l=l, seed=seed,
                                  backend=backend, jobs=jobs)
-    p_values, tests, draws = _pair_p_values(arr, pairs, d_star, m=m, seed=seed)
+    family = len(pairs) if family_size is None else _check_family(family_size)
+    p_values, tests, draws = _pair_p_values(arr, pairs, d_star, m=m, seed=seed, family=family)
     point = arr.mean(axis=1)
     out = []
     for (a, b), p, test, n_draws in zip(pairs, p_values, tests, draws):

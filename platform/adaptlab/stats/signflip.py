@@ -195,11 +195,12 @@ class FlipResult:
 
 
 def family_sign_flip(values: np.ndarray, pairs: Sequence[tuple[int, int]], n_resamples: int,
-                     rng: np.random.Generator, tol: float = 1e-10, alpha: float = FAMILY_ALPHA) -> FlipResult:
+                     rng: np.random.Generator, tol: float = 1e-10, alpha: float = FAMILY_ALPHA,
+                     family_size: int | None = None) -> FlipResult:
     """Two-sided sign-flip p-values of the differences ``values[a] - values[b]`` of each pair of
     one family (``values`` [S, Q]): exact where :func:`exact_sign_flip_p` can count, else with
-    :func:`flip_count` ``(n_resamples, len(pairs), alpha)`` sign vectors from ``rng``, the same
-    for every pair (module doc)."""
+    :func:`flip_count` ``(n_resamples, family_size, alpha)`` sign vectors from ``rng``, the same
+    for every pair (module doc); ``family_size`` defaults to the number of pairs."""
     values = np.asarray(values, dtype=np.float64)
     p = np.empty(len(pairs))
     exact = np.zeros(len(pairs), dtype=bool)
@@ -207,7 +208,7 @@ def family_sign_flip(values: np.ndarray, pairs: Sequence[tuple[int, int]], n_res
         e = exact_sign_flip_p(values[a] - values[b], tol)
         if e is not None:
             p[i], exact[i] = e, True
-    n = flip_count(n_resamples, len(pairs), alpha)
+    n = flip_count(n_resamples, len(pairs) if family_size is None else family_size, alpha)
     rest = [pr for pr, ex in zip(pairs, exact) if not ex]
     if rest:
         p[~exact] = _monte_carlo(values, rest, n, rng, tol)
