@@ -129,9 +129,11 @@ def _gather_sums(vt: object, idx: np.ndarray, xp: ModuleType) -> np.ndarray:
 
 def index_sums(
     values: np.ndarray, *, sample_size: int, n_resamples: int, seed: int, xp: ModuleType,
-    n_jobs: int,
+    n_jobs: int, rowwise: bool = False,
 ) -> np.ndarray:
-    """``[n_resamples, S]`` sums of each system's values over the shared index resamples."""
+    """``[n_resamples, S]`` sums of each system's values over the shared index resamples.
+    ``rowwise``: each system summed on its own, in the order one system alone gets, so its
+    sums are bit-identical whatever other systems are passed (else one product for all)."""
     n = values.shape[1]
     vt = np.ascontiguousarray(values.T)
     if not is_numpy(xp):
@@ -141,7 +143,11 @@ def index_sums(
 
     def work(b: int) -> None:
         idx = index_block(n, sample_size, n_resamples, seed, b)
-        out[b * rows : b * rows + idx.shape[0]] = _gather_sums(vt, idx, xp)
+        if not rowwise:
+            out[b * rows : b * rows + idx.shape[0]] = _gather_sums(vt, idx, xp)
+            return
+        for c in range(values.shape[0]):
+            out[b * rows : b * rows + idx.shape[0], c] = _gather_sums(vt[:, c : c + 1], idx, xp)[:, 0]
 
     run_parallel(work, range(n_blocks(n_resamples, sample_size)),
                  n_jobs if is_numpy(xp) else 1)

@@ -230,40 +230,43 @@ def _rng(seed: int, *key: int) -> np.random.Generator:
 
 
 # ----------------------------------------------------------------------------- bootstrap_ci steps
-def _ci_path(arr: np.ndarray, method: str, m: int, l: int) -> tuple[str, list[K.Categories] | None]:
-    """The path of :func:`bootstrap_ci`: ``method`` itself, or for ``"auto"`` the one with the
-    smaller estimated cost (``K.index_cost`` against the summed ``K.multinomial_cost`` of the
-    rows), with the per-row categories built on the way (``None`` when none were built)."""
+def _ci_paths(arr: np.ndarray, method: str, m: int, l: int) -> tuple[list[str], list[K.Categories] | None]:
+    """The path of each row in :func:`bootstrap_ci`: ``method`` itself, or for ``"auto"`` the
+    cheaper one for that row alone (``K.index_cost`` of one system against the row's
+    ``K.multinomial_cost``), so a row's path never depends on the other rows; with the per-row
+    categories built on the way (``None`` when none were built)."""
     if method != "auto":
-        return method, None
-    idx_cost = K.index_cost(m, l, arr.shape[0])
+        return [method] * arr.shape[0], None
+    idx_cost = K.index_cost(m, l, 1)
     cats = [K.categories(r) for r in arr]
-    mult_cost = sum(K.multinomial_cost(c.counts, l, m) for c in cats)
-    return ("multinomial" if mult_cost < idx_cost else "index"), cats
+    return ["multinomial" if K.multinomial_cost(c.counts, l, m) < idx_cost else "index" for c in cats], cats
 
 
 def _resampled_means(
-    arr: np.ndarray, chosen: str, cats: list[K.Categories] | None, *, m: int, l: int, seed: int,
+    arr: np.ndarray, paths: list[str], cats: list[K.Categories] | None, *, m: int, l: int, seed: int,
     backend: str, jobs: int,
 ) -> np.ndarray:
-    """``[n_systems, m]`` resampled means ``x*_j`` of each row of ``arr`` along path ``chosen``:
-    ``"index"`` averages the shared resamples ``resample_indices(Q, m, l, seed)``; otherwise each
-    row's counts are drawn exactly from its own stream ``(seed, _KEY_SYSTEM, row)``."""
-    if chosen == "index":
+    """``[n_systems, m]`` resampled means ``x*_j`` of each row of ``arr`` along its path: an
+    ``"index"`` row averages the shared resamples ``resample_indices(Q, m, l, seed)`` (summed
+    row by row); a ``"multinomial"`` row's counts are drawn exactly from the stream
+    ``(seed, _KEY_SYSTEM)``, the same for every row. Either way a row's numbers depend only on
+    its own values, Q, m, l and the seed, never on the other rows (issue 29)."""
+    boot = np.empty((arr.shape[0], m), np.float64)
+    index_rows = [s for s, p in enumerate(paths) if p == "index"]
+    if index_rows:
         xp = get_xp(backend)
-        boot = K.index_sums(arr, sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs).T
-        boot /= l
-        return boot
+        sums = K.index_sums(arr[index_rows], sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs,
+                            rowwise=True)
+        boot[index_rows] = sums.T / l
     if cats is None:
         cats = [K.categories(r) for r in arr]
-    boot = np.empty((arr.shape[0], m), np.float64)
 
     def one(s: int) -> None:
         c = cats[s]  # type: ignore[index]
-        sums = multinomial_sums(c.counts, c.values[:, None], l, m, _rng(seed, _KEY_SYSTEM, s))
+        sums = multinomial_sums(c.counts, c.values[:, None], l, m, _rng(seed, _KEY_SYSTEM))
         boot[s] = sums[:, 0] / l
 
-    K.run_parallel(one, range(arr.shape[0]), jobs)
+    K.run_parallel(one, [s for s, p in enumerate(paths) if p == "multinomial"], jobs)
     return boot
 
 
@@ -324,13 +327,15 @@ def bootstrap_ci(
 
     Notes
     -----
-    What is paired: with ``method="index"`` every system is evaluated on the same resamples,
+    What is paired: every system on the index path is evaluated on the same resamples,
     :func:`adaptlab.stats.resample_indices` ``(Q, n_resamples=m, sample_size=l, seed=seed)``;
-    with ``"multinomial"`` each system's resampled counts are drawn exactly and independently
-    (stream ``s`` for the system in row ``s``), so the CIs of different rows are not jointly
-    paired, and with ``"auto"`` the path (hence the Monte Carlo draws of a row) depends on all
-    rows passed. Each row's CI is a correct marginal CI either way; comparisons between systems
-    must use :func:`paired_bootstrap`, which always pairs.
+    on the multinomial path each system's counts are drawn exactly from one stream of the seed
+    (the same for every row, so a row's draws do not depend on its position). With ``"auto"``
+    each row takes the cheaper path for itself. So a system's CI and ``boot_mean`` depend only
+    on its own values, the number of queries, m, l and the seed: the same alone or beside any
+    other systems (``BootstrapResult.method`` is ``"index+multinomial"`` when the rows took
+    both). Each row's CI is a marginal CI; comparisons between systems must use
+    :func:`paired_bootstrap`, which always pairs.
 
     Examples
     --------
@@ -350,8 +355,9 @@ def bootstrap_ci(
     conf = float(confidence)
     interval = _check_interval(interval, n_q, l)
 
-    chosen, cats = _ci_path(arr, method, m, l)
-    boot = _resampled_means(arr, chosen, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs)
+    paths, cats = _ci_paths(arr, method, m, l)
+    boot = _resampled_means(arr, paths, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs)
+    chosen = paths[0] if len(set(paths)) == 1 else "index+multinomial"
     lo, hi, used = _intervals(arr, boot, conf, interval, l)
     one = _one_system(values)
     return BootstrapResult(
