@@ -77,3 +77,13 @@ def tiny_model(tmp_path_factory):
     from tiny_models import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-bert")
+
+
+@pytest.fixture(scope="module")
+def module_cache_home(tmp_path_factory):
+    """A fresh ``$ADAPTLAB_CACHE`` for one test module (exported ONNX/OpenVINO models, say: each
+    export takes seconds, so a module's tests share them)."""
+    root = tmp_path_factory.mktemp("adaptlab-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ADAPTLAB_CACHE", str(root))
+        yield root

@@ -287,15 +287,16 @@ def test_a_study_into_a_fresh_store_reuses_the_cache(tmp_path, monkeypatch, caps
 
 def test_a_relative_cache_folder_resolves_against_the_project_root(tmp_path, monkeypatch):
     from adaptlab.study import load_study
+    from adaptlab.study.inputs import embedding_cache  # the study resolves it and hands down a path
 
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     (tmp_path / "jobs").mkdir()
     (tmp_path / "jobs" / "s.toml").write_text(_STUDY.format(cache="caches/emb"))
     monkeypatch.chdir(tmp_path / "jobs")
-    cache = EmbeddingCache.of_study(load_study(tmp_path / "jobs" / "s.toml"))
+    cache = embedding_cache(load_study(tmp_path / "jobs" / "s.toml"))
     assert cache is not None and cache.root == tmp_path / "caches" / "emb"
     (tmp_path / "jobs" / "s.toml").write_text(_STUDY.format(cache="off"))
-    assert EmbeddingCache.of_study(load_study(tmp_path / "jobs" / "s.toml")) is None
+    assert embedding_cache(load_study(tmp_path / "jobs" / "s.toml")) is None
 
 
 def test_a_bad_cache_setting_fails_before_any_work(tmp_path):

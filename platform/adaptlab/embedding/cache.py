@@ -3,7 +3,7 @@
 The key of a cached matrix is ``sha256(model revision, kind, texts, encoder options, adaptlab
 version)``: the same texts embedded by the same model revision with the same options (backend,
 pooling and normalisation as the model's config and revision fix them, ``max_seq_length``,
-instructions, ...) by the same adaptlab version are never embedded twice, and any change to one of
+instructions, the embedding backend and precision of :mod:`adaptlab.models.inference`, ...) by the same adaptlab version are never embedded twice, and any change to one of
 them (a retrained model, another instruction, one edited text, a new adaptlab release whose
 encoding code may differ) misses. Files are written to a hidden temporary name and published by
 rename, so a killed run never leaves a half-written matrix under a valid key.
@@ -153,16 +153,6 @@ class EmbeddingCache:
             return None
         location: Path | str = text if is_uri(text) else (Path(text).expanduser() if text else default_cache_root())
         return cls(location, int(_max_gib(max_gib, where) * _GIB))
-
-    @classmethod
-    def of_study(cls, study: Any) -> EmbeddingCache | None:
-        """The cache of a study's ``[embedding]`` section (``cache``, ``cache_max_gib``): a relative
-        folder resolves against the project root as the study's other paths; errors name the file."""
-        section = study.embedding
-        root = section.cache.strip()
-        if root and root.lower() != "off" and not is_uri(root):
-            root = str(study.resolve_path(root))
-        return cls.resolve(root, section.cache_max_gib, where=f"{study.source}: [embedding]")
 
     def folder(self, name: str) -> ArrayCache:
         """The :class:`ArrayCache` of one sub-folder (``embeddings`` or ``tokens``), bounded with

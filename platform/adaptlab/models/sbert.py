@@ -9,7 +9,9 @@ apply; an explicit ``query_instruction`` / ``document_instruction`` (or an llm-e
 
 Options: ``query_instruction``, ``document_instruction``, ``task``, ``max_seq_length``,
 ``trust_remote_code`` (False unless explicitly True), ``model_kwargs`` (passed to
-transformers; ``use_safetensors=True`` is set when the directory has safetensors weights).
+transformers; ``use_safetensors=True`` is set when the directory has safetensors weights),
+``embedding_backend`` (``"torch"``, ``"onnx"``, ``"openvino"``) and ``precision`` (``"fp32"``,
+``"bf16"``, ``"int8"``): how the model runs (:mod:`adaptlab.models.inference`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ import numpy as np
 
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, clean_options, describe_ref, resolve_device, short_error
+from adaptlab.models.inference import OPTIONS as INFERENCE_OPTIONS
+from adaptlab.models.inference import Inference, load_sentence_transformer
 from adaptlab.models.instructions import INSTRUCTION_OPTIONS, resolve_instructions
 from adaptlab.models.load import go_offline
 from adaptlab.models.ref import hub_cache_snapshot, snapshot_revision
+from adaptlab.models.weights import weights_sha256
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -31,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SentenceTransformerEncoder"]
 
-_OPTIONS = (*INSTRUCTION_OPTIONS, "max_seq_length", "model_kwargs", "trust_remote_code")
+_OPTIONS = (*INSTRUCTION_OPTIONS, *INFERENCE_OPTIONS, "max_seq_length", "model_kwargs", "trust_remote_code")
 
 
 def prepare_local_load(model: ModelRef) -> dict[str, Any]:
@@ -85,10 +90,10 @@ class SentenceTransformerEncoder(Encoder):
         model_kwargs = {**prepare_local_load(model), **dict(opts.get("model_kwargs") or {})}
         dev = resolve_device(device)
         try:
-            from sentence_transformers import SentenceTransformer  # deferred: imports torch
-
-            st_model = SentenceTransformer(
-                str(model.path) if model.path is not None else model.model_id,
+            st_model = load_sentence_transformer(
+                model.path if model.path is not None else model.model_id,
+                Inference.of(opts),
+                revision=lambda: model.revision or weights_sha256(model.path),
                 device=dev,
                 trust_remote_code=trust_remote_code(opts, cls.backend),
                 cache_folder=model.cache_dir,

@@ -30,6 +30,7 @@ from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.adapt.train.space import space_problem
 from adaptlab.adapt.train.sweep_config import SweepConfig
 from adaptlab.errors import ConfigError
+from adaptlab.models.inference import DEFAULT_BACKEND, EXACT_PRECISION, precision_name
 from adaptlab.models.variants import (
     BM25_REF,
     BASE,
@@ -233,8 +234,8 @@ def _base_model(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> 
     if ref.lower() == BM25_REF:
         raise check.fail("base_model", "a bi-encoder to adapt (BM25 has no weights; list it after the base "
                          "model in [[models]] to evaluate it beside the variants)", ref)
-    label = raw.get("name", section.name)
-    label = check_name(check.string("name", label), check.where("name"))
+    label = precision_name(check.string("name", raw.get("name", section.name)), study.inference(section).precision)
+    label = check_name(label, check.where("name"))
     if not label or any(c in label for c in "/\\ "):
         raise check.fail("name", "a non-empty system-name prefix without spaces or slashes", label)
     embed_section = ModelSection(**{**asdict(section), "ref": ref, "name": system_name(label, BASE)})
@@ -316,6 +317,7 @@ def _parse_colbert(study: Study, raw: Mapping[str, Any], base_ref: str, label: s
     ft = _config_from_table(ColBERTFTConfig, table, study.source, "adapt.colbert")  # max_steps 0 = no limit
     batch = check.integer("batch_size_eval", raw.get("batch_size_eval", 32), 1)
     section = ModelSection(ref=ref, name=system_name(name, BASE), backend=COLBERT_BACKEND, batch_size=batch,
+                           embedding_backend=DEFAULT_BACKEND, precision=EXACT_PRECISION,  # ColBERT: torch fp32
                            options={"from_bert": True, "doc_maxlen": ft.doc_maxlen, "query_maxlen": ft.query_maxlen,
                                     "dim": ft.dim, "seed": seed})  # the projection FT starts from
     return ColBERTSettings(base_model=ref, label=name, section=section, ft=ft)

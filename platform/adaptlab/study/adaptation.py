@@ -75,7 +75,7 @@ from adaptlab.models.variants import (
     system_name,
 )
 from adaptlab.study.adapt_config import AdaptSettings, TuneSettings
-from adaptlab.study.inputs import EvalDataset, log, model_embedder
+from adaptlab.study.inputs import EvalDataset, embedding_cache, log, model_embedder
 from adaptlab.study.outcome import SystemInfo
 from adaptlab.study.schema import ModelSection, Study
 
@@ -390,7 +390,7 @@ def _prepare(study: Study, settings: AdaptSettings,
     """Chunks, held-out set, nested scales, questions and triplets (cached under ``data_dir``)."""
     documents, synthetic_raw = load_corpus(settings, study)
     generator = question_generator(settings, synthetic_raw)
-    mining_embed = model_embedder(settings.base_section, study, cache_dir)
+    mining_embed = model_embedder(settings.base_section, study, cache_dir, exact=True)  # data never depend on precision
     if settings.data_dir is None:
         raise ConfigError("[adapt].data_dir: required when the study has no results store")
     data_dir = settings.data_dir / f"{sanitize_name(study.study.name)}-{settings.data_key()}"
@@ -416,7 +416,7 @@ def adaptation_stage(study: Study, settings: AdaptSettings, tune_settings: TuneS
     returns the systems to evaluate and the held-out dataset. Ray, when used, is started by the
     caller. Adapted models are content-addressed artifacts, so a rerun trains nothing."""
     timings: dict[str, float] = {}
-    cache_dir = EmbeddingCache.of_study(study)  # the shared embedding cache
+    cache_dir = embedding_cache(study)  # the shared embedding cache
     t0 = time.perf_counter()
     data, data_dir = _prepare(study, settings, cache_dir)
     timings["prepare_s"] = time.perf_counter() - t0

@@ -17,14 +17,15 @@ from typing import Any
 from adaptlab.data import load_dataset
 from adaptlab.data.dataset import Dataset
 from adaptlab.data.loaders import parse_dataset_spec
-from adaptlab.embedding.cache import Embedder
+from adaptlab.embedding.cache import Embedder, EmbeddingCache
 from adaptlab.runtime.progress import progress_enabled
 from adaptlab.errors import ConfigError
-from adaptlab.models import resolve_model
-from adaptlab.models.variants import BM25_REF, COLBERT_BACKEND
-from adaptlab.study.schema import DatasetSection, ModelSection, Study
+from adaptlab.models import pick_backend, resolve_model
+from adaptlab.models.variants import BI_ENCODER_BACKEND, BM25_REF, COLBERT_BACKEND
+from adaptlab.study.schema import DatasetSection, ModelSection, Study, is_store_uri
 
-__all__ = ["EvalDataset", "check_inputs", "load_dataset_section", "log", "model_embedder", "pool_settings"]
+__all__ = ["EvalDataset", "check_inputs", "embedding_cache", "load_dataset_section", "log", "model_embedder",
+           "pool_settings"]
 
 
 def log(msg: str) -> None:
@@ -42,13 +43,29 @@ def pool_settings(study: Study) -> dict[str, Any]:
             "placement_timeout": emb.placement_timeout, "local_below": emb.local_below}
 
 
-def model_embedder(model: ModelSection, study: Study, cache_dir: Path | None) -> Embedder:
+def embedding_cache(study: Study) -> EmbeddingCache | None:
+    """The shared embedding cache of the study's ``[embedding]`` section (``cache``,
+    ``cache_max_gib``): a relative folder resolves against the project root as the study's other
+    paths; errors name the file (:meth:`~adaptlab.embedding.cache.EmbeddingCache.resolve`)."""
+    section = study.embedding
+    root = section.cache.strip()
+    if root and root.lower() != "off" and not is_store_uri(root):
+        root = str(study.resolve_path(root))
+    return EmbeddingCache.resolve(root, section.cache_max_gib, where=f"{study.source}: [embedding]")
+
+
+def model_embedder(model: ModelSection, study: Study, cache_dir: EmbeddingCache | Path | None, *,
+                   exact: bool = False) -> Embedder:
     """The cached :class:`~adaptlab.embedding.cache.Embedder` of a ``[[models]]`` entry, with the
-    study's ``[embedding]`` settings (batch size, Ray or in-process, number of actors, placement time-out)."""
+    study's ``[embedding]`` settings (batch size, Ray or in-process, number of actors, placement
+    time-out, backend and precision: :meth:`~adaptlab.study.schema.Study.inference`). ``exact``: on
+    torch in fp32 whatever the settings (the adaptation data's hard-negative mining, so adapted
+    models never depend on an evaluation's precision)."""
     options = {
         "backend": model.backend, "query_instruction": model.query_instruction,
         "document_instruction": model.document_instruction, "max_seq_length": model.max_seq_length,
         "trust_remote_code": model.trust_remote_code, **model.options,
+        **({} if exact else study.inference(model).options()),
     }
     return Embedder(resolve_model(study.resolve_model_ref(model.ref)), options=options,
                     batch_size=study.embedding.batch_size or model.batch_size, cache_dir=cache_dir,
@@ -83,6 +100,12 @@ def check_inputs(study: Study) -> None:
     for i, m in enumerate(study.models):
         try:
             ref = resolve_model(study.resolve_model_ref(m.ref))
+            kind = BM25_REF if ref.backend == BM25_REF else pick_backend(ref, m.backend or "auto")
+            if kind != BI_ENCODER_BACKEND and not study.inference(m).is_default:
+                inf = study.inference(m)
+                raise ConfigError(f"embedding_backend {inf.backend!r} and precision {inf.precision!r} apply to "
+                                  f"sentence-transformers models; this is a {kind!r} model, which runs on torch in "
+                                  'fp32: set embedding_backend = "torch" and precision = "fp32" in this entry')
             if ref.backend == BM25_REF:
                 from adaptlab.retrieval.lexical import BM25Settings
 

@@ -67,6 +67,20 @@ def _check_names(study: Study) -> None:
         check_name(study.evaluation.baseline, f"{study.source}: [evaluation].baseline")
 
 
+def _name_precisions(study: Study) -> None:
+    """Systems at reduced precision get names that show it (``minilm`` -> ``minilm-bf16``), checked
+    for clashes; an invalid backend or precision is left to :func:`check_sections` to report."""
+    try:
+        study.name_precisions()
+    except ConfigError:
+        return
+    names = [m.name for m in study.models]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise ConfigError(f"{study.source}: models: two entries are named {dup!r} once reduced precisions are "
+                          "shown in the names; give each a distinct name")
+
+
 def parse_study(data: Mapping[str, Any], *, source: str = "<memory>", base_dir: Path | None = None) -> Study:
     """Validate a parsed TOML document into a :class:`~adaptlab.study.schema.Study`."""
     valid = sorted([*_SECTIONS, "datasets", "models", "adapt", "tune"])
@@ -81,6 +95,7 @@ def parse_study(data: Mapping[str, Any], *, source: str = "<memory>", base_dir: 
             raise ConfigError(f"{source}: [{key}]: expected a table")
     study = Study(**built, datasets=datasets, models=models, adapt=dict(data.get("adapt", {})),
                   tune=dict(data.get("tune", {})), source=source, base_dir=base_dir or Path.cwd())
+    _name_precisions(study)
     _check_names(study)
     check_sections(study)
     check_adapt_sections(study)

@@ -81,7 +81,15 @@ from adaptlab.study.adapt_config import (
     parse_adapt_section,
     parse_tune_section,
 )
-from adaptlab.study.inputs import EvalDataset, check_inputs, load_dataset_section, log, model_embedder, pool_settings
+from adaptlab.study.inputs import (
+    EvalDataset,
+    check_inputs,
+    embedding_cache,
+    load_dataset_section,
+    log,
+    model_embedder,
+    pool_settings,
+)
 from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
 from adaptlab.study.adaptation import Adaptation, adaptation_stage
 from adaptlab.study.schema import ModelSection, Study
@@ -156,7 +164,7 @@ def run_study(
     settings = parse_adapt_section(study, store=store) if study.adapt else None
     tune = parse_tune_section(study, settings, store=store) if settings is not None and study.tune else None
     check_inputs(study)  # every dataset and model, before Ray starts and before any embedding
-    EmbeddingCache.of_study(study)  # a bad cache setting fails before any work
+    embedding_cache(study)  # a bad cache setting fails before any work
     ray_start = _early_ray_start(study, settings, tune, address)
     try:
         return _run_stages(study, settings, tune, store_root, address, export_run, on_dataset, start, ray_start)
@@ -273,7 +281,7 @@ def evaluate_systems(
     ``[analysis]`` rows; one store commit per dataset."""
     measures = parse_measures(study.evaluation.metrics)
     depth = max([study.evaluation.k, *[m.k for m in measures if m.k is not None]])
-    cache = EmbeddingCache.of_study(study)  # shared by stores and studies
+    cache = embedding_cache(study)  # shared by stores and studies
     ev = _Evaluation(study, list(systems), {s.name: system_embedder(s.section, study, cache) for s in systems},
                      measures, depth, study.bootstrap_config(), baseline, store_root, dict(extra_config or {}),
                      tuple(pairs) if pairs is not None else None)

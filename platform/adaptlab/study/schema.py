@@ -45,8 +45,11 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from adaptlab.embedding.cache import LOCAL_BELOW
 from adaptlab.errors import ConfigError, is_uri
 from adaptlab.metrics import parse_measures
+from adaptlab.models.base import canonical_backend
+from adaptlab.models.inference import DEFAULT_BACKEND, EMBEDDING_BACKENDS, EXACT_PRECISION, PRECISIONS, Inference
+from adaptlab.models.inference import precision_name
 from adaptlab.models.resolve import MODEL_ALIASES
-from adaptlab.models.variants import BM25_REF
+from adaptlab.models.variants import BI_ENCODER_BACKEND, BM25_REF
 from adaptlab.analysis.thresholds import TESTS as THRESHOLD_TESTS
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.intervals import INTERVALS
@@ -123,11 +126,15 @@ class DatasetSection:
 
 @dataclass
 class ModelSection:
-    """``[[models]]``: a model reference (alias, local path or hub id) and encoder options."""
+    """``[[models]]``: a model reference (alias, local path or hub id) and encoder options.
+    ``embedding_backend`` and ``precision`` (``""``: ``[embedding]``'s) set how this system's
+    sentence-transformers model runs (:mod:`adaptlab.models.inference`)."""
 
     ref: str = ""
     name: str = ""
     backend: str = "auto"
+    embedding_backend: str = ""
+    precision: str = ""
     batch_size: int = 64
     query_instruction: str = ""
     document_instruction: str = ""
@@ -170,8 +177,15 @@ class EmbeddingSection:
     study fails with one line (left out: ``$ADAPTLAB_POOL_PLACEMENT_TIMEOUT``, else 180; see
     :func:`adaptlab.embedding.pool.placement_timeout`). ``local_below``: with ``use_ray``, calls
     of fewer texts embed in-process until the model's pool has been used (default 512, below which
-    an actor cannot win back its start on 2 cores; 0: every call on the Ray pool)."""
+    an actor cannot win back its start on 2 cores; 0: every call on the Ray pool). ``backend``
+    (``"torch"``, ``"onnx"``, ``"openvino"``) and ``precision`` (``"fp32"``, the exact path;
+    ``"bf16"``, ``"int8"``, reduced): how sentence-transformers models run, for every
+    ``[[models]]`` entry that does not set its own ``embedding_backend`` / ``precision``
+    (:mod:`adaptlab.models.inference`). A system at reduced precision is named with it
+    (``minilm`` -> ``minilm-bf16``, :func:`~adaptlab.models.inference.precision_name`)."""
 
+    backend: str = DEFAULT_BACKEND
+    precision: str = EXACT_PRECISION
     use_ray: bool = True
     num_actors: int = 0
     batch_size: int = 0
@@ -226,6 +240,24 @@ class Study:
             return str(path.resolve())
         return ref
 
+    def inference(self, model: ModelSection) -> Inference:
+        """How ``model`` runs: its own ``embedding_backend`` / ``precision``, else ``[embedding]``'s;
+        an entry that is not a sentence-transformers model as far as the file says (BM25, ``hash:``,
+        another explicit ``backend``) takes only its own keys, so ``[embedding]`` never renames it."""
+        if not (model.embedding_backend or model.precision) and not _takes_inference(model):
+            return Inference()
+        return Inference(model.embedding_backend or self.embedding.backend, model.precision or self.embedding.precision)
+
+    def name_precisions(self) -> None:
+        """Give every ``[[models]]`` entry at reduced precision a name that shows it
+        (:func:`~adaptlab.models.inference.precision_name`); a ``[evaluation].baseline`` naming such
+        an entry follows it. Call after the sections are checked."""
+        renamed = {}
+        for m in self.models:
+            name = precision_name(m.name, self.inference(m).precision)
+            renamed[m.name], m.name = name, name
+        self.evaluation.baseline = renamed.get(self.evaluation.baseline, self.evaluation.baseline)
+
     def store_root(self, store: str | Path | None = None) -> Path | StoreURI | None:
         """``store`` (a command-line override), else ``[study].store`` resolved, else None.
         A URI (``s3://bucket/prefix``) is returned as a :class:`StoreURI`, unchanged."""
@@ -262,6 +294,7 @@ class Study:
         out = copy.deepcopy(self)
         if models:
             out.models = [ModelSection(ref=m, name=_override_name(m, "--model")) for m in models]
+            out.name_precisions()
         if datasets:
             out.datasets = [DatasetSection(spec=d, name=_override_name(d, "--dataset")) for d in datasets]
         if split:
@@ -281,6 +314,18 @@ class Study:
             out.study.store = store
         check_sections(out)
         return out
+
+
+def _takes_inference(model: ModelSection) -> bool:
+    """Whether an entry may be a sentence-transformers model: not BM25 or ``hash:``, and its
+    ``backend`` is ``auto`` or a name of sentence-transformers (an unknown one fails elsewhere)."""
+    ref = model.ref.lower()
+    if ref == BM25_REF or ref.startswith("hash"):
+        return False
+    try:
+        return model.backend in ("", "auto") or canonical_backend(model.backend) == BI_ENCODER_BACKEND
+    except ConfigError:
+        return True
 
 
 def _override_name(ref: str, option: str) -> str:
@@ -447,6 +492,7 @@ def _check_sizes(study: Study) -> None:
     timeout = study.embedding.placement_timeout
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise emb.fail("placement_timeout", "a positive number of seconds (e.g. 300)", timeout)
+    _check_inference(study)
     an = SectionChecker(source, "analysis")
     an.integer("top_k", study.analysis.top_k, 1)
     an.string("threshold_test", study.analysis.threshold_test, THRESHOLD_TESTS)
@@ -464,6 +510,29 @@ def _check_sizes(study: Study) -> None:
     if baseline and not study.adapt and all(names) and baseline not in names:
         raise ConfigError(f"{source}: [evaluation].baseline = {baseline!r} is not a [[models]] name; "
                           f"expected one of {', '.join(names)}")
+
+
+def _check_inference(study: Study) -> None:
+    """``[embedding].backend`` / ``precision`` and each entry's own: known values, a combination the
+    backend offers, and names that show a reduced precision."""
+    emb = SectionChecker(study.source, "embedding")
+    emb.string("backend", study.embedding.backend, EMBEDDING_BACKENDS)
+    emb.string("precision", study.embedding.precision, PRECISIONS)
+    try:
+        Inference(study.embedding.backend, study.embedding.precision)
+    except ConfigError as e:
+        raise ConfigError(f"{emb.where()}: {e}") from e
+    for i, m in enumerate(study.models):
+        check = SectionChecker(study.source, f"models[{i}]")
+        check.string("embedding_backend", m.embedding_backend, ("", *EMBEDDING_BACKENDS))
+        check.string("precision", m.precision, ("", *PRECISIONS))
+        try:
+            inference = study.inference(m)
+        except ConfigError as e:
+            raise ConfigError(f"{check.where()}: {e} (the entry's keys, else [embedding]'s)") from e
+        if precision_name(m.name, inference.precision) != m.name:
+            raise check.fail("name", f"a name that shows its reduced precision {inference.precision!r} "
+                                     f"(e.g. {precision_name(m.name, inference.precision)!r})", m.name)
 
 
 def default_name(ref: str) -> str:

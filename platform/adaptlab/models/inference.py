@@ -1,0 +1,259 @@
+"""How a sentence-transformers model runs on the CPU: its inference backend and numeric precision.
+
+The backends are sentence-transformers' own (``SentenceTransformer(..., backend=...)``):
+
+- ``"torch"``: PyTorch (the default);
+- ``"onnx"``: ONNX Runtime through Optimum (``pip install "adaptlab[fast]"``);
+- ``"openvino"``: OpenVINO through optimum-intel (the same extra).
+
+The precisions:
+
+- ``"fp32"``: the exact path, on any backend. Embeddings agree with torch's to ~1e-7 and
+  retrieval metrics to 1e-4 (tests/models/test_inference.py, benchmarks/bench_embed.py). OpenVINO
+  runs with ``INFERENCE_PRECISION_HINT = "f32"``: its CPU plugin would otherwise compute in bf16 on
+  CPUs with AMX or AVX512-BF16, a reduced precision under an exact name.
+- ``"bf16"`` (torch, openvino): weights and activations in bfloat16 (8-bit mantissa), fast on
+  CPUs with AVX512-BF16 or AMX; torch converts the model with ``model.to(torch.bfloat16)``.
+- ``"int8"`` (onnx): dynamic quantization (Jacob et al., "Quantization and Training of Neural
+  Networks for Efficient Integer-Arithmetic-Only Inference", CVPR 2018, sec. 2): int8 weights
+  per channel, activations quantized per call from their observed range, through ONNX Runtime's
+  ``quantize_dynamic`` with Optimum's :data:`QUANTIZATION` preset.
+
+The embeddings leave every path as float32 and the :class:`~adaptlab.models.base.Encoder`
+L2-normalises them in float32. Reduced precision (bf16, int8) changes the vectors, so it is never
+a silent substitute: the study layer names such a system with its precision
+(:func:`precision_name`) and the embedding cache key carries backend and precision
+(:meth:`Inference.options`).
+
+ONNX and OpenVINO models are exported once from the local model folder (never from a hub) into
+``cache_home()/exported/<backend>[-int8]-<revision>`` (:func:`adaptlab.storage.env.cache_home`),
+written under a temporary name and published by rename, and loaded from there afterwards.
+Thread counts follow torch's (``torch.get_num_threads()``, which the Ray actor sets from the CPUs
+it declares), so a backend never takes more cores than its actor was given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from adaptlab.errors import ConfigError
+from adaptlab.storage.env import cache_home
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+__all__ = [
+    "DEFAULT_BACKEND",
+    "EMBEDDING_BACKENDS",
+    "EXACT_PRECISION",
+    "PRECISIONS",
+    "QUANTIZATION",
+    "SUPPORTED",
+    "Inference",
+    "load_sentence_transformer",
+    "precision_name",
+]
+
+EMBEDDING_BACKENDS = ("torch", "onnx", "openvino")
+"""sentence-transformers' inference backends."""
+PRECISIONS = ("fp32", "bf16", "int8")
+"""Numeric precisions; only fp32 is exact."""
+DEFAULT_BACKEND = "torch"
+EXACT_PRECISION = "fp32"
+SUPPORTED = {
+    "torch": ("fp32", "bf16"),
+    "onnx": ("fp32", "int8"),
+    "openvino": ("fp32", "bf16"),
+}
+"""The precisions each backend offers here."""
+QUANTIZATION = "avx512_vnni"
+"""Optimum's dynamic-quantization preset for ``onnx`` int8 (unsigned 8-bit activations, signed
+per-channel weights, no reduced range). One fixed preset, so int8 vectors do not depend on the CPU
+that first exported the model; ONNX Runtime runs it on any x86-64 CPU (fastest with VNNI)."""
+OPTIONS = ("embedding_backend", "precision")
+"""The encoder option names (load_encoder keywords and the embedding cache's options)."""
+_EXTRA = 'pip install "adaptlab[fast]"'
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Inference:
+    """A backend and a precision, validated: ``Inference("onnx", "int8")``.
+
+    >>> Inference("onnx", "int8").options()
+    {'embedding_backend': 'onnx', 'precision': 'int8'}
+    >>> Inference().options(), Inference("openvino").exact
+    ({}, True)
+    """
+
+    backend: str = DEFAULT_BACKEND
+    precision: str = EXACT_PRECISION
+
+    def __post_init__(self) -> None:
+        if self.backend not in EMBEDDING_BACKENDS:
+            raise ConfigError(f"embedding backend {self.backend!r}: expected one of {', '.join(EMBEDDING_BACKENDS)}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
+        if self.precision not in SUPPORTED[self.backend]:
+            offers = "; ".join(f"{b}: {', '.join(p)}" for b, p in SUPPORTED.items())
+            raise ConfigError(f"precision {self.precision!r} is not available on the {self.backend!r} embedding "
+                              f"backend; available: {offers}")
+
+    @property
+    def exact(self) -> bool:
+        """fp32: the same vectors as torch's up to float rounding."""
+        return self.precision == EXACT_PRECISION
+
+    @property
+    def is_default(self) -> bool:
+        return self.backend == DEFAULT_BACKEND and self.exact
+
+    def options(self) -> dict[str, str]:
+        """The encoder options for this setting: none for torch fp32 (so the cache keys of
+        embeddings made before these options existed stay valid), else both."""
+        return {} if self.is_default else {"embedding_backend": self.backend, "precision": self.precision}
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> Inference:
+        """The setting given by ``embedding_backend`` / ``precision`` in encoder ``options``;
+        missing or empty values take the defaults."""
+        return cls(str(options.get("embedding_backend") or DEFAULT_BACKEND),
+                   str(options.get("precision") or EXACT_PRECISION))
+
+
+def precision_name(name: str, precision: str) -> str:
+    """A system name that shows a reduced precision: ``name`` when it contains it (or the precision
+    is fp32), else ``f"{name}-{precision}"``.
+
+    >>> precision_name("minilm", "bf16"), precision_name("minilm-int8-onnx", "int8"), precision_name("m", "fp32")
+    ('minilm-bf16', 'minilm-int8-onnx', 'm')
+    """
+    if precision == EXACT_PRECISION or precision in name.lower():
+        return name
+    return f"{name}-{precision}"
+
+
+def load_sentence_transformer(source: str | Path, inference: Inference, *, revision: Callable[[], str],
+                              device: str, **kwargs: Any) -> SentenceTransformer:
+    """A ``SentenceTransformer`` of ``source`` (a model folder, or a hub id on torch) running with
+    ``inference``; ``kwargs`` go to its constructor. ``revision()`` identifies the weights in the
+    export cache (called only for onnx and openvino)."""
+    from sentence_transformers import SentenceTransformer  # deferred: imports torch
+
+    if inference.backend == "torch":
+        model = SentenceTransformer(str(source), device=device, **kwargs)
+        if inference.precision == "bf16":
+            import torch
+
+            model.to(torch.bfloat16)
+        return model
+    _require(inference.backend)
+    if not Path(source).is_dir():
+        raise ConfigError(f"embedding backend {inference.backend!r} exports the model from its local folder; "
+                          f"{str(source)!r} is not one (download the model first)")
+    folder, file_name = _exported(source, inference, revision(), device, kwargs)
+    model_kwargs = {**(kwargs.pop("model_kwargs", None) or {}), **_runtime_kwargs(inference, file_name)}
+    model_kwargs.pop("use_safetensors", None)  # the exported folder holds no torch weights
+    return SentenceTransformer(str(folder), device=device, backend=inference.backend, model_kwargs=model_kwargs,
+                               **kwargs)
+
+
+def _require(backend: str) -> None:
+    """A clear error when the backend's packages are missing (sentence-transformers raises a bare
+    Exception)."""
+    import importlib.util
+
+    module = "optimum.onnxruntime" if backend == "onnx" else "optimum.intel"
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        raise ConfigError(f"embedding backend {backend!r} needs {module} (not installed): {_EXTRA}")
+
+
+def _threads() -> int:
+    import torch
+
+    return max(1, int(torch.get_num_threads()))
+
+
+def _runtime_kwargs(inference: Inference, file_name: str) -> dict[str, Any]:
+    """Thread count (torch's) and precision settings of the ONNX Runtime or OpenVINO session."""
+    if inference.backend == "onnx":
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = _threads()
+        so.inter_op_num_threads = 1
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy waits on a shared CPU
+        return {"file_name": file_name, "session_options": so, "provider": "CPUExecutionProvider"}
+    hint = "bf16" if inference.precision == "bf16" else "f32"
+    return {"ov_config": {"INFERENCE_PRECISION_HINT": hint, "INFERENCE_NUM_THREADS": str(_threads())}}
+
+
+def export_folder(inference: Inference, revision: str) -> Path:
+    """Where the export of a model revision for ``inference`` lives in the local cache."""
+    kind = inference.backend + ("-int8" if inference.precision == "int8" else "")
+    digest = hashlib.sha256(revision.encode()).hexdigest()[:20]
+    return cache_home() / "exported" / f"{kind}-{digest}"
+
+
+def _exported(source: str | Path, inference: Inference, revision: str, device: str,
+              kwargs: Mapping[str, Any]) -> tuple[Path, str]:
+    """``(folder, file name)`` of the exported model, exporting it first when it is not cached."""
+    folder = export_folder(inference, revision)
+    if inference.backend == "openvino":
+        file_name = "openvino/openvino_model.xml"
+    elif inference.precision == "int8":
+        file_name = f"onnx/model_qint8_{QUANTIZATION}.onnx"
+    else:
+        file_name = "onnx/model.onnx"
+    if not (folder / file_name).is_file():
+        _publish(folder, lambda tmp: _export(source, inference, revision, device, kwargs, tmp))
+    return folder, file_name
+
+
+def _publish(folder: Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)`` into a hidden sibling folder, then rename it to ``folder`` (a concurrent
+    writer that published first wins; its copy is the same export)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        write(tmp)
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            if not folder.is_dir():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _export(source: str | Path, inference: Inference, revision: str, device: str, kwargs: Mapping[str, Any],
+            out: Path) -> None:
+    """Export ``source`` for the backend into ``out`` (int8: quantize the cached fp32 ONNX export)."""
+    from sentence_transformers import SentenceTransformer
+
+    if inference.precision == "int8":
+        from sentence_transformers import export_dynamic_quantized_onnx_model
+
+        fp32, name = _exported(source, Inference("onnx"), revision, device, kwargs)
+        shutil.copytree(fp32, out)
+        model = SentenceTransformer(str(out), device=device, backend="onnx", model_kwargs={"file_name": name})
+        export_dynamic_quantized_onnx_model(model, QUANTIZATION, str(out))
+        return
+    _log.info("exporting %s to %s (once; cached in %s)", source, inference.backend, out.parent)
+    model_kwargs = {k: v for k, v in (kwargs.get("model_kwargs") or {}).items() if k != "use_safetensors"}
+    model = SentenceTransformer(str(source), device=device, backend=inference.backend,
+                                model_kwargs={**model_kwargs, "export": True},
+                                trust_remote_code=bool(kwargs.get("trust_remote_code", False)), local_files_only=True)
+    model.save_pretrained(str(out))

@@ -1,0 +1,111 @@
+"""Embedding backends and precisions (adaptlab.models.inference, issue 32): the exact path (fp32 on
+any backend) gives torch's vectors, reduced precision (bf16, int8) differs a little and is named so,
+exports are made once from the local folder and cached, and settings are validated."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from adaptlab.errors import ConfigError
+from adaptlab.models.inference import SUPPORTED, Inference, export_folder, precision_name
+
+TEXTS = ["the cat sat on the mat", "a quick brown fox jumps over the lazy dog " * 4, "x",
+         "proteins fold into shapes that decide what they do", "retrieval with dense vectors"]
+
+
+def _available(backend: str) -> bool:
+    module = {"onnx": "onnxruntime", "openvino": "openvino", "torch": "torch"}[backend]
+    return importlib.util.find_spec(module) is not None and (
+        backend == "torch" or importlib.util.find_spec("optimum") is not None)
+
+
+COMBOS = [pytest.param(b, p, marks=[pytest.mark.slow] if b == "openvino" else [])  # openvino: ~10 s import + export
+          for b, ps in SUPPORTED.items() for p in ps if (b, p) != ("torch", "fp32")]
+
+
+def test_settings_are_validated_with_the_valid_values():
+    with pytest.raises(ConfigError, match="embedding backend 'tpu': expected one of torch, onnx, openvino"):
+        Inference("tpu")
+    with pytest.raises(ConfigError, match="precision 'fp16': expected one of fp32, bf16, int8"):
+        Inference("torch", "fp16")
+    with pytest.raises(ConfigError, match="'int8' is not available on the 'torch' embedding backend; available: "
+                                          "torch: fp32, bf16; onnx: fp32, int8"):
+        Inference("torch", "int8")
+    assert Inference().options() == {} and Inference().is_default
+    assert Inference("onnx").options() == {"embedding_backend": "onnx", "precision": "fp32"}
+    assert Inference.of({"embedding_backend": "", "precision": "bf16"}) == Inference("torch", "bf16")
+
+
+def test_reduced_precision_shows_in_the_name():
+    assert precision_name("minilm", "bf16") == "minilm-bf16"
+    assert precision_name("minilm", "int8") == "minilm-int8"
+    assert precision_name("minilm-INT8-fast", "int8") == "minilm-INT8-fast"
+    assert precision_name("minilm", "fp32") == "minilm"
+
+
+def test_export_folders_are_keyed_by_backend_precision_and_revision(tmp_path, monkeypatch):
+    monkeypatch.setenv("ADAPTLAB_CACHE", str(tmp_path))
+    a = export_folder(Inference("onnx"), "sha256:aa")
+    assert a.parent == tmp_path / "exported" and a.name.startswith("onnx-")
+    assert len({a, export_folder(Inference("onnx", "int8"), "sha256:aa"), export_folder(Inference("openvino"),
+                "sha256:aa"), export_folder(Inference("onnx"), "sha256:bb")}) == 4
+    # bf16 on OpenVINO is a runtime hint on the same exported graph
+    assert export_folder(Inference("openvino", "bf16"), "sha256:aa") == export_folder(Inference("openvino"), "sha256:aa")
+
+
+@pytest.fixture(scope="module")
+def torch_vectors(tiny_model):
+    from adaptlab.models import load_encoder
+
+    return load_encoder(str(tiny_model), device="cpu").encode_documents(TEXTS)
+
+
+@pytest.mark.parametrize("backend, precision", COMBOS)
+def test_every_backend_and_precision_gives_unit_float32_vectors(tiny_model, module_cache_home, torch_vectors, backend,
+                                                                 precision):
+    if not _available(backend):
+        pytest.skip(f"{backend} is not installed (pip install 'adaptlab[fast]')")
+    from adaptlab.models import load_encoder
+
+    enc = load_encoder(str(tiny_model), device="cpu", embedding_backend=backend, precision=precision)
+    out = enc.encode_documents(TEXTS)
+    assert out.dtype == np.float32 and np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-6)
+    assert enc.provenance()["options"] == {"embedding_backend": backend, "precision": precision}
+    assert enc.path == tiny_model  # provenance names the model folder, not the export
+    diff = float(np.abs(out - torch_vectors).max())
+    cosine = float((out * torch_vectors).sum(axis=1).min())
+    if precision == "fp32":  # the exact path
+        assert diff < 1e-5, diff
+    else:  # reduced: close, but not the same vectors
+        assert 1e-6 < diff < 0.05 and cosine > 0.99, (diff, cosine)
+
+
+def test_an_export_is_made_once_and_reused(tiny_model, module_cache_home, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("optimum.onnxruntime")
+    from adaptlab.models import inference, load_encoder
+
+    load_encoder(str(tiny_model), device="cpu", embedding_backend="onnx")  # exported here or by the test above
+    folders = sorted(p.name for p in (module_cache_home / "exported").iterdir())
+    assert any(f.startswith("onnx-") for f in folders) and not any(f.startswith(".") for f in folders)
+
+    def no_export(*args, **kwargs):
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(inference, "_export", no_export)
+    enc = load_encoder(str(tiny_model), device="cpu", embedding_backend="onnx")
+    assert enc.encode_queries(["a question"]).shape == (1, enc.dim)
+
+
+def test_a_missing_backend_package_is_one_clear_error(monkeypatch):
+    from adaptlab.models import inference
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("optimum") else real(name, *a))
+    with pytest.raises(ConfigError, match=r'embedding backend \'onnx\' needs optimum.onnxruntime \(not installed\): '
+                                          r'pip install "adaptlab\[fast\]"'):
+        inference._require("onnx")

@@ -1,0 +1,146 @@
+"""The study keys of issue 32's faster embedding: ``[embedding].backend`` / ``precision`` and each
+``[[models]]`` entry's ``embedding_backend`` / ``precision`` are validated with the file and key,
+reach the encoder, keep retrieval metrics exact on the fp32 path, name reduced-precision systems,
+and are part of the embedding cache key."""
+
+from __future__ import annotations
+
+import pytest
+
+from adaptlab import load_study
+from adaptlab.errors import ConfigError
+from adaptlab.models import inference
+
+BASE = ('[study]\nname = "x"\nstore = ""\n[[datasets]]\nspec = "synthetic:n_documents=5,seed=0"\n'
+        '[[models]]\nref = "minilm"\n')
+
+
+def _load(tmp_path, text):
+    path = tmp_path / "study.toml"
+    path.write_text(text)
+    return load_study(path)
+
+
+@pytest.mark.parametrize("extra, needle", [
+    ('[embedding]\nbackend = "tpu"\n', "[embedding].backend: expected one of 'torch', 'onnx', 'openvino', got 'tpu'"),
+    ('[embedding]\nprecision = "fp16"\n', "[embedding].precision: expected one of 'fp32', 'bf16', 'int8', got 'fp16'"),
+    ('[embedding]\nprecision = "int8"\n', "[embedding]: precision 'int8' is not available on the 'torch' embedding "
+                                          "backend; available: torch: fp32, bf16; onnx: fp32, int8"),
+])
+def test_embedding_keys_fail_at_load_naming_file_and_key(tmp_path, extra, needle):
+    with pytest.raises(ConfigError) as err:
+        _load(tmp_path, BASE + extra)
+    assert str(tmp_path / "study.toml") in str(err.value) and needle in str(err.value)
+
+
+def test_an_entry_key_names_the_entry(tmp_path):
+    with pytest.raises(ConfigError, match=r"models\[0\]\.precision: expected one of '', 'fp32', 'bf16', 'int8'"):
+        _load(tmp_path, BASE + 'precision = "half"\n')
+    with pytest.raises(ConfigError, match=r"models\[0\]: precision 'bf16' is not available on the 'onnx'.*"
+                                          r"the entry's keys, else \[embedding\]'s"):
+        _load(tmp_path, BASE + 'embedding_backend = "onnx"\n[embedding]\nprecision = "bf16"\n')
+
+
+def test_reduced_precision_systems_are_named_with_it(tmp_path):
+    study = _load(tmp_path, BASE + '[[models]]\nname = "fast-int8"\nref = "minilm"\nembedding_backend = "onnx"\n'
+                  'precision = "int8"\n[[models]]\nname = "exact-onnx"\nref = "minilm"\nembedding_backend = "onnx"\n'
+                  'precision = "fp32"\n[embedding]\nprecision = "bf16"\n[evaluation]\nbaseline = "minilm"\n')
+    assert [m.name for m in study.models] == ["minilm-bf16", "fast-int8", "exact-onnx"]
+    assert study.evaluation.baseline == "minilm-bf16"  # the baseline follows its entry
+    assert [study.inference(m).options() for m in study.models] == [
+        {"embedding_backend": "torch", "precision": "bf16"}, {"embedding_backend": "onnx", "precision": "int8"},
+        {"embedding_backend": "onnx", "precision": "fp32"}]
+    assert [m.name for m in study.with_overrides(models=["minilm"]).models] == ["minilm-bf16"]
+    with pytest.raises(ConfigError, match="two entries are named 'minilm-bf16' once reduced precisions are shown"):
+        _load(tmp_path, BASE + '[[models]]\nname = "minilm-bf16"\nref = "minilm"\n[embedding]\nprecision = "bf16"\n')
+
+
+def test_a_model_of_another_kind_refuses_a_backend_before_any_work(tmp_path):
+    from adaptlab.study.inputs import check_inputs
+
+    lexical = _load(tmp_path, BASE + '[[models]]\nref = "bm25"\n[[models]]\nref = "hash:16"\n[embedding]\n'
+                    'precision = "bf16"\n')  # [embedding]'s settings are for sentence-transformers models
+    assert [m.name for m in lexical.models] == ["minilm-bf16", "bm25", "16"]
+    study = _load(tmp_path, BASE.replace('ref = "minilm"', 'ref = "hash:16"\nembedding_backend = "onnx"'))
+    with pytest.raises(ConfigError, match=r"entry 1 \('16'\): embedding_backend 'onnx' and precision 'fp32' apply to "
+                                          r"sentence-transformers models; this is a 'hash' model"):
+        check_inputs(study)
+
+
+STUDY = """
+[study]
+name = "inference"
+store = ""
+[[datasets]]
+name = "synthetic"
+spec = "synthetic:n_documents=4,seed=3"
+[[models]]
+name = "tiny"
+ref = "{model}"
+[[models]]
+name = "tiny-onnx"
+ref = "{model}"
+embedding_backend = "onnx"
+[[models]]
+name = "tiny-reduced"
+ref = "{model}"
+precision = "bf16"
+[evaluation]
+metrics = ["acc@1", "ndcg@10", "mrr@10", "recall@100"]
+baseline = "tiny"
+[bootstrap]
+n_resamples = 200
+[embedding]
+use_ray = false
+cache = "{cache}"
+"""
+
+
+def test_each_key_reaches_the_encoder_and_fp32_onnx_keeps_the_metrics(tiny_model, module_cache_home, tmp_path,
+                                                                       monkeypatch):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("optimum.onnxruntime")
+    from adaptlab.study import run_study
+
+    from adaptlab.models import sbert
+
+    seen = []
+    real = inference.load_sentence_transformer
+
+    def spy(source, setting, **kwargs):
+        seen.append((setting.backend, setting.precision))
+        return real(source, setting, **kwargs)
+
+    monkeypatch.setattr(sbert, "load_sentence_transformer", spy)  # where the encoder calls it
+    study = _load(tmp_path, STUDY.format(model=tiny_model, cache=tmp_path / "cache"))
+    assert [m.name for m in study.models] == ["tiny", "tiny-onnx", "tiny-reduced-bf16"]
+    outcome = run_study(study)
+    assert seen == [("torch", "fp32"), ("onnx", "fp32"), ("torch", "bf16")]
+    summary = outcome.datasets[0].summary
+    for measure in summary.measures:  # the exact path: every metric within 1e-4 of torch's
+        exact, onnx = summary.systems["tiny"][measure].value, summary.systems["tiny-onnx"][measure].value
+        assert abs(exact - onnx) <= 1e-4, (measure, exact, onnx)
+    compared = {(p.a, p.b) for p in summary.pairs}
+    assert ("tiny-reduced-bf16", "tiny") in compared  # reduced precision: a named system with paired tests
+
+
+def test_changing_backend_or_precision_misses_the_embedding_cache(tiny_model, module_cache_home, tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("optimum.onnxruntime")
+    from adaptlab.study.inputs import embedding_cache, model_embedder
+
+    study = _load(tmp_path, STUDY.format(model=tiny_model, cache=tmp_path / "cache"))
+    cache = embedding_cache(study)
+    texts = ["one document", "another document about proteins"]
+    base = model_embedder(study.models[0], study, cache)
+    base(texts, "document")
+    assert base.from_cache == 0
+    for section in study.models[1:]:  # another backend, another precision: a miss each
+        other = model_embedder(section, study, cache)
+        other(texts, "document")
+        assert other.from_cache == 0, section.name
+    again = model_embedder(study.models[0], study, cache)
+    again(texts, "document")
+    assert again.from_cache == len(texts)
+    exact = model_embedder(study.models[2], study, cache, exact=True)  # the mining embedder: torch fp32
+    assert exact.cache_key(texts, "document") == base.cache_key(texts, "document")
