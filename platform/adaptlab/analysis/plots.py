@@ -127,9 +127,40 @@ def _readable(fig: Figure) -> None:
             text.set_fontsize(max(text.get_fontsize(), _LEGEND_PT))
 
 
+def title_texts(fig: Figure) -> list[Any]:
+    """The non-empty title Text objects of ``fig``: its suptitle and every visible axes' titles."""
+    texts = [getattr(fig, "_suptitle", None)]
+    texts += [t for ax in fig.axes if ax.get_visible() for t in (ax.title, ax._left_title, ax._right_title)]
+    return [t for t in texts if t is not None and t.get_visible() and t.get_text()]
+
+
+def _fit_titles(fig: Figure) -> None:
+    """Wrap every title wider than the canvas (or reaching past an edge) onto more lines, so no
+    title is clipped (issue 30: the similarity-density title was cut at both edges): after a
+    layout pass, a title whose box leaves ``[0, width]`` is refilled with proportionally fewer
+    characters per line, up to 6 times."""
+    import textwrap
+
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    width = fig.bbox.width
+    for text in title_texts(fig):
+        words = " ".join(text.get_text().split())
+        for _ in range(6):
+            box = text.get_window_extent(renderer)
+            if box.x0 >= 0 and box.x1 <= width:
+                break
+            per_line = max(max(len(line) for line in text.get_text().split("\n")), 1)
+            chars = int(per_line * 0.95 * width / max(box.width, 1))
+            chars = max(8, min(chars, per_line - max(1, per_line // 6)))  # narrower, even if only off-centre
+            text.set_text(textwrap.fill(words, chars))
+            fig.draw_without_rendering()
+
+
 def _finish(fig: Figure, path: Target, dpi: int) -> Figure:
-    """Readable fonts; saved to ``path`` when one is given; the Figure returned."""
+    """Readable fonts, titles that fit the canvas; saved to ``path`` when one is given; the Figure returned."""
     _readable(fig)
+    _fit_titles(fig)
     check_dpi(dpi)
     if path is not None:
         save_figure(fig, path, dpi=dpi)

@@ -79,16 +79,20 @@ def build_report(
     doc = Document()
     doc.h(1, title)
     doc.p(f"Store: {store_root}. Runs: {len(runs)}. Datasets: {', '.join(all_datasets) or 'none'}. "
-          "Values are point estimates on all queries; bootstrap means and percentile confidence "
-          "intervals come from the stored resampling settings (n_resamples, sample_size, seed).")
+          "Values are point estimates on all queries. Each interval's method is named per measure (the CI "
+          "method column: Wilson score intervals for 0/1 measures such as acc@k, and recall@k with one "
+          "relevant document per query; bootstrap percentile otherwise, as stored); bootstrap means and intervals come from the stored resampling "
+          "settings (n_resamples, sample_size, seed).")
     if not all_datasets:
         doc.p("The store holds no runs matching the filters.")
     _runs_shown(doc, runs)
     training_section(doc, runs, sys_f)
+    order = study_order(runs)
     for ds in all_datasets:
         rows = [r for r in metrics if r["dataset"] == ds and r["system"] != "*"]
         records = _records_by_system(store, ds, sys_f, run_order)
-        page = Page(doc, out, figdir, ds, store, figure_format, int(dpi))
+        page = Page(doc, out, figdir, ds, store, figure_format, int(dpi), order)
+        records = {sys: records[sys] for sys in sorted(records, key=page.rank)}
         _dataset_section(page, rows, records, int(k), cfg, compute_missing)
 
     md = out / "report.md"
@@ -111,7 +115,7 @@ def _dataset_section(page: Page, rows: list[dict[str, Any]], records: dict[str, 
     pairs_section(page, rows)
     if records:
         ndcg_at_k_section(page, records, cfg)
-        inspection_section(page, sorted(records))
+        inspection_section(page, list(records))
     by = {(r["system"], r["measure"]): r for r in rows if r.get("compared_to") is None}
     threshold_section(page, by, thr_results)
     overlap_section(page, by)
@@ -125,6 +129,26 @@ def _dataset_section(page: Page, rows: list[dict[str, Any]], records: dict[str, 
                    + "; ".join(computed) + f". Bootstrap: {cfg.n_resamples} resamples, seed {cfg.seed}.")
     if not ds_systems:
         page.doc.p("No rows for this dataset.")
+
+
+def study_order(runs: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Each system's place in the report: the study's baseline first, then the study's order of
+    systems (runs' ``config["baseline"]`` / ``config["system_order"]``, or a scale study's
+    ``baseline`` and ``systems``), then any other system in the order its runs were stored."""
+    import json
+
+    first: list[str] = []
+    order: list[str] = []
+    for r in runs:  # oldest first
+        try:
+            config = json.loads(r.get("config") or "{}")
+        except ValueError:
+            config = {}
+        if isinstance(config.get("baseline"), str) and config["baseline"]:
+            first.append(config["baseline"])
+        listed = config.get("system_order") or config.get("systems") or []
+        order += [str(x) for x in listed] + [r["system"]]
+    return {sys: i for i, sys in enumerate(dict.fromkeys([*first, *order]))}
 
 
 def _when(run: dict[str, Any]) -> str:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import base64
 import html
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,12 @@ class Page:
     store: Any = None
     fmt: str = "png"
     dpi: int = DEFAULT_DPI
+    order: Mapping[str, int] = field(default_factory=dict)
+    """Each system's place (baseline first, then study order); systems not in it come after, by name."""
+
+    def rank(self, system: str) -> tuple[int, str]:
+        """Sort key of ``system`` in this page's tables and figures."""
+        return self.order.get(system, 1 << 30), system
 
     def __post_init__(self) -> None:
         if self.fmt not in FIGURE_FORMATS:

@@ -47,15 +47,16 @@ ANALYSIS_MEASURES = ("threshold", "acc_at_threshold", "threshold_loss", "coe", "
 def ranking_section(page: Page, rows: list[dict[str, Any]]) -> None:
     """The retrieval measures with their CIs, and one CI forest plot per measure."""
     rank_rows = sorted((r for r in rows if r.get("compared_to") is None and is_ranking_measure(r["measure"])),
-                       key=lambda r: (r["measure"], r["system"]))
+                       key=lambda r: (r["measure"], page.rank(r["system"])))
     if not rank_rows:
         return
     page.doc.h(3, "Retrieval measures")
     label = ci_label_of(rank_rows)
-    page.doc.table(["System", "Measure", "Value", "Boot mean", label, "CI width", "Queries", "Missing from run",
-                    "Resamples x size"],
+    page.doc.table(["System", "Measure", "Value", "Boot mean", label, "CI width", "CI method", "Queries",
+                    "Missing from run", "Resamples x size"],
                    [[r["system"], r["measure"], format_number(r["value"]), format_number(r.get("boot_mean")),
                      format_interval(r.get("ci_low"), r.get("ci_high")), width(r.get("ci_low"), r.get("ci_high")),
+                     r.get("interval_method") or "not stored",
                      format_number(r.get("n_queries")), format_number(r.get("missing_from_run")),
                      f"{format_number(r.get('n_resamples'))} x {format_number(r.get('sample_size'))}"]
                     for r in rank_rows])
@@ -68,7 +69,7 @@ def _forest_figure(page: Page, rank_rows: list[dict[str, Any]], label: str) -> N
     if not with_ci:
         return
     estimates: dict[str, dict[str, tuple[float, float, float]]] = {}
-    for r in sorted(with_ci, key=lambda r: (r["measure"], r["system"])):
+    for r in sorted(with_ci, key=lambda r: (r["measure"], page.rank(r["system"]))):
         estimates.setdefault(r["measure"], {})[r["system"]] = (
             float(r["value"]), _or_nan(r.get("ci_low")), _or_nan(r.get("ci_high")))
     fig = plots.plot_forest(estimates, title=f"Retrieval measures on {page.ds} (value with its {label})", ci=label)
@@ -83,7 +84,7 @@ def _or_nan(x: Any) -> float:
 
 def pairs_section(page: Page, rows: list[dict[str, Any]]) -> None:
     pair_rows = sorted((r for r in rows if r.get("compared_to") and is_ranking_measure(r["measure"])),
-                       key=lambda r: (r["measure"], r["system"], r["compared_to"]))
+                       key=lambda r: (r["measure"], page.rank(r["system"]), page.rank(r["compared_to"])))
     if pair_rows:
         page.doc.h(3, "Paired comparisons (A - B, paired bootstrap)")
         exact = any(r.get("p_exact") is not None for r in pair_rows)
