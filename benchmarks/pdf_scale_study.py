@@ -21,6 +21,7 @@ average before and after (the machine may be shared).
 
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy              # the issue's study
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --gradient-checkpointing
+    python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --cpus-per-job 4 --precision bf16
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --pages 40 --scales 10,20  # smaller
 """
 
@@ -112,11 +113,12 @@ def build_corpus(folder: Path, pages: int, words: int) -> dict[str, int]:
     return sizes
 
 
-def study_text(corpus: Path, store: Path, scales: list[int], checkpointing: bool) -> str:
+def study_text(corpus: Path, store: Path, scales: list[int], checkpointing: bool, speed: str = "") -> str:
     """The issue's study: unit pages, the given scales, base/ft/pt-ft, max_tokens 256, the rest
-    at its defaults (``gradient_checkpointing = true`` when asked); a small synthetic dataset
-    as the one ``[[datasets]]`` entry a study needs (evaluation is not what is measured)."""
-    extra = "gradient_checkpointing = true\n" if checkpointing else ""
+    at its defaults (``gradient_checkpointing = true`` when asked, and the ``[adapt]`` lines of
+    ``speed``: see :func:`speed_lines`); a small synthetic dataset as the one ``[[datasets]]``
+    entry a study needs (evaluation is not what is measured)."""
+    extra = ("gradient_checkpointing = true\n" if checkpointing else "") + speed
     return (
         '[study]\nname = "pdf-scale-study"\nseed = 0\n'
         f"store = {json.dumps(str(store))}\n\n"
@@ -128,6 +130,14 @@ def study_text(corpus: Path, store: Path, scales: list[int], checkpointing: bool
         'variants = ["base", "ft", "pt-ft"]\n'
         "max_tokens = 256\n" + extra
     )
+
+
+def speed_lines(a: argparse.Namespace) -> str:
+    """The ``[adapt]`` training-speed keys asked on the command line (issue 32): ``cpus_per_job``
+    (a stage's torch threads follow it), ``precision`` and ``fused_attention``; none by default."""
+    out = f"cpus_per_job = {a.cpus_per_job:g}\n" if a.cpus_per_job else ""
+    out += f"precision = {json.dumps(a.precision)}\n" if a.precision else ""
+    return out + ("fused_attention = true\n" if a.fused_attention else "")
 
 
 def _rss(pid: int) -> int:
@@ -269,6 +279,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--words", type=int, default=450, help="words per page (about)")
     ap.add_argument("--scales", default="20,60,120", help="comma-separated page scales")
     ap.add_argument("--gradient-checkpointing", action="store_true", help="[adapt] gradient_checkpointing = true")
+    ap.add_argument("--cpus-per-job", type=float, default=None, help="[adapt] cpus_per_job (threads follow it)")
+    ap.add_argument("--precision", default=None, choices=["fp32", "bf16"], help="[adapt] precision")
+    ap.add_argument("--fused-attention", action="store_true", help="[adapt] fused_attention = true")
     ap.add_argument("--interval", type=float, default=3.0, help="seconds between RSS samples")
     ap.add_argument("--timeout", type=float, default=3 * 3600.0, help="seconds before the run is stopped")
     ap.add_argument("--ray-start-attempts", type=int, default=3,
@@ -284,7 +297,7 @@ def main(argv: list[str] | None = None) -> Outcome:
     pages = build_corpus(work / "corpus", a.pages, a.words)
     study = work / "study.toml"
     scales = [int(s) for s in a.scales.split(",") if s.strip()]
-    study.write_text(study_text(work / "corpus", work / "store", scales, a.gradient_checkpointing))
+    study.write_text(study_text(work / "corpus", work / "store", scales, a.gradient_checkpointing, speed_lines(a)))
     load_before = os.getloadavg()
     for attempt in range(1, a.ray_start_attempts + 1):
         code, wall, sampler = run_study(study, work / "store", work / "run.log", a.timeout, a.interval)

@@ -203,7 +203,7 @@ def _config_from_table(cls: type, raw: Mapping[str, Any], source: str, section: 
             kwargs[key] = None if value == 0 else check.integer(key, value, 1)
         elif key == "max_seq_length" and cls is FTConfig:
             kwargs[key] = None if value == 0 else check.integer(key, value, 1)
-        elif key in ("query_prefix", "passage_prefix"):
+        elif key in ("query_prefix", "passage_prefix") or isinstance(default, str):
             kwargs[key] = check.string(key, value)
         elif isinstance(default, bool):
             kwargs[key] = check.boolean(key, value)
@@ -244,9 +244,10 @@ def _base_model(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> 
 
 _ADAPT_KEYS: tuple[str, ...] = (
     "artifact_root", "base_model", "checkpoint_every", "clean", "corpus", "cpus_per_job", "data_dir",
-    "duplicate_threshold", "eval_corpus", "exclude", "fraction", "ft", "gpus_per_job", "gradient_checkpointing", "heldout_name",
+    "duplicate_threshold", "eval_corpus", "exclude", "fraction", "ft", "fused_attention", "gpus_per_job",
+    "gradient_checkpointing", "heldout_name",
     "include", "llm", "margin", "max_retries", "max_tokens", "merge_source", "merge_weight", "n_negatives",
-    "colbert", "name", "pt", "questions", "questions_per_chunk", "scales", "seed", "test_fraction", "unit",
+    "colbert", "name", "precision", "pt", "questions", "questions_per_chunk", "scales", "seed", "test_fraction", "unit",
     "use_ray", "validation_fraction", "variants",
 )
 
@@ -269,7 +270,9 @@ def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> Ada
     [<store>/artifacts], ``data_dir`` [<store>/adaptation], ``use_ray`` [[embedding].use_ray],
     ``gpus_per_job`` ["auto"], ``cpus_per_job`` [1], ``max_retries`` [3],
     ``checkpoint_every`` [50], ``gradient_checkpointing`` [false] (PT and FT recompute each layer in
-    the backward pass: less memory, same numbers), and the tables ``[adapt.pt]`` (PTConfig fields), ``[adapt.ft]``
+    the backward pass: less memory, same numbers), ``precision`` ["fp32"; "bf16": bfloat16
+    autocast] and ``fused_attention`` [false; true: no attention dropout, the fused SDPA kernel]
+    (both change the numbers and enter artifact keys), and the tables ``[adapt.pt]`` (PTConfig fields), ``[adapt.ft]``
     (FTConfig fields; ``max_steps = 0`` means no limit), ``[adapt.llm]`` and ``[adapt.colbert]``
     (``base_model`` [the base model's directory: its BERT becomes an untrained ColBERT], ``name``
     ["colbert"], ``doc_maxlen``/``query_maxlen``/``dim`` and the other ColBERTFTConfig fields).
@@ -387,15 +390,20 @@ def _adapt_mining(study: Study, raw: Mapping[str, Any], check: SectionChecker) -
     return kw
 
 
+_SHARED_TRAINING_KEYS = ("fused_attention", "gradient_checkpointing", "precision")
+"""Loop settings PT and FT share: set in [adapt] for both, or in [adapt.pt] / [adapt.ft] alone."""
+
+
 def _training_table(raw: Mapping[str, Any], check: SectionChecker, name: str) -> dict[str, Any]:
-    """``[adapt.<name>]`` plus ``[adapt].gradient_checkpointing``, which PT and FT share (set in
-    one place: [adapt], or [adapt.pt] / [adapt.ft], not both)."""
+    """``[adapt.<name>]`` plus the :data:`_SHARED_TRAINING_KEYS` of ``[adapt]`` (set in one place:
+    [adapt], or [adapt.pt] / [adapt.ft], not both)."""
     table = dict(check.table(name, raw.get(name, {})))
-    if "gradient_checkpointing" in raw:
-        if "gradient_checkpointing" in table:
-            raise check.fail("gradient_checkpointing", f"it in [adapt] or in [adapt.{name}], not in both",
-                             raw["gradient_checkpointing"])
-        table["gradient_checkpointing"] = check.boolean("gradient_checkpointing", raw["gradient_checkpointing"])
+    for key in _SHARED_TRAINING_KEYS:
+        if key not in raw:
+            continue
+        if key in table:
+            raise check.fail(key, f"it in [adapt] or in [adapt.{name}], not in both", raw[key])
+        table[key] = check.string(key, raw[key]) if key == "precision" else check.boolean(key, raw[key])
     return table
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from adaptlab.adapt.train.artifacts import artifact_key
 from adaptlab.adapt.train.colbert import ColBERTFTConfig
-from adaptlab.adapt.train.config import RUNTIME_FIELDS
+from adaptlab.adapt.train.config import KEYED_IF_SET, RUNTIME_FIELDS
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.errors import ConfigError
@@ -127,10 +127,12 @@ def _digest(hyperparameters: dict[str, Any]) -> str:
 
 def _fields(obj: Any) -> dict[str, Any]:
     """``asdict`` without the fields added since (RUNTIME_FIELDS: gradient_checkpointing, off by
-    default, which changes how training runs, not its numbers, and is left out of keys)."""
+    default, which changes how training runs, not its numbers, and is left out of keys; and
+    KEYED_IF_SET: precision and fused_attention, keyed only when not at their defaults)."""
     out = asdict(obj)
     assert all(out.get(k, False) is False for k in RUNTIME_FIELDS)
-    return {k: v for k, v in out.items() if k not in RUNTIME_FIELDS}
+    assert all(out.get(k, v) == v for k, v in KEYED_IF_SET.items())
+    return {k: v for k, v in out.items() if k not in RUNTIME_FIELDS and k not in KEYED_IF_SET}
 
 
 @pytest.mark.parametrize(("config", "expected"), [

@@ -74,15 +74,16 @@ def _run(outcomes: dict[str, list[Any]], stages: list[_Stage], max_retries: int 
 
 def test_a_stage_killed_for_memory_is_retried_alone_after_the_others():
     oom = rex.OutOfMemoryError("Task was killed due to the node running low on memory.")
-    stages = [_stage("a", 20), _stage("b", 60), _stage("c", 60, upstream="b", stage="merge")]
-    done, fake = _run({"a": [oom, "art-a"], "b": ["art-b"], "c": ["art-c"]}, stages)
-    assert done == {("a",): "art-a", ("b",): "art-b", ("c",): "art-c"}
+    stages = [_stage("a", 20), _stage("b", 60), _stage("c", 60, upstream="b", stage="merge"),
+              _stage("d", 20, upstream="a", stage="merge")]
+    done, fake = _run({"a": [oom, "art-a"], "b": ["art-b"], "c": ["art-c"], "d": ["art-d"]}, stages)
+    assert done == {("a",): "art-a", ("b",): "art-b", ("c",): "art-c", ("d",): "art-d"}
     assert fake.events == [
         ("start", "a", ()), ("start", "b", ("a",)),
         ("end", "a", ()),                      # killed for memory
         ("end", "b", ()),                      # the retry waits for b ...
         ("start", "a", ()), ("end", "a", ()),  # ... and runs alone: c (ready since b ended) waits
-        ("start", "c", ()), ("end", "c", ()),
+        ("start", "c", ()), ("start", "d", ("c",)), ("end", "c", ()), ("end", "d", ()),
     ]
     assert stages[0].attempts == 1 and stages[0].alone
 

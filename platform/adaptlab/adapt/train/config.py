@@ -23,13 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.adapt.train.loop import OptimConfig
+from adaptlab.adapt.train.loop import PRECISIONS, OptimConfig
 from adaptlab.errors import ConfigError
 
-__all__ = ["RUNTIME_FIELDS", "LoopConfig", "TrainConfig", "check_at_least_one", "check_positive"]
+__all__ = ["KEYED_IF_SET", "RUNTIME_FIELDS", "LoopConfig", "TrainConfig", "check_at_least_one", "check_positive"]
 
 RUNTIME_FIELDS = ("gradient_checkpointing",)
 """Fields of :class:`LoopConfig` that change how training runs, not what it computes."""
+KEYED_IF_SET = {"precision": "fp32", "fused_attention": False}
+"""Fields that change the numbers but enter artifact keys only when set (their defaults here)."""
 
 
 def check_positive(owner: str, name: str, value: Any) -> None:
@@ -76,7 +78,12 @@ class LoopConfig(TrainConfig):
     ``warn_only`` turns a failed check into a warning), and ``gradient_checkpointing``: keep only
     each encoder layer's input during the forward pass and recompute the layer in the backward
     pass (MiniLM FT at batch 32 x 256 tokens: 3.2 instead of 9.3 GB, for one more forward pass a
-    step; the numbers do not change, so it is left out of artifact keys: :meth:`key_dict`)."""
+    step; the numbers do not change, so it is left out of artifact keys: :meth:`key_dict`).
+
+    Two speed options that change the numbers (off by default; see :mod:`.loop`): ``precision``
+    ``"bf16"`` runs the forward pass under bfloat16 autocast (weights, gradients and optimizer
+    stay fp32), and ``fused_attention`` trains without attention-probability dropout, so PyTorch's
+    fused scaled-dot-product attention kernel runs instead of the unfused path that dropout needs."""
 
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
@@ -86,10 +93,17 @@ class LoopConfig(TrainConfig):
     min_weight_change: float = 1e-6
     warn_only: bool = False
     gradient_checkpointing: bool = False
+    precision: str = "fp32"
+    fused_attention: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
         owner = type(self).__name__
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"{owner}.precision = {self.precision!r}: expected one of "
+                              f"{', '.join(repr(p) for p in PRECISIONS)}")
+        if not isinstance(self.fused_attention, bool):
+            raise ConfigError(f"{owner}.fused_attention = {self.fused_attention!r}: expected true or false")
         if not isinstance(self.gradient_checkpointing, bool):
             raise ConfigError(f"{owner}.gradient_checkpointing = {self.gradient_checkpointing!r}: expected true or false")
         if not 0.0 <= self.warmup_ratio < 1.0:
@@ -117,9 +131,14 @@ class LoopConfig(TrainConfig):
             min_weight_change=float(self.min_weight_change),
             warn_only=bool(self.warn_only),
             gradient_checkpointing=self.gradient_checkpointing,
+            precision=self.precision,
+            fused_attention=self.fused_attention,
         )
 
     def key_dict(self) -> dict[str, Any]:
         """The fields that decide the trained weights (the artifact key's hyperparameters):
-        all but ``gradient_checkpointing``, which changes memory and time, not the numbers."""
-        return {k: v for k, v in asdict(self).items() if k not in RUNTIME_FIELDS}
+        all but ``gradient_checkpointing``, which changes memory and time, not the numbers;
+        ``precision`` and ``fused_attention`` only when not at their defaults, so the keys of
+        artifacts trained before they existed stay the same."""
+        return {k: v for k, v in asdict(self).items()
+                if k not in RUNTIME_FIELDS and not (k in KEYED_IF_SET and v == KEYED_IF_SET[k])}

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -68,7 +69,7 @@ from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplet
 from adaptlab.adapt.train.pt import PTConfig, train_pt
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.variants import BASE, FT, MERGE_SOURCES, MERGED, PT, PT_FT
-from adaptlab.runtime import init_ray
+from adaptlab.runtime import available_cores, init_ray
 
 __all__ = [
     "AdaptJob",
@@ -76,6 +77,7 @@ __all__ = [
     "VARIANTS",
     "ensure_ray",
     "run_adaptation_jobs",
+    "stage_threads",
     "train_variant",
 ]
 
@@ -227,6 +229,7 @@ def _remote_stage(
 ) -> Artifact:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     _quiet_worker(bool(params.get("progress", True)))
+    _set_threads(float(params.get("cpus", 1)))
     device = "cpu" if stage == "merge" else None  # training picks the GPU Ray assigned, if any
     if stage == COLBERT_VARIANT:
         import ray
@@ -237,6 +240,31 @@ def _remote_stage(
         params = {**params, "gpu_ids": ids or None}
         device = None if ids else "cpu"
     return _run_stage(stage, upstream, data, params, root, device, checkpoint_every, on_checkpoint)
+
+
+def stage_threads(declared_cpus: float, node_cpus: float, cores: int) -> int:
+    """The torch threads of a training stage: the share of its node's cores that its declared
+    CPUs are of the node's CPUs, ``floor(declared_cpus * cores / node_cpus)``, at least 1 and at
+    most ``cores``. Fixed by what the stage declares and the node it runs on, never by what is free
+    at the time, so a stage's floats do not depend on the load (a matrix product's sums are split
+    by thread). The embedded runtime counts ``2 x cores`` CPUs: ``cpus_per_job = 1`` gives one
+    thread; declaring all the node's CPUs gives a stage the node's cores (and the node alone)."""
+    if node_cpus <= 0:
+        return 1
+    return max(1, min(int(cores), math.floor(declared_cpus * cores / node_cpus + 1e-9)))
+
+
+def _set_threads(declared_cpus: float) -> int:
+    """In a Ray worker: set torch's intra-op threads to :func:`stage_threads` of this node."""
+    import ray
+    import torch
+
+    node_id = ray.get_runtime_context().get_node_id()
+    node_cpus = next((float(n.get("Resources", {}).get("CPU", 0)) for n in ray.nodes()
+                      if n.get("NodeID") == node_id and n.get("Alive", True)), 0.0)
+    threads = stage_threads(declared_cpus, node_cpus, available_cores())
+    torch.set_num_threads(threads)
+    return threads
 
 
 @dataclass(eq=False)
@@ -385,6 +413,7 @@ class _StageRunner:
         self.retry: list[_Stage] = []
         self.alone: _Stage | None = None
         self.done: dict[tuple[Any, ...], Artifact] = {}
+        self.depth = _critical_depth(stages)
 
     def run(self) -> dict[tuple[Any, ...], Artifact]:
         try:
@@ -410,7 +439,9 @@ class _StageRunner:
                 self.alone.alone = True
                 self._start(self.alone)
             return
-        for stage in list(self.waiting):
+        # the longest chain first (PT before the FT stages that do not need it): Ray starts
+        # queued tasks in submission order as CPUs free up, so the ladder's tail is not a lone PT-FT
+        for stage in sorted(self.waiting, key=lambda st: -self.depth[st.key]):
             if stage.upstream is None or stage.upstream in self.done:
                 self.waiting.remove(stage)
                 self._start(stage)
@@ -445,6 +476,16 @@ class _StageRunner:
             self.retry.append(stage)
         else:
             self.waiting.insert(0, stage)
+
+
+def _critical_depth(stages: Sequence[_Stage]) -> dict[tuple[Any, ...], int]:
+    """Each stage's critical path: the number of stages on the longest chain from it to the end of
+    the graph (itself included), from ``stages`` in plan order (each after its upstream)."""
+    depth = {st.key: 1 for st in stages}
+    for st in reversed(stages):
+        if st.upstream in depth:
+            depth[st.upstream] = max(depth[st.upstream], depth[st.key] + 1)
+    return depth
 
 
 def _lost_errors() -> tuple[type[BaseException], ...]:
@@ -501,7 +542,7 @@ def run_adaptation_jobs(
 
     def submit(stage: _Stage, upstream: Any) -> Any:
         opts = _task_options(stage, gpus_per_job, cpus_per_job)
-        params = _params(stage.job) | {"progress": progress}
+        params = _params(stage.job) | {"progress": progress, "cpus": cpus_per_job}
         data_ref = data_refs[stage.data_key] if stage.data_key else None
         return remotes[stage.memory >= OWN_WORKER_BYTES].options(name=stage.name, **opts).remote(
             stage.stage, upstream, data_ref, params, root, checkpoint_every, on_checkpoint

@@ -38,6 +38,14 @@ numbers are those of a run without it). :func:`quiet_third_party` turns transfor
 sentence-transformers' load messages ("Some weights of ... were not initialized") and their
 progress bars off while a model loads and trains; errors still show.
 
+Speed options that change the numbers (off by default; measured in benchmarks/bench_train.py):
+``precision = "bf16"`` runs the forward pass under ``torch.autocast(dtype=torch.bfloat16)``
+(matrix products in bfloat16; weights, gradients, AdamW and the loss's backward stay fp32; only
+on a device that computes bfloat16 natively: :func:`check_precision`), and ``fused_attention``
+trains without attention-probability dropout (:func:`set_attention_dropout`), so PyTorch's fused
+scaled-dot-product attention kernel runs, which with dropout falls back to an unfused path that
+draws and stores a ``batch x heads x s x s`` dropout mask per layer. Both enter artifact keys.
+
 Checkpoints (``checkpoint_dir/step-<s>/``, written every ``checkpoint_every`` steps and at the end
 of each epoch when asked, and resumed from) are :mod:`.checkpoints`: their layout, the latest
 pointer, writing, resuming and sharing across nodes live there.
@@ -65,8 +73,11 @@ from adaptlab.runtime.progress import PROGRESS_INTERVAL, Heartbeat, note_line, p
 __all__ = [
     "LoopResult",
     "OptimConfig",
+    "PRECISIONS",
     "PROGRESS_INTERVAL",
     "TrainingCheckError",
+    "autocast",
+    "check_precision",
     "linear_warmup_decay",
     "load_sentence_model",
     "pick_device",
@@ -76,11 +87,13 @@ __all__ = [
     "run_loop",
     "StepProgress",
     "seeded",
+    "set_attention_dropout",
     "set_gradient_checkpointing",
     "step_seed",
 ]
 
 log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class OptimConfig:
@@ -97,6 +110,12 @@ class OptimConfig:
     min_weight_change: float = 0.0
     warn_only: bool = False
     gradient_checkpointing: bool = False
+    precision: str = "fp32"
+    fused_attention: bool = False
+
+
+PRECISIONS = ("fp32", "bf16")
+"""Training precisions: fp32, or the forward pass under bfloat16 autocast (module docstring)."""
 
 
 class TrainingCheckError(AdaptlabError):
@@ -368,7 +387,8 @@ def quiet_third_party() -> Iterator[None]:
 
 
 def _train_step(model: Any, optimizer: Any, params: list[Any], idx: np.ndarray, lr: float, seed: int,
-                device: Any, compute_loss: Callable[[np.ndarray], Any], max_grad_norm: float) -> float:
+                device: Any, compute_loss: Callable[[np.ndarray], Any], max_grad_norm: float,
+                precision: str = "fp32") -> float:
     """One optimizer step at learning rate ``lr`` under the step's seed; its loss."""
     import torch
 
@@ -376,7 +396,8 @@ def _train_step(model: Any, optimizer: Any, params: list[Any], idx: np.ndarray, 
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
     with seeded(seed, device):
-        loss = compute_loss(idx)
+        with autocast(precision, device):
+            loss = compute_loss(idx)
         loss.backward()
     if max_grad_norm and max_grad_norm > 0:
         torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
@@ -416,13 +437,7 @@ def run_loop(
     steps_per_epoch = result.schedule["steps_per_epoch"]
     total, warmup = result.schedule["total_steps"], result.schedule["warmup_steps"]
 
-    model.to(device)
-    model.train()
-    if optim.gradient_checkpointing:
-        set_gradient_checkpointing(model, True, label)
-    optimizer = torch.optim.AdamW(
-        _param_groups(model, optim.weight_decay), lr=optim.learning_rate, betas=(0.9, 0.999), eps=1e-8
-    )
+    optimizer, dropout = _start_training(model, optim, device, label)
     params = [p for group in optimizer.param_groups for p in group["params"]]
     before = _snapshot(params) if optim.min_weight_change > 0 else None
     start = _resume(model, optimizer, checkpoint_dir, device, result)
@@ -437,7 +452,7 @@ def run_loop(
         lr = optim.learning_rate * linear_warmup_decay(step, total, warmup)
         with progress.running(step, result.losses):
             loss = _train_step(model, optimizer, params, idx, lr, step_seed(seed, step), device, compute_loss,
-                               optim.max_grad_norm)
+                               optim.max_grad_norm, optim.precision)
         result.losses.append(loss)
         done = step + 1
         progress.update(done, result.losses[-1])
@@ -461,11 +476,35 @@ def run_loop(
     result.epochs_completed = math.ceil(total / steps_per_epoch)
     result.seconds = time.perf_counter() - t0
     progress.close(result.losses[-1] if result.losses else None)
+    _end_training(model, optim, dropout, label)
+    _check_weights(params, before, optim, label, result)
+    return result
+
+
+def _start_training(model: Any, optim: OptimConfig, device: Any, label: str) -> tuple[Any, float | None]:
+    """Put ``model`` on ``device`` in training mode with the run's options switched on; its AdamW
+    optimizer and the attention dropout to restore afterwards (None: unchanged)."""
+    import torch
+
+    model.to(device)
+    model.train()
+    if optim.gradient_checkpointing:
+        set_gradient_checkpointing(model, True, label)
+    check_precision(optim.precision, device, label)
+    dropout = set_attention_dropout(model, 0.0, label) if optim.fused_attention else None
+    optimizer = torch.optim.AdamW(
+        _param_groups(model, optim.weight_decay), lr=optim.learning_rate, betas=(0.9, 0.999), eps=1e-8
+    )
+    return optimizer, dropout
+
+
+def _end_training(model: Any, optim: OptimConfig, dropout: float | None, label: str) -> None:
+    """``model`` in evaluation mode with the options of :func:`_start_training` switched off."""
     model.eval()
     if optim.gradient_checkpointing:
         set_gradient_checkpointing(model, False, label)
-    _check_weights(params, before, optim, label, result)
-    return result
+    if dropout is not None:
+        set_attention_dropout(model, dropout, label)
 
 
 def set_gradient_checkpointing(model: Any, on: bool, label: str = "training") -> int:
@@ -488,6 +527,57 @@ def set_gradient_checkpointing(model: Any, on: bool, label: str = "training") ->
         raise TrainingCheckError(f"{label}: gradient_checkpointing = true, but the model has no transformers "
                                  "module that supports it; set gradient_checkpointing = false")
     return switched
+
+
+def set_attention_dropout(model: Any, p: float, label: str = "training") -> float:
+    """Set the attention-probability dropout of every transformers self-attention module inside
+    ``model`` to ``p``; the value it had (the first module's).
+
+    With ``p = 0`` the SDPA attention of BERT-like models calls PyTorch's fused
+    scaled-dot-product kernel in training too (with dropout it takes the unfused path, which
+    draws and stores a ``batch x heads x s x s`` mask a layer): option ``fused_attention``. The
+    model's saved config is untouched. A model with no such module is an error."""
+    before = None
+    for module in model.modules():
+        if not isinstance(getattr(module, "dropout_prob", None), float) or not hasattr(module, "dropout"):
+            continue
+        before = module.dropout_prob if before is None else before
+        module.dropout_prob = float(p)  # the SDPA path's dropout_p
+        module.dropout.p = float(p)  # the eager path's nn.Dropout
+    if before is None:
+        raise TrainingCheckError(f"{label}: fused_attention = true, but the model has no transformers "
+                                 "self-attention module with attention dropout; set fused_attention = false")
+    return before
+
+
+def check_precision(precision: str, device: Any, label: str = "training") -> None:
+    """Raise :class:`TrainingCheckError` unless ``precision`` is fp32 or the device computes bf16
+    natively (a CUDA GPU that supports it; a CPU with AVX512-BF16 or AMX)."""
+    if precision not in PRECISIONS:
+        raise TrainingCheckError(f"{label}: precision = {precision!r}: expected one of {', '.join(PRECISIONS)}")
+    if precision == "fp32":
+        return
+    import torch
+
+    if getattr(device, "type", str(device)).startswith("cuda"):
+        ok = torch.cuda.is_bf16_supported()
+    else:
+        ok = bool(getattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)()
+                  or getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)())
+    if not ok:
+        raise TrainingCheckError(f"{label}: precision = 'bf16' needs a device that computes bfloat16 natively "
+                                 f"(a CPU with AVX512-BF16 or AMX, or a recent GPU); {device} has none: set "
+                                 "precision = 'fp32'")
+
+
+def autocast(precision: str, device: Any) -> Any:
+    """The forward pass's autocast context: bfloat16 for ``"bf16"``, none for ``"fp32"``."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    import torch
+
+    kind = getattr(device, "type", str(device)).split(":")[0]
+    return torch.autocast(device_type=kind, dtype=torch.bfloat16)
 
 
 def pick_device(device: str | None) -> str:

@@ -1,0 +1,131 @@
+"""Training at the speed of its math (issue 32): the options reach the code that uses them.
+
+- ``precision = "bf16"``: the loss is computed under bfloat16 autocast, on a CPU that has it;
+- ``fused_attention``: attention dropout is 0 while training (the fused SDPA kernel), restored after;
+- both are study keys (shared by PT and FT like gradient_checkpointing) and enter artifact keys
+  only when set, so the keys of models trained before stay the same;
+- a stage's torch threads follow the CPUs it declares, never the load;
+- the stage graph starts the longest chain first (PT before FT stages that do not need it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from adaptlab.adapt.train.ft import FTConfig
+from adaptlab.adapt.train.jobs import _critical_depth, _StageRunner, stage_threads
+from adaptlab.adapt.train.loop import OptimConfig, TrainingCheckError, check_precision, run_loop
+from adaptlab.adapt.train.pt import PTConfig
+from adaptlab.errors import ConfigError
+
+
+def _bf16_cpu() -> bool:
+    import torch
+
+    return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_precision_sets_the_autocast_of_the_loss(precision):
+    import torch
+
+    if precision == "bf16" and not _bf16_cpu():
+        pytest.skip("this CPU computes no bfloat16 natively")
+    torch.manual_seed(0)
+    model, x = torch.nn.Linear(4, 1), torch.randn(8, 4)
+    seen = []
+
+    def loss(idx):
+        seen.append((torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")))
+        out = model(x[torch.as_tensor(np.asarray(idx))])
+        seen.append(out.dtype)
+        return out.float().pow(2).mean()
+
+    optim = OptimConfig(learning_rate=0.1, epochs=1, batch_size=4, warmup_ratio=0.0, precision=precision)
+    run_loop(model, n_examples=8, optim=optim, seed=0, compute_loss=loss, device=torch.device("cpu"))
+    expected = (True, torch.bfloat16) if precision == "bf16" else (False, torch.bfloat16)
+    assert seen[0] == expected and seen[1] == (torch.bfloat16 if precision == "bf16" else torch.float32)
+    assert model.weight.dtype == torch.float32  # weights and optimizer stay fp32
+
+
+def test_bf16_is_refused_where_the_cpu_has_none(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    with pytest.raises(TrainingCheckError, match="run x: precision = 'bf16' needs a device that computes bfloat16"):
+        check_precision("bf16", torch.device("cpu"), "run x")
+    check_precision("fp32", torch.device("cpu"), "run x")
+
+
+def test_fused_attention_trains_without_attention_dropout_and_restores_it(tiny_model: Path, triplets):
+    from adaptlab.adapt.train.ft import fine_tune_model
+    from adaptlab.adapt.train.loop import load_sentence_model
+
+    def train(fused: bool) -> tuple[list[float], list[float], float]:
+        model = load_sentence_model(tiny_model, "cpu")
+        attention = model[0].auto_model.encoder.layer[0].attention.self
+        seen: list[float] = []
+        attention.register_forward_pre_hook(lambda m, *_: seen.append(m.dropout_prob) if m.training else None)
+        cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0,
+                       fused_attention=fused)
+        losses = fine_tune_model(model, triplets, cfg, seed=0, prefixes=("", ""), device="cpu").losses
+        return losses, seen, attention.dropout_prob
+
+    losses, seen, after = train(False)
+    fused_losses, fused_seen, fused_after = train(True)
+    assert set(seen) == {after} and after > 0  # the tiny model has attention dropout
+    assert set(fused_seen) == {0.0} and fused_after == after  # off while training, restored after
+    assert fused_losses[0] != losses[0]  # a different computation: dropout masks are gone
+
+
+def test_the_study_sets_precision_and_fused_attention_for_pt_and_ft(tmp_path):
+    from test_memory import _adapt_settings
+
+    s = _adapt_settings(tmp_path, precision="bf16", fused_attention=True)
+    assert (s.pt.precision, s.ft.precision, s.pt.fused_attention, s.ft.fused_attention) == ("bf16", "bf16", True, True)
+    only_ft = _adapt_settings(tmp_path, ft={"precision": "bf16"})
+    assert (only_ft.ft.precision, only_ft.pt.precision) == ("bf16", "fp32")
+    default = _adapt_settings(tmp_path)
+    assert (default.ft.precision, default.ft.fused_attention) == ("fp32", False)
+    with pytest.raises(ConfigError, match=r"\[adapt.pt\]: PTConfig.precision = 'fp16': expected one of 'fp32', 'bf16'"):
+        _adapt_settings(tmp_path, precision="fp16")
+    with pytest.raises(ConfigError, match=r"\[adapt\].fused_attention: expected it in \[adapt\] or in \[adapt.ft\]"):
+        _adapt_settings(tmp_path, fused_attention=True, ft={"fused_attention": False})
+
+
+def test_set_options_enter_the_artifact_key_and_defaults_do_not():
+    assert "precision" not in FTConfig().key_dict() and "fused_attention" not in PTConfig().key_dict()
+    assert FTConfig(precision="bf16").key_dict()["precision"] == "bf16"
+    assert PTConfig(fused_attention=True).key_dict()["fused_attention"] is True
+
+
+@pytest.mark.parametrize(("declared", "node_cpus", "cores", "threads"), [
+    (1, 4, 2, 1),  # the embedded runtime on 2 cores (4 CPUs): the default stage has one thread
+    (2, 4, 2, 1),
+    (4, 4, 2, 2),  # all the node's CPUs: its cores
+    (8, 16, 8, 4),
+    (16, 16, 8, 8),
+    (0.5, 4, 2, 1),  # never below one
+    (6, 4, 2, 2),  # never above the cores
+    (1, 0, 2, 1),  # a node that reports no CPUs
+])
+def test_threads_follow_the_declared_cpus(declared, node_cpus, cores, threads):
+    assert stage_threads(declared, node_cpus, cores) == threads
+
+
+def test_the_longest_chain_starts_first():
+    """The runner submits the ready stages PT first (it has two stages after it), then the FT
+    stages in plan order; Ray starts queued tasks in that order as CPUs free up."""
+    def stage(key, upstream=None):
+        return SimpleNamespace(key=key, upstream=upstream, job=SimpleNamespace(base_model="m"))
+
+    stages = [stage("ft10"), stage("pt10"), stage("ptft10", "pt10"), stage("merge10", "ptft10"), stage("ft60")]
+    assert _critical_depth(stages) == {"ft10": 1, "pt10": 3, "ptft10": 2, "merge10": 1, "ft60": 1}
+    submitted: list[str] = []
+    runner = _StageRunner(None, lambda st, _up: submitted.append(st.key) or st.key, stages, max_retries=0)
+    runner._submit_ready()
+    assert submitted == ["pt10", "ft10", "ft60"]
