@@ -94,35 +94,16 @@ def test_stemming_and_stop_words_reach_the_tokenizer():
 
 def test_a_study_evaluates_bm25_beside_a_dense_model(tmp_path):
     from adaptlab.results import open as open_store
-    from adaptlab.study import load_study, run_study
+    from adaptlab.study import parse_study, run_study
 
-    (tmp_path / "s.toml").write_text(f"""
-[study]
-name = "lex"
-store = "{tmp_path / 'store'}"
-[[datasets]]
-name = "syn"
-spec = "synthetic:n_documents=8,seed=1"
-[[models]]
-name = "dense"
-ref = "hash:64"
-[[models]]
-name = "bm25"
-ref = "bm25"
-options = {{ k1 = 1.2, b = 0.75 }}
-[evaluation]
-metrics = ["acc@1", "ndcg@10"]
-k = 10
-baseline = "dense"
-[bootstrap]
-n_resamples = 200
-[embedding]
-use_ray = false
-[analysis]
-thresholds = true
-isotropy = true
-""")
-    out = run_study(load_study(tmp_path / "s.toml"))
+    spec = {"study": {"name": "lex", "store": str(tmp_path / "store")},
+            "datasets": [{"name": "syn", "spec": "synthetic:n_documents=8,seed=1"}],
+            "models": [{"name": "dense", "ref": "hash:64"},
+                       {"name": "bm25", "ref": "bm25", "options": {"k1": 1.2, "b": 0.75}}],
+            "evaluation": {"metrics": ["acc@1", "ndcg@10"], "k": 10, "baseline": "dense"},
+            "bootstrap": {"n_resamples": 200}, "embedding": {"use_ray": False},
+            "analysis": {"thresholds": True, "isotropy": True}}
+    out = run_study(parse_study(spec))
     rec = out.datasets[0].records["bm25"]
     assert rec.meta["similarity"] == "BM25 score" and "k1=1.2 b=0.75" in rec.meta["bm25"]
     store = open_store(tmp_path / "store")
