@@ -63,3 +63,22 @@ def test_a_file_mteb_writes_imports_and_exports_back(tmp_path):
     assert back.get_score() == pytest.approx(0.64508) and back.task_name == "SciFact"
     assert {k: back.scores["test"][0][k] for k in ("ndcg_at_10", "recall_at_100", "mrr_at_10")} == {
         "ndcg_at_10": 0.64508, "recall_at_100": 0.925, "mrr_at_10": 0.61097}
+
+
+def test_cli_import_then_export_with_a_language(tmp_path, cli):
+    from mteb.results import TaskResult
+
+    (tmp_path / "Mine.json").write_text(json.dumps({
+        "dataset_revision": None, "task_name": "Mine", "mteb_version": None, "evaluation_time": None,
+        "kg_co2_emissions": None, "scores": {"test": [{"hf_subset": "default", "languages": ["deu-Latn"],
+                                                        "main_score": 0.5, "ndcg_at_10": 0.5,
+                                                        "ndcg_at_10_ci_low": 0.4, "ndcg_at_10_ci_high": 0.6}]}}))
+    store = str(tmp_path / "store")
+    done = cli("import", "--store", store, "--system", "pub", str(tmp_path / "Mine.json"))
+    assert done.returncode == 0 and "imported 1 run(s)" in done.stdout, done.stderr
+    (row,) = results.open(store).metrics(system="pub").to_pylist()
+    assert (row["measure"], row["value"], row["ci_low"], row["ci_high"]) == ("ndcg@10", 0.5, 0.4, 0.6)
+    done = cli("export", "--store", store, "--to", "mteb", "--out", str(tmp_path / "out"), "--language", "deu-Latn")
+    assert done.returncode == 0, done.stderr
+    back = TaskResult.from_disk(tmp_path / "out" / "pub" / "Mine.json")
+    assert back.get_score() == 0.5 and back.scores["test"][0]["languages"] == ["deu-Latn"]

@@ -31,7 +31,8 @@ from adaptlab.errors import AdaptlabError, mask_url
 
 __all__ = ["main"]
 
-_COMMANDS = ("evaluate", "compare", "plan", "results", "export", "run", "submit", "report", "inspect", "cache")
+_COMMANDS = ("evaluate", "compare", "plan", "results", "export", "import", "run", "submit", "report", "inspect",
+             "cache")
 
 
 class _Parser(argparse.ArgumentParser):

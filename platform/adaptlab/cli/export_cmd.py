@@ -38,6 +38,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--system", default=None, help="only this system")
     p.add_argument("--dataset", default=None, help="only this dataset")
     p.add_argument("--split", default="test", help="mteb: the split name the scores are written under")
+    p.add_argument("--language", action="append", default=None, dest="languages", metavar="LANG-Script",
+                   help="mteb: the languages written (default: the MTEB task's eval_langs, else eng-Latn); "
+                        "repeatable")
     p.add_argument("--experiment", default=None, help="mlflow: experiment name (default: the study, else adaptlab)")
     p.add_argument("--project", default=None, help="wandb: project name (default: the study, else adaptlab)")
     p.add_argument("--artifact", action="append", default=[], metavar="FILE",
@@ -52,7 +55,8 @@ def _export(store: Any, args: argparse.Namespace) -> list[str]:
 
     picked: dict[str, Any] = {"system": args.system, "dataset": args.dataset}
     if args.to == "mteb":
-        return [str(p) for p in results.export_mteb(store, args.out, split=args.split, **picked)]
+        return [str(p) for p in results.export_mteb(store, args.out, split=args.split, languages=args.languages,
+                                                    **picked)]
     if args.to == "ranx":
         from adaptlab.results.ranx_io import export_ranx
 
