@@ -302,7 +302,7 @@ def win_loss(
                 value = -value if value is not None else None
                 lo, hi = (-hi if hi is not None else None), (-lo if lo is not None else None)
             tests.append({"measure": c["measure"], "difference": value, "ci_low": lo, "ci_high": hi,
-                          "p_value": c["p_value"]})
+                          "p_value": c["p_value"], "n_resamples": c.get("n_resamples")})
         out.append({
             "dataset": ds, "system": system, "against": against, "queries": len(keys),
             "wins": sum(d > 0 for d in diffs), "losses": sum(d < 0 for d in diffs),
@@ -328,9 +328,10 @@ def format_inspection(table: Any, counts: list[dict[str, Any]] | None = None) ->
             f"{c['wins']} win(s), {c['losses']} loss(es), {c['ties']} tie(s) (reciprocal rank of the first gold)"
         )
         for t in c["paired_tests"]:
+            p = format_p(t["p_value"], t.get("n_resamples"))  # "<= 0.002" at the floor, as compare prints it
             lines.append(
                 f"  paired test {t['measure']}: {system} - {against} = {_fmt(t['difference'])} "
-                f"[{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}], p = {format_p(t['p_value'])}"
+                f"[{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}], p {p if p.startswith('<') else '= ' + p}"
             )
     title = (f"queries where {system} and {against} differ most" if against
              else f"worst queries of {system}")

@@ -42,7 +42,7 @@ def adjusted_cell(r: dict[str, Any]) -> str:
     if r.get("p_adjusted") is None:
         return "n/a"
     name = ADJUSTMENT_NAMES.get(str(r.get("adjustment")), r.get("adjustment"))
-    return f"{format_p(r['p_adjusted'])} ({name}, n={format_number(r.get('family_size'))})"
+    return f"{format_p(r['p_adjusted'], r.get('n_resamples'))} ({name}, n={format_number(r.get('family_size'))})"
 
 
 def width(lo: Any, hi: Any) -> str:
