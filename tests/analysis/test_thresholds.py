@@ -64,7 +64,10 @@ def test_known_threshold_with_identical_resamples():
     for test in ("exact", "margin", "paper"):
         # exact: with no lost query of 200 the 95% upper bound is 0.0149, so a 0.02 margin
         r = thresholds_from_arrays(topk, rank, indices=idx, test=test, margin=0.02 if test == "exact" else 0.01)
-        assert r.chosen == expect, test
+        # exact: the order statistic itself, the lowest gold similarity (no query lost), inserted
+        # into the grid right after the highest grid threshold that keeps it
+        assert r.chosen == expect + (test == "exact"), test
+        assert test != "exact" or r.chosen_tau == gold.min()
         assert 45 <= r.chosen_psi <= 55
         assert r.at_chosen()["loss"] == 0.0 and r.at_chosen()["removed"] > 0.2
 
@@ -91,8 +94,10 @@ def test_margin_rule_reads_the_loss_ci():
     assert wider.chosen_psi > r.chosen_psi
 
 
-def test_exact_rule_is_a_clopper_pearson_bound_tested_in_order():
+def test_exact_rule_is_a_clopper_pearson_bound_on_an_order_statistic():
     import scipy.stats as ss
+
+    from adaptlab.analysis.thresholds import exact_rule, lost_bound
 
     topk, rank, _ = _known(q=400, low=0.55)
     r = thresholds_from_arrays(topk, rank, n_resamples=100, seed=2)
@@ -101,19 +106,36 @@ def test_exact_rule_is_a_clopper_pearson_bound_tested_in_order():
     for lost, upper in zip(r.lost, r.loss_upper):
         ref = ss.binomtest(int(lost), 400, alternative="less").proportion_ci(confidence_level=0.95).high
         assert upper == pytest.approx(ref)
-    first_fail = int(np.argmax(r.loss_upper > 0.01))
-    assert r.exact_pass[:first_fail].all() and not r.exact_pass[first_fail:].any()
-    assert r.chosen == first_fail - 1 and r.at_chosen()["loss_upper"] <= 0.01
+    # L* = the largest count whose bound is within the margin; the choice is the (L*+1)-th
+    # smallest gold similarity of the hits, inserted into the grid at its own psi
+    bound = lost_bound(400, 0.95, 0.01)
+    assert ss.binomtest(bound, 400, alternative="less").proportion_ci(0.95).high <= 0.01
+    assert ss.binomtest(bound + 1, 400, alternative="less").proportion_ci(0.95).high > 0.01
+    hit = rank > 0
+    gold = np.sort(topk[np.flatnonzero(hit), rank[hit] - 1])
+    assert r.chosen_tau == gold[bound] and r.lost[r.chosen] <= bound
+    assert r.chosen_psi not in PSI_GRID and len(r.psi) == len(PSI_GRID) + 1 and np.all(np.diff(r.tau) >= 0)
+    np.testing.assert_array_equal(r.exact_pass, r.lost <= bound)
+    assert not r.exact_pass[r.tau > r.chosen_tau].any()  # nothing higher keeps the guarantee
+    assert r.at_chosen()["loss_upper"] <= 0.01 and r.at_chosen()["removed"] > 0
     rows = {row["measure"]: row for row in r.to_metric_rows()}
     loss = rows["threshold_loss"]
     assert loss["interval_method"] == "clopper-pearson-upper" and loss["ci_high"] == pytest.approx(r.loss_upper[r.chosen])
     assert loss["sample_size"] == 400 and '"exact_rule"' in rows["threshold"]["extra"]
-    # the order matters: a later threshold that would pass on its own is not reached after a failure
+    # on a grid: every threshold losing at most L* passes (L* = 0 here: Q = 4, margin 0.6)
     hits = np.array([[1, 1, 1, 1], [1, 1, 1, 1], [0, 1, 1, 1], [1, 1, 1, 1]], dtype=float)
-    from adaptlab.analysis.thresholds import exact_rule
+    lost, _, passes, last = exact_rule(hits, 0.95, 0.6)
+    assert lost.tolist() == [0, 1, 0] and passes.tolist() == [True, False, True] and last == 2
 
-    lost, _, passes, chosen = exact_rule(hits, 0.95, 0.6)
-    assert lost.tolist() == [0, 1, 0] and passes.tolist() == [True, False, False] and chosen == 0
+
+def test_no_threshold_when_too_few_queries_keep_the_guarantee():
+    """U(0) = 1 - 0.05**(1/Q) > 0.01 below 299 queries: the exact rule says plainly it has none."""
+    from adaptlab.analysis.thresholds import lost_bound
+
+    assert lost_bound(298, 0.95, 0.01) is None and lost_bound(299, 0.95, 0.01) == 0
+    topk, rank, _ = _known(q=200, low=0.55)
+    r = thresholds_from_arrays(topk, rank, n_resamples=50, seed=2)
+    assert r.chosen is None and len(r.psi) == len(PSI_GRID) and np.isnan(r.chosen_tau)
 
 
 def test_margin_rule_resamples_all_queries_even_with_paper_setting():

@@ -55,3 +55,21 @@ def test_with_three_systems_plan_asks_for_the_pair_and_says_what_the_store_has(c
     run_study(parse_study(single), store=tmp_path / "one")
     out = cli("plan", "--store", str(tmp_path / "one"), "--system", "a", "--against", "z", "--effect", "0.02")
     assert out.returncode == 2 and "compare" not in out.stderr and "at least 2 systems" in out.stderr
+
+
+@pytest.mark.slow
+def test_the_quickstart_gets_a_similarity_threshold(quickstart_store):
+    """Issue 29: the exact rule chose none on the quickstart (421 queries; its grid started at
+    psi = 5) and the report showed 'n/a (n/a)'; the order-statistic rule chooses one that keeps
+    the guarantee (at most 0.01 lost with 95% confidence) and removes documents."""
+    import numpy as np
+
+    from adaptlab import results
+    from adaptlab.analysis import similarity_thresholds
+    from adaptlab.retrieval.records import PerQueryRecords
+
+    table = results.open(quickstart_store).per_query(latest=True, system="minilm")
+    r = similarity_thresholds(PerQueryRecords.from_arrow(table), k=5, n_resamples=100)
+    assert r.chosen is not None and np.isfinite(r.chosen_tau)
+    at = r.at_chosen()
+    assert at["loss_upper"] <= 0.01 and at["removed"] > 0 and 0 < at["psi"] < 100

@@ -26,19 +26,34 @@ interval at level ``confidence``:
 * ``test="paper"`` (the paper's rule, its words "not statistically different from the mean
   bootstrap accuracy a"): ``psi`` passes when ``L(a_j(tau)) <= a <= U(a_j(tau))`` on the
   configured resamples (``m``, ``l``; the paper uses 500 and 100).
-* ``test="exact"`` (default): an exact bound on the number of lost queries, tested in a fixed
-  order. A query is *lost* at ``tau`` when it is a top-K hit without the threshold and not with
-  it (its gold similarity is below ``tau``); the accuracy loss is ``L(tau) / Q`` with ``L`` the
-  number of lost queries, and its population value ``pi(tau)`` is the probability that a query
-  is lost. ``L ~ Binomial(Q, pi)``, so the one-sided Clopper-Pearson (1934, Biometrika 26) upper
-  bound ``U = Beta^-1(c; L + 1, Q - L)`` (``U = 1`` when ``L = Q``) satisfies
-  ``P(pi <= U) >= c``. The thresholds are tested from the lowest ``psi`` up and the first one
-  with ``U > margin`` stops the sequence (fixed-sequence testing, Maurer, Hothorn & Lehmacher
-  1995; Westfall & Krishen 2001): with probability at least ``c`` the chosen threshold loses at
-  most ``margin`` of accuracy. With ``margin = 0.01`` and ``c = 0.95`` a threshold passes only
-  with no lost query at Q = 300 (U = 0.0099), and with at most 4 at Q = 1000. The simulation in
-  tests/analysis/test_simulation_thresholds.py checks the guarantee on data whose true loss is
-  known (the thresholds themselves are percentiles of the same data).
+* ``test="exact"`` (default): a distribution-free order-statistic choice with an exact
+  guarantee. A query is *lost* at ``tau`` when it is a top-K hit without the threshold and not
+  with it (its gold similarity is below ``tau``); the accuracy loss is ``L(tau) / Q`` with ``L``
+  the number of lost queries, and its population value ``pi(tau)`` is the probability that a
+  query is lost. ``L ~ Binomial(Q, pi)``; the one-sided Clopper-Pearson (1934, Biometrika 26)
+  upper bound ``U(L) = Beta^-1(c; L + 1, Q - L)`` (``U = 1`` when ``L = Q``) satisfies
+  ``P(pi <= U) >= c``. Let ``L*`` be the largest count with ``U(L*) <= margin`` and ``g_(1) <=
+  g_(2) <= ...`` the gold similarities of the hits in increasing order. The chosen threshold is
+  the largest one that loses at most ``L*`` queries, ``tau = g_(L* + 1)`` (any higher threshold
+  loses ``L* + 1``; when there are at most ``L*`` hits, the highest retrieved similarity). It is
+  an order statistic, so its guarantee needs no model of the similarities (Wilks 1941,
+  "Determination of sample sizes for setting tolerance limits", Ann. Math. Statist. 12): with
+  ``t_m`` the highest threshold whose true loss is at most ``margin``, ``pi(tau) > margin``
+  only if at most ``L*`` hits have a gold similarity below ``t_m`` (a count that is
+  ``Binomial(Q, p)`` with ``p >= margin``), which has probability at most ``P(Binomial(Q,
+  margin) <= L*) <= 1 - c`` by the choice of ``L*``. So with probability at least ``c`` the
+  chosen threshold loses at most ``margin`` of accuracy. No threshold exists only when even
+  ``L* = 0`` fails, ``U(0) = 1 - (1 - c)^(1/Q) > margin`` (about ``Q < 299`` for ``margin = 0.01``
+  and ``c = 0.95``). The choice is added to the ``psi`` grid at its own ``psi`` (the percentage
+  of the pooled ``Gamma`` values below it), where it gets the accuracy, the CIs and the removed
+  share of every grid point. (Until issue 29 the rule walked the grid ``psi = 5, 10, ...`` up
+  while ``U(L(tau(psi))) <= margin``, fixed-sequence testing of Maurer, Hothorn & Lehmacher
+  1995: the guarantee held, but at Q = 300 no grid point passed in 55 of 200 simulated data
+  sets although a threshold existed.) With ``margin = 0.01`` and ``c = 0.95`` the rule may lose
+  no query at Q = 300 (``U(0) = 0.0099``) and at most 4 at Q = 1000. The grid's
+  ``exact_pass`` still says which grid points lose at most ``L*`` queries. The simulation in
+  tests/stats/test_simulation_thresholds.py checks the guarantee and how often a threshold is
+  chosen on data whose true loss is known.
 * ``test="margin"`` (kept for comparison; non-inferiority with a margin, Wellek 2010, "Testing
   Statistical Hypotheses of Equivalence and Noninferiority", ch. 2): ``psi`` passes when the
   upper end of the two-sided percentile CI of the paired loss ``d_j = a_j - a_j(tau)`` is
@@ -49,8 +64,8 @@ interval at level ``confidence``:
   interval of a small proportion undercovers and the highest passing threshold is chosen after
   looking at every one.
 
-The chosen threshold is the highest ``tau(psi)`` that passes (``None`` when none does; for
-``"exact"``, the last one before the first failure). For it
+The chosen threshold is, for ``"paper"`` and ``"margin"``, the highest ``tau(psi)`` that passes
+(``None`` when none does); for ``"exact"`` the order statistic above. For it
 the result reports ``tau``, ``psi``, the accuracy at ``tau`` with its CI, the loss with its CI,
 and the fraction of retrieved top-K documents the threshold removes.
 """
@@ -230,12 +245,25 @@ def _choose(ok: np.ndarray) -> int | None:
     return int(where.max()) if where.size else None
 
 
+def lost_bound(n_queries: int, confidence: float, margin: float) -> int | None:
+    """``L*``: the largest number of lost queries whose one-sided Clopper-Pearson upper bound
+    ``Beta^-1(c; L + 1, Q - L)`` is ``<= margin`` (None when even ``L = 0`` fails)."""
+    from scipy.stats import beta
+
+    q = int(n_queries)
+    lost = np.arange(q)
+    upper = beta.ppf(float(confidence), lost + 1, q - lost)
+    ok = np.flatnonzero(upper <= float(margin) + 1e-12)
+    return int(ok.max()) if ok.size else None
+
+
 def exact_rule(hits: np.ndarray, confidence: float, margin: float,
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
-    """The exact fixed-sequence rule (module doc) on ``hits`` [1 + P, Q] (row 0 without the
-    threshold, rows in increasing ``tau``): ``(lost [P], loss_upper [P], passes [P], chosen)``.
-    A threshold passes when its one-sided Clopper-Pearson upper bound on the lost fraction is
-    ``<= margin`` and every lower threshold passed."""
+    """The exact rule on a grid (module doc): ``hits`` [1 + P, Q] (row 0 without the threshold,
+    rows in increasing ``tau``) -> ``(lost [P], loss_upper [P], passes [P], last)``: each
+    threshold's lost queries, their one-sided Clopper-Pearson upper bound, whether it loses at
+    most ``L*`` (:func:`lost_bound`; equivalently its bound is ``<= margin``) and the highest
+    grid index that passes (None when none does)."""
     from scipy.stats import beta
 
     q = hits.shape[1]
@@ -243,8 +271,43 @@ def exact_rule(hits: np.ndarray, confidence: float, margin: float,
     upper = np.ones(lost.shape, dtype=np.float64)
     some = lost < q
     upper[some] = beta.ppf(float(confidence), lost[some] + 1, q - lost[some])
-    passes = np.logical_and.accumulate(upper <= float(margin) + 1e-12)
+    bound = lost_bound(q, confidence, margin)
+    passes = lost <= (-1 if bound is None else bound)
     return lost, upper, passes, _choose(passes)
+
+
+def order_statistic_threshold(topk: np.ndarray, rank: np.ndarray, confidence: float, margin: float,
+                              ) -> float | None:
+    """The exact rule's threshold (module doc): ``g_(L* + 1)``, the ``(L* + 1)``-th smallest
+    gold similarity among the top-K hits, or the highest retrieved similarity when there are at
+    most ``L*`` hits; None when no threshold can keep the guarantee at this number of queries."""
+    bound = lost_bound(topk.shape[0], confidence, margin)
+    if bound is None:
+        return None
+    hit = rank > 0
+    gold = np.sort(topk[np.flatnonzero(hit), rank[hit] - 1])
+    if gold.size <= bound:
+        return float(np.nanmax(topk))
+    return float(gold[bound])
+
+
+def _pooled_psi(qmin: np.ndarray, idx: np.ndarray, tau: float) -> float:
+    """The percentage of the pooled ``Gamma`` values (per-query K-th similarities over the
+    resamples) below ``tau``: the ``psi`` of a threshold that is not a grid percentile."""
+    counts = np.bincount(idx.ravel(), minlength=qmin.shape[0]).astype(np.float64)
+    counts[~np.isfinite(qmin)] = 0.0
+    return float(100.0 * counts[np.isfinite(qmin) & (qmin < tau)].sum() / max(counts.sum(), 1.0))
+
+
+def _with_exact_choice(psi: np.ndarray, tau: np.ndarray, topk: np.ndarray, rank: np.ndarray, qmin: np.ndarray,
+                       idx: np.ndarray, confidence: float, margin: float) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """``(psi, tau, i)``: the grid with the exact rule's threshold inserted in ``tau`` order at
+    its own ``psi`` (:func:`_pooled_psi`), and its index (None, grid unchanged, when none)."""
+    chosen = order_statistic_threshold(topk, rank, confidence, margin)
+    if chosen is None:
+        return psi, tau, None
+    i = int(np.searchsorted(tau, chosen, side="right"))
+    return np.insert(psi, i, _pooled_psi(qmin, idx, chosen)), np.insert(tau, i, chosen), i
 
 
 def _check_scores(topk_scores: np.ndarray, gold_rank: np.ndarray, k: int | None,
@@ -345,11 +408,13 @@ def thresholds_from_arrays(
     qmin = np.where(np.isnan(topk), np.inf, topk).min(axis=1)  # K-th (lowest retrieved) similarity
     qmin[np.isinf(qmin)] = np.nan  # nothing retrieved
     tau = _taus(qmin, idx, psi, gamma)
+    conf = float(cfg.confidence)
+    psi, tau, at_exact = _with_exact_choice(psi, tau, topk, rank, qmin, idx, conf, float(margin)) \
+        if test == "exact" else (psi, tau, None)
     hits = _hits(topk, rank, tau)
     point = hits.mean(axis=1)
     removed = _removed(topk, tau)
 
-    conf = float(cfg.confidence)
     means_p = resample_means(hits, idx)  # [B, 1 + P]
     lo_p, hi_p = percentile_interval(means_p[:, 1:], conf, axis=0)
     a = float(means_p[:, 0].mean())
@@ -361,6 +426,7 @@ def thresholds_from_arrays(
     chosen_paper, chosen_margin = _choose(paper_pass), _choose(margin_pass)
 
     lost, upper, exact_pass, chosen_exact = exact_rule(hits, conf, float(margin))
+    chosen_exact = at_exact if test == "exact" else chosen_exact
     chosen = {"exact": chosen_exact, "margin": chosen_margin, "paper": chosen_paper}[test]
 
     means = means_p if test == "paper" else means_f

@@ -150,7 +150,8 @@ def threshold_section(page: Page, by: dict[tuple[str, str], dict[str, Any]],
                 both.append(f"{name}: " + (f"{format_number(ch.get('tau'))} ({format_number(ch.get('psi'), 0)})"
                                            if ch.get("tau") is not None else "none"))
         trows.append([s, format_number(te.get("k")), str(te.get("test", "n/a")),
-                      f"{format_number(t['value'])} ({format_number(te.get('psi'), 0)})",
+                      "none" if math.isnan(float(t["value"])) else
+                      f"{format_number(t['value'])} ({format_number(te.get('psi'), 1)})",
                       format_percent(te.get("removed")), format_number(ae.get("base_boot_mean")),
                       format_number(a.get("boot_mean") if a else None),
                       format_interval(a.get("ci_low"), a.get("ci_high")) if a else "n/a",
@@ -160,17 +161,34 @@ def threshold_section(page: Page, by: dict[tuple[str, str], dict[str, Any]],
     label = ci_label_of([by[(s, "threshold")] for s in thr_sys])
     page.doc.table(["System", "K", "Rule", "tau (psi)", "Top-K removed", "Boot acc", "Boot acc @ tau",
                     f"{label} @ tau", "Loss", f"Loss {label}", "Both rules: tau (psi)"], trows)
-    page.doc.p("Rules: 'margin' (default) takes the highest tau whose paired accuracy loss has a CI upper end "
-               "at most the margin (0.01 = one point), resampling all queries; 'paper' takes the highest tau "
-               "whose resampled thresholded accuracies have a percentile CI containing the bootstrap mean "
-               "accuracy (reference 000's wording). Top-K removed: the share of retrieved top-K documents below "
-               "tau. See docs/metrics.md.")
+    page.doc.p("Rules: 'exact' (default) takes the highest tau that loses at most L* queries, L* the largest "
+               "count whose one-sided Clopper-Pearson bound is within the margin (0.01 = one point), so with the "
+               "stated confidence the true accuracy loss is at most the margin; none exists with too few queries "
+               "(about 299 at margin 0.01). 'margin' takes the highest tau whose paired accuracy loss has a CI "
+               "upper end at most the margin, resampling all queries; 'paper' the highest tau whose resampled "
+               "thresholded accuracies have a percentile CI containing the bootstrap mean accuracy (reference "
+               "000's wording). psi: the percentage of the pooled K-th similarities below tau. Top-K removed: the "
+               "share of retrieved top-K documents below tau. See docs/metrics.md.")
     if thr_results:
         ci = ci_label(thr_results[0].confidence)
         fig = plots.plot_thresholds(thr_results, title=f"Accuracy vs threshold on {page.ds} ({ci})", ci=ci)
-        page.figure(fig, "thresholds", f"accuracy against threshold on {page.ds}",
-                    "how much top-K accuracy each system keeps as low-similarity documents are dropped; the star "
-                    "is the chosen threshold, the dotted line the accuracy without one.")
+        page.figure(fig, "thresholds", f"accuracy against threshold on {page.ds}", _threshold_caption(thr_results))
+
+
+def _threshold_caption(results: list[ThresholdResult]) -> str:
+    """The figure's caption: what each system's rule chose (a star), or plainly that it chose none."""
+    chosen = [f"{r.system or 'system'}: tau {format_number(r.chosen_tau)} (psi {format_number(r.chosen_psi, 1)}, "
+              f"removes {format_percent(r.removed[r.chosen])} of the top-{r.k} documents)"
+              for r in results if r.chosen is not None]
+    none = [f"{r.system or 'system'} ({r.n_queries} queries)" for r in results if r.chosen is None]
+    text = ("how much top-K accuracy each system keeps as low-similarity documents are dropped; the dotted line "
+            "is the accuracy without a threshold.")
+    if chosen:
+        text += " The star marks the chosen threshold: " + "; ".join(chosen) + "."
+    if none:
+        text += (" No threshold was chosen for " + ", ".join(none) + ": none kept the rule's guarantee (the exact "
+                 "rule needs about 299 queries at margin 0.01), so no star is drawn.")
+    return text
 
 
 def overlap_section(page: Page, by: dict[tuple[str, str], dict[str, Any]]) -> None:
