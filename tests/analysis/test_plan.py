@@ -40,7 +40,8 @@ def _rejection_rate(q: int, n_experiments: int, seed: int) -> float:
     """Fresh evaluations of q queries drawn from the true distribution (mean EFFECT, sd TRUE_SD),
     tested by the paired test adaptlab reports."""
     d = np.random.default_rng(seed).normal(EFFECT, TRUE_SD, (n_experiments, q))
-    out = paired_bootstrap(np.vstack([d, np.zeros((1, q))]), baseline=n_experiments, n_resamples=500, seed=seed)
+    out = paired_bootstrap(np.vstack([d, np.zeros((1, q))]), baseline=n_experiments, n_resamples=500, seed=seed,
+                           family_size=1)  # each experiment is one test
     return float(np.mean([r.p_value < 0.05 for r in out]))
 
 
@@ -158,3 +159,44 @@ def test_cli_needs_runs_or_a_store(cli):
 
 def test_plan_is_exported_at_the_top():
     assert adaptlab.plan_sample_size is plan_sample_size
+
+
+def _agrees(plan) -> bool:
+    """The answer and the printed curve agree: 'more than max' only when no row reaches the
+    target (simulated or fitted); else the answer's row reaches it and no smaller row's fitted
+    power does."""
+    c = plan.curve
+    if plan.n_queries is None:
+        return bool((c["power"] < plan.power).all() and (c["power_fit"] < plan.power).all())
+    row = c[c["n_queries"] == plan.n_queries].iloc[0]
+    below = c[c["n_queries"] < plan.n_queries]
+    return bool(max(row["power"], row["power_fit"]) >= plan.power and (below["power_fit"] < plan.power).all())
+
+
+def test_the_answer_and_the_curve_agree_for_effects_from_0_005_to_0_05(capsys):
+    """Issue 29: with --effect 0.01 plan answered 'more than 10000 queries' while its own table
+    showed simulated power 0.805 at 10,000 (the fitted curve crossed 0.8 just above it)."""
+    rng = np.random.default_rng(29)
+    pilot_d = np.where(rng.random(300) < 0.3, rng.normal(0.0, 0.45, 300), 0.0)  # nDCG-like: mostly ties
+    for effect in (0.005, 0.01, 0.02, 0.05):
+        plan = plan_sample_size(pilot_d, effect=effect, n_experiments=40, n_resamples=99, seed=1, max_queries=4000)
+        assert _agrees(plan), (effect, plan.n_queries, plan.curve)
+        text = str(plan)
+        assert ("more than 4000" in text) == (plan.n_queries is None)
+    # the case of the issue: a fitted size beyond max_queries beside a simulated row that reaches the target
+    from adaptlab.analysis.plan import _planned, _Probit
+
+    fit = _Probit(-3.0, 0.031)  # reaches 0.8 at about 15,400 queries
+    assert _planned({5000: 0.62, 10000: 0.805}, fit, 0.8, 10000) == 10000
+    assert _planned({5000: 0.62, 10000: 0.79}, fit, 0.8, 10000) is None
+
+
+def test_a_long_simulation_prints_progress_lines(monkeypatch, capsys):
+    """Issue 29: plan printed nothing for 10 s of simulation. The lines come every
+    ADAPTLAB_PROGRESS_INTERVAL seconds (5 by default; 0.05 here so that a short run shows them)."""
+    monkeypatch.setenv("ADAPTLAB_PROGRESS_INTERVAL", "0.05")
+    monkeypatch.setenv("ADAPTLAB_PROGRESS", "1")
+    d = np.random.default_rng(3).normal(0.0, 0.3, 200)
+    plan_sample_size(d, effect=0.05, n_experiments=60, n_resamples=99, seed=0)
+    err = capsys.readouterr().err
+    assert "[adaptlab] plan: simulating the power curve" in err and "sizes done" in err, err

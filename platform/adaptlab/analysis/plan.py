@@ -19,7 +19,12 @@ two systems on the same queries (or their per-query differences), by paired resa
    (the shape of the normal-theory power curve) is fitted by maximum likelihood to the
    rejection counts of all evaluated sizes, and the planned size is the smallest integer ``Q``
    where the fitted curve reaches ``power`` (that size is then simulated too and the fit
-   repeated, at most three times). Using every experiment of every size makes the answer far
+   repeated, at most three times). When the fitted curve stays below ``power`` up to
+   ``max_queries`` but a simulated size reaches it, the answer is the smallest such size; it is
+   "more than ``max_queries``" only when no row of the curve reaches ``power``, so the answer
+   and the printed curve always agree (issue 29: "more than 10000" beside a simulated 0.805 at
+   10,000). A simulation running longer than a few seconds prints progress lines
+   (:class:`adaptlab.runtime.progress.Heartbeat`; ``--quiet`` hides them). Using every experiment of every size makes the answer far
    less noisy than reading the first simulated size above the target.
 
 This is the simulation form of topic set size design: Sakai (2016), "Topic set size design",
@@ -35,6 +40,7 @@ normal approximation is kept in the curve (``power_normal``) for comparison.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
@@ -44,6 +50,7 @@ import numpy as np
 
 from adaptlab.analysis.compare import store_groups
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.runtime.progress import Heartbeat
 from adaptlab.stats import paired_bootstrap
 from adaptlab.stats.resample import check_seed
 
@@ -94,7 +101,9 @@ class Plan:
         if self.n_queries is None:
             return f"{head}\n  more than {self.max_queries} queries (raise --max-queries, or plan a larger effect)"
         row = self.curve[self.curve["n_queries"] == self.n_queries].iloc[0]
-        return (f"{head}\n  {self.n_queries} queries (fitted power {row['power_fit']:.3f}; simulated there "
+        how = "fitted power" if row["power_fit"] >= self.power else "the fitted curve stays below the target up to " \
+            f"{self.max_queries} queries, but simulated power reaches it here; fitted"
+        return (f"{head}\n  {self.n_queries} queries ({how} {row['power_fit']:.3f}; simulated there "
                 f"{row['power']:.3f} +- {row['se']:.3f} from {self.n_experiments} experiments; normal approximation "
                 f"{row['power_normal']:.3f})")
 
@@ -222,39 +231,41 @@ def _fit(powers: dict[int, float], n: int) -> _Probit | None:
     return fit if np.all(np.isfinite(res.x)) and fit.b > 0 else None
 
 
-def _answer(powers: dict[int, float], target: float) -> int | None:
-    """The smallest evaluated size whose power, and every larger one's, reaches ``target``."""
-    answer = None
-    for q in sorted(powers, reverse=True):
-        if powers[q] < target:
-            break
-        answer = q
-    return answer
-
-
 def _planned(powers: dict[int, float], fit: _Probit | None, target: float, max_queries: int) -> int | None:
-    """The fitted size (rounded up) when it is within range, else the empirical answer."""
+    """The answer, consistent with the curve printed beside it: the fitted size (rounded up)
+    when the fitted curve reaches ``target`` within ``max_queries`` (every smaller size then has
+    fitted power below it); else the smallest evaluated size whose simulated power reaches
+    ``target`` (its row shows it); None only when no row reaches it, simulated or fitted."""
     if fit is not None and fit.size(target) <= max_queries:
         return max(_MIN_Q, int(np.ceil(fit.size(target) - 1e-9)))
-    return _answer(powers, target) if fit is None else None
+    reached = [q for q in sorted(powers) if powers[q] >= target]
+    return reached[0] if reached else None
 
 
-def _search(sim: _Sim, grid: list[int], target: float, max_queries: int) -> tuple[dict[int, float], _Probit | None]:
-    """Power at every grid size, extended upward (doubling) until reached, then at the fitted size."""
-    powers = {q: sim.power(q) for q in grid}
-    while max(powers.values()) < target and max(powers) < max_queries:
-        q = min(max_queries, 2 * max(powers))
+def _search(sim: _Sim, grid: list[int], target: float, max_queries: int,
+            note: Callable[[int, float, int], None]) -> tuple[dict[int, float], _Probit | None]:
+    """Power at every grid size, extended upward (doubling) until reached, then at the fitted
+    size; ``note(q, power, n_sizes)`` after each simulated size (the progress line's detail)."""
+    powers: dict[int, float] = {}
+
+    def simulate(q: int) -> None:
         powers[q] = sim.power(q)
+        note(q, powers[q], len(powers))
+
+    for q in grid:
+        simulate(q)
+    while max(powers.values()) < target and max(powers) < max_queries:
+        simulate(min(max_queries, 2 * max(powers)))
     fit = _fit(powers, sim.n_experiments)
     for _ in range(_REFITS):
         q = _planned(powers, fit, target, max_queries)
         if q is None or q in powers:
             break
-        powers[q] = sim.power(q)
+        simulate(q)
         fit = _fit(powers, sim.n_experiments)
     q = _planned(powers, fit, target, max_queries)
     if q is not None and q not in powers:  # the curve always shows the planned size (not refitted)
-        powers[q] = sim.power(q)
+        simulate(q)
     return powers, fit
 
 
@@ -326,7 +337,11 @@ def plan_sample_size(
     else:
         grid = sorted({_check_count("grid values", q, _MIN_Q) for q in grid})
     max_queries = max(max_queries, max(grid))
-    powers, fit = _search(sim, grid, power, max_queries)
+    with Heartbeat("plan: simulating the power curve") as beat:
+        def note(q: int, p: float, n: int) -> None:
+            beat.detail = f": {n} sizes done, the last {q} queries with power {p:.3f} ({sim.n_experiments} experiments)"
+
+        powers, fit = _search(sim, grid, power, max_queries, note)
     return _plan(powers, fit, d, sd, float(effect), power, sim, max_queries)
 
 
