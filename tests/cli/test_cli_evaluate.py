@@ -1,4 +1,6 @@
-"""``adaptlab evaluate`` and ``adaptlab results`` end to end, through a subprocess as users run them."""
+"""``adaptlab evaluate`` and ``adaptlab results`` end to end. In this process (the ``cli`` fixture: the
+same ``main`` the console script calls, without a fresh interpreter's 1-3 s import each time), except
+where the process itself is the subject: the light commands' imports and ``--debug``'s traceback."""
 
 from __future__ import annotations
 
@@ -44,9 +46,9 @@ def trec_files(tmp_path_factory):
     return root, qrels, runs
 
 
-def test_evaluate_json_matches_pytrec_eval_and_compares_pairs(trec_files):
+def test_evaluate_json_matches_pytrec_eval_and_compares_pairs(trec_files, cli):
     root, qrels, runs = trec_files
-    res = _cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(root / "good.trec"),
+    res = cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(root / "good.trec"),
                "--run", str(root / "weak.trec"), "--metrics", "ndcg@10,recall@5,mrr", "--bootstrap", "500",
                "--adjustment", "bh", "--format", "json")
     assert res.returncode == 0, res.stderr
@@ -67,19 +69,19 @@ def test_evaluate_json_matches_pytrec_eval_and_compares_pairs(trec_files):
     assert {p["adjustment"] for p in out["pairs"]} == {"bh"}  # --adjustment reaches the summary (it was dropped)
 
 
-def test_evaluate_table_and_store_round_trip(trec_files, tmp_path):
+def test_evaluate_table_and_store_round_trip(trec_files, tmp_path, cli):
     root, _, _ = trec_files
     store = tmp_path / "store"
-    res = _cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(root / "good.trec"),
+    res = cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(root / "good.trec"),
                "--metrics", "acc@5", "--bootstrap", "200", "--store", str(store), "--dataset", "toy")
     assert res.returncode == 0, res.stderr
     assert "acc@5" in res.stdout and "95% CI" in res.stdout
-    res = _cli("results", "--store", str(store), "--filter", "measure=acc@5", "--format", "json")
+    res = cli("results", "--store", str(store), "--filter", "measure=acc@5", "--format", "json")
     assert res.returncode == 0, res.stderr
     rows = json.loads(res.stdout)
     assert len(rows) == 1 and rows[0]["system"] == "good" and rows[0]["dataset"] == "toy"
     assert rows[0]["n_resamples"] == 200
-    res = _cli("results", "--store", str(store), "--table", "runs", "--format", "csv")
+    res = cli("results", "--store", str(store), "--table", "runs", "--format", "csv")
     assert res.returncode == 0 and "good" in res.stdout
 
 
@@ -115,11 +117,11 @@ def test_evaluate_bad_input_is_one_line_exit_2(trec_files, tmp_path, args, needl
     assert needle in lines[0] and "Traceback" not in res.stderr
 
 
-def test_bad_run_names_its_line(tmp_path, trec_files):
+def test_bad_run_names_its_line(tmp_path, trec_files, cli):
     root, _, _ = trec_files
     bad_run = tmp_path / "bad.trec"
     bad_run.write_text("Q1 Q0 D1 1 0.5 tag\nQ2 Q0 D2 not-a-number\n")
-    res = _cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(bad_run))
+    res = cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(bad_run))
     assert res.returncode == 2 and ":2" in res.stderr
     res = _cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(bad_run), "--debug")
     assert "Traceback" in res.stderr

@@ -15,11 +15,6 @@ from adaptlab.study import load_study, parse_study
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "adaptlab", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
-
-
 def _write(tmp_path: Path, text: str) -> Path:
     p = tmp_path / "study.toml"
     p.write_text(text)
@@ -70,9 +65,9 @@ def test_duplicate_model_names_rejected():
         parse_study({"datasets": [{"spec": "synthetic:"}], "models": [{"ref": "hash:8"}, {"ref": "hash:8"}]})
 
 
-def test_adhoc_run_json_store_and_export(tmp_path):
+def test_adhoc_run_json_store_and_export(tmp_path, cli):
     store, run_file = tmp_path / "store", tmp_path / "out.trec"
-    res = _cli("run", "--model", "hash:64", "--dataset", "synthetic:n_documents=6,seed=1", "--metrics",
+    res = cli("run", "--model", "hash:64", "--dataset", "synthetic:n_documents=6,seed=1", "--metrics",
                "acc@1,acc@5,ndcg@10", "--bootstrap", "200", "--no-ray", "--store", str(store), "--export-run",
                str(run_file), "--format", "json")
     assert res.returncode == 0, res.stderr
@@ -96,10 +91,10 @@ def test_adhoc_run_json_store_and_export(tmp_path):
     assert st.metrics(measure="acc@5").num_rows == 1
 
 
-def test_run_two_models_pairs_and_cli_overrides(tmp_path):
+def test_run_two_models_pairs_and_cli_overrides(tmp_path, cli):
     study = _write(tmp_path, MINIMAL + "[[models]]\nname = 'h16'\nref = 'hash:16'\n[embedding]\nuse_ray = false\n"
                    "[bootstrap]\nn_resamples = 100\n")
-    res = _cli("run", str(study), "--store", str(tmp_path / "s"), "--metrics", "acc@5", "--bootstrap", "150",
+    res = cli("run", str(study), "--store", str(tmp_path / "s"), "--metrics", "acc@5", "--bootstrap", "150",
                "--format", "json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
@@ -107,8 +102,8 @@ def test_run_two_models_pairs_and_cli_overrides(tmp_path):
     assert out["pairs"][0]["measure"] == "acc@5"
 
 
-def test_run_missing_model_is_clear(tmp_path):
-    res = _cli("run", "--model", str(tmp_path / "no-such-model"), "--dataset", "synthetic:n_documents=3", "--no-ray",
+def test_run_missing_model_is_clear(tmp_path, cli):
+    res = cli("run", "--model", str(tmp_path / "no-such-model"), "--dataset", "synthetic:n_documents=3", "--no-ray",
                "--no-store")
     assert res.returncode == 2
     assert "no-such-model" in res.stderr and "Traceback" not in res.stderr
