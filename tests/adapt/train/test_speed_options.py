@@ -119,7 +119,7 @@ def test_threads_follow_the_declared_cpus(declared, node_cpus, cores, threads):
 
 def test_the_longest_chain_starts_first():
     """The runner submits the ready stages PT first (it has two stages after it), then the FT
-    stages in plan order; Ray starts queued tasks in that order as CPUs free up."""
+    stages in plan order."""
     def stage(key, upstream=None):
         return SimpleNamespace(key=key, upstream=upstream, job=SimpleNamespace(base_model="m"))
 
@@ -129,3 +129,31 @@ def test_the_longest_chain_starts_first():
     runner = _StageRunner(None, lambda st, _up: submitted.append(st.key) or st.key, stages, max_retries=0)
     runner._submit_ready()
     assert submitted == ["pt10", "ft10", "ft60"]
+
+
+@pytest.mark.slow  # 11 s on 2 loaded cores: two one-stage graphs on the shared Ray
+def test_a_ray_stage_trains_on_the_threads_its_cpus_give(ray_local, tiny_model: Path, triplets, tmp_path: Path):
+    """``cpus_per_job`` reaches the worker: on the shared Ray (4 CPUs; this process may use 2
+    cores or fewer) 1 CPU trains on one thread and 4 CPUs on all the cores."""
+    from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs
+    from adaptlab.runtime import available_cores
+
+    seen = tmp_path / "threads"
+    seen.mkdir()
+
+    def record(step: int) -> None:  # runs in the worker (Ray pickles it by value)
+        import os
+
+        import torch
+
+        (seen / f"{os.getpid()}-{step}").write_text(str(torch.get_num_threads()))
+
+    # 2 steps: the checkpoint after step 1 calls the hook (the last step's state is the model)
+    cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0)
+    for cpus, seed in ((1, 11), (4, 12)):
+        for f in seen.iterdir():
+            f.unlink()
+        job = AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=cfg, seed=seed)
+        run_adaptation_jobs([job], tmp_path / "store", cpus_per_job=cpus, checkpoint_every=1, on_checkpoint=record)
+        threads = {f.read_text() for f in seen.iterdir()}
+        assert threads == {str(stage_threads(cpus, 4, available_cores()))}, (cpus, threads)

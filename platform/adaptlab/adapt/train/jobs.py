@@ -439,8 +439,9 @@ class _StageRunner:
                 self.alone.alone = True
                 self._start(self.alone)
             return
-        # the longest chain first (PT before the FT stages that do not need it): Ray starts
-        # queued tasks in submission order as CPUs free up, so the ladder's tail is not a lone PT-FT
+        # the longest chain first (PT before the FT stages that do not need it), so that a PT-FT
+        # is less often the ladder's lone tail; Ray promises no order among queued tasks, so this is
+        # a preference it mostly follows, not a guarantee
         for stage in sorted(self.waiting, key=lambda st: -self.depth[st.key]):
             if stage.upstream is None or stage.upstream in self.done:
                 self.waiting.remove(stage)
