@@ -249,3 +249,19 @@ def test_report_cli_format_and_dpi(store_root, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["report", "--store", str(store_root), "--out", str(out), "--format", "jpg"])
     assert "invalid choice: 'jpg'" in capsys.readouterr().err
+
+
+def test_stored_p_prints_with_its_own_draws():
+    """A stored paired row prints its p against the draws behind it (extra.p_draws, issue 29):
+    an exact p-value has no floor, rows stored before fall back to n_resamples."""
+    import json
+
+    from adaptlab.analysis._rows import p_draws
+    from adaptlab.analysis.present import format_p
+
+    mc = {"extra": json.dumps({"p_test": "sign-flip", "p_draws": 26400}), "n_resamples": 1000, "p_value": 1 / 26401}
+    exact = {"extra": json.dumps({"p_test": "sign-flip-exact", "p_draws": 0}), "n_resamples": 1000, "p_value": 2e-30}
+    old = {"extra": json.dumps({"p_test": "sign-flip"}), "n_resamples": 999, "p_value": 1e-3}
+    assert [p_draws(r) for r in (mc, exact, old)] == [26400, None, 999]
+    assert format_p(mc["p_value"], p_draws(mc)) == "<= 7.6e-05"
+    assert format_p(exact["p_value"], p_draws(exact)) == "2.00e-30" and format_p(old["p_value"], p_draws(old)) == "<= 0.002"

@@ -37,7 +37,7 @@ def _sign_flip(v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     exact where the differences allow, else Monte Carlo; sized here for alpha = 1 (200 sign
     vectors instead of the 4,000 that alpha = 0.05 gives a family of 10: the level of a Monte
     Carlo p-value holds for any number of vectors, only its resolution needs more, and
-    benchmarks/signflip_level.py runs these simulations at the shipped resolution)."""
+    benchmarks/bench_signflip.py runs these simulations at the shipped resolution)."""
     return family_sign_flip(v, PAIRS, M, rng, alpha=1.0).p
 
 

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["OPTIONAL_COLUMNS", "metric_row"]
+__all__ = ["OPTIONAL_COLUMNS", "metric_row", "p_draws"]
 
 OPTIONAL_COLUMNS: dict[str, type] = {
     "confidence": float, "interval_method": str, "p_adjusted": float, "adjustment": str,
@@ -85,3 +85,16 @@ def metric_row(
         if v is not None:
             row[name] = OPTIONAL_COLUMNS[name](v.item() if hasattr(v, "item") else v)
     return row
+
+
+def p_draws(row: Mapping[str, Any]) -> int | None:
+    """The Monte Carlo draws behind a stored paired row's ``p_value`` (``extra.p_draws``: sign
+    vectors or resamples; 0, an exact p-value, gives None), or the row's ``n_resamples`` for
+    rows stored before it was recorded; what :func:`adaptlab.analysis.present.format_p` needs
+    to print a p at its floor as a bound."""
+    try:
+        ex = json.loads(row.get("extra") or "{}")
+    except (TypeError, ValueError):
+        ex = {}
+    draws = ex.get("p_draws", row.get("n_resamples")) if isinstance(ex, dict) else row.get("n_resamples")
+    return int(draws) if draws else None

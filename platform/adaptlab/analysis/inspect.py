@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab import results
+from adaptlab.analysis._rows import p_draws
 from adaptlab.analysis.present import format_number, format_p
 from adaptlab.data.dataset import Dataset
 from adaptlab.data.pdf import parse_page_ref
@@ -302,7 +303,7 @@ def win_loss(
                 value = -value if value is not None else None
                 lo, hi = (-hi if hi is not None else None), (-lo if lo is not None else None)
             tests.append({"measure": c["measure"], "difference": value, "ci_low": lo, "ci_high": hi,
-                          "p_value": c["p_value"], "n_resamples": c.get("n_resamples")})
+                          "p_value": c["p_value"], "n_resamples": p_draws(c)})
         out.append({
             "dataset": ds, "system": system, "against": against, "queries": len(keys),
             "wins": sum(d > 0 for d in diffs), "losses": sum(d < 0 for d in diffs),

@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from adaptlab.analysis._rows import p_draws
 from adaptlab.analysis.present import format_interval, format_number, format_p
 from adaptlab.metrics import Measure
 from adaptlab.stats.pvalues import ci_label
@@ -42,7 +43,7 @@ def adjusted_cell(r: dict[str, Any]) -> str:
     if r.get("p_adjusted") is None:
         return "n/a"
     name = ADJUSTMENT_NAMES.get(str(r.get("adjustment")), r.get("adjustment"))
-    return f"{format_p(r['p_adjusted'], r.get('n_resamples'))} ({name}, n={format_number(r.get('family_size'))})"
+    return f"{format_p(r['p_adjusted'], p_draws(r))} ({name}, n={format_number(r.get('family_size'))})"
 
 
 def width(lo: Any, hi: Any) -> str:

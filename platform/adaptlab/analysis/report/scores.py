@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from adaptlab.analysis import plots
+from adaptlab.analysis._rows import p_draws
 from adaptlab.analysis.correlation import correlation_table, measure_values
 from adaptlab.analysis.curves import ndcg_curve_from_records
 from adaptlab.analysis.overlap import similarity_distributions
@@ -96,7 +97,7 @@ def pairs_section(page: Page, rows: list[dict[str, Any]]) -> None:
         for r in pair_rows:
             row = [r["system"], r["compared_to"], r["measure"], format_number(r["value"]),
                    format_number(r.get("boot_mean")),
-                   format_interval(r.get("ci_low"), r.get("ci_high")), format_p(r.get("p_value"), r.get("n_resamples")),
+                   format_interval(r.get("ci_low"), r.get("ci_high")), format_p(r.get("p_value"), p_draws(r)),
                    adjusted_cell(r)]
             if exact:
                 row.append(format_p(r.get("p_exact")))
@@ -114,12 +115,14 @@ def pairs_section(page: Page, rows: list[dict[str, Any]]) -> None:
 
 
 def _p_note(pair_rows: list[dict[str, Any]]) -> str:
-    """The test behind the ``p`` column (sign-flip randomization below 1000 queries, the paired
-    bootstrap from there on) and its floor, from the first row that records both sizes."""
-    for r in pair_rows:
-        if r.get("n_queries") and r.get("n_resamples"):
-            return p_value_note(int(r["n_queries"]), int(r["n_resamples"]))
-    return "p: two-sided paired test, bounded below by 2/(m+1) for m resamples"
+    """The tests behind the ``p`` column (stored as ``extra.p_test``; for older rows, the test of
+    their number of queries) and the most Monte Carlo draws one of them used."""
+    sized = [r for r in pair_rows if r.get("n_queries") and r.get("n_resamples")]
+    if not sized:
+        return "p: two-sided paired test, bounded below by 2/(m+1) for m resamples"
+    tests = sorted({str(extra(r)["p_test"]) for r in sized if extra(r).get("p_test")})
+    return p_value_note(int(sized[0]["n_queries"]), int(sized[0]["n_resamples"]), tests=tests,
+                        n_vectors=max(p_draws(r) or 0 for r in sized))
 
 
 def _pairs_figure(page: Page, pair_rows: list[dict[str, Any]]) -> None:
