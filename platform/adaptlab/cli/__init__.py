@@ -5,7 +5,9 @@ User errors (:class:`adaptlab.errors.AdaptlabError`, bad options) and file-syste
 (:class:`OSError`: a directory where a file is expected, a full disk, no permission) print one
 line on stderr naming the path and exit with status 2; ``--debug`` shows the traceback instead.
 A closed stdout (``adaptlab results --format json | head``) ends the command quietly (status
-141, as a shell reports SIGPIPE).
+141, as a shell reports SIGPIPE). Ctrl-C prints "interrupted" and exits 130; SIGTERM (``docker
+stop``, a scheduler) prints "terminated" and exits 143, after the same clean-up
+(:mod:`adaptlab.runtime.signals`).
 
 Logging: warnings and errors of adaptlab's modules go to stderr as one line each
 (``adaptlab: WARNING: ...``), and so do Python warnings of adaptlab's own classes; ``-v`` adds
@@ -28,6 +30,7 @@ from collections.abc import Callable, Sequence
 from adaptlab._version import __version__
 from adaptlab.cli._common import HelpFormatter
 from adaptlab.errors import AdaptlabError, mask_url
+from adaptlab.runtime import TERMINATED_STATUS, Terminated, catch_sigterm, sigterm_received
 
 __all__ = ["main"]
 
@@ -121,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if quiet and verbose:
         parser.error("--quiet and --verbose exclude each other")
     restore = configure_logging(-1 if quiet else verbose)
+    restore_sigterm = catch_sigterm()  # SIGTERM (docker stop, schedulers) ends like Ctrl-C
     try:
         status = int(args.handler(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
@@ -138,10 +142,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"adaptlab {args.command}: error: out of memory; lower the sizes given (resamples, sample size, "
               "cut-offs, batch size)", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        if isinstance(e, Terminated) or sigterm_received():  # ray.get turns it into a KeyboardInterrupt
+            print("terminated", file=sys.stderr)
+            return TERMINATED_STATUS
         print("interrupted", file=sys.stderr)
         return 130
     finally:
+        restore_sigterm()
         restore()
 
 

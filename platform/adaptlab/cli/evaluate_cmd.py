@@ -12,6 +12,7 @@ from adaptlab.errors import ConfigError
 from adaptlab.evaluation import format_pairs, format_summary, summarise_runs
 from adaptlab.evaluation.persist import commit_summary
 from adaptlab.metrics import parse_measures
+from adaptlab.storage import check_name, check_names
 
 DEFAULT_METRICS = "ndcg@10,acc@1,acc@5,mrr@10,recall@100,map@100"
 
@@ -52,24 +53,23 @@ def run(args: argparse.Namespace) -> int:
     """Score the runs, print the table (or JSON), optionally commit to a store."""
     if args.store is not None and not args.dataset:
         raise ConfigError("--store needs --dataset NAME (the dataset name recorded in the store)")
+    dataset = check_name(args.dataset, "--dataset") if args.dataset is not None else None
+    baseline = check_name(args.baseline, "--baseline") if args.baseline is not None else None
     measures = parse_measures(args.metrics)
     qrels = read_qrels(args.qrels)
     if not any(rel > 0 for docs in qrels.values() for rel in docs.values()):
         raise ConfigError(f"--qrels {args.qrels}: no relevant document (no line 'qid 0 docid rel' with rel > 0); "
                           "nothing to evaluate")
-    runs: dict[str, dict] = {}
-    for path in args.runs:
-        name = path.stem
-        if name in runs:
-            raise ConfigError(f"--run {path}: two runs are named {name!r} (the file stem); rename one")
-        runs[name] = read_trec_run(path, qrels=qrels)
+    read = [read_trec_run(path, qrels=qrels) for path in args.runs]
+    names = check_names([path.stem for path in args.runs], "--run (a run is named after its file)")
+    runs = dict(zip(names, read))
     boot = bootstrap_config(args)
-    summary = summarise_runs(qrels, runs, measures, boot=boot, baseline=args.baseline)
+    summary = summarise_runs(qrels, runs, measures, boot=boot, baseline=baseline)
     if args.store is not None:
         from adaptlab.retrieval.build import records_from_run  # the per-query rows compare/plan --store read
 
-        commit_summary(args.store, summary, dataset=args.dataset,
-                       records=[records_from_run(runs[n], qrels, system=n, dataset=args.dataset) for n in runs],
+        commit_summary(args.store, summary, dataset=dataset,
+                       records=[records_from_run(runs[n], qrels, system=n, dataset=dataset) for n in runs],
                        config={"command": "evaluate", "qrels": str(args.qrels), "runs": [str(r) for r in args.runs],
                                "metrics": [str(m) for m in measures]},
                        provenance={n: {"model_id": f"trec-run:{args.runs[i]}"} for i, n in enumerate(runs)})

@@ -42,6 +42,7 @@ from adaptlab.data.clean import EDGE_LINES, CleanOptions, clean_file, clean_page
 from adaptlab.data.dataset import Dataset, Document
 from adaptlab.data.pdf import PdfProblem, read_pdf_pages
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.storage.names import check_name
 
 __all__ = [
     "EDGE_LINES",
@@ -183,9 +184,16 @@ def _outside_link(path: Path, inside: Path) -> bool:
     return True
 
 
-def _file_id(rel: str) -> str:
-    stem = rel.rsplit(".", 1)[0]
-    return re.sub(r"\s+", "_", stem.strip())
+_FILE_ID_MAX = 4096
+"""Longest document id taken from a file's relative path (ids are checked like every name)."""
+
+
+def _file_id(rel: str, path: Path) -> str:
+    """The id of the document in the file ``rel``: its path without suffix, runs of white space
+    as ``_``, then the one name rule (:func:`adaptlab.storage.check_name`: no control or bidi
+    character, NFC)."""
+    stem = re.sub(r"\s+", "_", rel.rsplit(".", 1)[0].strip())
+    return check_name(stem, f"{path}: document id from the file name", max_length=_FILE_ID_MAX)
 
 
 def _jsonl_documents(path: Path, max_line_bytes: int) -> Iterator[tuple[Document, str]]:
@@ -217,10 +225,10 @@ def _read_file(path: Path, rel: str, opts: CleanOptions | None, max_line_bytes: 
     elif suffix == ".pdf":
         raw = "\f".join(read_pdf_pages(path))
         text, starts = clean_pages(raw, opts) if opts is not None else _raw_pages(raw)
-        yield PagedDocument(_file_id(rel), text, page_starts=starts), str(path)
+        yield PagedDocument(_file_id(rel, path), text, page_starts=starts), str(path)
     else:
         text = clean_file(path, opts)[0] if opts is not None else read_text(path)
-        yield Document(_file_id(rel), text), str(path)
+        yield Document(_file_id(rel, path), text), str(path)
 
 
 def _limit(value: int, key: str) -> int:

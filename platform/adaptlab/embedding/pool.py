@@ -57,7 +57,7 @@ from adaptlab.embedding.actor import EmbedBatch, EncoderFactory
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.base import TextKind
 from adaptlab.models.load import EncoderSpec
-from adaptlab.runtime import on_shutdown
+from adaptlab.runtime import embedded_node_alive, is_embedded, on_shutdown
 from adaptlab.runtime.progress import Progress
 
 __all__ = [
@@ -92,6 +92,9 @@ PLACEMENT_TIMEOUT_ENV = "ADAPTLAB_POOL_PLACEMENT_TIMEOUT"
 
 POLL_SECONDS = 2.0
 """Longest single wait on Ray: every wait is a round of at most this long, then the state is checked."""
+
+WAITING_STATE = "waiting for capacity"
+"""What progress lines say while no actor of the pool is ready (placed and loaded)."""
 
 FETCH_TIMEOUT = 120.0
 """Longest fetch of one finished block (a result on a node that died on the way is requeued)."""
@@ -217,6 +220,7 @@ class EncoderPool:
         vector per text. ``timeout``: the placement time-out (:func:`placement_timeout`)."""
         with self._lock:
             dispatch = _Dispatch(self, blocks, kind, batch_size, max_restarts, tokens, placement_timeout(timeout))
+            dispatch.progress = progress
             try:
                 for out in dispatch.results():
                     if progress is not None:
@@ -302,6 +306,7 @@ class _Dispatch:
         self.lost_nodes: dict[str, str] = {}  # node id -> ip
         self.idle_since: float | None = None  # when the pool last had no ready actor
         self.warned = False  # whether this wait for a ready actor was logged
+        self.progress: Progress | None = None  # told when no actor is ready ("waiting for capacity")
 
     def submit(self, actor_index: int) -> None:
         block = self.queue.pop()
@@ -392,10 +397,17 @@ class _Dispatch:
         self.pool.replace(actor_index)
 
     def check_capacity(self, now: float) -> None:
-        """Raise :class:`ClusterCapacityError` when no actor has been ready for the time-out."""
+        """Raise :class:`ClusterCapacityError` when no actor has been ready for the time-out, or at
+        once when the embedded Ray's only node is gone (it cannot come back)."""
         if self.pool.ready_members():
             self.idle_since = None
+            if self.progress is not None:
+                self.progress.set_state(None)
             return
+        if self.progress is not None:
+            self.progress.set_state(WAITING_STATE)
+        if is_embedded():
+            self.check_embedded_node()
         if self.idle_since is None:
             self.idle_since, self.warned = now, False
         if not self.warned and (self.lost_nodes or now - self.idle_since > 0.1 * self.timeout):
@@ -405,6 +417,21 @@ class _Dispatch:
                         self.timeout - (now - self.idle_since))
         if now - self.idle_since > self.timeout:
             raise ClusterCapacityError(self.capacity_message())
+
+    def check_embedded_node(self) -> None:
+        """The embedded Ray has one node and nothing replaces it: when its raylet process has
+        exited, the GCS lists no live node, or the node this call lost is the only one, fail now with one line instead of waiting
+        out the placement time-out."""
+        nodes = cluster_nodes()
+        alive = [ip or node[:12] for node, (up, ip) in nodes.items() if up and node not in self.lost_nodes]
+        if embedded_node_alive() is not False and (alive or not (nodes or self.lost_nodes)):
+            return
+        dead = _lost_nodes_text(self.lost_nodes) if self.lost_nodes else ", ".join(
+            f"{node[:12]} ({ip or 'ip unknown'})" for node, (_, ip) in nodes.items())
+        raise ClusterCapacityError(
+            f"embedding stopped: the node of the embedded Ray ({dead}) died and cannot come back (this process "
+            f"started that Ray: no other node can take its place); {self.done}/{self.total} texts of this call "
+            "were embedded and are not kept; run the study again (finished work is reused from the content cache)")
 
     def capacity_message(self) -> str:
         """One line: the lost nodes, what was done, how to resume."""

@@ -25,6 +25,7 @@ from adaptlab.evaluation.summary import EvaluationSummary, summarise
 from adaptlab.metrics import Measure, PerQueryMetrics
 from adaptlab.metrics import evaluate as per_query_values
 from adaptlab.stats.settings import resolve_bootstrap
+from adaptlab.storage.names import check_name
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -167,6 +168,7 @@ def evaluate(
     >>> bool(cell.ci_low <= cell.value == 0.5 <= cell.ci_high)
     True
     """
+    system = check_name(system, "evaluate(): system")
     unknown = sorted(set(bootstrap) - BOOTSTRAP_KEYWORDS)
     if unknown:
         raise ConfigError(f"evaluate(): unknown keyword(s) {', '.join(unknown)}; the bootstrap keywords are "

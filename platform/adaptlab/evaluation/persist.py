@@ -16,6 +16,7 @@ from typing import Any
 
 from adaptlab import results
 from adaptlab.evaluation.summary import EvaluationSummary
+from adaptlab.storage.names import check_name, check_names
 
 __all__ = ["SUBMITTED_CODE_ENV", "StoredRuns", "commit_summary"]
 
@@ -69,10 +70,13 @@ def commit_summary(
     ``provenance[system]`` may give ``model_id`` and ``model_revision``; ``records`` are
     :class:`~adaptlab.retrieval.records.PerQueryRecords` whose rows go to ``per_query``.
     ``extra_metric_rows`` (analysis measures such as ``coe``) need ``system`` and ``measure``;
-    their ``run_id`` is filled in.
+    their ``run_id`` is filled in. ``dataset`` and the system names pass
+    :func:`adaptlab.storage.check_name` (a ConfigError before anything is written).
     """
     import pyarrow as pa  # deferred: only a commit with per-query records needs Arrow
 
+    dataset = check_name(dataset, "commit_summary(): dataset")
+    check_names(summary.systems, "commit_summary(): system names")  # the same rule as every user-given name
     store = results.open(store_root, create=True)
     provenance = provenance or {}
     run_ids = {s: results.new_run_id() for s in summary.systems}

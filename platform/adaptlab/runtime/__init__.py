@@ -1,5 +1,6 @@
 """Ray runtime helpers: start the embedded local Ray or join a cluster (``init_ray``), and the
-progress lines of long work (:mod:`adaptlab.runtime.progress`)."""
+progress lines of long work (:mod:`adaptlab.runtime.progress`), SIGTERM handled like SIGINT
+(:mod:`adaptlab.runtime.signals`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from adaptlab.runtime.cluster import (
     RayInfo,
     available_cores,
     cluster_has_gpus,
+    embedded_node_alive,
     init_ray,
+    is_embedded,
     local_num_cpus,
     on_shutdown,
     ray_info,
@@ -15,19 +18,26 @@ from adaptlab.runtime.cluster import (
     start_ray,
 )
 from adaptlab.runtime.progress import Heartbeat, Progress, progress_enabled, set_progress
+from adaptlab.runtime.signals import TERMINATED_STATUS, Terminated, catch_sigterm, sigterm_received
 
 __all__ = [
+    "TERMINATED_STATUS",
     "Heartbeat",
     "Progress",
     "RayInfo",
+    "Terminated",
     "available_cores",
+    "catch_sigterm",
     "cluster_has_gpus",
+    "embedded_node_alive",
     "init_ray",
+    "is_embedded",
     "local_num_cpus",
     "on_shutdown",
     "progress_enabled",
     "ray_info",
     "set_progress",
     "shutdown_ray",
+    "sigterm_received",
     "start_ray",
 ]

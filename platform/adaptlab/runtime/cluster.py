@@ -64,13 +64,16 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import ConfigError
+from adaptlab.runtime.signals import reclaim_sigterm
 from adaptlab.runtime.watchdog import Watchdog, start_watchdog, stop_watchdog
 
 __all__ = [
     "RayInfo",
     "available_cores",
     "cluster_has_gpus",
+    "embedded_node_alive",
     "init_ray",
+    "is_embedded",
     "local_num_cpus",
     "on_shutdown",
     "ray_info",
@@ -248,6 +251,7 @@ def init_ray(
     _check_init_args(address, num_cpus=num_cpus, num_gpus=num_gpus, object_store_memory=object_store_memory,
                      dashboard=dashboard)
     if ray.is_initialized():
+        reclaim_sigterm()  # Ray, started in another thread, took SIGTERM over
         return ray_info()
     common: dict[str, Any] = {
         "namespace": namespace,
@@ -271,6 +275,7 @@ def init_ray(
         auth_logger.setLevel(old_level)
     _dashboard_url = getattr(ctx, "dashboard_url", None) or None
     _configure_data(progress_bars)
+    reclaim_sigterm()  # ray.init took SIGTERM over (adaptlab.runtime.signals)
     return ray_info()
 
 
@@ -508,6 +513,29 @@ def start_ray(address: str | None = None, **kwargs: Any) -> Future[RayInfo]:
     _starter[:] = [thread]
     thread.start()
     return future
+
+
+def is_embedded() -> bool:
+    """Whether this process started the Ray it is connected to (the embedded local runtime: one
+    node, which no autoscaler replaces; once its raylet is gone it cannot come back)."""
+    return _started_here
+
+
+def embedded_node_alive() -> bool | None:
+    """Whether the raylet of the embedded Ray (:func:`is_embedded`) still runs: its process is a
+    child of this one, so its death is known at once, where the GCS marks the node dead only after
+    missing its heartbeats (12-30 s). ``None`` when unknown (not embedded, or Ray's internals
+    differ from Ray 2.60's)."""
+    if not _started_here:
+        return None
+    try:
+        import ray
+
+        node = ray._private.worker._global_node
+        procs = node.all_processes[ray._private.ray_constants.PROCESS_TYPE_RAYLET]
+        return any(p.process.poll() is None for p in procs)
+    except Exception:  # noqa: BLE001 - a private interface: unknown rather than wrong
+        return None
 
 
 def on_shutdown(callback: Callable[[], None]) -> None:

@@ -96,7 +96,8 @@ class Progress:
 
     Lines come from :meth:`update` when work finishes, and from a heartbeat thread when nothing
     finished for ``interval`` seconds (a long block, an actor loading its model):
-    ``[adaptlab] WHAT: done/total (pct), still working, N s since the last progress``. The
+    ``[adaptlab] WHAT: done/total (pct), still working, N s since the last progress``, or what it
+    waits for instead of "still working" (:meth:`set_state`, e.g. "waiting for capacity"). The
     heartbeat stops at :meth:`close` (or when everything is done)."""
 
     def __init__(self, total: int, what: str, *, unit: str = "texts", interval: float | None = None,
@@ -109,6 +110,8 @@ class Progress:
         self.t0 = self.moved = time.perf_counter()
         self.last = _clock_start(self.t0, self.interval)
         self.printed = False
+        self.state: str | None = None
+        """What the work waits for, shown in heartbeat lines instead of "still working"."""
         self.bar: Any = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -137,6 +140,11 @@ class Progress:
         if now - self.last >= self.interval and self.done < self.total:
             self._line(now)
 
+    def set_state(self, state: str | None) -> None:
+        """Say what the work waits for (``"waiting for capacity"``) in the heartbeat lines while
+        nothing moves; ``None``: back to "still working"."""
+        self.state = state
+
     def _heartbeat(self) -> None:
         """Print a line whenever ``interval`` seconds passed without one (runs in a daemon thread)."""
         while not self._stop.wait(_until_due(self.last, self.interval)):
@@ -155,7 +163,7 @@ class Progress:
         head = f"[adaptlab] {self.what}: {self.done}/{self.total} {self.unit} ({pct:.0f}%)"
         if waiting is not None and waiting >= self.interval:
             since = "since the start" if self.done == 0 else "since the last progress"
-            return f"{head}, still working, {_seconds(waiting)} {since}"
+            return f"{head}, {self.state or 'still working'}, {_seconds(waiting)} {since}"
         left = (self.total - self.done) / rate if rate > 0 else float("nan")
         eta = f"about {_seconds(left)} left" if rate > 0 else "time left unknown"
         return f"{head}, {rate:.1f}/s, {eta}"

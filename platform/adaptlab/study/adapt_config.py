@@ -44,7 +44,7 @@ from adaptlab.models.variants import (
     system_name,
 )
 from adaptlab.stats import BootstrapConfig
-from adaptlab.study.names import check_name
+from adaptlab.storage.names import check_name
 from adaptlab.study.schema import ModelSection, SectionChecker, Study, default_name, is_store_uri
 from adaptlab.study.seeds import stage_seed
 

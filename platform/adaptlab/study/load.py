@@ -10,7 +10,7 @@ from typing import Any
 
 from adaptlab.errors import ConfigError
 from adaptlab.study.adapt_config import check_adapt_sections
-from adaptlab.study.names import check_name
+from adaptlab.storage.names import check_name, check_names
 from adaptlab.study.schema import (
     AnalysisSection,
     BootstrapSection,
@@ -57,14 +57,17 @@ def _entries(data: Mapping[str, Any], key: str, cls: type, required: str, source
 
 
 def _check_names(study: Study) -> None:
-    """Every name the store, the job ids and printed tables carry, checked by
-    :func:`~adaptlab.study.names.check_name`."""
-    check_name(study.study.name, f"{study.source}: [study].name")
+    """Every name the store, the job ids and printed tables carry, checked and put in NFC by
+    :func:`~adaptlab.storage.names.check_name`; two datasets (or models) whose names are equal
+    once normalised are refused."""
+    study.study.name = check_name(study.study.name, f"{study.source}: [study].name")
     for key, items in (("datasets", study.datasets), ("models", study.models)):
+        given = [item.name for item in items]
         for i, item in enumerate(items):
-            check_name(item.name, f"{study.source}: {key}[{i}].name")
+            item.name = check_name(item.name, f"{study.source}: {key}[{i}].name")
+        check_names(given, f"{study.source}: [[{key}]] names")
     if study.evaluation.baseline:
-        check_name(study.evaluation.baseline, f"{study.source}: [evaluation].baseline")
+        study.evaluation.baseline = check_name(study.evaluation.baseline, f"{study.source}: [evaluation].baseline")
 
 
 def _name_precisions(study: Study) -> None:

@@ -54,7 +54,7 @@ from adaptlab.analysis.thresholds import TESTS as THRESHOLD_TESTS
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.intervals import INTERVALS
 from adaptlab.stats.pvalues import ADJUSTMENTS
-from adaptlab.study.names import check_name
+from adaptlab.storage.names import check_name
 from adaptlab.study.seeds import stage_seed
 
 __all__ = [
@@ -330,7 +330,7 @@ def _takes_inference(model: ModelSection) -> bool:
 
 def _override_name(ref: str, option: str) -> str:
     """The name a command-line reference gives its system or dataset (:func:`default_name`),
-    checked by :func:`~adaptlab.study.names.check_name`; errors name the option and the reference."""
+    checked by :func:`~adaptlab.storage.names.check_name`; errors name the option and the reference."""
     return check_name(default_name(ref), f"command line: {option} {ref!r}: name")
 
 
