@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+COUNT_BATCH = 256
+"""Texts per tokenizer call when counting tokens (memory is one batch of token ids, not a corpus)."""
 
 SentenceSplitter = Callable[[str], list[tuple[int, int]]]
 LongSentence = tuple[str, int, int, int]
@@ -116,19 +120,22 @@ class _Counter:
         without = len(self("x", add_special_tokens=False)["input_ids"])
         return with_sp - without
 
-    def content(self, texts: Sequence[str]) -> list[int]:
+    def content(self, texts: Iterable[str]) -> list[int]:
         """Tokens of each text without special tokens."""
-        if not texts:
-            return []
-        ids = self(list(texts), add_special_tokens=False)["input_ids"]
-        return [len(x) for x in ids]
+        return self._lengths(texts, False)
 
-    def exact(self, texts: Sequence[str]) -> list[int]:
+    def exact(self, texts: Iterable[str]) -> list[int]:
         """Tokens of each text as counted against the limit."""
-        if not texts:
-            return []
-        ids = self(list(texts), add_special_tokens=self.special)["input_ids"]
-        return [len(x) for x in ids]
+        return self._lengths(texts, self.special)
+
+    def _lengths(self, texts: Iterable[str], special: bool) -> list[int]:
+        """Token counts, tokenising :data:`COUNT_BATCH` texts at a time: only the counts are
+        kept, so a document of millions of sentences never holds all their token ids at once."""
+        out: list[int] = []
+        it = iter(texts)
+        while batch := list(islice(it, COUNT_BATCH)):
+            out += [len(x) for x in self(batch, add_special_tokens=special)["input_ids"]]
+        return out
 
     def windows(self, text: str, budget: int) -> list[tuple[int, int]] | None:
         """Character spans of consecutive windows of ``budget`` tokens of ``text``.
@@ -209,14 +216,13 @@ def chunk_document(
     spans = [(s, e) for s, e in split(text) if text[s:e].strip()]
     if not spans:
         return []
-    counts = counter.content([text[s:e] for s, e in spans])
+    counts = counter.content(text[s:e] for s, e in spans)  # streamed: see _Counter._lengths
     sink: list[LongSentence] = long_sentences if long_sentences is not None else []
 
     groups = _group(doc, spans, counts, budget, counter, sink)
     out: list[tuple[int, int, str | None, bool, int]] = []
-    texts = [d if d is not None else text[g[0][0] : g[-1][1]] for g, _, d in groups]
-    exact = counter.exact(texts)
-    for (group, flagged, decoded), piece, n in zip(groups, texts, exact, strict=True):
+    exact = counter.exact(d if d is not None else text[g[0][0] : g[-1][1]] for g, _, d in groups)
+    for (group, flagged, decoded), n in zip(groups, exact, strict=True):
         if n <= max_tokens or len(group) == 1:
             if n > max_tokens:
                 log.warning(
