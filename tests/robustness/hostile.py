@@ -39,6 +39,17 @@ k = 10
 use_ray = false
 """
 
+SUBMIT_STUDY = """[study]
+name = "s"
+[[datasets]]
+name = "corpus"
+spec = "beir:data/corpus"
+[[models]]
+name = "hash"
+ref = "hash:8"
+"""
+"""A study of a project whose declared input is data/corpus (the submit cases)."""
+
 HOSTILE_BYTES: dict[str, bytes] = {
     "empty": b"",
     "binary": bytes(range(256)) * 8,
@@ -52,6 +63,14 @@ HOSTILE_BYTES: dict[str, bytes] = {
     "html": b"<html><body>404 Not Found</body></html>\n",
     "json": b'{"q1": {"d1": 1}}\n',
 }
+
+
+def write_file(root: Path, rel: str, text: str = "x") -> Path:
+    """Write ``text`` to ``root/rel`` (folders made as needed); returns the path."""
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
 
 
 def digest(root: Path) -> str:

@@ -11,19 +11,12 @@ import pytest
 from adaptlab.study import submit as submit_mod
 from adaptlab.study.sensitive import find_credentials
 from adaptlab.study.submit import submit_study
+from robustness.hostile import SUBMIT_STUDY as STUDY
+from robustness.hostile import write_file as _write
 from robustness.hostile import assert_one_line_error, cli
 
 MARK = "Zq7-canary"
 """Planted in every secret so a test can tell whether its content reached the output."""
-STUDY = """[study]
-name = "s"
-[[datasets]]
-name = "corpus"
-spec = "beir:data/corpus"
-[[models]]
-name = "hash"
-ref = "hash:8"
-"""
 KEY_HEADER = "-----BEGIN " + "OPENSSH PRIVATE KEY-----"
 SECRETS = {  # path in the project -> content (AWS's documented example keys; invented tokens)
     "jobs/aws_credentials.txt": "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
@@ -41,12 +34,6 @@ INNOCENT = {  # words that look alike but are not credentials
     "data/corpus/a.txt": "The private key of a lock is its shape; machine learning models need no password.\n",
 }
 
-
-def _write(root: Path, rel: str, text: str) -> Path:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
-    return p
 
 
 @pytest.fixture

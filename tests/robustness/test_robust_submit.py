@@ -17,30 +17,17 @@ from adaptlab.errors import ConfigError, mask_url
 from adaptlab.study import submit as submit_mod
 from adaptlab.study.schema import project_root
 from adaptlab.study.submit import CODE_ENV, submit_study, upload_plan
+from robustness.hostile import SUBMIT_STUDY as STUDY
+from robustness.hostile import write_file as _write
 from robustness.hostile import cli
 
 PASSWORD = "Hunter2-pw-9f3"
-STUDY = """[study]
-name = "s"
-[[datasets]]
-name = "corpus"
-spec = "beir:data/corpus"
-[[models]]
-name = "hash"
-ref = "hash:8"
-"""
 SECRET_FILES = (".env", ".aws/credentials", ".venv/lib/site.py", "venv2/lib/x.py", "results/s/_delta_log/0.json",
                 "platform/adaptlab/.env", "platform/adaptlab/__pycache__/x.cpython-312.pyc", "data/corpus/.hidden.txt",
                 "data/corpus/credentials", "data/corpus/id_rsa", "data/corpus/client_secret.json",
                 "data/corpus/server.pem", "data/other/not_declared.txt", "notes.txt", ".git/config",
                 "data/corpus/env1/lib/x.txt", "data/corpus/store/_delta_log/0.json", "jobs/.secrets.toml")
 
-
-def _write(root: Path, rel: str, text: str = "x") -> Path:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
-    return p
 
 
 @pytest.fixture
