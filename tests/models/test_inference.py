@@ -22,7 +22,8 @@ def _available(backend: str) -> bool:
         backend == "torch" or importlib.util.find_spec("optimum") is not None)
 
 
-COMBOS = [pytest.param(b, p, marks=[pytest.mark.slow] if b == "openvino" else [])  # openvino: ~10 s import + export
+_SLOW = {("onnx", "fp32"), ("openvino", "fp32")}  # the exports (and OpenVINO's import): 10-30 s under load
+COMBOS = [pytest.param(b, p, marks=[pytest.mark.slow] if (b, p) in _SLOW else [])
           for b, ps in SUPPORTED.items() for p in ps if (b, p) != ("torch", "fp32")]
 
 

@@ -96,6 +96,7 @@ cache = "{cache}"
 """
 
 
+@pytest.mark.slow  # the tiny model's ONNX export and three systems: ~4 s quiet, 12 s at load 8
 def test_each_key_reaches_the_encoder_and_fp32_onnx_keeps_the_metrics(tiny_model, module_cache_home, tmp_path,
                                                                        monkeypatch):
     pytest.importorskip("onnxruntime")

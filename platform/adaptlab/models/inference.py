@@ -78,6 +78,11 @@ QUANTIZATION = "avx512_vnni"
 """Optimum's dynamic-quantization preset for ``onnx`` int8 (unsigned 8-bit activations, signed
 per-channel weights, no reduced range). One fixed preset, so int8 vectors do not depend on the CPU
 that first exported the model; ONNX Runtime runs it on any x86-64 CPU (fastest with VNNI)."""
+ONNX_LEVEL = "O2"
+"""Optimum's offline graph optimisation of every ONNX export: O2 fuses attention, LayerNorm, GELU
+and the bias additions (exact GELU; O3 would approximate it): the same function in fewer, larger
+kernels (embeddings within ~1e-6 of torch's, benchmarks/bench_embed.py). int8 quantizes the plain
+graph, which ONNX Runtime's quantizer reads (it cannot read the fused contrib operators)."""
 OPTIONS = ("embedding_backend", "precision")
 """The encoder option names (load_encoder keywords and the embedding cache's options)."""
 _EXTRA = 'pip install "adaptlab[fast]"'
@@ -202,7 +207,8 @@ def _runtime_kwargs(inference: Inference, file_name: str) -> dict[str, Any]:
 
 def export_folder(inference: Inference, revision: str) -> Path:
     """Where the export of a model revision for ``inference`` lives in the local cache."""
-    kind = inference.backend + ("-int8" if inference.precision == "int8" else "")
+    kind = {("onnx", "fp32"): f"onnx-{ONNX_LEVEL}", ("onnx", "int8"): "onnx-int8"}.get(
+        (inference.backend, inference.precision), inference.backend)
     digest = hashlib.sha256(revision.encode()).hexdigest()[:20]
     return cache_home() / "exported" / f"{kind}-{digest}"
 
@@ -216,7 +222,7 @@ def _exported(source: str | Path, inference: Inference, revision: str, device: s
     elif inference.precision == "int8":
         file_name = f"onnx/model_qint8_{QUANTIZATION}.onnx"
     else:
-        file_name = "onnx/model.onnx"
+        file_name = f"onnx/model_{ONNX_LEVEL}.onnx"
     if not (folder / file_name).is_file():
         _publish(folder, lambda tmp: _export(source, inference, revision, device, kwargs, tmp))
     return folder, file_name
@@ -246,9 +252,10 @@ def _export(source: str | Path, inference: Inference, revision: str, device: str
     if inference.precision == "int8":
         from sentence_transformers import export_dynamic_quantized_onnx_model
 
-        fp32, name = _exported(source, Inference("onnx"), revision, device, kwargs)
-        shutil.copytree(fp32, out)
-        model = SentenceTransformer(str(out), device=device, backend="onnx", model_kwargs={"file_name": name})
+        fp32, _ = _exported(source, Inference("onnx"), revision, device, kwargs)
+        shutil.copytree(fp32, out)  # quantize the plain graph (ONNX Runtime's quantizer cannot read the fused one)
+        model = SentenceTransformer(str(out), device=device, backend="onnx",
+                                    model_kwargs={"file_name": "onnx/model.onnx"})
         export_dynamic_quantized_onnx_model(model, QUANTIZATION, str(out))
         return
     _log.info("exporting %s to %s (once; cached in %s)", source, inference.backend, out.parent)
@@ -257,3 +264,7 @@ def _export(source: str | Path, inference: Inference, revision: str, device: str
                                 model_kwargs={**model_kwargs, "export": True},
                                 trust_remote_code=bool(kwargs.get("trust_remote_code", False)), local_files_only=True)
     model.save_pretrained(str(out))
+    if inference.backend == "onnx":  # the graph the sessions load: fused by Optimum at ONNX_LEVEL
+        from sentence_transformers import export_optimized_onnx_model
+
+        export_optimized_onnx_model(model, ONNX_LEVEL, str(out))
