@@ -1,0 +1,103 @@
+"""benchmarks/bench_scale.py (docs/performance.md's cost curves): its pieces on hand-checkable
+input in-process, and its --small mode end to end (slow: two real adaptation studies)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_scale", ROOT / "benchmarks" / "bench_scale.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_scale"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_growth_is_the_log_log_slope(bench):
+    assert bench.growth([10, 100, 700], [3 * s**1.5 for s in (10, 100, 700)]) == pytest.approx(1.5)
+    assert bench.growth([10, 100], [5.0, 5.0]) == pytest.approx(0.0)
+    # two points: (log 10, log 2), (log 100, log 20) -> slope 1
+    assert bench.growth([10, 100, 700], [2.0, 20.0, 0.0]) == pytest.approx(1.0)
+    assert bench.growth([10], [1.0]) is None
+
+
+def test_log_lines_open_their_phases(bench):
+    lines = {
+        "[adaptlab] adaptation data: 14 documents -> /x": "prepare",
+        "[adaptlab] training 2 adapted model(s) (Ray tasks) into /x": "train",
+        "[adaptlab] heldout: 1 judged queries, 3 documents, 3 systems": "evaluate",
+        "[adaptlab] embedding 52 documents with minilm: 52/52 texts in 3 s (19.8/s)": "prepare",  # outer
+        "[adaptlab] embedding 3 documents and 1 queries with 'minilm-base'": "embed",
+        "[adaptlab] heldout: bootstrapping 3 system(s) (2 s)": "bootstrap",
+        "[adaptlab] scale study done in prepare_s 22, train_s 28": "other",
+        "(adapt:pt pid=1) [adaptlab] variant 'pt': step 1/1": "train",  # a worker's line continues
+        "adaptlab: WARNING: only 1 queries": "train",
+    }
+    for line, phase in lines.items():
+        assert bench.phase_of(line, "train", "prepare") == phase, line
+
+
+def test_a_replayed_log_splits_embedding_out_of_its_phase(bench, tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("\n".join([
+        "100.0 [adaptlab] adaptation data: 3 documents -> /x",
+        "104.0 [adaptlab] embedding 9 documents with minilm: 0/9 texts (0%), 0.0/s",
+        "107.0 [adaptlab] embedding 9 documents with minilm: 9/9 texts in 3 s (3.0/s)",  # back to prepare
+        "108.0 [adaptlab] training 2 adapted model(s) (Ray tasks) into /x",
+        "120.0 [adaptlab] heldout: 4 judged queries, 9 documents, 3 systems",
+        "120.5 [adaptlab] embedding 9 documents and 4 queries with 'minilm-base'",
+        "122.5 [adaptlab] embedding 9 documents with minilm: 9/9 texts in 2 s (4.5/s)",  # back to evaluate
+        "126.0 [adaptlab] heldout: bootstrapping 3 system(s) (2 s)",  # began at 124
+        "127.0 [adaptlab] scale study done in prepare_s 8, train_s 12, evaluate_s 7, total_s 27"]))
+    got = bench.replay(log, start=99.0).seconds
+    want = {"startup": 1.0, "prepare": 5.0, "embed": 5.0, "train": 12.0, "evaluate": 2.0, "bootstrap": 3.0}
+    assert {k: got[k] for k in want} == pytest.approx(want)
+
+
+def test_a_heartbeat_backdates_its_phase(bench):
+    clock = bench.PhaseClock()
+    clock.since -= 10.0  # startup began 10 s ago
+    clock.switch("bootstrap", back=4.0)  # "... bootstrapping (4 s)"
+    assert clock.seconds["startup"] == pytest.approx(6.0, abs=0.5)
+    clock.switch("other")
+    assert clock.seconds["bootstrap"] == pytest.approx(4.0, abs=0.5)  # the 4 s taken from startup
+    clock.switch("embed", back=99.0)  # never more than the phase has run
+    assert clock.seconds["other"] == 0.0 and clock.seconds["startup"] + clock.seconds["bootstrap"] == pytest.approx(10.0, abs=0.5)
+
+
+def test_corpus_and_study_reach_adaptlab(bench, tmp_path):
+    from adaptlab.data.documents import load_documents
+    from adaptlab.study import load_study, parse_adapt_section
+
+    words = bench.write_corpus(tmp_path / "c", 3, pages=2, words=220, seed=0)
+    files = sorted((tmp_path / "c").glob("*.txt"))
+    assert len(files) == 3 and all(f.read_text().count(", page ") == 2 for f in files)
+    assert 3 * 2 * 2 * 60 < words < 3 * 2 * 2 * 160  # 2 notes of ~110 words per page
+    assert len(load_documents(tmp_path / "c")) == 3
+    study_file = tmp_path / "s.toml"
+    study_file.write_text(bench.study_text(tmp_path / "c", tmp_path / "store", 2, 3, ""))
+    study = load_study(study_file)
+    assert study.embedding.cache == str(tmp_path / "store" / "embedding-cache")
+    settings = parse_adapt_section(study)
+    assert settings.scales == (2,) and settings.pt.max_steps == 3 and settings.ft.max_steps == 3
+    assert settings.variants == ("base", "pt", "ft")
+
+
+@pytest.mark.slow
+def test_small_mode_runs_two_sizes(bench, tmp_path, capsys):
+    results = bench.main(["--small", "--work", str(tmp_path), "--json", str(tmp_path / "out.json")])
+    assert [r.size for r in results] == [10, 20] and all(r.exit_code == 0 for r in results)
+    for r in results:
+        assert r.seconds["train"] > 0 and r.seconds["embed"] > 0 and r.peak_gb["train"] > 0
+        assert set(r.study_timings) >= {"prepare_s", "train_s", "evaluate_s"}
+        assert math.isclose(sum(r.seconds.values()), r.study_timings["total_s"], rel_tol=0.5, abs_tol=15)
+    assert "growth exponents" in capsys.readouterr().out
