@@ -86,14 +86,15 @@ def write_corpus(folder: Path, n_docs: int, pages: int, words: int, seed: int) -
 
 def study_text(corpus: Path, store: Path, n: int, max_steps: int, address: str) -> str:
     """One study: scale ``[n]``, variants base/pt/ft, every stage capped at ``max_steps``, an
-    embedding cache of its own in ``store`` (so no size reuses another's vectors)."""
+    embedding cache of its own beside ``store`` (so no size reuses another's vectors; a results
+    store must be a new or empty folder)."""
     addr = f"address = {json.dumps(address)}\n" if address else ""
     return (
         f'[study]\nname = "bench-scale-{n}"\nseed = 0\nstore = {json.dumps(str(store))}\n{addr}\n'
         '[[datasets]]\nname = "synthetic"\nspec = "synthetic:n_documents=20,seed=1"\n\n'
         '[[models]]\nname = "minilm"\nref = "minilm"\n\n'
         '[bootstrap]\nn_resamples = 1000\nseed = 0\n\n'
-        f"[embedding]\ncache = {json.dumps(str(store / 'embedding-cache'))}\n\n"
+        f"[embedding]\ncache = {json.dumps(str(store.with_name(store.name + '-embedding-cache')))}\n\n"
         f"[adapt]\ncorpus = {json.dumps(str(corpus))}\nscales = [{n}]\n"
         'variants = ["base", "pt", "ft"]\ntest_fraction = 0.1\nvalidation_fraction = 0.1\n'
         "max_tokens = 256\nuse_ray = true\n\n"
@@ -161,7 +162,7 @@ def run_one(study: Path, log: Path, env: dict, cluster_roots: list[int], timeout
     sampler.start()
     killer = threading.Timer(timeout_s, proc.kill)
     killer.start()
-    with log.open("w") as out:
+    with log.open("w", buffering=1) as out:  # line-buffered: the log can be followed
         for line in proc.stdout:  # type: ignore[union-attr]
             out.write(f"{time.monotonic():.2f} {line}")
             clock.line(line, time.monotonic())

@@ -86,7 +86,7 @@ def test_corpus_and_study_reach_adaptlab(bench, tmp_path):
     study_file = tmp_path / "s.toml"
     study_file.write_text(bench.study_text(tmp_path / "c", tmp_path / "store", 2, 3, ""))
     study = load_study(study_file)
-    assert study.embedding.cache == str(tmp_path / "store" / "embedding-cache")
+    assert study.embedding.cache == str(tmp_path / "store-embedding-cache")
     settings = parse_adapt_section(study)
     assert settings.scales == (2,) and settings.pt.max_steps == 3 and settings.ft.max_steps == 3
     assert settings.variants == ("base", "pt", "ft")
