@@ -165,13 +165,18 @@ def test_a_good_store_passes_the_early_check_and_is_used(tmp_path, capsys):
     assert not [p for p in tmp_path.rglob(".adaptlab-write-check-*")]  # the write probe is removed
 
 
-def test_dry_run_masks_the_address_and_store(capsys):
-    rc = main(["run", "--model", "hash:16", "--dataset", "synthetic:n_documents=4,seed=1", "--dry-run",
-               "--address", "ray://admin:PASS@127.0.0.1:10001",
-               "--store", "s3://bucket/study?X-Amz-Signature=PASS"])
+def test_dry_run_masks_the_address_and_refuses_a_store_with_credentials(capsys):
+    args = ["run", "--model", "hash:16", "--dataset", "synthetic:n_documents=4,seed=1", "--dry-run",
+            "--address", "ray://admin:PASS@127.0.0.1:10001"]
+    rc = main([*args, "--store", "s3://bucket/study"])
     out = capsys.readouterr().out
     assert rc == 0 and "PASS" not in out
-    assert "Ray: ray://admin:***@127.0.0.1:10001" in out and "results store: s3://bucket/study?X-Amz-Signature=***" in out
+    assert "Ray: ray://admin:***@127.0.0.1:10001" in out and "results store: s3://bucket/study" in out
+    # a signed URL carries a credential: refused before any work, the signature never printed
+    rc = main([*args, "--store", "s3://bucket/study?X-Amz-Signature=PASS"])
+    captured = capsys.readouterr()
+    assert rc == 2 and "PASS" not in captured.out + captured.err
+    assert "without credentials in it" in captured.err
 
 
 def test_a_lost_cluster_is_one_line_with_exit_code_2(tmp_path, capsys, monkeypatch):

@@ -35,6 +35,9 @@ def fake_ray(monkeypatch):
     """A fake Ray with nodes head (1 slot), w1 and w2 (2 slots each), installed as ``ray``."""
     fake = FakeRay({"head": 1, "w1": 2, "w2": 2})
     monkeypatch.setitem(sys.modules, "ray", fake)
+    # a multi-node cluster this process did not start, even when an earlier test started the
+    # embedded Ray in this process (its one-node rule would fail a lost node at once)
+    monkeypatch.setattr(pool_module, "is_embedded", lambda: False)
     return fake
 
 

@@ -135,16 +135,17 @@ def test_estimate_is_within_a_stated_factor_of_a_measured_peak(tmp_path):
 
 
 def test_sweep_trials_declare_the_memory_of_the_largest_batch(tiny_model):
-    from ray import tune
+    from adaptlab.adapt.train.space import largest_value, space_problem
+    from adaptlab.adapt.train.tune import _trial_memory, _trial_resources
 
-    from adaptlab.adapt.train.tune import _largest_value, _trial_memory, _trial_resources
-
-    space = {"batch_size": tune.choice([4, 16, 8]), "num_negatives": {"grid_search": [1, 3]},
-             "epochs": tune.randint(1, 5), "learning_rate": tune.loguniform(1e-5, 1e-3)}
-    assert _largest_value(space, "batch_size", 32) == 16
-    assert _largest_value(space, "num_negatives", 1) == 3
-    assert _largest_value(space, "epochs", 1) == 5  # randint's upper bound (exclusive: a safe side)
-    assert _largest_value({}, "batch_size", 32) == 32
+    # the space language of SweepConfig.param_space (validated there), not Ray's domain objects
+    space = {"batch_size": [4, 16, 8], "num_negatives": {"grid": [1, 3]},
+             "epochs": {"randint": [1, 5]}, "learning_rate": {"loguniform": [1e-5, 1e-3]}}
+    assert space_problem(space) is None
+    assert largest_value(space, "batch_size", 32) == 16
+    assert largest_value(space, "num_negatives", 1) == 3
+    assert largest_value(space, "epochs", 1) == 5  # randint's upper bound (exclusive: a safe side)
+    assert largest_value({}, "batch_size", 32) == 32
 
     class NoNodes:
         @staticmethod
