@@ -54,6 +54,10 @@ SKIP: dict[str, str] = {
     "--store s3://BUCKET/scale_small --wait": _CLUSTER + " and a bucket",
     "adaptlab results --store s3://BUCKET/scale_small --latest": "needs the bucket (tests/storage run S3 stores on moto)",
     "adaptlab results --store URI --sql \"SELECT ...\"": "a placeholder query (the full one in docs/results-store.md runs)",
+    "adaptlab import --store URI --system NAME results/*.json":
+        "needs MTEB result files (tests/results/test_mteb_roundtrip.py exports a store and imports it back)",
+    "adaptlab results --store URI --has-run RUN_ID":
+        "a placeholder run id (tests/robustness/test_robust_commit_retry.py asks it after a cut commit)",
     "adaptlab results migrate OLD NEW": "needs a store of the previous layout (tests/results test migrate)",
     "adaptlab evaluate --store": "an option's name in prose, not a command",
     "adaptlab submit STUDY --dry-run": "a placeholder study (adaptlab submit jobs/scale_study_small.toml --dry-run runs)",
