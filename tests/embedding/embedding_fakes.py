@@ -103,11 +103,13 @@ class BulkyFactory(HashFactory):
 # A fake Ray for the pool's dispatch logic (no cluster): stands in for the ``ray`` module
 # (``sys.modules["ray"]``) while the real EncoderPool and its dispatch run in this process.
 class FakeRef:
-    """A result that resolves at wait round ``due`` (or fails with ``error`` once set)."""
+    """A result that resolves at wait round ``due`` (or fails with ``error`` once set); ``name`` is
+    the method called, ``rows`` the texts of a block."""
 
-    def __init__(self, actor: "FakeActor", due: int, fn=None) -> None:  # noqa: ANN001
-        self.actor, self.due, self.fn = actor, due, fn
+    def __init__(self, actor: "FakeActor", due: int, fn=None, name: str = "", rows: int = 0) -> None:  # noqa: ANN001
+        self.actor, self.due, self.fn, self.name, self.rows = actor, due, fn, name, rows
         self.error: Exception | None = None
+        self.got = False  # its result was fetched (a later death of its actor does not undo that)
 
     def resolved(self, round_: int) -> bool:
         return self.error is not None or (self.actor.node is not None and not self.actor.dead and round_ >= self.due)
@@ -138,7 +140,8 @@ class FakeActor:
     def call(self, name: str, args: tuple, kwargs: dict) -> FakeRef:
         if name == "__call__":
             self.calls += 1
-        ref = FakeRef(self, self.cluster.round + 1, lambda: self.run(name, args, kwargs))
+        rows = len(args[0]["row_id"]) if name == "__call__" else 0
+        ref = FakeRef(self, self.cluster.round + 1, lambda: self.run(name, args, kwargs), name, rows)
         if self.dead:
             ref.error = self.cluster.died()
         self.refs.append(ref)
@@ -157,11 +160,12 @@ class FakeActor:
         for ref in self.refs:  # calls made while pending are due from now on
             ref.due = max(ref.due, self.cluster.round + 1)
 
-    def die(self) -> None:
+    def die(self, error: Exception | None = None) -> None:
+        """The actor is gone: its calls fail with ``error`` (default: a death of its own process)."""
         self.dead = True
         for ref in self.refs:
             if ref.error is None:
-                ref.error = self.cluster.died()
+                ref.error = error or self.cluster.died()
 
 
 class FakeNode:
@@ -201,8 +205,21 @@ class FakeRay:
         self.events: dict[int, object] = {}
         self.max_rounds = 5000
 
-    def died(self) -> Exception:
-        return self.exceptions.ActorDiedError()
+    def died(self, node: "FakeNode | None" = None) -> Exception:
+        """Ray's error for an actor whose process died, or (``node``) that died with its node, worded
+        as Ray 2.60 words it ("The actor died because its node has died. Node Id: ...", its ip)."""
+        if node is None:
+            return self.exceptions.ActorDiedError()
+        from ray.core.generated.common_pb2 import ActorDiedErrorContext
+
+        return self.exceptions.ActorDiedError(ActorDiedErrorContext(
+            class_name="EmbedBatch", actor_id=b"\x01" * 16, node_ip_address=node.ip,
+            error_message=f"The actor died because its node has died. Node Id: {node.name}"))
+
+    def unavailable(self) -> Exception:
+        """Ray's error for a call to an actor whose node just went (before Ray marks the node dead)."""
+        return self.exceptions.ActorUnavailableError(
+            "The actor is temporarily unavailable: RpcError: RPC error: Socket closed rpc_code: 14", b"\x01" * 16)
 
     def is_initialized(self) -> bool:
         return False
@@ -225,7 +242,7 @@ class FakeRay:
         node.alive = False
         for actor in self.actors:
             if actor.node is node:
-                actor.die()
+                actor.die(self.died(node))
 
     def add_node(self, name: str, slots: int) -> None:
         self.nodes_.append(FakeNode(name, slots))
@@ -252,6 +269,7 @@ class FakeRay:
     def get(self, ref: FakeRef, timeout=None):  # noqa: ANN001, ANN201
         if ref.error is not None:
             raise ref.error
+        ref.got = True
         return ref.fn()
 
 

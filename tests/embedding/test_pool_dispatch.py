@@ -7,6 +7,7 @@ no actor can be placed for the time-out the call fails with one line.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 
@@ -20,7 +21,9 @@ from adaptlab.embedding.pool import (
     PLACEMENT_TIMEOUT_ENV,
     ClusterCapacityError,
     EncoderPool,
+    Member,
     PoolPlacement,
+    _node_of_death,
     placement_timeout,
 )
 from adaptlab.errors import AdaptlabError, ConfigError
@@ -55,6 +58,21 @@ def _expected() -> np.ndarray:
     return HashingEncoder(16).encode(TEXTS, kind="document")
 
 
+def _loss_lines(caplog) -> list[str]:  # noqa: ANN001
+    """The pool's lines about lost nodes a user sees (INFO and above)."""
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO and " lost" in r.getMessage()]
+
+
+def _requeued(actors: list) -> tuple[int, int]:  # noqa: ANN001
+    """(blocks, texts) of the calls that failed on ``actors``: what the pool had to queue again."""
+    failed = [r for a in actors for r in a.refs if r.name == "__call__" and r.error is not None and not r.got]
+    return len(failed), sum(r.rows for r in failed)
+
+
+def _on(fake: FakeRay, node: str) -> list:
+    return [a for a in fake.actors if a.node is not None and a.node.name == node]
+
+
 def test_a_lost_nodes_blocks_go_to_the_live_actors_while_its_replacements_wait(fake_ray, caplog):
     pool = _pool(5)
     fake_ray.events[9] = lambda r: r.kill_node("w1")
@@ -65,7 +83,68 @@ def test_a_lost_nodes_blocks_go_to_the_live_actors_while_its_replacements_wait(f
     pending = [m.actor for m in pool.members if m.ready is not None]
     assert len(pending) == 2 and all(a.node is None and a.calls == 0 for a in pending)  # no room: no blocks
     assert len(pool.ready_members()) == 3
-    assert "lost with node w1" in caplog.text
+    blocks, texts = _requeued(lost)
+    assert blocks >= 2 and _loss_lines(caplog) == [  # one line for the node, both actors in it
+        f"embedding: node w1 ({lost[0].node.ip}) lost; 2 actor(s) replaced, {blocks} block(s) ({texts} texts) "
+        "requeued to the live actors; the replacements join once a node has room"]
+
+
+@pytest.mark.parametrize(("delay", "counted"), [(10.0, 2), (0.0, 1)])
+def test_a_node_gets_one_line_counting_the_actors_lost_within_the_report_delay(fake_ray, caplog, monkeypatch,
+                                                                               delay, counted):
+    """w1's raylet goes at round 9: one actor's call fails at once, the other's five rounds later (as
+    Ray reports them, "temporarily unavailable"). Within the delay both are in the node's one line;
+    with no delay the line is written at once and the later death is a DEBUG line only."""
+    monkeypatch.setattr(pool_module, "LOSS_REPORT_DELAY", delay)
+    caplog.set_level(logging.DEBUG, logger=pool_module.__name__)
+    pool = _pool(5)
+    w1 = []
+
+    def node_goes(r: FakeRay) -> None:
+        w1.extend(_on(r, "w1"))
+        next(n for n in r.nodes_ if n.name == "w1").alive = False
+        w1[0].die(r.unavailable())
+
+    fake_ray.events[9] = node_goes
+    fake_ray.events[14] = lambda r: w1[1].die(r.unavailable())
+    np.testing.assert_array_equal(_run(pool, max_restarts=0), _expected())  # node losses use no crash budget
+    lines = _loss_lines(caplog)
+    assert len(lines) == 1 and lines[0].startswith(f"embedding: node w1 ({w1[0].node.ip}) lost; {counted} actor(s) "), lines
+    assert ("reported already" in caplog.text) == (counted == 1)
+
+
+def test_a_node_lost_in_an_earlier_call_gets_no_second_line(fake_ray, caplog):
+    """A replacement Ray had placed on the dying node fails in the next call, naming the node in its
+    message (it never reported one): counted as that node's loss, not a crash, and not reported again."""
+    caplog.set_level(logging.DEBUG, logger=pool_module.__name__)
+    pool = _pool(5)
+    fake_ray.events[9] = lambda r: r.kill_node("w1")
+    _run(pool, max_restarts=0)
+    w1 = next(n for n in fake_ray.nodes_ if n.name == "w1")
+    pending = next(m.actor for m in pool.members if m.ready is not None)
+    fake_ray.events[fake_ray.round + 2] = lambda r: pending.die(r.died(w1))
+    np.testing.assert_array_equal(_run(pool, max_restarts=0), _expected())
+    assert pending.dead and len(_loss_lines(caplog)) == 1 and pool.reported_losses == {"w1"}
+    assert "embedding actor" in caplog.text and "also on node w1" in caplog.text
+
+
+def test_the_node_of_an_actor_that_never_got_ready_is_the_one_rays_message_names():
+    """Ray 2.60's message for a replacement placed on a node that then died (measured on a local
+    cluster, kill -9 of a worker's raylet); the node is no longer listed by the control store."""
+    import ray.exceptions
+    from ray.core.generated.common_pb2 import ActorDiedErrorContext
+
+    node = "3848a2484a58facc6dd696a81d27a1351ecf917bbbe972e4a7a86a51"
+    error = ray.exceptions.ActorDiedError(ActorDiedErrorContext(
+        class_name="EmbedBatch", actor_id=b"\x01" * 16, node_ip_address="192.0.2.2", never_started=True,
+        error_message=f"The actor died because its node has died. Node Id: {node}\n\tthe actor's node was "
+                      "terminated unexpectedly: health check failed due to missing too many heartbeats"))
+    pending = Member(actor=None, ready=object())
+    assert _node_of_death(pending, error, {}) == (node, "192.0.2.2")
+    assert _node_of_death(pending, error, {node: (False, "10.1.2.3")}) == (node, "10.1.2.3")  # the listed address
+    unavailable = ray.exceptions.ActorUnavailableError("RpcError: Socket closed", b"\x01" * 16)
+    assert _node_of_death(pending, unavailable, {}) == ("unknown", "")  # Ray names no node: said so
+    assert _node_of_death(Member(None, None, "w1", "10.0.0.1"), ray.exceptions.ActorDiedError(), {}) is None  # a crash
 
 
 def test_replacements_take_blocks_once_a_node_has_room_again(fake_ray):
@@ -95,6 +174,7 @@ def test_no_room_left_fails_with_one_line_within_the_timeout(fake_ray, caplog):
     assert "re-run the same study" in message and PLACEMENT_TIMEOUT_ENV in message
     assert pool.members == []  # the unplaceable actors were released
     assert caplog.text.count("no embedding actor is ready (4 waiting") == 1  # why it stopped, logged once
+    assert sorted(line.split()[2] for line in _loss_lines(caplog)) == ["w1", "w2"]  # one line per lost node
 
 
 def test_a_pool_that_never_gets_room_names_no_lost_node(fake_ray):

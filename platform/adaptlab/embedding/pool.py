@@ -21,7 +21,10 @@ place; the replacement gets blocks once it is ready, i.e. once some node has roo
 node loss the pool therefore works on with the actors that remain and grows back when capacity
 returns; at every call its size follows the cluster's resources (:meth:`EncoderPool.resize`).
 Deaths of an actor's own process on a live node count against ``max_restarts`` per call (default
-:data:`DEFAULT_MAX_RESTARTS`), after which the call raises; deaths with their node do not. When no
+:data:`DEFAULT_MAX_RESTARTS`), after which the call raises; deaths with their node do not. A lost
+node gets one warning line, once per pool: its id and address and what the pool did (actors
+replaced, blocks requeued), written :data:`LOSS_REPORT_DELAY` s after the first of its actors was
+found dead (or when the call ends), so the deaths of its other actors are counted in it. When no
 actor has been ready for the placement time-out (:func:`placement_timeout`, default
 :data:`PLACEMENT_TIMEOUT` s, ``ADAPTLAB_POOL_PLACEMENT_TIMEOUT``), the call raises one
 :class:`ClusterCapacityError` line naming the lost nodes, what was done and how to resume, and the
@@ -44,6 +47,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -62,10 +66,12 @@ from adaptlab.runtime.progress import Progress
 
 __all__ = [
     "DEFAULT_MAX_RESTARTS",
+    "LOSS_REPORT_DELAY",
     "PLACEMENT_TIMEOUT",
     "PLACEMENT_TIMEOUT_ENV",
     "ClusterCapacityError",
     "EncoderPool",
+    "NodeLoss",
     "PoolPlacement",
     "active_pools",
     "embedding_pools",
@@ -95,6 +101,11 @@ POLL_SECONDS = 2.0
 
 WAITING_STATE = "waiting for capacity"
 """What progress lines say while no actor of the pool is ready (placed and loaded)."""
+
+LOSS_REPORT_DELAY = 10.0
+"""Seconds between finding the first actor lost with a node and the pool's one line about that node:
+the node's other actors are found dead seconds apart (their calls fail one by one), and the line
+counts them all (:class:`NodeLoss`)."""
 
 FETCH_TIMEOUT = 120.0
 """Longest fetch of one finished block (a result on a node that died on the way is requeued)."""
@@ -167,6 +178,7 @@ class EncoderPool:
         self.placement = placement
         self.session = _session_id()
         self.restarts = 0
+        self.reported_losses: set[str] = set()  # nodes whose loss this pool has reported (one line each)
         self._lock = threading.Lock()
         self._remote = ray.remote(EmbedBatch)
         self.members: list[Member] = [self._new_member() for _ in range(placement.num_actors)]
@@ -263,17 +275,54 @@ def cluster_nodes() -> dict[str, tuple[bool, str]]:
 
 
 _NODE_DEATH_WORDS = ("node has died", "node is dead", "node died", "node was terminated")
+_NODE_ID_IN_TEXT = re.compile(r"\bnode id:\s*(\w+)", re.IGNORECASE)
+UNKNOWN_NODE = "unknown"
+"""The node of an actor lost with a node that neither answered its readiness call nor is named by Ray."""
 
 
 def _node_of_death(member: Member, error: Exception, nodes: dict[str, tuple[bool, str]]) -> tuple[str, str] | None:
     """``(node id, ip)`` when ``member`` died with its node (the cluster lists the node as dead, or
-    Ray's message says so), else None (the actor's own process failed)."""
-    alive, ip = nodes.get(member.node_id, (True, ""))
-    text = str(error).lower()
-    if not (member.node_id and not alive) and not (
-            any(w in text for w in _NODE_DEATH_WORDS) or isinstance(error, _unavailable_error())):
+    Ray's message says so), else None (the actor's own process failed). The node is the one the
+    actor reported when it got ready, else the one Ray's message names (an actor that never got ready,
+    e.g. a replacement Ray had placed on the dying node: "The actor died because its node has died.
+    Node Id: ..."), else :data:`UNKNOWN_NODE`."""
+    text = str(error)
+    node = member.node_id or _node_id_in(text)
+    alive, ip = nodes.get(node, (True, ""))
+    lower = text.lower()
+    if not (node and not alive) and not (
+            any(w in lower for w in _NODE_DEATH_WORDS) or isinstance(error, _unavailable_error())):
         return None
-    return member.node_id or "unknown", ip or _ip_in(str(error)) or member.ip
+    return node or UNKNOWN_NODE, ip or _ip_in(text) or member.ip
+
+
+def _node_id_in(text: str) -> str:
+    """The node id a Ray error message names ("Node Id: 3f2a..."), else ``""``."""
+    match = _NODE_ID_IN_TEXT.search(text)
+    return match.group(1) if match else ""
+
+
+@dataclass
+class NodeLoss:
+    """What one call lost with one node, for its one line (:meth:`line`): the node's address, the
+    actors replaced, the blocks and texts requeued, and when the first actor was found dead."""
+
+    ip: str
+    since: float
+    actors: int = 0
+    blocks: int = 0
+    texts: int = 0
+
+    def line(self, node: str) -> str:
+        """``embedding: node 3f2a8c1d9e0b (10.0.0.2) lost; 2 actor(s) replaced, 4 block(s) (512 texts) requeued ...``."""
+        return (f"embedding: node {_node_text(node, self.ip)} lost; {self.actors} actor(s) replaced, "
+                f"{self.blocks} block(s) ({self.texts} texts) requeued to the live actors; "
+                "the replacements join once a node has room")
+
+
+def _node_text(node: str, ip: str) -> str:
+    """``3f2a8c1d9e0b (10.0.0.2)``: a node id's first 12 hex digits and its address."""
+    return f"{node[:12]} ({ip or 'ip unknown'})"
 
 
 def _unavailable_error() -> type:
@@ -304,6 +353,7 @@ class _Dispatch:
         self.replaced = 0
         self.total, self.done = sum(len(b[0]) for b in blocks), 0
         self.lost_nodes: dict[str, str] = {}  # node id -> ip
+        self.losses: dict[str, NodeLoss] = {}  # lost nodes not reported yet (report_losses)
         self.idle_since: float | None = None  # when the pool last had no ready actor
         self.warned = False  # whether this wait for a ready actor was logged
         self.progress: Progress | None = None  # told when no actor is ready ("waiting for capacity")
@@ -338,19 +388,23 @@ class _Dispatch:
     def results(self) -> Iterator[dict[str, np.ndarray]]:
         import ray  # deferred: ray is heavy and only needed here
 
-        while self.queue or self.in_flight:
-            self.fill()
-            self.check_capacity(time.monotonic())
-            refs = self.waiting()
-            if not refs:  # pragma: no cover - a pool always has actors; bounded by check_capacity
-                time.sleep(POLL_SECONDS)
-                continue
-            done, _ = ray.wait(list(refs), num_returns=1, timeout=POLL_SECONDS)
-            for ref in done:
-                out = self.collect(ref, refs[ref])
-                if out is not None:
-                    self.done += len(out.get("row_id", ()))
-                    yield out
+        try:
+            while self.queue or self.in_flight:
+                self.fill()
+                self.report_losses(time.monotonic())
+                self.check_capacity(time.monotonic())
+                refs = self.waiting()
+                if not refs:  # pragma: no cover - a pool always has actors; bounded by check_capacity
+                    time.sleep(POLL_SECONDS)
+                    continue
+                done, _ = ray.wait(list(refs), num_returns=1, timeout=POLL_SECONDS)
+                for ref in done:
+                    out = self.collect(ref, refs[ref])
+                    if out is not None:
+                        self.done += len(out.get("row_id", ()))
+                        yield out
+        finally:
+            self.report_losses()  # the call ended (or failed): every loss gets its line now
 
     def collect(self, ref: Any, pending_index: int | None) -> dict[str, np.ndarray] | None:
         """The finished block of ``ref`` (None when it failed and was requeued), or, for a
@@ -391,10 +445,30 @@ class _Dispatch:
                         actor_index, type(error).__name__, len(lost))
         else:
             self.lost_nodes[node[0]] = node[1]
-            log.warning("embedding actor %d was lost with node %s (%s); %d block(s) go to the live actors, "
-                        "a replacement joins once a node has room", actor_index, node[0][:12], node[1], len(lost))
+            self.note_loss(actor_index, node, lost)
         self.queue.extend(sorted(lost, reverse=True))
         self.pool.replace(actor_index)
+
+    def note_loss(self, actor_index: int, node: tuple[str, str], blocks: list[int]) -> None:
+        """Count actor ``actor_index`` and its requeued ``blocks`` in the line of ``node`` (id, ip);
+        a node this pool has reported already gets a DEBUG line only."""
+        texts = sum(len(self.blocks[b][0]) for b in blocks)
+        if node[0] in self.pool.reported_losses:
+            log.debug("embedding actor %d: also on node %s, reported already; %d block(s) requeued",
+                      actor_index, _node_text(*node), len(blocks))
+            return
+        loss = self.losses.setdefault(node[0], NodeLoss(node[1], time.monotonic()))
+        loss.ip = loss.ip or node[1]
+        loss.actors, loss.blocks, loss.texts = loss.actors + 1, loss.blocks + len(blocks), loss.texts + texts
+
+    def report_losses(self, now: float | None = None) -> None:
+        """One warning line per lost node whose :data:`LOSS_REPORT_DELAY` has passed since its first
+        actor was found dead (every pending node when ``now`` is None: the call ends)."""
+        for node, loss in list(self.losses.items()):
+            if now is None or now - loss.since >= LOSS_REPORT_DELAY:
+                del self.losses[node]
+                self.pool.reported_losses.add(node)
+                log.warning("%s", loss.line(node))
 
     def check_capacity(self, now: float) -> None:
         """Raise :class:`ClusterCapacityError` when no actor has been ready for the time-out, or at
@@ -427,7 +501,7 @@ class _Dispatch:
         if embedded_node_alive() is not False and (alive or not (nodes or self.lost_nodes)):
             return
         dead = _lost_nodes_text(self.lost_nodes) if self.lost_nodes else ", ".join(
-            f"{node[:12]} ({ip or 'ip unknown'})" for node, (_, ip) in nodes.items())
+            _node_text(node, ip) for node, (_, ip) in nodes.items())
         raise ClusterCapacityError(
             f"embedding stopped: the node of the embedded Ray ({dead}) died and cannot come back (this process "
             f"started that Ray: no other node can take its place); {self.done}/{self.total} texts of this call "
@@ -451,8 +525,8 @@ def _lost_nodes_text(lost: dict[str, str]) -> str:
     """``id (ip), ...`` of the lost nodes of a capacity error. An actor that died before it reported
     its node (a replacement Ray had sent to the dying node) is lost with node "unknown"; that
     entry is named only when no node is known."""
-    known = {node: ip for node, ip in lost.items() if node != "unknown"} or lost
-    return ", ".join(f"{node[:12]} ({ip or 'ip unknown'})" for node, ip in known.items())
+    known = {node: ip for node, ip in lost.items() if node != UNKNOWN_NODE} or lost
+    return ", ".join(_node_text(node, ip) for node, ip in known.items())
 
 
 def raise_init_error(e: Exception) -> None:

@@ -24,7 +24,9 @@ this process -- the embedded local runtime -- with
   session's processes) and starts again, :data:`START_ATTEMPTS` attempts in all with one
   ``[adaptlab]`` line on stderr per retry, then fails with one line (a ``TimeoutError``) that
   says what to do. A connection to an address is never retried here;
-- quiet logs (``WARNING``) and, by default, no Ray Data progress bars;
+- quiet logs (``WARNING``) and, by default, no Ray Data progress bars; uncoloured prefixes when the
+  output is not a terminal and Ray's own reports of a lost node kept in its log files
+  (:mod:`adaptlab.runtime.ray_output`, also for a connection to a cluster);
 - token authentication as Ray 2.60 sets it up for local clusters: on, with a token in
   ``~/.ray/auth_token`` (generated on first use). We never disable it; ``RAY_AUTH_MODE``
   set by the user is respected.
@@ -64,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import ConfigError
+from adaptlab.runtime.ray_output import configure_ray_output
 from adaptlab.runtime.signals import reclaim_sigterm
 from adaptlab.runtime.watchdog import Watchdog, start_watchdog, stop_watchdog
 
@@ -244,6 +247,7 @@ def init_ray(
     if pending is not None and threading.current_thread() is not _starter_thread():
         pending.result()  # a background start is under way (start_ray): wait, never start twice
     _keep_repeated_lines()
+    configure_ray_output()  # plain prefixes into a pipe; Ray's node-death dumps stay in its log files
     import ray  # deferred: importing adaptlab.runtime must not import ray
 
     global _started_here, _dashboard_url

@@ -70,6 +70,7 @@ from adaptlab.adapt.train.pt import PTConfig, train_pt
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.variants import BASE, FT, MERGE_SOURCES, MERGED, PT, PT_FT
 from adaptlab.runtime import available_cores, init_ray
+from adaptlab.runtime.ray_output import configure_ray_output
 
 __all__ = [
     "AdaptJob",
@@ -529,8 +530,7 @@ def run_adaptation_jobs(
         gpus_per_job = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
     if gpus_per_job < 0 or cpus_per_job <= 0:
         raise ConfigError("gpus_per_job must be >= 0 and cpus_per_job > 0")
-    if not _isatty(sys.stderr):  # Ray colours the workers' line prefixes: raw ANSI codes in a log file
-        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
+    configure_ray_output()  # no colour codes in a log file, also when Ray was started by someone else
     root = artifact_root_text(artifact_root)  # a URI unchanged, a path made absolute
     stages, data, ends = _plan(jobs)
     _declare_memory(list(stages.values()), ray, memory_per_job)
@@ -551,13 +551,6 @@ def run_adaptation_jobs(
 
     done = _StageRunner(ray, submit, list(stages.values()), max_retries).run()
     return [done[key] for key in ends]
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 def _task_options(stage: _Stage, gpus: float, cpus: float) -> dict[str, Any]:
