@@ -84,20 +84,22 @@ def write_corpus(folder: Path, n_docs: int, pages: int, words: int, seed: int) -
     return total
 
 
-def study_text(corpus: Path, store: Path, n: int, max_steps: int, address: str) -> str:
-    """One study: scale ``[n]``, variants base/pt/ft, every stage capped at ``max_steps``, an
+def study_text(corpus: Path, store: Path, n: int, max_steps: int, address: str, model: str = "minilm",
+               negative_rules: bool = True) -> str:
+    """One study of ``model``: scale ``[n]``, variants base/pt/ft, every stage capped at ``max_steps``, an
     embedding cache of its own beside ``store`` (so no size reuses another's vectors; a results
     store must be a new or empty folder)."""
     addr = f"address = {json.dumps(address)}\n" if address else ""
     return (
         f'[study]\nname = "bench-scale-{n}"\nseed = 0\nstore = {json.dumps(str(store))}\n{addr}\n'
         '[[datasets]]\nname = "synthetic"\nspec = "synthetic:n_documents=20,seed=1"\n\n'
-        '[[models]]\nname = "minilm"\nref = "minilm"\n\n'
+        f'[[models]]\nname = "minilm"\nref = {json.dumps(model)}\n\n'
         '[bootstrap]\nn_resamples = 1000\nseed = 0\n\n'
         f"[embedding]\ncache = {json.dumps(str(store.with_name(store.name + '-embedding-cache')))}\n\n"
         f"[adapt]\ncorpus = {json.dumps(str(corpus))}\nscales = [{n}]\n"
         'variants = ["base", "pt", "ft"]\ntest_fraction = 0.1\nvalidation_fraction = 0.1\n'
-        "max_tokens = 256\nuse_ray = true\n\n"
+        "max_tokens = 256\nuse_ray = true\n" + ("" if negative_rules else "duplicate_threshold = false\nmargin = false\n")
+        + "\n"
         f"[adapt.pt]\nmax_steps = {max_steps}\n\n[adapt.ft]\nmax_steps = {max_steps}\n"
     )
 
@@ -238,6 +240,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per study")
     ap.add_argument("--work", default="", help="folder for corpora, stores and logs (a temp dir if empty)")
     ap.add_argument("--json", default="", help="write the results here")
+    ap.add_argument("--model", default="minilm", help="the model adapted (a path for a local one; the "
+                    "figures of docs/performance.md are minilm's)")
+    ap.add_argument("--no-negative-rules", action="store_true", help="[adapt] duplicate_threshold and margin "
+                    "off (a random-init test encoder scores every chunk a near-duplicate of the positive)")
     ap.add_argument("--small", action="store_true", help="sizes 10,20 of 1-page documents, 1 step (the test)")
     a = ap.parse_args(argv)
     if a.small:
@@ -251,7 +257,7 @@ def run_size(a: argparse.Namespace, n: int, work: Path, cluster: LocalCluster | 
     words = write_corpus(work / f"corpus{n}", corpus_docs, a.pages, a.words, seed=n)
     study = work / f"study{n}.toml"
     study.write_text(study_text(work / f"corpus{n}", work / f"store{n}", n, a.max_steps,
-                                cluster.address if cluster else ""))
+                                cluster.address if cluster else "", a.model, not a.no_negative_rules))
     env = {**(cluster.env if cluster else os.environ), "ADAPTLAB_PROGRESS_INTERVAL": "1"}  # bootstrap's heartbeat
     code, clock, timings = run_one(study, work / f"run{n}.log", env, cluster.pids() if cluster else [], a.timeout)
     return SizeResult(n, a.nodes, code, words, {k: round(v, 1) for k, v in clock.seconds.items()},
