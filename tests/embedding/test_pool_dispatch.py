@@ -200,6 +200,29 @@ def test_resize_drops_pending_actors_first_and_grows_with_pending_ones(fake_ray)
     assert len(pool.members) == 4 and pool.members[-1].actor.node is None
 
 
+def test_make_room_releases_the_idle_pools_and_keeps_the_one_in_use(fake_ray, monkeypatch):
+    """Training calls ``make_room`` before it asks for CPUs: every pool no call is using is
+    released (its actors killed), a pool in the middle of a call keeps its actors."""
+    from collections import OrderedDict
+
+    from adaptlab.runtime import make_room
+
+    monkeypatch.setattr(fake_ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(pool_module, "_session_id", lambda: "session")
+    idle, busy = _pool(2), _pool(1)
+    monkeypatch.setattr(pool_module, "_POOLS", OrderedDict(idle=idle, busy=busy))
+    idle_actors, busy_actors = list(idle.actors), list(busy.actors)
+    call = busy.run(length_blocks(TEXTS, 6), kind="document", batch_size=3)
+    first = next(call)  # the call is in progress: it holds its pool
+    pool_module.on_make_room(pool_module.release_idle_pools)  # what get_pool registers
+    assert make_room() == 2
+    assert all(a.dead for a in idle_actors) and not any(a.dead for a in busy_actors)
+    assert list(pool_module._POOLS) == ["busy"] and idle.members == []
+    emb, _, _ = _assemble(len(TEXTS), [first, *call])  # the busy pool's call ends normally
+    np.testing.assert_allclose(emb, _expected(), atol=1e-6)
+    assert make_room() == 1 and all(a.dead for a in busy_actors) and not pool_module._POOLS
+
+
 def test_placement_timeout_setting(monkeypatch):
     monkeypatch.delenv(PLACEMENT_TIMEOUT_ENV, raising=False)
     assert placement_timeout() == PLACEMENT_TIMEOUT

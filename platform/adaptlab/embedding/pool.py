@@ -37,7 +37,11 @@ Lifetime: pools live until :func:`release_pools` (or the :func:`embedding_pools`
 manager exits, or :func:`adaptlab.runtime.shutdown_ray`). A pool whose Ray session has ended
 (``ray.shutdown()`` called directly) is dropped on next use. When a new pool would not fit into
 the cluster's CPUs/GPUs next to the existing ones, the least recently used pools are released
-first (a pool waiting for resources held by an idle pool would wait forever).
+first (a pool waiting for resources held by an idle pool would wait forever). For the same
+reason every pool that no call is using is released when other work needs the cluster
+(:func:`release_idle_pools`, run by :func:`adaptlab.runtime.make_room`, which training calls
+before it submits its stages): idle warm actors holding every CPU once kept a three-node study's
+training stage from ever being scheduled.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ from adaptlab.embedding.actor import EmbedBatch, EncoderFactory
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.base import TextKind
 from adaptlab.models.load import EncoderSpec
-from adaptlab.runtime import embedded_node_alive, is_embedded, on_shutdown
+from adaptlab.runtime import embedded_node_alive, is_embedded, on_make_room, on_shutdown
 from adaptlab.runtime.progress import Progress
 
 __all__ = [
@@ -78,6 +82,7 @@ __all__ = [
     "get_pool",
     "has_pool",
     "placement_timeout",
+    "release_idle_pools",
     "release_pools",
 ]
 
@@ -593,6 +598,7 @@ def get_pool(factory: EncoderFactory, placement: PoolPlacement) -> EncoderPool:
         pool = _POOLS[key] = EncoderPool(factory, placement)
         log.debug("embedding pool started: %s in %.2f s", placement, time.perf_counter() - t0)
         on_shutdown(release_pools)
+        on_make_room(release_idle_pools)
         return pool
 
 
@@ -617,6 +623,24 @@ def release_pools() -> None:
         _POOLS.clear()
     for pool in pools:
         pool.close()
+
+
+def release_idle_pools() -> int:
+    """Kill the actors of every pool that no call is using (a call holds its pool's lock while it
+    runs), so their CPUs, GPUs and memory go to other work; returns how many actors were stopped.
+    A later embedding call starts its pool again (the encoder is loaded anew)."""
+    with _REGISTRY_LOCK:
+        idle = [(k, p) for k, p in _POOLS.items() if p._lock.acquire(blocking=False)]
+        for k, _ in idle:
+            del _POOLS[k]
+    stopped = 0
+    for _, pool in idle:
+        try:
+            stopped += len(pool.members) if pool.alive else 0
+            pool.close()
+        finally:
+            pool._lock.release()
+    return stopped
 
 
 @contextlib.contextmanager

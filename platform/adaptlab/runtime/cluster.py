@@ -49,7 +49,10 @@ process relies on Ray's exit hook instead. The starting thread stays alive (idle
 exited, ``ray.cluster_resources()`` from another thread hangs and the process dies after 60 s
 ("Failed to connect to GCS"). Components that hold Ray resources for a long time
 (the embedding actor pools) register a callback with :func:`on_shutdown`; :func:`shutdown_ray`
-calls them before Ray stops.
+calls them before Ray stops. Those that hold resources while idle (warm pools) also register
+with :func:`on_make_room`: work that needs the cluster's CPUs (training stages) calls
+:func:`make_room` before it asks for them, because a task waiting for CPUs that idle actors hold
+waits forever (a three-node study stalled with six idle embedding actors holding all six CPUs).
 """
 
 from __future__ import annotations
@@ -78,6 +81,8 @@ __all__ = [
     "init_ray",
     "is_embedded",
     "local_num_cpus",
+    "make_room",
+    "on_make_room",
     "on_shutdown",
     "ray_info",
     "shutdown_ray",
@@ -96,6 +101,7 @@ _dashboard_url: str | None = None
 _pending: Future[RayInfo] | None = None
 _pending_lock = threading.Lock()
 _shutdown_hooks: list[Callable[[], None]] = []
+_room_hooks: list[Callable[[], int]] = []
 _starter_release = threading.Event()
 _watchdog: Watchdog | None = None
 LOCAL_HOST = "127.0.0.1"
@@ -546,6 +552,22 @@ def on_shutdown(callback: Callable[[], None]) -> None:
     """Call ``callback()`` in :func:`shutdown_ray` before Ray stops (registered once per callable)."""
     if callback not in _shutdown_hooks:
         _shutdown_hooks.append(callback)
+
+
+def on_make_room(callback: Callable[[], int]) -> None:
+    """Call ``callback()`` in :func:`make_room`: it releases what it holds while idle and returns
+    how many actors it stopped (registered once per callable)."""
+    if callback not in _room_hooks:
+        _room_hooks.append(callback)
+
+
+def make_room() -> int:
+    """Release every idle holder of Ray resources (:func:`on_make_room`); returns how many actors
+    were stopped. Work in progress keeps its actors: a hook releases only what is idle."""
+    stopped = 0
+    for hook in list(_room_hooks):
+        stopped += int(hook() or 0)
+    return stopped
 
 
 def shutdown_ray() -> None:

@@ -15,9 +15,10 @@ A job asks for one variant of one base model at one data scale:
 stage (a PT shared by a ``pt-ft`` and a ``merged`` job of the same scale runs once); a stage is
 submitted when the stage it starts from is done. Training stages ask for one GPU each when the
 cluster has GPUs (so several jobs run side by side, one per GPU) and for CPUs otherwise; merging
-needs no GPU. Every stage declares the memory it needs (:mod:`.memory`: model size, batch,
-sequence length, negatives), so Ray never places more stages on a node than its memory holds:
-stages that do not fit side by side run one after another.
+needs no GPU. Idle warm embedding pools are released first (:func:`adaptlab.runtime.make_room`):
+their actors would hold the CPUs the stages wait for. Every stage declares the memory it needs
+(:mod:`.memory`: model size, batch, sequence length, negatives), so Ray never places more stages
+on a node than its memory holds: stages that do not fit side by side run one after another.
 
 Faults (retried by us, not by Ray, at most ``max_retries`` times per stage; each retry resumes
 from the stage's last checkpoint, on any node: with a local ``artifact_root`` (a shared
@@ -69,7 +70,7 @@ from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplet
 from adaptlab.adapt.train.pt import PTConfig, train_pt
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.variants import BASE, FT, MERGE_SOURCES, MERGED, PT, PT_FT
-from adaptlab.runtime import available_cores, init_ray
+from adaptlab.runtime import available_cores, init_ray, make_room
 from adaptlab.runtime.ray_output import configure_ray_output
 
 __all__ = [
@@ -526,6 +527,9 @@ def run_adaptation_jobs(
     if memory_per_job is not None and memory_per_job < 0:
         raise ConfigError(f"memory_per_job = {memory_per_job}: expected None (estimate), 0 (none) or bytes > 0")
     ray = ensure_ray(address)
+    stopped = make_room()  # idle warm actors (embedding pools) would hold the CPUs the stages wait for
+    if stopped:
+        log.info("released %d idle actor(s) of warm embedding pools so the training stages can be scheduled", stopped)
     if gpus_per_job is None:
         gpus_per_job = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
     if gpus_per_job < 0 or cpus_per_job <= 0:

@@ -66,6 +66,7 @@ from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure, evaluate
 from adaptlab.models.variants import FT, PT, PT_FT
 from adaptlab.retrieval import PerQueryRecords, build_records
+from adaptlab.runtime import make_room
 from adaptlab.stats import BootstrapConfig, bootstrap_ci, derive_seed
 
 __all__ = [
@@ -507,6 +508,7 @@ def tune_adaptation(
     ft_config = ft_config or FTConfig()
     rows = coerce_triplets(triplets)
     ray = ensure_ray(None)
+    make_room()  # idle warm embedding pools would hold the CPUs the trials wait for
 
     base = describe_base(base_model)
     start_path, start_ref = _start_path(base_model, base.path, config.variant, chunks, pt_config, artifact_root,
