@@ -88,6 +88,8 @@ def test_configure_sets_plain_prefixes_off_a_terminal_and_installs_the_listener(
     from ray._private import worker
 
     monkeypatch.setattr(worker, "listen_error_messages", worker.listen_error_messages)  # restored afterwards
+    driver = logging.getLogger(ray_output.RAY_DRIVER_LOGGER)
+    monkeypatch.setattr(driver, "filters", list(driver.filters))
     monkeypatch.delenv(COLOR_ENV, raising=False)
     monkeypatch.setattr(ray_output, "plain_output", lambda: True)
     configure_ray_output()
@@ -100,6 +102,22 @@ def test_configure_sets_plain_prefixes_off_a_terminal_and_installs_the_listener(
     monkeypatch.setattr(ray_output, "plain_output", lambda: False)  # a terminal: Ray's colours
     configure_ray_output()
     assert COLOR_ENV not in ray_output.os.environ
+
+
+def test_ray_driver_lines_lose_their_colour_codes_off_a_terminal(monkeypatch, caplog):
+    """ray.init's INFO line with the dashboard address, as Ray 2.60 logs it (bold green)."""
+    driver = logging.getLogger(ray_output.RAY_DRIVER_LOGGER)
+    monkeypatch.setattr(driver, "filters", [])  # restored afterwards
+    monkeypatch.setattr(ray_output, "plain_output", lambda: True)
+    monkeypatch.setenv(COLOR_ENV, "0")
+    caplog.set_level(logging.INFO, logger=ray_output.RAY_DRIVER_LOGGER)
+    monkeypatch.setattr(driver, "handlers", [caplog.handler])  # Ray's "ray" logger does not propagate
+    configure_ray_output()
+    configure_ray_output()  # one filter, however often
+    assert sum(isinstance(f, ray_output.PlainRecords) for f in driver.filters) == 1
+    driver.info("Started a local Ray instance. View the dashboard at %s%s%s %s%s",
+                "\x1b[1m", "\x1b[32m", "http://127.0.0.1:8265", "\x1b[39m", "\x1b[22m")
+    assert caplog.records[-1].getMessage() == "Started a local Ray instance. View the dashboard at http://127.0.0.1:8265 "
 
 
 def test_plain_output_is_true_unless_both_streams_are_terminals(monkeypatch):

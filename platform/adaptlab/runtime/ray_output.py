@@ -20,7 +20,8 @@ pool, :mod:`adaptlab.embedding.pool`; a training stage's retry, :mod:`adaptlab.a
 again on every call) therefore
 
 - sets ``RAY_COLOR_PREFIX=0`` (Ray's documented switch for uncoloured prefixes) when stdout or
-  stderr is not a terminal, unless the user set it;
+  stderr is not a terminal, unless the user set it, and strips the colour codes Ray's driver logger
+  puts into its own lines (the dashboard address of ``ray.init`` at INFO: :class:`PlainRecords`);
 - replaces the driver's error-message listener by :func:`listen_error_messages`, which logs the
   message types of :data:`NODE_LOSS_ERRORS` on this module's logger at DEBUG (one line each) and
   prints every other message as Ray does (a real error of the user's job still shows).
@@ -34,11 +35,13 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 from typing import Any
 
-__all__ = ["COLOR_ENV", "NODE_LOSS_ERRORS", "configure_ray_output", "listen_error_messages", "plain_output"]
+__all__ = ["COLOR_ENV", "NODE_LOSS_ERRORS", "PlainRecords", "configure_ray_output", "listen_error_messages",
+           "plain_output"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,23 @@ COLOR_ENV = "RAY_COLOR_PREFIX"
 NODE_LOSS_ERRORS = frozenset({"raylet_died", "node_removed"})
 """Error-message types (``ray._private.ray_constants.RAYLET_DIED_ERROR`` and ``REMOVED_NODE_ERROR``)
 that report a node's death: kept off the driver's output (they stay in Ray's log files)."""
+
+
+RAY_DRIVER_LOGGER = "ray._private.worker"
+"""The logger of Ray's driver code (``ray.init``'s lines), whose records :class:`PlainRecords` cleans."""
+
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class PlainRecords(logging.Filter):
+    """A logging filter that removes ANSI colour codes (SGR sequences, ``ESC [ ... m``) from a record's
+    message: Ray's driver logs the dashboard address in bold green (``colorama``) whatever the stream."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "\x1b[" in message:
+            record.msg, record.args = _SGR.sub("", message), ()
+        return True
 
 
 def _is_terminal(stream: Any) -> bool:
@@ -67,8 +87,12 @@ def configure_ray_output() -> None:
     """Plain prefixes when the output is not a terminal, and the driver's error messages through
     :func:`listen_error_messages` (see the module docstring). Safe to repeat; call it before
     ``ray.init`` so the listener Ray starts is ours."""
-    if plain_output() and COLOR_ENV not in os.environ:
-        os.environ[COLOR_ENV] = "0"
+    if plain_output():
+        if COLOR_ENV not in os.environ:
+            os.environ[COLOR_ENV] = "0"
+        driver_log = logging.getLogger(RAY_DRIVER_LOGGER)
+        if not any(isinstance(f, PlainRecords) for f in driver_log.filters):
+            driver_log.addFilter(PlainRecords())
     try:
         from ray._private import worker
     except ImportError:  # pragma: no cover - Ray's private module moved: it prints as it would
