@@ -52,7 +52,7 @@ from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, check_texts
 from adaptlab.models.load import EncoderSpec
 from adaptlab.models.resolve import ModelRef, resolve_model
-from adaptlab.runtime import available_cores, cluster_has_gpus, init_ray, ray_info
+from adaptlab.runtime import available_cores, cluster_has_gpus, init_ray, largest_node_cpus, ray_info
 from adaptlab.runtime.progress import Heartbeat, Progress
 
 __all__ = [
@@ -266,18 +266,6 @@ def _assemble(n: int, batches: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return emb if emb is not None else np.zeros((0, 0), dtype=np.float32), pid, cvd
 
 
-def _largest_node_cpus(default: float) -> float:
-    """The CPUs of the largest live node: an actor asking for more could never be placed (one
-    actor on a cluster of two 2-CPU nodes asked for all 4 CPUs and waited out its time-out)."""
-    import ray  # deferred: ray is heavy and only needed here
-
-    try:
-        sizes = [float(n.get("Resources", {}).get("CPU", 0.0)) for n in ray.nodes() if n.get("Alive")]
-    except Exception:  # noqa: BLE001 - the GCS may be unreachable for a moment: keep the total
-        return default
-    return max([s for s in sizes if s > 0], default=default)
-
-
 def pool_placement(n: int, *, batch_size: int, num_actors: int | None, block_size: int | None,
                    torch_threads: int | None, device: str | None) -> tuple[PoolPlacement, int]:
     """Pool size and per-actor resources (one GPU each on a GPU cluster, else CPU slots with
@@ -289,7 +277,7 @@ def pool_placement(n: int, *, batch_size: int, num_actors: int | None, block_siz
         threads = torch_threads
     else:
         cores = available_cores() if info.started_here else max(1, int(info.num_cpus))
-        node = _largest_node_cpus(max(1.0, info.num_cpus))
+        node = largest_node_cpus(max(1.0, info.num_cpus))
         if num_actors is None:
             threads = torch_threads or 1
             actors = max(1, cores // threads)

@@ -80,6 +80,7 @@ __all__ = [
     "embedded_node_alive",
     "init_ray",
     "is_embedded",
+    "largest_node_cpus",
     "local_num_cpus",
     "make_room",
     "on_make_room",
@@ -133,6 +134,20 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def largest_node_cpus(default: float) -> float:
+    """The CPUs of the largest live node of the running Ray (``default`` when the GCS cannot be
+    asked, or no node reports CPUs): what a task or actor may declare at most and still be placed
+    (one embedding actor on a cluster of two 2-CPU nodes asked for all 4 CPUs and waited out its
+    time-out)."""
+    import ray  # deferred: ray is heavy and only needed here
+
+    try:
+        sizes = [float(n.get("Resources", {}).get("CPU", 0.0)) for n in ray.nodes() if n.get("Alive")]
+    except Exception:  # noqa: BLE001 - the GCS may be unreachable for a moment: keep the default
+        return default
+    return max([s for s in sizes if s > 0], default=default)
 
 
 def local_num_cpus(cores: int | None = None) -> int:

@@ -136,6 +136,7 @@ class AdaptSettings:
     use_ray: bool = True
     gpus_per_job: float | None = None
     cpus_per_job: float = 1.0
+    lone_stage_all_cpus: bool = True
     max_retries: int = 3
     checkpoint_every: int = 50
     pt: PTConfig = field(default_factory=PTConfig)
@@ -246,7 +247,7 @@ _ADAPT_KEYS: tuple[str, ...] = (
     "artifact_root", "base_model", "checkpoint_every", "clean", "corpus", "cpus_per_job", "data_dir",
     "duplicate_threshold", "eval_corpus", "exclude", "fraction", "ft", "fused_attention", "gpus_per_job",
     "gradient_checkpointing", "heldout_name",
-    "include", "llm", "margin", "max_retries", "max_tokens", "merge_source", "merge_weight", "n_negatives",
+    "include", "llm", "lone_stage_all_cpus", "margin", "max_retries", "max_tokens", "merge_source", "merge_weight", "n_negatives",
     "colbert", "name", "precision", "pt", "questions", "questions_per_chunk", "scales", "seed", "test_fraction", "unit",
     "use_ray", "validation_fraction", "variants",
 )
@@ -268,7 +269,8 @@ def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> Ada
     ``unit`` ["documents"] (what scales and splits count: documents, PDF pages or chunks),
     ``heldout_name`` ["heldout"], ``seed`` [the study's seed], ``artifact_root``
     [<store>/artifacts], ``data_dir`` [<store>/adaptation], ``use_ray`` [[embedding].use_ray],
-    ``gpus_per_job`` ["auto"], ``cpus_per_job`` [1], ``max_retries`` [3],
+    ``gpus_per_job`` ["auto"], ``cpus_per_job`` [1], ``lone_stage_all_cpus`` [true] (a CPU stage
+    that runs alone declares a whole node's CPUs, so it trains on its cores), ``max_retries`` [3],
     ``checkpoint_every`` [50], ``gradient_checkpointing`` [false] (PT and FT recompute each layer in
     the backward pass: less memory, same numbers), ``precision`` ["fp32"; "bf16": bfloat16
     autocast] and ``fused_attention`` [false; true: no attention dropout, the fused SDPA kernel]
@@ -413,6 +415,7 @@ def _adapt_training(study: Study, raw: Mapping[str, Any], check: SectionChecker,
     kw: dict[str, Any] = {"use_ray": check.boolean("use_ray", raw.get("use_ray", study.embedding.use_ray))}
     kw["gpus_per_job"] = check.auto_number("gpus_per_job", raw.get("gpus_per_job", "auto"))
     kw["cpus_per_job"] = check.number("cpus_per_job", raw.get("cpus_per_job", 1), 0.0, lo_open=True)
+    kw["lone_stage_all_cpus"] = check.boolean("lone_stage_all_cpus", raw.get("lone_stage_all_cpus", True))
     kw["max_retries"] = check.integer("max_retries", raw.get("max_retries", 3), 0)
     kw["checkpoint_every"] = check.integer("checkpoint_every", raw.get("checkpoint_every", 50), 1)
     kw["pt"] = _config_from_table(PTConfig, _training_table(raw, check, "pt"), source, "adapt.pt")

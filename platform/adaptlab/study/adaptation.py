@@ -252,6 +252,7 @@ def _train(settings: AdaptSettings, jobs: list[tuple[str, int, AdaptJob]], addre
         return run_adaptation_jobs(
             [j for _, _, j in jobs], root, gpus_per_job=settings.gpus_per_job, cpus_per_job=settings.cpus_per_job,
             max_retries=settings.max_retries, checkpoint_every=settings.checkpoint_every, address=address,
+            lone_stage_all_cpus=settings.lone_stage_all_cpus,
         )
     return [train_variant(j, root, checkpoint_every=settings.checkpoint_every) for _, _, j in jobs]
 

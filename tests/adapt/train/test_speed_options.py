@@ -4,7 +4,8 @@
 - ``fused_attention``: attention dropout is 0 while training (the fused SDPA kernel), restored after;
 - both are study keys (shared by PT and FT like gradient_checkpointing) and enter artifact keys
   only when set, so the keys of models trained before stay the same;
-- a stage's torch threads follow the CPUs it declares, never the load;
+- a stage's torch threads follow the CPUs it declares, never the load; a stage that runs alone
+  declares its node's CPUs (``[adapt].lone_stage_all_cpus``);
 - the stage graph starts the longest chain first (PT before FT stages that do not need it)."""
 
 from __future__ import annotations
@@ -131,10 +132,56 @@ def test_the_longest_chain_starts_first():
     assert submitted == ["pt10", "ft10", "ft60"]
 
 
-@pytest.mark.slow  # 11 s on 2 loaded cores: two one-stage graphs on the shared Ray
+def test_a_stage_alone_declares_the_whole_node():
+    """The runner marks a training stage for the whole node only when nothing runs and nothing
+    else can start before it ends; never a merge, never with the option off."""
+    def stage(key, upstream=None, kind="ft"):
+        return SimpleNamespace(key=key, upstream=upstream, stage=kind, whole_node=False,
+                               job=SimpleNamespace(base_model="m"))
+
+    def graph():
+        return [stage("pt10", kind="pt"), stage("ptft10", "pt10"), stage("merge10", "ptft10", "merge"), stage("ft10")]
+
+    def ladder(whole_node: bool, ends_first: str) -> list[tuple[str, bool]]:
+        stages = graph()
+        submitted: list = []
+        runner = _StageRunner(None, lambda st, _up: submitted.append(st) or st.key, stages, 0, whole_node)
+        runner._submit_ready()  # pt10 and ft10: side by side
+        for key in (ends_first, *({"pt10", "ft10"} - {ends_first}), "ptft10", "merge10"):
+            runner.running.pop(key, None)
+            runner.done[key] = key
+            runner._submit_ready()
+        return [(st.key, st.whole_node) for st in submitted]
+
+    assert ladder(True, "ft10") == [("pt10", False), ("ft10", False), ("ptft10", True), ("merge10", False)]
+    # PT ends while FT still runs: its PT-FT starts beside FT, on the declared CPUs
+    assert ladder(True, "pt10") == [("pt10", False), ("ft10", False), ("ptft10", False), ("merge10", False)]
+    assert not any(whole for _, whole in ladder(False, "ft10"))
+    chain = [stage("pt10", kind="pt"), stage("ptft10", "pt10")]  # one pt-ft job: both stages alone
+    runner = _StageRunner(None, lambda st, _up: st.key, chain, 0, True)
+    runner._submit_ready()
+    assert chain[0].whole_node
+
+
+def test_the_study_passes_lone_stage_all_cpus_to_the_stage_graph(tmp_path, monkeypatch):
+    from test_memory import _adapt_settings
+
+    from adaptlab.study import adaptation
+
+    seen: list[bool] = []
+    monkeypatch.setattr(adaptation, "run_adaptation_jobs", lambda jobs, root, **kw: seen.append(kw["lone_stage_all_cpus"]))
+    for value in (False, True):
+        adaptation._train(_adapt_settings(tmp_path, use_ray=True, lone_stage_all_cpus=value), [("ft", 4, None)], None)
+    assert seen == [False, True] and _adapt_settings(tmp_path).lone_stage_all_cpus is True
+    with pytest.raises(ConfigError, match=r"lone_stage_all_cpus"):
+        _adapt_settings(tmp_path, lone_stage_all_cpus="yes")
+
+
+@pytest.mark.slow  # 6 s on 2 loaded cores: a one-stage graph on the shared Ray
 def test_a_ray_stage_trains_on_the_threads_its_cpus_give(ray_local, tiny_model: Path, triplets, tmp_path: Path):
-    """``cpus_per_job`` reaches the worker: on the shared Ray (4 CPUs; this process may use 2
-    cores or fewer) 1 CPU trains on one thread and 4 CPUs on all the cores."""
+    """``cpus_per_job`` reaches the worker: on the shared Ray (4 CPUs) a stage declaring 1 CPU
+    trains on one thread, also alone when ``lone_stage_all_cpus`` is off (a stage alone with it on:
+    test_room_for_training)."""
     from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs
     from adaptlab.runtime import available_cores
 
@@ -150,10 +197,9 @@ def test_a_ray_stage_trains_on_the_threads_its_cpus_give(ray_local, tiny_model: 
 
     # 2 steps: the checkpoint after step 1 calls the hook (the last step's state is the model)
     cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0)
-    for cpus, seed in ((1, 11), (4, 12)):
-        for f in seen.iterdir():
-            f.unlink()
-        job = AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=cfg, seed=seed)
-        run_adaptation_jobs([job], tmp_path / "store", cpus_per_job=cpus, checkpoint_every=1, on_checkpoint=record)
-        threads = {f.read_text() for f in seen.iterdir()}
-        assert threads == {str(stage_threads(cpus, 4, available_cores()))}, (cpus, threads)
+    job = AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=cfg, seed=11)
+    art, = run_adaptation_jobs([job], tmp_path / "store", cpus_per_job=1, checkpoint_every=1, on_checkpoint=record,
+                               lone_stage_all_cpus=False)
+    threads = {f.read_text() for f in seen.iterdir()}
+    assert threads == {"1"} == {str(stage_threads(1, 4, available_cores()))}
+    assert art.manifest["training"]["torch_threads"] == 1

@@ -70,7 +70,7 @@ from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplet
 from adaptlab.adapt.train.pt import PTConfig, train_pt
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.variants import BASE, FT, MERGE_SOURCES, MERGED, PT, PT_FT
-from adaptlab.runtime import available_cores, init_ray, make_room
+from adaptlab.runtime import available_cores, init_ray, largest_node_cpus, make_room
 from adaptlab.runtime.ray_output import configure_ray_output
 
 __all__ = [
@@ -282,6 +282,7 @@ class _Stage:
     memory: int = 0
     attempts: int = 0
     alone: bool = False
+    whole_node: bool = False
 
     @property
     def name(self) -> str:
@@ -408,8 +409,8 @@ class _StageRunner:
     after a memory kill only once nothing else runs and with nothing beside it."""
 
     def __init__(self, ray: Any, submit: Callable[[_Stage, Any], Any], stages: Sequence[_Stage],
-                 max_retries: int) -> None:
-        self.ray, self.submit, self.max_retries = ray, submit, max_retries
+                 max_retries: int, whole_node: bool = False) -> None:
+        self.ray, self.submit, self.max_retries, self.whole_node = ray, submit, max_retries, whole_node
         self.waiting = list(stages)
         self.running: dict[Any, _Stage] = {}
         self.retry: list[_Stage] = []
@@ -444,10 +445,15 @@ class _StageRunner:
         # the longest chain first (PT before the FT stages that do not need it), so that a PT-FT
         # is less often the ladder's lone tail; Ray promises no order among queued tasks, so this is
         # a preference it mostly follows, not a guarantee
-        for stage in sorted(self.waiting, key=lambda st: -self.depth[st.key]):
-            if stage.upstream is None or stage.upstream in self.done:
-                self.waiting.remove(stage)
-                self._start(stage)
+        ready = [st for st in sorted(self.waiting, key=lambda st: -self.depth[st.key])
+                 if st.upstream is None or st.upstream in self.done]
+        # nothing runs and nothing else can start before this stage ends (every other waiting
+        # stage follows it): it runs alone, so it may declare a whole node
+        lone = self.whole_node and len(ready) == 1 and not self.running and ready[0].stage != "merge"
+        for stage in ready:
+            self.waiting.remove(stage)
+            stage.whole_node = lone
+            self._start(stage)
 
     def _collect(self) -> None:
         ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=_WAIT_S)
@@ -508,6 +514,7 @@ def run_adaptation_jobs(
     on_checkpoint: Callable[[int], None] | None = None,
     address: str | None = None,
     memory_per_job: int | None = None,
+    lone_stage_all_cpus: bool = True,
 ) -> list[Artifact]:
     """Run ``jobs`` as Ray tasks and return their artifacts in job order.
 
@@ -518,7 +525,10 @@ def run_adaptation_jobs(
     from its last checkpoint (every ``checkpoint_every`` steps; ``on_checkpoint(step)`` runs in
     the worker after each); after a memory kill or crash it waits until the running stages end and
     runs with nothing beside it. A stage declaring ``OWN_WORKER_BYTES`` or more runs in a worker
-    process of its own that exits with it, so no idle worker keeps its memory. When the retries
+    process of its own that exits with it, so no idle worker keeps its memory.
+    ``lone_stage_all_cpus``: a CPU training stage submitted when no other stage runs or can start
+    before it ends declares all the CPUs of the largest node instead of ``cpus_per_job``, and so
+    trains on that node's cores (:func:`stage_threads`). When the retries
     run out, :class:`TrainingResourceError` names the variant, the scale and the setting to lower.
     Ray is started (or joined at ``address``) when not running.
     """
@@ -527,9 +537,7 @@ def run_adaptation_jobs(
     if memory_per_job is not None and memory_per_job < 0:
         raise ConfigError(f"memory_per_job = {memory_per_job}: expected None (estimate), 0 (none) or bytes > 0")
     ray = ensure_ray(address)
-    stopped = make_room()  # idle warm actors (embedding pools) would hold the CPUs the stages wait for
-    if stopped:
-        log.info("released %d idle actor(s) of warm embedding pools so the training stages can be scheduled", stopped)
+    _make_room()
     if gpus_per_job is None:
         gpus_per_job = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
     if gpus_per_job < 0 or cpus_per_job <= 0:
@@ -545,16 +553,30 @@ def run_adaptation_jobs(
 
     progress = progress_enabled()
 
+    node_cpus = largest_node_cpus(cpus_per_job)
+    whole_node = lone_stage_all_cpus and not gpus_per_job and node_cpus > cpus_per_job
+
     def submit(stage: _Stage, upstream: Any) -> Any:
-        opts = _task_options(stage, gpus_per_job, cpus_per_job)
-        params = _params(stage.job) | {"progress": progress, "cpus": cpus_per_job}
+        cpus = node_cpus if stage.whole_node else cpus_per_job
+        if stage.whole_node:
+            log.info("%s runs alone: it declares all %g CPUs of a node (its torch threads follow)", stage.name, cpus)
+        opts = _task_options(stage, gpus_per_job, cpus)
+        params = _params(stage.job) | {"progress": progress, "cpus": cpus}
         data_ref = data_refs[stage.data_key] if stage.data_key else None
         return remotes[stage.memory >= OWN_WORKER_BYTES].options(name=stage.name, **opts).remote(
             stage.stage, upstream, data_ref, params, root, checkpoint_every, on_checkpoint
         )
 
-    done = _StageRunner(ray, submit, list(stages.values()), max_retries).run()
+    done = _StageRunner(ray, submit, list(stages.values()), max_retries, whole_node).run()
     return [done[key] for key in ends]
+
+
+def _make_room() -> None:
+    """Release the idle warm embedding pools: their actors would hold the CPUs the stages wait for
+    (a three-node study's stage waited for 325 s behind six idle actors holding all six CPUs)."""
+    stopped = make_room()
+    if stopped:
+        log.info("released %d idle actor(s) of warm embedding pools so the training stages can be scheduled", stopped)
 
 
 def _task_options(stage: _Stage, gpus: float, cpus: float) -> dict[str, Any]:

@@ -136,6 +136,7 @@ class LoopResult:
     schedule: dict[str, Any] = field(default_factory=dict)
     relative_weight_change: float | None = None
     warnings: list[str] = field(default_factory=list)
+    torch_threads: int = 0  # intra-op threads the steps ran on (a Ray stage: from its declared CPUs)
 
     def summary(self) -> dict[str, Any]:
         tail = self.losses[-10:]
@@ -151,6 +152,7 @@ class LoopResult:
             "check_warnings": list(self.warnings),
             "resumed_from_step": self.resumed_from_step,
             "seconds": round(self.seconds, 3),
+            "torch_threads": self.torch_threads,
         }
 
 
@@ -434,6 +436,7 @@ def run_loop(
     import torch
 
     result = plan_run(n_examples, optim, label)
+    result.torch_threads = torch.get_num_threads()
     steps_per_epoch = result.schedule["steps_per_epoch"]
     total, warmup = result.schedule["total_steps"], result.schedule["warmup_steps"]
 
