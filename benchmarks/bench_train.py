@@ -23,9 +23,12 @@ against transformers' ``Trainer`` with ``DataCollatorForLanguageModeling`` on th
 than wall time does. adaptlab runs
 with its options at their defaults and with each speed option (``fused_attention``, ``precision =
 "bf16"`` where the CPU has it), and for each option prints how far the adapted model's scores
-(cosine of held-out query-passage pairs) move from the default's:
+(cosine of held-out query-passage pairs) move from the default's. ``length_buckets`` (batches of
+similar token length) can only gain where texts differ in length: ``--words 20,200`` gives
+passages and chunks of 20-200 words instead of ones that all reach ``max_seq_length``:
 
     python benchmarks/bench_train.py --against-st --steps 3 --batch-size 16 --max-seq-length 128 --threads 2
+    python benchmarks/bench_train.py --against-st --steps 4 --batch-size 16 --max-seq-length 128 --words 20,200
 """
 
 from __future__ import annotations
@@ -71,6 +74,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     ap.add_argument("--against-st", action="store_true",
                     help="tokens/s per core of FT and PT against plain sentence-transformers / transformers loops")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (--against-st; default torch's)")
+    ap.add_argument("--words", default=None,
+                    help="MIN,MAX words of each passage and chunk (--against-st; default max_seq_length,"
+                         "2 x max_seq_length: every text reaches max_seq_length tokens, so batches pad "
+                         "only queries); e.g. 20,200 for texts of varied length (length_buckets)")
     a = ap.parse_args(argv)
     if a.against_st:
         return against_st(a)
@@ -275,7 +282,8 @@ def _scores(model, pairs: list[tuple[str, str]]):
 def _options() -> dict[str, dict]:
     import torch
 
-    out: dict[str, dict] = {"default": {}, "fused_attention": {"fused_attention": True}}
+    out: dict[str, dict] = {"default": {}, "fused_attention": {"fused_attention": True},
+                            "length_buckets": {"length_buckets": True}}
     if torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported():
         out["bf16"] = {"precision": "bf16"}
         out["bf16+fused_attention"] = {"precision": "bf16", "fused_attention": True}
@@ -303,8 +311,9 @@ def against_st(a: argparse.Namespace) -> dict[str, object]:
     threads = torch.get_num_threads()
     path = str(resolve_model(a.model).path)
     total = (a.warmup_steps + a.steps) * a.batch_size
-    rows = make_triplets(total, a.negatives, seed=a.seed, words=(a.max_seq_length, 2 * a.max_seq_length))
-    chunks = make_passages(total, seed=a.seed + 3, min_words=a.max_seq_length, max_words=2 * a.max_seq_length)
+    lo, hi = (int(w) for w in a.words.split(",")) if a.words else (a.max_seq_length, 2 * a.max_seq_length)
+    rows = make_triplets(total, a.negatives, seed=a.seed, words=(lo, hi))
+    chunks = make_passages(total, seed=a.seed + 3, min_words=lo, max_words=hi)
     heldout = [(q, p) for q, p, _ in make_triplets(64, 0, seed=a.seed + 9)]
     from transformers import AutoTokenizer
 
@@ -315,7 +324,8 @@ def against_st(a: argparse.Namespace) -> dict[str, object]:
     pt_tokens = _tokens(tok, chunks[a.warmup_steps * a.batch_size:], a.max_seq_length)
     print(f"# FT and PT on the CPU, {threads} torch thread(s), load {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
           f"CPUs (other work shares the machine); {a.model}, batch {a.batch_size}, {a.negatives} negative(s), "
-          f"max_seq_length {a.max_seq_length}, {a.warmup_steps} warm-up + {a.steps} timed steps; "
+          f"max_seq_length {a.max_seq_length}, passages of {lo}-{hi} words, {a.warmup_steps} warm-up + "
+          f"{a.steps} timed steps; "
           f"attention {torch.__version__} SDPA")
     res: dict[str, object] = {"bench": "train-against-st", "threads": threads, "load": os.getloadavg()[0],
                               "ft": {}, "pt": {}}

@@ -247,7 +247,7 @@ _ADAPT_KEYS: tuple[str, ...] = (
     "artifact_root", "base_model", "checkpoint_every", "clean", "corpus", "cpus_per_job", "data_dir",
     "duplicate_threshold", "eval_corpus", "exclude", "fraction", "ft", "fused_attention", "gpus_per_job",
     "gradient_checkpointing", "heldout_name",
-    "include", "llm", "lone_stage_all_cpus", "margin", "max_retries", "max_tokens", "merge_source", "merge_weight", "n_negatives",
+    "include", "length_buckets", "llm", "lone_stage_all_cpus", "margin", "max_retries", "max_tokens", "merge_source", "merge_weight", "n_negatives",
     "colbert", "name", "precision", "pt", "questions", "questions_per_chunk", "scales", "seed", "test_fraction", "unit",
     "use_ray", "validation_fraction", "variants",
 )
@@ -273,8 +273,9 @@ def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> Ada
     that runs alone declares a whole node's CPUs, so it trains on its cores), ``max_retries`` [3],
     ``checkpoint_every`` [50], ``gradient_checkpointing`` [false] (PT and FT recompute each layer in
     the backward pass: less memory, same numbers), ``precision`` ["fp32"; "bf16": bfloat16
-    autocast] and ``fused_attention`` [false; true: no attention dropout, the fused SDPA kernel]
-    (both change the numbers and enter artifact keys), and the tables ``[adapt.pt]`` (PTConfig fields), ``[adapt.ft]``
+    autocast], ``fused_attention`` [false; true: no attention dropout, the fused SDPA kernel] and
+    ``length_buckets`` [false; true: batches of similar token length] (they change the numbers and
+    enter artifact keys when set), and the tables ``[adapt.pt]`` (PTConfig fields), ``[adapt.ft]``
     (FTConfig fields; ``max_steps = 0`` means no limit), ``[adapt.llm]`` and ``[adapt.colbert]``
     (``base_model`` [the base model's directory: its BERT becomes an untrained ColBERT], ``name``
     ["colbert"], ``doc_maxlen``/``query_maxlen``/``dim`` and the other ColBERTFTConfig fields).
@@ -392,7 +393,7 @@ def _adapt_mining(study: Study, raw: Mapping[str, Any], check: SectionChecker) -
     return kw
 
 
-_SHARED_TRAINING_KEYS = ("fused_attention", "gradient_checkpointing", "precision")
+_SHARED_TRAINING_KEYS = ("fused_attention", "gradient_checkpointing", "length_buckets", "precision")
 """Loop settings PT and FT share: set in [adapt] for both, or in [adapt.pt] / [adapt.ft] alone."""
 
 

@@ -98,7 +98,48 @@ def test_the_study_sets_precision_and_fused_attention_for_pt_and_ft(tmp_path):
         _adapt_settings(tmp_path, fused_attention=True, ft={"fused_attention": False})
 
 
+def test_length_buckets_batch_neighbours_in_length_in_a_seeded_order():
+    """Hand-checkable: 10 examples of lengths 0, 10, ..., 90 at batch 2 fit one window (16
+    batches), so the batches are the length-sorted pairs, in an order the seed shuffles."""
+    from adaptlab.adapt.train.loop import epoch_order
+
+    lengths = np.arange(10) * 10
+    plain = epoch_order(10, 3, 1, 2)
+    assert plain.tolist() == np.random.default_rng([3, 1]).permutation(10).tolist()  # the default is unchanged
+    order = epoch_order(10, 3, 1, 2, lengths)
+    assert sorted(order.tolist()) == list(range(10))
+    assert sorted(sorted(pair) for pair in order.reshape(5, 2).tolist()) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+    assert order.tolist() == epoch_order(10, 3, 1, 2, lengths).tolist()  # deterministic
+    assert order.tolist() != epoch_order(10, 3, 2, 2, lengths).tolist()  # each epoch its own order
+    odd = epoch_order(7, 0, 0, 2, np.arange(7))
+    assert odd[-1] == 0 and sorted(odd.tolist()) == list(range(7))  # the short batch is last: the shortest
+    long = epoch_order(100, 0, 0, 2, np.arange(100))  # windows of 32: a batch never spans two windows
+    perm = np.random.default_rng([0, 0]).permutation(100)
+    window = {int(i): w for w in range(4) for i in perm[32 * w : 32 * (w + 1)]}
+    assert all(window[int(a)] == window[int(b)] for a, b in long.reshape(50, 2))
+
+
+def test_length_buckets_reach_the_loop_from_the_study(tmp_path, tiny_model: Path, triplets, monkeypatch):
+    from test_memory import _adapt_settings
+
+    from adaptlab.adapt.train import loop
+    from adaptlab.adapt.train.ft import fine_tune_model
+
+    s = _adapt_settings(tmp_path, length_buckets=True)
+    assert s.pt.length_buckets and s.ft.length_buckets and not _adapt_settings(tmp_path).ft.length_buckets
+    seen: list = []
+    original = loop.epoch_order
+    monkeypatch.setattr(loop, "epoch_order", lambda *a: seen.append(a[-1]) or original(*a))
+    for on in (False, True):
+        cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=1, min_steps=0,
+                       length_buckets=on)
+        fine_tune_model(loop.load_sentence_model(tiny_model, "cpu"), triplets, cfg, seed=0, prefixes=("", ""),
+                        device="cpu")
+    assert seen[0] is None and len(seen[1]) == len(triplets) and min(seen[1]) > 0
+
+
 def test_set_options_enter_the_artifact_key_and_defaults_do_not():
+    assert "length_buckets" not in FTConfig().key_dict() and PTConfig(length_buckets=True).key_dict()["length_buckets"]
     assert "precision" not in FTConfig().key_dict() and "fused_attention" not in PTConfig().key_dict()
     assert FTConfig(precision="bf16").key_dict()["precision"] == "bf16"
     assert PTConfig(fused_attention=True).key_dict()["fused_attention"] is True

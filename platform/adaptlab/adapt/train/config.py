@@ -30,7 +30,7 @@ __all__ = ["KEYED_IF_SET", "RUNTIME_FIELDS", "LoopConfig", "TrainConfig", "check
 
 RUNTIME_FIELDS = ("gradient_checkpointing",)
 """Fields of :class:`LoopConfig` that change how training runs, not what it computes."""
-KEYED_IF_SET = {"precision": "fp32", "fused_attention": False}
+KEYED_IF_SET = {"precision": "fp32", "fused_attention": False, "length_buckets": False}
 """Fields that change the numbers but enter artifact keys only when set (their defaults here)."""
 
 
@@ -83,7 +83,10 @@ class LoopConfig(TrainConfig):
     Two speed options that change the numbers (off by default; see :mod:`.loop`): ``precision``
     ``"bf16"`` runs the forward pass under bfloat16 autocast (weights, gradients and optimizer
     stay fp32), and ``fused_attention`` trains without attention-probability dropout, so PyTorch's
-    fused scaled-dot-product attention kernel runs instead of the unfused path that dropout needs."""
+    fused scaled-dot-product attention kernel runs instead of the unfused path that dropout needs.
+    ``length_buckets`` (off by default) batches examples of similar token length together, so
+    batches pad to less (:func:`adaptlab.adapt.train.loop.epoch_order`); it changes which examples
+    share a batch."""
 
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
@@ -95,6 +98,7 @@ class LoopConfig(TrainConfig):
     gradient_checkpointing: bool = False
     precision: str = "fp32"
     fused_attention: bool = False
+    length_buckets: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -104,6 +108,8 @@ class LoopConfig(TrainConfig):
                               f"{', '.join(repr(p) for p in PRECISIONS)}")
         if not isinstance(self.fused_attention, bool):
             raise ConfigError(f"{owner}.fused_attention = {self.fused_attention!r}: expected true or false")
+        if not isinstance(self.length_buckets, bool):
+            raise ConfigError(f"{owner}.length_buckets = {self.length_buckets!r}: expected true or false")
         if not isinstance(self.gradient_checkpointing, bool):
             raise ConfigError(f"{owner}.gradient_checkpointing = {self.gradient_checkpointing!r}: expected true or false")
         if not 0.0 <= self.warmup_ratio < 1.0:
@@ -133,12 +139,13 @@ class LoopConfig(TrainConfig):
             gradient_checkpointing=self.gradient_checkpointing,
             precision=self.precision,
             fused_attention=self.fused_attention,
+            length_buckets=self.length_buckets,
         )
 
     def key_dict(self) -> dict[str, Any]:
         """The fields that decide the trained weights (the artifact key's hyperparameters):
         all but ``gradient_checkpointing``, which changes memory and time, not the numbers;
-        ``precision`` and ``fused_attention`` only when not at their defaults, so the keys of
+        ``precision``, ``fused_attention`` and ``length_buckets`` only when not at their defaults, so the keys of
         artifacts trained before they existed stay the same."""
         return {k: v for k, v in asdict(self).items()
                 if k not in RUNTIME_FIELDS and not (k in KEYED_IF_SET and v == KEYED_IF_SET[k])}

@@ -220,6 +220,26 @@ def _negative_columns(rows: TripletRows, idx: np.ndarray, n: int) -> list[list[s
     return cols
 
 
+def _example_lengths(model: Any, rows: TripletRows, n_negatives: int, prefixes: tuple[str, str]) -> np.ndarray:
+    """The ``length_buckets`` sort key of each triplet (:func:`adaptlab.adapt.train.loop.epoch_order`),
+    in tokens truncated as the model truncates: its longest passage (the positive or a negative a
+    batch uses), ties broken by its total (query + passages). Each text column of a batch pads to
+    its own longest text, and the passage columns are the long ones: a batch costs about the
+    longest passage times the columns, so triplets whose passages are all short go together."""
+    tokenizer, limit = model.tokenizer, int(model.max_seq_length or 512)
+
+    def count(texts: list[str]) -> np.ndarray:
+        ids = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
+        return np.array([len(x) for x in ids], dtype=np.int64)
+
+    q_prefix, p_prefix = prefixes
+    passages = [count([p_prefix + r[1] for r in rows])]
+    for j in range(n_negatives):
+        passages.append(count([p_prefix + r[2][j % len(r[2])] if r[2] else "" for r in rows]))
+    total = count([q_prefix + r[0] for r in rows]) + np.sum(passages, axis=0)
+    return np.max(passages, axis=0) + total / (1.0 + total.max())
+
+
 def _tokenizer_call(model: Any) -> Callable[[list[str]], dict[str, Any]]:
     fn = getattr(model, "preprocess", None)
     if fn is None:  # sentence-transformers < 5.7
@@ -289,6 +309,7 @@ def fine_tune_model(
         on_checkpoint=on_checkpoint,
         on_epoch_end=on_epoch_end,
         label=label,
+        lengths=_example_lengths(model, rows, config.num_negatives, prefixes) if config.length_buckets else None,
     )
 
 

@@ -2,7 +2,8 @@
 decay, gradient clipping, and checkpoints that make a killed run resumable.
 
 Determinism: the examples of epoch ``e`` are visited in the order
-``numpy.random.default_rng([seed, e]).permutation(n)``, and step ``s`` runs its forward and
+``numpy.random.default_rng([seed, e]).permutation(n)`` (with ``length_buckets``, that order
+grouped by length: :func:`epoch_order`), and step ``s`` runs its forward and
 backward pass under ``torch.random.fork_rng`` seeded with ``SeedSequence([seed, s])`` (dropout,
 MLM masking). Every random draw is therefore a function of ``(seed, step)`` and the global torch
 RNG is left untouched; a run resumed from a checkpoint at step ``s`` continues exactly as the
@@ -44,7 +45,10 @@ Speed options that change the numbers (off by default; measured in benchmarks/be
 on a device that computes bfloat16 natively: :func:`check_precision`), and ``fused_attention``
 trains without attention-probability dropout (:func:`set_attention_dropout`), so PyTorch's fused
 scaled-dot-product attention kernel runs, which with dropout falls back to an unfused path that
-draws and stores a ``batch x heads x s x s`` dropout mask per layer. Both enter artifact keys.
+draws and stores a ``batch x heads x s x s`` dropout mask per layer. ``length_buckets`` batches
+examples of similar token length together (:func:`epoch_order`), so a batch pads to less; it
+changes which examples share a batch (for FT: the in-batch negatives). All three enter artifact
+keys when set.
 
 Checkpoints (``checkpoint_dir/step-<s>/``, written every ``checkpoint_every`` steps and at the end
 of each epoch when asked, and resumed from) are :mod:`.checkpoints`: their layout, the latest
@@ -112,6 +116,35 @@ class OptimConfig:
     gradient_checkpointing: bool = False
     precision: str = "fp32"
     fused_attention: bool = False
+    length_buckets: bool = False
+
+
+BUCKET_BATCHES = 16
+"""Batches per window that :func:`epoch_order` sorts by length (``length_buckets``)."""
+
+
+def epoch_order(n: int, seed: int, epoch: int, batch_size: int, lengths: np.ndarray | None = None) -> np.ndarray:
+    """The examples of epoch ``epoch`` in the order the loop visits them, batch after batch.
+
+    ``rng = numpy.random.default_rng([seed, epoch])``; the order is ``rng.permutation(n)``. With
+    ``lengths`` (``length_buckets``; one token count per example) that permutation is cut into
+    windows of :data:`BUCKET_BATCHES` x ``batch_size`` examples, each window is sorted by length
+    (longest first, ties in permutation order) and cut into batches, and the full batches are
+    shuffled with the same generator (``rng.permutation``); the epoch's short last batch (``n mod
+    batch_size`` examples) stays last. Each batch then holds neighbours in length, so it pads to
+    less, while which window an example falls in stays random (the "sortish" sampling of
+    fairseq and of transformers' ``group_by_length``, Ott et al., 2019, section 3)."""
+    rng = np.random.default_rng([int(seed), int(epoch)])
+    order = rng.permutation(n)
+    if lengths is None or n <= batch_size:
+        return order
+    lengths = np.asarray(lengths)
+    window = BUCKET_BATCHES * batch_size
+    order = np.concatenate([w[np.argsort(-lengths[w], kind="stable")]
+                            for w in np.split(order, range(window, n, window))])
+    full = n // batch_size
+    batches = order[: full * batch_size].reshape(full, batch_size)[rng.permutation(full)]
+    return np.concatenate([batches.ravel(), order[full * batch_size:]])
 
 
 PRECISIONS = ("fp32", "bf16")
@@ -423,9 +456,12 @@ def run_loop(
     on_checkpoint: Callable[[int], None] | None = None,
     on_epoch_end: Callable[[int, Path | None], None] | None = None,
     label: str = "training",
+    lengths: np.ndarray | None = None,
 ) -> LoopResult:
     """Train ``model`` (its trainable parameters) for ``optim.epochs`` epochs over
     ``n_examples`` examples; ``compute_loss(indices)`` returns the scalar loss of one batch.
+    ``lengths`` (a token count per example) groups batches by length when
+    ``optim.length_buckets`` is on (:func:`epoch_order`).
 
     Resumes from ``checkpoint_dir`` when it holds a checkpoint. ``on_checkpoint(step)`` runs
     after each checkpoint is complete; ``on_epoch_end(epoch, checkpoint)`` after each epoch
@@ -450,7 +486,9 @@ def run_loop(
     for step in range(start, total):
         epoch, b = divmod(step, steps_per_epoch)
         if epoch != order_epoch:
-            order, order_epoch = np.random.default_rng([int(seed), epoch]).permutation(n_examples), epoch
+            order = epoch_order(n_examples, seed, epoch, optim.batch_size,
+                                lengths if optim.length_buckets else None)
+            order_epoch = epoch
         idx = order[b * optim.batch_size : (b + 1) * optim.batch_size]
         lr = optim.learning_rate * linear_warmup_decay(step, total, warmup)
         with progress.running(step, result.losses):

@@ -149,6 +149,7 @@ def pretrain_model(
         checkpoint_each_epoch=checkpoint_each_epoch,
         on_checkpoint=on_checkpoint,
         label=label,
+        lengths=np.array([len(ids) for ids in encoded["input_ids"]]) if config.length_buckets else None,
     )
     encoder = st_model[0].auto_model
     trained = {k: v.to(next(encoder.parameters()).device) for k, v in mlm.base_model.state_dict().items()}
