@@ -553,11 +553,12 @@ def run_adaptation_jobs(
 
     progress = progress_enabled()
 
-    node_cpus = largest_node_cpus(cpus_per_job)
-    whole_node = lone_stage_all_cpus and not gpus_per_job and node_cpus > cpus_per_job
+    whole_node = lone_stage_all_cpus and not gpus_per_job
 
     def submit(stage: _Stage, upstream: Any) -> Any:
-        cpus = node_cpus if stage.whole_node else cpus_per_job
+        # the largest node now: after a node loss a lone stage must fit a node that is left
+        cpus = max(cpus_per_job, largest_node_cpus(cpus_per_job)) if stage.whole_node else cpus_per_job
+        stage.whole_node = cpus > cpus_per_job
         if stage.whole_node:
             log.info("%s runs alone: it declares all %g CPUs of a node (its torch threads follow)", stage.name, cpus)
         opts = _task_options(stage, gpus_per_job, cpus)
