@@ -24,7 +24,7 @@ def _summary():
 def test_commit_summary_returns_the_store_version(tmp_path, monkeypatch):
     monkeypatch.delenv(SUBMITTED_CODE_ENV, raising=False)
     first = commit_summary(tmp_path / "s", _summary(), dataset="d", config={"k": 1})
-    second = commit_summary(tmp_path / "s", _summary(), dataset="d", config={"k": 1})
+    second = commit_summary(tmp_path / "s", _summary(), dataset="d", config={"k": 2})  # another evaluation
     assert isinstance(first, StoredRuns) and set(first) == {"a", "b"}
     store = results.open(tmp_path / "s")
     assert second.version == store.version() and first.version is not None and first.version < second.version

@@ -156,6 +156,73 @@ def test_evaluate_cut_on_s3_says_the_outcome_is_unknown_and_names_the_run_to_loo
     assert rc == 0 and "in the store (committed at version 1)" in out, err
 
 
+_EVALUATE = ["evaluate", "--qrels", "qrels.txt", "--run", "run.txt", "--metrics", "ndcg@10", "--bootstrap", "20",
+             "--dataset", "toy"]
+
+
+def _row_counts(uri: str) -> tuple[int, int, int]:
+    store = results.open(uri)
+    try:
+        return store.runs().num_rows, store.metrics(kind="all").num_rows, store.per_query().num_rows
+    finally:
+        store.close()
+
+
+def test_evaluate_run_again_after_a_cut_commit_adds_nothing(proxy, work):
+    """The user's natural retry: the same command again once the endpoint is back."""
+    uri = f"s3://{BUCKET}/evaluate-again-{proxy.parent.name}"
+    (proxy / "armed").touch()
+    rc, out, err = cli([*_EVALUATE, "--store", uri])
+    line = assert_one_line_error(rc, err, ("outcome unknown",))
+    run_id = re.search(r"--has-run ([0-9a-f]{32})", line).group(1)
+    (proxy / "down").unlink()
+    before = _row_counts(uri)
+    assert before == (1, 1, 3)  # the cut commit landed
+    rc, out, err = cli([*_EVALUATE, "--store", uri])
+    assert rc == 0, err
+    assert f"already in the store as run {run_id} (version 1); nothing added" in err.splitlines()
+    assert "ndcg@10" in out  # the evaluation is still printed
+    assert _row_counts(uri) == before and results.open(uri).version() == 1
+    rc, out, err = cli(["results", "--store", uri, "--has-run", run_id])
+    assert rc == 0 and f"run {run_id}: in the store (committed at version 1)" in out, err
+
+
+def test_evaluate_again_on_disk_adds_nothing_and_other_inputs_or_again_add_runs(work):
+    store = str(work / "s")
+    rc, _, err = cli([*_EVALUATE, "--store", store])
+    assert rc == 0 and "already in the store" not in err, err
+    assert _row_counts(store) == (1, 1, 3)
+    rc, _, err = cli([*_EVALUATE, "--store", store])
+    assert rc == 0 and re.search(r"^already in the store as run [0-9a-f]{32} \(version 1\); nothing added$", err, re.M), err
+    assert _row_counts(store) == (1, 1, 3)
+    rc, _, err = cli([*_EVALUATE[:-2], "--dataset", "toy2", "--store", store])  # another dataset name: a new evaluation
+    assert rc == 0 and "already in the store" not in err, err
+    (work / "run.txt").write_text((work / "run.txt").read_text().replace("0.90 sys", "0.95 sys"))  # other scores
+    rc, _, err = cli([*_EVALUATE, "--store", store])
+    assert rc == 0 and "already in the store" not in err, err
+    rc, _, err = cli([*_EVALUATE, "--store", store, "--again"])  # the same evaluation, forced
+    assert rc == 0 and "already in the store" not in err, err
+    assert _row_counts(store) == (4, 4, 12) and results.open(store).version() == 4
+
+
+def test_a_study_run_again_after_a_cut_commit_adds_nothing(proxy, work, monkeypatch):
+    uri = f"s3://{BUCKET}/study-again-{proxy.parent.name}"
+    (proxy / "armed").touch()
+    rc, out, err = cli(["run", "study.toml", "--store", uri])
+    line = assert_one_line_error(rc, err, ("outcome unknown",))
+    run_id = re.search(r"--has-run ([0-9a-f]{32})", line).group(1)
+    (proxy / "down").unlink()
+    before = _row_counts(uri)
+    assert before[0] == 1 and before[2] > 0
+    monkeypatch.setenv("ADAPTLAB_PROGRESS", "1")  # the study's line is a progress line
+    rc, out, err = cli(["run", "study.toml", "--store", uri])
+    assert rc == 0, err
+    assert f"syn: already in the store as run {run_id} (version 1); nothing added" in err
+    assert _row_counts(uri) == before and results.open(uri).version() == 1
+    rc, out, err = cli(["results", "--store", uri, "--has-run", run_id])
+    assert rc == 0 and "in the store (committed at version 1)" in out, err
+
+
 def test_has_run_says_which_runs_are_missing_with_exit_1(tmp_path):
     store = results.open(tmp_path / "s", create=True)
     runs, metrics, per_query = _commit_rows()

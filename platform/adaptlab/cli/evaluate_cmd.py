@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config, print_json
@@ -31,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", help="compare every run against this one only (default: all pairs)")
     p.add_argument("--store", help="also commit the results to this results store (a directory or an s3://, gs://, az:// URI)")
     p.add_argument("--dataset", help="dataset name for the store (required with --store)")
+    p.add_argument("--again", action="store_true",
+                   help="with --store: commit new runs even when the store already holds this evaluation (by "
+                        "default the same inputs, settings and adaptlab version add nothing)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
     add_common(p)
     p.set_defaults(handler=run)
@@ -68,11 +72,14 @@ def run(args: argparse.Namespace) -> int:
     if args.store is not None:
         from adaptlab.retrieval.build import records_from_run  # the per-query rows compare/plan --store read
 
-        commit_summary(args.store, summary, dataset=dataset,
-                       records=[records_from_run(runs[n], qrels, system=n, dataset=dataset) for n in runs],
-                       config={"command": "evaluate", "qrels": str(args.qrels), "runs": [str(r) for r in args.runs],
-                               "metrics": [str(m) for m in measures]},
-                       provenance={n: {"model_id": f"trec-run:{args.runs[i]}"} for i, n in enumerate(runs)})
+        stored = commit_summary(
+            args.store, summary, dataset=dataset,
+            records=[records_from_run(runs[n], qrels, system=n, dataset=dataset) for n in runs],
+            config={"command": "evaluate", "qrels": str(args.qrels), "runs": [str(r) for r in args.runs],
+                    "metrics": [str(m) for m in measures]},
+            provenance={n: {"model_id": f"trec-run:{args.runs[i]}"} for i, n in enumerate(runs)}, again=args.again)
+        if not stored.added:
+            print(stored.already_stored(), file=sys.stderr)
     if args.format == "json":
         print_json(summary.to_json())
     else:

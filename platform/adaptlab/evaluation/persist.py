@@ -4,10 +4,22 @@ rows, and optionally the per-query records, all in one atomic commit.
 The returned :class:`StoredRuns` maps each system to its run id and carries the commit's id and
 the store ``version`` it created (what a paper cites: ``results.open(uri, version=N)``). A job
 started by ``adaptlab submit`` records the submitted code (``ADAPTLAB_SUBMITTED_CODE``: version,
-git commit, hash of the uploaded files) under ``config["submitted_code"]`` of every run."""
+git commit, hash of the uploaded files) under ``config["submitted_code"]`` of every run.
+
+Retries add nothing (issue 28). The run ids of a commit are derived from :func:`evaluation_key`,
+the SHA-256 of everything the commit stores except run ids, times and host (the adaptlab
+version, dataset and its fingerprint, study, provenance, run config, the summary's settings and
+values, the per-query records and extra metric rows):
+``run_id = SHA-256(key, NUL, system)[:32 hex]``. Running the same evaluation again (for instance
+after a commit whose outcome was unknown) finds those run ids in the store
+(:meth:`~adaptlab.results.writer.ResultsStore.commit_of`) and adds nothing; any different input,
+setting or value is a new key, so new runs. ``again=True`` draws random run ids instead (a new
+commit of the same evaluation, as before). Two identical evaluations committing at the same
+moment are not detected (each looks before it writes) and store the rows twice."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -16,9 +28,10 @@ from typing import Any
 
 from adaptlab import results
 from adaptlab.evaluation.summary import EvaluationSummary
+from adaptlab.results.provenance import to_json
 from adaptlab.storage.names import check_name, check_names
 
-__all__ = ["SUBMITTED_CODE_ENV", "StoredRuns", "commit_summary"]
+__all__ = ["SUBMITTED_CODE_ENV", "StoredRuns", "commit_summary", "evaluation_key", "keyed_run_ids"]
 
 SUBMITTED_CODE_ENV = "ADAPTLAB_SUBMITTED_CODE"
 """Set by ``adaptlab submit`` in the job's environment: JSON describing the uploaded code."""
@@ -26,16 +39,26 @@ SUBMITTED_CODE_ENV = "ADAPTLAB_SUBMITTED_CODE"
 
 class StoredRuns(dict):
     """``{system: run_id}`` of one commit, with ``commit_id`` and the store ``version`` it created
-    (``None`` when the store could not tell) and the store's ``uri``."""
+    (``None`` when the store could not tell), the store's ``uri``, and ``added``: False when the
+    store already held this evaluation (a retry: nothing was written; ``version`` is the
+    commit that holds it)."""
 
     commit_id: str | None
     version: int | None
     uri: str
+    added: bool
 
     def __init__(self, run_ids: Mapping[str, str], *, commit_id: str | None = None, version: int | None = None,
-                 uri: str = "") -> None:
+                 uri: str = "", added: bool = True) -> None:
         super().__init__(run_ids)
-        self.commit_id, self.version, self.uri = commit_id, version, uri
+        self.commit_id, self.version, self.uri, self.added = commit_id, version, uri, added
+
+    def already_stored(self) -> str:
+        """The one line that says a retry added nothing:
+        ``already in the store as run R (version V); nothing added``."""
+        ids = list(self.values())
+        runs = f"run {ids[0]}" if len(ids) == 1 else "runs " + ", ".join(f"{r} ({s})" for s, r in self.items())
+        return f"already in the store as {runs} (version {self.version}); nothing added"
 
 
 def submitted_code() -> dict[str, Any] | None:
@@ -63,9 +86,14 @@ def commit_summary(
     records: Sequence[Any] = (),
     extra_metric_rows: Sequence[Mapping[str, Any]] = (),
     study: str | None = None,
+    again: bool = False,
 ) -> StoredRuns:
     """Write ``summary`` atomically; returns ``{system: run_id}`` with ``.version`` (the store
     version of the commit) and ``.commit_id``.
+
+    The run ids come from :func:`evaluation_key`: when the store already holds them (the same
+    evaluation committed before) nothing is written and the result's ``.added`` is False.
+    ``again=True`` commits new random run ids whatever the store holds.
 
     ``provenance[system]`` may give ``model_id`` and ``model_revision``; ``records`` are
     :class:`~adaptlab.retrieval.records.PerQueryRecords` whose rows go to ``per_query``.
@@ -79,11 +107,20 @@ def commit_summary(
     check_names(summary.systems, "commit_summary(): system names")  # the same rule as every user-given name
     store = results.open(store_root, create=True)
     provenance = provenance or {}
-    run_ids = {s: results.new_run_id() for s in summary.systems}
     config = dict(config)
     code = submitted_code()
     if code is not None:
         config.setdefault("submitted_code", code)
+    if again:
+        run_ids = {s: results.new_run_id() for s in summary.systems}
+    else:
+        key = evaluation_key(summary, dataset=dataset, config=config, provenance=provenance,
+                             dataset_fingerprint=dataset_fingerprint, records=records,
+                             extra_metric_rows=extra_metric_rows, study=study)
+        run_ids = keyed_run_ids(key, list(summary.systems))
+        landed = store.commit_of(list(run_ids.values()))
+        if landed is not None:  # this evaluation is in the store already: a retry adds nothing
+            return StoredRuns(run_ids, commit_id=str(landed), version=landed.version, uri=store.uri, added=False)
     runs = [
         results.run_record(
             s, dataset, run_id=run_ids[s],
@@ -111,3 +148,51 @@ def commit_summary(
         per_query = pa.concat_tables(tables)
     commit = store.commit(runs, rows, per_query)
     return StoredRuns(run_ids, commit_id=str(commit), version=getattr(commit, "version", None), uri=store.uri)
+
+
+def evaluation_key(
+    summary: EvaluationSummary,
+    *,
+    dataset: str,
+    config: Mapping[str, Any],
+    provenance: Mapping[str, Mapping[str, Any]],
+    dataset_fingerprint: str,
+    records: Sequence[Any],
+    extra_metric_rows: Sequence[Mapping[str, Any]],
+    study: str | None,
+) -> str:
+    """The idempotency key of one evaluation: SHA-256 (hex) over the adaptlab version, ``dataset``,
+    ``study``, ``dataset_fingerprint``, ``provenance``, ``config`` (canonical JSON, sorted keys), the
+    summary (:meth:`EvaluationSummary.to_json`: bootstrap settings, every value, CI, p-value and
+    rank, plus the query ids), ``extra_metric_rows`` and each per-query record's ids and arrays
+    (:func:`_records_digest`). Equal keys mean the commit would store the same rows, up to run
+    ids, timestamps and host."""
+    from adaptlab import __version__
+
+    head = {"adaptlab": __version__, "dataset": dataset, "study": study, "dataset_fingerprint": dataset_fingerprint,
+            "provenance": provenance, "config": config, "summary": summary.to_json(),
+            "query_ids": list(summary.query_ids), "excluded": list(summary.excluded_queries),
+            "extra": [dict(r) for r in extra_metric_rows]}
+    h = hashlib.sha256(to_json(head, what="the evaluation's key").encode("utf-8"))
+    for rec in records:
+        _records_digest(h, rec)
+    return h.hexdigest()
+
+
+def _records_digest(h: Any, rec: Any) -> None:
+    """Feed one :class:`~adaptlab.retrieval.records.PerQueryRecords` into the hash ``h``: its names
+    and id lists as JSON (unambiguous for any character), then the shape and bytes of each array."""
+    import numpy as np
+
+    ids = [rec.system, rec.dataset, rec.query_ids, rec.topk_ids, rec.gold_ids, rec.random_ids]
+    h.update(json.dumps(ids, separators=(",", ":")).encode("utf-8"))
+    for name in ("topk_scores", "gold_rank", "sim_gold", "sim_random"):
+        arr = np.ascontiguousarray(getattr(rec, name))
+        h.update(f"{name}{arr.dtype.str}{arr.shape}".encode("ascii"))
+        h.update(arr.tobytes())
+
+
+def keyed_run_ids(key: str, systems: Sequence[str]) -> dict[str, str]:
+    """``{system: run_id}`` derived from an :func:`evaluation_key`: the first 32 hex digits of
+    SHA-256(key, NUL, system), the shape of :func:`adaptlab.results.new_run_id`'s ids."""
+    return {s: hashlib.sha256(f"{key}\0{s}".encode("utf-8")).hexdigest()[:32] for s in systems}

@@ -148,10 +148,37 @@ class ResultsStore(StoreReader):
         version when the log no longer shows that commit; None: not in this snapshot); what tells
         whether a commit whose outcome was unknown landed."""
         stored = self._run_commits(list(run_ids))
-        version_of = {h.get(COMMIT_KEY): h.get("version") for h in self._table().history()}
-        now = self.version()  # the log may no longer show an old commit (a checkpoint and log clean-up)
-        found = {r["run_id"]: int(version_of.get(r["commit_id"], now)) for r in stored}
+        version_of = self._commit_versions(stored)
+        found = {r["run_id"]: version_of[r["commit_id"]] for r in stored}
         return {r: found.get(r) for r in run_ids}
+
+    def commit_of(self, run_ids: list[str]) -> CommitId | None:
+        """The commit whose ``runs`` rows are exactly these run ids' (its id and ``.version``), or
+        None when none of them is in the store: how a retry of an evaluation with the same run ids
+        (:func:`adaptlab.evaluation.persist.commit_summary` derives them from the evaluation's
+        content) finds that it landed. Raises :class:`StoreError` when the store holds only some
+        of them, or holds them in different commits (one evaluation is one commit)."""
+        wanted = sorted(set(run_ids))
+        stored = self._run_commits(wanted)
+        if not stored:
+            return None
+        commits = sorted({str(r["commit_id"]) for r in stored})
+        missing = sorted(set(wanted) - {r["run_id"] for r in stored})
+        if missing or len(commits) > 1:
+            raise StoreError(
+                f"{self.uri}: the runs {', '.join(wanted[:3])}{', ...' if len(wanted) > 3 else ''} of one evaluation "
+                f"are in the store only in part (missing: {', '.join(missing[:3]) or 'none'}; in {len(commits)} "
+                "commit(s)); `adaptlab results repair` checks the store; commit with again=True (evaluate --again) "
+                "to store the evaluation as new runs"
+            )
+        return CommitId(commits[0], self._commit_versions(stored)[commits[0]])
+
+    def _commit_versions(self, stored: list[dict[str, Any]]) -> dict[str, int]:
+        """The store version of each ``commit_id`` in ``stored`` (the current version when the log
+        no longer shows that commit: a checkpoint and log clean-up)."""
+        version_of = {h.get(COMMIT_KEY): h.get("version") for h in self._table().history()}
+        now = self.version()
+        return {r["commit_id"]: int(version_of.get(r["commit_id"], now)) for r in stored}
 
     def transactions_done(self, app_id: str) -> int:
         """How many transactions of the Delta application id ``app_id`` the store holds (0: none).

@@ -310,7 +310,7 @@ def _committed_note(outcomes: list[DatasetOutcome], store_root: Path | None) -> 
         return f" [no evaluation rows of this study were committed to {store_root}]"
     names = ", ".join(f"{o.dataset} (version {getattr(o.run_ids, 'version', '?')})" for o in done)
     return (f" [datasets already committed to {store_root} before this error: {names}; each dataset is one "
-            "atomic commit, so running the study again stores them again as new runs]")
+            "atomic commit, and running the study again adds nothing for them]")
 
 
 def system_embedder(section: ModelSection, study: Study,
@@ -422,6 +422,8 @@ def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
                                              provenance=provenance, dataset_fingerprint=ds.fingerprint(),
                                              records=list(records.values()), study=study.study.name,
                                              extra_metric_rows=analysis_rows)
+        if not outcome.run_ids.added:
+            log(f"[adaptlab] {plan.name}: {outcome.run_ids.already_stored()}")
     return outcome
 
 
