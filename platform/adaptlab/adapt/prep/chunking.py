@@ -24,11 +24,12 @@ warning line per corpus with their count and the longest; each one is logged at 
 from __future__ import annotations
 
 import logging
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -128,13 +129,14 @@ class _Counter:
         """Tokens of each text as counted against the limit."""
         return self._lengths(texts, self.special)
 
-    def _lengths(self, texts: Iterable[str], special: bool) -> list[int]:
+    def _lengths(self, texts: Iterable[str], special: bool) -> array:
         """Token counts, tokenising :data:`COUNT_BATCH` texts at a time: only the counts are
-        kept, so a document of millions of sentences never holds all their token ids at once."""
-        out: list[int] = []
+        kept (8 bytes each, an ``array``), so a document of millions of sentences never holds all
+        their token ids, or a Python int per sentence, at once."""
+        out = array("q")
         it = iter(texts)
         while batch := list(islice(it, COUNT_BATCH)):
-            out += [len(x) for x in self(batch, add_special_tokens=special)["input_ids"]]
+            out.extend(len(x) for x in self(batch, add_special_tokens=special)["input_ids"])
         return out
 
     def windows(self, text: str, budget: int) -> list[tuple[int, int]] | None:
@@ -211,57 +213,77 @@ def chunk_document(
         raise ConfigError(
             f"max_tokens={max_tokens} leaves no room after {counter.overhead} special tokens"
         )
-    split = splitter or _default_splitter()
     text = doc.text
-    spans = [(s, e) for s, e in split(text) if text[s:e].strip()]
-    if not spans:
+    starts, ends = _sentences(text, splitter or _default_splitter())
+    if not starts:
         return []
-    counts = counter.content(text[s:e] for s, e in spans)  # streamed: see _Counter._lengths
+    counts = counter.content(text[s:e] for s, e in zip(starts, ends))  # streamed: see _Counter._lengths
     sink: list[LongSentence] = long_sentences if long_sentences is not None else []
 
-    groups = _group(doc, spans, counts, budget, counter, sink)
+    groups = _group(doc, starts, ends, counts, budget, counter, sink)
     out: list[tuple[int, int, str | None, bool, int]] = []
-    exact = counter.exact(d if d is not None else text[g[0][0] : g[-1][1]] for g, _, d in groups)
-    for (group, flagged, decoded), n in zip(groups, exact, strict=True):
-        if n <= max_tokens or len(group) == 1:
+    exact = counter.exact(g.decoded if g.decoded is not None else text[g.start : g.end] for g in groups)
+    for g, n in zip(groups, exact, strict=True):
+        if n <= max_tokens or g.hi - g.lo == 1:
             if n > max_tokens:
                 log.warning(
                     "document %r: chunk at characters %d-%d has %d tokens after re-tokenisation "
-                    "(limit %d)", doc.id, group[0][0], group[-1][1], n, max_tokens,
+                    "(limit %d)", doc.id, g.start, g.end, n, max_tokens,
                 )
-            out.append((group[0][0], group[-1][1], decoded, flagged, n))
+            out.append((g.start, g.end, g.decoded, g.flagged, n))
             continue
-        out.extend(_repack(text, group, counter, max_tokens))
+        out.extend(_repack(text, starts[g.lo : g.hi], ends[g.lo : g.hi], counter, max_tokens))
     if long_sentences is None and sink:
-        _warn_long(sink, max_tokens, sum(1 for g in groups if g[1]), None)
+        _warn_long(sink, max_tokens, sum(1 for g in groups if g.flagged), None)
     return _make_chunks(doc, out)
 
 
+def _sentences(text: str, split: SentenceSplitter) -> tuple[array, array]:
+    """Start and end offsets of the sentences of ``text`` that hold non-space text, as two
+    ``array``s (16 bytes a sentence, where a list of ``(start, end)`` tuples costs about 120)."""
+    starts, ends = array("q"), array("q")
+    for s, e in split(text):
+        if text[s:e].strip():
+            starts.append(s)
+            ends.append(e)
+    return starts, ends
+
+
+class _Unit(NamedTuple):
+    """A packing unit: sentences ``lo``..``hi - 1`` (characters ``start``..``end``), or one token
+    window of an over-long sentence (``flagged``; ``decoded``: its text when the tokenizer gives
+    no offsets)."""
+
+    start: int
+    end: int
+    lo: int
+    hi: int
+    flagged: bool
+    decoded: str | None
+
+
 def _group(
-    doc: Document, spans: list[tuple[int, int]], counts: list[int], budget: int, counter: _Counter,
+    doc: Document, starts: array, ends: array, counts: array, budget: int, counter: _Counter,
     sink: list[LongSentence],
-) -> list[tuple[list[tuple[int, int]], bool, str | None]]:
+) -> list[_Unit]:
     """Greedy packing units: runs of whole sentences within ``budget``, or token windows of an
-    over-long sentence (flagged, standalone), as (sentence spans, flagged, decoded text)."""
-    text = doc.text
-    groups: list[tuple[list[tuple[int, int]], bool, str | None]] = []
-    current: list[tuple[int, int]] = []
-    used = 0
-    for (s, e), n in zip(spans, counts, strict=True):
+    over-long sentence (flagged, standalone)."""
+    groups: list[_Unit] = []
+    lo, used = 0, 0
+    for i, n in enumerate(counts):
         if n > budget:
-            if current:
-                groups.append((current, False, None))
-                current, used = [], 0
-            for ps, pe, decoded in _pieces(text, s, e, n, budget, counter, doc.id, sink):
-                groups.append(([(ps, pe)], True, decoded))
+            if lo < i:
+                groups.append(_Unit(starts[lo], ends[i - 1], lo, i, False, None))
+            for ps, pe, decoded in _pieces(doc.text, starts[i], ends[i], n, budget, counter, doc.id, sink):
+                groups.append(_Unit(ps, pe, i, i + 1, True, decoded))
+            lo, used = i + 1, 0
             continue
-        if current and used + n > budget:
-            groups.append((current, False, None))
-            current, used = [], 0
-        current.append((s, e))
+        if lo < i and used + n > budget:
+            groups.append(_Unit(starts[lo], ends[i - 1], lo, i, False, None))
+            lo, used = i, 0
         used += n
-    if current:
-        groups.append((current, False, None))
+    if lo < len(counts):
+        groups.append(_Unit(starts[lo], ends[-1], lo, len(counts), False, None))
     return groups
 
 
@@ -288,20 +310,21 @@ def _make_chunks(doc: Document, out: list[tuple[int, int, str | None, bool, int]
 
 
 def _repack(
-    text: str, group: list[tuple[int, int]], counter: _Counter, max_tokens: int
+    text: str, starts: array, ends: array, counter: _Counter, max_tokens: int
 ) -> list[tuple[int, int, None, bool, int]]:
-    """Re-pack sentences whose joined text tokenises longer than the sum of their parts."""
+    """Re-pack sentences (``starts[i]``..``ends[i]``) whose joined text tokenises longer than the
+    sum of their parts."""
     out: list[tuple[int, int, None, bool, int]] = []
     i = 0
-    while i < len(group):
+    while i < len(starts):
         j = i + 1
-        n = counter.exact([text[group[i][0] : group[i][1]]])[0]
-        while j < len(group):
-            m = counter.exact([text[group[i][0] : group[j][1]]])[0]
+        n = counter.exact([text[starts[i] : ends[i]]])[0]
+        while j < len(starts):
+            m = counter.exact([text[starts[i] : ends[j]]])[0]
             if m > max_tokens:
                 break
             n, j = m, j + 1
-        out.append((group[i][0], group[j - 1][1], None, False, n))
+        out.append((starts[i], ends[j - 1], None, False, n))
         i = j
     return out
 
