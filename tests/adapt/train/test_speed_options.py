@@ -204,6 +204,27 @@ def test_a_stage_alone_declares_the_whole_node():
     assert chain[0].whole_node
 
 
+def test_a_stage_whose_memory_leaves_no_room_for_a_second_declares_the_whole_node():
+    """A stage declaring more than half the largest node's memory runs alone on its node whatever
+    else is ready (the pdf study's FT stages ran one after another on one thread while the second
+    core idled), decided by its memory and the node's, never a merge, never with the option off."""
+    def stage(key, memory, kind="ft"):
+        return SimpleNamespace(key=key, upstream=None, stage=kind, whole_node=False, memory=memory,
+                               job=SimpleNamespace(base_model="m"))
+
+    def submitted(whole_node: bool, node_memory: float | None) -> dict[str, bool]:
+        stages = [stage("pt20", 3e9, "pt"), stage("ft20", 10.4e9), stage("ft60", 10.4e9),
+                  stage("half", 7.8e9), stage("merge", 9e9, "merge")]
+        runner = _StageRunner(None, lambda st, _up: st.key, stages, 0, whole_node, node_memory)
+        runner._submit_ready()
+        return {st.key: st.whole_node for st in stages}
+
+    assert submitted(True, 15.6e9) == {"pt20": False, "ft20": True, "ft60": True, "half": False, "merge": False}
+    assert not any(submitted(False, 15.6e9).values())
+    assert not any(submitted(True, None).values())  # Ray did not say: as before
+    assert not any(submitted(True, 64e9).values())  # two fit side by side: one CPU each
+
+
 def test_the_study_passes_lone_stage_all_cpus_to_the_stage_graph(tmp_path, monkeypatch):
     from test_memory import _adapt_settings
 

@@ -409,8 +409,9 @@ class _StageRunner:
     after a memory kill only once nothing else runs and with nothing beside it."""
 
     def __init__(self, ray: Any, submit: Callable[[_Stage, Any], Any], stages: Sequence[_Stage],
-                 max_retries: int, whole_node: bool = False) -> None:
+                 max_retries: int, whole_node: bool = False, node_memory: float | None = None) -> None:
         self.ray, self.submit, self.max_retries, self.whole_node = ray, submit, max_retries, whole_node
+        self.node_memory = node_memory
         self.waiting = list(stages)
         self.running: dict[Any, _Stage] = {}
         self.retry: list[_Stage] = []
@@ -449,11 +450,17 @@ class _StageRunner:
                  if st.upstream is None or st.upstream in self.done]
         # nothing runs and nothing else can start before this stage ends (every other waiting
         # stage follows it): it runs alone, so it may declare a whole node
-        lone = self.whole_node and len(ready) == 1 and not self.running and ready[0].stage != "merge"
+        lone = len(ready) == 1 and not self.running
         for stage in ready:
             self.waiting.remove(stage)
-            stage.whole_node = lone
+            stage.whole_node = self.whole_node and stage.stage != "merge" and (lone or self._memory_bound(stage))
             self._start(stage)
+
+    def _memory_bound(self, stage: _Stage) -> bool:
+        """Whether ``stage`` declares more than half the largest node's memory: no second stage of
+        its size fits beside it, so it runs alone on its node whatever else waits (decided by the
+        study and the node, not by what happens to run)."""
+        return bool(self.node_memory) and stage.memory * 2 > float(self.node_memory or 0)
 
     def _collect(self) -> None:
         ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=_WAIT_S)
@@ -527,8 +534,9 @@ def run_adaptation_jobs(
     runs with nothing beside it. A stage declaring ``OWN_WORKER_BYTES`` or more runs in a worker
     process of its own that exits with it, so no idle worker keeps its memory.
     ``lone_stage_all_cpus``: a CPU training stage submitted when no other stage runs or can start
-    before it ends declares all the CPUs of the largest node instead of ``cpus_per_job``, and so
-    trains on that node's cores (:func:`stage_threads`). When the retries
+    before it ends, or one declaring more than half the largest node's memory (no second stage of
+    its size fits beside it), declares all the CPUs of the largest node instead of
+    ``cpus_per_job``, and so trains on that node's cores (:func:`stage_threads`). When the retries
     run out, :class:`TrainingResourceError` names the variant, the scale and the setting to lower.
     Ray is started (or joined at ``address``) when not running.
     """
@@ -560,7 +568,8 @@ def run_adaptation_jobs(
         cpus = max(cpus_per_job, largest_node_cpus(cpus_per_job)) if stage.whole_node else cpus_per_job
         stage.whole_node = cpus > cpus_per_job
         if stage.whole_node:
-            log.info("%s runs alone: it declares all %g CPUs of a node (its torch threads follow)", stage.name, cpus)
+            log.info("%s runs alone (nothing else can run beside it, or its memory leaves no room for a "
+                     "second stage): it declares all %g CPUs of a node (its torch threads follow)", stage.name, cpus)
         opts = _task_options(stage, gpus_per_job, cpus)
         params = _params(stage.job) | {"progress": progress, "cpus": cpus}
         data_ref = data_refs[stage.data_key] if stage.data_key else None
@@ -568,7 +577,7 @@ def run_adaptation_jobs(
             stage.stage, upstream, data_ref, params, root, checkpoint_every, on_checkpoint
         )
 
-    done = _StageRunner(ray, submit, list(stages.values()), max_retries, whole_node).run()
+    done = _StageRunner(ray, submit, list(stages.values()), max_retries, whole_node, largest_node_memory(ray)).run()
     return [done[key] for key in ends]
 
 
