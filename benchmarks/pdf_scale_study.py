@@ -17,11 +17,15 @@ wall time, peak total RSS, the number of workers Ray killed for memory (the driv
 ... killed due to memory pressure" lines, adaptlab's "OutOfMemoryError ... retrying" lines and
 the raylet's "memory pressure" kills in the session logs: must be 0), the number of training
 progress lines (``[adaptlab] ...: step i/n, loss ...``) in the log, the exit code and the load
-average before and after (the machine may be shared).
+average before and after (the machine may be shared); the study's ``[adapt]`` options as written;
+per training stage its seconds, steps and torch threads (its manifest) and the peak RSS of the Ray
+worker that ran it; and with ``--against DIR`` (another run's work folder) how many metric rows
+differ from that run's, by how much at most, and which ``[adapt]`` options differ (what explains it).
 
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy              # the issue's study
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --gradient-checkpointing
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --cpus-per-job 4 --precision bf16
+    python benchmarks/pdf_scale_study.py --work /tmp/bf16 --precision bf16 --against /tmp/pdfstudy
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --pages 40 --scales 10,20  # smaller
 """
 
@@ -46,6 +50,7 @@ DRIVER_OOM = re.compile(r"(\d+) Workers? \(tasks / actors\) killed due to memory
 ADAPTLAB_OOM = re.compile(r"OutOfMemoryError \(attempt \d+")
 RAYLET_OOM = re.compile(r"memory pressure", re.IGNORECASE)
 RAY_START_FAILED = "The current node timed out during startup"
+STAGE_TITLE = re.compile(r"ray::(adapt:[^\x00 ]+)")
 
 
 def source_paragraphs(data: Path = DATA) -> list[str]:
@@ -183,14 +188,15 @@ class Sampler:
     peak_processes: int = 0
     samples: int = 0
     session_dirs: set[str] = field(default_factory=set)
+    stage_peaks: dict[str, int] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def _look(self) -> None:
         pids = tree_pids(self.pid)
-        total = sum(_rss(p) for p in pids)
+        sizes = {p: _rss(p) for p in pids}
         self.samples += 1
-        if total > self.peak:
-            self.peak, self.peak_processes = total, len(pids)
+        if sum(sizes.values()) > self.peak:
+            self.peak, self.peak_processes = sum(sizes.values()), len(pids)
         for p in pids:
             try:
                 args = open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")
@@ -199,6 +205,10 @@ class Sampler:
             found = re.search(r"session[_-]dir=([^\x00]+)", args)
             if found:
                 self.session_dirs.add(found.group(1))
+            stage = STAGE_TITLE.match(args)  # Ray titles a worker by the task it runs
+            if stage:
+                name = stage.group(1)
+                self.stage_peaks[name] = max(self.stage_peaks.get(name, 0), sizes[p])
 
     def run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -246,6 +256,61 @@ class Outcome:
     log: str
     corpus_pages: dict[str, int]
     attempts: int
+    options: dict[str, str] = field(default_factory=dict)
+    stages: dict[str, dict[str, float]] = field(default_factory=dict)
+    against: dict[str, object] = field(default_factory=dict)
+
+
+def adapt_options(study: Path) -> dict[str, str]:
+    """The study's ``[adapt]`` keys as written (``key = value`` lines), so two runs' named options
+    can be told apart."""
+    try:
+        text = study.read_text()
+    except OSError:
+        return {}
+    section = text.split("[adapt]", 1)[-1] if "[adapt]" in text else ""
+    pairs = (line.split("=", 1) for line in section.splitlines() if "=" in line and not line.startswith("["))
+    return {k.strip(): v.strip() for k, v in pairs if k.strip() not in ("corpus",)}
+
+
+def stage_figures(store: Path, peaks: dict[str, int]) -> dict[str, dict[str, float]]:
+    """Per trained artifact (``<variant>-<scale>``): its training seconds, steps and torch threads
+    (from its manifest) and the peak RSS in GB of the Ray worker that ran it, where sampled."""
+    out: dict[str, dict[str, float]] = {}
+    for manifest in sorted(store.glob("artifacts/*/*/manifest.json")):
+        training = json.loads(manifest.read_text()).get("training", {})
+        label = manifest.parent.name.rsplit("-", 1)[0]
+        out[label] = {"seconds": training.get("seconds"), "steps": training.get("steps"),
+                      "torch_threads": training.get("torch_threads")}
+    for title, rss in peaks.items():  # adapt:<stage>:<variant>/<model>/scale=<n>
+        found = re.match(r"adapt:(\w+(?:-\w+)*):([\w-]+)/[^/]+/scale=(\d+)", title)
+        if found:
+            stage, variant, scale = found.groups()
+            label = f"{'pt' if stage == 'pt' else variant}-{scale}"
+            out.setdefault(label, {})["peak_rss_gb"] = round(rss / 1e9, 2)
+    return out
+
+
+def metric_rows(store: Path) -> dict[tuple[str, str, str], float]:
+    """(dataset, system, measure) -> value of the store's metric rows (the latest run of each)."""
+    from adaptlab import results
+
+    rows = results.open(str(store)).metrics().to_pylist()
+    return {(str(r["dataset"]), str(r["system"]), str(r["measure"])): float(r["value"]) for r in rows
+            if r.get("value") is not None}
+
+
+def compare_runs(work: Path, other: Path) -> dict[str, object]:
+    """This run's metric rows against those of the run in ``other`` (another work folder): how many
+    differ, the largest difference, and the ``[adapt]`` options that differ between the two studies,
+    which explain it."""
+    mine, theirs = metric_rows(work / "store"), metric_rows(other / "store")
+    common = sorted(set(mine) & set(theirs))
+    diffs = {k: abs(mine[k] - theirs[k]) for k in common}
+    a, b = adapt_options(work / "study.toml"), adapt_options(other / "study.toml")
+    return {"other": str(other), "rows": len(common), "rows_differing": sum(d > 0 for d in diffs.values()),
+            "max_abs_diff": max(diffs.values(), default=0.0),
+            "options_differing": {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}}
 
 
 def run_study(study: Path, store: Path, log: Path, timeout_s: float, interval: float) -> tuple[int, float, Sampler]:
@@ -287,6 +352,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--ray-start-attempts", type=int, default=3,
                     help="runs when Ray's node times out starting (its fixed 30 s; a loaded machine)")
     ap.add_argument("--json", default=None, help="also write the result to this file")
+    ap.add_argument("--against", default=None,
+                    help="another run's work folder: compare metric rows and name the [adapt] options that differ")
     return ap.parse_args(argv)
 
 
@@ -311,7 +378,9 @@ def main(argv: list[str] | None = None) -> Outcome:
         peak_processes=sampler.peak_processes, samples=sampler.samples,
         memory_kills=memory_kills(text, sampler.session_dirs), progress_lines=len(PROGRESS_LINE.findall(text)),
         load_before=tuple(round(x, 1) for x in load_before), load_after=tuple(round(x, 1) for x in os.getloadavg()),
-        log=str(work / "run.log"), corpus_pages=pages, attempts=attempt,
+        log=str(work / "run.log"), corpus_pages=pages, attempts=attempt, options=adapt_options(study),
+        stages=stage_figures(work / "store", sampler.stage_peaks),
+        against=compare_runs(work, Path(a.against)) if a.against and code == 0 else {},
     )
     print(json.dumps(asdict(outcome), indent=1))
     if a.json:

@@ -1,0 +1,66 @@
+"""benchmarks/pdf_scale_study.py (issue 32's headline study): the figures it adds to its output,
+on hand-made manifests, studies and metric rows (the study itself takes 15-20 minutes)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("pdf_scale_study", ROOT / "benchmarks" / "pdf_scale_study.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["pdf_scale_study"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _study(work: Path, bench, speed: str) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "study.toml").write_text(bench.study_text(work / "corpus", work / "store", [20, 60], False, speed))
+
+
+def _manifest(store: Path, name: str, seconds: float, threads: int) -> None:
+    folder = store / "artifacts" / "minilm" / name
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"training": {"seconds": seconds, "steps": 10,
+                                                                   "torch_threads": threads}}))
+
+
+def test_options_are_the_adapt_keys_as_written(bench, tmp_path):
+    _study(tmp_path, bench, 'precision = "bf16"\n')
+    assert bench.adapt_options(tmp_path / "study.toml") == {
+        "unit": '"pages"', "scales": "[20, 60]", "variants": '["base", "ft", "pt-ft"]', "max_tokens": "256",
+        "precision": '"bf16"'}
+
+
+def test_stage_figures_join_manifests_and_worker_peaks(bench, tmp_path):
+    _manifest(tmp_path, "ft-60-0123456789abcdef", 80.5, 2)
+    _manifest(tmp_path, "pt-20-fedcba9876543210", 40.0, 1)
+    peaks = {"adapt:ft:ft/minilm/scale=60": 2_900_000_000, "adapt:pt:pt-ft/minilm/scale=20": 1_500_000_000,
+             "adapt:ft:pt-ft/minilm/scale=20": 3_100_000_000}
+    assert bench.stage_figures(tmp_path, peaks) == {
+        "ft-60": {"seconds": 80.5, "steps": 10, "torch_threads": 2, "peak_rss_gb": 2.9},
+        "pt-20": {"seconds": 40.0, "steps": 10, "torch_threads": 1, "peak_rss_gb": 1.5},
+        "pt-ft-20": {"peak_rss_gb": 3.1},  # sampled, its manifest not written yet
+    }
+    assert bench.STAGE_TITLE.match("ray::adapt:ft:pt-ft/minilm/scale=20\x00").group(1) == "adapt:ft:pt-ft/minilm/scale=20"
+
+
+def test_a_comparison_names_the_rows_that_moved_and_the_options_that_differ(bench, tmp_path, monkeypatch):
+    _study(tmp_path / "a", bench, 'precision = "bf16"\n')
+    _study(tmp_path / "b", bench, "")
+    rows = {"a": {("d", "ft", "ndcg@10"): 0.50, ("d", "base", "ndcg@10"): 0.40, ("d", "ft", "mrr"): 0.3},
+            "b": {("d", "ft", "ndcg@10"): 0.52, ("d", "base", "ndcg@10"): 0.40}}
+    monkeypatch.setattr(bench, "metric_rows", lambda store: rows[store.parent.name])
+    out = bench.compare_runs(tmp_path / "a", tmp_path / "b")
+    assert out["rows"] == 2 and out["rows_differing"] == 1
+    assert out["max_abs_diff"] == pytest.approx(0.02)
+    assert out["options_differing"] == {"precision": ['"bf16"', None]}
