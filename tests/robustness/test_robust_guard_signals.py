@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -46,6 +48,73 @@ _DRIVER = textwrap.dedent(
     raise SystemExit(main(["results", "--store", "unused"]))
     """
 )
+
+
+# The CLI with one command replaced: it starts the embedded Ray in the foreground ("fg", as an
+# embedding pool does) or in a background thread ("bg", as start_ray does alongside a study's
+# loading; "bg-up": waiting until it is up), says so, and goes on with Python work; the test sends
+# SIGTERM while Ray starts or once it is up. RAY_TMPDIR is the test's own folder, so every process
+# of the session is found even when the signal came before Ray named its session.
+_STARTING_DRIVER = textwrap.dedent(
+    """
+    import sys, time
+    import adaptlab.cli.results_cmd as command
+
+    def run(args):
+        from adaptlab.runtime import init_ray, start_ray
+        print("starting", flush=True)
+        if sys.argv[1] == "fg":
+            init_ray(num_cpus=1)
+        else:
+            started = start_ray(num_cpus=1)
+            if sys.argv[1] == "bg-up":
+                started.result()
+                print("up", flush=True)
+        for _ in range(1200):
+            sum(range(100_000))  # loading, in Python
+            time.sleep(0.05)
+        return 0
+
+    command.run = run
+    from adaptlab.cli import main
+    raise SystemExit(main(["results", "--store", "unused"]))
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("mode", "wait_s"), [("fg", 0.5), ("fg", 1.5), ("bg", 1.5), ("bg-up", 1.0)],
+                         ids=["foreground-0.5s", "foreground-1.5s", "background-1.5s", "background-up"])
+def test_sigterm_while_ray_starts_is_one_line_143_and_leaves_no_ray(mode, wait_s):
+    """Before: SIGTERM inside a foreground ray.init met Ray's own handler (exit status 15, no line);
+    once a background start was up, Abseil's handler printed a native dump before 'terminated'."""
+    root = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths must stay < 108 bytes
+    env = {**os.environ, "ADAPTLAB_PROGRESS": "0", "RAY_TMPDIR": root}
+    proc = subprocess.Popen([sys.executable, "-c", _STARTING_DRIVER, mode], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        for _ in range(2 if mode == "bg-up" else 1):
+            assert proc.stdout.readline().strip(), proc.stderr.read() if proc.poll() is not None else "no line"
+        time.sleep(wait_s)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+        while session_pids(root) and time.monotonic() < sent + TEARDOWN_BOUND_S + 10:
+            time.sleep(0.1)
+        gone, left = time.monotonic() - sent, session_pids(root)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for pid in session_pids(root):
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(root, ignore_errors=True)
+    assert proc.returncode == 143, err
+    assert "SIGTERM received" not in err and "PC: @" not in err and "Traceback" not in err, err
+    assert [ln for ln in err.splitlines() if ln.strip()] == ["terminated"], err
+    assert not left, f"Ray processes {left} outlived the driver"
+    print(f"{mode}: Ray session gone {gone:.1f} s after SIGTERM")
+    assert gone <= TEARDOWN_BOUND_S, f"Ray torn down {gone:.1f} s after SIGTERM"
 
 
 def test_sigterm_raises_terminated_a_keyboard_interrupt():

@@ -70,7 +70,7 @@ from typing import Any
 
 from adaptlab.errors import ConfigError
 from adaptlab.runtime.ray_output import configure_ray_output
-from adaptlab.runtime.signals import reclaim_sigterm
+from adaptlab.runtime.signals import reclaim_sigterm, sigterm_kept
 from adaptlab.runtime.watchdog import Watchdog, start_watchdog, stop_watchdog
 
 __all__ = [
@@ -288,19 +288,19 @@ def init_ray(
     old_level = auth_logger.level
     if quiet:
         auth_logger.setLevel(logging.ERROR)
-    try:
-        if address:
-            ctx = _connect(address, common)
-            _started_here = False
-        else:
-            ctx = _start_local(common, num_cpus=num_cpus, num_gpus=num_gpus,
-                               object_store_memory=object_store_memory, dashboard=dashboard)
-            _started_here = True
-    finally:
-        auth_logger.setLevel(old_level)
+    with sigterm_kept():  # ray.init takes SIGTERM over, in any thread (adaptlab.runtime.signals)
+        try:
+            if address:
+                ctx = _connect(address, common)
+                _started_here = False
+            else:
+                ctx = _start_local(common, num_cpus=num_cpus, num_gpus=num_gpus,
+                                   object_store_memory=object_store_memory, dashboard=dashboard)
+                _started_here = True
+        finally:
+            auth_logger.setLevel(old_level)
     _dashboard_url = getattr(ctx, "dashboard_url", None) or None
     _configure_data(progress_bars)
-    reclaim_sigterm()  # ray.init took SIGTERM over (adaptlab.runtime.signals)
     return ray_info()
 
 

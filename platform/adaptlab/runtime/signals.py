@@ -11,21 +11,35 @@ Abseil's failure-signal handler, which prints a native stack dump ("*** SIGTERM 
 time=...") and aborts with status 134. :func:`reclaim_sigterm` puts our handler back (at the C
 level too: ``signal.signal`` replaces the process's handler); :func:`adaptlab.runtime.init_ray`
 calls it once Ray is up. A second SIGTERM during the clean-up ends the process at once.
+
+While Ray starts (:func:`sigterm_kept`, around ``ray.init``): a SIGTERM that reaches Ray's own
+Python handler (``ray.init`` installs it first thing in the main thread) ends ``ray.init`` with
+``SystemExit(15)``, which becomes :class:`Terminated` (before, exit status 15 and no line); and a
+start in a background thread (:func:`adaptlab.runtime.start_ray`), where neither Python handler can
+be set, gets the process's C-level SIGTERM action of before ``ray.init`` back with ``sigaction``
+(Abseil's handler had replaced it: a native dump on the next SIGTERM). Only a SIGTERM inside
+``ray.init`` after its core worker started and before it returns (well under a second) still meets
+Abseil's handler.
 """
 
 from __future__ import annotations
 
+import ctypes
 import signal
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["TERMINATED_STATUS", "Terminated", "catch_sigterm", "reclaim_sigterm", "sigterm_received"]
+__all__ = ["TERMINATED_STATUS", "Terminated", "catch_sigterm", "reclaim_sigterm", "sigterm_kept", "sigterm_received"]
 
 TERMINATED_STATUS = 128 + signal.SIGTERM
 """Exit status of a command ended by SIGTERM (143)."""
 _active = False
 _received = False
+_SIGACTION_BYTES = 512
+"""Room for the C library's ``struct sigaction`` (152 bytes with glibc on x86-64), copied as is."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -66,6 +80,63 @@ def catch_sigterm() -> Callable[[], None]:
 
 def reclaim_sigterm() -> None:
     """Install our SIGTERM handler again after Ray replaced it (see the module doc); a no-op
-    unless :func:`catch_sigterm` is in force and this is the main thread."""
-    if _active and threading.current_thread() is threading.main_thread():
+    unless :func:`catch_sigterm` is in force, no SIGTERM came yet (a second one ends the process)
+    and this is the main thread."""
+    if _active and not _received and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+@contextmanager
+def sigterm_kept() -> Iterator[None]:
+    """Around ``ray.init``, in any thread: SIGTERM stays ours while and after Ray starts (see the
+    module doc). Ray's ``SystemExit(15)`` becomes :class:`Terminated`; on the way out the C-level
+    SIGTERM action of before is put back (a background start) and our handler reinstalled (the
+    main thread). Does nothing unless :func:`catch_sigterm` is in force."""
+    saved = _c_sigterm_action() if _active else None
+    try:
+        yield
+    except SystemExit as e:
+        if not (_active and e.code == signal.SIGTERM):
+            raise
+        _terminated_by_ray()
+        raise Terminated() from None
+    finally:
+        if saved is not None and not _received:
+            _set_c_sigterm_action(saved)
+        reclaim_sigterm()
+
+
+def _terminated_by_ray() -> None:
+    """Ray's handler took the SIGTERM (``sys.exit(15)``): count it as ours, and let a second one
+    end the process at once."""
+    global _received
+    _received = True
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _libc() -> ctypes.CDLL | None:
+    """The C library (``sigaction``), on Linux and macOS; None elsewhere."""
+    if not sys.platform.startswith(("linux", "darwin")):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _c_sigterm_action() -> ctypes.Array | None:
+    """The process's current C-level SIGTERM action (``sigaction(2)``, an opaque copy); None when
+    it cannot be read."""
+    libc = _libc()
+    if libc is None:
+        return None
+    buf = ctypes.create_string_buffer(_SIGACTION_BYTES)
+    return buf if libc.sigaction(int(signal.SIGTERM), None, buf) == 0 else None
+
+
+def _set_c_sigterm_action(action: ctypes.Array) -> None:
+    """Make ``action`` (from :func:`_c_sigterm_action`) the process's SIGTERM action again."""
+    libc = _libc()
+    if libc is not None:
+        libc.sigaction(int(signal.SIGTERM), action, None)
