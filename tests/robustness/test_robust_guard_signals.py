@@ -14,6 +14,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -21,9 +22,22 @@ from adaptlab.runtime import TERMINATED_STATUS, Terminated, catch_sigterm
 from adaptlab.runtime.watchdog import session_pids
 from robustness.hostile import cli
 
-TEARDOWN_BOUND_S = 15.0
-"""The aim is 5 s (measured 4.0-4.4 s alone at load 11-14 on 2 cores); 5.2-9.1 s were measured with
-other suites running beside it, so the test bounds it where a loaded CI machine still passes."""
+def _load_per_core() -> float:
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        return 0.0
+
+
+TEARDOWN_BOUND_S = 5.0 if _load_per_core() <= 4.0 else 10.0
+"""Issue 28's 5 s, asserted up to a load of 4 per core. Measured on 2 cores at load 4.8-6.4 (2.4-3.2
+per core): Ray gone 0.6-2.2 s after SIGTERM in all six drivers (waiting in ray.get, just after it
+was called, foreground start, background start starting and up). Before (7e901f3): 2.0-3.4 s at load
+1.5-2, 4.0-4.4 s at load 11-14, 5.2-9.1 s with other suites beside it, and 3.6-4.0 s for a SIGTERM
+inside a foreground ray.init at load 5: Ray's exit hook slept 0.5 s, its autoscaler monitor waited
+1.0 s for the GCS Ray had already stopped, ray.get looked for signals once a second, and a failed
+start's watchdog gave the session 1.5 s before sweeping it. Above 4 per core (a CI machine with
+other suites beside it) the bound is 10 s."""
 
 # The CLI with one command replaced: it starts the embedded Ray, runs a long task, says where its
 # session is, and waits; the test then sends SIGTERM.
@@ -90,31 +104,44 @@ def test_sigterm_while_ray_starts_is_one_line_143_and_leaves_no_ray(mode, wait_s
     once a background start was up, Abseil's handler printed a native dump before 'terminated'."""
     root = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths must stay < 108 bytes
     env = {**os.environ, "ADAPTLAB_PROGRESS": "0", "RAY_TMPDIR": root}
-    proc = subprocess.Popen([sys.executable, "-c", _STARTING_DRIVER, mode], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    err_path = Path(root) / "driver.err"  # a file, not a pipe: a process left holding it cannot hide the exit
+    with open(err_path, "w") as err_file:
+        proc = subprocess.Popen([sys.executable, "-c", _STARTING_DRIVER, mode], stdout=subprocess.PIPE,
+                                stderr=err_file, text=True, env=env)
+    left: dict[int, str] = {}
     try:
         for _ in range(2 if mode == "bg-up" else 1):
-            assert proc.stdout.readline().strip(), proc.stderr.read() if proc.poll() is not None else "no line"
+            assert proc.stdout.readline().strip(), err_path.read_text() if proc.poll() is not None else "no line"
         time.sleep(wait_s)
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
         while session_pids(root) and time.monotonic() < sent + TEARDOWN_BOUND_S + 10:
             time.sleep(0.1)
-        gone, left = time.monotonic() - sent, session_pids(root)
+        gone = time.monotonic() - sent
+        left = {pid: _command_line(pid) for pid in session_pids(root)}
+        err = err_path.read_text()
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
+            proc.wait()
+        proc.stdout.close()
         for pid in session_pids(root):
             os.kill(pid, signal.SIGKILL)
         shutil.rmtree(root, ignore_errors=True)
     assert proc.returncode == 143, err
     assert "SIGTERM received" not in err and "PC: @" not in err and "Traceback" not in err, err
     assert [ln for ln in err.splitlines() if ln.strip()] == ["terminated"], err
-    assert not left, f"Ray processes {left} outlived the driver"
+    assert not left, f"Ray processes outlived the driver: {left}"
     print(f"{mode}: Ray session gone {gone:.1f} s after SIGTERM")
     assert gone <= TEARDOWN_BOUND_S, f"Ray torn down {gone:.1f} s after SIGTERM"
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return "?"
 
 
 def test_sigterm_raises_terminated_a_keyboard_interrupt():

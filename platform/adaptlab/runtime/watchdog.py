@@ -13,8 +13,8 @@ process group does not reach it). It
   most :data:`KILL_ROUNDS` rounds (a dying raylet may still start a worker), then exits;
 - exits when the session is over (its GCS and raylet are gone: ``ray.shutdown()`` without
   :func:`stop_watchdog`), and on ``stop`` (sent by :func:`adaptlab.runtime.shutdown_ray` after
-  Ray stopped, and after a start attempt that failed), in both cases after stopping what the
-  session left behind. A watchdog that has not done so within :func:`stop_watchdog`'s bound is
+  Ray stopped) or ``stop now`` (after a start attempt that failed: no grace before the sweep),
+  in both cases after stopping what the session left behind. A watchdog that has not done so within :func:`stop_watchdog`'s bound is
   killed and the driver sweeps the session itself (:meth:`Watchdog.sweep`).
 
 A process belongs to the session when an option of its command line points into the session
@@ -211,11 +211,11 @@ def _session_gone(state: _State) -> bool:
     return not state.core_pids
 
 
-def _end(state: _State, *, driver_gone: bool) -> int:
+def _end(state: _State, *, driver_gone: bool, patient: bool = True) -> int:
     session = state.session_dir or find_session_dir(state.temp_root, state.driver_pid, state.started)
     if session is None:
         return 0
-    if not driver_gone:  # Ray was stopped normally: give its processes a moment to exit by themselves
+    if patient and not driver_gone:  # Ray was stopped normally: give its processes a moment to exit by themselves
         _wait_gone(session_pids(session, exclude=[state.driver_pid]), GRACE_S)
     left = kill_session(session, exclude=[state.driver_pid])
     return 1 if left else 0
@@ -232,8 +232,8 @@ def watch(driver_pid: int, temp_root: str, *, poll_s: float = POLL_S, max_s: flo
         if os.getppid() != driver_pid:
             return _end(state, driver_gone=True)
         command = _read_command(state, poll_s)
-        if command == "stop":
-            return _end(state, driver_gone=False)
+        if command in ("stop", "stop now"):
+            return _end(state, driver_gone=False, patient=command == "stop")
         if command and command.startswith("session "):
             state.session_dir = command.split(" ", 1)[1]
         if _session_gone(state):  # Ray stopped without a word to us: sweep what it left
@@ -305,12 +305,15 @@ def _command() -> list[str]:
     return [sys.executable, "-m", "adaptlab.runtime.watchdog"]  # pragma: no cover - installed without sources
 
 
-def stop_watchdog(watchdog: Watchdog, *, timeout_s: float = 10.0) -> int | None:
+def stop_watchdog(watchdog: Watchdog, *, timeout_s: float = 10.0, patient: bool = True) -> int | None:
     """Tell the watchdog that Ray stopped; wait at most ``timeout_s`` for it to sweep and exit;
     returns its exit status. A watchdog that has not finished by then (on a busy machine it may not
     even have started) is killed and this process sweeps the session itself, so nothing of the
-    session is left either way."""
-    watchdog._send("stop")
+    session is left either way. ``patient=False`` (``stop now``: a start that failed, whose
+    processes ``ray.shutdown()`` did not stop) sweeps at once, without first giving the session's
+    processes :data:`GRACE_S` to exit by themselves (1.5 of the 3.2 s between a SIGTERM inside
+    ``ray.init`` and the driver's exit at load 5)."""
+    watchdog._send("stop" if patient else "stop now")
     try:
         if watchdog.process.stdin is not None:
             watchdog.process.stdin.close()
