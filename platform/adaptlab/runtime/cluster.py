@@ -306,6 +306,7 @@ def init_ray(
     _dashboard_url = getattr(ctx, "dashboard_url", None) or None
     _configure_data(progress_bars)
     if _started_here:
+        atexit.unregister(_at_exit)  # once per process, however many starts
         atexit.register(_at_exit)  # after Ray's own (registered when ray was imported): runs before it
     return ray_info()
 
