@@ -20,7 +20,9 @@ progress lines (``[adaptlab] ...: step i/n, loss ...``) in the log, the exit cod
 average before and after (the machine may be shared); the study's ``[adapt]`` options as written;
 per training stage its seconds, steps and torch threads (its manifest) and the peak RSS of the Ray
 worker that ran it; and with ``--against DIR`` (another run's work folder) how many metric rows
-differ from that run's, by how much at most, and which ``[adapt]`` options differ (what explains it).
+differ from that run's, by how much at most, and which ``[adapt]`` options and which stages' torch
+threads differ (what explains it: ``lone_stage_all_cpus`` gives a stage alone on its node all the
+node's cores, and a matrix product on another thread count rounds differently).
 
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy              # the issue's study
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --gradient-checkpointing
@@ -308,9 +310,12 @@ def compare_runs(work: Path, other: Path) -> dict[str, object]:
     common = sorted(set(mine) & set(theirs))
     diffs = {k: abs(mine[k] - theirs[k]) for k in common}
     a, b = adapt_options(work / "study.toml"), adapt_options(other / "study.toml")
+    ta, tb = ({k: v.get("torch_threads") for k, v in stage_figures(w / "store", {}).items()} for w in (work, other))
     return {"other": str(other), "rows": len(common), "rows_differing": sum(d > 0 for d in diffs.values()),
             "max_abs_diff": max(diffs.values(), default=0.0),
-            "options_differing": {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}}
+            "options_differing": {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)},
+            # lone_stage_all_cpus: a stage on another thread count sums its matrix products in another order
+            "threads_differing": {k: [ta.get(k), tb.get(k)] for k in sorted(set(ta) & set(tb)) if ta[k] != tb[k]}}
 
 
 def run_study(study: Path, store: Path, log: Path, timeout_s: float, interval: float) -> tuple[int, float, Sampler]:

@@ -60,7 +60,12 @@ def test_a_comparison_names_the_rows_that_moved_and_the_options_that_differ(benc
     rows = {"a": {("d", "ft", "ndcg@10"): 0.50, ("d", "base", "ndcg@10"): 0.40, ("d", "ft", "mrr"): 0.3},
             "b": {("d", "ft", "ndcg@10"): 0.52, ("d", "base", "ndcg@10"): 0.40}}
     monkeypatch.setattr(bench, "metric_rows", lambda store: rows[store.parent.name])
+    _manifest(tmp_path / "a" / "store", "ft-60-0123456789abcdef", 50.0, 2)
+    _manifest(tmp_path / "b" / "store", "ft-60-0123456789abcdef", 80.0, 1)
+    _manifest(tmp_path / "a" / "store", "pt-20-fedcba9876543210", 40.0, 1)
+    _manifest(tmp_path / "b" / "store", "pt-20-fedcba9876543210", 41.0, 1)
     out = bench.compare_runs(tmp_path / "a", tmp_path / "b")
     assert out["rows"] == 2 and out["rows_differing"] == 1
     assert out["max_abs_diff"] == pytest.approx(0.02)
     assert out["options_differing"] == {"precision": ['"bf16"', None]}
+    assert out["threads_differing"] == {"ft-60": [2, 1]}
