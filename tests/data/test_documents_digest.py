@@ -101,3 +101,23 @@ def test_the_loaded_documents_are_those_of_the_loader_before(corpus, setting):
     docs = load_documents(corpus, clean=SETTINGS[setting])
     assert {d.id for d in docs} >= {"crlf", "bom", "long", "oneline", "flat", "sub_dir/Final_EIS_Vol_1", "j0", "cr"}
     assert _digest(docs) == GOLDEN[setting]
+
+
+@pytest.mark.parametrize("whole_runs", [True, False])
+def test_substitution_in_slices_is_the_substitution_of_the_whole(monkeypatch, whole_runs):
+    """A text over two blocks is substituted slice by slice (data/clean.py, _sub_held): cut after a
+    character that is not white space, no run of white space is split, whatever the slice size."""
+    from adaptlab.data import clean
+
+    rng = random.Random(5)
+    pieces = ["a", "b", " ", "  ", "\t", "\u00a0", "\u3000 ", "\u200b", "\u00ad", "é", "\n"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 300))) for _ in range(200)]
+    texts += [" " * 50, "x" + "\t " * 40 + "y", "\u200b" * 30]
+    pattern, repl = (clean._SPACE_FIX, " ") if whole_runs else (clean._ZERO_WIDTH, "")
+    for block, piece in [(1, 1), (2, 3), (4, 7), (8, 16)]:
+        monkeypatch.setattr(clean, "BLOCK_CHARS", block)
+        monkeypatch.setattr(clean, "_SLICE_CHARS", piece)
+        for text in texts:
+            held = ["", text]
+            clean._sub_held(held, 1, pattern, repl, whole_runs)
+            assert held == ["", pattern.sub(repl, text)], (block, piece, text)

@@ -67,6 +67,7 @@ def read_text(path: str | Path) -> str:
         line = raw.count(b"\n", 0, e.start) + 1
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
         raise _utf8_error(p, e, line, col, e.start) from e
+    del raw  # before the BOM is cut (a copy): the bytes and two copies of the text never coexist
     return text[1:] if text.startswith("\ufeff") else text
 
 
@@ -124,29 +125,43 @@ def _read_error(p: Path, e: OSError) -> DataError:
 def iter_text_blocks(path: str | Path, block_bytes: int = 1 << 20) -> Iterator[str]:
     """The text :func:`read_text` returns, as blocks of whole lines of about ``block_bytes``
     (each ends with ``\\n``; the last block never does: it is the text after the final line
-    break, possibly ""). The same errors as :func:`read_text`, raised when their block is read."""
+    break, possibly ""). The same errors as :func:`read_text`, raised when their block is read.
+
+    A line longer than ``block_bytes`` is one block. Nothing here keeps a block once it is
+    yielded, nor its bytes once they are decoded: a consumer that drops a block frees it, so a
+    one-line file peaks at its bytes plus its text while it is decoded, not more."""
     p = Path(path)
     with _open(p) as f:
-        lines_before, bytes_before, first = 0, 0, True
+        at = [0, 0, 1]  # lines and bytes before this block, 1 while it is the first
         while True:
-            raw = b"".join(f.readlines(block_bytes))
-            if not raw:
+            lines = f.readlines(block_bytes)
+            if not lines:
                 yield ""
                 return
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                line_start = raw.rfind(b"\n", 0, e.start) + 1
-                raise _utf8_error(p, e, lines_before + raw.count(b"\n", 0, e.start) + 1, e.start - line_start + 1,
-                                  bytes_before + e.start) from e
-            if first and text.startswith("\ufeff"):
-                text = text[1:]
-            first = False
-            lines_before, bytes_before = lines_before + raw.count(b"\n"), bytes_before + len(raw)
-            if not text.endswith("\n"):
-                yield text
+            ends = lines[-1].endswith(b"\n")
+            yield _decode_block(p, lines, at)  # an expression: this frame keeps no reference to it
+            if not ends:
                 return
-            yield text
+
+
+def _decode_block(p: Path, lines: list[bytes], at: list[int]) -> str:
+    """The text of a block of byte lines (emptied, so its bytes go as soon as they are joined and
+    decoded); ``at`` (lines and bytes before, first block) is advanced past it."""
+    raw = b"".join(lines)
+    lines.clear()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line_start = raw.rfind(b"\n", 0, e.start) + 1
+        raise _utf8_error(p, e, at[0] + raw.count(b"\n", 0, e.start) + 1, e.start - line_start + 1,
+                          at[1] + e.start) from e
+    at[0], at[1] = at[0] + raw.count(b"\n"), at[1] + len(raw)
+    del raw
+    if at[2]:
+        at[2] = 0
+        if text.startswith("\ufeff"):
+            text = text[1:]
+    return text
 
 
 def iter_jsonl(path: Path, text: str | None = None,

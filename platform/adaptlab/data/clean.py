@@ -2,9 +2,11 @@
 
 The rules are in :func:`clean_text`'s docstring and docs/sections/adaptation-data.md. The same
 engine cleans a string (:func:`clean_pages`) and a file read line by line (:func:`clean_file`),
-so a 200 MB text file is cleaned in memory bounded by about twice its cleaned size: a first pass
-counts the candidate running headers and footers (as 64-bit hashes in a NumPy array, not as
-Python strings), a second pass keeps, joins and writes the lines in blocks.
+so a 200 MB text file is cleaned in memory bounded by about twice its text, however long its
+lines: a first pass counts the candidate running headers and footers (as 64-bit hashes in a NumPy
+array, not as Python strings), a second pass keeps, joins and writes the lines in blocks; each
+block is let go as soon as its next form exists, and a long line's substitutions run a slice at a
+time (a one-line file peaked at 5x its size before, 2.0x now).
 """
 
 from __future__ import annotations
@@ -132,34 +134,85 @@ def _string_blocks(text: str) -> Iterator[str]:
 _SPACE_FIX = re.compile(r"[^\S\n]{2,}|[^\S \n]")
 """What rule 1 changes: runs of white space and single white-space characters other than " "."""
 
+_NOT_SPACE = re.compile(r"\S")
+_SLICE_CHARS = 1 << 16
 
-def _part_lines(part: str, last: bool) -> list[str]:
-    if "  " in part or _SPACE_FIX.search(part):
-        part = _SPACE_FIX.sub(" ", part)
-    lines = part.split("\n")
+
+def _sub_held(held: list[str], i: int, pattern: re.Pattern[str], repl: str, whole_runs: bool) -> None:
+    """``held[i] = pattern.sub(repl, held[i])``; a text over two blocks is substituted a slice of
+    about ``_SLICE_CHARS`` (64 Ki) at a time and the results joined. ``re.sub`` of a whole text holds
+    the text, every piece between matches and the result at once (3x); here the text and the
+    slices' results (2x), then, the text let go (``held`` holds the only reference), those and
+    the result (2x). ``whole_runs``: the pattern matches only white space (cut after a character
+    that is not: no match spans the cut); otherwise it matches single characters (cut anywhere)."""
+    text = held[i]
+    if len(text) <= 2 * BLOCK_CHARS or pattern.search(text) is None:
+        held[i] = pattern.sub(repl, text)
+        return
+    out, start = [], 0
+    while start < len(text):
+        cut = start + _SLICE_CHARS
+        if whole_runs and cut < len(text):
+            cut = _cut_after(text, cut - 1)
+        out.append(pattern.sub(repl, text[start:cut]))
+        start = cut
+    del text
+    held[i] = ""
+    held[i] = "".join(out)
+
+
+def _cut_after(text: str, at: int) -> int:
+    """The offset just after the first character from ``at`` on that is not white space (the
+    end of ``text`` if none); the match object, which holds ``text``, does not outlive this."""
+    m = _NOT_SPACE.search(text, at)
+    return m.end() if m else len(text)
+
+
+def _part_lines(parts: list[str], j: int, last: bool) -> list[str]:
+    """The lines of ``parts[j]`` (taken out of ``parts``), white space collapsed; each copy of
+    the text replaces the one before it in ``parts``, so a part never exists three times at once."""
+    if "  " in parts[j] or _SPACE_FIX.search(parts[j]):
+        _sub_held(parts, j, _SPACE_FIX, " ", whole_runs=True)
+    lines = parts[j].split("\n")
+    parts[j] = ""
     if last:
         lines.pop()  # the block ends with a line break: the next block starts the next line
     return lines
 
 
-def _lines(blocks: Iterable[str], keys: bool = True) -> Iterator[tuple[str, int, str]]:
+def _keys(lines: list[str], key_chars: int) -> list[str]:
+    """The repeat keys of ``lines`` (lower case, digit runs as ``#``), computed on the whole block
+    at C speed; a line longer than ``key_chars`` (it cannot be short once stripped) gets ""."""
+    short = "\n".join([line if len(line) <= key_chars else "" for line in lines])
+    return _DIGITS.sub("#", short.lower()).split("\n")
+
+
+def _lines(blocks: Iterable[str], key_chars: int = 0) -> Iterator[tuple[str, int, str]]:
     """``(line, page, repeat key)`` as rule 1 of :func:`clean_text` sees them: ``\\r\\n`` and
     ``\\r`` end lines, form feeds start pages, zero-width characters dropped, white space
-    collapsed; the substitutions run on whole blocks at C speed, the repeat keys too (only when
-    ``keys``: pass 2 needs none, and gets "")."""
+    collapsed; the substitutions run on whole blocks at C speed, the repeat keys too, for lines of
+    at most ``key_chars`` characters before stripping (0: none; pass 2 needs none, and gets "").
+
+    Memory: each block is let go as soon as its next form exists (every step rebinds the one
+    name that holds it, and each line leaves its list when it is yielded), so a block that is one
+    long line costs at most twice its text at any moment, not once per step."""
     page = 0
-    for raw in blocks:
-        block = _ZERO_WIDTH.sub("", raw.replace("\r\n", "\n").replace("\r", "\n"))
-        parts = block.split("\f")
-        for j, part in enumerate(parts):
+    source = iter(blocks)
+    while (block := next(source, None)) is not None:
+        ends = block.endswith("\n")
+        held = [block.replace("\r\n", "\n")]
+        del block
+        held[0] = held[0].replace("\r", "\n")
+        _sub_held(held, 0, _ZERO_WIDTH, "", whole_runs=False)
+        parts = held.pop().split("\f")
+        for j in range(len(parts)):
             page += 1 if j else 0
-            lines = _part_lines(part, j == len(parts) - 1 and raw.endswith("\n"))
-            if not keys:
-                for line in lines:
-                    yield line.strip(), page, ""
-                continue
-            for line, key in zip(lines, _DIGITS.sub("#", "\n".join(lines).lower()).split("\n")):
-                yield line.strip(), page, key.strip()
+            lines = _part_lines(parts, j, j == len(parts) - 1 and ends)
+            keys = _keys(lines, key_chars) if key_chars else None
+            for k, line in enumerate(lines):
+                lines[k] = ""
+                line = line.strip()
+                yield line, page, keys[k].strip() if keys else ""
 
 
 @dataclass
@@ -314,13 +367,14 @@ class _Writer:
 
 def _clean(blocks: Blocks, opts: CleanOptions, small: bool = False) -> tuple[str, tuple[int, ...]]:
     """The two passes over ``blocks()`` (called twice; once when ``small``: its lines are kept)."""
+    key_chars = opts.repeat_max_chars + 2  # a line is stripped of at most one space at each end
     if small:
-        cached = list(_lines(blocks()))
+        cached = list(_lines(blocks(), key_chars))
         lines: Callable[[], Iterable[tuple[str, int, str]]] = lambda: cached  # noqa: E731
         drop = _dropped(_scan(lines(), opts), opts) if opts.repeat_min else []
     else:
-        lines = lambda: _lines(blocks(), keys=False)  # noqa: E731
-        drop = _dropped(_scan(_lines(blocks()), opts), opts) if opts.repeat_min else []
+        lines = lambda: _lines(blocks())  # noqa: E731
+        drop = _dropped(_scan(_lines(blocks(), key_chars), opts), opts) if opts.repeat_min else []
     pages = [1]
     kept = _kept(lines(), opts, drop, pages)
     writer = _Writer()
