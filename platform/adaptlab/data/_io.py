@@ -88,22 +88,32 @@ def iter_segments(path: str | Path, max_line_bytes: int | None = None) -> Iterat
     before the line is read whole."""
     p = Path(path)
     with _open(p) as f:
-        number, offset, raw = 0, 0, b"\n"
-        while raw.endswith(b"\n"):
+        number, offset, more = 0, 0, True
+        while more:
             raw = f.readline(-1 if max_line_bytes is None else max_line_bytes + 1)
             number += 1
             if max_line_bytes is not None and len(raw) > max_line_bytes and not raw.endswith(b"\n"):
                 raise DataError(f"{p}:{number}: line longer than the limit of {max_line_bytes:,} bytes; "
                                 "expected one record per line (raise the limit, max_line_bytes, for longer ones)")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise _utf8_error(p, e, number, e.start + 1, offset + e.start) from e
-            if number == 1 and text.startswith("\ufeff"):
-                text = text[1:]
-            offset += len(raw)
-            end = text.endswith("\n")
-            yield number, text[:-1] if end else text, end
+            more, size, held = raw.endswith(b"\n"), len(raw), [raw]
+            del raw
+            yield number, *_segment(p, held, number, offset)  # no reference kept here while it is used
+            offset += size
+
+
+def _segment(p: Path, held: list[bytes], number: int, offset: int) -> tuple[str, bool]:
+    """(segment, terminated) of line ``number`` from its bytes in ``held`` (taken out, so they go
+    once decoded: a long line costs its bytes and text, then its text and the segment cut from it)."""
+    raw = held.pop()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _utf8_error(p, e, number, e.start + 1, offset + e.start) from e
+    del raw
+    if number == 1 and text.startswith("\ufeff"):
+        text = text[1:]
+    end = text.endswith("\n")
+    return (text[:-1] if end else text), end
 
 
 def _open(p: Path) -> Any:
@@ -171,13 +181,12 @@ def iter_jsonl(path: Path, text: str | None = None,
 
     Raises DataError at the first line that is not valid JSON or not a JSON object.
     """
-    if text is None:
-        lines: Iterator[tuple[int, str]] = ((n, seg[:-1] if seg.endswith("\r") else seg)
-                                             for n, seg, _end in iter_segments(path, max_line_bytes))
-    else:
-        lines = iter_lines(text)
-    for number, line in lines:
-        if not line.strip():
+    lines = (iter_segments(path, max_line_bytes) if text is None
+             else ((n, line, True) for n, line in iter_lines(text)))
+    for number, line, _end in lines:
+        if text is None and line.endswith("\r"):
+            line = line[:-1]
+        if not line or line.isspace():
             continue
         try:
             obj = json.loads(line)
@@ -191,6 +200,7 @@ def iter_jsonl(path: Path, text: str | None = None,
                 f"{path}:{number}: expected a JSON object {{...}} on each line, "
                 f"got {type(obj).__name__}"
             )
+        del line  # not kept while the object is used: a long line's text is in it already
         yield number, obj
 
 
