@@ -23,7 +23,7 @@ import numpy as np
 from adaptlab.data._io import iter_text_blocks
 from adaptlab.errors import ConfigError
 
-__all__ = ["EDGE_LINES", "CleanOptions", "clean_file", "clean_pages", "clean_text"]
+__all__ = ["EDGE_LINES", "CleanOptions", "clean_file", "clean_held", "clean_pages", "clean_text"]
 
 @dataclass(frozen=True)
 class CleanOptions:
@@ -365,8 +365,10 @@ class _Writer:
         return text, tuple(starts)
 
 
-def _clean(blocks: Blocks, opts: CleanOptions, small: bool = False) -> tuple[str, tuple[int, ...]]:
-    """The two passes over ``blocks()`` (called twice; once when ``small``: its lines are kept)."""
+def _clean(blocks: Blocks, opts: CleanOptions, small: bool = False,
+           release: Callable[[], object] | None = None) -> tuple[str, tuple[int, ...]]:
+    """The two passes over ``blocks()`` (called twice; once when ``small``: its lines are kept);
+    ``release`` lets the source text go before the cleaned text is joined."""
     key_chars = opts.repeat_max_chars + 2  # a line is stripped of at most one space at each end
     if small:
         cached = list(_lines(blocks(), key_chars))
@@ -380,17 +382,32 @@ def _clean(blocks: Blocks, opts: CleanOptions, small: bool = False) -> tuple[str
     writer = _Writer()
     for line, p in (_dehyphenate(kept) if opts.dehyphenate else kept):
         writer.write(line, p)
+    if release is not None:
+        release()
     return writer.result(pages[0])
 
 
 def clean_pages(text: str, options: CleanOptions | None = None) -> tuple[str, tuple[int, ...]]:
     """:func:`clean_text` and, for each page of ``text`` (split at form feeds), the offset in
     the cleaned text where that page starts (see :class:`~adaptlab.data.documents.PagedDocument`)."""
+    return clean_held([text], options)
+
+
+def clean_held(held: list[str], options: CleanOptions | None = None) -> tuple[str, tuple[int, ...]]:
+    """:func:`clean_pages` of ``held[0]``, taken out of ``held``: when the caller keeps no other
+    reference, the text goes before the cleaned one is joined (a long text of many lines costs
+    about twice its size, not three times)."""
     opts = options or CleanOptions()
+    text = held[0]
     if "\n" not in text and "\r" not in text and "\f" not in text:  # one line (a paragraph): rules 1 and 2
-        line = _SPACE_FIX.sub(" ", _ZERO_WIDTH.sub("", text)).strip()
+        del text
+        _sub_held(held, 0, _ZERO_WIDTH, "", whole_runs=False)
+        _sub_held(held, 0, _SPACE_FIX, " ", whole_runs=True)
+        line = held.pop().strip()
         return ("" if opts.page_numbers and _PAGE_NUMBER.match(line) else line), (0,)
-    return _clean(lambda: _string_blocks(text), opts, small=len(text) <= BLOCK_CHARS)
+    small = len(text) <= BLOCK_CHARS
+    del text
+    return _clean(lambda: _string_blocks(held[0]), opts, small, release=held.clear)
 
 
 def clean_file(path: str | Path, options: CleanOptions | None = None) -> tuple[str, tuple[int, ...]]:

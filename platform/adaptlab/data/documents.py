@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adaptlab.data._io import iter_jsonl, read_text, str_id
-from adaptlab.data.clean import EDGE_LINES, CleanOptions, clean_file, clean_pages, clean_text
+from adaptlab.data.clean import EDGE_LINES, CleanOptions, clean_file, clean_held, clean_pages, clean_text
 from adaptlab.data.dataset import Dataset, Document
 from adaptlab.data.pdf import PdfProblem, read_pdf_pages
 from adaptlab.errors import ConfigError, DataError
@@ -199,8 +199,10 @@ def _file_id(rel: str, path: Path) -> str:
     return check_name(stem, f"{path}: document id from the file name", max_length=_FILE_ID_MAX)
 
 
-def _jsonl_documents(path: Path, max_line_bytes: int) -> Iterator[tuple[Document, str]]:
-    """(document, where) of each line of a ``.jsonl`` corpus file, read line by line."""
+def _jsonl_documents(path: Path, max_line_bytes: int, opts: CleanOptions | None) -> Iterator[tuple[Document, str]]:
+    """(document, where) of each line of a ``.jsonl`` corpus file, read line by line, its text
+    cleaned with ``opts`` (None: raw); the parsed text is handed over to the cleaner
+    (:func:`~adaptlab.data.clean.clean_held`), not kept beside the cleaned one."""
     for number, obj in iter_jsonl(path, max_line_bytes=max_line_bytes):
         where = f"{path}:{number}"
         key = "id" if "id" in obj else "_id" if "_id" in obj else None
@@ -209,13 +211,13 @@ def _jsonl_documents(path: Path, max_line_bytes: int) -> Iterator[tuple[Document
         if "text" not in obj:
             raise DataError(f"{where}: missing key 'text'; each line needs 'id' and 'text'")
         doc_id = str_id(obj[key], where, key)
-        text = obj["text"]
         title = obj.get("title", "") or ""
-        if not isinstance(text, str):
-            raise DataError(f"{where}: 'text' must be a string, got {type(text).__name__}")
+        if not isinstance(obj["text"], str):
+            raise DataError(f"{where}: 'text' must be a string, got {type(obj['text']).__name__}")
         if not isinstance(title, str):
             raise DataError(f"{where}: 'title' must be a string, got {type(title).__name__}")
-        yield Document(doc_id, text, title), where
+        held = [obj.pop("text")]
+        yield Document(doc_id, clean_held(held, opts)[0] if opts is not None else held.pop(), title), where
 
 
 def _read_file(path: Path, rel: str, opts: CleanOptions | None, max_line_bytes: int) -> Iterator[tuple[Document, str]]:
@@ -223,8 +225,7 @@ def _read_file(path: Path, rel: str, opts: CleanOptions | None, max_line_bytes: 
     (None: raw); ``where`` names it in errors. A text file is cleaned as it is read."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        for doc, where in _jsonl_documents(path, max_line_bytes):
-            yield (Document(doc.id, clean_text(doc.text, opts), doc.title) if opts is not None else doc), where
+        yield from _jsonl_documents(path, max_line_bytes, opts)
     elif suffix == ".pdf":
         raw = "\f".join(read_pdf_pages(path))
         text, starts = clean_pages(raw, opts) if opts is not None else _raw_pages(raw)
