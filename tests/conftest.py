@@ -1,9 +1,55 @@
 """Root conftest: its folder (tests/) goes on sys.path, so test folders can share plain helper
 modules such as tests/tiny_models.py; and the in-process ``cli`` fixture the CLI tests share."""
 
+import os
 import subprocess
 
 import pytest
+
+SLOWEST_FIRST = (
+    "tests/study/test_scifact_reproduction.py",
+    "tests/analysis/test_thresholds.py",
+    "tests/retrieval/test_plaid.py",
+    "tests/runtime/test_training_node_loss.py",
+    "tests/adapt/train/test_colbert_ft.py",
+    "tests/study/scale/test_scale_study_evidence.py",
+    "tests/runtime/test_study_node_loss.py",
+    "tests/docs/test_bench_scale.py",
+    "tests/study/test_submit_multinode.py",
+)
+"""The modules that take longest (``--durations``, clean clone with ../shared, 2026-11-29: SciFact
+560 s, PubMedQA thresholds 131 s, PLAID 120 s, training node loss 117 s, ColBERT FT 102 s, ...
+at load 5-10). With two workers (pytest-xdist) they go first, so no worker is left alone with a
+long module at the end; a serial run keeps the plain collection order."""
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a pytest-xdist worker: the modules of :data:`SLOWEST_FIRST` first, in that order, each
+    module's tests in their own order (every worker sorts alike, as xdist requires)."""
+    if not hasattr(config, "workerinput"):
+        return
+    rank = {path: i for i, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _worker_torch_threads(request):
+    """In a pytest-xdist worker: torch in this process gets its share of the cores (cores //
+    workers, at least 1), so two workers do not run 2 x cores OpenMP threads that spin against
+    each other; a serial run keeps torch's own default. Ray workers and subprocesses set their own."""
+    workerinput = getattr(request.config, "workerinput", None)
+    if workerinput is None:
+        yield
+        return
+    try:
+        import torch
+    except ImportError:  # pragma: no cover (a test that needs torch skips by itself)
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // int(workerinput["workercount"])))
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture
