@@ -4,7 +4,9 @@ and the store paths the docs' commands name."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -115,3 +117,15 @@ def docs_workdir(docs_data, tmp_path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ADAPTLAB_PROGRESS", "0")
     return tmp_path
+
+
+@pytest.fixture(scope="module")
+def bench(request):
+    """The benchmark script named by the test module's ``BENCHMARK`` (``benchmarks/<name>.py``),
+    imported as a module (the scripts are not a package)."""
+    name = request.module.BENCHMARK
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -3,23 +3,11 @@ input in-process, and its --small mode end to end (slow: two real adaptation stu
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_scale", ROOT / "benchmarks" / "bench_scale.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_scale"] = module
-    spec.loader.exec_module(module)
-    return module
+BENCHMARK = "bench_scale"  # the bench fixture (conftest) imports benchmarks/bench_scale.py
 
 
 def test_growth_is_the_log_log_slope(bench):

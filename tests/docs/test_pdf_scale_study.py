@@ -3,23 +3,12 @@ on hand-made manifests, studies and metric rows (the study itself takes 15-20 mi
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("pdf_scale_study", ROOT / "benchmarks" / "pdf_scale_study.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["pdf_scale_study"] = module
-    spec.loader.exec_module(module)
-    return module
+BENCHMARK = "pdf_scale_study"  # the bench fixture (conftest) imports benchmarks/pdf_scale_study.py
 
 
 def _study(work: Path, bench, speed: str) -> None:

@@ -86,6 +86,18 @@ LOAD_SHAPES = {  # name: (text of an 8 MiB .txt file, traced peak of loading it 
 }
 
 
+def _loading_peak(path) -> int:
+    """The tracemalloc peak of loading ``path``, one document of more than 8 M characters."""
+    tracemalloc.start()
+    try:
+        docs = load_documents(path)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(docs) == 1 and len(docs[0].text) > 8_000_000
+    return peak
+
+
 @pytest.mark.parametrize("shape", list(LOAD_SHAPES))
 def test_loading_a_big_text_file_peaks_near_twice_its_text(tmp_path, shape):
     """A .txt corpus file read, decoded and cleaned (two streaming passes) costs about twice its
@@ -98,13 +110,7 @@ def test_loading_a_big_text_file_peaks_near_twice_its_text(tmp_path, shape):
     size = sys.getsizeof(text)  # the file's text as Python holds it
     path.write_text(text, encoding="utf-8")
     del text
-    tracemalloc.start()
-    try:
-        docs = load_documents(path)
-        _current, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert len(docs) == 1 and len(docs[0].text) > 8_000_000
+    peak = _loading_peak(path)
     # measured 2.00-2.03x on each shape (the bytes and the str of a block while it is decoded; the
     # cleaned text's blocks and their join); the loader of 7532918: LOAD_SHAPES[shape][1] (CRLF
     # paragraphs, lines of ~1 KB, were already 2.02x: the guard that streaming lines stays so)
@@ -127,13 +133,7 @@ def test_loading_a_big_jsonl_record_peaks_near_twice_its_text(tmp_path, shape):
     size = sys.getsizeof(text)
     path.write_text(json.dumps({"id": "big", "text": text}) + "\n", encoding="utf-8")
     del text
-    tracemalloc.start()
-    try:
-        docs = load_documents(path)
-        _current, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert len(docs) == 1 and len(docs[0].text) > 8_000_000
+    peak = _loading_peak(path)
     # measured 2.03x and 2.23x (the lines of the block being cleaned, ~2 MiB, are the rest); 7532918:
     # JSONL_SHAPES[shape][1]
     assert peak <= bound * size, f"loading peaked at {peak / size:.2f}x the text's size"
