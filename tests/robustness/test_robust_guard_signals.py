@@ -207,3 +207,52 @@ def test_sigterm_to_a_driver_with_embedded_ray_is_one_line_143_and_no_native_dum
     assert not session_pids(session), "Ray processes outlived the driver"
     print(f"driver exited {exited:.1f} s, Ray session gone {gone:.1f} s after SIGTERM")
     assert gone <= TEARDOWN_BOUND_S, f"Ray torn down {gone:.1f} s after SIGTERM (driver exited after {exited:.1f} s)"
+
+
+# The CLI with one command replaced: a SIGTERM whose handler runs inside an at-fork callback (as
+# when it reaches ray.init while Ray forks its GCS or raylet), where Python can only print the
+# handler's exception as "Exception ignored"; then ordinary work for 10 s. "ray" installs a handler
+# like Ray's (sys.exit(15)) inside sigterm_kept, as ray.init does in the main thread.
+_SWALLOWING_DRIVER = textwrap.dedent(
+    """
+    import contextlib, os, signal, sys, time
+    import adaptlab.cli.results_cmd as command
+    from adaptlab.runtime.signals import sigterm_kept
+
+    def kill_me():
+        os.kill(os.getpid(), signal.SIGTERM)
+        sum(range(10))  # a call: the handler runs here, inside the callback
+
+    def run(args):
+        os.register_at_fork(after_in_parent=kill_me)
+        with sigterm_kept() if sys.argv[1] == "ray" else contextlib.nullcontext():
+            if sys.argv[1] == "ray":
+                signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        for _ in range(200):
+            sum(range(10_000))
+            time.sleep(0.05)
+        print("ran on", file=sys.stderr, flush=True)
+        return 0
+
+    command.run = run
+    from adaptlab.cli import main
+    raise SystemExit(main(["results", "--store", "unused"]))
+    """
+)
+
+
+@pytest.mark.parametrize("handler", ["ours", "ray"])
+def test_a_sigterm_whose_exception_python_swallows_still_ends_the_command(handler):
+    """CI once saw a SIGTERM sent during ray.init lost: Ray's handler raised SystemExit(15) inside
+    logging's at-fork callback, Python printed "Exception ignored" and the command ran on for 60 s
+    with status 0. Now the signal is delivered again and ends the command at once."""
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", _SWALLOWING_DRIVER, handler], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "ADAPTLAB_PROGRESS": "0"})
+    took = time.monotonic() - start
+    assert (done.returncode, done.stderr) == (143, "terminated\n"), done.stderr
+    assert took < 8, f"{took:.1f} s: the command ran on after the SIGTERM"

@@ -402,8 +402,12 @@ def test_losing_every_node_with_room_fails_the_study_with_one_line_in_bounded_ti
     err = errors[0]
     assert err["type"] == "ClusterCapacityError" and "\n" not in err["message"]
     nodes = _nodes(scenario)
-    w2 = _node_of(nodes, scenario["base"] / "w2")
-    assert f"lost node(s) {w2[:12]} ({nodes[w2][1]});" in err["message"], err["message"]  # that node only
+    w1, w2 = (_node_of(nodes, scenario["base"] / w) for w in ("w1", "w2"))
+    named = err["message"].split("lost node(s) ", 1)[1].split(";", 1)[0].split(", ")
+    assert f"{w2[:12]} ({nodes[w2][1]})" in named, err["message"]
+    # Killed nodes only. w1 (killed in fault1) is named too when Ray, not yet aware of its death, had
+    # sent a replacement actor there (CI saw "lost node(s) <w1> (...), <w2> (...)" once, at load ~2 per core).
+    assert set(named) <= {f"{w[:12]} ({nodes[w][1]})" for w in (w1, w2)}, err["message"]
     assert f"no embedding actor was ready for {PLACEMENT_S} s" in err["message"], err["message"]
     assert "texts of this call were embedded and are not kept" in err["message"]
     assert "re-run the same study" in err["message"]

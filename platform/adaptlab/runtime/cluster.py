@@ -71,7 +71,7 @@ from typing import Any
 
 from adaptlab.errors import ConfigError
 from adaptlab.runtime.ray_output import configure_ray_output
-from adaptlab.runtime.signals import reclaim_sigterm, sigterm_kept, sigterm_received
+from adaptlab.runtime.signals import raise_if_terminated, reclaim_sigterm, sigterm_kept, sigterm_received
 from adaptlab.runtime.watchdog import Watchdog, start_watchdog, stop_watchdog
 
 __all__ = [
@@ -350,6 +350,7 @@ def _start_local_once(kwargs: dict[str, Any]) -> Any:
     try:
         with _loopback_node_ip(kwargs["_node_ip_address"]):
             ctx = ray.init(address="local", **kwargs)  # always a new in-process Ray, never a cluster started here
+        raise_if_terminated()  # a SIGTERM whose exception Python swallowed while Ray started
     except BaseException:
         try:
             _stop_monitor()  # e.g. SIGTERM during the start: Ray's monitor would hold the teardown 1 s
