@@ -198,6 +198,17 @@ def _check_interval(interval: object, n_q: int, l: int) -> str:
     return str(interval)
 
 
+def _check_settings(n_q: int, n_resamples: object, sample_size: object, allow_oversampling: bool,
+                    confidence: object, method: object, backend: object, n_jobs: object, interval: object,
+                    ) -> tuple[int, int, int, float, str]:
+    """The resampling settings of ``n_q`` queries, checked in this order: ``(m, l)`` by
+    :func:`~adaptlab.stats.resample.check_sizes`, then ``confidence``, ``method``, ``backend``,
+    ``n_jobs``, then ``interval``; returns ``(m, l, jobs, confidence, interval)``."""
+    m, l = check_sizes(n_q, n_resamples, sample_size, allow_oversampling)
+    jobs = _check_options(confidence, method, backend, n_jobs)
+    return m, l, jobs, float(confidence), _check_interval(interval, n_q, l)
+
+
 def _intervals(values: np.ndarray, boot: np.ndarray, conf: float, interval: str, l: int,
                ) -> tuple[np.ndarray, np.ndarray, str]:
     """CIs of each row of ``values`` [S, Q] from its resampled means ``boot`` [S, m] (``l``
@@ -270,6 +281,28 @@ def _resampled_means(
     return boot
 
 
+def _ci_result(arr: np.ndarray, boot: np.ndarray, paths: list[str], ends: tuple[np.ndarray, np.ndarray, str],
+               *, one: bool, keep: bool, m: int, l: int, seed: int, conf: float) -> BootstrapResult:
+    """The :class:`BootstrapResult` of the rows ``arr`` [S, Q] from their resampled means ``boot``
+    [S, m], the ``paths`` they took and their interval ``ends`` ``(low, high, interval used)``:
+    floats and no system axis when ``one`` (1-D values), the distribution when ``keep``."""
+    lo, hi, used = ends
+    return BootstrapResult(
+        point=_squeeze(arr.mean(axis=1), one),
+        boot_mean=_squeeze(boot.mean(axis=1), one),
+        ci_low=_squeeze(lo, one),
+        ci_high=_squeeze(hi, one),
+        n_queries=arr.shape[1],
+        n_resamples=m,
+        sample_size=l,
+        seed=seed,
+        confidence=conf,
+        method=paths[0] if len(set(paths)) == 1 else "index+multinomial",
+        distribution=(boot[0] if one else boot) if keep else None,
+        interval=used,
+    )
+
+
 # ----------------------------------------------------------------------------- public API
 def bootstrap_ci(
     values: Any,
@@ -288,7 +321,10 @@ def bootstrap_ci(
     """Percentile bootstrap CI of the mean per-query value of each system.
 
     The CI is the ``(1 - c)/2`` and ``(1 + c)/2`` quantiles of ``m`` resampled means, each the
-    mean of ``l`` queries drawn with replacement (Efron and Tibshirani 1993, chapter 13).
+    mean of ``l`` queries drawn with replacement (Efron and Tibshirani 1993, chapter 13). Each row
+    takes its own path (``"auto"``: the cheaper for that row alone; ``"index+multinomial"`` when the
+    rows took both), so a system's CI and ``boot_mean`` depend only on its own values, Q, m, l and
+    the seed. They are marginal: compare systems with :func:`paired_bootstrap` (docs/metrics.md).
 
     Parameters
     ----------
@@ -297,15 +333,13 @@ def bootstrap_ci(
     n_resamples : int
         ``m``, the number of resamples.
     sample_size : int or None
-        ``l``, queries per resample; None: all ``Q``. Larger than ``Q`` is an error unless
-        ``allow_oversampling``.
+        ``l``, queries per resample (None: all ``Q``); more than ``Q`` only with ``allow_oversampling``.
     seed : int
         Seeds the resamples (a seeded NumPy Generator).
     confidence : float
         ``c``, coverage of the interval (0.95: the 2.5th and 97.5th percentiles).
     method : str
-        ``"auto"``, ``"index"`` or ``"multinomial"`` (exact counts over the distinct values;
-        see the module doc).
+        ``"auto"``, ``"index"`` or ``"multinomial"`` (exact counts over the distinct values; module doc).
     backend : str
         ``"auto"``, ``"numpy"`` or ``"cupy"`` (the index path's arithmetic).
     n_jobs : int or None
@@ -321,59 +355,25 @@ def bootstrap_ci(
     Returns
     -------
     BootstrapResult
-        ``point``, ``boot_mean``, ``ci_low``, ``ci_high``: floats for ``[n_queries]`` values,
-        arrays ``[n_systems]`` for ``[n_systems, n_queries]`` (even for one row); the same
-        numbers either way.
-
-    Notes
-    -----
-    What is paired: every system on the index path is evaluated on the same resamples,
-    :func:`adaptlab.stats.resample_indices` ``(Q, n_resamples=m, sample_size=l, seed=seed)``;
-    on the multinomial path each system's counts are drawn exactly from one stream of the seed
-    (the same for every row, so a row's draws do not depend on its position). With ``"auto"``
-    each row takes the cheaper path for itself. So a system's CI and ``boot_mean`` depend only
-    on its own values, the number of queries, m, l and the seed: the same alone or beside any
-    other systems (``BootstrapResult.method`` is ``"index+multinomial"`` when the rows took
-    both). Each row's CI is a marginal CI; comparisons between systems must use
-    :func:`paired_bootstrap`, which always pairs.
+        ``point``, ``boot_mean``, ``ci_low``, ``ci_high``: floats for ``[n_queries]`` values, else
+        arrays ``[n_systems]`` (even for one row); the same numbers either way.
 
     Examples
     --------
     >>> r = bootstrap_ci([0.0, 1.0, 1.0, 1.0], n_resamples=200, seed=1)
-    >>> r.point
-    0.75
-    >>> bool(r.ci_low <= r.point <= r.ci_high)
-    True
+    >>> r.point, bool(r.ci_low <= r.point <= r.ci_high)
+    (0.75, True)
     >>> bootstrap_ci([[0.0, 1.0, 1.0, 1.0]], n_resamples=200, seed=1).point
     array([0.75])
     """
     arr = _as_values(values)
     seed = check_seed(seed)
-    n_q = arr.shape[1]
-    m, l = check_sizes(n_q, n_resamples, sample_size, allow_oversampling)
-    jobs = _check_options(confidence, method, backend, n_jobs)
-    conf = float(confidence)
-    interval = _check_interval(interval, n_q, l)
-
+    m, l, jobs, conf, interval = _check_settings(arr.shape[1], n_resamples, sample_size, allow_oversampling,
+                                                  confidence, method, backend, n_jobs, interval)
     paths, cats = _ci_paths(arr, method, m, l)
     boot = _resampled_means(arr, paths, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs)
-    chosen = paths[0] if len(set(paths)) == 1 else "index+multinomial"
-    lo, hi, used = _intervals(arr, boot, conf, interval, l)
-    one = _one_system(values)
-    return BootstrapResult(
-        point=_squeeze(arr.mean(axis=1), one),
-        boot_mean=_squeeze(boot.mean(axis=1), one),
-        ci_low=_squeeze(lo, one),
-        ci_high=_squeeze(hi, one),
-        n_queries=n_q,
-        n_resamples=m,
-        sample_size=l,
-        seed=seed,
-        confidence=conf,
-        method=chosen,
-        distribution=(boot[0] if one else boot) if keep_distribution else None,
-        interval=used,
-    )
+    return _ci_result(arr, boot, paths, _intervals(arr, boot, conf, interval, l), one=_one_system(values),
+                      keep=keep_distribution, m=m, l=l, seed=seed, conf=conf)
 
 
 def _system_index(n_sys: int, names: Sequence[str] | None, system: int | str, what: str) -> int:
@@ -427,6 +427,18 @@ def _check_names(names: Sequence[str] | None, n_sys: int) -> list[str] | None:
     if len(names) != n_sys or len(set(names)) != n_sys:
         raise ConfigError(f"names must be {n_sys} distinct strings (one per row); got {names}")
     return names
+
+
+def _check_systems(arr: np.ndarray, names: Sequence[str] | None, baseline: int | str | None,
+                   pairs: Sequence[tuple[int | str, int | str]] | None,
+                   ) -> tuple[list[str] | None, list[tuple[int, int]]]:
+    """At least two systems (rows of ``arr``), their checked ``names`` and the row pairs to
+    compare (:func:`_pairs`), checked in that order."""
+    n_sys = arr.shape[0]
+    if n_sys < 2:
+        raise DataError(f"paired_bootstrap needs at least 2 systems; values has shape {arr.shape}")
+    names = _check_names(names, n_sys)
+    return names, _pairs(n_sys, names, baseline, pairs)
 
 
 _PairCats = dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
@@ -499,6 +511,18 @@ def _paired_differences(
     return d_star
 
 
+def _draw_differences(
+    arr: np.ndarray, pairs: list[tuple[int, int]], method: str, *, m: int, l: int, seed: int, backend: str,
+    jobs: int,
+) -> tuple[str, dict[tuple[int, int], np.ndarray]]:
+    """The path :func:`_paired_path` chooses for the systems in ``pairs``, and the ``m`` resampled
+    mean differences ``D*`` of each pair along it (:func:`_paired_differences`)."""
+    used = sorted({s for p in pairs for s in p})
+    chosen, pair_cats, joint = _paired_path(arr, pairs, used, method, m, l)
+    return chosen, _paired_differences(arr, pairs, used, chosen, pair_cats, joint, m=m, l=l, seed=seed,
+                                       backend=backend, jobs=jobs)
+
+
 def _difference_interval(d: np.ndarray, ds: np.ndarray, conf: float, interval: str,
                          ) -> tuple[float, float, str]:
     """CI of the mean of the per-query differences ``d`` from their resampled means ``ds``:
@@ -541,101 +565,18 @@ def _pair_p_values(arr: np.ndarray, pairs: list[tuple[int, int]], d_star: dict[t
     return out, ["bootstrap"] * len(pairs), [m] * len(pairs)
 
 
-def paired_bootstrap(
-    values: Any,
-    *,
-    names: Sequence[str] | None = None,
-    baseline: int | str | None = None,
-    pairs: Sequence[tuple[int | str, int | str]] | None = None,
-    n_resamples: int = 1000,
-    sample_size: int | None = None,
-    seed: int = 0,
-    confidence: float = 0.95,
-    method: str = "auto",
-    backend: str = "auto",
-    n_jobs: int | None = None,
-    allow_oversampling: bool = False,
-    interval: str = "percentile",
-    family_size: int | None = None,
+def _paired_results(
+    arr: np.ndarray, pairs: list[tuple[int, int]], names: list[str] | None,
+    d_star: dict[tuple[int, int], np.ndarray], tested: tuple[list[float], list[str], list[int]], *,
+    chosen: str, m: int, l: int, conf: float, seed: int, interval: str,
 ) -> list[PairedDifference]:
-    """Paired bootstrap of mean differences between systems evaluated on the same queries.
-
-    Each resample draws one set of queries for both systems of a pair, so the difference is
-    paired. ``diff`` is the observed mean difference, ``ci_low``/``ci_high`` the percentile
-    interval of the resampled differences ``D*``. The two-sided p-value of "no difference" is,
-    from :data:`~adaptlab.stats.PERMUTATION_Q` (1000) queries on, the Monte Carlo bootstrap
-    p-value (Davison and Hinkley 1997, chapter 4)
-
-        p_value = min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (n_resamples + 1))
-
-    (0 lies outside the interval of level c roughly when p < 1 - c) when its floor fits the
-    family of pairs (in practice a single pair), and otherwise the paired sign-flip
-    randomization test over all queries (Fisher 1935; Smucker, Allan and Carterette 2007),
-    which the bootstrap p-value over-rejects at small Q: exact over all sign patterns where the
-    differences allow, else with sign vectors sized to the family (:class:`PairedDifference`,
-    :mod:`adaptlab.stats.signflip`, docs/metrics.md). Resampled differences within 1e-10 * max|d| of 0 count as ties on both
-    sides (floating-point rounding).
-
-    Parameters
-    ----------
-    values : array-like
-        ``[n_systems, n_queries]`` finite per-query values, the same query order in every row.
-    names : sequence of str, optional
-        System names, one per row (pairs then name systems by name).
-    baseline : int or str, optional
-        Compare every other system against it (``system - baseline``).
-    pairs : sequence of (a, b), optional
-        Exactly these pairs (names or indices; ``a - b``), e.g. a ColBERT against its own base.
-        Without ``baseline`` or ``pairs``: every pair ``(i, j)``, ``i < j`` (``i - j``).
-    n_resamples, sample_size, seed, confidence, backend, n_jobs, allow_oversampling
-        As in :func:`bootstrap_ci`.
-    method : str
-        As in :func:`bootstrap_ci`; ``"multinomial"`` draws each pair's distinct per-query
-        differences exactly, or all systems at once over their distinct joint value tuples
-        when that is cheaper (``PairedDifference.method == "multinomial-joint"``).
-    interval : str
-        ``"percentile"``, or ``"bca"`` (BCa intervals, p-values unchanged); ``"wilson"`` and
-        ``"jeffreys"`` do not apply to differences, which then get the percentile interval.
-    family_size : int, optional
-        The number of tests the p-values' Monte Carlo resolution is sized for (default: the
-        pairs of this call, one family); :func:`adaptlab.plan_sample_size` passes 1, each of its
-        simulated experiments being one test.
-
-    Returns
-    -------
-    list of PairedDifference
-        One per pair: ``a``, ``b``, ``diff``, ``ci_low``, ``ci_high``, ``p_value`` and the settings.
-
-    Examples
-    --------
-    >>> d = paired_bootstrap([[1, 1, 1, 0], [0, 1, 0, 0]], names=["ft", "base"], baseline="base",
-    ...                      n_resamples=500, seed=0)
-    >>> d[0].a, d[0].b, d[0].diff
-    ('ft', 'base', 0.5)
-    >>> bool(d[0].ci_low <= 0.5 <= d[0].ci_high) and 0 < d[0].p_value <= 1
-    True
-    """
-    arr = _as_values(values)
-    seed = check_seed(seed)
-    n_sys, n_q = arr.shape
-    if n_sys < 2:
-        raise DataError(f"paired_bootstrap needs at least 2 systems; values has shape {arr.shape}")
-    names = _check_names(names, n_sys)
-    pairs = _pairs(n_sys, names, baseline, pairs)
-    m, l = check_sizes(n_q, n_resamples, sample_size, allow_oversampling)
-    jobs = _check_options(confidence, method, backend, n_jobs)
-    conf = float(confidence)
-    interval = _check_interval(interval, n_q, l)
-    used = sorted({s for p in pairs for s in p})
-
-    chosen, pair_cats, joint = _paired_path(arr, pairs, used, method, m, l)
-    d_star = _paired_differences(arr, pairs, used, chosen, pair_cats, joint, m=m, l=l, seed=seed,
-                                 backend=backend, jobs=jobs)
-    family = len(pairs) if family_size is None else _check_family(family_size)
-    p_values, tests, draws = _pair_p_values(arr, pairs, d_star, m=m, seed=seed, family=family)
+    """One :class:`PairedDifference` per pair ``(a, b)``, named by ``names`` when given: the
+    observed mean difference, the CI of the resampled differences ``d_star[(a, b)]``
+    (:func:`_difference_interval`), its p-value, test and draws from ``tested``
+    (:func:`_pair_p_values`) and the settings."""
     point = arr.mean(axis=1)
     out = []
-    for (a, b), p, test, n_draws in zip(pairs, p_values, tests, draws):
+    for (a, b), p, test, n_draws in zip(pairs, *tested):
         ds = d_star[(a, b)]
         lo, hi, how = _difference_interval(arr[a] - arr[b], ds, conf, interval)
         out.append(PairedDifference(
@@ -656,3 +597,75 @@ def paired_bootstrap(
             p_draws=n_draws,
         ))
     return out
+
+
+def paired_bootstrap(
+    values: Any,
+    *,
+    names: Sequence[str] | None = None,
+    baseline: int | str | None = None,
+    pairs: Sequence[tuple[int | str, int | str]] | None = None,
+    n_resamples: int = 1000, sample_size: int | None = None, seed: int = 0, confidence: float = 0.95,
+    method: str = "auto", backend: str = "auto", n_jobs: int | None = None, allow_oversampling: bool = False,
+    interval: str = "percentile", family_size: int | None = None,
+) -> list[PairedDifference]:
+    """Paired bootstrap of mean differences between systems evaluated on the same queries.
+
+    Each resample draws one set of queries for both systems of a pair, so the difference is
+    paired. ``diff`` is the observed mean difference, ``ci_low``/``ci_high`` the percentile
+    interval of the resampled differences ``D*``. The two-sided p-value of "no difference" is, from
+    :data:`~adaptlab.stats.PERMUTATION_Q` (1000) queries on and when its floor fits the family of
+    pairs (in practice one pair), the Monte Carlo bootstrap p-value (Davison and Hinkley 1997, chapter 4)
+
+        p_value = min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (n_resamples + 1))
+
+    (0 lies outside the interval of level c roughly when p < 1 - c); otherwise the paired sign-flip
+    randomization test over all queries (Fisher 1935; Smucker, Allan and Carterette 2007), which the
+    bootstrap p-value over-rejects at small Q: exact where the differences allow, else with sign
+    vectors sized to the family (:class:`PairedDifference`, :mod:`adaptlab.stats.signflip`,
+    docs/metrics.md). Resampled differences within 1e-10 * max|d| of 0 count as ties on both sides.
+
+    Parameters
+    ----------
+    values : array-like
+        ``[n_systems, n_queries]`` finite per-query values, the same query order in every row.
+    names : sequence of str, optional
+        System names, one per row (pairs then name systems by name).
+    baseline : int or str, optional
+        Compare every other system against it (``system - baseline``).
+    pairs : sequence of (a, b), optional
+        Exactly these pairs (names or indices; ``a - b``), e.g. a ColBERT against its own base.
+        Without ``baseline`` or ``pairs``: every pair ``(i, j)``, ``i < j`` (``i - j``).
+    n_resamples, sample_size, seed, confidence, method, backend, n_jobs, allow_oversampling
+        As in :func:`bootstrap_ci`; ``method="multinomial"`` draws each pair's distinct per-query
+        differences exactly, or all systems at once over their distinct joint value tuples when
+        that is cheaper (``PairedDifference.method == "multinomial-joint"``).
+    interval : str
+        ``"percentile"``, or ``"bca"`` (BCa intervals, p-values unchanged); ``"wilson"`` and
+        ``"jeffreys"`` do not apply to differences, which get the percentile interval.
+    family_size : int, optional
+        The number of tests the p-values' Monte Carlo resolution is sized for (default: this
+        call's pairs); :func:`adaptlab.plan_sample_size` passes 1 (one test per simulated experiment).
+
+    Returns
+    -------
+    list of PairedDifference
+        One per pair: ``a``, ``b``, ``diff``, ``ci_low``, ``ci_high``, ``p_value`` and the settings.
+
+    Examples
+    --------
+    >>> d = paired_bootstrap([[1, 1, 1, 0], [0, 1, 0, 0]], names=["ft", "base"], baseline="base",
+    ...                      n_resamples=500, seed=0)
+    >>> d[0].a, d[0].b, d[0].diff, bool(d[0].ci_low <= 0.5 <= d[0].ci_high), 0 < d[0].p_value <= 1
+    ('ft', 'base', 0.5, True, True)
+    """
+    arr = _as_values(values)
+    seed = check_seed(seed)
+    names, pairs = _check_systems(arr, names, baseline, pairs)
+    m, l, jobs, conf, interval = _check_settings(arr.shape[1], n_resamples, sample_size, allow_oversampling,
+                                                  confidence, method, backend, n_jobs, interval)
+    chosen, d_star = _draw_differences(arr, pairs, method, m=m, l=l, seed=seed, backend=backend, jobs=jobs)
+    family = len(pairs) if family_size is None else _check_family(family_size)
+    tested = _pair_p_values(arr, pairs, d_star, m=m, seed=seed, family=family)
+    return _paired_results(arr, pairs, names, d_star, tested, chosen=chosen, m=m, l=l, conf=conf, seed=seed,
+                           interval=interval)

@@ -50,6 +50,7 @@ import numpy as np
 from adaptlab.adapt.train.artifacts import describe_base, is_artifact_uri, local_model_path, sanitize_name
 from adaptlab.adapt.train.ft import (
     FTConfig,
+    TripletRows,
     coerce_triplets,
     fine_tune_model,
     resolve_prefixes,
@@ -510,23 +511,9 @@ def tune_adaptation(
     ray = ensure_ray(None)
     make_room()  # idle warm embedding pools would hold the CPUs the trials wait for
 
-    base = describe_base(base_model)
-    start_path, start_ref = _start_path(base_model, base.path, config.variant, chunks, pt_config, artifact_root,
-                                        seed, config.gpus_per_trial)
-    prefixes = resolve_prefixes(
-        ft_config.query_prefix, ft_config.passage_prefix, saved_prompts(start_path),
-        str(base.root.get("id", base.label)),
-    )
-    payload = {
-        "ft_config": ft_config, "start_path": start_ref, "merge_base_path": _worker_ref(base_model, base.path),
-        "rows": rows, "validation": validation, "measure": config.measure, "bootstrap": config.bootstrap,
-        "seed": int(seed), "prefixes": prefixes, "device": None, "selection": selection,
-    }
-    memory = _trial_memory(ft_config, config.param_space, start_path, ray)
-    resources = _trial_resources(config.cpus_per_trial, config.gpus_per_trial, memory, ray)
-    from ray import tune  # deferred: importing adaptlab.adapt does not load ray
-
-    trainable = tune.with_resources(tune.with_parameters(_trial, payload=payload), resources)
+    payload, start_path = _trial_payload(base_model, rows, validation, config, ft_config, selection, chunks=chunks,
+                                         pt_config=pt_config, artifact_root=artifact_root, seed=seed)
+    trainable = _trainable(payload, config, start_path, ray)
     experiment = _experiment_path(storage_path, name)
     max_epochs = config.max_epochs or largest_value(config.param_space, "epochs", ft_config.epochs)
     tuner, restored = _make_tuner(trainable, experiment, config, max_epochs=max_epochs, search_alg=search_alg,
@@ -552,6 +539,41 @@ def _check_parts(selection: np.ndarray, bootstrap: BootstrapConfig) -> None:
     if size is not None and size > smaller and not bootstrap.allow_oversampling:
         raise ConfigError(f"sample_size = {size}: the sweep scores selection and confirmation queries apart and "
                           f"the smaller part has {smaller}; use sample_size <= {smaller} or none (all of a part)")
+
+
+def _trial_payload(
+    base_model: str | os.PathLike[str], rows: TripletRows, validation: Dataset, config: SweepConfig,
+    ft_config: FTConfig, selection: np.ndarray, *, chunks: Sequence[str] | None, pt_config: Any,
+    artifact_root: str | os.PathLike[str] | None, seed: int,
+) -> tuple[dict[str, Any], Path]:
+    """What every trial receives (the ``payload`` of :func:`_trial`): the model it starts from
+    (:func:`_start_path`: the base, or its PT artifact, trained here for ``"pt-ft"``), the base it
+    merges with, the prefixes (:func:`~adaptlab.adapt.train.ft.resolve_prefixes`), the triplets,
+    the validation set and its ``selection`` mask, the measure, the bootstrap and the seed; with
+    the local path of the start model."""
+    base = describe_base(base_model)
+    start_path, start_ref = _start_path(base_model, base.path, config.variant, chunks, pt_config, artifact_root,
+                                        seed, config.gpus_per_trial)
+    prefixes = resolve_prefixes(
+        ft_config.query_prefix, ft_config.passage_prefix, saved_prompts(start_path),
+        str(base.root.get("id", base.label)),
+    )
+    payload = {
+        "ft_config": ft_config, "start_path": start_ref, "merge_base_path": _worker_ref(base_model, base.path),
+        "rows": rows, "validation": validation, "measure": config.measure, "bootstrap": config.bootstrap,
+        "seed": int(seed), "prefixes": prefixes, "device": None, "selection": selection,
+    }
+    return payload, start_path
+
+
+def _trainable(payload: dict[str, Any], config: SweepConfig, start_path: Path, ray: Any) -> Any:
+    """:func:`_trial` bound to ``payload`` as a Tune trainable that asks for a trial's resources:
+    ``config``'s CPUs and GPUs and the memory of its fine-tuning (:func:`_trial_memory`)."""
+    memory = _trial_memory(payload["ft_config"], config.param_space, start_path, ray)
+    resources = _trial_resources(config.cpus_per_trial, config.gpus_per_trial, memory, ray)
+    from ray import tune  # deferred: importing adaptlab.adapt does not load ray
+
+    return tune.with_resources(tune.with_parameters(_trial, payload=payload), resources)
 
 
 def _trial_resources(cpus: float, gpus: float | None, memory: int, ray: Any) -> dict[str, float]:
