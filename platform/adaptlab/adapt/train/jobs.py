@@ -460,7 +460,7 @@ class _StageRunner:
         """Whether ``stage`` declares more than half the largest node's memory: no second stage of
         its size fits beside it, so it runs alone on its node whatever else waits (decided by the
         study and the node, not by what happens to run)."""
-        return bool(self.node_memory) and stage.memory * 2 > float(self.node_memory or 0)
+        return self.node_memory is not None and 0 < self.node_memory < stage.memory * 2
 
     def _collect(self) -> None:
         ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=_WAIT_S)
