@@ -26,6 +26,7 @@ from typing import Any
 from adaptlab.adapt.train.artifacts import artifact_cache_dir
 from adaptlab.adapt.train.colbert import ColBERTFTConfig
 from adaptlab.adapt.train.ft import FTConfig
+from adaptlab.adapt.train.memory import AUTO
 from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.adapt.train.space import space_problem
 from adaptlab.adapt.train.sweep_config import SweepConfig
@@ -204,6 +205,8 @@ def _config_from_table(cls: type, raw: Mapping[str, Any], source: str, section: 
             kwargs[key] = None if value == 0 else check.integer(key, value, 1)
         elif key == "max_seq_length" and cls is FTConfig:
             kwargs[key] = None if value == 0 else check.integer(key, value, 1)
+        elif key == "gradient_checkpointing":
+            kwargs[key] = _auto_boolean(check, key, value)
         elif key in ("query_prefix", "passage_prefix") or isinstance(default, str):
             kwargs[key] = check.string(key, value)
         elif isinstance(default, bool):
@@ -271,11 +274,12 @@ def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> Ada
     [<store>/artifacts], ``data_dir`` [<store>/adaptation], ``use_ray`` [[embedding].use_ray],
     ``gpus_per_job`` ["auto"], ``cpus_per_job`` [1], ``lone_stage_all_cpus`` [true] (a CPU stage
     that runs alone declares a whole node's CPUs, so it trains on its cores), ``max_retries`` [3],
-    ``checkpoint_every`` [50], ``gradient_checkpointing`` [false] (PT and FT recompute each layer in
-    the backward pass: less memory, same numbers), ``precision`` ["fp32"; "bf16": bfloat16
-    autocast], ``fused_attention`` [false; true: no attention dropout, the fused SDPA kernel] and
-    ``length_buckets`` [false; true: batches of similar token length] (they change the numbers and
-    enter artifact keys when set), and the tables ``[adapt.pt]`` (PTConfig fields), ``[adapt.ft]``
+    ``checkpoint_every`` [50], ``gradient_checkpointing`` ["auto"; true: PT and FT recompute each
+    layer in the backward pass: less memory, same numbers; "auto": a stage does so when that lets
+    two stages share the largest node where one alone would fill more than half of it),
+    ``precision`` ["fp32"; "bf16": bfloat16 autocast], ``fused_attention`` [false; true: no
+    attention dropout, the fused SDPA kernel] and ``length_buckets`` [false; true: batches of
+    similar token length] (they change the numbers and enter artifact keys when set), and the tables ``[adapt.pt]`` (PTConfig fields), ``[adapt.ft]``
     (FTConfig fields; ``max_steps = 0`` means no limit), ``[adapt.llm]`` and ``[adapt.colbert]``
     (``base_model`` [the base model's directory: its BERT becomes an untrained ColBERT], ``name``
     ["colbert"], ``doc_maxlen``/``query_maxlen``/``dim`` and the other ColBERTFTConfig fields).
@@ -406,8 +410,25 @@ def _training_table(raw: Mapping[str, Any], check: SectionChecker, name: str) ->
             continue
         if key in table:
             raise check.fail(key, f"it in [adapt] or in [adapt.{name}], not in both", raw[key])
-        table[key] = check.string(key, raw[key]) if key == "precision" else check.boolean(key, raw[key])
+        table[key] = _shared_training_value(check, key, raw[key])
     return table
+
+
+def _shared_training_value(check: SectionChecker, key: str, value: Any) -> Any:
+    """A :data:`_SHARED_TRAINING_KEYS` value checked: ``precision`` a string, ``gradient_checkpointing``
+    ``"auto"``, true or false, the others true or false."""
+    if key == "precision":
+        return check.string(key, value)
+    if key == "gradient_checkpointing":
+        return _auto_boolean(check, key, value)
+    return check.boolean(key, value)
+
+
+def _auto_boolean(check: SectionChecker, key: str, value: Any) -> bool | str:
+    """``"auto"``, true or false (``gradient_checkpointing``), else a one-line error naming the key."""
+    if isinstance(value, bool) or (isinstance(value, str) and value == AUTO):
+        return value
+    raise check.fail(key, f'"{AUTO}", true or false', value)
 
 
 def _adapt_training(study: Study, raw: Mapping[str, Any], check: SectionChecker, n_negatives: int) -> dict[str, Any]:

@@ -126,11 +126,12 @@ def _digest(hyperparameters: dict[str, Any]) -> str:
 
 
 def _fields(obj: Any) -> dict[str, Any]:
-    """``asdict`` without the fields added since (RUNTIME_FIELDS: gradient_checkpointing, off by
-    default, which changes how training runs, not its numbers, and is left out of keys; and
-    KEYED_IF_SET: precision and fused_attention, keyed only when not at their defaults)."""
+    """``asdict`` without the fields added since (RUNTIME_FIELDS: gradient_checkpointing, "auto" by
+    default (decided per stage by the scheduler; before, false) and false in the loop's OptimConfig
+    of an undecided config, which changes how training runs, not its numbers, and is left out of
+    keys; and KEYED_IF_SET: precision and fused_attention, keyed only when not at their defaults)."""
     out = asdict(obj)
-    assert all(out.get(k, False) is False for k in RUNTIME_FIELDS)
+    assert all(out.get(k, False) is False or out[k] == "auto" for k in RUNTIME_FIELDS)
     assert all(out.get(k, v) == v for k, v in KEYED_IF_SET.items())
     return {k: v for k, v in out.items() if k not in RUNTIME_FIELDS and k not in KEYED_IF_SET}
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from adaptlab.adapt.train.loop import PRECISIONS, OptimConfig
+from adaptlab.adapt.train.memory import AUTO
 from adaptlab.errors import ConfigError
 
 __all__ = ["KEYED_IF_SET", "RUNTIME_FIELDS", "LoopConfig", "TrainConfig", "check_at_least_one", "check_positive"]
@@ -79,6 +80,9 @@ class LoopConfig(TrainConfig):
     each encoder layer's input during the forward pass and recompute the layer in the backward
     pass (MiniLM FT at batch 32 x 256 tokens: 3.2 instead of 9.3 GB, for one more forward pass a
     step; the numbers do not change, so it is left out of artifact keys: :meth:`key_dict`).
+    ``"auto"`` (the default): the stage scheduler decides it per stage from the stage's memory and
+    the node's (:func:`adaptlab.adapt.train.memory.decide_checkpointing`); a config that reaches
+    :meth:`optim` undecided (training in process, a sweep trial) trains without it.
 
     Two speed options that change the numbers (off by default; see :mod:`.loop`): ``precision``
     ``"bf16"`` runs the forward pass under bfloat16 autocast (weights, gradients and optimizer
@@ -95,7 +99,7 @@ class LoopConfig(TrainConfig):
     min_steps: int = 10
     min_weight_change: float = 1e-6
     warn_only: bool = False
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool | str = AUTO
     precision: str = "fp32"
     fused_attention: bool = False
     length_buckets: bool = False
@@ -110,8 +114,9 @@ class LoopConfig(TrainConfig):
             raise ConfigError(f"{owner}.fused_attention = {self.fused_attention!r}: expected true or false")
         if not isinstance(self.length_buckets, bool):
             raise ConfigError(f"{owner}.length_buckets = {self.length_buckets!r}: expected true or false")
-        if not isinstance(self.gradient_checkpointing, bool):
-            raise ConfigError(f"{owner}.gradient_checkpointing = {self.gradient_checkpointing!r}: expected true or false")
+        ckpt = self.gradient_checkpointing
+        if not (isinstance(ckpt, bool) or (isinstance(ckpt, str) and ckpt == AUTO)):
+            raise ConfigError(f"{owner}.gradient_checkpointing = {ckpt!r}: expected \"{AUTO}\", true or false")
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise ConfigError(f"{owner}.warmup_ratio = {self.warmup_ratio!r}: expected 0 <= value < 1")
         if self.max_steps is not None and self.max_steps < 1:
@@ -136,7 +141,7 @@ class LoopConfig(TrainConfig):
             min_steps=int(self.min_steps),
             min_weight_change=float(self.min_weight_change),
             warn_only=bool(self.warn_only),
-            gradient_checkpointing=self.gradient_checkpointing,
+            gradient_checkpointing=self.gradient_checkpointing is True,  # "auto" undecided: off
             precision=self.precision,
             fused_attention=self.fused_attention,
             length_buckets=self.length_buckets,

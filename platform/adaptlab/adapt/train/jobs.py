@@ -18,7 +18,11 @@ cluster has GPUs (so several jobs run side by side, one per GPU) and for CPUs ot
 needs no GPU. Idle warm embedding pools are released first (:func:`adaptlab.runtime.make_room`):
 their actors would hold the CPUs the stages wait for. Every stage declares the memory it needs
 (:mod:`.memory`: model size, batch, sequence length, negatives), so Ray never places more stages
-on a node than its memory holds: stages that do not fit side by side run one after another.
+on a node than its memory holds: stages that do not fit side by side run one after another. A PT
+or FT stage with ``gradient_checkpointing = "auto"`` trains with it exactly when that lets two
+such stages share the largest node where one would have filled more than half of it
+(:func:`.memory.decide_checkpointing`, decided once per stage before any runs); the decided
+config is what its Ray task trains with.
 
 Faults (retried by us, not by Ray, at most ``max_retries`` times per stage; each retry resumes
 from the stage's last checkpoint, on any node: with a local ``artifact_root`` (a shared
@@ -61,9 +65,11 @@ from adaptlab.adapt.train.colbert import COLBERT_VARIANT, ColBERTFTConfig, train
 from adaptlab.adapt.train.memory import (
     EncoderShape,
     TrainingResourceError,
+    decide_checkpointing,
     declared_memory,
     estimate_stage_memory,
     largest_node_memory,
+    without_auto,
 )
 from adaptlab.adapt.train.merge import merge_models
 from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplets_fingerprint
@@ -272,7 +278,8 @@ def _set_threads(declared_cpus: float) -> int:
 @dataclass(eq=False)
 class _Stage:
     """One Ray task of the graph: ``stage`` of ``job``, starting from the stage ``upstream`` (None:
-    the base model), reading the data ``data_key``, declaring ``memory`` bytes."""
+    the base model), reading the data ``data_key``, declaring ``memory`` bytes, training with
+    ``config`` (the job's config of this stage, gradient checkpointing decided; None: merge)."""
 
     key: tuple[Any, ...]
     stage: str
@@ -283,6 +290,7 @@ class _Stage:
     attempts: int = 0
     alone: bool = False
     whole_node: bool = False
+    config: Any = None
 
     @property
     def name(self) -> str:
@@ -323,17 +331,33 @@ def _plan(jobs: Sequence[AdaptJob]) -> tuple[dict[tuple[Any, ...], _Stage], dict
     return stages, data, ends
 
 
+_CONFIG_PARAMS = {PT: "pt_config", FT: "ft_config", COLBERT_VARIANT: "colbert_config"}
+"""The :func:`_params` entry of each training stage's config."""
+
+
 def _stage_config(stage: _Stage) -> Any:
-    return {PT: stage.job.pt_config, FT: stage.job.ft_config,
-            COLBERT_VARIANT: stage.job.colbert_config}.get(stage.stage)
+    """The job's config of ``stage`` (None for a merge)."""
+    name = _CONFIG_PARAMS.get(stage.stage)
+    return getattr(stage.job, name) if name else None
+
+
+def _task_params(stage: _Stage, **extra: Any) -> dict[str, Any]:
+    """What the Ray task of ``stage`` gets besides its data: the job's :func:`_params` with the
+    stage's own decided ``config`` (gradient checkpointing a bool), and ``extra``."""
+    name = _CONFIG_PARAMS.get(stage.stage)
+    own = {name: stage.config} if name and stage.config is not None else {}
+    return _params(stage.job) | own | extra
 
 
 def _declare_memory(stages: Sequence[_Stage], ray: Any, memory_per_job: int | None) -> None:
-    """Set each stage's ``memory``: ``memory_per_job`` when given, else the estimate of
-    :mod:`.memory` (capped at the largest node's memory), else 0 (none declared, with a warning)."""
+    """Set each stage's ``memory`` and ``config``: ``memory_per_job`` when given (gradient
+    checkpointing "auto" off), else the estimate of :mod:`.memory` (capped at the largest node's
+    memory) with gradient checkpointing decided (:func:`.memory.decide_checkpointing`), else 0
+    (none declared, with a warning; "auto" off)."""
     node = largest_node_memory(ray)
     shapes: dict[str, EncoderShape | None] = {}
     for st in stages:
+        st.config = without_auto(_stage_config(st))
         if memory_per_job is not None:
             st.memory = int(memory_per_job)
             continue
@@ -346,7 +370,8 @@ def _declare_memory(stages: Sequence[_Stage], ray: Any, memory_per_job: int | No
                 shapes[base.hash] = None
         shape = shapes[base.hash]
         if shape is not None:
-            estimate = estimate_stage_memory(st.stage, shape, _stage_config(st))
+            st.config = decide_checkpointing(st.stage, shape, _stage_config(st), node, st.name)
+            estimate = estimate_stage_memory(st.stage, shape, st.config)
             st.memory = declared_memory(estimate, node, st.name)
             log.info("%s declares %.2f GB: %s", st.name, st.memory / 1e9, estimate.describe())
 
@@ -364,21 +389,21 @@ small against a stage of gigabytes; smaller stages (tiny models, tests) keep reu
 
 def _checkpointing(config: Any) -> str:
     """The give-up line's last suggestion, unless gradient checkpointing is on already."""
-    if getattr(config, "gradient_checkpointing", False):
+    if getattr(config, "gradient_checkpointing", False) is True:
         return ""
     return ", or set [adapt].gradient_checkpointing = true (less memory, one more forward pass a step)"
 
 
 def _lower_setting(stage: _Stage) -> str:
     """The settings that shrink a stage's memory, with their current values."""
-    job = stage.job
+    job, config = stage.job, stage.config or _stage_config(stage)
     if stage.stage == FT:
         seq = job.ft_config.max_seq_length or "the model's"
         return (f"lower [adapt.ft].batch_size (now {job.ft_config.batch_size}) or [adapt.ft].max_seq_length "
-                f"(now {seq}; passages are as long as the chunks' max_tokens allow){_checkpointing(job.ft_config)}")
+                f"(now {seq}; passages are as long as the chunks' max_tokens allow){_checkpointing(config)}")
     if stage.stage == PT:
         return (f"lower [adapt.pt].batch_size (now {job.pt_config.batch_size}) or [adapt.pt].max_seq_length "
-                f"(now {job.pt_config.max_seq_length}){_checkpointing(job.pt_config)}")
+                f"(now {job.pt_config.max_seq_length}){_checkpointing(config)}")
     if stage.stage == COLBERT_VARIANT:
         return (f"lower [adapt.colbert].batch_size (now {job.colbert_config.batch_size}) or doc_maxlen "
                 f"(now {job.colbert_config.doc_maxlen})")
@@ -527,7 +552,8 @@ def run_adaptation_jobs(
 
     ``gpus_per_job``: GPUs per training stage; ``None`` asks for 1 when the cluster has GPUs
     and 0 otherwise (fractions share a GPU). Each stage declares the memory it needs
-    (:mod:`.memory`; ``memory_per_job`` bytes instead when given, 0 for none). A stage killed
+    (:mod:`.memory`; ``memory_per_job`` bytes instead when given, 0 for none, and then gradient
+    checkpointing "auto" stays off; else "auto" is decided per stage, module docstring). A stage killed
     for memory, crashed or lost with its node is retried up to ``max_retries`` times, resuming
     from its last checkpoint (every ``checkpoint_every`` steps; ``on_checkpoint(step)`` runs in
     the worker after each); after a memory kill or crash it waits until the running stages end and
@@ -571,7 +597,7 @@ def run_adaptation_jobs(
             log.info("%s runs alone (nothing else can run beside it, or its memory leaves no room for a "
                      "second stage): it declares all %g CPUs of a node (its torch threads follow)", stage.name, cpus)
         opts = _task_options(stage, gpus_per_job, cpus)
-        params = _params(stage.job) | {"progress": progress, "cpus": cpus}
+        params = _task_params(stage, progress=progress, cpus=cpus)
         data_ref = data_refs[stage.data_key] if stage.data_key else None
         return remotes[stage.memory >= OWN_WORKER_BYTES].options(name=stage.name, **opts).remote(
             stage.stage, upstream, data_ref, params, root, checkpoint_every, on_checkpoint
