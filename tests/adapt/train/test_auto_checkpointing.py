@@ -7,6 +7,7 @@ stage then declares the smaller estimate, and the decided bool is what its task 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,6 @@ def _estimates(stage: str, shape: EncoderShape, config) -> tuple[int, int]:  # n
 
 
 def _with(config, on: bool):  # noqa: ANN001, ANN202
-    from dataclasses import replace
-
     return replace(config, gradient_checkpointing=on)
 
 
@@ -189,3 +188,36 @@ def test_the_config_and_the_study_take_auto_true_false_and_refuse_the_rest(tmp_p
         line = str(e.value)
         assert "\n" not in line and line.startswith(f"study.toml: [{where}].gradient_checkpointing: ")
         assert 'expected "auto", true or false, got ' in line
+
+
+@pytest.mark.slow  # ~15 s on 2 loaded cores: two one-step FT stages on the shared Ray
+def test_the_ray_task_trains_with_the_decided_bool(ray_local, tiny_model: Path, triplets, tmp_path: Path,
+                                                   monkeypatch):
+    """On Ray: the driver decides (a node memory where the auto stage fits twice only checkpointed)
+    and the worker's loop trains with that bool, read in the worker from the loop's own frame at
+    the first checkpoint; an explicit false beside it stays off."""
+    from adaptlab.adapt.train import jobs
+
+    seen = tmp_path / "seen"
+    seen.mkdir()
+
+    def record(step: int) -> None:  # runs in the worker (Ray pickles it by value)
+        import sys
+
+        frame = sys._getframe(1)
+        while frame.f_code.co_name != "run_loop":
+            frame = frame.f_back
+        optim, model = frame.f_locals["optim"], frame.f_locals["model"]
+        on = (optim.gradient_checkpointing, model[0].auto_model.is_gradient_checkpointing)
+        (seen / f"{optim.learning_rate}-{step}").write_text(repr(on))
+
+    shape = EncoderShape.read(tiny_model)
+    auto = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0)
+    off, on = _estimates("ft", shape, auto)
+    monkeypatch.setattr(jobs, "largest_node_memory", lambda _ray: off + on)  # what the driver decides from
+    plain = replace(auto, learning_rate=2e-3, gradient_checkpointing=False)
+    made = [jobs.AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=cfg, seed=5)
+            for cfg in (auto, plain)]
+    jobs.run_adaptation_jobs(made, tmp_path / "store", cpus_per_job=1, checkpoint_every=1, on_checkpoint=record,
+                             lone_stage_all_cpus=False)
+    assert {f.name: f.read_text() for f in seen.iterdir()} == {"0.001-1": "(True, True)", "0.002-1": "(False, False)"}
