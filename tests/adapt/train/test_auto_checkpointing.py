@@ -46,15 +46,16 @@ def test_auto_is_on_exactly_when_one_stage_fills_more_than_half_a_node_and_two_f
     assert 2 * off > NODE >= 2 * on  # the measured case: one stage alone, or two with checkpointing
     assert _decided("ft", ft, NODE) is True
     assert _decided("ft", ft, 64e9) is False  # two fit side by side without it
-    assert _decided("ft", ft, 6e9) is False  # even checkpointed it fills more than half
+    assert _decided("ft", ft, 6e9) is True  # too large for the node alone; checkpointed it fits
+    assert _decided("ft", ft, on - 1) is False and _decided("ft", ft, on) is True  # not even checkpointed
     assert _decided("ft", ft, None) is False and _decided("ft", ft, 0) is False  # Ray did not say
     # the boundaries: "more than half" without, "at most half" with
-    assert _decided("ft", ft, 2 * on) is True and _decided("ft", ft, 2 * on - 1) is False
+    assert _decided("ft", ft, 2 * on) is True and _decided("ft", ft, 2 * on - 1) is True  # (the second rule)
     assert _decided("ft", ft, 2 * off) is False and _decided("ft", ft, 2 * off - 1) is True
     pt = PTConfig()
     pt_off, pt_on = _estimates("pt", MINILM, pt)
     for node in (pt_off, pt_on + pt_off, 2 * pt_on, 2 * pt_off, 2 * pt_off + 1, 1e12):
-        assert _decided("pt", pt, node) is (2 * pt_off > node >= 2 * pt_on), node
+        assert _decided("pt", pt, node) is (2 * pt_off > node >= 2 * pt_on or pt_off > node >= pt_on), node
     assert _decided("pt", pt, pt_on + pt_off) is True  # PT too (the masked-LM head stays)
 
 
@@ -109,7 +110,7 @@ def test_the_scheduler_declares_the_checkpointed_estimate_so_two_stages_fit(tiny
     off, on = _estimates("ft", shape, ft)
     node = off + on  # between two checkpointed stages and two plain ones
     pt_off, pt_on = _estimates("pt", shape, PTConfig())
-    assert not 2 * pt_off > node >= 2 * pt_on  # PT of this node stays off (its own rule)
+    assert not (2 * pt_off > node >= 2 * pt_on or pt_off > node >= pt_on)  # PT stays off (its own rule)
     pt_stage, ft_stage, merge = _stages(tiny_model, triplets, ft)
     _declare_memory([pt_stage, ft_stage, merge], _Ray(node), None)
     assert ft_stage.config.gradient_checkpointing is True and ft_stage.memory == on
@@ -124,6 +125,10 @@ def test_the_scheduler_declares_the_checkpointed_estimate_so_two_stages_fit(tiny
     # explicit false: off and the plain estimate, on the same node
     pt_stage, ft_stage, merge = _stages(tiny_model, triplets, _with(ft, False))
     _declare_memory([pt_stage, ft_stage, merge], _Ray(node), None)
+    assert ft_stage.config.gradient_checkpointing is False and ft_stage.memory == off
+    # a GPU stage: its training memory is the GPU's, not the node's, so "auto" stays off
+    pt_stage, ft_stage, merge = _stages(tiny_model, triplets, ft)
+    _declare_memory([pt_stage, ft_stage, merge], _Ray(node), None, gpu=True)
     assert ft_stage.config.gradient_checkpointing is False and ft_stage.memory == off
 
 

@@ -349,11 +349,12 @@ def _task_params(stage: _Stage, **extra: Any) -> dict[str, Any]:
     return _params(stage.job) | own | extra
 
 
-def _declare_memory(stages: Sequence[_Stage], ray: Any, memory_per_job: int | None) -> None:
+def _declare_memory(stages: Sequence[_Stage], ray: Any, memory_per_job: int | None, gpu: bool = False) -> None:
     """Set each stage's ``memory`` and ``config``: ``memory_per_job`` when given (gradient
     checkpointing "auto" off), else the estimate of :mod:`.memory` (capped at the largest node's
-    memory) with gradient checkpointing decided (:func:`.memory.decide_checkpointing`), else 0
-    (none declared, with a warning; "auto" off)."""
+    memory) with gradient checkpointing decided (:func:`.memory.decide_checkpointing`; off for
+    ``gpu`` stages, whose training memory is not the node's), else 0 (none declared, with a
+    warning; "auto" off)."""
     node = largest_node_memory(ray)
     shapes: dict[str, EncoderShape | None] = {}
     for st in stages:
@@ -370,7 +371,7 @@ def _declare_memory(stages: Sequence[_Stage], ray: Any, memory_per_job: int | No
                 shapes[base.hash] = None
         shape = shapes[base.hash]
         if shape is not None:
-            st.config = decide_checkpointing(st.stage, shape, _stage_config(st), node, st.name)
+            st.config = decide_checkpointing(st.stage, shape, _stage_config(st), None if gpu else node, st.name)
             estimate = estimate_stage_memory(st.stage, shape, st.config)
             st.memory = declared_memory(estimate, node, st.name)
             log.info("%s declares %.2f GB: %s", st.name, st.memory / 1e9, estimate.describe())
@@ -579,7 +580,7 @@ def run_adaptation_jobs(
     configure_ray_output()  # no colour codes in a log file, also when Ray was started by someone else
     root = artifact_root_text(artifact_root)  # a URI unchanged, a path made absolute
     stages, data, ends = _plan(jobs)
-    _declare_memory(list(stages.values()), ray, memory_per_job)
+    _declare_memory(list(stages.values()), ray, memory_per_job, gpu=bool(gpus_per_job))
     data_refs = {key: ray.put(value) for key, value in data.items()}
     # by whether the stage gets a worker of its own (OWN_WORKER_BYTES)
     remotes = {True: ray.remote(max_calls=1)(_remote_stage), False: ray.remote(_remote_stage)}

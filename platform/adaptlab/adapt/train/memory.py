@@ -65,13 +65,15 @@ then runs alone on such a node) and a warning says so; :func:`declared_memory`.
 ``gradient_checkpointing = "auto"`` (the default) is decided per PT / FT stage by the stage
 scheduler, from the study and the largest node's memory ``M`` only (:func:`decide_checkpointing`):
 
-    on  <=>  2 * E(off) > M  and  2 * E(on) <= M
+    on  <=>  (2 * E(off) > M  and  2 * E(on) <= M)  or  E(off) > M >= E(on)
 
 for the stage's estimates ``E`` without and with checkpointing: a stage that would leave no room
 for a second one of its size (and so run alone) trains with checkpointing when that lets two run
 side by side (measured: FT at batch 32 x 256 tokens, 9.3 -> 3.2 GB peak on a 15.6 GB node, for
-one more forward pass a step). Otherwise, and wherever no scheduler decides (training in
-process, sweep trials, an explicit ``memory_per_job``), "auto" trains without it.
+one more forward pass a step), and a stage too large for the node trains with it when that makes
+it fit. Otherwise, on GPU stages (their training memory is the GPU's, not the node's ``M``), and
+wherever no scheduler decides (training in process, sweep trials, an explicit
+``memory_per_job``), "auto" trains without it.
 """
 
 from __future__ import annotations
@@ -342,10 +344,11 @@ def without_auto(config: Any) -> Any:
 def decide_checkpointing(stage: str, shape: EncoderShape, config: Any, node_memory: float | None,
                          label: str) -> Any:
     """``config`` of a ``stage`` of a model of ``shape`` with ``gradient_checkpointing`` decided:
-    ``"auto"`` becomes ``True`` when ``2 * E(off) > M`` and ``2 * E(on) <= M`` for the estimates
-    ``E`` (:func:`estimate_stage_memory`) and the largest node's memory ``M`` (``node_memory``;
-    None: unknown, off), else ``False`` (module docstring); ``True`` / ``False`` are kept. Logs
-    one INFO line, under ``label``, when it turns checkpointing on."""
+    ``"auto"`` becomes ``True`` when ``2 * E(off) > M`` and ``2 * E(on) <= M`` (two stages fit
+    side by side only with it), or when ``E(off) > M >= E(on)`` (the stage fits the node only with
+    it), for the estimates ``E`` (:func:`estimate_stage_memory`) and the largest node's memory
+    ``M`` (``node_memory``; None: unknown or a GPU stage, off), else ``False`` (module docstring);
+    ``True`` / ``False`` are kept. Logs one INFO line, under ``label``, when it turns it on."""
     if getattr(config, "gradient_checkpointing", None) != AUTO:
         return config
     off = without_auto(config)
@@ -354,10 +357,14 @@ def decide_checkpointing(stage: str, shape: EncoderShape, config: Any, node_memo
         return off
     on = replace(config, gradient_checkpointing=True)
     saved = estimate_stage_memory(stage, shape, on).total
-    if 2 * saved > node_memory:
+    if 2 * saved <= node_memory:
+        why = "two stages fit"
+    elif plain > node_memory >= saved:
+        why = "the stage fits"  # without it, it would not fit the node even alone
+    else:
         return off
-    log.info("%s: gradient checkpointing on: %.1f GB -> %.1f GB, so two stages fit a %.1f GB node",
-             label, plain / _GB, saved / _GB, node_memory / _GB)
+    log.info("%s: gradient checkpointing on: %.1f GB -> %.1f GB, so %s a %.1f GB node",
+             label, plain / _GB, saved / _GB, why, node_memory / _GB)
     return on
 
 
