@@ -274,9 +274,10 @@ def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> Ada
     [<store>/artifacts], ``data_dir`` [<store>/adaptation], ``use_ray`` [[embedding].use_ray],
     ``gpus_per_job`` ["auto"], ``cpus_per_job`` [1], ``lone_stage_all_cpus`` [true] (a CPU stage
     that runs alone declares a whole node's CPUs, so it trains on its cores), ``max_retries`` [3],
-    ``checkpoint_every`` [50], ``gradient_checkpointing`` ["auto"; true: PT and FT recompute each
+    ``checkpoint_every`` [50], ``gradient_checkpointing`` [false; true: PT and FT recompute each
     layer in the backward pass: less memory, same numbers; "auto": a stage does so when that lets
-    two stages share the largest node where one alone would fill more than half of it),
+    two stages share the largest node where one alone would fill more than half of it, or lets it
+    fit at all),
     ``precision`` ["fp32"; "bf16": bfloat16 autocast], ``fused_attention`` [false; true: no
     attention dropout, the fused SDPA kernel] and ``length_buckets`` [false; true: batches of
     similar token length] (they change the numbers and enter artifact keys when set), and the tables ``[adapt.pt]`` (PTConfig fields), ``[adapt.ft]``

@@ -1,6 +1,7 @@
 """Gradient checkpointing switched on by the stage scheduler when it lets two stages share a node
-(issue 32): ``gradient_checkpointing = "auto"`` (the default) is on for a PT / FT stage exactly
-when ``2 * E(off) > M`` and ``2 * E(on) <= M`` (estimates E, the largest node's memory M); the
+(issue 32): ``gradient_checkpointing = "auto"`` (opt-in; false is the default) is on for a PT / FT
+stage exactly when ``2 * E(off) > M`` and ``2 * E(on) <= M``, or ``E(off) > M >= E(on)`` (estimates
+E, the largest node's memory M); the
 stage then declares the smaller estimate, and the decided bool is what its task trains with.
 ``true`` / ``false`` keep their meaning; other values are refused in one line."""
 
@@ -41,7 +42,7 @@ def _decided(stage: str, config, node: float | None, shape: EncoderShape = MINIL
 
 
 def test_auto_is_on_exactly_when_one_stage_fills_more_than_half_a_node_and_two_fit_with_it():
-    ft = FTConfig(batch_size=32)  # MiniLM at 256 tokens: ~10.4 GB without, ~3.6 GB with
+    ft = FTConfig(batch_size=32, gradient_checkpointing=AUTO)  # MiniLM at 256 tokens: ~10.4 GB without, ~3.6 GB with
     off, on = _estimates("ft", MINILM, ft)
     assert 2 * off > NODE >= 2 * on  # the measured case: one stage alone, or two with checkpointing
     assert _decided("ft", ft, NODE) is True
@@ -52,7 +53,7 @@ def test_auto_is_on_exactly_when_one_stage_fills_more_than_half_a_node_and_two_f
     # the boundaries: "more than half" without, "at most half" with
     assert _decided("ft", ft, 2 * on) is True and _decided("ft", ft, 2 * on - 1) is True  # (the second rule)
     assert _decided("ft", ft, 2 * off) is False and _decided("ft", ft, 2 * off - 1) is True
-    pt = PTConfig()
+    pt = PTConfig(gradient_checkpointing=AUTO)
     pt_off, pt_on = _estimates("pt", MINILM, pt)
     for node in (pt_off, pt_on + pt_off, 2 * pt_on, 2 * pt_off, 2 * pt_off + 1, 1e12):
         assert _decided("pt", pt, node) is (2 * pt_off > node >= 2 * pt_on or pt_off > node >= pt_on), node
@@ -73,7 +74,7 @@ def test_true_and_false_keep_their_meaning_and_other_stages_are_untouched():
 def test_auto_on_is_logged_once_with_both_estimates_and_the_node(caplog):
     from adaptlab.adapt.train.memory import decide_checkpointing
 
-    ft = FTConfig(batch_size=32)
+    ft = FTConfig(batch_size=32, gradient_checkpointing=AUTO)
     off, on = _estimates("ft", MINILM, ft)
     with caplog.at_level(logging.INFO, logger="adaptlab.adapt.train.memory"):
         decide_checkpointing("ft", MINILM, ft, NODE, "adapt:ft:ft/m/scale=60")
@@ -106,7 +107,8 @@ def test_the_scheduler_declares_the_checkpointed_estimate_so_two_stages_fit(tiny
     from adaptlab.adapt.train.jobs import _declare_memory, _StageRunner
 
     shape = EncoderShape.read(tiny_model)
-    ft = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=1, min_steps=0)
+    ft = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=1, min_steps=0,
+                  gradient_checkpointing=AUTO)
     off, on = _estimates("ft", shape, ft)
     node = off + on  # between two checkpointed stages and two plain ones
     pt_off, pt_on = _estimates("pt", shape, PTConfig())
@@ -152,9 +154,9 @@ def test_the_decided_bool_reaches_the_training_loop(tiny_model: Path, triplets, 
     from adaptlab.adapt.train.jobs import _declare_memory, train_variant
 
     shape = EncoderShape.read(tiny_model)
-    ft = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=1, min_steps=0)
+    ft = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=1, min_steps=0,
+                  gradient_checkpointing=AUTO)
     off, on = _estimates("ft", shape, ft)
-    assert ft.gradient_checkpointing == AUTO  # the default
     seen = {}
     for node in (off + on, 1e12):  # decided on; two fit without it: off
         _, ft_stage, _ = _stages(tiny_model, triplets, ft)
@@ -173,15 +175,15 @@ def test_the_decided_bool_reaches_the_training_loop(tiny_model: Path, triplets, 
 
 
 def test_the_config_and_the_study_take_auto_true_false_and_refuse_the_rest(tmp_path):
-    assert FTConfig().gradient_checkpointing == AUTO and PTConfig().gradient_checkpointing == AUTO
-    assert FTConfig().optim().gradient_checkpointing is False  # undecided: off
+    assert FTConfig().gradient_checkpointing is False and PTConfig().gradient_checkpointing is False  # the default
+    assert FTConfig(gradient_checkpointing=AUTO).optim().gradient_checkpointing is False  # undecided: off
     assert FTConfig(gradient_checkpointing=True).optim().gradient_checkpointing is True
     assert FTConfig().key_dict() == FTConfig(gradient_checkpointing=True).key_dict()
     for bad in ("yes", 1, 0, "Auto", None):
         with pytest.raises(ConfigError, match=r'^FTConfig.gradient_checkpointing = .*: expected "auto", true or false$'):
             FTConfig(gradient_checkpointing=bad)
     s = _adapt_settings(tmp_path)
-    assert s.pt.gradient_checkpointing == AUTO and s.ft.gradient_checkpointing == AUTO
+    assert s.pt.gradient_checkpointing is False and s.ft.gradient_checkpointing is False
     s = _adapt_settings(tmp_path, gradient_checkpointing="auto")
     assert s.pt.gradient_checkpointing == AUTO and s.ft.gradient_checkpointing == AUTO
     s = _adapt_settings(tmp_path, ft={"gradient_checkpointing": False}, pt={"gradient_checkpointing": "auto"})
@@ -217,7 +219,8 @@ def test_the_ray_task_trains_with_the_decided_bool(ray_local, tiny_model: Path, 
         (seen / f"{optim.learning_rate}-{step}").write_text(repr(on))
 
     shape = EncoderShape.read(tiny_model)
-    auto = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0)
+    auto = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0,
+                    gradient_checkpointing=AUTO)
     off, on = _estimates("ft", shape, auto)
     monkeypatch.setattr(jobs, "largest_node_memory", lambda _ray: off + on)  # what the driver decides from
     plain = replace(auto, learning_rate=2e-3, gradient_checkpointing=False)

@@ -187,7 +187,7 @@ def test_gradient_checkpointing_is_a_checked_setting_outside_the_artifact_key():
 
     with pytest.raises(ConfigError, match=r"FTConfig.gradient_checkpointing = 'yes': expected \"auto\", true or false"):
         FTConfig(gradient_checkpointing="yes")
-    on, off = PTConfig(gradient_checkpointing=True), PTConfig()  # "auto" undecided trains without
+    on, off = PTConfig(gradient_checkpointing=True), PTConfig(gradient_checkpointing="auto")  # undecided: without
     assert on.optim().gradient_checkpointing and not off.optim().gradient_checkpointing
     assert on.key_dict() == off.key_dict() and "gradient_checkpointing" not in on.key_dict()
 
@@ -251,9 +251,9 @@ def test_the_study_turns_gradient_checkpointing_on_for_pt_and_ft(tmp_path):
 
     s = _adapt_settings(tmp_path, gradient_checkpointing=True)
     assert s.pt.gradient_checkpointing and s.ft.gradient_checkpointing
-    assert _adapt_settings(tmp_path).ft.gradient_checkpointing == "auto"  # decided per stage: test_auto_checkpointing
+    assert _adapt_settings(tmp_path).ft.gradient_checkpointing is False  # "auto" is opt-in: test_auto_checkpointing
     only_ft = _adapt_settings(tmp_path, ft={"gradient_checkpointing": True})
-    assert only_ft.ft.gradient_checkpointing is True and only_ft.pt.gradient_checkpointing == "auto"
+    assert only_ft.ft.gradient_checkpointing is True and only_ft.pt.gradient_checkpointing is False
     with pytest.raises(ConfigError, match=r"study.toml: \[adapt\].gradient_checkpointing: expected \"auto\", true or false"):
         _adapt_settings(tmp_path, gradient_checkpointing="yes")
     with pytest.raises(ConfigError, match=r"\[adapt\].gradient_checkpointing: expected it in \[adapt\] or in \[adapt.ft\]"):

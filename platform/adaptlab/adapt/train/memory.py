@@ -62,7 +62,7 @@ attention matrices (the default batch of 32 triplets with one negative). Lower `
 A stage whose estimate exceeds the largest node's ``memory`` resource declares that instead (it
 then runs alone on such a node) and a warning says so; :func:`declared_memory`.
 
-``gradient_checkpointing = "auto"`` (the default) is decided per PT / FT stage by the stage
+``gradient_checkpointing = "auto"`` (opt-in; the default is false) is decided per PT / FT stage by the stage
 scheduler, from the study and the largest node's memory ``M`` only (:func:`decide_checkpointing`):
 
     on  <=>  (2 * E(off) > M  and  2 * E(on) <= M)  or  E(off) > M >= E(on)
