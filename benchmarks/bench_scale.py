@@ -35,8 +35,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -65,13 +67,24 @@ def phase_of(line: str, current: str, outer: str = "evaluate") -> str:
     return current
 
 
+NOTES_PER_SEED = 8_000
+"""Synthetic notes drawn per seed: a seed gives at most ~50,000 (distinct component names), and
+700 documents of 20 pages need 56,000; sizes up to 100 documents use the first seed only."""
+
+
+def _notes(n: int, seed: int) -> Iterator[Any]:
+    """``n`` synthetic notes: blocks of :data:`NOTES_PER_SEED` from seeds ``seed``, ``seed + 1``, ..."""
+    from adaptlab.data.synthetic import synthetic_documents
+
+    for block, start in enumerate(range(0, n, NOTES_PER_SEED)):
+        yield from synthetic_documents(min(NOTES_PER_SEED, n - start), seed=seed + block)
+
+
 def write_corpus(folder: Path, n_docs: int, pages: int, words: int, seed: int) -> int:
     """``n_docs`` text files, each ``pages`` pages of ~``words`` words: consecutive seeded
     synthetic notes under page headers; returns the words written."""
-    from adaptlab.data.synthetic import synthetic_documents
-
     per_page = max(1, round(words / NOTE_WORDS))
-    notes = synthetic_documents(n_docs * pages * per_page, seed=seed)
+    notes = _notes(n_docs * pages * per_page, seed)
     folder.mkdir(parents=True, exist_ok=True)
     total, it = 0, iter(notes)
     for d in range(n_docs):

@@ -7,6 +7,8 @@ import math
 
 import pytest
 
+from adaptlab.errors import ConfigError
+
 BENCHMARK = "bench_scale"  # the bench fixture (conftest) imports benchmarks/bench_scale.py
 
 
@@ -81,6 +83,22 @@ def test_corpus_and_study_reach_adaptlab(bench, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_corpus_larger_than_one_seed_gives_is_written_from_several(bench, tmp_path, monkeypatch):
+    """700 documents of 20 pages need 56,000 notes, more than one seed's distinct component names
+    (~50,700): the corpus writer hung there, drawing names it could never find. It now draws blocks
+    of notes from consecutive seeds; the first block is what one seed gave before."""
+    from adaptlab.data.synthetic import max_synthetic_documents, synthetic_documents
+
+    assert 700 * 20 * 4 > max_synthetic_documents()
+    with pytest.raises(ConfigError, match=r"n_documents must be <= \d+ \(distinct component names\)"):
+        synthetic_documents(max_synthetic_documents() + 1)
+    monkeypatch.setattr(bench, "NOTES_PER_SEED", 50)  # a small block: the same path as 8,000
+    bench.write_corpus(tmp_path / "c", 3, pages=30, words=110, seed=4)  # 90 notes: two seeds
+    text = "\n".join((tmp_path / "c" / f"manual{d:04d}.txt").read_text() for d in range(3))
+    first, second = synthetic_documents(50, seed=4), synthetic_documents(40, seed=5)
+    assert first[0].text in text and first[-1].text in text and second[-1].text in text
+
+
 def test_small_mode_runs_two_sizes(bench, tiny_model, tmp_path, capsys):
     """The script's plumbing end to end on the session's tiny encoder (the figures of
     docs/performance.md are all-MiniLM-L6-v2's; with it this test took 142 s, CI 2026-11-28)."""

@@ -29,8 +29,10 @@ same documents, facts and questions on every machine (numpy ``Generator``, PCG64
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -264,6 +266,29 @@ ATTRIBUTES: tuple[str, ...] = (_INTRO.name, *(a.name for a in _ATTRS))
 _MAX_SENTENCES = len(ATTRIBUTES)
 
 
+class _AllBut(Sequence[str]):
+    """``items`` without the one at ``skip``, by index, without a copy: the other components a
+    note may name (a list built per note made ``synthetic_documents`` quadratic in its count)."""
+
+    def __init__(self, items: Sequence[str], skip: int) -> None:
+        self.items, self.skip = items, skip
+
+    def __len__(self) -> int:
+        return len(self.items) - 1
+
+    def __getitem__(self, i: int) -> str:  # type: ignore[override]
+        return self.items[i if i < self.skip else i + 1]
+
+
+@lru_cache(maxsize=1)
+def max_synthetic_documents() -> int:
+    """The most notes :func:`synthetic_documents` can give one seed: two component types per
+    distinct name root (4-9 letters), as :func:`_names` draws them."""
+    combos = itertools.product(_ONSETS, _VOWELS, _CODAS, _ENDINGS)
+    roots = {"".join(parts).capitalize() for parts in combos}
+    return 2 * sum(1 for r in roots if 4 <= len(r) <= 9)
+
+
 def _names(rng: np.random.Generator, n: int) -> list[tuple[str, str]]:
     """``n`` distinct (root, type) component names; most roots serve two types."""
     n_roots = max(1, (n + 1) // 2)
@@ -375,6 +400,9 @@ def synthetic_documents(
         raise ConfigError(f"n_documents must be >= 1, got {n_documents}")
     if not 0.0 <= full_name_rate <= 1.0:
         raise ConfigError(f"full_name_rate must be in [0, 1], got {full_name_rate}")
+    if n_documents > max_synthetic_documents():
+        raise ConfigError(f"n_documents must be <= {max_synthetic_documents()} (distinct component names), "
+                          f"got {n_documents}; draw more with several seeds")
     lo, hi = _check_range(sentences_per_document)
     rng = np.random.default_rng(seed)
     names = _names(rng, int(n_documents))
@@ -383,7 +411,7 @@ def synthetic_documents(
     for k, (root, kind) in enumerate(names):
         doc_id = f"doc{k:04d}"
         name = full[k]
-        others = [x for j, x in enumerate(full) if j != k] or [f"{root} outlet"]
+        others: Sequence[str] = _AllBut(full, k) if len(full) > 1 else [f"{root} outlet"]
         n_sent = int(rng.integers(lo, hi + 1))
         chosen = rng.choice(len(_ATTRS), size=n_sent - 1, replace=False)
         attrs = [_INTRO, *(_ATTRS[i] for i in chosen)]
