@@ -362,8 +362,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def check_against(other: str | None) -> None:
+    """Refuse an ``--against`` folder with no study and store in one line, before the run (a
+    finished run's figures must not be lost to a mistyped path at the end)."""
+    if other is None:
+        return
+    missing = [name for name in ("study.toml", "store") if not (Path(other) / name).exists()]
+    if missing:
+        sys.exit(f"pdf_scale_study: --against {other}: expected another run's work folder with "
+                 f"{' and '.join(missing)} in it")
+
+
 def main(argv: list[str] | None = None) -> Outcome:
     a = parse_args(argv)
+    check_against(a.against)
     work = Path(a.work or tempfile.mkdtemp(prefix="pdfstudy-"))
     work.mkdir(parents=True, exist_ok=True)
     pages = build_corpus(work / "corpus", a.pages, a.words)

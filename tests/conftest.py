@@ -16,11 +16,25 @@ SLOWEST_FIRST = (
     "tests/runtime/test_study_node_loss.py",
     "tests/docs/test_bench_scale.py",
     "tests/study/test_submit_multinode.py",
+    "tests/adapt/train/test_training_faults.py",
 )
-"""The modules that take longest (``--durations``, clean clone with ../shared, 2026-11-29: SciFact
-560 s, PubMedQA thresholds 131 s, PLAID 120 s, training node loss 117 s, ColBERT FT 102 s, ...
-at load 5-10). With two workers (pytest-xdist) they go first, so no worker is left alone with a
-long module at the end; a serial run keeps the plain collection order."""
+"""The modules that take longest (``--durations=0`` of a clean clone with ../shared on two
+workers, 2026-11-29: SciFact 434 s, scale-study evidence 95 s, PubMedQA thresholds 94 s, study
+node loss 89 s, ColBERT FT 69 s, training faults 67 s, training node loss 60 s, ...; PLAID's
+first run compiles colbert-ai's C++ extension). They are collected first, and the suite's
+options (pyproject.toml: ``--dist loadfile --no-loadscope-reorder``) keep that order, so the two
+workers take them in turns at the start and no worker is left alone with a long module at the
+end (xdist's default reorder puts the modules with the most tests first, which had both node-loss
+scenarios start in the last minutes)."""
+
+MAX_WORKERS = 2
+"""``-n auto`` (the suite's default) starts ``min(MAX_WORKERS, cores)`` workers: the Ray-cluster
+and training tests each take GBs and several processes, and were sized for two side by side."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto``: :data:`MAX_WORKERS`, fewer on a machine with fewer cores."""
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
