@@ -9,8 +9,8 @@ import pytest
 SLOWEST_FIRST = (
     "tests/study/test_scifact_reproduction.py",
     "tests/analysis/test_thresholds.py",
-    "tests/retrieval/test_plaid.py",
     "tests/runtime/test_training_node_loss.py",
+    "tests/retrieval/test_plaid.py",
     "tests/adapt/train/test_colbert_ft.py",
     "tests/study/scale/test_scale_study_evidence.py",
     "tests/runtime/test_study_node_loss.py",
@@ -18,14 +18,16 @@ SLOWEST_FIRST = (
     "tests/study/test_submit_multinode.py",
     "tests/adapt/train/test_training_faults.py",
 )
-"""The modules that take longest (``--durations=0`` of a clean clone with ../shared on two
-workers, 2026-11-29: SciFact 434 s, scale-study evidence 95 s, PubMedQA thresholds 94 s, study
-node loss 89 s, ColBERT FT 69 s, training faults 67 s, training node loss 60 s, ...; PLAID's
-first run compiles colbert-ai's C++ extension). They are collected first, and the suite's
-options (pyproject.toml: ``--dist loadfile --no-loadscope-reorder``) keep that order, so the two
-workers take them in turns at the start and no worker is left alone with a long module at the
-end (xdist's default reorder puts the modules with the most tests first, which had both node-loss
-scenarios start in the last minutes)."""
+"""The modules that take longest, collected first (``--durations=0`` of a clean clone with
+../shared on two workers, 2026-11-29: SciFact 417-434 s, scale-study evidence 91-95 s, PubMedQA
+thresholds 89-94 s, study node loss 73-89 s, ColBERT FT 66-69 s, training faults 59-67 s,
+training node loss 60 s; PLAID's first run compiles colbert-ai's C++ extension). The suite's
+options (pyproject.toml: ``--dist loadfile --no-loadscope-reorder``) keep this order, and xdist
+hands out the first modules in turns, two to each worker before the rest on demand: the SciFact
+worker gets the first and the third, so the training node-loss scenario runs after SciFact on the
+same worker. Run beside SciFact's embedding it took 486 s instead of 60 (its three nodes' training
+and SciFact's torch on the same two cores); xdist's default reorder (the modules with the most
+tests first) had the slow modules start in the last minutes."""
 
 MAX_WORKERS = 2
 """``-n auto`` (the suite's default) starts ``min(MAX_WORKERS, cores)`` workers: the Ray-cluster
