@@ -20,7 +20,10 @@ against transformers' ``Trainer`` with ``DataCollatorForLanguageModeling`` on th
 (sentence-transformers has no masked-LM trainer). Tokens are the texts' tokens after truncation
 (padding not counted), the same for both sides; per core = tokens per CPU second of the process
 (``time.process_time``, all its threads), which a machine shared with other work changes far less
-than wall time does. adaptlab runs
+than wall time does. Both sides are timed over the same window: one training run of warm-up +
+timed steps, from the end of the last warm-up step to the end of the last step (a trainer
+callback on one side, adaptlab's step function wrapped on the other), so neither side's set-up
+is counted. adaptlab runs
 with its options at their defaults and with each speed option (``fused_attention``, ``precision =
 "bf16"`` where the CPU has it), and for each option prints how far the adapted model's scores
 (cosine of held-out query-passage pairs) move from the default's. ``length_buckets`` (batches of
@@ -168,20 +171,39 @@ def _ft_config(a: argparse.Namespace, steps: int, **options: object):
                     warmup_ratio=0.0, query_prefix="", passage_prefix="", **options)
 
 
+@contextlib.contextmanager
+def _our_step_clock():
+    """The process's CPU time at the end of every step of adaptlab's loop (its ``_train_step``
+    wrapped for the duration): the same window as :class:`_StepClock` gives the plain trainers, so
+    neither side's set-up (optimizer, data, the loop's checks) is in the timed steps."""
+    from adaptlab.adapt.train import loop
+
+    clock, inner = _StepClock(), loop._train_step
+
+    def timed(*args, **kwargs):
+        value = inner(*args, **kwargs)
+        clock.on_step_end()
+        return value
+
+    loop._train_step = timed
+    try:
+        yield clock
+    finally:
+        loop._train_step = inner
+
+
 def _ours_ft(path: str, rows: list, a: argparse.Namespace, options: dict) -> tuple[float, object]:
-    """Seconds of ``a.steps`` timed FT steps of adaptlab's loop (after ``a.warmup_steps``); the model."""
+    """CPU seconds of ``a.steps`` FT steps of adaptlab's loop after ``a.warmup_steps`` untimed ones,
+    in one run as the plain trainer's; the model."""
     from adaptlab.adapt.train.ft import fine_tune_model
     from adaptlab.adapt.train.loop import load_sentence_model
 
     model = load_sentence_model(path, "cpu")
-    warm = a.warmup_steps * a.batch_size
-    if a.warmup_steps:
-        fine_tune_model(model, rows[:warm], _ft_config(a, a.warmup_steps, **options), seed=a.seed,
-                        prefixes=("", ""), device="cpu", label="warm-up")
-    cpu = time.process_time()
-    fine_tune_model(model, rows[warm:], _ft_config(a, a.steps, **options), seed=a.seed,
-                    prefixes=("", ""), device="cpu", label="bench")
-    return time.process_time() - cpu, model
+    n = (a.warmup_steps + a.steps) * a.batch_size
+    with _our_step_clock() as clock:
+        fine_tune_model(model, rows[:n], _ft_config(a, a.warmup_steps + a.steps, **options), seed=a.seed,
+                        prefixes=("", ""), device="cpu", label="bench")
+    return clock.timed(a.warmup_steps), model
 
 
 class _StepClock:
@@ -240,13 +262,11 @@ def _ours_pt(path: str, chunks: list[str], a: argparse.Namespace, options: dict)
                         max_steps=steps, min_steps=0, min_weight_change=0.0, warmup_ratio=0.0, **options)
 
     model = load_sentence_model(path, "cpu")
-    warm = a.warmup_steps * a.batch_size
-    if a.warmup_steps:
-        pretrain_model(model, Path(path), chunks[:warm], config(a.warmup_steps), seed=a.seed, device="cpu",
-                       label="warm-up")
-    cpu = time.process_time()
-    pretrain_model(model, Path(path), chunks[warm:], config(a.steps), seed=a.seed, device="cpu", label="bench")
-    return time.process_time() - cpu
+    n = (a.warmup_steps + a.steps) * a.batch_size
+    with _our_step_clock() as clock:
+        pretrain_model(model, Path(path), chunks[:n], config(a.warmup_steps + a.steps), seed=a.seed, device="cpu",
+                       label="bench")
+    return clock.timed(a.warmup_steps)
 
 
 def _hf_pt(path: str, chunks: list[str], a: argparse.Namespace, out: str) -> float:

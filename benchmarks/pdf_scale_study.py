@@ -20,9 +20,10 @@ progress lines (``[adaptlab] ...: step i/n, loss ...``) in the log, the exit cod
 average before and after (the machine may be shared); the study's ``[adapt]`` options as written;
 per training stage its seconds, steps and torch threads (its manifest) and the peak RSS of the Ray
 worker that ran it; and with ``--against DIR`` (another run's work folder) how many metric rows
-differ from that run's, by how much at most, and which ``[adapt]`` options and which stages' torch
-threads differ (what explains it: ``lone_stage_all_cpus`` gives a stage alone on its node all the
-node's cores, and a matrix product on another thread count rounds differently).
+differ from that run's, by how much at most, and which ``[adapt]`` options, which stages' torch
+threads and which stages' optimizer differ (what explains it: ``lone_stage_all_cpus`` gives a
+stage alone on its node all the node's cores, and a matrix product on another thread count rounds
+differently; the fused AdamW kernel rounds differently from the per-tensor loop used before).
 
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy              # the issue's study
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --gradient-checkpointing
@@ -276,14 +277,17 @@ def adapt_options(study: Path) -> dict[str, str]:
 
 
 def stage_figures(store: Path, peaks: dict[str, int]) -> dict[str, dict[str, float]]:
-    """Per trained artifact (``<variant>-<scale>``): its training seconds, steps and torch threads
-    (from its manifest) and the peak RSS in GB of the Ray worker that ran it, where sampled."""
+    """Per trained artifact (``<variant>-<scale>``): its training seconds, steps, torch threads and
+    optimizer (from its manifest; an artifact from before the optimizer was recorded says
+    ``"adamw-loop"``, the per-tensor AdamW of that time) and the peak RSS in GB of the Ray worker
+    that ran it, where sampled."""
     out: dict[str, dict[str, float]] = {}
     for manifest in sorted(store.glob("artifacts/*/*/manifest.json")):
         training = json.loads(manifest.read_text()).get("training", {})
         label = manifest.parent.name.rsplit("-", 1)[0]
         out[label] = {"seconds": training.get("seconds"), "steps": training.get("steps"),
-                      "torch_threads": training.get("torch_threads")}
+                      "torch_threads": training.get("torch_threads"),
+                      "optimizer": training.get("optimizer", "adamw-loop")}
     for title, rss in peaks.items():  # adapt:<stage>:<variant>/<model>/scale=<n>
         found = re.match(r"adapt:(\w+(?:-\w+)*):([\w-]+)/[^/]+/scale=(\d+)", title)
         if found:
@@ -310,12 +314,16 @@ def compare_runs(work: Path, other: Path) -> dict[str, object]:
     common = sorted(set(mine) & set(theirs))
     diffs = {k: abs(mine[k] - theirs[k]) for k in common}
     a, b = adapt_options(work / "study.toml"), adapt_options(other / "study.toml")
-    ta, tb = ({k: v.get("torch_threads") for k, v in stage_figures(w / "store", {}).items()} for w in (work, other))
+    fa, fb = (stage_figures(w / "store", {}) for w in (work, other))
+    ta, tb = ({k: v.get("torch_threads") for k, v in f.items()} for f in (fa, fb))
+    oa, ob = ({k: v.get("optimizer") for k, v in f.items()} for f in (fa, fb))
     return {"other": str(other), "rows": len(common), "rows_differing": sum(d > 0 for d in diffs.values()),
             "max_abs_diff": max(diffs.values(), default=0.0),
             "options_differing": {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)},
             # lone_stage_all_cpus: a stage on another thread count sums its matrix products in another order
-            "threads_differing": {k: [ta.get(k), tb.get(k)] for k in sorted(set(ta) & set(tb)) if ta[k] != tb[k]}}
+            "threads_differing": {k: [ta.get(k), tb.get(k)] for k in sorted(set(ta) & set(tb)) if ta[k] != tb[k]},
+            # the fused AdamW kernel rounds differently from the per-tensor loop (adapt/train/loop.py)
+            "optimizer_differing": {k: [oa.get(k), ob.get(k)] for k in sorted(set(oa) & set(ob)) if oa[k] != ob[k]}}
 
 
 def run_study(study: Path, store: Path, log: Path, timeout_s: float, interval: float) -> tuple[int, float, Sampler]:
