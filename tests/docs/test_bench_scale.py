@@ -82,7 +82,6 @@ def test_corpus_and_study_reach_adaptlab(bench, tmp_path):
     assert settings.variants == ("base", "pt", "ft")
 
 
-@pytest.mark.slow
 def test_a_corpus_larger_than_one_seed_gives_is_written_from_several(bench, tmp_path, monkeypatch):
     """700 documents of 20 pages need 56,000 notes, more than one seed's distinct component names
     (~50,700): the corpus writer hung there, drawing names it could never find. It now draws blocks
@@ -99,6 +98,7 @@ def test_a_corpus_larger_than_one_seed_gives_is_written_from_several(bench, tmp_
     assert first[0].text in text and first[-1].text in text and second[-1].text in text
 
 
+@pytest.mark.slow
 def test_small_mode_runs_two_sizes(bench, tiny_model, tmp_path, capsys):
     """The script's plumbing end to end on the session's tiny encoder (the figures of
     docs/performance.md are all-MiniLM-L6-v2's; with it this test took 142 s, CI 2026-11-28)."""
