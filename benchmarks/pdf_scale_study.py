@@ -315,15 +315,18 @@ def compare_runs(work: Path, other: Path) -> dict[str, object]:
     diffs = {k: abs(mine[k] - theirs[k]) for k in common}
     a, b = adapt_options(work / "study.toml"), adapt_options(other / "study.toml")
     fa, fb = (stage_figures(w / "store", {}) for w in (work, other))
-    ta, tb = ({k: v.get("torch_threads") for k, v in f.items()} for f in (fa, fb))
-    oa, ob = ({k: v.get("optimizer") for k, v in f.items()} for f in (fa, fb))
+
+    def stages_differing(field: str) -> dict[str, list[object]]:
+        return {k: [fa[k].get(field), fb[k].get(field)] for k in sorted(set(fa) & set(fb))
+                if fa[k].get(field) != fb[k].get(field)}
+
     return {"other": str(other), "rows": len(common), "rows_differing": sum(d > 0 for d in diffs.values()),
             "max_abs_diff": max(diffs.values(), default=0.0),
             "options_differing": {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)},
             # lone_stage_all_cpus: a stage on another thread count sums its matrix products in another order
-            "threads_differing": {k: [ta.get(k), tb.get(k)] for k in sorted(set(ta) & set(tb)) if ta[k] != tb[k]},
+            "threads_differing": stages_differing("torch_threads"),
             # the fused AdamW kernel rounds differently from the per-tensor loop (adapt/train/loop.py)
-            "optimizer_differing": {k: [oa.get(k), ob.get(k)] for k in sorted(set(oa) & set(ob)) if oa[k] != ob[k]}}
+            "optimizer_differing": stages_differing("optimizer")}
 
 
 def run_study(study: Path, store: Path, log: Path, timeout_s: float, interval: float) -> tuple[int, float, Sampler]:

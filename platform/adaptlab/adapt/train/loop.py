@@ -480,7 +480,7 @@ def run_loop(
 
     optimizer, dropout = _start_training(model, optim, device, label)
     params = [p for group in optimizer.param_groups for p in group["params"]]
-    result.optimizer = f"adamw-{adamw_kind(params)}"
+    result.optimizer = "adamw-fused" if optimizer.defaults.get("fused") else "adamw-foreach"
     before = _snapshot(params) if optim.min_weight_change > 0 else None
     start = _resume(model, optimizer, checkpoint_dir, device, result)
     t0 = time.perf_counter()
