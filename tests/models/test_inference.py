@@ -33,7 +33,7 @@ def test_settings_are_validated_with_the_valid_values():
     with pytest.raises(ConfigError, match="precision 'fp16': expected one of fp32, bf16, int8"):
         Inference("torch", "fp16")
     with pytest.raises(ConfigError, match="'int8' is not available on the 'torch' embedding backend; available: "
-                                          "torch: fp32, bf16; onnx: fp32, int8"):
+                                          "torch: fp32, bf16; onnx: fp32, int8; openvino: fp32, bf16, int8"):
         Inference("torch", "int8")
     assert Inference().options() == {} and Inference().is_default
     assert Inference("onnx").options() == {"embedding_backend": "onnx", "precision": "fp32"}
@@ -52,7 +52,12 @@ def test_export_folders_are_keyed_by_backend_precision_and_revision(tmp_path, mo
     a = export_folder(Inference("onnx"), "sha256:aa")
     assert a.parent == tmp_path / "exported" and a.name.startswith("onnx-")
     assert len({a, export_folder(Inference("onnx", "int8"), "sha256:aa"), export_folder(Inference("openvino"),
-                "sha256:aa"), export_folder(Inference("onnx"), "sha256:bb")}) == 4
+                "sha256:aa"), export_folder(Inference("onnx"), "sha256:bb"),
+                export_folder(Inference("openvino", "int8"), "sha256:aa")}) == 5
+    # an int8 OpenVINO export is also keyed by its calibration text
+    calibrated = export_folder(Inference("openvino", "int8"), "sha256:aa")
+    monkeypatch.setattr("adaptlab.models.inference.CALIBRATION_TEXTS", 64)
+    assert export_folder(Inference("openvino", "int8"), "sha256:aa") != calibrated
     # bf16 on OpenVINO is a runtime hint on the same exported graph
     assert export_folder(Inference("openvino", "bf16"), "sha256:aa") == export_folder(Inference("openvino"), "sha256:aa")
 
@@ -66,12 +71,13 @@ def torch_vectors(tiny_model):
 
 @pytest.mark.parametrize("backend, precision", COMBOS)
 def test_every_backend_and_precision_gives_unit_float32_vectors(tiny_model, module_cache_home, torch_vectors, backend,
-                                                                 precision):
+                                                                 precision, caplog):
     if not _available(backend):
         pytest.skip(f"{backend} is not installed (pip install 'adaptlab[fast]')")
     from adaptlab.models import load_encoder
 
     enc = load_encoder(str(tiny_model), device="cpu", embedding_backend=backend, precision=precision)
+    assert not [r for r in caplog.records if "Could not infer whether the model" in r.getMessage()]
     out = enc.encode_documents(TEXTS)
     assert out.dtype == np.float32 and np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-6)
     assert enc.provenance()["options"] == {"embedding_backend": backend, "precision": precision}

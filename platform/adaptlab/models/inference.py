@@ -18,6 +18,11 @@ The precisions:
   Networks for Efficient Integer-Arithmetic-Only Inference", CVPR 2018, sec. 2): int8 weights
   per channel, activations quantized per call from their observed range, through ONNX Runtime's
   ``quantize_dynamic`` with Optimum's :data:`QUANTIZATION` preset.
+- ``"int8"`` (openvino): static quantization (Jacob et al. 2018, sec. 2 and 3): int8 weights and
+  activations, each activation's scale fixed once from its range on calibration text, through
+  NNCF's ``nncf.quantize`` for transformers (OpenVINO's own post-training quantizer; the
+  operations it leaves in float run in f32). The calibration text is generated prose
+  (:mod:`adaptlab.models.calibration`), the same on every node and for every corpus.
 
 The embeddings leave every path as float32 and the :class:`~adaptlab.models.base.Encoder`
 L2-normalises them in float32. Reduced precision (bf16, int8) changes the vectors, so it is never
@@ -45,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import ConfigError
+from adaptlab.models.calibration import CALIBRATION_SEED, calibration_texts
 from adaptlab.storage.env import cache_home
 
 if TYPE_CHECKING:
@@ -71,7 +77,7 @@ EXACT_PRECISION = "fp32"
 SUPPORTED = {
     "torch": ("fp32", "bf16"),
     "onnx": ("fp32", "int8"),
-    "openvino": ("fp32", "bf16"),
+    "openvino": ("fp32", "bf16", "int8"),
 }
 """The precisions each backend offers here."""
 QUANTIZATION = "avx512_vnni"
@@ -83,6 +89,9 @@ ONNX_LEVEL = "O2"
 and the bias additions (exact GELU; O3 would approximate it): the same function in fewer, larger
 kernels (embeddings within ~1e-6 of torch's, benchmarks/bench_embed.py). int8 quantizes the plain
 graph, which ONNX Runtime's quantizer reads (it cannot read the fused contrib operators)."""
+CALIBRATION_TEXTS = 256
+"""How many generated paragraphs calibrate an OpenVINO int8 model (each up to the model's
+max_seq_length tokens)."""
 OPTIONS = ("embedding_backend", "precision")
 """The encoder option names (load_encoder keywords and the embedding cache's options)."""
 _EXTRA = 'pip install "adaptlab[fast]"'
@@ -167,8 +176,26 @@ def load_sentence_transformer(source: str | Path, inference: Inference, *, revis
     folder, file_name = _exported(source, inference, revision(), device, kwargs)
     model_kwargs = {**(kwargs.pop("model_kwargs", None) or {}), **_runtime_kwargs(inference, file_name)}
     model_kwargs.pop("use_safetensors", None)  # the exported folder holds no torch weights
+    _quiet_export_probe()
     return SentenceTransformer(str(folder), device=device, backend=inference.backend, model_kwargs=model_kwargs,
                                **kwargs)
+
+
+def _drop_export_probe(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Could not infer whether the model was already converted")
+
+
+def _quiet_export_probe() -> None:
+    """Silence Optimum's warning that it could not look up a local folder in the hub cache.
+
+    Offline (or with ``local_files_only``) Optimum looks for an exported model under the hub
+    cache's layout, fails on a plain folder and warns, then loads the folder as told (the export
+    decision sentence-transformers made stands). Every load of an exported model, in every actor,
+    printed it."""
+    for name in ("optimum.onnxruntime.modeling", "optimum.intel.openvino.modeling_base"):
+        logger = logging.getLogger(name)
+        if _drop_export_probe not in logger.filters:
+            logger.addFilter(_drop_export_probe)
 
 
 def _require(backend: str) -> None:
@@ -207,9 +234,11 @@ def _runtime_kwargs(inference: Inference, file_name: str) -> dict[str, Any]:
 
 def export_folder(inference: Inference, revision: str) -> Path:
     """Where the export of a model revision for ``inference`` lives in the local cache."""
-    kind = {("onnx", "fp32"): f"onnx-{ONNX_LEVEL}", ("onnx", "int8"): "onnx-int8"}.get(
-        (inference.backend, inference.precision), inference.backend)
-    digest = hashlib.sha256(revision.encode()).hexdigest()[:20]
+    kind = {("onnx", "fp32"): f"onnx-{ONNX_LEVEL}", ("onnx", "int8"): "onnx-int8",
+            ("openvino", "int8"): "openvino-int8"}.get((inference.backend, inference.precision), inference.backend)
+    calibrated = (inference.backend, inference.precision) == ("openvino", "int8")
+    key = f"{revision}\ncalibration {CALIBRATION_SEED} {CALIBRATION_TEXTS}" if calibrated else revision
+    digest = hashlib.sha256(key.encode()).hexdigest()[:20]
     return cache_home() / "exported" / f"{kind}-{digest}"
 
 
@@ -249,6 +278,11 @@ def _export(source: str | Path, inference: Inference, revision: str, device: str
     """Export ``source`` for the backend into ``out`` (int8: quantize the cached fp32 ONNX export)."""
     from sentence_transformers import SentenceTransformer
 
+    if inference.backend == "openvino" and inference.precision == "int8":
+        fp32, _ = _exported(source, Inference("openvino"), revision, device, kwargs)
+        shutil.copytree(fp32, out)
+        _quantize_openvino(out / "openvino" / "openvino_model.xml", device)
+        return
     if inference.precision == "int8":
         from sentence_transformers import export_dynamic_quantized_onnx_model
 
@@ -268,3 +302,31 @@ def _export(source: str | Path, inference: Inference, revision: str, device: str
         from sentence_transformers import export_optimized_onnx_model
 
         export_optimized_onnx_model(model, ONNX_LEVEL, str(out))
+
+
+def _quantize_openvino(xml: Path, device: str) -> None:
+    """Replace the OpenVINO model at ``xml`` by its static int8 quantization, calibrated on
+    :data:`CALIBRATION_TEXTS` generated paragraphs tokenized as the model tokenizes its inputs."""
+    import nncf
+    import openvino as ov
+    from sentence_transformers import SentenceTransformer
+
+    _log.info("quantizing %s to int8 (once; %d calibration texts)", xml.parent.parent, CALIBRATION_TEXTS)
+    folder = xml.parent.parent
+    st = SentenceTransformer(str(folder), device=device, backend="openvino",
+                             model_kwargs={"ov_config": {"INFERENCE_PRECISION_HINT": "f32"}})
+    model = ov.Core().read_model(str(xml))
+    names = [port.get_any_name() for port in model.inputs]
+    texts = calibration_texts(CALIBRATION_TEXTS)
+    tokenize = getattr(st, "preprocess", None) or st.tokenize  # sentence-transformers >= 5.5 names it preprocess
+    batches = [{k: v.numpy() for k, v in tokenize(texts[i:i + 8]).items() if k in names}
+               for i in range(0, len(texts), 8)]
+    nncf.set_log_level(logging.ERROR)  # its bit-width tables and progress bars
+    quantized = nncf.quantize(model, nncf.Dataset(batches), model_type=nncf.ModelType.TRANSFORMER,
+                              subset_size=len(texts))
+    staged = xml.parent / "int8"
+    ov.save_model(quantized, str(staged / xml.name))
+    del model, quantized, st  # release the fp32 weights before their files are replaced
+    for part in (xml, xml.with_suffix(".bin")):
+        os.replace(staged / part.name, part)
+    staged.rmdir()
