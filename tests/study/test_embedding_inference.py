@@ -25,7 +25,8 @@ def _load(tmp_path, text):
     ('[embedding]\nbackend = "tpu"\n', "[embedding].backend: expected one of 'torch', 'onnx', 'openvino', got 'tpu'"),
     ('[embedding]\nprecision = "fp16"\n', "[embedding].precision: expected one of 'fp32', 'bf16', 'int8', got 'fp16'"),
     ('[embedding]\nprecision = "int8"\n', "[embedding]: precision 'int8' is not available on the 'torch' embedding "
-                                          "backend; available: torch: fp32, bf16; onnx: fp32, int8"),
+                                          "backend; available: torch: fp32, bf16; onnx: fp32, int8; "
+                                          "openvino: fp32, bf16, int8"),
 ])
 def test_embedding_keys_fail_at_load_naming_file_and_key(tmp_path, extra, needle):
     with pytest.raises(ConfigError) as err:
@@ -44,12 +45,13 @@ def test_an_entry_key_names_the_entry(tmp_path):
 def test_reduced_precision_systems_are_named_with_it(tmp_path):
     study = _load(tmp_path, BASE + '[[models]]\nname = "fast-int8"\nref = "minilm"\nembedding_backend = "onnx"\n'
                   'precision = "int8"\n[[models]]\nname = "exact-onnx"\nref = "minilm"\nembedding_backend = "onnx"\n'
-                  'precision = "fp32"\n[embedding]\nprecision = "bf16"\n[evaluation]\nbaseline = "minilm"\n')
-    assert [m.name for m in study.models] == ["minilm-bf16", "fast-int8", "exact-onnx"]
+                  'precision = "fp32"\n[[models]]\nname = "ov"\nref = "minilm"\nembedding_backend = "openvino"\n'
+                  'precision = "int8"\n[embedding]\nprecision = "bf16"\n[evaluation]\nbaseline = "minilm"\n')
+    assert [m.name for m in study.models] == ["minilm-bf16", "fast-int8", "exact-onnx", "ov-int8"]
     assert study.evaluation.baseline == "minilm-bf16"  # the baseline follows its entry
     assert [study.inference(m).options() for m in study.models] == [
         {"embedding_backend": "torch", "precision": "bf16"}, {"embedding_backend": "onnx", "precision": "int8"},
-        {"embedding_backend": "onnx", "precision": "fp32"}]
+        {"embedding_backend": "onnx", "precision": "fp32"}, {"embedding_backend": "openvino", "precision": "int8"}]
     assert [m.name for m in study.with_overrides(models=["minilm"]).models] == ["minilm-bf16"]
     with pytest.raises(ConfigError, match="two entries are named 'minilm-bf16' once reduced precisions are shown"):
         _load(tmp_path, BASE + '[[models]]\nname = "minilm-bf16"\nref = "minilm"\n[embedding]\nprecision = "bf16"\n')
