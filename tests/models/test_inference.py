@@ -71,13 +71,13 @@ def torch_vectors(tiny_model):
 
 @pytest.mark.parametrize("backend, precision", COMBOS)
 def test_every_backend_and_precision_gives_unit_float32_vectors(tiny_model, module_cache_home, torch_vectors, backend,
-                                                                 precision, caplog):
+                                                                 precision, capfd):
     if not _available(backend):
         pytest.skip(f"{backend} is not installed (pip install 'adaptlab[fast]')")
     from adaptlab.models import load_encoder
 
     enc = load_encoder(str(tiny_model), device="cpu", embedding_backend=backend, precision=precision)
-    assert not [r for r in caplog.records if "Could not infer whether the model" in r.getMessage()]
+    assert "Could not infer whether the model" not in capfd.readouterr().err  # Optimum's offline probe, silenced
     out = enc.encode_documents(TEXTS)
     assert out.dtype == np.float32 and np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-6)
     assert enc.provenance()["options"] == {"embedding_backend": backend, "precision": precision}

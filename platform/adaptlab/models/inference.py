@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import ConfigError
-from adaptlab.models.calibration import CALIBRATION_SEED, calibration_texts
+from adaptlab.models.calibration import calibration_texts
 from adaptlab.storage.env import cache_home
 
 if TYPE_CHECKING:
@@ -173,10 +173,10 @@ def load_sentence_transformer(source: str | Path, inference: Inference, *, revis
     if not Path(source).is_dir():
         raise ConfigError(f"embedding backend {inference.backend!r} exports the model from its local folder; "
                           f"{str(source)!r} is not one (download the model first)")
+    _quiet_export_probe()
     folder, file_name = _exported(source, inference, revision(), device, kwargs)
     model_kwargs = {**(kwargs.pop("model_kwargs", None) or {}), **_runtime_kwargs(inference, file_name)}
     model_kwargs.pop("use_safetensors", None)  # the exported folder holds no torch weights
-    _quiet_export_probe()
     return SentenceTransformer(str(folder), device=device, backend=inference.backend, model_kwargs=model_kwargs,
                                **kwargs)
 
@@ -236,8 +236,9 @@ def export_folder(inference: Inference, revision: str) -> Path:
     """Where the export of a model revision for ``inference`` lives in the local cache."""
     kind = {("onnx", "fp32"): f"onnx-{ONNX_LEVEL}", ("onnx", "int8"): "onnx-int8",
             ("openvino", "int8"): "openvino-int8"}.get((inference.backend, inference.precision), inference.backend)
-    calibrated = (inference.backend, inference.precision) == ("openvino", "int8")
-    key = f"{revision}\ncalibration {CALIBRATION_SEED} {CALIBRATION_TEXTS}" if calibrated else revision
+    key = revision
+    if (inference.backend, inference.precision) == ("openvino", "int8"):  # and the text it was calibrated on
+        key += "\n" + hashlib.sha256("\n".join(calibration_texts(CALIBRATION_TEXTS)).encode()).hexdigest()
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
     return cache_home() / "exported" / f"{kind}-{digest}"
 
@@ -275,7 +276,8 @@ def _publish(folder: Path, write: Callable[[Path], None]) -> None:
 
 def _export(source: str | Path, inference: Inference, revision: str, device: str, kwargs: Mapping[str, Any],
             out: Path) -> None:
-    """Export ``source`` for the backend into ``out`` (int8: quantize the cached fp32 ONNX export)."""
+    """Export ``source`` for the backend into ``out`` (int8: quantize the cached fp32 export of the
+    same backend)."""
     from sentence_transformers import SentenceTransformer
 
     if inference.backend == "openvino" and inference.precision == "int8":
