@@ -44,6 +44,20 @@ def test_progress_label_says_queries():
     assert _what(object(), "document", 2).startswith("embedding 2 documents")  # type: ignore[arg-type]
 
 
+def test_progress_label_names_an_adapted_model_by_its_folder():
+    from types import SimpleNamespace
+
+    from adaptlab.embedding.pipeline import _what
+
+    def factory(name: str) -> SimpleNamespace:
+        return SimpleNamespace(ref=SimpleNamespace(name=name))
+
+    adapted = factory("/store/artifacts/minilm/ft-700-4ad60a576367b914/model")
+    assert _what(adapted, "document", 5) == "embedding 5 documents with ft-700-4ad60a576367b914"
+    assert _what(factory("sentence-transformers/all-MiniLM-L6-v2"), "query", 1).endswith("with all-MiniLM-L6-v2")
+    assert _what(factory("minilm"), "query", 1).endswith("with minilm")
+
+
 def test_run_suggests_latest_and_exports_shareable_run_files(tmp_path, capsys):
     store, run_file = tmp_path / "store", tmp_path / "run.trec"
     old = os.umask(0o022)

@@ -156,9 +156,13 @@ def _load(factory: EncoderFactory, device: str | None, progress: bool) -> Encode
 
 
 def _model_name(factory: EncoderFactory) -> str:
-    """The model's short name (last path component, <= 40 characters), "" for a bare factory."""
+    """The model's short name (last path component, <= 40 characters), "" for a bare factory; an
+    adapted model's folder ``<system>/model`` is named by its system's folder."""
     name = getattr(getattr(factory, "ref", None), "name", None) or str(getattr(factory, "ref", "") or "")
-    return name.rsplit("/", 1)[-1][:40]
+    parts = name.rstrip("/").split("/")
+    if len(parts) > 1 and parts[-1] == "model":
+        return parts[-2][:40]
+    return parts[-1][:40]
 
 
 def _what(factory: EncoderFactory, kind: TextKind, n: int) -> str:
