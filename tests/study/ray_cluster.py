@@ -1,6 +1,7 @@
 """Real Ray nodes for the submit tests (test_submit_e2e, test_submit_multinode).
 
-``ray start`` on 127.0.0.1 only, every port free (other Ray instances on this machine hold the
+``ray start`` on 127.0.0.1 only (every listener on loopback: tests/study/ray_start_loopback.py;
+drivers need :func:`loopback_env`), every port free (other Ray instances on this machine hold the
 defaults), in a temp dir of the test's own; stopped by pid: the processes whose command line
 names that temp dir or the head's GCS address (``ray stop`` would stop every Ray on the machine,
 other users' runs included). Every wait is bounded in rounds and in seconds.
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import os
 import queue
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,12 +22,11 @@ from pathlib import Path
 
 from adaptlab.runtime.watchdog import session_pids
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ray_start_loopback import LOOPBACK_ENV  # noqa: E402
+
 HOST = "127.0.0.1"
-
-
-def ray_bin() -> str:
-    """The ``ray`` executable: on the PATH, else next to this Python."""
-    return shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
+_LOOPBACK_START = Path(__file__).resolve().with_name("ray_start_loopback.py")
 
 
 def free_port() -> int:
@@ -63,12 +62,20 @@ class HeadPorts:
         return f"{HOST}:{self.gcs}"
 
 
+def loopback_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with :data:`LOOPBACK_ENV`: give it to every node and every driver of a test cluster
+    (a driver without it resolves ``127.0.0.1:PORT`` to the external address, where the loopback-only
+    GCS does not listen)."""
+    return {**env, **LOOPBACK_ENV}
+
+
 def _ray_start(args: list[str], temp_dir: Path, env: Mapping[str, str], num_cpus: int) -> subprocess.CompletedProcess:
-    """``ray start ARGS`` on 127.0.0.1 with free node ports; at most 180 s."""
+    """``ray start ARGS`` on 127.0.0.1 with free node ports, every listener on loopback
+    (tests/study/ray_start_loopback.py); at most 180 s."""
     return subprocess.run(
-        [ray_bin(), "start", *args, f"--node-ip-address={HOST}", f"--num-cpus={num_cpus}", *node_ports(),
-         f"--temp-dir={temp_dir}", "--disable-usage-stats"],
-        env=dict(env), capture_output=True, text=True, timeout=180,
+        [sys.executable, str(_LOOPBACK_START), "start", *args, f"--node-ip-address={HOST}", f"--num-cpus={num_cpus}",
+         *node_ports(), f"--temp-dir={temp_dir}", "--disable-usage-stats"],
+        env=loopback_env(env), capture_output=True, text=True, timeout=180,
     )
 
 
