@@ -210,7 +210,7 @@ class LocalCluster:
 
         self.rc, self.temp, self.ports = rc, work / "ray", rc.HeadPorts()
         token = secrets.token_hex(16)
-        self.env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+        self.env = rc.loopback_env({**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token})
         res = rc.start_head(self.ports, self.temp, self.env, num_cpus=cpus, dashboard=False, lean=True)
         for i in range(2, nodes + 1):
             if res.returncode == 0:
