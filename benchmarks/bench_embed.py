@@ -27,7 +27,7 @@ in odd, Ray first in even pairs) and reports the median ratio (the machine may b
 ``--backends all`` (or ``"torch:bf16,onnx:int8,..."``) compares instead every embedding backend
 and precision of :mod:`adaptlab.models.inference` in one process, on the same texts: the speed
 (texts/s over ``--speed-n`` SciFact passages, ``--repeat`` rounds in rotated order, median; the
-ratio to torch fp32) and, on BEIR SciFact's 300 test queries against ``--docs`` documents (every
+ratio to torch fp32, and the lowest and highest ratio of a single round) and, on BEIR SciFact's 300 test queries against ``--docs`` documents (every
 judged one plus seeded others; 0: all 5,183), the largest embedding difference to torch fp32, the
 mean cosine, nDCG@10, MRR@10 and Recall@100, and for each system the paired bootstrap of its nDCG@10
 difference to torch fp32 (adaptlab.stats.paired_bootstrap: 95% CI and p-value). ``--threads`` sets
@@ -341,10 +341,20 @@ def backends_main(args: argparse.Namespace) -> int:
     return _report_backends(args, names, rates, per_query, vectors, diffs, measures)
 
 
+def round_ratios(rates: dict[str, list[float]], name: str, base: str) -> list[float]:
+    """Speed of ``name`` over ``base`` in each round (the two were timed back to back in it):
+    their spread shows how much of a median ratio is the machine's noise.
+
+    >>> round_ratios({"a": [10.0, 12.0], "b": [13.0, 15.0]}, "b", "a")
+    [1.3, 1.25]
+    """
+    return [round(r / b, 6) for r, b in zip(rates[name], rates[base])]
+
+
 def _report_backends(args, names, rates, per_query, vectors, diffs, measures) -> int:
     base = names[0]
     ref = statistics.median(rates[base])
-    print(f"\n{'system':<20} {'texts/s':>8} {'ratio':>6} {'max|de|':>9} {'cos':>8} "
+    print(f"\n{'system':<20} {'texts/s':>8} {'ratio':>6} {'rounds':>9} {'max|de|':>9} {'cos':>8} "
           + " ".join(f"{m:>10}" for m in measures) + "   nDCG@10 - torch-fp32 [95% CI], p")
     rows = []
     for n in names:
@@ -352,14 +362,16 @@ def _report_backends(args, names, rates, per_query, vectors, diffs, measures) ->
         means = per_query[n].mean()
         de = float(np.abs(vectors[n] - vectors[base]).max())
         cos = float((vectors[n] * vectors[base]).sum(axis=1).mean())
-        line = (f"{n:<20} {rate:8.1f} {rate / ref:6.2f} {de:9.2e} {cos:8.6f} "
+        spread = round_ratios(rates, n, base)
+        line = (f"{n:<20} {rate:8.1f} {rate / ref:6.2f} {min(spread):4.2f}-{max(spread):4.2f} {de:9.2e} {cos:8.6f} "
                 + " ".join(f"{means[m]:10.5f}" for m in measures))
         if n != base:
             p = diffs[n]
             line += f"   {p.diff:+.5f} [{p.ci_low:+.5f}, {p.ci_high:+.5f}], p={p.p_value:.3f}"
             line += f"; max |d metric| {max(abs(means[m] - per_query[base].mean()[m]) for m in measures):.1e}"
         print(line)
-        rows.append({"system": n, "texts_per_s": rate, "ratio": rate / ref, "max_abs_diff": de, "mean_cos": cos,
+        rows.append({"system": n, "texts_per_s": rate, "ratio": rate / ref, "ratio_rounds": spread,
+                     "max_abs_diff": de, "mean_cos": cos,
                      **{m: means[m] for m in measures},
                      **({"ndcg10_diff": diffs[n].diff, "ci": [diffs[n].ci_low, diffs[n].ci_high],
                          "p": diffs[n].p_value} if n != base else {})})
