@@ -27,8 +27,9 @@ in odd, Ray first in even pairs) and reports the median ratio (the machine may b
 ``--backends all`` (or ``"torch:bf16,onnx:int8,..."``) compares instead every embedding backend
 and precision of :mod:`adaptlab.models.inference` in one process, on the same texts: the speed
 (texts/s over ``--speed-n`` SciFact passages, ``--repeat`` rounds in rotated order, median; the
-ratio to torch fp32, and the lowest and highest ratio of a single round) and, on BEIR SciFact's 300 test queries against ``--docs`` documents (every
-judged one plus seeded others; 0: all 5,183), the largest embedding difference to torch fp32, the
+ratio to torch fp32, and the lowest and highest ratio of a single round) and, on BEIR SciFact's
+300 test queries against ``--docs`` documents (every judged one plus seeded others; 0: all
+5,183), the largest embedding difference to torch fp32, the
 mean cosine, nDCG@10, MRR@10 and Recall@100, and for each system the paired bootstrap of its nDCG@10
 difference to torch fp32 (adaptlab.stats.paired_bootstrap: 95% CI and p-value). ``--threads`` sets
 torch's thread count (ONNX Runtime and OpenVINO follow it).

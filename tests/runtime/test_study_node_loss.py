@@ -280,7 +280,7 @@ def scenario() -> Iterator[dict[str, Any]]:
     token = secrets.token_hex(16)
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env = loopback_env({**base_env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+                        "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
     base = Path(tempfile.mkdtemp(prefix="raysl", dir="/tmp"))  # short: Ray puts sockets there
     ports = None
     t0 = time.monotonic()

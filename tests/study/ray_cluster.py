@@ -1,4 +1,4 @@
-"""Real Ray nodes for the submit tests (test_submit_e2e, test_submit_multinode).
+"""Real Ray nodes for the tests that need a cluster (submit, multinode, node loss) and bench_scale.
 
 ``ray start`` on 127.0.0.1 only (every listener on loopback: tests/study/ray_start_loopback.py;
 drivers need :func:`loopback_env`), every port free (other Ray instances on this machine hold the

@@ -5,7 +5,8 @@ alone did not keep it: Ray replaced the address by the machine's external one, a
 server, raylets and agents listened on all interfaces (``::``, ``0.0.0.0``) or on that address
 (measured on Ray 2.60, 2026-11-29). The harness starts nodes through ray_start_loopback.py. Here a
 head with its dashboard and one worker node start that way, a driver given :func:`loopback_env`
-runs tasks by the GCS address, and every listening socket of both nodes' processes is checked.
+joins by the GCS address and lists both nodes at 127.0.0.1, and every listening socket of both
+nodes' processes is checked.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def test_a_head_and_a_worker_node_listen_on_loopback_only_and_a_driver_joins():
         driver = subprocess.run([sys.executable, "-c", _DRIVER, ports.gcs_address], env=loopback_env(env),
                                 capture_output=True, text=True, timeout=120)
         assert driver.returncode == 0, driver.stderr[-2000:]
-        assert driver.stdout.split("\n")[-2] == '["127.0.0.1", "127.0.0.1"]', driver.stdout
+        assert driver.stdout.strip().splitlines()[-1] == '["127.0.0.1", "127.0.0.1"]', driver.stdout
         sockets = _listening(cluster_pids(base / "head", ports) + cluster_pids(base / "node2"))
         assert {"gcs_server", "raylet"} <= {name for name, _, _ in sockets}, sockets  # the nodes' sockets were seen
         assert ("gcs_server", "127.0.0.1", ports.gcs) in sockets or ("gcs_server", "::ffff:127.0.0.1", ports.gcs) in sockets
