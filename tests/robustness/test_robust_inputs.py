@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -208,6 +209,24 @@ def test_pypdf_lines_never_reach_stderr_raw(damaged_pdf_folder, capsys, caplog, 
     else:
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("adaptlab: WARNING:") and "doc.pdf: pypdf:" in lines[0], err
+
+
+def test_another_threads_warning_while_a_pdf_is_read_is_not_reported_as_pypdfs(tmp_path, caplog, recwarn):
+    """Seen in a PDF scale study: urllib3's "SOCKS support ... requires PySocks", raised while Ray
+    started in a background thread, was reported as "Final_EIS_Vol_2.pdf: pypdf: SOCKS support
+    ...", because reading a PDF set process-wide warning filters to record everything. A warning
+    of another thread during the read stays that thread's (here pytest's recwarn gets it)."""
+    import threading
+
+    from adaptlab.data import pdf as pdf_mod
+
+    caplog.set_level(logging.DEBUG, logger="adaptlab")
+    with pdf_mod._pypdf_messages(tmp_path / "doc.pdf"):
+        other = threading.Thread(target=warnings.warn, args=("a warning of another thread", UserWarning))
+        other.start()
+        other.join(timeout=10)
+    assert not [r for r in caplog.records if "another thread" in r.getMessage()], caplog.text
+    assert [w for w in recwarn if "another thread" in str(w.message)]
 
 
 # -- memory ---------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ Problems that concern one file are :class:`PdfProblem` (a DataError): encrypted 
 no text layer (scanned images), unreadable. The loader reports each as one line and goes on with
 the rest of the corpus.
 
-pypdf's own log lines and warnings (``Ignoring wrong pointing object``, ...) never reach the
+pypdf's own log lines (``Ignoring wrong pointing object``, ...) never reach the
 terminal raw: they are captured while a file is read and reported through adaptlab's logging,
 as one warning line for the first file that had any (later files at debug level, shown with
 ``--verbose``), so ``--quiet`` silences them.
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import re
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,20 +77,25 @@ _PYPDF_WARNED = [False]
 
 @contextmanager
 def _pypdf_messages(path: Path) -> Iterator[None]:
-    """Capture pypdf's log lines and Python warnings while ``path`` is read; report them as one
-    line through :data:`log` (a warning the first time in a process, debug afterwards)."""
+    """Capture pypdf's log lines while ``path`` is read; report them as one line through
+    :data:`log` (a warning the first time in a process, debug afterwards).
+
+    pypdf (>= 6) reports what it finds in a file through logging only; its Python warnings are
+    deprecations of its own API. Python warnings are not captured here: ``warnings.catch_warnings``
+    changes the filters of the whole process, so it caught other threads' warnings (urllib3's
+    "SOCKS support ... requires PySocks", raised while Ray started in the background, was reported
+    as a pypdf message of the PDF being read) and, on exit, dropped the filters other threads had
+    added meanwhile."""
     logger = logging.getLogger("pypdf")
     handler, propagate = _Collect(), logger.propagate
     logger.addHandler(handler)
     logger.propagate = False
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            yield
+        yield
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate
-        messages = handler.messages + [str(w.message) for w in caught]
+        messages = handler.messages
         if messages:
             first = " ".join(messages[0].split())[:160]
             more = f" (and {len(messages) - 1} more)" if len(messages) > 1 else ""
