@@ -9,7 +9,6 @@ started by these tests are ever signalled.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import signal
@@ -22,6 +21,9 @@ from pathlib import Path
 import pytest
 
 from adaptlab.runtime.watchdog import alive, find_session_dir, kill_session, session_pids
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "study"))
+from ray_cluster import is_loopback  # noqa: E402
 
 KILL_BOUND_S = 10.0
 
@@ -272,19 +274,13 @@ def _readline(proc: subprocess.Popen, seconds: float) -> str:
     return proc.stdout.readline()
 
 
-def _is_loopback(ip: str) -> bool:
-    address = ipaddress.ip_address(ip)
-    mapped = getattr(address, "ipv4_mapped", None)
-    return (mapped or address).is_loopback
-
-
 @pytest.mark.slow
 def test_embedded_ray_listens_on_loopback_only(ray_driver):
     _, info = ray_driver
     sockets = info["sockets"]
     names = {name for _, name, _, _ in sockets}
     assert {"gcs_server", "raylet"} <= names, sockets  # the sockets of the session were seen
-    exposed = [s for s in sockets if not _is_loopback(s[2])]
+    exposed = [s for s in sockets if not is_loopback(s[2])]
     assert not exposed, f"listening beyond loopback: {exposed}"
 
 

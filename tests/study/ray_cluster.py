@@ -9,6 +9,7 @@ other users' runs included). Every wait is bounded in rounds and in seconds.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import queue
 import signal
@@ -27,6 +28,12 @@ from ray_start_loopback import LOOPBACK_ENV  # noqa: E402
 
 HOST = "127.0.0.1"
 _LOOPBACK_START = Path(__file__).resolve().with_name("ray_start_loopback.py")
+
+
+def is_loopback(ip: str) -> bool:
+    """Whether a listening address is loopback (``127.0.0.1``, ``::1``, ``::ffff:127.0.0.1``)."""
+    address = ipaddress.ip_address(ip)
+    return (getattr(address, "ipv4_mapped", None) or address).is_loopback
 
 
 def free_port() -> int:

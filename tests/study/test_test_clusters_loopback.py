@@ -11,7 +11,6 @@ nodes' processes is checked.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import secrets
 import shutil
@@ -24,7 +23,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ray_cluster import HeadPorts, cluster_pids, loopback_env, start_head, start_worker, stop_cluster  # noqa: E402
+from ray_cluster import (  # noqa: E402
+    HeadPorts, cluster_pids, is_loopback, loopback_env, start_head, start_worker, stop_cluster)
 
 pytestmark = pytest.mark.slow
 
@@ -33,11 +33,6 @@ import json, sys, ray
 ray.init(address=sys.argv[1])
 print(json.dumps(sorted(n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"])))
 """
-
-
-def _is_loopback(ip: str) -> bool:
-    address = ipaddress.ip_address(ip)
-    return (getattr(address, "ipv4_mapped", None) or address).is_loopback
 
 
 def _listening(pids: list[int]) -> list[tuple[str, str, int]]:
@@ -72,7 +67,7 @@ def test_a_head_and_a_worker_node_listen_on_loopback_only_and_a_driver_joins():
         sockets = _listening(cluster_pids(base / "head", ports) + cluster_pids(base / "node2"))
         assert {"gcs_server", "raylet"} <= {name for name, _, _ in sockets}, sockets  # the nodes' sockets were seen
         assert ("gcs_server", "127.0.0.1", ports.gcs) in sockets or ("gcs_server", "::ffff:127.0.0.1", ports.gcs) in sockets
-        exposed = [s for s in sockets if not _is_loopback(s[1])]
+        exposed = [s for s in sockets if not is_loopback(s[1])]
         assert not exposed, f"listening beyond loopback: {exposed}"
     finally:
         stop_cluster(base / "node2")
