@@ -21,7 +21,7 @@ rounds in GFLOP/s per thread, the ratio to torch and the largest error of the la
 relative to a float64 product (so a runtime that quietly used bf16 would show 1e-3, not 1e-7).
 
 ``--profile N`` also embeds N synthetic ~256-token passages with adaptlab's torch encoder
-(``load_encoder("minilm")``, batch ``--batch``): once timed, giving torch's FLOP rate over the
+(``load_encoder("minilm")``, batch ``--batch``): timed, giving torch's FLOP rate over the
 whole model (products and attention, padded batches as sentence-transformers forms them), and once
 under torch's profiler, splitting the operators' time into the linear layers (``aten::linear``:
 the products and their bias), attention (``aten::scaled_dot_product_attention``) and the rest
@@ -30,7 +30,9 @@ the same FLOP; if every one of them ran at the fastest matrix-product speed abov
 
     gain <= GFLOP/s_best products / GFLOP/s_torch whole model
 
-which is the most any fp32 runtime measured here can gain over torch on this CPU.
+which is the most any fp32 runtime measured here can gain over torch on this CPU. ``--exact``
+(default openvino) also times that embedding backend at fp32 on the same passages, between two
+torch embeddings (torch's time is their mean), and prints its gain beside the bound.
 
 Reading it: the products decide how fast an exact backend can be; the rest is what it can save
 outside them (fused bias, GELU, LayerNorm, attention). Its embedding speed is measured by
@@ -270,10 +272,20 @@ def model_flops(lengths: list[int], batch: int, layers: int = 6, hidden: int = H
     return total
 
 
-def profile_torch(n_texts: int, batch: int, threads: int) -> dict[str, float]:
-    """adaptlab's torch MiniLM encoder on ``n_texts`` synthetic passages: the wall seconds of one
-    embedding, its FLOP rate (:func:`model_flops`), and, from a second embedding under
-    torch.profiler, the shares of the operators' time in linear layers, attention and the rest."""
+def _timed_encode(encoder, texts: list[str], batch: int) -> float:
+    """Wall seconds of one ``encode_documents`` of ``texts`` (after an untimed first batch)."""
+    encoder.encode_documents(texts[:batch], batch_size=batch)
+    start = time.perf_counter()
+    encoder.encode_documents(texts, batch_size=batch)
+    return time.perf_counter() - start
+
+
+def profile_torch(n_texts: int, batch: int, threads: int, exact: str | None = None) -> dict[str, float]:
+    """adaptlab's torch MiniLM encoder on ``n_texts`` synthetic passages: the wall seconds of an
+    embedding, its FLOP rate (:func:`model_flops`), the shares of the operators' time in linear
+    layers, attention and the rest (a further embedding under torch.profiler), and with ``exact``
+    (an embedding backend, e.g. ``"openvino"``) that backend's fp32 seconds on the same passages,
+    timed between two torch embeddings whose mean is torch's seconds."""
     from torch.profiler import ProfilerActivity, profile
 
     from adaptlab.models import load_encoder
@@ -284,22 +296,26 @@ def profile_torch(n_texts: int, batch: int, threads: int) -> dict[str, float]:
     st = encoder.model
     # sentence-transformers orders by character length; passages of one kind order alike by tokens
     lengths = [len(ids) for ids in st.tokenizer(texts, truncation=True, max_length=st.max_seq_length)["input_ids"]]
-    with thread_limits(threads):
-        encoder.encode_documents(texts[:batch], batch_size=batch)  # warm-up, untimed
-        start = time.perf_counter()
-        encoder.encode_documents(texts, batch_size=batch)
-        seconds = time.perf_counter() - start
+    out: dict[str, float] = {"texts": n_texts, "mean_tokens": sum(lengths) / len(lengths)}
+    with thread_limits(threads):  # the exact backend takes torch's thread count when it loads
+        seconds = [_timed_encode(encoder, texts, batch)]
+        if exact:
+            other = load_encoder("minilm", device="cpu", embedding_backend=exact, precision="fp32")
+            out["exact_seconds"] = _timed_encode(other, texts, batch)
+            seconds.append(_timed_encode(encoder, texts, batch))
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             encoder.encode_documents(texts, batch_size=batch)
+    out["seconds"] = statistics.mean(seconds)
+    out["gflops_per_thread"] = model_flops(lengths, batch) / out["seconds"] / 1e9 / threads
     events = prof.key_averages()
     total = sum(e.self_cpu_time_total for e in events)
     by_name = {e.key: e.cpu_time_total for e in events}
-    linear = by_name.get("aten::linear", 0.0) / total
-    attention = by_name.get("aten::scaled_dot_product_attention", 0.0) / total
-    flops = model_flops(lengths, batch)
-    return {"texts": n_texts, "mean_tokens": sum(lengths) / len(lengths), "seconds": seconds,
-            "gflops_per_thread": flops / seconds / 1e9 / threads, "linear": linear,
-            "attention": attention, "rest": max(0.0, 1.0 - linear - attention)}
+    out["linear"] = by_name.get("aten::linear", 0.0) / total
+    out["attention"] = by_name.get("aten::scaled_dot_product_attention", 0.0) / total
+    out["rest"] = max(0.0, 1.0 - out["linear"] - out["attention"])
+    if exact:
+        out["exact_ratio"] = out["seconds"] / out["exact_seconds"]
+    return out
 
 
 def gain_bound(model_gflops: float, gflops: dict[str, float]) -> float:
@@ -318,6 +334,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     ap.add_argument("--runtimes", default=",".join(RUNTIMES), help=f"comma-separated (default {','.join(RUNTIMES)})")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="also profile adaptlab's torch encoder on N synthetic passages (default 0: no)")
+    ap.add_argument("--exact", default="openvino", choices=("openvino", "onnx", "none"),
+                    help="with --profile, also time this embedding backend at fp32 on the same passages "
+                         "(default openvino; none: skip)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true", help="print the result as one JSON line at the end")
     a = ap.parse_args(argv)
@@ -334,7 +353,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     result = {"batch": a.batch, "tokens": a.tokens, "threads": a.threads, "layers": a.layers,
               "repeat": a.repeat, "runtimes": summary}
     if a.profile > 0:
-        prof = profile_torch(a.profile, a.batch, a.threads)
+        prof = profile_torch(a.profile, a.batch, a.threads, None if a.exact == "none" else a.exact)
         speeds = {k: v["gflops_per_thread"] for k, v in summary.items() if "gflops_per_thread" in v}
         prof["gain_bound"] = gain_bound(prof["gflops_per_thread"], speeds)
         result["profile"] = prof
@@ -343,6 +362,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
               f"layers {prof['linear']:.1%}, attention {prof['attention']:.1%}, the rest {prof['rest']:.1%}")
         print(f"an exact backend computing the same batches is at most {prof['gain_bound']:.2f}x torch here "
               "(every FLOP at the fastest runtime's matrix-product speed)")
+        if "exact_ratio" in prof:
+            print(f"{a.exact} fp32 (adaptlab's exact path) on the same passages: {prof['exact_seconds']:.1f} s, "
+                  f"{prof['exact_ratio']:.2f}x torch ({prof['exact_ratio'] / prof['gain_bound']:.0%} of the bound)")
     if a.json:
         print(json.dumps(result))
     return result

