@@ -75,6 +75,7 @@ def test_the_profile_splits_torchs_time_and_gives_the_bound(bench, capsys, modul
     out = capsys.readouterr().out
     assert "an exact backend computing the same batches is at most" in out
     assert "openvino fp32 (adaptlab's exact path) on the same passages" in out
+    assert "the bound compares like with like with --tokens" in out  # products on 8 tokens, passages ~240
 
 
 def test_the_run_leaves_torchs_thread_count_as_it_found_it(bench):
@@ -83,3 +84,15 @@ def test_the_run_leaves_torchs_thread_count_as_it_found_it(bench):
     bench.main(["--batch", "2", "--tokens", "8", "--layers", "1", "--repeat", "1", "--runtimes", "torch,numpy",
                 "--threads", str(before + 1)])
     assert torch.get_num_threads() == before
+
+
+def test_an_exact_backend_that_cannot_load_is_skipped_with_its_reason(bench, capsys, monkeypatch):
+    import adaptlab.models
+    from adaptlab.errors import ConfigError
+
+    def refuse(*args, **options):
+        raise ConfigError("embedding backend 'openvino' needs optimum.intel (not installed)")
+
+    monkeypatch.setattr(adaptlab.models, "load_encoder", refuse)
+    assert bench._exact_encoder("openvino") is None
+    assert "--exact openvino: not timed: embedding backend 'openvino' needs optimum.intel" in capsys.readouterr().out
