@@ -53,7 +53,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_embed's passages (--profile)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_embed import make_texts, round_ratios  # noqa: E402  (benchmarks/bench_embed.py)
 
 HIDDEN, FFN = 384, 1536
 """all-MiniLM-L6-v2's hidden and feed-forward sizes (its config.json)."""
@@ -92,17 +93,20 @@ def _torch_products(weights) -> list[Product]:
 
 
 def _onnx_file(w: np.ndarray, b: np.ndarray, folder: Path) -> Path:
-    """A graph y = MatMul(x, W) + b with a dynamic row count, saved under ``folder``."""
+    """A graph y = MatMul(x, W) + b with a dynamic row count, saved under ``folder`` once (ONNX
+    Runtime and OpenVINO read the same file)."""
+    k, n = w.shape
+    path = folder / f"linear_{k}_{n}.onnx"
+    if path.exists():
+        return path
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    k, n = w.shape
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "W"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["y"])],
         f"linear_{k}_{n}", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["rows", k])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", n])],
         [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "b")])
-    path = folder / f"linear_{k}_{n}.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     return path
 
@@ -228,7 +232,8 @@ def measure(a: argparse.Namespace) -> dict[str, dict[str, object]]:
 def summarise(rows: dict[str, dict[str, object]], baseline: str = "torch") -> dict[str, dict[str, object]]:
     """Median GFLOP/s per thread, its ratio to ``baseline``'s median and the single rounds' ratio
     range (each round against the baseline's same round)."""
-    base = rows.get(baseline, {}).get("gflops")
+    rates = {name: row["gflops"] for name, row in rows.items() if "gflops" in row}
+    base = rates.get(baseline)
     out = {}
     for name, row in rows.items():
         if "missing" in row:
@@ -237,7 +242,7 @@ def summarise(rows: dict[str, dict[str, object]], baseline: str = "torch") -> di
         g = row["gflops"]
         entry = {"gflops_per_thread": statistics.median(g), "rel_error": row["rel_error"], "rounds": g}
         if base:
-            ratios = [x / y for x, y in zip(g, base)]
+            ratios = round_ratios(rates, name, baseline)
             entry |= {"ratio": statistics.median(g) / statistics.median(base),
                       "ratio_rounds": [min(ratios), max(ratios)]}
         out[name] = entry
@@ -302,7 +307,6 @@ def profile_torch(n_texts: int, batch: int, threads: int, exact: str | None = No
     from torch.profiler import ProfilerActivity, profile
 
     from adaptlab.models import load_encoder
-    from bench_embed import make_texts  # benchmarks/ is on sys.path when a script of it runs
 
     encoder = load_encoder("minilm", device="cpu")
     texts = make_texts("passages", n_texts, seed=3)
