@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from adaptlab.errors import ConfigError
-from adaptlab.models.inference import SUPPORTED, Inference, export_folder, precision_name
+from adaptlab.models.inference import SUPPORTED, Inference, check_native, export_folder, precision_name
+from adaptlab.runtime import hardware
+from adaptlab.runtime.hardware import bf16_support
 
 TEXTS = ["the cat sat on the mat", "a quick brown fox jumps over the lazy dog " * 4, "x",
          "proteins fold into shapes that decide what they do", "retrieval with dense vectors"]
@@ -76,6 +78,10 @@ def test_every_backend_and_precision_gives_unit_float32_vectors(tiny_model, modu
         pytest.skip(f"{backend} is not installed (pip install 'adaptlab[fast]')")
     from adaptlab.models import load_encoder
 
+    if precision == "bf16" and not bf16_support("cpu").native:  # this CPU: refused, never fp32 under a bf16 name
+        with pytest.raises(ConfigError, match="so it would not compute bfloat16"):
+            load_encoder(str(tiny_model), device="cpu", embedding_backend=backend, precision=precision)
+        return
     enc = load_encoder(str(tiny_model), device="cpu", embedding_backend=backend, precision=precision)
     assert "Could not infer whether the model" not in capfd.readouterr().err  # Optimum's offline probe, silenced
     out = enc.encode_documents(TEXTS)
@@ -88,6 +94,31 @@ def test_every_backend_and_precision_gives_unit_float32_vectors(tiny_model, modu
         assert diff < 1e-5, diff
     else:  # reduced: close, but not the same vectors
         assert 1e-6 < diff < 0.05 and cosine > 0.99, (diff, cosine)
+
+
+AVX2_ONLY = frozenset({"fpu", "sse4_2", "avx", "avx2", "fma"})
+
+
+@pytest.mark.parametrize("backend", ["torch", "openvino"])
+def test_bf16_is_refused_on_a_cpu_without_native_bfloat16(tiny_model, monkeypatch, backend):
+    """On an AVX2-only CPU, OpenVINO's bf16 hint computes fp32: the request is refused in one line
+    naming what is missing, before any model loads (nothing is stored under a -bf16 name)."""
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: AVX2_ONLY)
+    from adaptlab.models import load_encoder
+
+    with pytest.raises(ConfigError) as caught:
+        load_encoder(str(tiny_model), device="cpu", embedding_backend=backend, precision="bf16")
+    message = str(caught.value)
+    assert "\n" not in message and "lacks AVX512-BF16 and AMX-BF16 (it has avx2)" in message, message
+    check_native(Inference("openvino", "int8"), "cpu")  # int8 is int8 arithmetic on AVX2: allowed
+    check_native(Inference(backend), "cpu")
+
+
+def test_bf16_is_allowed_where_the_cpu_computes_it(monkeypatch):
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: AVX2_ONLY | {"avx512f", "avx512_bf16"})
+    check_native(Inference("openvino", "bf16"), "cpu")
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: AVX2_ONLY | {"amx_bf16", "amx_tile"})
+    check_native(Inference("torch", "bf16"), "cpu")
 
 
 def test_an_export_is_made_once_and_reused(tiny_model, module_cache_home, monkeypatch):

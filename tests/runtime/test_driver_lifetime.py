@@ -9,7 +9,9 @@ started by these tests are ever signalled.
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -140,15 +142,40 @@ def test_watchdog_rejects_a_bad_poll_interval_in_one_line(capsys):
     assert "--poll must be a number of seconds > 0, got 0.0" in capsys.readouterr().err
 
 
-def test_no_watchdog_process_means_a_warning_not_a_failed_start(monkeypatch, caplog):
+class _Keep(logging.Handler):
+    """Keeps every record it is given (on the logger itself: nothing another test did to the
+    ``adaptlab`` logger, the root logger or propagation can hide one)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_no_watchdog_process_means_a_warning_not_a_failed_start(monkeypatch):
+    """Any OSError from the process start (EAGAIN, ENOMEM, EMFILE) leaves Ray unwatched with one
+    warning. No timing: the start is refused by the stub, and the record is read on the logger."""
     from adaptlab.runtime import watchdog
 
     def refuse(*args, **kwargs):
-        raise OSError("Resource temporarily unavailable")
+        raise OSError(errno.EAGAIN, "no process to spare")
 
     monkeypatch.setattr(watchdog.subprocess, "Popen", refuse)
-    assert watchdog.start_watchdog("/tmp/ray") is None
-    assert "could not start the Ray watchdog (Resource temporarily unavailable)" in caplog.text
+    logger, keep = logging.getLogger(watchdog.__name__), _Keep()
+    monkeypatch.setattr(logger, "disabled", False)
+    before = logger.level
+    logger.setLevel(logging.WARNING)
+    logger.addHandler(keep)
+    try:
+        assert watchdog.start_watchdog("/tmp/ray") is None
+    finally:
+        logger.removeHandler(keep)
+        logger.setLevel(before)
+    lines = [r.getMessage() for r in keep.records if r.levelno == logging.WARNING]
+    assert len(lines) == 1 and lines[0].startswith("could not start the Ray watchdog ("), lines
+    assert "no process to spare" in lines[0] and "may outlive it" in lines[0]
 
 
 def _run_fake_driver(tmp_path: Path, *, tell: bool, finish: str) -> tuple[subprocess.Popen, dict]:

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from adaptlab.errors import ConfigError
 from adaptlab.models.calibration import calibration_texts
 from adaptlab.storage.env import cache_home
+from adaptlab.runtime.hardware import bf16_support
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -65,6 +66,7 @@ __all__ = [
     "QUANTIZATION",
     "SUPPORTED",
     "Inference",
+    "check_native",
     "load_sentence_transformer",
     "precision_name",
 ]
@@ -163,6 +165,7 @@ def load_sentence_transformer(source: str | Path, inference: Inference, *, revis
     export cache (called only for onnx and openvino)."""
     from sentence_transformers import SentenceTransformer  # deferred: imports torch
 
+    check_native(inference, device)
     if inference.backend == "torch":
         model = SentenceTransformer(str(source), device=device, **kwargs)
         if inference.precision == "bf16":
@@ -180,6 +183,19 @@ def load_sentence_transformer(source: str | Path, inference: Inference, *, revis
     model_kwargs.pop("use_safetensors", None)  # the exported folder holds no torch weights
     return SentenceTransformer(str(folder), device=device, backend=inference.backend, model_kwargs=model_kwargs,
                                **kwargs)
+
+
+def check_native(inference: Inference, device: str) -> None:
+    """Refuse a reduced precision that ``device`` would not compute at that precision: bf16 needs
+    AVX512-BF16 or AMX on a CPU (:func:`adaptlab.runtime.hardware.bf16_support`). Without them
+    OpenVINO silently computes fp32 and torch emulates, so a system named ``-bf16`` would not be
+    what its name says. int8 runs as int8 arithmetic on any x86-64 CPU (VNNI only makes it faster)."""
+    if inference.precision != "bf16":
+        return
+    support = bf16_support(device)
+    if not support.native:
+        raise ConfigError(f"precision 'bf16' on the {inference.backend!r} embedding backend: {support.reason}, "
+                          "so it would not compute bfloat16; use precision = 'fp32' (exact) or 'int8'")
 
 
 def _drop_export_probe(record: logging.LogRecord) -> bool:

@@ -21,12 +21,12 @@ from adaptlab.adapt.train.jobs import _critical_depth, _StageRunner, stage_threa
 from adaptlab.adapt.train.loop import OptimConfig, TrainingCheckError, check_precision, run_loop
 from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.errors import ConfigError
+from adaptlab.runtime import hardware
+from adaptlab.runtime.hardware import bf16_support
 
 
 def _bf16_cpu() -> bool:
-    import torch
-
-    return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    return bf16_support("cpu").native
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
@@ -55,9 +55,9 @@ def test_precision_sets_the_autocast_of_the_loss(precision):
 def test_bf16_is_refused_where_the_cpu_has_none(monkeypatch):
     import torch
 
-    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
-    with pytest.raises(TrainingCheckError, match="run x: precision = 'bf16' needs a device that computes bfloat16"):
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"sse4_2", "avx", "avx2", "fma"}))
+    with pytest.raises(TrainingCheckError, match="run x: precision = 'bf16' needs a device that computes bfloat16"
+                       r".*lacks AVX512-BF16 and AMX-BF16 \(it has avx2\)"):
         check_precision("bf16", torch.device("cpu"), "run x")
     check_precision("fp32", torch.device("cpu"), "run x")
 

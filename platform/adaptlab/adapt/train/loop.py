@@ -73,6 +73,7 @@ import numpy as np
 from adaptlab.adapt.train.checkpoints import resume_checkpoint, write_checkpoint
 from adaptlab.errors import AdaptlabError
 from adaptlab.runtime.progress import PROGRESS_INTERVAL, Heartbeat, note_line, progress_enabled, progress_interval
+from adaptlab.runtime.hardware import bf16_support
 
 __all__ = [
     "LoopResult",
@@ -619,16 +620,10 @@ def check_precision(precision: str, device: Any, label: str = "training") -> Non
         raise TrainingCheckError(f"{label}: precision = {precision!r}: expected one of {', '.join(PRECISIONS)}")
     if precision == "fp32":
         return
-    import torch
-
-    if getattr(device, "type", str(device)).startswith("cuda"):
-        ok = torch.cuda.is_bf16_supported()
-    else:
-        ok = bool(getattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)()
-                  or getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)())
-    if not ok:
+    support = bf16_support(device)
+    if not support.native:
         raise TrainingCheckError(f"{label}: precision = 'bf16' needs a device that computes bfloat16 natively "
-                                 f"(a CPU with AVX512-BF16 or AMX, or a recent GPU); {device} has none: set "
+                                 f"(a CPU with AVX512-BF16 or AMX, or a recent GPU): {support.reason}; set "
                                  "precision = 'fp32'")
 
 
