@@ -13,15 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sphinx.application import Sphinx
-
-from adaptlab_docs.api import ApiReference
-from adaptlab_docs.cli import CliReference
-from adaptlab_docs.refs import keep_existing
-from adaptlab_docs.study import StudyReference
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Any) -> dict[str, Any]:
+    """Register the directives and the reference check (Sphinx imported here only, so the
+    enumerations can be imported and tested without it)."""
+    from adaptlab_docs.directives import ApiReference, CliReference, StudyReference
+    from adaptlab_docs.refs import keep_existing
+
     app.add_config_value("adaptlab_study_require_meaning", False, "env")
     app.add_directive("adaptlab-study", StudyReference)
     app.add_directive("adaptlab-cli", CliReference)

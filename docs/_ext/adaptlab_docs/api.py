@@ -1,18 +1,15 @@
 """The Python API reference, generated from the docstrings of ``adaptlab.__all__``.
 
-:func:`public_names` reads the package's ``__all__``; :class:`ApiReference` (the ``adaptlab-api``
-directive) writes one autodoc entry per name (a function, a class with its public members, or a
-module with its ``__all__``), so a name added to ``__all__`` appears without editing the page.
+:func:`public_names` reads the package's ``__all__``; the ``adaptlab-api`` directive
+(:mod:`adaptlab_docs.directives`) writes one autodoc entry per name (a function, a class with its
+public members, or a module with its ``__all__``), so a name added to ``__all__`` appears without
+editing the page.
 The numpy-style sections (Parameters, Returns, Examples) are read by napoleon; the ``>>>``
 examples show as they are written (the test suite runs them: tests/docs/test_api_examples.py)."""
 
 from __future__ import annotations
 
 import inspect
-
-from docutils import nodes
-from docutils.statemachine import StringList
-from sphinx.util.docutils import SphinxDirective
 
 
 def public_names() -> list[str]:
@@ -38,17 +35,3 @@ def autodoc_lines(name: str) -> list[str]:
 def page_lines(names: list[str]) -> list[str]:
     """The autodoc entries of ``names`` in one MyST ``eval-rst`` block (autodoc writes reST)."""
     return ["````{eval-rst}", *(line for name in names for line in autodoc_lines(name)), "````"]
-
-
-class ApiReference(SphinxDirective):
-    """``adaptlab-api``: every public name of adaptlab, documented from its docstring."""
-
-    has_content = False
-
-    def run(self) -> list[nodes.Node]:
-        self.env.note_dependency(__file__)
-        lines = page_lines(public_names())
-        container = nodes.section()
-        container.document = self.state.document
-        self.state.nested_parse(StringList(lines, source="adaptlab.__all__"), self.content_offset, container)
-        return container.children

@@ -2,8 +2,9 @@
 
 :func:`commands` walks :func:`adaptlab.cli.build_parser` (the parser ``adaptlab`` itself runs):
 every command and sub-command with its description, usage line and options, each option with the
-help text ``--help`` prints (defaults included). :class:`CliReference` (the ``adaptlab-cli``
-directive) renders them, so the page changes whenever a parser does."""
+help text ``--help`` prints (defaults included). The ``adaptlab-cli`` directive
+(:mod:`adaptlab_docs.directives`) renders them with :func:`render`, so the page changes whenever a
+parser does."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import argparse
 from dataclasses import dataclass, field
 
 from docutils import nodes
-from sphinx.util.docutils import SphinxDirective
 
 from adaptlab_docs.nodes_util import paragraph, section, table
 
@@ -105,13 +105,3 @@ def render(cmds: list[Command], document: nodes.document) -> list[nodes.Node]:
                              [[o.invocation, o.help] for o in options], [30, 70])
         out.append(sec)
     return out
-
-
-class CliReference(SphinxDirective):
-    """``adaptlab-cli``: the whole command-line reference (no arguments)."""
-
-    has_content = False
-
-    def run(self) -> list[nodes.Node]:
-        self.env.note_dependency(__file__)
-        return render(commands(), self.state.document)

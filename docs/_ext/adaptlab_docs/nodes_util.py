@@ -5,6 +5,7 @@ a markup parser, so a ``*`` or a backquote in a help string cannot break the pag
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from docutils import nodes
@@ -59,3 +60,23 @@ def section(title: str, anchor: str, document: nodes.document) -> nodes.section:
 def paragraph(text: str) -> nodes.paragraph:
     """A paragraph of plain text."""
     return nodes.paragraph(text, text)
+
+
+_INLINE = re.compile(r"``(?P<code>.+?)``|:[a-z:]+:`(?P<role>[^`]+)`")
+
+
+def inline_paragraph(text: str) -> nodes.paragraph:
+    """A paragraph of docstring text with its inline code (````x````) and roles
+    (``:class:`~a.b.C```) shown as code, the rest as plain text."""
+    para = nodes.paragraph()
+    pos = 0
+    for m in _INLINE.finditer(text):
+        para += nodes.Text(text[pos:m.start()])
+        code = m.group("code")
+        if code is None:
+            target = m.group("role").split("<")[-1].rstrip(">").strip()
+            code = target.lstrip("~").rsplit(".", 1)[-1] if target.startswith("~") else target
+        para += nodes.literal(code, code)
+        pos = m.end()
+    para += nodes.Text(text[pos:])
+    return para

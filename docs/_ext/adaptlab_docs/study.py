@@ -6,7 +6,8 @@ then ``[adapt]`` and ``[tune]`` with their sub-tables. Each key's type and defau
 field's type hint and default, its meaning from the field's metadata (``help``, and
 ``default_text`` where the default depends on the rest of the study; see
 :func:`adaptlab.study.schema.setting`). Where a field has no help text the row says so instead of
-guessing. :class:`StudyReference` (the ``adaptlab-study`` directive) renders the tables."""
+guessing. The ``adaptlab-study`` directive (:mod:`adaptlab_docs.directives`) renders the
+tables with :func:`render`."""
 
 from __future__ import annotations
 
@@ -20,12 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
-from sphinx.util import logging
-from sphinx.util.docutils import SphinxDirective
 
-from adaptlab_docs.nodes_util import paragraph, section, table
-
-logger = logging.getLogger(__name__)
+from adaptlab_docs.nodes_util import inline_paragraph, section, table
 
 NO_MEANING = "(no description in the code yet)"
 """The meaning cell of a key whose field declares no help text."""
@@ -248,27 +245,8 @@ def render(secs: list[Section], document: nodes.document) -> list[nodes.Node]:
     for s in secs:
         sec = section(s.header, "study-" + s.name.replace(".", "-"), document)
         if s.doc:
-            sec += paragraph(s.doc)
+            sec += inline_paragraph(s.doc)
         rows = [[k.name, k.type or "-", k.default or "-", k.meaning or NO_MEANING] for k in s.keys]
         sec += table(["Key", "Type", "Default", "Meaning"], rows, [18, 14, 18, 50], literal_columns=(0, 2))
         out.append(sec)
     return out
-
-
-class StudyReference(SphinxDirective):
-    """``adaptlab-study``: the study-file reference (no arguments). With the configuration value
-    ``adaptlab_study_require_meaning`` true, a key without a help text is a build warning."""
-
-    has_content = False
-
-    def run(self) -> list[nodes.Node]:
-        self.env.note_dependency(__file__)
-        secs = sections()
-        missing = undocumented(secs)
-        if missing:
-            message = f"{len(missing)} study-file keys have no description in the code: {', '.join(missing)}"
-            if self.config.adaptlab_study_require_meaning:
-                logger.warning(message, location=self.get_location())
-            else:
-                logger.info(message)
-        return render(secs, self.state.document)
