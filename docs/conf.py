@@ -59,8 +59,9 @@ nitpick_ignore_regex = [
                   r"optional|array-like|default .*|TextIO|IO)"),
 ]
 
-# The study-file reference: a key without a help text in the code is a build warning.
-adaptlab_study_require_meaning = False
+# The study-file reference: a key without a help text in the code is a build warning (so an
+# error under -W).
+adaptlab_study_require_meaning = True
 
 html_theme = "furo"
 try:

@@ -155,6 +155,13 @@ def test_a_key_the_loader_accepts_without_a_reference_entry_fails(tmp_path, monk
     assert missing_entries(accepted, study.sections()) == ["[study].fake_key"]
 
 
+def test_every_study_key_has_a_meaning():
+    """Once the schema declares a help text per key (adaptlab.study.keys), a key without one fails
+    here as it fails the site build (``adaptlab_study_require_meaning``)."""
+    pytest.importorskip("adaptlab.study.keys", reason="the schema does not declare help texts yet")
+    assert study.undocumented(study.sections()) == []
+
+
 def test_study_reference_rows_show_type_and_default():
     secs = {s.name: s for s in study.sections()}
     bootstrap = {k.name: k for k in secs["bootstrap"].keys}

@@ -37,6 +37,7 @@ class Key:
     type: str
     default: str
     meaning: str
+    allowed: str = ""
 
 
 @dataclass(frozen=True)
@@ -226,9 +227,37 @@ def _colbert_keys(keys: list[Key]) -> list[Key]:
     return out
 
 
+def _from_keys_module(infos: Iterable[Any]) -> list[Section]:
+    """Sections from :func:`adaptlab.study.keys.sections` (one record per key, with its section,
+    key, type, default, allowed values and help), in its order; a section's text is its class
+    docstring where the :class:`Study` dataclass names the class."""
+    from adaptlab.study.schema import Study
+
+    hints = _hints(Study)
+    grouped: dict[str, list[Key]] = {}
+    for info in infos:
+        grouped.setdefault(info.section, []).append(
+            Key(info.key, info.type, info.default, " ".join(str(info.help).split()), info.allowed))
+    out = []
+    for name, keys in grouped.items():
+        tp = hints.get(name)
+        array = typing.get_origin(tp) is list
+        cls = typing.get_args(tp)[0] if array else tp
+        inner = [a for a in typing.get_args(cls) if a is not type(None)] if typing.get_origin(cls) else [cls]
+        doc = _doc(inner[0]) if inner and isinstance(inner[0], type) and dataclasses.is_dataclass(inner[0]) else ""
+        out.append(Section(name, array, doc, tuple(keys)))
+    return out
+
+
 def sections() -> list[Section]:
-    """Every section of a study file with its keys, in the order a study file is read."""
-    return [*_study_sections(), *_adapt_sections()]
+    """Every section of a study file with its keys, in the order a study file is read: from
+    :func:`adaptlab.study.keys.sections` where the code has it (one enumeration of the declarative
+    sections), else from the dataclasses and the key lists of ``[adapt]`` and ``[tune]``."""
+    try:
+        keys_module = importlib.import_module("adaptlab.study.keys")
+    except ImportError:
+        return [*_study_sections(), *_adapt_sections()]
+    return _from_keys_module(keys_module.sections())
 
 
 def undocumented(secs: Iterable[Section]) -> list[str]:
@@ -246,7 +275,8 @@ def render(secs: list[Section], document: nodes.document) -> list[nodes.Node]:
         sec = section(s.header, "study-" + s.name.replace(".", "-"), document)
         if s.doc:
             sec += inline_paragraph(s.doc)
-        rows = [[k.name, k.type or "-", k.default or "-", k.meaning or NO_MEANING] for k in s.keys]
-        sec += table(["Key", "Type", "Default", "Meaning"], rows, [18, 14, 18, 50], literal_columns=(0, 2))
+        rows = [[k.name, k.type or "-", k.default or "-", k.allowed or "-", k.meaning or NO_MEANING] for k in s.keys]
+        sec += table(["Key", "Type", "Default", "Allowed", "Meaning"], rows, [16, 12, 16, 16, 40],
+                     literal_columns=(0, 2))
         out.append(sec)
     return out
