@@ -55,7 +55,7 @@ napoleon_use_rtype = False
 nitpick_ignore_regex = [
     (r"py:.*", r"(numpy|np|pandas|pd|pyarrow|pa|ray|torch|scipy|matplotlib|duckdb|deltalake|mteb|"
                r"sentence_transformers|transformers|collections|typing|pathlib|os|datetime|concurrent)(\..*)?"),
-    (r"py:class", r"(Path|Any|Sequence|Mapping|Iterable|Iterator|Callable|ndarray|DataFrame|Table|"
+    (r"py:class", r"(Path|Any|Sequence|Mapping|Iterable|Iterator|Callable|ndarray|DataFrame|Table|Figure|Axes|"
                   r"optional|array-like|default .*|TextIO|IO)"),
 ]
 

@@ -24,7 +24,7 @@ from docutils.utils import new_document  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
-from adaptlab_docs import api, cli, study  # noqa: E402
+from adaptlab_docs import api, cli, refs, study  # noqa: E402
 
 from adaptlab.cli import build_parser  # noqa: E402
 from adaptlab.errors import ConfigError  # noqa: E402
@@ -186,3 +186,19 @@ def test_every_public_api_name_is_in_the_api_reference():
         module = getattr(adaptlab, name)
         target = module.__name__ if name == "results" else f"adaptlab.{name}"
         assert re.search(rf"^\.\. auto(function|class|module):: {re.escape(target)}$", lines, re.M), name
+
+
+def test_api_reference_documents_lazy_module_names_and_returned_types():
+    lines = "\n".join(api.page_lines(api.public_names()))
+    assert ".. autoclass:: adaptlab.results.ResultsStore" in lines  # loaded on first use
+    assert ".. autoclass:: adaptlab.study.schema.Study" in lines  # what load_study returns
+
+
+def test_docstring_references_to_names_that_do_not_exist_stay_broken():
+    """The strict build keeps a reference to an adaptlab name that exists as code text and warns
+    about one that exists nowhere (a typo, a removed function)."""
+    assert refs.exists("adaptlab.study.load.load_study", None, None)
+    assert refs.exists("ResultsStore", "adaptlab.analysis.compare", None)  # imported for type checking only
+    assert refs.exists("Study", "adaptlab.study.load", None)
+    assert not refs.exists("adaptlab.study.load.no_such_function", None, None)
+    assert not refs.exists("Sttudy", "adaptlab.study.load", None)

@@ -8,6 +8,7 @@ function) is left to Sphinx, which warns, so the strict build fails on it."""
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from typing import Any
 
@@ -16,6 +17,9 @@ from docutils import nodes
 GENERIC_TYPES = frozenset({"path", "sequence", "mapping", "iterable", "callable", "iterator", "optional",
                            "array-like", "a", "b", "default", "str", "int", "float", "bool"})
 """Lower-case type words of numpy-style parameter lists (``x : path or str``): not references."""
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def _resolve(dotted: str) -> bool:
@@ -59,8 +63,8 @@ def keep_existing(app: Any, env: Any, node: nodes.Element, contnode: nodes.Eleme
     if node.get("refdomain") != "py":
         return None
     target = node.get("reftarget", "")
-    if target in GENERIC_TYPES:
-        return contnode
+    if target in GENERIC_TYPES or not _IDENTIFIER.match(target.lstrip("~.")):
+        return contnode  # a type word, or prose napoleon took for a type ("True for the result")
     if exists(target, node.get("py:module"), node.get("py:class")):
         return contnode
     return None
