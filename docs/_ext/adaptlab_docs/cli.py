@@ -55,6 +55,17 @@ def _option(parser: argparse.ArgumentParser, action: argparse.Action) -> Option:
     return Option(invocation, tuple(action.option_strings), _help(parser, action))
 
 
+USAGE_WIDTH = 88
+"""Columns of the usage lines (argparse would take the terminal's width, which a build has not)."""
+
+
+def _usage(parser: argparse.ArgumentParser) -> str:
+    """The usage line as ``--help`` prints it, wrapped at :data:`USAGE_WIDTH` columns."""
+    formatter = parser.formatter_class(prog=parser.prog, width=USAGE_WIDTH)
+    formatter.add_usage(parser.usage, parser._actions, parser._mutually_exclusive_groups)
+    return formatter.format_help().strip()
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> list[argparse._SubParsersAction]:
     return [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
 
@@ -71,7 +82,7 @@ def commands(parser: argparse.ArgumentParser | None = None) -> list[Command]:
 
 
 def _walk(parser: argparse.ArgumentParser, path: tuple[str, ...], summary: str, out: list[Command]) -> None:
-    usage = " ".join(parser.format_usage().split())
+    usage = _usage(parser)
     command = Command(path, summary, (parser.description or "").strip(), usage)
     for action in parser._actions:
         if action.help == argparse.SUPPRESS or isinstance(action, argparse._SubParsersAction):
