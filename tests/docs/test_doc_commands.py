@@ -33,6 +33,7 @@ _REPORT = ("the README's report run (--format svg), in another figure format (1-
            "tests/analysis/test_report.py writes each format)")
 SKIP: dict[str, str] = {
     'pip install torch==2.13.0': _INSTALL,
+    "pip install -e .": _INSTALL,
     'pip install -e ".[test]"': _INSTALL,
     'pip install -e ".[test,gpu]"': _INSTALL,
     "pip install torch --index-url https://download.pytorch.org/whl/cu124": _INSTALL,
