@@ -59,7 +59,6 @@ SKIP: dict[str, str] = {
     "adaptlab results --store URI --has-run RUN_ID":
         "a placeholder run id (tests/robustness/test_robust_commit_retry.py asks it after a cut commit)",
     "adaptlab results migrate OLD NEW": "needs a store of the previous layout (tests/results test migrate)",
-    "adaptlab evaluate --store": "an option's name in prose, not a command",
     "adaptlab submit STUDY --dry-run": "a placeholder study (adaptlab submit jobs/scale_study_small.toml --dry-run runs)",
     "adaptlab report --store results/my-domain --out report/": _SAME + _REPORT,
     "adaptlab run my-domain.toml": "trains adapted models on the reader's PDFs (tests/study/scale run studies like it)",
@@ -93,8 +92,6 @@ SKIP: dict[str, str] = {
     "--port=6390 --dashboard-port=8266 --system-config='{\"enable_metrics_collection\":false}'": _CLUSTER,
     "ray stop": "stops every Ray process of the user (other tests' clusters too)",
     "python -c \"import torch, cupy; print(torch.cuda.get_device_name(0), cupy.cuda.runtime.getDeviceCount())\"": _GPU,
-    "echo /.gpukit/ >> .git/info/exclude": _GPU,
-    "bash benchmarks/gpu/prepare_carry.sh": _GPU,
     "python3 benchmarks/gpu/summarize.py benchmarks/results/raw": _GPU,
     "OUT=/tmp/kit bash benchmarks/gpu/run_all.sh --part 0,1,2,3,4,5,6 --smoke": _GPU + " (minutes without one)",
     "python3 benchmarks/gpu/summarize.py /tmp/kit --out /tmp/kit/report.md": _GPU,
