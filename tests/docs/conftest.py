@@ -118,14 +118,12 @@ def write_named_blocks(folder: Path) -> list[str]:
 
 @pytest.fixture(scope="session")
 def docs_data(tmp_path_factory) -> Path:
-    """A folder with the TREC files, the docs' named files and DATA_DIR/heldout (the held-out set
-    as a BEIR folder)."""
+    """A folder with the TREC files and DATA_DIR/heldout (the held-out set as a BEIR folder)."""
     from adaptlab.data import load_dataset
     from adaptlab.data.beir import write_beir
 
     folder = tmp_path_factory.mktemp("docs-data")
     _qrels_and_runs(folder)
-    write_named_blocks(folder)
     write_beir(load_dataset("synthetic:n_documents=6,seed=0"), folder / "DATA_DIR" / "heldout")
     return folder
 
@@ -133,10 +131,11 @@ def docs_data(tmp_path_factory) -> Path:
 @pytest.fixture
 def docs_workdir(docs_data, tmp_path, monkeypatch) -> Path:
     """The current folder of one docs command: links to the session's TREC files and data, and to
-    the project's jobs/ (study files the docs name)."""
+    the project's jobs/ (study files the docs name), and the files the docs show (faq.csv, ...)."""
     os.symlink(ROOT / "jobs", tmp_path / "jobs")
     for item in docs_data.iterdir():
         os.symlink(item, tmp_path / item.name)
+    write_named_blocks(tmp_path)  # real files: a study's relative store then lands in this folder
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ADAPTLAB_PROGRESS", "0")
     return tmp_path

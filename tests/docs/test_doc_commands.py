@@ -269,6 +269,18 @@ def _inspect_texts(out: str, cwd: Path) -> None:
     assert len(re.findall(r"^- \[(?:heldout|scifact)\] \S+: \S", out, re.M)) == 5
 
 
+@expects("adaptlab run faq.toml")
+def _faq_study(out: str, cwd: Path) -> None:
+    # the tutorial's CSV through its study: both systems, the pair it names, the store it names
+    assert "== faq ==" in out and "minilm - bm25" in out
+    assert (cwd / "results" / "faq" / "_delta_log").is_dir()
+
+
+@expects("adaptlab run my-domain.toml --dry-run")
+def _own_corpus_plan(out: str, cwd: Path) -> None:
+    assert "unit='pages'" in out and "scales=[20, 60]" in out and "variants=['base', 'ft']" in out
+
+
 def _run_one(cli, argv: list[str]) -> str:
     res = cli(*argv)
     assert res.returncode == 0, f"adaptlab {shlex.join(argv)} exited {res.returncode}: {res.stderr.strip()[-800:]}"
