@@ -68,11 +68,16 @@ SKIP: dict[str, str] = {
     "free_port() { python -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
     "print(s.getsockname()[1])'; }": _CLUSTER,
     "DASHBOARD=$(free_port)": _CLUSTER,
-    "ray start --head --node-ip-address=127.0.0.1 --dashboard-host=127.0.0.1 --port=$(free_port) "
+    "ray get-auth-token --generate > /dev/null": _CLUSTER,
+    "chmod 600 ~/.ray/auth_token": "changes the reader's token file",
+    "ray start --head --block --node-ip-address=127.0.0.1 --dashboard-host=127.0.0.1 --port=$(free_port) "
     "--dashboard-port=$DASHBOARD --dashboard-agent-listen-port=$(free_port) --dashboard-agent-grpc-port=$(free_port) "
     "--metrics-export-port=$(free_port) --runtime-env-agent-port=$(free_port) --node-manager-port=$(free_port) "
     "--object-manager-port=$(free_port) --ray-client-server-port=$(free_port) --temp-dir=/tmp/ray-study "
-    "--disable-usage-stats --system-config='{\"enable_metrics_collection\":false}'": _CLUSTER,
+    "--disable-usage-stats --system-config='{\"enable_metrics_collection\":false}' > /tmp/ray-study.log 2>&1 &":
+        _CLUSTER + " (run by hand: every listener on 127.0.0.1, and kill $HEAD stopped all 18 of its processes)",
+    "HEAD=$!": _CLUSTER,
+    "kill $HEAD": _CLUSTER,
     "adaptlab submit jobs/quickstart.toml --address http://127.0.0.1:$DASHBOARD --wait": _CLUSTER,
     **{f"python benchmarks/{cmd}": _BENCH for cmd in (
         "bench_scale.py --sizes 10,100,700 --nodes 1 --json scale1.json",
