@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -95,6 +96,26 @@ def _qrels_and_runs(folder: Path, n_queries: int = 30, n_docs: int = 60) -> None
         (folder / f"{name}.trec").write_text("\n".join(rows) + "\n")
 
 
+# A fenced block whose info string names a file after the language (```toml faq.toml) is that
+# file: the docs' commands that use it run on the text the reader sees.
+NAMED_BLOCK = re.compile(r"^```\w+ ([\w.-]+\.(?:csv|tsv|jsonl|toml))[ \t]*\n(.*?)^```", re.S | re.M)
+# folders the named files point at, with one document each (the own-corpus tutorial's PDF folder)
+CORPUS_FOLDERS = {"my_pdfs": "Section 1. The pump valve is inspected every two weeks.\n"}
+
+
+def write_named_blocks(folder: Path) -> list[str]:
+    """Write every named block of docs/**/*.md into ``folder``; returns the file names."""
+    names = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        for m in NAMED_BLOCK.finditer(page.read_text(encoding="utf-8")):
+            (folder / m.group(1)).write_text(m.group(2), encoding="utf-8")
+            names.append(m.group(1))
+    for name, text in CORPUS_FOLDERS.items():
+        (folder / name).mkdir(exist_ok=True)
+        (folder / name / "doc.txt").write_text(text, encoding="utf-8")
+    return names
+
+
 @pytest.fixture(scope="session")
 def docs_data(tmp_path_factory) -> Path:
     """A folder with the TREC files and DATA_DIR/heldout (the held-out set as a BEIR folder)."""
@@ -110,10 +131,11 @@ def docs_data(tmp_path_factory) -> Path:
 @pytest.fixture
 def docs_workdir(docs_data, tmp_path, monkeypatch) -> Path:
     """The current folder of one docs command: links to the session's TREC files and data, and to
-    the project's jobs/ (study files the docs name)."""
+    the project's jobs/ (study files the docs name), and the files the docs show (faq.csv, ...)."""
     os.symlink(ROOT / "jobs", tmp_path / "jobs")
     for item in docs_data.iterdir():
         os.symlink(item, tmp_path / item.name)
+    write_named_blocks(tmp_path)  # real files: a study's relative store then lands in this folder
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ADAPTLAB_PROGRESS", "0")
     return tmp_path

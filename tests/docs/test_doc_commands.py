@@ -1,6 +1,6 @@
 """The docs' commands are claims: each `adaptlab ...` command in a shell block (```bash, ```sh,
 ```console, or an untagged block) or in an inline code span with an option, in README.md,
-clusters/README.md and docs/*.md, either runs here (in-process, on a store built once from a small
+clusters/README.md, docs/*.md, docs/tutorials/*.md and docs/how-to/*.md, either runs here (in-process, on a store built once from a small
 study, with the TREC files its names ask for) and exits 0 with output, or is in SKIP with the reason
 it cannot run in a test. Other shell commands (pip, ray, docker, ...) must be in SKIP too, so a new
 docs command must be classified. Where the docs show the output, a stable part of it is checked."""
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", ROOT / "clusters" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "clusters" / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "docs" / "tutorials").glob("*.md")), *sorted((ROOT / "docs" / "how-to").glob("*.md"))]
 SHELL = {"bash", "sh", "console", "shell", ""}
 FENCE = re.compile(r"^[ \t]*```(\w*)[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
 INLINE = re.compile(r"(?<!`)`(adaptlab [^`\n]*--[^`\n]*)`(?!`)")
@@ -29,6 +30,8 @@ _INSTALL = "installs packages (the CI image is built with it)"
 _GPU = "needs a CUDA GPU and the GPU benchmark kit (docs/gpu.md)"
 _CLOUD = "needs Kubernetes, Docker, cloud VMs or root (clusters/README.md)"
 _SAME = "the same computation as "
+_BENCH = ("a benchmark of docs/performance.md (minutes to an hour on 2 cores; tests/docs/test_bench_*.py "
+          "run reduced versions of the benchmarks)")
 _REPORT = ("the README's report run (--format svg), in another figure format (1-2 min each on 2 loaded cores; "
            "tests/analysis/test_report.py writes each format)")
 SKIP: dict[str, str] = {
@@ -46,11 +49,8 @@ SKIP: dict[str, str] = {
     "adaptlab run jobs/scale_study_small.toml --store DIR": "trains adapted models (tests/study/scale run it smaller)",
     "adaptlab run jobs/scale_study.toml": "the full scale study, for a GPU cluster",
     "adaptlab run --model minilm --dataset beir:PATH --split test --metrics ndcg@10,recall@100": _REAL_MODEL,
-    "adaptlab run --model minilm --dataset beir:../shared/data/beir_scifact --split test "
-    "--metrics ndcg@10,recall@100 --export-run minilm.trec": _REAL_MODEL + " on SciFact",
     "adaptlab submit jobs/quickstart.toml --address http://HOST:8265 --wait": _CLUSTER,
     "adaptlab submit jobs/quickstart.toml --address http://127.0.0.1:8266 --wait": _CLUSTER,
-    "adaptlab submit jobs/scale_study_small.toml --address http://127.0.0.1:8265 --wait": _CLUSTER,
     "adaptlab submit jobs/scale_study_small.toml --address http://127.0.0.1:8265 "
     "--store s3://BUCKET/scale_small --wait": _CLUSTER + " and a bucket",
     "adaptlab results --store s3://BUCKET/scale_small --latest": "needs the bucket (tests/storage run S3 stores on moto)",
@@ -60,23 +60,44 @@ SKIP: dict[str, str] = {
     "adaptlab results --store URI --has-run RUN_ID":
         "a placeholder run id (tests/robustness/test_robust_commit_retry.py asks it after a cut commit)",
     "adaptlab results migrate OLD NEW": "needs a store of the previous layout (tests/results test migrate)",
-    "adaptlab evaluate --store": "an option's name in prose, not a command",
     "adaptlab submit STUDY --dry-run": "a placeholder study (adaptlab submit jobs/scale_study_small.toml --dry-run runs)",
-    "adaptlab plan --qrels qrels.txt --run new.trec --run base.trec --metric ndcg@10 --effect 0.02 --power 0.8":
-        _SAME + "the README's plan from two runs (--power 0.8 is the default; 30-60 s)",
-    "adaptlab plan --store results/quickstart --metric ndcg@10 --effect 0.02":
-        "needs the quickstart's own store of two systems (the docs' store has more); "
-        "tests/cli/test_quickstart_flow.py runs it after the quickstart",
-    "adaptlab report --store results/quickstart --out report/": _SAME + _REPORT,
-    "adaptlab report --store results/quickstart --out report/ --format pdf": _SAME + _REPORT,
+    "adaptlab report --store results/my-domain --out report/": _SAME + _REPORT,
+    "adaptlab run my-domain.toml": "trains adapted models on the reader's PDFs (tests/study/scale run studies like it)",
+    "adaptlab inspect --store results/my-domain --system minilm-ft-s60 --against minilm-base --dataset heldout":
+        "needs the tutorial's trained study (the same options run in docs/how-to/inspect-disagreements.md)",
+    "export RAY_AUTH_MODE=token RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0": _CLUSTER,
+    "free_port() { python -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
+    "print(s.getsockname()[1])'; }": _CLUSTER,
+    "DASHBOARD=$(free_port)": _CLUSTER,
+    "ray get-auth-token --generate > /dev/null": _CLUSTER,
+    "chmod 600 ~/.ray/auth_token": "changes the reader's token file",
+    "ray start --head --block --node-ip-address=127.0.0.1 --dashboard-host=127.0.0.1 --port=$(free_port) "
+    "--dashboard-port=$DASHBOARD --dashboard-agent-listen-port=$(free_port) --dashboard-agent-grpc-port=$(free_port) "
+    "--metrics-export-port=$(free_port) --runtime-env-agent-port=$(free_port) --node-manager-port=$(free_port) "
+    "--object-manager-port=$(free_port) --ray-client-server-port=$(free_port) --temp-dir=/tmp/ray-study "
+    "--disable-usage-stats --system-config='{\"enable_metrics_collection\":false}' > /tmp/ray-study.log 2>&1 &":
+        _CLUSTER + " (run by hand: every listener on 127.0.0.1, and kill $HEAD stopped all 18 of its processes)",
+    "HEAD=$!": _CLUSTER,
+    "kill $HEAD": _CLUSTER,
+    "adaptlab submit jobs/quickstart.toml --address http://127.0.0.1:$DASHBOARD --wait": _CLUSTER,
+    **{f"python benchmarks/{cmd}": _BENCH for cmd in (
+        "bench_scale.py --sizes 10,100,700 --nodes 1 --json scale1.json",
+        "bench_scale.py --sizes 10,100,700 --nodes 3 --timeout 6000 --json scale3.json",
+        "pdf_scale_study.py",
+        "pdf_scale_study.py --precision bf16 --fused-attention --gradient-checkpointing --cpus-per-job 2",
+        "bench_train.py --against-st",
+        "bench_embed.py --backends torch:fp32,openvino:fp32,openvino:bf16,openvino:int8 --docs 0 --speed-n 192 --repeat 3",
+        "bench_gemm.py --profile 256 --threads 1",
+        "bench_gemm.py --profile 256 --threads 2",
+        "bench_embed.py --n 4000",
+        "bench_bootstrap.py",
+        "bench_search.py")},
     "export RAY_AUTH_MODE=token": _CLUSTER,
     "ray get-auth-token --generate": _CLUSTER,
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 ray start --head --node-ip-address=127.0.0.1 --dashboard-host=127.0.0.1 "
     "--port=6390 --dashboard-port=8266 --system-config='{\"enable_metrics_collection\":false}'": _CLUSTER,
     "ray stop": "stops every Ray process of the user (other tests' clusters too)",
     "python -c \"import torch, cupy; print(torch.cuda.get_device_name(0), cupy.cuda.runtime.getDeviceCount())\"": _GPU,
-    "echo /.gpukit/ >> .git/info/exclude": _GPU,
-    "bash benchmarks/gpu/prepare_carry.sh": _GPU,
     "python3 benchmarks/gpu/summarize.py benchmarks/results/raw": _GPU,
     "OUT=/tmp/kit bash benchmarks/gpu/run_all.sh --part 0,1,2,3,4,5,6 --smoke": _GPU + " (minutes without one)",
     "python3 benchmarks/gpu/summarize.py /tmp/kit --out /tmp/kit/report.md": _GPU,
@@ -163,6 +184,7 @@ def skip_reason(text: str) -> str | None:
 # Commands that run but take 15-60 s each on a loaded 2-core machine (power simulations over
 # hundreds of queries, full reports with figures): marked slow, so the fast suite stays quick.
 SLOW = {
+    "adaptlab run faq.toml",
     "adaptlab plan --qrels QRELS --run A.trec --run B.trec --metric ndcg@10 --effect 0.02",
     "adaptlab report --store DIR --out report/ --format svg",
     "adaptlab export --store results/ --to mlflow --out file:./mlruns [--experiment NAME] [--artifact report.html]",
@@ -253,6 +275,18 @@ def _inspect_texts(out: str, cwd: Path) -> None:
     assert len(re.findall(r"^- \[(?:heldout|scifact)\] \S+: \S", out, re.M)) == 5
 
 
+@expects("adaptlab run faq.toml")
+def _faq_study(out: str, cwd: Path) -> None:
+    # the tutorial's CSV through its study: both systems, the pair it names, the store it names
+    assert "== faq ==" in out and "minilm - bm25" in out
+    assert (cwd / "results" / "faq" / "_delta_log").is_dir()
+
+
+@expects("adaptlab run my-domain.toml --dry-run")
+def _own_corpus_plan(out: str, cwd: Path) -> None:
+    assert "unit='pages'" in out and "scales=[20, 60]" in out and "variants=['base', 'ft']" in out
+
+
 def _run_one(cli, argv: list[str]) -> str:
     res = cli(*argv)
     assert res.returncode == 0, f"adaptlab {shlex.join(argv)} exited {res.returncode}: {res.stderr.strip()[-800:]}"
@@ -323,13 +357,13 @@ def _keys(doc: object, real: object, where: str = "") -> list[str]:
     return []
 
 
-def test_evaluate_json_has_the_fields_the_user_guide_shows(cli, docs_workdir):
+def test_evaluate_json_has_the_fields_the_docs_show(cli, docs_workdir):
     import json
 
-    text = (ROOT / "docs" / "user-guide.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "how-to" / "evaluate-trec-runs.md").read_text(encoding="utf-8")
     shown = json.loads(re.search(r"`--format json` prints\s*```json\n(.*?)```", text, re.S).group(1))
     res = cli("evaluate", "--qrels", "qrels.test.trec", "--run", "bm25.trec", "--run", "minilm.trec",
               "--metrics", "ndcg@10", "--bootstrap", "200", "--seed", "0", "--format", "json")
     assert res.returncode == 0, res.stderr
     real = json.loads(res.stdout)
-    assert not _keys(shown, real), f"fields the user guide shows but evaluate --format json lacks: {_keys(shown, real)}"
+    assert not _keys(shown, real), f"fields the docs show but evaluate --format json lacks: {_keys(shown, real)}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +29,15 @@ PY_SKIP: dict[str, str] = {
 
 
 def python_blocks() -> list[tuple[str, str]]:
-    """(where, code) of every ```python block of the docs."""
+    """(where, code) of every ```python block of the docs (dedented: a block inside a list item is
+indented as a whole)."""
     found = []
     for path in DOCS:
         text = path.read_text(encoding="utf-8")
         for m in FENCE.finditer(text):
             if m.group(1) == "python":
                 line = text[: m.start()].count("\n") + 1
-                found.append((f"{path.relative_to(ROOT).as_posix()}:{line}", m.group(2)))
+                found.append((f"{path.relative_to(ROOT).as_posix()}:{line}", textwrap.dedent(m.group(2))))
     return found
 
 
