@@ -9,9 +9,13 @@ error, a log line or a result line) goes through :func:`mask_url` first.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
+from types import ModuleType
 
-__all__ = ["URI_PATTERN", "AdaptlabError", "ConfigError", "DataError", "StoreError", "is_uri", "mask_url"]
+__all__ = ["URI_PATTERN", "AdaptlabError", "ConfigError", "DataError", "MissingExtraError", "StoreError",
+           "extra_installed", "is_uri", "mask_url", "require_extra"]
 
 URI_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 """What is a URI rather than a local path: a scheme (RFC 3986 section 3.1) then ``://``; group 1
@@ -76,3 +80,41 @@ class ConfigError(AdaptlabError, ValueError):
 
 class StoreError(AdaptlabError):
     """The results store cannot be read or written as asked."""
+
+
+class MissingExtraError(ConfigError):
+    """A feature needs the packages of an optional extra (``pip install 'adaptlab[EXTRA]'``) that
+    are not installed. The message is one line naming the feature, the extra and the install
+    command; :attr:`extra` is the extra's name."""
+
+    def __init__(self, feature: str, extra: str, reason: str = "") -> None:
+        self.feature, self.extra = feature, extra
+        tail = f" ({reason})" if reason else ""
+        super().__init__(f"{feature} need the {extra} extra: pip install 'adaptlab[{extra}]'{tail}")
+
+
+def require_extra(module: str, extra: str, feature: str) -> ModuleType:
+    """Import ``module`` and return it, or raise :class:`MissingExtraError` (one line) when it or
+    a package it imports is missing.
+
+    ``feature`` is a plural phrase the message starts with: ``require_extra("colbert", "colbert",
+    "ColBERT models")`` fails with ``ColBERT models need the colbert extra: pip install
+    'adaptlab[colbert]' (No module named 'colbert')``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingExtraError(feature, extra, _first_line(e)) from e
+
+
+def extra_installed(module: str) -> bool:
+    """Whether ``module`` can be found, without importing it (its parent packages are imported);
+    a cheap check before work starts, where :func:`require_extra` would import a heavy package."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a missing parent package; a module with no spec
+        return False
+
+
+def _first_line(e: BaseException, limit: int = 160) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
