@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from adaptlab.errors import ConfigError, MissingExtraError, extra_installed, require_extra
+from adaptlab.errors import ConfigError, MissingExtraError, extra_installed, missing_extra, require_extra
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -68,6 +68,15 @@ def test_require_extra_is_one_line_naming_the_extra(monkeypatch) -> None:
     assert not extra_installed("colbert")
 
 
+def test_a_re_raised_error_keeps_its_class_and_extra() -> None:
+    """Callers add context as ``raise type(e)(f"{e} ...")`` (the study runner names what was
+    committed): the error must accept one message and still name its extra."""
+    e = missing_extra("ColBERT models", "colbert", "No module named 'colbert'")
+    again = type(e)(f"{e} [no evaluation rows of this study were committed]")
+    assert isinstance(again, MissingExtraError) and again.extra == "colbert"
+    assert MissingExtraError("some other message").extra == ""
+
+
 # ----------------------------------------------------------------------------- each import site
 
 
@@ -78,6 +87,38 @@ def test_colbert_models_name_the_colbert_extra(monkeypatch) -> None:
     with pytest.raises(MissingExtraError) as info:
         import_colbert()
     _one_line(info.value, "ColBERT models", "colbert")
+
+
+def test_a_colbert_study_without_the_extra_is_one_line(monkeypatch, tmp_path, tiny_model, cli) -> None:
+    bert = tiny_model.with_name(tiny_model.name + "-hf")
+    study = tmp_path / "colbert.toml"
+    study.write_text(f"""
+[study]
+name = "colbert-missing"
+store = "{(tmp_path / 'store').as_posix()}"
+
+[[datasets]]
+name = "syn"
+spec = "synthetic:n_documents=3,seed=0"
+
+[[models]]
+name = "colbert"
+ref = "{bert.as_posix()}"
+backend = "colbert"
+options = {{from_bert = true}}
+
+[evaluation]
+metrics = ["acc@1"]
+k = 5
+
+[embedding]
+use_ray = false
+""")
+    _missing(monkeypatch, "colbert")
+    done = cli("run", str(study))
+    err = [line for line in done.stderr.splitlines() if line.startswith("adaptlab")]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert len(err) == 1 and "ColBERT models need the colbert extra: pip install 'adaptlab[colbert]'" in err[0], err
 
 
 def test_flag_models_name_the_flag_extra(monkeypatch, tiny_model) -> None:
@@ -212,7 +253,7 @@ def test_every_extra_a_message_names_exists() -> None:
     for path in sorted((ROOT / "platform" / "adaptlab").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in (
-                    "require_extra", "MissingExtraError"):
+                    "require_extra", "missing_extra"):
                 arg = node.args[1] if len(node.args) > 1 else None  # the extra: second in both
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     named[arg.value] = f"{path.relative_to(ROOT)}:{node.lineno}"

@@ -15,7 +15,7 @@ import re
 from types import ModuleType
 
 __all__ = ["URI_PATTERN", "AdaptlabError", "ConfigError", "DataError", "MissingExtraError", "StoreError",
-           "extra_installed", "is_uri", "mask_url", "require_extra"]
+           "extra_installed", "is_uri", "mask_url", "missing_extra", "require_extra"]
 
 URI_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 """What is a URI rather than a local path: a scheme (RFC 3986 section 3.1) then ``://``; group 1
@@ -82,15 +82,29 @@ class StoreError(AdaptlabError):
     """The results store cannot be read or written as asked."""
 
 
+_EXTRA_COMMAND = re.compile(r"pip install 'adaptlab\[([\w-]+)\]'")
+
+
 class MissingExtraError(ConfigError):
     """A feature needs the packages of an optional extra (``pip install 'adaptlab[EXTRA]'``) that
-    are not installed. The message is one line naming the feature, the extra and the install
-    command; :attr:`extra` is the extra's name."""
+    are not installed: one line naming the feature, the extra and the install command, made by
+    :func:`missing_extra`. Built from a message alone, as every error is (a caller may re-raise
+    ``type(e)(f"{e}; more")``), :attr:`extra` is read back from the install command in it."""
 
-    def __init__(self, feature: str, extra: str, reason: str = "") -> None:
-        self.feature, self.extra = feature, extra
-        tail = f" ({reason})" if reason else ""
-        super().__init__(f"{feature} need the {extra} extra: pip install 'adaptlab[{extra}]'{tail}")
+    @property
+    def extra(self) -> str:
+        """The name of the extra to install ("" if the message names none)."""
+        found = _EXTRA_COMMAND.search(str(self))
+        return found.group(1) if found else ""
+
+
+def missing_extra(feature: str, extra: str, reason: str = "") -> MissingExtraError:
+    """The error for ``feature`` (a plural phrase) missing the ``extra``:
+    ``missing_extra("ColBERT models", "colbert", "No module named 'colbert'")`` reads
+    ``ColBERT models need the colbert extra: pip install 'adaptlab[colbert]' (No module named
+    'colbert')``."""
+    tail = f" ({reason})" if reason else ""
+    return MissingExtraError(f"{feature} need the {extra} extra: pip install 'adaptlab[{extra}]'{tail}")
 
 
 def require_extra(module: str, extra: str, feature: str) -> ModuleType:
@@ -103,7 +117,7 @@ def require_extra(module: str, extra: str, feature: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        raise MissingExtraError(feature, extra, _first_line(e)) from e
+        raise missing_extra(feature, extra, _first_line(e)) from e
 
 
 def extra_installed(module: str) -> bool:

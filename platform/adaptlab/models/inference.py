@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adaptlab.errors import ConfigError, MissingExtraError, extra_installed
+from adaptlab.errors import ConfigError, extra_installed, missing_extra
 from adaptlab.models.calibration import calibration_texts
 from adaptlab.storage.env import cache_home
 
@@ -204,7 +204,7 @@ def require_backend(backend: str) -> None:
     (sentence-transformers raises a bare Exception)."""
     module = "optimum.onnxruntime" if backend == "onnx" else "optimum.intel"
     if not extra_installed(module):
-        raise MissingExtraError(f"{'ONNX' if backend == 'onnx' else 'OpenVINO'} embedding backends", "fast",
+        raise missing_extra(f"{'ONNX' if backend == 'onnx' else 'OpenVINO'} embedding backends", "fast",
                                 f"{module} is not installed")
 
 

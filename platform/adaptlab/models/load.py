@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adaptlab.errors import ConfigError, MissingExtraError, extra_installed
+from adaptlab.errors import ConfigError, extra_installed, missing_extra
 from adaptlab.models.base import Encoder, backend_loader, canonical_backend
 from adaptlab.models.resolve import ModelRef, resolve_model
 from adaptlab.models.variants import BM25_REF, COLBERT_BACKEND
@@ -72,7 +72,7 @@ def check_backend_packages(backend: str, embedding_backend: str = "torch") -> No
     need = _BACKEND_EXTRAS.get(backend)
     if need is not None and not extra_installed(need[0]):
         module, extra, feature = need
-        raise MissingExtraError(feature, extra, f"{module} is not installed")
+        raise missing_extra(feature, extra, f"{module} is not installed")
     if embedding_backend in ("onnx", "openvino"):
         from adaptlab.models.inference import require_backend  # light: optimum is only looked up
 
