@@ -205,14 +205,14 @@ def _closure(roots: list[str]) -> set[str]:
     """Every installed project that ``roots`` (requirement strings) pull in, extras followed.
     Requirements under an environment marker (Python version, platform) are left out: the core
     names one (tomli), and the packages' own are small back-ports."""
-    seen: set[str] = set()
+    seen: set[tuple[str, frozenset[str]]] = set()  # a project asked for again with other extras is followed again
     stack = [r for r in roots if ";" not in r]
     while stack:
         spec = stack.pop()
         name = _name(spec)
-        if name in seen:
+        if (name, frozenset(_extras(spec))) in seen:
             continue
-        seen.add(name)
+        seen.add((name, frozenset(_extras(spec))))
         try:
             requires = md.requires(name) or []
         except md.PackageNotFoundError:
@@ -223,7 +223,7 @@ def _closure(roots: list[str]) -> set[str]:
             if (wanted and not wanted & _extras(spec)) or (marker.strip() and not wanted):
                 continue
             stack.append(inner)
-    return seen
+    return {name for name, _ in seen}
 
 
 def test_the_core_names_no_heavy_package() -> None:
