@@ -5,7 +5,8 @@
 #
 #   clusters/install.sh PROJECT [cpu|gpu]
 #     PROJECT  a project folder, a wheel (adaptlab-*.whl) or an sdist (adaptlab-*.tar.gz)
-#     cpu|gpu  torch from PyTorch's CPU wheel index, or its CUDA 12.8 index (+ the gpu extra)
+#     cpu|gpu  torch from PyTorch's CPU wheel index, or its CUDA 12.8 index (+ the gpu extra);
+#              either way with the all extra, so every model family runs on the cluster
 #   env: ADAPTLAB_VENV (default /opt/adaptlab/venv), PIP_INDEX_URL / TORCH_INDEX_URL to use a
 #        mirror, ADAPTLAB_INSTALL_DRY_RUN=1 to print the commands instead of running them.
 #
@@ -21,8 +22,8 @@ variant="${2:-cpu}"
 venv="${ADAPTLAB_VENV:-/opt/adaptlab/venv}"
 
 case "$variant" in
-  cpu) torch_index="${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}"; extra="" ;;
-  gpu) torch_index="${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cu128}"; extra="[gpu]" ;;
+  cpu) torch_index="${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}"; extra="[all]" ;;
+  gpu) torch_index="${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cu128}"; extra="[all,gpu]" ;;
   *) echo "install.sh: variant must be cpu or gpu, got '$variant'" >&2; exit 2 ;;
 esac
 

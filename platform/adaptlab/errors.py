@@ -9,9 +9,13 @@ error, a log line or a result line) goes through :func:`mask_url` first.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
+from types import ModuleType
 
-__all__ = ["URI_PATTERN", "AdaptlabError", "ConfigError", "DataError", "StoreError", "is_uri", "mask_url"]
+__all__ = ["URI_PATTERN", "AdaptlabError", "ConfigError", "DataError", "MissingExtraError", "StoreError",
+           "extra_installed", "is_uri", "mask_url", "missing_extra", "require_extra"]
 
 URI_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 """What is a URI rather than a local path: a scheme (RFC 3986 section 3.1) then ``://``; group 1
@@ -76,3 +80,55 @@ class ConfigError(AdaptlabError, ValueError):
 
 class StoreError(AdaptlabError):
     """The results store cannot be read or written as asked."""
+
+
+_EXTRA_COMMAND = re.compile(r"pip install 'adaptlab\[([\w-]+)\]'")
+
+
+class MissingExtraError(ConfigError):
+    """A feature needs the packages of an optional extra (``pip install 'adaptlab[EXTRA]'``) that
+    are not installed: one line naming the feature, the extra and the install command, made by
+    :func:`missing_extra`. Built from a message alone, as every error is (a caller may re-raise
+    ``type(e)(f"{e}; more")``), :attr:`extra` is read back from the install command in it."""
+
+    @property
+    def extra(self) -> str:
+        """The name of the extra to install ("" if the message names none)."""
+        found = _EXTRA_COMMAND.search(str(self))
+        return found.group(1) if found else ""
+
+
+def missing_extra(feature: str, extra: str, reason: str = "") -> MissingExtraError:
+    """The error for ``feature`` (a plural phrase) missing the ``extra``:
+    ``missing_extra("ColBERT models", "colbert", "No module named 'colbert'")`` reads
+    ``ColBERT models need the colbert extra: pip install 'adaptlab[colbert]' (No module named
+    'colbert')``."""
+    tail = f" ({reason})" if reason else ""
+    return MissingExtraError(f"{feature} need the {extra} extra: pip install 'adaptlab[{extra}]'{tail}")
+
+
+def require_extra(module: str, extra: str, feature: str) -> ModuleType:
+    """Import ``module`` and return it, or raise :class:`MissingExtraError` (one line) when it or
+    a package it imports is missing.
+
+    ``feature`` is a plural phrase the message starts with: ``require_extra("colbert", "colbert",
+    "ColBERT models")`` fails with ``ColBERT models need the colbert extra: pip install
+    'adaptlab[colbert]' (No module named 'colbert')``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise missing_extra(feature, extra, _first_line(e)) from e
+
+
+def extra_installed(module: str) -> bool:
+    """Whether ``module`` can be found, without importing it (its parent packages are imported);
+    a cheap check before work starts, where :func:`require_extra` would import a heavy package."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a missing parent package; a module with no spec
+        return False
+
+
+def _first_line(e: BaseException, limit: int = 160) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

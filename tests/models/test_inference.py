@@ -144,6 +144,6 @@ def test_a_missing_backend_package_is_one_clear_error(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name.startswith("optimum") else real(name, *a))
-    with pytest.raises(ConfigError, match=r'embedding backend \'onnx\' needs optimum.onnxruntime \(not installed\): '
-                                          r'pip install "adaptlab\[fast\]"'):
-        inference._require("onnx")
+    with pytest.raises(ConfigError, match=r"^ONNX embedding backends need the fast extra: pip install "
+                                          r"'adaptlab\[fast\]' \(optimum.onnxruntime is not installed\)$"):
+        inference.require_backend("onnx")

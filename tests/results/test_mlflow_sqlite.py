@@ -90,7 +90,7 @@ def test_sqlite_logging_again_keeps_the_experiment(store, tracked, monkeypatch) 
 
 def test_sqlite_without_alembic_is_one_line_naming_the_packages(store, tmp_path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "alembic", None)  # import raises ImportError
-    with pytest.raises(ConfigError, match=r"sqlite: tracking store needs SQLAlchemy and Alembic.*"
-                                          r"pip install sqlalchemy alembic"):
+    with pytest.raises(ConfigError, match=r"^MLflow sqlite: tracking stores need the trackers extra: "
+                                          r"pip install 'adaptlab\[trackers\]' \(.*alembic.*\)$"):
         log_to_mlflow(store["store"], f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert not (tmp_path / "mlflow.db").exists()

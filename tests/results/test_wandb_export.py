@@ -22,7 +22,7 @@ FREE = ("isoscore-2d", 0.8125, "isoscore_2d")
 """A free analysis measure without a CI: its stored name, value and W&B key."""
 FAKE_KEY = "adaptlabtestkey" + "0" * 25
 """A W&B API key (40 characters) in the environment, which no written file may contain."""
-_NEEDS_WANDB = "W&B export needs wandb: pip install 'adaptlab[wandb]'"
+_NEEDS_WANDB = "W&B exports need the trackers extra: pip install 'adaptlab[trackers]'"
 
 
 @pytest.fixture(scope="module")
@@ -145,10 +145,10 @@ def test_measures_that_share_a_name_are_refused() -> None:
 
 def test_without_wandb_one_line_names_the_extra(toy, tmp_path, monkeypatch, cli) -> None:
     monkeypatch.setitem(sys.modules, "wandb", None)  # import raises ImportError
-    with pytest.raises(ConfigError, match=r"^W&B logging needs wandb: pip install 'adaptlab\[wandb\]'"):
+    with pytest.raises(ConfigError, match=r"^W&B exports need the trackers extra: pip install 'adaptlab\[trackers\]'"):
         log_to_wandb(toy["store"], tmp_path / "out")
     done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "wandb", "--out", str(tmp_path / "o"))
-    assert done.returncode == 2 and "pip install 'adaptlab[wandb]'" in done.stderr
+    assert done.returncode == 2 and "pip install 'adaptlab[trackers]'" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from adaptlab.models.base import BACKENDS, Encoder, TextKind, l2_normalize, register_backend
 from adaptlab.models.hashing import HashingEncoder
 from adaptlab.models.instructions import BGE_QUERY_INSTRUCTION, LLM_EMBEDDER_INSTRUCTIONS
-from adaptlab.models.load import EncoderSpec, load_encoder, pick_backend
+from adaptlab.models.load import EncoderSpec, check_backend_packages, load_encoder, pick_backend
 from adaptlab.models.resolve import (
     MODEL_ALIASES,
     ModelRef,
@@ -30,6 +30,7 @@ __all__ = [
     "MODEL_ALIASES",
     "ModelRef",
     "TextKind",
+    "check_backend_packages",
     "hub_reachable",
     "l2_normalize",
     "load_encoder",

@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from adaptlab.errors import ConfigError, DataError
+from adaptlab.errors import ConfigError, DataError, require_extra
 from adaptlab.models.base import (
     Encoder,
     TextKind,
@@ -233,16 +233,10 @@ def restored_env() -> Iterator[None]:
 def import_colbert() -> Any:
     """Import colbert-ai (once), undoing its rewrite of ``TOKENIZERS_PARALLELISM`` and
     ``CUDA_VISIBLE_DEVICES``; the ``spawn`` start method it forces stays (it cannot be undone
-    safely). Raises a :class:`ConfigError` naming the install command when it is missing."""
-    try:
-        with restored_env():
-            import colbert  # noqa: F401 - side effects handled above
-            from colbert.modeling.checkpoint import Checkpoint  # noqa: F401
-    except ImportError as e:
-        raise ConfigError(
-            f"ColBERT needs colbert-ai (through RAGatouille): pip install 'ragatouille==0.0.9' "
-            f"'transformers<5' 'langchain<1' ({short_error(e)})"
-        ) from e
+    safely). Raises :class:`~adaptlab.errors.MissingExtraError` (one line naming the colbert
+    extra) when it is missing."""
+    with restored_env():
+        require_extra("colbert.modeling.checkpoint", "colbert", "ColBERT models")
     _guard_git_metadata()
     return sys.modules["colbert"]
 

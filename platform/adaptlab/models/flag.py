@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from adaptlab.errors import ConfigError
+from adaptlab.errors import ConfigError, require_extra
 from adaptlab.models.base import Encoder, TextKind, clean_options, describe_ref, resolve_device, short_error
 from adaptlab.models.instructions import INSTRUCTION_OPTIONS, resolve_instructions
 from adaptlab.models.ref import hub_cache_snapshot, snapshot_revision
@@ -66,6 +66,7 @@ class FlagEncoder(Encoder):
         if document_instruction:
             extra["passage_instruction_for_retrieval"] = document_instruction
             extra["passage_instruction_format"] = "{}{}"
+        require_extra("FlagEmbedding", "flag", "FlagEmbedding models (bge-*, llm-embedder)")
         try:
             from FlagEmbedding import FlagModel  # deferred: imports torch and transformers
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adaptlab.errors import ConfigError
+from adaptlab.errors import ConfigError, extra_installed, missing_extra
 from adaptlab.models.calibration import calibration_texts
 from adaptlab.storage.env import cache_home
 from adaptlab.runtime.hardware import bf16_support
@@ -69,6 +69,7 @@ __all__ = [
     "check_native",
     "load_sentence_transformer",
     "precision_name",
+    "require_backend",
 ]
 
 EMBEDDING_BACKENDS = ("torch", "onnx", "openvino")
@@ -97,7 +98,6 @@ CALIBRATION_TEXTS = 256
 max_seq_length tokens)."""
 OPTIONS = ("embedding_backend", "precision")
 """The encoder option names (load_encoder keywords and the embedding cache's options)."""
-_EXTRA = 'pip install "adaptlab[fast]"'
 _log = logging.getLogger(__name__)
 
 
@@ -173,7 +173,7 @@ def load_sentence_transformer(source: str | Path, inference: Inference, *, revis
 
             model.to(torch.bfloat16)
         return model
-    _require(inference.backend)
+    require_backend(inference.backend)
     if not Path(source).is_dir():
         raise ConfigError(f"embedding backend {inference.backend!r} exports the model from its local folder; "
                           f"{str(source)!r} is not one (download the model first)")
@@ -215,18 +215,13 @@ def _quiet_export_probe() -> None:
             logger.addFilter(_drop_export_probe)
 
 
-def _require(backend: str) -> None:
-    """A clear error when the backend's packages are missing (sentence-transformers raises a bare
-    Exception)."""
-    import importlib.util
-
+def require_backend(backend: str) -> None:
+    """One line naming the fast extra when the backend's packages are missing
+    (sentence-transformers raises a bare Exception)."""
     module = "optimum.onnxruntime" if backend == "onnx" else "optimum.intel"
-    try:
-        found = importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        found = False
-    if not found:
-        raise ConfigError(f"embedding backend {backend!r} needs {module} (not installed): {_EXTRA}")
+    if not extra_installed(module):
+        raise missing_extra(f"{'ONNX' if backend == 'onnx' else 'OpenVINO'} embedding backends", "fast",
+                                f"{module} is not installed")
 
 
 def _threads() -> int:

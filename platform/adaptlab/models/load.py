@@ -23,12 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adaptlab.errors import ConfigError
+from adaptlab.errors import ConfigError, extra_installed, missing_extra
 from adaptlab.models.base import Encoder, backend_loader, canonical_backend
 from adaptlab.models.resolve import ModelRef, resolve_model
 from adaptlab.models.variants import BM25_REF, COLBERT_BACKEND
 
-__all__ = ["EncoderSpec", "go_offline", "load_encoder", "pick_backend"]
+__all__ = ["EncoderSpec", "check_backend_packages", "go_offline", "load_encoder", "pick_backend"]
+
+_BACKEND_EXTRAS: dict[str, tuple[str, str, str]] = {
+    COLBERT_BACKEND: ("colbert", "colbert", "ColBERT models"),
+    "flag": ("FlagEmbedding", "flag", "FlagEmbedding models (bge-*, llm-embedder)"),
+}
+"""``{encoder backend: (module, extra, feature)}``: the backends whose packages are an extra."""
 
 
 def go_offline() -> None:
@@ -56,6 +62,21 @@ def pick_backend(model: ModelRef, backend: str = "auto") -> str:
     if "colbert" in base:  # a model named so (colbertv2.0, ...)
         return COLBERT_BACKEND
     return "sentence-transformers"
+
+
+def check_backend_packages(backend: str, embedding_backend: str = "torch") -> None:
+    """Raise :class:`~adaptlab.errors.MissingExtraError` (one line naming the extra to install)
+    when the packages of encoder ``backend`` (a :func:`pick_backend` result) or of the
+    ``embedding_backend`` (``onnx``, ``openvino``) are not installed. Nothing is imported, so a
+    study can call this for every model before any work starts."""
+    need = _BACKEND_EXTRAS.get(backend)
+    if need is not None and not extra_installed(need[0]):
+        module, extra, feature = need
+        raise missing_extra(feature, extra, f"{module} is not installed")
+    if embedding_backend in ("onnx", "openvino"):
+        from adaptlab.models.inference import require_backend  # light: optimum is only looked up
+
+        require_backend(embedding_backend)
 
 
 def load_encoder(

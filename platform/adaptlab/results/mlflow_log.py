@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adaptlab.errors import ConfigError
+from adaptlab.errors import ConfigError, require_extra
 from adaptlab.results.tracker_runs import TrackedRun, attached_files, tracked_runs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,12 +64,9 @@ def _client(tracking_uri: str) -> Any:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     if tracking_uri.startswith("file:") or "://" not in tracking_uri:  # asked for by name: allow it
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
-    try:
-        from mlflow.tracking import MlflowClient
-    except ImportError as e:
-        raise ConfigError("MLflow logging needs mlflow: pip install mlflow-skinny") from e
+    tracking = require_extra("mlflow.tracking", "trackers", "MLflow exports")
     _require_database_packages(tracking_uri)
-    return MlflowClient(tracking_uri=tracking_uri)
+    return tracking.MlflowClient(tracking_uri=tracking_uri)
 
 
 def _require_database_packages(tracking_uri: str) -> None:
@@ -77,12 +74,8 @@ def _require_database_packages(tracking_uri: str) -> None:
     scheme = tracking_uri.split(":", 1)[0].split("+", 1)[0].lower()
     if scheme not in _DATABASE_SCHEMES:
         return
-    try:
-        import alembic  # noqa: F401
-        import sqlalchemy  # noqa: F401
-    except ImportError as e:
-        raise ConfigError(f"log_to_mlflow: the {scheme}: tracking store needs SQLAlchemy and Alembic "
-                          "(mlflow-skinny does not install them): pip install sqlalchemy alembic") from e
+    for module in ("sqlalchemy", "alembic"):  # mlflow-skinny does not install them
+        require_extra(module, "trackers", f"MLflow {scheme}: tracking stores")
 
 
 def _default_artifacts(tracking_uri: str) -> str | None:

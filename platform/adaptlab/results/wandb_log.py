@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adaptlab.errors import ConfigError
+from adaptlab.errors import ConfigError, require_extra
 from adaptlab.results.mteb import metric_key
 from adaptlab.results.tracker_runs import TrackedRun, attached_files, tracked_runs
 
@@ -68,11 +68,7 @@ def _project(name: str, given: bool) -> str:
 
 
 def _wandb() -> Any:
-    try:
-        import wandb
-    except ImportError as e:
-        raise ConfigError("W&B logging needs wandb: pip install 'adaptlab[wandb]' (or pip install wandb)") from e
-    return wandb
+    return require_extra("wandb", "trackers", "W&B exports")
 
 
 def offline() -> bool:

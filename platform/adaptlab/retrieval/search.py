@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from adaptlab.errors import ConfigError
+from adaptlab.errors import ConfigError, missing_extra
 
 __all__ = ["BACKENDS", "as_matrix", "exact_search", "id_order", "pair_scores", "resolve_backend"]
 
@@ -165,9 +165,10 @@ def resolve_backend(backend: str = "auto") -> str:
             if torch.cuda.is_available():
                 return "cuda"
         return "faiss" if importlib.util.find_spec("faiss") is not None else "numpy"
-    module, pkg = ("faiss", "faiss-cpu") if backend == "faiss" else ("torch", "torch")
-    if backend != "numpy" and importlib.util.find_spec(module) is None:
-        raise ConfigError(f"backend={backend!r} needs the package {pkg}: pip install {pkg}")
+    if backend == "faiss" and importlib.util.find_spec("faiss") is None:
+        raise missing_extra("FAISS searches (backend='faiss')", "fast", "faiss is not installed")
+    if backend not in ("numpy", "faiss") and importlib.util.find_spec("torch") is None:
+        raise ConfigError(f"backend={backend!r} needs the package torch: pip install torch")
     if backend == "cuda":
         import torch
 

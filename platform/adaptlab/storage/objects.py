@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from adaptlab.errors import AdaptlabError, ConfigError, StoreError, mask_url
+from adaptlab.errors import AdaptlabError, ConfigError, StoreError, mask_url, require_extra
 from adaptlab.storage.env import env_number
 
 __all__ = ["RemoteDir", "TransferSettings", "check_remote_support", "open_remote"]
@@ -137,11 +137,7 @@ def check_remote_support(uri: str) -> None:
 
 
 def _boto3() -> Any:
-    try:
-        import boto3
-    except ImportError as e:
-        raise ConfigError("s3:// locations (artifacts, the embedding cache) need boto3: pip install 'boto3>=1.36'") from e
-    return boto3
+    return require_extra("boto3", "s3", "s3:// artifacts and embedding caches")
 
 
 def _chunks(stream: Any) -> Iterator[bytes]:

@@ -66,7 +66,7 @@ from typing import Any
 from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, claim, describe_base, package_versions
 from adaptlab.adapt.train.config import TrainConfig
 from adaptlab.adapt.train.ft import coerce_triplets, triplets_fingerprint
-from adaptlab.errors import ConfigError
+from adaptlab.errors import ConfigError, require_extra
 from adaptlab.models.variants import COLBERT_FT
 
 __all__ = ["COLBERT_VARIANT", "ColBERTFTConfig", "train_colbert"]
@@ -359,6 +359,7 @@ def _child_main(request_file: str) -> None:
         init = colbert_from_bert(base, work / "init", dim=cfg.dim, seed=seed, doc_maxlen=cfg.doc_maxlen,
                                  query_maxlen=cfg.query_maxlen)
     import_colbert()
+    require_extra("ragatouille", "colbert", "ColBERT fine-tuning runs")
     from colbert.infra.config import RunConfig
     from ragatouille import RAGTrainer
 
