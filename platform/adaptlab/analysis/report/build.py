@@ -13,7 +13,7 @@ from adaptlab.analysis.plots import DEFAULT_DPI, FIGURE_FORMATS, check_dpi
 from adaptlab.analysis.report.cells import extra, is_ranking_measure
 from adaptlab.analysis.report.document import Document, Page
 from adaptlab.analysis.report.missing import compute_missing_analyses
-from adaptlab.analysis.report.scale import inspection_section, ndcg_at_k_section, scale_section
+from adaptlab.analysis.report.scale import inspection_section, ndcg_at_k_section, scale_section, scaling_section
 from adaptlab.analysis.report.scores import (
     correlation_section,
     isotropy_section,
@@ -115,6 +115,7 @@ def _dataset_section(page: Page, rows: list[dict[str, Any]], records: dict[str, 
     pairs_section(page, rows)
     if records:
         ndcg_at_k_section(page, records, cfg)
+        scaling_section(page, records, cfg)
         inspection_section(page, list(records))
     by = {(r["system"], r["measure"]): r for r in rows if r.get("compared_to") is None}
     threshold_section(page, by, thr_results)
