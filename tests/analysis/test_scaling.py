@@ -117,6 +117,20 @@ def test_gain_per_training_hour_and_when_it_is_not_recorded():
     assert "not recorded" in text and "extrapolation" in text
 
 
+def test_training_seconds_of_every_kind_of_record(tmp_path):
+    from adaptlab.analysis.scaling import training_seconds
+
+    art = tmp_path / "colbert-artifact"
+    art.mkdir()
+    (art / "manifest.json").write_text(json.dumps({"training": {"wall_s": 90.0}}))
+    systems = {"m-pt-s10": {"training": {"seconds": 100.0}}, "m-pt-ft-s10": {"training": {"seconds": 50.0}},
+               "m-merged-s10": {"training": {"merge_weight": 0.5}}, "colbert-ft-s10": {"artifact_path": str(art)},
+               "m-ft-s10": {"training": {"seconds": 0}}}
+    got = training_seconds([{"config": json.dumps({"systems": systems})}, {"config": "not json"}])
+    # pt-ft: its FT stage plus the PT stage it started from; nothing for a merge or a zero time
+    assert got == {"m-pt-s10": 100.0, "m-pt-ft-s10": 150.0, "colbert-ft-s10": 90.0}
+
+
 def test_bad_input_is_one_clear_error():
     with pytest.raises(ConfigError, match="model must be one of"):
         fit_scaling({"m-base": [0, 1], "m-ft-s10": [1, 1]}, model="cubic")

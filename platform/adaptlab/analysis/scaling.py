@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from adaptlab.analysis._resample import draw_indices, resample_means
-from adaptlab.errors import ConfigError, DataError
-from adaptlab.models.variants import BASE, curve_order, parse_system_name, system_name
+from adaptlab.errors import ConfigError, DataError, StoreError
+from adaptlab.models.variants import BASE, PT, PT_FT, curve_order, parse_system_name, system_name
 from adaptlab.stats import BootstrapConfig, percentile_interval
 
 if TYPE_CHECKING:
@@ -357,10 +357,28 @@ def _fit_curve(dataset: str, label: str, variant: str, measure: str, n: np.ndarr
     )
 
 
+def _seconds_of(info: Any) -> float | None:
+    """The training seconds of one ``config.systems`` entry: ``training.seconds`` (bi-encoder
+    loops) or ``training.wall_s`` (ColBERT), else those of its artifact's manifest."""
+    if not isinstance(info, dict):
+        return None
+    t = info.get("training")
+    if not t and info.get("artifact_path"):
+        from adaptlab.adapt.train.artifacts import read_manifest
+
+        try:
+            t = read_manifest(str(info["artifact_path"])).get("training")
+        except StoreError:
+            t = None
+    s = t.get("seconds", t.get("wall_s")) if isinstance(t, dict) else None
+    return float(s) if isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0 else None
+
+
 def training_seconds(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """``{system: seconds}`` of each adapted model's training, from ``config.systems.<name>.
-    training.seconds`` of the store's runs (the latest run's entry wins); systems without a
-    recorded time are left out."""
+    """``{system: seconds}`` of each adapted model's training, from ``config.systems.<name>`` of
+    the store's runs (the latest run's entry wins; see :func:`_seconds_of`). A ``pt-ft`` model
+    adds the seconds of its PT stage (``<label>-pt-s<N>``) to those of its FT stage; a model
+    without a recorded time (a merge trains nothing) is left out."""
     out: dict[str, float] = {}
     for run in runs:
         try:
@@ -368,11 +386,14 @@ def training_seconds(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         except (TypeError, ValueError):
             continue
         entries = config.get("systems") if isinstance(config, dict) else None
-        for name, info in (entries or {}).items() if isinstance(entries, dict) else ():
-            t = info.get("training") if isinstance(info, dict) else None
-            s = t.get("seconds") if isinstance(t, dict) else None
-            if isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0:
-                out[str(name)] = float(s)
+        for name, info in (entries.items() if isinstance(entries, dict) else ()):
+            seconds = _seconds_of(info)
+            if seconds is not None:
+                out[str(name)] = seconds
+    for name in list(out):
+        parsed = parse_system_name(name)
+        if parsed is not None and parsed[1] == PT_FT and system_name(parsed[0], PT, parsed[2]) in out:
+            out[name] += out[system_name(parsed[0], PT, parsed[2])]
     return out
 
 
