@@ -265,3 +265,14 @@ def test_stored_p_prints_with_its_own_draws():
     assert [p_draws(r) for r in (mc, exact, old)] == [26400, None, 999]
     assert format_p(mc["p_value"], p_draws(mc)) == "<= 7.6e-05"
     assert format_p(exact["p_value"], p_draws(exact)) == "2.00e-30" and format_p(old["p_value"], p_draws(old)) == "<= 0.002"
+
+
+def test_report_cli_names_every_file_it_wrote(store_root, tmp_path, capsys):
+    from adaptlab.cli import main
+
+    out = tmp_path / "named"
+    assert main(["report", "--store", str(store_root), "--out", str(out), "--bootstrap", "20", "--dpi", "40"]) == 0
+    printed = capsys.readouterr().out
+    written = ["report.md", "report.html", *(f"figures/{p.name}" for p in sorted((out / "figures").iterdir()))]
+    assert len(written) > 3 and all((out / w).is_file() for w in written)
+    assert printed.strip() == f"report written to {out}: " + ", ".join(written)
