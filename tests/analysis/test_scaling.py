@@ -90,6 +90,9 @@ def test_flat_gain_is_not_rising_and_a_target_is_not_reached():
                          target=0.1, boot=BootstrapConfig(n_resamples=300))[0]
     assert rising.trend == "still rising" and rising.target_scale is not None and rising.target_scale <= 1000
     assert "within the measured scales" in rising.target_note
+    early = fit_scaling(_study(np.random.default_rng(7), lambda n: 0.2 + 0.01 * np.log2(n), (10, 100, 1000)),
+                        target=0.1, boot=BootstrapConfig(n_resamples=100))[0]
+    assert early.target_scale == 10 and early.target_note == "already reached at the smallest scale (10)"
 
 
 def test_gains_and_their_intervals_are_the_paired_bootstrap_of_the_differences():

@@ -219,6 +219,8 @@ def _target(model: str, point: np.ndarray, boot: np.ndarray, grid: np.ndarray, t
                                              [(1 - confidence) / 2, (1 + confidence) / 2], method="inverted_cdf"))
     if not np.isfinite(est):
         return None, (lo, hi), f"not reached within {SEARCH_FACTOR:g}x the largest scale ({top * SEARCH_FACTOR:g})"
+    if est <= grid[0]:
+        return est, (lo, hi), f"already reached at the smallest scale ({grid[0]:g})"
     where = "within the measured scales" if est <= top else "an extrapolation beyond the largest scale"
     upper = f"{hi:.0f}" if np.isfinite(hi) else f"beyond {SEARCH_FACTOR:g}x"
     return est, (lo, hi), f"about {est:.0f} ({where}; CI {lo:.0f} to {upper})"
@@ -513,7 +515,7 @@ def scaling_tables(fits: Sequence[ScalingFit]) -> tuple[tuple[list[str], list[li
                  f"{format_number(f.predicted_next)} {format_interval(*f.predicted_next_ci)}",
                  f.target_note if f.target is not None else "-"] for f in fits]
     point_rows = [[f.dataset, f"{f.label} {f.variant}", str(n), f"{format_number(g)} {format_interval(*c)}",
-                   "not recorded" if h is None else format_number(h),
+                   "not recorded" if h is None else f"{h:.3g}",
                    "n/a" if r is None else f"{format_number(r)} {format_interval(*rc)}"]  # type: ignore[misc]
                   for f in fits for n, g, c, h, r, rc in zip(f.scales, f.gains, f.gain_ci, f.hours, f.gain_per_hour,
                                                             f.gain_per_hour_ci)]
@@ -535,7 +537,7 @@ def format_scaling(fits: Sequence[ScalingFit], style: str = "text") -> str:
     f = fits[0]
     notes = [f"{f.measure}: mean gain of each variant over its own <label>-base on {f.n_queries} queries; "
              f"intervals: percentile bootstrap over {f.n_resamples} paired resamples of the queries (seed {f.seed}).",
-             *[f"{g.label} {g.variant}: {g.criterion}." for g in fits],
+             *dict.fromkeys(f"{g.label} {g.variant}: {g.criterion}." for g in fits),
              f"The next scale ({NEXT_FACTOR:g}x the largest) and targets beyond the largest scale are extrapolations "
              "of the fitted form: they hold only if the curve keeps its shape; the intervals cover the query "
              "sample, not one training run's luck nor a wrong form.",

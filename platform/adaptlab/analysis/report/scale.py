@@ -168,7 +168,7 @@ def scaling_section(page: Page, records: dict[str, Any], cfg: BootstrapConfig) -
     (h1, r1), (h2, r2) = scaling_tables(fits)
     page.doc.table(h1, r1)
     page.doc.table(h2, r2)
-    notes = [f"{f.label} {f.variant}: {f.criterion}." for f in fits]
+    notes = list(dict.fromkeys(f"{f.label} {f.variant}: {f.criterion}." for f in fits))
     if not any(h is not None for f in fits for h in f.hours):
         notes.append("The store records no training seconds for these models: gain per training hour is n/a.")
     page.doc.p(" ".join(notes) + f" Intervals: percentile bootstrap over {cfg.n_resamples} paired resamples of "
