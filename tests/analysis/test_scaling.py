@@ -236,5 +236,9 @@ def test_figure_has_band_points_and_dashed_extrapolation(tmp_path):
     ax = fig.axes[0]
     assert any(line.get_linestyle() == "--" for line in ax.get_lines())
     assert len(ax.collections) >= 1 and ax.get_xscale() == "log"
+    two = fits + fit_scaling(pq, dataset="other", boot=BootstrapConfig(n_resamples=100))
+    panels = [a for a in plot_scaling(two).axes if a.get_visible()]
+    assert [a.get_title() for a in panels] == ["", "other"]  # one panel per dataset, never mixed
+    assert [t.get_text() for t in panels[0].get_xticklabels()] == ["10", "100", "700", "1400"]
     with pytest.raises(ConfigError):
         plot_scaling([])

@@ -472,36 +472,55 @@ def plot_scaling(fits: Sequence[ScalingFit], path: str | Path | None = None, *, 
                  dpi: int | None = None) -> Figure:
     """The measured gains (points with their CI bars) and each fitted curve with its pointwise
     band, the part beyond the largest scale dashed (an extrapolation), against the data scale on
-    a log axis. Saved to ``path`` when given (PNG, PDF or SVG)."""
+    a log axis; one panel per dataset, one legend below. Saved to ``path`` when given (PNG, PDF
+    or SVG)."""
     if not fits:
         raise ConfigError("plot_scaling: nothing to plot")
     from adaptlab.analysis.plots import DEFAULT_DPI, _figure, _finish
 
-    fig = _figure(7.2, 4.6)
-    ax = fig.subplots()
-    for i, f in enumerate(fits):
-        color, top = f"C{i % 10}", max(f.scales)
+    datasets = list(dict.fromkeys(f.dataset for f in fits))
+    ncols = min(3, len(datasets))
+    nrows = (len(datasets) + ncols - 1) // ncols
+    fig = _figure(max(7.2, 5.2 * ncols), 4.2 * nrows + 0.8)
+    grid = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
+    for ax in grid.ravel()[len(datasets):]:
+        ax.set_visible(False)
+    handles: dict[str, Any] = {}
+    colors = {key: f"C{i % 10}" for i, key in enumerate(dict.fromkeys((f.label, f.variant) for f in fits))}
+    for ax, ds in zip(grid.ravel(), datasets):
+        _scaling_panel(ax, [f for f in fits if f.dataset == ds], colors, handles)
+        if len(datasets) > 1 or ds:
+            ax.set_title(ds)
+    grid[0, 0].set_ylabel(f"{fits[0].measure}: variant - own base")
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(4, len(handles)))
+    pct = f"{fits[0].confidence * 100:g}%"
+    fig.suptitle(title or f"gain over own base against data scale (bands: pointwise {pct} CI)")
+    return _finish(fig, path, DEFAULT_DPI if dpi is None else dpi)
+
+
+def _scaling_panel(ax: Any, fits: Sequence[ScalingFit], colors: Mapping[tuple[str, str], str],
+                   handles: dict[str, Any]) -> None:
+    """One dataset's fits on ``ax`` (a colour per label and variant, the same in every panel);
+    each variant's line handle goes into ``handles`` by legend label."""
+    from matplotlib.ticker import NullLocator
+
+    for f in fits:
+        color, top = colors[(f.label, f.variant)], max(f.scales)
         inside = f.band_scales <= top * (1 + 1e-9)
         ax.fill_between(f.band_scales, f.band[0], f.band[2], color=color, alpha=0.15)
-        ax.plot(f.band_scales[inside], f.band[1][inside], color=color, label=f"{f.label} {f.variant} ({f.model} fit)")
+        (line,) = ax.plot(f.band_scales[inside], f.band[1][inside], color=color)
+        handles.setdefault(f"{f.label} {f.variant} ({f.model} fit)", line)
         ax.plot(f.band_scales[~inside], f.band[1][~inside], color=color, linestyle="--")
         g = np.array(f.gains)
         err = np.clip(np.array([[gv - c[0], c[1] - gv] for gv, c in zip(g, f.gain_ci)]).T, 0.0, None)
         ax.errorbar(f.scales, g, yerr=err, fmt="o", color=color, capsize=3)
-    from matplotlib.ticker import NullLocator
-
     ax.axhline(0.0, color="k", linewidth=1)
     ax.set_xscale("log")
-    scales = sorted({n for f in fits for n in f.scales})
-    ax.set_xticks(scales, labels=[str(n) for n in scales])  # the measured scales, not 10^k
+    scales = sorted({n for f in fits for n in f.scales} | {f.next_scale for f in fits})
+    ax.set_xticks(scales, labels=[str(n) for n in scales])  # the scales themselves and the next one
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel("documents in the data scale (log scale; dashed: extrapolation)")
-    ax.set_ylabel(f"{fits[0].measure}: variant - own base")
-    pct = f"{fits[0].confidence * 100:g}%"
-    ax.set_title(title or f"gain over own base against data scale (bands: pointwise {pct} CI)")
+    ax.set_xlabel("documents (log scale; dashed: extrapolation)")
     ax.grid(alpha=0.3)
-    ax.legend()
-    return _finish(fig, path, DEFAULT_DPI if dpi is None else dpi)
 
 
 def scaling_tables(fits: Sequence[ScalingFit]) -> tuple[tuple[list[str], list[list[str]]], tuple[list[str], list[list[str]]]]:
