@@ -140,6 +140,8 @@ def test_bad_input_is_one_clear_error():
     with pytest.raises(Exception, match="same queries"):
         fit_scaling({"m-base": [0, 1, 1], "m-ft-s10": [1, 1]})
     assert fit_scaling({"m-base": [0, 1, 1], "m-ft-s10": [1, 1, 0]}) == []  # one scale: nothing to fit
+    with pytest.raises(ConfigError, match="target must be a finite number"):
+        fit_scaling({"m-base": [0, 1], "m-ft-s10": [1, 1]}, target=float("nan"))
 
 
 # ----------------------------------------------------------------------------- store, CLI, report

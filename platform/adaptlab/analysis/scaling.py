@@ -307,6 +307,9 @@ def fit_scaling(per_query: Mapping[str, Any], measure: str = "ndcg@10", *, datas
     """
     if model not in SCALING_MODELS:
         raise ConfigError(f"fit_scaling: model must be one of {', '.join(SCALING_MODELS)}, got {model!r}")
+    if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float))
+                               or not np.isfinite(target)):
+        raise ConfigError(f"fit_scaling: target must be a finite number (a gain in the measure's units), got {target!r}")
     boot = boot or BootstrapConfig()
     names, values = _values(per_query)
     idx = draw_indices(values.shape[1], boot)
