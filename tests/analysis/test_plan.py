@@ -152,6 +152,91 @@ def test_cli_plans_from_a_store(tmp_path, cli):
     assert res.stdout.startswith(str(_cli_plan(a, b)))
 
 
+def test_sd_bounds_equal_the_chi_square_interval_for_normal_values():
+    from scipy import stats
+
+    from adaptlab.analysis.plan import sd_bounds
+
+    d = np.random.default_rng(0).normal(0.0, 0.3, 2000)
+    n, s2 = d.size, d.var(ddof=1)
+    chi = np.sqrt((n - 1) * s2 / stats.chi2.ppf([0.975, 0.025], n - 1))
+    assert sd_bounds(d, 0.95) == pytest.approx(tuple(chi), rel=2e-3)
+    with pytest.raises(DataError, match="at least 6"):
+        sd_bounds([0.1, 0.2, 0.3])
+
+
+def _ndcg_like(rng: np.random.Generator, size) -> np.ndarray:
+    """Per-query nDCG-like differences: 70% ties, the rest +-Beta(1, 3)."""
+    return (rng.random(size) < 0.3) * rng.choice([-1.0, 1.0], size) * rng.beta(1.0, 3.0, size)
+
+
+@pytest.mark.parametrize("population", ["normal", "ndcg-like"])
+def test_the_assured_size_reaches_the_power_with_its_assurance(population):
+    """Many 100-query pilots from a known population: planned at the pilot's sd, the true power
+    reaches 0.8 for about half of them; planned at the assured size (assurance 0.8), for at
+    least 0.8 of them (less three binomial standard errors). The sizes are the normal-theory
+    sizes the simulated plan tracks (test above), rescaled as plan_sample_size rescales them."""
+    from statistics import NormalDist
+
+    from adaptlab.analysis.plan import _scaled, sd_bounds
+
+    rng = np.random.default_rng(2024)
+    pop = rng.normal(0.0, 0.15, 10**6) if population == "normal" else _ndcg_like(rng, 10**6)
+    sigma, effect, z = float(pop.std()), 0.03, NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
+
+    def true_power(q: int) -> float:  # two-sided z-test at the population's sd
+        return NormalDist().cdf(effect * np.sqrt(q) / sigma - NormalDist().inv_cdf(0.975))
+
+    plain = assured = 0
+    reps = 400
+    for _ in range(reps):
+        d = pop[rng.integers(0, pop.size, 100)]
+        s = float(d.std(ddof=1))
+        q = int(np.ceil((z * s / effect) ** 2))
+        plain += true_power(q) >= 0.8
+        assured += true_power(_scaled(q, s, sd_bounds(d, 2 * 0.8 - 1)[1])) >= 0.8
+    se = np.sqrt(0.8 * 0.2 / reps)
+    assert plain / reps < 0.65  # the pilot's sd alone: a coin flip
+    assert assured / reps >= 0.8 - 3 * se, assured / reps
+
+
+def test_plan_reports_the_pilot_uncertainty(pilot):
+    from adaptlab.analysis.plan import sd_bounds
+
+    p = plan_sample_size(*pilot, effect=0.05, n_experiments=60, n_resamples=99, seed=1, assurance=0.9)
+    d = pilot[0] - pilot[1]
+    upper = sd_bounds(d, 0.8)[1]
+    assert p.pilot_sd_upper == pytest.approx(upper) and p.assurance == 0.9
+    assert p.n_queries_assured == int(np.ceil(p.n_queries * (upper / p.pilot_sd) ** 2 - 1e-9))
+    lo, hi = sd_bounds(d, 0.95)
+    assert p.pilot_sd_interval == pytest.approx((lo, hi))
+    assert p.n_queries_interval[0] <= p.n_queries <= p.n_queries_interval[1] <= p.n_queries_assured * 2
+    text = str(p)
+    assert f"{p.n_queries_assured} queries reach power 0.8 with assurance 0.9" in text
+    assert f"{p.n_queries_interval[0]} to {p.n_queries_interval[1]} queries over the pilot's uncertainty" in text
+    none = plan_sample_size(*pilot, effect=0.05, n_experiments=60, n_resamples=99, seed=1, assurance=None)
+    assert none.n_queries_assured is None and "assurance" not in str(none)
+    with pytest.raises(ConfigError, match="assurance must be"):
+        plan_sample_size(*pilot, effect=0.05, assurance=1.5)
+
+
+def test_cli_plan_json_has_the_assured_size(tmp_path, cli):
+    import json
+
+    recs = {s: synthetic_records(s, noise=n, seed=0) for s, n in (("sharp", 0.3), ("blurry", 1.5))}
+    store = results.open(tmp_path / "store", create=True)
+    runs = [results.run_record(s, "synth", model_id=s, model_revision="r", dataset_fingerprint="fp", seed=0,
+                               config={}) for s in recs]
+    store.commit(runs, None, pa.concat_tables([r.to_arrow() for r in recs.values()]))
+    store.close()
+    res = cli("plan", "--store", str(tmp_path / "store"), "--system", "sharp", "--against", "blurry",
+              "--effect", "0.1", "--assurance", "0.9", "--format", "json", *CLI_SETTINGS)
+    assert res.returncode == 0, res.stderr
+    answer = json.loads(res.stdout)["plan"]
+    assert answer["assurance"] == 0.9 and answer["n_queries_assured"] >= answer["n_queries"]
+    assert len(answer["n_queries_interval"]) == 2
+
+
 def test_cli_needs_runs_or_a_store(cli):
     res = cli("plan", "--effect", "0.02")
     assert res.returncode == 2 and "give either --qrels with two --run files, or --store" in res.stderr

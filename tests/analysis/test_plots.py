@@ -138,3 +138,59 @@ def test_plot_errors(tmp_path):
     with pytest.raises(ConfigError, match="distinct"):
         plot_ci_forest(["a", "a"], [0.1, 0.2], [0, 0], [1, 1])
     assert not list(tmp_path.iterdir())
+
+
+# -- one axis per score scale: BM25 scores (0 to ~40) never share an axis with cosine similarities --
+def _dists(system: str, rand, corr, topk):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(system=system, dataset="d", k=5, rand=np.asarray(rand, float),
+                           corr=np.asarray(corr, float), topk=np.asarray(topk, float))
+
+
+def _bm25_and_cosine(rng: np.random.Generator):
+    bm25 = _dists("bm25", np.r_[np.zeros(60), rng.uniform(0, 3, 20)], rng.uniform(0, 40, 80),
+                  rng.gamma(4.0, 4.0, 400))
+    minilm = _dists("minilm", rng.normal(0.15, 0.08, 80), rng.normal(0.6, 0.1, 80), rng.normal(0.55, 0.05, 400))
+    return bm25, minilm
+
+
+def test_density_panels_have_one_axis_per_score_scale():
+    from adaptlab.analysis.plots import score_scale
+
+    rng = np.random.default_rng(0)
+    bm25, minilm = _bm25_and_cosine(rng)
+    fig = plot_similarity_densities([bm25, minilm])
+    ax_bm25, ax_cos = (a for a in fig.axes if a.get_visible())
+    assert ax_cos.get_xlim()[1] <= 1.1 and ax_bm25.get_xlim()[1] > 30  # the cosines are not squeezed into a spike
+    assert not ax_bm25.get_shared_x_axes().joined(ax_bm25, ax_cos)
+    assert score_scale(bm25.rand, bm25.corr) == "nonnegative" and score_scale(minilm.topk) == "similarity"
+    # BM25's density: nothing below the smallest possible score 0, and it still integrates to 1
+    for line in ax_bm25.get_lines():
+        x, y = line.get_xdata(), line.get_ydata()
+        assert x.min() >= 0.0
+    red = ax_bm25.get_lines()[0]
+    assert np.trapezoid(red.get_ydata(), red.get_xdata()) == pytest.approx(1.0, abs=0.03)
+    # two systems on the cosine scale share theirs
+    other = _dists("bge", rng.normal(0.2, 0.1, 80), rng.normal(0.7, 0.1, 80), rng.normal(0.6, 0.05, 400))
+    a, b = (x for x in plot_similarity_densities([minilm, other]).axes if x.get_visible())
+    assert a.get_shared_x_axes().joined(a, b)
+
+
+def _threshold(system: str, tau):
+    from types import SimpleNamespace
+
+    tau = np.asarray(tau, float)
+    acc = np.linspace(0.6, 0.2, tau.size)
+    return SimpleNamespace(system=system, k=5, tau=tau, acc_boot_mean=acc, acc_ci_low=acc - 0.05,
+                           acc_ci_high=acc + 0.05, base_acc=0.6, chosen=1, chosen_tau=float(tau[1]))
+
+
+def test_threshold_figure_has_one_panel_per_score_scale():
+    two = plot_thresholds([_threshold("bm25", np.linspace(2, 30, 12)), _threshold("minilm", np.linspace(0.3, 0.7, 12))])
+    assert len(two.axes) == 2
+    cos, bm = two.axes
+    assert cos.get_xlim()[1] < 1.0 < bm.get_xlim()[0] + 2  # the similarity panel first, BM25 on its own
+    assert [t.get_text() for t in cos.get_legend().get_texts()][0] == "minilm"
+    one = plot_thresholds([_threshold("a", np.linspace(0.3, 0.7, 12)), _threshold("b", np.linspace(0.2, 0.6, 12))])
+    assert len(one.axes) == 1

@@ -265,3 +265,44 @@ def test_stored_p_prints_with_its_own_draws():
     assert [p_draws(r) for r in (mc, exact, old)] == [26400, None, 999]
     assert format_p(mc["p_value"], p_draws(mc)) == "<= 7.6e-05"
     assert format_p(exact["p_value"], p_draws(exact)) == "2.00e-30" and format_p(old["p_value"], p_draws(old)) == "<= 0.002"
+
+
+def test_report_cli_names_every_file_it_wrote(store_root, tmp_path, capsys):
+    from adaptlab.cli import main
+
+    out = tmp_path / "named"
+    assert main(["report", "--store", str(store_root), "--out", str(out), "--bootstrap", "20", "--dpi", "40"]) == 0
+    printed = capsys.readouterr().out
+    written = ["report.md", "report.html", *(f"figures/{p.name}" for p in sorted((out / "figures").iterdir()))]
+    assert len(written) > 3 and all((out / w).is_file() for w in written)
+    assert printed.strip() == f"report written to {out}: " + ", ".join(written)
+
+
+def test_report_on_a_store_written_by_evaluate(tmp_path, capsys):
+    """TREC runs carry no embeddings: the report leaves out COE/ROE and the similarity densities,
+    says so, and writes everything else (it used to exit 2: no gold and random similarity)."""
+    from adaptlab.cli import main
+    from adaptlab.data.trec import write_trec_qrels, write_trec_run
+
+    rng = np.random.default_rng(0)
+    docs = [f"D{i}" for i in range(120)]
+    write_trec_qrels({f"Q{q}": {docs[q]: 1} for q in range(40)}, tmp_path / "qrels.txt")
+    for name, p_top in (("sysa", 0.7), ("sysb", 0.4)):
+        run = {}
+        for q in range(40):
+            run[f"Q{q}"] = {docs[c]: float(s) for c, s in zip(rng.choice(120, 20, replace=False), rng.random(20) * 9)}
+            if rng.random() < p_top:
+                run[f"Q{q}"][docs[q]] = 10.0
+        write_trec_run(run, tmp_path / f"{name}.trec", tag=name)
+    assert main(["evaluate", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "sysa.trec"), "--run",
+                 str(tmp_path / "sysb.trec"), "--store", str(tmp_path / "store"), "--dataset", "toy",
+                 "--bootstrap", "50"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "rep"
+    assert main(["report", "--store", str(tmp_path / "store"), "--out", str(out), "--bootstrap", "30",
+                 "--dpi", "40"]) == 0
+    text = (out / "report.md").read_text()
+    assert "Left out: COE/ROE of sysa, sysb; the similarity-density panel of sysa, sysb." in text
+    figures = {p.name for p in (out / "figures").iterdir()}
+    assert "toy_densities.png" not in figures and {"toy_forest.png", "toy_thresholds.png"} <= figures
+    assert "### Retrieval measures" in text and "Distribution overlap" not in text

@@ -36,6 +36,16 @@ from adaptlab.analysis.evalrank import EvalRankResult, PairPool, evalrank, evalr
 from adaptlab.analysis.inspect import default_pair, format_inspection, inspect_queries, recorded_texts, same_system_note, win_loss
 from adaptlab.analysis.isotropy import IsotropyResult, isoscore, isotropy, isotropy_mu, isotropy_mu_exact
 from adaptlab.analysis.plan import Plan, pilot_from_store, plan_sample_size
+from adaptlab.analysis.scaling import (
+    SCALING_MODELS,
+    ScalingFit,
+    fit_scaling,
+    format_scaling,
+    plot_scaling,
+    scaling_from_records,
+    scaling_from_store,
+    scaling_rows,
+)
 from adaptlab.analysis.overlap import (
     DEFAULT_OVERLAP_PSI,
     OverlapResult,
@@ -163,3 +173,5 @@ __all__ = [
     "wide_table",
     "win_loss",
 ]
+__all__ += ["SCALING_MODELS", "ScalingFit", "fit_scaling", "format_scaling", "plot_scaling", "scaling_from_records",
+            "scaling_from_store", "scaling_rows"]

@@ -27,6 +27,30 @@ two systems on the same queries (or their per-query differences), by paired resa
    (:class:`adaptlab.runtime.progress.Heartbeat`; ``--quiet`` hides them). Using every experiment of every size makes the answer far
    less noisy than reading the first simulated size above the target.
 
+**The pilot's own uncertainty.** The planned size rests on the pilot's spread ``sd(d)``, itself an
+estimate: from a 100-query pilot the true power at the planned size ranges widely (about 0.7 to
+0.9). Two numbers say how much that matters:
+
+- ``n_queries_interval``: the planned size under the ends of a two-sided 95% interval for the
+  true sd of the differences, and
+- ``n_queries_assured``: the size that reaches ``power`` with probability ``assurance`` (default
+  0.8) over the pilot's sampling variation: the size planned at the one-sided upper
+  ``assurance`` confidence bound of the sd (Browne 1995, "On the use of a pilot sample for sample
+  size determination", Statistics in Medicine 14(17), 1933-1940).
+
+Both rescale the planned size by ``(sd_bound / sd)^2``: at a fixed effect the number of queries
+grows with the variance of the differences (normal theory, ``Q0`` above), and the fitted curve
+``Phi(a + b sqrt(Q))`` with the differences' spread scaled by ``k`` is ``Phi(a + (b / k) sqrt(Q))``,
+reached at ``k^2`` times the size. The sd bounds are Bonett's (2006, "Approximate confidence
+interval for standard deviation of nonnormal distributions", Computational Statistics & Data
+Analysis 50(3), 775-782): ``ln(c s^2) +- z se`` with ``c = n / (n - z)``,
+``se = c sqrt((kurt - (n - 3) / n) / (n - 1))`` and the kurtosis ``kurt`` taken about a trimmed
+mean, which stays close to its level for skewed and heavy-tailed differences where the
+chi-square interval of normal theory does not. Measured (2,000 pilots each): at assurance 0.8 the
+bound holds in 0.81 (normal differences), 0.77 (nDCG-like: 70% ties, the rest +-Beta(1, 3)) and
+0.72 (90% ties, the rest normal) of 100-query pilots, and 0.80, 0.80 and 0.76 of 300-query ones;
+the assurance is approximate for very sparse differences and small pilots.
+
 This is the simulation form of topic set size design: Sakai (2016), "Topic set size design",
 Information Retrieval Journal 19(3), 256-283, sizes a test collection from a pilot's variance for
 a minimum detectable difference (there with a paired t-test's non-central t power); Webber,
@@ -57,7 +81,7 @@ from adaptlab.stats.resample import check_seed
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["CURVE_COLUMNS", "Plan", "pilot_from_store", "plan_sample_size"]
+__all__ = ["CURVE_COLUMNS", "Plan", "pilot_from_store", "plan_sample_size", "sd_bounds"]
 
 CURVE_COLUMNS: tuple[str, ...] = ("n_queries", "power", "se", "power_fit", "power_normal")
 """Columns of :attr:`Plan.curve`: queries, simulated power, its Monte Carlo standard error, the
@@ -88,6 +112,11 @@ class Plan:
     max_queries: int
     seed: int
     curve: Any
+    assurance: float | None = None
+    pilot_sd_upper: float | None = None
+    n_queries_assured: int | None = None
+    pilot_sd_interval: tuple[float, float] | None = None
+    n_queries_interval: tuple[int, int] | None = None
 
     @property
     def reached(self) -> bool:
@@ -105,7 +134,20 @@ class Plan:
             f"{self.max_queries} queries, but simulated power reaches it here; fitted"
         return (f"{head}\n  {self.n_queries} queries ({how} {row['power_fit']:.3f}; simulated there "
                 f"{row['power']:.3f} +- {row['se']:.3f} from {self.n_experiments} experiments; normal approximation "
-                f"{row['power_normal']:.3f})")
+                f"{row['power_normal']:.3f})" + self._uncertainty())
+
+    def _uncertainty(self) -> str:
+        """The lines on the pilot's own uncertainty (empty when not computed)."""
+        out = ""
+        if self.n_queries_interval is not None and self.pilot_sd_interval is not None:
+            lo, hi = self.pilot_sd_interval
+            out += (f"\n  {self.n_queries_interval[0]} to {self.n_queries_interval[1]} queries over the pilot's "
+                    f"uncertainty (95% interval of the sd of the differences: {lo:.4g} to {hi:.4g})")
+        if self.n_queries_assured is not None and self.assurance is not None:
+            out += (f"\n  {self.n_queries_assured} queries reach power {self.power:g} with assurance "
+                    f"{self.assurance:g} (planned at the one-sided {self.assurance:g} upper bound of the sd, "
+                    f"{self.pilot_sd_upper:.4g})")
+        return out
 
     def figure(self, path: str | Path | None = None, *, dpi: int | None = None) -> Figure:
         """The power curve as a matplotlib Figure (saved to ``path`` when given; PNG, PDF or SVG)."""
@@ -154,6 +196,42 @@ def _check_count(name: str, value: object, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < low:
         raise ConfigError(f"plan_sample_size: {name} must be an integer >= {low}, got {value!r}")
     return int(value)
+
+
+def _log_var_se(d: np.ndarray, z: float) -> tuple[float, float]:
+    """``(ln(c s^2), se)`` of Bonett's (2006) interval for the variance of ``d`` at quantile ``z``."""
+    n = d.size
+    trim = int(np.floor(n / (2.0 * np.sqrt(n - 4)))) if n > 4 else 0
+    m = float(np.sort(d)[trim : n - trim].mean())
+    ss = float(np.sum((d - d.mean()) ** 2))
+    kurt = n * float(np.sum((d - m) ** 4)) / ss**2 if ss > 0 else 0.0
+    c = n / (n - z)
+    se = c * np.sqrt(max(kurt - (n - 3) / n, 0.0) / (n - 1))
+    return float(np.log(c * ss / (n - 1))) if ss > 0 else float("-inf"), float(se)
+
+
+def sd_bounds(d: Any, confidence: float = 0.95) -> tuple[float, float]:
+    """Bonett's (2006) two-sided ``confidence`` interval for the standard deviation of the values
+    ``d`` (module doc), for skewed and heavy-tailed values as well as normal ones. A one-sided
+    upper bound at level ``a`` is the upper end at ``confidence = 2 a - 1``.
+
+    >>> lo, hi = sd_bounds([0.1, -0.2, 0.0, 0.3, 0.05, -0.1, 0.2, 0.0, 0.15, -0.05])
+    >>> round(lo, 3), round(hi, 3)
+    (0.098, 0.278)
+    """
+    d = _differences(d, None)
+    if d.size < 6:
+        raise DataError(f"sd_bounds: at least 6 values are needed, got {d.size}")
+    z = NormalDist().inv_cdf((1.0 + _check_unit("confidence", confidence)) / 2.0)
+    centre, se = _log_var_se(d, z)
+    return float(np.sqrt(np.exp(centre - z * se))), float(np.sqrt(np.exp(centre + z * se)))
+
+
+def _scaled(q: int | None, sd: float, bound: float) -> int | None:
+    """The size ``q`` planned at spread ``sd`` moved to spread ``bound``: ``ceil(q (bound / sd)^2)``."""
+    if q is None or sd <= 0:
+        return q
+    return max(_MIN_Q, int(np.ceil(q * (bound / sd) ** 2 - 1e-9)))
 
 
 def _normal_power(q: int, effect: float, sd: float, alpha: float) -> float:
@@ -281,6 +359,7 @@ def plan_sample_size(
     grid: list[int] | None = None,
     max_queries: int = 10000,
     seed: int = 0,
+    assurance: float | None = 0.8,
 ) -> Plan:
     """The number of queries that detects a mean difference ``effect`` with probability ``power``.
 
@@ -309,12 +388,17 @@ def plan_sample_size(
         The largest size tried.
     seed : int
         Seeds the simulation.
+    assurance : float or None
+        The probability, over the pilot's sampling variation, that ``n_queries_assured`` reaches
+        ``power`` (None: not computed, nor ``n_queries_interval``). Needs a pilot of at least 6
+        queries.
 
     Returns
     -------
     Plan
-        ``n_queries`` (None when no size up to ``max_queries`` reached ``power``), ``curve`` (a
-        DataFrame, one row per size) and ``figure()`` (a matplotlib Figure).
+        ``n_queries`` (None when no size up to ``max_queries`` reached ``power``),
+        ``n_queries_interval`` and ``n_queries_assured`` (the pilot's uncertainty, module doc),
+        ``curve`` (a DataFrame, one row per size) and ``figure()`` (a matplotlib Figure).
 
     Examples
     --------
@@ -323,11 +407,18 @@ def plan_sample_size(
     >>> plan = plan_sample_size(ft, base, effect=0.2, n_experiments=50, n_resamples=99, grid=[20, 40, 80])
     >>> plan.n_queries, plan.curve["n_queries"].tolist()
     (38, [20, 38, 39, 40, 80])
+    >>> plan.n_queries_interval, plan.n_queries_assured
+    ((17, 111), 59)
     """
     d = _differences(pilot_a, pilot_b)
     if isinstance(effect, bool) or not isinstance(effect, (int, float)) or not np.isfinite(effect) or effect == 0:
         raise ConfigError(f"plan_sample_size: effect must be a non-zero finite number, got {effect!r}")
     power, alpha = _check_unit("power", power), _check_unit("alpha", alpha)
+    if assurance is not None:
+        assurance = _check_unit("assurance", assurance)
+        if d.size < 6:
+            raise DataError(f"plan_sample_size: the pilot's uncertainty (assurance) needs at least 6 queries, got "
+                            f"{d.size}; pass assurance=None to plan from the pilot's sd alone")
     max_queries = _check_count("max_queries", max_queries, _MIN_Q)
     sim = _Sim(d - d.mean() + float(effect), alpha, _check_count("n_experiments", n_experiments, 10),
                _check_count("n_resamples", n_resamples, 19), check_seed(seed))
@@ -342,11 +433,11 @@ def plan_sample_size(
             beat.detail = f": {n} sizes done, the last {q} queries with power {p:.3f} ({sim.n_experiments} experiments)"
 
         powers, fit = _search(sim, grid, power, max_queries, note)
-    return _plan(powers, fit, d, sd, float(effect), power, sim, max_queries)
+    return _plan(powers, fit, d, sd, float(effect), power, sim, max_queries, assurance)
 
 
 def _plan(powers: dict[int, float], fit: _Probit | None, d: np.ndarray, sd: float, effect: float, target: float,
-          sim: _Sim, max_queries: int) -> Plan:
+          sim: _Sim, max_queries: int, assurance: float | None) -> Plan:
     import pandas as pd
 
     qs = sorted(powers)
@@ -357,10 +448,18 @@ def _plan(powers: dict[int, float], fit: _Probit | None, d: np.ndarray, sd: floa
         "power_fit": [fit.power(q) if fit is not None else float("nan") for q in qs],
         "power_normal": [_normal_power(q, effect, sd, sim.alpha) for q in qs],
     }, columns=list(CURVE_COLUMNS))
-    return Plan(n_queries=_planned(powers, fit, target, max_queries), effect=effect, power=target, alpha=sim.alpha,
+    q = _planned(powers, fit, target, max_queries)
+    extra: dict[str, Any] = {}
+    if assurance is not None:
+        sd_lo, sd_hi = sd_bounds(d, 0.95)
+        upper = sd_bounds(d, 2.0 * assurance - 1.0)[1]
+        interval = None if q is None else (_scaled(q, sd, sd_lo), _scaled(q, sd, sd_hi))
+        extra = {"assurance": assurance, "pilot_sd_upper": upper, "n_queries_assured": _scaled(q, sd, upper),
+                 "pilot_sd_interval": (sd_lo, sd_hi), "n_queries_interval": interval}
+    return Plan(n_queries=q, effect=effect, power=target, alpha=sim.alpha,
                 pilot_queries=int(d.size), pilot_mean=float(d.mean()), pilot_sd=sd,
                 n_experiments=sim.n_experiments, n_resamples=sim.n_resamples, max_queries=max_queries,
-                seed=sim.seed, curve=curve)
+                seed=sim.seed, curve=curve, **extra)
 
 
 def pilot_from_store(store: Any, *, system: str, against: str, measure: str = "ndcg@10",

@@ -56,6 +56,7 @@ __all__ = [
     "plot_thresholds",
     "plot_topic_map",
     "save_figure",
+    "score_scale",
 ]
 
 DEFAULT_DPI = 200
@@ -167,7 +168,41 @@ def _finish(fig: Figure, path: Target, dpi: int) -> Figure:
     return fig
 
 
-def _density(ax: Any, values: np.ndarray, color: str, label: str) -> None:
+SIMILARITY, NONNEGATIVE, SCORE = "similarity", "nonnegative", "score"
+_AXIS_LABEL = {SIMILARITY: "similarity (unit vectors)", NONNEGATIVE: "score (>= 0, e.g. BM25)", SCORE: "score"}
+
+
+def score_scale(*arrays: Any) -> str:
+    """The scale of a system's scores: ``"similarity"`` when every finite value lies in [-1, 1]
+    (adaptlab's embeddings are unit vectors, so their inner products do), ``"nonnegative"`` when
+    every value is >= 0 but some exceed 1 (BM25), else ``"score"`` (e.g. ColBERT MaxSim sums).
+    Systems of the ``"similarity"`` scale share an axis; every other system gets its own."""
+    v = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in arrays] or [np.zeros(0)])
+    v = v[np.isfinite(v)]
+    if v.size == 0 or (v.min() >= -1.0 - 1e-6 and v.max() <= 1.0 + 1e-6):
+        return SIMILARITY
+    return NONNEGATIVE if v.min() >= 0.0 else SCORE
+
+
+def _bounds(scale: str) -> tuple[float | None, float | None]:
+    """The smallest and largest possible score of a scale (None: unbounded)."""
+    return {SIMILARITY: (-1.0, 1.0), NONNEGATIVE: (0.0, None)}.get(scale, (None, None))
+
+
+def _scale_groups(scales: Sequence[str]) -> list[list[int]]:
+    """Indices of the panels sharing an axis: all ``"similarity"`` systems together (first), every
+    other system alone."""
+    shared = [i for i, sc in enumerate(scales) if sc == SIMILARITY]
+    return ([shared] if shared else []) + [[i] for i, sc in enumerate(scales) if sc != SIMILARITY]
+
+
+def _density(ax: Any, values: np.ndarray, color: str, label: str,
+             bounds: tuple[float | None, float | None] = (None, None)) -> None:
+    """A Gaussian kernel density of ``values`` drawn only within ``bounds`` (the scale's possible
+    scores), with the mass that would spill past a bound reflected back (Schuster 1985,
+    "Incorporating support constraints into nonparametric estimators of densities",
+    Communications in Statistics - Theory and Methods 14(5)), so the curve integrates to 1 on
+    the possible scores and never runs below the smallest (BM25's 0)."""
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v)]
     if v.size == 0:
@@ -182,18 +217,36 @@ def _density(ax: Any, values: np.ndarray, color: str, label: str) -> None:
     except np.linalg.LinAlgError:
         ax.hist(v, bins=30, density=True, histtype="step", color=color, label=label)
         return
+    lower, upper = bounds
     pad = 0.1 * np.ptp(v)
-    xs = np.linspace(v.min() - pad, v.max() + pad, 256)
-    ax.plot(xs, kde(xs), color=color, label=label)
-    ax.fill_between(xs, kde(xs), color=color, alpha=0.15)
+    lo = v.min() - pad if lower is None else max(v.min() - pad, lower)
+    hi = v.max() + pad if upper is None else min(v.max() + pad, upper)
+    xs = np.linspace(lo, hi, 256)
+    ys = kde(xs)
+    for b in (lower, upper):
+        if b is not None:
+            ys = ys + kde(2.0 * b - xs)
+    ax.plot(xs, ys, color=color, label=label)
+    ax.fill_between(xs, ys, color=color, alpha=0.15)
+
+
+def _share(axes: Sequence[Any], groups: list[list[int]]) -> None:
+    """Panels of one group share x and y with the group's first panel."""
+    for group in groups:
+        for i in group[1:]:
+            axes[i].sharex(axes[group[0]])
+            axes[i].sharey(axes[group[0]])
 
 
 def plot_similarity_densities(
     distributions: Sequence[Any] | Mapping[str, Any], path: Target = None, *, title: str | None = None,
     dpi: int = DEFAULT_DPI,
 ) -> Figure:
-    """Densities of ``S_rand``, ``S_corr`` and ``S_topK`` per system: one panel per system with
-    shared x and y scales, every panel labelled, one legend for the figure.
+    """Densities of ``S_rand``, ``S_corr`` and ``S_topK`` per system: one panel per system, every
+    panel labelled, one legend for the figure. Panels of systems on the similarity scale
+    (:func:`score_scale`) share their x and y axes; any other system (BM25's scores, 0 to 40)
+    has axes of its own, so no panel squeezes another's curves into a spike. Densities stay
+    within the scale's possible scores (:func:`_density`).
 
     ``distributions``: :class:`~adaptlab.analysis.overlap.SimilarityDistributions` objects (a
     sequence, or a mapping from panel title to object).
@@ -206,19 +259,22 @@ def plot_similarity_densities(
     ncols = min(3, len(items))
     nrows = (len(items) + ncols - 1) // ncols
     fig = _figure(3.8 * ncols, 3.0 * nrows + 0.9)
-    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
-    for ax in axes.ravel()[len(items):]:
+    grid = fig.subplots(nrows, ncols, squeeze=False)
+    for ax in grid.ravel()[len(items):]:
         ax.set_visible(False)
+    axes = list(grid.ravel()[: len(items)])
+    scales = [score_scale(d.rand, d.corr, d.topk) for _, d in items]
+    _share(axes, _scale_groups(scales))
     ks = {getattr(d, "k", None) for _, d in items}
     k = ks.pop() if len(ks) == 1 else "K"
-    for ax, (name, d) in zip(axes.ravel(), items):
-        _density(ax, d.rand, _COLORS["rand"], "S_rand: query vs a random document")
-        _density(ax, d.corr, _COLORS["corr"], "S_corr: query vs its gold document")
-        _density(ax, d.topk, _COLORS["topk"], f"S_top{k}: query vs its top-{k} retrieved")
+    for ax, (name, d), scale in zip(axes, items, scales):
+        _density(ax, d.rand, _COLORS["rand"], "S_rand: query vs a random document", _bounds(scale))
+        _density(ax, d.corr, _COLORS["corr"], "S_corr: query vs its gold document", _bounds(scale))
+        _density(ax, d.topk, _COLORS["topk"], f"S_top{k}: query vs its top-{k} retrieved", _bounds(scale))
         ax.set_title(str(name))
-        ax.set_xlabel("similarity")
+        ax.set_xlabel(_AXIS_LABEL[scale])
         ax.set_ylabel("density")
-    handles, labels = axes.ravel()[0].get_legend_handles_labels()
+    handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=min(3, ncols), fontsize=_LEGEND_PT)
     fig.suptitle(title or f"Similarity densities (S_rand, S_corr, S_top{k})")
     return _finish(fig, path, dpi)
@@ -537,31 +593,42 @@ def plot_thresholds(results: Sequence[Any], path: Target = None, *, title: str |
                     ci: str = "95% CI", dpi: int = DEFAULT_DPI) -> Figure:
     """Bootstrapped top-K accuracy after dropping retrieved documents below ``tau(psi)``,
     against ``tau``, per system: line = bootstrap mean, band = its ``ci`` interval, dotted line
-    = the accuracy without a threshold, star = the chosen threshold."""
+    = the accuracy without a threshold, star = the chosen threshold. One panel per score scale
+    (:func:`score_scale` of the thresholds): the systems on the similarity scale together, every
+    other system (BM25) in a panel of its own, so no x-axis mixes BM25 scores with cosines."""
     if not results:
         raise ConfigError("plot_thresholds: nothing to plot")
-    fig = _figure(6.5, 4.2)
-    ax = fig.subplots()
-    starred = False
-    for i, r in enumerate(results):
-        color = f"C{i % 10}"
-        ax.plot(r.tau, r.acc_boot_mean, color=color, marker=".", label=r.system or f"system {i + 1}")
-        ax.fill_between(r.tau, r.acc_ci_low, r.acc_ci_high, color=color, alpha=0.12)
-        if getattr(r, "base_acc", None) is not None:
-            ax.axhline(float(r.base_acc), color=color, linestyle=":", linewidth=1)
-        if r.chosen is not None:
-            starred = True
-            ax.scatter([r.chosen_tau], [r.acc_boot_mean[r.chosen]], color=color, marker="*", s=120, zorder=3)
-    ax.plot([], [], color="gray", linestyle=":", label="accuracy without a threshold")
-    if starred:
-        ax.scatter([], [], color="gray", marker="*", s=80, label="chosen threshold")
-    ax.set_xlabel("threshold tau(psi): similarity below which retrieved documents are dropped")
-    ax.set_ylabel(f"top-{_k_of(results)} accuracy (bootstrap mean)")
-    ax.grid(alpha=0.3)
-    ax.legend(title=f"shaded: {ci}")
+    scales = [score_scale(r.tau) for r in results]
+    groups = _scale_groups(scales)
+    fig = _figure(6.5 if len(groups) == 1 else 4.6 * len(groups), 4.2)
+    axes = fig.subplots(1, len(groups), squeeze=False, sharey=True)[0]
+    for ax, group in zip(axes, groups):
+        starred = False
+        for i in group:
+            starred |= _threshold_curve(ax, results[i], f"C{i % 10}", results[i].system or f"system {i + 1}")
+        ax.plot([], [], color="gray", linestyle=":", label="accuracy without a threshold")
+        if starred:
+            ax.scatter([], [], color="gray", marker="*", s=80, label="chosen threshold")
+        ax.set_xlabel(f"threshold tau(psi): {_AXIS_LABEL[scales[group[0]]]}")
+        ax.grid(alpha=0.3)
+        ax.legend(title=f"shaded: {ci}")
+    axes[0].set_ylabel(f"top-{_k_of(results)} accuracy (bootstrap mean)")
+    fig.supxlabel("retrieved documents scoring below the threshold are dropped", fontsize=_LEGEND_PT)
     if title:
-        ax.set_title(title)
+        (axes[0].set_title if len(groups) == 1 else fig.suptitle)(title)
     return _finish(fig, path, dpi)
+
+
+def _threshold_curve(ax: Any, r: Any, color: str, label: str) -> bool:
+    """One system's accuracy-against-threshold curve with its band; True when a star was drawn."""
+    ax.plot(r.tau, r.acc_boot_mean, color=color, marker=".", label=label)
+    ax.fill_between(r.tau, r.acc_ci_low, r.acc_ci_high, color=color, alpha=0.12)
+    if getattr(r, "base_acc", None) is not None:
+        ax.axhline(float(r.base_acc), color=color, linestyle=":", linewidth=1)
+    if r.chosen is None:
+        return False
+    ax.scatter([r.chosen_tau], [r.acc_boot_mean[r.chosen]], color=color, marker="*", s=120, zorder=3)
+    return True
 
 
 def _k_of(results: Sequence[Any]) -> str:

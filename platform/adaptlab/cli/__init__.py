@@ -35,7 +35,7 @@ from adaptlab.runtime import TERMINATED_STATUS, Terminated, catch_sigterm, sigte
 __all__ = ["main"]
 
 _COMMANDS = ("evaluate", "compare", "plan", "results", "export", "import", "run", "submit", "report", "inspect",
-             "cache")
+             "cache", "scaling")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -41,6 +41,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-queries", type=bounded_int(2), default=10000,
                    help="the largest number of queries tried (default 10000)")
     p.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the simulation (default 0)")
+    p.add_argument("--assurance", type=unit_open, default=0.8,
+                   help="also the number of queries that reaches --power with this probability over the pilot's "
+                        "own sampling variation (planned at the upper confidence bound of the pilot's sd; default "
+                        "0.8), and the range of planned sizes over a 95%% interval of that sd")
     p.add_argument("--figure", type=Path, help="also save the power curve here (.png, .pdf or .svg)")
     p.add_argument("--format", choices=("text", "json", "csv"), default="text",
                    help="output format; json: {plan: the answer and its settings, systems, curve}; csv: the power "
@@ -88,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     a, b = _pilot(args)
     plan = plan_sample_size(a, b, effect=args.effect, power=args.power, alpha=args.alpha,
                             n_experiments=args.experiments, n_resamples=args.resamples,
-                            max_queries=args.max_queries, seed=args.seed)
+                            max_queries=args.max_queries, seed=args.seed, assurance=args.assurance)
     if args.figure is not None:
         plan.figure(args.figure)
     if args.format != "text":

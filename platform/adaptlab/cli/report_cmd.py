@@ -44,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {args.out}: a file; expected a folder for report.md, report.html and figures/")
     _check_names(results.open(args.store), args.system, args.dataset)
-    path = _build_fresh(args)
-    print(f"report written to {path}")
+    written = _build_fresh(args)
+    print(f"report written to {args.out}: " + ", ".join(str(p.relative_to(args.out)) for p in written))
     return 0
 
 
@@ -62,10 +62,11 @@ def _check_names(store: object, systems: list[str] | None, datasets: list[str] |
                                   f"({column}s in the store: {shown or 'none'}); no report was written")
 
 
-def _build_fresh(args: argparse.Namespace) -> Path:
+def _build_fresh(args: argparse.Namespace) -> list[Path]:
     """Build the report in a new folder beside --out, then put report.md, report.html and
     figures/ in place, so no figure of an earlier report is left beside the new one. On an
-    error the previous report stays whole and nothing half-written is left."""
+    error the previous report stays whole and nothing half-written is left. Returns every file
+    written (report.md, report.html, then each figure)."""
     out: Path = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -81,4 +82,5 @@ def _build_fresh(args: argparse.Namespace) -> Path:
                 os.replace(tmp / name, out / name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return out / "report.md"
+    figures = sorted((out / "figures").iterdir()) if (out / "figures").is_dir() else []
+    return [out / "report.md", out / "report.html", *figures]

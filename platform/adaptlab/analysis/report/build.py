@@ -13,7 +13,7 @@ from adaptlab.analysis.plots import DEFAULT_DPI, FIGURE_FORMATS, check_dpi
 from adaptlab.analysis.report.cells import extra, is_ranking_measure
 from adaptlab.analysis.report.document import Document, Page
 from adaptlab.analysis.report.missing import compute_missing_analyses
-from adaptlab.analysis.report.scale import inspection_section, ndcg_at_k_section, scale_section
+from adaptlab.analysis.report.scale import inspection_section, ndcg_at_k_section, scale_section, scaling_section
 from adaptlab.analysis.report.scores import (
     correlation_section,
     isotropy_section,
@@ -107,28 +107,44 @@ def _dataset_section(page: Page, rows: list[dict[str, Any]], records: dict[str, 
     page.doc.h(2, f"Dataset: {page.ds}")
     ds_systems = sorted({r["system"] for r in rows} | set(records))
     computed: list[str] = []
+    no_overlap: list[str] = []
+    no_density: list[str] = []
     thr_results: list[ThresholdResult] = []
     if compute_missing and records:
-        rows, thr_results, computed = compute_missing_analyses(rows, records, k, cfg)
+        rows, thr_results, computed, no_overlap = compute_missing_analyses(rows, records, k, cfg)
     ranking_section(page, rows)
     scale_section(page, [r for r in rows if is_ranking_measure(r["measure"])])
     pairs_section(page, rows)
     if records:
         ndcg_at_k_section(page, records, cfg)
+        scaling_section(page, records, cfg)
         inspection_section(page, list(records))
     by = {(r["system"], r["measure"]): r for r in rows if r.get("compared_to") is None}
     threshold_section(page, by, thr_results)
     overlap_section(page, by)
     if records:
-        record_figures(page, records, k, cfg)
+        no_density = record_figures(page, records, k, cfg)
     isotropy_section(page, rows)
     other_section(page, rows)
     correlation_section(page, rows, k)
     if computed:
         page.doc.p("Computed for this report from the stored per-query records (not in the store): "
                    + "; ".join(computed) + f". Bootstrap: {cfg.n_resamples} resamples, seed {cfg.seed}.")
+    _left_out_note(page, no_overlap, no_density)
     if not ds_systems:
         page.doc.p("No rows for this dataset.")
+
+
+def _left_out_note(page: Page, no_overlap: list[str], no_density: list[str]) -> None:
+    """Which analyses and figures were left out because a system's records carry no gold and
+    random similarities (runs scored from TREC files: no embeddings)."""
+    parts = [f"COE/ROE of {', '.join(no_overlap)}" if no_overlap else "",
+             f"the similarity-density panel of {', '.join(no_density)}" if no_density else ""]
+    parts = [p for p in parts if p]
+    if parts:
+        page.doc.p("Left out: " + "; ".join(parts) + ". They need each query's similarity to its gold document and "
+                   "to a random document, which embedded retrieval records and a TREC run does not (runs scored "
+                   "with adaptlab evaluate). Run the systems as models in a study to get them.")
 
 
 def study_order(runs: Sequence[dict[str, Any]]) -> dict[str, int]:

@@ -15,12 +15,13 @@ from adaptlab.analysis.present import format_interval, format_number, format_p
 from adaptlab.analysis.report.cells import ci_label_of, tests_cell
 from adaptlab.analysis.report.document import Page, slug
 from adaptlab.analysis.scale_curves import plot_scale_curves, scale_curves
+from adaptlab.analysis.scaling import plot_scaling, scaling_from_records, scaling_tables, training_seconds
 from adaptlab.errors import ConfigError
 from adaptlab.models.variants import BASE, curve_order, parse_system_name, system_name
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.pvalues import ci_label
 
-__all__ = ["inspection_section", "ndcg_at_k_section", "scale_section"]
+__all__ = ["inspection_section", "ndcg_at_k_section", "scale_section", "scaling_section"]
 
 def scale_section(page: Page, rows: list[dict[str, Any]]) -> None:
     """Scale-study systems (``<label>-<variant>-s<N>``): each measure against the data scale per
@@ -144,3 +145,33 @@ def ndcg_at_k_section(page: Page, records: dict[str, Any], cfg: BootstrapConfig)
                f"{cfg.n_resamples} resamples, seed {cfg.seed}."
                + (f" Stored rankings shorter than 10 (lower bounds beyond their depth): {', '.join(inexact)}."
                   if inexact else ""))
+
+
+SCALING_MEASURE = "ndcg@10"
+"""The measure of the report's data-scaling fit (``adaptlab scaling --metric`` fits any other)."""
+
+
+def scaling_section(page: Page, records: dict[str, Any], cfg: BootstrapConfig) -> None:
+    """The data-scaling fit of every scale-study variant with at least 2 scales
+    (:mod:`adaptlab.analysis.scaling`): the figure with bands and the measured points, and its
+    two tables."""
+    scale_recs = {s: r for s, r in records.items() if parse_system_name(s) is not None}
+    seconds = training_seconds(page.store.runs().to_pylist()) if page.store is not None else {}
+    fits = scaling_from_records(scale_recs, SCALING_MEASURE, dataset=page.ds, boot=cfg, training_seconds=seconds)
+    if not fits:
+        return
+    page.doc.h(3, f"Data-scaling fit of the gain ({SCALING_MEASURE})")
+    fig = plot_scaling(fits, title=f"{SCALING_MEASURE} gain over own base against data scale on {page.ds}")
+    page.figure(fig, "scaling_fit", f"{SCALING_MEASURE} gain against data scale with fitted curves on {page.ds}",
+                "do the measured gains (points, CI bars) still climb at the largest scale? The line is the fitted "
+                "curve, the band its pointwise CI; the dashed part beyond the largest scale is an extrapolation.")
+    (h1, r1), (h2, r2) = scaling_tables(fits)
+    page.doc.table(h1, r1)
+    page.doc.table(h2, r2)
+    notes = list(dict.fromkeys(f"{f.label} {f.variant}: {f.criterion}." for f in fits))
+    if not any(h is not None for f in fits for h in f.hours):
+        notes.append("The store records no training seconds for these models: gain per training hour is n/a.")
+    page.doc.p(" ".join(notes) + f" Intervals: percentile bootstrap over {cfg.n_resamples} paired resamples of "
+               f"the queries (seed {cfg.seed}); they cover the query sample, not training randomness or a wrong "
+               "curve form. The next scale and targets beyond the largest scale are extrapolations "
+               "(adaptlab scaling --target shows the scale a target gain needs).")

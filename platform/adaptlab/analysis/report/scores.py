@@ -210,9 +210,14 @@ def overlap_section(page: Page, by: dict[tuple[str, str], dict[str, Any]]) -> No
     page.doc.table(["System", "K", "psi", "COE", f"COE {label}", "ROE", f"ROE {label}"], orows)
 
 
-def record_figures(page: Page, records: dict[str, Any], k: int, cfg: BootstrapConfig) -> None:
-    """Similarity densities and nDCG@k curves drawn from the stored per-query records."""
-    dists = [similarity_distributions(rec, k=min(k, rec.k)) for rec in records.values() if rec.k]
+def record_figures(page: Page, records: dict[str, Any], k: int, cfg: BootstrapConfig) -> list[str]:
+    """Similarity densities and nDCG@k curves drawn from the stored per-query records; returns the
+    systems left out of the densities (no gold and random similarities: TREC runs)."""
+    from adaptlab.analysis.report.missing import has_similarities
+
+    left_out = [s for s, rec in records.items() if rec.k and not has_similarities(rec)]
+    dists = [similarity_distributions(rec, k=min(k, rec.k)) for s, rec in records.items()
+             if rec.k and s not in left_out]
     if dists:
         kk = sorted({d.k for d in dists})
         fig = plots.plot_similarity_densities(
@@ -221,6 +226,7 @@ def record_figures(page: Page, records: dict[str, Any], k: int, cfg: BootstrapCo
                     "the further the green (gold) and blue (retrieved) densities sit from the red (random) one, "
                     "the better a system separates relevant from unrelated documents.")
     _ndcg_curves_figure(page, records, cfg)
+    return left_out
 
 
 def curve_ks(depth: int) -> tuple[int, ...]:

@@ -1,0 +1,246 @@
+"""Data-scaling fits on synthetic scale studies with known gain curves: the bootstrap intervals
+cover the true slope, next-scale gain and target scale at about their nominal rate; the
+criterion picks the form that generated the data; the store, the CLI and the report use them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from adaptlab import results
+from adaptlab.analysis.scaling import (
+    LOG_LINEAR,
+    SATURATING,
+    fit_scaling,
+    format_scaling,
+    plot_scaling,
+    scaling_rows,
+)
+from adaptlab.errors import ConfigError
+from adaptlab.retrieval.records import PerQueryRecords
+from adaptlab.stats import BootstrapConfig
+
+
+def _study(rng: np.random.Generator, curve, scales, q: int = 150, sd: float = 0.15) -> dict[str, np.ndarray]:
+    """Per-query values: a base and one variant per scale whose true mean gain is ``curve(n)``;
+    the noise has a per-query part shared by all scales (the paired structure of real studies)."""
+    base = rng.random(q)
+    shared = rng.normal(0.0, 0.6 * sd, q)
+    out = {"m-base": base}
+    for n in scales:
+        out[f"m-ft-s{n}"] = base + curve(n) + shared + rng.normal(0.0, 0.8 * sd, q)
+    return out
+
+
+def _inside(x: float, ci: tuple[float, float]) -> bool:
+    return ci[0] <= x <= ci[1]
+
+
+def test_log_linear_curve_is_recovered_at_the_nominal_rate():
+    a, b, scales = 0.01, 0.012, (10, 100, 700)
+    curve = lambda n: a + b * np.log2(n)  # noqa: E731
+    target = 0.16
+    true_scale = 2 ** ((target - a) / b)  # 5,793 documents: between the largest and 10x it
+    reps, hits = 150, {"slope": 0, "next": 0, "target": 0, "gain": 0}
+    for r in range(reps):
+        (f,) = fit_scaling(_study(np.random.default_rng(r), curve, scales), target=target,
+                           boot=BootstrapConfig(n_resamples=300, seed=r))
+        assert f.model == LOG_LINEAR and "3 scales" in f.criterion  # too few scales for the saturating form
+        hits["slope"] += _inside(b, f.slope_ci)
+        hits["next"] += _inside(curve(1400), f.predicted_next_ci)
+        hits["target"] += _inside(true_scale, f.target_scale_ci)
+        hits["gain"] += _inside(curve(100), f.gain_ci[1])
+    rates = {k: v / reps for k, v in hits.items()}
+    # nominal 0.95; 150 replications give a binomial standard error of 0.018
+    assert all(0.90 <= v <= 0.99 for v in rates.values()), rates
+
+
+def test_saturating_curve_is_recovered_and_chosen():
+    c, a, alpha, scales = 0.1, 0.3, 0.5, (10, 30, 100, 300, 1000, 3000)
+    curve = lambda n: c - a * n ** -alpha  # noqa: E731
+    slope = a * alpha * 3000 ** -alpha * np.log(2)  # per doubling at the largest scale
+    reps, hits, chosen = 60, {"slope": 0, "next": 0}, 0
+    for r in range(reps):
+        pq = _study(np.random.default_rng(100 + r), curve, scales, sd=0.05)
+        (f,) = fit_scaling(pq, boot=BootstrapConfig(n_resamples=300, seed=r), model=SATURATING)
+        hits["slope"] += _inside(slope, f.slope_ci)
+        hits["next"] += _inside(curve(6000), f.predicted_next_ci)
+        chosen += fit_scaling(pq, boot=BootstrapConfig(n_resamples=20, seed=r))[0].model == SATURATING
+    rates = {k: v / reps for k, v in hits.items()}
+    assert all(v >= 0.85 for v in rates.values()), rates  # nominal 0.95 (a non-linear fit: a looser bound)
+    assert chosen / reps >= 0.8  # leave-one-out error prefers the form that made the data
+
+
+def test_a_straight_line_keeps_the_log_linear_form():
+    curve = lambda n: 0.005 * np.log2(n)  # noqa: E731
+    chosen = [fit_scaling(_study(np.random.default_rng(r), curve, (10, 30, 100, 300, 1000, 3000), sd=0.05),
+                          boot=BootstrapConfig(n_resamples=20, seed=r))[0].model for r in range(30)]
+    assert chosen.count(LOG_LINEAR) >= 20
+
+
+def test_flat_gain_is_not_rising_and_a_target_is_not_reached():
+    (f,) = fit_scaling(_study(np.random.default_rng(7), lambda n: 0.02, (10, 100, 1000)), target=0.1,
+                       boot=BootstrapConfig(n_resamples=300))
+    assert f.trend == "not shown to rise (CI includes 0)"
+    assert f.target_scale is None and f.target_note == "not reached within 10x the largest scale (10000)"
+    assert f.next_scale == 2000
+    rising = fit_scaling(_study(np.random.default_rng(7), lambda n: 0.03 * np.log2(n), (10, 100, 1000)),
+                         target=0.1, boot=BootstrapConfig(n_resamples=300))[0]
+    assert rising.trend == "still rising" and rising.target_scale is not None and rising.target_scale <= 1000
+    assert "within the measured scales" in rising.target_note
+    early = fit_scaling(_study(np.random.default_rng(7), lambda n: 0.2 + 0.01 * np.log2(n), (10, 100, 1000)),
+                        target=0.1, boot=BootstrapConfig(n_resamples=100))[0]
+    assert early.target_scale == 10 and early.target_note == "already reached at the smallest scale (10)"
+
+
+def test_gains_and_their_intervals_are_the_paired_bootstrap_of_the_differences():
+    from adaptlab.stats import percentile_interval, resample_indices
+
+    pq = _study(np.random.default_rng(3), lambda n: 0.01 * np.log2(n), (10, 100), q=60)
+    (f,) = fit_scaling(pq, boot=BootstrapConfig(n_resamples=500, seed=11))
+    idx = np.asarray(resample_indices(60, n_resamples=500, seed=11))
+    d = pq["m-ft-s100"] - pq["m-base"]
+    lo, hi = percentile_interval(d[idx].mean(axis=1), 0.95)
+    assert f.gains[1] == pytest.approx(d.mean())
+    assert f.gain_ci[1] == pytest.approx((float(lo), float(hi)))
+    # two scales: the log-linear fit goes through both points
+    assert f.slope_per_doubling == pytest.approx((f.gains[1] - f.gains[0]) / np.log2(10))
+    assert f.slope_per_10x == pytest.approx(f.gains[1] - f.gains[0])
+
+
+def test_gain_per_training_hour_and_when_it_is_not_recorded():
+    pq = _study(np.random.default_rng(4), lambda n: 0.01 * np.log2(n), (10, 100))
+    (f,) = fit_scaling(pq, training_seconds={"m-ft-s100": 1800.0}, boot=BootstrapConfig(n_resamples=100))
+    assert f.hours == (None, 0.5)
+    assert f.gain_per_hour[0] is None and f.gain_per_hour[1] == pytest.approx(2 * f.gains[1])
+    assert f.gain_per_hour_ci[1] == pytest.approx((2 * f.gain_ci[1][0], 2 * f.gain_ci[1][1]))
+    text = format_scaling([f])
+    assert "not recorded" in text and "extrapolation" in text
+
+
+def test_training_seconds_of_every_kind_of_record(tmp_path):
+    from adaptlab.analysis.scaling import training_seconds
+
+    art = tmp_path / "colbert-artifact"
+    art.mkdir()
+    (art / "manifest.json").write_text(json.dumps({"training": {"wall_s": 90.0}}))
+    systems = {"m-pt-s10": {"training": {"seconds": 100.0}}, "m-pt-ft-s10": {"training": {"seconds": 50.0}},
+               "m-merged-s10": {"training": {"merge_weight": 0.5}}, "colbert-ft-s10": {"artifact_path": str(art)},
+               "m-ft-s10": {"training": {"seconds": 0}}}
+    got = training_seconds([{"config": json.dumps({"systems": systems})}, {"config": "not json"}])
+    # pt-ft: its FT stage plus the PT stage it started from; nothing for a merge or a zero time
+    assert got == {"m-pt-s10": 100.0, "m-pt-ft-s10": 150.0, "colbert-ft-s10": 90.0}
+
+
+def test_bad_input_is_one_clear_error():
+    with pytest.raises(ConfigError, match="model must be one of"):
+        fit_scaling({"m-base": [0, 1], "m-ft-s10": [1, 1]}, model="cubic")
+    with pytest.raises(Exception, match="same queries"):
+        fit_scaling({"m-base": [0, 1, 1], "m-ft-s10": [1, 1]})
+    assert fit_scaling({"m-base": [0, 1, 1], "m-ft-s10": [1, 1, 0]}) == []  # one scale: nothing to fit
+    with pytest.raises(ConfigError, match="target must be a finite number"):
+        fit_scaling({"m-base": [0, 1], "m-ft-s10": [1, 1]}, target=float("nan"))
+
+
+# ----------------------------------------------------------------------------- store, CLI, report
+def _ndcg10(rank: np.ndarray) -> np.ndarray:
+    """Independent of the library: one gold document, 1/log2(1 + rank) within the top 10."""
+    r = np.asarray(rank, dtype=float)
+    return np.where((r > 0) & (r <= 10), 1.0 / np.log2(1.0 + np.maximum(r, 1.0)), 0.0)
+
+
+def _records(system: str, ranks: np.ndarray, sims: bool = True) -> PerQueryRecords:
+    """Records whose gold document d<q>-gold sits at ``ranks[q]`` (0: not in the top 10), with
+    made-up gold and random similarities (or none, as a store of TREC runs)."""
+    topk, gold = [], []
+    for q, r in enumerate(ranks):
+        row = [f"d{q}-{j}" for j in range(10)]
+        if r:
+            row[r - 1] = f"d{q}-gold"
+        topk.append(row)
+        gold.append([f"d{q}-gold"])
+    n = len(ranks)
+    return PerQueryRecords(system=system, dataset="synth", query_ids=[f"q{q}" for q in range(n)], topk_ids=topk,
+                           topk_scores=np.tile(np.linspace(1.0, 0.1, 10), (n, 1)), gold_ids=gold,
+                           gold_rank=np.asarray(ranks), sim_gold=np.linspace(0.5, 0.9, n) if sims else np.full(n, np.nan),
+                           sim_random=np.linspace(0.1, 0.4, n) if sims else np.full(n, np.nan),
+                           random_ids=[f"d{q}-0" for q in range(n)])
+
+
+@pytest.fixture(scope="module")
+def scale_study_store(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    root = tmp_path_factory.mktemp("scaling-store")
+    base = rng.integers(0, 11, size=80)
+    ranks = {"m-base": base}
+    for n, p in ((10, 0.1), (100, 0.3), (1000, 0.5)):  # more documents: more queries move to rank 1
+        ranks[f"m-ft-s{n}"] = np.where(rng.random(80) < p, 1, base)
+    systems = {s: {"variant": "ft", "n_documents": int(s.rsplit("-s", 1)[1]), "training": {"seconds": 360.0 * i}}
+               for i, s in enumerate(ranks) if s != "m-base"}
+    runs = [results.run_record(s, "synth", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0,
+                               config={"k": 10, "systems": systems}) for s in ranks]
+    results.open(root, create=True).commit(runs, [], [_records(s, r) for s, r in ranks.items()])
+    return root, {s: _ndcg10(r) for s, r in ranks.items()}
+
+
+def test_store_cli_json_and_text(scale_study_store, capsys, tmp_path):
+    from adaptlab.cli import main
+
+    root, values = scale_study_store
+    expected = scaling_rows(fit_scaling(values, "ndcg@10", dataset="synth", target=0.2,
+                                        training_seconds={"m-ft-s10": 360.0, "m-ft-s100": 720.0, "m-ft-s1000": 1080.0},
+                                        boot=BootstrapConfig(n_resamples=200, seed=3)))
+    figure = tmp_path / "scaling.png"
+    assert main(["scaling", "--store", str(root), "--metric", "ndcg@10", "--target", "0.2", "--bootstrap", "200",
+                 "--seed", "3", "--format", "json", "--figure", str(figure)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["fits"] == pytest.approx(expected) or json.dumps(got["fits"]) == json.dumps(expected)
+    fit = got["fits"][0]
+    assert (fit["label"], fit["variant"], fit["extrapolation"]) == ("m", "ft", True)
+    assert [p["n_documents"] for p in fit["points"]] == [10, 100, 1000]
+    assert fit["points"][1]["training_hours"] == pytest.approx(0.2)
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["scaling", "--store", str(root), "--target", "0.2", "--bootstrap", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "Gain per doubling at the largest scale" in out and "Predicted gain there (extrapolation)" in out
+    assert "m ft" in out and "log-linear: 3 scales" in out
+
+
+def test_store_without_a_scale_study_is_one_line(tmp_path, capsys):
+    from adaptlab.cli import main
+
+    ranks = np.array([1, 2, 3, 0, 1])
+    runs = [results.run_record(s, "synth", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0,
+                               config={}) for s in ("bm25", "minilm")]
+    results.open(tmp_path / "s", create=True).commit(runs, [], [_records("bm25", ranks), _records("minilm", ranks)])
+    assert main(["scaling", "--store", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no scale-study variant" in err and "bm25, minilm" in err
+
+
+def test_report_has_the_scaling_figure(scale_study_store, tmp_path):
+    from adaptlab.analysis.report import build_report
+
+    root, _values = scale_study_store
+    md = build_report(root, tmp_path / "rep", n_resamples=100, dpi=50)
+    text = md.read_text()
+    assert "### Data-scaling fit of the gain (ndcg@10)" in text
+    assert (tmp_path / "rep" / "figures" / "synth_scaling_fit.png").exists()
+    assert "dashed part beyond the largest scale is an extrapolation" in text
+
+
+def test_figure_has_band_points_and_dashed_extrapolation(tmp_path):
+    pq = _study(np.random.default_rng(5), lambda n: 0.01 * np.log2(n), (10, 100, 700))
+    fits = fit_scaling(pq, boot=BootstrapConfig(n_resamples=100))
+    fig = plot_scaling(fits, tmp_path / "f.png")
+    ax = fig.axes[0]
+    assert any(line.get_linestyle() == "--" for line in ax.get_lines())
+    assert len(ax.collections) >= 1 and ax.get_xscale() == "log"
+    two = fits + fit_scaling(pq, dataset="other", boot=BootstrapConfig(n_resamples=100))
+    panels = [a for a in plot_scaling(two).axes if a.get_visible()]
+    assert [a.get_title() for a in panels] == ["", "other"]  # one panel per dataset, never mixed
+    assert [t.get_text() for t in panels[0].get_xticklabels()] == ["10", "100", "700", "1400"]
+    with pytest.raises(ConfigError):
+        plot_scaling([])
