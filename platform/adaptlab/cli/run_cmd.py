@@ -92,8 +92,8 @@ def plan(study: Study, store: Any, address: str | None, export_run: Path | None)
         lines.append(f"  dataset {d.name or d.spec}: {d.spec} (split {d.split})")
     for m in study.models:
         lines.append(f"  model {m.name or m.ref}: {m.ref} (backend {m.backend})")
-    if study.adapt:
-        a = study.adapt
+    if study.adapt_table:
+        a = study.adapt_table  # the keys as written
         keys = ("corpus", "base_model", "unit", "scales", "variants", "questions", "test_fraction")
         lines.append("  adaptation: " + ", ".join(f"{k}={a[k]!r}" for k in keys if k in a))
         lines.append("    -> one held-out dataset, and one adapted system per (scale, variant), each "

@@ -25,8 +25,8 @@ on the same queries as the base model, so all comparisons are paired (Roychowdhu
 "Towards Understanding Domain Adapted Sentence Embeddings for Document Retrieval", section 2.1;
 the scales follow "Evaluating the Robustness of Dense Retrievers in Interdisciplinary Domains",
 sections 3.1-3.2). The ``[adapt]`` and ``[tune]`` keys are documented in docs/adaptation.md and
-in :func:`~adaptlab.study.adapt_config.parse_adapt_section` /
-:func:`~adaptlab.study.adapt_config.parse_tune_section`.
+in :class:`~adaptlab.study.adapt_config.AdaptSettings` /
+:class:`~adaptlab.study.adapt_config.TuneSettings` (and :func:`adaptlab.study.keys.sections`).
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def question_generator(
     if settings.questions == "inverse-cloze":
         return InverseClozeGenerator(settings.questions_per_chunk, seed=settings.seed)
     llm = settings.llm
-    if llm is None:  # parse_adapt_section requires [adapt.llm] for questions = "llm"
+    if llm is None:  # AdaptSettings.read requires [adapt.llm] for questions = "llm"
         raise ConfigError('[adapt.llm]: required when questions = "llm"')
     cache = Path(llm.cache) if llm.cache else (settings.data_dir or Path(".")) / "llm_cache.sqlite"
     cache.parent.mkdir(parents=True, exist_ok=True)
@@ -208,7 +208,7 @@ def _jobs(settings: AdaptSettings, data: AdaptationData, ft: FTConfig,
         for v in trained:
             if v == COLBERT_FT:
                 colbert = settings.colbert
-                if colbert is None:  # parse_adapt_section sets it whenever a ColBERT variant is asked for
+                if colbert is None:  # AdaptSettings.read sets it whenever a ColBERT variant is asked for
                     raise ConfigError("[adapt.colbert]: required for the colbert-ft variant")
                 if not all_triplets:
                     raise ConfigError(f"[adapt]: the data scale of {n} documents has no training question for "
@@ -297,7 +297,7 @@ def _store_sweep(study: Study, settings: AdaptSettings, variant: str, sweep: Swe
     (:meth:`~adaptlab.adapt.train.tune.SweepResult.to_metric_rows`): one per trial on dataset
     ``validation-s<n>``, and the chosen trial's confirmed value on dataset ``confirm-s<n>``."""
     system = f"{system_name(settings.label, variant, n)}-tune"
-    config = {"study": study.study.name, "source": study.source, "tune": dict(study.tune),
+    config = {"study": study.study.name, "source": study.source, "tune": dict(study.tune_table),
               "measure": sweep.measure, "experiment_path": sweep.experiment_path, "restored": sweep.restored,
               "best": sweep.best, "adapt": settings.as_dict()}
     dataset = f"validation-s{n}"

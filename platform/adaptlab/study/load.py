@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import ConfigError
-from adaptlab.study.adapt_config import check_adapt_sections
+from adaptlab.study.adapt_config import read_adapt_sections
 from adaptlab.storage.names import check_name, check_names
 from adaptlab.study.schema import (
     AnalysisSection,
@@ -96,12 +96,12 @@ def parse_study(data: Mapping[str, Any], *, source: str = "<memory>", base_dir: 
     for key in ("adapt", "tune"):
         if key in data and not isinstance(data[key], dict):
             raise ConfigError(f"{source}: [{key}]: expected a table")
-    study = Study(**built, datasets=datasets, models=models, adapt=dict(data.get("adapt", {})),
-                  tune=dict(data.get("tune", {})), source=source, base_dir=base_dir or Path.cwd())
+    study = Study(**built, datasets=datasets, models=models, adapt_table=dict(data.get("adapt", {})),
+                  tune_table=dict(data.get("tune", {})), source=source, base_dir=base_dir or Path.cwd())
     _name_precisions(study)
     _check_names(study)
     check_sections(study)
-    check_adapt_sections(study)
+    read_adapt_sections(study)
     return study
 
 

@@ -75,12 +75,7 @@ from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.runtime.progress import Heartbeat
 from adaptlab.stats import BootstrapConfig
 from adaptlab.storage.files import READABLE, safe_name
-from adaptlab.study.adapt_config import (
-    AdaptSettings,
-    TuneSettings,
-    parse_adapt_section,
-    parse_tune_section,
-)
+from adaptlab.study.adapt_config import AdaptSettings, TuneSettings, adapt_under_store, tune_under_store
 from adaptlab.study.inputs import (
     EvalDataset,
     check_inputs,
@@ -161,8 +156,8 @@ def run_study(
     store_root = study.store_root(store)
     if store_root is not None:
         check_store_location(store_root)  # an unusable store fails now, not after the evaluation
-    settings = parse_adapt_section(study, store=store) if study.adapt else None
-    tune = parse_tune_section(study, settings, store=store) if settings is not None and study.tune else None
+    settings = adapt_under_store(study, store) if study.adapt is not None else None  # read when loaded
+    tune = tune_under_store(study, store) if settings is not None else None
     check_inputs(study)  # every dataset and model, before Ray starts and before any embedding
     embedding_cache(study)  # a bad cache setting fails before any work
     ray_start = _early_ray_start(study, settings, tune, address)
@@ -233,7 +228,7 @@ def _wait(ray_start: Future[Any] | None) -> None:
 
 def run_scale_study(study: Study, **options: Any) -> ScaleStudyOutcome:
     """:func:`run_study` for a study that must have an ``[adapt]`` section."""
-    if not study.adapt:
+    if study.adapt is None:
         raise ConfigError(f"{study.source}: no [adapt] section; use adaptlab.run_study")
     outcome = run_study(study, **options)
     if not isinstance(outcome, ScaleStudyOutcome):  # pragma: no cover - run_study's contract
