@@ -34,6 +34,7 @@ Example (jobs/quickstart.toml)::
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import re
 import types
@@ -502,6 +503,12 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=None)
+def type_hints(cls: type) -> dict[str, Any]:
+    """``get_type_hints(cls)``, once per class (a study may hold 60,000 ``[[datasets]]`` tables)."""
+    return get_type_hints(cls)
+
+
 def interval_text(lo: float | None, hi: float | None, lo_open: bool = False, hi_open: bool = False) -> str:
     """``(0.0, 1.0]``: a range as the error messages and the study-file reference write it."""
     return (f"{'(' if lo_open else '['}{lo if lo is not None else '-inf'}, "
@@ -529,7 +536,7 @@ def build_section(cls: type, raw: Any, where: str) -> Any:
     ``where`` and the key; missing keys take the field defaults."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected a table, got {raw!r}")
-    hints = get_type_hints(cls)
+    hints = type_hints(cls)
     declared = {f.name: f for f in fields(cls)}
     unknown = sorted(set(raw) - set(declared))
     if unknown:
@@ -552,7 +559,7 @@ def read_fields(cls: type, raw: Mapping[str, Any], check: SectionChecker, *, giv
     section and the key. Reading ``int | None`` takes 0 as None; ``bool | str`` takes ``"auto"``
     too; a field declared with ``off`` takes that TOML value as None. Fields not in ``raw`` are
     left out, so ``cls`` fills in its own defaults (declared once, on the field)."""
-    hints = get_type_hints(cls)
+    hints = type_hints(cls)
     out: dict[str, Any] = {}
     for f in fields(cls):
         key = toml_key(f)
