@@ -48,7 +48,7 @@ def _entries(data: Mapping[str, Any], key: str, cls: type, required: str, source
         if not getattr(item, required):
             raise ConfigError(f"{source}: {key}[{i}].{required}: required, expected a non-empty string")
         if not item.name:
-            item.name = default_name(getattr(item, required))
+            item.name = default_name(getattr(item, required), dataset=key == "datasets")
     dup = _first_repeat(it.name for it in items)
     if dup:
         raise ConfigError(f"{source}: {key}: two entries are named {dup!r}; give each a distinct name")

@@ -135,8 +135,9 @@ class StudySection:
 
     name: str = setting("study", help="the study's name: in the store, in job ids and in printed tables")
     seed: int = setting(0, minimum=0, help="the root seed every random choice derives from (adaptlab.study.seeds)")
-    store: str = setting("results/study", help='the results store: a folder (relative to the project root) '
-                         'or a URI (s3://...); "" keeps nothing')
+    store: str | None = setting(None, default_text="results/<[study].name>",
+                                help='the results store: a folder (relative to the project root) or a URI '
+                                '(s3://...); "" keeps nothing')
     address: str = setting("", help='the Ray cluster to run on ("": an embedded local Ray when one is needed)')
     description: str = setting("", help="free text kept with the study")
 
@@ -150,9 +151,9 @@ class DatasetSection:
     name: str = setting("", help="the dataset's name in the store (default: the file or folder name "
                         "without its extension)")
     split: str = setting("test", help="the qrels split to evaluate (BEIR formats)")
-    options: dict[str, Any] = setting(factory=dict, help="the format's options, e.g. {question_col = \"q\", "
-                                      "passage_col = \"p\"} for pairs:/CSV and JSONL files "
-                                      "(adaptlab.data.loaders.FORMAT_OPTIONS)")
+    options: dict[str, Any] = setting(factory=dict, help="the format's options, e.g. {question_col = \"q\", context_col = \"c\"} "
+                                      "for a pairs: CSV/TSV/JSONL file (also query_id_col, doc_id_col, "
+                                      "title_col, file_format); on the command line --dataset-option KEY=VALUE")
 
 
 @dataclass
@@ -316,10 +317,13 @@ class Study:
                 self.tune = type(self.tune).read(self, self.tune_table, self.adapt)
 
     def store_root(self, store: str | Path | None = None) -> Path | StoreURI | None:
-        """``store`` (a command-line override), else ``[study].store`` resolved, else None.
+        """``store`` (a command-line override), else ``[study].store`` resolved (left out:
+        ``results/<study name>`` under the project root; ``""``: None, nothing is stored).
         A URI (``s3://bucket/prefix``) is returned as a :class:`StoreURI`, unchanged."""
         if store is not None:
             return _store_location(store)
+        if self.study.store is None:
+            return self.resolve_path(f"results/{self.study.name}")
         if not self.study.store:
             return None
         return StoreURI(self.study.store) if is_store_uri(self.study.store) else self.resolve_path(self.study.store)
@@ -338,6 +342,7 @@ class Study:
         *,
         models: Sequence[str] = (),
         datasets: Sequence[str] = (),
+        dataset_options: Mapping[str, Any] | None = None,
         split: str | None = None,
         metrics: str | Sequence[str] | None = None,
         k: int | None = None,
@@ -346,15 +351,21 @@ class Study:
         store: str | None = None,
     ) -> Study:
         """A copy with command-line overrides applied: ``models``/``datasets`` (references)
-        replace the file's entries; ``bootstrap`` maps BootstrapSection fields to values (None
-        entries are ignored); ``store = ""`` turns the results store off."""
+        replace the file's entries (``dataset_options``: the format options of each
+        ``--dataset``, e.g. ``{"question_col": "q"}``, else of every ``[[datasets]]`` entry);
+        ``bootstrap`` maps BootstrapSection fields to values (None entries are ignored);
+        ``store = ""`` turns the results store off."""
         out = copy.deepcopy(self)
         if models:
             out.models = [ModelSection(ref=m, name=_override_name(m, "--model")) for m in models]
             out.name_precisions()
             out.reread_adaptation()  # the base model may be the first [[models]] entry
         if datasets:
-            out.datasets = [DatasetSection(spec=d, name=_override_name(d, "--dataset")) for d in datasets]
+            out.datasets = [DatasetSection(spec=d, name=_override_name(d, "--dataset", dataset=True),
+                                           options=dict(dataset_options or {})) for d in datasets]
+        elif dataset_options:
+            for d in out.datasets:
+                d.options = {**d.options, **dataset_options}
         if split:
             for d in out.datasets:
                 d.split = split
@@ -386,10 +397,10 @@ def _takes_inference(model: ModelSection) -> bool:
         return True
 
 
-def _override_name(ref: str, option: str) -> str:
+def _override_name(ref: str, option: str, *, dataset: bool = False) -> str:
     """The name a command-line reference gives its system or dataset (:func:`default_name`),
     checked by :func:`~adaptlab.storage.names.check_name`; errors name the option and the reference."""
-    return check_name(default_name(ref), f"command line: {option} {ref!r}: name")
+    return check_name(default_name(ref, dataset=dataset), f"command line: {option} {ref!r}: name")
 
 
 _TYPE_WORDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
@@ -649,10 +660,20 @@ def _check_inference(study: Study) -> None:
                                      f"(e.g. {precision_name(m.name, inference.precision)!r})", m.name)
 
 
-def default_name(ref: str) -> str:
-    """A system or dataset name from a reference: ``beir:../x/scifact`` -> ``scifact``."""
+DATA_SUFFIXES: tuple[str, ...] = (".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".txt", ".trec", ".qrels",
+                                   ".gz", ".zip")
+"""File extensions a dataset name leaves out (``pairs:qa.csv`` -> ``qa``)."""
+
+
+def default_name(ref: str, *, dataset: bool = False) -> str:
+    """A system or dataset name from a reference: ``beir:../x/scifact`` -> ``scifact``; a
+    dataset file is named by its stem (``pairs:data/qa.csv`` -> ``qa``, ``squad:dev.json.gz`` ->
+    ``dev``); a model keeps its dots (``BAAI/bge-small-en-v1.5``)."""
     tail = ref.split(":", 1)[-1].rstrip("/\\") or ref
-    return Path(tail).name.split("?")[0] or ref
+    name = Path(tail).name.split("?")[0] or ref
+    while dataset and Path(name).suffix.lower() in DATA_SUFFIXES and Path(name).stem:
+        name = Path(name).stem
+    return name
 
 
 def project_root(start: Path) -> Path:
