@@ -119,3 +119,15 @@ def test_bad_option_value_in_the_file_is_named(tmp_path):
     with pytest.raises(ConfigError, match=r"datasets\[0\]\.options: expected a table"):
         parse_study({"datasets": [{"spec": "synthetic:", "options": "q"}], "models": [{"ref": "hash:8"}]},
                     source="s.toml")
+
+
+def test_small_adhoc_run_starts_no_ray(tiny_model, cli):
+    """660 documents and 660 queries (above [embedding].local_below's default 512) embed in-process
+    in an ad-hoc run: no Ray start, no wait for an actor."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():  # pragma: no cover - another test's Ray in this process
+        pytest.skip("Ray already runs in this process")
+    res = cli("run", "--model", str(tiny_model), "--dataset", "synthetic:n_documents=60,seed=0", "--metrics",
+              "acc@1", "--bootstrap", "50", "--no-store", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    assert not ray.is_initialized()

@@ -32,6 +32,13 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+ADHOC_LOCAL_BELOW = 4096
+"""An ad-hoc run (``--model`` and ``--dataset``, no study file) embeds calls of fewer texts than
+this in-process, without starting Ray: a small evaluation (a thousand short texts) finishes in
+the time of its embedding instead of waiting for Ray's start and an actor. A study file decides
+with its own ``[embedding].local_below``."""
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``adaptlab run``."""
     p = sub.add_parser(
@@ -71,6 +78,7 @@ def build_study(args: argparse.Namespace) -> Study:
         raise ConfigError("give a STUDY.toml, or both --model and --dataset (e.g. --model minilm --dataset beir:DIR)")
     else:  # seed 0 as the studies of jobs/ set it, so the same evaluation gives the same intervals
         study = parse_study({"study": {"name": "adhoc", "store": ""}, "bootstrap": {"seed": 0},
+                             "embedding": {"local_below": ADHOC_LOCAL_BELOW},
                              "datasets": [{"spec": d} for d in args.dataset],
                              "models": [{"ref": m} for m in args.model]}, source="command line")
     return study.with_overrides(models=args.model, datasets=args.dataset,
