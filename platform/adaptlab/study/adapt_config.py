@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from adaptlab.adapt.prep.prepare import PrepSettings
 from adaptlab.adapt.train.artifacts import artifact_cache_dir
 from adaptlab.adapt.train.colbert import ColBERTFTConfig
 from adaptlab.adapt.train.ft import FTConfig
@@ -154,6 +155,10 @@ class ColBERTSettings:
         return cls(base_model=ref, label=name, batch_size_eval=batch, section=section, ft=ft)
 
 
+_PREP = PrepSettings()
+"""The adaptation data's defaults (declared on :class:`PrepSettings`; ``[adapt]`` takes them)."""
+
+
 def _is_synthetic(corpus: str) -> bool:
     return corpus.lower().startswith("synthetic:") or corpus.lower() == "synthetic"
 
@@ -172,14 +177,14 @@ class AdaptSettings:
                          help="the adapted systems' name prefix")
     base_section: ModelSection = setting(factory=ModelSection, custom=True,
                                          help="how the base model is embedded (derived)")
-    scales: tuple[int | str, ...] = setting((10, 100, 700), custom=True,
+    scales: tuple[int | str, ...] = setting(_PREP.sizes, custom=True,
                                             help='strictly increasing training-scale sizes ("all" only last)')
-    fraction: float = setting(0.3, lo=0.0, hi=1.0, lo_open=True, help="share of each unit's chunks sampled")
-    test_fraction: float = setting(0.1, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+    fraction: float = setting(_PREP.fraction, lo=0.0, hi=1.0, lo_open=True, help="share of each unit's chunks sampled")
+    test_fraction: float = setting(_PREP.test_fraction, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
                                    help="share of the units held out for the evaluation")
-    validation_fraction: float = setting(0.1, lo=0.0, hi=0.9,
+    validation_fraction: float = setting(_PREP.validation_fraction, lo=0.0, hi=0.9,
                                          help="share of each scale's units kept for validation questions")
-    max_tokens: int = setting(256, minimum=8, help="tokens per chunk (whole sentences)")
+    max_tokens: int = setting(_PREP.max_tokens, minimum=8, help="tokens per chunk (whole sentences)")
     include: tuple[str, ...] = setting((), help="filename globs of the corpus folder to read")
     exclude: tuple[str, ...] = setting((), help="filename globs of the corpus folder to skip")
     clean: bool = setting(True, help="normalise the documents' text (whitespace, hyphenation)")
@@ -191,14 +196,14 @@ class AdaptSettings:
                              default_text='"template" for a synthetic corpus, else "inverse-cloze"',
                              help="how training and held-out questions are made")
     questions_per_chunk: int = setting(1, minimum=1, help="questions made per sampled chunk")
-    n_negatives: int = setting(10, minimum=1, help="hard negatives mined per question")
-    duplicate_threshold: float | None = setting(0.95, lo=-1.0, hi=1.0, off=False,
+    n_negatives: int = setting(_PREP.n_negatives, minimum=1, help="hard negatives mined per question")
+    duplicate_threshold: float | None = setting(_PREP.duplicate_threshold, lo=-1.0, hi=1.0, off=False,
                                                 help="drop negatives this similar to the positive (false: keep all)")
-    margin: float | None = setting(0.05, lo=0.0, off=False,
+    margin: float | None = setting(_PREP.margin, lo=0.0, off=False,
                                    help="drop negatives within this margin of the positive's score (false: keep)")
-    eval_corpus: str = setting("documents", choices=("all", "documents"),
+    eval_corpus: str = setting(_PREP.eval_corpus, choices=("all", "documents"),
                                help="the held-out set's corpus: its documents' chunks, or all chunks")
-    unit: str = setting("documents", choices=("documents", "pages", "chunks"),
+    unit: str = setting(_PREP.unit, choices=("documents", "pages", "chunks"),
                         help="what scales and splits count: documents, PDF pages or chunks")
     heldout_name: str = setting("heldout", help="the held-out dataset's name (no [[datasets]] entry's)")
     seed: int = setting(0, minimum=0, default_text="[study].seed", help="the adaptation's seed (data and training)")
@@ -259,6 +264,14 @@ class AdaptSettings:
             kw["colbert"] = ColBERTSettings.read(study, check.table("colbert", raw.get("colbert", {})), base_ref,
                                                  label, kw["seed"])
         return cls(**kw)
+
+    def prep(self) -> PrepSettings:
+        """The settings of the adaptation data (:func:`~adaptlab.adapt.prep.prepare.prepare_adaptation_data`)."""
+        return PrepSettings(sizes=self.scales, fraction=self.fraction, seed=self.seed, test_fraction=self.test_fraction,
+                            validation_fraction=self.validation_fraction, max_tokens=self.max_tokens,
+                            n_negatives=self.n_negatives, duplicate_threshold=self.duplicate_threshold,
+                            margin=self.margin, eval_corpus=self.eval_corpus,  # type: ignore[arg-type]
+                            unit=self.unit)  # type: ignore[arg-type]
 
     def under_store(self, root: Path | str | None, source: str = "") -> AdaptSettings:
         """These settings with ``artifact_root`` and ``data_dir`` not given in the file placed under

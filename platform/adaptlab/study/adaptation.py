@@ -396,15 +396,8 @@ def _prepare(study: Study, settings: AdaptSettings,
         raise ConfigError("[adapt].data_dir: required when the study has no results store")
     data_dir = settings.data_dir / f"{sanitize_name(study.study.name)}-{settings.data_key()}"
     log(f"[adaptlab] adaptation data: {len(documents)} documents -> {data_dir}")
-    data = prepare_adaptation_data(
-        documents, _tokenizer(settings.base_model), generator, mining_embed, out_dir=data_dir,
-        sizes=settings.scales, fraction=settings.fraction, seed=settings.seed,
-        test_fraction=settings.test_fraction, validation_fraction=settings.validation_fraction,
-        max_tokens=settings.max_tokens, n_negatives=settings.n_negatives,
-        duplicate_threshold=settings.duplicate_threshold, margin=settings.margin,
-        base_model=settings.label, eval_corpus=settings.eval_corpus,  # type: ignore[arg-type]
-        unit=settings.unit,  # type: ignore[arg-type]
-    )
+    data = prepare_adaptation_data(documents, _tokenizer(settings.base_model), generator, mining_embed,
+                                   settings.prep(), out_dir=data_dir, base_model=settings.label)
     summary = data.summary()
     log(f"[adaptlab] held-out: {summary['test_questions']} questions over {summary['heldout_corpus']} chunks; "
         + ", ".join(f"{k}: {v.get('train_questions', 0)} train questions" for k, v in summary["scales"].items()))
