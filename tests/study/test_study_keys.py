@@ -61,3 +61,11 @@ def test_study_carries_typed_sections():
     assert study.adapt.scales == (5, 10) and study.tune.sweep.num_samples == 2 and study.tune.scale == 5
     assert study.adapt.artifact_root is None  # placed under the store when the study runs
     assert parse_study(BASE).adapt is None and parse_study(BASE).tune is None
+
+
+def test_model_override_rereads_the_adaptation_base_model():
+    study = parse_study({**BASE, "adapt": {"corpus": "synthetic:n_documents=20"}})
+    assert study.adapt.base_model == "hash:8"
+    over = study.with_overrides(models=["hash:16"])
+    assert over.adapt.base_model == "hash:16" and over.adapt.label == over.models[0].name
+    assert study.adapt.base_model == "hash:8"  # the original is untouched

@@ -198,5 +198,5 @@ def _announce(args: argparse.Namespace, outcome: Any, t0: float) -> None:
         if files:
             print("TREC run file(s) written:\n" + "\n".join(f"  {f}" for f in files), file=sys.stderr)
     if outcome.store is None:
-        print("results were not stored (no --store and the study sets no [study].store); "
+        print("results were not stored (--no-store, an ad-hoc run without --store, or [study].store = \"\"); "
               "add --store DIR to keep them for `adaptlab results`, `report` and `inspect`", file=sys.stderr)
