@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -28,7 +28,6 @@ from adaptlab.adapt.prep.prepare import PrepSettings
 from adaptlab.adapt.train.artifacts import artifact_cache_dir
 from adaptlab.adapt.train.colbert import ColBERTFTConfig
 from adaptlab.adapt.train.ft import FTConfig
-from adaptlab.adapt.train.memory import AUTO
 from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.adapt.train.space import space_problem
 from adaptlab.adapt.train.sweep_config import SweepConfig
