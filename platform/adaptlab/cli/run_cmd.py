@@ -26,6 +26,19 @@ from adaptlab.results import check_store_location
 from adaptlab.study import Study, load_study, parse_study, run_study
 from adaptlab.study.inputs import check_inputs
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+ADHOC_LOCAL_BELOW = 2048
+"""An ad-hoc run (``--model`` and ``--dataset``, no study file) embeds calls of fewer texts than
+this in-process, without starting Ray: a small evaluation (a thousand short texts) does not wait
+for Ray's start and an actor (measured on 2 cores: 12-14 s, then 20-30 s before the first actor
+embedded), which a pool of two actors embedding at about twice the in-process rate wins back only
+from about 1,500 texts of MiniLM a call. A study file decides with its own ``[embedding].local_below``."""
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``adaptlab run``."""
@@ -36,6 +49,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("study", nargs="?", type=Path, help="study TOML file (see jobs/)")
     p.add_argument("--model", action="append", default=[], help="model alias, local path or hub id (repeatable)")
     p.add_argument("--dataset", action="append", default=[], help="FORMAT:PATH, e.g. beir:DIR (repeatable)")
+    p.add_argument("--dataset-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a dataset format option for every --dataset (else every [[datasets]] entry), e.g. "
+                        "question_col=q or context_col=passage for pairs: CSV/TSV/JSONL files (repeatable)")
     p.add_argument("--split", default=None, help="dataset split (default test)")
     p.add_argument("--metrics", default=None, help="comma-separated measures, e.g. ndcg@10,recall@100 (default: "
                    "the study's [evaluation].metrics; ad hoc: acc@1,acc@5,ndcg@10,mrr@10,recall@100)")
@@ -61,13 +77,32 @@ def build_study(args: argparse.Namespace) -> Study:
         study = load_study(args.study)
     elif not args.model or not args.dataset:
         raise ConfigError("give a STUDY.toml, or both --model and --dataset (e.g. --model minilm --dataset beir:DIR)")
-    else:
-        study = parse_study({"study": {"name": "adhoc", "store": ""},
+    else:  # seed 0 as the studies of jobs/ set it, so the same evaluation gives the same intervals
+        study = parse_study({"study": {"name": "adhoc", "store": ""}, "bootstrap": {"seed": 0},
+                             "embedding": {"local_below": ADHOC_LOCAL_BELOW},
                              "datasets": [{"spec": d} for d in args.dataset],
                              "models": [{"ref": m} for m in args.model]}, source="command line")
-    return study.with_overrides(models=args.model, datasets=args.dataset, split=args.split, metrics=args.metrics,
+    return study.with_overrides(models=args.model, datasets=args.dataset,
+                                dataset_options=dataset_options(args.dataset_option), split=args.split,
+                                metrics=args.metrics,
                                 k=args.k, bootstrap=bootstrap_overrides(args),
                                 use_ray=False if args.no_ray else None, store="" if args.no_store else None)
+
+
+def dataset_options(items: list[str]) -> dict[str, Any]:
+    """``--dataset-option KEY=VALUE`` items as a table: a value is read as a TOML value when it
+    is one (``3``, ``true``, ``"x"``), else kept as text (``question_col=q``)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ConfigError(f"--dataset-option {item!r}: expected KEY=VALUE, e.g. question_col=q")
+        try:
+            out[key] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key] = value
+    return out
 
 
 def check_model_names(names: list[str]) -> None:
@@ -92,8 +127,8 @@ def plan(study: Study, store: Any, address: str | None, export_run: Path | None)
         lines.append(f"  dataset {d.name or d.spec}: {d.spec} (split {d.split})")
     for m in study.models:
         lines.append(f"  model {m.name or m.ref}: {m.ref} (backend {m.backend})")
-    if study.adapt:
-        a = study.adapt
+    if study.adapt_table:
+        a = study.adapt_table  # the keys as written
         keys = ("corpus", "base_model", "unit", "scales", "variants", "questions", "test_fraction")
         lines.append("  adaptation: " + ", ".join(f"{k}={a[k]!r}" for k in keys if k in a))
         lines.append("    -> one held-out dataset, and one adapted system per (scale, variant), each "
@@ -164,5 +199,5 @@ def _announce(args: argparse.Namespace, outcome: Any, t0: float) -> None:
         if files:
             print("TREC run file(s) written:\n" + "\n".join(f"  {f}" for f in files), file=sys.stderr)
     if outcome.store is None:
-        print("results were not stored (no --store and the study sets no [study].store); "
+        print("results were not stored (--no-store, an ad-hoc run without --store, or [study].store = \"\"); "
               "add --store DIR to keep them for `adaptlab results`, `report` and `inspect`", file=sys.stderr)

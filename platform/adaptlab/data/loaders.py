@@ -43,7 +43,7 @@ from adaptlab.data.squad import load_squad
 from adaptlab.data.synthetic import synthetic_dataset
 from adaptlab.errors import ConfigError
 
-__all__ = ["DATASET_FORMATS", "load_dataset", "parse_dataset_spec"]
+__all__ = ["DATASET_FORMATS", "check_dataset_options", "load_dataset", "parse_dataset_spec"]
 
 
 def _squad_sentence(path: str | Path, *, name: str | None = None) -> Dataset:
@@ -144,14 +144,21 @@ def load_dataset(
             f"dataset {spec!r}: format {fmt!r} has a single set of questions; split={split!r} "
             "is only available for beir datasets (leave split at its default 'test')"
         )
-    accepted = _keyword_options(loader)
-    unknown = sorted(set(kwargs) - accepted)
+    check_dataset_options(spec, **kwargs)
+    return loader(*args, **kwargs)
+
+
+def check_dataset_options(spec: str, **options: Any) -> None:
+    """A ConfigError naming the first of ``options`` that the format of ``spec`` does not take,
+    and the options it does take."""
+    fmt, _ = parse_dataset_spec(spec)
+    accepted = _keyword_options(_LOADERS[fmt])
+    unknown = sorted(set(options) - accepted)
     if unknown:
         raise ConfigError(
             f"dataset {spec!r}: option {unknown[0]!r} is not valid for format {fmt!r}; "
             f"valid options: {', '.join(sorted(accepted - {'name', 'split'})) or 'none'}"
         )
-    return loader(*args, **kwargs)
 
 
 def _keyword_options(fn: Callable[..., Any]) -> set[str]:

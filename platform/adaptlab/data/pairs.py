@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from adaptlab.data.dataset import Dataset, Document
 from adaptlab.data.text import normalise_whitespace
 from adaptlab.errors import ConfigError, DataError
 
-__all__ = ["PAIR_FORMATS", "load_pairs"]
+__all__ = ["PAIR_FORMATS", "check_pair_columns", "load_pairs"]
 
 PAIR_FORMATS = ("csv", "jsonl", "tsv")
 _SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -102,6 +103,50 @@ def _text(row: dict[str, Any], col: str, where: str, *, allow_empty: bool = Fals
     if not allow_empty and not value.strip():
         raise DataError(f"{where}: column {col!r} is empty; expected text")
     return value
+
+
+def check_pair_columns(
+    path: str | Path,
+    *,
+    question_col: str = "question",
+    context_col: str = "context",
+    query_id_col: str | None = None,
+    doc_id_col: str | None = None,
+    title_col: str | None = None,
+    file_format: str | None = None,
+    name: str | None = None,
+) -> None:
+    """Check, from its header alone (the first line; a JSONL file's first record), that a pairs
+    file holds the columns :func:`load_pairs` would read with the same options; else one line
+    naming the file, the missing column and the columns present. Reads at most 1 MiB."""
+    p = require_file(path, "question/context pairs file (CSV, TSV or JSONL)")
+    fmt = file_format or _SUFFIXES.get(p.suffix.lower())
+    if fmt not in PAIR_FORMATS:
+        raise ConfigError(f"{p}: cannot tell the file format from the suffix {p.suffix!r}; pass "
+                          f"file_format, one of {', '.join(PAIR_FORMATS)}")
+    wanted = [c for c in (question_col, context_col, query_id_col, doc_id_col, title_col) if c]
+    columns = _header(p, fmt)
+    missing = [c for c in wanted if c not in columns]
+    if missing:
+        what = "first record has no key" if fmt == "jsonl" else "header has no column"
+        raise DataError(f"{p}: the {what} {missing[0]!r} (columns: {', '.join(columns) or 'none'}); "
+                        "set question_col/context_col to the names used (dataset options)")
+
+
+def _header(p: Path, fmt: str) -> list[str]:
+    """The column names of a pairs file: its header row, or its first JSONL record's keys."""
+    with p.open("rb") as f:
+        head = f.read(1 << 20).decode("utf-8", errors="replace")
+    lines = [ln for ln in head.splitlines() if ln.strip()]
+    if not lines:
+        return []
+    if fmt == "jsonl":
+        try:
+            record = json.loads(lines[0])
+        except ValueError as e:
+            raise DataError(f"{p}:1: not a JSON object ({e})") from e
+        return [str(k) for k in record] if isinstance(record, dict) else []
+    return next(csv.reader([lines[0]], delimiter="\t" if fmt == "tsv" else ","), [])
 
 
 def _read_rows(p: Path, fmt: str, wanted: list[str]) -> list[tuple[int, dict[str, Any]]]:

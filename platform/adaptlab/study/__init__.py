@@ -1,6 +1,7 @@
 """adaptlab.study: a study file (TOML) from validation to stored results.
 
-``load_study`` reads and validates a file whole (``[adapt]``/``[tune]`` included);
+``load_study`` reads and validates a file whole into typed sections (``[adapt]``/``[tune]``
+included; every key with its default and help text: ``sections()``);
 ``Study.with_overrides`` applies command-line options; ``run_study`` runs it, with or without an
 adaptation stage; ``submit_study`` sends it to a Ray cluster. Seeds: :mod:`adaptlab.study.seeds`.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from adaptlab.study.adapt_config import AdaptSettings, TuneSettings, parse_adapt_section, parse_tune_section
 from adaptlab.study.inputs import check_inputs
+from adaptlab.study.keys import KeyInfo, sections
 from adaptlab.study.load import load_study, parse_study
 from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
 from adaptlab.study.runner import evaluate_systems, export_runs, run_scale_study, run_study
@@ -22,6 +24,7 @@ __all__ = [
     "ALLOW_CREDENTIAL_FLAG",
     "AdaptSettings",
     "DatasetOutcome",
+    "KeyInfo",
     "ScaleStudyOutcome",
     "Study",
     "StudyOutcome",
@@ -41,6 +44,7 @@ __all__ = [
     "project_root",
     "run_scale_study",
     "run_study",
+    "sections",
     "source_info",
     "stage_seed",
     "submit_study",

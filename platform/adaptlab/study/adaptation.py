@@ -25,8 +25,8 @@ on the same queries as the base model, so all comparisons are paired (Roychowdhu
 "Towards Understanding Domain Adapted Sentence Embeddings for Document Retrieval", section 2.1;
 the scales follow "Evaluating the Robustness of Dense Retrievers in Interdisciplinary Domains",
 sections 3.1-3.2). The ``[adapt]`` and ``[tune]`` keys are documented in docs/adaptation.md and
-in :func:`~adaptlab.study.adapt_config.parse_adapt_section` /
-:func:`~adaptlab.study.adapt_config.parse_tune_section`.
+in :class:`~adaptlab.study.adapt_config.AdaptSettings` /
+:class:`~adaptlab.study.adapt_config.TuneSettings` (and :func:`adaptlab.study.keys.sections`).
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def question_generator(
     if settings.questions == "inverse-cloze":
         return InverseClozeGenerator(settings.questions_per_chunk, seed=settings.seed)
     llm = settings.llm
-    if llm is None:  # parse_adapt_section requires [adapt.llm] for questions = "llm"
+    if llm is None:  # AdaptSettings.read requires [adapt.llm] for questions = "llm"
         raise ConfigError('[adapt.llm]: required when questions = "llm"')
     cache = Path(llm.cache) if llm.cache else (settings.data_dir or Path(".")) / "llm_cache.sqlite"
     cache.parent.mkdir(parents=True, exist_ok=True)
@@ -208,7 +208,7 @@ def _jobs(settings: AdaptSettings, data: AdaptationData, ft: FTConfig,
         for v in trained:
             if v == COLBERT_FT:
                 colbert = settings.colbert
-                if colbert is None:  # parse_adapt_section sets it whenever a ColBERT variant is asked for
+                if colbert is None:  # AdaptSettings.read sets it whenever a ColBERT variant is asked for
                     raise ConfigError("[adapt.colbert]: required for the colbert-ft variant")
                 if not all_triplets:
                     raise ConfigError(f"[adapt]: the data scale of {n} documents has no training question for "
@@ -297,7 +297,7 @@ def _store_sweep(study: Study, settings: AdaptSettings, variant: str, sweep: Swe
     (:meth:`~adaptlab.adapt.train.tune.SweepResult.to_metric_rows`): one per trial on dataset
     ``validation-s<n>``, and the chosen trial's confirmed value on dataset ``confirm-s<n>``."""
     system = f"{system_name(settings.label, variant, n)}-tune"
-    config = {"study": study.study.name, "source": study.source, "tune": dict(study.tune),
+    config = {"study": study.study.name, "source": study.source, "tune": dict(study.tune_table),
               "measure": sweep.measure, "experiment_path": sweep.experiment_path, "restored": sweep.restored,
               "best": sweep.best, "adapt": settings.as_dict()}
     dataset = f"validation-s{n}"
@@ -396,15 +396,8 @@ def _prepare(study: Study, settings: AdaptSettings,
         raise ConfigError("[adapt].data_dir: required when the study has no results store")
     data_dir = settings.data_dir / f"{sanitize_name(study.study.name)}-{settings.data_key()}"
     log(f"[adaptlab] adaptation data: {len(documents)} documents -> {data_dir}")
-    data = prepare_adaptation_data(
-        documents, _tokenizer(settings.base_model), generator, mining_embed, out_dir=data_dir,
-        sizes=settings.scales, fraction=settings.fraction, seed=settings.seed,
-        test_fraction=settings.test_fraction, validation_fraction=settings.validation_fraction,
-        max_tokens=settings.max_tokens, n_negatives=settings.n_negatives,
-        duplicate_threshold=settings.duplicate_threshold, margin=settings.margin,
-        base_model=settings.label, eval_corpus=settings.eval_corpus,  # type: ignore[arg-type]
-        unit=settings.unit,  # type: ignore[arg-type]
-    )
+    data = prepare_adaptation_data(documents, _tokenizer(settings.base_model), generator, mining_embed,
+                                   settings.prep(), out_dir=data_dir, base_model=settings.label)
     summary = data.summary()
     log(f"[adaptlab] held-out: {summary['test_questions']} questions over {summary['heldout_corpus']} chunks; "
         + ", ".join(f"{k}: {v.get('train_questions', 0)} train questions" for k, v in summary["scales"].items()))

@@ -16,10 +16,11 @@ from typing import Any
 
 from adaptlab.data import load_dataset
 from adaptlab.data.dataset import Dataset
-from adaptlab.data.loaders import parse_dataset_spec
+from adaptlab.data.loaders import check_dataset_options, parse_dataset_spec
+from adaptlab.data.pairs import check_pair_columns
 from adaptlab.embedding.cache import Embedder, EmbeddingCache
 from adaptlab.runtime.progress import progress_enabled
-from adaptlab.errors import ConfigError
+from adaptlab.errors import ConfigError, DataError
 from adaptlab.models import pick_backend, resolve_model
 from adaptlab.models.variants import BI_ENCODER_BACKEND, BM25_REF, COLBERT_BACKEND
 from adaptlab.study.schema import DatasetSection, ModelSection, Study, is_store_uri
@@ -97,6 +98,7 @@ def check_inputs(study: Study) -> None:
         if not path.exists():
             raise ConfigError(f"{where}: {path} does not exist; expected the dataset's {fmt} file or folder "
                               "(relative paths resolve against the project root); nothing was run")
+        _check_columns(fmt, path, ds, where)
     for i, m in enumerate(study.models):
         try:
             ref = resolve_model(study.resolve_model_ref(m.ref))
@@ -117,6 +119,17 @@ def check_inputs(study: Study) -> None:
         except ConfigError as e:
             raise ConfigError(f"{study.source}: [[models]] entry {i + 1} ({m.name or m.ref!r}): {e}; "
                               "nothing was run") from e
+
+
+def _check_columns(fmt: str, path: Path, ds: DatasetSection, where: str) -> None:
+    """A pairs file's header holds the columns its options name (read now, not when its turn comes)."""
+    if fmt != "pairs" or not path.is_file():
+        return
+    try:
+        check_dataset_options(ds.spec, **ds.options)
+        check_pair_columns(path, **ds.options)
+    except (ConfigError, DataError) as e:
+        raise ConfigError(f"{where}: {e}; nothing was run") from e
 
 
 def load_dataset_section(ds: DatasetSection, study: Study) -> Dataset:

@@ -4,12 +4,12 @@ before any work starts (see :mod:`adaptlab.study.schema` for the sections and th
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import ConfigError
-from adaptlab.study.adapt_config import check_adapt_sections
+from adaptlab.study.adapt_config import read_adapt_sections
 from adaptlab.storage.names import check_name, check_names
 from adaptlab.study.schema import (
     AnalysisSection,
@@ -48,12 +48,21 @@ def _entries(data: Mapping[str, Any], key: str, cls: type, required: str, source
         if not getattr(item, required):
             raise ConfigError(f"{source}: {key}[{i}].{required}: required, expected a non-empty string")
         if not item.name:
-            item.name = default_name(getattr(item, required))
-    names = [it.name for it in items]
-    dup = next((n for n in names if names.count(n) > 1), None)
+            item.name = default_name(getattr(item, required), dataset=key == "datasets")
+    dup = _first_repeat(it.name for it in items)
     if dup:
         raise ConfigError(f"{source}: {key}: two entries are named {dup!r}; give each a distinct name")
     return items
+
+
+def _first_repeat(names: Iterable[str]) -> str | None:
+    """The first name that occurs twice (in linear time: a study may list 60,000 datasets)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
 
 
 def _check_names(study: Study) -> None:
@@ -77,8 +86,7 @@ def _name_precisions(study: Study) -> None:
         study.name_precisions()
     except ConfigError:
         return
-    names = [m.name for m in study.models]
-    dup = next((n for n in names if names.count(n) > 1), None)
+    dup = _first_repeat(m.name for m in study.models)
     if dup:
         raise ConfigError(f"{study.source}: models: two entries are named {dup!r} once reduced precisions are "
                           "shown in the names; give each a distinct name")
@@ -96,12 +104,12 @@ def parse_study(data: Mapping[str, Any], *, source: str = "<memory>", base_dir: 
     for key in ("adapt", "tune"):
         if key in data and not isinstance(data[key], dict):
             raise ConfigError(f"{source}: [{key}]: expected a table")
-    study = Study(**built, datasets=datasets, models=models, adapt=dict(data.get("adapt", {})),
-                  tune=dict(data.get("tune", {})), source=source, base_dir=base_dir or Path.cwd())
+    study = Study(**built, datasets=datasets, models=models, adapt_table=dict(data.get("adapt", {})),
+                  tune_table=dict(data.get("tune", {})), source=source, base_dir=base_dir or Path.cwd())
     _name_precisions(study)
     _check_names(study)
     check_sections(study)
-    check_adapt_sections(study)
+    read_adapt_sections(study)
     return study
 
 
@@ -162,4 +170,7 @@ def load_study(path: str | Path) -> Study:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{p}: invalid TOML: {e}") from e
+    except RecursionError as e:  # tomllib reads nested arrays and inline tables recursively
+        raise ConfigError(f"{p}: invalid study file: arrays or inline tables nested too deeply to read; "
+                          "expected the sections of a study file (see jobs/quickstart.toml)") from e
     return parse_study(data, source=str(p), base_dir=project_root(p.resolve().parent))

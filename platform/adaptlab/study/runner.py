@@ -75,12 +75,7 @@ from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.runtime.progress import Heartbeat
 from adaptlab.stats import BootstrapConfig
 from adaptlab.storage.files import READABLE, safe_name
-from adaptlab.study.adapt_config import (
-    AdaptSettings,
-    TuneSettings,
-    parse_adapt_section,
-    parse_tune_section,
-)
+from adaptlab.study.adapt_config import AdaptSettings, TuneSettings, adapt_under_store, tune_under_store
 from adaptlab.study.inputs import (
     EvalDataset,
     check_inputs,
@@ -161,13 +156,14 @@ def run_study(
     store_root = study.store_root(store)
     if store_root is not None:
         check_store_location(store_root)  # an unusable store fails now, not after the evaluation
-    settings = parse_adapt_section(study, store=store) if study.adapt else None
-    tune = parse_tune_section(study, settings, store=store) if settings is not None and study.tune else None
+    settings = adapt_under_store(study, store) if study.adapt is not None else None  # read when loaded
+    tune = tune_under_store(study, store) if settings is not None else None
     check_inputs(study)  # every dataset and model, before Ray starts and before any embedding
     embedding_cache(study)  # a bad cache setting fails before any work
     ray_start = _early_ray_start(study, settings, tune, address)
     try:
-        return _run_stages(study, settings, tune, store_root, address, export_run, on_dataset, start, ray_start)
+        run = _Run(store_root, address, export_run, on_dataset, start, ray_start)
+        return _run_stages(study, settings, tune, run)
     finally:
         release_pools()
 
@@ -196,12 +192,23 @@ def _early_ray_start(study: Study, settings: AdaptSettings | None, tune: TuneSet
     return start_ray(address or study.study.address or None)  # overlaps Ray's start with loading
 
 
-def _run_stages(study: Study, settings: AdaptSettings | None, tune: TuneSettings | None, store_root: Path | None,
-                address: str | None, export_run: str | Path | None,
-                on_dataset: Callable[[DatasetOutcome], None] | None, start: float,
-                ray_start: Future[Any] | None) -> StudyOutcome:
-    """The stages of :func:`run_study` after validation; ``ray_start`` is a background Ray
-    start whose errors (a bad address) surface before returning even if no stage needed Ray."""
+@dataclass(frozen=True)
+class _Run:
+    """How one :func:`run_study` call runs its stages: the store, the Ray address, the TREC export,
+    the per-dataset callback, its start time, and a background Ray start (or None) whose errors
+    (a bad address) surface before returning even if no stage needed Ray."""
+
+    store_root: Path | None
+    address: str | None
+    export_run: str | Path | None
+    on_dataset: Callable[[DatasetOutcome], None] | None
+    start: float
+    ray_start: Future[Any] | None
+
+
+def _run_stages(study: Study, settings: AdaptSettings | None, tune: TuneSettings | None, run: _Run) -> StudyOutcome:
+    """The stages of :func:`run_study` after validation."""
+    store_root, export_run, on_dataset, ray_start = run.store_root, run.export_run, run.on_dataset, run.ray_start
     sections = [EvalDataset.from_section(d, study) for d in study.datasets]
     if settings is None:
         systems = [SystemInfo(m.name, MODEL, None, m) for m in study.models]
@@ -210,13 +217,13 @@ def _run_stages(study: Study, settings: AdaptSettings | None, tune: TuneSettings
         _wait(ray_start)
         return StudyOutcome(study.study.name, store_root, outcomes)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    adaptation = adaptation_stage(study, settings, tune, store_root, address)
+    adaptation = adaptation_stage(study, settings, tune, store_root, run.address)
     t0 = time.perf_counter()
     outcomes = evaluate_systems(study, adaptation.systems, [adaptation.heldout, *sections],
                                 baseline=None if adaptation.pairs else adaptation.baseline,
                                 pairs=adaptation.pairs, store_root=store_root, export_run=export_run,
                                 on_dataset=on_dataset, extra_config=_adapt_config(adaptation))
-    timings = {**adaptation.timings, "evaluate_s": time.perf_counter() - t0, "total_s": time.perf_counter() - start}
+    timings = {**adaptation.timings, "evaluate_s": time.perf_counter() - t0, "total_s": time.perf_counter() - run.start}
     log("[adaptlab] scale study done in " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
     _wait(ray_start)
     return ScaleStudyOutcome(study.study.name, store_root, outcomes, settings=settings,
@@ -233,7 +240,7 @@ def _wait(ray_start: Future[Any] | None) -> None:
 
 def run_scale_study(study: Study, **options: Any) -> ScaleStudyOutcome:
     """:func:`run_study` for a study that must have an ``[adapt]`` section."""
-    if not study.adapt:
+    if study.adapt is None:
         raise ConfigError(f"{study.source}: no [adapt] section; use adaptlab.run_study")
     outcome = run_study(study, **options)
     if not isinstance(outcome, ScaleStudyOutcome):  # pragma: no cover - run_study's contract

@@ -34,11 +34,12 @@ Example (jobs/quickstart.toml)::
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import re
 import types
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
@@ -70,6 +71,8 @@ __all__ = [
     "StudySection",
     "build_section",
     "check_sections",
+    "read_fields",
+    "setting",
     "default_name",
     "is_store_uri",
     "project_root",
@@ -103,25 +106,54 @@ class StoreURI(str):
         return StoreURI(self.rstrip("/") + "/" + str(name).strip("/"))
 
 
+def setting(default: Any = MISSING, *, help: str, factory: Any = None, choices: Sequence[Any] | None = None,
+            minimum: int | None = None, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
+            hi_open: bool = False, off: Any = None, key: str = "", default_text: str = "",
+            custom: bool = False) -> Any:
+    """A dataclass field of a study-file section, declared with what the file may hold: a one-line
+    ``help`` text, ``choices``, an integer ``minimum`` or a number range ``lo``..``hi`` (open ends
+    with ``lo_open`` / ``hi_open``), ``off`` (the TOML value that means None: ``False`` or
+    ``"auto"``), the TOML ``key`` when it differs from the field name, ``default_text`` when the
+    default depends on the rest of the study, and ``custom`` for a key its reader checks itself.
+    :func:`read_fields` checks a table against these; :func:`adaptlab.study.keys.sections` lists them."""
+    meta = {"help": help, "choices": tuple(choices) if choices is not None else None, "minimum": minimum,
+            "range": (lo, hi, lo_open, hi_open) if lo is not None or hi is not None else None, "off": off,
+            "key": key, "default_text": default_text, "custom": custom}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def toml_key(f: Any) -> str:
+    """The study-file key of a dataclass field (its ``setting(key=...)``, else its name)."""
+    return f.metadata.get("key") or f.name
+
+
 @dataclass
 class StudySection:
     """``[study]``: the name (used in the store and job ids), seed, store directory, Ray address."""
 
-    name: str = "study"
-    seed: int = 0
-    store: str = "results/study"
-    address: str = ""
-    description: str = ""
+    name: str = setting("study", help="the study's name: in the store, in job ids and in printed tables")
+    seed: int = setting(0, minimum=0, help="the root seed every random choice derives from (adaptlab.study.seeds)")
+    store: str | None = setting(None, default_text="results/<[study].name>",
+                                help='the results store: a folder (relative to the project root) or a URI '
+                                '(s3://...); "" keeps nothing')
+    address: str = setting("", help='the Ray cluster to run on ("": an embedded local Ray when one is needed)')
+    description: str = setting("", help="free text kept with the study")
 
 
 @dataclass
 class DatasetSection:
     """``[[datasets]]``: a dataset spec ``FORMAT:PATH`` (see ``adaptlab.data.load_dataset``)."""
 
-    spec: str = ""
-    name: str = ""
-    split: str = "test"
-    options: dict[str, Any] = field(default_factory=dict)
+    spec: str = setting("", help="FORMAT:PATH of the dataset (beir:DIR, pairs:FILE.csv, synthetic:..., "
+                        "trec:...); required")
+    name: str = setting("", help="the dataset's name in the store (default: the file or folder name "
+                        "without its extension)")
+    split: str = setting("test", help="the qrels split to evaluate (BEIR formats)")
+    options: dict[str, Any] = setting(factory=dict, help="the format's options, e.g. {question_col = \"q\", context_col = \"c\"} "
+                                      "for a pairs: CSV/TSV/JSONL file (also query_id_col, doc_id_col, "
+                                      "title_col, file_format); on the command line --dataset-option KEY=VALUE")
 
 
 @dataclass
@@ -130,26 +162,32 @@ class ModelSection:
     ``embedding_backend`` and ``precision`` (``""``: ``[embedding]``'s) set how this system's
     sentence-transformers model runs (:mod:`adaptlab.models.inference`)."""
 
-    ref: str = ""
-    name: str = ""
-    backend: str = "auto"
-    embedding_backend: str = ""
-    precision: str = ""
-    batch_size: int = 64
-    query_instruction: str = ""
-    document_instruction: str = ""
-    max_seq_length: int = 0
-    trust_remote_code: bool = False
-    options: dict[str, Any] = field(default_factory=dict)
+    ref: str = setting("", help='the model: an alias (minilm), a local folder, a hub id, "bm25" or "hash:DIM"; '
+                       "required")
+    name: str = setting("", help="the system's name (default: the last part of ref)")
+    backend: str = setting("auto", help='the model kind: "auto" (from the checkpoint), '
+                           '"sentence-transformers", "flagembedding", "colbert"')
+    embedding_backend: str = setting("", choices=("", *EMBEDDING_BACKENDS),
+                                     help='how a sentence-transformers model runs ("": [embedding].backend)')
+    precision: str = setting("", choices=("", *PRECISIONS), help='the encoder\'s precision ("": '
+                             '[embedding].precision); a reduced one is shown in the name')
+    batch_size: int = setting(64, minimum=1, help="texts per encoder call")
+    query_instruction: str = setting("", help="text put before every query")
+    document_instruction: str = setting("", help="text put before every document")
+    max_seq_length: int = setting(0, minimum=0, help="tokens kept per text (0: the model's)")
+    trust_remote_code: bool = setting(False, help="must stay false: adaptlab never runs a model's own code")
+    options: dict[str, Any] = setting(factory=dict, help="the backend's own options (BM25: k1, b, method, "
+                                      "stemmer, stopwords; ColBERT: search, ...)")
 
 
 @dataclass
 class EvaluationSection:
     """``[evaluation]``: measures and retrieval depth; ``baseline`` for paired tests."""
 
-    metrics: list[str] = field(default_factory=lambda: ["acc@1", "acc@5", "ndcg@10", "mrr@10", "recall@100"])
-    k: int = 100
-    baseline: str = ""
+    metrics: list[str] = setting(factory=lambda: ["acc@1", "acc@5", "ndcg@10", "mrr@10", "recall@100"],
+                                 help="the measures (acc@k, ndcg@k, mrr@k, recall@k, map@k, ...)")
+    k: int = setting(100, minimum=1, help="documents retrieved per query")
+    baseline: str = setting("", help='the system every other is compared with ("": every pair)')
 
 
 @dataclass
@@ -158,13 +196,15 @@ class BootstrapSection:
 
     ``seed`` left out: derived from ``[study].seed`` (see :mod:`adaptlab.study.seeds`)."""
 
-    n_resamples: int = 1000
-    sample_size: int = 0
-    seed: int | None = None
-    confidence: float = 0.95
-    interval: str = "auto"
-    adjustment: str = "holm"
-    allow_oversampling: bool = False
+    n_resamples: int = setting(1000, minimum=1, help="bootstrap resamples m (at most 10,000,000)")
+    sample_size: int = setting(0, minimum=0, help="queries per resample l (0: all queries; at most 10^8)")
+    seed: int | None = setting(None, minimum=0, default_text="derived from [study].seed",
+                               help="the resamples' seed")
+    confidence: float = setting(0.95, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+                                help="the level of every confidence interval")
+    interval: str = setting("auto", choices=INTERVALS, help="the interval method (auto: by measure and sample)")
+    adjustment: str = setting("holm", choices=ADJUSTMENTS, help="the multiple-comparison adjustment of p values")
+    allow_oversampling: bool = setting(False, help="allow sample_size above the number of queries")
 
 
 @dataclass
@@ -184,29 +224,35 @@ class EmbeddingSection:
     (:mod:`adaptlab.models.inference`). A system at reduced precision is named with it
     (``minilm`` -> ``minilm-bf16``, :func:`~adaptlab.models.inference.precision_name`)."""
 
-    backend: str = DEFAULT_BACKEND
-    precision: str = EXACT_PRECISION
-    use_ray: bool = True
-    num_actors: int = 0
-    batch_size: int = 0
-    cache: str = ""
-    cache_max_gib: float = 0.0
-    placement_timeout: float | None = None
-    local_below: int = LOCAL_BELOW
+    backend: str = setting(DEFAULT_BACKEND, choices=EMBEDDING_BACKENDS,
+                           help="how sentence-transformers models run (torch, onnx, openvino)")
+    precision: str = setting(EXACT_PRECISION, choices=PRECISIONS,
+                             help="fp32 (exact) or a reduced precision (bf16, int8)")
+    use_ray: bool = setting(True, help="embed on a pool of Ray actors (false: in-process)")
+    num_actors: int = setting(0, minimum=0, help="actors per model (0: as many as fit)")
+    batch_size: int = setting(0, minimum=0, help="texts per actor call (0: the model's batch_size)")
+    cache: str = setting("", help='the embedding cache: a folder, a URI or "off" ("": $ADAPTLAB_EMBEDDING_CACHE, '
+                         "else $ADAPTLAB_CACHE or the user's cache folder)")
+    cache_max_gib: float = setting(0.0, lo=0.0, help="the cache's size bound in GiB (0: the default)")
+    placement_timeout: float | None = setting(None, default_text="$ADAPTLAB_POOL_PLACEMENT_TIMEOUT, else 180",
+                                              help="seconds (> 0) the pool may go without a ready actor")
+    local_below: int = setting(LOCAL_BELOW, minimum=0, help="calls of fewer texts embed in-process until "
+                               "the model's pool was used (0: every call on Ray)")
 
 
 @dataclass
 class AnalysisSection:
     """``[analysis]``: which analyses of the reference studies to run on every system."""
 
-    thresholds: bool = False
-    coe_roe: bool = False
-    isotropy: bool = False
-    topic_diversity: bool = False
-    top_k: int = 5
-    psi: float = 5.0
-    threshold_test: str = "exact"
-    threshold_margin: float = 0.01
+    thresholds: bool = setting(False, help="bootstrap similarity thresholds")
+    coe_roe: bool = setting(False, help="COE/ROE overlap measures")
+    isotropy: bool = setting(False, help="isotropy of the corpus embeddings")
+    topic_diversity: bool = setting(False, help="topic diversity of the corpus embeddings")
+    top_k: int = setting(5, minimum=1, help="K of the thresholds and COE/ROE")
+    psi: float = setting(5.0, lo=0.0, hi=100.0, lo_open=True, help="the COE/ROE percentage psi, in (0, 100]")
+    threshold_test: str = setting("exact", choices=THRESHOLD_TESTS, help="the thresholds' test")
+    threshold_margin: float = setting(0.01, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+                                      help="the thresholds' margin, in (0, 1)")
 
 
 @dataclass
@@ -220,8 +266,12 @@ class Study:
     bootstrap: BootstrapSection = field(default_factory=BootstrapSection)
     embedding: EmbeddingSection = field(default_factory=EmbeddingSection)
     analysis: AnalysisSection = field(default_factory=AnalysisSection)
-    adapt: dict[str, Any] = field(default_factory=dict)
-    tune: dict[str, Any] = field(default_factory=dict)
+    # the [adapt] / [tune] sections, read by adaptlab.study.adapt_config (which imports this module,
+    # so the names are not imported here: the annotations are text)
+    adapt: AdaptSettings | None = None  # noqa: F821
+    tune: TuneSettings | None = None  # noqa: F821
+    adapt_table: dict[str, Any] = field(default_factory=dict)  # [adapt] as written (provenance, uploads)
+    tune_table: dict[str, Any] = field(default_factory=dict)  # [tune] as written
     source: str = "<memory>"
     base_dir: Path = field(default_factory=Path.cwd)
 
@@ -258,11 +308,22 @@ class Study:
             renamed[m.name], m.name = name, name
         self.evaluation.baseline = renamed.get(self.evaluation.baseline, self.evaluation.baseline)
 
+    def reread_adaptation(self) -> None:
+        """Read ``[adapt]`` and ``[tune]`` again from the tables as written, after an override
+        changed what they depend on (the ``[[models]]``): through the settings' own classes."""
+        if self.adapt is not None:
+            self.adapt = type(self.adapt).read(self, self.adapt_table)
+            if self.tune is not None:
+                self.tune = type(self.tune).read(self, self.tune_table, self.adapt)
+
     def store_root(self, store: str | Path | None = None) -> Path | StoreURI | None:
-        """``store`` (a command-line override), else ``[study].store`` resolved, else None.
+        """``store`` (a command-line override), else ``[study].store`` resolved (left out:
+        ``results/<study name>`` under the project root; ``""``: None, nothing is stored).
         A URI (``s3://bucket/prefix``) is returned as a :class:`StoreURI`, unchanged."""
         if store is not None:
             return _store_location(store)
+        if self.study.store is None:
+            return self.resolve_path(f"results/{self.study.name}")
         if not self.study.store:
             return None
         return StoreURI(self.study.store) if is_store_uri(self.study.store) else self.resolve_path(self.study.store)
@@ -281,6 +342,7 @@ class Study:
         *,
         models: Sequence[str] = (),
         datasets: Sequence[str] = (),
+        dataset_options: Mapping[str, Any] | None = None,
         split: str | None = None,
         metrics: str | Sequence[str] | None = None,
         k: int | None = None,
@@ -289,14 +351,21 @@ class Study:
         store: str | None = None,
     ) -> Study:
         """A copy with command-line overrides applied: ``models``/``datasets`` (references)
-        replace the file's entries; ``bootstrap`` maps BootstrapSection fields to values (None
-        entries are ignored); ``store = ""`` turns the results store off."""
+        replace the file's entries (``dataset_options``: the format options of each
+        ``--dataset``, e.g. ``{"question_col": "q"}``, else of every ``[[datasets]]`` entry);
+        ``bootstrap`` maps BootstrapSection fields to values (None entries are ignored);
+        ``store = ""`` turns the results store off."""
         out = copy.deepcopy(self)
         if models:
             out.models = [ModelSection(ref=m, name=_override_name(m, "--model")) for m in models]
             out.name_precisions()
+            out.reread_adaptation()  # the base model may be the first [[models]] entry
         if datasets:
-            out.datasets = [DatasetSection(spec=d, name=_override_name(d, "--dataset")) for d in datasets]
+            out.datasets = [DatasetSection(spec=d, name=_override_name(d, "--dataset", dataset=True),
+                                           options=dict(dataset_options or {})) for d in datasets]
+        elif dataset_options:
+            for d in out.datasets:
+                d.options = {**d.options, **dataset_options}
         if split:
             for d in out.datasets:
                 d.split = split
@@ -328,10 +397,10 @@ def _takes_inference(model: ModelSection) -> bool:
         return True
 
 
-def _override_name(ref: str, option: str) -> str:
+def _override_name(ref: str, option: str, *, dataset: bool = False) -> str:
     """The name a command-line reference gives its system or dataset (:func:`default_name`),
     checked by :func:`~adaptlab.storage.names.check_name`; errors name the option and the reference."""
-    return check_name(default_name(ref), f"command line: {option} {ref!r}: name")
+    return check_name(default_name(ref, dataset=dataset), f"command line: {option} {ref!r}: name")
 
 
 _TYPE_WORDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
@@ -343,11 +412,19 @@ class SectionChecker:
 
     def __init__(self, source: str, section: str) -> None:
         self.source, self.section = source, section
+        self._where = ""
+
+    @classmethod
+    def at(cls, where: str) -> SectionChecker:
+        """A checker whose messages start with ``where`` as given (``study.toml: models[1]``)."""
+        check = cls("", "")
+        check._where = where
+        return check
 
     def where(self, key: str = "") -> str:
         """``file: [section].key``; an array entry (``models[1]``) is not bracketed twice."""
         section = self.section if self.section.endswith("]") else f"[{self.section}]"
-        return f"{self.source}: {section}" + (f".{key}" if key else "")
+        return (self._where or f"{self.source}: {section}") + (f".{key}" if key else "")
 
     def fail(self, key: str, expected: str, value: Any) -> ConfigError:
         return ConfigError(f"{self.where(key)}: expected {expected}, got {value!r}")
@@ -377,14 +454,12 @@ class SectionChecker:
         return value
 
     def number(self, key: str, value: Any, lo: float | None = None, hi: float | None = None,
-               lo_open: bool = False) -> float:
+               lo_open: bool = False, hi_open: bool = False) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.fail(key, "a number", value)
         v = float(value)
-        if (lo is not None and (v < lo or (lo_open and v == lo))) or (hi is not None and v > hi):
-            lo_b = "(" if lo_open else "["
-            raise self.fail(key, f"a number in {lo_b}{lo if lo is not None else '-inf'}, "
-                                 f"{hi if hi is not None else 'inf'}]", value)
+        if (lo is not None and (v < lo or (lo_open and v == lo))) or (hi is not None and (v > hi or (hi_open and v == hi))):
+            raise self.fail(key, "a number in " + interval_text(lo, hi, lo_open, hi_open), value)
         return v
 
     def strings(self, key: str, value: Any) -> tuple[str, ...]:
@@ -439,26 +514,111 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=None)
+def type_hints(cls: type) -> dict[str, Any]:
+    """``get_type_hints(cls)``, once per class (a study may hold 60,000 ``[[datasets]]`` tables)."""
+    return get_type_hints(cls)
+
+
+def interval_text(lo: float | None, hi: float | None, lo_open: bool = False, hi_open: bool = False) -> str:
+    """``(0.0, 1.0]``: a range as the error messages and the study-file reference write it."""
+    return (f"{'(' if lo_open else '['}{lo if lo is not None else '-inf'}, "
+            f"{hi if hi is not None else 'inf'}{')' if hi_open else ']'}")
+
+
+def _check_declared(check: SectionChecker, f: Any, value: Any) -> Any:
+    """``value`` (already of the field's type) against the field's declared choices and range."""
+    meta = f.metadata
+    if value is None:
+        return value
+    if meta.get("choices") is not None:
+        check.string(toml_key(f), value, meta["choices"])
+    if meta.get("minimum") is not None:
+        check.integer(toml_key(f), value, meta["minimum"])
+    if meta.get("range") is not None:
+        lo, hi, lo_open, hi_open = meta["range"]
+        check.number(toml_key(f), value, lo, hi, lo_open, hi_open)
+    return value
+
+
 def build_section(cls: type, raw: Any, where: str) -> Any:
-    """An instance of the dataclass ``cls`` from a TOML table: unknown keys and wrong types are
-    :class:`ConfigError` naming ``where`` and the key; missing keys take the field defaults."""
+    """An instance of the dataclass ``cls`` from a TOML table: unknown keys, wrong types and values
+    outside a field's declared choices or range (:func:`setting`) are :class:`ConfigError` naming
+    ``where`` and the key; missing keys take the field defaults."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected a table, got {raw!r}")
-    hints = get_type_hints(cls)
-    names = {f.name for f in fields(cls)}
-    unknown = sorted(set(raw) - names)
+    hints = type_hints(cls)
+    declared = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(raw) - set(declared))
     if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(sorted(names))}")
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(sorted(declared))}")
+    check = SectionChecker.at(where)
     kwargs = {}
     for name, value in raw.items():
         tp = hints[name]
-        kwargs[name] = (build_section(tp, value, f"{where}.{name}") if is_dataclass(tp)
-                        else _check_value(value, tp, f"{where}.{name}"))
+        if is_dataclass(tp):
+            kwargs[name] = build_section(tp, value, f"{where}.{name}")
+            continue
+        kwargs[name] = _check_declared(check, declared[name], _check_value(value, tp, f"{where}.{name}"))
     return cls(**kwargs)
 
 
+def read_fields(cls: type, raw: Mapping[str, Any], check: SectionChecker, *, given: Sequence[str] = ()) -> dict[str, Any]:
+    """The keyword arguments of ``cls`` for the keys of ``raw`` that its fields declare (not those
+    marked ``custom``, nor keys not in ``given`` when ``given`` is non-empty): each value checked
+    against the field's type and declared choices and range, with the error naming the file, the
+    section and the key. Reading ``int | None`` takes 0 as None; ``bool | str`` takes ``"auto"``
+    too; a field declared with ``off`` takes that TOML value as None. Fields not in ``raw`` are
+    left out, so ``cls`` fills in its own defaults (declared once, on the field)."""
+    hints = type_hints(cls)
+    out: dict[str, Any] = {}
+    for f in fields(cls):
+        key = toml_key(f)
+        if key not in raw or f.metadata.get("custom") or (given and key not in given):
+            continue
+        out[f.name] = read_value(check, f, hints[f.name], raw[key])
+    return out
+
+
+def read_value(check: SectionChecker, f: Any, tp: Any, value: Any) -> Any:
+    """One TOML value for the field ``f`` of type ``tp`` (see :func:`read_fields`)."""
+    key, meta = toml_key(f), f.metadata
+    args = set(get_args(tp)) if get_origin(tp) in (Union, types.UnionType) else set()
+    rng = meta.get("range") or (None, None, False, False)
+    if meta.get("off") is not None:
+        off = meta["off"]
+        if value is off or (isinstance(off, str) and value == off):
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise check.fail(key, 'a number or "auto"' if off == "auto" else "a number, or false to turn it off",
+                             value)
+        return check.number(key, value, *rng)
+    if args == {int, type(None)}:
+        return None if value == 0 and not isinstance(value, bool) else check.integer(key, value, 1)
+    if args == {bool, str}:
+        if isinstance(value, bool) or value == "auto":
+            return value
+        raise check.fail(key, '"auto", true or false', value)
+    base = next(iter(args - {type(None)})) if args else tp
+    if base is str:
+        return check.string(key, value, meta.get("choices"))
+    if base is bool:
+        return check.boolean(key, value)
+    if base is int:
+        return check.integer(key, value, meta.get("minimum"))
+    if base is float:
+        return check.number(key, value, *rng)
+    if get_origin(base) is tuple:
+        return check.strings(key, value)
+    if get_origin(base) in (dict, Mapping) or base is Mapping:
+        return dict(check.table(key, value))
+    return value
+
+
 def check_sections(study: Study) -> None:
-    """Cross-field checks of the evaluation sections (measures, bootstrap, depth)."""
+    """Checks beyond each key's declared type, choices and range (:func:`setting`, applied by
+    :func:`build_section`): the measures parse, the resample matrix fits in memory, the pool's
+    timeout, the encoders' backend and precision combinations and the baseline among the systems."""
     source = study.source
     try:
         parse_measures(study.evaluation.metrics)
@@ -466,66 +626,31 @@ def check_sections(study: Study) -> None:
         raise ConfigError(f"{source}: [evaluation].metrics: {e}") from e
     check = SectionChecker(source, "bootstrap")
     b = study.bootstrap
-    check.integer("n_resamples", b.n_resamples, 1)
-    check.integer("sample_size", b.sample_size, 0)
     for key, value, top in (("n_resamples", b.n_resamples, 10_000_000), ("sample_size", b.sample_size, 10**8)):
         if value > top:  # the resample matrix would not fit in memory
             raise check.fail(key, f"an integer <= {top:,}", value)
-    if b.seed is not None:
-        check.integer("seed", b.seed, 0)
-    if not 0 < b.confidence < 1:
-        raise ConfigError(f"{source}: [bootstrap].confidence: expected a number in (0, 1), got {b.confidence}")
-    check.string("interval", b.interval, INTERVALS)
-    check.string("adjustment", b.adjustment, ADJUSTMENTS)
-    SectionChecker(source, "evaluation").integer("k", study.evaluation.k, 1)
-    SectionChecker(source, "study").integer("seed", study.study.seed, 0)
-    _check_sizes(study)
-
-
-def _check_sizes(study: Study) -> None:
-    """Size-like keys in range and the baseline among the systems, before any work is done."""
-    source = study.source
     emb = SectionChecker(source, "embedding")
-    emb.integer("num_actors", study.embedding.num_actors, 0)
-    emb.integer("batch_size", study.embedding.batch_size, 0)
-    emb.integer("local_below", study.embedding.local_below, 0)
     timeout = study.embedding.placement_timeout
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise emb.fail("placement_timeout", "a positive number of seconds (e.g. 300)", timeout)
     _check_inference(study)
-    an = SectionChecker(source, "analysis")
-    an.integer("top_k", study.analysis.top_k, 1)
-    an.string("threshold_test", study.analysis.threshold_test, THRESHOLD_TESTS)
-    if not 0 < study.analysis.threshold_margin < 1:
-        raise ConfigError(f"{source}: [analysis].threshold_margin: expected a number in (0, 1), "
-                          f"got {study.analysis.threshold_margin}")
-    if not 0 < study.analysis.psi <= 100:
-        raise ConfigError(f"{source}: [analysis].psi: expected a percentage in (0, 100], got {study.analysis.psi}")
-    for i, m in enumerate(study.models):
-        check = SectionChecker(source, f"models[{i}]")
-        check.integer("batch_size", m.batch_size, 1)
-        check.integer("max_seq_length", m.max_seq_length, 0)
     baseline = study.evaluation.baseline
     names = [m.name for m in study.models]
-    if baseline and not study.adapt and all(names) and baseline not in names:
+    if baseline and not study.adapt_table and all(names) and baseline not in names:
         raise ConfigError(f"{source}: [evaluation].baseline = {baseline!r} is not a [[models]] name; "
                           f"expected one of {', '.join(names)}")
 
 
 def _check_inference(study: Study) -> None:
-    """``[embedding].backend`` / ``precision`` and each entry's own: known values, a combination the
-    backend offers, and names that show a reduced precision."""
+    """The encoders' backend and precision: a combination the backend offers (``[embedding]``'s and
+    each entry's own), and names that show a reduced precision."""
     emb = SectionChecker(study.source, "embedding")
-    emb.string("backend", study.embedding.backend, EMBEDDING_BACKENDS)
-    emb.string("precision", study.embedding.precision, PRECISIONS)
     try:
         Inference(study.embedding.backend, study.embedding.precision)
     except ConfigError as e:
         raise ConfigError(f"{emb.where()}: {e}") from e
     for i, m in enumerate(study.models):
         check = SectionChecker(study.source, f"models[{i}]")
-        check.string("embedding_backend", m.embedding_backend, ("", *EMBEDDING_BACKENDS))
-        check.string("precision", m.precision, ("", *PRECISIONS))
         try:
             inference = study.inference(m)
         except ConfigError as e:
@@ -535,10 +660,20 @@ def _check_inference(study: Study) -> None:
                                      f"(e.g. {precision_name(m.name, inference.precision)!r})", m.name)
 
 
-def default_name(ref: str) -> str:
-    """A system or dataset name from a reference: ``beir:../x/scifact`` -> ``scifact``."""
+DATA_SUFFIXES: tuple[str, ...] = (".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".txt", ".trec", ".qrels",
+                                   ".gz", ".zip")
+"""File extensions a dataset name leaves out (``pairs:qa.csv`` -> ``qa``)."""
+
+
+def default_name(ref: str, *, dataset: bool = False) -> str:
+    """A system or dataset name from a reference: ``beir:../x/scifact`` -> ``scifact``; a
+    dataset file is named by its stem (``pairs:data/qa.csv`` -> ``qa``, ``squad:dev.json.gz`` ->
+    ``dev``); a model keeps its dots (``BAAI/bge-small-en-v1.5``)."""
     tail = ref.split(":", 1)[-1].rstrip("/\\") or ref
-    return Path(tail).name.split("?")[0] or ref
+    name = Path(tail).name.split("?")[0] or ref
+    while dataset and Path(name).suffix.lower() in DATA_SUFFIXES and Path(name).stem:
+        name = Path(name).stem
+    return name
 
 
 def project_root(start: Path) -> Path:

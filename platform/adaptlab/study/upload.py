@@ -300,7 +300,7 @@ def _input_refs(study: Any) -> list[tuple[str, str]]:
     refs = [(f"[[datasets]] {d.name!r} spec", _spec_path(d.spec)) for d in study.datasets]
     refs += [(f"[[models]] {m.name!r} ref", m.ref) for m in study.models
              if study.resolve_model_ref(m.ref) != m.ref]  # a local model directory
-    adapt = study.adapt or {}
+    adapt = study.adapt_table or {}  # [adapt] as written: its relative paths
     if isinstance(adapt.get("corpus"), str):
         refs.append(("[adapt].corpus", _spec_path(adapt["corpus"])))
     for key, table in (("[adapt].base_model", adapt), ("[adapt.colbert].base_model", adapt.get("colbert"))):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from adaptlab.adapt.prep.prepare import prepare_adaptation_data
+from adaptlab.adapt.prep.prepare import PrepSettings, prepare_adaptation_data
 from adaptlab.adapt.prep.questions import InverseClozeGenerator
 from adaptlab.adapt.prep.templates import SyntheticTemplateGenerator, synthetic_raw_corpus
 from adaptlab.adapt.prep.triplets import read_triplets
@@ -23,9 +23,9 @@ def test_prepare_on_the_synthetic_domain(synthetic, minilm_tokenizer, bow_embedd
     corpus = synthetic_raw_corpus(synthetic)
     gen = SyntheticTemplateGenerator(synthetic, n_per_chunk=2, seed=1)
     data = prepare_adaptation_data(
-        corpus, minilm_tokenizer, gen, bow_embedder, out_dir=tmp_path, sizes=(4, 12, "all"),
-        fraction=0.5, seed=2, test_fraction=0.2, validation_fraction=0.25, max_tokens=48,
-        n_negatives=3, base_model="bow",
+        corpus, minilm_tokenizer, gen, bow_embedder,
+        PrepSettings(sizes=(4, 12, "all"), fraction=0.5, seed=2, test_fraction=0.2, validation_fraction=0.25,
+                     max_tokens=48, n_negatives=3), out_dir=tmp_path, base_model="bow",
     )
     test_docs = set(data.test_documents)
     assert len(test_docs) == 6
@@ -66,8 +66,9 @@ def test_prepare_on_the_synthetic_domain(synthetic, minilm_tokenizer, bow_embedd
     n_questions = sum(len(v) for s in data.scales for v in s.questions.values())
     assert n_texts <= len(data.chunks) + n_questions
     rerun = prepare_adaptation_data(
-        corpus, minilm_tokenizer, gen, bow_embedder, sizes=(4, 12, "all"), fraction=0.5, seed=2,
-        test_fraction=0.2, validation_fraction=0.25, max_tokens=48, n_negatives=3,
+        corpus, minilm_tokenizer, gen, bow_embedder,
+        PrepSettings(sizes=(4, 12, "all"), fraction=0.5, seed=2, test_fraction=0.2, validation_fraction=0.25,
+                     max_tokens=48, n_negatives=3),
     )
     assert bow_embedder.texts - n_texts == n_texts  # same work again, no more
     assert rerun.summary()["heldout_fingerprint"] == summary["heldout_fingerprint"]
@@ -77,7 +78,7 @@ def test_prepare_on_the_synthetic_domain(synthetic, minilm_tokenizer, bow_embedd
 def test_prepare_with_inverse_cloze(synthetic, minilm_tokenizer, bow_embedder):
     data = prepare_adaptation_data(
         synthetic_raw_corpus(synthetic), minilm_tokenizer, InverseClozeGenerator(seed=0),
-        bow_embedder, sizes=(10,), fraction=0.3, seed=0, max_tokens=64, n_negatives=2,
+        bow_embedder, PrepSettings(sizes=(10,), fraction=0.3, seed=0, max_tokens=64, n_negatives=2),
     )
     triplets = data.scales[0].triplets["train"]
     assert triplets and all(t.query not in t.positive for t in triplets)

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from adaptlab.adapt.prep.chunking import chunk_documents, read_chunks, write_chunks
-from adaptlab.adapt.prep.prepare import prepare_adaptation_data
+from adaptlab.adapt.prep.prepare import PrepSettings, prepare_adaptation_data
 from adaptlab.adapt.prep.questions import InverseClozeGenerator
 from adaptlab.data.dataset import Document
 from adaptlab.data.documents import PagedDocument, clean_pages
@@ -64,9 +64,10 @@ def test_many_overlong_sentences_give_one_warning(minilm_tokenizer, caplog, tmp_
 
 def _prepare(docs, tok, bow_embedder, unit, sizes, **kw):
     return prepare_adaptation_data(
-        docs, tok, InverseClozeGenerator(1, seed=0), bow_embedder, sizes=sizes, fraction=0.5,
-        seed=0, test_fraction=0.25, validation_fraction=0.0, max_tokens=64, n_negatives=2,
-        duplicate_threshold=None, margin=None, base_model="bow", unit=unit, **kw,
+        docs, tok, InverseClozeGenerator(1, seed=0), bow_embedder,
+        PrepSettings(sizes=sizes, fraction=0.5, seed=0, test_fraction=0.25, validation_fraction=0.0, max_tokens=64,
+                     n_negatives=2, duplicate_threshold=None, margin=None, unit=unit, **kw),
+        base_model="bow",
     )
 
 

@@ -46,7 +46,7 @@ def domain():
     """Synthetic maintenance notes -> template questions -> hard negatives -> triplets + held-out set."""
     from transformers import AutoTokenizer
 
-    from adaptlab.adapt.prep.prepare import prepare_adaptation_data
+    from adaptlab.adapt.prep.prepare import PrepSettings, prepare_adaptation_data
     from adaptlab.adapt.prep.templates import SyntheticTemplateGenerator, synthetic_raw_corpus
     from adaptlab.data.synthetic import synthetic_documents
 
@@ -54,8 +54,8 @@ def domain():
     tok = AutoTokenizer.from_pretrained(g.get_model_path(), local_files_only=True)
     data = prepare_adaptation_data(
         synthetic_raw_corpus(raw), tok, SyntheticTemplateGenerator(raw, n_per_chunk=2, seed=0), _bow,
-        sizes=("all",), fraction=1.0, seed=0, test_fraction=0.3, validation_fraction=0.05, max_tokens=64,
-        n_negatives=2, base_model="bow",
+        PrepSettings(sizes=("all",), fraction=1.0, seed=0, test_fraction=0.3, validation_fraction=0.05,
+                     max_tokens=64, n_negatives=2), base_model="bow",
     )
     triplets = [t for t in data.scales[0].triplets["train"] if t.negatives]
     return triplets, data.heldout

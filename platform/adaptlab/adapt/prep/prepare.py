@@ -48,9 +48,48 @@ from adaptlab.adapt.prep.triplets import Triplet, TripletProvenance, build_tripl
 from adaptlab.data.dataset import Dataset, Document
 from adaptlab.errors import ConfigError
 
-__all__ = ["AdaptationData", "ScaleData", "chunk_units", "prepare_adaptation_data"]
+__all__ = ["AdaptationData", "PrepSettings", "ScaleData", "chunk_units", "prepare_adaptation_data"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PrepSettings:
+    """What decides the adaptation data (steps in the module docstring), with its defaults
+    declared once (``[adapt]`` of a study file takes them from here).
+
+    ``sizes``: the nested scales, counts of ``unit`` (``"documents"``, ``"pages"`` or
+    ``"chunks"``; ``"all"`` only last); ``fraction``: share of each unit's chunks sampled;
+    ``test_fraction`` (in (0, 1)) / ``validation_fraction`` (in [0, 1)): units held out for the
+    evaluation / kept for validation questions; ``max_tokens``: tokens per chunk; ``n_negatives``,
+    ``duplicate_threshold``, ``margin`` (None: rule off): hard-negative mining; ``eval_corpus``:
+    the held-out set's corpus (``"documents"``: its documents' chunks, ``"all"``); ``seed``: all
+    randomness."""
+
+    sizes: tuple[int | str, ...] = (10, 100, 700)
+    fraction: float = 0.3
+    seed: int = 0
+    test_fraction: float = 0.1
+    validation_fraction: float = 0.1
+    max_tokens: int = 256
+    n_negatives: int = 10
+    duplicate_threshold: float | None = 0.95
+    margin: float | None = 0.05
+    eval_corpus: Literal["documents", "all"] = "documents"
+    unit: Literal["documents", "pages", "chunks"] = "documents"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sizes", tuple(self.sizes))
+        if not 0.0 < self.test_fraction < 1.0:
+            raise ConfigError(f"test_fraction={self.test_fraction}: expected a number in (0, 1)")
+        if not 0.0 <= self.validation_fraction < 1.0:
+            raise ConfigError(f"validation_fraction={self.validation_fraction}: expected a number in [0, 1)")
+        if self.unit not in UNITS:
+            raise ConfigError(f"unit={self.unit!r}: expected one of {', '.join(UNITS)}")
+
+    def mining(self) -> dict[str, Any]:
+        """The hard-negative miner's keyword arguments."""
+        return {"n": self.n_negatives, "duplicate_threshold": self.duplicate_threshold, "margin": self.margin}
 
 
 @dataclass
@@ -105,68 +144,48 @@ def prepare_adaptation_data(
     tokenizer: Any,
     generator: QuestionGenerator,
     model: Any,
+    settings: PrepSettings | None = None,
     *,
     out_dir: str | Path | None = None,
-    sizes: Sequence[int | str] = (10, 100, 700),
-    fraction: float = 0.3,
-    seed: int = 0,
-    test_fraction: float = 0.1,
-    validation_fraction: float = 0.1,
-    max_tokens: int = 256,
-    n_negatives: int = 10,
-    duplicate_threshold: float | None = 0.95,
-    margin: float | None = 0.05,
     base_model: str = "",
-    eval_corpus: Literal["documents", "all"] = "documents",
-    unit: Literal["documents", "pages", "chunks"] = "documents",
 ) -> AdaptationData:
-    """Run the adaptation-data stage (steps in the module docstring).
-
-    ``unit``: what scales and splits count (module docstring); ``sizes`` are then counts of
-    that unit and ``test_fraction`` / ``validation_fraction`` fractions of it.
+    """Run the adaptation-data stage (steps in the module docstring) with ``settings``
+    (:class:`PrepSettings`; None: its defaults).
 
     ``model`` is the base model used to mine negatives (see
     :func:`~adaptlab.adapt.prep.negatives.as_embed_fn`); ``base_model`` is its name for provenance
     (defaults to ``model`` when that is a string). ``out_dir`` None keeps everything in memory.
     """
-    if not 0.0 < test_fraction < 1.0:
-        raise ConfigError(f"test_fraction={test_fraction}: expected a number in (0, 1)")
-    if not 0.0 <= validation_fraction < 1.0:
-        raise ConfigError(f"validation_fraction={validation_fraction}: expected a number in [0, 1)")
+    s = settings or PrepSettings()
     base_name = base_model or (model if isinstance(model, str) else type(model).__name__)
     out = Path(out_dir) if out_dir is not None else None
 
-    if unit not in UNITS:
-        raise ConfigError(f"unit={unit!r}: expected one of {', '.join(UNITS)}")
     details = out / "overlong_sentences.tsv" if out is not None else None
-    chunks = chunk_documents(documents, tokenizer, max_tokens=max_tokens, details_path=details)
-    units = chunk_units(chunks, unit)
+    chunks = chunk_documents(documents, tokenizer, max_tokens=s.max_tokens, details_path=details)
+    units = chunk_units(chunks, s.unit)
     # the unit view: chunks whose doc_id is their unit (documents: the chunks themselves)
     uchunks = chunks if units is None else [replace(c, doc_id=units[c.id]) for c in chunks]
     grouped = chunks_by_document(uchunks)
-    held = split_documents(grouped, (1.0 - test_fraction, 0.0, test_fraction), seed=seed)
+    held = split_documents(grouped, (1.0 - s.test_fraction, 0.0, s.test_fraction), seed=s.seed)
     test_docs = held.test
-    scales = build_scales(uchunks, sizes, fraction=fraction, seed=seed, exclude_documents=test_docs,
-                          unit=unit, units=units)
+    scales = build_scales(uchunks, s.sizes, fraction=s.fraction, seed=s.seed, exclude_documents=test_docs,
+                          unit=s.unit, units=units)
 
-    questions, test_questions, heldout = _heldout(
-        chunks, uchunks, units, unit, grouped, test_docs, scales[-1], generator, fraction, seed, eval_corpus)
+    questions, test_questions, heldout = _heldout(chunks, uchunks, units, grouped, test_docs, scales[-1],
+                                                  generator, s)
     by_chunk: dict[str, list[SyntheticQuestion]] = {}
     for q in questions:
         by_chunk.setdefault(q.chunk_id, []).append(q)
 
     embed = memoize_embed(as_embed_fn(model))
-    mining = {"n": n_negatives, "duplicate_threshold": duplicate_threshold, "margin": margin}
-    meta = {"fraction": fraction, "max_tokens": max_tokens, "heldout_fingerprint": heldout.fingerprint()}
-    results = [
-        _scale_data(scale, chunks, by_chunk, units, unit, validation_fraction, seed, embed, mining,
-                    out, base_name, generator.name, meta)
-        for scale in scales
-    ]
+    record = _Provenance(base_name, generator.name,
+                         {"fraction": s.fraction, "max_tokens": s.max_tokens,
+                          "heldout_fingerprint": heldout.fingerprint()})
+    results = [_scale_data(scale, chunks, by_chunk, units, embed, out, record, s) for scale in scales]
 
-    result = AdaptationData(chunks, test_docs, test_questions, heldout, results, out, unit)
+    result = AdaptationData(chunks, test_docs, test_questions, heldout, results, out, s.unit)
     if out is not None:
-        write_chunks(out / "chunks.parquet", chunks, {"max_tokens": str(max_tokens)})
+        write_chunks(out / "chunks.parquet", chunks, {"max_tokens": str(s.max_tokens)})
         write_beir(heldout, out / "heldout")
         (out / "summary.json").write_text(json.dumps(result.summary(), indent=2) + "\n")
     log.info("adaptation data: %s", json.dumps(result.summary()))
@@ -174,40 +193,49 @@ def prepare_adaptation_data(
 
 
 def _heldout(
-    chunks: Sequence[Chunk], uchunks: Sequence[Chunk], units: dict[str, str] | None, unit: str,
+    chunks: Sequence[Chunk], uchunks: Sequence[Chunk], units: dict[str, str] | None,
     grouped: dict[str, list[Chunk]], test_docs: Sequence[str], largest_scale: DataScale,
-    generator: QuestionGenerator, fraction: float, seed: int, eval_corpus: str,
+    generator: QuestionGenerator, s: PrepSettings,
 ) -> tuple[list[SyntheticQuestion], list[SyntheticQuestion], Dataset]:
     """Steps 4 and 6: questions for the largest scale's and the held-out units' sampled chunks
     (generated once), the held-out questions, and the held-out evaluation dataset."""
     by_id = {c.id: c for c in chunks}
     largest = largest_scale.chunks(chunks)
-    test_sample = [by_id[c.id] for d in test_docs for c in sample_chunks(grouped[d], fraction, seed=seed)]
+    test_sample = [by_id[c.id] for d in test_docs for c in sample_chunks(grouped[d], s.fraction, seed=s.seed)]
     questions = generator.generate([*largest, *test_sample])
     test_set = set(test_docs)
     test_questions = [q for q in questions if (q.doc_id if units is None else units[q.chunk_id]) in test_set]
     if not test_questions:
         raise ConfigError(
-            f"the {len(test_docs)} held-out {unit} yielded no question; raise test_fraction "
+            f"the {len(test_docs)} held-out {s.unit} yielded no question; raise test_fraction "
             "or check the generator"
         )
     heldout = heldout_dataset(
         [q if units is None else replace(q, doc_id=units[q.chunk_id]) for q in test_questions],
-        uchunks, name="heldout", corpus=eval_corpus, documents=test_docs,
-        meta={"seed": seed, "test_documents": list(test_docs), "fraction": fraction, "unit": unit},
+        uchunks, name="heldout", corpus=s.eval_corpus, documents=test_docs,
+        meta={"seed": s.seed, "test_documents": list(test_docs), "fraction": s.fraction, "unit": s.unit},
     )
     return questions, test_questions, heldout
 
 
+@dataclass(frozen=True)
+class _Provenance:
+    """What every triplet file records beside its scale and split: the base model's name, the
+    question generator's and the data settings (``meta``)."""
+
+    base_name: str
+    generator_name: str
+    meta: dict[str, Any]
+
+
 def _scale_data(
     scale: DataScale, chunks: Sequence[Chunk], by_chunk: dict[str, list[SyntheticQuestion]],
-    units: dict[str, str] | None, unit: str, validation_fraction: float, seed: int, embed: Any,
-    mining: dict[str, Any], out: Path | None, base_name: str, generator_name: str, meta: dict[str, Any],
+    units: dict[str, str] | None, embed: Any, out: Path | None, record: _Provenance, s: PrepSettings,
 ) -> ScaleData:
     """Step 5 for one scale: train/validation split by unit, negatives, triplets (and files)."""
-    splits = split_documents(scale.doc_ids, (1.0 - validation_fraction, validation_fraction, 0.0), seed=seed)
+    splits = split_documents(scale.doc_ids, (1.0 - s.validation_fraction, s.validation_fraction, 0.0), seed=s.seed)
     if units is not None:
-        splits = splits.with_units(unit, units)
+        splits = splits.with_units(s.unit, units)
     scale_qs = [q for cid in scale.chunk_ids for q in by_chunk.get(cid, [])]
     data = ScaleData(scale, splits, {})
     for split in ("train", "validation"):
@@ -220,7 +248,7 @@ def _scale_data(
         pool = splits.select(chunks, "train") + (
             splits.select(chunks, "validation") if split == "validation" else []
         )
-        negs = mine_hard_negatives(qs, chunks, embed, pool=pool, **mining)
+        negs = mine_hard_negatives(qs, chunks, embed, pool=pool, **s.mining())
         triplets = build_triplets(qs, chunks, negs)
         data.triplets[split] = triplets
         if out is None:
@@ -230,9 +258,10 @@ def _scale_data(
             path,
             triplets,
             TripletProvenance(
-                base_model=base_name, scale=scale.name, seed=seed, generator=generator_name, split=split,
+                base_model=record.base_name, scale=scale.name, seed=s.seed, generator=record.generator_name,
+                split=split,
                 extra={
-                    **negs.settings(), "n_documents": scale.n_documents, "unit": unit, **meta,
+                    **negs.settings(), "n_documents": scale.n_documents, "unit": s.unit, **record.meta,
                     "dropped_duplicate": negs.dropped_duplicate, "dropped_margin": negs.dropped_margin,
                 },
             ),
