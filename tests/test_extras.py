@@ -121,6 +121,34 @@ use_ray = false
     assert len(err) == 1 and "ColBERT models need the colbert extra: pip install 'adaptlab[colbert]'" in err[0], err
 
 
+def test_a_study_names_a_missing_extra_at_dry_run(monkeypatch, tmp_path, tiny_model) -> None:
+    """The study is checked whole before any work: a model whose extra is missing is one line
+    naming the entry and the extra at load time (a --dry-run), not when its embedding starts."""
+    from adaptlab import load_study
+    from adaptlab.study.inputs import check_inputs
+
+    study = tmp_path / "flag.toml"
+    study.write_text(f"""
+[study]
+name = "flag-missing"
+store = ""
+
+[[datasets]]
+spec = "synthetic:n_documents=3,seed=0"
+
+[[models]]
+name = "bge"
+ref = "{tiny_model.as_posix()}"
+backend = "flag"
+""")
+    _missing(monkeypatch, "FlagEmbedding")
+    with pytest.raises(MissingExtraError) as info:
+        check_inputs(load_study(study))
+    message = str(info.value)
+    assert "\n" not in message and "[[models]] entry 1 ('bge')" in message, message
+    assert "pip install 'adaptlab[flag]'" in message and message.endswith("nothing was run"), message
+
+
 def test_flag_models_name_the_flag_extra(monkeypatch, tiny_model) -> None:
     from adaptlab.models import load_encoder
 

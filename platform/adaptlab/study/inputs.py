@@ -21,7 +21,7 @@ from adaptlab.data.pairs import check_pair_columns
 from adaptlab.embedding.cache import Embedder, EmbeddingCache
 from adaptlab.runtime.progress import progress_enabled
 from adaptlab.errors import ConfigError, DataError
-from adaptlab.models import pick_backend, resolve_model
+from adaptlab.models import check_backend_packages, pick_backend, resolve_model
 from adaptlab.models.variants import BI_ENCODER_BACKEND, BM25_REF, COLBERT_BACKEND
 from adaptlab.study.schema import DatasetSection, ModelSection, Study, is_store_uri
 
@@ -108,6 +108,8 @@ def check_inputs(study: Study) -> None:
                 raise ConfigError(f"embedding_backend {inf.backend!r} and precision {inf.precision!r} apply to "
                                   f"sentence-transformers models; this is a {kind!r} model, which runs on torch in "
                                   'fp32: set embedding_backend = "torch" and precision = "fp32" in this entry')
+            if kind != BM25_REF:  # the model's extra (colbert, flag, fast): one line before any work
+                check_backend_packages(kind, study.inference(m).backend)
             if ref.backend == BM25_REF:
                 from adaptlab.retrieval.lexical import BM25Settings
 
@@ -117,8 +119,8 @@ def check_inputs(study: Study) -> None:
 
                 search_options(m.options)
         except ConfigError as e:
-            raise ConfigError(f"{study.source}: [[models]] entry {i + 1} ({m.name or m.ref!r}): {e}; "
-                              "nothing was run") from e
+            raise type(e)(f"{study.source}: [[models]] entry {i + 1} ({m.name or m.ref!r}): {e}; "
+                          "nothing was run") from e
 
 
 def _check_columns(fmt: str, path: Path, ds: DatasetSection, where: str) -> None:
