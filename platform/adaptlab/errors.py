@@ -32,7 +32,7 @@ def is_uri(text: object) -> bool:
 
 def mask_url(text: object) -> str:
     """``text`` with the credentials of every URL in it replaced by ``***``: a userinfo password
-    (``http://admin:PASS@host`` -> ``http://admin:***@host``), a userinfo without a password
+    (``http://admin:<password>@host`` -> ``http://admin:***@host``), a userinfo without a password
     (often a token: ``https://TOKEN@host`` -> ``https://***@host``) and the value of every
     query parameter whose name holds a secret word (``X-Amz-Signature``, ``X-Amz-Credential``,
     ``token``, ``api_key``, ``sig``, ``password``, ...). Works on a bare address and on a whole
