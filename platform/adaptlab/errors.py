@@ -7,7 +7,7 @@ Messages never carry credentials: every address, store URI or endpoint that is e
 error, a log line or a result line) goes through :func:`mask_url` first. That one rule covers a
 secret also where its URL no longer shows: the command line registers the credentials of every URL
 it was given (:func:`remember_url_secrets`) and :func:`mask_url` hides them wherever they appear,
-for example in a path built from ``file://user:PASSWORD@host/...``.
+for example in a path built from ``file://user:<password>@host/...``.
 """
 
 from __future__ import annotations
