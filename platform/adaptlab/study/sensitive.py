@@ -80,6 +80,7 @@ _NOT_CREDENTIALS = frozenset({"IPPublicDetector"})
 """Library plugins left out: a public IP address is no credential."""
 _B64_LINE = re.compile(r"^[ \t]*([A-Za-z0-9+/]{16,}={0,2})[ \t]*\r?$", re.MULTILINE)
 _B64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{%d,}={0,2}" % BASE64_MIN)
+_NEWLINE = re.compile("\n")
 _PRINTABLE = re.compile(r"[^\x00-\x08\x0e-\x1f\x7f]")
 
 
@@ -157,7 +158,7 @@ class _Detector:
         for gate in self.gates:
             for m in gate.finditer(text):
                 if not starts:
-                    starts = [i for i, c in enumerate(text) if c == "\n"]
+                    starts = [n.start() for n in _NEWLINE.finditer(text)] or [len(text)]
                 first = _line_of(starts, m.start())
                 out.update(range(first, _line_of(starts, max(m.start(), m.end() - 1)) + 1))
         return out
