@@ -262,6 +262,12 @@ def test_an_ordinary_study_folder_uploads_whole(project):
     _write(project, "data/corpus/guide.md", "# Guide\n\nRotate the API key monthly; see `docs/keys.md`.\n"
                                             "| id | sha256 |\n| -- | -- |\n| 1 | " + "ab12" * 16 + " |\n")
     _write(project, "data/corpus/paper.txt", "Dense retrieval (Karpukhin et al., 2020) encodes passages.\n" * 200)
+    _write(project, "data/corpus/squad.json", '{"data": [{"qas": [' + ", ".join(  # SQuAD's hex question ids, one line
+        f'{{"id": "56be4db0acb8001400a5{i:04x}", "question": "Which NFL team won Super Bowl 50?"}}'
+        for i in range(300)) + "]}]}")
+    _write(project, "data/corpus/docs.jsonl", "".join(f'{{"_id": "{4983 + i}", "title": "Microstructural development '
+                                                      f'of human newborn cerebral white matter", "text": "..."}}\n'
+                                                      for i in range(50)))
     fpdf = pytest.importorskip("fpdf")
     pdf = fpdf.FPDF()
     pdf.add_page()
@@ -272,7 +278,8 @@ def test_an_ordinary_study_folder_uploads_whole(project):
     assert rc == 0, err
     listed = _listed(out)
     ordinary = {f"jobs/{p.name}" for p in jobs} | {"data/corpus/guide.md", "data/corpus/paper.txt",
-                                                   "data/corpus/paper.pdf"} | set(INNOCENT)
+                                                   "data/corpus/paper.pdf", "data/corpus/squad.json",
+                                                   "data/corpus/docs.jsonl"} | set(INNOCENT)
     assert ordinary <= listed, out
     refused = {ln.split(" (", 1)[0].removeprefix("not uploaded: ") for ln in out.splitlines() if "credential content" in ln}
     assert refused == set(SECRETS), out
@@ -285,3 +292,17 @@ def test_the_package_source_itself_has_no_false_positive():
     repo = Path(__file__).resolve().parents[2]
     flagged = {rel: [str(f) for f in find_credentials(src)] for rel, src in package_files(repo)}
     assert not {k: v for k, v in flagged.items() if v}
+
+
+def test_a_credential_inside_a_huge_one_line_json_is_found_quickly(tmp_path):
+    """A whole data file on one line (2 MB of JSON) is looked at around each pattern match, not
+    handed whole to every detector."""
+    import time
+
+    p = tmp_path / "dump.json"
+    filler = ", ".join(f'{{"id": {i}, "text": "passage number {i} about retrieval"}}' for i in range(20_000))
+    p.write_text('{"rows": [' + filler + f', {{"cfg": "//registry.npmjs.org/:_authToken=npm_{"a1B2" * 9}"}}, '
+                 + filler + "]}")
+    t0 = time.monotonic()
+    assert [str(f) for f in find_credentials(p)] == ["NPM tokens on line 1"]
+    assert time.monotonic() - t0 < 60

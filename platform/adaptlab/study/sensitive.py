@@ -5,12 +5,13 @@
 (``jobs/aws_credentials.txt``, ``data/my_ssh_key``) is caught here instead, by detect-secrets
 (Yelp, https://github.com/Yelp/detect-secrets), a maintained secret scanner:
 
-- every detector plugin the library ships except public IP addresses (not a credential): private
+- every detector plugin the library ships except public IP addresses and bare hex strings
+  (:data:`_NOT_CREDENTIALS` says why): private
   keys, AWS, Azure storage keys, GitHub, GitLab, npm, PyPI, Slack, Stripe, OpenAI, JWTs, Basic
   Auth in URLs (``postgresql://<user>:<password>@host``), Artifactory, Discord, Mailchimp, SendGrid,
   Twilio, Telegram, IBM, SoftLayer, Square, Cloudant, secret-named assignments
-  (``password = "..."``, its keyword detector) and high-entropy quoted strings (base64 above
-  4.5 bits per character, hex above 3);
+  (``password = "..."``, its keyword detector) and high-entropy quoted strings (above 4.5 bits
+  per character over the base64 alphabet);
 - with the library's filters against false positives (templated values, sequential strings,
   UUIDs, ids, indirect references, lock files) and its inline marker: a line holding
   ``pragma: allowlist secret`` is not reported;
@@ -75,9 +76,15 @@ NESTING = 3
 BASE64_MIN = 40
 """Shortest base64 run that is decoded and checked (a 16-byte payload and up)."""
 _LONG_LINE = 16 << 20
+_WINDOW = 4096
+"""Lines longer than this are looked at around each gate match only, :data:`_MARGIN` either side."""
+_MARGIN = 1024
 _SPOOL = 8 << 20
-_NOT_CREDENTIALS = frozenset({"IPPublicDetector"})
-"""Library plugins left out: a public IP address is no credential."""
+_NOT_CREDENTIALS = frozenset({"IPPublicDetector", "HexHighEntropyString"})
+"""Library plugins left out: a public IP address is no credential, and a quoted hex string is as
+often an id as a key (every question id of SQuAD, ``"56be4db0acb8001400a502ec"``, was refused);
+hex keys assigned to a secret-named key are still found by the keyword detector, and random
+strings by the base64 entropy detector."""
 _B64_LINE = re.compile(r"^[ \t]*([A-Za-z0-9+/]{16,}={0,2})[ \t]*\r?$", re.MULTILINE)
 _B64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{%d,}={0,2}" % BASE64_MIN)
 _NEWLINE = re.compile("\n")
@@ -149,25 +156,39 @@ class _Detector:
                     return True
         return False
 
-    def candidates(self, text: str) -> set[int]:
-        """0-based numbers of the lines of ``text`` that a gate pattern touches."""
-        if not self.gates:
-            return set(range(text.count("\n") + 1))
-        starts: list[int] = []
-        out: set[int] = set()
-        for gate in self.gates:
+    def candidates(self, text: str) -> list[tuple[int, str]]:
+        """``(0-based line, text)`` of the pieces of ``text`` the plugins should see: each line a
+        gate pattern touches, whole when it has at most :data:`_WINDOW` characters, else the
+        stretch of :data:`_MARGIN` characters either side of each match (a long line, such as a
+        whole JSON file on one line, is never handed to the plugins whole)."""
+        ends = [n.start() for n in _NEWLINE.finditer(text)] + [len(text)]
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for gate in self.gates or [re.compile(r"(?m)^.*$")]:
             for m in gate.finditer(text):
-                if not starts:
-                    starts = [n.start() for n in _NEWLINE.finditer(text)] or [len(text)]
-                first = _line_of(starts, m.start())
-                out.update(range(first, _line_of(starts, max(m.start(), m.end() - 1)) + 1))
-        return out
+                first, last = _line_of(ends, m.start()), _line_of(ends, max(m.start(), m.end() - 1))
+                for line in range(first, last + 1):
+                    lo, hi = (ends[line - 1] + 1 if line else 0), ends[line]
+                    if hi - lo > _WINDOW:
+                        lo, hi = max(lo, m.start() - _MARGIN), min(hi, m.end() + _MARGIN)
+                    spans.setdefault(line, []).append((lo, hi))
+        return [(line, text[lo:hi]) for line in sorted(spans) for lo, hi in _merged(spans[line])]
 
 
-def _line_of(newlines: list[int], offset: int) -> int:
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping ``(start, end)`` spans joined."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _line_of(line_ends: list[int], offset: int) -> int:
     from bisect import bisect_left
 
-    return bisect_left(newlines, offset)
+    return bisect_left(line_ends, offset)
 
 
 @lru_cache(maxsize=1)
@@ -207,8 +228,9 @@ def _detector() -> _Detector:
         if isinstance(p, RegexBasedDetector):
             found = list(p.denylist)
             patterns += [(p.secret_type, rx) for rx in found]
-        elif isinstance(p, HighEntropyStringsPlugin):
-            found = [p.regex]
+        elif isinstance(p, HighEntropyStringsPlugin):  # n characters hold at most log2(n) bits each
+            shortest = max(1, int(2 ** p.entropy_limit))
+            found = [re.compile(r"([\'\"])([%s]{%d,})(\1)" % (re.escape(p.charset), shortest))]
         elif isinstance(p, KeywordDetector):
             found = [re.compile(DENYLIST_REGEX, re.IGNORECASE)]
         else:  # a plugin of unknown shape: look at every line
@@ -276,9 +298,7 @@ class _Scan:
                 return
 
     def text_block(self, body: str, name: str, where: str, depth: int, lines_before: int) -> None:
-        lines = body.split("\n")
-        picked = sorted(self.detector.candidates(body))
-        numbered = [(i + 1 + lines_before, lines[i]) for i in picked if i < len(lines)]
+        numbered = [(i + 1 + lines_before, piece) for i, piece in self.detector.candidates(body)]
         for kind, line in self.detector.lines(numbered, name):
             self.add(kind, line, where)
         if depth < NESTING:
