@@ -4,7 +4,10 @@ The CLI turns an :class:`AdaptlabError` into one line on stderr and exit status 
 anything else is a bug and keeps its traceback.
 
 Messages never carry credentials: every address, store URI or endpoint that is echoed (in an
-error, a log line or a result line) goes through :func:`mask_url` first.
+error, a log line or a result line) goes through :func:`mask_url` first. That one rule covers a
+secret also where its URL no longer shows: the command line registers the credentials of every URL
+it was given (:func:`remember_url_secrets`) and :func:`mask_url` hides them wherever they appear,
+for example in a path built from ``file://user:<password>@host/...``.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
+from collections.abc import Iterable
 from types import ModuleType
+from urllib.parse import unquote
 
 __all__ = ["URI_PATTERN", "AdaptlabError", "ConfigError", "DataError", "MissingExtraError", "StoreError",
-           "extra_installed", "is_uri", "mask_url", "missing_extra", "require_extra"]
+           "extra_installed", "forget_url_secrets", "is_uri", "mask_url", "missing_extra", "remember_url_secrets",
+           "require_extra", "url_secrets"]
 
 URI_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 """What is a URI rather than a local path: a scheme (RFC 3986 section 3.1) then ``://``; group 1
@@ -27,6 +33,9 @@ _SECRET_QUERY = re.compile(rf"(?i)(?P<name>[?&;]{_SECRET_NAME}=)[^&#;\s'\"]*")
 
 MASK = "***"
 """What a masked secret reads as."""
+_REMEMBERED: set[str] = set()
+_SHORTEST = 3
+"""Remembered secrets shorter than this are not masked as free text (they would mangle every line)."""
 
 
 def is_uri(text: object) -> bool:
@@ -36,7 +45,7 @@ def is_uri(text: object) -> bool:
 
 def mask_url(text: object) -> str:
     """``text`` with the credentials of every URL in it replaced by ``***``: a userinfo password
-    (``http://admin:PASS@host`` -> ``http://admin:***@host``), a userinfo without a password
+    (``http://admin:<password>@host`` -> ``http://admin:***@host``), a userinfo without a password
     (often a token: ``https://TOKEN@host`` -> ``https://***@host``) and the value of every
     query parameter whose name holds a secret word (``X-Amz-Signature``, ``X-Amz-Credential``,
     ``token``, ``api_key``, ``sig``, ``password``, ...). Works on a bare address and on a whole
@@ -46,8 +55,44 @@ def mask_url(text: object) -> str:
     3.2.1) allows in userinfo is covered, and so are ``/``, ``?``, ``#`` and ``@`` as users type
     them unencoded (``s3://KEY:wJal/rXU@bucket/x``, ``http://admin:hun#ter2@host``): where a
     parser would read such a URL otherwise, the message hides too much rather than a secret.
-    A user name holding ``@`` is masked whole."""
-    return _SECRET_QUERY.sub(lambda m: m["name"] + MASK, _URL.sub(_mask_userinfo, str(text)))
+    A user name holding ``@`` is masked whole. Secrets remembered by :func:`remember_url_secrets`
+    are masked wherever they appear, URL or not."""
+    out = _SECRET_QUERY.sub(lambda m: m["name"] + MASK, _URL.sub(_mask_userinfo, str(text)))
+    for secret in sorted(_REMEMBERED, key=len, reverse=True):
+        out = out.replace(secret, MASK)
+    return out
+
+
+def url_secrets(text: object) -> set[str]:
+    """The credentials in the URLs of ``text``, as :func:`mask_url` finds them: userinfo passwords,
+    tokens given as userinfo, values of secret-named query parameters; each also percent-decoded."""
+    found: set[str] = set()
+    for m in _URL.finditer(str(text)):
+        rest = m["rest"]
+        last_at = rest.rfind("@")
+        if last_at >= 0:
+            delim = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+            colon, first_at = rest.find(":"), rest.find("@")
+            if 0 <= colon < min(delim, last_at):
+                found.add(rest[colon + 1:last_at])
+            elif first_at < delim:
+                found.add(rest[:first_at])
+        found.update(q.group(0)[len(q["name"]):] for q in _SECRET_QUERY.finditer(m[0]))
+    found |= {unquote(f) for f in found}
+    return {f for f in found if f and f != MASK}
+
+
+def remember_url_secrets(texts: Iterable[object]) -> None:
+    """Remember the credentials in the URLs of ``texts`` (the command line's arguments) so that
+    :func:`mask_url` hides them wherever they show up later (secrets shorter than 3 characters
+    only inside URLs). Lasts for the process; :func:`forget_url_secrets` clears it."""
+    for text in texts:
+        _REMEMBERED.update(s for s in url_secrets(text) if len(s) >= _SHORTEST)
+
+
+def forget_url_secrets() -> None:
+    """Forget what :func:`remember_url_secrets` remembered."""
+    _REMEMBERED.clear()
 
 
 def _mask_userinfo(m: re.Match[str]) -> str:

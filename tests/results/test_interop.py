@@ -99,11 +99,12 @@ def toy(tmp_path_factory):
 def test_mteb_json_has_mteb_fields_and_reads_back(toy, tmp_path) -> None:
     paths = export_mteb(toy["store"], tmp_path / "mteb", task_names={"toy": "ToyRetrieval"})
     assert sorted(p.relative_to(tmp_path / "mteb").as_posix() for p in paths) == [
-        "base/ToyRetrieval.json", "ft/ToyRetrieval.json"]
+        "base/no_revision_available/ToyRetrieval.json", "ft/no_revision_available/ToyRetrieval.json"]
     data = json.loads(paths[1].read_text())
     assert set(data) >= {"dataset_revision", "task_name", "mteb_version", "scores", "evaluation_time",
                          "kg_co2_emissions"}
-    assert data["task_name"] == "ToyRetrieval" and data["dataset_revision"] == "fp-toy"
+    assert data["task_name"] == "ToyRetrieval" and data["dataset_revision"] == "dataset revision not available"
+    assert data["adaptlab"]["dataset_fingerprint"] == "fp-toy"
     (subset,) = data["scores"]["test"]
     assert subset["hf_subset"] == "default" and isinstance(subset["languages"], list)
     stored = {r["measure"]: r for r in toy["metrics"] if r["system"] == "ft"}
@@ -223,7 +224,7 @@ def test_cli_export_writes_mteb_and_ranx_files(toy, tmp_path, cli) -> None:
                "--system", "ft")
     assert done.returncode == 0, done.stderr
     assert "exported 1 files" in done.stdout
-    assert MtebTaskResult.from_disk(tmp_path / "m/ft/toy.json").get_score("ndcg_at_10") == next(
+    assert MtebTaskResult.from_disk(tmp_path / "m/ft/no_revision_available/toy.json").get_score("ndcg_at_10") == next(
         r["value"] for r in toy["metrics"] if r["system"] == "ft" and r["measure"] == "ndcg@10")
     done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "ranx", "--out", str(tmp_path / "r"))
     assert done.returncode == 0, done.stderr

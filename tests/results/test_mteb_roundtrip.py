@@ -80,5 +80,32 @@ def test_cli_import_then_export_with_a_language(tmp_path, cli):
     assert (row["measure"], row["value"], row["ci_low"], row["ci_high"]) == ("ndcg@10", 0.5, 0.4, 0.6)
     done = cli("export", "--store", store, "--to", "mteb", "--out", str(tmp_path / "out"), "--language", "deu-Latn")
     assert done.returncode == 0, done.stderr
-    back = TaskResult.from_disk(tmp_path / "out" / "pub" / "Mine.json")
+    back = TaskResult.from_disk(tmp_path / "out" / "pub" / "no_revision_available" / "Mine.json")
     assert back.get_score() == 0.5 and back.scores["test"][0]["languages"] == ["deu-Latn"]
+
+
+def test_export_is_laid_out_as_mtebs_result_cache_and_mteb_reads_it(tmp_path):
+    """``OUT/MODEL/REVISION/TASK.json`` with a ``model_meta.json`` per revision folder, as
+    mteb's ResultCache.save_to_cache writes; the dataset revision is mteb's "not available", not
+    adaptlab's fingerprint; mteb's own ResultCache finds the model, its revision and the scores."""
+    from mteb.cache import ResultCache
+    from mteb.results import TaskResult
+
+    store = results.open(tmp_path / "store", create=True)
+    recs = [results.run_record(s, "scifact", model_id=f"org/{s}", model_revision=rev, dataset_fingerprint="fp-1",
+                               seed=0, config={}) for s, rev in (("org/minilm ft", "abc123"), ("bm25", None))]
+    store.commit(recs, [{"run_id": r["run_id"], "system": r["system"], "dataset": "scifact", "measure": "ndcg@10",
+                         "value": v} for r, v in zip(recs, (0.7, 0.6))])
+    out = tmp_path / "cache" / "results"
+    paths = export_mteb(store, out)
+    assert sorted(p.relative_to(out).as_posix() for p in paths) == [
+        "bm25/no_revision_available/SciFact.json", "org__minilm_ft/abc123/SciFact.json"]
+    meta = json.loads((out / "org__minilm_ft/abc123/model_meta.json").read_text())
+    assert (meta["name"], meta["revision"]) == ("org/minilm ft", "abc123")
+    assert json.loads((out / "bm25/no_revision_available/model_meta.json").read_text())["revision"] == \
+        "no_revision_available"
+    back = TaskResult.from_disk(out / "org__minilm_ft/abc123/SciFact.json")
+    assert back.dataset_revision == "dataset revision not available" and back.get_score() == pytest.approx(0.7)
+    loaded = ResultCache(cache_path=tmp_path / "cache").load_results(tasks=["SciFact"], include_remote=False)
+    found = {(m.model_name, m.model_revision): m.task_results[0].get_score() for m in loaded.model_results}
+    assert found == {("org/minilm ft", "abc123"): pytest.approx(0.7), ("bm25", "no_revision_available"): pytest.approx(0.6)}

@@ -8,6 +8,8 @@ import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
 import pytest
 
 from adaptlab import results
@@ -94,14 +96,19 @@ def test_as_of_follows_the_commit_times_history_shows_not_file_times(two_runs):
 def test_sql_over_the_views(two_runs):
     store, _ = two_runs
     t = store.sql("SELECT system, count(*) AS n, max(value) AS best FROM metrics GROUP BY system ORDER BY system")
-    # the metrics view holds scores only
-    assert t.to_pylist() == [{"system": "bge", "n": 2, "best": 0.3}, {"system": "minilm", "n": 2, "best": 0.6}]
-    assert store.sql("SELECT count(*) AS n FROM comparisons").column("n").to_pylist() == [2]
-    assert store.sql("SELECT count(*) AS n FROM per_query WHERE gold_rank = ?", [1]).column("n").to_pylist() == [4]
+    # a DataFrame like every other query; the metrics view holds scores only
+    assert isinstance(t, pd.DataFrame)
+    assert t.to_dict("records") == [{"system": "bge", "n": 2, "best": 0.3}, {"system": "minilm", "n": 2, "best": 0.6}]
+    assert store.sql("SELECT count(*) AS n FROM comparisons")["n"].tolist() == [2]
+    assert store.sql("SELECT count(*) AS n FROM per_query WHERE gold_rank = ?", [1])["n"].tolist() == [4]
     joined = store.sql("SELECT r.timestamp, m.value FROM metrics m JOIN runs r USING (run_id) "
                        "WHERE m.system = 'minilm' ORDER BY r.timestamp")
-    assert joined.column("value").to_pylist() == [0.542, 0.6]
-    assert results.open(store.root, version=1).sql("SELECT count(*) AS n FROM runs").column("n").to_pylist() == [2]
+    assert joined["value"].tolist() == [0.542, 0.6]
+    assert results.open(store.root, version=1).sql("SELECT count(*) AS n FROM runs")["n"].tolist() == [2]
+    arrow = store.sql("SELECT system, value FROM metrics ORDER BY system, value", as_arrow=True)  # Arrow on request
+    assert isinstance(arrow, pa.Table) and arrow.column("value").to_pylist() == [0.3, 0.3, 0.542, 0.6]
+    empty = store.sql("SELECT system, compared_to FROM metrics WHERE value > 9")
+    assert list(empty.columns) == ["system", "compared_to"] and empty.empty  # the columns asked for, even empty
     with pytest.raises(StoreError, match="SQL error: .*views are runs, metrics"):
         store.sql("SELECT * FROM nope")
     with pytest.raises(StoreError, match="give a SQL query"):

@@ -45,7 +45,7 @@ def test_round_trip_sql_and_time_travel_on_s3(s3_env):
         assert first.version == 1 and store.version() == 2
         assert store.runs().num_rows == 2 and store.per_query().num_rows == 3
         assert store.metrics(compared_to="minilm").column("value").to_pylist() == [0.1]
-        assert store.sql("SELECT count(*) AS n FROM metrics").column("n").to_pylist() == [2]
+        assert store.sql("SELECT count(*) AS n FROM metrics")["n"].tolist() == [2]
         assert results.open(uri, version=1, storage_options=s3_env).runs().num_rows == 1
         assert "testing-secret-value" not in repr(store)
         assert all("testing-secret-value" not in str(v) for v in store.runs().to_pylist()[0].values())

@@ -59,7 +59,7 @@ def test_a_late_failure_names_the_datasets_already_committed(work):
 def _read_everything(root: Path) -> list:
     with results.open(root) as s:
         return [s.runs().to_pylist(), s.metrics(kind="all").to_pylist(), s.per_query().to_pylist(),
-                s.sql("SELECT count(*) AS n FROM metrics_all").to_pylist()]
+                s.sql("SELECT count(*) AS n FROM metrics_all").to_dict("records")]
 
 
 def test_byte_flips_are_always_detected(tmp_path):

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 
 from adaptlab._version import __version__
 from adaptlab.cli._common import HelpFormatter
-from adaptlab.errors import AdaptlabError, mask_url
+from adaptlab.errors import AdaptlabError, forget_url_secrets, mask_url, remember_url_secrets
 from adaptlab.runtime import TERMINATED_STATUS, Terminated, catch_sigterm, sigterm_received
 
 __all__ = ["main"]
@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, mask_url(f"{self.prog}: error: {message}\n"))
 
 
 def configure_logging(verbosity: int) -> Callable[[], None]:
@@ -59,7 +59,7 @@ def configure_logging(verbosity: int) -> Callable[[], None]:
     logger = logging.getLogger("adaptlab")
     before = logger.level
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("adaptlab: %(levelname)s: %(message)s"))
+    handler.setFormatter(_MaskingFormatter("adaptlab: %(levelname)s: %(message)s"))
     handler.setLevel(level)
     # records still propagate to the root logger when it has handlers of its own (a host
     # application, pytest); with none, Python's last-resort handler stays silent beside ours
@@ -80,6 +80,13 @@ def configure_logging(verbosity: int) -> Callable[[], None]:
             os.environ.pop("ADAPTLAB_PROGRESS", None)
 
     return restore
+
+
+class _MaskingFormatter(logging.Formatter):
+    """Log lines with every credential masked (:func:`adaptlab.errors.mask_url`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_url(super().format(record))
 
 
 def _one_line_warnings(fallback: Callable[..., None], logger: logging.Logger) -> Callable[..., None]:
@@ -113,6 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    remember_url_secrets(argv)  # masked in every line printed, even where a URL became a path
+    try:
+        return _main(argv)
+    finally:
+        forget_url_secrets()
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

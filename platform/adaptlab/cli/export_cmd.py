@@ -1,13 +1,17 @@
 """``adaptlab export``: a results store's latest runs as MTEB result files, ranx JSON, MLflow or W&B runs.
 
-``--to mteb --out DIR``: ``DIR/SYSTEM/DATASET.json`` in MTEB's TaskResult layout
-(:func:`adaptlab.results.export_mteb`); ``--to ranx --out DIR``: ``DIR/DATASET/qrels.json`` and
+``--to mteb --out DIR``: ``DIR/MODEL/REVISION/TASK.json`` and ``model_meta.json``, laid out as
+mteb's own result cache (:func:`adaptlab.results.export_mteb`); ``--to ranx --out DIR``: ``DIR/DATASET/qrels.json`` and
 ``DIR/DATASET/runs/SYSTEM.json`` (:func:`adaptlab.results.export_ranx`); ``--to mlflow --out URI``:
 one MLflow run per stored run in the tracking store at URI, e.g. ``file:///path/mlruns``
 (:func:`adaptlab.results.mlflow_log.log_to_mlflow`; ``--artifact FILE`` attaches a report or run
 file to each); ``--to wandb --out DIR``: one offline W&B run per stored run in ``DIR/wandb/``,
 for ``wandb sync`` to upload later (:func:`adaptlab.results.wandb_log.log_to_wandb`; ``--project``,
 ``--artifact``). ``--system`` / ``--dataset`` pick the runs.
+
+Files are written whole or not at all; two systems whose names become one file name are refused
+(naming both); a failure (a full disk, an unreachable tracking server) is one line, with every
+credential of ``--out`` masked in it and in every line printed.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "export", help="export a results store to MTEB result files, ranx JSON, MLflow or W&B",
         description="Write the latest run of each (system, dataset) in a results store as MTEB TaskResult "
-                    "JSON files, ranx run/qrels JSON files, MLflow runs (params, metrics with CI bounds, "
+                    "JSON files (laid out as mteb's result cache: MODEL/REVISION/TASK.json with "
+                    "model_meta.json), ranx run/qrels JSON files, MLflow runs (params, metrics with CI bounds, "
                     "artifacts) in a tracking store you name, or offline W&B runs (config, summary metrics "
                     "with CI bounds, files) for `wandb sync`.")
     p.add_argument("--store", required=True, help="results store (directory or s3://... URI)")
@@ -79,9 +84,9 @@ def run(args: argparse.Namespace) -> int:
 
     lines = _export(results.open(args.store), args)
     for line in lines:
-        print(line)
-    target = mask_url(args.out) if args.to == "mlflow" else args.out
+        print(mask_url(line))
+    target = mask_url(args.out)
     print(f"exported {len(lines)} {'runs' if args.to in _TRACKERS else 'files'} to {target} ({args.to})")
     if args.to == "wandb" and any(f"{os.sep}offline-run-" in line for line in lines):  # W&B's offline folders
-        print(f"offline: upload later with `wandb sync {Path(args.out) / 'wandb'}` (after `wandb login`)")
+        print(mask_url(f"offline: upload later with `wandb sync {Path(args.out) / 'wandb'}` (after `wandb login`)"))
     return 0

@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sql is not None:
         if args.filter or args.latest:
             raise ConfigError("--sql cannot be combined with --filter or --latest: put them in the query")
-        _emit(store.sql(args.sql), args.format, None)
+        _emit(store.sql(args.sql, as_arrow=True), args.format, None)
         return 0
     if args.table == "history":
         if not hasattr(store, "history"):

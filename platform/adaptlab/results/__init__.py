@@ -14,7 +14,7 @@ directory or an ``s3://``, ``gs://``, ``az://`` URI), with atomic commits, SQL a
     store.metrics(dataset="scifact", as_frame=True)  # a pandas DataFrame, all-null columns dropped
     store.wide()                   # floats: (dataset, system) x (measure, value/ci_low/ci_high)
     store.metrics(compared_to="minilm")            # paired comparisons, from either side
-    store.sql("SELECT system, avg(value) FROM metrics GROUP BY system")
+    store.sql("SELECT system, avg(value) FROM metrics GROUP BY system")  # a DataFrame (as_arrow=True: Arrow)
     results.open("s3://bucket/study", version=3)   # a read-only snapshot
 
 Importing this package does not import pyarrow (it loads on first use), torch or ray.

@@ -89,7 +89,11 @@ def normalize_uri(root: str | os.PathLike[str]) -> tuple[str, Path | None]:
             "s3://, gs://, az://, abfss://, file://"
         )
     if scheme == "file":
-        path = Path(os.path.abspath(text[len("file://"):]))
+        host = text[len("file://"):].split("/", 1)[0]
+        if host and host.lower() != "localhost":  # a user:password@ or another machine: no local path
+            raise StoreError(f"results store URI {mask_url(text)}: expected file:///ABSOLUTE/PATH (or "
+                             "file://localhost/ABSOLUTE/PATH), without a user, password or other host")
+        path = Path(os.path.abspath("/" + text[len("file://") + len(host):].lstrip("/")))
         return str(path), path
     if len(text) <= len(m.group(0)) or mask_url(text) != text:  # user:password@, tokens, signed queries
         raise StoreError(

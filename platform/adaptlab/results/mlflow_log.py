@@ -18,7 +18,8 @@ shared with the W&B export (:mod:`adaptlab.results.wandb_log`).
 
 The tracking URI must be given (a local ``file:`` path or ``sqlite:`` database, or a server the
 caller chose): nothing is sent to a default server, and MLflow's usage telemetry is switched off
-unless ``MLFLOW_DISABLE_TELEMETRY`` is set. Needs ``pip install mlflow-skinny`` (or ``mlflow``).
+unless ``MLFLOW_DISABLE_TELEMETRY`` is set. A server's requests are bounded (:data:`HTTP_LIMITS`: 10 s
+each, two retries) and any failure is one line with the URI's credentials masked. Needs ``pip install mlflow-skinny`` (or ``mlflow``).
 MLflow 3 refuses its file backend unless ``MLFLOW_ALLOW_FILE_STORE=true``; a ``file:`` URI (or a
 plain path) given here sets it when unset. A database URI (``sqlite:///path/mlflow.db``) also
 needs SQLAlchemy and Alembic (``pip install sqlalchemy alembic``; mlflow-skinny does not bring
@@ -37,8 +38,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adaptlab.errors import ConfigError, require_extra
-from adaptlab.results.tracker_runs import TrackedRun, attached_files, tracked_runs
+from adaptlab.errors import ConfigError, StoreError, require_extra
+from adaptlab.results.tracker_runs import TrackedRun, attached_files, tracked_runs, tracker_failure
 
 if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.store import ResultsStore
@@ -55,6 +56,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]+")
 _DATABASE_SCHEMES = frozenset({"sqlite", "postgresql", "mysql", "mssql"})
 """URI schemes of MLflow's SQLAlchemy tracking store (``mysql+pymysql:`` counts as ``mysql``)."""
 _SQLITE = "sqlite:///"
+HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+               "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
+"""A tracking server's requests time out after 10 s and are retried twice (MLflow's defaults,
+120 s and 7 retries with growing waits, kept an unreachable server busy for minutes); a value the
+user set in the environment wins."""
 
 
 def _client(tracking_uri: str) -> Any:
@@ -62,6 +68,8 @@ def _client(tracking_uri: str) -> Any:
         raise ConfigError("log_to_mlflow: tracking_uri is required (e.g. file:///path/mlruns or "
                           "sqlite:///path/mlflow.db); there is no default server")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    for name, value in HTTP_LIMITS.items():
+        os.environ.setdefault(name, value)
     if tracking_uri.startswith("file:") or "://" not in tracking_uri:  # asked for by name: allow it
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
     tracking = require_extra("mlflow.tracking", "trackers", "MLflow exports")
@@ -161,10 +169,17 @@ def log_to_mlflow(store: ResultsStore, tracking_uri: str, *, experiment: str | N
     here keeps them (default: MLflow's, or ``mlartifacts/`` beside a ``sqlite:`` database).
     Returns ``{stored run_id: MLflow run id}``."""
     files = attached_files(artifacts, "log_to_mlflow")
-    client = _client(tracking_uri)
-    out = {}
-    for run in tracked_runs(store, system=system, dataset=dataset):
-        exp_id = _experiment(client, experiment or run.row.get("study") or "adaptlab",
-                             artifact_location or _default_artifacts(tracking_uri))
-        out[run.run_id] = _log_one(client, exp_id, run, files)
+    runs = tracked_runs(store, system=system, dataset=dataset)
+    out: dict[str, str] = {}
+    try:
+        client = _client(tracking_uri)
+        for run in runs:
+            exp_id = _experiment(client, experiment or run.row.get("study") or "adaptlab",
+                                 artifact_location or _default_artifacts(tracking_uri))
+            out[run.run_id] = _log_one(client, exp_id, run, files)
+    except Exception as e:  # noqa: BLE001 - MLflow, HTTP and file errors: one line, no traceback, no secret
+        error = tracker_failure("MLflow tracking store", str(tracking_uri), e)
+        if out:
+            error = StoreError(f"{error} ({len(out)} of {len(runs)} runs logged; exporting again completes the rest)")
+        raise error from None
     return out

@@ -24,8 +24,20 @@ do not know). The file loads with mteb's own ``TaskResult.from_disk`` and its ``
 - ``mteb_version``: the version of the mteb installed where the file was written, or ``null``
   without mteb (mteb reads a version below 1.12.48 as an old layout to convert, which looks the
   task up in its registry and failed for a dataset that is not an MTEB task);
-- ``dataset_revision``: the run's dataset fingerprint (adaptlab's, not a Hugging Face commit);
-  the evaluation time is not stored, so it is ``null``.
+- ``dataset_revision``: ``"dataset revision not available"`` (mteb's own words for it): adaptlab
+  reads datasets from local files and cannot name the Hugging Face commit they came from; its own
+  fingerprint of the data is kept under ``adaptlab.dataset_fingerprint``. The evaluation time is
+  not stored, so it is ``null``.
+
+:func:`export_mteb` lays the files out as mteb's result cache does
+(``mteb.cache.ResultCache.save_to_cache``)::
+
+    OUT/MODEL/REVISION/TASK.json     MODEL: the system, "/" as "__" and " " as "_" (mteb's rule)
+    OUT/MODEL/REVISION/model_meta.json   {"name": SYSTEM, "revision": REVISION, ...}
+
+where REVISION is the run's model revision, or ``no_revision_available`` (mteb's word) when the
+store has none. mteb reads one file with ``TaskResult.from_disk(Path(...))`` (a ``Path``, not a
+string) and the folder with ``ResultCache`` when OUT is the ``results`` folder of its cache path.
 
 Reading (:meth:`MtebTaskResult.from_disk`) gives the per-measure values of a split and subset
 (:meth:`MtebTaskResult.values`, canonical measure names); :func:`compare_mteb` puts them beside
@@ -61,6 +73,10 @@ _REQUIRED = ("task_name", "scores")
 _SUBSET_KEYS = frozenset({"hf_subset", "languages", "main_score"})
 _UNSAFE_KEY = re.compile(r"[^A-Za-z0-9_\-. /]+")
 _MTEB_NAMES = {"acc": "accuracy"}
+NO_MODEL_REVISION = "no_revision_available"
+"""The revision folder of a model whose revision is not known (mteb's own name for it)."""
+NO_DATASET_REVISION = "dataset revision not available"
+"""``dataset_revision`` of an export: adaptlab cannot name the Hugging Face commit of its data (mteb's words)."""
 
 
 def metric_key(measure: str) -> str:
@@ -96,11 +112,10 @@ class MtebTaskResult:
                 "evaluation_time": self.evaluation_time, "kg_co2_emissions": self.kg_co2_emissions, **self.extra}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the JSON file (parent folders created); returns its path."""
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n", encoding="utf-8")
-        return out
+        """Write the JSON file (parent folders created; whole or not at all); returns its path."""
+        from adaptlab.results.export_files import write_all
+
+        return write_all([(Path(path), json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")])[0]
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "MTEB result") -> MtebTaskResult:
@@ -247,16 +262,45 @@ def mteb_results(store: ResultsStore, *, system: str | None = None, dataset: str
         scores = _subset_scores(group, main, f"system {sys_name!r}, dataset {ds!r}", _languages(meta, languages))
         out[(sys_name, ds)] = MtebTaskResult(
             meta.name if meta is not None else (task_names or {}).get(ds, ds), {split: [scores]},
-            dataset_revision=run.get("dataset_fingerprint"), mteb_version=installed_mteb_version(),
+            dataset_revision=NO_DATASET_REVISION, mteb_version=installed_mteb_version(),
             extra={"adaptlab": {"system": sys_name, "dataset": ds, "run_id": group[0]["run_id"],
-                                "package_version": run.get("package_version")}})
+                                "package_version": run.get("package_version"), "model_id": run.get("model_id"),
+                                "model_revision": run.get("model_revision"),
+                                "dataset_fingerprint": run.get("dataset_fingerprint")}})
     return out
 
 
+def _revision_folder(out_dir: Path, system: str, revision: str | None) -> Path:
+    """``OUT/MODEL/REVISION`` of mteb's result cache for ``system`` (module docstring)."""
+    model = safe_name(system.replace("/", "__").replace(" ", "_"), READABLE)
+    return out_dir / model / safe_name(revision or NO_MODEL_REVISION, READABLE)
+
+
+def _model_meta(system: str, revision: str | None, adaptlab: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``model_meta.json`` of a revision folder: mteb's ``name`` and ``revision`` (what its
+    result cache reads), the rest unknown to adaptlab left out, and where the model came from."""
+    return {"name": system, "revision": revision or NO_MODEL_REVISION,
+            "adaptlab": {"model_id": adaptlab.get("model_id"), "package_version": adaptlab.get("package_version")}}
+
+
 def export_mteb(store: ResultsStore, out_dir: str | os.PathLike[str], **kwargs: Any) -> list[Path]:
-    """Write :func:`mteb_results` as MTEB's layout ``out_dir/SYSTEM/TASK.json``; returns the paths."""
-    return [result.save(Path(out_dir) / safe_name(sys_name, READABLE) / f"{safe_name(result.task_name, READABLE)}.json")
-            for (sys_name, _), result in mteb_results(store, **kwargs).items()]
+    """Write :func:`mteb_results` in mteb's result-cache layout (module docstring):
+    ``out_dir/MODEL/REVISION/TASK.json`` and a ``model_meta.json`` per revision folder, all files
+    or none (:func:`adaptlab.results.export_files.write_all`); two systems or tasks that would
+    share a file are refused, naming both. Returns the paths of the task files."""
+    from adaptlab.results.export_files import refuse_shared_files, write_all
+
+    out, targets, files, metas = Path(out_dir), [], [], {}
+    for (sys_name, ds), result in mteb_results(store, **kwargs).items():
+        info = result.extra["adaptlab"]
+        folder = _revision_folder(out, sys_name, info.get("model_revision"))
+        path = folder / f"{safe_name(result.task_name, READABLE)}.json"
+        targets += [(f"system {sys_name!r} on dataset {ds!r}", path), (f"system {sys_name!r}", folder / "model_meta.json")]
+        files.append((path, json.dumps(result.to_dict(), indent=2) + "\n"))
+        metas[folder / "model_meta.json"] = json.dumps(_model_meta(sys_name, info.get("model_revision"), info), indent=2)
+    refuse_shared_files(targets, "export to MTEB")
+    written = write_all(files + [(p, text + "\n") for p, text in metas.items()])
+    return written[: len(files)]
 
 
 def compare_mteb(result: MtebTaskResult, store: ResultsStore, *, system: str, dataset: str,
@@ -283,6 +327,15 @@ def compare_mteb(result: MtebTaskResult, store: ResultsStore, *, system: str, da
     return pd.DataFrame(rows).set_index("measure")
 
 
+def _fingerprint(res: MtebTaskResult) -> str:
+    """The dataset fingerprint a file records: adaptlab's own (an export of a store), else the
+    file's dataset revision when it names one, else ""."""
+    own = res.extra.get("adaptlab")
+    if isinstance(own, Mapping) and own.get("dataset_fingerprint"):
+        return str(own["dataset_fingerprint"])
+    return "" if res.dataset_revision in (None, NO_DATASET_REVISION) else str(res.dataset_revision)
+
+
 def import_mteb(store: ResultsStore, paths: Sequence[str | os.PathLike[str]], *, system: str,
                 dataset: str | None = None, split: str = "test", hf_subset: str = "default",
                 model_id: str = "") -> dict[str, str]:
@@ -304,7 +357,7 @@ def import_mteb(store: ResultsStore, paths: Sequence[str | os.PathLike[str]], *,
         ids[ds] = new_run_id()
         sub = res.subset(split, hf_subset)
         runs.append(run_record(system, ds, run_id=ids[ds], model_id=model_id or system, model_revision=None,
-                               dataset_fingerprint=str(res.dataset_revision or ""), seed=None,
+                               dataset_fingerprint=_fingerprint(res), seed=None,
                                config={"command": "import", "format": "mteb", "source": str(path),
                                        "task_name": res.task_name, "split": split, "hf_subset": hf_subset,
                                        "mteb_version": res.mteb_version, "languages": sub.get("languages")}))

@@ -8,7 +8,8 @@ and its ``from_df`` reads the columns ``q_id``, ``doc_id``, ``score``. Both are 
 From a store: :func:`store_run` is a stored run's top-k (``per_query.topk_ids`` /
 ``topk_scores``), :func:`store_qrels` its gold documents (``gold_ids``, relevance 1: the store
 keeps which documents are relevant, not their grades); :func:`export_ranx` writes
-``out/DATASET/qrels.json`` and ``out/DATASET/runs/SYSTEM.json`` for the latest run of each.
+``out/DATASET/qrels.json`` and ``out/DATASET/runs/SYSTEM.json`` for the latest run of each, all
+files or none, and refuses two systems (or datasets) whose names become one file name.
 """
 
 from __future__ import annotations
@@ -66,12 +67,14 @@ def read_ranx_json(path: str | os.PathLike[str], *, qrels: bool = False) -> Nest
 
 
 def write_ranx_json(data: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
-    """Write ``{query_id: {doc_id: score}}`` as ranx's JSON (parent folders created)."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({str(q): {str(d): v for d, v in docs.items()} for q, docs in data.items()}),
-                   encoding="utf-8")
-    return out
+    """Write ``{query_id: {doc_id: score}}`` as ranx's JSON (parent folders created; whole or not at all)."""
+    from adaptlab.results.export_files import write_all
+
+    return write_all([(Path(path), _ranx_text(data))])[0]
+
+
+def _ranx_text(data: Mapping[str, Mapping[str, Any]]) -> str:
+    return json.dumps({str(q): {str(d): v for d, v in docs.items()} for q, docs in data.items()})
 
 
 def to_ranx_frame(data: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -131,10 +134,18 @@ def export_ranx(store: ResultsStore, out_dir: str | os.PathLike[str], *, system:
     pairs = sorted({(r["system"], r["dataset"]) for r in store.runs(latest=True, **filters).to_pylist()})
     if not pairs:
         raise StoreError(f"no runs in the store for {filters or 'any system'}; run a study first or check the filter")
-    paths = []
+    from adaptlab.results.export_files import refuse_shared_files, write_all
+
+    targets: list[tuple[str, Path]] = []
+    for s, ds in pairs:
+        folder = Path(out_dir) / safe_name(ds, READABLE)
+        targets += [(f"dataset {ds!r}", folder / "qrels.json"),
+                    (f"system {s!r} on dataset {ds!r}", folder / "runs" / f"{safe_name(s, READABLE)}.json")]
+    refuse_shared_files(targets, "export to ranx")  # before reading anything: nothing is written
+    files = []
     for ds in sorted({d for _, d in pairs}):
         folder = Path(out_dir) / safe_name(ds, READABLE)
-        paths.append(write_ranx_json(store_qrels(store, dataset=ds, system=system), folder / "qrels.json"))
-        paths += [write_ranx_json(store_run(store, system=s, dataset=ds), folder / "runs" / f"{safe_name(s, READABLE)}.json")
+        files.append((folder / "qrels.json", _ranx_text(store_qrels(store, dataset=ds, system=system))))
+        files += [(folder / "runs" / f"{safe_name(s, READABLE)}.json", _ranx_text(store_run(store, system=s, dataset=ds)))
                   for s, d in pairs if d == ds]
-    return paths
+    return write_all(files)

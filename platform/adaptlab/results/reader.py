@@ -512,12 +512,12 @@ class StoreReader:
         return [*flt, Filter("run_id", pa.array(ids, pa.string()))]
 
     # -- SQL --------------------------------------------------------------------------------
-    def sql(self, query: str, params: list[Any] | None = None) -> pa.Table:
+    def sql(self, query: str, params: list[Any] | None = None, *, as_arrow: bool = False) -> pd.DataFrame | pa.Table:
         """Run a DuckDB SQL query over the views ``runs``, ``metrics`` (scores),
-        ``comparisons``, ``metrics_all`` and ``per_query`` of this snapshot; returns a
-        pyarrow Table. DuckDB reads the Delta table's files through pyarrow: no DuckDB
-        extension is downloaded or loaded (see :mod:`adaptlab.results.sql`)."""
-        return run_sql(query, params, lambda: self._dataset(KINDS))
+        ``comparisons``, ``metrics_all`` and ``per_query`` of this snapshot; returns a pandas
+        DataFrame (``as_arrow=True``: a pyarrow Table). DuckDB reads the Delta table's files
+        through pyarrow: no DuckDB extension is downloaded or loaded (see :mod:`adaptlab.results.sql`)."""
+        return run_sql(query, params, lambda: self._dataset(KINDS), as_arrow=as_arrow)
 
 
 def _frame(table: pa.Table, columns: list[str] | str | None) -> pd.DataFrame:

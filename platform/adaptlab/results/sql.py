@@ -3,18 +3,23 @@
 DuckDB reads the Delta table's files through the pyarrow dataset it is given: no DuckDB
 extension is downloaded or loaded, and a query can read nothing but the views defined here
 (no file or network access: ``COPY ... TO``, ``read_csv('/etc/passwd')``, ``ATTACH`` fail).
-duckdb is optional and loads on first use.
+duckdb is optional and loads on first use. A query returns a pandas DataFrame, as the store's
+other queries do with ``as_frame=True``, every selected column kept; ``as_arrow=True`` returns the
+pyarrow Table DuckDB produced instead (no copy to pandas).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from adaptlab.errors import StoreError
 from adaptlab.results.schema import COLUMNS
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["VIEWS", "run_sql"]
 
@@ -28,9 +33,11 @@ VIEWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 """``(view, kinds of rows, logical table)``: the views a query sees."""
 
 
-def run_sql(query: str, params: list[Any] | None, dataset: Callable[[], Any]) -> pa.Table:
+def run_sql(query: str, params: list[Any] | None, dataset: Callable[[], Any], *,
+            as_arrow: bool = False) -> pd.DataFrame | pa.Table:
     """Run ``query`` over the views of :data:`VIEWS` on ``dataset()`` (the pyarrow dataset of
-    every kind of row, opened only once the query is known to be a non-empty string)."""
+    every kind of row, opened only once the query is known to be a non-empty string); a pandas
+    DataFrame, or with ``as_arrow`` the pyarrow Table."""
     try:
         import duckdb
     except ImportError as e:
@@ -45,7 +52,7 @@ def run_sql(query: str, params: list[Any] | None, dataset: Callable[[], Any]) ->
         _create_views(con, set(ds.schema.names))
         try:
             res = con.sql(query, params=params) if params else con.sql(query)
-            return res.to_arrow_table() if res is not None else pa.table({})
+            table = res.to_arrow_table() if res is not None else pa.table({})
         except (duckdb.Error, OSError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise StoreError(
@@ -54,6 +61,7 @@ def run_sql(query: str, params: list[Any] | None, dataset: Callable[[], Any]) ->
             ) from e
     finally:
         con.close()
+    return table if as_arrow else table.to_pandas()
 
 
 def _create_views(con: Any, present: set[str]) -> None:

@@ -14,24 +14,27 @@ The trackers' own modules (``mlflow_log.py``, ``wandb_log.py``) only write these
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adaptlab.errors import ConfigError, StoreError
+from adaptlab.errors import AdaptlabError, ConfigError, StoreError, mask_url
 from adaptlab.results.mteb import metric_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.store import ResultsStore
 
-__all__ = ["PROVENANCE", "TrackedRun", "attached_files", "score_metrics", "tracked_runs"]
+__all__ = ["PROVENANCE", "TrackedRun", "attached_files", "score_metrics", "tracked_runs", "tracker_failure"]
 
 PROVENANCE = ("system", "dataset", "model_id", "model_revision", "dataset_fingerprint", "seed")
 """The ``runs`` columns every tracker records beside the study config."""
 _BOUNDS = ("ci_low", "ci_high")
+_REASON = re.compile(r"\[Errno -?\d+\] [^\"')\]]+|Read timed out|timed out|Connection refused|Name or service not known")
 
 
 @dataclass(frozen=True)
@@ -110,3 +113,22 @@ def tracked_runs(store: ResultsStore, *, system: str | None = None, dataset: str
     scores = store.metrics(kind="score", latest=True, **filters).to_pylist()
     return [TrackedRun(run, score_metrics([r for r in scores if r["run_id"] == run["run_id"]], name))
             for run in runs]
+
+
+def tracker_failure(tracker: str, where: str, e: BaseException) -> AdaptlabError:
+    """One line for a tracker's failure, to raise instead of ``e``: the tracker, where (masked),
+    and the reason (an OS error's text, a connection failure's cause, else the first line of the
+    message, masked and cut); never a traceback or a secret. An adaptlab error is returned as is."""
+    if isinstance(e, AdaptlabError):
+        return e
+    text = str(e)
+    if isinstance(e, OSError) and e.strerror:
+        reason = f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    else:
+        found = _REASON.findall(text)
+        first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
+        reason = found[-1] if found else first
+    hint = "; free some space and export again" if getattr(e, "errno", None) == errno.ENOSPC or \
+        "No space left" in text else ""
+    line = " ".join(mask_url(f"{tracker} at {where}: {reason.strip()}{hint}").split())
+    return StoreError(line if len(line) <= 400 else line[:397] + "...")

@@ -19,11 +19,13 @@ The runs, their metric names and their provenance are :mod:`adaptlab.results.tra
 shared with the MLflow export. Offline only: nothing is sent, and adaptlab never reads, logs or
 stores a W&B API key. A user who configured wandb themselves (``wandb login``) and set
 ``WANDB_MODE=online`` gets online runs, with the credentials wandb finds on its own. System
-metrics, console capture, git and code saving are off. Needs ``pip install 'adaptlab[wandb]'``.
+metrics, console capture, git and code saving are off. A failure (a full disk, W&B's own errors)
+is one line, and the run folders this export made are removed. Needs ``pip install 'adaptlab[wandb]'``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import ConfigError, require_extra
 from adaptlab.results.mteb import metric_key
-from adaptlab.results.tracker_runs import TrackedRun, attached_files, tracked_runs
+from adaptlab.results.tracker_runs import TrackedRun, attached_files, tracked_runs, tracker_failure
 
 if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.store import ResultsStore
@@ -47,6 +49,8 @@ _NOT_IN_PROJECT = re.compile(r"[/\\#?%:\s]+")
 _PROJECT_MAX = 128
 _FILES = "adaptlab"
 """The folder of the attached files inside a run's ``files/``."""
+INIT_TIMEOUT_S = 30.0
+"""How long starting a run may take (W&B's own default is 90 s; online, it includes connecting)."""
 
 
 def wandb_metric_name(measure: str) -> str:
@@ -79,9 +83,9 @@ def offline() -> bool:
 def _settings(wandb: Any) -> Any:
     """No console capture, system metrics, machine metadata, git state or code: only what the
     export writes, and nothing printed."""
-    return wandb.Settings(mode="offline" if offline() else "online", console="off", silent=True, x_disable_stats=True, x_disable_meta=True,
-                          x_disable_machine_info=True, disable_git=True, save_code=False,
-                          x_save_requirements=False)
+    return wandb.Settings(mode="offline" if offline() else "online", console="off", silent=True, x_disable_stats=True,
+                          x_disable_meta=True, x_disable_machine_info=True, disable_git=True, save_code=False,
+                          x_save_requirements=False, init_timeout=INIT_TIMEOUT_S)
 
 
 def _config(run: TrackedRun) -> dict[str, Any]:
@@ -128,7 +132,25 @@ def log_to_wandb(store: ResultsStore, out_dir: str | os.PathLike[str], *, projec
         _project(project, given=True)
     runs = tracked_runs(store, system=system, dataset=dataset, name=wandb_metric_name)
     wandb = _wandb()
-    out.mkdir(parents=True, exist_ok=True)
-    return {run.run_id: _log_one(wandb, out, project or _project(str(run.row.get("study") or "adaptlab"), False),
-                                 run, files)
-            for run in runs}
+    before = _run_folders(out)
+    raising, logging.raiseExceptions = logging.raiseExceptions, False  # W&B's log files on a full disk: no tracebacks
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        return {run.run_id: _log_one(wandb, out, project or _project(str(run.row.get("study") or "adaptlab"), False),
+                                     run, files)
+                for run in runs}
+    except Exception as e:  # noqa: BLE001 - W&B and file errors: one line, and no run of this export is kept
+        for folder in _run_folders(out) - before:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise tracker_failure("W&B runs", str(out), e) from None
+    finally:
+        logging.raiseExceptions = raising
+
+
+def _run_folders(out: Path) -> set[Path]:
+    """The W&B run folders under ``out/wandb`` (offline and online)."""
+    try:
+        return {p for p in (out / "wandb").iterdir() if p.is_dir() and not p.is_symlink()
+                and p.name.startswith(("offline-run-", "run-"))}
+    except OSError:
+        return set()

@@ -20,10 +20,13 @@ being uploaded (symlinked folders are never followed). A symlink is judged by it
 named ``notes.txt`` that points at ``.env`` is left out as a dotfile. Each skipped entry is
 listed with its reason (``adaptlab submit --dry-run``).
 
-Content decides too: every file is read for credentials (private keys, AWS, GCP, kubeconfig,
-``.netrc`` and token formats, :mod:`adaptlab.study.sensitive`) and one that holds any is left
-out with one line naming the file, what was found and where, and the flag that uploads it anyway
-(:data:`ALLOW_CREDENTIAL_FLAG` ``PATH``). A study file with credential content is refused outright.
+Content decides too: every file is read for credentials by detect-secrets' detectors and
+adaptlab's additions (private keys, cloud keys, tokens of many issuers, passwords in URLs and
+config files, high-entropy strings), looking inside archives, UTF-16 text and base64
+(:mod:`adaptlab.study.sensitive`), and one that holds any (or an archive too large to check) is
+left out with one line naming the file, what was found and where, and the flag that uploads it
+anyway (:data:`ALLOW_CREDENTIAL_FLAG` ``PATH``). A study file with credential content is refused
+outright.
 
 A study outside any project (no ``pyproject.toml`` above it) uploads only its own file and its
 declared inputs, and the job runs the cluster's installed adaptlab. The code fingerprint
