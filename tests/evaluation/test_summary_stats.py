@@ -57,7 +57,7 @@ def test_rows_store_adjusted_p_family_size_confidence_and_missing():
     single = {r["system"]: r for r in rows if not r["compared_to"] and r["measure"] == "acc@5"}
     assert single["b"]["missing_from_run"] == 2 and single["a"]["missing_from_run"] == 0
     assert single["a"]["interval_method"] == "wilson"  # the default "auto" on a 0/1 measure
-    assert all(r["interval_method"] == "percentile" for r in rows if r["measure"] != "acc@5" or r["compared_to"])
+    assert all(r["interval_method"] == "studentized" for r in rows if r["measure"] != "acc@5" or r["compared_to"])
     text = format_summary(s)
     assert "90% CI" in text and "95% CI" not in text and "b 2" in text
     pairs = format_pairs(s)

@@ -183,7 +183,7 @@ def test_p_value_definition_matches_resampled_differences() -> None:
     b = 999
     values = ndcg_like(PERMUTATION_Q, 3, seed=4)  # the bootstrap p-value from PERMUTATION_Q queries on
     # ... for a family its floor 2/(b+1) fits: one pair per call (three pairs take the sign-flip test)
-    res = [paired_bootstrap(values, pairs=[p], n_resamples=b, seed=3, method="index")[0]
+    res = [paired_bootstrap(values, pairs=[p], n_resamples=b, seed=3, method="index", interval="percentile")[0]
            for p in [(0, 1), (0, 2), (1, 2)]]
     assert {d.test for d in paired_bootstrap(values, n_resamples=b, seed=3)} <= {"sign-flip", "sign-flip-exact"}
     dist = bootstrap_ci(values, n_resamples=b, seed=3, method="index",

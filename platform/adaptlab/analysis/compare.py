@@ -91,13 +91,14 @@ def _letter_list(letters: list[str]) -> str:
 
 
 def _pair_rows(values: np.ndarray, names: tuple[str, ...], boot: BootstrapConfig, alpha: float,
-               power: float) -> list[dict[str, Any]]:
+               power: float, measure: str | None = None) -> list[dict[str, Any]]:
     """Every pair ``(i, j)``, ``i < j``: paired bootstrap, adjusted p, minimum detectable effect."""
-    diffs = paired_bootstrap(values, names=list(names), **boot.kwargs())
+    diffs = paired_bootstrap(values, names=list(names), measure=measure, **boot.kwargs())
     adjusted = adjust_pvalues([d.p_value for d in diffs], boot.adjustment)
     col = {n: i for i, n in enumerate(names)}
     return [{"a": str(d.a), "b": str(d.b), "diff": d.diff, "ci_low": d.ci_low, "ci_high": d.ci_high,
              "p_value": d.p_value, "p_adjusted": float(pa), "adjustment": boot.adjustment, "test": d.test,
+             "interval": d.interval,
              "family_size": len(diffs), "n_resamples": d.n_resamples, "p_draws": d.p_draws,
              "mde": minimum_detectable_effect(values[col[str(d.a)]] - values[col[str(d.b)]], alpha=alpha,
                                               power=power)}
@@ -117,14 +118,14 @@ def _better_than(names: tuple[str, ...], pairs: list[dict[str, Any]], alpha: flo
 def _compare_group(dataset: str, measure: str, names: tuple[str, ...], values: np.ndarray,
                    boot: BootstrapConfig, alpha: float, power: float) -> GroupComparison:
     """CIs, pairs, letters and rank intervals of one (dataset, measure) group."""
-    ci = bootstrap_ci(values, **boot.kwargs())
+    ci = bootstrap_ci(values, measure=measure, **boot.kwargs())
     ranks = rank_intervals(values, n_resamples=boot.n_resamples, sample_size=boot.sample_size, seed=boot.seed,
                            confidence=boot.confidence, allow_oversampling=boot.allow_oversampling)
-    pairs = _pair_rows(values, names, boot, alpha, power)
+    pairs = _pair_rows(values, names, boot, alpha, power, measure)
     letter = dict(zip(names, _letters(len(names))))
     better = _better_than(names, pairs, alpha)
     systems = [{"system": n, "letter": letter[n], "value": float(ci.point[i]), "ci_low": float(ci.ci_low[i]),
-                "ci_high": float(ci.ci_high[i]), "better_than": _letter_list([letter[b] for b in better[n]]),
+                "ci_high": float(ci.ci_high[i]), "interval": ci.interval, "better_than": _letter_list([letter[b] for b in better[n]]),
                 **ranks.row(i), "n_queries": int(values.shape[1])}
                for i, n in enumerate(names)]
     return GroupComparison(dataset, measure, names, values, systems, pairs)

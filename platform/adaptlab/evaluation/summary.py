@@ -2,8 +2,9 @@
 
 This is the step between per-query metric values and what users read: for every system and
 measure the point value (mean over queries), the bootstrap mean and CI (``BootstrapConfig.interval``,
-default ``"auto"``: Wilson for 0/1 measures such as accuracy@k, percentile for nDCG@k and MRR;
-the method is stored with every row); for every pair of systems the paired difference with its CI and
+default ``"auto"``: fixed by the measure's definition, Wilson for the 0/1 measure acc@k and the
+studentized bootstrap for nDCG@k, MRR and the others, so a system's CI is the same alone or beside
+any other; the method is stored with every row); for every pair of systems the paired difference with its CI and
 two-sided bootstrap p-value. Each (dataset x measure) group is one bootstrap task, run in-process
 or on Ray (:mod:`adaptlab.evaluation.workers`).
 
@@ -53,7 +54,7 @@ from adaptlab.evaluation.workers import BootstrapGroup, GroupResult, check_worke
 from adaptlab.metrics import Measure, PerQueryMetrics, evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.settings import resolve_bootstrap
-from adaptlab.stats.intervals import FewOutcomesWarning, few_outcomes, resolve_interval
+from adaptlab.stats.intervals import FewOutcomesWarning, few_outcomes, is_binary_measure
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, adjust_pvalues, exact_paired_tests
 from adaptlab.stats.ranks import RankIntervals, rank_intervals
 from adaptlab.stats.resample import check_sizes
@@ -211,17 +212,11 @@ def _ranks(values: np.ndarray, boot: BootstrapConfig) -> RankIntervals:
                           confidence=boot.confidence, allow_oversampling=boot.allow_oversampling)
 
 
-def _used_interval(interval: str, values: np.ndarray, sample_size: int | None) -> str:
-    """The interval :func:`adaptlab.stats.bootstrap_ci` applies (``"auto"``: Wilson for 0/1 values)."""
-    n_q = values.shape[-1]
-    return resolve_interval(interval, values, n_q, n_q if sample_size is None else int(sample_size))
-
-
 def _warn_few_outcomes(groups: Sequence[BootstrapGroup]) -> None:
-    """One :class:`FewOutcomesWarning` naming every (system, measure) of a 0/1 measure with fewer
-    than 5 successes or failures."""
-    cases = [f"{n} on {g.key[1]}: {msg}" for g in groups for n, v in zip(g.names, g.values)
-             if (msg := few_outcomes(v)) is not None]
+    """One :class:`FewOutcomesWarning` naming every (system, measure) of a 0/1 measure (acc@k, by
+    definition) with fewer than 5 successes or failures."""
+    cases = [f"{n} on {g.key[1]}: {msg}" for g in groups if is_binary_measure(g.key[1])
+             for n, v in zip(g.names, g.values) if (msg := few_outcomes(v)) is not None]
     if cases:
         warnings.warn("few successes or failures, so the CI of this proportion is unreliable whatever the "
                       "method (" + "; ".join(cases[:5]) + (f"; and {len(cases) - 5} more" if len(cases) > 5 else "")
@@ -296,10 +291,9 @@ def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[Bootstra
     systems: dict[str, dict[str, MeasureSummary]] = {n: {} for n in names}
     pairs: list[PairSummary] = []
     small = first.n_queries < SMALL_SAMPLE_Q
-    interval = boot.interval
     for g, r in zip(groups, results):
         m = g.key[1]
-        interval = getattr(r, "interval", None) or _used_interval(boot.interval, g.values, boot.sample_size)
+        interval = r.interval  # fixed by the measure's definition (adaptlab.stats.intervals.measure_interval)
         ranks = _ranks(g.values, boot) if len(names) > 1 else None
         for i, n in enumerate(names):
             rk = {} if ranks is None else {"rank": int(ranks.rank[i]), "rank_low": int(ranks.rank_low[i]),
@@ -324,7 +318,7 @@ def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[Bootstra
     missing = {n: len(per_query[n].missing_from_run) for n in names}
     return EvaluationSummary([g.key[1] for g in groups], systems, pairs, list(first.query_ids), list(first.excluded),
                              boot.n_resamples, l, boot.seed, boot.confidence, dict(per_query),
-                             adjustment=boot.adjustment, interval=interval, missing_from_run=missing)
+                             adjustment=boot.adjustment, interval=boot.interval, missing_from_run=missing)
 
 
 def summarise(
@@ -349,7 +343,7 @@ def summarise(
     keywords ``n_resamples`` (default 1000), ``sample_size`` (default: all queries), ``seed``
     (default 0), ``confidence`` (default 0.95), ``allow_oversampling`` (default False: a
     ``sample_size`` above the number of queries is an error), ``interval`` (default
-    ``"auto"``: Wilson for 0/1 measures, percentile for the others) and ``adjustment`` (default ``"holm"``), not both. ``workers``: ``"auto"``,
+    ``"auto"``: Wilson for 0/1 measures, studentized bootstrap for the others) and ``adjustment`` (default ``"holm"``), not both. ``workers``: ``"auto"``,
     ``"local"`` or ``"ray"``; one bootstrap task per measure, see :mod:`adaptlab.evaluation.workers`
     (the numbers do not depend on it). Paired comparisons: every system against ``baseline``, or
     exactly the ``(system, compared_to)`` ``pairs`` (per-family baselines), else every pair; the

@@ -39,7 +39,16 @@ from adaptlab.errors import ConfigError, DataError
 from adaptlab.stats import _kernels as K
 from adaptlab.stats._multinomial import multinomial_sums
 from adaptlab.stats.backend import get_xp, to_numpy
-from adaptlab.stats.intervals import INTERVALS, bca_interval, jeffreys_interval, resolve_interval, wilson_interval
+from adaptlab.stats.intervals import (
+    INTERVALS,
+    NEEDS_ALL_QUERIES,
+    bca_interval,
+    is_binary,
+    jeffreys_interval,
+    measure_interval,
+    studentized_interval,
+    wilson_interval,
+)
 from adaptlab.stats.pvalues import PERMUTATION_Q
 from adaptlab.stats.signflip import FAMILY_ALPHA, RESOLUTION, family_sign_flip
 from adaptlab.stats.resample import check_seed, check_sizes
@@ -192,8 +201,8 @@ def _check_options(confidence: object, method: object, backend: object, n_jobs: 
 def _check_interval(interval: object, n_q: int, l: int) -> str:
     if interval not in INTERVALS:
         raise ConfigError(f"interval={interval!r} is not valid; expected one of {', '.join(INTERVALS)}")
-    if interval == "bca" and l != n_q:
-        raise ConfigError(f"interval='bca' needs resamples of all {n_q} queries; got sample_size={l} "
+    if interval in NEEDS_ALL_QUERIES and l != n_q:
+        raise ConfigError(f"interval={interval!r} needs resamples of all {n_q} queries; got sample_size={l} "
                           "(use sample_size=None or interval='percentile')")
     return str(interval)
 
@@ -209,18 +218,33 @@ def _check_settings(n_q: int, n_resamples: object, sample_size: object, allow_ov
     return m, l, jobs, float(confidence), _check_interval(interval, n_q, l)
 
 
-def _intervals(values: np.ndarray, boot: np.ndarray, conf: float, interval: str, l: int,
+def _ci_interval(interval: str, measure: object, arr: np.ndarray, l: int) -> str:
+    """The interval of :func:`bootstrap_ci`: :func:`~adaptlab.stats.intervals.measure_interval`
+    of ``measure``; without a measure, ``"wilson"``/``"jeffreys"`` need 0/1 values (an error
+    otherwise: no other row decides a row's interval)."""
+    if measure is None and interval in ("wilson", "jeffreys"):
+        bad = [i for i, row in enumerate(arr) if not is_binary(row)]
+        if bad:
+            raise ConfigError(f"interval={interval!r} needs 0/1 values (e.g. accuracy@k); row {bad[0]} is not 0/1 "
+                              "(name the measure with measure= to get its interval, or use interval='auto')")
+        return interval
+    return measure_interval(interval, measure, n_queries=arr.shape[1], sample_size=l)
+
+
+def _intervals(values: np.ndarray, boot: np.ndarray, boot_sq: np.ndarray | None, conf: float, used: str, l: int,
                ) -> tuple[np.ndarray, np.ndarray, str]:
-    """CIs of each row of ``values`` [S, Q] from its resampled means ``boot`` [S, m] (``l``
-    queries per resample); ``"auto"`` and the 0/1-only methods resolve by
-    :func:`~adaptlab.stats.intervals.resolve_interval`."""
-    used = resolve_interval(interval, values, values.shape[1], l)
+    """CIs of each row of ``values`` [S, Q] by the interval ``used`` from its resampled means
+    ``boot`` [S, m] (and resampled means of squares ``boot_sq`` for ``"studentized"``)."""
     if used in ("wilson", "jeffreys"):
         f = wilson_interval if used == "wilson" else jeffreys_interval
         ends = np.array([f(v, conf) for v in values]).reshape(-1, 2)
         return ends[:, 0], ends[:, 1], used
     if used == "bca":
         ends = np.array([bca_interval(v, b, conf) for v, b in zip(values, boot)]).reshape(-1, 2)
+        return ends[:, 0], ends[:, 1], used
+    if used == "studentized":
+        ends = np.array([studentized_interval(v, b, b2, l, conf)
+                         for v, b, b2 in zip(values, boot, boot_sq)]).reshape(-1, 2)  # type: ignore[arg-type]
         return ends[:, 0], ends[:, 1], used
     lo, hi = K.percentile_interval(boot, conf)
     return np.atleast_1d(lo), np.atleast_1d(hi), "percentile"
@@ -255,30 +279,38 @@ def _ci_paths(arr: np.ndarray, method: str, m: int, l: int) -> tuple[list[str], 
 
 def _resampled_means(
     arr: np.ndarray, paths: list[str], cats: list[K.Categories] | None, *, m: int, l: int, seed: int,
-    backend: str, jobs: int,
-) -> np.ndarray:
+    backend: str, jobs: int, squares: bool = False,
+) -> tuple[np.ndarray, np.ndarray | None]:
     """``[n_systems, m]`` resampled means ``x*_j`` of each row of ``arr`` along its path: an
     ``"index"`` row averages the shared resamples ``resample_indices(Q, m, l, seed)`` (summed
     row by row); a ``"multinomial"`` row's counts are drawn exactly from the stream
     ``(seed, _KEY_SYSTEM)``, the same for every row. Either way a row's numbers depend only on
-    its own values, Q, m, l and the seed, never on the other rows (issue 29)."""
+    its own values, Q, m, l and the seed, never on the other rows. With ``squares``, also the
+    resampled means of the squared values (same resamples; the studentized interval's
+    ``boot_sq``), else ``None``."""
     boot = np.empty((arr.shape[0], m), np.float64)
+    boot_sq = np.empty((arr.shape[0], m), np.float64) if squares else None
     index_rows = [s for s, p in enumerate(paths) if p == "index"]
     if index_rows:
         xp = get_xp(backend)
-        sums = K.index_sums(arr[index_rows], sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs,
-                            rowwise=True)
-        boot[index_rows] = sums.T / l
+        rows = arr[index_rows] if not squares else np.vstack([arr[index_rows], arr[index_rows] ** 2])
+        sums = K.index_sums(rows, sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs, rowwise=True)
+        boot[index_rows] = sums[:, :len(index_rows)].T / l
+        if boot_sq is not None:
+            boot_sq[index_rows] = sums[:, len(index_rows):].T / l
     if cats is None:
         cats = [K.categories(r) for r in arr]
 
     def one(s: int) -> None:
         c = cats[s]  # type: ignore[index]
-        sums = multinomial_sums(c.counts, c.values[:, None], l, m, _rng(seed, _KEY_SYSTEM))
+        weights = c.values[:, None] if not squares else np.c_[c.values, c.values ** 2]
+        sums = multinomial_sums(c.counts, weights, l, m, _rng(seed, _KEY_SYSTEM))
         boot[s] = sums[:, 0] / l
+        if boot_sq is not None:
+            boot_sq[s] = sums[:, 1] / l
 
     K.run_parallel(one, [s for s, p in enumerate(paths) if p == "multinomial"], jobs)
-    return boot
+    return boot, boot_sq
 
 
 def _ci_result(arr: np.ndarray, boot: np.ndarray, paths: list[str], ends: tuple[np.ndarray, np.ndarray, str],
@@ -317,8 +349,9 @@ def bootstrap_ci(
     keep_distribution: bool = False,
     allow_oversampling: bool = False,
     interval: str = "auto",
+    measure: object = None,
 ) -> BootstrapResult:
-    """Percentile bootstrap CI of the mean per-query value of each system.
+    """Bootstrap CI of the mean per-query value of each system.
 
     The CI is the ``(1 - c)/2`` and ``(1 + c)/2`` quantiles of ``m`` resampled means, each the
     mean of ``l`` queries drawn with replacement (Efron and Tibshirani 1993, chapter 13). Each row
@@ -349,8 +382,12 @@ def bootstrap_ci(
     allow_oversampling : bool
         Allow ``sample_size > Q``.
     interval : str
-        One of :data:`adaptlab.stats.intervals.INTERVALS`; ``"auto"``: Wilson for 0/1 values
-        resampled over all queries, else percentile (the one used is ``BootstrapResult.interval``).
+        One of :data:`adaptlab.stats.intervals.INTERVALS`; ``"auto"``: by the measure's definition
+        (:func:`adaptlab.stats.intervals.measure_interval`: Wilson for 0/1 measures such as
+        acc@k, studentized for the others and for bare values; percentile when ``sample_size`` <
+        Q). The one used is ``BootstrapResult.interval``; it never depends on the values.
+    measure : str or Measure, optional
+        The measure the values are of ("acc@10", "ndcg@10", "mrr"): decides the ``"auto"`` interval.
 
     Returns
     -------
@@ -370,9 +407,11 @@ def bootstrap_ci(
     seed = check_seed(seed)
     m, l, jobs, conf, interval = _check_settings(arr.shape[1], n_resamples, sample_size, allow_oversampling,
                                                   confidence, method, backend, n_jobs, interval)
+    used = _ci_interval(interval, measure, arr, l)
     paths, cats = _ci_paths(arr, method, m, l)
-    boot = _resampled_means(arr, paths, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs)
-    return _ci_result(arr, boot, paths, _intervals(arr, boot, conf, interval, l), one=_one_system(values),
+    boot, boot_sq = _resampled_means(arr, paths, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs,
+                                     squares=used == "studentized")
+    return _ci_result(arr, boot, paths, _intervals(arr, boot, boot_sq, conf, used, l), one=_one_system(values),
                       keep=keep_distribution, m=m, l=l, seed=seed, conf=conf)
 
 
@@ -480,57 +519,76 @@ def _paired_path(
 def _paired_differences(
     arr: np.ndarray, pairs: list[tuple[int, int]], used: list[int], chosen: str, pair_cats: _PairCats,
     joint: tuple[np.ndarray, np.ndarray] | None, *, m: int, l: int, seed: int, backend: str, jobs: int,
-) -> dict[tuple[int, int], np.ndarray]:
+    squares: bool = False,
+) -> tuple[dict[tuple[int, int], np.ndarray], dict[tuple[int, int], np.ndarray]]:
     """The ``m`` resampled mean differences ``D*`` of each pair ``(a, b)`` along path ``chosen``.
 
     ``"index"``: the rows ``used`` averaged over the shared ``resample_indices(Q, m, l, seed)``;
     ``"multinomial-joint"``: one draw over the joint value tuples (stream ``(seed, _KEY_JOINT)``);
     ``"multinomial"``: each pair's distinct differences drawn exactly from its own stream
-    ``(seed, _KEY_PAIR, a, b)``.
+    ``(seed, _KEY_PAIR, a, b)``. With ``squares``, also the resampled means of the squared
+    per-query differences on the same resamples (the studentized interval), else an empty dict.
     """
     d_star: dict[tuple[int, int], np.ndarray] = {}
+    d_sq: dict[tuple[int, int], np.ndarray] = {}
     if chosen in ("index", "multinomial-joint"):
+        col = {s: i for i, s in enumerate(used)}
         if chosen == "index":
             xp = get_xp(backend)
-            means = K.index_sums(arr[used], sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs)
-            means /= l
+            rows = arr[used]
+            if squares:
+                rows = np.vstack([rows] + [(arr[a] - arr[b])[None, :] ** 2 for a, b in pairs])
+            means = K.index_sums(rows, sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs)
         else:
             u_vals, counts = joint  # type: ignore[misc]
-            means = multinomial_sums(counts, u_vals, l, m, _rng(seed, _KEY_JOINT)) / l
-        col = {s: i for i, s in enumerate(used)}
-        for a, b in pairs:
+            if squares:
+                u_vals = np.hstack([u_vals] + [(u_vals[:, col[a]] - u_vals[:, col[b]])[:, None] ** 2
+                                               for a, b in pairs])
+            means = multinomial_sums(counts, u_vals, l, m, _rng(seed, _KEY_JOINT))
+        means /= l
+        for i, (a, b) in enumerate(pairs):
             d_star[(a, b)] = means[:, col[a]] - means[:, col[b]]
-        return d_star
+            if squares:
+                d_sq[(a, b)] = means[:, len(used) + i]
+        return d_star, d_sq
 
     def one(p: tuple[int, int]) -> None:
         dv, dc = pair_cats[p]
-        sums = multinomial_sums(dc, dv[:, None], l, m, _rng(seed, _KEY_PAIR, p[0], p[1]))
+        weights = dv[:, None] if not squares else np.c_[dv, dv ** 2]
+        sums = multinomial_sums(dc, weights, l, m, _rng(seed, _KEY_PAIR, p[0], p[1]))
         d_star[p] = sums[:, 0] / l
+        if squares:
+            d_sq[p] = sums[:, 1] / l
 
     K.run_parallel(one, pairs, jobs)
-    return d_star
+    return d_star, d_sq
 
 
 def _draw_differences(
     arr: np.ndarray, pairs: list[tuple[int, int]], method: str, *, m: int, l: int, seed: int, backend: str,
-    jobs: int,
-) -> tuple[str, dict[tuple[int, int], np.ndarray]]:
+    jobs: int, squares: bool = False,
+) -> tuple[str, dict[tuple[int, int], np.ndarray], dict[tuple[int, int], np.ndarray]]:
     """The path :func:`_paired_path` chooses for the systems in ``pairs``, and the ``m`` resampled
-    mean differences ``D*`` of each pair along it (:func:`_paired_differences`)."""
+    mean differences ``D*`` of each pair along it (with the means of their squares when
+    ``squares``; :func:`_paired_differences`)."""
     used = sorted({s for p in pairs for s in p})
     chosen, pair_cats, joint = _paired_path(arr, pairs, used, method, m, l)
-    return chosen, _paired_differences(arr, pairs, used, chosen, pair_cats, joint, m=m, l=l, seed=seed,
-                                       backend=backend, jobs=jobs)
+    d_star, d_sq = _paired_differences(arr, pairs, used, chosen, pair_cats, joint, m=m, l=l, seed=seed,
+                                       backend=backend, jobs=jobs, squares=squares)
+    return chosen, d_star, d_sq
 
 
-def _difference_interval(d: np.ndarray, ds: np.ndarray, conf: float, interval: str,
-                         ) -> tuple[float, float, str]:
-    """CI of the mean of the per-query differences ``d`` from their resampled means ``ds``:
-    BCa for ``interval="bca"``, else the percentile interval (``"wilson"``/``"jeffreys"`` do not
-    apply to differences); returns ``(low, high, interval used)``."""
+def _difference_interval(d: np.ndarray, ds: np.ndarray, ds_sq: np.ndarray | None, conf: float, interval: str,
+                         l: int) -> tuple[float, float, str]:
+    """CI of the mean of the per-query differences ``d`` from their resampled means ``ds`` (and
+    of their squares ``ds_sq``) by ``interval`` (already resolved for differences: studentized,
+    BCa or percentile); returns ``(low, high, interval used)``."""
     if interval == "bca":
         lo, hi = bca_interval(d, ds, conf)
         return lo, hi, "bca"
+    if interval == "studentized":
+        lo, hi = studentized_interval(d, ds, ds_sq, l, conf)  # type: ignore[arg-type]
+        return lo, hi, "studentized"
     lo, hi = K.percentile_interval(ds, conf)
     return lo, hi, "percentile"
 
@@ -569,6 +627,7 @@ def _paired_results(
     arr: np.ndarray, pairs: list[tuple[int, int]], names: list[str] | None,
     d_star: dict[tuple[int, int], np.ndarray], tested: tuple[list[float], list[str], list[int]], *,
     chosen: str, m: int, l: int, conf: float, seed: int, interval: str,
+    d_sq: dict[tuple[int, int], np.ndarray] | None = None,
 ) -> list[PairedDifference]:
     """One :class:`PairedDifference` per pair ``(a, b)``, named by ``names`` when given: the
     observed mean difference, the CI of the resampled differences ``d_star[(a, b)]``
@@ -578,7 +637,7 @@ def _paired_results(
     out = []
     for (a, b), p, test, n_draws in zip(pairs, *tested):
         ds = d_star[(a, b)]
-        lo, hi, how = _difference_interval(arr[a] - arr[b], ds, conf, interval)
+        lo, hi, how = _difference_interval(arr[a] - arr[b], ds, (d_sq or {}).get((a, b)), conf, interval, l)
         out.append(PairedDifference(
             a=names[a] if names is not None else a,
             b=names[b] if names is not None else b,
@@ -607,7 +666,7 @@ def paired_bootstrap(
     pairs: Sequence[tuple[int | str, int | str]] | None = None,
     n_resamples: int = 1000, sample_size: int | None = None, seed: int = 0, confidence: float = 0.95,
     method: str = "auto", backend: str = "auto", n_jobs: int | None = None, allow_oversampling: bool = False,
-    interval: str = "percentile", family_size: int | None = None,
+    interval: str = "auto", family_size: int | None = None, measure: object = None,
 ) -> list[PairedDifference]:
     """Paired bootstrap of mean differences between systems evaluated on the same queries.
 
@@ -641,8 +700,12 @@ def paired_bootstrap(
         differences exactly, or all systems at once over their distinct joint value tuples when
         that is cheaper (``PairedDifference.method == "multinomial-joint"``).
     interval : str
-        ``"percentile"``, or ``"bca"`` (BCa intervals, p-values unchanged); ``"wilson"`` and
-        ``"jeffreys"`` do not apply to differences, which get the percentile interval.
+        ``"auto"`` (studentized; percentile when ``sample_size`` < Q), ``"studentized"``,
+        ``"percentile"`` or ``"bca"`` (p-values unchanged); ``"wilson"`` and ``"jeffreys"`` do
+        not apply to differences, which get the ``"auto"`` interval
+        (:func:`adaptlab.stats.intervals.measure_interval` with ``difference=True``).
+    measure : str or Measure, optional
+        The measure compared (recorded nowhere; differences get the same interval whatever it is).
     family_size : int, optional
         The number of tests the p-values' Monte Carlo resolution is sized for (default: this
         call's pairs); :func:`adaptlab.plan_sample_size` passes 1 (one test per simulated experiment).
@@ -664,8 +727,10 @@ def paired_bootstrap(
     names, pairs = _check_systems(arr, names, baseline, pairs)
     m, l, jobs, conf, interval = _check_settings(arr.shape[1], n_resamples, sample_size, allow_oversampling,
                                                   confidence, method, backend, n_jobs, interval)
-    chosen, d_star = _draw_differences(arr, pairs, method, m=m, l=l, seed=seed, backend=backend, jobs=jobs)
+    used = measure_interval(interval, measure, n_queries=arr.shape[1], sample_size=l, difference=True)
+    chosen, d_star, d_sq = _draw_differences(arr, pairs, method, m=m, l=l, seed=seed, backend=backend, jobs=jobs,
+                                             squares=used == "studentized")
     family = len(pairs) if family_size is None else _check_family(family_size)
     tested = _pair_p_values(arr, pairs, d_star, m=m, seed=seed, family=family)
     return _paired_results(arr, pairs, names, d_star, tested, chosen=chosen, m=m, l=l, conf=conf, seed=seed,
-                           interval=interval)
+                           interval=used, d_sq=d_sq)

@@ -81,10 +81,12 @@ class BootstrapConfig:
     allow_oversampling : bool
         Allow ``sample_size`` > Q.
     interval : str
-        How CIs of means are computed, one of :data:`INTERVALS`: ``"auto"`` (default: Wilson
-        for 0/1 values such as accuracy@k resampled over all queries, else percentile, so nDCG
-        and MRR keep the numbers of earlier versions), ``"percentile"``, ``"bca"``,
-        ``"wilson"`` / ``"jeffreys"`` (for 0/1 values, else percentile).
+        How CIs of means are computed, one of :data:`INTERVALS`: ``"auto"`` (default: by the
+        measure's definition, :func:`adaptlab.stats.intervals.measure_interval`: Wilson for the
+        0/1 measure acc@k, the studentized bootstrap for every other measure and for paired
+        differences, percentile when ``sample_size`` < Q), ``"percentile"``, ``"studentized"``,
+        ``"bca"``, ``"wilson"`` / ``"jeffreys"`` (for 0/1 measures; others get their ``"auto"``
+        interval).
     adjustment : str
         The multiplicity adjustment of paired p-values within one (dataset, measure) family:
         ``"holm"`` (default), ``"bh"`` or ``"none"``; it changes no raw p-value.
