@@ -40,11 +40,11 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.analysis.present import ALPHA, RULE, CellValue, Estimate, format_p, render_table
+from adaptlab.analysis.present import ALPHA, RULE, CellValue, Estimate, render_table
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.metrics import evaluate, parse_measures
-from adaptlab.stats import BootstrapConfig, adjust_pvalues, bootstrap_ci, paired_bootstrap, rank_intervals
-from adaptlab.stats.pvalues import p_value_note
+from adaptlab.stats import BootstrapConfig, bootstrap_ci, paired_bootstrap, rank_intervals
+from adaptlab.stats.pvalues import adjust_pvalues_bounded, format_p_value, p_value_note
 from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = ["FRAME_COLUMNS", "Comparison", "GroupComparison", "compare", "minimum_detectable_effect"]
@@ -93,16 +93,18 @@ def _letter_list(letters: list[str]) -> str:
 def _pair_rows(values: np.ndarray, names: tuple[str, ...], boot: BootstrapConfig, alpha: float,
                power: float, measure: str | None = None) -> list[dict[str, Any]]:
     """Every pair ``(i, j)``, ``i < j``: paired bootstrap, adjusted p, minimum detectable effect."""
-    diffs = paired_bootstrap(values, names=list(names), measure=measure, **boot.kwargs())
-    adjusted = adjust_pvalues([d.p_value for d in diffs], boot.adjustment)
+    diffs = paired_bootstrap(values, names=list(names), measure=measure, **boot.paired_kwargs())
+    adjusted, bound = adjust_pvalues_bounded([d.p_value for d in diffs], [d.p_bound for d in diffs], boot.adjustment)
     col = {n: i for i, n in enumerate(names)}
     return [{"a": str(d.a), "b": str(d.b), "diff": d.diff, "ci_low": d.ci_low, "ci_high": d.ci_high,
              "p_value": d.p_value, "p_adjusted": float(pa), "adjustment": boot.adjustment, "test": d.test,
-             "interval": d.interval,
+             "interval": d.interval, "p_bound": d.p_bound, "p_adjusted_bound": bool(pb),
+             "p_text": format_p_value(d.p_value, bound=d.p_bound),
+             "p_adjusted_text": format_p_value(float(pa), bound=bool(pb)),
              "family_size": len(diffs), "n_resamples": d.n_resamples, "p_draws": d.p_draws,
              "mde": minimum_detectable_effect(values[col[str(d.a)]] - values[col[str(d.b)]], alpha=alpha,
                                               power=power)}
-            for d, pa in zip(diffs, adjusted)]
+            for d, pa, pb in zip(diffs, adjusted, bound)]
 
 
 def _better_than(names: tuple[str, ...], pairs: list[dict[str, Any]], alpha: float) -> dict[str, list[str]]:
@@ -188,7 +190,7 @@ class Comparison:
             rows += [RULE] if rows else []
             rows += [[g.dataset, g.measure, f"{p['a']} - {p['b']}",
                       Estimate(p["diff"], p["ci_low"], p["ci_high"], marked=p["p_adjusted"] < self.alpha),
-                      format_p(p["p_value"], p["p_draws"] or None), format_p(p["p_adjusted"], p["p_draws"] or None),
+                      p["p_text"], p["p_adjusted_text"],
                       p["mde"]] for p in g.pairs]
         return header, rows
 

@@ -136,10 +136,11 @@ def format_estimate(value: Any, low: Any = None, high: Any = None, digits: int =
     return render_cell(Estimate(value, low, high), "text", digits)
 
 
-def format_p(p: float | None, n_resamples: int | None = None, *, sides: int = 2) -> str:
-    """A p-value: four significant digits, ``<= 2/(m+1)`` at a bootstrap floor, ``n/a`` for None
-    (the rule of :func:`adaptlab.stats.pvalues.format_p_value`)."""
-    return format_p_value(p, n_resamples, sides=sides)
+def format_p(p: float | None, n_resamples: int | None = None, *, sides: int = 2, bound: bool = False) -> str:
+    """A p-value: four significant digits, ``<= p`` when ``bound`` (a p at its Monte Carlo floor,
+    or an adjusted p set by one), ``<= 2/(m+1)`` at a bootstrap floor, ``n/a`` for None (the rule
+    of :func:`adaptlab.stats.pvalues.format_p_value`, the one p formatter)."""
+    return format_p_value(p, n_resamples, sides=sides, bound=bound)
 
 
 def significance_mark(p: float | None, alpha: float = ALPHA, mark: str = DAGGER) -> str:

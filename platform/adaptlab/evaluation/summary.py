@@ -18,12 +18,12 @@ Multiplicity: the paired tests of one dataset and one measure form a family of `
 their p-values are adjusted within it (Holm by default, Benjamini-Hochberg with
 ``adjustment="bh"``; :func:`adaptlab.stats.pvalues.adjust_pvalues`) and both raw and adjusted
 p-values are kept, with the family size. The paired p-value is the sign-flip randomization
-test's, exact where the differences allow and otherwise with enough sign vectors for the
-family (:mod:`adaptlab.stats.signflip`); the bootstrap's only from
-:data:`adaptlab.stats.pvalues.PERMUTATION_Q` (1000) queries on when its floor fits the family
-(``PairSummary.test`` and ``p_draws``, stored as ``p_test`` and ``p_draws`` in the row's
-``extra``), so a single test and Holm's family-wise error keep their level at small Q and a
-large family can still find its differences.
+test's at every number of queries (null: the per-query differences are symmetric about 0), exact
+where the differences allow and otherwise with enough sign vectors for the family
+(:mod:`adaptlab.stats.signflip`); the bootstrap's only when asked for
+(``BootstrapConfig.test="bootstrap"``). ``PairSummary.test`` and ``p_draws`` are stored as
+``p_test`` and ``p_draws`` in the row's ``extra``, with ``p_bound`` / ``p_adjusted_bound``: a p
+at its Monte Carlo floor (or an adjusted p set by one) is a bound and prints as ``<= p``.
 
 Rank intervals: for every dataset and measure with several systems, each system's rank interval
 from the shared bootstrap resamples and whether it is statistically tied with the best
@@ -55,7 +55,7 @@ from adaptlab.metrics import Measure, PerQueryMetrics, evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.settings import resolve_bootstrap
 from adaptlab.stats.intervals import FewOutcomesWarning, few_outcomes, is_binary_measure
-from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, adjust_pvalues, exact_paired_tests
+from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, adjust_pvalues_bounded, exact_paired_tests, format_p_value, p_at_floor
 from adaptlab.stats.ranks import RankIntervals, rank_intervals
 from adaptlab.stats.resample import check_sizes
 from adaptlab.stats.settings import sample_size_note
@@ -117,13 +117,31 @@ class PairSummary:
     interval: str = "percentile"
     test: str = "bootstrap"  # the test of p_value: "sign-flip", "sign-flip-exact" or "bootstrap"
     p_draws: int = 0  # Monte Carlo draws behind p_value (sign vectors or resamples; 0 = exact)
+    p_adjusted_bound: bool = False  # the adjusted p is set by a p at its Monte Carlo floor: a bound
+
+    @property
+    def p_bound(self) -> bool:
+        """``p_value`` is at its Monte Carlo floor (:func:`adaptlab.stats.pvalues.p_at_floor`): a bound."""
+        return p_at_floor(self.p_value, self.test, self.p_draws)
+
+    @property
+    def p_text(self) -> str:
+        """``p_value`` as every output prints it (``"<= 0.00025"`` at the floor)."""
+        return format_p_value(self.p_value, bound=self.p_bound)
+
+    @property
+    def p_adjusted_text(self) -> str:
+        """``p_adjusted`` as every output prints it (``"<= 0.0025"`` when set by a floored p)."""
+        return format_p_value(self.p_adjusted, bound=self.p_adjusted_bound)
 
     def as_dict(self) -> dict[str, object]:
         return {"a": self.a, "b": self.b, "measure": self.measure, "diff": self.diff,
                 "boot_mean": self.boot_mean, "ci_low": self.ci_low, "ci_high": self.ci_high,
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "adjustment": self.adjustment,
                 "family_size": self.family_size, "p_exact": self.p_exact, "p_wilcoxon": self.p_wilcoxon,
-                "interval": self.interval, "test": self.test, "p_draws": self.p_draws}
+                "interval": self.interval, "test": self.test, "p_draws": self.p_draws,
+                "p_bound": self.p_bound, "p_adjusted_bound": self.p_adjusted_bound,
+                "p_text": self.p_text, "p_adjusted_text": self.p_adjusted_text}
 
 
 @dataclass
@@ -199,7 +217,8 @@ class EvaluationSummary:
                    "boot_mean": p.boot_mean, "ci_low": p.ci_low, "ci_high": p.ci_high,
                    "compared_to": p.b, "p_value": p.p_value, "p_adjusted": p.p_adjusted,
                    "adjustment": p.adjustment, "family_size": p.family_size, "interval_method": p.interval,
-                   "extra": json.dumps({"p_test": p.test, "p_draws": p.p_draws}), **common}
+                   "extra": json.dumps({"p_test": p.test, "p_draws": p.p_draws, "p_bound": p.p_bound,
+                                        "p_adjusted_bound": p.p_adjusted_bound}), **common}
             if p.p_exact is not None:
                 row["p_exact"], row["exact_test"] = p.p_exact, "sign"
             rows.append(row)
@@ -227,14 +246,15 @@ def _family(pairs: list[PairSummary], adjustment: str, values: Mapping[str, np.n
     """Adjust one (dataset, measure) family's p-values; attach exact tests to small samples."""
     if not pairs:
         return pairs
-    adj = adjust_pvalues([p.p_value for p in pairs], adjustment)
+    adj, bound = adjust_pvalues_bounded([p.p_value for p in pairs], [p.p_bound for p in pairs], adjustment)
     out = []
-    for p, pa in zip(pairs, adj):
+    for p, pa, pb in zip(pairs, adj, bound):
         extra: dict[str, object] = {}
         if values is not None:
             t = exact_paired_tests(values[p.a], values[p.b])
             extra = {"p_exact": t.sign_p, "p_wilcoxon": t.wilcoxon_p}
-        out.append(replace(p, p_adjusted=float(pa), adjustment=adjustment, family_size=len(pairs), **extra))
+        out.append(replace(p, p_adjusted=float(pa), adjustment=adjustment, family_size=len(pairs),
+                           p_adjusted_bound=bool(pb), **extra))
     return out
 
 

@@ -55,14 +55,17 @@ def format_pairs(s: EvaluationSummary) -> str:
     if not s.pairs:
         return ""
     exact = any(p.p_exact is not None for p in s.pairs)
-    header = ["pair", "measure", "diff", ci_label(s.confidence, s.interval), "p", "p adj (n)"]
+    methods = sorted({p.interval for p in s.pairs})
+    mixed = len(methods) > 1  # named per row where the rows differ
+    header = (["pair", "measure", "diff", ci_label(s.confidence, None if mixed else methods[0])]
+              + (["CI method"] if mixed else []) + ["p", "p adj (n)"])
     if exact:
         header += ["p sign", "p wilcoxon"]
     rows = []
     for p in s.pairs:
-        row = [f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high),
-               format_p(p.p_value, p.p_draws or None),
-               f"{format_p(p.p_adjusted, p.p_draws or None)} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
+        row = ([f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high)]
+               + ([p.interval] if mixed else [])
+               + [p.p_text, f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a"])
         if exact:
             row += [format_p(p.p_exact), format_p(p.p_wilcoxon)]
         rows.append(row)

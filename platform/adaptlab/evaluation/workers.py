@@ -90,7 +90,7 @@ def bootstrap_group(group: BootstrapGroup, boot: BootstrapConfig) -> GroupResult
     pairs: tuple[PairedDifference, ...] = ()
     if len(group.names) > 1:
         pairs = tuple(paired_bootstrap(group.values, names=list(group.names), baseline=group.baseline,
-                                       pairs=group.pairs, measure=measure, **kw))
+                                       pairs=group.pairs, measure=measure, test=boot.test, **kw))
     return GroupResult(np.asarray(ci.point), np.asarray(ci.boot_mean), np.asarray(ci.ci_low),
                        np.asarray(ci.ci_high), pairs, ci.interval)
 

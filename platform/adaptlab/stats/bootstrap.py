@@ -49,8 +49,8 @@ from adaptlab.stats.intervals import (
     studentized_interval,
     wilson_interval,
 )
-from adaptlab.stats.pvalues import PERMUTATION_Q
-from adaptlab.stats.signflip import FAMILY_ALPHA, RESOLUTION, family_sign_flip
+from adaptlab.stats.pvalues import PAIRED_TESTS, p_at_floor
+from adaptlab.stats.signflip import family_sign_flip
 from adaptlab.stats.resample import check_seed, check_sizes
 
 __all__ = ["BootstrapResult", "METHODS", "PairedDifference", "bootstrap_ci", "paired_bootstrap"]
@@ -61,7 +61,7 @@ METHODS: tuple[str, ...] = ("auto", "index", "multinomial")
 _KEY_SYSTEM = 1  # SeedSequence spawn-key namespaces of the multinomial draws
 _KEY_PAIR = 2
 _KEY_JOINT = 3
-_KEY_FLIP = 4  # the sign vectors of the randomization test (Q < PERMUTATION_Q)
+_KEY_FLIP = 4  # the sign vectors of the randomization test
 _ZERO_TOL = 1e-10  # |D*| <= _ZERO_TOL * max|d| counts as an exact tie in the p-value
 
 
@@ -122,16 +122,15 @@ class BootstrapResult:
 class PairedDifference:
     """Paired bootstrap comparison of system ``a`` against system ``b`` (difference ``a - b``).
 
-    ``p_value`` is, with ``test == "bootstrap"`` (``Q >=``
-    :data:`~adaptlab.stats.pvalues.PERMUTATION_Q` and a family small enough for its floor), the
-    two-sided bootstrap p-value ``min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (m + 1))``
-    over the ``m`` resampled mean differences ``D*`` (the +1 terms count the observed sample, so
-    p is never 0); otherwise the two-sided paired randomization test
-    (:mod:`adaptlab.stats.signflip`), exact over all sign patterns (``test ==
-    "sign-flip-exact"``) or from ``p_draws`` random sign vectors (``test == "sign-flip"``), which
-    keeps its level at small Q where the bootstrap p-value does not. ``p_draws``: the Monte Carlo
-    draws behind ``p_value`` (sign vectors or resamples; 0 for an exact p-value), whose floor is
-    ``1/(p_draws + 1)``.
+    ``p_value`` is the two-sided paired randomization (sign-flip) test at every number of
+    queries (:mod:`adaptlab.stats.signflip`; null: the per-query differences are symmetric about
+    0), exact over all sign patterns (``test == "sign-flip-exact"``) or from ``p_draws`` random
+    sign vectors (``test == "sign-flip"``); only when asked for (``test="bootstrap"`` in
+    :func:`paired_bootstrap`) the two-sided bootstrap p-value
+    ``min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (m + 1))`` over the ``m`` resampled mean
+    differences ``D*`` (``test == "bootstrap"``). ``p_draws``: the Monte Carlo draws behind
+    ``p_value`` (sign vectors or resamples; 0 for an exact p-value); ``p_bound``: ``p_value`` is
+    at its Monte Carlo floor, a bound (:func:`adaptlab.stats.pvalues.p_at_floor`).
     """
 
     a: str | int
@@ -150,8 +149,13 @@ class PairedDifference:
     test: str = "bootstrap"
     p_draws: int = 0
 
+    @property
+    def p_bound(self) -> bool:
+        """``p_value`` is at the floor of its Monte Carlo test: the true p may be smaller."""
+        return p_at_floor(self.p_value, self.test, self.p_draws)
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "p_bound": self.p_bound}
 
 
 # ----------------------------------------------------------------------------- validation
@@ -599,20 +603,20 @@ def _check_family(family_size: object) -> int:
     return int(family_size)
 
 
-def _bootstrap_p_fits(n_queries: int, m: int, family_size: int) -> bool:
-    """Whether the bootstrap p-value serves: from ``PERMUTATION_Q`` queries on, and only when its
-    floor leaves the family room (``2 K / (m + 1) <= FAMILY_ALPHA / RESOLUTION``)."""
-    return n_queries >= PERMUTATION_Q and 2.0 * family_size / (m + 1.0) <= FAMILY_ALPHA / RESOLUTION
+def _check_test(test: object) -> str:
+    if test not in PAIRED_TESTS:
+        raise ConfigError(f"test={test!r} is not valid; expected one of {', '.join(PAIRED_TESTS)}")
+    return str(test)
 
 
 def _pair_p_values(arr: np.ndarray, pairs: list[tuple[int, int]], d_star: dict[tuple[int, int], np.ndarray], *,
-                   m: int, seed: int, family: int) -> tuple[list[float], list[str], list[int]]:
+                   m: int, seed: int, family: int, test: str = "sign-flip") -> tuple[list[float], list[str], list[int]]:
     """Two-sided p-values of the pairs, the test of each and its Monte Carlo draws (0: exact):
-    the bootstrap p-value of each ``D*`` when :func:`_bootstrap_p_fits`, else the sign-flip
-    randomization test over all Q queries (:func:`~adaptlab.stats.signflip.family_sign_flip`:
-    exact where it can count, else sign vectors from stream ``(seed, _KEY_FLIP)``, shared by
-    the pairs, as many as a family of ``family`` tests needs)."""
-    if not _bootstrap_p_fits(arr.shape[1], m, family):
+    the sign-flip randomization test over all Q queries at every Q
+    (:func:`~adaptlab.stats.signflip.family_sign_flip`: exact where it can count, else sign
+    vectors from stream ``(seed, _KEY_FLIP)``, shared by the pairs, as many as a family of
+    ``family`` tests needs), or with ``test="bootstrap"`` the bootstrap p-value of each ``D*``."""
+    if test == "sign-flip":
         res = family_sign_flip(arr, pairs, m, _rng(seed, _KEY_FLIP), _ZERO_TOL, family_size=family)
         return ([float(p) for p in res.p], ["sign-flip-exact" if e else "sign-flip" for e in res.exact],
                 [0 if e else res.n_vectors for e in res.exact])
@@ -666,23 +670,23 @@ def paired_bootstrap(
     pairs: Sequence[tuple[int | str, int | str]] | None = None,
     n_resamples: int = 1000, sample_size: int | None = None, seed: int = 0, confidence: float = 0.95,
     method: str = "auto", backend: str = "auto", n_jobs: int | None = None, allow_oversampling: bool = False,
-    interval: str = "auto", family_size: int | None = None, measure: object = None,
+    interval: str = "auto", family_size: int | None = None, measure: object = None, test: str = "sign-flip",
 ) -> list[PairedDifference]:
     """Paired bootstrap of mean differences between systems evaluated on the same queries.
 
     Each resample draws one set of queries for both systems of a pair, so the difference is
-    paired. ``diff`` is the observed mean difference, ``ci_low``/``ci_high`` the percentile
-    interval of the resampled differences ``D*``. The two-sided p-value of "no difference" is, from
-    :data:`~adaptlab.stats.PERMUTATION_Q` (1000) queries on and when its floor fits the family of
-    pairs (in practice one pair), the Monte Carlo bootstrap p-value (Davison and Hinkley 1997, chapter 4)
+    paired. ``diff`` is the observed mean difference, ``ci_low``/``ci_high`` the interval of the
+    resampled differences ``D*`` (``"auto"``: studentized). The two-sided p-value of "no
+    difference" is, at every number of queries, the paired sign-flip randomization test over all
+    queries (Fisher 1935; Smucker, Allan and Carterette 2007; its null: the per-query differences
+    are symmetric about 0): exact where the differences allow, else with sign vectors sized to the
+    family (:class:`PairedDifference`, :mod:`adaptlab.stats.signflip`). With ``test="bootstrap"``
+    it is the Monte Carlo bootstrap p-value (Davison and Hinkley 1997, chapter 4)
 
         p_value = min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (n_resamples + 1))
 
-    (0 lies outside the interval of level c roughly when p < 1 - c); otherwise the paired sign-flip
-    randomization test over all queries (Fisher 1935; Smucker, Allan and Carterette 2007), which the
-    bootstrap p-value over-rejects at small Q: exact where the differences allow, else with sign
-    vectors sized to the family (:class:`PairedDifference`, :mod:`adaptlab.stats.signflip`,
-    docs/metrics.md). Resampled differences within 1e-10 * max|d| of 0 count as ties on both sides.
+    which over-rejects at small Q. Resampled differences within 1e-10 * max|d| of 0 count as ties
+    on both sides.
 
     Parameters
     ----------
@@ -709,6 +713,9 @@ def paired_bootstrap(
     family_size : int, optional
         The number of tests the p-values' Monte Carlo resolution is sized for (default: this
         call's pairs); :func:`adaptlab.plan_sample_size` passes 1 (one test per simulated experiment).
+    test : str
+        ``"sign-flip"`` (default: the same test at every Q) or ``"bootstrap"`` (the bootstrap
+        p-value, liberal at small Q; only when asked for).
 
     Returns
     -------
@@ -731,6 +738,6 @@ def paired_bootstrap(
     chosen, d_star, d_sq = _draw_differences(arr, pairs, method, m=m, l=l, seed=seed, backend=backend, jobs=jobs,
                                              squares=used == "studentized")
     family = len(pairs) if family_size is None else _check_family(family_size)
-    tested = _pair_p_values(arr, pairs, d_star, m=m, seed=seed, family=family)
+    tested = _pair_p_values(arr, pairs, d_star, m=m, seed=seed, family=family, test=_check_test(test))
     return _paired_results(arr, pairs, names, d_star, tested, chosen=chosen, m=m, l=l, conf=conf, seed=seed,
                            interval=used, d_sq=d_sq)

@@ -24,7 +24,7 @@ import numpy as np
 
 from adaptlab.errors import ConfigError
 from adaptlab.stats.intervals import INTERVALS
-from adaptlab.stats.pvalues import ADJUSTMENTS
+from adaptlab.stats.pvalues import ADJUSTMENTS, PAIRED_TESTS
 from adaptlab.stats.resample import check_seed
 
 __all__ = ["BootstrapConfig", "derive_seed", "resolve_bootstrap", "sample_size_note"]
@@ -90,6 +90,10 @@ class BootstrapConfig:
     adjustment : str
         The multiplicity adjustment of paired p-values within one (dataset, measure) family:
         ``"holm"`` (default), ``"bh"`` or ``"none"``; it changes no raw p-value.
+    test : str
+        The paired test, the same at every number of queries: ``"sign-flip"`` (default; exact
+        where the differences allow, else Monte Carlo sized to the family) or ``"bootstrap"``
+        (the two-sided bootstrap p-value, only when asked for).
 
     Examples
     --------
@@ -107,6 +111,7 @@ class BootstrapConfig:
     allow_oversampling: bool = False
     interval: str = "auto"
     adjustment: str = "holm"
+    test: str = "sign-flip"
 
     def __post_init__(self) -> None:
         if isinstance(self.n_resamples, bool) or not isinstance(self.n_resamples, (int, np.integer)) \
@@ -129,15 +134,23 @@ class BootstrapConfig:
             raise ConfigError(f"interval={self.interval!r} is not valid; expected one of {', '.join(INTERVALS)}")
         if self.adjustment not in ADJUSTMENTS:
             raise ConfigError(f"adjustment={self.adjustment!r} is not valid; expected one of {', '.join(ADJUSTMENTS)}")
+        if self.test not in PAIRED_TESTS:
+            raise ConfigError(f"test={self.test!r} is not valid; expected one of {', '.join(PAIRED_TESTS)}")
 
     def kwargs(self) -> dict[str, Any]:
         """``n_resamples``, ``sample_size``, ``seed``, ``confidence``, ``allow_oversampling``
         and ``interval`` as keyword arguments of :func:`~adaptlab.stats.bootstrap.bootstrap_ci`
         and :func:`~adaptlab.stats.bootstrap.paired_bootstrap` (``adjustment`` is applied
-        after the tests, not by them)."""
+        after the tests, not by them; ``test`` is in :meth:`paired_kwargs`)."""
         out = asdict(self)
         out.pop("adjustment")
+        out.pop("test")
         return out
+
+    def paired_kwargs(self) -> dict[str, Any]:
+        """:meth:`kwargs` plus ``test``: the keyword arguments of
+        :func:`~adaptlab.stats.bootstrap.paired_bootstrap`."""
+        return {**self.kwargs(), "test": self.test}
 
     def with_seed(self, seed: int) -> BootstrapConfig:
         return replace(self, seed=seed)
