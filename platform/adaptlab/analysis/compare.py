@@ -14,9 +14,11 @@ arrays, or a results store) and, for every dataset and measure:
   ``b``, ... in input order) and lists the letters of the systems it is significantly *better*
   than (adjusted p < ``alpha`` and a positive mean difference). This is not the compact letter
   display (where systems sharing a letter do not differ);
-* **tiers**: each system's rank interval from the shared bootstrap resamples and whether it
-  is statistically tied with the best (its interval contains rank 1;
-  :func:`adaptlab.stats.rank_intervals`, Hall & Miller 2009);
+* **tiers**: each system's simultaneous rank interval and whether it is tied with the best,
+  from the same adjusted p-values as the letters (:func:`adaptlab.stats.ranks_from_tests`): a
+  system is tied with the best exactly when no system lists it among those it is better than;
+  with Holm, with probability at least ``1 - alpha`` every interval holds at once and the tied
+  set contains the best system;
 * **minimum detectable effect** of every pair at ``power`` (default 0.8) for its number of
   queries ``Q``: the smallest true mean difference a two-sided level-``alpha`` paired test
   detects with probability ``power`` under the normal approximation,
@@ -43,7 +45,7 @@ import numpy as np
 from adaptlab.analysis.present import ALPHA, RULE, CellValue, Estimate, render_table
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.metrics import evaluate, parse_measures
-from adaptlab.stats import BootstrapConfig, bootstrap_ci, paired_bootstrap, rank_intervals
+from adaptlab.stats import BootstrapConfig, bootstrap_ci, paired_bootstrap, ranks_from_tests
 from adaptlab.stats.pvalues import adjust_pvalues_bounded, format_p_value, p_value_note
 from adaptlab.stats.settings import resolve_bootstrap
 
@@ -121,9 +123,11 @@ def _compare_group(dataset: str, measure: str, names: tuple[str, ...], values: n
                    boot: BootstrapConfig, alpha: float, power: float) -> GroupComparison:
     """CIs, pairs, letters and rank intervals of one (dataset, measure) group."""
     ci = bootstrap_ci(values, measure=measure, **boot.kwargs())
-    ranks = rank_intervals(values, n_resamples=boot.n_resamples, sample_size=boot.sample_size, seed=boot.seed,
-                           confidence=boot.confidence, allow_oversampling=boot.allow_oversampling)
     pairs = _pair_rows(values, names, boot, alpha, power, measure)
+    col = {n: i for i, n in enumerate(names)}
+    ranks = ranks_from_tests(values.mean(axis=1), [(col[p["a"]], col[p["b"]]) for p in pairs],
+                             [p["p_adjusted"] for p in pairs], alpha=alpha, adjustment=boot.adjustment,
+                             n_resamples=boot.n_resamples, sample_size=values.shape[1], seed=boot.seed)
     letter = dict(zip(names, _letters(len(names))))
     better = _better_than(names, pairs, alpha)
     systems = [{"system": n, "letter": letter[n], "value": float(ci.point[i]), "ci_low": float(ci.ci_low[i]),
@@ -197,8 +201,14 @@ class Comparison:
     def _footer(self) -> str:
         return (f"letters: each system lists the systems it is significantly better than "
                 f"(p adjusted by {self.boot.adjustment} < {self.alpha}); \u2020 after a difference: the same "
-                f"(adjusted p < {self.alpha}); tied with best: the rank interval contains 1; "
+                f"(adjusted p < {self.alpha}); tied with best: no system is significantly better (rank "
+                f"intervals and tied set from the same tests; {self._rank_guarantee()}); "
                 f"MDE: (z(1-alpha/2) + z(power)) * sd(d) / sqrt(Q); {self._p_note()}")
+
+    def _rank_guarantee(self) -> str:
+        if self.boot.adjustment != "holm":
+            return f"no simultaneous guarantee with adjustment {self.boot.adjustment}"
+        return f"with probability >= {1 - self.alpha:g} all hold at once and the best is in the tied set"
 
     def _n_queries(self) -> int:
         return min((int(g.values.shape[1]) for g in self.groups), default=0)

@@ -25,9 +25,11 @@ where the differences allow and otherwise with enough sign vectors for the famil
 ``p_test`` and ``p_draws`` in the row's ``extra``, with ``p_bound`` / ``p_adjusted_bound``: a p
 at its Monte Carlo floor (or an adjusted p set by one) is a bound and prints as ``<= p``.
 
-Rank intervals: for every dataset and measure with several systems, each system's rank interval
-from the shared bootstrap resamples and whether it is statistically tied with the best
-(:mod:`adaptlab.stats.ranks`; stored as ``rank_low`` / ``rank_high``).
+Rank intervals: for every dataset and measure with several systems, each system's simultaneous
+rank interval from the paired sign-flip tests of all pairs (Holm-adjusted, level ``1 -
+confidence``) and whether it is tied with the best (no system significantly better), with
+probability at least ``1 - alpha`` for all systems at once (:mod:`adaptlab.stats.ranks`; stored
+as ``rank_low`` / ``rank_high``).
 
 Small samples: with fewer than :data:`adaptlab.stats.pvalues.SMALL_SAMPLE_Q` (30) queries every
 paired comparison also carries the exact two-sided sign test (``p_exact``) and the Wilcoxon
@@ -56,7 +58,7 @@ from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.settings import resolve_bootstrap
 from adaptlab.stats.intervals import FewOutcomesWarning, few_outcomes, is_binary_measure
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, adjust_pvalues_bounded, exact_paired_tests, format_p_value, p_at_floor
-from adaptlab.stats.ranks import RankIntervals, rank_intervals
+from adaptlab.stats.ranks import RankIntervals, simultaneous_ranks
 from adaptlab.stats.resample import check_sizes
 from adaptlab.stats.settings import sample_size_note
 
@@ -226,9 +228,11 @@ class EvaluationSummary:
 
 
 def _ranks(values: np.ndarray, boot: BootstrapConfig) -> RankIntervals:
-    """Rank intervals of one (dataset, measure) group on the shared resample indices."""
-    return rank_intervals(values, n_resamples=boot.n_resamples, sample_size=boot.sample_size, seed=boot.seed,
-                          confidence=boot.confidence, allow_oversampling=boot.allow_oversampling)
+    """Simultaneous rank intervals and the tied-with-best set of one (dataset, measure) group,
+    from the sign-flip tests of all pairs adjusted by ``boot.adjustment`` at level
+    ``1 - boot.confidence`` (:func:`adaptlab.stats.ranks.simultaneous_ranks`)."""
+    return simultaneous_ranks(values, alpha=1.0 - boot.confidence, adjustment=boot.adjustment,
+                              n_resamples=boot.n_resamples, seed=boot.seed)
 
 
 def _warn_few_outcomes(groups: Sequence[BootstrapGroup]) -> None:

@@ -38,8 +38,18 @@ def format_summary(s: EvaluationSummary) -> str:
     header = ["system", "measure", "value", "boot_mean", label, "CI width"] + (["CI method"] if mixed else [])
     if ranked:
         header.append("rank [interval]")
-        head += "\nrank [interval]: from the shared bootstrap resamples; * = statistically tied with the best"
+        head += ("\nrank [interval]: from the paired sign-flip tests of all pairs (adjusted as the p column); "
+                 "* = tied with the best (no system significantly better); " + _guarantee(s))
     return terminal_escape_lines(head) + "\n" + render_table(header, rows)
+
+
+def _guarantee(s: EvaluationSummary) -> str:
+    """The simultaneous guarantee of the rank intervals, one phrase."""
+    alpha = 1.0 - s.confidence
+    if s.adjustment != "holm":
+        return f"no simultaneous guarantee with adjustment {s.adjustment}"
+    return (f"with probability >= {s.confidence:g} all rank intervals hold at once and the starred set contains "
+            f"the best (Holm, alpha {alpha:.2g})")
 
 
 def _rank(r: object) -> str:
