@@ -4,7 +4,9 @@
 arrays, or a results store) and, for every dataset and measure:
 
 * each system's mean with its bootstrap CI (:func:`adaptlab.stats.bootstrap_ci`);
-* every pair of systems ``(a, b)`` (``a`` before ``b`` in input order, difference ``a - b``)
+* every pair of systems ``(a, b)`` (``a`` named before ``b``, difference ``a - b``, the same
+  direction and interval as ``adaptlab run`` and ``inspect``: a pair's resampled differences
+  depend only on its two systems, and a store's pairs keep their stored direction)
   with its paired bootstrap CI and two-sided p-value (:func:`adaptlab.stats.paired_bootstrap`,
   the call ``adaptlab evaluate`` makes, so the p-values are the same for the same seed), the
   p-values adjusted within the (dataset, measure) family (Holm by default, or
@@ -43,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from adaptlab.analysis.present import ALPHA, RULE, CellValue, Estimate, render_table
+from adaptlab.analysis.present import headline_pair, verdict_line, warn_lookalike_names
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.metrics import evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig, bootstrap_ci, paired_bootstrap, ranks_from_tests
@@ -92,10 +95,27 @@ def _letter_list(letters: list[str]) -> str:
     return ("," if any(len(x) > 1 for x in letters) else "").join(sorted(letters))
 
 
+Directions = frozenset[tuple[str, str]]
+"""Stored paired rows' ``(system, compared_to)``: a pair is shown in that direction."""
+
+
+def _oriented_pairs(names: tuple[str, ...], directions: Directions) -> list[tuple[str, str]]:
+    """Every pair, the first named system minus the second (``i < j``), unless the store holds it
+    the other way round (``(names[j], names[i])`` in ``directions``): then as stored, so compare
+    prints a difference in the direction ``run`` printed and stored it."""
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            out.append((b, a) if (b, a) in directions and (a, b) not in directions else (a, b))
+    return out
+
+
 def _pair_rows(values: np.ndarray, names: tuple[str, ...], boot: BootstrapConfig, alpha: float,
-               power: float, measure: str | None = None) -> list[dict[str, Any]]:
-    """Every pair ``(i, j)``, ``i < j``: paired bootstrap, adjusted p, minimum detectable effect."""
-    diffs = paired_bootstrap(values, names=list(names), measure=measure, **boot.paired_kwargs())
+               power: float, measure: str | None = None, directions: Directions = frozenset(),
+               ) -> list[dict[str, Any]]:
+    """Every pair (:func:`_oriented_pairs`): paired bootstrap, adjusted p, minimum detectable effect."""
+    diffs = paired_bootstrap(values, names=list(names), pairs=_oriented_pairs(names, directions), measure=measure,
+                             **boot.paired_kwargs())
     adjusted, bound = adjust_pvalues_bounded([d.p_value for d in diffs], [d.p_bound for d in diffs], boot.adjustment)
     col = {n: i for i, n in enumerate(names)}
     return [{"a": str(d.a), "b": str(d.b), "diff": d.diff, "ci_low": d.ci_low, "ci_high": d.ci_high,
@@ -120,10 +140,11 @@ def _better_than(names: tuple[str, ...], pairs: list[dict[str, Any]], alpha: flo
 
 
 def _compare_group(dataset: str, measure: str, names: tuple[str, ...], values: np.ndarray,
-                   boot: BootstrapConfig, alpha: float, power: float) -> GroupComparison:
+                   boot: BootstrapConfig, alpha: float, power: float,
+                   directions: Directions = frozenset()) -> GroupComparison:
     """CIs, pairs, letters and rank intervals of one (dataset, measure) group."""
     ci = bootstrap_ci(values, measure=measure, **boot.kwargs())
-    pairs = _pair_rows(values, names, boot, alpha, power, measure)
+    pairs = _pair_rows(values, names, boot, alpha, power, measure, directions)
     col = {n: i for i, n in enumerate(names)}
     ranks = ranks_from_tests(values.mean(axis=1), [(col[p["a"]], col[p["b"]]) for p in pairs],
                              [p["p_adjusted"] for p in pairs], alpha=alpha, adjustment=boot.adjustment,
@@ -159,11 +180,25 @@ class Comparison:
 
         return pd.DataFrame([{"dataset": g.dataset, "measure": g.measure, **p} for g in self.groups for p in g.pairs])
 
+    def verdict(self) -> str:
+        """The one-line verdict of the first (dataset, measure) group
+        (:func:`adaptlab.analysis.present.verdict_line`), from the numbers of its pairs table."""
+        g = self.groups[0] if self.groups else None
+        if g is None or not g.pairs:
+            return ""
+        row = headline_pair([{**p, "measure": g.measure} for p in g.pairs],
+                            {s["system"]: s["value"] for s in g.systems})
+        return "" if row is None else verdict_line(row, alpha=self.alpha)
+
     def render(self, style: str = "text") -> str:
-        """Both tables (systems, then pairs) in ``style`` (:data:`adaptlab.analysis.present.STYLES`)."""
-        footer = ("% " if style == "latex" else "") + self._footer()  # a LaTeX comment: compiles as is
-        return "\n\n".join([render_table(*self._system_table(), style), render_table(*self._pair_table(), style),
-                            footer])
+        """The verdict, then both tables (systems, then pairs) in ``style``
+        (:data:`adaptlab.analysis.present.STYLES`)."""
+        lead = "% " if style == "latex" else ""  # a LaTeX comment: compiles as is
+        footer = lead + self._footer()
+        verdict = self.verdict()
+        top = [f"{lead}verdict: {verdict}"] if verdict else []
+        return "\n\n".join([*top, render_table(*self._system_table(), style),
+                            render_table(*self._pair_table(), style), footer])
 
     def to_markdown(self) -> str:
         return self.render("markdown")
@@ -345,11 +380,35 @@ def store_groups(store: Any, dataset: str | None, measures: Sequence[str] | None
     return groups
 
 
+def _stored_directions(store: Any) -> Directions:
+    """``(system, compared_to)`` of the store's latest paired rows (empty when it has none)."""
+    rows = store.metrics(kind="comparison", latest=True, columns=["system", "compared_to"]).to_pylist()
+    return frozenset((str(r["system"]), str(r["compared_to"])) for r in rows if r["compared_to"])
+
+
+def _select_systems(groups: Groups, systems: Sequence[str] | None) -> Groups:
+    """The groups restricted to ``systems``, in that order (the first named minus the second)."""
+    if systems is None:
+        return groups
+    wanted = [str(s) for s in systems]
+    if len(wanted) < 2 or len(set(wanted)) != len(wanted):
+        raise ConfigError(f"systems: name at least 2 distinct systems, got {wanted}")
+    out: Groups = {}
+    for key, (names, values) in groups.items():
+        missing = [s for s in wanted if s not in names]
+        if missing:
+            raise ConfigError(f"systems: {', '.join(missing)} not among the systems of {key[0] or 'the data'} "
+                              f"({key[1]}): {', '.join(names)}")
+        out[key] = (tuple(wanted), values[[names.index(s) for s in wanted]])
+    return out
+
+
 def compare(
     per_query: Any,
     *,
     measures: Sequence[str] | str | None = None,
     dataset: str | None = None,
+    systems: Sequence[str] | None = None,
     boot: BootstrapConfig | None = None,
     alpha: float = ALPHA,
     power: float = DEFAULT_POWER,
@@ -368,6 +427,10 @@ def compare(
         The measures to compare (default: all given; a store: ``ndcg@10``).
     dataset : str, optional
         The dataset's name (a store: only this dataset).
+    systems : sequence of str, optional
+        Only these systems, in this order: each difference is the first named system minus the
+        second (default: all, in input order; a store's pairs keep the direction they were
+        stored in, which is the direction ``adaptlab run`` printed).
     boot : BootstrapConfig, optional
         Seed, resamples and p-value adjustment (default ``BootstrapConfig()``).
     alpha : float
@@ -396,8 +459,10 @@ def compare(
     measures = measures.split(",") if isinstance(measures, str) else measures
     if isinstance(per_query, (str, Path)):
         raise ConfigError(f"compare: open the store first: compare(adaptlab.results.open({str(per_query)!r}))")
+    directions: Directions = frozenset()
     if hasattr(per_query, "per_query"):
         groups = store_groups(per_query, dataset, measures)
+        directions = _stored_directions(per_query) if systems is None else frozenset()
     elif hasattr(per_query, "columns") and hasattr(per_query, "groupby"):
         groups = _from_frame(per_query, dataset, measures)
     elif isinstance(per_query, Mapping) and len(per_query) >= 2:
@@ -406,5 +471,7 @@ def compare(
         raise ConfigError("compare needs a results store, a DataFrame or a mapping {system: per-query values} "
                           f"of at least 2 systems, got {type(per_query).__name__}")
     minimum_detectable_effect([0.0, 0.0], alpha=alpha, power=power)  # checks alpha and power once
-    return Comparison([_compare_group(ds, m, names, v, boot, alpha, power) for (ds, m), (names, v) in groups.items()],
-                      boot, alpha, power)
+    groups = _select_systems(groups, systems)
+    warn_lookalike_names([n for names, _ in groups.values() for n in names])
+    return Comparison([_compare_group(ds, m, names, v, boot, alpha, power, directions)
+                       for (ds, m), (names, v) in groups.items()], boot, alpha, power)

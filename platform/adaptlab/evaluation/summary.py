@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
+from adaptlab.analysis.present import warn_lookalike_names
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation.workers import BootstrapGroup, GroupResult, check_workers, run_groups
 from adaptlab.metrics import Measure, PerQueryMetrics, evaluate, parse_measures
@@ -291,6 +292,7 @@ def _check_systems(per_query: Mapping[str, PerQueryMetrics], baseline: str | Non
     for n in names[1:]:
         if per_query[n].query_ids != first.query_ids:
             raise ConfigError(f"system {n!r} was evaluated on other queries than {names[0]!r}")
+    warn_lookalike_names(names)
     if baseline is not None and baseline not in per_query:
         raise ConfigError(f"baseline {baseline!r} is not among the systems: {', '.join(names)}")
     if first.n_queries == 0:

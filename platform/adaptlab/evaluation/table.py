@@ -7,17 +7,31 @@ multiplicity-adjusted p-values and the family size. Numbers and layout come from
 from __future__ import annotations
 
 from adaptlab.analysis.present import format_interval, format_p, render_table, terminal_escape_lines
+from adaptlab.analysis.present import headline_pair, verdict_line
 from adaptlab.evaluation.summary import EvaluationSummary
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label, p_value_note
 
-__all__ = ["format_pairs", "format_summary"]
+__all__ = ["format_pairs", "format_summary", "summary_verdict"]
 
 _ADJ_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no adjustment"}
 
 
+def summary_verdict(s: EvaluationSummary) -> str:
+    """The one-line verdict of an evaluation (:func:`adaptlab.analysis.present.verdict_line` of
+    :func:`~adaptlab.analysis.present.headline_pair`), "" without paired comparisons; significance
+    at ``1 - confidence``."""
+    if not s.pairs:
+        return ""
+    first = s.pairs[0].measure
+    means = {n: per[first].value for n, per in s.systems.items() if first in per}
+    row = headline_pair([p.as_dict() for p in s.pairs], means)
+    return "" if row is None else verdict_line(row, alpha=1.0 - s.confidence)
+
+
 def format_summary(s: EvaluationSummary) -> str:
     """Per system and measure: value, bootstrap mean, CI and its width; the judged queries each
-    run lacks (scored 0) are counted in the header and per system."""
+    run lacks (scored 0) are counted in the header and per system. The first line is the verdict
+    (:func:`summary_verdict`) when systems were compared."""
     ranked = any(r.rank is not None for per in s.systems.values() for r in per.values())
     methods = {r.interval for per in s.systems.values() for r in per.values()}
     mixed = len(methods) > 1  # interval "auto": Wilson for 0/1 measures, percentile for graded ones
@@ -28,6 +42,9 @@ def format_summary(s: EvaluationSummary) -> str:
     ]
     head = (f"{s.n_queries} queries ({len(s.excluded_queries)} without relevant documents excluded); "
             f"{s.n_resamples} bootstrap resamples of {s.sample_size} queries, seed {s.seed}")
+    verdict = summary_verdict(s)
+    if verdict:
+        head = f"verdict: {verdict}\n{head}"
     missing = {n: c for n, c in s.missing_from_run.items() if c}
     if missing:
         head += "\njudged queries missing from the run (scored 0): " + ", ".join(f"{n} {c}" for n, c in missing.items())

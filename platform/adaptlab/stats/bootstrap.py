@@ -18,10 +18,14 @@ Two computation paths give the same bootstrap distribution:
   ``sum_k N_k v_k / l`` with counts ``N ~ Multinomial(l, n_k / Q)`` over the ``K`` distinct
   values, drawn exactly by :mod:`adaptlab.stats._multinomial`; cost grows with ``m * K``,
   not with ``Q`` or ``l``. Paired differences use the distinct per-query differences of the
-  two systems (exact pairing), or one shared draw over the distinct joint value tuples of all
-  systems when there are few of them.
+  two systems (exact pairing), drawn in the pair's canonical orientation from a stream keyed by
+  the two rows' contents.
 
-``method="auto"`` picks the path with the smaller estimated cost. Randomness comes only from
+``method="auto"`` picks the path with the smaller estimated cost, per system for CIs and per pair
+for differences, from that system's or pair's own values: a CI depends only on its system's
+values, a paired difference only on its two systems' values (never on the other systems or on
+their order), and the pair ``(b, a)`` gets exactly the negated differences and interval of
+``(a, b)``. Randomness comes only from
 ``seed`` (numpy Generators with SFC64 bit generators seeded by
 ``SeedSequence(seed, spawn_key=...)``); results do not depend on ``n_jobs`` or on the backend.
 """
@@ -60,7 +64,6 @@ METHODS: tuple[str, ...] = ("auto", "index", "multinomial")
 
 _KEY_SYSTEM = 1  # SeedSequence spawn-key namespaces of the multinomial draws
 _KEY_PAIR = 2
-_KEY_JOINT = 3
 _KEY_FLIP = 4  # the sign vectors of the randomization test
 _ZERO_TOL = 1e-10  # |D*| <= _ZERO_TOL * max|d| counts as an exact tie in the p-value
 
@@ -487,99 +490,111 @@ def _check_systems(arr: np.ndarray, names: Sequence[str] | None, baseline: int |
 _PairCats = dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
 
 
-def _paired_path(
-    arr: np.ndarray, pairs: list[tuple[int, int]], used: list[int], method: str, m: int, l: int,
-) -> tuple[str, _PairCats, tuple[np.ndarray, np.ndarray] | None]:
-    """The path of :func:`paired_bootstrap` with what it needs: ``(chosen, pair_cats, joint)``.
-
-    ``"index"`` is taken as given. For ``"auto"`` / ``"multinomial"`` the estimated costs of the
-    index path (``"auto"`` only), the per-pair difference categories (``"multinomial"``) and one
-    shared draw over the distinct joint value tuples (``"multinomial-joint"``, when there are
-    few of them) are compared and the cheapest wins. Under ``"auto"`` a cheap upper bound on the
-    pair categories skips building them when the multinomial path is far costlier anyway.
-    """
-    pair_cats: _PairCats = {}
-    joint = None
-    if method not in ("auto", "multinomial"):
-        return method, pair_cats, joint
+def _pair_paths(arr: np.ndarray, pairs: list[tuple[int, int]], method: str, m: int, l: int,
+                ) -> tuple[dict[tuple[int, int], str], _PairCats]:
+    """The path of each pair, chosen from that pair's own values (so a pair's resampled
+    differences never depend on the other systems): ``"index"`` or ``"multinomial"`` as given,
+    or for ``"auto"`` the cheaper of the index path of two systems and the exact multinomial
+    draw over the pair's distinct differences (a cheap upper bound on their number skips
+    building them when the multinomial path is far costlier); with the difference categories
+    of the multinomial pairs."""
     n_q = arr.shape[1]
-    cats = {s: K.categories(arr[s]) for s in used}
-    costs = {"index": K.index_cost(m, l, len(used))}
-    # cheap gate before building the pair categories: skip them when even an upper bound
-    # of their size makes the multinomial path far costlier than the index path
-    bound = sum(min(cats[a].size * cats[b].size, n_q) for a, b in pairs)
-    if method == "multinomial" or K.multinomial_cost_bound(bound, m) < 20 * costs["index"]:
-        pair_cats = {p: K.difference_categories(cats[p[0]], cats[p[1]]) for p in pairs}
-        costs["multinomial"] = sum(K.multinomial_cost(c, l, m) for _, c in pair_cats.values())
-        joint = K.joint_categories([cats[s] for s in used], arr[used])
-        if joint is not None:
-            costs["multinomial-joint"] = (K.multinomial_cost(joint[1], l, m)
-                                          + m * joint[1].size * len(used))
-    if method == "multinomial":
-        costs.pop("index")
-    return min(costs, key=costs.__getitem__), pair_cats, joint
+    cats = {s: K.categories(arr[s]) for s in sorted({x for p in pairs for x in p})} if method != "index" else {}
+    paths: dict[tuple[int, int], str] = {}
+    pair_cats: _PairCats = {}
+    idx_cost = K.index_cost(m, l, 2)
+    for a, b in pairs:
+        if method == "index":
+            paths[(a, b)] = "index"
+            continue
+        bound = min(cats[a].size * cats[b].size, n_q)
+        if method == "auto" and K.multinomial_cost_bound(bound, m) >= 20 * idx_cost:
+            paths[(a, b)] = "index"
+            continue
+        dv, dc = K.difference_categories(cats[a], cats[b])
+        if method == "multinomial" or K.multinomial_cost(dc, l, m) < idx_cost:
+            paths[(a, b)], pair_cats[(a, b)] = "multinomial", (dv, dc)
+        else:
+            paths[(a, b)] = "index"
+    return paths, pair_cats
+
+
+def _pair_key(x: np.ndarray, y: np.ndarray) -> tuple[bool, tuple[int, ...]]:
+    """``(flip, key)`` of the pair of rows ``x - y``: its canonical orientation (``flip`` when
+    ``y - x`` is canonical: the row with the smaller SHA-256 digest first) and a stream key from
+    both rows' digests in that orientation. The pair's multinomial draw depends only on the two
+    rows' values and the seed, and a reversed pair gets exactly the negated draw."""
+    import hashlib
+
+    hx = hashlib.sha256(np.ascontiguousarray(x, dtype=np.float64).tobytes()).digest()
+    hy = hashlib.sha256(np.ascontiguousarray(y, dtype=np.float64).tobytes()).digest()
+    flip = hy < hx
+    both = hashlib.sha256((hy + hx) if flip else (hx + hy)).digest()
+    return flip, tuple(int.from_bytes(both[i:i + 4], "little") for i in range(0, 16, 4))
+
+
+def _multinomial_pair(arr: np.ndarray, p: tuple[int, int], cats: tuple[np.ndarray, np.ndarray], *, m: int, l: int,
+                      seed: int, squares: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Resampled mean differences (and mean squared differences) of pair ``p`` drawn exactly over
+    its distinct differences, in the pair's canonical orientation (:func:`_pair_key`)."""
+    a, b = p
+    flip, key = _pair_key(arr[a], arr[b])
+    dv, dc = cats
+    if flip:  # the canonical pair is b - a: its distinct differences, ascending
+        dv, dc = -dv[::-1], dc[::-1]
+    weights = dv[:, None] if not squares else np.c_[dv, dv ** 2]
+    sums = multinomial_sums(dc, weights, l, m, _rng(seed, _KEY_PAIR, *key)) / l
+    d = -sums[:, 0] if flip else sums[:, 0]
+    return d + 0.0, (sums[:, 1] if squares else None)
 
 
 def _paired_differences(
-    arr: np.ndarray, pairs: list[tuple[int, int]], used: list[int], chosen: str, pair_cats: _PairCats,
-    joint: tuple[np.ndarray, np.ndarray] | None, *, m: int, l: int, seed: int, backend: str, jobs: int,
-    squares: bool = False,
+    arr: np.ndarray, pairs: list[tuple[int, int]], paths: dict[tuple[int, int], str], pair_cats: _PairCats, *,
+    m: int, l: int, seed: int, backend: str, jobs: int, squares: bool = False,
 ) -> tuple[dict[tuple[int, int], np.ndarray], dict[tuple[int, int], np.ndarray]]:
-    """The ``m`` resampled mean differences ``D*`` of each pair ``(a, b)`` along path ``chosen``.
+    """The ``m`` resampled mean differences ``D*`` of each pair ``(a, b)`` along its path.
 
-    ``"index"``: the rows ``used`` averaged over the shared ``resample_indices(Q, m, l, seed)``;
-    ``"multinomial-joint"``: one draw over the joint value tuples (stream ``(seed, _KEY_JOINT)``);
-    ``"multinomial"``: each pair's distinct differences drawn exactly from its own stream
-    ``(seed, _KEY_PAIR, a, b)``. With ``squares``, also the resampled means of the squared
-    per-query differences on the same resamples (the studentized interval), else an empty dict.
+    ``"index"``: each system's sums over the shared ``resample_indices(Q, m, l, seed)``, row by
+    row (bit-identical whatever other systems are passed), ``D* = S_a / l - S_b / l`` (exactly
+    the negation for ``(b, a)``); ``"multinomial"``: :func:`_multinomial_pair`. With
+    ``squares``, also the resampled means of the squared per-query differences on the same
+    resamples (the studentized interval), else an empty dict.
     """
     d_star: dict[tuple[int, int], np.ndarray] = {}
     d_sq: dict[tuple[int, int], np.ndarray] = {}
-    if chosen in ("index", "multinomial-joint"):
+    index_pairs = [p for p in pairs if paths[p] == "index"]
+    if index_pairs:
+        used = sorted({s for p in index_pairs for s in p})
         col = {s: i for i, s in enumerate(used)}
-        if chosen == "index":
-            xp = get_xp(backend)
-            rows = arr[used]
-            if squares:
-                rows = np.vstack([rows] + [(arr[a] - arr[b])[None, :] ** 2 for a, b in pairs])
-            means = K.index_sums(rows, sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs)
-        else:
-            u_vals, counts = joint  # type: ignore[misc]
-            if squares:
-                u_vals = np.hstack([u_vals] + [(u_vals[:, col[a]] - u_vals[:, col[b]])[:, None] ** 2
-                                               for a, b in pairs])
-            means = multinomial_sums(counts, u_vals, l, m, _rng(seed, _KEY_JOINT))
-        means /= l
-        for i, (a, b) in enumerate(pairs):
+        rows = arr[used]
+        if squares:
+            rows = np.vstack([rows] + [(arr[a] - arr[b])[None, :] ** 2 for a, b in index_pairs])
+        means = K.index_sums(rows, sample_size=l, n_resamples=m, seed=seed, xp=get_xp(backend), n_jobs=jobs,
+                             rowwise=True) / l
+        for i, (a, b) in enumerate(index_pairs):
             d_star[(a, b)] = means[:, col[a]] - means[:, col[b]]
             if squares:
                 d_sq[(a, b)] = means[:, len(used) + i]
-        return d_star, d_sq
 
     def one(p: tuple[int, int]) -> None:
-        dv, dc = pair_cats[p]
-        weights = dv[:, None] if not squares else np.c_[dv, dv ** 2]
-        sums = multinomial_sums(dc, weights, l, m, _rng(seed, _KEY_PAIR, p[0], p[1]))
-        d_star[p] = sums[:, 0] / l
-        if squares:
-            d_sq[p] = sums[:, 1] / l
+        d_star[p], sq = _multinomial_pair(arr, p, pair_cats[p], m=m, l=l, seed=seed, squares=squares)
+        if sq is not None:
+            d_sq[p] = sq
 
-    K.run_parallel(one, pairs, jobs)
+    K.run_parallel(one, [p for p in pairs if paths[p] == "multinomial"], jobs)
     return d_star, d_sq
 
 
 def _draw_differences(
     arr: np.ndarray, pairs: list[tuple[int, int]], method: str, *, m: int, l: int, seed: int, backend: str,
     jobs: int, squares: bool = False,
-) -> tuple[str, dict[tuple[int, int], np.ndarray], dict[tuple[int, int], np.ndarray]]:
-    """The path :func:`_paired_path` chooses for the systems in ``pairs``, and the ``m`` resampled
-    mean differences ``D*`` of each pair along it (with the means of their squares when
-    ``squares``; :func:`_paired_differences`)."""
-    used = sorted({s for p in pairs for s in p})
-    chosen, pair_cats, joint = _paired_path(arr, pairs, used, method, m, l)
-    d_star, d_sq = _paired_differences(arr, pairs, used, chosen, pair_cats, joint, m=m, l=l, seed=seed,
-                                       backend=backend, jobs=jobs, squares=squares)
-    return chosen, d_star, d_sq
+) -> tuple[dict[tuple[int, int], str], dict[tuple[int, int], np.ndarray], dict[tuple[int, int], np.ndarray]]:
+    """The path of each pair (:func:`_pair_paths`) and its ``m`` resampled mean differences ``D*``
+    (with the means of their squares when ``squares``; :func:`_paired_differences`)."""
+    paths, pair_cats = _pair_paths(arr, pairs, method, m, l)
+    d_star, d_sq = _paired_differences(arr, pairs, paths, pair_cats, m=m, l=l, seed=seed, backend=backend,
+                                       jobs=jobs, squares=squares)
+    return paths, d_star, d_sq
 
 
 def _difference_interval(d: np.ndarray, ds: np.ndarray, ds_sq: np.ndarray | None, conf: float, interval: str,
@@ -630,7 +645,7 @@ def _pair_p_values(arr: np.ndarray, pairs: list[tuple[int, int]], d_star: dict[t
 def _paired_results(
     arr: np.ndarray, pairs: list[tuple[int, int]], names: list[str] | None,
     d_star: dict[tuple[int, int], np.ndarray], tested: tuple[list[float], list[str], list[int]], *,
-    chosen: str, m: int, l: int, conf: float, seed: int, interval: str,
+    paths: dict[tuple[int, int], str], m: int, l: int, conf: float, seed: int, interval: str,
     d_sq: dict[tuple[int, int], np.ndarray] | None = None,
 ) -> list[PairedDifference]:
     """One :class:`PairedDifference` per pair ``(a, b)``, named by ``names`` when given: the
@@ -650,7 +665,7 @@ def _paired_results(
             ci_low=float(lo),
             ci_high=float(hi),
             p_value=float(p),
-            method=chosen,
+            method=paths[(a, b)],
             n_resamples=m,
             sample_size=l,
             confidence=conf,
@@ -701,8 +716,7 @@ def paired_bootstrap(
         Without ``baseline`` or ``pairs``: every pair ``(i, j)``, ``i < j`` (``i - j``).
     n_resamples, sample_size, seed, confidence, method, backend, n_jobs, allow_oversampling
         As in :func:`bootstrap_ci`; ``method="multinomial"`` draws each pair's distinct per-query
-        differences exactly, or all systems at once over their distinct joint value tuples when
-        that is cheaper (``PairedDifference.method == "multinomial-joint"``).
+        differences exactly (``PairedDifference.method`` is each pair's path).
     interval : str
         ``"auto"`` (studentized; percentile when ``sample_size`` < Q), ``"studentized"``,
         ``"percentile"`` or ``"bca"`` (p-values unchanged); ``"wilson"`` and ``"jeffreys"`` do
@@ -735,9 +749,9 @@ def paired_bootstrap(
     m, l, jobs, conf, interval = _check_settings(arr.shape[1], n_resamples, sample_size, allow_oversampling,
                                                   confidence, method, backend, n_jobs, interval)
     used = measure_interval(interval, measure, n_queries=arr.shape[1], sample_size=l, difference=True)
-    chosen, d_star, d_sq = _draw_differences(arr, pairs, method, m=m, l=l, seed=seed, backend=backend, jobs=jobs,
-                                             squares=used == "studentized")
+    paths, d_star, d_sq = _draw_differences(arr, pairs, method, m=m, l=l, seed=seed, backend=backend, jobs=jobs,
+                                            squares=used == "studentized")
     family = len(pairs) if family_size is None else _check_family(family_size)
     tested = _pair_p_values(arr, pairs, d_star, m=m, seed=seed, family=family, test=_check_test(test))
-    return _paired_results(arr, pairs, names, d_star, tested, chosen=chosen, m=m, l=l, conf=conf, seed=seed,
+    return _paired_results(arr, pairs, names, d_star, tested, paths=paths, m=m, l=l, conf=conf, seed=seed,
                            interval=used, d_sq=d_sq)
