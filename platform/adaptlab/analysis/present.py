@@ -40,7 +40,6 @@ confusables of Unicode Technical Standard #39 mapped to their Latin look-alikes;
 from __future__ import annotations
 
 import html
-import json
 import math
 import numbers
 import unicodedata
@@ -49,6 +48,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
+from adaptlab.analysis._rows import p_bounds
 from adaptlab.errors import ConfigError
 from adaptlab.stats.pvalues import format_p_value
 
@@ -384,17 +384,6 @@ def _get(row: Mapping[str, Any], *keys: str) -> Any:
     return None
 
 
-def _flags(row: Mapping[str, Any]) -> tuple[bool, bool]:
-    """``(p_bound, p_adjusted_bound)`` of a row: its own keys, or a stored row's ``extra`` JSON."""
-    extra: Any = row.get("extra")
-    try:
-        extra = json.loads(extra) if isinstance(extra, str) else (extra or {})
-    except ValueError:
-        extra = {}
-    merged = {**(extra if isinstance(extra, dict) else {}), **row}
-    return bool(merged.get("p_bound", False)), bool(merged.get("p_adjusted_bound", False))
-
-
 def verdict_line(row: Mapping[str, Any], *, alpha: float = 0.05) -> str:
     """The verdict of one paired row: ``a``/``system``, ``b``/``compared_to``, ``measure``,
     ``diff``/``value`` (``a - b``), ``ci_low``, ``ci_high``, ``p_value`` and optionally
@@ -412,7 +401,7 @@ def verdict_line(row: Mapping[str, Any], *, alpha: float = 0.05) -> str:
     diff, lo, hi = (float(_get(row, k, *alt) if _get(row, k, *alt) is not None else math.nan)
                     for k, alt in (("diff", ("value",)), ("ci_low", ()), ("ci_high", ())))
     measure = str(row.get("measure", ""))
-    p_bound, adj_bound = _flags(row)
+    p_bound, adj_bound = p_bounds(row)
     p_raw = _get(row, "p_value")
     p_adj = _get(row, "p_adjusted")
     family = int(_get(row, "family_size") or 1)
