@@ -139,3 +139,14 @@ def test_lookalike_system_names_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", LookalikeNamesWarning)
         summarise({"minilm": per[latin], "bm25": per[cyrillic]}, n_resamples=50)
+
+
+def test_compare_names_the_interval_method_per_row_where_rows_differ() -> None:
+    ids = 60
+    rng = np.random.default_rng(2)
+    per = {n: {"acc@1": (rng.random(ids) < 0.6).astype(float), "ndcg@10": rng.random(ids)} for n in ("x", "y")}
+    both = str(compare(per, boot=BootstrapConfig(n_resamples=200)))
+    assert "CI method" in both and "wilson" in both and "studentized" in both
+    one = str(compare(per, measures="ndcg@10", boot=BootstrapConfig(n_resamples=200)))
+    assert "value [95% CI (studentized)]" in one and "CI method" not in one
+    assert "difference [95% CI (studentized)]" in one

@@ -49,7 +49,7 @@ from adaptlab.analysis.present import headline_pair, verdict_line, warn_lookalik
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.metrics import evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig, bootstrap_ci, paired_bootstrap, ranks_from_tests
-from adaptlab.stats.pvalues import adjust_pvalues_bounded, format_p_value, p_value_note
+from adaptlab.stats.pvalues import adjust_pvalues_bounded, ci_label, format_p_value, p_value_note
 from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = ["FRAME_COLUMNS", "Comparison", "GroupComparison", "compare", "minimum_detectable_effect"]
@@ -209,21 +209,30 @@ class Comparison:
     def __str__(self) -> str:
         return self.render("text")
 
+    def _methods(self, kind: str) -> list[str]:
+        """The interval methods of the systems' (``kind`` "systems") or the pairs' CIs."""
+        return sorted({str(r["interval"]) for g in self.groups for r in getattr(g, kind)})
+
     def _system_table(self) -> tuple[list[str], list[Sequence[CellValue] | str]]:
-        ci = f"{self.boot.confidence:.0%} CI"
-        header = ["dataset", "measure", "", "system", f"value [{ci}]", "better than", "rank [interval]",
-                  "tied with best"]
+        methods = self._methods("systems")
+        mixed = len(methods) > 1  # e.g. Wilson for acc@k, studentized for nDCG: named per row
+        ci = ci_label(self.boot.confidence, None if mixed else methods[0] if methods else None)
+        header = (["dataset", "measure", "", "system", f"value [{ci}]"] + (["CI method"] if mixed else [])
+                  + ["better than", "rank [interval]", "tied with best"])
         rows: list[Sequence[CellValue] | str] = []
         for g in self.groups:
             rows += [RULE] if rows else []
-            rows += [[g.dataset, g.measure, s["letter"], s["system"], Estimate(s["value"], s["ci_low"], s["ci_high"]),
-                      s["better_than"], f"{s['rank']} [{s['rank_low']}, {s['rank_high']}]",
-                      "yes" if s["tied_with_best"] else "no"] for s in g.systems]
+            rows += [[g.dataset, g.measure, s["letter"], s["system"], Estimate(s["value"], s["ci_low"], s["ci_high"])]
+                     + ([s["interval"]] if mixed else [])
+                     + [s["better_than"], f"{s['rank']} [{s['rank_low']}, {s['rank_high']}]",
+                        "yes" if s["tied_with_best"] else "no"] for s in g.systems]
         return header, rows
 
     def _pair_table(self) -> tuple[list[str], list[Sequence[CellValue] | str]]:
-        header = ["dataset", "measure", "a - b", "difference [CI]", "p", f"p ({self.boot.adjustment})",
-                  f"MDE ({self.power:.0%} power)"]
+        methods = self._methods("pairs")
+        header = ["dataset", "measure", "a - b",
+                  f"difference [{ci_label(self.boot.confidence, methods[0] if len(methods) == 1 else None)}]",
+                  "p", f"p ({self.boot.adjustment})", f"MDE ({self.power:.0%} power)"]
         rows: list[Sequence[CellValue] | str] = []
         for g in self.groups:
             rows += [RULE] if rows else []
