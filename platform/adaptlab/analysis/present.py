@@ -6,7 +6,7 @@ Numbers (:func:`format_number`): ``DIGITS`` = 3 decimals by default (what the pa
 ``adaptlab results --wide`` print), ``-0.000`` shown as ``0.000``, ``n/a`` for None and NaN,
 integers as integers. An estimate with its interval (:func:`format_estimate`) reads
 ``0.645 [0.601, 0.688]``; p-values keep their own rule (:func:`format_p`: four significant digits,
-a bootstrap p at its floor printed as a bound ``<= 2/(m+1)``; see
+a p at its Monte Carlo floor, or an adjusted p set by one, printed as the bound ``<= p``; see
 :mod:`adaptlab.stats.pvalues`); a significant comparison adds :data:`DAGGER`.
 
 Tables (:func:`render_table`): one list of header names and rows of cells (text, numbers, or an
@@ -17,11 +17,11 @@ stored with an ANSI escape never reaches the terminal raw (:func:`terminal_escap
 escapes ``|`` as well, HTML its markup characters, LaTeX its special characters
 (:func:`latex_escape`).
 
-Verdicts and names: :func:`verdict_line` states one paired comparison in words, built only from the numbers of its
-row (the ones printed below it): which system is ahead, by how much on which measure, the
+Verdicts and names: :func:`verdict_line` states one paired comparison in words, built only from
+the numbers of its row (the ones printed below it): which system is ahead, by how much on which measure, the
 interval of the difference, the raw p and the adjusted p with the family it was adjusted over::
 
-    minilm-ft-s120 > minilm-base by 0.010 ndcg@10 [0.002, 0.019], p 0.011 (Holm 0.18: not significant over 21 pairs)
+    minilm-ft-s120 > minilm-base by 0.010 ndcg@10 [0.002, 0.019], p 0.0112 (Holm 0.18: not significant over 21 pairs)
 
 A row whose difference is ``a - b < 0`` is stated the other way round (``b > a``) with the
 negated interval, which is exactly the interval of ``b - a`` (the paired intervals are
