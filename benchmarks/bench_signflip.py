@@ -8,7 +8,11 @@ Two parts, in one run:
   ``adaptlab.stats.signflip.family_sign_flip`` at its default resolution (4,000 sign vectors for
   a family of 10, where the tests use 200 for time). Prints the single-test rejection rate of
   pair (0, 1) and Holm's family-wise error at alpha = 0.05 with the bound 0.05 + 3 Monte Carlo
-  SE, for accuracy and nDCG-like values at Q = 30, 100 and 500.
+  SE, for accuracy and nDCG-like values at Q = 30, 100, 500 and 1,000 (the same test at every
+  query count: earlier versions switched to the bootstrap p-value at 1,000 queries).
+* **null**: the test's null is the symmetry of the per-query differences, not equal means: two
+  systems with equal means whose differences are skewed (0.9 on 10% of the queries, -0.1 on the
+  rest) are rejected more often than alpha; printed at Q = 30 and 100.
 * **cost**: ``paired_bootstrap`` on 12, 22 and 30 clearly different nDCG@10-like systems (all
   pairs), its time against the fixed 1,000-vector Monte Carlo of every pair's differences
   (``sign_flip_p_values``, the old test, timed on the same data in the same run), and how
@@ -54,6 +58,18 @@ def level(kind: str, q: int, reps: int, seed: int) -> tuple[float, float, float]
     return single / reps, fwer / reps, time.perf_counter() - t0
 
 
+def skewed_null(q: int, reps: int, seed: int) -> float:
+    """Rejection rate at ``ALPHA`` of one pair with equal means and skewed differences
+    (``d = 0.9`` with probability 0.1, else ``-0.1``)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(reps):
+        b = np.full(q, 0.1)
+        a = (rng.random(q) < 0.1).astype(np.float64)
+        hits += family_sign_flip(np.stack([a, b]), [(0, 1)], 1000, rng).p[0] <= ALPHA
+    return hits / reps
+
+
 def clearly_different(n_systems: int, q: int, seed: int) -> np.ndarray:
     """nDCG@10 of one gold document at a rank drawn from one uniform per query (common random
     numbers: better systems are never worse on a query)."""
@@ -86,10 +102,13 @@ def main() -> None:
     args = ap.parse_args()
     bound = ALPHA + 3.0 * np.sqrt(ALPHA * (1 - ALPHA) / args.reps)
     for kind in ("accuracy", "ndcg"):
-        for q in (30, 100, 500):
+        for q in (30, 100, 500, 1000):
             single, fwer, secs = level(kind, q, args.reps, seed=100 + q)
             print(f"level {kind} Q = {q}: type I {single:.3f}, Holm FWER {fwer:.3f} (bound {bound:.3f}; "
                   f"{'ok' if max(single, fwer) <= bound else 'ABOVE'}), {secs:.1f} s for {args.reps} families")
+    for q in (30, 100):
+        print(f"null is symmetry: equal means, skewed differences, Q = {q}: rejected "
+              f"{skewed_null(q, args.reps, seed=q):.3f} at alpha {ALPHA}")
     for n_systems, q in ((12, 500), (22, 400), (30, 400)):
         cost(n_systems, q)
 

@@ -116,7 +116,8 @@ def test_every_style_prints_the_digits_of_present(comparison, style):
     for s in comparison.frame().to_dict("records"):
         assert render_cell(Estimate(s["value"], s["ci_low"], s["ci_high"]), style) in out
     for p in comparison.pairs_frame().to_dict("records"):
-        assert render_cell(format_p(p["p_value"], p["p_draws"] or None), style) in out
+        assert render_cell(format_p(p["p_value"], bound=p["p_bound"]), style) in out
+        assert render_cell(p["p_adjusted_text"], style) in out
         assert render_cell(float(p["mde"]), style) in out
     if style == "latex":
         assert out.count(r"\begin{tabular}") == 2 and "\n% letters:" in out  # the footer compiles

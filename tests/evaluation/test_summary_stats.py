@@ -57,7 +57,7 @@ def test_rows_store_adjusted_p_family_size_confidence_and_missing():
     single = {r["system"]: r for r in rows if not r["compared_to"] and r["measure"] == "acc@5"}
     assert single["b"]["missing_from_run"] == 2 and single["a"]["missing_from_run"] == 0
     assert single["a"]["interval_method"] == "wilson"  # the default "auto" on a 0/1 measure
-    assert all(r["interval_method"] == "percentile" for r in rows if r["measure"] != "acc@5" or r["compared_to"])
+    assert all(r["interval_method"] == "studentized" for r in rows if r["measure"] != "acc@5" or r["compared_to"])
     text = format_summary(s)
     assert "90% CI" in text and "95% CI" not in text and "b 2" in text
     pairs = format_pairs(s)
@@ -93,12 +93,14 @@ def test_oversampling_rejected_before_any_work():
 def test_bootstrap_p_prints_as_a_bound():
     q = 200
     # graded differences on 100 queries: no exact count, so 999 random sign vectors, none reaching
-    # the observed sum: p = 1/1000, printed as the bound 2/(N+1)
+    # the observed sum: p = 1/1000, at its floor 1/(N+1), printed as the bound "<= 0.001"
     graded = 1.0 / np.log2(np.arange(q // 2) % 9 + 3.0)
     per = {"a": _pq({"ndcg@10": np.ones(q)}), "b": _pq({"ndcg@10": np.r_[graded, np.ones(q // 2)]})}
     s = summarise(per, n_resamples=999, seed=0)
     assert s.pairs[0].test == "sign-flip" and s.pairs[0].p_draws == 999 and s.pairs[0].p_value == 1 / 1000
-    assert "<= 0.002" in format_pairs(s) and "999 random sign vectors" in format_pairs(s)
+    assert s.pairs[0].p_bound and s.pairs[0].p_text == "<= 0.001"
+    assert "<= 0.001 " in format_pairs(s) and "999 random sign vectors" in format_pairs(s)
+    assert s.to_json()["pairs"][0]["p_text"] == "<= 0.001" and s.to_json()["pairs"][0]["p_bound"] is True
 
 
 def test_summarise_runs_empty_run_is_an_error():

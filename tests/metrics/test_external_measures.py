@@ -216,7 +216,7 @@ def test_cli_evaluate_prints_the_new_measures_with_cis(tmp_path, cli) -> None:
         for measure, values in per_query.values.items():
             row = systems[name][measure]
             assert row["value"] == pytest.approx(values.mean(), abs=1e-12)
-            assert row["ci_low"] < row["value"] < row["ci_high"] and row["interval"] == "percentile"
+            assert row["ci_low"] < row["value"] < row["ci_high"] and row["interval"] == "studentized"
             line = next(x for x in table.stdout.splitlines() if x.split()[:2] == [name, measure])
             assert f"{row['value']:.3f}" in line and f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]" in line
     pairs = [x for x in table.stdout.split("paired differences")[1].splitlines() if x.startswith("base - tuned")]

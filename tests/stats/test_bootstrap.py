@@ -182,8 +182,9 @@ def test_bad_pairs_are_config_errors(values: np.ndarray, kw: dict) -> None:
 def test_p_value_definition_matches_resampled_differences() -> None:
     b = 999
     values = ndcg_like(PERMUTATION_Q, 3, seed=4)  # the bootstrap p-value from PERMUTATION_Q queries on
-    # ... for a family its floor 2/(b+1) fits: one pair per call (three pairs take the sign-flip test)
-    res = [paired_bootstrap(values, pairs=[p], n_resamples=b, seed=3, method="index")[0]
+    # ... asked for with test="bootstrap"; the default is the sign-flip test at every Q
+    res = [paired_bootstrap(values, pairs=[p], n_resamples=b, seed=3, method="index", interval="percentile",
+                            test="bootstrap")[0]
            for p in [(0, 1), (0, 2), (1, 2)]]
     assert {d.test for d in paired_bootstrap(values, n_resamples=b, seed=3)} <= {"sign-flip", "sign-flip-exact"}
     dist = bootstrap_ci(values, n_resamples=b, seed=3, method="index",
@@ -202,13 +203,17 @@ def test_p_value_extremes(method: str) -> None:
     same = paired_bootstrap(np.stack([base, base]), n_resamples=400, method=method)[0]
     assert (same.diff, same.ci_low, same.ci_high, same.p_value) == (0.0, 0.0, 0.0, 1.0)
     better = paired_bootstrap(np.stack([base + 0.01, base]), n_resamples=400, method=method)[0]
-    # below PERMUTATION_Q: the sign-flip test, exact here (300 equal differences): only the two
+    # the sign-flip test, exact here (300 equal differences): only the two
     # all-same sign patterns of 2**300 reach the observed sum
     assert better.test == "sign-flip-exact" and better.p_value == pytest.approx(2.0 ** -299) and better.ci_low > 0
     assert better.p_draws == 0
     big = ndcg_like(PERMUTATION_Q, 1, seed=2)[0]
+    # at PERMUTATION_Q queries and beyond the same test (earlier versions switched to the bootstrap p)
     better = paired_bootstrap(np.stack([big + 0.01, big]), n_resamples=999, method=method)[0]
-    assert better.test == "bootstrap" and better.p_value == pytest.approx(2 / 1000) and better.p_draws == 999
+    assert better.test == "sign-flip-exact" and better.p_value == pytest.approx(2.0 ** -(PERMUTATION_Q - 1))
+    asked = paired_bootstrap(np.stack([big + 0.01, big]), n_resamples=999, method=method, test="bootstrap")[0]
+    assert asked.test == "bootstrap" and asked.p_value == pytest.approx(2 / 1000) and asked.p_draws == 999
+    assert asked.p_bound and not better.p_bound
 
 
 def test_pairing_narrows_the_interval() -> None:
@@ -224,14 +229,14 @@ def test_pairing_narrows_the_interval() -> None:
     assert d.ci_high - d.ci_low < unpaired / 10
 
 
-@pytest.mark.parametrize("n_sys,expect,l", [(3, "multinomial-joint", None), (2, None, None),
+@pytest.mark.parametrize("n_sys,expect,l", [(3, "multinomial", None), (2, None, None),
                                             (4, "multinomial", 150)])
 def test_paired_multinomial_agrees_with_index(
     n_sys: int, expect: str | None, l: int | None
 ) -> None:
     b = 4000
     vals = ndcg_like(600, n_sys, seed=9)
-    if expect == "multinomial-joint":  # binary accuracy-like values: few joint tuples
+    if n_sys == 3:  # binary accuracy-like values (earlier versions drew them over the joint tuples)
         vals = (vals > 0.4).astype(float)
     m = paired_bootstrap(vals, n_resamples=b, sample_size=l, seed=1, method="multinomial")
     i = paired_bootstrap(vals, n_resamples=b, sample_size=l, seed=2, method="index")

@@ -10,7 +10,7 @@ import scipy.stats as ss
 from adaptlab.evaluation.summary import SampleSizeWarning, summarise
 from adaptlab.metrics import PerQueryMetrics
 from adaptlab.stats import bootstrap_ci
-from adaptlab.stats.intervals import FewOutcomesWarning, bca_interval, few_outcomes, resolve_interval
+from adaptlab.stats.intervals import FewOutcomesWarning, bca_interval, few_outcomes, measure_interval, resolve_interval
 from adaptlab.stats.settings import sample_size_note
 
 
@@ -44,25 +44,36 @@ def test_bca_tie_rule_moves_the_binary_interval_as_the_issue_reports() -> None:
     assert ref[0] == pytest.approx(0.7333, abs=1e-4) and bca_interval(x, dist, 0.95) == pytest.approx(ref)
 
 
-def test_resolve_interval_auto_rules() -> None:
-    acc, ndcg = np.array([0.0, 1.0, 1.0]), np.array([0.0, 0.5, 1.0])
-    assert resolve_interval("auto", acc, 3, 3) == "wilson"
-    assert resolve_interval("auto", acc, 3, 2) == "percentile"  # l < Q: the CI of an l-query mean
-    assert resolve_interval("auto", ndcg, 3, 3) == "percentile"
-    assert resolve_interval("jeffreys", ndcg, 3, 3) == "percentile" and resolve_interval("bca", acc, 3, 3) == "bca"
+def test_measure_interval_rules() -> None:
+    """The interval is a property of the measure's definition and the settings, not of values."""
+    assert measure_interval("auto", "acc@5", n_queries=3, sample_size=3) == "wilson"
+    assert measure_interval("auto", "hits@5", n_queries=3, sample_size=3) == "wilson"
+    assert measure_interval("auto", "success@1", n_queries=3, sample_size=3) == "wilson"
+    assert measure_interval("auto", "acc@5", n_queries=3, sample_size=2) == "percentile"  # l < Q: an l-query mean
+    assert measure_interval("auto", "ndcg@10", n_queries=3, sample_size=3) == "studentized"
+    assert measure_interval("auto", "recall@100", n_queries=3, sample_size=3) == "studentized"
+    assert measure_interval("auto", "mrr", n_queries=3, sample_size=3) == "studentized"
+    assert measure_interval("auto", None, n_queries=3, sample_size=3) == "studentized"
+    assert measure_interval("auto", "acc@5", n_queries=3, sample_size=3, difference=True) == "studentized"
+    assert measure_interval("jeffreys", "ndcg@10", n_queries=3, sample_size=3) == "studentized"
+    assert measure_interval("jeffreys", "acc@1", n_queries=3, sample_size=3) == "jeffreys"
+    assert measure_interval("bca", "acc@1", n_queries=3, sample_size=3) == "bca"
+    # the old data-driven helper no longer picks Wilson for 0/1 values of an unnamed measure
+    assert resolve_interval("auto", np.array([0.0, 1.0, 1.0]), 3, 3) == "studentized"
 
 
-def test_auto_default_is_wilson_for_accuracy_and_the_old_percentile_for_graded_values() -> None:
+def test_auto_default_is_wilson_for_accuracy_and_studentized_for_graded_values() -> None:
     rng = np.random.default_rng(3)
     acc = (rng.random(200) < 0.97).astype(float)
     ref = ss.binomtest(int(acc.sum()), 200).proportion_ci(method="wilson")
-    r = bootstrap_ci(acc, n_resamples=300, seed=1)
+    r = bootstrap_ci(acc, n_resamples=300, seed=1, measure="acc@10")
     assert r.interval == "wilson" and (r.ci_low, r.ci_high) == pytest.approx((ref.low, ref.high))
     ndcg = rng.random((2, 200))
-    auto = bootstrap_ci(ndcg, n_resamples=300, seed=1)
-    perc = bootstrap_ci(ndcg, n_resamples=300, seed=1, interval="percentile")
-    assert auto.interval == "percentile"
-    np.testing.assert_array_equal(auto.ci_low, perc.ci_low) and np.testing.assert_array_equal(auto.ci_high, perc.ci_high)
+    auto = bootstrap_ci(ndcg, n_resamples=300, seed=1, measure="ndcg@10")
+    stud = bootstrap_ci(ndcg, n_resamples=300, seed=1, interval="studentized")
+    assert auto.interval == "studentized"
+    np.testing.assert_array_equal(auto.ci_low, stud.ci_low)
+    np.testing.assert_array_equal(auto.ci_high, stud.ci_high)
 
 
 def test_few_outcomes_message_and_summary_warnings() -> None:
@@ -75,7 +86,7 @@ def test_few_outcomes_message_and_summary_warnings() -> None:
            for i, s in enumerate(("a", "b"))}
     with pytest.warns(FewOutcomesWarning, match="a on acc@5: 2 failures among 60 queries"):
         s = summarise(per, n_resamples=100)
-    assert s.systems["a"]["acc@5"].interval == "wilson" and s.systems["a"]["mrr"].interval == "percentile"
+    assert s.systems["a"]["acc@5"].interval == "wilson" and s.systems["a"]["mrr"].interval == "studentized"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FewOutcomesWarning)
         with pytest.warns(SampleSizeWarning, match="CI of an 20-query mean.*paired tests lose power"):

@@ -77,7 +77,8 @@ def test_config_fields_validated_and_defaults_keep_todays_numbers():
     with pytest.raises(ConfigError, match="adjustment"):
         BootstrapConfig(adjustment="bonf")
     v = np.random.default_rng(3).random((2, 120))
-    r = bootstrap_ci(v, n_resamples=500, seed=4, method="index", keep_distribution=True)
+    assert bootstrap_ci(v, n_resamples=50, seed=4).interval == "studentized"  # the default of graded values
+    r = bootstrap_ci(v, n_resamples=500, seed=4, method="index", keep_distribution=True, interval="percentile")
     lo, hi = np.percentile(r.distribution, [2.5, 97.5], axis=1)
     np.testing.assert_allclose(r.ci_low, lo) and np.testing.assert_allclose(r.ci_high, hi)
     assert r.interval == "percentile"
@@ -118,8 +119,11 @@ def test_wilson_and_jeffreys_for_accuracies():
     assert perc.point == w.point and perc.boot_mean == w.boot_mean
     all_right = np.ones(20)
     assert wilson_interval(all_right, 0.95)[0] < 1.0 and jeffreys_interval(all_right, 0.95)[1] == 1.0
-    # non-binary values fall back to the percentile interval and say so
-    assert bootstrap_ci(np.linspace(0, 1, 30), n_resamples=200, interval="wilson").interval == "percentile"
+    # Wilson on values that are not 0/1: an error without a measure; a graded measure gets its own interval
+    with pytest.raises(ConfigError, match="needs 0/1 values"):
+        bootstrap_ci(np.linspace(0, 1, 30), n_resamples=200, interval="wilson")
+    assert bootstrap_ci(np.linspace(0, 1, 30), n_resamples=200, interval="wilson",
+                        measure="ndcg@10").interval == "studentized"
 
 
 def test_tied_wilcoxon_enumeration_equals_scipys_permutation_test():

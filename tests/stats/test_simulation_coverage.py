@@ -37,7 +37,8 @@ def _boot(k: int, q: int, rng: np.random.Generator) -> np.ndarray:
 
 def _method(name: str) -> Callable[[int, int, np.random.Generator], tuple[float, float]]:
     def default(k: int, q: int, rng: np.random.Generator) -> tuple[float, float]:
-        r = bootstrap_ci(_ones(k, q), n_resamples=200, seed=int(rng.integers(2**31)))  # the shipped default
+        r = bootstrap_ci(_ones(k, q), n_resamples=200, seed=int(rng.integers(2**31)),
+                         measure="acc@1")  # the shipped default of a 0/1 measure
         return r.ci_low, r.ci_high
 
     def percentile(k: int, q: int, rng: np.random.Generator) -> tuple[float, float]:
@@ -115,8 +116,8 @@ def test_percentile_and_bca_cover_graded_values(q: int) -> None:
         covered["percentile"] += lo <= true <= hi
         lo, hi = bca_interval(x, boot, CONF)
         covered["bca"] += lo <= true <= hi
-    auto = bootstrap_ci(data[0], n_resamples=50, seed=0)
-    assert auto.interval == "percentile"
+    auto = bootstrap_ci(data[0], n_resamples=50, seed=0, measure="ndcg@10")
+    assert auto.interval == "studentized"  # the default of graded measures (percentile and BCa still measured)
     bound = CONF - 0.015 - 3 * np.sqrt(CONF * (1 - CONF) / reps)
     print(f"graded Q={q}: " + ", ".join(f"{k}: {v / reps:.3f}" for k, v in covered.items()))
     assert all(v / reps >= bound for v in covered.values())

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from adaptlab.stats import PERMUTATION_Q, adjust_pvalues, paired_bootstrap, sign_flip_p_values
+from adaptlab.stats import PERMUTATION_Q, BootstrapConfig, adjust_pvalues, paired_bootstrap, sign_flip_p_values
 from adaptlab.stats._kernels import two_sided_p_value
 from adaptlab.stats.signflip import family_sign_flip
 
@@ -111,3 +111,48 @@ def test_paired_bootstrap_uses_the_randomization_test_below_the_switch_and_keeps
         assert d.test in (("sign-flip", "sign-flip-exact") if 300 < PERMUTATION_Q else ("bootstrap",))
         found += d.p_value <= ALPHA
     assert found / 100 > 0.7
+
+
+# ----------------------------------------------------------------------------- one test at every Q
+def test_one_paired_test_at_every_query_count_and_its_null_named() -> None:
+    """The sign-flip test below and above 1,000 queries alike (earlier versions switched to the
+    bootstrap p-value at 1,000 without a word); the bootstrap p only when asked for."""
+    from adaptlab.stats.pvalues import p_value_note
+
+    rng = np.random.default_rng(0)
+    for q in (50, 999, 1000, 3000):
+        v = rng.random((2, q)) ** 2
+        d = paired_bootstrap(v, n_resamples=1000, seed=1)[0]  # the default m (old: bootstrap p from Q 1000)
+        assert d.test in ("sign-flip", "sign-flip-exact"), q
+    asked = paired_bootstrap(rng.random((2, 1500)), n_resamples=300, seed=1, test="bootstrap")[0]
+    assert asked.test == "bootstrap"
+    note = p_value_note(1500, 300, tests=["sign-flip"], n_vectors=4000)
+    assert "at every query count" in note and "symmetric about 0" in note and "<= p" in note
+
+
+def test_a_holm_p_at_its_floor_prints_as_a_bound_everywhere() -> None:
+    """Five clearly different graded systems (10 pairs, no exact count): every raw p is at its
+    floor 1/(N+1) with N = 4,000 sign vectors, Holm's smallest adjusted p is 10/(N+1) = 0.0025,
+    a bound, printed "<= 0.002499" in the text, Markdown, LaTeX, JSON and CSV outputs."""
+    import json
+
+    from adaptlab.analysis.compare import compare
+    from adaptlab.evaluation import summarise
+    from adaptlab.evaluation.table import format_pairs
+    from adaptlab.metrics import PerQueryMetrics
+
+    q = 200
+    u = np.random.default_rng(3).random(q)
+    per = {f"s{k}": {"ndcg@10": np.clip(u + 0.15 * k, 0, 3) / 3 + 0.001 * np.sin(np.arange(q) * (k + 1))}
+           for k in range(5)}
+    c = compare(per, boot=BootstrapConfig(n_resamples=1000, seed=0))
+    pairs = c.pairs_frame()
+    assert (pairs["p_draws"] == 4000).all() and pairs["p_bound"].all() and pairs["p_adjusted_bound"].any()
+    text = "<= " + f"{10 / 4001:.4g}"
+    assert text in str(c) and text in c.to_markdown() and r"$\leq$ " + f"{10 / 4001:.4g}" in c.to_latex()
+    assert text in pairs.to_csv(index=False)
+    ids = [f"q{i}" for i in range(q)]
+    s = summarise({n: PerQueryMetrics(ids, v) for n, v in per.items()}, n_resamples=1000, seed=0)
+    assert text in format_pairs(s) and text in json.dumps(s.to_json())
+    assert any(r["extra"] and json.loads(r["extra"])["p_adjusted_bound"]
+               for r in s.metric_rows({n: n for n in per}, "d") if r["compared_to"])

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["OPTIONAL_COLUMNS", "metric_row", "p_draws"]
+__all__ = ["OPTIONAL_COLUMNS", "metric_row", "p_bounds", "p_draws"]
 
 OPTIONAL_COLUMNS: dict[str, type] = {
     "confidence": float, "interval_method": str, "p_adjusted": float, "adjustment": str,
@@ -85,6 +85,20 @@ def metric_row(
         if v is not None:
             row[name] = OPTIONAL_COLUMNS[name](v.item() if hasattr(v, "item") else v)
     return row
+
+
+def p_bounds(row: Mapping[str, Any]) -> tuple[bool, bool]:
+    """``(p_bound, p_adjusted_bound)`` of a paired row: whether its ``p_value`` is at its Monte
+    Carlo floor and whether its ``p_adjusted`` is set by such a p (the row's own keys, else its
+    ``extra`` JSON; False for rows stored before they were recorded). Print with
+    ``adaptlab.analysis.present.format_p(p, bound=...)``, which writes a bound as ``<= p``."""
+    extra: Any = row.get("extra")
+    try:
+        extra = json.loads(extra) if isinstance(extra, str) else (extra or {})
+    except (TypeError, ValueError):
+        extra = {}
+    merged = {**(extra if isinstance(extra, dict) else {}), **{k: v for k, v in row.items() if v is not None}}
+    return bool(merged.get("p_bound", False)), bool(merged.get("p_adjusted_bound", False))
 
 
 def p_draws(row: Mapping[str, Any]) -> int | None:

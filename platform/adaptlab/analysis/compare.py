@@ -4,7 +4,9 @@
 arrays, or a results store) and, for every dataset and measure:
 
 * each system's mean with its bootstrap CI (:func:`adaptlab.stats.bootstrap_ci`);
-* every pair of systems ``(a, b)`` (``a`` before ``b`` in input order, difference ``a - b``)
+* every pair of systems ``(a, b)`` (``a`` named before ``b``, difference ``a - b``, the same
+  direction and interval as ``adaptlab run`` and ``inspect``: a pair's resampled differences
+  depend only on its two systems, and a store's pairs keep their stored direction)
   with its paired bootstrap CI and two-sided p-value (:func:`adaptlab.stats.paired_bootstrap`,
   the call ``adaptlab evaluate`` makes, so the p-values are the same for the same seed), the
   p-values adjusted within the (dataset, measure) family (Holm by default, or
@@ -14,9 +16,11 @@ arrays, or a results store) and, for every dataset and measure:
   ``b``, ... in input order) and lists the letters of the systems it is significantly *better*
   than (adjusted p < ``alpha`` and a positive mean difference). This is not the compact letter
   display (where systems sharing a letter do not differ);
-* **tiers**: each system's rank interval from the shared bootstrap resamples and whether it
-  is statistically tied with the best (its interval contains rank 1;
-  :func:`adaptlab.stats.rank_intervals`, Hall & Miller 2009);
+* **tiers**: each system's simultaneous rank interval and whether it is tied with the best,
+  from the same adjusted p-values as the letters (:func:`adaptlab.stats.ranks_from_tests`): a
+  system is tied with the best exactly when no system lists it among those it is better than;
+  with Holm, with probability at least ``1 - alpha`` every interval holds at once and the tied
+  set contains the best system;
 * **minimum detectable effect** of every pair at ``power`` (default 0.8) for its number of
   queries ``Q``: the smallest true mean difference a two-sided level-``alpha`` paired test
   detects with probability ``power`` under the normal approximation,
@@ -40,11 +44,12 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.analysis.present import ALPHA, RULE, CellValue, Estimate, format_p, render_table
+from adaptlab.analysis.present import ALPHA, RULE, CellValue, Estimate, render_table
+from adaptlab.analysis.present import headline_pair, verdict_line, warn_lookalike_names
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.metrics import evaluate, parse_measures
-from adaptlab.stats import BootstrapConfig, adjust_pvalues, bootstrap_ci, paired_bootstrap, rank_intervals
-from adaptlab.stats.pvalues import p_value_note
+from adaptlab.stats import BootstrapConfig, bootstrap_ci, paired_bootstrap, ranks_from_tests
+from adaptlab.stats.pvalues import adjust_pvalues_bounded, ci_label, format_p_value, p_value_note
 from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = ["FRAME_COLUMNS", "Comparison", "GroupComparison", "compare", "minimum_detectable_effect"]
@@ -90,18 +95,38 @@ def _letter_list(letters: list[str]) -> str:
     return ("," if any(len(x) > 1 for x in letters) else "").join(sorted(letters))
 
 
+Directions = frozenset[tuple[str, str]]
+"""Stored paired rows' ``(system, compared_to)``: a pair is shown in that direction."""
+
+
+def _oriented_pairs(names: tuple[str, ...], directions: Directions) -> list[tuple[str, str]]:
+    """Every pair, the first named system minus the second (``i < j``), unless the store holds it
+    the other way round (``(names[j], names[i])`` in ``directions``): then as stored, so compare
+    prints a difference in the direction ``run`` printed and stored it."""
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            out.append((b, a) if (b, a) in directions and (a, b) not in directions else (a, b))
+    return out
+
+
 def _pair_rows(values: np.ndarray, names: tuple[str, ...], boot: BootstrapConfig, alpha: float,
-               power: float) -> list[dict[str, Any]]:
-    """Every pair ``(i, j)``, ``i < j``: paired bootstrap, adjusted p, minimum detectable effect."""
-    diffs = paired_bootstrap(values, names=list(names), **boot.kwargs())
-    adjusted = adjust_pvalues([d.p_value for d in diffs], boot.adjustment)
+               power: float, measure: str | None = None, directions: Directions = frozenset(),
+               ) -> list[dict[str, Any]]:
+    """Every pair (:func:`_oriented_pairs`): paired bootstrap, adjusted p, minimum detectable effect."""
+    diffs = paired_bootstrap(values, names=list(names), pairs=_oriented_pairs(names, directions), measure=measure,
+                             **boot.paired_kwargs())
+    adjusted, bound = adjust_pvalues_bounded([d.p_value for d in diffs], [d.p_bound for d in diffs], boot.adjustment)
     col = {n: i for i, n in enumerate(names)}
     return [{"a": str(d.a), "b": str(d.b), "diff": d.diff, "ci_low": d.ci_low, "ci_high": d.ci_high,
              "p_value": d.p_value, "p_adjusted": float(pa), "adjustment": boot.adjustment, "test": d.test,
+             "interval": d.interval, "p_bound": d.p_bound, "p_adjusted_bound": bool(pb),
+             "p_text": format_p_value(d.p_value, bound=d.p_bound),
+             "p_adjusted_text": format_p_value(float(pa), bound=bool(pb)),
              "family_size": len(diffs), "n_resamples": d.n_resamples, "p_draws": d.p_draws,
              "mde": minimum_detectable_effect(values[col[str(d.a)]] - values[col[str(d.b)]], alpha=alpha,
                                               power=power)}
-            for d, pa in zip(diffs, adjusted)]
+            for d, pa, pb in zip(diffs, adjusted, bound)]
 
 
 def _better_than(names: tuple[str, ...], pairs: list[dict[str, Any]], alpha: float) -> dict[str, list[str]]:
@@ -115,16 +140,19 @@ def _better_than(names: tuple[str, ...], pairs: list[dict[str, Any]], alpha: flo
 
 
 def _compare_group(dataset: str, measure: str, names: tuple[str, ...], values: np.ndarray,
-                   boot: BootstrapConfig, alpha: float, power: float) -> GroupComparison:
+                   boot: BootstrapConfig, alpha: float, power: float,
+                   directions: Directions = frozenset()) -> GroupComparison:
     """CIs, pairs, letters and rank intervals of one (dataset, measure) group."""
-    ci = bootstrap_ci(values, **boot.kwargs())
-    ranks = rank_intervals(values, n_resamples=boot.n_resamples, sample_size=boot.sample_size, seed=boot.seed,
-                           confidence=boot.confidence, allow_oversampling=boot.allow_oversampling)
-    pairs = _pair_rows(values, names, boot, alpha, power)
+    ci = bootstrap_ci(values, measure=measure, **boot.kwargs())
+    pairs = _pair_rows(values, names, boot, alpha, power, measure, directions)
+    col = {n: i for i, n in enumerate(names)}
+    ranks = ranks_from_tests(values.mean(axis=1), [(col[p["a"]], col[p["b"]]) for p in pairs],
+                             [p["p_adjusted"] for p in pairs], alpha=alpha, adjustment=boot.adjustment,
+                             n_resamples=boot.n_resamples, sample_size=values.shape[1], seed=boot.seed)
     letter = dict(zip(names, _letters(len(names))))
     better = _better_than(names, pairs, alpha)
     systems = [{"system": n, "letter": letter[n], "value": float(ci.point[i]), "ci_low": float(ci.ci_low[i]),
-                "ci_high": float(ci.ci_high[i]), "better_than": _letter_list([letter[b] for b in better[n]]),
+                "ci_high": float(ci.ci_high[i]), "interval": ci.interval, "better_than": _letter_list([letter[b] for b in better[n]]),
                 **ranks.row(i), "n_queries": int(values.shape[1])}
                for i, n in enumerate(names)]
     return GroupComparison(dataset, measure, names, values, systems, pairs)
@@ -152,11 +180,25 @@ class Comparison:
 
         return pd.DataFrame([{"dataset": g.dataset, "measure": g.measure, **p} for g in self.groups for p in g.pairs])
 
+    def verdict(self) -> str:
+        """The one-line verdict of the first (dataset, measure) group
+        (:func:`adaptlab.analysis.present.verdict_line`), from the numbers of its pairs table."""
+        g = self.groups[0] if self.groups else None
+        if g is None or not g.pairs:
+            return ""
+        row = headline_pair([{**p, "measure": g.measure} for p in g.pairs],
+                            {s["system"]: s["value"] for s in g.systems})
+        return "" if row is None else verdict_line(row, alpha=self.alpha)
+
     def render(self, style: str = "text") -> str:
-        """Both tables (systems, then pairs) in ``style`` (:data:`adaptlab.analysis.present.STYLES`)."""
-        footer = ("% " if style == "latex" else "") + self._footer()  # a LaTeX comment: compiles as is
-        return "\n\n".join([render_table(*self._system_table(), style), render_table(*self._pair_table(), style),
-                            footer])
+        """The verdict, then both tables (systems, then pairs) in ``style``
+        (:data:`adaptlab.analysis.present.STYLES`)."""
+        lead = "% " if style == "latex" else ""  # a LaTeX comment: compiles as is
+        footer = lead + self._footer()
+        verdict = self.verdict()
+        top = [f"{lead}verdict: {verdict}"] if verdict else []
+        return "\n\n".join([*top, render_table(*self._system_table(), style),
+                            render_table(*self._pair_table(), style), footer])
 
     def to_markdown(self) -> str:
         return self.render("markdown")
@@ -167,35 +209,50 @@ class Comparison:
     def __str__(self) -> str:
         return self.render("text")
 
+    def _methods(self, kind: str) -> list[str]:
+        """The interval methods of the systems' (``kind`` "systems") or the pairs' CIs."""
+        return sorted({str(r["interval"]) for g in self.groups for r in getattr(g, kind)})
+
     def _system_table(self) -> tuple[list[str], list[Sequence[CellValue] | str]]:
-        ci = f"{self.boot.confidence:.0%} CI"
-        header = ["dataset", "measure", "", "system", f"value [{ci}]", "better than", "rank [interval]",
-                  "tied with best"]
+        methods = self._methods("systems")
+        mixed = len(methods) > 1  # e.g. Wilson for acc@k, studentized for nDCG: named per row
+        ci = ci_label(self.boot.confidence, None if mixed else methods[0] if methods else None)
+        header = (["dataset", "measure", "", "system", f"value [{ci}]"] + (["CI method"] if mixed else [])
+                  + ["better than", "rank [interval]", "tied with best"])
         rows: list[Sequence[CellValue] | str] = []
         for g in self.groups:
             rows += [RULE] if rows else []
-            rows += [[g.dataset, g.measure, s["letter"], s["system"], Estimate(s["value"], s["ci_low"], s["ci_high"]),
-                      s["better_than"], f"{s['rank']} [{s['rank_low']}, {s['rank_high']}]",
-                      "yes" if s["tied_with_best"] else "no"] for s in g.systems]
+            rows += [[g.dataset, g.measure, s["letter"], s["system"], Estimate(s["value"], s["ci_low"], s["ci_high"])]
+                     + ([s["interval"]] if mixed else [])
+                     + [s["better_than"], f"{s['rank']} [{s['rank_low']}, {s['rank_high']}]",
+                        "yes" if s["tied_with_best"] else "no"] for s in g.systems]
         return header, rows
 
     def _pair_table(self) -> tuple[list[str], list[Sequence[CellValue] | str]]:
-        header = ["dataset", "measure", "a - b", "difference [CI]", "p", f"p ({self.boot.adjustment})",
-                  f"MDE ({self.power:.0%} power)"]
+        methods = self._methods("pairs")
+        header = ["dataset", "measure", "a - b",
+                  f"difference [{ci_label(self.boot.confidence, methods[0] if len(methods) == 1 else None)}]",
+                  "p", f"p ({self.boot.adjustment})", f"MDE ({self.power:.0%} power)"]
         rows: list[Sequence[CellValue] | str] = []
         for g in self.groups:
             rows += [RULE] if rows else []
             rows += [[g.dataset, g.measure, f"{p['a']} - {p['b']}",
                       Estimate(p["diff"], p["ci_low"], p["ci_high"], marked=p["p_adjusted"] < self.alpha),
-                      format_p(p["p_value"], p["p_draws"] or None), format_p(p["p_adjusted"], p["p_draws"] or None),
+                      p["p_text"], p["p_adjusted_text"],
                       p["mde"]] for p in g.pairs]
         return header, rows
 
     def _footer(self) -> str:
         return (f"letters: each system lists the systems it is significantly better than "
                 f"(p adjusted by {self.boot.adjustment} < {self.alpha}); \u2020 after a difference: the same "
-                f"(adjusted p < {self.alpha}); tied with best: the rank interval contains 1; "
+                f"(adjusted p < {self.alpha}); tied with best: no system is significantly better (rank "
+                f"intervals and tied set from the same tests; {self._rank_guarantee()}); "
                 f"MDE: (z(1-alpha/2) + z(power)) * sd(d) / sqrt(Q); {self._p_note()}")
+
+    def _rank_guarantee(self) -> str:
+        if self.boot.adjustment != "holm":
+            return f"no simultaneous guarantee with adjustment {self.boot.adjustment}"
+        return f"with probability >= {1 - self.alpha:g} all hold at once and the best is in the tied set"
 
     def _n_queries(self) -> int:
         return min((int(g.values.shape[1]) for g in self.groups), default=0)
@@ -332,11 +389,35 @@ def store_groups(store: Any, dataset: str | None, measures: Sequence[str] | None
     return groups
 
 
+def _stored_directions(store: Any) -> Directions:
+    """``(system, compared_to)`` of the store's latest paired rows (empty when it has none)."""
+    rows = store.metrics(kind="comparison", latest=True, columns=["system", "compared_to"]).to_pylist()
+    return frozenset((str(r["system"]), str(r["compared_to"])) for r in rows if r["compared_to"])
+
+
+def _select_systems(groups: Groups, systems: Sequence[str] | None) -> Groups:
+    """The groups restricted to ``systems``, in that order (the first named minus the second)."""
+    if systems is None:
+        return groups
+    wanted = [str(s) for s in systems]
+    if len(wanted) < 2 or len(set(wanted)) != len(wanted):
+        raise ConfigError(f"systems: name at least 2 distinct systems, got {wanted}")
+    out: Groups = {}
+    for key, (names, values) in groups.items():
+        missing = [s for s in wanted if s not in names]
+        if missing:
+            raise ConfigError(f"systems: {', '.join(missing)} not among the systems of {key[0] or 'the data'} "
+                              f"({key[1]}): {', '.join(names)}")
+        out[key] = (tuple(wanted), values[[names.index(s) for s in wanted]])
+    return out
+
+
 def compare(
     per_query: Any,
     *,
     measures: Sequence[str] | str | None = None,
     dataset: str | None = None,
+    systems: Sequence[str] | None = None,
     boot: BootstrapConfig | None = None,
     alpha: float = ALPHA,
     power: float = DEFAULT_POWER,
@@ -355,6 +436,10 @@ def compare(
         The measures to compare (default: all given; a store: ``ndcg@10``).
     dataset : str, optional
         The dataset's name (a store: only this dataset).
+    systems : sequence of str, optional
+        Only these systems, in this order: each difference is the first named system minus the
+        second (default: all, in input order; a store's pairs keep the direction they were
+        stored in, which is the direction ``adaptlab run`` printed).
     boot : BootstrapConfig, optional
         Seed, resamples and p-value adjustment (default ``BootstrapConfig()``).
     alpha : float
@@ -383,8 +468,10 @@ def compare(
     measures = measures.split(",") if isinstance(measures, str) else measures
     if isinstance(per_query, (str, Path)):
         raise ConfigError(f"compare: open the store first: compare(adaptlab.results.open({str(per_query)!r}))")
+    directions: Directions = frozenset()
     if hasattr(per_query, "per_query"):
         groups = store_groups(per_query, dataset, measures)
+        directions = _stored_directions(per_query) if systems is None else frozenset()
     elif hasattr(per_query, "columns") and hasattr(per_query, "groupby"):
         groups = _from_frame(per_query, dataset, measures)
     elif isinstance(per_query, Mapping) and len(per_query) >= 2:
@@ -393,5 +480,7 @@ def compare(
         raise ConfigError("compare needs a results store, a DataFrame or a mapping {system: per-query values} "
                           f"of at least 2 systems, got {type(per_query).__name__}")
     minimum_detectable_effect([0.0, 0.0], alpha=alpha, power=power)  # checks alpha and power once
-    return Comparison([_compare_group(ds, m, names, v, boot, alpha, power) for (ds, m), (names, v) in groups.items()],
-                      boot, alpha, power)
+    groups = _select_systems(groups, systems)
+    warn_lookalike_names([n for names, _ in groups.values() for n in names])
+    return Comparison([_compare_group(ds, m, names, v, boot, alpha, power, directions)
+                       for (ds, m), (names, v) in groups.items()], boot, alpha, power)

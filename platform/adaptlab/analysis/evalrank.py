@@ -254,11 +254,11 @@ def evalrank(
     per_pair = np.vstack([1.0 / ranks] + [(ranks <= k).astype(np.float64) for k in kk])
     g = _groups(groups, ranks.size)
     if g is None:
-        ci = bootstrap_ci(per_pair, **cfg.kwargs())
-        values = {
-            m: (float(ci.point[i]), float(ci.boot_mean[i]), float(ci.ci_low[i]), float(ci.ci_high[i]))
-            for i, m in enumerate(names)
-        }
+        # each row's interval by its measure's definition: MRR graded, Hits@k 0/1 (Wilson)
+        cis = [bootstrap_ci(per_pair[i], measure="mrr" if i == 0 else "acc@1", **cfg.kwargs())
+               for i in range(len(names))]
+        values = {m: (float(c.point), float(c.boot_mean), float(c.ci_low), float(c.ci_high))
+                  for m, c in zip(names, cis)}
         l = ranks.size if cfg.sample_size is None else int(cfg.sample_size)
     else:
         values, l = _cluster_bootstrap(per_pair, g, cfg)

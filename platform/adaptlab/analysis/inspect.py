@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab import results
-from adaptlab.analysis._rows import p_draws
+from adaptlab.analysis._rows import p_bounds, p_draws
 from adaptlab.analysis.present import format_number, format_p
 from adaptlab.data.dataset import Dataset
 from adaptlab.data.pdf import parse_page_ref
@@ -303,7 +303,7 @@ def win_loss(
                 value = -value if value is not None else None
                 lo, hi = (-hi if hi is not None else None), (-lo if lo is not None else None)
             tests.append({"measure": c["measure"], "difference": value, "ci_low": lo, "ci_high": hi,
-                          "p_value": c["p_value"], "n_resamples": p_draws(c)})
+                          "p_value": c["p_value"], "n_resamples": p_draws(c), "p_bound": p_bounds(c)[0]})
         out.append({
             "dataset": ds, "system": system, "against": against, "queries": len(keys),
             "wins": sum(d > 0 for d in diffs), "losses": sum(d < 0 for d in diffs),
@@ -329,7 +329,8 @@ def format_inspection(table: Any, counts: list[dict[str, Any]] | None = None) ->
             f"{c['wins']} win(s), {c['losses']} loss(es), {c['ties']} tie(s) (reciprocal rank of the first gold)"
         )
         for t in c["paired_tests"]:
-            p = format_p(t["p_value"], t.get("n_resamples"))  # "<= 0.002" at the floor, as compare prints it
+            # a p at its Monte Carlo floor prints "<= p", as compare prints it (older rows: the floor 2/(N+1))
+            p = format_p(t["p_value"], bound=True) if t.get("p_bound") else format_p(t["p_value"], t.get("n_resamples"))
             lines.append(
                 f"  paired test {t['measure']}: {system} - {against} = {_fmt(t['difference'])} "
                 f"[{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}], p {p if p.startswith('<') else '= ' + p}"

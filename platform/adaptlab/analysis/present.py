@@ -6,7 +6,7 @@ Numbers (:func:`format_number`): ``DIGITS`` = 3 decimals by default (what the pa
 ``adaptlab results --wide`` print), ``-0.000`` shown as ``0.000``, ``n/a`` for None and NaN,
 integers as integers. An estimate with its interval (:func:`format_estimate`) reads
 ``0.645 [0.601, 0.688]``; p-values keep their own rule (:func:`format_p`: four significant digits,
-a bootstrap p at its floor printed as a bound ``<= 2/(m+1)``; see
+a p at its Monte Carlo floor, or an adjusted p set by one, printed as the bound ``<= p``; see
 :mod:`adaptlab.stats.pvalues`); a significant comparison adds :data:`DAGGER`.
 
 Tables (:func:`render_table`): one list of header names and rows of cells (text, numbers, or an
@@ -16,6 +16,25 @@ style shows control characters (ESC, NUL, newline, ...) as ``\\x1b``, ``\\x00``,
 stored with an ANSI escape never reaches the terminal raw (:func:`terminal_escape`); Markdown
 escapes ``|`` as well, HTML its markup characters, LaTeX its special characters
 (:func:`latex_escape`).
+
+Verdicts and names: :func:`verdict_line` states one paired comparison in words, built only from
+the numbers of its row (the ones printed below it): which system is ahead, by how much on which measure, the
+interval of the difference, the raw p and the adjusted p with the family it was adjusted over::
+
+    minilm-ft-s120 > minilm-base by 0.010 ndcg@10 [0.002, 0.019], p 0.0112 (Holm 0.18: not significant over 21 pairs)
+
+A row whose difference is ``a - b < 0`` is stated the other way round (``b > a``) with the
+negated interval, which is exactly the interval of ``b - a`` (the paired intervals are
+antisymmetric). :func:`headline_pair` picks the row the verdict states: on the first measure,
+the best system against the baseline when every pair shares one, else the two systems with the
+highest means. p-values go through the one formatter, :func:`adaptlab.stats.pvalues.format_p_value`
+(a p at its Monte Carlo floor prints ``<= p``).
+
+:func:`lookalike_names` finds system names that look the same but are different strings (Latin
+``i`` against Cyrillic ``і`` or full-width ``ｉ``): each name's skeleton is its NFKC
+normalisation (Unicode Standard Annex #15), case-folded, with the common Cyrillic and Greek
+confusables of Unicode Technical Standard #39 mapped to their Latin look-alikes;
+:func:`warn_lookalike_names` warns (:class:`LookalikeNamesWarning`) when two names share one.
 """
 
 from __future__ import annotations
@@ -23,10 +42,13 @@ from __future__ import annotations
 import html
 import math
 import numbers
-from collections.abc import Callable, Sequence
+import unicodedata
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
+from adaptlab.analysis._rows import p_bounds
 from adaptlab.errors import ConfigError
 from adaptlab.stats.pvalues import format_p_value
 
@@ -39,6 +61,7 @@ __all__ = [
     "STYLES",
     "CellValue",
     "Estimate",
+    "LookalikeNamesWarning",
     "check_digits",
     "format_estimate",
     "format_interval",
@@ -47,13 +70,17 @@ __all__ = [
     "format_percent",
     "format_scientific",
     "format_setting",
+    "headline_pair",
     "is_missing",
     "latex_escape",
+    "lookalike_names",
     "render_cell",
     "render_table",
     "significance_mark",
     "terminal_escape",
     "terminal_escape_lines",
+    "verdict_line",
+    "warn_lookalike_names",
 ]
 
 DIGITS: int = 3
@@ -136,10 +163,11 @@ def format_estimate(value: Any, low: Any = None, high: Any = None, digits: int =
     return render_cell(Estimate(value, low, high), "text", digits)
 
 
-def format_p(p: float | None, n_resamples: int | None = None, *, sides: int = 2) -> str:
-    """A p-value: four significant digits, ``<= 2/(m+1)`` at a bootstrap floor, ``n/a`` for None
-    (the rule of :func:`adaptlab.stats.pvalues.format_p_value`)."""
-    return format_p_value(p, n_resamples, sides=sides)
+def format_p(p: float | None, n_resamples: int | None = None, *, sides: int = 2, bound: bool = False) -> str:
+    """A p-value: four significant digits, ``<= p`` when ``bound`` (a p at its Monte Carlo floor,
+    or an adjusted p set by one), ``<= 2/(m+1)`` at a bootstrap floor, ``n/a`` for None (the rule
+    of :func:`adaptlab.stats.pvalues.format_p_value`, the one p formatter)."""
+    return format_p_value(p, n_resamples, sides=sides, bound=bound)
 
 
 def significance_mark(p: float | None, alpha: float = ALPHA, mark: str = DAGGER) -> str:
@@ -292,3 +320,121 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[CellValue] | str
         return _latex_table(head, body, align or "l" * len(head))
     kept = [r for r in body if r is not None]
     return {"text": _text_table, "markdown": _markdown_table, "html": _html_table}[style](head, kept)
+
+
+# -- the verdict line and look-alike names ---------------------------------------------------
+_ADJ = {"holm": "Holm", "bh": "BH", "none": ""}
+
+# Cyrillic and Greek letters that render like Latin ones (a subset of UTS #39 confusables.txt)
+_CONFUSABLES = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
+    "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "ԁ": "d", "ӏ": "l", "ԛ": "q",
+    "ԝ": "w", "һ": "h", "ɡ": "g",
+    "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t",
+    "υ": "u", "χ": "x", "ϲ": "c", "ϳ": "j",
+    "ı": "i", "ℓ": "l",
+})
+
+
+class LookalikeNamesWarning(UserWarning):
+    """Two compared system names look alike but are different strings."""
+
+
+def _skeleton(name: str) -> str:
+    return unicodedata.normalize("NFKC", name).casefold().translate(_CONFUSABLES)
+
+
+def lookalike_names(names: Iterable[str]) -> list[tuple[str, str]]:
+    """Pairs of distinct names with the same skeleton (module doc), in order of appearance.
+
+    >>> lookalike_names(["minilm", "m\\u0456nilm", "\\uff4dinilm", "bm25"])
+    [('minilm', 'mіnilm'), ('minilm', 'ｍinilm')]
+    """
+    seen: dict[str, str] = {}
+    out = []
+    for n in dict.fromkeys(str(x) for x in names):
+        key = _skeleton(n)
+        if key in seen:
+            out.append((seen[key], n))
+        else:
+            seen[key] = n
+    return out
+
+
+def warn_lookalike_names(names: Iterable[str]) -> None:
+    """One :class:`LookalikeNamesWarning` naming every look-alike pair among ``names`` (with the
+    code points that differ), or nothing."""
+    found = lookalike_names(names)
+    if not found:
+        return
+    shown = "; ".join(f"{a!r} and {b!r} ({_codes(a, b)})" for a, b in found[:5])
+    warnings.warn(f"system names that look alike but differ: {shown}; check that you compare the systems you mean",
+                  LookalikeNamesWarning, stacklevel=3)
+
+
+def _codes(a: str, b: str) -> str:
+    diff = [f"U+{ord(x):04X} vs U+{ord(y):04X}" for x, y in zip(a, b) if x != y]
+    return ", ".join(diff[:3]) if diff else f"{len(a)} vs {len(b)} characters"
+
+
+def _get(row: Mapping[str, Any], *keys: str) -> Any:
+    for k in keys:
+        if k in row and row[k] is not None:
+            return row[k]
+    return None
+
+
+def verdict_line(row: Mapping[str, Any], *, alpha: float = 0.05) -> str:
+    """The verdict of one paired row: ``a``/``system``, ``b``/``compared_to``, ``measure``,
+    ``diff``/``value`` (``a - b``), ``ci_low``, ``ci_high``, ``p_value`` and optionally
+    ``p_adjusted``, ``adjustment``, ``family_size``, ``p_bound``, ``p_adjusted_bound`` (a
+    :class:`~adaptlab.evaluation.summary.PairSummary` as a dict, a :func:`adaptlab.compare`
+    pairs row or a stored ``metrics`` row). Significant means adjusted p (raw p without one) below
+    ``alpha``.
+
+    >>> verdict_line({"a": "ft", "b": "base", "measure": "ndcg@10", "diff": 0.0104, "ci_low": 0.0021,
+    ...               "ci_high": 0.0187, "p_value": 0.0112, "p_adjusted": 0.18, "adjustment": "holm",
+    ...               "family_size": 21})
+    'ft > base by 0.010 ndcg@10 [0.002, 0.019], p 0.0112 (Holm 0.18: not significant over 21 pairs)'
+    """
+    a, b = str(_get(row, "a", "system")), str(_get(row, "b", "compared_to"))
+    diff, lo, hi = (float(_get(row, k, *alt) if _get(row, k, *alt) is not None else math.nan)
+                    for k, alt in (("diff", ("value",)), ("ci_low", ()), ("ci_high", ())))
+    measure = str(row.get("measure", ""))
+    p_bound, adj_bound = p_bounds(row)
+    p_raw = _get(row, "p_value")
+    p_adj = _get(row, "p_adjusted")
+    family = int(_get(row, "family_size") or 1)
+    if diff < 0:
+        a, b, diff, lo, hi = b, a, -diff, -hi, -lo
+    head = (f"{a} = {b} on {measure}: difference 0 [{format_number(lo)}, {format_number(hi)}]" if diff == 0 else
+            f"{a} > {b} by {format_number(diff)} {measure} [{format_number(lo)}, {format_number(hi)}]")
+    if p_raw is None:
+        return head
+    text = f"{head}, p {format_p_value(p_raw, bound=p_bound)}"
+    adjustment = str(row.get("adjustment") or "none")
+    decisive = p_adj if p_adj is not None and adjustment != "none" and family > 1 else p_raw
+    word = "significant" if float(decisive) < alpha else "not significant"
+    if decisive is p_raw:
+        return f"{text} ({word} at {alpha:g})"
+    name = _ADJ.get(adjustment, adjustment)
+    return f"{text} ({name} {format_p_value(p_adj, bound=adj_bound)}: {word} over {family} pairs)"
+
+
+def headline_pair(pairs: Sequence[Mapping[str, Any]], means: Mapping[str, float]) -> Mapping[str, Any] | None:
+    """The row a verdict states: among the rows of the first measure, the best system (highest of
+    ``means``) against the shared baseline when every row has the same ``b``; else the row of
+    the two systems with the highest means; ``None`` without rows."""
+    if not pairs:
+        return None
+    measure = pairs[0].get("measure")
+    rows = [p for p in pairs if p.get("measure") == measure]
+    ends = [(str(_get(p, "a", "system")), str(_get(p, "b", "compared_to"))) for p in rows]
+    bases = {b for _, b in ends}
+    if len(bases) == 1:
+        return max(zip(rows, ends), key=lambda x: means.get(x[1][0], -math.inf))[0]
+    top = sorted(means, key=lambda n: -means[n])[:2]
+    for p, (a, b) in zip(rows, ends):
+        if {a, b} == set(top):
+            return p
+    return rows[0]

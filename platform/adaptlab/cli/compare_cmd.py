@@ -44,6 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics", "--measure", dest="metrics", default=DEFAULT_METRICS,
                    help=f"comma-separated measures (default {DEFAULT_METRICS})")
     add_bootstrap_options(p)
+    p.add_argument("--systems", help="comma-separated systems to compare, in this order: each difference is the first "
+                                     "named minus the second (default: all; a store's pairs keep their stored direction)")
     p.add_argument("--alpha", type=unit_open, default=0.05,
                    help="level of the significance letters (adjusted p < alpha; default 0.05)")
     p.add_argument("--power", type=unit_open, default=0.8,
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
         store = results.open(args.store)
         try:
-            result = compare(store, measures=args.metrics, dataset=args.dataset, boot=boot,
+            result = compare(store, measures=args.metrics, dataset=args.dataset, boot=boot, systems=_systems(args),
                              alpha=args.alpha, power=args.power)
         finally:
             store.close()
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--qrels needs at least two --run files to compare")
         per_query = per_query_from_runs(args.qrels, args.runs, args.metrics)
         result = compare(per_query, boot=boot, dataset=args.dataset or dataset_name(args.qrels),
-                         alpha=args.alpha, power=args.power)
+                         systems=_systems(args), alpha=args.alpha, power=args.power)
     if args.format in ("json", "csv"):
         emit_frames({"systems": result.frame(), "pairs": result.pairs_frame()}, args.format,
                     {"settings": {"alpha": args.alpha, "power": args.power, "bootstrap": boot.kwargs(),
@@ -96,6 +98,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(result.render(args.format))
     return 0
+
+
+def _systems(args: argparse.Namespace) -> list[str] | None:
+    """``--systems a,b,c`` as a list (None when not given)."""
+    if not getattr(args, "systems", None):
+        return None
+    return [x.strip() for x in args.systems.split(",") if x.strip()]
 
 
 def dataset_name(qrels: Path) -> str:

@@ -2,8 +2,9 @@
 
 This is the step between per-query metric values and what users read: for every system and
 measure the point value (mean over queries), the bootstrap mean and CI (``BootstrapConfig.interval``,
-default ``"auto"``: Wilson for 0/1 measures such as accuracy@k, percentile for nDCG@k and MRR;
-the method is stored with every row); for every pair of systems the paired difference with its CI and
+default ``"auto"``: fixed by the measure's definition, Wilson for the 0/1 measure acc@k and the
+studentized bootstrap for nDCG@k, MRR and the others, so a system's CI is the same alone or beside
+any other; the method is stored with every row); for every pair of systems the paired difference with its CI and
 two-sided bootstrap p-value. Each (dataset x measure) group is one bootstrap task, run in-process
 or on Ray (:mod:`adaptlab.evaluation.workers`).
 
@@ -17,16 +18,18 @@ Multiplicity: the paired tests of one dataset and one measure form a family of `
 their p-values are adjusted within it (Holm by default, Benjamini-Hochberg with
 ``adjustment="bh"``; :func:`adaptlab.stats.pvalues.adjust_pvalues`) and both raw and adjusted
 p-values are kept, with the family size. The paired p-value is the sign-flip randomization
-test's, exact where the differences allow and otherwise with enough sign vectors for the
-family (:mod:`adaptlab.stats.signflip`); the bootstrap's only from
-:data:`adaptlab.stats.pvalues.PERMUTATION_Q` (1000) queries on when its floor fits the family
-(``PairSummary.test`` and ``p_draws``, stored as ``p_test`` and ``p_draws`` in the row's
-``extra``), so a single test and Holm's family-wise error keep their level at small Q and a
-large family can still find its differences.
+test's at every number of queries (null: the per-query differences are symmetric about 0), exact
+where the differences allow and otherwise with enough sign vectors for the family
+(:mod:`adaptlab.stats.signflip`); the bootstrap's only when asked for
+(``BootstrapConfig.test="bootstrap"``). ``PairSummary.test`` and ``p_draws`` are stored as
+``p_test`` and ``p_draws`` in the row's ``extra``, with ``p_bound`` / ``p_adjusted_bound``: a p
+at its Monte Carlo floor (or an adjusted p set by one) is a bound and prints as ``<= p``.
 
-Rank intervals: for every dataset and measure with several systems, each system's rank interval
-from the shared bootstrap resamples and whether it is statistically tied with the best
-(:mod:`adaptlab.stats.ranks`; stored as ``rank_low`` / ``rank_high``).
+Rank intervals: for every dataset and measure with several systems, each system's simultaneous
+rank interval from the paired sign-flip tests of all pairs (Holm-adjusted, level ``1 -
+confidence``) and whether it is tied with the best (no system significantly better), with
+probability at least ``1 - alpha`` for all systems at once (:mod:`adaptlab.stats.ranks`; stored
+as ``rank_low`` / ``rank_high``).
 
 Small samples: with fewer than :data:`adaptlab.stats.pvalues.SMALL_SAMPLE_Q` (30) queries every
 paired comparison also carries the exact two-sided sign test (``p_exact``) and the Wilcoxon
@@ -48,14 +51,15 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
+from adaptlab.analysis.present import warn_lookalike_names
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation.workers import BootstrapGroup, GroupResult, check_workers, run_groups
 from adaptlab.metrics import Measure, PerQueryMetrics, evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.settings import resolve_bootstrap
-from adaptlab.stats.intervals import FewOutcomesWarning, few_outcomes, resolve_interval
-from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, adjust_pvalues, exact_paired_tests
-from adaptlab.stats.ranks import RankIntervals, rank_intervals
+from adaptlab.stats.intervals import FewOutcomesWarning, few_outcomes, is_binary_measure
+from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, adjust_pvalues_bounded, exact_paired_tests, format_p_value, p_at_floor
+from adaptlab.stats.ranks import RankIntervals, simultaneous_ranks
 from adaptlab.stats.resample import check_sizes
 from adaptlab.stats.settings import sample_size_note
 
@@ -116,13 +120,31 @@ class PairSummary:
     interval: str = "percentile"
     test: str = "bootstrap"  # the test of p_value: "sign-flip", "sign-flip-exact" or "bootstrap"
     p_draws: int = 0  # Monte Carlo draws behind p_value (sign vectors or resamples; 0 = exact)
+    p_adjusted_bound: bool = False  # the adjusted p is set by a p at its Monte Carlo floor: a bound
+
+    @property
+    def p_bound(self) -> bool:
+        """``p_value`` is at its Monte Carlo floor (:func:`adaptlab.stats.pvalues.p_at_floor`): a bound."""
+        return p_at_floor(self.p_value, self.test, self.p_draws)
+
+    @property
+    def p_text(self) -> str:
+        """``p_value`` as every output prints it (``"<= 0.00025"`` at the floor)."""
+        return format_p_value(self.p_value, bound=self.p_bound)
+
+    @property
+    def p_adjusted_text(self) -> str:
+        """``p_adjusted`` as every output prints it (``"<= 0.0025"`` when set by a floored p)."""
+        return format_p_value(self.p_adjusted, bound=self.p_adjusted_bound)
 
     def as_dict(self) -> dict[str, object]:
         return {"a": self.a, "b": self.b, "measure": self.measure, "diff": self.diff,
                 "boot_mean": self.boot_mean, "ci_low": self.ci_low, "ci_high": self.ci_high,
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "adjustment": self.adjustment,
                 "family_size": self.family_size, "p_exact": self.p_exact, "p_wilcoxon": self.p_wilcoxon,
-                "interval": self.interval, "test": self.test, "p_draws": self.p_draws}
+                "interval": self.interval, "test": self.test, "p_draws": self.p_draws,
+                "p_bound": self.p_bound, "p_adjusted_bound": self.p_adjusted_bound,
+                "p_text": self.p_text, "p_adjusted_text": self.p_adjusted_text}
 
 
 @dataclass
@@ -198,7 +220,8 @@ class EvaluationSummary:
                    "boot_mean": p.boot_mean, "ci_low": p.ci_low, "ci_high": p.ci_high,
                    "compared_to": p.b, "p_value": p.p_value, "p_adjusted": p.p_adjusted,
                    "adjustment": p.adjustment, "family_size": p.family_size, "interval_method": p.interval,
-                   "extra": json.dumps({"p_test": p.test, "p_draws": p.p_draws}), **common}
+                   "extra": json.dumps({"p_test": p.test, "p_draws": p.p_draws, "p_bound": p.p_bound,
+                                        "p_adjusted_bound": p.p_adjusted_bound}), **common}
             if p.p_exact is not None:
                 row["p_exact"], row["exact_test"] = p.p_exact, "sign"
             rows.append(row)
@@ -206,22 +229,18 @@ class EvaluationSummary:
 
 
 def _ranks(values: np.ndarray, boot: BootstrapConfig) -> RankIntervals:
-    """Rank intervals of one (dataset, measure) group on the shared resample indices."""
-    return rank_intervals(values, n_resamples=boot.n_resamples, sample_size=boot.sample_size, seed=boot.seed,
-                          confidence=boot.confidence, allow_oversampling=boot.allow_oversampling)
-
-
-def _used_interval(interval: str, values: np.ndarray, sample_size: int | None) -> str:
-    """The interval :func:`adaptlab.stats.bootstrap_ci` applies (``"auto"``: Wilson for 0/1 values)."""
-    n_q = values.shape[-1]
-    return resolve_interval(interval, values, n_q, n_q if sample_size is None else int(sample_size))
+    """Simultaneous rank intervals and the tied-with-best set of one (dataset, measure) group,
+    from the sign-flip tests of all pairs adjusted by ``boot.adjustment`` at level
+    ``1 - boot.confidence`` (:func:`adaptlab.stats.ranks.simultaneous_ranks`)."""
+    return simultaneous_ranks(values, alpha=1.0 - boot.confidence, adjustment=boot.adjustment,
+                              n_resamples=boot.n_resamples, seed=boot.seed)
 
 
 def _warn_few_outcomes(groups: Sequence[BootstrapGroup]) -> None:
-    """One :class:`FewOutcomesWarning` naming every (system, measure) of a 0/1 measure with fewer
-    than 5 successes or failures."""
-    cases = [f"{n} on {g.key[1]}: {msg}" for g in groups for n, v in zip(g.names, g.values)
-             if (msg := few_outcomes(v)) is not None]
+    """One :class:`FewOutcomesWarning` naming every (system, measure) of a 0/1 measure (acc@k, by
+    definition) with fewer than 5 successes or failures."""
+    cases = [f"{n} on {g.key[1]}: {msg}" for g in groups if is_binary_measure(g.key[1])
+             for n, v in zip(g.names, g.values) if (msg := few_outcomes(v)) is not None]
     if cases:
         warnings.warn("few successes or failures, so the CI of this proportion is unreliable whatever the "
                       "method (" + "; ".join(cases[:5]) + (f"; and {len(cases) - 5} more" if len(cases) > 5 else "")
@@ -232,14 +251,15 @@ def _family(pairs: list[PairSummary], adjustment: str, values: Mapping[str, np.n
     """Adjust one (dataset, measure) family's p-values; attach exact tests to small samples."""
     if not pairs:
         return pairs
-    adj = adjust_pvalues([p.p_value for p in pairs], adjustment)
+    adj, bound = adjust_pvalues_bounded([p.p_value for p in pairs], [p.p_bound for p in pairs], adjustment)
     out = []
-    for p, pa in zip(pairs, adj):
+    for p, pa, pb in zip(pairs, adj, bound):
         extra: dict[str, object] = {}
         if values is not None:
             t = exact_paired_tests(values[p.a], values[p.b])
             extra = {"p_exact": t.sign_p, "p_wilcoxon": t.wilcoxon_p}
-        out.append(replace(p, p_adjusted=float(pa), adjustment=adjustment, family_size=len(pairs), **extra))
+        out.append(replace(p, p_adjusted=float(pa), adjustment=adjustment, family_size=len(pairs),
+                           p_adjusted_bound=bool(pb), **extra))
     return out
 
 
@@ -272,6 +292,7 @@ def _check_systems(per_query: Mapping[str, PerQueryMetrics], baseline: str | Non
     for n in names[1:]:
         if per_query[n].query_ids != first.query_ids:
             raise ConfigError(f"system {n!r} was evaluated on other queries than {names[0]!r}")
+    warn_lookalike_names(names)
     if baseline is not None and baseline not in per_query:
         raise ConfigError(f"baseline {baseline!r} is not among the systems: {', '.join(names)}")
     if first.n_queries == 0:
@@ -296,10 +317,9 @@ def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[Bootstra
     systems: dict[str, dict[str, MeasureSummary]] = {n: {} for n in names}
     pairs: list[PairSummary] = []
     small = first.n_queries < SMALL_SAMPLE_Q
-    interval = boot.interval
     for g, r in zip(groups, results):
         m = g.key[1]
-        interval = getattr(r, "interval", None) or _used_interval(boot.interval, g.values, boot.sample_size)
+        interval = r.interval  # fixed by the measure's definition (adaptlab.stats.intervals.measure_interval)
         ranks = _ranks(g.values, boot) if len(names) > 1 else None
         for i, n in enumerate(names):
             rk = {} if ranks is None else {"rank": int(ranks.rank[i]), "rank_low": int(ranks.rank_low[i]),
@@ -324,7 +344,7 @@ def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[Bootstra
     missing = {n: len(per_query[n].missing_from_run) for n in names}
     return EvaluationSummary([g.key[1] for g in groups], systems, pairs, list(first.query_ids), list(first.excluded),
                              boot.n_resamples, l, boot.seed, boot.confidence, dict(per_query),
-                             adjustment=boot.adjustment, interval=interval, missing_from_run=missing)
+                             adjustment=boot.adjustment, interval=boot.interval, missing_from_run=missing)
 
 
 def summarise(
@@ -349,7 +369,7 @@ def summarise(
     keywords ``n_resamples`` (default 1000), ``sample_size`` (default: all queries), ``seed``
     (default 0), ``confidence`` (default 0.95), ``allow_oversampling`` (default False: a
     ``sample_size`` above the number of queries is an error), ``interval`` (default
-    ``"auto"``: Wilson for 0/1 measures, percentile for the others) and ``adjustment`` (default ``"holm"``), not both. ``workers``: ``"auto"``,
+    ``"auto"``: Wilson for 0/1 measures, studentized bootstrap for the others) and ``adjustment`` (default ``"holm"``), not both. ``workers``: ``"auto"``,
     ``"local"`` or ``"ray"``; one bootstrap task per measure, see :mod:`adaptlab.evaluation.workers`
     (the numbers do not depend on it). Paired comparisons: every system against ``baseline``, or
     exactly the ``(system, compared_to)`` ``pairs`` (per-family baselines), else every pair; the

@@ -7,17 +7,31 @@ multiplicity-adjusted p-values and the family size. Numbers and layout come from
 from __future__ import annotations
 
 from adaptlab.analysis.present import format_interval, format_p, render_table, terminal_escape_lines
+from adaptlab.analysis.present import headline_pair, verdict_line
 from adaptlab.evaluation.summary import EvaluationSummary
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label, p_value_note
 
-__all__ = ["format_pairs", "format_summary"]
+__all__ = ["format_pairs", "format_summary", "summary_verdict"]
 
 _ADJ_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no adjustment"}
 
 
+def summary_verdict(s: EvaluationSummary) -> str:
+    """The one-line verdict of an evaluation (:func:`adaptlab.analysis.present.verdict_line` of
+    :func:`~adaptlab.analysis.present.headline_pair`), "" without paired comparisons; significance
+    at ``1 - confidence``."""
+    if not s.pairs:
+        return ""
+    first = s.pairs[0].measure
+    means = {n: per[first].value for n, per in s.systems.items() if first in per}
+    row = headline_pair([p.as_dict() for p in s.pairs], means)
+    return "" if row is None else verdict_line(row, alpha=1.0 - s.confidence)
+
+
 def format_summary(s: EvaluationSummary) -> str:
     """Per system and measure: value, bootstrap mean, CI and its width; the judged queries each
-    run lacks (scored 0) are counted in the header and per system."""
+    run lacks (scored 0) are counted in the header and per system. The first line is the verdict
+    (:func:`summary_verdict`) when systems were compared."""
     ranked = any(r.rank is not None for per in s.systems.values() for r in per.values())
     methods = {r.interval for per in s.systems.values() for r in per.values()}
     mixed = len(methods) > 1  # interval "auto": Wilson for 0/1 measures, percentile for graded ones
@@ -28,6 +42,9 @@ def format_summary(s: EvaluationSummary) -> str:
     ]
     head = (f"{s.n_queries} queries ({len(s.excluded_queries)} without relevant documents excluded); "
             f"{s.n_resamples} bootstrap resamples of {s.sample_size} queries, seed {s.seed}")
+    verdict = summary_verdict(s)
+    if verdict:
+        head = f"verdict: {verdict}\n{head}"
     missing = {n: c for n, c in s.missing_from_run.items() if c}
     if missing:
         head += "\njudged queries missing from the run (scored 0): " + ", ".join(f"{n} {c}" for n, c in missing.items())
@@ -38,8 +55,18 @@ def format_summary(s: EvaluationSummary) -> str:
     header = ["system", "measure", "value", "boot_mean", label, "CI width"] + (["CI method"] if mixed else [])
     if ranked:
         header.append("rank [interval]")
-        head += "\nrank [interval]: from the shared bootstrap resamples; * = statistically tied with the best"
+        head += ("\nrank [interval]: from the paired sign-flip tests of all pairs (adjusted as the p column); "
+                 "* = tied with the best (no system significantly better); " + _guarantee(s))
     return terminal_escape_lines(head) + "\n" + render_table(header, rows)
+
+
+def _guarantee(s: EvaluationSummary) -> str:
+    """The simultaneous guarantee of the rank intervals, one phrase."""
+    alpha = 1.0 - s.confidence
+    if s.adjustment != "holm":
+        return f"no simultaneous guarantee with adjustment {s.adjustment}"
+    return (f"with probability >= {s.confidence:g} all rank intervals hold at once and the starred set contains "
+            f"the best (Holm, alpha {alpha:.2g})")
 
 
 def _rank(r: object) -> str:
@@ -55,14 +82,17 @@ def format_pairs(s: EvaluationSummary) -> str:
     if not s.pairs:
         return ""
     exact = any(p.p_exact is not None for p in s.pairs)
-    header = ["pair", "measure", "diff", ci_label(s.confidence, s.interval), "p", "p adj (n)"]
+    methods = sorted({p.interval for p in s.pairs})
+    mixed = len(methods) > 1  # named per row where the rows differ
+    header = (["pair", "measure", "diff", ci_label(s.confidence, None if mixed else methods[0])]
+              + (["CI method"] if mixed else []) + ["p", "p adj (n)"])
     if exact:
         header += ["p sign", "p wilcoxon"]
     rows = []
     for p in s.pairs:
-        row = [f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high),
-               format_p(p.p_value, p.p_draws or None),
-               f"{format_p(p.p_adjusted, p.p_draws or None)} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
+        row = ([f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high)]
+               + ([p.interval] if mixed else [])
+               + [p.p_text, f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a"])
         if exact:
             row += [format_p(p.p_exact), format_p(p.p_wilcoxon)]
         rows.append(row)

@@ -85,11 +85,12 @@ class GroupResult:
 def bootstrap_group(group: BootstrapGroup, boot: BootstrapConfig) -> GroupResult:
     """CIs and paired differences of one group (the task body, identical on every worker)."""
     kw = boot.kwargs()
-    ci = bootstrap_ci(group.values, **kw)
+    measure = group.key[1]  # the measure's definition decides the interval, never the values
+    ci = bootstrap_ci(group.values, measure=measure, **kw)
     pairs: tuple[PairedDifference, ...] = ()
     if len(group.names) > 1:
         pairs = tuple(paired_bootstrap(group.values, names=list(group.names), baseline=group.baseline,
-                                       pairs=group.pairs, **kw))
+                                       pairs=group.pairs, measure=measure, test=boot.test, **kw))
     return GroupResult(np.asarray(ci.point), np.asarray(ci.boot_mean), np.asarray(ci.ci_low),
                        np.asarray(ci.ci_high), pairs, ci.interval)
 

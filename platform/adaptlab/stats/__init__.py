@@ -9,7 +9,8 @@ resample indices (:func:`resample_indices`, :func:`iter_resample_indices`) that 
 reuse to see exactly the same bootstrap samples, and the percentile interval
 (:func:`percentile_interval`) every analysis reports; BCa, Wilson and Jeffreys intervals
 (:mod:`adaptlab.stats.intervals`), multiplicity adjustment, exact paired tests and p-value printing
-(:mod:`adaptlab.stats.pvalues`) and rank intervals (:mod:`adaptlab.stats.ranks`). :mod:`adaptlab.stats.backend` selects NumPy or
+(:mod:`adaptlab.stats.pvalues`) and simultaneous rank intervals with the tied-with-best set
+(:mod:`adaptlab.stats.ranks`). :mod:`adaptlab.stats.backend` selects NumPy or
 CuPy for the arithmetic; random numbers always come from a seeded numpy Generator on the host.
 """
 
@@ -34,7 +35,7 @@ from adaptlab.stats.pvalues import (
     format_p_value,
     sign_flip_p_values,
 )
-from adaptlab.stats.ranks import RankIntervals, rank_intervals
+from adaptlab.stats.ranks import RankIntervals, rank_intervals, ranks_from_tests, simultaneous_ranks
 from adaptlab.stats.resample import iter_resample_indices, resample_indices
 from adaptlab.stats.settings import BootstrapConfig, derive_seed
 
@@ -58,6 +59,8 @@ __all__ = [
     "paired_bootstrap",
     "percentile_interval",
     "rank_intervals",
+    "ranks_from_tests",
     "resample_indices",
     "sign_flip_p_values",
+    "simultaneous_ranks",
 ]

@@ -18,10 +18,14 @@ Two computation paths give the same bootstrap distribution:
   ``sum_k N_k v_k / l`` with counts ``N ~ Multinomial(l, n_k / Q)`` over the ``K`` distinct
   values, drawn exactly by :mod:`adaptlab.stats._multinomial`; cost grows with ``m * K``,
   not with ``Q`` or ``l``. Paired differences use the distinct per-query differences of the
-  two systems (exact pairing), or one shared draw over the distinct joint value tuples of all
-  systems when there are few of them.
+  two systems (exact pairing), drawn in the pair's canonical orientation from a stream keyed by
+  the two rows' contents.
 
-``method="auto"`` picks the path with the smaller estimated cost. Randomness comes only from
+``method="auto"`` picks the path with the smaller estimated cost, per system for CIs and per pair
+for differences, from that system's or pair's own values: a CI depends only on its system's
+values, a paired difference only on its two systems' values (never on the other systems or on
+their order), and the pair ``(b, a)`` gets exactly the negated differences and interval of
+``(a, b)``. Randomness comes only from
 ``seed`` (numpy Generators with SFC64 bit generators seeded by
 ``SeedSequence(seed, spawn_key=...)``); results do not depend on ``n_jobs`` or on the backend.
 """
@@ -39,9 +43,18 @@ from adaptlab.errors import ConfigError, DataError
 from adaptlab.stats import _kernels as K
 from adaptlab.stats._multinomial import multinomial_sums
 from adaptlab.stats.backend import get_xp, to_numpy
-from adaptlab.stats.intervals import INTERVALS, bca_interval, jeffreys_interval, resolve_interval, wilson_interval
-from adaptlab.stats.pvalues import PERMUTATION_Q
-from adaptlab.stats.signflip import FAMILY_ALPHA, RESOLUTION, family_sign_flip
+from adaptlab.stats.intervals import (
+    INTERVALS,
+    NEEDS_ALL_QUERIES,
+    bca_interval,
+    is_binary,
+    jeffreys_interval,
+    measure_interval,
+    studentized_interval,
+    wilson_interval,
+)
+from adaptlab.stats.pvalues import PAIRED_TESTS, p_at_floor
+from adaptlab.stats.signflip import family_sign_flip
 from adaptlab.stats.resample import check_seed, check_sizes
 
 __all__ = ["BootstrapResult", "METHODS", "PairedDifference", "bootstrap_ci", "paired_bootstrap"]
@@ -51,8 +64,7 @@ METHODS: tuple[str, ...] = ("auto", "index", "multinomial")
 
 _KEY_SYSTEM = 1  # SeedSequence spawn-key namespaces of the multinomial draws
 _KEY_PAIR = 2
-_KEY_JOINT = 3
-_KEY_FLIP = 4  # the sign vectors of the randomization test (Q < PERMUTATION_Q)
+_KEY_FLIP = 4  # the sign vectors of the randomization test
 _ZERO_TOL = 1e-10  # |D*| <= _ZERO_TOL * max|d| counts as an exact tie in the p-value
 
 
@@ -113,16 +125,15 @@ class BootstrapResult:
 class PairedDifference:
     """Paired bootstrap comparison of system ``a`` against system ``b`` (difference ``a - b``).
 
-    ``p_value`` is, with ``test == "bootstrap"`` (``Q >=``
-    :data:`~adaptlab.stats.pvalues.PERMUTATION_Q` and a family small enough for its floor), the
-    two-sided bootstrap p-value ``min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (m + 1))``
-    over the ``m`` resampled mean differences ``D*`` (the +1 terms count the observed sample, so
-    p is never 0); otherwise the two-sided paired randomization test
-    (:mod:`adaptlab.stats.signflip`), exact over all sign patterns (``test ==
-    "sign-flip-exact"``) or from ``p_draws`` random sign vectors (``test == "sign-flip"``), which
-    keeps its level at small Q where the bootstrap p-value does not. ``p_draws``: the Monte Carlo
-    draws behind ``p_value`` (sign vectors or resamples; 0 for an exact p-value), whose floor is
-    ``1/(p_draws + 1)``.
+    ``p_value`` is the two-sided paired randomization (sign-flip) test at every number of
+    queries (:mod:`adaptlab.stats.signflip`; null: the per-query differences are symmetric about
+    0), exact over all sign patterns (``test == "sign-flip-exact"``) or from ``p_draws`` random
+    sign vectors (``test == "sign-flip"``); only when asked for (``test="bootstrap"`` in
+    :func:`paired_bootstrap`) the two-sided bootstrap p-value
+    ``min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (m + 1))`` over the ``m`` resampled mean
+    differences ``D*`` (``test == "bootstrap"``). ``p_draws``: the Monte Carlo draws behind
+    ``p_value`` (sign vectors or resamples; 0 for an exact p-value); ``p_bound``: ``p_value`` is
+    at its Monte Carlo floor, a bound (:func:`adaptlab.stats.pvalues.p_at_floor`).
     """
 
     a: str | int
@@ -141,8 +152,13 @@ class PairedDifference:
     test: str = "bootstrap"
     p_draws: int = 0
 
+    @property
+    def p_bound(self) -> bool:
+        """``p_value`` is at the floor of its Monte Carlo test: the true p may be smaller."""
+        return p_at_floor(self.p_value, self.test, self.p_draws)
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "p_bound": self.p_bound}
 
 
 # ----------------------------------------------------------------------------- validation
@@ -192,8 +208,8 @@ def _check_options(confidence: object, method: object, backend: object, n_jobs: 
 def _check_interval(interval: object, n_q: int, l: int) -> str:
     if interval not in INTERVALS:
         raise ConfigError(f"interval={interval!r} is not valid; expected one of {', '.join(INTERVALS)}")
-    if interval == "bca" and l != n_q:
-        raise ConfigError(f"interval='bca' needs resamples of all {n_q} queries; got sample_size={l} "
+    if interval in NEEDS_ALL_QUERIES and l != n_q:
+        raise ConfigError(f"interval={interval!r} needs resamples of all {n_q} queries; got sample_size={l} "
                           "(use sample_size=None or interval='percentile')")
     return str(interval)
 
@@ -209,18 +225,33 @@ def _check_settings(n_q: int, n_resamples: object, sample_size: object, allow_ov
     return m, l, jobs, float(confidence), _check_interval(interval, n_q, l)
 
 
-def _intervals(values: np.ndarray, boot: np.ndarray, conf: float, interval: str, l: int,
+def _ci_interval(interval: str, measure: object, arr: np.ndarray, l: int) -> str:
+    """The interval of :func:`bootstrap_ci`: :func:`~adaptlab.stats.intervals.measure_interval`
+    of ``measure``; without a measure, ``"wilson"``/``"jeffreys"`` need 0/1 values (an error
+    otherwise: no other row decides a row's interval)."""
+    if measure is None and interval in ("wilson", "jeffreys"):
+        bad = [i for i, row in enumerate(arr) if not is_binary(row)]
+        if bad:
+            raise ConfigError(f"interval={interval!r} needs 0/1 values (e.g. accuracy@k); row {bad[0]} is not 0/1 "
+                              "(name the measure with measure= to get its interval, or use interval='auto')")
+        return interval
+    return measure_interval(interval, measure, n_queries=arr.shape[1], sample_size=l)
+
+
+def _intervals(values: np.ndarray, boot: np.ndarray, boot_sq: np.ndarray | None, conf: float, used: str, l: int,
                ) -> tuple[np.ndarray, np.ndarray, str]:
-    """CIs of each row of ``values`` [S, Q] from its resampled means ``boot`` [S, m] (``l``
-    queries per resample); ``"auto"`` and the 0/1-only methods resolve by
-    :func:`~adaptlab.stats.intervals.resolve_interval`."""
-    used = resolve_interval(interval, values, values.shape[1], l)
+    """CIs of each row of ``values`` [S, Q] by the interval ``used`` from its resampled means
+    ``boot`` [S, m] (and resampled means of squares ``boot_sq`` for ``"studentized"``)."""
     if used in ("wilson", "jeffreys"):
         f = wilson_interval if used == "wilson" else jeffreys_interval
         ends = np.array([f(v, conf) for v in values]).reshape(-1, 2)
         return ends[:, 0], ends[:, 1], used
     if used == "bca":
         ends = np.array([bca_interval(v, b, conf) for v, b in zip(values, boot)]).reshape(-1, 2)
+        return ends[:, 0], ends[:, 1], used
+    if used == "studentized":
+        ends = np.array([studentized_interval(v, b, b2, l, conf)
+                         for v, b, b2 in zip(values, boot, boot_sq)]).reshape(-1, 2)  # type: ignore[arg-type]
         return ends[:, 0], ends[:, 1], used
     lo, hi = K.percentile_interval(boot, conf)
     return np.atleast_1d(lo), np.atleast_1d(hi), "percentile"
@@ -255,30 +286,38 @@ def _ci_paths(arr: np.ndarray, method: str, m: int, l: int) -> tuple[list[str], 
 
 def _resampled_means(
     arr: np.ndarray, paths: list[str], cats: list[K.Categories] | None, *, m: int, l: int, seed: int,
-    backend: str, jobs: int,
-) -> np.ndarray:
+    backend: str, jobs: int, squares: bool = False,
+) -> tuple[np.ndarray, np.ndarray | None]:
     """``[n_systems, m]`` resampled means ``x*_j`` of each row of ``arr`` along its path: an
     ``"index"`` row averages the shared resamples ``resample_indices(Q, m, l, seed)`` (summed
     row by row); a ``"multinomial"`` row's counts are drawn exactly from the stream
     ``(seed, _KEY_SYSTEM)``, the same for every row. Either way a row's numbers depend only on
-    its own values, Q, m, l and the seed, never on the other rows (issue 29)."""
+    its own values, Q, m, l and the seed, never on the other rows. With ``squares``, also the
+    resampled means of the squared values (same resamples; the studentized interval's
+    ``boot_sq``), else ``None``."""
     boot = np.empty((arr.shape[0], m), np.float64)
+    boot_sq = np.empty((arr.shape[0], m), np.float64) if squares else None
     index_rows = [s for s, p in enumerate(paths) if p == "index"]
     if index_rows:
         xp = get_xp(backend)
-        sums = K.index_sums(arr[index_rows], sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs,
-                            rowwise=True)
-        boot[index_rows] = sums.T / l
+        rows = arr[index_rows] if not squares else np.vstack([arr[index_rows], arr[index_rows] ** 2])
+        sums = K.index_sums(rows, sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs, rowwise=True)
+        boot[index_rows] = sums[:, :len(index_rows)].T / l
+        if boot_sq is not None:
+            boot_sq[index_rows] = sums[:, len(index_rows):].T / l
     if cats is None:
         cats = [K.categories(r) for r in arr]
 
     def one(s: int) -> None:
         c = cats[s]  # type: ignore[index]
-        sums = multinomial_sums(c.counts, c.values[:, None], l, m, _rng(seed, _KEY_SYSTEM))
+        weights = c.values[:, None] if not squares else np.c_[c.values, c.values ** 2]
+        sums = multinomial_sums(c.counts, weights, l, m, _rng(seed, _KEY_SYSTEM))
         boot[s] = sums[:, 0] / l
+        if boot_sq is not None:
+            boot_sq[s] = sums[:, 1] / l
 
     K.run_parallel(one, [s for s, p in enumerate(paths) if p == "multinomial"], jobs)
-    return boot
+    return boot, boot_sq
 
 
 def _ci_result(arr: np.ndarray, boot: np.ndarray, paths: list[str], ends: tuple[np.ndarray, np.ndarray, str],
@@ -317,8 +356,9 @@ def bootstrap_ci(
     keep_distribution: bool = False,
     allow_oversampling: bool = False,
     interval: str = "auto",
+    measure: object = None,
 ) -> BootstrapResult:
-    """Percentile bootstrap CI of the mean per-query value of each system.
+    """Bootstrap CI of the mean per-query value of each system.
 
     The CI is the ``(1 - c)/2`` and ``(1 + c)/2`` quantiles of ``m`` resampled means, each the
     mean of ``l`` queries drawn with replacement (Efron and Tibshirani 1993, chapter 13). Each row
@@ -349,8 +389,12 @@ def bootstrap_ci(
     allow_oversampling : bool
         Allow ``sample_size > Q``.
     interval : str
-        One of :data:`adaptlab.stats.intervals.INTERVALS`; ``"auto"``: Wilson for 0/1 values
-        resampled over all queries, else percentile (the one used is ``BootstrapResult.interval``).
+        One of :data:`adaptlab.stats.intervals.INTERVALS`; ``"auto"``: by the measure's definition
+        (:func:`adaptlab.stats.intervals.measure_interval`: Wilson for 0/1 measures such as
+        acc@k, studentized for the others and for bare values; percentile when ``sample_size`` <
+        Q). The one used is ``BootstrapResult.interval``; it never depends on the values.
+    measure : str or Measure, optional
+        The measure the values are of ("acc@10", "ndcg@10", "mrr"): decides the ``"auto"`` interval.
 
     Returns
     -------
@@ -370,9 +414,11 @@ def bootstrap_ci(
     seed = check_seed(seed)
     m, l, jobs, conf, interval = _check_settings(arr.shape[1], n_resamples, sample_size, allow_oversampling,
                                                   confidence, method, backend, n_jobs, interval)
+    used = _ci_interval(interval, measure, arr, l)
     paths, cats = _ci_paths(arr, method, m, l)
-    boot = _resampled_means(arr, paths, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs)
-    return _ci_result(arr, boot, paths, _intervals(arr, boot, conf, interval, l), one=_one_system(values),
+    boot, boot_sq = _resampled_means(arr, paths, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs,
+                                     squares=used == "studentized")
+    return _ci_result(arr, boot, paths, _intervals(arr, boot, boot_sq, conf, used, l), one=_one_system(values),
                       keep=keep_distribution, m=m, l=l, seed=seed, conf=conf)
 
 
@@ -444,93 +490,124 @@ def _check_systems(arr: np.ndarray, names: Sequence[str] | None, baseline: int |
 _PairCats = dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
 
 
-def _paired_path(
-    arr: np.ndarray, pairs: list[tuple[int, int]], used: list[int], method: str, m: int, l: int,
-) -> tuple[str, _PairCats, tuple[np.ndarray, np.ndarray] | None]:
-    """The path of :func:`paired_bootstrap` with what it needs: ``(chosen, pair_cats, joint)``.
-
-    ``"index"`` is taken as given. For ``"auto"`` / ``"multinomial"`` the estimated costs of the
-    index path (``"auto"`` only), the per-pair difference categories (``"multinomial"``) and one
-    shared draw over the distinct joint value tuples (``"multinomial-joint"``, when there are
-    few of them) are compared and the cheapest wins. Under ``"auto"`` a cheap upper bound on the
-    pair categories skips building them when the multinomial path is far costlier anyway.
-    """
-    pair_cats: _PairCats = {}
-    joint = None
-    if method not in ("auto", "multinomial"):
-        return method, pair_cats, joint
+def _pair_paths(arr: np.ndarray, pairs: list[tuple[int, int]], method: str, m: int, l: int,
+                ) -> tuple[dict[tuple[int, int], str], _PairCats]:
+    """The path of each pair, chosen from that pair's own values (so a pair's resampled
+    differences never depend on the other systems): ``"index"`` or ``"multinomial"`` as given,
+    or for ``"auto"`` the cheaper of the index path of two systems and the exact multinomial
+    draw over the pair's distinct differences (a cheap upper bound on their number skips
+    building them when the multinomial path is far costlier); with the difference categories
+    of the multinomial pairs."""
     n_q = arr.shape[1]
-    cats = {s: K.categories(arr[s]) for s in used}
-    costs = {"index": K.index_cost(m, l, len(used))}
-    # cheap gate before building the pair categories: skip them when even an upper bound
-    # of their size makes the multinomial path far costlier than the index path
-    bound = sum(min(cats[a].size * cats[b].size, n_q) for a, b in pairs)
-    if method == "multinomial" or K.multinomial_cost_bound(bound, m) < 20 * costs["index"]:
-        pair_cats = {p: K.difference_categories(cats[p[0]], cats[p[1]]) for p in pairs}
-        costs["multinomial"] = sum(K.multinomial_cost(c, l, m) for _, c in pair_cats.values())
-        joint = K.joint_categories([cats[s] for s in used], arr[used])
-        if joint is not None:
-            costs["multinomial-joint"] = (K.multinomial_cost(joint[1], l, m)
-                                          + m * joint[1].size * len(used))
-    if method == "multinomial":
-        costs.pop("index")
-    return min(costs, key=costs.__getitem__), pair_cats, joint
+    cats = {s: K.categories(arr[s]) for s in sorted({x for p in pairs for x in p})} if method != "index" else {}
+    paths: dict[tuple[int, int], str] = {}
+    pair_cats: _PairCats = {}
+    idx_cost = K.index_cost(m, l, 2)
+    for a, b in pairs:
+        if method == "index":
+            paths[(a, b)] = "index"
+            continue
+        bound = min(cats[a].size * cats[b].size, n_q)
+        if method == "auto" and K.multinomial_cost_bound(bound, m) >= 20 * idx_cost:
+            paths[(a, b)] = "index"
+            continue
+        dv, dc = K.difference_categories(cats[a], cats[b])
+        if method == "multinomial" or K.multinomial_cost(dc, l, m) < idx_cost:
+            paths[(a, b)], pair_cats[(a, b)] = "multinomial", (dv, dc)
+        else:
+            paths[(a, b)] = "index"
+    return paths, pair_cats
+
+
+def _pair_key(x: np.ndarray, y: np.ndarray) -> tuple[bool, tuple[int, ...]]:
+    """``(flip, key)`` of the pair of rows ``x - y``: its canonical orientation (``flip`` when
+    ``y - x`` is canonical: the row with the smaller SHA-256 digest first) and a stream key from
+    both rows' digests in that orientation. The pair's multinomial draw depends only on the two
+    rows' values and the seed, and a reversed pair gets exactly the negated draw."""
+    import hashlib
+
+    hx = hashlib.sha256(np.ascontiguousarray(x, dtype=np.float64).tobytes()).digest()
+    hy = hashlib.sha256(np.ascontiguousarray(y, dtype=np.float64).tobytes()).digest()
+    flip = hy < hx
+    both = hashlib.sha256((hy + hx) if flip else (hx + hy)).digest()
+    return flip, tuple(int.from_bytes(both[i:i + 4], "little") for i in range(0, 16, 4))
+
+
+def _multinomial_pair(arr: np.ndarray, p: tuple[int, int], cats: tuple[np.ndarray, np.ndarray], *, m: int, l: int,
+                      seed: int, squares: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Resampled mean differences (and mean squared differences) of pair ``p`` drawn exactly over
+    its distinct differences, in the pair's canonical orientation (:func:`_pair_key`)."""
+    a, b = p
+    flip, key = _pair_key(arr[a], arr[b])
+    dv, dc = cats
+    if flip:  # the canonical pair is b - a: its distinct differences, ascending
+        dv, dc = -dv[::-1], dc[::-1]
+    weights = dv[:, None] if not squares else np.c_[dv, dv ** 2]
+    sums = multinomial_sums(dc, weights, l, m, _rng(seed, _KEY_PAIR, *key)) / l
+    d = -sums[:, 0] if flip else sums[:, 0]
+    return d + 0.0, (sums[:, 1] if squares else None)
 
 
 def _paired_differences(
-    arr: np.ndarray, pairs: list[tuple[int, int]], used: list[int], chosen: str, pair_cats: _PairCats,
-    joint: tuple[np.ndarray, np.ndarray] | None, *, m: int, l: int, seed: int, backend: str, jobs: int,
-) -> dict[tuple[int, int], np.ndarray]:
-    """The ``m`` resampled mean differences ``D*`` of each pair ``(a, b)`` along path ``chosen``.
+    arr: np.ndarray, pairs: list[tuple[int, int]], paths: dict[tuple[int, int], str], pair_cats: _PairCats, *,
+    m: int, l: int, seed: int, backend: str, jobs: int, squares: bool = False,
+) -> tuple[dict[tuple[int, int], np.ndarray], dict[tuple[int, int], np.ndarray]]:
+    """The ``m`` resampled mean differences ``D*`` of each pair ``(a, b)`` along its path.
 
-    ``"index"``: the rows ``used`` averaged over the shared ``resample_indices(Q, m, l, seed)``;
-    ``"multinomial-joint"``: one draw over the joint value tuples (stream ``(seed, _KEY_JOINT)``);
-    ``"multinomial"``: each pair's distinct differences drawn exactly from its own stream
-    ``(seed, _KEY_PAIR, a, b)``.
+    ``"index"``: each system's sums over the shared ``resample_indices(Q, m, l, seed)``, row by
+    row (bit-identical whatever other systems are passed), ``D* = S_a / l - S_b / l`` (exactly
+    the negation for ``(b, a)``); ``"multinomial"``: :func:`_multinomial_pair`. With
+    ``squares``, also the resampled means of the squared per-query differences on the same
+    resamples (the studentized interval), else an empty dict.
     """
     d_star: dict[tuple[int, int], np.ndarray] = {}
-    if chosen in ("index", "multinomial-joint"):
-        if chosen == "index":
-            xp = get_xp(backend)
-            means = K.index_sums(arr[used], sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs)
-            means /= l
-        else:
-            u_vals, counts = joint  # type: ignore[misc]
-            means = multinomial_sums(counts, u_vals, l, m, _rng(seed, _KEY_JOINT)) / l
+    d_sq: dict[tuple[int, int], np.ndarray] = {}
+    index_pairs = [p for p in pairs if paths[p] == "index"]
+    if index_pairs:
+        used = sorted({s for p in index_pairs for s in p})
         col = {s: i for i, s in enumerate(used)}
-        for a, b in pairs:
+        rows = arr[used]
+        if squares:
+            rows = np.vstack([rows] + [(arr[a] - arr[b])[None, :] ** 2 for a, b in index_pairs])
+        means = K.index_sums(rows, sample_size=l, n_resamples=m, seed=seed, xp=get_xp(backend), n_jobs=jobs,
+                             rowwise=True) / l
+        for i, (a, b) in enumerate(index_pairs):
             d_star[(a, b)] = means[:, col[a]] - means[:, col[b]]
-        return d_star
+            if squares:
+                d_sq[(a, b)] = means[:, len(used) + i]
 
     def one(p: tuple[int, int]) -> None:
-        dv, dc = pair_cats[p]
-        sums = multinomial_sums(dc, dv[:, None], l, m, _rng(seed, _KEY_PAIR, p[0], p[1]))
-        d_star[p] = sums[:, 0] / l
+        d_star[p], sq = _multinomial_pair(arr, p, pair_cats[p], m=m, l=l, seed=seed, squares=squares)
+        if sq is not None:
+            d_sq[p] = sq
 
-    K.run_parallel(one, pairs, jobs)
-    return d_star
+    K.run_parallel(one, [p for p in pairs if paths[p] == "multinomial"], jobs)
+    return d_star, d_sq
 
 
 def _draw_differences(
     arr: np.ndarray, pairs: list[tuple[int, int]], method: str, *, m: int, l: int, seed: int, backend: str,
-    jobs: int,
-) -> tuple[str, dict[tuple[int, int], np.ndarray]]:
-    """The path :func:`_paired_path` chooses for the systems in ``pairs``, and the ``m`` resampled
-    mean differences ``D*`` of each pair along it (:func:`_paired_differences`)."""
-    used = sorted({s for p in pairs for s in p})
-    chosen, pair_cats, joint = _paired_path(arr, pairs, used, method, m, l)
-    return chosen, _paired_differences(arr, pairs, used, chosen, pair_cats, joint, m=m, l=l, seed=seed,
-                                       backend=backend, jobs=jobs)
+    jobs: int, squares: bool = False,
+) -> tuple[dict[tuple[int, int], str], dict[tuple[int, int], np.ndarray], dict[tuple[int, int], np.ndarray]]:
+    """The path of each pair (:func:`_pair_paths`) and its ``m`` resampled mean differences ``D*``
+    (with the means of their squares when ``squares``; :func:`_paired_differences`)."""
+    paths, pair_cats = _pair_paths(arr, pairs, method, m, l)
+    d_star, d_sq = _paired_differences(arr, pairs, paths, pair_cats, m=m, l=l, seed=seed, backend=backend,
+                                       jobs=jobs, squares=squares)
+    return paths, d_star, d_sq
 
 
-def _difference_interval(d: np.ndarray, ds: np.ndarray, conf: float, interval: str,
-                         ) -> tuple[float, float, str]:
-    """CI of the mean of the per-query differences ``d`` from their resampled means ``ds``:
-    BCa for ``interval="bca"``, else the percentile interval (``"wilson"``/``"jeffreys"`` do not
-    apply to differences); returns ``(low, high, interval used)``."""
+def _difference_interval(d: np.ndarray, ds: np.ndarray, ds_sq: np.ndarray | None, conf: float, interval: str,
+                         l: int) -> tuple[float, float, str]:
+    """CI of the mean of the per-query differences ``d`` from their resampled means ``ds`` (and
+    of their squares ``ds_sq``) by ``interval`` (already resolved for differences: studentized,
+    BCa or percentile); returns ``(low, high, interval used)``."""
     if interval == "bca":
         lo, hi = bca_interval(d, ds, conf)
         return lo, hi, "bca"
+    if interval == "studentized":
+        lo, hi = studentized_interval(d, ds, ds_sq, l, conf)  # type: ignore[arg-type]
+        return lo, hi, "studentized"
     lo, hi = K.percentile_interval(ds, conf)
     return lo, hi, "percentile"
 
@@ -541,20 +618,20 @@ def _check_family(family_size: object) -> int:
     return int(family_size)
 
 
-def _bootstrap_p_fits(n_queries: int, m: int, family_size: int) -> bool:
-    """Whether the bootstrap p-value serves: from ``PERMUTATION_Q`` queries on, and only when its
-    floor leaves the family room (``2 K / (m + 1) <= FAMILY_ALPHA / RESOLUTION``)."""
-    return n_queries >= PERMUTATION_Q and 2.0 * family_size / (m + 1.0) <= FAMILY_ALPHA / RESOLUTION
+def _check_test(test: object) -> str:
+    if test not in PAIRED_TESTS:
+        raise ConfigError(f"test={test!r} is not valid; expected one of {', '.join(PAIRED_TESTS)}")
+    return str(test)
 
 
 def _pair_p_values(arr: np.ndarray, pairs: list[tuple[int, int]], d_star: dict[tuple[int, int], np.ndarray], *,
-                   m: int, seed: int, family: int) -> tuple[list[float], list[str], list[int]]:
+                   m: int, seed: int, family: int, test: str = "sign-flip") -> tuple[list[float], list[str], list[int]]:
     """Two-sided p-values of the pairs, the test of each and its Monte Carlo draws (0: exact):
-    the bootstrap p-value of each ``D*`` when :func:`_bootstrap_p_fits`, else the sign-flip
-    randomization test over all Q queries (:func:`~adaptlab.stats.signflip.family_sign_flip`:
-    exact where it can count, else sign vectors from stream ``(seed, _KEY_FLIP)``, shared by
-    the pairs, as many as a family of ``family`` tests needs)."""
-    if not _bootstrap_p_fits(arr.shape[1], m, family):
+    the sign-flip randomization test over all Q queries at every Q
+    (:func:`~adaptlab.stats.signflip.family_sign_flip`: exact where it can count, else sign
+    vectors from stream ``(seed, _KEY_FLIP)``, shared by the pairs, as many as a family of
+    ``family`` tests needs), or with ``test="bootstrap"`` the bootstrap p-value of each ``D*``."""
+    if test == "sign-flip":
         res = family_sign_flip(arr, pairs, m, _rng(seed, _KEY_FLIP), _ZERO_TOL, family_size=family)
         return ([float(p) for p in res.p], ["sign-flip-exact" if e else "sign-flip" for e in res.exact],
                 [0 if e else res.n_vectors for e in res.exact])
@@ -568,7 +645,8 @@ def _pair_p_values(arr: np.ndarray, pairs: list[tuple[int, int]], d_star: dict[t
 def _paired_results(
     arr: np.ndarray, pairs: list[tuple[int, int]], names: list[str] | None,
     d_star: dict[tuple[int, int], np.ndarray], tested: tuple[list[float], list[str], list[int]], *,
-    chosen: str, m: int, l: int, conf: float, seed: int, interval: str,
+    paths: dict[tuple[int, int], str], m: int, l: int, conf: float, seed: int, interval: str,
+    d_sq: dict[tuple[int, int], np.ndarray] | None = None,
 ) -> list[PairedDifference]:
     """One :class:`PairedDifference` per pair ``(a, b)``, named by ``names`` when given: the
     observed mean difference, the CI of the resampled differences ``d_star[(a, b)]``
@@ -578,7 +656,7 @@ def _paired_results(
     out = []
     for (a, b), p, test, n_draws in zip(pairs, *tested):
         ds = d_star[(a, b)]
-        lo, hi, how = _difference_interval(arr[a] - arr[b], ds, conf, interval)
+        lo, hi, how = _difference_interval(arr[a] - arr[b], ds, (d_sq or {}).get((a, b)), conf, interval, l)
         out.append(PairedDifference(
             a=names[a] if names is not None else a,
             b=names[b] if names is not None else b,
@@ -587,7 +665,7 @@ def _paired_results(
             ci_low=float(lo),
             ci_high=float(hi),
             p_value=float(p),
-            method=chosen,
+            method=paths[(a, b)],
             n_resamples=m,
             sample_size=l,
             confidence=conf,
@@ -607,23 +685,23 @@ def paired_bootstrap(
     pairs: Sequence[tuple[int | str, int | str]] | None = None,
     n_resamples: int = 1000, sample_size: int | None = None, seed: int = 0, confidence: float = 0.95,
     method: str = "auto", backend: str = "auto", n_jobs: int | None = None, allow_oversampling: bool = False,
-    interval: str = "percentile", family_size: int | None = None,
+    interval: str = "auto", family_size: int | None = None, measure: object = None, test: str = "sign-flip",
 ) -> list[PairedDifference]:
     """Paired bootstrap of mean differences between systems evaluated on the same queries.
 
     Each resample draws one set of queries for both systems of a pair, so the difference is
-    paired. ``diff`` is the observed mean difference, ``ci_low``/``ci_high`` the percentile
-    interval of the resampled differences ``D*``. The two-sided p-value of "no difference" is, from
-    :data:`~adaptlab.stats.PERMUTATION_Q` (1000) queries on and when its floor fits the family of
-    pairs (in practice one pair), the Monte Carlo bootstrap p-value (Davison and Hinkley 1997, chapter 4)
+    paired. ``diff`` is the observed mean difference, ``ci_low``/``ci_high`` the interval of the
+    resampled differences ``D*`` (``"auto"``: studentized). The two-sided p-value of "no
+    difference" is, at every number of queries, the paired sign-flip randomization test over all
+    queries (Fisher 1935; Smucker, Allan and Carterette 2007; its null: the per-query differences
+    are symmetric about 0): exact where the differences allow, else with sign vectors sized to the
+    family (:class:`PairedDifference`, :mod:`adaptlab.stats.signflip`). With ``test="bootstrap"``
+    it is the Monte Carlo bootstrap p-value (Davison and Hinkley 1997, chapter 4)
 
         p_value = min(1, 2 * min(1 + #{D* <= 0}, 1 + #{D* >= 0}) / (n_resamples + 1))
 
-    (0 lies outside the interval of level c roughly when p < 1 - c); otherwise the paired sign-flip
-    randomization test over all queries (Fisher 1935; Smucker, Allan and Carterette 2007), which the
-    bootstrap p-value over-rejects at small Q: exact where the differences allow, else with sign
-    vectors sized to the family (:class:`PairedDifference`, :mod:`adaptlab.stats.signflip`,
-    docs/metrics.md). Resampled differences within 1e-10 * max|d| of 0 count as ties on both sides.
+    which over-rejects at small Q. Resampled differences within 1e-10 * max|d| of 0 count as ties
+    on both sides.
 
     Parameters
     ----------
@@ -638,14 +716,20 @@ def paired_bootstrap(
         Without ``baseline`` or ``pairs``: every pair ``(i, j)``, ``i < j`` (``i - j``).
     n_resamples, sample_size, seed, confidence, method, backend, n_jobs, allow_oversampling
         As in :func:`bootstrap_ci`; ``method="multinomial"`` draws each pair's distinct per-query
-        differences exactly, or all systems at once over their distinct joint value tuples when
-        that is cheaper (``PairedDifference.method == "multinomial-joint"``).
+        differences exactly (``PairedDifference.method`` is each pair's path).
     interval : str
-        ``"percentile"``, or ``"bca"`` (BCa intervals, p-values unchanged); ``"wilson"`` and
-        ``"jeffreys"`` do not apply to differences, which get the percentile interval.
+        ``"auto"`` (studentized; percentile when ``sample_size`` < Q), ``"studentized"``,
+        ``"percentile"`` or ``"bca"`` (p-values unchanged); ``"wilson"`` and ``"jeffreys"`` do
+        not apply to differences, which get the ``"auto"`` interval
+        (:func:`adaptlab.stats.intervals.measure_interval` with ``difference=True``).
+    measure : str or Measure, optional
+        The measure compared (recorded nowhere; differences get the same interval whatever it is).
     family_size : int, optional
         The number of tests the p-values' Monte Carlo resolution is sized for (default: this
         call's pairs); :func:`adaptlab.plan_sample_size` passes 1 (one test per simulated experiment).
+    test : str
+        ``"sign-flip"`` (default: the same test at every Q) or ``"bootstrap"`` (the bootstrap
+        p-value, liberal at small Q; only when asked for).
 
     Returns
     -------
@@ -664,8 +748,10 @@ def paired_bootstrap(
     names, pairs = _check_systems(arr, names, baseline, pairs)
     m, l, jobs, conf, interval = _check_settings(arr.shape[1], n_resamples, sample_size, allow_oversampling,
                                                   confidence, method, backend, n_jobs, interval)
-    chosen, d_star = _draw_differences(arr, pairs, method, m=m, l=l, seed=seed, backend=backend, jobs=jobs)
+    used = measure_interval(interval, measure, n_queries=arr.shape[1], sample_size=l, difference=True)
+    paths, d_star, d_sq = _draw_differences(arr, pairs, method, m=m, l=l, seed=seed, backend=backend, jobs=jobs,
+                                            squares=used == "studentized")
     family = len(pairs) if family_size is None else _check_family(family_size)
-    tested = _pair_p_values(arr, pairs, d_star, m=m, seed=seed, family=family)
-    return _paired_results(arr, pairs, names, d_star, tested, chosen=chosen, m=m, l=l, conf=conf, seed=seed,
-                           interval=interval)
+    tested = _pair_p_values(arr, pairs, d_star, m=m, seed=seed, family=family, test=_check_test(test))
+    return _paired_results(arr, pairs, names, d_star, tested, paths=paths, m=m, l=l, conf=conf, seed=seed,
+                           interval=used, d_sq=d_sq)

@@ -62,12 +62,16 @@ from adaptlab.stats.signflip import FAMILY_ALPHA, RESOLUTION, sign_flip_p_values
 
 __all__ = [
     "ADJUSTMENTS",
+    "PAIRED_TESTS",
     "PERMUTATION_Q",
+    "SIGN_FLIP_NULL",
     "SIGN_FLIP_MAX_N",
     "SMALL_SAMPLE_Q",
     "ExactTests",
     "adjust_pvalues",
+    "adjust_pvalues_bounded",
     "exact_paired_tests",
+    "p_at_floor",
     "format_p_value",
     "p_value_note",
     "sign_flip_p_values",
@@ -85,8 +89,63 @@ SIGN_FLIP_MAX_N: int = 13
 patterns (SciPy's limit for its exact permutation test: ``2**13`` < its 9,999 resamples)."""
 
 PERMUTATION_Q: int = 1000
-"""Below this many queries the paired p-value is the sign-flip randomization test's, from this
-many on the percentile bootstrap's (earlier versions used the bootstrap p-value everywhere)."""
+"""Earlier versions switched from the sign-flip test to the bootstrap p-value at this many
+queries; the paired test is now the sign-flip test at every Q (:data:`PAIRED_TESTS`), the
+bootstrap p-value only when asked for (``test="bootstrap"``). Kept for old stored rows' notes."""
+
+PAIRED_TESTS: tuple[str, ...] = ("sign-flip", "bootstrap")
+"""Accepted values of ``test``: the paired sign-flip randomization test (default, at every Q)
+or the two-sided percentile-bootstrap p-value (liberal at small Q)."""
+
+SIGN_FLIP_NULL: str = ("null: the per-query differences are symmetric about 0 (the two systems "
+                       "exchangeable on each query)")
+"""The null hypothesis of the sign-flip test, as the footers name it. Equal means with skewed
+differences are not this null: the test can reject then (simulated: 0.18 at Q = 30)."""
+
+
+def p_at_floor(p: float, test: str, draws: int) -> bool:
+    """Whether ``p`` is at the smallest value its Monte Carlo test can give, so it is a bound
+    (the true p may be smaller): ``1/(N+1)`` for ``N`` random sign vectors (``test`` "sign-flip"),
+    ``2/(m+1)`` for ``m`` bootstrap resamples ("bootstrap"); never for an exact p
+    (``draws`` 0, "sign-flip-exact").
+
+    >>> p_at_floor(1 / 4001, "sign-flip", 4000), p_at_floor(0.01, "sign-flip", 4000)
+    (True, False)
+    """
+    if not draws or test == "sign-flip-exact" or p is None or not math.isfinite(float(p)):
+        return False
+    floor = (2.0 if test == "bootstrap" else 1.0) / (int(draws) + 1.0)
+    return float(p) <= floor * (1 + 1e-9)
+
+
+def adjust_pvalues_bounded(p: Sequence[float] | np.ndarray, bounded: Sequence[bool] | np.ndarray,
+                           adjustment: str = "holm") -> tuple[np.ndarray, np.ndarray]:
+    """:func:`adjust_pvalues` and, for each adjusted p, whether it is a bound: whether the raw
+    p-value that decides it (Holm: the ``(n - j + 1) p_(j)`` attaining the running maximum; BH:
+    the ``n p_(j) / j`` attaining the running minimum; none: itself) is at its Monte Carlo floor
+    (``bounded``). A Holm p of 0.0025 from 10 floored p-values of 1/4001 prints ``<= 0.0025``.
+
+    >>> adj, bound = adjust_pvalues_bounded([1 / 4001, 0.03], [True, False], "holm")
+    >>> bound.tolist()
+    [True, False]
+    """
+    adjustment = check_adjustment(adjustment)
+    adj = adjust_pvalues(p, adjustment)
+    arr = np.asarray(p, dtype=np.float64).ravel()
+    flags = np.asarray(bounded, dtype=bool).ravel()
+    n = arr.size
+    if n == 0 or adjustment == "none":
+        return adj, flags.copy()
+    order = np.argsort(arr, kind="stable")
+    ps, fs = arr[order], flags[order]
+    terms = (np.minimum(1.0, (n - np.arange(n)) * ps) if adjustment == "holm"
+             else np.minimum(1.0, n * ps / np.arange(1, n + 1)))
+    out = np.zeros(n, dtype=bool)
+    for i in range(n):
+        window = range(i + 1) if adjustment == "holm" else range(i, n)
+        decide = [j for j in window if abs(terms[j] - adj[order[i]]) <= 1e-12 * max(adj[order[i]], 1e-300)]
+        out[order[i]] = adj[order[i]] < 1.0 and any(fs[j] for j in decide)
+    return adj, out
 
 def p_value_note(n_queries: int, n_resamples: int, *, tests: Sequence[str] = (), n_vectors: int = 0) -> str:
     """What the ``p`` column of a paired table is, for its footer: the test(s) that gave it
@@ -100,11 +159,13 @@ def p_value_note(n_queries: int, n_resamples: int, *, tests: Sequence[str] = (),
         parts.append("exact over all 2**n sign patterns of the n non-zero differences")
     if "sign-flip" in tests:
         parts.append(f"{n_vectors} random sign vectors (floor 1/(N+1), N sized to the family: at least "
-                     f"{RESOLUTION} x family size / {FAMILY_ALPHA:g}; printed as <= 2/(N+1) at the floor)")
+                     f"{RESOLUTION} x family size / {FAMILY_ALPHA:g})")
+    bound = "a p at its Monte Carlo floor (or an adjusted p set by one) is printed as a bound, \"<= p\""
     if parts:
-        text = "p: two-sided paired sign-flip randomization test, " + "; or ".join(parts)
-        return text + ("; or paired bootstrap" if "bootstrap" in tests else "")
-    return f"p: two-sided paired bootstrap ({n_resamples} resamples, floor 2/(m+1))"
+        text = ("p: two-sided paired sign-flip randomization test at every query count, " + "; or ".join(parts)
+                + f"; {SIGN_FLIP_NULL}")
+        return text + ("; or paired bootstrap" if "bootstrap" in tests else "") + f"; {bound}"
+    return f"p: two-sided paired bootstrap ({n_resamples} resamples, floor 2/(m+1), asked for); {bound}"
 
 
 def check_adjustment(adjustment: object) -> str:
@@ -206,14 +267,21 @@ def wilcoxon_sign_flip_p(d: np.ndarray) -> float:
     return float(min(min(below, above) * 2, 1.0))
 
 
-def format_p_value(p: float | None, n_resamples: int | None = None, *, sides: int = 2) -> str:
-    """``p`` for a table. With ``n_resamples`` (a bootstrap p-value from ``m`` resamples), a p
-    at the resolution floor ``sides/(m+1)`` (the smallest value the bootstrap can give:
-    ``1/(m+1)`` one-sided, ``2/(m+1)`` two-sided) prints as ``<= floor``; otherwise 4
-    significant digits, scientific below 1e-3 (never ``0.0000``)."""
+def format_p_value(p: float | None, n_resamples: int | None = None, *, sides: int = 2, bound: bool = False) -> str:
+    """``p`` for a table, JSON or CSV: the one p formatter. ``bound`` (a p at its Monte Carlo floor,
+    :func:`p_at_floor`, or an adjusted p set by one, :func:`adjust_pvalues_bounded`) prints as
+    ``<= p`` (``<= 0.0025``). Without ``bound``, with ``n_resamples`` (a bootstrap p-value from
+    ``m`` resamples), a p at the resolution floor ``sides/(m+1)`` prints as ``<= floor``;
+    otherwise 4 significant digits, scientific below 1e-3 (never ``0.0000``).
+
+    >>> format_p_value(0.0025, bound=True), format_p_value(0.0112)
+    ('<= 0.0025', '0.0112')
+    """
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "n/a"
     p = float(p)
+    if bound:
+        return "<= " + format_p_value(p)
     if n_resamples:
         floor = float(sides) / (int(n_resamples) + 1)
         if p <= floor * (1 + 1e-9):

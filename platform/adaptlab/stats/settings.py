@@ -24,7 +24,7 @@ import numpy as np
 
 from adaptlab.errors import ConfigError
 from adaptlab.stats.intervals import INTERVALS
-from adaptlab.stats.pvalues import ADJUSTMENTS
+from adaptlab.stats.pvalues import ADJUSTMENTS, PAIRED_TESTS
 from adaptlab.stats.resample import check_seed
 
 __all__ = ["BootstrapConfig", "derive_seed", "resolve_bootstrap", "sample_size_note"]
@@ -81,13 +81,19 @@ class BootstrapConfig:
     allow_oversampling : bool
         Allow ``sample_size`` > Q.
     interval : str
-        How CIs of means are computed, one of :data:`INTERVALS`: ``"auto"`` (default: Wilson
-        for 0/1 values such as accuracy@k resampled over all queries, else percentile, so nDCG
-        and MRR keep the numbers of earlier versions), ``"percentile"``, ``"bca"``,
-        ``"wilson"`` / ``"jeffreys"`` (for 0/1 values, else percentile).
+        How CIs of means are computed, one of :data:`INTERVALS`: ``"auto"`` (default: by the
+        measure's definition, :func:`adaptlab.stats.intervals.measure_interval`: Wilson for the
+        0/1 measure acc@k, the studentized bootstrap for every other measure and for paired
+        differences, percentile when ``sample_size`` < Q), ``"percentile"``, ``"studentized"``,
+        ``"bca"``, ``"wilson"`` / ``"jeffreys"`` (for 0/1 measures; others get their ``"auto"``
+        interval).
     adjustment : str
         The multiplicity adjustment of paired p-values within one (dataset, measure) family:
         ``"holm"`` (default), ``"bh"`` or ``"none"``; it changes no raw p-value.
+    test : str
+        The paired test, the same at every number of queries: ``"sign-flip"`` (default; exact
+        where the differences allow, else Monte Carlo sized to the family) or ``"bootstrap"``
+        (the two-sided bootstrap p-value, only when asked for).
 
     Examples
     --------
@@ -105,6 +111,7 @@ class BootstrapConfig:
     allow_oversampling: bool = False
     interval: str = "auto"
     adjustment: str = "holm"
+    test: str = "sign-flip"
 
     def __post_init__(self) -> None:
         if isinstance(self.n_resamples, bool) or not isinstance(self.n_resamples, (int, np.integer)) \
@@ -127,15 +134,23 @@ class BootstrapConfig:
             raise ConfigError(f"interval={self.interval!r} is not valid; expected one of {', '.join(INTERVALS)}")
         if self.adjustment not in ADJUSTMENTS:
             raise ConfigError(f"adjustment={self.adjustment!r} is not valid; expected one of {', '.join(ADJUSTMENTS)}")
+        if self.test not in PAIRED_TESTS:
+            raise ConfigError(f"test={self.test!r} is not valid; expected one of {', '.join(PAIRED_TESTS)}")
 
     def kwargs(self) -> dict[str, Any]:
         """``n_resamples``, ``sample_size``, ``seed``, ``confidence``, ``allow_oversampling``
         and ``interval`` as keyword arguments of :func:`~adaptlab.stats.bootstrap.bootstrap_ci`
         and :func:`~adaptlab.stats.bootstrap.paired_bootstrap` (``adjustment`` is applied
-        after the tests, not by them)."""
+        after the tests, not by them; ``test`` is in :meth:`paired_kwargs`)."""
         out = asdict(self)
         out.pop("adjustment")
+        out.pop("test")
         return out
+
+    def paired_kwargs(self) -> dict[str, Any]:
+        """:meth:`kwargs` plus ``test``: the keyword arguments of
+        :func:`~adaptlab.stats.bootstrap.paired_bootstrap`."""
+        return {**self.kwargs(), "test": self.test}
 
     def with_seed(self, seed: int) -> BootstrapConfig:
         return replace(self, seed=seed)

@@ -219,14 +219,15 @@ def per_query_values(
     return evaluate(validation.qrels, records.to_run(), [m], query_ids=records.query_ids).values[str(m)]
 
 
-def trial_objective(values: np.ndarray, bootstrap: BootstrapConfig) -> dict[str, float]:
+def trial_objective(values: np.ndarray, bootstrap: BootstrapConfig, measure: str | None = None) -> dict[str, float]:
     """The trial's report for one epoch from the per-query values ``x_1..x_Q``:
 
         objective = ci_low = (1 - c)/2 quantile of the bootstrapped means (c = confidence)
 
     (:func:`adaptlab.stats.bootstrap_ci` with ``bootstrap``; Roychowdhury et al. 2024, section
-    2.1), ``ci_high`` the upper end, ``mean`` = ``point`` = ``sum_q x_q / Q``."""
-    res = bootstrap_ci(values, **bootstrap.kwargs())
+    2.1), ``ci_high`` the upper end, ``mean`` = ``point`` = ``sum_q x_q / Q``; ``measure`` decides
+    the interval (Wilson for acc@k, :func:`adaptlab.stats.intervals.measure_interval`)."""
+    res = bootstrap_ci(values, measure=measure, **bootstrap.kwargs())
     low, high = float(res.ci_low), float(res.ci_high)
     mean = float(values.mean())
     return {"objective": low, "ci_low": low, "ci_high": high, "mean": mean, "point": mean,
@@ -248,12 +249,13 @@ def split_queries(n_queries: int, confirm_fraction: float = CONFIRM_FRACTION, se
     return mask
 
 
-def epoch_report(values: np.ndarray, selection: np.ndarray, bootstrap: BootstrapConfig) -> dict[str, float]:
+def epoch_report(values: np.ndarray, selection: np.ndarray, bootstrap: BootstrapConfig,
+                 measure: str | None = None) -> dict[str, float]:
     """One epoch's report: :func:`trial_objective` of the selection part (``objective``, the
     only value the search sees) and the same CI of the confirmation part (``confirm_*``)."""
     values = np.asarray(values, dtype=np.float64)
-    confirm = trial_objective(values[~selection], bootstrap)
-    return {**trial_objective(values[selection], bootstrap),
+    confirm = trial_objective(values[~selection], bootstrap, measure)
+    return {**trial_objective(values[selection], bootstrap, measure),
             **{f"confirm_{k}": confirm[k] for k in ("ci_low", "ci_high", "mean", "n_queries")}}
 
 
@@ -351,7 +353,7 @@ def _trial(config: dict[str, Any], payload: dict[str, Any]) -> None:
             model.load_state_dict(own)
         else:
             values = evaluate_model()
-        metrics = {**epoch_report(values, payload["selection"], bootstrap), "epoch": epoch + 1}
+        metrics = {**epoch_report(values, payload["selection"], bootstrap, str(payload["measure"])), "epoch": epoch + 1}
         tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(str(ckpt_dir)) if checkpoint else None)
 
     try:
