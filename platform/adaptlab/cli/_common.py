@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from adaptlab.stats import INTERVALS, BootstrapConfig
+from adaptlab.stats.pvalues import PAIRED_TESTS
 
 __all__ = [
     "HelpFormatter",
@@ -85,8 +86,11 @@ def add_bootstrap_options(p: argparse.ArgumentParser, *, defaults: bool = True) 
                                                              "else derived from [study].seed)"))
     p.add_argument("--confidence", type=float, default=d(0.95), help="CI level (default 0.95)")
     p.add_argument("--interval", choices=INTERVALS, default=d("auto"),
-                   help="CI method (default auto: wilson for 0/1 measures such as acc@k, percentile for the others; "
-                        "wilson/jeffreys apply to 0/1 measures only)")
+                   help="CI method (default auto: by the measure's definition, wilson for acc@k, the studentized "
+                        "bootstrap for the other measures and for differences; wilson/jeffreys apply to acc@k only)")
+    p.add_argument("--test", choices=PAIRED_TESTS, default=d("sign-flip"),
+                   help="paired test, the same at every number of queries (default sign-flip; bootstrap: the paired "
+                        "bootstrap p-value, liberal at small query counts)")
     p.add_argument("--adjustment", choices=("holm", "bh", "none"), default=d("holm"),
                    help="multiple-comparison adjustment of paired p-values within a dataset and measure "
                         "(default holm)")
@@ -106,14 +110,14 @@ def bootstrap_config(args: argparse.Namespace) -> BootstrapConfig:
     """The bootstrap options (added with ``defaults=True``) as one :class:`BootstrapConfig`."""
     return BootstrapConfig(n_resamples=args.bootstrap, sample_size=args.sample_size, seed=args.seed,
                            confidence=args.confidence, interval=args.interval, adjustment=args.adjustment,
-                           allow_oversampling=bool(args.allow_oversampling))
+                           test=args.test, allow_oversampling=bool(args.allow_oversampling))
 
 
 def bootstrap_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The bootstrap options given on the command line, as ``[bootstrap]`` keys (None: not given)."""
     return {"n_resamples": args.bootstrap, "sample_size": args.sample_size, "seed": args.seed,
             "confidence": args.confidence, "interval": args.interval, "adjustment": args.adjustment,
-            "allow_oversampling": args.allow_oversampling or None}
+            "test": args.test, "allow_oversampling": args.allow_oversampling or None}
 
 
 def print_json(obj: Any) -> None:

@@ -54,7 +54,7 @@ from adaptlab.models.variants import BI_ENCODER_BACKEND, BM25_REF
 from adaptlab.analysis.thresholds import TESTS as THRESHOLD_TESTS
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.intervals import INTERVALS
-from adaptlab.stats.pvalues import ADJUSTMENTS
+from adaptlab.stats.pvalues import ADJUSTMENTS, PAIRED_TESTS
 from adaptlab.storage.names import check_name
 from adaptlab.study.seeds import stage_seed
 
@@ -204,6 +204,9 @@ class BootstrapSection:
                                 help="the level of every confidence interval")
     interval: str = setting("auto", choices=INTERVALS, help="the interval method (auto: by measure and sample)")
     adjustment: str = setting("holm", choices=ADJUSTMENTS, help="the multiple-comparison adjustment of p values")
+    test: str = setting("sign-flip", choices=PAIRED_TESTS,
+                        help="the paired test at every number of queries (sign-flip; bootstrap: the paired "
+                             "bootstrap p, liberal at small query counts)")
     allow_oversampling: bool = setting(False, help="allow sample_size above the number of queries")
 
 
@@ -334,7 +337,7 @@ class Study:
         b = self.bootstrap
         return BootstrapConfig(n_resamples=b.n_resamples, sample_size=b.sample_size or None,
                                seed=stage_seed(self.study.seed, "bootstrap", b.seed), confidence=b.confidence,
-                               interval=b.interval, adjustment=b.adjustment,
+                               interval=b.interval, adjustment=b.adjustment, test=b.test,
                                allow_oversampling=b.allow_oversampling)
 
     def with_overrides(
