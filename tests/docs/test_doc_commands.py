@@ -62,6 +62,8 @@ SKIP: dict[str, str] = {
     "adaptlab results migrate OLD NEW": "needs a store of the previous layout (tests/results test migrate)",
     "adaptlab submit STUDY --dry-run": "a placeholder study (adaptlab submit jobs/scale_study_small.toml --dry-run runs)",
     "adaptlab report --store results/my-domain --out report/": _SAME + _REPORT,
+    "adaptlab scaling --store DIR --metric ndcg@10 --target 0.02":
+        "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
     "adaptlab run my-domain.toml": "trains adapted models on the reader's PDFs (tests/study/scale run studies like it)",
     "adaptlab inspect --store results/my-domain --system minilm-ft-s60 --against minilm-base --dataset heldout":
         "needs the tutorial's trained study (the same options run in docs/how-to/inspect-disagreements.md)",
