@@ -1,7 +1,7 @@
-"""No function in the library is longer than 80 lines (DESIGN.md: functions short enough to
-read at once). Counted from the ``def`` line to the last line of the body, less the docstring: a
-public function's parameter list and runnable examples (numpy docstring style) document it and
-do not make its code longer to read."""
+"""No function in the library is longer than 80 lines (docs/architecture.md, "Code style":
+functions short enough to read at once). Counted from the ``def`` line to the last line of the
+body, less the docstring: a public function's parameter list and runnable examples (numpy
+docstring style) document it and do not make its code longer to read."""
 
 from __future__ import annotations
 

@@ -170,7 +170,8 @@ def test_the_walker_sees_imports_inside_functions(tmp_path):
 
 
 def test_the_doc_names_every_layer_in_order():
-    """Guards the reader: the block gives the layers of DESIGN.md's chain, storage included."""
+    """Guards the reader: the block gives the layers of the chain in docs/architecture.md
+    ("The layout and its layers"), storage included."""
     assert LAYERS == {
         "errors": 0, "_version": 0, "storage": 1,
         "data": 2, "stats": 2, "metrics": 2, "models": 2, "runtime": 2,

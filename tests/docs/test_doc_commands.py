@@ -38,7 +38,7 @@ SKIP: dict[str, str] = {
     'pip install torch==2.13.0': _INSTALL,
     "pip install -e .": _INSTALL,
     'pip install -e ".[test]"': _INSTALL,
-    'pip install -e ".[test,gpu]"': _INSTALL,
+    'pip install -e ".[gpu]"': _INSTALL,
     "pip install torch --index-url https://download.pytorch.org/whl/cu124": _INSTALL,
     "pip install faiss-gpu-cu12": _INSTALL,
     "python -m pytest -q": "the test suite itself",
@@ -62,6 +62,8 @@ SKIP: dict[str, str] = {
     "adaptlab results migrate OLD NEW": "needs a store of the previous layout (tests/results test migrate)",
     "adaptlab submit STUDY --dry-run": "a placeholder study (adaptlab submit jobs/scale_study_small.toml --dry-run runs)",
     "adaptlab report --store results/my-domain --out report/": _SAME + _REPORT,
+    "adaptlab scaling --store DIR --metric ndcg@10 --target 0.02":
+        "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
     "adaptlab run my-domain.toml": "trains adapted models on the reader's PDFs (tests/study/scale run studies like it)",
     "adaptlab inspect --store results/my-domain --system minilm-ft-s60 --against minilm-base --dataset heldout":
         "needs the tutorial's trained study (the same options run in docs/how-to/inspect-disagreements.md)",
@@ -92,6 +94,8 @@ SKIP: dict[str, str] = {
         "bench_embed.py --n 4000",
         "bench_bootstrap.py",
         "bench_search.py")},
+    "python benchmarks/bench_install.py": _INSTALL + " into new virtual environments (8 to 13 minutes each)",
+    "python benchmarks/bench_install.py --target all": _INSTALL + " into new virtual environments (8 to 13 minutes each)",
     "export RAY_AUTH_MODE=token": _CLUSTER,
     "ray get-auth-token --generate": _CLUSTER,
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 ray start --head --node-ip-address=127.0.0.1 --dashboard-host=127.0.0.1 "

@@ -20,6 +20,9 @@ from test_doc_commands import DOCS, FENCE, ROOT
 PY_SKIP: dict[str, str] = {
     "from adaptlab.data import load_dataset":
         "loads the reader's files (/data/scifact, faq.csv); tests/data load each format",
+    "from transformers import AutoTokenizer":
+        "reads the reader's corpus folder and mines negatives with the real MiniLM weights (about 40 s on a "
+        "folder of 24 documents); tests/adapt/prep/test_adapt_prepare.py runs the same call on the synthetic domain",
     "from adaptlab import load_study, run_study":
         "runs the quickstart study (the real MiniLM weights, minutes on 2 cores)",
     "# Read an MLflow export back with MLflow's own API (SQLite: no environment variable needed)":

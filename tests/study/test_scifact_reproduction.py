@@ -2,8 +2,9 @@
 
 The full data (300 test queries, 5183 documents, title + " " + text) go through ``adaptlab run``
 once per module, in this process, and every claim reads that one run: the reference numbers of
-DESIGN.md (nDCG@10 = 0.64508, Recall@100 = 0.925, MRR = 0.61097, pytrec_eval; MTEB publishes
-64.51), and pytrec_eval scoring the exported TREC run to the same values. Embedding is in-process
+docs/architecture.md, "Conventions that decide numbers" (nDCG@10 = 0.64508, Recall@100 =
+0.925, MRR = 0.61097, pytrec_eval; MTEB publishes 64.51), and pytrec_eval scoring the exported
+TREC run to the same values. Embedding is in-process
 (``--no-ray``): the Ray actor pool gives the same vectors (tests/embedding) and here only cost a
 second Ray start and Ray Data's overhead; the heavy part is embedding the corpus, done once.
 """
@@ -20,7 +21,7 @@ import pytest
 
 SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "beir_scifact"
 REFERENCE = {"ndcg@10": 0.64508, "recall@100": 0.925, "mrr": 0.61097}
-"""pytrec_eval on all-MiniLM-L6-v2's top-100 run (DESIGN.md, reference facts)."""
+"""pytrec_eval on all-MiniLM-L6-v2's top-100 run (docs/architecture.md, the reference fact)."""
 PYTREC = {"ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "mrr": "recip_rank"}
 
 pytestmark = [

@@ -1,6 +1,6 @@
 """Cleaning extracted text (:func:`clean_text`), in one streaming pass pair that also reads files.
 
-The rules are in :func:`clean_text`'s docstring and docs/sections/adaptation-data.md. The same
+The rules are in :func:`clean_text`'s docstring and docs/adaptation.md ("Documents"). The same
 engine cleans a string (:func:`clean_pages`) and a file read line by line (:func:`clean_file`),
 so a 200 MB text file is cleaned in memory bounded by about twice its text, however long its
 lines: a first pass counts the candidate running headers and footers (as 64-bit hashes in a NumPy

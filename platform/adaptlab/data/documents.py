@@ -16,8 +16,8 @@ executive summaries and comment files (exclude ``*Appendix*``, ``*Executive Summ
 against the path relative to the folder.
 
 Cleaning (:func:`clean_text`, :mod:`adaptlab.data.clean`) removes what text extraction from
-paginated documents leaves behind; the rules are in its docstring and in
-docs/sections/adaptation-data.md.
+paginated documents leaves behind; the rules are in its docstring and in docs/adaptation.md
+("Documents", under "From documents to training data").
 
 Bounded input: a symlink never leads out of the corpus folder (:func:`select_files`); a file
 over ``max_file_bytes`` (default :data:`MAX_FILE_BYTES`, 1 GiB) or a ``.jsonl`` line over

@@ -22,9 +22,10 @@ What makes it a useful retrieval benchmark (the sentence-level setting of
   domain, so fine-tuning on questions about some documents can learn it and help on
   questions about other documents, which a general-purpose model cannot know.
 
-all-MiniLM-L6-v2 reaches a moderate accuracy@5 on it (see docs/sections/datasets.md for the
-measured values). Everything is a pure function of the arguments: the same ``seed`` gives the
-same documents, facts and questions on every machine (numpy ``Generator``, PCG64).
+all-MiniLM-L6-v2 reaches a moderate accuracy@5 on it (see docs/datasets.md, "The synthetic
+domain", for the measured values). Everything is a pure function of the arguments: the same
+``seed`` gives the same documents, facts and questions on every machine (numpy ``Generator``,
+PCG64).
 """
 
 from __future__ import annotations

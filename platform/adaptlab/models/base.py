@@ -4,7 +4,7 @@ An :class:`Encoder` turns texts into L2-normalised float32 vectors, with separat
 points for queries and documents because many retrieval models treat them differently
 (an instruction prefix on queries only, as BGE does; a task-specific pair of prefixes, as
 llm-embedder does). Similarity is the inner product of the normalised vectors, i.e. the
-cosine similarity (DESIGN.md):
+cosine similarity (docs/architecture.md, "Conventions that decide numbers"):
 
     s(q, d) = <e_q, e_d> / (||e_q|| ||e_d||)
 

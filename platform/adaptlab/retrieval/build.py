@@ -1,6 +1,7 @@
 """Build the per-query records of one system on one dataset from its embeddings.
 
-For query ``q`` with embedding ``x_q`` (DESIGN.md, "The central record"):
+For query ``q`` with embedding ``x_q`` (docs/architecture.md, "Principles": the per-query record
+is the contract):
 
 - ``topk_ids`` / ``topk_scores``: :func:`~adaptlab.retrieval.search.exact_search` over the
   whole corpus (score descending, then document id descending, as trec_eval ranks);

@@ -5,7 +5,8 @@ For each query of one (system, dataset): the ids and scores of its top-k documen
 (relevant) document ids, the 1-based rank of the first gold document in the top-k
 (0 = not retrieved), the similarity to its best gold document, and the similarity to one
 random corpus document. Every metric and analysis is computed from these arrays, so no
-analysis needs to re-embed (DESIGN.md, "The central record").
+analysis needs to re-embed (docs/architecture.md, "Principles": the per-query record is the
+contract).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Exact top-k search by inner product, with trec_eval's deterministic tie rule.
 
 For a query embedding ``x`` and corpus embeddings ``y_1 .. y_N`` (L2-normalised float32,
-DESIGN.md), the score of document ``j`` is the inner product
+docs/architecture.md, "Conventions that decide numbers"), the score of document ``j`` is the
+inner product
 
     s(x, y_j) = sum_i x_i * y_ji
 
