@@ -7,8 +7,7 @@ import json
 import sys
 from typing import Any
 
-from adaptlab.stats import INTERVALS, BootstrapConfig
-from adaptlab.stats.pvalues import PAIRED_TESTS
+from adaptlab.stats import INTERVALS, PAIRED_TESTS, BootstrapConfig
 
 __all__ = [
     "HelpFormatter",

@@ -28,6 +28,7 @@ from adaptlab.stats.bootstrap import (
 from adaptlab.stats.intervals import INTERVALS
 from adaptlab.stats.pvalues import (
     ADJUSTMENTS,
+    PAIRED_TESTS,
     PERMUTATION_Q,
     SMALL_SAMPLE_Q,
     adjust_pvalues,
@@ -44,6 +45,7 @@ __all__ = [
     "BootstrapConfig",
     "BootstrapResult",
     "INTERVALS",
+    "PAIRED_TESTS",
     "METHODS",
     "PERMUTATION_Q",
     "PairedDifference",
