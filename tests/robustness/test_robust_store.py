@@ -167,15 +167,11 @@ def test_a_checksum_record_whose_commit_vanished_is_flagged(store_copy):
 # -- one failure, one line ---------------------------------------------------------------------
 
 def _full_disk_writer(store: results.ResultsStore, calls: list[int]):
-    """write_deltalake as on a full disk: one data file lands, then ENOSPC, with a Rust-style panic on fd 2."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    """The log entry's write as on a full disk (the commit's data file landed before it): ENOSPC,
+    with a Rust-style panic on fd 2."""
 
-    def write(uri, data, **kwargs):
+    def write(self, *args, **kwargs):
         calls.append(1)
-        commit_id = data.column("commit_id")[0].as_py()
-        part = Path(uri) / "kind=runs" / f"part-00000-{len(calls)}-c000.zstd.parquet"
-        pq.write_table(pa.table({"commit_id": [commit_id] * 2, "kind": ["runs"] * 2}), part)
         os.write(2, b"thread 'tokio-rt-worker' panicked at object_store/src/buffered.rs:369:41:\nAlready shut down\n")
         raise OSError(errno.ENOSPC, "Generic LocalFileSystem error: No space left on device (os error 28)")
 
@@ -188,7 +184,7 @@ def test_a_full_disk_is_one_line_not_retried_and_leaves_no_file(store_copy, monk
     store = results.open(store_copy)
     before = sorted(p.name for p in (store_copy / "kind=runs").iterdir())
     calls: list[int] = []
-    monkeypatch.setattr(deltalake, "write_deltalake", _full_disk_writer(store, calls))
+    monkeypatch.setattr(deltalake.DeltaTable, "create_write_transaction", _full_disk_writer(store, calls))
     t0 = time.monotonic()
     with pytest.raises(results.StoreError) as info:
         store.commit([_run("full")])
