@@ -126,9 +126,9 @@ class ResultsStore(StoreReader):
         """The commit of ``key`` the store holds (a retry of a commit that landed adds nothing)."""
         for h in self._history_scan():
             if h.get(KEY_METADATA) == key:
-                return CommitId(str(h.get(COMMIT_KEY)), int(h["version"]))
+                return CommitId(str(h.get(COMMIT_KEY)), int(h["version"]), added=False)
         ids = {r["commit_id"] for r in self._run_commits(run_ids)}
-        return CommitId(ids.pop() if len(ids) == 1 else "", None)
+        return CommitId(ids.pop() if len(ids) == 1 else "", None, added=False)
 
     def _same_runs(self, runs: pa.Table) -> bool:
         """Whether the stored ``runs`` rows of these run ids are these rows (run id, system,
