@@ -131,23 +131,47 @@ def test_a_missing_or_cut_data_file_is_flagged_refuses_commits_and_repair_restor
     reread.commit([_run("after")])
 
 
-def test_a_deleted_checksum_folder_is_a_warning_and_repair_records_checksums(store_copy, monkeypatch):
+def strip_log_checksums(root: Path, version: int) -> None:
+    """Make commit ``version`` look written by an adaptlab that recorded checksums only in the
+    checksum folder (none in the commit's own log entry)."""
+    import json
+
+    path = _log(root, version)
+    actions = [json.loads(ln) for ln in path.read_text().splitlines()]
+    for a in actions:
+        a.get("commitInfo", {}).pop("adaptlab.checksums", None)
+    path.write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+
+def test_a_deleted_checksum_folder_leaves_every_file_verified_by_its_commit(store_copy, monkeypatch):
     monkeypatch.setattr("adaptlab.results.integrity.GRACE_SECONDS", 0.0)
+    shutil.rmtree(store_copy / "_adaptlab_checksums")
+    rc, out, err = cli(["results", "--store", str(store_copy), "--strict"])
+    assert rc == 0 and "(5 rows)" in out and "WARNING" not in err, err
+    rc, out, err = cli(["results", "repair", "--store", str(store_copy)])
+    assert rc == 0 and "copied the SHA-256 of 6 data file(s) from their commits' log entries" in out, err
+    rc, out, err = cli(["results", "--store", str(store_copy), "--strict"])
+    assert rc == 0 and "WARNING" not in err
+
+
+def test_a_deleted_checksum_folder_of_commits_without_logged_checksums_is_a_warning(store_copy, monkeypatch):
+    monkeypatch.setattr("adaptlab.results.integrity.GRACE_SECONDS", 0.0)
+    strip_log_checksums(store_copy, 1)
+    strip_log_checksums(store_copy, 2)
     shutil.rmtree(store_copy / "_adaptlab_checksums")
     rc, out, err = cli(["results", "--store", str(store_copy)])
     assert rc == 0 and "(5 rows)" in out
     warning = [ln for ln in err.splitlines() if "WARNING" in ln]
     assert len(warning) == 1 and "_adaptlab_checksums/ is missing" in warning[0] and "unverified" in warning[0]
-    rc, out, err = cli(["results", "repair", "--store", str(store_copy)])
-    assert rc == 0 and "recorded the SHA-256 of" in out, err
-    rc, out, err = cli(["results", "--store", str(store_copy)])
-    assert rc == 0 and "WARNING" not in err
 
 
 def test_a_missing_checksum_record_names_the_version(store_copy, monkeypatch):
     monkeypatch.setattr("adaptlab.results.integrity.GRACE_SECONDS", 0.0)
     commit_id = results.open(store_copy).history().to_pylist()[0]["commit_id"]  # version 2
     (store_copy / "_adaptlab_checksums" / f"{commit_id}.json").unlink()
+    rc, _, err = cli(["results", "--store", str(store_copy), "--table", "runs"])
+    assert rc == 0 and "WARNING" not in err, err  # its log entry still holds its checksums
+    strip_log_checksums(store_copy, 2)
     rc, _, err = cli(["results", "--store", str(store_copy), "--table", "runs"])
     assert rc == 0
     assert "WARNING" in err and "no checksum record" in err and "version(s) 2" in err

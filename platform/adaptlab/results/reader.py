@@ -220,6 +220,7 @@ class StoreReader:
         if self._checksums.orphans(listing, state):  # a writer may have committed during the listing: look again
             listing = self._health.listing()
             state = self._health.check_log(listing)
+        self._checksums.use_log(state.checksums)
         self._checksums.check_records(self.uri, live, listing, state)
 
     def check(self) -> int:

@@ -32,11 +32,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
-__all__ = ["CHECKSUMS_KEY", "Staged", "discard", "log_checksums", "stage", "write_bytes"]
+from adaptlab.results.delta_protocol import CHECKSUMS_KEY
 
-CHECKSUMS_KEY = "adaptlab.checksums"
-"""The ``commitInfo`` key of the SHA-256 and size of each data file the commit added."""
-
+__all__ = ["CHECKSUMS_KEY", "Staged", "discard", "stage", "write_bytes"]
 
 @dataclass
 class Staged:
@@ -115,17 +113,3 @@ def discard(fs: Any, staged: Staged) -> list[str]:
         except Exception:  # noqa: BLE001 - already gone, or storage trouble: reported by the caller
             left.append(rel)
     return left
-
-
-def log_checksums(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The ``{relative path: {"sha256", "size"}}`` a commit's ``commitInfo`` recorded ({}: none)."""
-    raw = info.get(CHECKSUMS_KEY)
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            return {}
-    if not isinstance(raw, dict):
-        return {}
-    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, dict)
-            and isinstance(v.get("sha256"), str) and isinstance(v.get("size"), int)}
