@@ -30,7 +30,7 @@ from typing import Any
 from adaptlab.errors import StoreError
 from adaptlab.results.delta_table import COMMIT_KEY
 from adaptlab.results.delta_protocol import action_problem, last_checkpoint_problem, log_checksums
-from adaptlab.results.native import TIMEOUT_ENV, short_message, store_timeout, timed_out
+from adaptlab.results.native import TIMEOUT_ENV, quiet_native, short_message, store_timeout, timed_out
 
 __all__ = ["CHECKSUM_DIR", "LAST_CHECKPOINT", "LOG_DIR", "QUARANTINE_DIR", "Health", "Listing", "LogState",
            "StoreDamagedError", "commit_version", "relative_path", "store_filesystem"]
@@ -192,7 +192,8 @@ class Health:
 
     def listing(self) -> Listing:
         try:
-            return list_store(self.fs)
+            with quiet_native("list"):
+                return list_store(self.fs)
         except Exception as e:  # noqa: BLE001 - storage errors of any backend
             hint = f"; no answer within the time-out (${TIMEOUT_ENV}={store_timeout():g} s)" if timed_out(e) else ""
             raise StoreError(f"{self.uri}: cannot list the store's files: {short_message(e)}{hint}") from e

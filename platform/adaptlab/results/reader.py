@@ -155,7 +155,8 @@ class StoreReader:
     # -- opening ----------------------------------------------------------------------------
     def _is_table(self) -> bool:
         try:
-            return bool(deltalake.DeltaTable.is_deltatable(self.uri, storage_options=self._options))
+            with quiet_native("open"):  # a Rust panic's lines before the one-line error stay off the terminal
+                return bool(deltalake.DeltaTable.is_deltatable(self.uri, storage_options=self._options))
         except Exception as e:  # noqa: BLE001 - delta-rs raises plain errors for storage problems
             raise StoreError(f"{self.uri}: cannot reach the results store: {one_line(e)}") from e
 

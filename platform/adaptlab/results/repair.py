@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from datetime import datetime, timezone
 from typing import Any
 
@@ -89,6 +90,8 @@ def repair_store(root: str | os.PathLike[str], *, storage_options: dict[str, str
     from adaptlab.results.store import normalize_uri
 
     uri, local = normalize_uri(root)
+    if local is not None:
+        _refuse_outside_quarantine(uri, local)
     health = Health(uri, remote_options(storage_options) if local is None else
                     (dict(storage_options) if storage_options else None))
     report = RepairReport(uri)
@@ -118,6 +121,18 @@ def repair_store(root: str | os.PathLike[str], *, storage_options: dict[str, str
     _quarantine_unverifiable(health, quarantine, report)
     _record_missing_checksums(health, report)
     return report
+
+
+def _refuse_outside_quarantine(uri: str, local: Path) -> None:
+    """Repair moves files only inside the store: a quarantine folder that is a symbolic link (or
+    resolves elsewhere) is refused before anything is changed."""
+    folder = local / QUARANTINE_DIR
+    if not folder.is_symlink() and (not folder.exists() or folder.resolve().is_relative_to(local.resolve())):
+        return
+    target = os.readlink(folder) if folder.is_symlink() else str(folder.resolve())
+    raise StoreError(f"{uri}: {QUARANTINE_DIR} is a symbolic link to {target}, outside the store; repair moves "
+                     f"damaged files only inside the store: make {QUARANTINE_DIR} a folder (or remove the link) and "
+                     "run repair again; nothing was changed")
 
 
 @dataclass
