@@ -2,10 +2,14 @@
 recorded after each, and compaction. :class:`ResultsStore` is :class:`~adaptlab.results.reader.StoreReader`
 (opening and queries) plus these.
 
-Concurrency: delta-rs retries conflicting appends itself (``max_commit_retries``, raised
-from its default 15, which ran out under 8 writers); the outer retry here is bounded and
-never duplicates a commit. On S3 delta-rs commits with a conditional put (``If-None-Match``),
-no locking provider needed.
+Concurrency: a commit's data files are written and hashed first
+(:mod:`~adaptlab.results.staging`); its log entry is then created for the version after the one
+this writer read, only if that entry does not exist yet (``max_commit_retries=0``: delta-rs
+reports the existing version instead of rebasing; on S3 a conditional put, ``If-None-Match``,
+no locking provider needed). When another writer took the version, this one reads the store
+again, looks whether its transaction landed meanwhile (an identical commit), and tries the next
+version, up to :data:`MAX_COMMIT_RETRIES` times; transient storage errors are retried
+:data:`COMMIT_ATTEMPTS` times. Nothing is ever committed on a version the writer did not read.
 
 Idempotency (issue 28): every commit carries a key, :func:`commit_key` of its run ids, as a Delta
 application transaction (``txn`` action, ``Transaction(app_id, 1)``; Delta protocol, "Transaction
@@ -44,7 +48,7 @@ from adaptlab.results.validate import prepare_commit, referenced_run_ids
 
 __all__ = ["COMMIT_ATTEMPTS", "KEY_METADATA", "MAX_COMMIT_RETRIES", "ResultsStore", "commit_key", "rows_for_delta"]
 
-MAX_COMMIT_RETRIES = 100  # delta-rs' own retries of a conflicting append
+MAX_COMMIT_RETRIES = 100  # log entries tried after another writer took the version
 COMMIT_ATTEMPTS = 4  # our retries around it (transient storage errors)
 _HISTORY_SCAN = 200
 KEY_METADATA = "adaptlab.commit_key"
