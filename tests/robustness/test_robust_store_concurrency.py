@@ -10,6 +10,7 @@ adaptlab once), and every wait is bounded.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -133,3 +134,39 @@ def test_two_identical_commits_at_once_store_one(tmp_path):
         assert len(outs) == 1 and outs.pop().endswith(" 1")  # both name the one commit that landed
         assert not [p for p in (tmp_path / f"store-{i}" / "kind=runs").iterdir()
                     if p.name not in {Path(u).name for u in store._file_uris(store._table())}], "a staged file was left"
+
+
+_REPAIRER = _COMPACTOR.replace('["results", "compact", "--store"', '["results", "repair", "--store"')
+
+
+def test_two_repairs_at_once_never_both_restore(tmp_path):
+    """A changed data file of version 2: repair restores version 1 as a new version; two at once
+    commit that restore once, and both exit 0."""
+    template = tmp_path / "template"
+    store = build_store(template)
+    want = _counts(template)
+    run = results.run_record("third", "toy", model_id="m", model_revision=None, dataset_fingerprint="fp", seed=0,
+                             config={})
+    commit = store.commit([run], [{"system": "third", "dataset": "toy", "measure": "mrr", "value": 0.5}])
+    store.close()
+    actions = [json.loads(ln) for ln in (template / "_delta_log" / f"{commit.version:020d}.json").read_text().splitlines()]
+    changed = template / sorted(a["add"]["path"] for a in actions if "add" in a)[0]
+    raw = bytearray(changed.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    changed.write_bytes(bytes(raw))
+    for i in range(TRIALS):
+        shutil.copytree(template, tmp_path / f"store-{i}")
+    t0 = time.monotonic()
+    procs = [subprocess.Popen([sys.executable, "-c", _REPAIRER, me, str(tmp_path), str(TRIALS)], env=_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for me in ("a", "b")]
+    errs = [p.communicate(timeout=_WAIT * 3)[1].decode()[-2000:] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    elapsed = time.monotonic() - t0
+    for i in range(TRIALS):
+        root = tmp_path / f"store-{i}"
+        outs = [(tmp_path / f"out-{me}-{i}").read_text() for me in ("a", "b")]
+        assert all(o.startswith("0\n") for o in outs), outs
+        assert sum("restored the store to version 1" in o for o in outs) == 1, outs
+        assert _counts(root) == want, f"trial {i}: rows {_counts(root)}, expected {want}"
+        assert results.open(root).version() == 3
+    print(f"{TRIALS} trials of two concurrent repairs in {elapsed:.1f} s")

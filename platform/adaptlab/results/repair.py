@@ -58,7 +58,7 @@ from adaptlab.results.health import (
     commit_version,
     relative_path,
 )
-from adaptlab.results.native import quiet_native, remote_options, short_message
+from adaptlab.results.native import is_permanent, quiet_native, remote_options, short_message
 
 __all__ = ["RepairReport", "repair_store"]
 
@@ -223,6 +223,7 @@ def _move(health: Health, src: str, dst: str) -> None:
 def _restore_whole_data(health: Health, report: RepairReport) -> None:
     """Restore to the version before the first missing, changed or undecodable data file was added."""
     from deltalake import CommitProperties
+    from deltalake.exceptions import CommitFailedError
 
     for _ in range(_MAX_STEPS):
         listing = health.listing()
@@ -242,6 +243,11 @@ def _restore_whole_data(health: Health, report: RepairReport) -> None:
                 dt.restore(added - 1, commit_properties=CommitProperties(
                     custom_metadata={"adaptlab.operation": f"repair: restore to version {added - 1}"},
                     max_commit_retries=0))  # lands on the version checked, or fails: never on a concurrent repair's
+        except CommitFailedError as e:
+            if is_permanent(e):
+                raise StoreError(f"{health.uri}: restore to version {added - 1} failed ({short_message(e)}); the "
+                                 "store is unchanged") from e
+            continue  # another process committed first (a concurrent repair): check the store again
         except Exception as e:  # noqa: BLE001
             raise StoreError(f"{health.uri}: restore to version {added - 1} failed ({short_message(e)}); the store "
                              "is unchanged") from e
