@@ -170,3 +170,20 @@ def test_two_repairs_at_once_never_both_restore(tmp_path):
         assert _counts(root) == want, f"trial {i}: rows {_counts(root)}, expected {want}"
         assert results.open(root).version() == 3
     print(f"{TRIALS} trials of two concurrent repairs in {elapsed:.1f} s")
+
+
+def test_a_compaction_beside_a_writer_loses_and_doubles_nothing(tmp_path):
+    """One process compacts while another commits a new run at the same instant."""
+    template = tmp_path / "template"
+    _store_of_small_files(template)
+    runs, metrics, per_query, distinct = _counts(template)
+    for i in range(TRIALS):
+        shutil.copytree(template, tmp_path / f"store-{i}")
+    procs = [subprocess.Popen([sys.executable, "-c", script, me, str(tmp_path), str(TRIALS)], env=_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for script, me in ((_COMPACTOR, "a"), (_COMMITTER, "b"))]
+    errs = [p.communicate(timeout=_WAIT * 3)[1].decode()[-2000:] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    for i in range(TRIALS):
+        got = _counts(tmp_path / f"store-{i}")
+        assert got == (runs + 1, metrics + 1, per_query, distinct + 1), f"trial {i}: {got}"
