@@ -105,3 +105,43 @@ def _blind_once(real):
         return None if len(calls) == 1 else real(self, run_ids)
 
     return commit_of
+
+
+def test_a_scale_study_run_twice_stores_every_evaluation_once(tiny_model, tmp_path, monkeypatch, capsys):
+    """The second run finds every adapted model (``reused: true``, the first run recorded false)
+    and adds nothing, saying so per dataset."""
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("sentence_transformers")
+
+    from adaptlab.study import parse_study, run_scale_study
+
+    adapt = {"corpus": "synthetic:n_documents=12,seed=0", "base_model": str(tiny_model), "name": "tiny",
+             "scales": [3, 6], "fraction": 0.5, "test_fraction": 0.25, "validation_fraction": 0.2,
+             "max_tokens": 48, "questions_per_chunk": 2, "n_negatives": 2, "margin": False,
+             "duplicate_threshold": False, "variants": ["base", "ft"],
+             "ft": {"batch_size": 8, "max_steps": 1, "num_negatives": 1, "learning_rate": 1e-3}, "use_ray": False}
+    study = parse_study({"study": {"name": "scale-rerun", "store": ""},
+                         "datasets": [{"name": "bench", "spec": "synthetic:n_documents=4,seed=1"}],
+                         "models": [{"name": "tiny", "ref": str(tiny_model)}],
+                         "evaluation": {"metrics": ["acc@1", "mrr@10"], "k": 20},
+                         "bootstrap": {"n_resamples": 50, "seed": 0}, "embedding": {"use_ray": False},
+                         "adapt": adapt}, source="scale.toml", base_dir=tmp_path)
+    store = tmp_path / "store"
+    monkeypatch.setenv("ADAPTLAB_PROGRESS", "1")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models train fastest on one thread
+    try:
+        first = run_scale_study(study, store=store)
+        after_first = _counts(store)
+        capsys.readouterr()
+        second = run_scale_study(study, store=store)
+    finally:
+        torch.set_num_threads(threads)
+    assert all(s.reused for s in second.systems.values() if s.variant != "base")
+    assert not any(s.reused for s in first.systems.values() if s.variant != "base")
+    assert _counts(store) == after_first
+    err = capsys.readouterr().err
+    for ds in first.datasets:
+        assert re.search(rf"{re.escape(ds.dataset)}: already in the store as runs .*nothing added", err), err
