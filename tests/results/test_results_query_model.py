@@ -120,7 +120,7 @@ def test_a_retry_never_duplicates_a_commit(tmp_path, monkeypatch):
     import deltalake
 
     store = results.open(tmp_path / "s", create=True)
-    real = deltalake.write_deltalake
+    real = deltalake.DeltaTable.create_write_transaction
     calls = []
 
     def flaky(*args, **kwargs):
@@ -129,7 +129,7 @@ def test_a_retry_never_duplicates_a_commit(tmp_path, monkeypatch):
         if len(calls) == 1:
             raise OSError("connection reset after the commit landed")
 
-    monkeypatch.setattr(deltalake, "write_deltalake", flaky)
+    monkeypatch.setattr(deltalake.DeltaTable, "create_write_transaction", flaky)
     monkeypatch.setattr("adaptlab.results.writer.time.sleep", lambda s: None)
     store.commit([_run()], [_metric()])
     assert len(calls) == 1 and store.runs().num_rows == 1 and store.version() == 1
@@ -138,7 +138,7 @@ def test_a_retry_never_duplicates_a_commit(tmp_path, monkeypatch):
         calls.append(1)
         raise OSError("storage down")
 
-    monkeypatch.setattr(deltalake, "write_deltalake", failing)
+    monkeypatch.setattr(deltalake.DeltaTable, "create_write_transaction", failing)
     with pytest.raises(StoreError, match=r"failed after 4 attempts.*storage down; nothing was committed \(the store was at version 1 before it\)"):
         store.commit([_run()])
     assert store.runs().num_rows == 1

@@ -247,7 +247,6 @@ def test_other_runs_reusing_a_landed_run_id_are_still_refused(tmp_path):
 _CHILD = textwrap.dedent("""
     import os, signal, sys
     from datetime import datetime
-    import pyarrow.parquet as pq
     import deltalake
     from adaptlab import results
     from adaptlab.results import writer
@@ -257,13 +256,11 @@ _CHILD = textwrap.dedent("""
     runs, metrics, per_query = _commit_rows("killed")
     runs[0].update(run_id=run_id, timestamp=datetime.fromisoformat(when))
 
-    def data_then_die(uri, data, **kwargs):  # what a kill between the data files and the log entry leaves
-        os.makedirs(os.path.join(uri, "kind=runs"), exist_ok=True)
-        pq.write_table(data, os.path.join(uri, "kind=runs", "part-00000-killed-c000.zstd.parquet"))
+    def die_before_the_log(self, *args, **kwargs):  # a kill between the data files and the log entry
         os.kill(os.getpid(), signal.SIGKILL)
 
     if where == "before-log":
-        deltalake.write_deltalake = data_then_die
+        deltalake.DeltaTable.create_write_transaction = die_before_the_log
     else:
         writer.ResultsStore._record_checksums = lambda self, label: os.kill(os.getpid(), signal.SIGKILL)
     results.open(root).commit(runs, metrics, per_query)

@@ -131,23 +131,47 @@ def test_a_missing_or_cut_data_file_is_flagged_refuses_commits_and_repair_restor
     reread.commit([_run("after")])
 
 
-def test_a_deleted_checksum_folder_is_a_warning_and_repair_records_checksums(store_copy, monkeypatch):
+def strip_log_checksums(root: Path, version: int) -> None:
+    """Make commit ``version`` look written by an adaptlab that recorded checksums only in the
+    checksum folder (none in the commit's own log entry)."""
+    import json
+
+    path = _log(root, version)
+    actions = [json.loads(ln) for ln in path.read_text().splitlines()]
+    for a in actions:
+        a.get("commitInfo", {}).pop("adaptlab.checksums", None)
+    path.write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+
+def test_a_deleted_checksum_folder_leaves_every_file_verified_by_its_commit(store_copy, monkeypatch):
     monkeypatch.setattr("adaptlab.results.integrity.GRACE_SECONDS", 0.0)
+    shutil.rmtree(store_copy / "_adaptlab_checksums")
+    rc, out, err = cli(["results", "--store", str(store_copy), "--strict"])
+    assert rc == 0 and "(5 rows)" in out and "WARNING" not in err, err
+    rc, out, err = cli(["results", "repair", "--store", str(store_copy)])
+    assert rc == 0 and "copied the SHA-256 of 6 data file(s) from their commits' log entries" in out, err
+    rc, out, err = cli(["results", "--store", str(store_copy), "--strict"])
+    assert rc == 0 and "WARNING" not in err
+
+
+def test_a_deleted_checksum_folder_of_commits_without_logged_checksums_is_a_warning(store_copy, monkeypatch):
+    monkeypatch.setattr("adaptlab.results.integrity.GRACE_SECONDS", 0.0)
+    strip_log_checksums(store_copy, 1)
+    strip_log_checksums(store_copy, 2)
     shutil.rmtree(store_copy / "_adaptlab_checksums")
     rc, out, err = cli(["results", "--store", str(store_copy)])
     assert rc == 0 and "(5 rows)" in out
     warning = [ln for ln in err.splitlines() if "WARNING" in ln]
     assert len(warning) == 1 and "_adaptlab_checksums/ is missing" in warning[0] and "unverified" in warning[0]
-    rc, out, err = cli(["results", "repair", "--store", str(store_copy)])
-    assert rc == 0 and "recorded the SHA-256 of" in out, err
-    rc, out, err = cli(["results", "--store", str(store_copy)])
-    assert rc == 0 and "WARNING" not in err
 
 
 def test_a_missing_checksum_record_names_the_version(store_copy, monkeypatch):
     monkeypatch.setattr("adaptlab.results.integrity.GRACE_SECONDS", 0.0)
     commit_id = results.open(store_copy).history().to_pylist()[0]["commit_id"]  # version 2
     (store_copy / "_adaptlab_checksums" / f"{commit_id}.json").unlink()
+    rc, _, err = cli(["results", "--store", str(store_copy), "--table", "runs"])
+    assert rc == 0 and "WARNING" not in err, err  # its log entry still holds its checksums
+    strip_log_checksums(store_copy, 2)
     rc, _, err = cli(["results", "--store", str(store_copy), "--table", "runs"])
     assert rc == 0
     assert "WARNING" in err and "no checksum record" in err and "version(s) 2" in err
@@ -167,15 +191,11 @@ def test_a_checksum_record_whose_commit_vanished_is_flagged(store_copy):
 # -- one failure, one line ---------------------------------------------------------------------
 
 def _full_disk_writer(store: results.ResultsStore, calls: list[int]):
-    """write_deltalake as on a full disk: one data file lands, then ENOSPC, with a Rust-style panic on fd 2."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    """The log entry's write as on a full disk (the commit's data file landed before it): ENOSPC,
+    with a Rust-style panic on fd 2."""
 
-    def write(uri, data, **kwargs):
+    def write(self, *args, **kwargs):
         calls.append(1)
-        commit_id = data.column("commit_id")[0].as_py()
-        part = Path(uri) / "kind=runs" / f"part-00000-{len(calls)}-c000.zstd.parquet"
-        pq.write_table(pa.table({"commit_id": [commit_id] * 2, "kind": ["runs"] * 2}), part)
         os.write(2, b"thread 'tokio-rt-worker' panicked at object_store/src/buffered.rs:369:41:\nAlready shut down\n")
         raise OSError(errno.ENOSPC, "Generic LocalFileSystem error: No space left on device (os error 28)")
 
@@ -188,7 +208,7 @@ def test_a_full_disk_is_one_line_not_retried_and_leaves_no_file(store_copy, monk
     store = results.open(store_copy)
     before = sorted(p.name for p in (store_copy / "kind=runs").iterdir())
     calls: list[int] = []
-    monkeypatch.setattr(deltalake, "write_deltalake", _full_disk_writer(store, calls))
+    monkeypatch.setattr(deltalake.DeltaTable, "create_write_transaction", _full_disk_writer(store, calls))
     t0 = time.monotonic()
     with pytest.raises(results.StoreError) as info:
         store.commit([_run("full")])

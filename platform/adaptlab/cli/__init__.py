@@ -24,6 +24,7 @@ import importlib
 import logging
 import os
 import sys
+import unicodedata
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -187,7 +188,9 @@ def one_line(e: BaseException) -> str:
         text = f"{' -> '.join(paths)}: {reason}{hint}" if paths else f"{reason}{hint}"
     else:
         text = str(e)
-    return " ".join(text.split()) or type(e).__name__
+    text = " ".join(text.split()) or type(e).__name__
+    return "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch)[0] == "C" else ch
+                   for ch in text)  # ESC and other control or format characters (of a path, a name) escaped
 
 
 def _broken_pipe() -> int:

@@ -53,6 +53,13 @@ def read_qrels(path: Path) -> dict:
     return read_trec_qrels(path)
 
 
+def _sha256(path: Path) -> str:
+    """A run or qrels input by content (the store's evaluation key), never by its path."""
+    from adaptlab.storage.files import directory_sha256, sha256_file
+
+    return directory_sha256(path) if path.is_dir() else sha256_file(path)
+
+
 def run(args: argparse.Namespace) -> int:
     """Score the runs, print the table (or JSON), optionally commit to a store."""
     if args.store is not None and not args.dataset:
@@ -77,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
             records=[records_from_run(runs[n], qrels, system=n, dataset=dataset) for n in runs],
             config={"command": "evaluate", "qrels": str(args.qrels), "runs": [str(r) for r in args.runs],
                     "metrics": [str(m) for m in measures]},
-            provenance={n: {"model_id": f"trec-run:{args.runs[i]}"} for i, n in enumerate(runs)}, again=args.again)
+            provenance={n: {"model_id": f"trec-run:{args.runs[i]}"} for i, n in enumerate(runs)}, again=args.again,
+            key_content={"qrels": _sha256(args.qrels), "runs": {n: _sha256(p) for n, p in zip(runs, args.runs)}})
         if not stored.added:
             print(stored.already_stored(), file=sys.stderr)
     if args.format == "json":

@@ -89,12 +89,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_filters(items: list[str]) -> dict[str, object]:
+    """``--filter KEY=VALUE`` items as ``{key: value or [values]}``; each value in Unicode NFC, the
+    form every stored name has (a name typed in its decomposed NFD spelling still matches)."""
+    import unicodedata
+
     filters: dict[str, object] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--filter {item!r}: expected KEY=VALUE, for example --filter system=minilm")
-        values = [v.strip() for v in value.split(",")]
+        values = [unicodedata.normalize("NFC", v.strip()) for v in value.split(",")]
         filters[key.strip()] = values if len(values) > 1 else values[0]
     return filters
 

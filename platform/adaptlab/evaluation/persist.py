@@ -6,16 +6,21 @@ the store ``version`` it created (what a paper cites: ``results.open(uri, versio
 started by ``adaptlab submit`` records the submitted code (``ADAPTLAB_SUBMITTED_CODE``: version,
 git commit, hash of the uploaded files) under ``config["submitted_code"]`` of every run.
 
-Retries add nothing (issue 28). The run ids of a commit are derived from :func:`evaluation_key`,
-the SHA-256 of everything the commit stores except run ids, times and host (the adaptlab
-version, dataset and its fingerprint, study, provenance, run config, the summary's settings and
-values, the per-query records and extra metric rows):
+Running the same evaluation again adds nothing. The run ids of a commit are derived from
+:func:`evaluation_key`, the SHA-256 of what the evaluation *is*, never of where its inputs were
+read from or how they were listed: the adaptlab version, dataset and its fingerprint, study, the
+inputs by content (``key_content``: a run file's or the qrels' SHA-256, a model's content
+address; without it the run config and provenance with paths and reuse flags left out, see
+:func:`_key_view`), the summary's settings and values as a set of rows (measure order does not
+matter), the per-query records and extra metric rows:
 ``run_id = SHA-256(key, NUL, system)[:32 hex]``. Running the same evaluation again (for instance
-after a commit whose outcome was unknown) finds those run ids in the store
+after a commit whose outcome was unknown, from another folder, or with the measures in another
+order) finds those run ids in the store
 (:meth:`~adaptlab.results.writer.ResultsStore.commit_of`) and adds nothing; any different input,
-setting or value is a new key, so new runs. ``again=True`` draws random run ids instead (a new
-commit of the same evaluation, as before). Two identical evaluations committing at the same
-moment are not detected (each looks before it writes) and store the rows twice."""
+setting or value is a new key, so new runs. Two identical evaluations committing at the same
+moment store one: the store's commit protocol lets only one log entry of those run ids land,
+and the other finds it and reports "already in the store". ``again=True`` draws random run ids
+instead (a new commit of the same evaluation, as before)."""
 
 from __future__ import annotations
 
@@ -87,13 +92,16 @@ def commit_summary(
     extra_metric_rows: Sequence[Mapping[str, Any]] = (),
     study: str | None = None,
     again: bool = False,
+    key_content: Mapping[str, Any] | None = None,
 ) -> StoredRuns:
     """Write ``summary`` atomically; returns ``{system: run_id}`` with ``.version`` (the store
     version of the commit) and ``.commit_id``.
 
     The run ids come from :func:`evaluation_key`: when the store already holds them (the same
     evaluation committed before) nothing is written and the result's ``.added`` is False.
-    ``again=True`` commits new random run ids whatever the store holds.
+    ``again=True`` commits new random run ids whatever the store holds. ``key_content`` names the
+    inputs by content (file digests, model content addresses) for the key; when given it replaces
+    ``config`` and ``provenance`` there (they are still stored as given).
 
     ``provenance[system]`` may give ``model_id`` and ``model_revision``; ``records`` are
     :class:`~adaptlab.retrieval.records.PerQueryRecords` whose rows go to ``per_query``.
@@ -116,7 +124,7 @@ def commit_summary(
     else:
         key = evaluation_key(summary, dataset=dataset, config=config, provenance=provenance,
                              dataset_fingerprint=dataset_fingerprint, records=records,
-                             extra_metric_rows=extra_metric_rows, study=study)
+                             extra_metric_rows=extra_metric_rows, study=study, key_content=key_content)
         run_ids = keyed_run_ids(key, list(summary.systems))
         landed = store.commit_of(list(run_ids.values()))
         if landed is not None:  # this evaluation is in the store already: a retry adds nothing
@@ -146,8 +154,30 @@ def commit_summary(
             t = rec.to_arrow()
             tables.append(t.append_column("run_id", pa.array([run_ids[rec.system]] * t.num_rows, pa.string())))
         per_query = pa.concat_tables(tables)
-    commit = store.commit(runs, rows, per_query)
+    try:
+        commit = store.commit(runs, rows, per_query)
+    except results.StoreError:
+        if again:
+            raise
+        landed = _landed_meanwhile(store, run_ids)
+        if landed is None:
+            raise
+        return landed  # an identical evaluation committed at the same moment won
+    if not again and getattr(commit, "added", True) is False:
+        return StoredRuns(run_ids, commit_id=str(commit), version=commit.version, uri=store.uri, added=False)
     return StoredRuns(run_ids, commit_id=str(commit), version=getattr(commit, "version", None), uri=store.uri)
+
+
+def _landed_meanwhile(store: Any, run_ids: Mapping[str, str]) -> StoredRuns | None:
+    """The stored commit of these (content-derived) run ids, when one landed while this commit was
+    written; None when the store does not hold them (the error was something else)."""
+    try:
+        landed = store.commit_of(list(run_ids.values()))
+    except results.StoreError:
+        return None
+    if landed is None:
+        return None
+    return StoredRuns(run_ids, commit_id=str(landed), version=landed.version, uri=store.uri, added=False)
 
 
 def evaluation_key(
@@ -160,23 +190,52 @@ def evaluation_key(
     records: Sequence[Any],
     extra_metric_rows: Sequence[Mapping[str, Any]],
     study: str | None,
+    key_content: Mapping[str, Any] | None = None,
 ) -> str:
     """The idempotency key of one evaluation: SHA-256 (hex) over the adaptlab version, ``dataset``,
-    ``study``, ``dataset_fingerprint``, ``provenance``, ``config`` (canonical JSON, sorted keys), the
-    summary (:meth:`EvaluationSummary.to_json`: bootstrap settings, every value, CI, p-value and
-    rank, plus the query ids), ``extra_metric_rows`` and each per-query record's ids and arrays
-    (:func:`_records_digest`). Equal keys mean the commit would store the same rows, up to run
-    ids, timestamps and host."""
+    ``study``, ``dataset_fingerprint``, the inputs (``key_content`` when given, else ``config`` and
+    ``provenance`` through :func:`_key_view`), the summary's metric rows as a set (sorted by system,
+    measure and compared system: bootstrap settings, every value, CI, p-value and rank), the query
+    ids, ``extra_metric_rows`` (sorted) and each per-query record's ids and arrays
+    (:func:`_records_digest`, in system order). Equal keys mean the commit would store the same
+    rows, up to run ids, timestamps, host and where the inputs were read from."""
     from adaptlab import __version__
 
+    names = {s: s for s in summary.systems}
+    rows = sorted((_key_view(r) for r in summary.metric_rows(names, dataset)), key=_row_order)
+    inputs = ({"content": _key_view(key_content)} if key_content is not None else
+              {"config": _key_view(config), "provenance": _key_view(provenance)})
     head = {"adaptlab": __version__, "dataset": dataset, "study": study, "dataset_fingerprint": dataset_fingerprint,
-            "provenance": provenance, "config": config, "summary": summary.to_json(),
-            "query_ids": list(summary.query_ids), "excluded": list(summary.excluded_queries),
-            "extra": [dict(r) for r in extra_metric_rows]}
+            **inputs, "rows": rows, "query_ids": sorted(summary.query_ids),
+            "excluded": sorted(summary.excluded_queries),
+            "extra": sorted((_key_view(r) for r in extra_metric_rows), key=_row_order)}
     h = hashlib.sha256(to_json(head, what="the evaluation's key").encode("utf-8"))
-    for rec in records:
+    for rec in sorted(records, key=lambda r: str(r.system)):
         _records_digest(h, rec)
     return h.hexdigest()
+
+
+_NOT_CONTENT = frozenset({"reused", "artifact_path", "source", "system_order"})
+"""Run-config keys that say where or how an input was found, not what it is: whether an adapted
+model was trained now or reused, its local folder, the study file's path, the listing order."""
+_SETS = frozenset({"metrics", "measures"})
+"""Run-config keys whose list is a set (the measures asked for, in any order)."""
+
+
+def _key_view(value: Any) -> Any:
+    """``value`` as the key sees it: dict keys of :data:`_NOT_CONTENT` left out at any depth, the
+    lists under :data:`_SETS` sorted, every other value as it is."""
+    if isinstance(value, Mapping):
+        return {str(k): (sorted(map(str, v)) if k in _SETS and isinstance(v, (list, tuple)) else _key_view(v))
+                for k, v in value.items() if k not in _NOT_CONTENT}
+    if isinstance(value, (list, tuple)):
+        return [_key_view(v) for v in value]
+    return value
+
+
+def _row_order(row: Mapping[str, Any]) -> str:
+    return json.dumps([str(row.get(k)) for k in ("system", "measure", "compared_to")]) + to_json(
+        row, what="the evaluation's key")
 
 
 def _records_digest(h: Any, rec: Any) -> None:

@@ -17,7 +17,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["ACTIONS", "action_problem", "last_checkpoint_problem"]
+__all__ = ["ACTIONS", "CHECKSUMS_KEY", "action_problem", "last_checkpoint_problem", "log_checksums"]
+
+CHECKSUMS_KEY = "adaptlab.checksums"
+"""The ``commitInfo`` key under which an adaptlab commit records the SHA-256 and size of each data
+file it added (``{relative path: {"sha256", "size"}}``): written with the commit, so it cannot be
+lost apart from it."""
 
 _STR, _INT, _BOOL, _MAP, _LIST = "a string", "an integer", "true or false", "an object", "a list"
 _REQUIRED, _OPTIONAL = True, False
@@ -88,3 +93,17 @@ def last_checkpoint_problem(raw: bytes) -> str | None:
 def _shown(value: Any) -> str:
     text = json.dumps(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def log_checksums(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``{relative path: {"sha256", "size"}}`` a commit's ``commitInfo`` recorded ({}: none)."""
+    raw = info.get(CHECKSUMS_KEY)
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, dict)
+            and isinstance(v.get("sha256"), str) and isinstance(v.get("size"), int)}

@@ -63,13 +63,16 @@ _SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "azure", "file")
 
 
 class CommitId(str):
-    """The id of a commit (a ``str``), with the store ``version`` the commit created."""
+    """The id of a commit (a ``str``), with the store ``version`` the commit created and whether
+    this call ``added`` it (False: an identical commit was in the store already, nothing added)."""
 
     version: int | None
+    added: bool
 
-    def __new__(cls, value: str, version: int | None = None) -> CommitId:
+    def __new__(cls, value: str, version: int | None = None, added: bool = True) -> CommitId:
         obj = super().__new__(cls, value)
         obj.version = version
+        obj.added = added
         return obj
 
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from adaptlab.errors import StoreError
 from adaptlab.results.delta_table import COMMIT_KEY
-from adaptlab.results.delta_protocol import action_problem, last_checkpoint_problem
-from adaptlab.results.native import TIMEOUT_ENV, short_message, store_timeout, timed_out
+from adaptlab.results.delta_protocol import action_problem, last_checkpoint_problem, log_checksums
+from adaptlab.results.native import TIMEOUT_ENV, quiet_native, short_message, store_timeout, timed_out
 
 __all__ = ["CHECKSUM_DIR", "LAST_CHECKPOINT", "LOG_DIR", "QUARANTINE_DIR", "Health", "Listing", "LogState",
            "StoreDamagedError", "commit_version", "relative_path", "store_filesystem"]
@@ -85,6 +85,8 @@ class LogState:
     added: dict[str, int] = field(default_factory=dict)
     commit_ids: dict[str, int] = field(default_factory=dict)
     times: dict[int, int] = field(default_factory=dict)
+    checksums: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """``{relative path: {"sha256", "size"}}`` recorded in the commits' own log entries."""
 
 
 def _store_folders(fs: Any) -> list[str]:
@@ -180,7 +182,7 @@ class Health:
         self.uri = uri
         self._options = options
         self._fs: Any = None
-        self._parsed: dict[tuple[str, int], tuple[list[str], str | None, int]] = {}
+        self._parsed: dict[tuple[str, int], tuple[list[str], str | None, int, dict[str, dict[str, Any]]]] = {}
 
     @property
     def fs(self) -> Any:
@@ -190,7 +192,8 @@ class Health:
 
     def listing(self) -> Listing:
         try:
-            return list_store(self.fs)
+            with quiet_native("list"):
+                return list_store(self.fs)
         except Exception as e:  # noqa: BLE001 - storage errors of any backend
             hint = f"; no answer within the time-out (${TIMEOUT_ENV}={store_timeout():g} s)" if timed_out(e) else ""
             raise StoreError(f"{self.uri}: cannot list the store's files: {short_message(e)}{hint}") from e
@@ -230,8 +233,23 @@ class Health:
         except Exception as e:  # noqa: BLE001 - any storage error: the file cannot be used
             problem = f"cannot be read ({short_message(e)})"
         if problem is None:
+            problem = self._stale_checkpoint(listing)
+        if problem is None:
             return
         raise StoreDamagedError(self.uri, LAST_CHECKPOINT, None, f"{problem}; it names the log's latest checkpoint")
+
+    def _stale_checkpoint(self, listing: Listing) -> str | None:
+        """What is wrong with a well-formed ``_last_checkpoint`` whose checkpoint is not there
+        (delta-rs stops with "Invalid Checkpoint"); None when it names one that exists."""
+        try:
+            with self.fs.open_input_stream(LAST_CHECKPOINT) as f:
+                version = int(json.loads(f.read())["version"])
+        except Exception:  # noqa: BLE001 - read and checked just before
+            return None
+        if version in listing.checkpoints:
+            return None
+        return (f"names the checkpoint of version {version}, which does not exist (no "
+                f"{LOG_DIR}/{version:020d}.checkpoint.parquet)")
 
     def _fetch(self, files: list[tuple[str, int]]) -> dict[tuple[str, int], bytes | Exception]:
         """The bytes of the commit files not parsed yet, read in parallel on object stores."""
@@ -260,19 +278,22 @@ class Health:
             if isinstance(raw, Exception):
                 raise StoreDamagedError(self.uri, path, version, f"cannot be read ({short_message(raw)})") from raw
             summary = self._parsed[key] = self._summary(parse_commit(self.uri, path, version, raw))
-        adds, commit_id, when = summary
+        adds, commit_id, when, sums = summary
         state.added.update(dict.fromkeys(adds, version))
+        state.checksums.update(sums)
         state.times[version] = when
         if commit_id is not None:
             state.commit_ids[commit_id] = version
 
-    def _summary(self, actions: list[dict[str, Any]]) -> tuple[list[str], str | None, int]:
-        """What the checks keep of a commit: its added files, adaptlab commit id and time (ms)."""
+    def _summary(self, actions: list[dict[str, Any]]) -> tuple[list[str], str | None, int, dict[str, dict[str, Any]]]:
+        """What the checks keep of a commit: its added files, adaptlab commit id, time (ms) and the
+        checksums of its files that its log entry recorded (of the files it added only)."""
         adds = [relative_path(self.uri, a["add"]["path"]) for a in actions
                 if isinstance(a.get("add"), dict) and isinstance(a["add"].get("path"), str)]
         info = next((a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), dict)), {})
         commit_id = info.get(COMMIT_KEY) if isinstance(info.get(COMMIT_KEY), str) else None
-        return adds, commit_id, int(info.get("timestamp") or 0)
+        sums = {k: v for k, v in log_checksums(info).items() if k in set(adds)}
+        return adds, commit_id, int(info.get("timestamp") or 0), sums
 
     def check_data(self, dt: Any, listing: Listing, state: LogState) -> dict[str, int]:
         """Check every data file the snapshot ``dt`` references; returns them (relative path -> size)."""

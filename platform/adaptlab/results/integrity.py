@@ -3,14 +3,17 @@ error naming the file, never silently different results.
 
 Delta Lake records each data file's size and column statistics, not a hash of its bytes, and a
 byte flip inside a Parquet page often decodes to other values without complaint (issue 11,
-row 10: 6 of 40 random flips moved 740 metric cells to other run ids). So after every commit
-(and every ``compact``) the store records the SHA-256 of each data file that has none yet in
+row 10: 6 of 40 random flips moved 740 metric cells to other run ids). So every commit records
+the SHA-256 of each data file it adds **in its own log entry** (``commitInfo`` key
+``adaptlab.checksums``, written by :mod:`~adaptlab.results.staging` before the entry is created):
+deleting a folder cannot erase them. After the commit the store also records them in
 ``<store>/_adaptlab_checksums/<name>.json`` (``{relative path: {"sha256", "size"}}``, written to a
-temporary name and renamed on local disk, one PUT on object storage, so a manifest is whole or
-absent). Every read verifies the files it scans first, once per store object and file state
-(size, mtime, and ctime on local disk), so a file changed between two reads is checked again.
-Object-storage stores are verified the same way (issue 19): each file is downloaded once more
-to hash it.
+temporary name and renamed on local disk, one PUT on object storage), which still covers commits
+of older adaptlab versions and commits whose log entries a checkpoint and log clean-up removed;
+the log's hash wins where both exist. Every read verifies the files it scans first, once per
+store object and file state (size, mtime, and ctime on local disk), so a file changed between two
+reads is checked again. Object-storage stores are verified the same way (issue 19): each file is
+downloaded once more to hash it.
 
 Gaps are never silent (issue 19): on open and before every commit, a data file of the current
 version with no recorded hash is a WARNING naming it and its version; a manifest of a commit the
@@ -78,6 +81,7 @@ class Checksums:
         self._fs = fs
         self.folder = root / CHECKSUM_DIR if isinstance(root, Path) else f"{CHECKSUM_DIR}"
         self._manifest: dict[str, dict[str, object]] = {}
+        self._logged: dict[str, dict[str, object]] = {}
         self._seen: frozenset[str] = frozenset()
         self._verified: dict[str, tuple[int, ...]] = {}
         self._warned: set[str] = set()
@@ -153,8 +157,21 @@ class Checksums:
         return str(self.root / rel) if isinstance(self.root, Path) else f"{self.root.rstrip('/')}/{rel}"
 
     # -- manifests ----------------------------------------------------------------------------
+    def use_log(self, logged: dict[str, dict[str, Any]]) -> None:
+        """Take the checksums the commits' own log entries recorded (they win over the folder's:
+        written with the commit, they cannot be lost or replaced apart from it)."""
+        self._logged.update(logged)
+
+    def logged(self) -> dict[str, dict[str, object]]:
+        """The checksums taken from the log (:meth:`use_log`)."""
+        return dict(self._logged)
+
     def manifest(self) -> dict[str, dict[str, object]]:
-        """Every recorded ``{relative path: {"sha256", "size"}}`` (re-read when files were added)."""
+        """Every recorded ``{relative path: {"sha256", "size"}}``: the log's, and the checksum
+        folder's for files the log has none for (re-read when files were added)."""
+        return {**self._folder(), **self._logged}
+
+    def _folder(self) -> dict[str, dict[str, object]]:
         found = self._names()
         self._present = found is not None
         names = found or frozenset()

@@ -155,7 +155,8 @@ class StoreReader:
     # -- opening ----------------------------------------------------------------------------
     def _is_table(self) -> bool:
         try:
-            return bool(deltalake.DeltaTable.is_deltatable(self.uri, storage_options=self._options))
+            with quiet_native("open"):  # a Rust panic's lines before the one-line error stay off the terminal
+                return bool(deltalake.DeltaTable.is_deltatable(self.uri, storage_options=self._options))
         except Exception as e:  # noqa: BLE001 - delta-rs raises plain errors for storage problems
             raise StoreError(f"{self.uri}: cannot reach the results store: {one_line(e)}") from e
 
@@ -220,6 +221,7 @@ class StoreReader:
         if self._checksums.orphans(listing, state):  # a writer may have committed during the listing: look again
             listing = self._health.listing()
             state = self._health.check_log(listing)
+        self._checksums.use_log(state.checksums)
         self._checksums.check_records(self.uri, live, listing, state)
 
     def check(self) -> int:

@@ -22,8 +22,17 @@ the store; nothing is deleted, and no damaged file is given a checksum (issue 28
    readable with ``open(uri, version=N)``.
 4. **Checksum records whose commit vanished** (``_adaptlab_checksums/<commit id>.json`` for a commit
    the log no longer has) are moved into the quarantine folder too.
-5. Data files of the current version with no checksum record get one, once they passed step 3's
-   decoding check.
+5. **Data files whose content nothing written at commit time confirms** (no SHA-256 in their
+   commit's own log entry, where every commit records the hashes of the files it adds, nor in
+   the checksum folder) are removed from the store in one commit and moved to the quarantine
+   folder; the report names their rows and run ids. Their hash is never recorded: a damaged
+   file that still decodes would be blessed.
+6. Hashes that only the log holds (the checksum folder was deleted) are copied back into the
+   folder, for files that matched them in step 3.
+
+Every maintenance commit here (a restore, a removal) is made on the version repair checked and
+created only if that version's successor does not exist yet (``max_commit_retries=0``): two
+repairs at once never both commit.
 
 Every step is one line of the report; a store without damage is left unchanged.
 """
@@ -32,6 +41,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from datetime import datetime, timezone
 from typing import Any
 
@@ -48,7 +58,7 @@ from adaptlab.results.health import (
     commit_version,
     relative_path,
 )
-from adaptlab.results.native import quiet_native, remote_options, short_message
+from adaptlab.results.native import is_permanent, quiet_native, remote_options, short_message
 
 __all__ = ["RepairReport", "repair_store"]
 
@@ -80,6 +90,8 @@ def repair_store(root: str | os.PathLike[str], *, storage_options: dict[str, str
     from adaptlab.results.store import normalize_uri
 
     uri, local = normalize_uri(root)
+    if local is not None:
+        _refuse_outside_quarantine(uri, local)
     health = Health(uri, remote_options(storage_options) if local is None else
                     (dict(storage_options) if storage_options else None))
     report = RepairReport(uri)
@@ -106,8 +118,21 @@ def repair_store(root: str | os.PathLike[str], *, storage_options: dict[str, str
     _quarantine_orphan_checksums(health, quarantine, report, cut)
     quarantine_cut_rows(health, quarantine, report, cut)
     _restore_whole_data(health, report)
+    _quarantine_unverifiable(health, quarantine, report)
     _record_missing_checksums(health, report)
     return report
+
+
+def _refuse_outside_quarantine(uri: str, local: Path) -> None:
+    """Repair moves files only inside the store: a quarantine folder that is a symbolic link (or
+    resolves elsewhere) is refused before anything is changed."""
+    folder = local / QUARANTINE_DIR
+    if not folder.is_symlink() and (not folder.exists() or folder.resolve().is_relative_to(local.resolve())):
+        return
+    target = os.readlink(folder) if folder.is_symlink() else str(folder.resolve())
+    raise StoreError(f"{uri}: {QUARANTINE_DIR} is a symbolic link to {target}, outside the store; repair moves "
+                     f"damaged files only inside the store: make {QUARANTINE_DIR} a folder (or remove the link) and "
+                     "run repair again; nothing was changed")
 
 
 @dataclass
@@ -198,6 +223,7 @@ def _move(health: Health, src: str, dst: str) -> None:
 def _restore_whole_data(health: Health, report: RepairReport) -> None:
     """Restore to the version before the first missing, changed or undecodable data file was added."""
     from deltalake import CommitProperties
+    from deltalake.exceptions import CommitFailedError
 
     for _ in range(_MAX_STEPS):
         listing = health.listing()
@@ -215,7 +241,13 @@ def _restore_whole_data(health: Health, report: RepairReport) -> None:
         try:
             with quiet_native("restore"):
                 dt.restore(added - 1, commit_properties=CommitProperties(
-                    custom_metadata={"adaptlab.operation": f"repair: restore to version {added - 1}"}))
+                    custom_metadata={"adaptlab.operation": f"repair: restore to version {added - 1}"},
+                    max_commit_retries=0))  # lands on the version checked, or fails: never on a concurrent repair's
+        except CommitFailedError as e:
+            if is_permanent(e):
+                raise StoreError(f"{health.uri}: restore to version {added - 1} failed ({short_message(e)}); the "
+                                 "store is unchanged") from e
+            continue  # another process committed first (a concurrent repair): check the store again
         except Exception as e:  # noqa: BLE001
             raise StoreError(f"{health.uri}: restore to version {added - 1} failed ({short_message(e)}); the store "
                              "is unchanged") from e
@@ -262,6 +294,7 @@ def _first_bad_file(health: Health, dt: Any, stats: dict[str, tuple[int | None, 
 
     live = health.live_files(dt)
     sums = Checksums.for_store(health.uri, health.fs)
+    sums.use_log(state.checksums)
     recorded = sums.manifest()
     for path in sorted(live, key=lambda p: (state.added.get(p, -1), p)):
         size = listing.files.get(path)
@@ -344,17 +377,91 @@ def _parquet_rows(health: Health, path: str) -> int | None:
         return None
 
 
-def _record_missing_checksums(health: Health, report: RepairReport) -> None:
-    """Record the SHA-256 of the current version's data files that have none; every one of them
-    decoded as Parquet with the rows the log recorded (:func:`_first_bad_file` ran just before)."""
+def _quarantine_unverifiable(health: Health, quarantine: str, report: RepairReport) -> None:
+    """Take out of the store the current version's data files whose content nothing written at
+    commit time can confirm (no hash in their commit's log entry nor in the checksum folder): one
+    commit removes them (on the version read, or not at all), then they move to ``quarantine``;
+    the report names their rows. Their hash is never recorded (a damaged file that still decodes
+    would be blessed)."""
+    import time
+
+    from deltalake import CommitProperties
+    from deltalake.transaction import RemoveAction
+
     from adaptlab.results.integrity import Checksums
 
+    listing = health.listing()
+    state = health.check_log(listing)
+    dt = _open_table(health)
+    sums = Checksums.for_store(health.uri, health.fs)
+    sums.use_log(state.checksums)
+    known = sums.manifest()
+    actions = _add_rows(health, dt)
+    bad = {p: r for p, r in actions.items() if p not in known}
+    if not bad:
+        return
+    now = int(time.time() * 1000)
+    removes = [RemoveAction(r["path"], True, now, r["size_bytes"], {"kind": p.split("/", 1)[0].removeprefix("kind=")})
+               for p, r in sorted(bad.items())]
+    before = int(dt.version())
+    try:
+        with quiet_native("repair"):
+            dt.create_write_transaction(removes, "append", dt.schema(), ["kind"], commit_properties=CommitProperties(
+                custom_metadata={"adaptlab.operation": "repair: quarantine unverifiable data files"},
+                max_commit_retries=0))
+    except Exception as e:  # noqa: BLE001
+        raise StoreError(f"{health.uri}: could not take {len(bad)} unverifiable data file(s) out of the store "
+                         f"({short_message(e)}); nothing was changed in this step: run repair again") from e
+    report.version_after = before + 1
+    for path in sorted(bad):
+        who = _rows_of(health, path)
+        _move(health, path, f"{quarantine}/{path}")
+        report.actions.append(
+            f"data file {path} (added at version {state.added.get(path, 'unknown')}) has no checksum written at "
+            f"commit time (none in its commit's log entry, none in {CHECKSUM_DIR}/), so its content cannot be "
+            f"verified: removed it from the store as version {before + 1} and moved it to {quarantine}/{path}; "
+            f"its {who} are no longer in the current version")
+
+
+def _add_rows(health: Health, dt: Any) -> dict[str, dict[str, Any]]:
+    """The ``add`` actions of the snapshot ``dt`` by store-relative path (path as logged, size)."""
+    import pyarrow as pa
+
+    rows = pa.table(dt.get_add_actions(flatten=True)).select(["path", "size_bytes"]).to_pylist()
+    return {relative_path(health.uri, r["path"]): r for r in rows}
+
+
+def _rows_of(health: Health, path: str) -> str:
+    """``"3 row(s) (runs 1) of run(s) a, b"``: what a data file holds, as far as it decodes."""
+    import pyarrow.parquet as pq
+
+    n = _parquet_rows(health, path)
+    try:
+        with health.fs.open_input_file(path) as f:
+            ids = sorted(set(pq.read_table(f, columns=["run_id"]).column("run_id").to_pylist()) - {None})
+    except Exception:  # noqa: BLE001 - a damaged file: its rows cannot be named
+        ids = []
+    shown = ", ".join(map(str, ids[:5])) + (", ..." if len(ids) > 5 else "")
+    return rows_by_kind({path: n}) + (f" of run(s) {shown}" if ids else " (their run ids cannot be read)")
+
+
+def _record_missing_checksums(health: Health, report: RepairReport) -> None:
+    """Copy into the checksum folder the hashes of the current version's data files that only
+    their commits' log entries hold (the folder was deleted); each file matched its logged hash
+    (:func:`_first_bad_file` ran just before). No other hash is ever recorded here."""
+    from adaptlab.results.integrity import Checksums
+
+    listing = health.listing()
+    state = health.check_log(listing)
     dt = _open_table(health)
     live = health.live_files(dt)
     sums = Checksums.for_store(health.uri, health.fs)
+    folder = sums.manifest()
+    todo = sorted(p for p in live if p in state.checksums and p not in folder)
+    if not todo:
+        return
     label = f"repair-{int(dt.version())}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
-    n = sums.record_relative(sorted(live), label)
+    n = sums.record_relative(todo, label)
     if n:
-        report.actions.append(f"recorded the SHA-256 of {n} data file(s) that had no checksum record, after each "
-                              f"decoded as Parquet with the rows and null counts the log recorded, in "
-                              f"{CHECKSUM_DIR}/{label}.json")
+        report.actions.append(f"copied the SHA-256 of {n} data file(s) from their commits' log entries into "
+                              f"{CHECKSUM_DIR}/{label}.json (each file matched the hash written at commit time)")

@@ -2,10 +2,14 @@
 recorded after each, and compaction. :class:`ResultsStore` is :class:`~adaptlab.results.reader.StoreReader`
 (opening and queries) plus these.
 
-Concurrency: delta-rs retries conflicting appends itself (``max_commit_retries``, raised
-from its default 15, which ran out under 8 writers); the outer retry here is bounded and
-never duplicates a commit. On S3 delta-rs commits with a conditional put (``If-None-Match``),
-no locking provider needed.
+Concurrency: a commit's data files are written and hashed first
+(:mod:`~adaptlab.results.staging`); its log entry is then created for the version after the one
+this writer read, only if that entry does not exist yet (``max_commit_retries=0``: delta-rs
+reports the existing version instead of rebasing; on S3 a conditional put, ``If-None-Match``,
+no locking provider needed). When another writer took the version, this one reads the store
+again, looks whether its transaction landed meanwhile (an identical commit), and tries the next
+version, up to :data:`MAX_COMMIT_RETRIES` times; transient storage errors are retried
+:data:`COMMIT_ATTEMPTS` times. Nothing is ever committed on a version the writer did not read.
 
 Idempotency (issue 28): every commit carries a key, :func:`commit_key` of its run ids, as a Delta
 application transaction (``txn`` action, ``Transaction(app_id, 1)``; Delta protocol, "Transaction
@@ -33,17 +37,18 @@ import pyarrow.compute as pc
 from deltalake.exceptions import SchemaMismatchError
 
 from adaptlab.errors import StoreError
-from adaptlab.results.cleanup import remove_unreferenced
+from adaptlab.results.compaction import compact_table
 from adaptlab.results.delta_table import COMMIT_KEY, CommitId, one_line
 from adaptlab.results.layout import new_commit_id
 from adaptlab.results.native import is_permanent, quiet_native, retried_already, store_timeout, timed_out
 from adaptlab.results.reader import StoreReader, delta_schema
 from adaptlab.results.schema import SCHEMA_VERSION
+from adaptlab.results.staging import CHECKSUMS_KEY, Staged, discard, stage
 from adaptlab.results.validate import prepare_commit, referenced_run_ids
 
 __all__ = ["COMMIT_ATTEMPTS", "KEY_METADATA", "MAX_COMMIT_RETRIES", "ResultsStore", "commit_key", "rows_for_delta"]
 
-MAX_COMMIT_RETRIES = 100  # delta-rs' own retries of a conflicting append
+MAX_COMMIT_RETRIES = 100  # log entries tried after another writer took the version
 COMMIT_ATTEMPTS = 4  # our retries around it (transient storage errors)
 _HISTORY_SCAN = 200
 KEY_METADATA = "adaptlab.commit_key"
@@ -116,6 +121,8 @@ class ResultsStore(StoreReader):
             app_id, seq = _app(key), 1
         attempt = _Attempt(commit_id, key, sorted(run_ids), (int(dt.version()), set(listing.files)))
         version = self._write(data, attempt, app_id, seq)
+        if version is None and key is not None and self._landed(app_id, seq):
+            return self._landed_commit(key, run_ids)  # an identical commit landed first: nothing added
         self._record_checksums(commit_id)
         return CommitId(commit_id, version)
 
@@ -123,9 +130,9 @@ class ResultsStore(StoreReader):
         """The commit of ``key`` the store holds (a retry of a commit that landed adds nothing)."""
         for h in self._history_scan():
             if h.get(KEY_METADATA) == key:
-                return CommitId(str(h.get(COMMIT_KEY)), int(h["version"]))
+                return CommitId(str(h.get(COMMIT_KEY)), int(h["version"]), added=False)
         ids = {r["commit_id"] for r in self._run_commits(run_ids)}
-        return CommitId(ids.pop() if len(ids) == 1 else "", None)
+        return CommitId(ids.pop() if len(ids) == 1 else "", None, added=False)
 
     def _same_runs(self, runs: pa.Table) -> bool:
         """Whether the stored ``runs`` rows of these run ids are these rows (run id, system,
@@ -230,59 +237,120 @@ class ResultsStore(StoreReader):
 
     def _write(self, data: pa.Table, attempt: _Attempt | None, app_id: str, seq: int) -> int | None:
         """Append ``data`` in one Delta commit, at most once (transaction ``seq`` of ``app_id``);
-        returns its version when found. Errors that cannot succeed on retry (no space,
-        permission, not found) are not retried; a failed commit removes the data files it wrote."""
-        meta = {"adaptlab.schema_version": str(SCHEMA_VERSION)}
+        returns its version when found. The data files are written (and hashed) once
+        (:func:`~adaptlab.results.staging.stage`); their log entry is created only if its version
+        is still free (``max_commit_retries=0``): when another writer took it, the store is read
+        again (did this transaction land? is the schema current?) and the entry is tried at the next
+        version. Errors that cannot succeed on retry (no space, permission, not found) are not
+        retried; a commit that did not land deletes the data files it wrote."""
+        meta: dict[str, Any] = {"adaptlab.schema_version": str(SCHEMA_VERSION)}
         if attempt is not None:
             meta[COMMIT_KEY] = attempt.commit_id
             if attempt.key is not None:
                 meta[KEY_METADATA] = attempt.key
-        props = deltalake.CommitProperties(custom_metadata=meta, max_commit_retries=MAX_COMMIT_RETRIES,
+        label = attempt.commit_id if attempt else str(seq)
+        staged = self._stage(data, label, attempt)
+        meta[CHECKSUMS_KEY] = staged.checksums
+        meta["operationMetrics"] = staged.metrics()
+        props = deltalake.CommitProperties(custom_metadata=meta, max_commit_retries=0,
                                            app_transactions=[deltalake.Transaction(app_id, seq)])
-        kwargs = {"storage_options": self._options, "commit_properties": props,
-                  "writer_properties": deltalake.WriterProperties(compression="ZSTD")}
-        last: Exception | None = None
-        for n in range(COMMIT_ATTEMPTS):
-            if n:
-                time.sleep(min(2.0, 0.1 * 2 ** n) * (0.5 + secrets.randbelow(1000) / 1000))
-                landed = self._landed(app_id, seq)
-                if landed is None:
-                    break  # the store cannot be read: a retry could write twice
-                if landed:
-                    last = None
-                    break  # the previous attempt committed after all: never write twice
-            last = self._attempt(data, kwargs)
-            if last is None or is_permanent(last) or retried_already(last):  # delta-rs retried those itself
-                break
+        last, transient, n = self._commit_loop(staged, props, app_id, seq)
         if last is not None:
             landed = self._landed(app_id, seq)
             if landed is None:
                 raise self._unknown(attempt, app_id, seq, last) from last
             if not landed:
-                raise self._failed(attempt.commit_id if attempt else str(seq), last, n + 1,
-                                   attempt.before if attempt else None) from last
+                raise self._failed(label, last, n, attempt.before if attempt else None, staged) from last
+        elif n < 0 and not self._holds_any(staged):  # an identical commit landed, not this one's files
+            discard(self._health.fs, staged)
         return self._find_version(attempt.commit_id) if attempt is not None else None
 
-    def _attempt(self, data: pa.Table, kwargs: dict[str, Any]) -> Exception | None:
-        """One ``write_deltalake`` append (Rust panics kept off the terminal); the error, if any."""
+    def _commit_loop(self, staged: Staged, props: Any, app_id: str,
+                     seq: int) -> tuple[Exception | None, int, int]:
+        """Try the log entry until it lands: ``(last error or None, transient failures, attempts)``;
+        attempts is -1 when the transaction was found landed before this object's entry did."""
+        last: Exception | None = None
+        transient = 0
+        for n in range(MAX_COMMIT_RETRIES):
+            if n:
+                time.sleep(min(1.0, 0.02 * 2 ** min(n, 6)) * (0.5 + secrets.randbelow(1000) / 1000))
+            try:
+                dt = self._table()  # the version this attempt decides on and commits after
+            except StoreError as e:
+                return e, transient, n
+            landed = self._landed_in(dt, app_id, seq)
+            if landed is None:
+                return last, transient, n  # the store cannot be read: a retry could write twice
+            if landed:
+                return None, transient, -1  # an earlier attempt (or an identical commit) landed: never write twice
+            last = self._attempt(dt, staged, props)
+            if last is None:
+                return None, transient, n + 1
+            if _version_taken(last):
+                continue  # another writer took the version: read again and decide again
+            transient += 1
+            if is_permanent(last) or retried_already(last) or transient >= COMMIT_ATTEMPTS:
+                return last, transient, n + 1
+        return last, transient, MAX_COMMIT_RETRIES
+
+    def _holds_any(self, staged: Staged) -> bool:
+        """Whether the latest version references a file of ``staged`` (an attempt that reported an
+        error had landed); True when that cannot be read (its files are then left in place)."""
+        try:
+            live = self._health.live_files(self._table())
+        except StoreError:
+            return True
+        return any(p in live for p in staged.paths)
+
+    def _stage(self, data: pa.Table, label: str, attempt: _Attempt | None) -> Staged:
+        """Write the commit's data files (nothing is committed yet); a failure is one line."""
         try:
             with quiet_native("commit"):
-                # schema_mode="merge": columns added by a newer adaptlab (all nullable) are accepted
-                deltalake.write_deltalake(self.uri, data, mode="append", schema_mode="merge", **kwargs)
+                return stage(self._health.fs, data)
+        except Exception as e:  # noqa: BLE001 - storage errors of any backend
+            at = f" (the store was at version {attempt.before[0]} before it)" if attempt is not None else ""
+            raise StoreError(f"{self.uri}: commit {label} failed, not retried: its data files could not be written "
+                             f"({one_line(e)}); nothing was committed{at}; no data file of it was left") from e
+
+    def _attempt(self, dt: Any, staged: Staged, props: Any) -> Exception | None:
+        """One log entry for the staged files, at the version after ``dt``'s (created only if absent;
+        Rust panics kept off the terminal); the error, if any."""
+        try:
+            with quiet_native("commit"):
+                self._evolve_schema(dt)
+                dt.create_write_transaction(staged.adds, "append", delta_schema(), ["kind"], commit_properties=props)
             return None
-        except SchemaMismatchError as e:
-            raise StoreError(f"{self.uri}: the store's table schema does not accept this commit: {one_line(e)}; "
-                             "nothing was written") from e
+        except StoreError as e:
+            return e
         except Exception as e:  # noqa: BLE001 - CommitFailedError, storage errors
             return e
 
-    def _failed(self, label: str, error: Exception, attempts: int, before: tuple[int, set[str]] | None) -> StoreError:
+    def _evolve_schema(self, dt: Any) -> None:
+        """Add the columns of this adaptlab's schema that the store's table lacks (all nullable;
+        a store written by an older adaptlab), in a commit of no rows."""
+        have = {f.name for f in pa.schema(dt.schema().to_arrow())}
+        if all(f.name in have for f in delta_schema()):
+            return
+        try:
+            deltalake.write_deltalake(dt, delta_schema().empty_table(), mode="append", schema_mode="merge",
+                                      storage_options=self._options)
+        except SchemaMismatchError as e:
+            raise StoreError(f"{self.uri}: the store's table schema does not accept this commit: {one_line(e)}; "
+                             "nothing was written") from e
+        dt.update_incremental()
+
+    def _failed(self, label: str, error: Exception, attempts: int, before: tuple[int, set[str]] | None,
+                staged: Staged) -> StoreError:
         """The one-line error of a commit that did not land (the store says so), after removing
         the data files it wrote."""
         tries = (", not retried (it cannot succeed on retry)" if is_permanent(error) else
                  f" (time-out: ADAPTLAB_STORE_TIMEOUT={store_timeout():g} s)" if timed_out(error) else
                  f" after {attempts} attempts")
-        left = remove_unreferenced(self._health, label, before[1]) if before is not None else ""
+        kept = discard(self._health.fs, staged)
+        left = (f"; {len(kept)} data file(s) it had written could not be removed: {', '.join(kept[:3])} "
+                "(`adaptlab results compact` deletes unreferenced files)" if kept else
+                f"; the {len(staged.paths)} data file(s) it had written were removed" if staged.paths else
+                "; no data file was written")
         at = f" (the store was at version {before[0]} before it)" if before is not None else ""
         return StoreError(f"{self.uri}: commit {label} failed{tries}: {one_line(error)}; nothing was committed{at}"
                           f"{left}; commit again")
@@ -304,7 +372,16 @@ class ResultsStore(StoreReader):
     def _landed(self, app_id: str, seq: int) -> bool | None:
         """Whether transaction ``seq`` of ``app_id`` is in the store; None when it cannot be read."""
         try:
-            got = self._table().transaction_version(app_id)
+            dt = self._table()
+        except Exception:  # noqa: BLE001 - unreadable now: the outcome is unknown
+            return None
+        return self._landed_in(dt, app_id, seq)
+
+    @staticmethod
+    def _landed_in(dt: Any, app_id: str, seq: int) -> bool | None:
+        """Whether the snapshot ``dt`` holds transaction ``seq`` of ``app_id`` (None: unreadable)."""
+        try:
+            got = dt.transaction_version(app_id)
         except Exception:  # noqa: BLE001 - unreadable now: the outcome is unknown
             return None
         return got is not None and int(got) >= seq
@@ -325,11 +402,13 @@ class ResultsStore(StoreReader):
 
     # -- maintenance ------------------------------------------------------------------------
     def compact(self, *, retention_hours: float = 168.0, vacuum: bool = True) -> dict[str, Any]:
-        """Merge small files (optimize) and delete files no snapshot younger than
-        ``retention_hours`` needs (vacuum), then write a checkpoint. Never runs implicitly.
+        """Merge small files (:mod:`~adaptlab.results.compaction`) and delete files no snapshot
+        younger than ``retention_hours`` needs (vacuum), then write a checkpoint. Never runs
+        implicitly.
 
-        Safe while writers append (optimize only rewrites; appends do not conflict with it)
-        but time travel to versions older than ``retention_hours`` stops working after a
+        Safe while writers append and while another compaction runs: the merge commits only on
+        the version it was planned on, else it is planned again (two at once never both merge
+        the same files), but time travel to versions older than ``retention_hours`` stops working after a
         vacuum, and a writer that runs longer than ``retention_hours`` could lose its
         files: keep the default (7 days) unless no writer is active.
         """
@@ -341,11 +420,10 @@ class ResultsStore(StoreReader):
             raise StoreError(f"compact(): retention_hours must be a number of hours, got {retention_hours!r}") from e
         if hours < 0:
             raise StoreError(f"compact(): retention_hours must be >= 0, got {retention_hours!r}")
-        dt = self._table()
-        props = deltalake.CommitProperties(custom_metadata={"adaptlab.operation": "compact"},
-                                           max_commit_retries=MAX_COMMIT_RETRIES)
         try:
-            opt = dt.optimize.compact(commit_properties=props)
+            with quiet_native("compact"):
+                opt = compact_table(self, delta_schema())
+            dt = self._table()
             removed: list[str] = []
             if vacuum:
                 dt.update_incremental()
@@ -359,7 +437,7 @@ class ResultsStore(StoreReader):
         except Exception as e:  # noqa: BLE001
             raise StoreError(f"{self.uri}: compaction failed: {one_line(e)}; the store is unchanged or "
                              "compacted in part, and readable either way") from e
-        return {"files_added": opt.get("numFilesAdded"), "files_removed": opt.get("numFilesRemoved"),
+        return {"files_added": opt["files_added"], "files_removed": opt["files_removed"],
                 "files_vacuumed": len(removed), "version": int(dt.version())}
 
 
@@ -370,6 +448,14 @@ class ResultsStore(StoreReader):
         except StoreError:
             return  # the commit landed; the next one records these files
         self._checksums.record(uris, label)
+
+
+def _version_taken(error: Exception) -> bool:
+    """Whether a commit failed because its version's log entry exists already (another writer's
+    commit; ``max_commit_retries=0`` makes delta-rs report it instead of rebasing)."""
+    from deltalake.exceptions import CommitFailedError
+
+    return isinstance(error, CommitFailedError) and not is_permanent(error)
 
 
 def _app(key: str) -> str:
