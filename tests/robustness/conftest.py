@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,3 +26,21 @@ def work(tmp_path, monkeypatch) -> Path:
     (tmp_path / "run.txt").write_text(RUN)
     (tmp_path / "study.toml").write_text(STUDY)
     return tmp_path
+
+
+@pytest.fixture
+def tiny_disk(tmp_path) -> Path:
+    """A 64 KiB tmpfs (root only; skipped where mounting is not allowed), unmounted after the test,
+    lazily when a handle is still open (else the mount outlives the test and pytest's clean-up
+    fails)."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True,
+                          timeout=20)
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mnt
+    finally:
+        if subprocess.run(["umount", str(mnt)], capture_output=True, timeout=20).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)

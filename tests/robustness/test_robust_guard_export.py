@@ -88,23 +88,14 @@ def test_a_failing_write_leaves_the_earlier_export_whole_and_no_temporary_file(t
 
 
 @pytest.fixture
-def full_disk(tmp_path):
-    """A 64 KiB tmpfs filled to the last few KiB (root only; skipped where mounting is not allowed)."""
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True,
-                          timeout=20)
-    if done.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    try:
-        with open(mnt / "fill", "wb") as f:
-            try:
-                f.write(b"\0" * 60_000)
-            except OSError:
-                pass
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)
+def full_disk(tiny_disk):
+    """The 64 KiB tmpfs of ``tiny_disk`` filled to the last few KiB."""
+    with open(tiny_disk / "fill", "wb") as f:
+        try:
+            f.write(b"\0" * 60_000)
+        except OSError:
+            pass
+    return tiny_disk
 
 
 @pytest.mark.parametrize("to", ["mteb", "ranx", "mlflow", "wandb"])

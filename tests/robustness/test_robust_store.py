@@ -221,24 +221,6 @@ def test_a_full_disk_is_one_line_not_retried_and_leaves_no_file(store_copy, monk
     assert results.open(store_copy).version() == 2
 
 
-@pytest.fixture
-def tiny_disk(tmp_path):
-    """A 64 KiB tmpfs (root only); skipped where mounting is not allowed."""
-    import subprocess
-
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True,
-                          timeout=20)
-    if done.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    try:
-        yield mnt
-    finally:  # lazily when a handle is still open (else the mount outlives the test, and pytest's clean-up fails)
-        if subprocess.run(["umount", str(mnt)], capture_output=True, timeout=20).returncode != 0:
-            subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)
-
-
 def test_a_real_full_disk_is_one_line_and_leaves_no_data_file(tiny_disk, capfd):
     store = results.open(tiny_disk / "s", create=True)
     big = dict(_run("big"), dataset_fingerprint=os.urandom(40_000).hex())

@@ -45,13 +45,7 @@ def load_pairs(
     name: str | None = None,
 ) -> Dataset:
     """Load a CSV/TSV/JSONL file of (question, context) rows (rules in the module doc)."""
-    p = require_file(path, "question/context pairs file (CSV, TSV or JSONL)")
-    fmt = file_format or _SUFFIXES.get(p.suffix.lower())
-    if fmt not in PAIR_FORMATS:
-        raise ConfigError(
-            f"{p}: cannot tell the file format from the suffix {p.suffix!r}; pass "
-            f"file_format, one of {', '.join(PAIR_FORMATS)}"
-        )
+    p, fmt = _pairs_file(path, file_format)
     wanted = [c for c in (question_col, context_col, query_id_col, doc_id_col, title_col) if c]
     rows = _read_rows(p, fmt, wanted)
 
@@ -119,11 +113,7 @@ def check_pair_columns(
     """Check, from its header alone (the first line; a JSONL file's first record), that a pairs
     file holds the columns :func:`load_pairs` would read with the same options; else one line
     naming the file, the missing column and the columns present. Reads at most 1 MiB."""
-    p = require_file(path, "question/context pairs file (CSV, TSV or JSONL)")
-    fmt = file_format or _SUFFIXES.get(p.suffix.lower())
-    if fmt not in PAIR_FORMATS:
-        raise ConfigError(f"{p}: cannot tell the file format from the suffix {p.suffix!r}; pass "
-                          f"file_format, one of {', '.join(PAIR_FORMATS)}")
+    p, fmt = _pairs_file(path, file_format)
     wanted = [c for c in (question_col, context_col, query_id_col, doc_id_col, title_col) if c]
     columns = _header(p, fmt)
     missing = [c for c in wanted if c not in columns]
@@ -131,6 +121,17 @@ def check_pair_columns(
         what = "first record has no key" if fmt == "jsonl" else "header has no column"
         raise DataError(f"{p}: the {what} {missing[0]!r} (columns: {', '.join(columns) or 'none'}); "
                         "set question_col/context_col to the names used (dataset options)")
+
+
+def _pairs_file(path: str | Path, file_format: str | None) -> tuple[Path, str]:
+    """The existing pairs file and its format (``file_format``, else from the suffix), or one line
+    naming the file and the formats."""
+    p = require_file(path, "question/context pairs file (CSV, TSV or JSONL)")
+    fmt = file_format or _SUFFIXES.get(p.suffix.lower())
+    if fmt not in PAIR_FORMATS:
+        raise ConfigError(f"{p}: cannot tell the file format from the suffix {p.suffix!r}; pass "
+                          f"file_format, one of {', '.join(PAIR_FORMATS)}")
+    return p, fmt
 
 
 def _header(p: Path, fmt: str) -> list[str]:
