@@ -41,22 +41,31 @@ import types
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
+from adaptlab.analysis.thresholds import TESTS as THRESHOLD_TESTS
 from adaptlab.embedding.cache import LOCAL_BELOW
 from adaptlab.errors import ConfigError, is_uri
 from adaptlab.metrics import parse_measures
 from adaptlab.models.base import canonical_backend
-from adaptlab.models.inference import DEFAULT_BACKEND, EMBEDDING_BACKENDS, EXACT_PRECISION, PRECISIONS, Inference
-from adaptlab.models.inference import precision_name
+from adaptlab.models.inference import (
+    DEFAULT_BACKEND,
+    EMBEDDING_BACKENDS,
+    EXACT_PRECISION,
+    PRECISIONS,
+    Inference,
+    precision_name,
+)
 from adaptlab.models.resolve import MODEL_ALIASES
 from adaptlab.models.variants import BI_ENCODER_BACKEND, BM25_REF
-from adaptlab.analysis.thresholds import TESTS as THRESHOLD_TESTS
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.intervals import INTERVALS
 from adaptlab.stats.pvalues import ADJUSTMENTS
 from adaptlab.storage.names import check_name
 from adaptlab.study.seeds import stage_seed
+
+if TYPE_CHECKING:  # adaptlab.study.adapt_config imports this module: its names are for the checker only
+    from adaptlab.study.adapt_config import AdaptSettings, TuneSettings
 
 __all__ = [
     "AnalysisSection",
@@ -267,9 +276,9 @@ class Study:
     embedding: EmbeddingSection = field(default_factory=EmbeddingSection)
     analysis: AnalysisSection = field(default_factory=AnalysisSection)
     # the [adapt] / [tune] sections, read by adaptlab.study.adapt_config (which imports this module,
-    # so the names are not imported here: the annotations are text)
-    adapt: AdaptSettings | None = None  # noqa: F821
-    tune: TuneSettings | None = None  # noqa: F821
+    # so the names are imported for the type checker only: the annotations are text)
+    adapt: AdaptSettings | None = None
+    tune: TuneSettings | None = None
     adapt_table: dict[str, Any] = field(default_factory=dict)  # [adapt] as written (provenance, uploads)
     tune_table: dict[str, Any] = field(default_factory=dict)  # [tune] as written
     source: str = "<memory>"
@@ -514,7 +523,7 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def type_hints(cls: type) -> dict[str, Any]:
     """``get_type_hints(cls)``, once per class (a study may hold 60,000 ``[[datasets]]`` tables)."""
     return get_type_hints(cls)
@@ -556,7 +565,7 @@ def build_section(cls: type, raw: Any, where: str) -> Any:
     kwargs = {}
     for name, value in raw.items():
         tp = hints[name]
-        if is_dataclass(tp):
+        if isinstance(tp, type) and is_dataclass(tp):
             kwargs[name] = build_section(tp, value, f"{where}.{name}")
             continue
         kwargs[name] = _check_declared(check, declared[name], _check_value(value, tp, f"{where}.{name}"))
