@@ -41,7 +41,7 @@ import types
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from adaptlab.analysis.thresholds import TESTS as THRESHOLD_TESTS
 from adaptlab.embedding.cache import LOCAL_BELOW
@@ -63,9 +63,6 @@ from adaptlab.stats.intervals import INTERVALS
 from adaptlab.stats.pvalues import ADJUSTMENTS
 from adaptlab.storage.names import check_name
 from adaptlab.study.seeds import stage_seed
-
-if TYPE_CHECKING:  # adaptlab.study.adapt_config imports this module: its names are for the checker only
-    from adaptlab.study.adapt_config import AdaptSettings, TuneSettings
 
 __all__ = [
     "AnalysisSection",
@@ -276,9 +273,10 @@ class Study:
     embedding: EmbeddingSection = field(default_factory=EmbeddingSection)
     analysis: AnalysisSection = field(default_factory=AnalysisSection)
     # the [adapt] / [tune] sections, read by adaptlab.study.adapt_config (which imports this module,
-    # so the names are imported for the type checker only: the annotations are text)
-    adapt: AdaptSettings | None = None
-    tune: TuneSettings | None = None
+    # so the names are not imported here, not even for the type checker (tests/architecture refuses
+    # the cycle): the annotations are text, and Any to mypy)
+    adapt: AdaptSettings | None = None  # type: ignore[name-defined]  # noqa: F821
+    tune: TuneSettings | None = None  # type: ignore[name-defined]  # noqa: F821
     adapt_table: dict[str, Any] = field(default_factory=dict)  # [adapt] as written (provenance, uploads)
     tune_table: dict[str, Any] = field(default_factory=dict)  # [tune] as written
     source: str = "<memory>"
