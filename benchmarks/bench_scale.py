@@ -43,7 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests" / "study"))
-from pdf_scale_study import Sampler, tree_pids  # noqa: E402  (benchmarks/pdf_scale_study.py)
+from pdf_scale_study import tree_pids  # noqa: E402  (benchmarks/pdf_scale_study.py)
 
 PHASES = ("startup", "prepare", "embed", "train", "evaluate", "bootstrap", "other")
 ELAPSED = re.compile(r"\((\d+(?:\.\d+)?) s\)")  # a heartbeat's "[adaptlab] WHAT (N s)"

@@ -271,12 +271,16 @@ def _ours_pt(path: str, chunks: list[str], a: argparse.Namespace, options: dict)
 
 def _hf_pt(path: str, chunks: list[str], a: argparse.Namespace, out: str) -> float:
     """Seconds of the timed steps of transformers' Trainer + DataCollatorForLanguageModeling."""
-    from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling, Trainer
-    from transformers import TrainingArguments
-
-    from adaptlab.adapt.train.memory import transformer_dir
+    from transformers import (
+        AutoModelForMaskedLM,
+        AutoTokenizer,
+        DataCollatorForLanguageModeling,
+        Trainer,
+        TrainingArguments,
+    )
 
     from adaptlab.adapt.train.loop import quiet_third_party
+    from adaptlab.adapt.train.memory import transformer_dir
 
     tok = AutoTokenizer.from_pretrained(str(transformer_dir(Path(path))), local_files_only=True)
     with quiet_third_party():  # "Some weights of BertForMaskedLM were not initialized": the MLM head, as ours

@@ -12,10 +12,10 @@ import ast
 import importlib.metadata as md
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from adaptlab.errors import ConfigError, MissingExtraError, extra_installed, missing_extra, require_extra
 

@@ -13,8 +13,9 @@ import argparse
 import importlib
 import json
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import devinfo  # noqa: E402

@@ -20,7 +20,6 @@ from adaptlab.data.trec import read_trec_qrels, read_trec_run, write_trec_qrels,
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.metrics import evaluate
 from adaptlab.stats import BootstrapConfig, rank_intervals
-
 from conftest import synthetic_records
 
 BOOT = BootstrapConfig(n_resamples=400, seed=3)

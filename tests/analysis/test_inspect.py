@@ -13,12 +13,11 @@ import pytest
 pytest.importorskip("fpdf")
 pytest.importorskip("pypdf")
 
-from pdfmaker import topic_pages, write_pdf  # noqa: E402
-
 from adaptlab import results  # noqa: E402
 from adaptlab.analysis.inspect import format_inspection, inspect_queries, page_of, win_loss  # noqa: E402
 from adaptlab.data.pdf import parse_page_ref  # noqa: E402
 from adaptlab.errors import ConfigError  # noqa: E402
+from pdfmaker import topic_pages, write_pdf  # noqa: E402
 
 
 def _bow(texts, kind):

@@ -15,7 +15,6 @@ from adaptlab.data.trec import read_trec_qrels, read_trec_run, write_trec_qrels,
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.metrics import evaluate
 from adaptlab.stats import paired_bootstrap
-
 from conftest import synthetic_records
 
 TRUE_SD = 0.1

@@ -167,8 +167,7 @@ def test_density_panels_have_one_axis_per_score_scale():
     assert score_scale(bm25.rand, bm25.corr) == "nonnegative" and score_scale(minilm.topk) == "similarity"
     # BM25's density: nothing below the smallest possible score 0, and it still integrates to 1
     for line in ax_bm25.get_lines():
-        x, y = line.get_xdata(), line.get_ydata()
-        assert x.min() >= 0.0
+        assert line.get_xdata().min() >= 0.0
     red = ax_bm25.get_lines()[0]
     assert np.trapezoid(red.get_ydata(), red.get_xdata()) == pytest.approx(1.0, abs=0.03)
     # two systems on the cosine scale share theirs

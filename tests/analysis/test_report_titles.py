@@ -5,8 +5,6 @@ title fitting wraps a title wider than its figure."""
 
 from __future__ import annotations
 
-import pytest
-
 from adaptlab import results
 from adaptlab.analysis import build_report, plots
 from adaptlab.analysis.report import document

@@ -6,6 +6,7 @@ unknown fields rejected) and the "restricted" pod security rules, and the shared
 from __future__ import annotations
 
 import copy
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -13,8 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-import importlib.util
 
 _spec = importlib.util.spec_from_file_location("kuberay_schema", Path(__file__).with_name("kuberay_schema.py"))
 _mod = importlib.util.module_from_spec(_spec)
@@ -169,6 +168,7 @@ def test_install_script_dry_run(tmp_path):
 
 
 def test_vm_cluster_passes_rays_config_bootstrap():
+    from jsonschema import ValidationError  # Ray validates cluster files with jsonschema
     from ray.autoscaler._private.commands import _bootstrap_config
 
     raw = _load("vm-cluster.yaml")
@@ -181,7 +181,7 @@ def test_vm_cluster_passes_rays_config_bootstrap():
     assert "install.sh" in " ".join(raw["setup_commands"]) and "pip install" not in " ".join(raw["setup_commands"])
     broken = copy.deepcopy(raw)
     broken["min_wokers"] = 2  # a misspelt top-level key
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="min_wokers"):
         _bootstrap_config(broken, no_config_cache=True)
 
 

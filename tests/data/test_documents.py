@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from adaptlab.data.dataset import Dataset, Document
 from adaptlab.data.documents import (
     EIS_EXCLUDE,
     EIS_INCLUDE,
@@ -16,7 +17,6 @@ from adaptlab.data.documents import (
     load_documents,
     select_files,
 )
-from adaptlab.data.dataset import Dataset, Document
 from adaptlab.errors import ConfigError, DataError
 
 

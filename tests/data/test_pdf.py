@@ -9,11 +9,10 @@ import pytest
 pytest.importorskip("fpdf")
 pytest.importorskip("pypdf")
 
-from pdfmaker import topic_pages, write_pdf, write_scanned_pdf  # noqa: E402
-
 from adaptlab.data.documents import PagedDocument, clean_pages, load_documents  # noqa: E402
 from adaptlab.data.pdf import PdfProblem, page_ref, parse_page_ref, read_pdf_pages  # noqa: E402
 from adaptlab.errors import DataError  # noqa: E402
+from pdfmaker import topic_pages, write_pdf, write_scanned_pdf  # noqa: E402
 
 
 def test_read_pages_recovers_known_text(tmp_path):

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from test_doc_commands import DOCS, FENCE, ROOT
 
 # Snippets that cannot run here, keyed by their first line, with the reason.

@@ -24,13 +24,12 @@ from docutils.utils import new_document  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
-from adaptlab_docs import api, cli, refs, study  # noqa: E402
-
 from adaptlab.cli import build_parser  # noqa: E402
 from adaptlab.errors import ConfigError  # noqa: E402
 from adaptlab.study import load as study_load  # noqa: E402
 from adaptlab.study.load import load_study  # noqa: E402
 from adaptlab.study.schema import StudySection  # noqa: E402
+from adaptlab_docs import api, cli, refs, study  # noqa: E402
 
 
 def _document():

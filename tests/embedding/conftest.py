@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import embedding_fakes
+import pytest
 
 _HERE = Path(__file__).resolve().parent
 _state = {"started": False}

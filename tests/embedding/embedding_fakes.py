@@ -106,7 +106,7 @@ class FakeRef:
     """A result that resolves at wait round ``due`` (or fails with ``error`` once set); ``name`` is
     the method called, ``rows`` the texts of a block."""
 
-    def __init__(self, actor: "FakeActor", due: int, fn=None, name: str = "", rows: int = 0) -> None:  # noqa: ANN001
+    def __init__(self, actor: FakeActor, due: int, fn=None, name: str = "", rows: int = 0) -> None:  # noqa: ANN001
         self.actor, self.due, self.fn, self.name, self.rows = actor, due, fn, name, rows
         self.error: Exception | None = None
         self.got = False  # its result was fetched (a later death of its actor does not undo that)
@@ -116,7 +116,7 @@ class FakeRef:
 
 
 class _Method:
-    def __init__(self, actor: "FakeActor", name: str) -> None:
+    def __init__(self, actor: FakeActor, name: str) -> None:
         self.actor, self.name = actor, name
 
     def remote(self, *args, **kwargs) -> FakeRef:  # noqa: ANN002, ANN003
@@ -127,7 +127,7 @@ class FakeActor:
     """An actor of the fake cluster: placed on a node with a free slot (or pending), running a
     real :class:`~adaptlab.embedding.actor.EmbedBatch` in this process once placed."""
 
-    def __init__(self, cluster: "FakeRay", factory, kwargs: dict) -> None:  # noqa: ANN001
+    def __init__(self, cluster: FakeRay, factory, kwargs: dict) -> None:  # noqa: ANN001
         self.cluster, self.factory, self.kwargs = cluster, factory, kwargs
         self.node: FakeNode | None = None
         self.dead = False
@@ -152,7 +152,7 @@ class FakeActor:
             return {"node_id": self.node.name, "ip": self.node.ip, "pid": os.getpid()}
         return self.impl(*args, **kwargs)
 
-    def place(self, node: "FakeNode") -> None:
+    def place(self, node: FakeNode) -> None:
         from adaptlab.embedding.actor import EmbedBatch
 
         self.node = node
@@ -175,7 +175,7 @@ class FakeNode:
 
 
 class _ActorClass:
-    def __init__(self, cluster: "FakeRay") -> None:
+    def __init__(self, cluster: FakeRay) -> None:
         self.cluster = cluster
 
     def options(self, **opts):  # noqa: ANN003, ANN201
@@ -205,7 +205,7 @@ class FakeRay:
         self.events: dict[int, object] = {}
         self.max_rounds = 5000
 
-    def died(self, node: "FakeNode | None" = None) -> Exception:
+    def died(self, node: FakeNode | None = None) -> Exception:
         """Ray's error for an actor whose process died, or (``node``) that died with its node, worded
         as Ray 2.60 words it ("The actor died because its node has died. Node Id: ...", its ip)."""
         if node is None:

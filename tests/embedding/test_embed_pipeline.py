@@ -8,12 +8,12 @@ import time
 
 import numpy as np
 import pytest
+from embedding_fakes import ClockedStream, CrashOnceFactory, FailingFactory, HashFactory, make_texts
 
 from adaptlab.embedding import embed_texts, embed_texts_detailed, plan_blocks
 from adaptlab.embedding.pipeline import _assemble
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models import HashingEncoder
-from embedding_fakes import ClockedStream, CrashOnceFactory, FailingFactory, HashFactory, make_texts
 
 
 def _expected(texts: list[str], dim: int = 16) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from embedding_fakes import BulkyFactory, CrashAlwaysFactory, HashFactory, make_texts
 
 from adaptlab.embedding import (
     Embedder,
@@ -14,7 +15,6 @@ from adaptlab.embedding import (
     release_pools,
 )
 from adaptlab.models import HashingEncoder, resolve_model
-from embedding_fakes import BulkyFactory, CrashAlwaysFactory, HashFactory, make_texts
 
 
 def _expected(texts, dim=16, kind="document"):

@@ -11,12 +11,12 @@ import time
 
 import numpy as np
 import pytest
+from embedding_fakes import ClockedStream, make_texts
 
 import adaptlab.runtime.progress as progress
 from adaptlab.embedding import embed_texts_detailed
-from adaptlab.runtime.progress import Heartbeat
 from adaptlab.models import HashingEncoder
-from embedding_fakes import ClockedStream, make_texts
+from adaptlab.runtime.progress import Heartbeat
 
 INTERVAL = 0.4
 SLACK = 0.8  # the heartbeat polls every interval/4; a loaded machine adds scheduling delay

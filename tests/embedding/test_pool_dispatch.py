@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+from embedding_fakes import FakeRay, HashFactory, make_texts
 
 from adaptlab.embedding import pool as pool_module
 from adaptlab.embedding.pipeline import _assemble, length_blocks
@@ -28,7 +29,6 @@ from adaptlab.embedding.pool import (
 )
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models import HashingEncoder
-from embedding_fakes import FakeRay, HashFactory, make_texts
 
 TEXTS = make_texts(120, seed=3)
 
@@ -238,8 +238,9 @@ def test_placement_timeout_setting(monkeypatch):
 
 
 def test_token_vectors_survive_a_lost_node_the_same_way(fake_ray):
-    from adaptlab.embedding.tokens import assemble_tokens
     from embedding_fakes import TokenHashEncoder, TokenHashFactory
+
+    from adaptlab.embedding.tokens import assemble_tokens
 
     pool = EncoderPool(TokenHashFactory(), PoolPlacement(5, 1.0, 0.0, None, None))
     fake_ray.events[9] = lambda r: r.kill_node("w2")

@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from adaptlab.runtime.progress import PROGRESS_INTERVAL, PROGRESS_INTERVAL_ENV, Progress
 from adaptlab.errors import ConfigError
+from adaptlab.runtime.progress import PROGRESS_INTERVAL, PROGRESS_INTERVAL_ENV, Progress
 
 
 @pytest.mark.parametrize(("raw", "expected"), [("2.5", 2.5), ("0", 0.0), (" ", PROGRESS_INTERVAL)])

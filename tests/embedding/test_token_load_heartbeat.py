@@ -11,11 +11,11 @@ import time
 
 import numpy as np
 import pytest
+from embedding_fakes import ClockedStream
 
 import adaptlab.models.load as load
 import adaptlab.runtime.progress as progress
 from adaptlab.embedding.tokens import TokenEmbedder
-from embedding_fakes import ClockedStream
 
 INTERVAL = 0.3
 LOAD_LINE = re.compile(r"^\[adaptlab\] loading fake-colbert \(\d+ s\)$")

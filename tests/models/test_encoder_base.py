@@ -83,5 +83,5 @@ def test_unknown_option_names_the_key():
 
 
 def test_backend_in_options_as_the_study_runner_passes_it():
-    enc = load_encoder("hash:8", **{"backend": "hash", "query_instruction": "", "max_seq_length": 0})
+    enc = load_encoder("hash:8", backend="hash", query_instruction="", max_seq_length=0)
     assert enc.dim == 8

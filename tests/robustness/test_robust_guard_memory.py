@@ -19,7 +19,6 @@ import sys
 import textwrap
 import tracemalloc
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
 

@@ -22,7 +22,7 @@ from adaptlab.runtime.progress import Progress
 
 
 def _dispatch(monkeypatch, *, embedded: bool, nodes: dict, raylet: bool | None) -> _Dispatch:
-    fake_pool = SimpleNamespace(ready_members=lambda: [], members=[object()], placement=PoolPlacement(1, 1.0, 0.0, 1, "cpu"))
+    fake_pool = SimpleNamespace(ready_members=list, members=[object()], placement=PoolPlacement(1, 1.0, 0.0, 1, "cpu"))
     monkeypatch.setattr(pool_mod, "is_embedded", lambda: embedded)
     monkeypatch.setattr(pool_mod, "cluster_nodes", lambda: nodes)
     monkeypatch.setattr(pool_mod, "embedded_node_alive", lambda: raylet)

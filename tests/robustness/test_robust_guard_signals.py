@@ -22,6 +22,7 @@ from adaptlab.runtime import TERMINATED_STATUS, Terminated, catch_sigterm
 from adaptlab.runtime.watchdog import session_pids
 from robustness.hostile import cli
 
+
 def _load_per_core() -> float:
     try:
         return os.getloadavg()[0] / (os.cpu_count() or 1)

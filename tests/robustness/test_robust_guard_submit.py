@@ -12,8 +12,8 @@ from adaptlab.study import submit as submit_mod
 from adaptlab.study.sensitive import find_credentials
 from adaptlab.study.submit import submit_study
 from robustness.hostile import SUBMIT_STUDY as STUDY
-from robustness.hostile import write_file as _write
 from robustness.hostile import assert_one_line_error, cli
+from robustness.hostile import write_file as _write
 
 MARK = "Zq7-canary"
 """Planted in every secret so a test can tell whether its content reached the output."""

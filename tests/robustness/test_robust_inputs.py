@@ -17,9 +17,9 @@ import pytest
 
 from adaptlab.data.documents import load_documents, select_files
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.storage.names import MAX_NAME_LENGTH
 from adaptlab.study import parse_adapt_section
 from adaptlab.study.load import load_study
-from adaptlab.storage.names import MAX_NAME_LENGTH
 from robustness.hostile import STUDY, assert_one_line_error, cli
 
 # -- names ----------------------------------------------------------------------------------------

@@ -23,7 +23,6 @@ from adaptlab.stats import bootstrap_ci
 from adaptlab.study import load_study
 from robustness.hostile import HOSTILE_BYTES, STUDY, assert_one_line_error, build_store, cli, digest
 
-
 # -- row 9: a study is validated whole; the per-dataset unit is named ------------------------------
 
 def test_second_dataset_missing_fails_before_anything_is_stored(work):

@@ -18,8 +18,8 @@ from adaptlab.study import submit as submit_mod
 from adaptlab.study.schema import project_root
 from adaptlab.study.submit import CODE_ENV, submit_study, upload_plan
 from robustness.hostile import SUBMIT_STUDY as STUDY
-from robustness.hostile import write_file as _write
 from robustness.hostile import cli
+from robustness.hostile import write_file as _write
 
 PASSWORD = "Hunter2-pw-9f3"
 SECRET_FILES = (".env", ".aws/credentials", ".venv/lib/site.py", "venv2/lib/x.py", "results/s/_delta_log/0.json",

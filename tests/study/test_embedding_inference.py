@@ -103,9 +103,8 @@ def test_each_key_reaches_the_encoder_and_fp32_onnx_keeps_the_metrics(tiny_model
                                                                        monkeypatch):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("optimum.onnxruntime")
-    from adaptlab.study import run_study
-
     from adaptlab.models import sbert
+    from adaptlab.study import run_study
 
     seen = []
     real = inference.load_sentence_transformer

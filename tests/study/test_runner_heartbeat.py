@@ -9,9 +9,9 @@ import re
 import sys
 import time
 
+import adaptlab.study.runner as runner
 from adaptlab.runtime.progress import set_progress
 from adaptlab.study import parse_study, run_study
-import adaptlab.study.runner as runner
 
 INTERVAL = 0.2
 

@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ray_cluster import (  # noqa: E402
-    HeadPorts, cluster_pids, is_loopback, loopback_env, start_head, start_worker, stop_cluster)
+from ray_cluster import HeadPorts, cluster_pids, is_loopback, loopback_env, start_head, start_worker, stop_cluster  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

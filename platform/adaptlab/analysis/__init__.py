@@ -33,19 +33,15 @@ from adaptlab.analysis.diversity import (
     topic_map,
 )
 from adaptlab.analysis.evalrank import EvalRankResult, PairPool, evalrank, evalrank_ranks, load_pairs
-from adaptlab.analysis.inspect import default_pair, format_inspection, inspect_queries, recorded_texts, same_system_note, win_loss
-from adaptlab.analysis.isotropy import IsotropyResult, isoscore, isotropy, isotropy_mu, isotropy_mu_exact
-from adaptlab.analysis.plan import Plan, pilot_from_store, plan_sample_size
-from adaptlab.analysis.scaling import (
-    SCALING_MODELS,
-    ScalingFit,
-    fit_scaling,
-    format_scaling,
-    plot_scaling,
-    scaling_from_records,
-    scaling_from_store,
-    scaling_rows,
+from adaptlab.analysis.inspect import (
+    default_pair,
+    format_inspection,
+    inspect_queries,
+    recorded_texts,
+    same_system_note,
+    win_loss,
 )
+from adaptlab.analysis.isotropy import IsotropyResult, isoscore, isotropy, isotropy_mu, isotropy_mu_exact
 from adaptlab.analysis.overlap import (
     DEFAULT_OVERLAP_PSI,
     OverlapResult,
@@ -54,6 +50,7 @@ from adaptlab.analysis.overlap import (
     overlap_metrics,
     similarity_distributions,
 )
+from adaptlab.analysis.plan import Plan, pilot_from_store, plan_sample_size
 from adaptlab.analysis.plots import (
     DEFAULT_DPI,
     FIGURE_FORMATS,
@@ -69,6 +66,16 @@ from adaptlab.analysis.plots import (
 )
 from adaptlab.analysis.present import DIGITS, format_p, render_table, terminal_escape, terminal_escape_lines
 from adaptlab.analysis.report import build_report
+from adaptlab.analysis.scaling import (
+    SCALING_MODELS,
+    ScalingFit,
+    fit_scaling,
+    format_scaling,
+    plot_scaling,
+    scaling_from_records,
+    scaling_from_store,
+    scaling_rows,
+)
 from adaptlab.analysis.shift import DEFAULT_QUANTILES, ShiftComparison, compare_shift, domain_shift
 from adaptlab.analysis.tables import render, wide_table
 from adaptlab.analysis.thresholds import (

@@ -105,9 +105,9 @@ class OverlapResult:
 
     def to_metric_rows(self) -> list[dict[str, Any]]:
         """Rows ``coe`` and ``roe`` (extra: k, psi, theta, the excluded and missing counts)."""
-        common = {"n_queries": self.n_queries, "n_resamples": self.n_resamples,
-                  "sample_size": self.sample_size, "seed": self.seed, "confidence": self.confidence,
-                  "interval_method": "percentile"}
+        common: dict[str, Any] = {"n_queries": self.n_queries, "n_resamples": self.n_resamples,
+                                  "sample_size": self.sample_size, "seed": self.seed, "confidence": self.confidence,
+                                  "interval_method": "percentile"}
         extra = {"k": self.k, "psi": self.psi, "theta": self.theta, "n_excluded": self.n_excluded,
                  "confidence": self.confidence, "n_missing_corr": self.n_missing_corr,
                  "n_missing_rand": self.n_missing_rand}

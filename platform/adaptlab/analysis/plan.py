@@ -336,14 +336,14 @@ def _search(sim: _Sim, grid: list[int], target: float, max_queries: int,
         simulate(min(max_queries, 2 * max(powers)))
     fit = _fit(powers, sim.n_experiments)
     for _ in range(_REFITS):
-        q = _planned(powers, fit, target, max_queries)
-        if q is None or q in powers:
+        planned = _planned(powers, fit, target, max_queries)
+        if planned is None or planned in powers:
             break
-        simulate(q)
+        simulate(planned)
         fit = _fit(powers, sim.n_experiments)
-    q = _planned(powers, fit, target, max_queries)
-    if q is not None and q not in powers:  # the curve always shows the planned size (not refitted)
-        simulate(q)
+    planned = _planned(powers, fit, target, max_queries)
+    if planned is not None and planned not in powers:  # the curve always shows the planned size (not refitted)
+        simulate(planned)
     return powers, fit
 
 

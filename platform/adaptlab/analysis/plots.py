@@ -131,7 +131,8 @@ def _readable(fig: Figure) -> None:
 def title_texts(fig: Figure) -> list[Any]:
     """The non-empty title Text objects of ``fig``: its suptitle and every visible axes' titles."""
     texts = [getattr(fig, "_suptitle", None)]
-    texts += [t for ax in fig.axes if ax.get_visible() for t in (ax.title, ax._left_title, ax._right_title)]
+    texts += [t for ax in fig.axes if ax.get_visible()
+              for t in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None))]
     return [t for t in texts if t is not None and t.get_visible() and t.get_text()]
 
 
@@ -143,7 +144,7 @@ def _fit_titles(fig: Figure) -> None:
     import textwrap
 
     fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # the Agg canvas of _figure has one
     width = fig.bbox.width
     for text in title_texts(fig):
         words = " ".join(text.get_text().split())
@@ -561,7 +562,7 @@ def plot_shift_histograms(
     fig = _figure(6.0, 3.8)
     ax = fig.subplots()
     for label, a in arrays.items():
-        ax.hist(a[np.isfinite(a)], bins=edges, alpha=0.5, label=str(label))
+        ax.hist(a[np.isfinite(a)], bins=edges.tolist(), alpha=0.5, label=str(label))
     ax.set_xlabel("L2 distance to the nearest reference embedding")
     ax.set_ylabel("count")
     ax.legend()

@@ -146,7 +146,10 @@ def _draw_gains(gx: Any, c: ScaleCurve, i: int, n_curves: int, color: str) -> bo
     gxs = np.array([p.n_documents for p in gains], dtype=float) * (1 + 0.03 * (i - n_curves / 2))
     g = np.array([p.gain for p in gains])
     # a point estimate may lie outside its percentile interval: such a bar has length 0, never < 0
-    err = np.clip(np.array([[p.gain - p.gain_ci_low, p.gain_ci_high - p.gain] for p in gains]).T, 0.0, None)
+    # (_gain_rows sets a gain and its interval together, so the condition drops no point)
+    err = np.clip(np.array([[p.gain - p.gain_ci_low, p.gain_ci_high - p.gain] for p in gains
+                            if p.gain is not None and p.gain_ci_low is not None and p.gain_ci_high is not None]).T,
+                  0.0, None)
     gx.errorbar(gxs, g, yerr=err, color=color, fmt="none", capsize=3)
     sig = np.array([p.p_decision is not None and p.p_decision < 0.05 for p in gains])
     gx.scatter(gxs[sig], g[sig], color=color, s=30)

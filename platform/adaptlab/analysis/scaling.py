@@ -538,7 +538,7 @@ def scaling_tables(fits: Sequence[ScalingFit]) -> tuple[tuple[list[str], list[li
                  f.target_note if f.target is not None else "-"] for f in fits]
     point_rows = [[f.dataset, f"{f.label} {f.variant}", str(n), f"{format_number(g)} {format_interval(*c)}",
                    "not recorded" if h is None else f"{h:.3g}",
-                   "n/a" if r is None else f"{format_number(r)} {format_interval(*rc)}"]  # type: ignore[misc]
+                   "n/a" if r is None else f"{format_number(r)} {format_interval(*rc)}"]
                   for f in fits for n, g, c, h, r, rc in zip(f.scales, f.gains, f.gain_ci, f.hours, f.gain_per_hour,
                                                             f.gain_per_hour_ci)]
     return ((["Dataset", "Variant", "Fit", f"Gain per doubling at the largest scale [{pct}]", "At the largest scale",

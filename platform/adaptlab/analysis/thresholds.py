@@ -184,10 +184,10 @@ class ThresholdResult:
         and ``threshold_loss`` (the paired loss with its CI; for ``test="exact"`` the one-sided
         Clopper-Pearson interval ``[0, U]``, ``interval_method`` ``"clopper-pearson-upper"``)."""
         l = self.sample_size if self.test == "paper" else self.n_queries
-        common = {"n_queries": self.n_queries, "n_resamples": self.n_resamples, "sample_size": l,
+        common: dict[str, Any] = {"n_queries": self.n_queries, "n_resamples": self.n_resamples, "sample_size": l,
                   "seed": self.seed, "confidence": self.confidence, "interval_method": "percentile"}
         at = self.at_chosen()
-        loss_ci = {"ci_low": at["loss_ci_low"], "ci_high": at["loss_ci_high"], **common}
+        loss_ci: dict[str, Any] = {"ci_low": at["loss_ci_low"], "ci_high": at["loss_ci_high"], **common}
         if self.test == "exact":
             loss_ci.update(ci_low=0.0 if self.chosen is not None else float("nan"), ci_high=at["loss_upper"],
                            interval_method="clopper-pearson-upper")

@@ -19,6 +19,7 @@ key is reported the same way everywhere:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,7 @@ __all__ = [
 _WS = " \t\n\r"
 
 
-def require_file(path: str | Path, what: str) -> Path:
+def require_file(path: str | os.PathLike[str], what: str) -> Path:
     """``path`` as a :class:`Path` if it is a readable file, else a DataError naming it."""
     p = Path(path)
     if not p.exists():

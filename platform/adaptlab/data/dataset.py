@@ -73,7 +73,7 @@ class Dataset:
         for qid, judged in qrels.items():
             if qid not in queries:
                 raise DataError(f"{source}: qrels name query {qid!r}, which is not among the queries")
-            for did, rel in judged.items():
+            for did in judged:
                 if did not in docs:
                     raise DataError(
                         f"{source}: qrels for query {qid!r} name document {did!r}, "

@@ -132,7 +132,7 @@ def read_pdf_pages(path: str | Path) -> list[str]:
     return pages
 
 
-def _pages(p: Path, PdfReader: type, PyPdfError: type) -> list[str]:  # noqa: N803 - the classes
+def _pages(p: Path, PdfReader: type, PyPdfError: type[Exception]) -> list[str]:  # noqa: N803 - the classes
     """The text of every page; PdfProblem for an encrypted or damaged file."""
     try:
         reader = PdfReader(str(p))

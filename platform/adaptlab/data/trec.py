@@ -23,7 +23,7 @@ from adaptlab.errors import DataError
 __all__ = ["check_run_queries", "read_trec_qrels", "read_trec_run", "rank_run", "write_trec_qrels", "write_trec_run"]
 
 
-def read_trec_qrels(path: str | Path) -> Qrels:
+def read_trec_qrels(path: str | os.PathLike[str]) -> Qrels:
     """Read ``qid iter docid rel`` lines; a repeated (qid, docid) with another rel is an error."""
     p = require_file(path, "TREC qrels file (qid 0 docid rel)")
     qrels: Qrels = {}
@@ -53,7 +53,7 @@ def read_trec_qrels(path: str | Path) -> Qrels:
     return qrels
 
 
-def read_trec_run(path: str | Path, *, qrels: Mapping[str, Mapping[str, int]] | None = None) -> Run:
+def read_trec_run(path: str | os.PathLike[str], *, qrels: Mapping[str, Mapping[str, int]] | None = None) -> Run:
     """Read ``qid Q0 docid rank score tag`` lines into ``{qid: {docid: score}}``.
 
     A document listed twice for one query, or a score that is not a finite number, is an

@@ -60,6 +60,7 @@ from adaptlab import _version
 from adaptlab.embedding.pipeline import embed_texts
 from adaptlab.errors import ConfigError, is_uri, mask_url
 from adaptlab.models import model_revision
+from adaptlab.models.base import TextKind
 from adaptlab.storage.env import CACHE_ENV, cache_home, env_number
 from adaptlab.storage.objects import RemoteDir, open_remote
 
@@ -118,7 +119,7 @@ def _is_s3(root: Path | str) -> bool:
 
 
 def _join(root: Path | str, name: str) -> Path | str:
-    return root.rstrip("/") + "/" + name if is_uri(root) else Path(root) / name
+    return str(root).rstrip("/") + "/" + name if is_uri(root) else Path(root) / name
 
 
 @dataclass(frozen=True)
@@ -331,10 +332,11 @@ class Embedder(CachedModel):
         """``sha256(model key, kind, texts, options, adaptlab version)``."""
         return self._key(self.model_key, kind, texts_hash(texts), self.options)
 
-    def __call__(self, texts: list[str], kind: str) -> np.ndarray:
-        name = f"{self.cache_key(texts, kind)}.npy" if self._cache is not None else None
-        if name is not None:
-            hit = self._cache.load(name)
+    def __call__(self, texts: list[str], kind: TextKind) -> np.ndarray:
+        cache = self._cache
+        name = f"{self.cache_key(texts, kind)}.npy" if cache is not None else None
+        if cache is not None and name is not None:
+            hit = cache.load(name)
             if hit is not None:
                 self._note_cache(len(texts), len(texts))
                 return hit
@@ -345,8 +347,8 @@ class Embedder(CachedModel):
                           placement_timeout=self.placement_timeout)
         out = np.ascontiguousarray(out, dtype=np.float32)
         self._note_cache(0, len(texts))
-        if name is not None:
-            self._cache.save(name, out)
+        if cache is not None and name is not None:
+            cache.save(name, out)
         return out
 
 

@@ -125,17 +125,18 @@ def placement_timeout(value: float | None = None) -> float:
     """The placement time-out in seconds: ``value`` when given, else ``ADAPTLAB_POOL_PLACEMENT_TIMEOUT``,
     else :data:`PLACEMENT_TIMEOUT`. A value that is not a positive number raises ``ConfigError``."""
     where = "placement_timeout"
-    if value is None:
+    given: Any = value  # a config value or the variable's text, checked below
+    if given is None:
         raw = os.environ.get(PLACEMENT_TIMEOUT_ENV, "").strip()
         if not raw:
             return PLACEMENT_TIMEOUT
-        where, value = PLACEMENT_TIMEOUT_ENV, raw  # type: ignore[assignment]
+        where, given = PLACEMENT_TIMEOUT_ENV, raw
     try:
-        seconds = float(value)
+        seconds = float(given)
     except (TypeError, ValueError):
         seconds = float("nan")
-    if isinstance(value, bool) or not seconds > 0 or seconds == float("inf"):
-        raise ConfigError(f"{where} must be a positive number of seconds, got {value!r}")
+    if isinstance(given, bool) or not seconds > 0 or seconds == float("inf"):
+        raise ConfigError(f"{where} must be a positive number of seconds, got {given!r}")
     return seconds
 
 
@@ -185,7 +186,7 @@ class EncoderPool:
         self.restarts = 0
         self.reported_losses: set[str] = set()  # nodes whose loss this pool has reported (one line each)
         self._lock = threading.Lock()
-        self._remote = ray.remote(EmbedBatch)
+        self._remote: Any = ray.remote(EmbedBatch)
         self.members: list[Member] = [self._new_member() for _ in range(placement.num_actors)]
 
     def _new_member(self) -> Member:
@@ -581,9 +582,9 @@ def get_pool(factory: EncoderFactory, placement: PoolPlacement) -> EncoderPool:
     """The warm pool for ``factory`` and ``placement``, created on first use."""
     key = _pool_key(factory, placement)
     with _REGISTRY_LOCK:
-        for k, pool in list(_POOLS.items()):
-            if not pool.alive:  # Ray was shut down (or restarted) since the pool was made
-                pool.close()
+        for k, stale in list(_POOLS.items()):
+            if not stale.alive:  # Ray was shut down (or restarted) since the pool was made
+                stale.close()
                 del _POOLS[k]
         pool = _POOLS.get(key)
         if pool is not None:

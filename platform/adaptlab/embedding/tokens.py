@@ -50,7 +50,7 @@ from typing import Any, cast
 import numpy as np
 
 from adaptlab.embedding.actor import EncoderFactory
-from adaptlab.embedding.cache import LOCAL_BELOW, CachedModel, texts_hash
+from adaptlab.embedding.cache import LOCAL_BELOW, CachedModel, EmbeddingCache, texts_hash
 from adaptlab.embedding.pipeline import check_row_coverage, length_blocks, pool_placement
 from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, get_pool, has_pool
 from adaptlab.errors import ConfigError
@@ -191,7 +191,7 @@ class TokenEmbedder(CachedModel):
         batch_size: int,
         use_ray: bool = False,
         num_actors: int | None = None,
-        cache_dir: Path | str | None = None,
+        cache_dir: EmbeddingCache | Path | str | None = None,
         device: str | None = None,
         local_below: int = LOCAL_BELOW,
         placement_timeout: float | None = None,
@@ -269,7 +269,7 @@ class TokenEmbedder(CachedModel):
             # offsets are written last and read first: offsets present means vectors complete
             offsets = self._cache.load(f"{key}.tokens.offsets.npy")
             vectors = self._cache.load(f"{key}.tokens.vectors.npy") if offsets is not None else None
-            if vectors is not None:
+            if vectors is not None and offsets is not None:
                 self._note_cache(len(texts), len(texts))
                 return TokenVectors(vectors, offsets)
         self.last_run = self.encode(texts, kind)

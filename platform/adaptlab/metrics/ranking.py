@@ -158,7 +158,7 @@ def _measure_kernel(m: Measure, rel: np.ndarray, n_rel: np.ndarray, ideal: np.nd
     hit = rel > 0
     hk = _cut(hit, m.k)
     if m.name == "acc":
-        return hk.any(axis=1).astype(np.float64)
+        return np.asarray(hk.any(axis=1), dtype=np.float64)
     if m.name == "precision":
         return hk.sum(axis=1) / float(m.k)  # type: ignore[arg-type]
     if m.name == "recall":

@@ -271,7 +271,7 @@ def _guard_git_metadata() -> None:
     for name in _METADATA_USERS:
         module = sys.modules.get(name)
         if module is not None and hasattr(module, "get_metadata_only"):
-            module.get_metadata_only = guarded
+            module.get_metadata_only = guarded  # type: ignore[attr-defined]  # present: hasattr above
 
 
 def is_colbert_checkpoint(path: str | Path) -> bool:

@@ -52,8 +52,8 @@ from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import ConfigError, extra_installed, missing_extra
 from adaptlab.models.calibration import calibration_texts
-from adaptlab.storage.env import cache_home
 from adaptlab.runtime.hardware import bf16_support
+from adaptlab.storage.env import cache_home
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

@@ -61,7 +61,7 @@ import numpy as np
 
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.base import short_error
-from adaptlab.models.colbert import PLAID_NBITS, restored_env, import_colbert
+from adaptlab.models.colbert import PLAID_NBITS, import_colbert, restored_env
 from adaptlab.models.weights import weights_sha256
 
 if TYPE_CHECKING:

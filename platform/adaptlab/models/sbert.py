@@ -89,11 +89,12 @@ class SentenceTransformerEncoder(Encoder):
         query_instruction, document_instruction = resolve_instructions(opts)
         model_kwargs = {**prepare_local_load(model), **dict(opts.get("model_kwargs") or {})}
         dev = resolve_device(device)
+        source = model.path if model.path is not None else model.model_id
         try:
             st_model = load_sentence_transformer(
-                model.path if model.path is not None else model.model_id,
+                source,
                 Inference.of(opts),
-                revision=lambda: model.revision or weights_sha256(model.path),
+                revision=lambda: model.revision or weights_sha256(source),  # the folder exported (onnx, openvino)
                 device=dev,
                 trust_remote_code=trust_remote_code(opts, cls.backend),
                 cache_folder=model.cache_dir,

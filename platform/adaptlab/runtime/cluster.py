@@ -175,7 +175,7 @@ class RayInfo:
 
 def _auth_mode() -> str:
     try:
-        from ray._raylet import AuthenticationMode, get_authentication_mode
+        from ray._raylet import AuthenticationMode, get_authentication_mode  # type: ignore[attr-defined]  # private
 
         return "token" if get_authentication_mode() == AuthenticationMode.TOKEN else "disabled"
     except Exception:  # noqa: BLE001 - private API; absence must not break init
@@ -196,7 +196,7 @@ def _set_token_mode_for_client() -> None:
         return
     os.environ["RAY_AUTH_MODE"] = "token"
     try:  # refresh Ray's cached config so this process sees the mode (what ray.init does itself)
-        from ray._raylet import Config
+        from ray._raylet import Config  # type: ignore[attr-defined]  # private, not in Ray's stub
 
         Config.initialize("")
     except Exception:  # noqa: BLE001 - private API
@@ -234,7 +234,7 @@ def _keep_repeated_lines() -> None:
     os.environ["RAY_DEDUP_LOGS"] = "0"
     ray_logging = sys.modules.get("ray._private.ray_logging")
     if ray_logging is not None and hasattr(ray_logging, "RAY_DEDUP_LOGS"):
-        ray_logging.RAY_DEDUP_LOGS = False  # private, read on every batch: absent in another Ray, no harm
+        ray_logging.RAY_DEDUP_LOGS = False  # type: ignore[attr-defined]  # private, read on every batch: absent in another Ray, no harm
 
 
 def init_ray(

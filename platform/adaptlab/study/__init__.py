@@ -9,12 +9,12 @@ adaptation stage; ``submit_study`` sends it to a Ray cluster. Seeds: :mod:`adapt
 from __future__ import annotations
 
 from adaptlab.study.adapt_config import AdaptSettings, TuneSettings, parse_adapt_section, parse_tune_section
+from adaptlab.study.adaptation import TUNE_MEASURE, system_name
 from adaptlab.study.inputs import check_inputs
 from adaptlab.study.keys import KeyInfo, sections
 from adaptlab.study.load import load_study, parse_study
 from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
 from adaptlab.study.runner import evaluate_systems, export_runs, run_scale_study, run_study
-from adaptlab.study.adaptation import TUNE_MEASURE, system_name
 from adaptlab.study.schema import Study, default_name, project_root
 from adaptlab.study.seeds import stage_seed
 from adaptlab.study.submit import SubmitResult, describe_code, source_info, submit_study, upload_plan

@@ -34,9 +34,9 @@ from adaptlab.adapt.train.sweep_config import SweepConfig
 from adaptlab.errors import ConfigError
 from adaptlab.models.inference import DEFAULT_BACKEND, EXACT_PRECISION, precision_name
 from adaptlab.models.variants import (
-    BM25_REF,
     BASE,
     BI_ENCODER_VARIANTS,
+    BM25_REF,
     COLBERT_BACKEND,
     COLBERT_LABEL,
     COLBERT_VARIANTS,
@@ -522,7 +522,7 @@ def _sweep_config(study: Study, raw: Mapping[str, Any], check: SectionChecker) -
             off = _SWEEP_OFF.get(f.name)
             kw[f.name] = (check.auto_number(f.name, raw[f.name]) if off
                           else read_value(check, f, hints[f.name], raw[f.name]))
-    boot = {field_name: check.integer(key, raw[key]) for key, field_name in _BOOTSTRAP_KEYS.items()
+    boot: dict[str, Any] = {field_name: check.integer(key, raw[key]) for key, field_name in _BOOTSTRAP_KEYS.items()
             if key in raw and key != "ci_seed"}
     explicit_seed = check.integer("ci_seed", raw["ci_seed"], 0) if "ci_seed" in raw else None
     try:

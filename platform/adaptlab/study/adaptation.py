@@ -77,7 +77,7 @@ from adaptlab.models.variants import (
 from adaptlab.study.adapt_config import AdaptSettings, TuneSettings
 from adaptlab.study.inputs import EvalDataset, embedding_cache, log, model_embedder
 from adaptlab.study.outcome import SystemInfo
-from adaptlab.study.schema import ModelSection, Study
+from adaptlab.study.schema import ModelSection, StoreURI, Study
 
 __all__ = [
     "Adaptation",
@@ -150,14 +150,14 @@ def load_corpus(settings: AdaptSettings, study: Study) -> tuple[list[Document], 
         path = rest if Path(rest).expanduser().is_absolute() else str(study.resolve_path(rest))
         ds = load_dataset(f"{fmt}:{path}")
         return corpus_from_dataset(ds, clean=settings.clean), None
-    path = study.resolve_path(corpus)
-    if not path.exists():
+    local = study.resolve_path(corpus)
+    if not local.exists():
         raise ConfigError(
-            f"{study.source}: [adapt].corpus = {corpus!r}: {path} does not exist; expected a folder of "
+            f"{study.source}: [adapt].corpus = {corpus!r}: {local} does not exist; expected a folder of "
             ".txt/.md/.jsonl/.pdf documents, synthetic:k=v,... or FORMAT:PATH with FORMAT one of "
             + ", ".join(DATASET_FORMATS)
         )
-    return load_documents(path, include=settings.include or None, exclude=settings.exclude or None,
+    return load_documents(local, include=settings.include or None, exclude=settings.exclude or None,
                           clean=settings.clean), None
 
 
@@ -166,6 +166,8 @@ def question_generator(
 ) -> SyntheticTemplateGenerator | InverseClozeGenerator | LLMQuestionGenerator:
     """The question generator of ``[adapt].questions`` (seeded with ``[adapt].seed``)."""
     if settings.questions == "template":
+        if synthetic_raw is None:  # refused when the study is loaded; here for a settings object built by hand
+            raise ConfigError('[adapt].questions = "template" needs a synthetic: corpus')
         return SyntheticTemplateGenerator(synthetic_raw, n_per_chunk=settings.questions_per_chunk, seed=settings.seed)
     if settings.questions == "inverse-cloze":
         return InverseClozeGenerator(settings.questions_per_chunk, seed=settings.seed)
@@ -258,7 +260,7 @@ def _train(settings: AdaptSettings, jobs: list[tuple[str, int, AdaptJob]], addre
 
 
 def _run_tune(study: Study, settings: AdaptSettings, tune_settings: TuneSettings, data: AdaptationData,
-              store_dir: Path | None) -> SweepResult:
+              store_dir: Path | StoreURI | None) -> SweepResult:
     """Sweep on the validation questions of one scale; store one metrics row per trial."""
     scale_data = data.scales[-1]
     if tune_settings.scale is not None:
@@ -281,8 +283,11 @@ def _run_tune(study: Study, settings: AdaptSettings, tune_settings: TuneSettings
     name = tune_settings.name or f"{study.study.name}-{system_name(settings.label, sweep_config.variant, n)}"
     log(f"[adaptlab] tune: {sweep_config.num_samples} trial(s) of {sweep_config.variant} at scale {n} "
          f"on {validation.n_queries} validation questions")
+    storage = tune_settings.storage_path
+    if storage is None:  # set under the results store (TuneSettings.under_store) before the study runs
+        raise ConfigError(f"{study.source}: [tune].storage_path: required when the study has no results store")
     sweep = tune_adaptation(
-        settings.base_model, triplets, validation, sweep_config, storage_path=tune_settings.storage_path, name=name,
+        settings.base_model, triplets, validation, sweep_config, storage_path=storage, name=name,
         ft_config=settings.ft, chunks=chunks, pt_config=settings.pt, artifact_root=settings.artifact_root,
         seed=settings.seed,
     )
@@ -292,7 +297,7 @@ def _run_tune(study: Study, settings: AdaptSettings, tune_settings: TuneSettings
 
 
 def _store_sweep(study: Study, settings: AdaptSettings, variant: str, sweep: SweepResult, validation: Dataset,
-                 n: int, store_dir: Path) -> None:
+                 n: int, store_dir: Path | StoreURI) -> None:
     """One run for the sweep (system ``<label>-<variant>-s<n>-tune``) holding the sweep's rows
     (:meth:`~adaptlab.adapt.train.tune.SweepResult.to_metric_rows`): one per trial on dataset
     ``validation-s<n>``, and the chosen trial's confirmed value on dataset ``confirm-s<n>``."""
@@ -350,7 +355,7 @@ def _systems(study: Study, settings: AdaptSettings, jobs: list[tuple[str, int, A
 def _training_summary(art: Artifact) -> dict[str, Any]:
     """The manifest's ``"training"`` record (what the report's Training table shows)."""
     training = (art.manifest or {}).get("training")
-    return dict(training) if hasattr(training, "items") else {}
+    return dict(training) if training is not None and hasattr(training, "items") else {}
 
 
 def _baseline(study: Study, settings: AdaptSettings, systems: list[SystemInfo]) -> str | None:
@@ -405,7 +410,7 @@ def _prepare(study: Study, settings: AdaptSettings,
 
 
 def adaptation_stage(study: Study, settings: AdaptSettings, tune_settings: TuneSettings | None,
-                     store_dir: Path | None, address: str | None) -> Adaptation:
+                     store_dir: Path | StoreURI | None, address: str | None) -> Adaptation:
     """Prepare the adaptation data, sweep (optional ``[tune]``), train every (scale, variant);
     returns the systems to evaluate and the held-out dataset. Ray, when used, is started by the
     caller. Adapted models are content-addressed artifacts, so a rerun trains nothing."""

@@ -19,10 +19,10 @@ from adaptlab.data.dataset import Dataset
 from adaptlab.data.loaders import check_dataset_options, parse_dataset_spec
 from adaptlab.data.pairs import check_pair_columns
 from adaptlab.embedding.cache import Embedder, EmbeddingCache
-from adaptlab.runtime.progress import progress_enabled
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models import check_backend_packages, pick_backend, resolve_model
 from adaptlab.models.variants import BI_ENCODER_BACKEND, BM25_REF, COLBERT_BACKEND
+from adaptlab.runtime.progress import progress_enabled
 from adaptlab.study.schema import DatasetSection, ModelSection, Study, is_store_uri
 
 __all__ = ["EvalDataset", "check_inputs", "embedding_cache", "load_dataset_section", "log", "model_embedder",

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import ConfigError
-from adaptlab.study.adapt_config import read_adapt_sections
 from adaptlab.storage.names import check_name, check_names
+from adaptlab.study.adapt_config import read_adapt_sections
 from adaptlab.study.schema import (
     AnalysisSection,
     BootstrapSection,
@@ -70,7 +70,8 @@ def _check_names(study: Study) -> None:
     :func:`~adaptlab.storage.names.check_name`; two datasets (or models) whose names are equal
     once normalised are refused."""
     study.study.name = check_name(study.study.name, f"{study.source}: [study].name")
-    for key, items in (("datasets", study.datasets), ("models", study.models)):
+    sections: list[tuple[str, list[Any]]] = [("datasets", study.datasets), ("models", study.models)]
+    for key, items in sections:
         given = [item.name for item in items]
         for i, item in enumerate(items):
             item.name = check_name(item.name, f"{study.source}: {key}[{i}].name")

@@ -14,7 +14,7 @@ from adaptlab.errors import ConfigError
 from adaptlab.evaluation import EvaluationSummary
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.study.adapt_config import AdaptSettings
-from adaptlab.study.schema import ModelSection
+from adaptlab.study.schema import ModelSection, StoreURI
 
 __all__ = ["DatasetOutcome", "ScaleStudyOutcome", "StudyOutcome", "SystemInfo"]
 
@@ -38,8 +38,9 @@ class SystemInfo:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (the runs table's ``config.systems``; ``training`` only for an adapted one)."""
-        out = {"variant": self.variant, "n_documents": self.n_documents, "model_ref": self.section.ref,
-               "artifact_key": self.artifact_key, "artifact_path": self.artifact_path, "reused": self.reused}
+        out: dict[str, Any] = {"variant": self.variant, "n_documents": self.n_documents,
+                               "model_ref": self.section.ref, "artifact_key": self.artifact_key,
+                               "artifact_path": self.artifact_path, "reused": self.reused}
         if self.training:
             out["training"] = dict(self.training)
         return out
@@ -60,7 +61,7 @@ class StudyOutcome:
     """Every dataset's outcome, in evaluation order, and the store they went to (or None)."""
 
     study: str
-    store: Path | None
+    store: Path | StoreURI | None
     datasets: list[DatasetOutcome]
 
 

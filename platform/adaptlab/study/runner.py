@@ -57,7 +57,7 @@ import numpy as np
 from adaptlab.analysis import isotropy, overlap_metrics, similarity_thresholds, topic_diversity
 from adaptlab.data.trec import write_trec_run
 from adaptlab.embedding import release_pools
-from adaptlab.embedding.cache import EmbeddingCache, Embedder
+from adaptlab.embedding.cache import Embedder, EmbeddingCache
 from adaptlab.embedding.tokens import TokenEmbedder
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.evaluation import summarise
@@ -76,6 +76,7 @@ from adaptlab.runtime.progress import Heartbeat
 from adaptlab.stats import BootstrapConfig
 from adaptlab.storage.files import READABLE, safe_name
 from adaptlab.study.adapt_config import AdaptSettings, TuneSettings, adapt_under_store, tune_under_store
+from adaptlab.study.adaptation import Adaptation, adaptation_stage
 from adaptlab.study.inputs import (
     EvalDataset,
     check_inputs,
@@ -86,8 +87,7 @@ from adaptlab.study.inputs import (
     pool_settings,
 )
 from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
-from adaptlab.study.adaptation import Adaptation, adaptation_stage
-from adaptlab.study.schema import ModelSection, Study
+from adaptlab.study.schema import ModelSection, StoreURI, Study
 from adaptlab.study.seeds import stage_seed
 
 __all__ = [
@@ -198,7 +198,7 @@ class _Run:
     the per-dataset callback, its start time, and a background Ray start (or None) whose errors
     (a bad address) surface before returning even if no stage needed Ray."""
 
-    store_root: Path | None
+    store_root: Path | StoreURI | None
     address: str | None
     export_run: str | Path | None
     on_dataset: Callable[[DatasetOutcome], None] | None
@@ -266,7 +266,7 @@ class _Evaluation:
     depth: int
     boot: BootstrapConfig
     baseline: str | None
-    store_root: Path | None
+    store_root: Path | StoreURI | None
     extra_config: dict[str, Any] = field(default_factory=dict)
     pairs: tuple[tuple[str, str], ...] | None = None
 
@@ -278,7 +278,7 @@ def evaluate_systems(
     *,
     baseline: str | None = None,
     pairs: Sequence[tuple[str, str]] | None = None,
-    store_root: Path | None = None,
+    store_root: Path | StoreURI | None = None,
     export_run: str | Path | None = None,
     on_dataset: Callable[[DatasetOutcome], None] | None = None,
     extra_config: dict[str, Any] | None = None,
@@ -307,7 +307,7 @@ def evaluate_systems(
     return outcomes
 
 
-def _committed_note(outcomes: list[DatasetOutcome], store_root: Path | None) -> str:
+def _committed_note(outcomes: list[DatasetOutcome], store_root: Path | StoreURI | None) -> str:
     """What a failed study left in the store: the datasets committed before the failure (the
     unit of atomicity is one dataset), or that none was (a Tune sweep's rows, stored before the evaluation, aside)."""
     done = [o for o in outcomes if o.run_ids]

@@ -43,15 +43,21 @@ from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from adaptlab.analysis.thresholds import TESTS as THRESHOLD_TESTS
 from adaptlab.embedding.cache import LOCAL_BELOW
 from adaptlab.errors import ConfigError, is_uri
 from adaptlab.metrics import parse_measures
 from adaptlab.models.base import canonical_backend
-from adaptlab.models.inference import DEFAULT_BACKEND, EMBEDDING_BACKENDS, EXACT_PRECISION, PRECISIONS, Inference
-from adaptlab.models.inference import precision_name
+from adaptlab.models.inference import (
+    DEFAULT_BACKEND,
+    EMBEDDING_BACKENDS,
+    EXACT_PRECISION,
+    PRECISIONS,
+    Inference,
+    precision_name,
+)
 from adaptlab.models.resolve import MODEL_ALIASES
 from adaptlab.models.variants import BI_ENCODER_BACKEND, BM25_REF
-from adaptlab.analysis.thresholds import TESTS as THRESHOLD_TESTS
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.intervals import INTERVALS
 from adaptlab.stats.pvalues import ADJUSTMENTS, PAIRED_TESTS
@@ -270,9 +276,10 @@ class Study:
     embedding: EmbeddingSection = field(default_factory=EmbeddingSection)
     analysis: AnalysisSection = field(default_factory=AnalysisSection)
     # the [adapt] / [tune] sections, read by adaptlab.study.adapt_config (which imports this module,
-    # so the names are not imported here: the annotations are text)
-    adapt: AdaptSettings | None = None  # noqa: F821
-    tune: TuneSettings | None = None  # noqa: F821
+    # so the names are not imported here, not even for the type checker (tests/architecture refuses
+    # the cycle): the annotations are text, and Any to mypy)
+    adapt: AdaptSettings | None = None  # type: ignore[name-defined]  # noqa: F821
+    tune: TuneSettings | None = None  # type: ignore[name-defined]  # noqa: F821
     adapt_table: dict[str, Any] = field(default_factory=dict)  # [adapt] as written (provenance, uploads)
     tune_table: dict[str, Any] = field(default_factory=dict)  # [tune] as written
     source: str = "<memory>"
@@ -517,7 +524,7 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def type_hints(cls: type) -> dict[str, Any]:
     """``get_type_hints(cls)``, once per class (a study may hold 60,000 ``[[datasets]]`` tables)."""
     return get_type_hints(cls)
@@ -559,7 +566,7 @@ def build_section(cls: type, raw: Any, where: str) -> Any:
     kwargs = {}
     for name, value in raw.items():
         tp = hints[name]
-        if is_dataclass(tp):
+        if isinstance(tp, type) and is_dataclass(tp):
             kwargs[name] = build_section(tp, value, f"{where}.{name}")
             continue
         kwargs[name] = _check_declared(check, declared[name], _check_value(value, tp, f"{where}.{name}"))

@@ -86,7 +86,7 @@ often an id as a key (every question id of SQuAD, ``"56be4db0acb8001400a502ec"``
 hex keys assigned to a secret-named key are still found by the keyword detector, and random
 strings by the base64 entropy detector."""
 _B64_LINE = re.compile(r"^[ \t]*([A-Za-z0-9+/]{16,}={0,2})[ \t]*\r?$", re.MULTILINE)
-_B64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{%d,}={0,2}" % BASE64_MIN)
+_B64_RUN = re.compile(rf"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{{{BASE64_MIN},}}={{0,2}}")
 _NEWLINE = re.compile("\n")
 _PRINTABLE = re.compile(r"[^\x00-\x08\x0e-\x1f\x7f]")
 
@@ -207,7 +207,8 @@ def _detector() -> _Detector:
                           "pip install detect-secrets") from e
     from adaptlab.study import credential_formats
 
-    names = sorted(cls.__name__ for cls in get_mapping_from_secret_type_to_class().values())
+    plugin_classes: dict[Any, type] = get_mapping_from_secret_type_to_class()
+    names = sorted(cls.__name__ for cls in plugin_classes.values())
     used = [{"name": n} for n in names if n not in _NOT_CREDENTIALS]
     used += [{"name": n, "path": f"file://{credential_formats.__file__}"} for n in credential_formats.__all__]
     with transient_settings({"plugins_used": used}) as settings:
@@ -230,7 +231,7 @@ def _detector() -> _Detector:
             patterns += [(p.secret_type, rx) for rx in found]
         elif isinstance(p, HighEntropyStringsPlugin):  # n characters hold at most log2(n) bits each
             shortest = max(1, int(2 ** p.entropy_limit))
-            found = [re.compile(r"([\'\"])([%s]{%d,})(\1)" % (re.escape(p.charset), shortest))]
+            found = [re.compile(rf"([\'\"])([{re.escape(p.charset)}]{{{shortest},}})(\1)")]
         elif isinstance(p, KeywordDetector):
             found = [re.compile(DENYLIST_REGEX, re.IGNORECASE)]
         else:  # a plugin of unknown shape: look at every line
@@ -452,12 +453,12 @@ def _base64_payloads(text: str) -> Iterator[tuple[int, bytes]]:
             spans.append((i, run.group(0)))
     if block:
         spans.append((start, "".join(block)))
-    for line, run in spans:
-        if len(run) < BASE64_MIN:
+    for row, chars in spans:
+        if len(chars) < BASE64_MIN:
             continue
-        payload = _decode_base64(run)
+        payload = _decode_base64(chars)
         if payload is not None and _looks_like_content(payload):
-            yield line, payload
+            yield row, payload
 
 
 def _decode_base64(run: str) -> bytes | None:

@@ -49,9 +49,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -173,10 +173,10 @@ def _git(root: Path, *args: str) -> str:
 
 
 def _working_copy_version(root: Path) -> str:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         return str(tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"])
     except (OSError, KeyError, ValueError):
@@ -218,7 +218,7 @@ def _ensure_token_mode() -> bool:
     os.environ["RAY_AUTH_MODE"] = "token"
     if "ray._raylet" in sys.modules:  # Ray already read the mode: refresh its cached config
         try:
-            from ray._raylet import Config
+            from ray._raylet import Config  # type: ignore[attr-defined]  # private, not in Ray's stub
 
             Config.initialize("")
         except Exception:  # noqa: BLE001 - an older/newer Ray: the env var is all we can do

@@ -6,9 +6,8 @@ import pytest
 
 from adaptlab.adapt.prep.chunking import Chunk
 from adaptlab.adapt.prep.evalset import heldout_dataset
-from adaptlab.data.beir import write_beir
 from adaptlab.adapt.prep.questions import SyntheticQuestion
-from adaptlab.data.beir import load_beir
+from adaptlab.data.beir import load_beir, write_beir
 from adaptlab.errors import ConfigError
 
 A = "Alpha one is here. Alpha two is here. Alpha three is here."

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from s3servers import running
 from tiny_models import one_torch_thread  # noqa: F401 (autouse fixture)
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs, train_variant
 from adaptlab.adapt.train.ft import FTConfig
+from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs, train_variant
 from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.errors import ConfigError
 

@@ -12,8 +12,9 @@ shows, and the configs are keyword-only so no call binds a value to another fiel
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

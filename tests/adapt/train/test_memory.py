@@ -12,7 +12,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tiny_models import build_tiny_model
 
 from adaptlab.adapt.train.colbert import ColBERTFTConfig
 from adaptlab.adapt.train.ft import FTConfig
@@ -28,6 +27,7 @@ from adaptlab.adapt.train.memory import (
     recomputed_bytes,
 )
 from adaptlab.adapt.train.pt import PTConfig
+from tiny_models import build_tiny_model
 
 TESTS = Path(__file__).resolve().parents[2]
 

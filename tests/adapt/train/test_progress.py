@@ -98,9 +98,9 @@ def test_progress_interval_from_the_environment(monkeypatch, progress_on):
 
 def test_driver_keeps_repeated_ray_lines(monkeypatch):
     """Two stages' identical-looking progress lines are not folded by Ray's log dedup."""
-    from adaptlab.runtime import cluster
-
     import ray._private.ray_logging as ray_logging
+
+    from adaptlab.runtime import cluster
 
     monkeypatch.setattr(ray_logging, "RAY_DEDUP_LOGS", True)  # restored afterwards
     monkeypatch.setenv("RAY_DEDUP_LOGS", "unset")  # recorded, so the variable is restored afterwards

@@ -14,13 +14,13 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sentence_transformers")
 
 from adaptlab.adapt.train import ft as train_ft_module  # noqa: E402
-from adaptlab.adapt.train.merge import merge_models, merge_state_dicts  # noqa: E402
 from adaptlab.adapt.train.ft import (  # noqa: E402
     FTConfig,
     coerce_triplets,
     resolve_prefixes,
     train_ft,
 )
+from adaptlab.adapt.train.merge import merge_models, merge_state_dicts  # noqa: E402
 from adaptlab.adapt.train.pt import PTConfig, train_pt  # noqa: E402
 from adaptlab.errors import ConfigError, DataError  # noqa: E402
 

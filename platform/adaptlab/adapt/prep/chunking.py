@@ -26,8 +26,8 @@ from __future__ import annotations
 import logging
 from array import array
 from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
 from dataclasses import asdict, dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -121,11 +121,11 @@ class _Counter:
         without = len(self("x", add_special_tokens=False)["input_ids"])
         return with_sp - without
 
-    def content(self, texts: Iterable[str]) -> list[int]:
+    def content(self, texts: Iterable[str]) -> array:
         """Tokens of each text without special tokens."""
         return self._lengths(texts, False)
 
-    def exact(self, texts: Iterable[str]) -> list[int]:
+    def exact(self, texts: Iterable[str]) -> array:
         """Tokens of each text as counted against the limit."""
         return self._lengths(texts, self.special)
 

@@ -71,12 +71,12 @@ def heldout_dataset(
     for q in questions:
         if q.removed is not None:
             cuts.setdefault(q.chunk_id, []).append(q.removed)
-    documents = []
+    corpus_docs: list[Document] = []
     for c in selected:
         text = cut_spans(c.text, cuts[c.id]) if c.id in cuts else c.text
         if not text.strip():
             text = c.text  # every sentence was a query: keep the chunk rather than lose it
-        documents.append(Document(c.id, text))
+        corpus_docs.append(Document(c.id, text))
     queries = {q.id: q.text for q in questions}
     if len(queries) != len(questions):
         raise ConfigError("heldout_dataset: duplicate question ids")
@@ -90,5 +90,5 @@ def heldout_dataset(
     }
     info.update(meta or {})
     return Dataset.build(
-        name, documents, queries, qrels, source=f"held-out questions {name!r}", meta=info
+        name, corpus_docs, queries, qrels, source=f"held-out questions {name!r}", meta=info
     )

@@ -127,7 +127,8 @@ def _is_loopback(host: str) -> bool:
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Refuses every redirect: following one would resend the request (and its key) elsewhere."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> urllib.request.Request | None:
         raise LLMError(
             f"{_origin(req.full_url)}: HTTP {code} redirect to {_origin(newurl)} refused (the API key is "
             "sent only to the configured origin); set base_url to the final endpoint"
@@ -268,7 +269,7 @@ class ChatClient:
                     ) from e
                 retry_after = e.headers.get("Retry-After") if e.headers else None
                 last = f"HTTP {e.code} {e.reason}"
-            except (TimeoutError, socket.timeout) as e:
+            except TimeoutError as e:
                 last = f"timed out after {self.timeout} s ({e})"
             except urllib.error.URLError as e:
                 if isinstance(e.reason, (TimeoutError, socket.timeout)):

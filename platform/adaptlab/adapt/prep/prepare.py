@@ -39,12 +39,12 @@ from typing import Any, Literal
 
 from adaptlab.adapt.prep.chunking import Chunk, chunk_documents, chunks_by_document, write_chunks
 from adaptlab.adapt.prep.evalset import heldout_dataset
-from adaptlab.data.beir import write_beir
 from adaptlab.adapt.prep.negatives import as_embed_fn, memoize_embed, mine_hard_negatives
 from adaptlab.adapt.prep.questions import QuestionGenerator, SyntheticQuestion
 from adaptlab.adapt.prep.scales import UNITS, DataScale, build_scales, sample_chunks
 from adaptlab.adapt.prep.splits import DocumentSplits, split_documents
 from adaptlab.adapt.prep.triplets import Triplet, TripletProvenance, build_triplets, write_triplets
+from adaptlab.data.beir import write_beir
 from adaptlab.data.dataset import Dataset, Document
 from adaptlab.errors import ConfigError
 

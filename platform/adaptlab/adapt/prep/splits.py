@@ -59,7 +59,7 @@ class DocumentSplits:
         (``item.chunk_id`` for a question, ``item.id`` for a chunk)."""
         if self.units is None:
             return getattr(item, key)
-        chunk = getattr(item, "chunk_id", None) or getattr(item, "id")
+        chunk = getattr(item, "chunk_id", None) or getattr(item, "id")  # noqa: B009 - item is any object
         try:
             return self.units[chunk]
         except KeyError:

@@ -345,7 +345,7 @@ class ArtifactWriter:
 
     def __init__(
         self,
-        root: str | Path,
+        root: str | os.PathLike[str],
         *,
         label: str,
         variant: str,
@@ -406,6 +406,11 @@ class ArtifactWriter:
         if self._shared is not None:
             self._shared.finish(pending=pending, timeout=timeout)
 
+    def _drop_leftovers(self) -> None:
+        """Delete the checkpoints still published for this artifact (a task died before deleting them)."""
+        if self.uri_root is not None:
+            drop_leftover_checkpoints(self.uri_root, self.label, self.name)
+
     def existing(self) -> Artifact | None:
         """The finished artifact with this key, if any. On a URI: published there (a manifest at
         :attr:`uri`), or committed here but not yet published (it is published now). Either way
@@ -414,7 +419,7 @@ class ArtifactWriter:
             manifest = _remote_manifest(self.uri)
             if manifest is not None:
                 self._check_key(manifest, mask_url(self.uri))
-                drop_leftover_checkpoints(self.uri_root, self.label, self.name)
+                self._drop_leftovers()
                 return Artifact(self.final_dir, manifest, reused=True, uri=self.uri)
         if (self.final_dir / MANIFEST).is_file():
             art = open_artifact(self.final_dir)
@@ -422,7 +427,7 @@ class ArtifactWriter:
             if self.uri is None:
                 return art
             publish_artifact(self.final_dir, self.uri)  # a publish cut short: finish it
-            drop_leftover_checkpoints(self.uri_root, self.label, self.name)
+            self._drop_leftovers()
             return Artifact(self.final_dir, _read_manifest(self.final_dir), reused=True, uri=self.uri)
         return None
 

@@ -20,6 +20,7 @@ adapted model as its ``prompts``; the loop is the plain seeded loop of :mod:`.tr
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from adaptlab.adapt.prep.triplets import read_triplets
 from adaptlab.adapt.train.artifacts import (
     Artifact,
     ArtifactWriter,
@@ -44,7 +46,6 @@ from adaptlab.adapt.train.loop import (
     run_label,
     run_loop,
 )
-from adaptlab.adapt.prep.triplets import read_triplets
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.instructions import resolve_instructions
 from adaptlab.models.resolve import MODEL_ALIASES
@@ -112,7 +113,7 @@ def coerce_triplets(data: Any, *, source: str = "triplets") -> TripletRows:
     rows: TripletRows = []
     if isinstance(data, (str, os.PathLike)):
         source = os.fspath(data)
-        data = read_triplets(data)[0]
+        data = read_triplets(source)[0]
     if hasattr(data, "column_names") and hasattr(data, "to_pylist"):  # pyarrow.Table
         missing = {"query", "positive", "negatives"} - set(data.column_names)
         if missing:
@@ -249,10 +250,10 @@ def _tokenizer_call(model: Any) -> Callable[[list[str]], dict[str, Any]]:
 
 def _mnrl(model: Any, scale: float) -> Any:
     try:
-        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+        losses = importlib.import_module("sentence_transformers.sentence_transformer.losses")
     except ImportError:  # sentence-transformers < 5.7
-        from sentence_transformers.losses import MultipleNegativesRankingLoss
-    return MultipleNegativesRankingLoss(model, scale=float(scale))
+        losses = importlib.import_module("sentence_transformers.losses")
+    return losses.MultipleNegativesRankingLoss(model, scale=float(scale))
 
 
 def fine_tune_model(

@@ -62,6 +62,7 @@ from typing import Any
 
 from adaptlab.adapt.train.artifacts import Artifact, artifact_root_text, chunks_fingerprint, describe_base
 from adaptlab.adapt.train.colbert import COLBERT_VARIANT, ColBERTFTConfig, train_colbert
+from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplets_fingerprint
 from adaptlab.adapt.train.memory import (
     EncoderShape,
     TrainingResourceError,
@@ -72,7 +73,6 @@ from adaptlab.adapt.train.memory import (
     without_auto,
 )
 from adaptlab.adapt.train.merge import merge_models
-from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplets_fingerprint
 from adaptlab.adapt.train.pt import PTConfig, train_pt
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.variants import BASE, FT, MERGE_SOURCES, MERGED, PT, PT_FT

@@ -72,8 +72,8 @@ import numpy as np
 
 from adaptlab.adapt.train.checkpoints import resume_checkpoint, write_checkpoint
 from adaptlab.errors import AdaptlabError
-from adaptlab.runtime.progress import PROGRESS_INTERVAL, Heartbeat, note_line, progress_enabled, progress_interval
 from adaptlab.runtime.hardware import bf16_support
+from adaptlab.runtime.progress import PROGRESS_INTERVAL, Heartbeat, note_line, progress_enabled, progress_interval
 
 __all__ = [
     "LoopResult",
@@ -258,7 +258,9 @@ def linear_warmup_decay(step: int, total: int, warmup: int) -> float:
 
 
 def _param_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
-    decay, no_decay, seen = [], [], set()
+    decay: list[Any] = []
+    no_decay: list[Any] = []
+    seen: set[int] = set()
     for name, p in model.named_parameters():
         if not p.requires_grad or id(p) in seen:
             continue
@@ -529,8 +531,6 @@ def run_loop(
 def _start_training(model: Any, optim: OptimConfig, device: Any, label: str) -> tuple[Any, float | None]:
     """Put ``model`` on ``device`` in training mode with the run's options switched on; its AdamW
     optimizer and the attention dropout to restore afterwards (None: unchanged)."""
-    import torch
-
     model.to(device)
     model.train()
     if optim.gradient_checkpointing:

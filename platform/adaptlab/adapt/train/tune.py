@@ -346,7 +346,7 @@ def _trial(config: dict[str, Any], payload: dict[str, Any]) -> None:
                                 passage_prefix=p_prefix)
 
     def on_epoch_end(epoch: int, checkpoint: Path | None) -> None:
-        if base_sd is not None:
+        if base_sd is not None and weight is not None:  # set together above
             own = {k: v.detach().clone() for k, v in model.state_dict().items()}
             model.load_state_dict(merge_state_dicts(own, base_sd, float(weight)))
             values = evaluate_model()

@@ -170,7 +170,7 @@ def study_order(runs: Sequence[dict[str, Any]]) -> dict[str, int]:
 def _when(run: dict[str, Any]) -> str:
     """A run's time as the report prints it (UTC, to the minute)."""
     ts = run.get("timestamp")
-    return ts.strftime("%Y-%m-%d %H:%M UTC") if hasattr(ts, "strftime") else str(ts)
+    return ts.strftime("%Y-%m-%d %H:%M UTC") if ts is not None and hasattr(ts, "strftime") else str(ts)
 
 
 def _runs_shown(doc: Document, runs: list[dict[str, Any]]) -> None:
