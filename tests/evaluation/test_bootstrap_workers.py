@@ -5,9 +5,6 @@ worker that dies is one Ray restarts, and the unplaceable task is cancelled."""
 
 from __future__ import annotations
 
-import dataclasses
-
-
 import numpy as np
 import pytest
 

@@ -34,7 +34,7 @@ def test_export_loads_with_mtebs_own_reader(tmp_path):
 
     paths = {p.stem: p for p in export_mteb(_store(tmp_path / "store"), tmp_path / "out")}
     assert set(paths) == {"SciFact", "synthetic-sentences"}  # scifact -> mteb's task name
-    for name, path in paths.items():
+    for path in paths.values():
         theirs = TaskResult.from_disk(path)
         assert theirs.get_score() == pytest.approx(0.676, abs=1e-12)  # main_score, not NaN
         assert theirs.mteb_version == metadata.version("mteb")

@@ -83,7 +83,7 @@ def test_open_is_typed():
 
 def test_evaluate_from_dataframes_equals_evaluate_from_trec_files(session):
     tmp, frames = session["dir"], session["frames"]
-    for name, frame in frames["runs"].items():
+    for name in frames["runs"]:
         from_frame = session["evals"][name]
         from_files = adaptlab.evaluate(tmp / "qrels.trec", tmp / f"{name}.trec", ["ndcg@10", "mrr@10"],
                                        system=name, **BOOT)

@@ -16,7 +16,6 @@ from adaptlab.errors import StoreError
 from adaptlab.results.layout import COMMIT_RE
 from adaptlab.results.legacy import LegacyReader
 from adaptlab.retrieval.records import PerQueryRecords
-
 from legacy_writer import LegacyWriter
 
 

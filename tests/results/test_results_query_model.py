@@ -11,11 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pytest
+from test_results_store import _metric, _records, _run
 
 from adaptlab import results
 from adaptlab.errors import StoreError
-
-from test_results_store import _metric, _records, _run
 
 
 @pytest.fixture

@@ -15,11 +15,10 @@ import subprocess
 import sys
 
 import pytest
+from test_results_store import _metric, _records, _run
 
 from adaptlab import results
-
 from s3servers import running
-from test_results_store import _metric, _records, _run
 
 pytest.importorskip("moto")
 pytest.importorskip("boto3")

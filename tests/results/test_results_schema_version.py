@@ -9,16 +9,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_results_legacy_schema_version import _write_v0_commit
+from test_results_store import _metric, _records, _run
 
 from adaptlab import results
 from adaptlab.errors import StoreError
 from adaptlab.results.legacy import LegacyReader
 from adaptlab.results.migrate import migrate_store
 from adaptlab.results.store import delta_schema
-
 from legacy_writer import LegacyWriter
-from test_results_legacy_schema_version import _write_v0_commit
-from test_results_store import _metric, _records, _run
 
 
 def _newer_store(root, **info):

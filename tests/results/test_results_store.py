@@ -257,7 +257,7 @@ def test_names_never_become_paths(store, tmp_path):
         store.commit([_run(name, name + "-ds")], [_metric(name, name + "-ds", value=float(i))],
                      _records(name, name + "-ds").to_arrow())
     assert set(os.listdir(tmp_path)) == before
-    for dirpath, dirnames, filenames in os.walk(store.root):
+    for dirpath, _dirnames, _filenames in os.walk(store.root):
         rel = os.path.relpath(dirpath, store.root)
         assert rel in (".", "_delta_log", "_adaptlab_checksums") or rel.startswith("_delta_log" + os.sep) or \
             rel in {f"kind={k}" for k in ("runs", "scores", "per_query")}, rel

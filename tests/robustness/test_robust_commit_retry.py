@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 
 from adaptlab import results
-
 from robustness.hostile import _records, assert_one_line_error, cli
 from s3servers import free_port, running
 

@@ -21,8 +21,6 @@ import pytest
 from adaptlab import results
 from adaptlab.results.health import StoreDamagedError
 from adaptlab.results.native import remote_options, short_message
-from adaptlab.results.repair import repair_store
-
 from robustness.hostile import assert_one_line_error, build_store, cli
 
 LOG = "_delta_log"

@@ -19,10 +19,7 @@ import textwrap
 import time
 from pathlib import Path
 
-import pytest
-
 from adaptlab import results
-
 from robustness.hostile import build_store
 
 TRIALS = 14

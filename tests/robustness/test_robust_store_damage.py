@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from adaptlab import results
-
 from robustness.hostile import assert_one_line_error, cli
 from robustness.test_robust_store import store_copy, strip_log_checksums, template  # noqa: F401 - the same small store, as fixtures
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import unicodedata
-from pathlib import Path
 
 from adaptlab import results
-
 from robustness.hostile import assert_one_line_error, build_store, cli
 from robustness.test_robust_store import _log
 

@@ -20,7 +20,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from adaptlab import results
-
 from robustness.hostile import assert_one_line_error, build_store, cli
 
 _MAX_FLIPS = 4000

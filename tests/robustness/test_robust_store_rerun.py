@@ -15,7 +15,6 @@ from adaptlab import results
 from adaptlab.evaluation import summarise_runs
 from adaptlab.evaluation.persist import commit_summary
 from adaptlab.metrics import parse_measures
-
 from robustness.hostile import QRELS, RUN, cli
 
 _ALREADY = re.compile(r"^already in the store as run [0-9a-f]{32} \(version 1\); nothing added$", re.M)

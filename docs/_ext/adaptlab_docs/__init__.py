@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 
-
 def setup(app: Any) -> dict[str, Any]:
     """Register the directives and the reference check (Sphinx imported here only, so the
     enumerations can be imported and tested without it)."""

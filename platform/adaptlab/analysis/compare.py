@@ -44,8 +44,16 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.analysis.present import ALPHA, RULE, CellValue, Estimate, render_table
-from adaptlab.analysis.present import headline_pair, verdict_line, warn_lookalike_names
+from adaptlab.analysis.present import (
+    ALPHA,
+    RULE,
+    CellValue,
+    Estimate,
+    headline_pair,
+    render_table,
+    verdict_line,
+    warn_lookalike_names,
+)
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.metrics import evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig, bootstrap_ci, paired_bootstrap, ranks_from_tests

@@ -46,7 +46,7 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from adaptlab.analysis._rows import p_bounds
 from adaptlab.errors import ConfigError
@@ -229,7 +229,7 @@ class Estimate:
     bold: bool = False
 
 
-CellValue = Union[str, int, float, None, Estimate]
+CellValue = str | int | float | None | Estimate
 
 
 @dataclass(frozen=True)

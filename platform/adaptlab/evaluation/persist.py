@@ -254,4 +254,4 @@ def _records_digest(h: Any, rec: Any) -> None:
 def keyed_run_ids(key: str, systems: Sequence[str]) -> dict[str, str]:
     """``{system: run_id}`` derived from an :func:`evaluation_key`: the first 32 hex digits of
     SHA-256(key, NUL, system), the shape of :func:`adaptlab.results.new_run_id`'s ids."""
-    return {s: hashlib.sha256(f"{key}\0{s}".encode("utf-8")).hexdigest()[:32] for s in systems}
+    return {s: hashlib.sha256(f"{key}\0{s}".encode()).hexdigest()[:32] for s in systems}

@@ -56,12 +56,17 @@ from adaptlab.errors import ConfigError
 from adaptlab.evaluation.workers import BootstrapGroup, GroupResult, check_workers, run_groups
 from adaptlab.metrics import Measure, PerQueryMetrics, evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig
-from adaptlab.stats.settings import resolve_bootstrap
 from adaptlab.stats.intervals import FewOutcomesWarning, few_outcomes, is_binary_measure
-from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, adjust_pvalues_bounded, exact_paired_tests, format_p_value, p_at_floor
+from adaptlab.stats.pvalues import (
+    SMALL_SAMPLE_Q,
+    adjust_pvalues_bounded,
+    exact_paired_tests,
+    format_p_value,
+    p_at_floor,
+)
 from adaptlab.stats.ranks import RankIntervals, simultaneous_ranks
 from adaptlab.stats.resample import check_sizes
-from adaptlab.stats.settings import sample_size_note
+from adaptlab.stats.settings import resolve_bootstrap, sample_size_note
 
 __all__ = ["EvaluationSummary", "MeasureSummary", "PairSummary", "SampleSizeWarning", "SmallSampleWarning", "summarise",
            "summarise_datasets", "summarise_runs"]

@@ -6,8 +6,14 @@ multiplicity-adjusted p-values and the family size. Numbers and layout come from
 
 from __future__ import annotations
 
-from adaptlab.analysis.present import format_interval, format_p, render_table, terminal_escape_lines
-from adaptlab.analysis.present import headline_pair, verdict_line
+from adaptlab.analysis.present import (
+    format_interval,
+    format_p,
+    headline_pair,
+    render_table,
+    terminal_escape_lines,
+    verdict_line,
+)
 from adaptlab.evaluation.summary import EvaluationSummary
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label, p_value_note
 

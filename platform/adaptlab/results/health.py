@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adaptlab.errors import StoreError
-from adaptlab.results.delta_table import COMMIT_KEY
 from adaptlab.results.delta_protocol import action_problem, last_checkpoint_problem, log_checksums
+from adaptlab.results.delta_table import COMMIT_KEY
 from adaptlab.results.native import TIMEOUT_ENV, quiet_native, short_message, store_timeout, timed_out
 
 __all__ = ["CHECKSUM_DIR", "LAST_CHECKPOINT", "LOG_DIR", "QUARANTINE_DIR", "Health", "Listing", "LogState",

@@ -16,7 +16,7 @@ this module stays cheap.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -157,7 +157,7 @@ def arrow_type(kind: str) -> pa.DataType:
     return types[kind]
 
 
-@lru_cache(maxsize=None)
+@cache
 def arrow_schema(table: str) -> pa.Schema:
     """The Arrow schema of ``table`` at :data:`SCHEMA_VERSION`, with its version metadata."""
     import pyarrow as pa

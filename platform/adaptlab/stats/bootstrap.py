@@ -54,8 +54,8 @@ from adaptlab.stats.intervals import (
     wilson_interval,
 )
 from adaptlab.stats.pvalues import PAIRED_TESTS, p_at_floor
-from adaptlab.stats.signflip import family_sign_flip
 from adaptlab.stats.resample import check_seed, check_sizes
+from adaptlab.stats.signflip import family_sign_flip
 
 __all__ = ["BootstrapResult", "METHODS", "PairedDifference", "bootstrap_ci", "paired_bootstrap"]
 

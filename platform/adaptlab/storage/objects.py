@@ -141,8 +141,7 @@ def _boto3() -> Any:
 
 
 def _chunks(stream: Any) -> Iterator[bytes]:
-    for block in iter(lambda: stream.read(_BLOCK), b""):
-        yield block
+    yield from iter(lambda: stream.read(_BLOCK), b"")
 
 
 def _md5_b64(data: bytes) -> str:
