@@ -15,7 +15,7 @@ from adaptlab.analysis.present import (
     terminal_escape_lines,
     verdict_line,
 )
-from adaptlab.evaluation.summary import EvaluationSummary
+from adaptlab.evaluation.summary import EvaluationSummary, MeasureSummary
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label, p_value_note
 
 __all__ = ["format_pairs", "format_summary", "summary_verdict"]
@@ -76,11 +76,11 @@ def _guarantee(s: EvaluationSummary) -> str:
             f"the best (Holm, alpha {alpha:.2g})")
 
 
-def _rank(r: object) -> str:
-    if getattr(r, "rank", None) is None:
+def _rank(r: MeasureSummary) -> str:
+    if r.rank is None:
         return ""
-    star = "*" if r.rank_low == 1 else ""  # type: ignore[attr-defined]
-    return f"{r.rank} [{r.rank_low}, {r.rank_high}]{star}"  # type: ignore[attr-defined]
+    star = "*" if r.rank_low == 1 else ""
+    return f"{r.rank} [{r.rank_low}, {r.rank_high}]{star}"
 
 
 def format_pairs(s: EvaluationSummary) -> str:

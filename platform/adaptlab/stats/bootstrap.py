@@ -608,7 +608,9 @@ def _difference_interval(d: np.ndarray, ds: np.ndarray, ds_sq: np.ndarray | None
         lo, hi = bca_interval(d, ds, conf)
         return lo, hi, "bca"
     if interval == "studentized":
-        lo, hi = studentized_interval(d, ds, ds_sq, l, conf)  # type: ignore[arg-type]
+        if ds_sq is None:  # the callers draw the squares whenever the interval is studentized
+            raise ValueError("a studentized interval needs the resampled means of the squared differences")
+        lo, hi = studentized_interval(d, ds, ds_sq, l, conf)
         return lo, hi, "studentized"
     p_lo, p_hi = K.percentile_interval(ds, conf)
     return float(p_lo), float(p_hi), "percentile"
