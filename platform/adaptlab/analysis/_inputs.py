@@ -52,7 +52,7 @@ def query_arrays(records: object, k: int) -> QueryArrays:
             f"k={k} exceeds the retrieval depth of the records ({scores.shape[1]} documents per query); "
             f"re-run retrieval with top_k >= {k} or choose k <= {scores.shape[1]}"
         )
-    judged = np.array([len(g) > 0 for g in records.gold_ids], dtype=bool)  # type: ignore[attr-defined]
+    judged = np.array([len(g) > 0 for g in records.gold_ids], dtype=np.bool_)  # type: ignore[attr-defined]
     rank = np.asarray(records.gold_rank, dtype=np.int64)[judged]  # type: ignore[attr-defined]
     rank = np.where((rank >= 1) & (rank <= k), rank, 0)
     return QueryArrays(

@@ -159,8 +159,9 @@ def _compare_group(dataset: str, measure: str, names: tuple[str, ...], values: n
                              n_resamples=boot.n_resamples, sample_size=values.shape[1], seed=boot.seed)
     letter = dict(zip(names, _letters(len(names))))
     better = _better_than(names, pairs, alpha)
-    systems = [{"system": n, "letter": letter[n], "value": float(ci.point[i]), "ci_low": float(ci.ci_low[i]),
-                "ci_high": float(ci.ci_high[i]), "interval": ci.interval, "better_than": _letter_list([letter[b] for b in better[n]]),
+    point, low, high = np.asarray(ci.point), np.asarray(ci.ci_low), np.asarray(ci.ci_high)  # [S]: 2-D values
+    systems = [{"system": n, "letter": letter[n], "value": float(point[i]), "ci_low": float(low[i]),
+                "ci_high": float(high[i]), "interval": ci.interval, "better_than": _letter_list([letter[b] for b in better[n]]),
                 **ranks.row(i), "n_queries": int(values.shape[1])}
                for i, n in enumerate(names)]
     return GroupComparison(dataset, measure, names, values, systems, pairs)

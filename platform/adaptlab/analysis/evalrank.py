@@ -155,7 +155,7 @@ def evalrank_ranks(
     pool_embeddings: object, pairs: object, *, normalize: bool = True, block_size: int = 512
 ) -> np.ndarray:
     """``rank_i`` of ``c_y`` for ``c_x`` over the pool minus ``c_x`` -> int64 [m]."""
-    e = np.asarray(pool_embeddings, dtype=np.float32)
+    e: np.ndarray = np.asarray(pool_embeddings, dtype=np.float32)
     if e.ndim != 2 or e.shape[0] < 2:
         raise ConfigError(f"pool_embeddings must be [n >= 2, dim], got shape {e.shape}")
     pr = np.asarray(pairs, dtype=np.int64)
@@ -261,8 +261,8 @@ def evalrank(
                   for m, c in zip(names, cis)}
         l = ranks.size if cfg.sample_size is None else int(cfg.sample_size)
     else:
-        values, l = _cluster_bootstrap(per_pair, g, cfg)
-        values = dict(zip(names, values))
+        rows, l = _cluster_bootstrap(per_pair, g, cfg)
+        values = dict(zip(names, rows))
     return EvalRankResult(system, dataset, ranks, values, int(cfg.n_resamples), l, cfg.seed, float(cfg.confidence))
 
 

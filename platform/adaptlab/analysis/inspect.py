@@ -144,7 +144,8 @@ def default_pair(store: Any, dataset: str | None = None) -> tuple[str, str]:
     rows = store.runs(columns=["system", "dataset", "config"], latest=True,
                       **({"dataset": dataset} if dataset else {})).to_pylist()
     per_ds: dict[str, list[str]] = {}
-    baseline, order = "", []
+    baseline = ""
+    order: list[str] = []
     for r in rows:
         per_ds.setdefault(r["dataset"], []).append(r["system"])
         config = json.loads(r["config"] or "{}")

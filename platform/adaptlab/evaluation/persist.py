@@ -141,7 +141,7 @@ def commit_summary(
     ]
     rows = summary.metric_rows(run_ids, dataset)
     for extra in extra_metric_rows:
-        row = {"dataset": dataset, "run_id": run_ids[str(extra["system"])], "compared_to": None,
+        row: dict[str, object] = {"dataset": dataset, "run_id": run_ids[str(extra["system"])], "compared_to": None,
                "p_value": None, "boot_mean": None, "ci_low": None, "ci_high": None,
                "n_queries": summary.n_queries, "n_resamples": summary.n_resamples,
                "sample_size": summary.sample_size, "seed": summary.seed}
@@ -159,10 +159,10 @@ def commit_summary(
     except results.StoreError:
         if again:
             raise
-        landed = _landed_meanwhile(store, run_ids)
-        if landed is None:
+        winner = _landed_meanwhile(store, run_ids)
+        if winner is None:
             raise
-        return landed  # an identical evaluation committed at the same moment won
+        return winner  # an identical evaluation committed at the same moment won
     if not again and getattr(commit, "added", True) is False:
         return StoredRuns(run_ids, commit_id=str(commit), version=commit.version, uri=store.uri, added=False)
     return StoredRuns(run_ids, commit_id=str(commit), version=getattr(commit, "version", None), uri=store.uri)

@@ -48,6 +48,7 @@ import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -259,7 +260,7 @@ def _family(pairs: list[PairSummary], adjustment: str, values: Mapping[str, np.n
     adj, bound = adjust_pvalues_bounded([p.p_value for p in pairs], [p.p_bound for p in pairs], adjustment)
     out = []
     for p, pa, pb in zip(pairs, adj, bound):
-        extra: dict[str, object] = {}
+        extra: dict[str, Any] = {}  # keywords of replace(): PairSummary fields
         if values is not None:
             t = exact_paired_tests(values[p.a], values[p.b])
             extra = {"p_exact": t.sign_p, "p_wilcoxon": t.wilcoxon_p}
@@ -418,7 +419,7 @@ def summarise_runs(
     *,
     query_ids: Sequence[str] | None = None,
     boot: BootstrapConfig | None = None,
-    **keywords: object,
+    **keywords: Any,
 ) -> EvaluationSummary:
     """:func:`evaluate` every run on the same queries, then :func:`summarise`; ``boot`` or the
     loose bootstrap keywords (not both) and the other keywords of :func:`summarise`."""
@@ -426,4 +427,4 @@ def summarise_runs(
     boot = resolve_bootstrap("summarise_runs", boot, config_key="boot", **loose)
     ms = parse_measures(measures)
     per_query = {name: evaluate(qrels, run, ms, query_ids=query_ids) for name, run in runs.items()}
-    return summarise(per_query, boot=boot, **keywords)  # type: ignore[arg-type]
+    return summarise(per_query, boot=boot, **keywords)

@@ -7,6 +7,7 @@ multiplicity-adjusted p-values and the family size. Numbers and layout come from
 from __future__ import annotations
 
 from adaptlab.analysis.present import (
+    CellValue,
     format_interval,
     format_p,
     headline_pair,
@@ -14,7 +15,7 @@ from adaptlab.analysis.present import (
     terminal_escape_lines,
     verdict_line,
 )
-from adaptlab.evaluation.summary import EvaluationSummary
+from adaptlab.evaluation.summary import EvaluationSummary, MeasureSummary
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label, p_value_note
 
 __all__ = ["format_pairs", "format_summary", "summary_verdict"]
@@ -41,9 +42,9 @@ def format_summary(s: EvaluationSummary) -> str:
     ranked = any(r.rank is not None for per in s.systems.values() for r in per.values())
     methods = {r.interval for per in s.systems.values() for r in per.values()}
     mixed = len(methods) > 1  # interval "auto": Wilson for 0/1 measures, percentile for graded ones
-    rows = [
-        [name, m, r.value, r.boot_mean, format_interval(r.ci_low, r.ci_high), r.ci_width]
-        + ([r.interval] if mixed else []) + ([_rank(r)] if ranked else [])
+    rows: list[list[CellValue]] = [
+        [name, m, r.value, r.boot_mean, format_interval(r.ci_low, r.ci_high), r.ci_width,
+         *([r.interval] if mixed else []), *([_rank(r)] if ranked else [])]
         for name, per in s.systems.items() for m, r in per.items()
     ]
     head = (f"{s.n_queries} queries ({len(s.excluded_queries)} without relevant documents excluded); "
@@ -75,11 +76,11 @@ def _guarantee(s: EvaluationSummary) -> str:
             f"the best (Holm, alpha {alpha:.2g})")
 
 
-def _rank(r: object) -> str:
-    if getattr(r, "rank", None) is None:
+def _rank(r: MeasureSummary) -> str:
+    if r.rank is None:
         return ""
-    star = "*" if r.rank_low == 1 else ""  # type: ignore[attr-defined]
-    return f"{r.rank} [{r.rank_low}, {r.rank_high}]{star}"  # type: ignore[attr-defined]
+    star = "*" if r.rank_low == 1 else ""
+    return f"{r.rank} [{r.rank_low}, {r.rank_high}]{star}"
 
 
 def format_pairs(s: EvaluationSummary) -> str:
@@ -94,11 +95,11 @@ def format_pairs(s: EvaluationSummary) -> str:
               + (["CI method"] if mixed else []) + ["p", "p adj (n)"])
     if exact:
         header += ["p sign", "p wilcoxon"]
-    rows = []
+    rows: list[list[CellValue]] = []
     for p in s.pairs:
-        row = ([f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high)]
-               + ([p.interval] if mixed else [])
-               + [p.p_text, f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a"])
+        row: list[CellValue] = [f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high),
+                                *([p.interval] if mixed else []), p.p_text,
+                                f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
         if exact:
             row += [format_p(p.p_exact), format_p(p.p_wilcoxon)]
         rows.append(row)

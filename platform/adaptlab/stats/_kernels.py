@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
@@ -217,14 +217,14 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_parallel(fn: Callable[[T], object], items: Sequence[T] | range, n_jobs: int) -> None:
+def run_parallel(fn: Callable[[T], object], items: Iterable[T], n_jobs: int) -> None:
     """Call ``fn`` on every item, with ``n_jobs`` threads (numpy releases the GIL in the
     kernels); results must not depend on the order, which threads do not fix."""
-    items = list(items)
-    if n_jobs <= 1 or len(items) <= 1:
-        for it in items:
+    todo = list(items)
+    if n_jobs <= 1 or len(todo) <= 1:
+        for it in todo:
             fn(it)
         return
-    with ThreadPoolExecutor(max_workers=min(n_jobs, len(items))) as ex:
-        for fut in [ex.submit(fn, it) for it in items]:
+    with ThreadPoolExecutor(max_workers=min(n_jobs, len(todo))) as ex:
+        for fut in [ex.submit(fn, it) for it in todo]:
             fut.result()

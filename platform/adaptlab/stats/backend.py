@@ -24,7 +24,7 @@ BACKENDS: tuple[str, ...] = ("auto", "numpy", "cupy")
 @functools.lru_cache(maxsize=1)
 def _cupy_or_none() -> ModuleType | None:
     try:
-        import cupy  # type: ignore[import-not-found]
+        import cupy
 
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return None

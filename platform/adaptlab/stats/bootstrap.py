@@ -191,18 +191,20 @@ def _as_values(values: Any) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def _check_options(confidence: object, method: object, backend: object, n_jobs: object) -> int:
+def _check_options(confidence: object, method: object, backend: object, n_jobs: object) -> tuple[float, int]:
+    """``(confidence, n_jobs)`` checked, with ``method`` and ``backend`` checked in between."""
     if (isinstance(confidence, bool) or not isinstance(confidence, numbers.Real)
             or not 0.0 < float(confidence) < 1.0):
         raise ConfigError(f"confidence={confidence!r} must be a number strictly between 0 and 1")
+    conf = float(confidence)
     if method not in METHODS:
         raise ConfigError(f"method={method!r} is not valid; expected one of {', '.join(METHODS)}")
     get_xp(backend)  # type: ignore[arg-type]  # validates the name / availability
     if n_jobs is None:
-        return K.default_jobs()
+        return conf, K.default_jobs()
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or int(n_jobs) < 1:
         raise ConfigError(f"n_jobs={n_jobs!r} must be a positive integer or None")
-    return int(n_jobs)
+    return conf, int(n_jobs)
 
 
 def _check_interval(interval: object, n_q: int, l: int) -> str:
@@ -221,8 +223,8 @@ def _check_settings(n_q: int, n_resamples: object, sample_size: object, allow_ov
     :func:`~adaptlab.stats.resample.check_sizes`, then ``confidence``, ``method``, ``backend``,
     ``n_jobs``, then ``interval``; returns ``(m, l, jobs, confidence, interval)``."""
     m, l = check_sizes(n_q, n_resamples, sample_size, allow_oversampling)
-    jobs = _check_options(confidence, method, backend, n_jobs)
-    return m, l, jobs, float(confidence), _check_interval(interval, n_q, l)
+    conf, jobs = _check_options(confidence, method, backend, n_jobs)
+    return m, l, jobs, conf, _check_interval(interval, n_q, l)
 
 
 def _ci_interval(interval: str, measure: object, arr: np.ndarray, l: int) -> str:
@@ -309,7 +311,7 @@ def _resampled_means(
         cats = [K.categories(r) for r in arr]
 
     def one(s: int) -> None:
-        c = cats[s]  # type: ignore[index]
+        c = cats[s]
         weights = c.values[:, None] if not squares else np.c_[c.values, c.values ** 2]
         sums = multinomial_sums(c.counts, weights, l, m, _rng(seed, _KEY_SYSTEM))
         boot[s] = sums[:, 0] / l
@@ -606,10 +608,12 @@ def _difference_interval(d: np.ndarray, ds: np.ndarray, ds_sq: np.ndarray | None
         lo, hi = bca_interval(d, ds, conf)
         return lo, hi, "bca"
     if interval == "studentized":
-        lo, hi = studentized_interval(d, ds, ds_sq, l, conf)  # type: ignore[arg-type]
+        if ds_sq is None:  # the callers draw the squares whenever the interval is studentized
+            raise ValueError("a studentized interval needs the resampled means of the squared differences")
+        lo, hi = studentized_interval(d, ds, ds_sq, l, conf)
         return lo, hi, "studentized"
-    lo, hi = K.percentile_interval(ds, conf)
-    return lo, hi, "percentile"
+    p_lo, p_hi = K.percentile_interval(ds, conf)
+    return float(p_lo), float(p_hi), "percentile"
 
 
 def _check_family(family_size: object) -> int:

@@ -152,19 +152,19 @@ def p_value_note(n_queries: int, n_resamples: int, *, tests: Sequence[str] = (),
     (``tests``: the ``PairedDifference.test`` values shown, ``n_vectors``: the most Monte Carlo
     sign vectors used by one family) and its floor. Without ``tests`` (rows stored before they
     were recorded), the test of ``n_queries`` queries with ``n_resamples`` vectors or resamples."""
-    tests = set(tests) or {"sign-flip" if int(n_queries) < PERMUTATION_Q else "bootstrap"}
+    shown = set(tests) or {"sign-flip" if int(n_queries) < PERMUTATION_Q else "bootstrap"}
     n_vectors = int(n_vectors) or int(n_resamples)
     parts = []
-    if "sign-flip-exact" in tests:
+    if "sign-flip-exact" in shown:
         parts.append("exact over all 2**n sign patterns of the n non-zero differences")
-    if "sign-flip" in tests:
+    if "sign-flip" in shown:
         parts.append(f"{n_vectors} random sign vectors (floor 1/(N+1), N sized to the family: at least "
                      f"{RESOLUTION} x family size / {FAMILY_ALPHA:g})")
     bound = "a p at its Monte Carlo floor (or an adjusted p set by one) is printed as a bound, \"<= p\""
     if parts:
         text = ("p: two-sided paired sign-flip randomization test at every query count, " + "; or ".join(parts)
                 + f"; {SIGN_FLIP_NULL}")
-        return text + ("; or paired bootstrap" if "bootstrap" in tests else "") + f"; {bound}"
+        return text + ("; or paired bootstrap" if "bootstrap" in shown else "") + f"; {bound}"
     return f"p: two-sided paired bootstrap ({n_resamples} resamples, floor 2/(m+1), asked for); {bound}"
 
 

@@ -79,7 +79,7 @@ def _guarantee(alpha: float, adjustment: str, n_systems: int) -> str:
             f"the best system (Holm over the {n_pairs} paired tests, alpha {alpha:g})")
 
 
-def ranks_from_tests(means: Any, pairs: Sequence[tuple[int, int]], p_adjusted: Sequence[float], *,
+def ranks_from_tests(means: Any, pairs: Sequence[tuple[int, int]], p_adjusted: Sequence[float] | np.ndarray, *,
                      alpha: float = 0.05, adjustment: str = "holm", n_resamples: int = 0, sample_size: int = 0,
                      seed: int = 0) -> RankIntervals:
     """Simultaneous rank intervals and the tied-with-best set (module doc) of systems with

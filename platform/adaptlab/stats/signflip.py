@@ -131,8 +131,8 @@ def _lattice_p(a: np.ndarray, observed: int) -> float | None:
     pmf = np.zeros(2 * span + 1)
     pmf[span] = 1.0  # offset: index span is the sum 0
     for v, c in zip(values.tolist(), counts.tolist()):
-        b = np.arange(c + 1)  # b positive signs: v (2b - c), with Binomial(c, 1/2) weights
-        weights = np.exp(gammaln(c + 1) - gammaln(b + 1) - gammaln(c - b + 1) - c * np.log(2.0))
+        n_pos = np.arange(c + 1)  # n_pos positive signs: v (2 n_pos - c), Binomial(c, 1/2) weights
+        weights = np.exp(gammaln(c + 1) - gammaln(n_pos + 1) - gammaln(c - n_pos + 1) - c * np.log(2.0))
         out = np.zeros_like(pmf)
         for b, w in enumerate(weights):
             shift = v * (2 * b - c)
