@@ -37,7 +37,7 @@ from adaptlab import results
 store = results.open(sys.argv[1])   # endpoint and credentials from the environment only
 runs = store.runs()
 assert sorted(runs.column("system").to_pylist()) == ["bm25", "minilm"], runs  # the quickstart's two systems
-rows = store.sql("SELECT system, value FROM metrics WHERE measure = 'ndcg@10' ORDER BY system").to_pylist()
+rows = store.sql("SELECT system, value FROM metrics WHERE measure = 'ndcg@10' ORDER BY system", as_arrow=True).to_pylist()
 assert [r["system"] for r in rows] == ["bm25", "minilm"] and all(0.0 <= r["value"] <= 1.0 for r in rows), rows
 assert store.per_query().num_rows > 0
 print("VERSION", store.version(), "NDCG", [r["value"] for r in rows])

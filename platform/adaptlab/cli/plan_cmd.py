@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -105,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "json":
             emit_frames({"curve": plan.curve}, "json", {"plan": answer})
         else:
-            plan.curve.assign(**answer).to_csv(sys.stdout, index=False)
+            flat = {k: json.dumps(v) if isinstance(v, (tuple, list, dict)) else v for k, v in answer.items()}
+            plan.curve.assign(**flat).to_csv(sys.stdout, index=False)  # one column per answer field
         return 0
     print(plan)
     print()
