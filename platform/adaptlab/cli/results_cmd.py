@@ -19,13 +19,9 @@ import argparse
 import io
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from adaptlab.cli._common import add_common, bounded_int, print_json, suggest
 from adaptlab.errors import ConfigError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from adaptlab.analysis.present import CellValue
 
 _DEFAULT_COLUMNS = {
     "metrics": ["run", "time", "system", "dataset", "measure", "value", "ci_low", "ci_high", "n_queries"],
@@ -152,7 +148,7 @@ def _print(text: str) -> None:
     print(terminal_escape_lines(text) if sys.stdout.isatty() else text)
 
 
-def _cell(column: str, value: object) -> CellValue:
+def _cell(column: str, value: object) -> str | int | float | None:
     """A stored value as the text table shows it: times to the second, p-values by the p rule
     (four significant digits), numbers through the renderer's number format, other values
     (lists, structs) as their text."""
