@@ -171,6 +171,16 @@ def test_the_reader_refuses_writes_and_sql_saying_how_to_migrate(filled, cli):
         assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1
 
 
+def test_close_is_there_and_releases_nothing(filled):
+    """compare, plan and scaling close the store ``results.open`` returns in a ``finally``: a store
+    of the previous layout must have ``close`` too, or its AttributeError hides the real outcome."""
+    store, _, _ = filled
+    reader = results.open(store.root)
+    assert isinstance(reader, LegacyReader)
+    reader.close()
+    assert reader.runs().num_rows == 3  # nothing was held open: it still reads
+
+
 def test_commits_replaced_by_a_compaction_are_skipped(filled):
     """An old compaction published a merged commit listing the ids it ``replaces``; when it was
     cut short, the replaced commits are still on disk and must not be read twice."""

@@ -57,7 +57,12 @@ def _sha256(path: Path) -> str:
     """A run or qrels input by content (the store's evaluation key), never by its path."""
     from adaptlab.storage.files import directory_sha256, sha256_file
 
-    return directory_sha256(path) if path.is_dir() else sha256_file(path)
+    if not path.is_dir():
+        return sha256_file(path)
+    digest = directory_sha256(path)
+    if digest is None:
+        raise ConfigError(f"{path}: an empty directory; expected a run or qrels file, or a folder holding one")
+    return digest
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     summary = summarise_runs(qrels, runs, measures, boot=boot, baseline=baseline)
     if args.store is not None:
         from adaptlab.retrieval.build import records_from_run  # the per-query rows compare/plan --store read
+
+        assert dataset is not None  # --store without --dataset was refused above
 
         stored = commit_summary(
             args.store, summary, dataset=dataset,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+from collections.abc import Mapping
 
 from adaptlab.cli._common import add_common, bounded_int, print_json, suggest
 from adaptlab.errors import ConfigError
@@ -147,9 +148,10 @@ def _print(text: str) -> None:
     print(terminal_escape_lines(text) if sys.stdout.isatty() else text)
 
 
-def _cell(column: str, value: object) -> object:
+def _cell(column: str, value: object) -> str | int | float | None:
     """A stored value as the text table shows it: times to the second, p-values by the p rule
-    (four significant digits), the rest through the renderer's number format."""
+    (four significant digits), numbers through the renderer's number format, other values
+    (lists, structs) as their text."""
     from datetime import datetime
 
     from adaptlab.analysis.present import format_p
@@ -158,7 +160,9 @@ def _cell(column: str, value: object) -> object:
         return value.strftime("%Y-%m-%d %H:%M:%S")
     if column.startswith("p_") and isinstance(value, float):
         return format_p(value)
-    return value
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return str(value)
 
 
 def _with_run_columns(store, table):
@@ -362,7 +366,7 @@ def _check_filter_values(store, table_name: str, filters: dict[str, object]) -> 
         _refuse_unknown_values(store, table_name, several, text_only=True)
 
 
-def _refuse_unknown_values(store, table_name: str, filters: dict[str, object], *, text_only: bool = False) -> None:
+def _refuse_unknown_values(store, table_name: str, filters: Mapping[str, object], *, text_only: bool = False) -> None:
     """A :class:`ConfigError` naming the first filter value absent from its column, with the
     closest stored value; ``text_only``: only text columns are checked (a number may be written
     in several ways)."""

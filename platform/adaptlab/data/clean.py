@@ -243,7 +243,8 @@ def _scan(lines: Iterable[tuple[str, int, str]], opts: CleanOptions) -> _Candida
     end like a sentence, of the paged rule when it is among the first or last EDGE_LINES
     non-empty kept lines of its page."""
     found = _Candidates(_new_arrays(), _new_arrays())
-    page, seen, tail = 0, 0, []  # seen: non-empty kept lines of this page; tail: its last ones
+    tail: list[tuple[int, str, int]] = []  # the last non-empty kept lines of this page
+    page, seen = 0, 0  # seen: how many non-empty kept lines this page has had
     for i, (line, p, key) in enumerate(lines):
         if p != page:
             _flush_tail(found, tail, seen, page)

@@ -15,7 +15,7 @@ Importing this module imports nothing but the standard library.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["ACTIONS", "CHECKSUMS_KEY", "action_problem", "last_checkpoint_problem", "log_checksums"]
 
@@ -47,7 +47,13 @@ ACTIONS: dict[str, dict[str, tuple[str, bool]]] = {
 }
 """The actions a commit file may hold, with the fields this store checks: name -> (type, required)."""
 
-_CHECK = {_STR: lambda v: isinstance(v, str), _INT: lambda v: isinstance(v, int) and not isinstance(v, bool),
+
+def _is_int(value: object) -> TypeGuard[int]:
+    """An integer that is not a bool (JSON ``true`` loads as a Python bool, a subclass of int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_CHECK = {_STR: lambda v: isinstance(v, str), _INT: _is_int,
           _BOOL: lambda v: isinstance(v, bool), _MAP: lambda v: isinstance(v, dict),
           _LIST: lambda v: isinstance(v, list)}
 
@@ -85,7 +91,7 @@ def last_checkpoint_problem(raw: bytes) -> str | None:
         return f"is {type(data).__name__}, expected an object with integer 'version' and 'size'"
     for key in ("version", "size"):
         value = data.get(key)
-        if not _CHECK[_INT](value) or value < 0:
+        if not _is_int(value) or value < 0:
             return f"has {key!r} = {_shown(value)}, expected an integer >= 0"
     return None
 

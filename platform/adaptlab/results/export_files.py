@@ -45,8 +45,8 @@ def write_all(files: Sequence[tuple[Path, str]]) -> list[Path]:
         for path, text in files:
             current = path
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            staged.append((Path(tmp), path))
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            staged.append((Path(tmp_name), path))
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
         for tmp, path in staged:

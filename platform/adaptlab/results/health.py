@@ -290,7 +290,7 @@ class Health:
         checksums of its files that its log entry recorded (of the files it added only)."""
         adds = [relative_path(self.uri, a["add"]["path"]) for a in actions
                 if isinstance(a.get("add"), dict) and isinstance(a["add"].get("path"), str)]
-        info = next((a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), dict)), {})
+        info: dict[str, Any] = next((a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), dict)), {})
         commit_id = info.get(COMMIT_KEY) if isinstance(info.get(COMMIT_KEY), str) else None
         sums = {k: v for k, v in log_checksums(info).items() if k in set(adds)}
         return adds, commit_id, int(info.get("timestamp") or 0), sums

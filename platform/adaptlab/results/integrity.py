@@ -78,7 +78,7 @@ class Checksums:
         """``root``: the local store folder, or the URI of an object-storage store with ``fs``
         (a callable returning its pyarrow file system, built on first use)."""
         self.root = root
-        self._fs = fs
+        self._make_fs = fs
         self.folder = root / CHECKSUM_DIR if isinstance(root, Path) else f"{CHECKSUM_DIR}"
         self._manifest: dict[str, dict[str, object]] = {}
         self._logged: dict[str, dict[str, object]] = {}
@@ -96,6 +96,12 @@ class Checksums:
         return cls(Path(uri)) if "://" not in uri else cls(uri, lambda: fs)
 
     # -- file access (local disk or object storage) ------------------------------------------
+    def _fs(self) -> Any:
+        """The pyarrow file system of an object-storage store."""
+        if self._make_fs is None:
+            raise StoreError(f"{self.root}: object-storage checksums need the store's file system; none was given")
+        return self._make_fs()
+
     def _names(self) -> frozenset[str] | None:
         """Manifest file names, or None when the checksum folder does not exist."""
         if isinstance(self.root, Path):
@@ -139,10 +145,11 @@ class Checksums:
 
     def _write(self, label: str, data: bytes) -> None:
         if isinstance(self.root, Path):
-            self.folder.mkdir(exist_ok=True)
-            tmp = self.folder / f".{label}.{secrets.token_hex(4)}.tmp"
-            tmp.write_bytes(data)
-            os.replace(tmp, self.folder / f"{label}.json")
+            folder = self.root / CHECKSUM_DIR
+            folder.mkdir(exist_ok=True)
+            local_tmp = folder / f".{label}.{secrets.token_hex(4)}.tmp"
+            local_tmp.write_bytes(data)
+            os.replace(local_tmp, folder / f"{label}.json")
             return
         fs = self._fs()  # an output stream may be visible (empty) before it closes: write aside, then move
         tmp = f"{CHECKSUM_DIR}/.{label}.{secrets.token_hex(4)}.tmp"

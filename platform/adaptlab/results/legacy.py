@@ -104,6 +104,10 @@ class LegacyReader:
         """The ``per_query`` table (``run_id`` + :meth:`PerQueryRecords.to_arrow` columns)."""
         return self.table("per_query", columns=columns, **filters)
 
+    def close(self) -> None:
+        """Nothing to release (each query reads its files and closes them), like
+        :meth:`~adaptlab.results.reader.StoreReader.close` for the current layout."""
+
     def commit(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Refused: a store of the previous layout is read-only."""
         self._refuse("commit to it")

@@ -246,7 +246,7 @@ def mteb_results(store: ResultsStore, *, system: str | None = None, dataset: str
     ``languages`` default to the task's (module docstring)."""
     from adaptlab.results.validate import canonical_measure
 
-    filters = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
+    filters: dict[str, Any] = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
     rows = store.metrics(kind="score", latest=True, **filters).to_pylist()
     if not rows:
         raise StoreError(f"no scores in the store for {filters or 'any system'}; run a study first or check the filter")

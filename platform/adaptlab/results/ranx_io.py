@@ -130,7 +130,7 @@ def export_ranx(store: ResultsStore, out_dir: str | os.PathLike[str], *, system:
                 dataset: str | None = None) -> list[Path]:
     """Write ``out_dir/DATASET/qrels.json`` and ``out_dir/DATASET/runs/SYSTEM.json`` (ranx JSON) for
     the latest run of each (system, dataset) in ``store``; returns the paths written."""
-    filters = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
+    filters: dict[str, Any] = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
     pairs = sorted({(r["system"], r["dataset"]) for r in store.runs(latest=True, **filters).to_pylist()})
     if not pairs:
         raise StoreError(f"no runs in the store for {filters or 'any system'}; run a study first or check the filter")

@@ -205,7 +205,10 @@ class StoreReader:
         self._check_metadata(dt)
         if version is not None or as_of is not None:
             try:
-                dt.load_as_version(version if as_of is None else _version_at(dt, _parse_time(as_of)))
+                if as_of is not None:
+                    dt.load_as_version(_version_at(dt, _parse_time(as_of)))
+                elif version is not None:
+                    dt.load_as_version(version)
             except Exception as e:  # noqa: BLE001
                 what = f"version {version}" if as_of is None else f"as_of={as_of!s}"
                 raise StoreError(
@@ -365,6 +368,9 @@ class StoreReader:
     @overload
     def table(self, name: str, *, columns: list[str] | None = ..., latest: bool = ...,
               as_frame: Literal[True], **filters: Any) -> pd.DataFrame: ...
+    @overload
+    def table(self, name: str, *, columns: list[str] | None = ..., latest: bool = ...,
+              as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
 
     def table(self, name: str, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
               **filters: Any) -> pa.Table | pd.DataFrame:
@@ -383,9 +389,10 @@ class StoreReader:
         flt = parse_filters(name, filters)
         cols = check_columns(name, columns)
         if latest:
-            flt = self._latest_filter(name, flt)
-            if flt is None:
+            latest_flt = self._latest_filter(name, flt)
+            if latest_flt is None:
                 return self._read(name, (name,), None, cols).slice(0, 0)
+            flt = latest_flt
         return self._read(name, (name,), _expr(flt), cols)
 
     @overload
@@ -394,6 +401,9 @@ class StoreReader:
     @overload
     def runs(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True],
              **filters: Any) -> pd.DataFrame: ...
+    @overload
+    def runs(self, *, columns: list[str] | None = ..., latest: bool = ...,
+             as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
 
     def runs(self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
              **filters: Any) -> pa.Table | pd.DataFrame:
@@ -409,6 +419,9 @@ class StoreReader:
     @overload
     def metrics(self, *, columns: list[str] | None = ..., kind: str | None = ..., latest: bool = ...,
                 as_frame: Literal[True], **filters: Any) -> pd.DataFrame: ...
+    @overload
+    def metrics(self, *, columns: list[str] | None = ..., kind: str | None = ..., latest: bool = ...,
+                as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
 
     def metrics(
         self, *, columns: list[str] | None = None, kind: str | None = None, latest: bool = False,
@@ -431,9 +444,10 @@ class StoreReader:
         flt = parse_filters("metrics", filters)
         cols = check_columns("metrics", columns)
         if latest:
-            flt = self._latest_filter("metrics", flt)
-            if flt is None:
+            latest_flt = self._latest_filter("metrics", flt)
+            if latest_flt is None:
                 return self._read("metrics", METRIC_KINDS[kind], None, cols).slice(0, 0)
+            flt = latest_flt
         cmp_values = _values(flt, "compared_to")
         sys_values = _values(flt, "system")
         if cmp_values is None:
@@ -453,6 +467,9 @@ class StoreReader:
     @overload
     def comparisons(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True],
                     **filters: Any) -> pd.DataFrame: ...
+    @overload
+    def comparisons(self, *, columns: list[str] | None = ..., latest: bool = ...,
+                    as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
 
     def comparisons(self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
                     **filters: Any) -> pa.Table | pd.DataFrame:
@@ -467,6 +484,9 @@ class StoreReader:
     @overload
     def per_query(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True],
                   **filters: Any) -> pd.DataFrame: ...
+    @overload
+    def per_query(self, *, columns: list[str] | None = ..., latest: bool = ...,
+                  as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
 
     def per_query(self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
                   **filters: Any) -> pa.Table | pd.DataFrame:

@@ -154,7 +154,10 @@ def _cut_log(health: Health, listing: Listing, damage: StoreDamagedError, quaran
         raise StoreError(f"{health.uri}: {damage.path} (version 0, the table's creation) {damage.problem}: it cannot "
                          "be cut off; restore it from a backup") from damage
     entries = dict((v, p) for v, (p, _) in listing.commits.items())
-    entries.update((commit_version(p), p) for p in listing.not_files if commit_version(p) is not None)
+    for p in listing.not_files:
+        found = commit_version(p)
+        if found is not None:
+            entries[found] = p
     moved = [p for v, p in sorted(entries.items()) if v >= bad]
     for v, p in sorted(entries.items()):
         if v >= bad:

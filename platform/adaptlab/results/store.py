@@ -125,7 +125,10 @@ def open(  # noqa: A001 - intended
                     f"{local} is a store of the previous layout: it has no versions; migrate it with "
                     f"`adaptlab results migrate {local} NEW`"
                 )
-            return LegacyReader(local)
+            # A previous-layout store opens as the read-only LegacyReader (the same queries; writes are
+            # refused with the way to migrate). open() stays typed ResultsStore for notebooks and IDEs
+            # (tests/results/test_notebook_api.py pins it); a union would make every caller narrow.
+            return LegacyReader(local)  # type: ignore[return-value]
     store_class = __getattr__("ResultsStore")
     return store_class(uri, create=create, version=version, as_of=as_of, storage_options=storage_options,
                        strict=strict)

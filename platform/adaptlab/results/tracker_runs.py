@@ -106,7 +106,7 @@ def tracked_runs(store: ResultsStore, *, system: str | None = None, dataset: str
                  name: Callable[[str], str] = metric_key) -> list[TrackedRun]:
     """The latest run of each (system, dataset) in ``store`` (filtered by ``system`` /
     ``dataset``), each with its score metrics named by ``name``; a StoreError when none match."""
-    filters = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
+    filters: dict[str, Any] = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
     runs = store.runs(latest=True, **filters).to_pylist()
     if not runs:
         raise StoreError(f"no runs in the store for {filters or 'any system'}; run a study first or check the filter")

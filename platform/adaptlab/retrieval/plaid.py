@@ -198,9 +198,11 @@ def plaid_records(
     ckpt = str(encoder.path) if encoder.path is not None else encoder.model_id
     settings = {"nbits": nbits, "doc_maxlen": encoder.doc_maxlen, "query_maxlen": encoder.query_maxlen,
                 "batch_size": batch_size}
-    temp = tempfile.TemporaryDirectory(prefix="adaptlab-plaid-") if index_root is None else contextlib.nullcontext()
-    with temp as tmp:
-        root = Path(tmp) if index_root is None else Path(index_root)
+    with contextlib.ExitStack() as stack:
+        if index_root is None:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="adaptlab-plaid-")))
+        else:
+            root = Path(index_root)
         where = plaid_index_dir(root, ckpt, doc_texts, nbits=nbits, doc_maxlen=encoder.doc_maxlen)
         index = build_plaid_index(ckpt, doc_texts, where, **settings)
         return build_plaid_records(query_ids, query_tokens, doc_ids, index, qrels, encode_documents=encode_documents,

@@ -132,19 +132,19 @@ def _candidates_torch(x: np.ndarray, y: np.ndarray, c: int, ctx: dict[str, Any])
         step = max(c, _SCORE_ELEMS // max(1, ctx["block"]))
         ctx["y_blocks"] = [(s, torch.from_numpy(y[s : s + step]).to(device)) for s in range(0, y.shape[0], step)]
     xt = torch.from_numpy(x).to(device)
-    best_f = best_i = None
+    best: tuple[torch.Tensor, torch.Tensor] | None = None  # (scores, indices) kept so far
     with torch.inference_mode():
         for s, yb in ctx["y_blocks"]:
             f, i = torch.topk(xt @ yb.T, min(c, yb.shape[0]), dim=1, sorted=False)
             i = i + s
-            if best_f is not None:
-                f, i = torch.cat([best_f, f], 1), torch.cat([best_i, i], 1)
+            if best is not None:
+                f, i = torch.cat([best[0], f], 1), torch.cat([best[1], i], 1)
                 if f.shape[1] > c:
                     f, j = torch.topk(f, c, dim=1, sorted=False)
                     i = torch.gather(i, 1, j)
-            best_f, best_i = f, i
-    assert best_f is not None and best_i is not None
-    return best_f.cpu().numpy(), best_i.cpu().numpy().astype(np.int64)
+            best = (f, i)
+    assert best is not None
+    return best[0].cpu().numpy(), best[1].cpu().numpy().astype(np.int64)
 
 
 def _torch_unit_roundoff() -> float:
@@ -193,7 +193,7 @@ def as_matrix(a: Any, name: str) -> np.ndarray:
 
 
 def _is_positive_int(v: object) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and bool(v >= 1)
 
 
 def _norms(m: np.ndarray, name: str) -> np.ndarray:
