@@ -99,3 +99,17 @@ def test_sample_size_note() -> None:
     note = sample_size_note(100, 1000, pairs=False)
     assert note.startswith("sample_size 100 < 1000 queries: each CI is the CI of an 100-query mean") and "3.2x" in note
     assert "paired" not in note and "paired tests lose power" in sample_size_note(100, 1000)
+
+
+def test_one_query_gets_an_interval_not_an_error():
+    """A dataset of one query (a tiny scale study's held-out split) has no standard error: the
+    graded measures and differences get the percentile interval (the point itself), acc@k its
+    Wilson interval, instead of the studentized interval's error."""
+    from adaptlab.stats import bootstrap_ci
+    from adaptlab.stats.intervals import measure_interval
+
+    assert measure_interval("auto", "ndcg@10", n_queries=1, sample_size=1) == "percentile"
+    assert measure_interval("auto", "ndcg@10", n_queries=1, sample_size=1, difference=True) == "percentile"
+    assert measure_interval("auto", "acc@1", n_queries=1, sample_size=1) == "wilson"
+    ci = bootstrap_ci([0.5], n_resamples=50, seed=0, measure="ndcg@10")
+    assert (ci.ci_low, ci.ci_high) == (0.5, 0.5)

@@ -163,8 +163,10 @@ def measure_interval(interval: str, measure: object = None, *, n_queries: int, s
     """The interval computed for the CI of ``measure`` (or of a paired difference of it, when
     ``difference``): fixed by the measure's definition and the settings, never by values.
 
-    ``"auto"``: ``"percentile"`` when ``sample_size != n_queries``, else ``"wilson"`` for a 0/1
-    measure's own CI (:func:`is_binary_measure`) and ``"studentized"`` for every other CI.
+    ``"auto"``: ``"percentile"`` when ``sample_size != n_queries`` (or, for a graded measure or a
+    difference, with a single query, where the studentized interval has no standard error), else
+    ``"wilson"`` for a 0/1 measure's own CI (:func:`is_binary_measure`) and ``"studentized"`` for
+    every other CI.
     ``"wilson"``/``"jeffreys"`` apply to a 0/1 measure's own CI; elsewhere they become the
     ``"auto"`` choice. ``"bca"``/``"studentized"`` with ``sample_size < n_queries`` are an
     error raised by the bootstrap functions.
@@ -175,14 +177,16 @@ def measure_interval(interval: str, measure: object = None, *, n_queries: int, s
     'studentized'
     >>> measure_interval("auto", "acc@10", n_queries=50, sample_size=50, difference=True)
     'studentized'
+    >>> measure_interval("auto", "ndcg@10", n_queries=1, sample_size=1)
+    'percentile'
     """
     if interval in INTERVALS and interval not in ("auto", "wilson", "jeffreys"):
         return interval
     binary = is_binary_measure(measure) and not difference
     if interval in ("wilson", "jeffreys") and binary:
         return interval
-    if int(sample_size) != int(n_queries):
-        return "percentile"
+    if int(sample_size) != int(n_queries) or (int(n_queries) < 2 and not binary):
+        return "percentile"  # an l-query mean; or one query, where no standard error exists
     return "wilson" if binary else "studentized"
 
 
