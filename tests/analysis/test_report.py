@@ -1,4 +1,5 @@
 import base64
+import html
 import inspect
 import re
 from pathlib import Path
@@ -306,3 +307,15 @@ def test_report_on_a_store_written_by_evaluate(tmp_path, capsys):
     figures = {p.name for p in (out / "figures").iterdir()}
     assert "toy_densities.png" not in figures and {"toy_forest.png", "toy_thresholds.png"} <= figures
     assert "### Retrieval measures" in text and "Distribution overlap" not in text
+
+
+def test_report_opens_each_dataset_with_the_verdict_line(default_report):
+    """The paired row that matters most (the best system against the shared baseline) stated in
+    one line, as run and compare print it; the numbers are the fixture's stored ptft-vs-base row
+    (difference 0.2 [0.1, 0.3], p 2/101, Holm 0.06 over 3 pairs: not significant at 0.05)."""
+    line = "Verdict: ptft > base by 0.200 acc@5 [0.100, 0.300], p 0.0198 (Holm 0.06: not significant over 3 pairs)"
+    md = default_report.read_text()
+    assert md.count(line) == 1, md[:2000]
+    heading = md.index("## Dataset: synth")
+    assert heading < md.index(line) < md.index("|", heading)  # under the dataset's heading, above its tables
+    assert html.escape(line, quote=False) in (default_report.parent / "report.html").read_text()

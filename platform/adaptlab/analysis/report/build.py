@@ -10,6 +10,7 @@ from typing import Any
 
 from adaptlab import results
 from adaptlab.analysis.plots import DEFAULT_DPI, FIGURE_FORMATS, check_dpi
+from adaptlab.analysis.present import headline_pair, verdict_line
 from adaptlab.analysis.report.cells import extra, is_ranking_measure
 from adaptlab.analysis.report.document import Document, Page
 from adaptlab.analysis.report.missing import compute_missing_analyses
@@ -80,9 +81,9 @@ def build_report(
     doc.h(1, title)
     doc.p(f"Store: {store_root}. Runs: {len(runs)}. Datasets: {', '.join(all_datasets) or 'none'}. "
           "Values are point estimates on all queries. Each interval's method is named per measure (the CI "
-          "method column: Wilson score intervals for 0/1 measures such as acc@k, and recall@k with one "
-          "relevant document per query; bootstrap percentile otherwise, as stored); bootstrap means and intervals come from the stored resampling "
-          "settings (n_resamples, sample_size, seed).")
+          "method column: Wilson score intervals for 0/1 measures such as acc@k, the studentized bootstrap "
+          "for the other measures and for paired differences, as stored); bootstrap means and intervals "
+          "come from the stored resampling settings (n_resamples, sample_size, seed).")
     if not all_datasets:
         doc.p("The store holds no runs matching the filters.")
     _runs_shown(doc, runs)
@@ -105,6 +106,7 @@ def _dataset_section(page: Page, rows: list[dict[str, Any]], records: dict[str, 
                      cfg: BootstrapConfig, compute_missing: bool) -> None:
     """Every table and figure of one dataset, in report order."""
     page.doc.h(2, f"Dataset: {page.ds}")
+    _verdict(page, rows)
     ds_systems = sorted({r["system"] for r in rows} | set(records))
     computed: list[str] = []
     no_overlap: list[str] = []
@@ -133,6 +135,20 @@ def _dataset_section(page: Page, rows: list[dict[str, Any]], records: dict[str, 
     _left_out_note(page, no_overlap, no_density)
     if not ds_systems:
         page.doc.p("No rows for this dataset.")
+
+
+def _verdict(page: Page, rows: list[dict[str, Any]]) -> None:
+    """One line above the tables, in the words of the paired row below it that matters most
+    (:func:`~adaptlab.analysis.present.headline_pair`), as ``run`` and ``compare`` print it."""
+    pairs = [r for r in rows if r.get("compared_to") is not None and is_ranking_measure(r["measure"])]
+    if not pairs:
+        return
+    measure = pairs[0]["measure"]
+    means = {r["system"]: float(r["value"]) for r in rows
+             if r.get("compared_to") is None and r["measure"] == measure and r.get("value") is not None}
+    row = headline_pair(pairs, means)
+    if row is not None:
+        page.doc.p("Verdict: " + verdict_line({**extra(dict(row)), **row}))
 
 
 def _left_out_note(page: Page, no_overlap: list[str], no_density: list[str]) -> None:
