@@ -415,21 +415,10 @@ def thresholds_from_arrays(
     point = hits.mean(axis=1)
     removed = _removed(topk, tau)
 
-    means_p = resample_means(hits, idx)  # [B, 1 + P]
-    lo_p, hi_p = percentile_interval(means_p[:, 1:], conf, axis=0)
-    a = float(means_p[:, 0].mean())
-    paper_pass = (lo_p <= a + 1e-12) & (a - 1e-12 <= hi_p)
-    means_f = means_p if full is idx else resample_means(hits, full)
-    loss_f = means_f[:, :1] - means_f[:, 1:]
-    loss_lo_f, loss_hi_f = percentile_interval(loss_f, conf, axis=0)
-    margin_pass = loss_hi_f <= float(margin) + 1e-12
-    chosen_paper, chosen_margin = _choose(paper_pass), _choose(margin_pass)
-
-    lost, upper, exact_pass, chosen_exact = exact_rule(hits, conf, float(margin))
-    chosen_exact = at_exact if test == "exact" else chosen_exact
-    chosen = {"exact": chosen_exact, "margin": chosen_margin, "paper": chosen_paper}[test]
-
-    means = means_p if test == "paper" else means_f
+    rules = _rule_passes(hits, idx, full, conf, float(margin))
+    chosen_exact = at_exact if test == "exact" else rules.chosen_exact
+    chosen = {"exact": chosen_exact, "margin": rules.chosen_margin, "paper": rules.chosen_paper}[test]
+    means = rules.means_p if test == "paper" else rules.means_f
     lo, hi = percentile_interval(means, conf, axis=0)
     loss = means[:, :1] - means[:, 1:]
     loss_lo, loss_hi = percentile_interval(loss, conf, axis=0)
@@ -437,12 +426,46 @@ def thresholds_from_arrays(
         system=system, dataset=dataset, k=k, test=test, gamma=gamma, margin=float(margin), psi=psi, tau=tau,
         acc=point[1:], removed=removed, acc_boot_mean=means[:, 1:].mean(axis=0), acc_ci_low=lo[1:],
         acc_ci_high=hi[1:], loss_boot_mean=loss.mean(axis=0), loss_ci_low=loss_lo, loss_ci_high=loss_hi,
-        paper_pass=paper_pass, margin_pass=margin_pass, base_acc=float(point[0]),
+        paper_pass=rules.paper_pass, margin_pass=rules.margin_pass, base_acc=float(point[0]),
         base_boot_mean=float(means[:, 0].mean()), base_ci_low=float(lo[0]), base_ci_high=float(hi[0]),
-        chosen=chosen, chosen_paper=chosen_paper, chosen_margin=chosen_margin, confidence=conf,
+        chosen=chosen, chosen_paper=rules.chosen_paper, chosen_margin=rules.chosen_margin, confidence=conf,
         n_queries=int(q), n_excluded=int(n_excluded), n_resamples=int(idx.shape[0]), sample_size=int(idx.shape[1]),
-        seed=cfg.seed, lost=lost, loss_upper=upper, exact_pass=exact_pass, chosen_exact=chosen_exact,
+        seed=cfg.seed, lost=rules.lost, loss_upper=rules.upper, exact_pass=rules.exact_pass,
+        chosen_exact=chosen_exact,
     )
+
+
+@dataclass(frozen=True)
+class _RulePasses:
+    """What each selection rule says about every candidate threshold (see :func:`_rule_passes`)."""
+
+    means_p: np.ndarray
+    means_f: np.ndarray
+    paper_pass: np.ndarray
+    margin_pass: np.ndarray
+    chosen_paper: int | None
+    chosen_margin: int | None
+    lost: np.ndarray
+    upper: np.ndarray
+    exact_pass: np.ndarray
+    chosen_exact: int | None
+
+
+def _rule_passes(hits: np.ndarray, idx: np.ndarray, full: np.ndarray, conf: float, margin: float) -> _RulePasses:
+    """The three rules over hits [1 + P, Q] (row 0 without a threshold). Paper: the
+    unthresholded mean lies inside the percentile CI of each threshold's mean over ``idx``.
+    Margin: the upper percentile bound of the accuracy loss over ``full`` (resamples of all Q)
+    is at most ``margin``. Exact: :func:`exact_rule`'s one-sided binomial bound on the loss."""
+    means_p = resample_means(hits, idx)  # [B, 1 + P]
+    lo_p, hi_p = percentile_interval(means_p[:, 1:], conf, axis=0)
+    a = float(means_p[:, 0].mean())
+    paper_pass = (lo_p <= a + 1e-12) & (a - 1e-12 <= hi_p)
+    means_f = means_p if full is idx else resample_means(hits, full)
+    _, loss_hi_f = percentile_interval(means_f[:, :1] - means_f[:, 1:], conf, axis=0)
+    margin_pass = loss_hi_f <= margin + 1e-12
+    lost, upper, exact_pass, chosen_exact = exact_rule(hits, conf, margin)
+    return _RulePasses(means_p, means_f, paper_pass, margin_pass, _choose(paper_pass), _choose(margin_pass),
+                       lost, upper, exact_pass, chosen_exact)
 
 
 def similarity_thresholds(
