@@ -102,3 +102,42 @@ def test_bad_groupings_are_one_line():
         summarise_groups(per_query, {"other": "x"}, column="question_type", boot=BOOT, workers="local")
     with pytest.raises(ConfigError, match="grouping column"):
         summarise_groups(per_query, {}, column="a=b", boot=BOOT, workers="local")
+
+
+def _rows_without_ids(table):
+    drop = {"run_id", "commit_id", "commit_row"}
+    return sorted((tuple((k, v) for k, v in sorted(r.items()) if k not in drop) for r in table.to_pylist()), key=repr)
+
+
+def test_store_keeps_whole_dataset_rows_and_reads_group_rows_by_filter(tmp_path):
+    from adaptlab import results
+    from adaptlab.evaluation import commit_summary
+
+    per_query, labels = _fixture()
+    with pytest.warns(UserWarning):
+        whole = summarise(per_query, boot=BOOT, workers="local")
+        grouped = summarise_groups(per_query, labels, column="question_type", boot=BOOT, workers="local")
+    plain = commit_summary(tmp_path / "plain", whole, dataset="toy", config={})
+    stored = commit_summary(tmp_path / "grouped", whole, dataset="toy", config={}, groups=[grouped])
+    assert stored.added and set(stored.values()).isdisjoint(plain.values())  # groups are part of the key
+    a, b = results.open(tmp_path / "plain"), results.open(tmp_path / "grouped")
+    for kind in ("score", "comparison"):
+        assert _rows_without_ids(b.metrics(kind=kind)) == _rows_without_ids(a.metrics(kind=kind))
+    x = b.metrics(group="question_type=x", kind="all").to_pylist()
+    assert len(x) == 3 and {r["n_queries"] for r in x} == {N}
+    diff = next(r for r in x if r["compared_to"] == "B")
+    assert diff["family_size"] == 2 and diff["p_adjusted"] == pytest.approx(grouped.groups["x"].pairs[0].p_adjusted)
+    assert len(b.metrics(group="*", kind="all")) == 6
+    assert b.metrics(group="question_type=x", columns=["system", "value"]).column_names == ["system", "value"]
+    again = commit_summary(tmp_path / "grouped", whole, dataset="toy", config={}, groups=[grouped])
+    assert not again.added
+
+
+def test_version_1_metrics_upgrade_to_whole_dataset_rows():
+    import pyarrow as pa
+
+    from adaptlab.results.schema_upgrade import upgrade
+
+    v1 = pa.table({"run_id": ["r"], "system": ["s"], "dataset": ["d"], "measure": ["mrr"], "value": [0.5]})
+    out = upgrade("metrics", v1, 1, source="old.parquet")
+    assert out.column("group").to_pylist() == [None] and out.column("value").to_pylist() == [0.5]
