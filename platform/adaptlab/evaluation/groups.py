@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from adaptlab.errors import ConfigError, DataError
-from adaptlab.evaluation.summary import EvaluationSummary, PairSummary, Pairs, summarise_datasets
+from adaptlab.evaluation.summary import EvaluationSummary, Pairs, PairSummary, summarise_datasets
 from adaptlab.metrics import PerQueryMetrics
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.pvalues import adjust_pvalues_bounded
