@@ -6,14 +6,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from adaptlab.analysis import compare
-from adaptlab.analysis.report.groups import group_columns, render_groups, rows_of_column
+from adaptlab.analysis import compare, render_groups, rows_of_column, stored_group_columns
 from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config, print_json
 from adaptlab.cli.evaluate_cmd import grouped_from_args, read_qrels
 from adaptlab.data import read_trec_run
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import evaluate, parse_measures
-from adaptlab.results.query import ANY_GROUP
+from adaptlab.results import ANY_GROUP
 
 DEFAULT_METRICS = "ndcg@10"
 STYLES = ("text", "markdown", "latex", "json", "csv")
@@ -127,7 +126,7 @@ def _from_store(args: argparse.Namespace, boot: Any) -> tuple[Any, list[dict[str
     finally:
         store.close()
     if args.by and not rows_of_column(rows, args.by):
-        have = ", ".join(group_columns(rows)) or "none"
+        have = ", ".join(stored_group_columns(rows)) or "none"
         raise ConfigError(f"--by {args.by}: the store holds no per-group rows of {args.by!r} (grouping columns "
                           f"stored: {have}); evaluate with group_by = [\"{args.by}\"] to store them")
     return result, rows

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config, print_json
+from adaptlab.data import read_group_file
 from adaptlab.data.beir import read_beir_qrels
-from adaptlab.data.groups import read_group_file
 from adaptlab.data.trec import read_trec_qrels, read_trec_run
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation import EvaluationSummary, format_pairs, format_summary, summarise_runs

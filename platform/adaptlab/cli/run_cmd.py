@@ -21,8 +21,7 @@ from adaptlab.cli._common import (
     suggest,
 )
 from adaptlab.errors import ConfigError, mask_url
-from adaptlab.evaluation import format_pairs, format_summary
-from adaptlab.evaluation.table import format_groups
+from adaptlab.evaluation import format_groups, format_pairs, format_summary
 from adaptlab.results import check_store_location
 from adaptlab.study import Study, load_study, parse_study, run_study
 from adaptlab.study.inputs import check_inputs

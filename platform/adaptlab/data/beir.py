@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from adaptlab.data._io import iter_jsonl, iter_lines, read_text, require_file, str_id
 from adaptlab.data.dataset import Dataset, Document, Qrels
@@ -72,7 +73,8 @@ def _read_queries(path: Path, groups: GroupLabels | None = None) -> tuple[dict[s
         queries[qid] = obj["text"]
         lines[qid] = line
         if groups is not None:
-            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            found = obj.get("metadata")
+            meta: dict[str, Any] = found if isinstance(found, dict) else {}
             groups.add(qid, {**meta, **{k: v for k, v in obj.items() if k in groups.columns}}, where)
     return queries, lines
 

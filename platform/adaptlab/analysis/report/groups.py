@@ -16,7 +16,7 @@ from adaptlab.analysis.present import CellValue, format_interval, format_number,
 from adaptlab.analysis.report.cells import adjusted_cell, ci_label_of
 from adaptlab.analysis.report.document import Page
 
-__all__ = ["group_columns", "group_tables", "groups_section", "rows_of_column"]
+__all__ = ["group_tables", "groups_section", "render_groups", "rows_of_column", "stored_group_columns"]
 
 
 def _split(label: Any) -> tuple[str, str]:
@@ -24,7 +24,7 @@ def _split(label: Any) -> tuple[str, str]:
     return column, value
 
 
-def group_columns(rows: Sequence[dict[str, Any]]) -> list[str]:
+def stored_group_columns(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The grouping columns of stored per-group rows, in sorted order."""
     return sorted({_split(r["group"])[0] for r in rows if r.get("group")})
 
@@ -70,7 +70,7 @@ def render_groups(rows: Sequence[dict[str, Any]], column: str, style: str = "tex
 def groups_section(page: Page, rows: Sequence[dict[str, Any]]) -> None:
     """One subsection per grouping column of the dataset's stored per-group rows: the scores per
     group, the paired differences per group and their figure (nothing without per-group rows)."""
-    for column in group_columns(rows):
+    for column in stored_group_columns(rows):
         (sh, sr), (ph, pr) = group_tables(rows, column)
         page.doc.h(3, f"Per-group results by {column}")
         page.doc.p(f"Each group's values, intervals and paired tests are computed on the queries of that group "
