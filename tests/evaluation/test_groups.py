@@ -129,6 +129,11 @@ def test_store_keeps_whole_dataset_rows_and_reads_group_rows_by_filter(tmp_path)
     assert diff["family_size"] == 2 and diff["p_adjusted"] == pytest.approx(grouped.groups["x"].pairs[0].p_adjusted)
     assert len(b.metrics(group="*", kind="all")) == 6
     assert b.metrics(group="question_type=x", columns=["system", "value"]).column_names == ["system", "value"]
+    pytest.importorskip("duckdb")
+    counts = b.sql('SELECT (SELECT count(*) FROM metrics_all) AS whole, (SELECT count(*) FROM groups) AS g, '
+                   '(SELECT count(*) FROM groups WHERE "group" = \'question_type=y\') AS y')
+    assert counts.to_dict("records") == [{"whole": 3, "g": 6, "y": 3}]
+    assert a.sql("SELECT count(*) AS g FROM groups")["g"].tolist() == [0]
     again = commit_summary(tmp_path / "grouped", whole, dataset="toy", config={}, groups=[grouped])
     assert not again.added
 

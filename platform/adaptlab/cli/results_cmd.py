@@ -57,7 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "unless group=COLUMN=VALUE (or group=* for every group) asks for per-group rows")
     p.add_argument("--latest", action="store_true", help="only the latest run of each (system, dataset)")
     p.add_argument("--sql", metavar="QUERY",
-                   help="run a DuckDB SQL query over the views runs, metrics, comparisons, metrics_all, per_query")
+                   help="run a DuckDB SQL query over the views runs, metrics, comparisons, metrics_all, per_query and groups "
+                        "(the per-group rows; the other metric views hold the whole dataset's)")
     p.add_argument("--version", dest="store_version", type=int, default=None, metavar="N",
                    help="read the store as it was at version N (see --table history)")
     p.add_argument("--as-of", default=None, metavar="TIME", help="read the store as it was at TIME (ISO 8601)")
