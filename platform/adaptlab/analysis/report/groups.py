@@ -14,7 +14,7 @@ from typing import Any
 from adaptlab.analysis import plots
 from adaptlab.analysis.present import CellValue, format_interval, format_number, format_p, render_table
 from adaptlab.analysis.report.cells import adjusted_cell, ci_label_of
-from adaptlab.analysis.report.document import Page
+from adaptlab.analysis.report.document import Page, slug
 
 __all__ = ["group_tables", "groups_section", "render_groups", "rows_of_column", "stored_group_columns"]
 
@@ -87,6 +87,6 @@ def _figure(page: Page, column: str, pairs: list[dict[str, Any]]) -> None:
     label = ci_label_of(pairs)
     fig = plots.plot_paired_differences(shown, title=f"Paired differences per {column} on {page.ds} ({label})",
                                         ci=label)
-    page.figure(fig, f"groups_{column}", f"paired differences per {column} with {label} on {page.ds}",
+    page.figure(fig, f"groups_{slug(column)}", f"paired differences per {column} with {label} on {page.ds}",
                 f"each group's difference A - B with its {label}; a filled point is significant after the "
                 f"adjustment across the groups of {column} (p adjusted < 0.05), a hollow one is not.")
