@@ -99,7 +99,8 @@ class Dataset:
         return [q for q in self.queries if any(r > 0 for r in self.qrels.get(q, {}).values())]
 
     def fingerprint(self) -> str:
-        """SHA-256 of the canonical JSON of corpus, queries and qrels (hex, 16 chars)."""
+        """SHA-256 of the canonical JSON of corpus, queries and qrels, and of the grouping columns
+        when there are any (hex, 16 chars)."""
         h = hashlib.sha256()
         for doc in sorted(self.corpus.values(), key=lambda d: d.id):
             h.update(json.dumps([doc.id, doc.title, doc.text], ensure_ascii=False).encode())
