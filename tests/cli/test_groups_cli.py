@@ -70,6 +70,12 @@ def test_evaluate_store_and_results_filter(files, cli, tmp_path):
                           "--filter", "group=question_type=x").stdout)
     assert [(r["system"], r["value"], r["group"]) for r in rows] == [
         ("A", pytest.approx(1.0), "question_type=x"), ("B", pytest.approx(0.2), "question_type=x")]
+    both = json.loads(cli("results", "--store", store, "--table", "comparisons", "--format", "json",
+                          "--filter", "group=question_type=x,question_type=y").stdout)
+    assert sorted(r["group"] for r in both) == ["question_type=x", "question_type=y"]
+    every = json.loads(cli("results", "--store", store, "--table", "metrics", "--format", "json",
+                           "--filter", "group=*").stdout)
+    assert len(every) == 4
     cmp = cli("compare", "--store", store, "--metrics", "mrr", "--bootstrap", "400", "--by", "question_type")
     assert cmp.returncode == 0, cmp.stderr
     assert "per question_type" in cmp.stdout and "A - B" in cmp.stdout

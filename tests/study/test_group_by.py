@@ -55,6 +55,15 @@ def test_group_by_on_the_command_line(tmp_path, cli):
     assert set(json.loads(res.stdout)["groups"]["question_type"]["groups"]) == {"factoid", "list"}
 
 
+def test_dry_run_names_a_missing_grouping_column(tmp_path, cli):
+    data = _csv(tmp_path / "qa.csv")
+    study = tmp_path / "s.toml"
+    study.write_text(f'[study]\nstore = ""\n[[datasets]]\nspec = "pairs:{data}"\ngroup_by = ["topic"]\n'
+                     '[[models]]\nref = "hash:8"\n')
+    res = cli("run", str(study), "--dry-run")
+    assert res.returncode == 2 and "header has no column 'topic'" in res.stderr and "check group_by" in res.stderr
+
+
 def test_pairs_reader_keeps_groups_and_names_bad_lines(tmp_path):
     ds = load_pairs(_csv(tmp_path / "qa.csv"), group_by=["question_type"])
     assert ds.groups["question_type"]["q1"] == "factoid" and ds.groups["question_type"]["q0"] == "list"

@@ -123,13 +123,15 @@ def check_pair_columns(
     naming the file, the missing column and the columns present. Reads at most 1 MiB."""
     p, fmt = _pairs_file(path, file_format)
     wanted = [c for c in (question_col, context_col, query_id_col, doc_id_col, title_col) if c]
-    wanted += group_columns(group_by, f"{p}: group_by")
+    groups = group_columns(group_by, f"{p}: group_by")
+    wanted += groups
     columns = _header(p, fmt)
     missing = [c for c in wanted if c not in columns]
     if missing:
         what = "first record has no key" if fmt == "jsonl" else "header has no column"
-        raise DataError(f"{p}: the {what} {missing[0]!r} (columns: {', '.join(columns) or 'none'}); "
-                        "set question_col/context_col to the names used (dataset options)")
+        fix = ("check group_by" if missing[0] in groups else
+               "set question_col/context_col to the names used (dataset options)")
+        raise DataError(f"{p}: the {what} {missing[0]!r} (columns: {', '.join(columns) or 'none'}); {fix}")
 
 
 def _pairs_file(path: str | Path, file_format: str | None) -> tuple[Path, str]:
