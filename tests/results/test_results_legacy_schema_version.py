@@ -80,7 +80,7 @@ def test_v0_files_are_upgraded_on_read(store):
                                  "compared_to": "old", "p_value": 0.2}])
     runs = store.runs().to_pylist()
     assert [(r["system"], r["model_revision"], r["schema_version"]) for r in runs] == [
-        ("old", "rev0", 0), ("new", "rev1", 1)]
+        ("old", "rev0", 0), ("new", "rev1", results.SCHEMA_VERSION)]
     m = store.metrics(system="old").to_pylist()
     assert [(x["measure"], x["value"], x["compared_to"], x["p_value"], x["extra"]) for x in m] == [
         ("ndcg@10", 0.5, None, None, None), ("mrr", 0.75, None, None, None)]

@@ -73,7 +73,7 @@ def test_round_trip_all_three_tables(store):
     from adaptlab import __version__
 
     assert row["package_version"] == __version__
-    assert row["model_revision"] == "abc123" and row["seed"] == 7 and row["schema_version"] == 1
+    assert row["model_revision"] == "abc123" and row["seed"] == 7 and row["schema_version"] == results.SCHEMA_VERSION
     assert json.loads(row["config"]) == {"b": [1, 2], "k": 2}
     assert row["timestamp"] == run["timestamp"]  # microseconds, UTC
 

@@ -66,6 +66,7 @@ from adaptlab.analysis.plots import (
 )
 from adaptlab.analysis.present import DIGITS, format_p, render_table, terminal_escape, terminal_escape_lines
 from adaptlab.analysis.report import build_report
+from adaptlab.analysis.report.groups import render_groups, rows_of_column, stored_group_columns
 from adaptlab.analysis.scaling import (
     SCALING_MODELS,
     ScalingFit,
@@ -129,6 +130,9 @@ __all__ = [
     "Whiten",
     "average_cosine_distance",
     "build_report",
+    "render_groups",
+    "rows_of_column",
+    "stored_group_columns",
     "compare",
     "compare_shift",
     "correlation_table",

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from adaptlab.analysis import compare
+from adaptlab.analysis import compare, render_groups, rows_of_column, stored_group_columns
 from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config, print_json
-from adaptlab.cli.evaluate_cmd import read_qrels
+from adaptlab.cli.evaluate_cmd import grouped_from_args, read_qrels
 from adaptlab.data import read_trec_run
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import evaluate, parse_measures
+from adaptlab.results import ANY_GROUP
 
 DEFAULT_METRICS = "ndcg@10"
 STYLES = ("text", "markdown", "latex", "json", "csv")
@@ -50,6 +52,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="level of the significance letters (adjusted p < alpha; default 0.05)")
     p.add_argument("--power", type=unit_open, default=0.8,
                    help="power of the minimum detectable effect column (default 0.8)")
+    p.add_argument("--by", metavar="COLUMN",
+                   help="also per group of this grouping column: with --store the per-group rows it holds, with "
+                        "--qrels the groups of --groups FILE (p adjusted within each measure across the groups)")
+    p.add_argument("--groups", type=Path, metavar="FILE",
+                   help="with --qrels: a TSV file of 'query_id<TAB>group' lines giving each query's group")
     p.add_argument("--format", choices=STYLES, default="text",
                    help="output format; json: {systems, pairs, settings} with every column; csv: one table, its "
                         "column 'table' saying 'systems' or 'pairs' (the columns of the other kind are empty)")
@@ -70,34 +77,59 @@ def per_query_from_runs(qrels_path: Path, run_paths: list[Path], metrics: str) -
 
 
 def run(args: argparse.Namespace) -> int:
-    """Compare the runs (or the store's systems) and print the tables."""
+    """Compare the runs (or the store's systems) and print the tables (and the per-group ones)."""
     if (args.store is None) == (args.qrels is None):
         raise ConfigError("give either --qrels with two or more --run files, or --store URI")
     boot = bootstrap_config(args)
     if args.store is not None:
-        if args.runs:
-            raise ConfigError("--run goes with --qrels, not with --store")
-        from adaptlab import results
-
-        store = results.open(args.store)
-        try:
-            result = compare(store, measures=args.metrics, dataset=args.dataset, boot=boot, systems=_systems(args),
-                             alpha=args.alpha, power=args.power)
-        finally:
-            store.close()
+        result, group_rows = _from_store(args, boot)
     else:
         if not args.runs or len(args.runs) < 2:
             raise ConfigError("--qrels needs at least two --run files to compare")
         per_query = per_query_from_runs(args.qrels, args.runs, args.metrics)
-        result = compare(per_query, boot=boot, dataset=args.dataset or dataset_name(args.qrels),
-                         systems=_systems(args), alpha=args.alpha, power=args.power)
+        dataset = args.dataset or dataset_name(args.qrels)
+        result = compare(per_query, boot=boot, dataset=dataset, systems=_systems(args), alpha=args.alpha,
+                         power=args.power)
+        grouped = grouped_from_args(args, per_query, boot)
+        group_rows = grouped.metric_rows({n: n for n in per_query}, dataset) if grouped is not None else []
     if args.format in ("json", "csv"):
-        emit_frames({"systems": result.frame(), "pairs": result.pairs_frame()}, args.format,
+        import pandas as pd
+
+        frames = {"systems": result.frame(), "pairs": result.pairs_frame()}
+        if args.by:
+            frames["groups"] = pd.DataFrame(rows_of_column(group_rows, args.by))
+        emit_frames(frames, args.format,
                     {"settings": {"alpha": args.alpha, "power": args.power, "bootstrap": boot.kwargs(),
                                   "adjustment": boot.adjustment}})
     else:
         print(result.render(args.format))
+        if args.by:
+            print("\n" + render_groups(group_rows, args.by, args.format))
     return 0
+
+
+def _from_store(args: argparse.Namespace, boot: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """The comparison of the store's systems and, with ``--by``, the store's rows of that column."""
+    if args.runs:
+        raise ConfigError("--run goes with --qrels, not with --store")
+    if args.groups is not None:
+        raise ConfigError("--groups goes with --qrels; a store holds the per-group rows its evaluations wrote "
+                          "(choose them with --by COLUMN)")
+    from adaptlab import results
+
+    store = results.open(args.store)
+    try:
+        result = compare(store, measures=args.metrics, dataset=args.dataset, boot=boot, systems=_systems(args),
+                         alpha=args.alpha, power=args.power)
+        rows = (store.metrics(kind="all", group=ANY_GROUP, latest=True, dataset=args.dataset).to_pylist()
+                if args.by else [])
+    finally:
+        store.close()
+    if args.by and not rows_of_column(rows, args.by):
+        have = ", ".join(stored_group_columns(rows)) or "none"
+        raise ConfigError(f"--by {args.by}: the store holds no per-group rows of {args.by!r} (grouping columns "
+                          f"stored: {have}); evaluate with group_by = [\"{args.by}\"] to store them")
+    return result, rows
 
 
 def _systems(args: argparse.Namespace) -> list[str] | None:

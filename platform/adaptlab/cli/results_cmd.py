@@ -53,10 +53,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                    help="keep rows whose column KEY equals VALUE (VALUE may be a,b,c for 'any of'; each of them "
                         "must occur in the store: a typo is refused with the closest stored value); repeatable. "
-                        "compared_to=X finds comparisons with X on either side")
+                        "compared_to=X finds comparisons with X on either side; metrics are the whole dataset's "
+                        "unless group=COLUMN=VALUE (or group=* for every group) asks for per-group rows")
     p.add_argument("--latest", action="store_true", help="only the latest run of each (system, dataset)")
     p.add_argument("--sql", metavar="QUERY",
-                   help="run a DuckDB SQL query over the views runs, metrics, comparisons, metrics_all, per_query")
+                   help="run a DuckDB SQL query over the views runs, metrics, comparisons, metrics_all, per_query and groups "
+                        "(the per-group rows; the other metric views hold the whole dataset's)")
     p.add_argument("--version", dest="store_version", type=int, default=None, metavar="N",
                    help="read the store as it was at version N (see --table history)")
     p.add_argument("--as-of", default=None, metavar="TIME", help="read the store as it was at TIME (ISO 8601)")
@@ -377,7 +379,8 @@ def _refuse_unknown_values(store, table_name: str, filters: Mapping[str, object]
     for key, value in filters.items():
         wanted = value if isinstance(value, list) else [value]
         try:
-            present = store.table(name, columns=[key], **({"kind": "all"} if name == "metrics" else {}))
+            scope = {"kind": "all", **({"group": "*"} if key == "group" else {})} if name == "metrics" else {}
+            present = store.table(name, columns=[key], **scope)
         except Exception:  # noqa: BLE001 - list columns and the like: nothing to suggest
             continue
         stored = [v for v in present.column(key).to_pylist() if v is not None]

@@ -21,7 +21,7 @@ from adaptlab.cli._common import (
     suggest,
 )
 from adaptlab.errors import ConfigError, mask_url
-from adaptlab.evaluation import format_pairs, format_summary
+from adaptlab.evaluation import format_groups, format_pairs, format_summary
 from adaptlab.results import check_store_location
 from adaptlab.study import Study, load_study, parse_study, run_study
 from adaptlab.study.inputs import check_inputs
@@ -173,9 +173,9 @@ def run(args: argparse.Namespace) -> int:
     _announce(args, outcome, t0)
     if args.format == "json":
         if len(outcome.datasets) == 1:
-            print_json(outcome.datasets[0].summary.to_json())
+            print_json(_json(outcome.datasets[0]))
         else:
-            print_json({"datasets": {d.dataset: d.summary.to_json() for d in outcome.datasets}})
+            print_json({"datasets": {d.dataset: _json(d) for d in outcome.datasets}})
         return 0
     for d in outcome.datasets:
         print(f"\n== {d.dataset} ==")
@@ -184,12 +184,22 @@ def run(args: argparse.Namespace) -> int:
         if pairs:
             print("\npaired differences")
             print(pairs)
+        for grouped in d.groups:
+            print("\n" + format_groups(grouped))
     if outcome.store is not None:
         versions = [v for d in outcome.datasets if (v := getattr(d.run_ids, "version", None)) is not None]
         at = f" (store version {max(versions)})" if versions else ""
         shown = mask_url(str(outcome.store))
         print(f"\nresults stored in {shown}{at} (adaptlab results --store {shown} --latest)")
     return 0
+
+
+def _json(d: Any) -> dict[str, Any]:
+    """One dataset's summary as JSON, with ``groups`` (``{column: per-group JSON}``) when it has groups."""
+    out = d.summary.to_json()
+    if d.groups:
+        out["groups"] = {g.column: g.to_json() for g in d.groups}
+    return out
 
 
 def _announce(args: argparse.Namespace, outcome: Any, t0: float) -> None:

@@ -4,6 +4,7 @@ and a synthetic generator."""
 from adaptlab.data.beir import load_beir, read_beir_qrels, write_beir
 from adaptlab.data.dataset import Dataset, Document, Qrels, Run
 from adaptlab.data.documents import CleanOptions, clean_text, corpus_from_dataset, load_documents
+from adaptlab.data.groups import read_group_file
 from adaptlab.data.loaders import DATASET_FORMATS, load_dataset, parse_dataset_spec
 from adaptlab.data.pairs import load_pairs
 from adaptlab.data.pubmedqa import load_pubmedqa
@@ -38,6 +39,7 @@ __all__ = [
     "corpus_from_dataset",
     "load_beir",
     "load_dataset",
+    "read_group_file",
     "load_documents",
     "load_pairs",
     "load_pubmedqa",

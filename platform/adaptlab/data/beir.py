@@ -6,6 +6,10 @@ Layout (Thakur et al., BEIR, NeurIPS 2021 Datasets and Benchmarks):
 - ``queries.jsonl``: one object per line with ``_id`` and ``text``;
 - ``qrels/<split>.tsv``: ``query-id<TAB>corpus-id<TAB>score`` with a header line.
 
+``group_by`` names grouping columns of ``queries.jsonl``: a key of each query object, or of
+its ``metadata`` object (kept as :attr:`~adaptlab.data.Dataset.groups`; a query without it is
+in no group, a column no query has is an error).
+
 As BEIR's own loader does, only the queries that appear in the split's qrels are kept (a
 query judged only with score 0 is kept too). Documents are embedded as
 ``title + " " + text`` (:meth:`Document.full_text`).
@@ -15,9 +19,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from adaptlab.data._io import iter_jsonl, iter_lines, read_text, require_file, str_id
 from adaptlab.data.dataset import Dataset, Document, Qrels
+from adaptlab.data.groups import GroupLabels, group_columns
 from adaptlab.errors import DataError
 
 __all__ = ["load_beir", "read_beir_qrels", "write_beir"]
@@ -49,7 +55,7 @@ def _read_corpus(path: Path) -> list[Document]:
     return docs
 
 
-def _read_queries(path: Path) -> tuple[dict[str, str], dict[str, int]]:
+def _read_queries(path: Path, groups: GroupLabels | None = None) -> tuple[dict[str, str], dict[str, int]]:
     queries: dict[str, str] = {}
     lines: dict[str, int] = {}
     for line, obj in iter_jsonl(path):
@@ -66,7 +72,19 @@ def _read_queries(path: Path) -> tuple[dict[str, str], dict[str, int]]:
             raise DataError(f"{where}: 'text' must be a string")
         queries[qid] = obj["text"]
         lines[qid] = line
+        if groups is not None:
+            found = obj.get("metadata")
+            meta: dict[str, Any] = found if isinstance(found, dict) else {}
+            groups.add(qid, {**meta, **{k: v for k, v in obj.items() if k in groups.columns}}, where)
     return queries, lines
+
+
+def _check_group_keys(path: Path, groups: GroupLabels) -> None:
+    """A grouping column that no query of ``path`` has is one line naming it."""
+    for c in groups.columns:
+        if not any(groups.labels[c].values()):
+            raise DataError(f"{path}: no query has the grouping column {c!r} (as a key or under 'metadata'); "
+                            "check group_by")
 
 
 def read_beir_qrels(path: str | Path) -> Qrels:
@@ -121,7 +139,8 @@ def _is_int(text: str) -> bool:
     return True
 
 
-def load_beir(path: str | Path, split: str = "test", *, name: str | None = None) -> Dataset:
+def load_beir(path: str | Path, split: str = "test", *, name: str | None = None,
+              group_by: str | list[str] | None = None) -> Dataset:
     """Load a BEIR folder's ``split``: its judged queries, the whole corpus and the qrels.
 
     Raises DataError naming the file and line for a missing file or split (listing the
@@ -146,7 +165,9 @@ def load_beir(path: str | Path, split: str = "test", *, name: str | None = None)
         )
     docs = _read_corpus(corpus_path)
     doc_ids = {d.id for d in docs}
-    all_queries, _ = _read_queries(queries_path)
+    groups = GroupLabels(group_columns(group_by, f"{root}: group_by"))
+    all_queries, _ = _read_queries(queries_path, groups)
+    _check_group_keys(queries_path, groups)
     qrels, lines = _read_qrels_tsv(qrels_path)
     if not qrels:
         raise DataError(f"{qrels_path}: no judgements; expected query-id, corpus-id, score lines")
@@ -161,6 +182,7 @@ def load_beir(path: str | Path, split: str = "test", *, name: str | None = None)
                 f"in {corpus_path}"
             )
     queries = {qid: text for qid, text in all_queries.items() if qid in qrels}
+    labels = {c: {q: v for q, v in by_query.items() if q in queries} for c, by_query in groups.labels.items()}
     return Dataset.build(
         name or root.name,
         docs,
@@ -168,12 +190,13 @@ def load_beir(path: str | Path, split: str = "test", *, name: str | None = None)
         qrels,
         source=str(root),
         meta={"format": "beir", "path": str(root), "split": split},
+        groups=labels,
     )
 
 
 def write_beir(dataset: Dataset, folder: str | Path, *, split: str = "test") -> Path:
-    """Write ``dataset`` as a BEIR folder (``corpus.jsonl``, ``queries.jsonl``,
-    ``qrels/<split>.tsv``) readable by :func:`load_beir`."""
+    """Write ``dataset`` as a BEIR folder (``corpus.jsonl``, ``queries.jsonl`` with the grouping
+    columns as keys, ``qrels/<split>.tsv``) readable by :func:`load_beir`."""
     root = Path(folder)
     (root / "qrels").mkdir(parents=True, exist_ok=True)
     with open(root / "corpus.jsonl", "w", encoding="utf-8") as f:
@@ -182,7 +205,8 @@ def write_beir(dataset: Dataset, folder: str | Path, *, split: str = "test") -> 
                                ensure_ascii=False) + "\n")
     with open(root / "queries.jsonl", "w", encoding="utf-8") as f:
         for qid, text in dataset.queries.items():
-            f.write(json.dumps({"_id": qid, "text": text}, ensure_ascii=False) + "\n")
+            labels = {c: v[qid] for c, v in dataset.groups.items() if v.get(qid)}
+            f.write(json.dumps({"_id": qid, "text": text, **labels}, ensure_ascii=False) + "\n")
     with open(root / "qrels" / f"{split}.tsv", "w", encoding="utf-8") as f:
         f.write("query-id\tcorpus-id\tscore\n")
         for qid, judged in dataset.qrels.items():

@@ -41,7 +41,9 @@ class Dataset:
     """A corpus, its queries and their relevance judgements.
 
     Built through :meth:`build`, which validates that every judged query and document
-    exists; the constructor itself does not copy or check.
+    exists; the constructor itself does not copy or check. ``groups`` holds the query grouping
+    columns the reader kept (``group_by``): ``{column: {query_id: value}}``, an empty value
+    meaning the query is in no group of that column.
     """
 
     name: str
@@ -49,6 +51,7 @@ class Dataset:
     queries: Mapping[str, str]
     qrels: Mapping[str, Mapping[str, int]]
     meta: Mapping[str, object] = field(default_factory=dict)
+    groups: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -60,6 +63,7 @@ class Dataset:
         *,
         source: str = "<memory>",
         meta: Mapping[str, object] | None = None,
+        groups: Mapping[str, Mapping[str, str]] | None = None,
     ) -> Dataset:
         """Validate and build a dataset; ``source`` names the origin in error messages."""
         docs: dict[str, Document] = {}
@@ -80,7 +84,7 @@ class Dataset:
                         "which is not in the corpus"
                     )
             clean_qrels[qid] = {did: int(rel) for did, rel in judged.items()}
-        return cls(name, docs, dict(queries), clean_qrels, dict(meta or {}))
+        return cls(name, docs, dict(queries), clean_qrels, dict(meta or {}), _check_groups(groups, queries, source))
 
     @property
     def n_documents(self) -> int:
@@ -95,7 +99,8 @@ class Dataset:
         return [q for q in self.queries if any(r > 0 for r in self.qrels.get(q, {}).values())]
 
     def fingerprint(self) -> str:
-        """SHA-256 of the canonical JSON of corpus, queries and qrels (hex, 16 chars)."""
+        """SHA-256 of the canonical JSON of corpus, queries and qrels, and of the grouping columns
+        when there are any (hex, 16 chars)."""
         h = hashlib.sha256()
         for doc in sorted(self.corpus.values(), key=lambda d: d.id):
             h.update(json.dumps([doc.id, doc.title, doc.text], ensure_ascii=False).encode())
@@ -105,6 +110,10 @@ class Dataset:
         h.update(b"\x00qrels")
         for qid in sorted(self.qrels):
             h.update(json.dumps([qid, sorted(self.qrels[qid].items())]).encode())
+        if self.groups:  # a dataset without grouping columns keeps the fingerprint it always had
+            h.update(b"\x00groups")
+            h.update(json.dumps({c: sorted(v.items()) for c, v in sorted(self.groups.items())},
+                                ensure_ascii=False).encode())
         return h.hexdigest()[:16]
 
     def subset(self, query_ids: Iterable[str], name: str | None = None) -> Dataset:
@@ -112,10 +121,24 @@ class Dataset:
         keep = [q for q in query_ids]
         queries = {q: self.queries[q] for q in keep}
         qrels = {q: dict(self.qrels[q]) for q in keep if q in self.qrels}
-        return Dataset(name or self.name, self.corpus, queries, qrels, dict(self.meta))
+        groups = {c: {q: v[q] for q in keep if q in v} for c, v in self.groups.items()}
+        return Dataset(name or self.name, self.corpus, queries, qrels, dict(self.meta), groups)
 
     def __repr__(self) -> str:
         return (
             f"Dataset({self.name!r}, documents={self.n_documents}, queries={self.n_queries}, "
             f"judged={len(self.qrels)})"
         )
+
+
+def _check_groups(groups: Mapping[str, Mapping[str, str]] | None, queries: Mapping[str, str],
+                  source: str) -> dict[str, dict[str, str]]:
+    """``groups`` as plain dicts of text, after checking that every labelled query exists."""
+    out: dict[str, dict[str, str]] = {}
+    for column, labels in (groups or {}).items():
+        for qid in labels:
+            if qid not in queries:
+                raise DataError(f"{source}: grouping column {column!r} labels query {qid!r}, which is not among "
+                                "the queries")
+        out[str(column)] = {str(q): str(v) for q, v in labels.items()}
+    return out

@@ -9,6 +9,8 @@ Each row holds a question and the context that answers it; the columns are confi
   With it, a repeated query id must repeat the same question; its contexts are all relevant
   (several gold documents). A repeated id with another question is an error.
 - An empty question or context is an error naming the line.
+- ``group_by`` names grouping columns (``question_type``) kept per query as
+  :attr:`~adaptlab.data.Dataset.groups`; a repeated query must repeat its groups.
 
 The format comes from the suffix (``.csv``, ``.tsv``, ``.jsonl``/``.ndjson``) unless
 ``file_format`` says otherwise. CSV/TSV files need a header row.
@@ -24,6 +26,7 @@ from typing import Any
 
 from adaptlab.data._io import iter_jsonl, read_text, require_file, str_id
 from adaptlab.data.dataset import Dataset, Document
+from adaptlab.data.groups import GroupLabels, group_columns
 from adaptlab.data.text import normalise_whitespace
 from adaptlab.errors import ConfigError, DataError
 
@@ -43,10 +46,12 @@ def load_pairs(
     title_col: str | None = None,
     file_format: str | None = None,
     name: str | None = None,
+    group_by: str | list[str] | None = None,
 ) -> Dataset:
     """Load a CSV/TSV/JSONL file of (question, context) rows (rules in the module doc)."""
     p, fmt = _pairs_file(path, file_format)
-    wanted = [c for c in (question_col, context_col, query_id_col, doc_id_col, title_col) if c]
+    groups = GroupLabels(group_columns(group_by, f"{p}: group_by"))
+    wanted = [c for c in (question_col, context_col, query_id_col, doc_id_col, title_col) if c] + groups.columns
     rows = _read_rows(p, fmt, wanted)
 
     docs: dict[str, Document] = {}
@@ -79,13 +84,15 @@ def load_pairs(
                 f"{where}: duplicate query id {qid!r} with a different question than on line "
                 f"{query_line[qid]}; a repeated id must repeat the same question"
             )
+        groups.add(qid, row, where)
         queries.setdefault(qid, question)
         query_line.setdefault(qid, line)
         qrels.setdefault(qid, {})[did] = 1
     if not docs:
         raise DataError(f"{p}: no rows; expected a {question_col!r}, {context_col!r} pair per row")
     meta: dict[str, Any] = {"format": "pairs", "path": str(p), "rows": len(rows)}
-    return Dataset.build(name or p.stem, docs.values(), queries, qrels, source=str(p), meta=meta)
+    return Dataset.build(name or p.stem, docs.values(), queries, qrels, source=str(p), meta=meta,
+                         groups=groups.labels)
 
 
 def _text(row: dict[str, Any], col: str, where: str, *, allow_empty: bool = False) -> str:
@@ -109,18 +116,22 @@ def check_pair_columns(
     title_col: str | None = None,
     file_format: str | None = None,
     name: str | None = None,
+    group_by: str | list[str] | None = None,
 ) -> None:
     """Check, from its header alone (the first line; a JSONL file's first record), that a pairs
     file holds the columns :func:`load_pairs` would read with the same options; else one line
     naming the file, the missing column and the columns present. Reads at most 1 MiB."""
     p, fmt = _pairs_file(path, file_format)
     wanted = [c for c in (question_col, context_col, query_id_col, doc_id_col, title_col) if c]
+    groups = group_columns(group_by, f"{p}: group_by")
+    wanted += groups
     columns = _header(p, fmt)
     missing = [c for c in wanted if c not in columns]
     if missing:
         what = "first record has no key" if fmt == "jsonl" else "header has no column"
-        raise DataError(f"{p}: the {what} {missing[0]!r} (columns: {', '.join(columns) or 'none'}); "
-                        "set question_col/context_col to the names used (dataset options)")
+        fix = ("check group_by" if missing[0] in groups else
+               "set question_col/context_col to the names used (dataset options)")
+        raise DataError(f"{p}: the {what} {missing[0]!r} (columns: {', '.join(columns) or 'none'}); {fix}")
 
 
 def _pairs_file(path: str | Path, file_format: str | None) -> tuple[Path, str]:

@@ -6,6 +6,7 @@ same numbers either way.
 """
 
 from adaptlab.evaluation.entry import Evaluation, evaluate
+from adaptlab.evaluation.groups import GroupedSummary, check_group_column, summarise_groups
 from adaptlab.evaluation.persist import commit_summary
 from adaptlab.evaluation.summary import (
     EvaluationSummary,
@@ -15,7 +16,7 @@ from adaptlab.evaluation.summary import (
     summarise_datasets,
     summarise_runs,
 )
-from adaptlab.evaluation.table import format_pairs, format_summary
+from adaptlab.evaluation.table import format_groups, format_pairs, format_summary
 from adaptlab.evaluation.workers import RAY_MIN_CELLS, WORKERS
 
 __all__ = [
@@ -23,13 +24,17 @@ __all__ = [
     "WORKERS",
     "Evaluation",
     "EvaluationSummary",
+    "GroupedSummary",
     "MeasureSummary",
     "PairSummary",
+    "check_group_column",
     "commit_summary",
     "evaluate",
+    "format_groups",
     "format_pairs",
     "format_summary",
     "summarise",
     "summarise_datasets",
+    "summarise_groups",
     "summarise_runs",
 ]

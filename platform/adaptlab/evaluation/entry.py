@@ -11,6 +11,8 @@
 The result is the per-query values (a :class:`~adaptlab.metrics.PerQueryMetrics`, so every
 function that took ``metrics.evaluate``'s result still does) with ``.frame()`` (one row per
 query) and ``.summary`` (the bootstrap CI of each measure, as ``adaptlab evaluate`` prints it).
+With ``groups=`` (query labels) ``.group_summaries`` holds the same per group
+(:mod:`adaptlab.evaluation.groups`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from adaptlab.data.trec import read_trec_qrels, read_trec_run
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.evaluation.groups import GroupedSummary, check_group_column, summarise_groups
 from adaptlab.evaluation.summary import EvaluationSummary, summarise
 from adaptlab.metrics import Measure, PerQueryMetrics
 from adaptlab.metrics import evaluate as per_query_values
@@ -46,11 +49,14 @@ class Evaluation(PerQueryMetrics):
     """Per-query values of one run (``values[measure][i]`` belongs to ``query_ids[i]``) with
     its summary: ``summary`` bootstraps on first use with the settings given to :func:`evaluate`."""
 
-    def __init__(self, per_query: PerQueryMetrics, system: str, bootstrap: Mapping[str, Any]) -> None:
+    def __init__(self, per_query: PerQueryMetrics, system: str, bootstrap: Mapping[str, Any],
+                 groups: Mapping[str, Mapping[str, str]] | None = None) -> None:
         super().__init__(per_query.query_ids, per_query.values, per_query.excluded, per_query.missing_from_run)
         self.system = system
+        self.groups = dict(groups or {})
         self._bootstrap = dict(bootstrap)
         self._summary: EvaluationSummary | None = None
+        self._groups: dict[str, GroupedSummary] | None = None
 
     def __repr__(self) -> str:
         means = ", ".join(f"{m}={v:.4f}" for m, v in self.mean().items())
@@ -63,6 +69,16 @@ class Evaluation(PerQueryMetrics):
             plain = PerQueryMetrics(self.query_ids, self.values, self.excluded, self.missing_from_run)
             self._summary = summarise({self.system: plain}, workers="local", **self._bootstrap)
         return self._summary
+
+    @property
+    def group_summaries(self) -> dict[str, GroupedSummary]:
+        """``{column: GroupedSummary}``: value and CI of each measure per group of each grouping
+        column given as ``groups=`` (empty without), computed on first use."""
+        if self._groups is None:
+            plain = {self.system: PerQueryMetrics(self.query_ids, self.values, self.excluded, self.missing_from_run)}
+            self._groups = {c: summarise_groups(plain, labels, column=c, workers="local", **self._bootstrap)
+                            for c, labels in self.groups.items()}
+        return self._groups
 
     def frame(self) -> pd.DataFrame:
         """One row per evaluated query (index ``query_id``), one column per measure."""
@@ -125,6 +141,7 @@ def evaluate(
     *,
     query_ids: Sequence[str] | None = None,
     system: str = "run",
+    groups: Mapping[str, Any] | None = None,
     **bootstrap: Any,
 ) -> Evaluation:
     """Per-query values of ``measures`` for ``run`` against ``qrels``, with the summary on ``.summary``.
@@ -144,6 +161,11 @@ def evaluate(
         score 0 (``.missing_from_run``).
     system : str
         The run's name in ``.summary``.
+    groups : mapping, optional
+        Query labels for per-group results: ``{query_id: group}`` (the column is named
+        ``group``) or ``{column: {query_id: group}}`` for several grouping columns. Each
+        column's :class:`~adaptlab.evaluation.groups.GroupedSummary` is in
+        ``.group_summaries[column]``: every measure's value and CI on each group's queries.
     **bootstrap
         The keywords of :func:`adaptlab.evaluation.summarise` used by ``.summary``: ``boot=``
         (a :class:`~adaptlab.stats.BootstrapConfig`) or ``n_resamples``, ``seed``,
@@ -176,4 +198,16 @@ def evaluate(
     boot = resolve_bootstrap("evaluate", bootstrap.pop("boot", None), config_key="boot", **bootstrap)
     per_query = per_query_values(_as_mapping(qrels, "qrels"), _as_mapping(run, "run"), measures,
                                  query_ids=query_ids)
-    return Evaluation(per_query, system, {"boot": boot})
+    return Evaluation(per_query, system, {"boot": boot}, _group_labels(groups))
+
+
+def _group_labels(groups: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:
+    """``groups=`` as ``{column: {query_id: value}}`` (a flat mapping is the column ``group``)."""
+    if not groups:
+        return {}
+    if all(isinstance(v, Mapping) for v in groups.values()):
+        return {check_group_column(c, "evaluate(): groups"): {str(q): str(v) for q, v in labels.items()}
+                for c, labels in groups.items()}
+    if any(isinstance(v, Mapping) for v in groups.values()):
+        raise ConfigError("evaluate(): groups: give {query_id: group} or {column: {query_id: group}}, not a mix")
+    return {"group": {str(q): str(v) for q, v in groups.items()}}

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab import results
+from adaptlab.evaluation.groups import GroupedSummary
 from adaptlab.evaluation.summary import EvaluationSummary
 from adaptlab.results.provenance import to_json
 from adaptlab.storage.names import check_name, check_names
@@ -93,6 +94,7 @@ def commit_summary(
     study: str | None = None,
     again: bool = False,
     key_content: Mapping[str, Any] | None = None,
+    groups: Sequence[GroupedSummary] = (),
 ) -> StoredRuns:
     """Write ``summary`` atomically; returns ``{system: run_id}`` with ``.version`` (the store
     version of the commit) and ``.commit_id``.
@@ -106,11 +108,11 @@ def commit_summary(
     ``provenance[system]`` may give ``model_id`` and ``model_revision``; ``records`` are
     :class:`~adaptlab.retrieval.records.PerQueryRecords` whose rows go to ``per_query``.
     ``extra_metric_rows`` (analysis measures such as ``coe``) need ``system`` and ``measure``;
-    their ``run_id`` is filled in. ``dataset`` and the system names pass
-    :func:`adaptlab.storage.check_name` (a ConfigError before anything is written).
+    their ``run_id`` is filled in. ``groups`` (:class:`~adaptlab.evaluation.groups.GroupedSummary`)
+    add the per-group rows (``group`` = ``column=value``; the whole-dataset rows leave it null).
+    ``dataset`` and the system names pass :func:`adaptlab.storage.check_name` (a ConfigError
+    before anything is written).
     """
-    import pyarrow as pa  # deferred: only a commit with per-query records needs Arrow
-
     dataset = check_name(dataset, "commit_summary(): dataset")
     check_names(summary.systems, "commit_summary(): system names")  # the same rule as every user-given name
     store = results.open(store_root, create=True)
@@ -119,17 +121,43 @@ def commit_summary(
     code = submitted_code()
     if code is not None:
         config.setdefault("submitted_code", code)
+    extra = [*extra_metric_rows, *_group_rows(groups, summary.systems, dataset)]
     if again:
         run_ids = {s: results.new_run_id() for s in summary.systems}
     else:
         key = evaluation_key(summary, dataset=dataset, config=config, provenance=provenance,
                              dataset_fingerprint=dataset_fingerprint, records=records,
-                             extra_metric_rows=extra_metric_rows, study=study, key_content=key_content)
+                             extra_metric_rows=extra, study=study, key_content=key_content)
         run_ids = keyed_run_ids(key, list(summary.systems))
-        landed = store.commit_of(list(run_ids.values()))
+        landed = _stored(store, run_ids)
         if landed is not None:  # this evaluation is in the store already: a retry adds nothing
-            return StoredRuns(run_ids, commit_id=str(landed), version=landed.version, uri=store.uri, added=False)
-    runs = [
+            return landed
+    runs = _run_rows(summary, run_ids, dataset=dataset, config=config, provenance=provenance,
+                     dataset_fingerprint=dataset_fingerprint, study=study)
+    rows = summary.metric_rows(run_ids, dataset) + _extra_rows(summary, run_ids, dataset, extra)
+    return _commit(store, run_ids, runs, rows, _per_query_table(records, run_ids), again=again)
+
+
+def _group_rows(groups: Sequence[GroupedSummary], systems: Mapping[str, Any], dataset: str,
+                ) -> list[dict[str, Any]]:
+    """The per-group rows with ``system`` standing for the run id (filled in with the others)."""
+    names = {s: s for s in systems}
+    return [{k: v for k, v in row.items() if k != "run_id"} for g in groups for row in g.metric_rows(names, dataset)]
+
+
+def _stored(store: Any, run_ids: Mapping[str, str]) -> StoredRuns | None:
+    """The store's commit of these content-derived run ids (``added=False``), None when absent."""
+    landed = store.commit_of(list(run_ids.values()))
+    if landed is None:
+        return None
+    return StoredRuns(run_ids, commit_id=str(landed), version=landed.version, uri=store.uri, added=False)
+
+
+def _run_rows(summary: EvaluationSummary, run_ids: Mapping[str, str], *, dataset: str, config: Mapping[str, Any],
+              provenance: Mapping[str, Mapping[str, Any]], dataset_fingerprint: str,
+              study: str | None) -> list[dict[str, Any]]:
+    """One ``runs`` row per system."""
+    return [
         results.run_record(
             s, dataset, run_id=run_ids[s],
             model_id=str(provenance.get(s, {}).get("model_id", "")),
@@ -139,21 +167,38 @@ def commit_summary(
         )
         for s in summary.systems
     ]
-    rows = summary.metric_rows(run_ids, dataset)
+
+
+def _extra_rows(summary: EvaluationSummary, run_ids: Mapping[str, str], dataset: str,
+                extra_metric_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, object]]:
+    """``extra_metric_rows`` completed: run id of their system, the summary's bootstrap settings."""
+    rows = []
     for extra in extra_metric_rows:
         row: dict[str, object] = {"dataset": dataset, "run_id": run_ids[str(extra["system"])], "compared_to": None,
-               "p_value": None, "boot_mean": None, "ci_low": None, "ci_high": None,
-               "n_queries": summary.n_queries, "n_resamples": summary.n_resamples,
-               "sample_size": summary.sample_size, "seed": summary.seed}
+                                  "p_value": None, "boot_mean": None, "ci_low": None, "ci_high": None,
+                                  "n_queries": summary.n_queries, "n_resamples": summary.n_resamples,
+                                  "sample_size": summary.sample_size, "seed": summary.seed}
         row.update(extra)
         rows.append(row)
-    per_query = None
-    if records:
-        tables = []
-        for rec in records:
-            t = rec.to_arrow()
-            tables.append(t.append_column("run_id", pa.array([run_ids[rec.system]] * t.num_rows, pa.string())))
-        per_query = pa.concat_tables(tables)
+    return rows
+
+
+def _per_query_table(records: Sequence[Any], run_ids: Mapping[str, str]) -> Any:
+    """The ``per_query`` rows of ``records`` with their run ids as one Arrow table (None without)."""
+    if not records:
+        return None
+    import pyarrow as pa  # deferred: only a commit with per-query records needs Arrow
+
+    tables = []
+    for rec in records:
+        t = rec.to_arrow()
+        tables.append(t.append_column("run_id", pa.array([run_ids[rec.system]] * t.num_rows, pa.string())))
+    return pa.concat_tables(tables)
+
+
+def _commit(store: Any, run_ids: Mapping[str, str], runs: list[dict[str, Any]], rows: list[dict[str, object]],
+            per_query: Any, *, again: bool) -> StoredRuns:
+    """One commit; a keyed commit that lost the race to an identical one returns the winner."""
     try:
         commit = store.commit(runs, rows, per_query)
     except results.StoreError:
@@ -172,12 +217,9 @@ def _landed_meanwhile(store: Any, run_ids: Mapping[str, str]) -> StoredRuns | No
     """The stored commit of these (content-derived) run ids, when one landed while this commit was
     written; None when the store does not hold them (the error was something else)."""
     try:
-        landed = store.commit_of(list(run_ids.values()))
+        return _stored(store, run_ids)
     except results.StoreError:
         return None
-    if landed is None:
-        return None
-    return StoredRuns(run_ids, commit_id=str(landed), version=landed.version, uri=store.uri, added=False)
 
 
 def evaluation_key(

@@ -15,10 +15,11 @@ from adaptlab.analysis.present import (
     terminal_escape_lines,
     verdict_line,
 )
+from adaptlab.evaluation.groups import GroupedSummary
 from adaptlab.evaluation.summary import EvaluationSummary, MeasureSummary
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label, p_value_note
 
-__all__ = ["format_pairs", "format_summary", "summary_verdict"]
+__all__ = ["format_groups", "format_pairs", "format_summary", "summary_verdict"]
 
 _ADJ_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no adjustment"}
 
@@ -107,3 +108,30 @@ def format_pairs(s: EvaluationSummary) -> str:
     tests = sorted({p.test for p in s.pairs})
     note = f"{p_value_note(s.n_queries, s.n_resamples, tests=tests, n_vectors=max(p.p_draws for p in s.pairs))}; p adj: {adj} within each measure, (n) = family size"
     return render_table(header, rows) + "\n" + note
+
+
+def format_groups(grouped: GroupedSummary) -> str:
+    """The per-group table of one grouping column: per group, system and measure the value and
+    CI; then the paired differences per group with p adjusted within each measure across groups."""
+    first = next(iter(grouped.groups.values()))
+    label = ci_label(first.confidence, None)
+    rows: list[list[CellValue]] = [
+        [value, s.n_queries, name, m, r.value, format_interval(r.ci_low, r.ci_high), r.interval]
+        for value, s in grouped.groups.items() for name, per in s.systems.items() for m, r in per.items()]
+    head = f"per {grouped.column}: {len(grouped.groups)} groups"
+    if grouped.unassigned:
+        head += f" ({len(grouped.unassigned)} queries without a {grouped.column} are in no group)"
+    out = terminal_escape_lines(head) + "\n" + render_table(
+        [grouped.column, "queries", "system", "measure", "value", label, "CI method"], rows)
+    pairs = [(value, p) for value, s in grouped.groups.items() for p in s.pairs]
+    if not pairs:
+        return out
+    prow: list[list[CellValue]] = [
+        [value, f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high), p.p_text,
+         f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
+        for value, p in pairs]
+    adj = _ADJ_NAMES.get(first.adjustment, first.adjustment)
+    note = (f"p: paired sign-flip test within the group; p adj: {adj} within each measure across the "
+            f"{len(grouped.groups)} groups, (n) = family size")
+    return (out + f"\n\npaired differences per {terminal_escape_lines(grouped.column)}\n"
+            + render_table([grouped.column, "pair", "measure", "diff", label, "p", "p adj (n)"], prow) + "\n" + note)

@@ -31,6 +31,7 @@ from adaptlab.results.migrate import migrate_store
 from adaptlab.results.mlflow_log import log_to_mlflow
 from adaptlab.results.mteb import MtebTaskResult, compare_mteb, export_mteb, import_mteb, mteb_results
 from adaptlab.results.provenance import new_run_id, run_record
+from adaptlab.results.query import ANY_GROUP
 from adaptlab.results.ranx_io import (
     export_ranx,
     from_ranx_frame,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.writer import ResultsStore
 
 __all__ = [
+    "ANY_GROUP",
     "COLUMNS",
     "CommitId",
     "MtebTaskResult",

@@ -1,6 +1,8 @@
 """Row filters of the query API: ``column=value`` keeps equal rows, ``column=[a, b]``
 (list, tuple, set or frozenset) keeps rows equal to any of them, ``column=None`` is
-ignored. Values are converted to the column's type (strings such as ``"0"`` are parsed
+ignored. ``metrics``' ``group`` column is the exception: without a ``group`` filter only
+whole-dataset rows (``group`` null) are read, ``group="question_type=factoid"`` (or a list)
+reads those groups' rows and ``group="*"`` (:data:`ANY_GROUP`) every group's. Values are converted to the column's type (strings such as ``"0"`` are parsed
 for numeric columns, so CLI filters work); a value that does not convert is an error.
 """
 
@@ -16,7 +18,10 @@ from adaptlab.results.schema import COLUMNS, arrow_type, column_names
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["Filter", "apply_filters", "check_columns", "parse_filters"]
+__all__ = ["ANY_GROUP", "Filter", "apply_filters", "check_columns", "group_rows", "parse_filters"]
+
+ANY_GROUP = "*"
+"""The ``group`` filter value that keeps the rows of every query group (not the whole-dataset rows)."""
 
 
 @dataclass(frozen=True)
@@ -95,3 +100,21 @@ def apply_filters(table: pa.Table, filters: list[Filter]) -> pa.Table:
         m = pc.is_in(table.column(f.column), value_set=f.values)
         mask = m if mask is None else pc.and_(mask, m)
     return table.filter(mask)
+
+
+def group_rows(table: pa.Table, group: Any) -> pa.Table:
+    """The rows of ``table`` (with a ``group`` column) that a ``group`` filter keeps: the
+    whole-dataset rows (``group`` null) when ``group`` is None, the rows of any group for
+    :data:`ANY_GROUP`, else the rows whose ``group`` is ``group`` (or one of a list of them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not table.num_rows:
+        return table
+    column = table.column("group")
+    if group is None:
+        return table.filter(pc.is_null(column))
+    values = [str(v) for v in group] if isinstance(group, (list, tuple, set, frozenset)) else [str(group)]
+    if ANY_GROUP in values:
+        return table.filter(pc.is_valid(column))
+    return table.filter(pc.is_in(column, value_set=pa.array(values, pa.string())))

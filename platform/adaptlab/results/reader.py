@@ -42,7 +42,7 @@ from adaptlab.results.health import Health, Listing, LogState
 from adaptlab.results.integrity import Checksums
 from adaptlab.results.legacy import is_legacy_store
 from adaptlab.results.native import quiet_native, remote_options
-from adaptlab.results.query import Filter, check_columns, parse_filters
+from adaptlab.results.query import Filter, check_columns, group_rows, parse_filters
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES, arrow_schema, arrow_type
 from adaptlab.results.sql import run_sql
 from adaptlab.results.validate import canonical_measure
@@ -437,12 +437,20 @@ class StoreReader:
         ``as_frame=True``: a DataFrame of the columns that hold a value (see :meth:`table`)."""
         if as_frame:
             return _frame(self.metrics(columns=columns, kind=kind, latest=latest, **filters), columns)
+        group = filters.pop("group", None)
+        cols = check_columns("metrics", columns)
+        read_cols = cols if cols is None or "group" in cols else [*cols, "group"]
+        table = group_rows(self._metric_rows(kind, filters, read_cols, latest), group)
+        return table if read_cols is cols else table.drop_columns(["group"])
+
+    def _metric_rows(self, kind: str | None, filters: dict[str, Any], cols: list[str] | None,
+                     latest: bool) -> pa.Table:
+        """The rows of :meth:`metrics` of every group (the ``group`` filter is applied after)."""
         if kind is None:
             kind = "comparison" if filters.get("compared_to") is not None else DEFAULT_METRICS_KIND
         if kind not in METRIC_KINDS:
             raise StoreError(f"metrics(kind={kind!r}): expected one of {', '.join(METRIC_KINDS)}")
         flt = parse_filters("metrics", filters)
-        cols = check_columns("metrics", columns)
         if latest:
             latest_flt = self._latest_filter("metrics", flt)
             if latest_flt is None:
@@ -536,7 +544,7 @@ class StoreReader:
     # -- SQL --------------------------------------------------------------------------------
     def sql(self, query: str, params: list[Any] | None = None, *, as_arrow: bool = False) -> pd.DataFrame | pa.Table:
         """Run a DuckDB SQL query over the views ``runs``, ``metrics`` (scores),
-        ``comparisons``, ``metrics_all`` and ``per_query`` of this snapshot; returns a pandas
+        ``comparisons``, ``metrics_all``, ``per_query`` and ``groups`` (per-group rows) of this snapshot; returns a pandas
         DataFrame (``as_arrow=True``: a pyarrow Table). DuckDB reads the Delta table's files
         through pyarrow: no DuckDB extension is downloaded or loaded (see :mod:`adaptlab.results.sql`)."""
         return run_sql(query, params, lambda: self._dataset(KINDS), as_arrow=as_arrow)

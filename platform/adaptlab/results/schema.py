@@ -3,7 +3,8 @@
 Version ``SCHEMA_VERSION`` of the layout:
 
 - ``runs``: one row per evaluated (system, dataset) with its provenance;
-- ``metrics``: long format, one row per (run, measure[, compared_to]);
+- ``metrics``: long format, one row per (run, measure[, compared_to][, group]); ``group`` (version 2)
+  is null on whole-dataset rows and ``column=value`` on the rows of one query group;
 - ``per_query``: ``run_id`` plus the columns of
   :meth:`adaptlab.retrieval.records.PerQueryRecords.to_arrow`.
 
@@ -34,8 +35,8 @@ __all__ = [
     "column_names",
 ]
 
-SCHEMA_VERSION: int = 1
-"""Version of the table layout written by this adaptlab."""
+SCHEMA_VERSION: int = 2
+"""Version of the table layout written by this adaptlab (2: ``metrics.group``, per-group rows)."""
 
 VERSION_KEY: bytes = b"adaptlab.schema_version"
 """Parquet/Arrow schema-metadata key holding the layout version (ASCII integer)."""
@@ -115,6 +116,8 @@ _METRICS = (
        required=False),
     _c("missing_from_run", "int64", "judged queries absent from the run (scored 0)", nullable=True,
        required=False),
+    _c("group", "string", "the query group of a per-group row, column=value (question_type=factoid); null for "
+       "the whole dataset", nullable=True, required=False),
 )
 
 _PER_QUERY = (

@@ -12,6 +12,9 @@ stores written by it stay readable):
 - ``metrics.metric`` was renamed ``measure``; ``metrics`` had no ``compared_to``,
   ``p_value`` or ``extra`` columns (upgraded rows get nulls);
 - ``per_query`` is unchanged.
+
+Version 1 -> 2: ``metrics`` gains ``group`` (the query group of a per-group row); every row of
+a version-1 table is a whole-dataset row, so upgraded rows get null.
 """
 
 from __future__ import annotations
@@ -56,7 +59,15 @@ def _v0_to_v1(name: str, table: pa.Table) -> pa.Table:
     return table
 
 
-UPGRADES: dict[int, Callable[[str, pa.Table], pa.Table]] = {0: _v0_to_v1}
+def _v1_to_v2(name: str, table: pa.Table) -> pa.Table:
+    import pyarrow as pa
+
+    if name == "metrics":
+        table = _add_const(table, "group", None, pa.string())
+    return table
+
+
+UPGRADES: dict[int, Callable[[str, pa.Table], pa.Table]] = {0: _v0_to_v1, 1: _v1_to_v2}
 """``UPGRADES[v](table_name, table)`` turns a version-``v`` table into version ``v + 1``."""
 
 

@@ -29,8 +29,11 @@ VIEWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("comparisons", ("comparisons",), "metrics"),
     ("metrics_all", ("scores", "comparisons"), "metrics"),
     ("per_query", ("per_query",), "per_query"),
+    ("groups", ("scores", "comparisons"), "metrics"),
 )
-"""``(view, kinds of rows, logical table)``: the views a query sees."""
+"""``(view, kinds of rows, logical table)``: the views a query sees. ``metrics``, ``comparisons``
+and ``metrics_all`` hold the whole-dataset rows (``group`` null), ``groups`` the per-group rows
+(scores and comparisons, ``group`` = ``column=value``), as the store's ``metrics()`` separates them."""
 
 
 def run_sql(query: str, params: list[Any] | None, dataset: Callable[[], Any], *,
@@ -57,7 +60,7 @@ def run_sql(query: str, params: list[Any] | None, dataset: Callable[[], Any], *,
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise StoreError(
                 f"SQL error: {first}; the views are runs, metrics (scores), comparisons, "
-                "metrics_all and per_query"
+                "metrics_all, per_query and groups"
             ) from e
     finally:
         con.close()
@@ -71,4 +74,8 @@ def _create_views(con: Any, present: set[str]) -> None:
         cols = ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"'
                          for c in (col.name for col in COLUMNS[table]))
         ks = ", ".join(f"'{k}'" for k in kinds)
-        con.execute(f"CREATE VIEW {view} AS SELECT {cols} FROM adaptlab_rows WHERE kind IN ({ks})")
+        where = f"kind IN ({ks})"
+        if table == "metrics":
+            group = '"group" IS NOT NULL' if view == "groups" else '"group" IS NULL'
+            where += f" AND {group}" if "group" in present else (" AND FALSE" if view == "groups" else "")
+        con.execute(f"CREATE VIEW {view} AS SELECT {cols} FROM adaptlab_rows WHERE {where}")

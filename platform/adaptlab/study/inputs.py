@@ -128,8 +128,8 @@ def _check_columns(fmt: str, path: Path, ds: DatasetSection, where: str) -> None
     if fmt != "pairs" or not path.is_file():
         return
     try:
-        check_dataset_options(ds.spec, **ds.options)
-        check_pair_columns(path, **ds.options)
+        check_dataset_options(ds.spec, **ds.reader_options())
+        check_pair_columns(path, **ds.reader_options())
     except (ConfigError, DataError) as e:
         raise ConfigError(f"{where}: {e}; nothing was run") from e
 
@@ -141,7 +141,7 @@ def load_dataset_section(ds: DatasetSection, study: Study) -> Dataset:
     if sep and fmt != "synthetic" and path and not Path(path).expanduser().is_absolute():
         spec = f"{fmt}:{study.resolve_path(path)}"
     log(f"[adaptlab] loading dataset {ds.name!r} ({ds.spec}, split {ds.split})")
-    return load_dataset(spec, split=ds.split, name=ds.name, **ds.options)
+    return load_dataset(spec, split=ds.split, name=ds.name, **ds.reader_options())
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from adaptlab.adapt.train.tune import SweepResult
 from adaptlab.analysis.scale_curves import ScaleCurve, scale_curves
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation import EvaluationSummary
+from adaptlab.evaluation.groups import GroupedSummary
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.study.adapt_config import AdaptSettings
 from adaptlab.study.schema import ModelSection, StoreURI
@@ -54,6 +55,8 @@ class DatasetOutcome:
     summary: EvaluationSummary
     records: dict[str, PerQueryRecords] = field(default_factory=dict)
     run_ids: dict[str, str] = field(default_factory=dict)
+    groups: list[GroupedSummary] = field(default_factory=list)
+    """The per-group results of each grouping column of the dataset (``group_by``)."""
 
 
 @dataclass

@@ -61,6 +61,7 @@ from adaptlab.embedding.cache import Embedder, EmbeddingCache
 from adaptlab.embedding.tokens import TokenEmbedder
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.evaluation import summarise
+from adaptlab.evaluation.groups import summarise_groups
 from adaptlab.evaluation.persist import commit_summary
 from adaptlab.metrics import evaluate, parse_measures
 from adaptlab.metrics.measures import Measure
@@ -415,7 +416,9 @@ def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
         analysis_rows += _analyses(study, ev.boot, rec, d_emb, system.name, plan.name)
     with Heartbeat(f"{plan.name}: bootstrapping {len(per_query)} system(s)"):
         summary = summarise(per_query, boot=ev.boot, baseline=ev.baseline, pairs=ev.pairs)
-    outcome = DatasetOutcome(plan.name, summary, records)
+        groups = [summarise_groups(per_query, labels, column=c, boot=ev.boot, baseline=ev.baseline, pairs=ev.pairs)
+                  for c, labels in ds.groups.items()]
+    outcome = DatasetOutcome(plan.name, summary, records, groups=groups)
     if ev.store_root is not None:
         b = ev.boot
         config = {"study": study.study.name, "source": study.source, "dataset": plan.spec, "split": plan.split,
@@ -428,7 +431,7 @@ def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
             outcome.run_ids = commit_summary(ev.store_root, summary, dataset=plan.name, config=config,
                                              provenance=provenance, dataset_fingerprint=ds.fingerprint(),
                                              records=list(records.values()), study=study.study.name,
-                                             extra_metric_rows=analysis_rows)
+                                             extra_metric_rows=analysis_rows, groups=groups)
         if not outcome.run_ids.added:
             log(f"[adaptlab] {plan.name}: {outcome.run_ids.already_stored()}")
     return outcome

@@ -160,6 +160,19 @@ class DatasetSection:
     options: dict[str, Any] = setting(factory=dict, help="the format's options, e.g. {question_col = \"q\", context_col = \"c\"} "
                                       "for a pairs: CSV/TSV/JSONL file (also query_id_col, doc_id_col, "
                                       "title_col, file_format); on the command line --dataset-option KEY=VALUE")
+    group_by: list[str] = setting(factory=list, help="query grouping columns (a pairs file's columns; a BEIR "
+                                  "query's keys or its metadata's): every measure also per group, paired p "
+                                  "adjusted within each measure across the groups; on the command line "
+                                  "--dataset-option group_by=COL")
+
+    def reader_options(self) -> dict[str, Any]:
+        """The options the format's reader gets: ``options``, and ``group_by`` when set."""
+        if not self.group_by:
+            return dict(self.options)
+        if "group_by" in self.options:
+            raise ConfigError(f"[[datasets]] {self.name or self.spec!r}: group_by is given both as a key and in "
+                              "options; keep one")
+        return {**self.options, "group_by": list(self.group_by)}
 
 
 @dataclass

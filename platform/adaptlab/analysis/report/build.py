@@ -13,6 +13,7 @@ from adaptlab.analysis.plots import DEFAULT_DPI, FIGURE_FORMATS, check_dpi
 from adaptlab.analysis.present import headline_pair, verdict_line
 from adaptlab.analysis.report.cells import extra, is_ranking_measure
 from adaptlab.analysis.report.document import Document, Page
+from adaptlab.analysis.report.groups import groups_section
 from adaptlab.analysis.report.missing import compute_missing_analyses
 from adaptlab.analysis.report.scale import inspection_section, ndcg_at_k_section, scale_section, scaling_section
 from adaptlab.analysis.report.scores import (
@@ -28,6 +29,7 @@ from adaptlab.analysis.report.scores import (
 from adaptlab.analysis.report.training import training_section
 from adaptlab.analysis.thresholds import ThresholdResult
 from adaptlab.errors import ConfigError
+from adaptlab.results.query import ANY_GROUP
 from adaptlab.retrieval import PerQueryRecords
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.settings import resolve_bootstrap
@@ -75,6 +77,8 @@ def build_report(
     runs.sort(key=lambda r: (str(r.get("timestamp")), r["run_id"]))
     run_order = {r["run_id"]: i for i, r in enumerate(runs)}
     metrics = _latest_rows(store.metrics(system=sys_f, dataset=ds_f, kind="all").to_pylist(), run_order)
+    grouped = _latest_rows(store.metrics(system=sys_f, dataset=ds_f, kind="all", group=ANY_GROUP).to_pylist(),
+                           run_order)
     all_datasets = sorted({r["dataset"] for r in runs} | {r["dataset"] for r in metrics})
 
     doc = Document()
@@ -95,6 +99,7 @@ def build_report(
         page = Page(doc, out, figdir, ds, store, figure_format, int(dpi), order)
         records = {sys: records[sys] for sys in sorted(records, key=page.rank)}
         _dataset_section(page, rows, records, int(k), cfg, compute_missing)
+        groups_section(page, [r for r in grouped if r["dataset"] == ds])
 
     md = out / "report.md"
     md.write_text(doc.markdown(), encoding="utf-8")
@@ -206,11 +211,12 @@ def _runs_shown(doc: Document, runs: list[dict[str, Any]]) -> None:
 
 
 def _latest_rows(metrics: list[dict[str, Any]], run_order: dict[str, int]) -> list[dict[str, Any]]:
-    """One row per (system, dataset, measure, compared_to, space, k): the latest run's."""
+    """One row per (system, dataset, measure, compared_to, space, k, group): the latest run's."""
     best: dict[tuple[Any, ...], dict[str, Any]] = {}
     for i, r in enumerate(metrics):
         e = extra(r)
-        key = (r["system"], r["dataset"], r["measure"], r.get("compared_to"), e.get("space"), e.get("x"), e.get("y"))
+        key = (r["system"], r["dataset"], r["measure"], r.get("compared_to"), e.get("space"), e.get("x"), e.get("y"),
+               r.get("group"))
         rank = (run_order.get(r.get("run_id", ""), -1), i)
         if key not in best or rank >= best[key]["_rank"]:
             best[key] = {**r, "_rank": rank}
