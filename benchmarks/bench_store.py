@@ -2,7 +2,7 @@
 
 For each store (``delta``: adaptlab.results.open on a local directory; ``previous``: the
 layout-1 store, written by the test writer tests/legacy_writer.py and read by
-adaptlab.results.legacy.LegacyReader, as adaptlab did before Delta Lake; ``delta-s3``: the
+adaptlab.results.legacy.legacy.LegacyReader, as adaptlab did before Delta Lake; ``delta-s3``: the
 Delta store on a local moto S3 server, with --s3) it measures:
 
   * commit latency, 1 writer: --commits commits of 1 run + 4 metrics + --pq-rows per-query
@@ -133,7 +133,7 @@ def _time(fn, repeat: int = 3) -> float:
 
 def _queries(kind: str, root: str, options: dict | None) -> dict[str, float]:
     from adaptlab import results
-    from adaptlab.results.legacy import LegacyReader
+    from adaptlab.results.legacy.legacy import LegacyReader
 
     if kind == "previous":
         store = LegacyReader(root)

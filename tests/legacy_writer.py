@@ -1,5 +1,5 @@
 """A writer of the previous store layout (layout 1), for tests and benchmarks/bench_store.py only:
-adaptlab reads such stores (:class:`adaptlab.results.legacy.LegacyReader`) and migrates them, but
+adaptlab reads such stores (:class:`adaptlab.results.legacy.legacy.LegacyReader`) and migrates them, but
 no longer writes them. It writes what the old adaptlab wrote: a marker, then each commit's
 Parquet files and manifest in ``tmp/`` and one ``os.rename`` into ``commits/`` (safe with
 several writer processes). The old store's compaction, cleaning and locks are gone; a test that
@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from adaptlab.results.layout import COMMITS, LAYOUT_VERSION, MANIFEST, MARKER, TMP, Manifest, new_commit_id
-from adaptlab.results.legacy import FORMAT, LegacyReader
+from adaptlab.results.legacy.legacy import FORMAT, LegacyReader
 from adaptlab.results.provenance import host_name
 from adaptlab.results.schema import SCHEMA_VERSION
 from adaptlab.results.validate import prepare_commit, unique_values

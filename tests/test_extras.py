@@ -203,7 +203,7 @@ def test_s3_locations_name_the_s3_extra(monkeypatch) -> None:
 
 
 def test_mlflow_names_the_trackers_extra(monkeypatch, tmp_path) -> None:
-    from adaptlab.results import mlflow_log
+    from adaptlab.results.exports import mlflow_log
 
     _missing(monkeypatch, "mlflow")
     with pytest.raises(MissingExtraError) as info:
@@ -212,7 +212,7 @@ def test_mlflow_names_the_trackers_extra(monkeypatch, tmp_path) -> None:
 
 
 def test_wandb_names_the_trackers_extra(monkeypatch) -> None:
-    from adaptlab.results import wandb_log
+    from adaptlab.results.exports import wandb_log
 
     _missing(monkeypatch, "wandb")
     with pytest.raises(MissingExtraError) as info:

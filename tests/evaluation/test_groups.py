@@ -141,7 +141,7 @@ def test_store_keeps_whole_dataset_rows_and_reads_group_rows_by_filter(tmp_path)
 def test_version_1_metrics_upgrade_to_whole_dataset_rows():
     import pyarrow as pa
 
-    from adaptlab.results.schema_upgrade import upgrade
+    from adaptlab.results.legacy.schema_upgrade import upgrade
 
     v1 = pa.table({"run_id": ["r"], "system": ["s"], "dataset": ["d"], "measure": ["mrr"], "value": [0.5]})
     out = upgrade("metrics", v1, 1, source="old.parquet")

@@ -12,9 +12,9 @@ import adaptlab
 from adaptlab import results
 from adaptlab.errors import ConfigError, DataError, StoreError
 from adaptlab.metrics.measures import Measure
-from adaptlab.results.mlflow_log import log_to_mlflow
-from adaptlab.results.mteb import MtebTaskResult, compare_mteb, export_mteb, mteb_results
-from adaptlab.results.ranx_io import (
+from adaptlab.results.exports.mlflow_log import log_to_mlflow
+from adaptlab.results.exports.mteb import MtebTaskResult, compare_mteb, export_mteb, mteb_results
+from adaptlab.results.exports.ranx_io import (
     export_ranx,
     from_ranx_frame,
     read_ranx_json,

@@ -10,7 +10,7 @@ import pytest
 from toy_tracker_store import toy_store
 
 from adaptlab.errors import ConfigError
-from adaptlab.results.mlflow_log import log_to_mlflow
+from adaptlab.results.exports.mlflow_log import log_to_mlflow
 
 pytest.importorskip("mlflow", reason="MLflow logging needs mlflow: pip install mlflow-skinny")
 pytest.importorskip("sqlalchemy", reason="a sqlite: tracking store needs SQLAlchemy: pip install sqlalchemy")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from adaptlab import results
-from adaptlab.results.mteb import export_mteb, import_mteb
+from adaptlab.results.exports.mteb import export_mteb, import_mteb
 
 mteb = pytest.importorskip("mteb", reason="the test extra installs mteb")
 

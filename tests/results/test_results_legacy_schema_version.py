@@ -13,7 +13,7 @@ import pytest
 
 from adaptlab import results
 from adaptlab.errors import StoreError
-from adaptlab.results.legacy import LegacyReader
+from adaptlab.results.legacy.legacy import LegacyReader
 from adaptlab.results.schema import TABLE_KEY, VERSION_KEY
 from adaptlab.retrieval.records import PerQueryRecords
 from legacy_writer import LegacyWriter

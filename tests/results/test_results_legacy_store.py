@@ -14,7 +14,7 @@ import pytest
 from adaptlab import results
 from adaptlab.errors import StoreError
 from adaptlab.results.layout import COMMIT_RE
-from adaptlab.results.legacy import LegacyReader
+from adaptlab.results.legacy.legacy import LegacyReader
 from adaptlab.retrieval.records import PerQueryRecords
 from legacy_writer import LegacyWriter
 

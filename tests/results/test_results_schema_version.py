@@ -14,8 +14,8 @@ from test_results_store import _metric, _records, _run
 
 from adaptlab import results
 from adaptlab.errors import StoreError
-from adaptlab.results.legacy import LegacyReader
-from adaptlab.results.migrate import migrate_store
+from adaptlab.results.legacy.legacy import LegacyReader
+from adaptlab.results.legacy.migrate import migrate_store
 from adaptlab.results.store import delta_schema
 from legacy_writer import LegacyWriter
 

@@ -13,8 +13,8 @@ import pytest
 from toy_tracker_store import toy_store
 
 from adaptlab.errors import ConfigError, StoreError
-from adaptlab.results.tracker_runs import score_metrics
-from adaptlab.results.wandb_log import log_to_wandb, offline, wandb_metric_name
+from adaptlab.results.exports.tracker_runs import score_metrics
+from adaptlab.results.exports.wandb_log import log_to_wandb, offline, wandb_metric_name
 
 MEASURES = {"ndcg@10": "ndcg_at_10", "recall@5": "recall_at_5", "rprec": "rprec", "judged@5": "judged_at_5"}
 """Stored measure -> its W&B summary key."""

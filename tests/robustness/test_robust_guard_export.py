@@ -61,7 +61,7 @@ def test_one_system_a_case_apart_is_refused_too(tmp_path):
 
 @pytest.mark.parametrize("to", ["mteb", "ranx"])
 def test_a_failing_write_leaves_the_earlier_export_whole_and_no_temporary_file(tmp_path, monkeypatch, to):
-    from adaptlab.results import export_files
+    from adaptlab.results.exports import export_files
 
     store = _store(tmp_path / "store", ("bm25", "dense"))
     out = tmp_path / "out"
@@ -160,7 +160,7 @@ def test_mlflow_at_an_unreachable_server_is_one_masked_line_within_bounded_time(
 
 def test_mlflow_requests_are_bounded_unless_the_user_chose(monkeypatch):
     pytest.importorskip("mlflow")
-    from adaptlab.results import mlflow_log
+    from adaptlab.results.exports import mlflow_log
 
     for name in mlflow_log.HTTP_LIMITS:
         monkeypatch.delenv(name, raising=False)

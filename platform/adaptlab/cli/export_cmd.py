@@ -4,9 +4,9 @@
 mteb's own result cache (:func:`adaptlab.results.export_mteb`); ``--to ranx --out DIR``: ``DIR/DATASET/qrels.json`` and
 ``DIR/DATASET/runs/SYSTEM.json`` (:func:`adaptlab.results.export_ranx`); ``--to mlflow --out URI``:
 one MLflow run per stored run in the tracking store at URI, e.g. ``file:///path/mlruns``
-(:func:`adaptlab.results.mlflow_log.log_to_mlflow`; ``--artifact FILE`` attaches a report or run
+(:func:`adaptlab.results.exports.mlflow_log.log_to_mlflow`; ``--artifact FILE`` attaches a report or run
 file to each); ``--to wandb --out DIR``: one offline W&B run per stored run in ``DIR/wandb/``,
-for ``wandb sync`` to upload later (:func:`adaptlab.results.wandb_log.log_to_wandb`; ``--project``,
+for ``wandb sync`` to upload later (:func:`adaptlab.results.exports.wandb_log.log_to_wandb`; ``--project``,
 ``--artifact``). ``--system`` / ``--dataset`` pick the runs.
 
 Files are written whole or not at all; two systems whose names become one file name are refused
@@ -63,7 +63,7 @@ def _export(store: Any, args: argparse.Namespace) -> list[str]:
         return [str(p) for p in results.export_mteb(store, args.out, split=args.split, languages=args.languages,
                                                     **picked)]
     if args.to == "ranx":
-        from adaptlab.results.ranx_io import export_ranx
+        from adaptlab.results.exports.ranx_io import export_ranx
 
         return [str(p) for p in export_ranx(store, args.out, **picked)]
     if args.to == "wandb":
@@ -71,7 +71,7 @@ def _export(store: Any, args: argparse.Namespace) -> list[str]:
 
         folders = log_to_wandb(store, args.out, project=args.project, artifacts=args.artifact, **picked)
         return [f"run {run_id} -> W&B run {folder}" for run_id, folder in sorted(folders.items())]
-    from adaptlab.results.mlflow_log import log_to_mlflow
+    from adaptlab.results.exports.mlflow_log import log_to_mlflow
 
     logged = log_to_mlflow(store, args.out, experiment=args.experiment, artifacts=args.artifact, **picked)
     return [f"run {run_id} -> MLflow run {mlflow_id}" for run_id, mlflow_id in sorted(logged.items())]

@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
         if len(args.paths) != 2:
             raise ConfigError("adaptlab results migrate: expected two locations, OLD (a store of the previous "
                               "layout) and NEW (a new store), e.g. adaptlab results migrate results/ results-delta/")
-        from adaptlab.results.migrate import migrate_store
+        from adaptlab.results.legacy.migrate import migrate_store
 
         report = migrate_store(args.paths[0], args.paths[1])
         _print("\n".join(report.lines()))
@@ -282,7 +282,7 @@ def _has_run(store, args: argparse.Namespace) -> int:
 
 def _repair(args: argparse.Namespace) -> int:
     """``adaptlab results repair --store S``: fix a damaged store and print what was moved where."""
-    from adaptlab.results.repair import repair_store
+    from adaptlab.results.health.repair import repair_store
 
     if not args.store:
         raise ConfigError("adaptlab results repair: --store is required, e.g. adaptlab results repair --store results/")

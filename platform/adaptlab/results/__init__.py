@@ -25,14 +25,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import StoreError
-from adaptlab.results.health import StoreDamagedError
-from adaptlab.results.location import check_store_location
-from adaptlab.results.migrate import migrate_store
-from adaptlab.results.mlflow_log import log_to_mlflow
-from adaptlab.results.mteb import MtebTaskResult, compare_mteb, export_mteb, import_mteb, mteb_results
-from adaptlab.results.provenance import new_run_id, run_record
-from adaptlab.results.query import ANY_GROUP
-from adaptlab.results.ranx_io import (
+from adaptlab.results.exports.mlflow_log import log_to_mlflow
+from adaptlab.results.exports.mteb import MtebTaskResult, compare_mteb, export_mteb, import_mteb, mteb_results
+from adaptlab.results.exports.ranx_io import (
     export_ranx,
     from_ranx_frame,
     read_ranx_json,
@@ -41,11 +36,16 @@ from adaptlab.results.ranx_io import (
     to_ranx_frame,
     write_ranx_json,
 )
-from adaptlab.results.repair import repair_store
+from adaptlab.results.exports.wandb_log import log_to_wandb
+from adaptlab.results.health.health import StoreDamagedError
+from adaptlab.results.health.repair import repair_store
+from adaptlab.results.legacy.migrate import migrate_store
+from adaptlab.results.location import check_store_location
+from adaptlab.results.provenance import new_run_id, run_record
+from adaptlab.results.query import ANY_GROUP
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES
 from adaptlab.results.store import CommitId, open  # noqa: A004 - `open` shadows the builtin on purpose
 from adaptlab.results.validate import canonical_measure
-from adaptlab.results.wandb_log import log_to_wandb
 
 if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.writer import ResultsStore

@@ -3,7 +3,7 @@
 A commit id is ``YYYYmmddTHHMMSSffffffZ-<12 hex>``: it sorts by creation time (UTC) and the
 random part makes concurrent writers' ids distinct. The Delta Lake store keeps using them.
 
-The previous layout, read by :mod:`adaptlab.results.legacy` (nothing writes it any more)::
+The previous layout, read by :mod:`adaptlab.results.legacy.legacy` (nothing writes it any more)::
 
     <root>/
       adaptlab-store.json          marker: {"format": "adaptlab.results", "layout": 1}

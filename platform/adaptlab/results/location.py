@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from adaptlab.errors import StoreError
-from adaptlab.results.legacy import LegacyReader, is_legacy_store
+from adaptlab.results.legacy.legacy import LegacyReader, is_legacy_store
 from adaptlab.results.store import _refuse_unrelated_folder, normalize_uri
 
 __all__ = ["check_store_location"]

@@ -38,9 +38,9 @@ from adaptlab.results.delta_table import (
     refuse_unrelated_folder,
 )
 from adaptlab.results.frames import to_frame, wide_frame
-from adaptlab.results.health import Health, Listing, LogState
-from adaptlab.results.integrity import Checksums
-from adaptlab.results.legacy import is_legacy_store
+from adaptlab.results.health.health import Health, Listing, LogState
+from adaptlab.results.health.integrity import Checksums
+from adaptlab.results.legacy.legacy import is_legacy_store
 from adaptlab.results.native import quiet_native, remote_options
 from adaptlab.results.query import Filter, check_columns, group_rows, parse_filters
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES, arrow_schema, arrow_type
@@ -229,7 +229,7 @@ class StoreReader:
 
     def check(self) -> int:
         """Check every commit file of the log and every data file of the latest version (or the
-        pinned one); raises :class:`~adaptlab.results.health.StoreDamagedError` naming the first
+        pinned one); raises :class:`~adaptlab.results.health.health.StoreDamagedError` naming the first
         damaged file and its version. Returns the version checked. Runs before every commit."""
         return int(self._check()[0].version())
 

@@ -9,7 +9,7 @@ Version ``SCHEMA_VERSION`` of the layout:
   :meth:`adaptlab.retrieval.records.PerQueryRecords.to_arrow`.
 
 Every Parquet file carries its version under the key :data:`VERSION_KEY` of the Arrow
-schema metadata; readers upgrade older files (:mod:`adaptlab.results.schema_upgrade`) and
+schema metadata; readers upgrade older files (:mod:`adaptlab.results.legacy.schema_upgrade`) and
 reject newer ones. pyarrow is imported only when a schema is first built, so importing
 this module stays cheap.
 """

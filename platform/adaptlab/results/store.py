@@ -28,7 +28,7 @@ from adaptlab.results.delta_table import (
     normalize_uri,
     refuse_unrelated_folder,
 )
-from adaptlab.results.legacy import LegacyReader, is_legacy_store
+from adaptlab.results.legacy.legacy import LegacyReader, is_legacy_store
 
 if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.reader import StoreReader, delta_schema
@@ -81,7 +81,7 @@ def open(  # noqa: A001 - intended
     Queries return pyarrow Tables, or pandas DataFrames with ``as_frame=True``;
     :meth:`ResultsStore.wide` is the value-and-CI frame per system and measure. A store of the
     previous layout (before Delta Lake) opens read-only
-    (:class:`~adaptlab.results.legacy.LegacyReader`; convert it with ``adaptlab results migrate
+    (:class:`~adaptlab.results.legacy.legacy.LegacyReader`; convert it with ``adaptlab results migrate
     OLD NEW``): it answers the same queries (typed here as :class:`ResultsStore` for completion)
     but cannot commit.
 

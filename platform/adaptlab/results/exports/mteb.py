@@ -113,7 +113,7 @@ class MtebTaskResult:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the JSON file (parent folders created; whole or not at all); returns its path."""
-        from adaptlab.results.export_files import write_all
+        from adaptlab.results.exports.export_files import write_all
 
         return write_all([(Path(path), json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")])[0]
 
@@ -286,9 +286,9 @@ def _model_meta(system: str, revision: str | None, adaptlab: Mapping[str, Any]) 
 def export_mteb(store: ResultsStore, out_dir: str | os.PathLike[str], **kwargs: Any) -> list[Path]:
     """Write :func:`mteb_results` in mteb's result-cache layout (module docstring):
     ``out_dir/MODEL/REVISION/TASK.json`` and a ``model_meta.json`` per revision folder, all files
-    or none (:func:`adaptlab.results.export_files.write_all`); two systems or tasks that would
+    or none (:func:`adaptlab.results.exports.export_files.write_all`); two systems or tasks that would
     share a file are refused, naming both. Returns the paths of the task files."""
-    from adaptlab.results.export_files import refuse_shared_files, write_all
+    from adaptlab.results.exports.export_files import refuse_shared_files, write_all
 
     out, targets, files, metas = Path(out_dir), [], [], {}
     for (sys_name, ds), result in mteb_results(store, **kwargs).items():

@@ -1,6 +1,6 @@
 """Convert a store of the previous layout (commit directories, read by
-:mod:`adaptlab.results.legacy`) into a Delta Lake store. (Rows of an older schema version are
-upgraded on the way by :mod:`adaptlab.results.schema_upgrade`.)
+:mod:`adaptlab.results.legacy.legacy`) into a Delta Lake store. (Rows of an older schema version are
+upgraded on the way by :mod:`adaptlab.results.legacy.schema_upgrade`.)
 
 Every commit of the old store is copied with its commit id and row order, in batches of
 whole commits (one Delta commit per batch). Each batch is written under a Delta
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import StoreError
-from adaptlab.results.legacy import LegacyReader, is_legacy_store
+from adaptlab.results.legacy.legacy import LegacyReader, is_legacy_store
 from adaptlab.results.schema import TABLES
 
 __all__ = ["MigrationReport", "migrate_store"]

@@ -1,9 +1,9 @@
 """Read a results store of the previous layout (layout 1, before Delta Lake; see
 :mod:`adaptlab.results.layout`). Such stores open read-only through
 :func:`adaptlab.results.open` and convert with ``adaptlab results migrate OLD NEW``
-(:func:`adaptlab.results.migrate.migrate_store`); nothing in adaptlab writes them any more.
+(:func:`adaptlab.results.legacy.migrate.migrate_store`); nothing in adaptlab writes them any more.
 
-Files of an older schema version are upgraded on read (:mod:`adaptlab.results.schema_upgrade`);
+Files of an older schema version are upgraded on read (:mod:`adaptlab.results.legacy.schema_upgrade`);
 newer ones, and damaged commits, raise :class:`StoreError` naming the file.
 """
 
@@ -154,7 +154,7 @@ def _read_file(path: Path, name: str, rows: int, columns: list[str] | None) -> p
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from adaptlab.results.schema_upgrade import conform, upgrade
+    from adaptlab.results.legacy.schema_upgrade import conform, upgrade
 
     try:
         pf = pq.ParquetFile(path)

@@ -15,7 +15,7 @@ folder ``DIR/wandb/offline-run-TIME-ID/`` that ``wandb sync`` uploads later, wit
 - files: the files given in ``artifacts`` (a report, run files), copied into the run folder under
   ``files/adaptlab/`` (copies: the folder stays complete when the originals move).
 
-The runs, their metric names and their provenance are :mod:`adaptlab.results.tracker_runs`'s,
+The runs, their metric names and their provenance are :mod:`adaptlab.results.exports.tracker_runs`'s,
 shared with the MLflow export. Offline only: nothing is sent, and adaptlab never reads, logs or
 stores a W&B API key. A user who configured wandb themselves (``wandb login``) and set
 ``WANDB_MODE=online`` gets online runs, with the credentials wandb finds on its own. System
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import ConfigError, require_extra
-from adaptlab.results.mteb import metric_key
-from adaptlab.results.tracker_runs import TrackedRun, attached_files, tracked_runs, tracker_failure
+from adaptlab.results.exports.mteb import metric_key
+from adaptlab.results.exports.tracker_runs import TrackedRun, attached_files, tracked_runs, tracker_failure
 
 if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.store import ResultsStore

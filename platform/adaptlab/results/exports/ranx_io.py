@@ -68,7 +68,7 @@ def read_ranx_json(path: str | os.PathLike[str], *, qrels: bool = False) -> Nest
 
 def write_ranx_json(data: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
     """Write ``{query_id: {doc_id: score}}`` as ranx's JSON (parent folders created; whole or not at all)."""
-    from adaptlab.results.export_files import write_all
+    from adaptlab.results.exports.export_files import write_all
 
     return write_all([(Path(path), _ranx_text(data))])[0]
 
@@ -134,7 +134,7 @@ def export_ranx(store: ResultsStore, out_dir: str | os.PathLike[str], *, system:
     pairs = sorted({(r["system"], r["dataset"]) for r in store.runs(latest=True, **filters).to_pylist()})
     if not pairs:
         raise StoreError(f"no runs in the store for {filters or 'any system'}; run a study first or check the filter")
-    from adaptlab.results.export_files import refuse_shared_files, write_all
+    from adaptlab.results.exports.export_files import refuse_shared_files, write_all
 
     targets: list[tuple[str, Path]] = []
     for s, ds in pairs:

@@ -8,7 +8,7 @@ on S3 one LIST request per folder and 1000 objects) and checks:
 
 - every commit file of the log ``_delta_log/<version>.json``: a file, versions contiguous (from 0,
   or from a checkpoint), non-empty, every line one Delta action of the protocol's shape
-  (:mod:`adaptlab.results.delta_protocol`), and as many ``add``/``remove`` actions as the
+  (:mod:`adaptlab.results.health.delta_protocol`), and as many ``add``/``remove`` actions as the
   commit's own ``operationMetrics`` recorded (a file cut at a line boundary still parses);
 - ``_delta_log/_last_checkpoint``, when present: the protocol's JSON object;
 - every data file the snapshot references: present, with the size the log recorded.
@@ -16,7 +16,7 @@ on S3 one LIST request per folder and 1000 objects) and checks:
 Commit files never change once written, so a file checked once (same name and size) is not
 parsed again by the same store object. Damage raises :class:`StoreDamagedError` (one line: the
 file, the version, what is wrong, and the command that repairs it); commits are refused while
-it lasts. :mod:`adaptlab.results.repair` fixes it and says what it moved where.
+it lasts. :mod:`adaptlab.results.health.repair` fixes it and says what it moved where.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adaptlab.errors import StoreError
-from adaptlab.results.delta_protocol import action_problem, last_checkpoint_problem, log_checksums
 from adaptlab.results.delta_table import COMMIT_KEY
+from adaptlab.results.health.delta_protocol import action_problem, last_checkpoint_problem, log_checksums
 from adaptlab.results.native import TIMEOUT_ENV, quiet_native, short_message, store_timeout, timed_out
 
 __all__ = ["CHECKSUM_DIR", "LAST_CHECKPOINT", "LOG_DIR", "QUARANTINE_DIR", "Health", "Listing", "LogState",
@@ -45,7 +45,7 @@ LAST_CHECKPOINT = f"{LOG_DIR}/_last_checkpoint"
 
 class StoreDamagedError(StoreError):
     """A file of the store is missing or damaged: reads and new commits are refused until
-    ``adaptlab results repair --store URI`` (:func:`adaptlab.results.repair.repair_store`)."""
+    ``adaptlab results repair --store URI`` (:func:`adaptlab.results.health.repair.repair_store`)."""
 
     def __init__(self, uri: str, path: str, version: int | None, problem: str) -> None:
         self.uri, self.path, self.version, self.problem = uri, path, version, problem

@@ -1,5 +1,5 @@
 """Upgrade tables of an older results schema version to the current one: new column names
-and columns, the same values. Not to be confused with :mod:`adaptlab.results.migrate`,
+and columns, the same values. Not to be confused with :mod:`adaptlab.results.legacy.migrate`,
 which copies a store of the previous on-disk layout into a Delta Lake store (and uses this
 module on the way).
 

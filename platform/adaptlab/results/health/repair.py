@@ -47,7 +47,7 @@ from typing import Any
 
 from adaptlab.errors import StoreError
 from adaptlab.results.delta_table import COMMIT_KEY
-from adaptlab.results.health import (
+from adaptlab.results.health.health import (
     CHECKSUM_DIR,
     LAST_CHECKPOINT,
     LOG_DIR,
@@ -293,7 +293,7 @@ def _first_bad_file(health: Health, dt: Any, stats: dict[str, tuple[int | None, 
                     listing: Listing, state: Any) -> tuple[str, int | None, str] | None:
     """The earliest-added data file that is missing, resized, changed (by checksum) or, when no
     checksum was recorded for it, does not decode as Parquet with the rows the log recorded."""
-    from adaptlab.results.integrity import Checksums
+    from adaptlab.results.health.integrity import Checksums
 
     live = health.live_files(dt)
     sums = Checksums.for_store(health.uri, health.fs)
@@ -334,7 +334,7 @@ def rows_by_kind(rows: dict[str, int | None]) -> str:
 def _quarantine_orphan_checksums(health: Health, quarantine: str, report: RepairReport, cut: _Cut) -> None:
     """Move the checksum records of commits the log no longer has to quarantine; the data files
     they list are the cut commits' (:func:`quarantine_cut_rows` moves them)."""
-    from adaptlab.results.integrity import Checksums
+    from adaptlab.results.health.integrity import Checksums
 
     listing = health.listing()
     state = health.check_log(listing)
@@ -391,7 +391,7 @@ def _quarantine_unverifiable(health: Health, quarantine: str, report: RepairRepo
     from deltalake import CommitProperties
     from deltalake.transaction import RemoveAction
 
-    from adaptlab.results.integrity import Checksums
+    from adaptlab.results.health.integrity import Checksums
 
     listing = health.listing()
     state = health.check_log(listing)
@@ -452,7 +452,7 @@ def _record_missing_checksums(health: Health, report: RepairReport) -> None:
     """Copy into the checksum folder the hashes of the current version's data files that only
     their commits' log entries hold (the folder was deleted); each file matched its logged hash
     (:func:`_first_bad_file` ran just before). No other hash is ever recorded here."""
-    from adaptlab.results.integrity import Checksums
+    from adaptlab.results.health.integrity import Checksums
 
     listing = health.listing()
     state = health.check_log(listing)

@@ -6,7 +6,7 @@ dataset, named ``SYSTEM on DATASET``, with
 - its study config (the ``runs`` row's JSON, parsed) and its provenance (``system``, ``dataset``,
   ``model_id``, ``model_revision``, ``dataset_fingerprint``, ``seed``);
 - its scores as flat metric names: ``ndcg@10`` -> ``ndcg_at_10`` (the MTEB key,
-  :func:`adaptlab.results.mteb.metric_key`, or a tracker's stricter rule), plus ``NAME_ci_low``
+  :func:`adaptlab.results.exports.mteb.metric_key`, or a tracker's stricter rule), plus ``NAME_ci_low``
   and ``NAME_ci_high`` when the CI is stored.
 
 The trackers' own modules (``mlflow_log.py``, ``wandb_log.py``) only write these.
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import AdaptlabError, ConfigError, StoreError, mask_url
-from adaptlab.results.mteb import metric_key
+from adaptlab.results.exports.mteb import metric_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.store import ResultsStore

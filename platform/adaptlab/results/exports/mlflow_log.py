@@ -7,14 +7,14 @@ in the experiment ``experiment`` (default: the run's study, else ``adaptlab``), 
   ``dataset``, ``model_id``, ``model_revision``, ``dataset_fingerprint``, ``seed``);
 - metrics: each score under an MLflow-safe name (MLflow refuses ``@``: ``ndcg@10`` ->
   ``ndcg_at_10``, ``acc@1`` -> ``accuracy_at_1``, the MTEB key of
-  :func:`adaptlab.results.mteb.metric_key`) plus
+  :func:`adaptlab.results.exports.mteb.metric_key`) plus
   ``NAME_ci_low`` and ``NAME_ci_high`` when the CI is stored;
 - tags: ``adaptlab.run_id`` and ``adaptlab.package_version``; exporting again updates the MLflow
   run tagged with the stored run id instead of adding one (the run count stays the same);
 - artifacts: the files given in ``artifacts`` (a report, run files), under ``adaptlab/``.
 
-The runs, their metric names and their provenance are :mod:`adaptlab.results.tracker_runs`'s,
-shared with the W&B export (:mod:`adaptlab.results.wandb_log`).
+The runs, their metric names and their provenance are :mod:`adaptlab.results.exports.tracker_runs`'s,
+shared with the W&B export (:mod:`adaptlab.results.exports.wandb_log`).
 
 The tracking URI must be given (a local ``file:`` path or ``sqlite:`` database, or a server the
 caller chose): nothing is sent to a default server, and MLflow's usage telemetry is switched off
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import ConfigError, StoreError, require_extra
-from adaptlab.results.tracker_runs import TrackedRun, attached_files, tracked_runs, tracker_failure
+from adaptlab.results.exports.tracker_runs import TrackedRun, attached_files, tracked_runs, tracker_failure
 
 if TYPE_CHECKING:  # pragma: no cover
     from adaptlab.results.store import ResultsStore
