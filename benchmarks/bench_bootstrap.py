@@ -16,9 +16,9 @@ Both sides use wall-clock time (perf_counter) and CPU time (process_time). scipy
 ``batch`` resamples per vectorised call (default 500: its default, all 10,000 at once, needs
 ~16 GB for 100,000 queries); ours runs with --n-jobs threads (default: all available CPUs).
 
-    python benchmarks/bench_bootstrap.py                         # full size (scipy takes ~7 s+)
-    python benchmarks/bench_bootstrap.py --queries 5000 --resamples 1000 --repeat 1   # quick
-    python benchmarks/bench_bootstrap.py --backend both --method index --skip-scipy --json  # CuPy vs NumPy
+    python -m benchmarks.bench_bootstrap                         # full size (scipy takes ~7 s+)
+    python -m benchmarks.bench_bootstrap --queries 5000 --resamples 1000 --repeat 1   # quick
+    python -m benchmarks.bench_bootstrap --backend both --method index --skip-scipy --json  # CuPy vs NumPy
 
 ``--backend numpy|cupy|auto|both`` (default auto: CuPy when usable, else NumPy) is passed to
 ``bootstrap_ci`` / ``paired_bootstrap``; ``both`` times NumPy and CuPy on the same data and seed in
@@ -39,8 +39,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))  # devinfo.py
 
 _THRESHOLDS = (0.3, -0.05, -0.3, -0.5, -0.65, -0.8, -0.92, -1.05, -1.15, -1.25)
 
@@ -152,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         bootstrap_ci(values[:2, :500], n_resamples=50, backend=b, method=args.method)
         paired_bootstrap(values[:2, :500], n_resamples=50, backend=b, method=args.method)
 
-    from devinfo import device_name  # benchmarks/gpu/devinfo.py
+    from benchmarks.gpu.devinfo import device_name
 
     res: dict = {"bench": "bootstrap", "queries": args.queries, "systems": args.systems,
                  "resamples": args.resamples, "method": args.method, "backend": args.backend,
