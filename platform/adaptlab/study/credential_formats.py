@@ -49,8 +49,9 @@ class CredentialFormat(RegexBasedDetector):
 
     def __init_subclass__(cls, *, secret_type: str, patterns: tuple[str, ...], **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.secret_type = secret_type  # type: ignore[misc]  # a constant per detector, declared abstract above
-        cls.denylist = tuple(re.compile(p) for p in patterns)  # type: ignore[misc]
+        # the library declares both as abstract properties; a detector's are constants of its class
+        setattr(cls, "secret_type", secret_type)  # noqa: B010
+        setattr(cls, "denylist", tuple(re.compile(p) for p in patterns))  # noqa: B010
 
 
 class NetrcPasswordDetector(CredentialFormat, secret_type=".netrc password", patterns=(  # pragma: allowlist secret
