@@ -32,13 +32,13 @@ engine may choose the multinomial path, which ignores the backend. Without CuPy 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
+
+from benchmarks.common import emit_json
 
 _THRESHOLDS = (0.3, -0.05, -0.3, -0.5, -0.65, -0.8, -0.92, -1.05, -1.15, -1.25)
 
@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         print(f"cupy / numpy wall time: {res['cupy_over_numpy_wall']:.3f} (speed-up "
               f"{1 / res['cupy_over_numpy_wall']:.2f}x); largest CI endpoint difference {diff:.2e}{note}")
     if args.skip_scipy:
-        _emit(res, args)
+        emit_json(res, args)
         return res
 
     sruns = []
@@ -205,17 +205,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     goal = "met" if res["ratio_wall"] <= 0.25 else "NOT met"
     print(f"ratio (ours all {args.systems + n_pairs} CIs / scipy one CI): wall "
           f"{res['ratio_wall']:.3f}, cpu {res['ratio_cpu']:.3f}  [goal <= 0.25: {goal}]")
-    _emit(res, args)
+    emit_json(res, args)
     return res
-
-
-def _emit(res: dict, args: argparse.Namespace) -> None:
-    line = json.dumps(res, default=str)
-    if args.json:
-        print(line)
-    if args.json_out:
-        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_out).write_text(line + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 
 from adaptlab import results
-from robustness.hostile import build_store
+from robustness.test_robust_store_concurrency import _env, _store_of_small_files
 
 TRIALS = 14
 _WAIT = 240.0
@@ -105,21 +105,10 @@ _WRITER = textwrap.dedent("""
 """).replace("{barrier}", _BARRIER)
 
 
-def _env() -> dict[str, str]:
-    tests_dir = str(Path(__file__).parents[1])
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]),
-            "ADAPTLAB_PROGRESS": "0"}
-
-
 def _template(root: Path) -> list[str]:
     """A store of small files (versions 0..4) and three stray data files no commit added, dated
     older than any retention; returns the strays' store-relative paths."""
-    store = build_store(root)
-    for i in range(3):
-        run = results.run_record(f"s{i}", "toy", model_id="m", model_revision=None, dataset_fingerprint="fp",
-                                 seed=0, config={})
-        store.commit([run], [{"system": f"s{i}", "dataset": "toy", "measure": "mrr", "value": 0.5}])
-    store.close()
+    _store_of_small_files(root)
     strays = []
     for kind in ("runs", "scores", "per_query"):
         src = next((root / f"kind={kind}").iterdir())
