@@ -27,7 +27,6 @@ committed version, and no commit that will land, references a deleted file.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
@@ -68,12 +67,18 @@ def _plan(store: Any, dt: Any, retention_hours: float) -> list[str]:
     health = store._health
     listing = health.listing()
     state = health.check_log(listing, upto=int(dt.version()))
-    live = health.live_files(dt)
+    live = set(health.live_files(dt))
+    expired = _tombstones(store, dt, retention_hours) - live
+    known = live | set(state.added) | _tombstones(store, dt, 0.0)  # a checkpoint's tombstones included
+    strays = [p for p in listing.files if p.startswith("kind=") and p not in known]
+    return sorted(expired | set(_older_than(health.fs, strays, retention_hours)))
+
+
+def _tombstones(store: Any, dt: Any, hours: float) -> set[str]:
+    """The files the snapshot ``dt`` records as removed more than ``hours`` ago (delta-rs' rule)."""
     with quiet_native("vacuum"):
-        expired = dt.vacuum(retention_hours=int(retention_hours), dry_run=True, enforce_retention_duration=False)
-    tombstones = {relative_path(store.uri, p) for p in expired} - set(live)
-    strays = [p for p in listing.files if p.startswith("kind=") and p not in live and p not in state.added]
-    return sorted(tombstones | set(_older_than(health.fs, strays, retention_hours)))
+        paths = dt.vacuum(retention_hours=int(hours), dry_run=True, enforce_retention_duration=False)
+    return {relative_path(store.uri, p) for p in paths}
 
 
 def _older_than(fs: Any, paths: list[str], hours: float) -> list[str]:
@@ -114,11 +119,13 @@ def _delete(fs: Any, doomed: list[str]) -> int:
 
     gone = 0
     for path in doomed:
-        with contextlib.suppress(FileNotFoundError):
-            if fs.get_file_info(path).type != pafs.FileType.File:
-                continue
+        try:
             fs.delete_file(path)
-            gone += 1
+        except Exception:  # noqa: BLE001 - any backend's "not found"; other trouble is raised below
+            if fs.get_file_info(path).type == pafs.FileType.File:
+                raise
+            continue
+        gone += 1
     return gone
 
 
