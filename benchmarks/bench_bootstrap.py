@@ -16,9 +16,9 @@ Both sides use wall-clock time (perf_counter) and CPU time (process_time). scipy
 ``batch`` resamples per vectorised call (default 500: its default, all 10,000 at once, needs
 ~16 GB for 100,000 queries); ours runs with --n-jobs threads (default: all available CPUs).
 
-    python benchmarks/bench_bootstrap.py                         # full size (scipy takes ~7 s+)
-    python benchmarks/bench_bootstrap.py --queries 5000 --resamples 1000 --repeat 1   # quick
-    python benchmarks/bench_bootstrap.py --backend both --method index --skip-scipy --json  # CuPy vs NumPy
+    python -m benchmarks.bench_bootstrap                         # full size (scipy takes ~7 s+)
+    python -m benchmarks.bench_bootstrap --queries 5000 --resamples 1000 --repeat 1   # quick
+    python -m benchmarks.bench_bootstrap --backend both --method index --skip-scipy --json  # CuPy vs NumPy
 
 ``--backend numpy|cupy|auto|both`` (default auto: CuPy when usable, else NumPy) is passed to
 ``bootstrap_ci`` / ``paired_bootstrap``; ``both`` times NumPy and CuPy on the same data and seed in
@@ -32,15 +32,13 @@ engine may choose the multinomial path, which ignores the backend. Without CuPy 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))  # devinfo.py
+from benchmarks.common import emit_json
 
 _THRESHOLDS = (0.3, -0.05, -0.3, -0.5, -0.65, -0.8, -0.92, -1.05, -1.15, -1.25)
 
@@ -152,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         bootstrap_ci(values[:2, :500], n_resamples=50, backend=b, method=args.method)
         paired_bootstrap(values[:2, :500], n_resamples=50, backend=b, method=args.method)
 
-    from devinfo import device_name  # benchmarks/gpu/devinfo.py
+    from benchmarks.gpu.devinfo import device_name
 
     res: dict = {"bench": "bootstrap", "queries": args.queries, "systems": args.systems,
                  "resamples": args.resamples, "method": args.method, "backend": args.backend,
@@ -184,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         print(f"cupy / numpy wall time: {res['cupy_over_numpy_wall']:.3f} (speed-up "
               f"{1 / res['cupy_over_numpy_wall']:.2f}x); largest CI endpoint difference {diff:.2e}{note}")
     if args.skip_scipy:
-        _emit(res, args)
+        emit_json(res, args)
         return res
 
     sruns = []
@@ -207,17 +205,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     goal = "met" if res["ratio_wall"] <= 0.25 else "NOT met"
     print(f"ratio (ours all {args.systems + n_pairs} CIs / scipy one CI): wall "
           f"{res['ratio_wall']:.3f}, cpu {res['ratio_cpu']:.3f}  [goal <= 0.25: {goal}]")
-    _emit(res, args)
+    emit_json(res, args)
     return res
-
-
-def _emit(res: dict, args: argparse.Namespace) -> None:
-    line = json.dumps(res, default=str)
-    if args.json:
-        print(line)
-    if args.json_out:
-        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_out).write_text(line + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """What the shared embedding cache saves: the quickstart into a fresh store, cold vs warm cache.
 
-    python benchmarks/bench_cache.py                      # jobs/quickstart.toml as written (Ray)
-    python benchmarks/bench_cache.py --no-ray             # in-process embedding
-    python benchmarks/bench_cache.py --study jobs/scifact.toml
+    python -m benchmarks.bench_cache                      # jobs/quickstart.toml as written (Ray)
+    python -m benchmarks.bench_cache --no-ray             # in-process embedding
+    python -m benchmarks.bench_cache --study jobs/scifact.toml
 
 Both runs use one new, empty cache folder (``ADAPTLAB_EMBEDDING_CACHE`` pointed at a temporary
 folder: the user's cache is neither read nor filled) and each writes into its own new temporary

@@ -1,8 +1,8 @@
 """The fp32 matrix-product speed of each embedding backend's runtime on this CPU: how much faster
 the exact path (``[embedding].backend`` onnx or openvino at fp32) can be than torch at all.
 
-    python benchmarks/bench_gemm.py                   # one thread, 64 x 240 tokens (issue 32)
-    python benchmarks/bench_gemm.py --threads 2 --repeat 7 --json
+    python -m benchmarks.bench_gemm                   # one thread, 64 x 240 tokens (issue 32)
+    python -m benchmarks.bench_gemm --threads 2 --repeat 7 --json
 
 An encoder like all-MiniLM-L6-v2 spends most of its time in the six matrix products of each
 transformer layer (Vaswani et al., 2017, section 3; hidden size d = 384, feed-forward size
@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -53,8 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_embed import make_texts, round_ratios  # noqa: E402  (benchmarks/bench_embed.py)
+from benchmarks.common import make_texts, round_ratios
 
 HIDDEN, FFN = 384, 1536
 """all-MiniLM-L6-v2's hidden and feed-forward sizes (its config.json)."""

@@ -1,9 +1,9 @@
 """What an install of adaptlab costs: packages, site-packages size and seconds, on a fresh venv.
 
-    python benchmarks/bench_install.py                          # the core: pip install adaptlab
-    python benchmarks/bench_install.py --target all             # pip install 'adaptlab[all]'
-    python benchmarks/bench_install.py --target core --target test --compare
-    python benchmarks/bench_install.py --reference 225,3500     # ratios against known figures
+    python -m benchmarks.bench_install                          # the core: pip install adaptlab
+    python -m benchmarks.bench_install --target all             # pip install 'adaptlab[all]'
+    python -m benchmarks.bench_install --target core --target test --compare
+    python -m benchmarks.bench_install --reference 225,3500     # ratios against known figures
 
 Each target gets its own new venv (``python -m venv``, with the pip it ships), in which the
 benchmark runs what the README says: ``pip install torch==2.13.0`` first (the CPU wheel; the

@@ -6,7 +6,7 @@ size N in ``--sizes`` this script writes a corpus of generated text (``--pages``
 data set is needed), a study with ``scales = [N]``, variants base/pt/ft, training capped at
 ``--max-steps`` steps per stage, and runs ``adaptlab run STUDY --store STORE`` in a child
 process, on the embedded Ray (``--nodes 1``) or on a local Ray cluster of ``--nodes`` nodes on
-127.0.0.1 (token auth, started and stopped by pid; see tests/study/ray_cluster.py).
+127.0.0.1 (token auth, started and stopped by pid; see testkit/ray_cluster.py).
 
 Phases come from the run's own log lines, timed as they arrive: every ``[adaptlab]`` line is
 classed (prepare: adaptation data, held-out split, mining; train: the training lines; embed:
@@ -40,10 +40,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.pdf_scale_study import tree_pids
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests" / "study"))
-from pdf_scale_study import tree_pids  # noqa: E402  (benchmarks/pdf_scale_study.py)
 
 PHASES = ("startup", "prepare", "embed", "train", "evaluate", "bootstrap", "other")
 ELAPSED = re.compile(r"\((\d+(?:\.\d+)?) s\)")  # a heartbeat's "[adaptlab] WHAT (N s)"
@@ -161,7 +160,7 @@ def replay(log: Path, start: float) -> PhaseClock:
 
 
 def _sample_loop(clock: PhaseClock, roots: list[int], extra: list[int], stop: threading.Event, every: float) -> None:
-    from pdf_scale_study import _rss
+    from benchmarks.pdf_scale_study import _rss
 
     while not stop.wait(every):
         pids = {p for r in roots for p in tree_pids(r)} | {p for r in extra for p in tree_pids(r)}
@@ -203,10 +202,10 @@ def growth(sizes: list[int], values: list[float]) -> float | None:
 
 class LocalCluster:
     """A head and ``nodes - 1`` workers on 127.0.0.1 (``ray start``, token auth, free ports),
-    stopped by pid (tests/study/ray_cluster.py)."""
+    stopped by pid (testkit/ray_cluster.py)."""
 
     def __init__(self, nodes: int, work: Path, cpus: int) -> None:
-        import ray_cluster as rc
+        import testkit.ray_cluster as rc
 
         self.rc, self.temp, self.ports = rc, work / "ray", rc.HeadPorts()
         token = secrets.token_hex(16)

@@ -20,10 +20,10 @@ query blocks reads docs x dim x 4 bytes B times; at the device's memory bandwidt
 by a large device copy) that is a lower bound on its time. Printed for our block size
 (``--block-size``, default exact_search's own) and for one block (the corpus read once).
 
-    python benchmarks/bench_search.py                      # the full-size CPU run
-    python benchmarks/bench_search.py --docs 20000 --queries 200 --dim 64 --k 10
-    python benchmarks/bench_search.py --doc-ids             # also tie-break on string ids
-    python benchmarks/bench_search.py --docs 1000000 --queries 10000 --device cuda --baseline both \
+    python -m benchmarks.bench_search                      # the full-size CPU run
+    python -m benchmarks.bench_search --docs 20000 --queries 200 --dim 64 --k 10
+    python -m benchmarks.bench_search --doc-ids             # also tie-break on string ids
+    python -m benchmarks.bench_search --docs 1000000 --queries 10000 --device cuda --baseline both \
         --repeat 3 --json                                   # the GPU run of issue 10
 
 Goal (issue 3): exact_search <= 1.25x FAISS.
@@ -34,14 +34,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))
-import devinfo  # noqa: E402  (benchmarks/gpu/devinfo.py)
+from benchmarks.gpu import devinfo
 
 
 def _normalised(rng: np.random.Generator, n: int, d: int) -> np.ndarray:

@@ -18,8 +18,8 @@ Two parts, in one run:
   (``sign_flip_p_values``, the old test, timed on the same data in the same run), and how
   many pairs Holm finds significant with each.
 
-    python benchmarks/bench_signflip.py                  # reps 2000 (several minutes on 2 cores)
-    python benchmarks/bench_signflip.py --reps 300       # quick
+    python -m benchmarks.bench_signflip                  # reps 2000 (several minutes on 2 cores)
+    python -m benchmarks.bench_signflip --reps 300       # quick
 """
 
 from __future__ import annotations

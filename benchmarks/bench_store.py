@@ -1,7 +1,7 @@
 """Benchmark: the Delta Lake results store against the previous store, in one run.
 
 For each store (``delta``: adaptlab.results.open on a local directory; ``previous``: the
-layout-1 store, written by the test writer tests/legacy_writer.py and read by
+layout-1 store, written by the test writer testkit/legacy_writer.py and read by
 adaptlab.results.legacy.legacy.LegacyReader, as adaptlab did before Delta Lake; ``delta-s3``: the
 Delta store on a local moto S3 server, with --s3) it measures:
 
@@ -16,9 +16,9 @@ Delta store on a local moto S3 server, with --s3) it measures:
 moto's conditional put is not atomic under races, and a local moto server is not S3: the
 S3 numbers show the protocol's cost, not a real bucket's latency.
 
-    python benchmarks/bench_store.py                          # 1M rows, local stores
-    python benchmarks/bench_store.py --rows 200000 --commits 5   # quick
-    python benchmarks/bench_store.py --s3                     # add the store on moto S3
+    python -m benchmarks.bench_store                          # 1M rows, local stores
+    python -m benchmarks.bench_store --rows 200000 --commits 5   # quick
+    python -m benchmarks.bench_store --s3                     # add the store on moto S3
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ import tempfile
 import time
 import urllib.request
 
-TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
-"""The repository's tests/ folder: the writer of the previous layout lives there."""
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+"""The repository root: the writer processes run there, so ``testkit`` (the writer of the previous
+layout) imports by package."""
 
 WRITER = r"""
 import sys, time, json
@@ -44,8 +45,7 @@ import pyarrow as pa
 from adaptlab import results
 kind, root, tag, n, pq_rows = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 if kind == "previous":
-    sys.path.insert(0, sys.argv[6])
-    from legacy_writer import LegacyWriter
+    from testkit.legacy_writer import LegacyWriter
     store = LegacyWriter(root)
 else:
     store = results.open(root, create=True)
@@ -83,8 +83,8 @@ def _writers(kind: str, root: str, n_writers: int, n_commits: int, pq_rows: int,
     import json
 
     go = os.path.join(tempfile.mkdtemp(), "go")
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, kind, root, f"w{i}", str(n_commits), str(pq_rows), TESTS, go],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, kind, root, f"w{i}", str(n_commits), str(pq_rows), ROOT, go],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
              for i in range(n_writers)]
     try:
         for p in procs:
@@ -117,7 +117,7 @@ def _load(kind: str, root: str, rows: int, env: dict) -> None:
         left = per
         while left > 0:
             k = min(batch, left)
-            subprocess.run([sys.executable, "-c", code, kind, root, f"s{s}", "1", str(k), TESTS], check=True, env=env,
+            subprocess.run([sys.executable, "-c", code, kind, root, f"s{s}", "1", str(k), ROOT], check=True, env=env, cwd=ROOT,
                            capture_output=True, timeout=600)
             left -= k
 

@@ -1,8 +1,8 @@
 """What the embedded Ray costs a small study: the quickstart on Ray vs in-process, in one run.
 
-    python benchmarks/bench_study_overhead.py                 # jobs/quickstart.toml, once each
-    python benchmarks/bench_study_overhead.py --repeat 3      # median of 3 pairs
-    python benchmarks/bench_study_overhead.py --study jobs/scifact.toml
+    python -m benchmarks.bench_study_overhead                 # jobs/quickstart.toml, once each
+    python -m benchmarks.bench_study_overhead --repeat 3      # median of 3 pairs
+    python -m benchmarks.bench_study_overhead --study jobs/scifact.toml
 
 Each side runs the whole study (``load_study`` + ``run_study``: Ray start where the study uses
 Ray, dataset loading, embedding, search, bootstrap, the commit to a temporary results store) in

@@ -7,8 +7,8 @@ hard negatives and max_seq_length, for ``--steps`` optimiser steps after ``--war
 untimed ones (CUDA kernels, allocator). The loop's own clock (``LoopResult.seconds``) gives
 steps/s; the loop reads each step's loss (one device sync per step), as in real training.
 
-    python benchmarks/bench_train.py --steps 3                    # smoke: the CPU only (no GPU here)
-    python benchmarks/bench_train.py --steps 50 --devices cpu,cuda --json
+    python -m benchmarks.bench_train --steps 3                    # smoke: the CPU only (no GPU here)
+    python -m benchmarks.bench_train --steps 50 --devices cpu,cuda --json
 
 Prints steps/s and examples/s per device and the ratio cuda / cpu. ``--devices`` names the
 devices (default ``cpu,cuda``; ``cuda`` is skipped with a message when torch sees no GPU).
@@ -30,8 +30,8 @@ with its options at their defaults and with each speed option (``fused_attention
 similar token length) can only gain where texts differ in length: ``--words 20,200`` gives
 passages and chunks of 20-200 words instead of ones that all reach ``max_seq_length``:
 
-    python benchmarks/bench_train.py --against-st --steps 3 --batch-size 16 --max-seq-length 128 --threads 2
-    python benchmarks/bench_train.py --against-st --steps 4 --batch-size 16 --max-seq-length 128 --words 20,200
+    python -m benchmarks.bench_train --against-st --steps 3 --batch-size 16 --max-seq-length 128 --threads 2
+    python -m benchmarks.bench_train --against-st --steps 4 --batch-size 16 --max-seq-length 128 --words 20,200
 """
 
 from __future__ import annotations
@@ -40,15 +40,11 @@ import argparse
 import contextlib
 import io
 import json
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))
-import devinfo  # noqa: E402  (benchmarks/gpu/devinfo.py)
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_embed import make_passages  # noqa: E402
+from benchmarks.common import make_passages
+from benchmarks.gpu import devinfo
 
 
 def make_triplets(n: int, negatives: int, *, seed: int = 0, words: tuple[int, int] = (40, 80)

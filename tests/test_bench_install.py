@@ -3,17 +3,11 @@ the pip arguments it gives, and its ratios (the install itself is measured by ru
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_install.py"
-_spec = importlib.util.spec_from_file_location("bench_install", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["bench_install"] = bench
-_spec.loader.exec_module(bench)
+from benchmarks import bench_install as bench
 
 
 def _fake_venv(root: Path) -> Path:
@@ -49,7 +43,7 @@ def test_pip_arguments_per_target(tmp_path) -> None:
 def test_every_target_is_an_extra_of_the_project() -> None:
     import tomllib
 
-    extras = tomllib.loads((_PATH.parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert set(bench.TARGETS) - {"core"} <= set(extras)
 
 

@@ -1,7 +1,7 @@
 """Device facts shared by the benchmarks: which device ran, library versions, memory bandwidth.
 
-Imported by ``benchmarks/bench_*.py`` (they put this folder on ``sys.path``) and by
-``benchmarks/gpu/summarize.py``. Nothing here needs a GPU: every function degrades to the CPU.
+Imported as ``benchmarks.gpu.devinfo`` by the benchmarks and the preflight. Nothing here needs a
+GPU: every function degrades to the CPU.
 """
 
 from __future__ import annotations

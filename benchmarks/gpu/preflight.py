@@ -1,7 +1,7 @@
 """Preflight of the GPU kit: what this machine has, and what is missing for each part.
 
-    python3 benchmarks/gpu/preflight.py [--json-out FILE] [--study jobs/scale_study.toml]
-    python3 benchmarks/gpu/preflight.py --study-only --study jobs/scale_study.toml   # exit 1 if not runnable
+    python3 -m benchmarks.gpu.preflight [--json-out FILE] [--study jobs/scale_study.toml]
+    python3 -m benchmarks.gpu.preflight --study-only --study jobs/scale_study.toml   # exit 1 if not runnable
 
 Never fails on a missing piece: it prints ``MISSING: <what> -> <what to do>`` lines (and puts them
 in the JSON) so that a GPU session sees at once what to carry (docs/gpu.md).
@@ -12,13 +12,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import sys
 from pathlib import Path
 
 import tomllib
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import devinfo  # noqa: E402
+from benchmarks.gpu import devinfo
 
 ROOT = Path(__file__).resolve().parents[2]
 

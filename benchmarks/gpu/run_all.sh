@@ -132,15 +132,15 @@ part0() {
   else
     skip 0 nvidia-smi "nvidia-smi not found (no NVIDIA driver on this machine)"
   fi
-  step 0 preflight 240 "$PY" "$HERE/preflight.py" --json-out "$TMPD/preflight.json" --study "$STUDY"
+  step 0 preflight 240 "$PY" -m benchmarks.gpu.preflight --json-out "$TMPD/preflight.json" --study "$STUDY"
 }
 
 part1() {
   if [ "$SMOKE" = 1 ]; then
     step 1 pytest-gpu 300 "$PY" -m pytest -q -m gpu -rs tests/stats/test_stats_backend.py
-    step 1 bootstrap-index 300 "$PY" benchmarks/bench_bootstrap.py --queries 2000 --systems 4 --resamples 200 \
+    step 1 bootstrap-index 300 "$PY" -m benchmarks.bench_bootstrap --queries 2000 --systems 4 --resamples 200 \
       --repeat 1 --backend both --method index --json-out "$TMPD/bootstrap-index.json"
-    step 1 bootstrap-auto 300 "$PY" benchmarks/bench_bootstrap.py --queries 2000 --systems 4 --resamples 200 \
+    step 1 bootstrap-auto 300 "$PY" -m benchmarks.bench_bootstrap --queries 2000 --systems 4 --resamples 200 \
       --repeat 1 --backend both --skip-scipy --json-out "$TMPD/bootstrap-auto.json"
   else
     # only the files with GPU tests: a collection error elsewhere (a test-only package missing on the
@@ -149,24 +149,24 @@ part1() {
     mapfile -t gpu_tests < <(grep -rlE "pytest\.mark\.gpu|mark\.gpu" tests --include='*.py' | sort)
     step 1 pytest-gpu 300 "$PY" -m pytest -q -m gpu -rs -p no:cacheprovider --continue-on-collection-errors \
       "${gpu_tests[@]}"
-    step 1 bootstrap-index 150 "$PY" benchmarks/bench_bootstrap.py --backend both --method index --repeat 2 \
+    step 1 bootstrap-index 150 "$PY" -m benchmarks.bench_bootstrap --backend both --method index --repeat 2 \
       --json-out "$TMPD/bootstrap-index.json"
-    step 1 bootstrap-auto 90 "$PY" benchmarks/bench_bootstrap.py --backend both --repeat 1 --skip-scipy \
+    step 1 bootstrap-auto 90 "$PY" -m benchmarks.bench_bootstrap --backend both --repeat 1 --skip-scipy \
       --json-out "$TMPD/bootstrap-auto.json"
   fi
 }
 
 part2() {
   if [ "$SMOKE" = 1 ]; then
-    step 2 search 300 "$PY" benchmarks/bench_search.py --docs 20000 --queries 200 --baseline both --repeat 2 \
+    step 2 search 300 "$PY" -m benchmarks.bench_search --docs 20000 --queries 200 --baseline both --repeat 2 \
       --json-out "$TMPD/search.json"
-    step 2 search-block1024 300 "$PY" benchmarks/bench_search.py --docs 20000 --queries 200 --baseline torch \
+    step 2 search-block1024 300 "$PY" -m benchmarks.bench_search --docs 20000 --queries 200 --baseline torch \
       --repeat 1 --block-size 1024 --json-out "$TMPD/search-block1024.json"
   else
     [ "$HAVE_GPU" = 1 ] || { skip 2 search "no CUDA GPU visible to torch"; return 0; }
-    step 2 search 330 "$PY" benchmarks/bench_search.py --docs 1000000 --queries 10000 --device cuda \
+    step 2 search 330 "$PY" -m benchmarks.bench_search --docs 1000000 --queries 10000 --device cuda \
       --backend cuda --baseline both --repeat 3 --json-out "$TMPD/search.json"
-    step 2 search-block1024 180 "$PY" benchmarks/bench_search.py --docs 1000000 --queries 10000 --device cuda \
+    step 2 search-block1024 180 "$PY" -m benchmarks.bench_search --docs 1000000 --queries 10000 --device cuda \
       --backend cuda --baseline torch --repeat 2 --block-size 1024 --json-out "$TMPD/search-block1024.json"
   fi
 }
@@ -179,7 +179,7 @@ embed_runs() {  # embed_runs PART DTYPE...: passages (20k) and sentences (100k) 
     for texts in passages sentences; do
       if [ "$texts" = passages ]; then n=20000; else n=100000; fi
       # 4 steps x 120 s (or 2 x 120) stay inside one 10-minute call
-      step "$part" "embed-$texts-$dtype" 120 "$PY" benchmarks/bench_embed.py --n "$n" --texts "$texts" \
+      step "$part" "embed-$texts-$dtype" 120 "$PY" -m benchmarks.bench_embed --n "$n" --texts "$texts" \
         --dtype "$dtype" --device cuda --batch-size 256 --warmup --repeat 2 \
         --json-out "$TMPD/embed-$texts-$dtype.json"
     done
@@ -188,9 +188,9 @@ embed_runs() {  # embed_runs PART DTYPE...: passages (20k) and sentences (100k) 
 
 part3() {
   if [ "$SMOKE" = 1 ]; then
-    step 3 embed-sentences-fp32 400 "$PY" benchmarks/bench_embed.py --n 64 --texts sentences --dtype fp32 \
+    step 3 embed-sentences-fp32 400 "$PY" -m benchmarks.bench_embed --n 64 --texts sentences --dtype fp32 \
       --warmup --json-out "$TMPD/embed-sentences-fp32.json"
-    step 3 embed-passages-fp16 400 "$PY" benchmarks/bench_embed.py --n 32 --texts passages --dtype fp16 \
+    step 3 embed-passages-fp16 400 "$PY" -m benchmarks.bench_embed --n 32 --texts passages --dtype fp16 \
       --warmup --plain-only --json-out "$TMPD/embed-passages-fp16.json"
     return 0
   fi
@@ -199,7 +199,7 @@ part3() {
 
 part6() {
   if [ "$SMOKE" = 1 ]; then
-    step 6 embed-passages-bf16 400 "$PY" benchmarks/bench_embed.py --n 32 --texts passages --dtype bf16 \
+    step 6 embed-passages-bf16 400 "$PY" -m benchmarks.bench_embed --n 32 --texts passages --dtype bf16 \
       --warmup --plain-only --json-out "$TMPD/embed-passages-bf16.json"
     return 0
   fi
@@ -208,10 +208,10 @@ part6() {
 
 part4() {
   if [ "$SMOKE" = 1 ]; then
-    step 4 train 500 "$PY" benchmarks/bench_train.py --steps 3 --warmup-steps 1 --batch-size 8 \
+    step 4 train 500 "$PY" -m benchmarks.bench_train --steps 3 --warmup-steps 1 --batch-size 8 \
       --devices cpu,cuda --json-out "$TMPD/train.json"
   else
-    step 4 train 420 "$PY" benchmarks/bench_train.py --steps 100 --cpu-steps 10 --devices cpu,cuda \
+    step 4 train 420 "$PY" -m benchmarks.bench_train --steps 100 --cpu-steps 10 --devices cpu,cuda \
       --json-out "$TMPD/train.json"
   fi
 }
@@ -221,7 +221,7 @@ part5() {
     skip 5 study "smoke mode: the full study is hours of CPU work; run part 5 on the GPU machine"
     return 0
   fi
-  if [ "$FORCE" = 0 ] && ! "$PY" "$HERE/preflight.py" --study-only --study "$STUDY" | tee -a "$OUTDIR/part5.txt"; then
+  if [ "$FORCE" = 0 ] && ! "$PY" -m benchmarks.gpu.preflight --study-only --study "$STUDY" | tee -a "$OUTDIR/part5.txt"; then
     skip 5 study "prerequisites of $STUDY missing (listed above); --force runs it anyway"
     return 0
   fi

@@ -104,7 +104,7 @@ def test_wide_option_errors_are_one_line(store, cli, args, needle):
 
 
 def test_wide_on_a_store_of_the_previous_layout(tmp_path, cli):
-    from legacy_writer import LegacyWriter
+    from testkit.legacy_writer import LegacyWriter
 
     old = LegacyWriter(tmp_path / "old")
     runs = {s: _run(s, "toy", datetime(2025, 1, 1, tzinfo=timezone.utc)) for s in ("base", "ft")}

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -143,11 +142,5 @@ def docs_workdir(docs_data, tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture(scope="module")
 def bench(request):
-    """The benchmark script named by the test module's ``BENCHMARK`` (``benchmarks/<name>.py``),
-    imported as a module (the scripts are not a package)."""
-    name = request.module.BENCHMARK
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The benchmark module named by the test module's ``BENCHMARK`` (``benchmarks.<name>``)."""
+    return importlib.import_module(f"benchmarks.{request.module.BENCHMARK}")

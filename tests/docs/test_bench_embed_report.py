@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-BENCHMARK = "bench_embed"  # the bench fixture (conftest) imports benchmarks/bench_embed.py
+BENCHMARK = "bench_backends"  # the bench fixture (conftest) imports benchmarks.bench_backends
 
 
 def test_round_ratios_pair_each_round_with_the_baselines_same_round(bench):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-BENCHMARK = "bench_gemm"  # the bench fixture (conftest) imports benchmarks/bench_gemm.py
+BENCHMARK = "bench_gemm"  # the bench fixture (conftest) imports benchmarks.bench_gemm
 
 
 def test_layer_flops_count_the_six_products(bench):

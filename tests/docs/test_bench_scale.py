@@ -9,7 +9,7 @@ import pytest
 
 from adaptlab.errors import ConfigError
 
-BENCHMARK = "bench_scale"  # the bench fixture (conftest) imports benchmarks/bench_scale.py
+BENCHMARK = "bench_scale"  # the bench fixture (conftest) imports benchmarks.bench_scale
 
 
 def test_growth_is_the_log_log_slope(bench):

@@ -86,20 +86,20 @@ SKIP: dict[str, str] = {
     "HEAD=$!": _CLUSTER,
     "kill $HEAD": _CLUSTER,
     "adaptlab submit jobs/quickstart.toml --address http://127.0.0.1:$DASHBOARD --wait": _CLUSTER,
-    **{f"python benchmarks/{cmd}": _BENCH for cmd in (
-        "bench_scale.py --sizes 10,100,700 --nodes 1 --json scale1.json",
-        "bench_scale.py --sizes 10,100,700 --nodes 3 --timeout 6000 --json scale3.json",
-        "pdf_scale_study.py",
-        "pdf_scale_study.py --precision bf16 --fused-attention --gradient-checkpointing --cpus-per-job 2",
-        "bench_train.py --against-st",
-        "bench_embed.py --backends torch:fp32,openvino:fp32,openvino:bf16,openvino:int8 --docs 0 --speed-n 192 --repeat 3",
-        "bench_gemm.py --profile 256 --threads 1",
-        "bench_gemm.py --profile 256 --threads 2",
-        "bench_embed.py --n 4000",
-        "bench_bootstrap.py",
-        "bench_search.py")},
-    "python benchmarks/bench_install.py": _INSTALL + " into new virtual environments (8 to 13 minutes each)",
-    "python benchmarks/bench_install.py --target all": _INSTALL + " into new virtual environments (8 to 13 minutes each)",
+    **{f"python -m benchmarks.{cmd}": _BENCH for cmd in (
+        "bench_scale --sizes 10,100,700 --nodes 1 --json scale1.json",
+        "bench_scale --sizes 10,100,700 --nodes 3 --timeout 6000 --json scale3.json",
+        "pdf_scale_study",
+        "pdf_scale_study --precision bf16 --fused-attention --gradient-checkpointing --cpus-per-job 2",
+        "bench_train --against-st",
+        "bench_backends --backends torch:fp32,openvino:fp32,openvino:bf16,openvino:int8 --docs 0 --speed-n 192 --repeat 3",
+        "bench_gemm --profile 256 --threads 1",
+        "bench_gemm --profile 256 --threads 2",
+        "bench_embed --n 4000",
+        "bench_bootstrap",
+        "bench_search")},
+    "python -m benchmarks.bench_install": _INSTALL + " into new virtual environments (8 to 13 minutes each)",
+    "python -m benchmarks.bench_install --target all": _INSTALL + " into new virtual environments (8 to 13 minutes each)",
     "export RAY_AUTH_MODE=token": _CLUSTER,
     "ray get-auth-token --generate": _CLUSTER,
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 ray start --head --node-ip-address=127.0.0.1 --dashboard-host=127.0.0.1 "
@@ -109,11 +109,11 @@ SKIP: dict[str, str] = {
     "python3 benchmarks/gpu/summarize.py benchmarks/results/raw": _GPU,
     "OUT=/tmp/kit bash benchmarks/gpu/run_all.sh --part 0,1,2,3,4,5,6 --smoke": _GPU + " (minutes without one)",
     "python3 benchmarks/gpu/summarize.py /tmp/kit --out /tmp/kit/report.md": _GPU,
-    "python benchmarks/bench_embed.py --n 200 --texts sentences --dtype bf16 --warmup --json": _GPU,
-    "python benchmarks/bench_search.py --docs 20000 --queries 200 --baseline both --json": _GPU,
-    "python benchmarks/bench_bootstrap.py --queries 2000 --resamples 200 --systems 4 --backend both "
+    "python -m benchmarks.bench_embed --n 200 --texts sentences --dtype bf16 --warmup --json": _GPU,
+    "python -m benchmarks.bench_search --docs 20000 --queries 200 --baseline both --json": _GPU,
+    "python -m benchmarks.bench_bootstrap --queries 2000 --resamples 200 --systems 4 --backend both "
     "--method index": _GPU,
-    "python benchmarks/bench_train.py --steps 3 --batch-size 8": _GPU,
+    "python -m benchmarks.bench_train --steps 3 --batch-size 8": _GPU,
 }
 _CLOUD_PREFIXES = ("docker ", "kubectl ", "sudo ", "ray up", "ray down", "ray attach", "ssh ")
 

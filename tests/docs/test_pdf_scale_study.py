@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARK = "pdf_scale_study"  # the bench fixture (conftest) imports benchmarks/pdf_scale_study.py
+BENCHMARK = "pdf_scale_study"  # the bench fixture (conftest) imports benchmarks.pdf_scale_study
 
 
 def _study(work: Path, bench, speed: str) -> None:

@@ -16,7 +16,7 @@ from adaptlab.errors import StoreError
 from adaptlab.results.legacy.legacy import LegacyReader
 from adaptlab.results.schema import TABLE_KEY, VERSION_KEY
 from adaptlab.retrieval.records import PerQueryRecords
-from legacy_writer import LegacyWriter
+from testkit.legacy_writer import LegacyWriter
 
 V0_COMMIT = "20200101T000000000000Z-00000000000a"
 

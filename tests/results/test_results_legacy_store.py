@@ -1,7 +1,7 @@
 """The reader of the previous store layout (commit directories, before Delta Lake; the source of
 `adaptlab results migrate`): every table reads back as written, filters and column selection,
 errors that name the problem, commits replaced by a compaction are skipped. Stores are written
-by the test writer tests/legacy_writer.py."""
+by the test writer testkit/legacy_writer.py."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from adaptlab.errors import StoreError
 from adaptlab.results.layout import COMMIT_RE
 from adaptlab.results.legacy.legacy import LegacyReader
 from adaptlab.retrieval.records import PerQueryRecords
-from legacy_writer import LegacyWriter
+from testkit.legacy_writer import LegacyWriter
 
 
 def _records(system: str = "minilm", dataset: str = "toy") -> PerQueryRecords:

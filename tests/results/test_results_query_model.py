@@ -170,7 +170,7 @@ def test_cli_shows_run_and_time_latest_sql_and_errors(two_runs, cli):
 
 
 def test_cli_migrate(tmp_path, cli):
-    from legacy_writer import LegacyWriter
+    from testkit.legacy_writer import LegacyWriter
 
     old = LegacyWriter(tmp_path / "old")
     old.commit([_run()], [_metric()], _records().to_arrow())

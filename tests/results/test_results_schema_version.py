@@ -17,7 +17,7 @@ from adaptlab.errors import StoreError
 from adaptlab.results.legacy.legacy import LegacyReader
 from adaptlab.results.legacy.migrate import migrate_store
 from adaptlab.results.store import delta_schema
-from legacy_writer import LegacyWriter
+from testkit.legacy_writer import LegacyWriter
 
 
 def _newer_store(root, **info):

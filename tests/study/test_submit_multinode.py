@@ -24,7 +24,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from ray_cluster import HeadPorts, free_port, start_head, start_worker, stop_cluster, stop_pids
+
+from testkit.ray_cluster import HeadPorts, free_port, start_head, start_worker, stop_cluster, stop_pids
 
 REPO = Path(__file__).resolve().parents[2]
 BUCKET = "adaptlab-multinode"

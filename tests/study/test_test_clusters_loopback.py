@@ -1,4 +1,4 @@
-"""The test clusters of tests/study/ray_cluster.py listen on loopback only (slow: real nodes).
+"""The test clusters of testkit/ray_cluster.py listen on loopback only (slow: real nodes).
 
 House rule: the servers the tests start run on 127.0.0.1. ``ray start --node-ip-address=127.0.0.1``
 alone did not keep it: Ray replaced the address by the machine's external one, and the GCS
@@ -23,7 +23,15 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ray_cluster import HeadPorts, cluster_pids, is_loopback, loopback_env, start_head, start_worker, stop_cluster  # noqa: E402
+from testkit.ray_cluster import (  # noqa: E402
+    HeadPorts,
+    cluster_pids,
+    is_loopback,
+    loopback_env,
+    start_head,
+    start_worker,
+    stop_cluster,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -10,6 +10,7 @@
     adaptlab results --store S --has-run RUN_ID[,RUN_ID...]
     adaptlab results migrate OLD NEW
     adaptlab results compact --store S [--retention-hours H]
+    adaptlab results vacuum --store S [--retention-hours H]
     adaptlab results repair --store S
 """
 
@@ -31,7 +32,7 @@ _DEFAULT_COLUMNS = {
     "per_query": ["run", "system", "dataset", "query_id", "gold_rank", "sim_gold", "sim_random"],
     "history": ["version", "timestamp", "operation", "commit_id", "n_rows"],
 }
-_ACTIONS = ("show", "migrate", "compact", "repair")
+_ACTIONS = ("show", "migrate", "compact", "vacuum", "repair")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,9 +43,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "scores (one row per dataset and system, a column per measure, value [CI]); or "
                     "`adaptlab results migrate OLD NEW` to convert a "
                     "store of the previous layout; or `adaptlab results compact --store S` to merge small "
-                    "files (never run while writers are active with a short --retention-hours).")
-    p.add_argument("action", nargs="?", default="show", metavar="{migrate,compact,repair}",
-                   help="migrate OLD NEW, compact, or repair a damaged store (default: print rows)")
+                    "files; or `adaptlab results vacuum --store S` to delete files no version needs (both safe beside "
+                    "writers; a short --retention-hours makes older versions unreadable).")
+    p.add_argument("action", nargs="?", default="show", metavar="{migrate,compact,vacuum,repair}",
+                   help="migrate OLD NEW, compact, vacuum, or repair a damaged store (default: print rows)")
     p.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
     p.add_argument("--store", help="results store: a directory or an s3://, gs://, az:// URI")
     p.add_argument("--table", choices=("metrics", "comparisons", "runs", "per_query", "history"), default="metrics",
@@ -69,7 +71,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a data file that would be read without a recorded SHA-256 (no checksum record, or the "
                         "_adaptlab_checksums folder missing) is an error (exit 2), not a warning")
     p.add_argument("--retention-hours", type=float, default=168.0,
-                   help="compact: keep files needed by versions younger than this (default 168 = 7 days)")
+                   help="compact, vacuum: keep files needed by versions younger than this (default 168 = 7 days)")
     p.add_argument("--format", choices=("table", "json", "csv", "latex"), default="table",
                    help="latex: a paper table (implies --wide): a booktabs `table` environment with one block per "
                         "dataset, the best value of each column in bold and a caption stating the CI level, "
@@ -198,7 +200,7 @@ def _open(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     action = args.action
     if action not in _ACTIONS:
-        raise ConfigError(f"adaptlab results: unknown action {action!r}; expected migrate OLD NEW, compact, "
+        raise ConfigError(f"adaptlab results: unknown action {action!r}; expected migrate OLD NEW, compact, vacuum, repair, "
                           "or no action to print rows")
     if action == "migrate":
         if len(args.paths) != 2:
@@ -217,6 +219,10 @@ def run(args: argparse.Namespace) -> int:
         out = _open(args).compact(retention_hours=args.retention_hours)
         print(f"compacted {args.store}: {out['files_removed']} file(s) merged into {out['files_added']}, "
               f"{out['files_vacuumed']} unreferenced file(s) deleted; store version {out['version']}")
+        return 0
+    if action == "vacuum":
+        got = _open(args).vacuum(retention_hours=args.retention_hours)
+        print(f"vacuumed {args.store}: {got['files_vacuumed']} unreferenced file(s) deleted; store version {got['version']}")
         return 0
     _check_wide_options(args)
     store = _open(args)

@@ -9,7 +9,7 @@ The backends are sentence-transformers' own (``SentenceTransformer(..., backend=
 The precisions:
 
 - ``"fp32"``: the exact path, on any backend. Embeddings agree with torch's to ~1e-7 and
-  retrieval metrics to 1e-4 (tests/models/test_inference.py, benchmarks/bench_embed.py). OpenVINO
+  retrieval metrics to 1e-4 (tests/models/test_inference.py, benchmarks/bench_backends.py). OpenVINO
   runs with ``INFERENCE_PRECISION_HINT = "f32"``: its CPU plugin would otherwise compute in bf16 on
   CPUs with AMX or AVX512-BF16, a reduced precision under an exact name.
 - ``"bf16"`` (torch, openvino): weights and activations in bfloat16 (8-bit mantissa), fast on
@@ -91,7 +91,7 @@ that first exported the model; ONNX Runtime runs it on any x86-64 CPU (fastest w
 ONNX_LEVEL = "O2"
 """Optimum's offline graph optimisation of every ONNX export: O2 fuses attention, LayerNorm, GELU
 and the bias additions (exact GELU; O3 would approximate it): the same function in fewer, larger
-kernels (embeddings within ~1e-6 of torch's, benchmarks/bench_embed.py). int8 quantizes the plain
+kernels (embeddings within ~1e-6 of torch's, benchmarks/bench_backends.py). int8 quantizes the plain
 graph, which ONNX Runtime's quantizer reads (it cannot read the fused contrib operators)."""
 CALIBRATION_TEXTS = 256
 """How many generated paragraphs calibrate an OpenVINO int8 model (each up to the model's

@@ -44,6 +44,7 @@ from adaptlab.results.native import is_permanent, quiet_native, retried_already,
 from adaptlab.results.reader import StoreReader, delta_schema
 from adaptlab.results.schema import SCHEMA_VERSION
 from adaptlab.results.staging import CHECKSUMS_KEY, Staged, discard, stage
+from adaptlab.results.vacuum import vacuum_table, vacuumed_since
 from adaptlab.results.validate import prepare_commit, referenced_run_ids
 
 __all__ = ["COMMIT_ATTEMPTS", "KEY_METADATA", "MAX_COMMIT_RETRIES", "ResultsStore", "commit_key", "rows_for_delta"]
@@ -51,6 +52,8 @@ __all__ = ["COMMIT_ATTEMPTS", "KEY_METADATA", "MAX_COMMIT_RETRIES", "ResultsStor
 MAX_COMMIT_RETRIES = 100  # log entries tried after another writer took the version
 COMMIT_ATTEMPTS = 4  # our retries around it (transient storage errors)
 _HISTORY_SCAN = 200
+_RESTAGES = 5  # times a commit writes its files again after a concurrent vacuum announced them
+_VACUUMED = StoreError("a concurrent vacuum deleted this commit's data files before its log entry landed")
 KEY_METADATA = "adaptlab.commit_key"
 """The ``commitInfo`` key of a commit's idempotency key (:func:`commit_key`)."""
 
@@ -238,7 +241,8 @@ class ResultsStore(StoreReader):
     def _write(self, data: pa.Table, attempt: _Attempt | None, app_id: str, seq: int) -> int | None:
         """Append ``data`` in one Delta commit, at most once (transaction ``seq`` of ``app_id``);
         returns its version when found. The data files are written (and hashed) once
-        (:func:`~adaptlab.results.staging.stage`); their log entry is created only if its version
+        (:func:`~adaptlab.results.staging.stage`), again only when a concurrent vacuum announced
+        them (:func:`~adaptlab.results.vacuum.vacuumed_since`); their log entry is created only if its version
         is still free (``max_commit_retries=0``): when another writer took it, the store is read
         again (did this transaction land? is the schema current?) and the entry is tried at the next
         version. Errors that cannot succeed on retry (no space, permission, not found) are not
@@ -249,12 +253,17 @@ class ResultsStore(StoreReader):
             if attempt.key is not None:
                 meta[KEY_METADATA] = attempt.key
         label = attempt.commit_id if attempt else str(seq)
-        staged = self._stage(data, label, attempt)
-        meta[CHECKSUMS_KEY] = staged.checksums
-        meta["operationMetrics"] = staged.metrics()
-        props = deltalake.CommitProperties(custom_metadata=meta, max_commit_retries=0,
-                                           app_transactions=[deltalake.Transaction(app_id, seq)])
-        last, transient, n = self._commit_loop(staged, props, app_id, seq)
+        for _ in range(_RESTAGES):
+            base = int(self._table().version())  # read before the files are written (see vacuumed_since)
+            staged = self._stage(data, label, attempt)
+            meta[CHECKSUMS_KEY] = staged.checksums
+            meta["operationMetrics"] = staged.metrics()
+            props = deltalake.CommitProperties(custom_metadata=meta, max_commit_retries=0,
+                                               app_transactions=[deltalake.Transaction(app_id, seq)])
+            last, transient, n = self._commit_loop(staged, props, app_id, seq, base)
+            if last is not _VACUUMED:
+                break
+            discard(self._health.fs, staged)  # a vacuum deletes them: write the files again, under new names
         if last is not None:
             landed = self._landed(app_id, seq)
             if landed is None:
@@ -265,10 +274,11 @@ class ResultsStore(StoreReader):
             discard(self._health.fs, staged)
         return self._find_version(attempt.commit_id) if attempt is not None else None
 
-    def _commit_loop(self, staged: Staged, props: Any, app_id: str,
-                     seq: int) -> tuple[Exception | None, int, int]:
+    def _commit_loop(self, staged: Staged, props: Any, app_id: str, seq: int,
+                     base: int) -> tuple[Exception | None, int, int]:
         """Try the log entry until it lands: ``(last error or None, transient failures, attempts)``;
-        attempts is -1 when the transaction was found landed before this object's entry did."""
+        attempts is -1 when the transaction was found landed before this object's entry did; the
+        error is :data:`_VACUUMED` when a vacuum newer than version ``base`` deletes a staged file."""
         last: Exception | None = None
         transient = 0
         for n in range(MAX_COMMIT_RETRIES):
@@ -283,6 +293,8 @@ class ResultsStore(StoreReader):
                 return last, transient, n  # the store cannot be read: a retry could write twice
             if landed:
                 return None, transient, -1  # an earlier attempt (or an identical commit) landed: never write twice
+            if vacuumed_since(dt, base, staged.paths):
+                return _VACUUMED, transient, n
             last = self._attempt(dt, staged, props)
             if last is None:
                 return None, transient, n + 1
@@ -402,34 +414,21 @@ class ResultsStore(StoreReader):
 
     # -- maintenance ------------------------------------------------------------------------
     def compact(self, *, retention_hours: float = 168.0, vacuum: bool = True) -> dict[str, Any]:
-        """Merge small files (:mod:`~adaptlab.results.compaction`) and delete files no snapshot
-        younger than ``retention_hours`` needs (vacuum), then write a checkpoint. Never runs
-        implicitly.
+        """Merge small files (:mod:`~adaptlab.results.compaction`), delete the files no version
+        younger than ``retention_hours`` needs (:meth:`vacuum`), then write a checkpoint. Never
+        runs implicitly.
 
-        Safe while writers append and while another compaction runs: the merge commits only on
-        the version it was planned on, else it is planned again (two at once never both merge
-        the same files), but time travel to versions older than ``retention_hours`` stops working after a
-        vacuum, and a writer that runs longer than ``retention_hours`` could lose its
-        files: keep the default (7 days) unless no writer is active.
+        Safe while writers append and while another compaction or vacuum runs: the merge commits
+        only on the version it was planned on, else it is planned again (two at once never both
+        merge the same files); time travel to versions older than ``retention_hours`` stops
+        working after a vacuum: keep the default (7 days) to read old versions.
         """
-        if self.read_only:
-            raise StoreError(f"{self!r} is a past snapshot; open the store without version=/as_of= to compact it")
-        try:
-            hours = float(retention_hours)
-        except (TypeError, ValueError) as e:
-            raise StoreError(f"compact(): retention_hours must be a number of hours, got {retention_hours!r}") from e
-        if hours < 0:
-            raise StoreError(f"compact(): retention_hours must be >= 0, got {retention_hours!r}")
+        hours = self._maintainable("compact", retention_hours)
         try:
             with quiet_native("compact"):
                 opt = compact_table(self, delta_schema())
+            removed = vacuum_table(self, delta_schema(), hours)["files_vacuumed"] if vacuum else 0
             dt = self._table()
-            removed: list[str] = []
-            if vacuum:
-                dt.update_incremental()
-                removed = dt.vacuum(retention_hours=int(hours), dry_run=False,
-                                    enforce_retention_duration=hours >= 168)
-            dt.update_incremental()
             dt.create_checkpoint()
             self._record_checksums(f"compact-{int(dt.version())}-{secrets.token_hex(4)}")
         except StoreError:
@@ -438,8 +437,34 @@ class ResultsStore(StoreReader):
             raise StoreError(f"{self.uri}: compaction failed: {one_line(e)}; the store is unchanged or "
                              "compacted in part, and readable either way") from e
         return {"files_added": opt["files_added"], "files_removed": opt["files_removed"],
-                "files_vacuumed": len(removed), "version": int(dt.version())}
+                "files_vacuumed": removed, "version": int(dt.version())}
 
+    def vacuum(self, *, retention_hours: float = 168.0) -> dict[str, int]:
+        """Delete the data files no version younger than ``retention_hours`` references and the
+        files older than that which no commit added (:mod:`~adaptlab.results.vacuum`); returns
+        ``{"files_vacuumed", "version"}``. Safe beside writers, compactions and other vacuums: it
+        never deletes a file that a committed version younger than ``retention_hours`` or a
+        commit that will land references."""
+        hours = self._maintainable("vacuum", retention_hours)
+        try:
+            return vacuum_table(self, delta_schema(), hours)
+        except StoreError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise StoreError(f"{self.uri}: vacuum failed: {one_line(e)}; every version it announced is still "
+                             "readable; run it again") from e
+
+    def _maintainable(self, what: str, retention_hours: float) -> float:
+        """``retention_hours`` as a number >= 0, on a store object that may change the store."""
+        if self.read_only:
+            raise StoreError(f"{self!r} is a past snapshot; open the store without version=/as_of= to {what} it")
+        try:
+            hours = float(retention_hours)
+        except (TypeError, ValueError) as e:
+            raise StoreError(f"{what}(): retention_hours must be a number of hours, got {retention_hours!r}") from e
+        if not hours >= 0:
+            raise StoreError(f"{what}(): retention_hours must be >= 0, got {retention_hours!r}")
+        return hours
 
     def _record_checksums(self, label: str) -> None:
         """Record the SHA-256 of every data file that has none yet."""

@@ -19,7 +19,7 @@ from adaptlab.adapt.train.jobs import OWN_WORKER_BYTES, AdaptJob, run_adaptation
 from adaptlab.adapt.train.pt import PTConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "study"))
-from ray_cluster import pid_alive  # noqa: E402 (a zombie, an exited worker not yet reaped, is not alive)
+from testkit.ray_cluster import pid_alive  # noqa: E402 (a zombie, an exited worker not yet reaped, is not alive)
 
 FT = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, warmup_ratio=0.0)
 PT = PTConfig(learning_rate=1e-3, epochs=1, batch_size=4, warmup_ratio=0.0)

@@ -1,6 +1,6 @@
 """Real Ray nodes for the tests that need a cluster (submit, multinode, node loss) and bench_scale.
 
-``ray start`` on 127.0.0.1 only (every listener on loopback: tests/study/ray_start_loopback.py;
+``ray start`` on 127.0.0.1 only (every listener on loopback: testkit/ray_start_loopback.py;
 drivers need :func:`loopback_env`), every port free (other Ray instances on this machine hold the
 defaults), in a temp dir of the test's own; stopped by pid: the processes whose command line
 names that temp dir or the head's GCS address (``ray stop`` would stop every Ray on the machine,
@@ -22,9 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adaptlab.runtime.watchdog import session_pids
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ray_start_loopback import LOOPBACK_ENV  # noqa: E402
+from testkit.ray_start_loopback import LOOPBACK_ENV
 
 HOST = "127.0.0.1"
 _LOOPBACK_START = Path(__file__).resolve().with_name("ray_start_loopback.py")
@@ -78,7 +76,7 @@ def loopback_env(env: Mapping[str, str]) -> dict[str, str]:
 
 def _ray_start(args: list[str], temp_dir: Path, env: Mapping[str, str], num_cpus: int) -> subprocess.CompletedProcess:
     """``ray start ARGS`` on 127.0.0.1 with free node ports, every listener on loopback
-    (tests/study/ray_start_loopback.py); at most 180 s."""
+    (testkit/ray_start_loopback.py); at most 180 s."""
     return subprocess.run(
         [sys.executable, str(_LOOPBACK_START), "start", *args, f"--node-ip-address={HOST}", f"--num-cpus={num_cpus}",
          *node_ports(), f"--temp-dir={temp_dir}", "--disable-usage-stats"],

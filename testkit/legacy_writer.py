@@ -1,4 +1,4 @@
-"""A writer of the previous store layout (layout 1), for tests and benchmarks/bench_store.py only:
+"""A writer of the previous store layout (layout 1), for tests and benchmarks.bench_store only:
 adaptlab reads such stores (:class:`adaptlab.results.legacy.legacy.LegacyReader`) and migrates them, but
 no longer writes them. It writes what the old adaptlab wrote: a marker, then each commit's
 Parquet files and manifest in ``tmp/`` and one ``os.rename`` into ``commits/`` (safe with
