@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from adaptlab.analysis import compare
+from adaptlab.analysis.compare import Comparison
 from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config, print_json
 from adaptlab.cli.evaluate_cmd import read_qrels
 from adaptlab.data import read_trec_run
@@ -92,12 +93,37 @@ def run(args: argparse.Namespace) -> int:
         result = compare(per_query, boot=boot, dataset=args.dataset or dataset_name(args.qrels),
                          systems=_systems(args), alpha=args.alpha, power=args.power)
     if args.format in ("json", "csv"):
-        emit_frames({"systems": result.frame(), "pairs": result.pairs_frame()}, args.format,
+        emit_frames({"systems": result.frame(), "pairs": result.pairs_frame(), **scaling_frames(result)}, args.format,
                     {"settings": {"alpha": args.alpha, "power": args.power, "bootstrap": boot.kwargs(),
                                   "adjustment": boot.adjustment}})
     else:
         print(result.render(args.format))
+    print_scaling(result, args.format)
     return 0
+
+
+def print_scaling(result: Comparison, fmt: str) -> None:
+    """After a text, markdown or LaTeX output: the scaling summary paragraph of the compared
+    systems that form scale curves (``<label>-base`` and ``<label>-<variant>-s<N>`` at 2 or more
+    scales; nothing otherwise). JSON and CSV carry the same numbers (:func:`scaling_frames`)."""
+    from adaptlab.analysis.scaling import comparison_scaling, scaling_summary
+
+    if fmt in ("json", "csv"):
+        return
+    text = scaling_summary(comparison_scaling(result), fmt)
+    if text:
+        print("\n" + text)
+
+
+def scaling_frames(result: Comparison) -> dict:
+    """``{"scaling": DataFrame}`` of the scale curves' numbers for the JSON and CSV outputs (the
+    CSV's ``table`` column says ``scaling``), {} when the systems form none."""
+    import pandas as pd
+
+    from adaptlab.analysis.scaling import comparison_scaling, scaling_summary_rows
+
+    rows = scaling_summary_rows(comparison_scaling(result))
+    return {"scaling": pd.DataFrame(rows)} if rows else {}
 
 
 def _systems(args: argparse.Namespace) -> list[str] | None:
