@@ -106,7 +106,7 @@ def print_scaling(result: Comparison, fmt: str) -> None:
     """After a text, markdown or LaTeX output: the scaling summary paragraph of the compared
     systems that form scale curves (``<label>-base`` and ``<label>-<variant>-s<N>`` at 2 or more
     scales; nothing otherwise). JSON and CSV carry the same numbers (:func:`scaling_frames`)."""
-    from adaptlab.analysis.scaling import comparison_scaling, scaling_summary
+    from adaptlab.analysis import comparison_scaling, scaling_summary
 
     if fmt in ("json", "csv"):
         return
@@ -120,7 +120,7 @@ def scaling_frames(result: Comparison) -> dict:
     CSV's ``table`` column says ``scaling``), {} when the systems form none."""
     import pandas as pd
 
-    from adaptlab.analysis.scaling import comparison_scaling, scaling_summary_rows
+    from adaptlab.analysis import comparison_scaling, scaling_summary_rows
 
     rows = scaling_summary_rows(comparison_scaling(result))
     return {"scaling": pd.DataFrame(rows)} if rows else {}

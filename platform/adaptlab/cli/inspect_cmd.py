@@ -43,9 +43,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the inspection (or JSON); returns the exit status."""
     from adaptlab import results
-    from adaptlab.analysis import format_inspection, inspect_queries, same_system_note, win_loss
-    from adaptlab.analysis.inspect import inspection_scaling
-    from adaptlab.analysis.scaling import scaling_summary, scaling_summary_rows
+    from adaptlab.analysis import (
+        format_inspection,
+        inspect_queries,
+        inspection_scaling,
+        same_system_note,
+        scaling_summary,
+        scaling_summary_rows,
+        win_loss,
+    )
 
     store = results.open(args.store)
     if args.system is None:  # a store of two systems (the quickstart's): one against the other

@@ -5,8 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from adaptlab.analysis import SCALING_MODELS, format_scaling, plot_scaling, scaling_from_store, scaling_rows
-from adaptlab.analysis.scaling import ScalingFit, stored_scaling
+from adaptlab.analysis import (
+    SCALING_MODELS,
+    ScalingFit,
+    format_scaling,
+    plot_scaling,
+    scaling_from_store,
+    scaling_rows,
+    stored_scaling,
+)
 from adaptlab.cli._common import MAX_RESAMPLES, add_common, bounded_int, print_json
 from adaptlab.stats import BootstrapConfig
 
