@@ -64,6 +64,12 @@ SKIP: dict[str, str] = {
     "adaptlab report --store results/my-domain --out report/": _SAME + _REPORT,
     "adaptlab scaling --store DIR --metric ndcg@10 --target 0.02":
         "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
+    "adaptlab inspect --system minilm-ft-s700 --against minilm-base":
+        "needs a scale study's store (tests/analysis/test_scaling.py inspects one)",
+    "adaptlab results --store DIR --scaling --latest":
+        "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
+    "adaptlab scaling --store /tmp/pdfstudy/store --figure docs/_static/pdf-scale-study-scaling.svg":
+        "needs the benchmark's store (python benchmarks/pdf_scale_study.py)",
     "adaptlab run my-domain.toml": "trains adapted models on the reader's PDFs (tests/study/scale run studies like it)",
     "adaptlab inspect --store results/my-domain --system minilm-ft-s60 --against minilm-base --dataset heldout":
         "needs the tutorial's trained study (the same options run in docs/how-to/inspect-disagreements.md)",
