@@ -359,6 +359,12 @@ def test_the_runner_records_the_fits_at_the_end_of_a_scale_study(scale_study_sto
     _record_scaling(study, root)
     rows = results.open(root).scaling().to_pylist()
     assert sorted(r["measure"] for r in rows) == ["ndcg@10", "recall@10"] and {r["n_resamples"] for r in rows} == {100}
+    version = results.open(root).version()
+    _record_scaling(study, root)  # the study run again: the same fits, nothing added
+    assert results.open(root).version() == version and results.open(root).scaling().num_rows == 2
+    study.bootstrap_config = lambda: BootstrapConfig(n_resamples=120, seed=0)
+    _record_scaling(study, root)  # other settings: other numbers, stored
+    assert results.open(root).scaling(latest=True, columns=["n_resamples"]).column("n_resamples").to_pylist() == [120, 120]
 
 
 # ----------------------------------------------------------------------------- compare and inspect

@@ -641,16 +641,31 @@ def record_scaling(store: Any, measures: Sequence[str], *, boot: BootstrapConfig
     """Fit every scale-study curve of ``store`` (:func:`scaling_from_store`, each of ``measures``
     that the stored records can re-score) and commit the fits as rows of its ``scaling`` table,
     in one commit; returns the fits (none, and nothing committed, when no variant has 2 scales
-    beside its own base)."""
+    beside its own base). Fits the store holds already (the same numbers: a study run again)
+    are not committed again."""
     from adaptlab.metrics import parse_measures
 
     usable = [str(m) for m in parse_measures(list(measures)) if not m.needs_judgments]
     if not usable:
         return []
     fits, _groups = _store_fits(store, usable, None, None, boot, "auto")
-    if fits:
-        store.commit_scaling(scaling_store_rows(fits, study=study))
+    rows = scaling_store_rows(fits, study=study)
+    if rows and not _stored_already(store, rows):
+        store.commit_scaling(rows)
     return fits
+
+
+def _stored_already(store: Any, rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the newest stored fit of every row's curve is that row (all but ``timestamp`` and
+    ``study``): a study run again on the same records adds nothing, as its evaluation does."""
+    def key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+        return r["dataset"], r["label"], r["variant"], r["measure"]
+
+    def same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+        return all(a[c] == b.get(c) for c in a if c not in ("timestamp", "study"))
+
+    stored = {key(r): r for r in store.scaling(latest=True, measure=sorted({r["measure"] for r in rows})).to_pylist()}
+    return all(key(r) in stored and same(r, stored[key(r)]) for r in rows)
 
 
 def stored_scaling(store: Any, measure: str = "ndcg@10", *, dataset: str | None = None) -> list[ScalingFit]:
