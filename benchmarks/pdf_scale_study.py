@@ -138,7 +138,7 @@ def study_text(corpus: Path, store: Path, scales: list[int], checkpointing: bool
         f"[adapt]\ncorpus = {json.dumps(str(corpus))}\n"
         'unit = "pages"\n'
         f"scales = {json.dumps(scales)}\n"
-        f"variants = {json.dumps(list(variants))}\n'
+        f"variants = {json.dumps(list(variants))}\n"
         "max_tokens = 256\n" + extra
     )
 
