@@ -145,10 +145,14 @@ def study_text(corpus: Path, store: Path, scales: list[int], checkpointing: bool
 
 def speed_lines(a: argparse.Namespace) -> str:
     """The ``[adapt]`` training-speed keys asked on the command line (issue 32): ``cpus_per_job``
-    (a stage's torch threads follow it), ``precision`` and ``fused_attention``; none by default."""
+    (a stage's torch threads follow it), ``precision`` and ``fused_attention``, and the stages'
+    ``min_steps``; none by default."""
     out = f"cpus_per_job = {a.cpus_per_job:g}\n" if a.cpus_per_job else ""
     out += f"precision = {json.dumps(a.precision)}\n" if a.precision else ""
-    return out + ("fused_attention = true\n" if a.fused_attention else "")
+    out += "fused_attention = true\n" if a.fused_attention else ""
+    if a.min_steps is not None:  # sub-tables last: every [adapt] key above is written before them
+        out += "".join(f"\n[adapt.{stage}]\nmin_steps = {a.min_steps}\n" for stage in ("pt", "ft"))
+    return out
 
 
 def _rss(pid: int) -> int:
@@ -378,6 +382,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--scales", default="20,60,120", help="comma-separated page scales")
     ap.add_argument("--variants", default="base,ft,pt-ft",
                     help="comma-separated [adapt] variants (default base,ft,pt-ft; base,ft trains a third as much)")
+    ap.add_argument("--min-steps", type=int, default=None,
+                    help="[adapt.pt] and [adapt.ft] min_steps (default theirs, 10): fewer steps on a loaded machine")
     ap.add_argument("--gradient-checkpointing", action="store_true", help="[adapt] gradient_checkpointing = true")
     ap.add_argument("--cpus-per-job", type=float, default=None, help="[adapt] cpus_per_job (threads follow it)")
     ap.add_argument("--precision", default=None, choices=["fp32", "bf16"], help="[adapt] precision")
