@@ -31,7 +31,7 @@ differently; the fused AdamW kernel rounds differently from the per-tensor loop 
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --cpus-per-job 4 --precision bf16
     python benchmarks/pdf_scale_study.py --work /tmp/bf16 --precision bf16 --against /tmp/pdfstudy
     python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --pages 40 --scales 10,20  # smaller
-    python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --pages 48 --scales 10,20,40 --variants base,ft
+    python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --pages 48 --scales 10,20,40 --variants base,ft --min-steps 3
 """
 
 from __future__ import annotations

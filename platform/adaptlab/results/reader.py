@@ -374,8 +374,8 @@ class StoreReader:
 
     def table(self, name: str, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
               **filters: Any) -> pa.Table | pd.DataFrame:
-        """Rows of ``name`` (``runs``, ``metrics``, ``comparisons`` or ``per_query``) that pass
-        the filters; see :meth:`metrics` for ``metrics``' own arguments. ``as_frame=True``
+        """Rows of ``name`` (``runs``, ``metrics``, ``comparisons``, ``per_query`` or ``scaling``)
+        that pass the filters; see :meth:`metrics` for ``metrics``' own arguments. ``as_frame=True``
         returns a pandas DataFrame without the columns that are null on every row (named
         ``columns`` are always kept) instead of a pyarrow Table."""
         if as_frame:
