@@ -567,7 +567,9 @@ def format_scaling(fits: Sequence[ScalingFit], style: str = "text") -> str:
         raise ConfigError("format_scaling: no fit to show")
     (h1, r1), (h2, r2) = scaling_tables(fits)
     f = fits[0]
-    notes = [f"{f.measure}: mean gain of each variant over its own <label>-base on {f.n_queries} queries; "
+    counts = dict.fromkeys(f"{g.dataset} {g.n_queries}" if g.dataset else str(g.n_queries) for g in fits)
+    queries = f"{f.n_queries} queries" if len(counts) == 1 else f"the queries of each dataset ({', '.join(counts)})"
+    notes = [f"{f.measure}: mean gain of each variant over its own <label>-base on {queries}; "
              f"intervals: percentile bootstrap over {f.n_resamples} paired resamples of the queries (seed {f.seed}).",
              *dict.fromkeys(f"{g.label} {g.variant}: {g.criterion}." for g in fits),
              f"The next scale ({NEXT_FACTOR:g}x the largest) and targets beyond the largest scale are extrapolations "
@@ -708,7 +710,7 @@ def _sentence(f: ScalingFit) -> str:
     from adaptlab.analysis.present import format_interval, format_number
 
     pct = f"{f.confidence * 100:g}%"
-    where = f" on {f.dataset}" if f.dataset else ""
+    where = f" on {f.dataset} ({f.n_queries} queries)" if f.dataset else f" ({f.n_queries} queries)"
     return (f"{f.label} {f.variant}{where}: {format_number(f.slope_per_10x)} {f.measure} per 10x more documents at the "
             f"largest scale ({max(f.scales)}; {pct} CI {format_interval(*f.slope_per_10x_ci)}, {f.model} fit over "
             f"scales {', '.join(map(str, f.scales))}), {f.trend}; predicted gain at {f.next_scale} documents "
@@ -729,7 +731,7 @@ def scaling_summary(fits: Sequence[ScalingFit], style: str = "text") -> str:
         return ""
     f = fits[0]
     text = terminal_escape(f"Data scaling (gain over each variant's own base; percentile bootstrap over "
-                           f"{f.n_resamples} paired resamples of {f.n_queries} queries): "
+                           f"{f.n_resamples} paired resamples of the queries): "
                            + " ".join(_sentence(x) for x in fits))
     if style == "latex":
         return latex_escape(text)
