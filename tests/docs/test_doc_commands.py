@@ -68,7 +68,7 @@ SKIP: dict[str, str] = {
         "needs a scale study's store (tests/analysis/test_scaling.py inspects one)",
     "adaptlab results --store DIR --scaling --latest":
         "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
-    "adaptlab scaling --store /tmp/pdfstudy/store --figure docs/_static/pdf-scale-study-scaling.svg":
+    "adaptlab scaling --store /tmp/pdfstudy/store --figure docs/how-to/pdf-scale-study-scaling.svg":
         "needs the benchmark's store (python benchmarks/pdf_scale_study.py)",
     "adaptlab run my-domain.toml": "trains adapted models on the reader's PDFs (tests/study/scale run studies like it)",
     "adaptlab inspect --store results/my-domain --system minilm-ft-s60 --against minilm-base --dataset heldout":
@@ -93,6 +93,7 @@ SKIP: dict[str, str] = {
         "bench_scale.py --sizes 10,100,700 --nodes 3 --timeout 6000 --json scale3.json",
         "pdf_scale_study.py",
         "pdf_scale_study.py --precision bf16 --fused-attention --gradient-checkpointing --cpus-per-job 2",
+        "pdf_scale_study.py --work /tmp/pdfstudy --pages 48 --scales 10,20,40 --variants base,ft --min-steps 3",
         "bench_train.py --against-st",
         "bench_embed.py --backends torch:fp32,openvino:fp32,openvino:bf16,openvino:int8 --docs 0 --speed-n 192 --repeat 3",
         "bench_gemm.py --profile 256 --threads 1",
