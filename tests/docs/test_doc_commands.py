@@ -64,8 +64,6 @@ SKIP: dict[str, str] = {
     "adaptlab report --store results/my-domain --out report/": _SAME + _REPORT,
     "adaptlab scaling --store DIR --metric ndcg@10 --target 0.02":
         "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
-    "adaptlab inspect --system minilm-ft-s700 --against minilm-base":
-        "needs a scale study's store (tests/analysis/test_scaling.py inspects one)",
     "adaptlab results --store DIR --scaling --latest":
         "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
     "adaptlab scaling --store /tmp/pdfstudy/store --figure docs/how-to/pdf-scale-study-scaling.svg":
