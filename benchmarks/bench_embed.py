@@ -1,8 +1,8 @@
 """Ray Data embedding pipeline vs plain ``SentenceTransformer.encode``, in one run.
 
-    python benchmarks/bench_embed.py                 # 20,000 passages, all-MiniLM-L6-v2
-    python benchmarks/bench_embed.py --n 500         # smoke run
-    python benchmarks/bench_embed.py --device cuda --dtype fp16 --texts sentences --warmup --json
+    python -m benchmarks.bench_embed                 # 20,000 passages, all-MiniLM-L6-v2
+    python -m benchmarks.bench_embed --n 500         # smoke run
+    python -m benchmarks.bench_embed --device cuda --dtype fp16 --texts sentences --warmup --json
 
 ``--texts passages`` (default) are ~256-token passages (the model's max_seq_length);
 ``--texts sentences`` are short sentences (8-20 words). ``--dtype fp16|bf16`` loads the weights in

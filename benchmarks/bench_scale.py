@@ -17,9 +17,9 @@ cluster's processes) sampled in those intervals. The study's own ``prepare_s``/`
 ``evaluate_s`` are printed beside them. Growth exponents are least-squares slopes of
 log(time) against log(N) across the sizes (1 = linear).
 
-    nice -n 15 python benchmarks/bench_scale.py --sizes 10,100 --nodes 1 --json /tmp/scale1.json
-    nice -n 15 python benchmarks/bench_scale.py --sizes 10,100 --nodes 3
-    python benchmarks/bench_scale.py --small      # the test's mode: 2 sizes of 1-page documents
+    nice -n 15 python -m benchmarks.bench_scale --sizes 10,100 --nodes 1 --json /tmp/scale1.json
+    nice -n 15 python -m benchmarks.bench_scale --sizes 10,100 --nodes 3
+    python -m benchmarks.bench_scale --small      # the test's mode: 2 sizes of 1-page documents
 """
 
 from __future__ import annotations

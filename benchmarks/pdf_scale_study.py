@@ -15,7 +15,8 @@ and every ``--interval`` seconds sums the RSS of the driver and all its descenda
 embedded Ray: GCS, raylet, workers, agents). At the end it prints (and ``--json`` writes):
 wall time, peak total RSS, the number of workers Ray killed for memory (the driver's "N Workers
 ... killed due to memory pressure" lines, adaptlab's "OutOfMemoryError ... retrying" lines and
-the raylet's "memory pressure" kills in the session logs: must be 0), the number of training
+the raylet's "memory pressure" kills in the session logs: must be 0), the data-scaling fits of
+nDCG@10 the study stored at its end, the number of training
 progress lines (``[adaptlab] ...: step i/n, loss ...``) in the log, the exit code and the load
 average before and after (the machine may be shared); the study's ``[adapt]`` options as written;
 per training stage its seconds, steps and torch threads (its manifest) and the peak RSS of the Ray
@@ -25,11 +26,12 @@ threads and which stages' optimizer differ (what explains it: ``lone_stage_all_c
 stage alone on its node all the node's cores, and a matrix product on another thread count rounds
 differently; the fused AdamW kernel rounds differently from the per-tensor loop used before).
 
-    python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy              # the issue's study
-    python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --gradient-checkpointing
-    python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --cpus-per-job 4 --precision bf16
-    python benchmarks/pdf_scale_study.py --work /tmp/bf16 --precision bf16 --against /tmp/pdfstudy
-    python benchmarks/pdf_scale_study.py --work /tmp/pdfstudy --pages 40 --scales 10,20  # smaller
+    python -m benchmarks.pdf_scale_study --work /tmp/pdfstudy              # the issue's study
+    python -m benchmarks.pdf_scale_study --work /tmp/pdfstudy --gradient-checkpointing
+    python -m benchmarks.pdf_scale_study --work /tmp/pdfstudy --cpus-per-job 4 --precision bf16
+    python -m benchmarks.pdf_scale_study --work /tmp/bf16 --precision bf16 --against /tmp/pdfstudy
+    python -m benchmarks.pdf_scale_study --work /tmp/pdfstudy --pages 40 --scales 10,20  # smaller
+    python -m benchmarks.pdf_scale_study --work /tmp/pdfstudy --pages 48 --scales 10,20,40 --variants base,ft --min-steps 3
 """
 
 from __future__ import annotations
@@ -121,8 +123,9 @@ def build_corpus(folder: Path, pages: int, words: int) -> dict[str, int]:
     return sizes
 
 
-def study_text(corpus: Path, store: Path, scales: list[int], checkpointing: bool, speed: str = "") -> str:
-    """The issue's study: unit pages, the given scales, base/ft/pt-ft, max_tokens 256, the rest
+def study_text(corpus: Path, store: Path, scales: list[int], checkpointing: bool, speed: str = "",
+               variants: tuple[str, ...] = ("base", "ft", "pt-ft")) -> str:
+    """The issue's study: unit pages, the given scales, ``variants`` (base/ft/pt-ft), max_tokens 256, the rest
     at its defaults (``gradient_checkpointing = true`` when asked, and the ``[adapt]`` lines of
     ``speed``: see :func:`speed_lines`); a small synthetic dataset as the one ``[[datasets]]``
     entry a study needs (evaluation is not what is measured)."""
@@ -135,17 +138,21 @@ def study_text(corpus: Path, store: Path, scales: list[int], checkpointing: bool
         f"[adapt]\ncorpus = {json.dumps(str(corpus))}\n"
         'unit = "pages"\n'
         f"scales = {json.dumps(scales)}\n"
-        'variants = ["base", "ft", "pt-ft"]\n'
+        f"variants = {json.dumps(list(variants))}\n"
         "max_tokens = 256\n" + extra
     )
 
 
 def speed_lines(a: argparse.Namespace) -> str:
     """The ``[adapt]`` training-speed keys asked on the command line (issue 32): ``cpus_per_job``
-    (a stage's torch threads follow it), ``precision`` and ``fused_attention``; none by default."""
+    (a stage's torch threads follow it), ``precision`` and ``fused_attention``, and the stages'
+    ``min_steps``; none by default."""
     out = f"cpus_per_job = {a.cpus_per_job:g}\n" if a.cpus_per_job else ""
     out += f"precision = {json.dumps(a.precision)}\n" if a.precision else ""
-    return out + ("fused_attention = true\n" if a.fused_attention else "")
+    out += "fused_attention = true\n" if a.fused_attention else ""
+    if a.min_steps is not None:  # sub-tables last: every [adapt] key above is written before them
+        out += "".join(f"\n[adapt.{stage}]\nmin_steps = {a.min_steps}\n" for stage in ("pt", "ft"))
+    return out
 
 
 def _rss(pid: int) -> int:
@@ -262,6 +269,7 @@ class Outcome:
     options: dict[str, str] = field(default_factory=dict)
     stages: dict[str, dict[str, float]] = field(default_factory=dict)
     against: dict[str, object] = field(default_factory=dict)
+    scaling: list[dict[str, object]] = field(default_factory=list)
 
 
 def adapt_options(study: Path) -> dict[str, str]:
@@ -304,6 +312,19 @@ def metric_rows(store: Path) -> dict[tuple[str, str, str], float]:
     rows = results.open(str(store)).metrics().to_pylist()
     return {(str(r["dataset"]), str(r["system"]), str(r["measure"])): float(r["value"]) for r in rows
             if r.get("value") is not None}
+
+
+def scaling_fits(store: Path, measure: str = "ndcg@10") -> list[dict[str, object]]:
+    """The data-scaling fits of ``measure`` the study stored at its end (slope per 10x with its
+    CI, trend, predicted gain at 2x the largest scale: an extrapolation), one dict per curve."""
+    from adaptlab import results
+    from adaptlab.analysis import scaling_summary_rows, stored_scaling
+
+    store_ = results.open(str(store))
+    try:
+        return scaling_summary_rows(stored_scaling(store_, measure))
+    finally:
+        store_.close()
 
 
 def compare_runs(work: Path, other: Path) -> dict[str, object]:
@@ -359,6 +380,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--pages", type=int, default=160, help="pages in all (two volumes)")
     ap.add_argument("--words", type=int, default=450, help="words per page (about)")
     ap.add_argument("--scales", default="20,60,120", help="comma-separated page scales")
+    ap.add_argument("--variants", default="base,ft,pt-ft",
+                    help="comma-separated [adapt] variants (default base,ft,pt-ft; base,ft trains a third as much)")
+    ap.add_argument("--min-steps", type=int, default=None,
+                    help="[adapt.pt] and [adapt.ft] min_steps (default theirs, 10): fewer steps on a loaded machine")
     ap.add_argument("--gradient-checkpointing", action="store_true", help="[adapt] gradient_checkpointing = true")
     ap.add_argument("--cpus-per-job", type=float, default=None, help="[adapt] cpus_per_job (threads follow it)")
     ap.add_argument("--precision", default=None, choices=["fp32", "bf16"], help="[adapt] precision")
@@ -392,7 +417,9 @@ def main(argv: list[str] | None = None) -> Outcome:
     pages = build_corpus(work / "corpus", a.pages, a.words)
     study = work / "study.toml"
     scales = [int(s) for s in a.scales.split(",") if s.strip()]
-    study.write_text(study_text(work / "corpus", work / "store", scales, a.gradient_checkpointing, speed_lines(a)))
+    variants = tuple(v.strip() for v in a.variants.split(",") if v.strip())
+    study.write_text(study_text(work / "corpus", work / "store", scales, a.gradient_checkpointing, speed_lines(a),
+                                variants))
     load_before = os.getloadavg()
     for attempt in range(1, a.ray_start_attempts + 1):
         code, wall, sampler = run_study(study, work / "store", work / "run.log", a.timeout, a.interval)
@@ -409,6 +436,7 @@ def main(argv: list[str] | None = None) -> Outcome:
         log=str(work / "run.log"), corpus_pages=pages, attempts=attempt, options=adapt_options(study),
         stages=stage_figures(work / "store", sampler.stage_peaks),
         against=compare_runs(work, Path(a.against)) if a.against and code == 0 else {},
+        scaling=scaling_fits(work / "store") if code == 0 else [],
     )
     print(json.dumps(asdict(outcome), indent=1))
     if a.json:

@@ -253,3 +253,154 @@ def test_figure_has_band_points_and_dashed_extrapolation(tmp_path):
     assert [t.get_text() for t in panels[0].get_xticklabels()] == ["10", "100", "700", "1400"]
     with pytest.raises(ConfigError):
         plot_scaling([])
+
+
+# ----------------------------------------------------------------------------- typed rows in the store
+@pytest.fixture()
+def recorded_store(scale_study_store, tmp_path):
+    """A copy of the scale-study store with its fits recorded as a scale study records them."""
+    import shutil
+
+    from adaptlab.analysis.scaling import record_scaling
+
+    root = tmp_path / "recorded"
+    shutil.copytree(scale_study_store[0], root)
+    store = results.open(root)
+    fits = record_scaling(store, ["ndcg@10", "mrr@10"], boot=BootstrapConfig(n_resamples=200, seed=1),
+                          study="demo")
+    store.close()
+    return root, fits
+
+
+def test_recorded_fits_read_back_the_same(recorded_store):
+    from adaptlab.analysis.scaling import fits_from_store_rows, stored_scaling
+
+    root, fits = recorded_store
+    assert sorted(f.measure for f in fits) == ["mrr@10", "ndcg@10"]
+    store = results.open(root)
+    rows = store.scaling().to_pylist()
+    assert len(rows) == 2 and {r["study"] for r in rows} == {"demo"}
+    back = fits_from_store_rows(rows)
+    assert _rounded(scaling_rows(back)) == _rounded(scaling_rows(fits))
+    for a, b in zip(back, fits):
+        np.testing.assert_allclose(a.band, b.band)
+        np.testing.assert_allclose(a.band_scales, b.band_scales)
+    assert [f.measure for f in stored_scaling(store, "nDCG@10")] == ["ndcg@10"]  # canonical measure names
+    frame = results.open(str(root)).scaling(as_frame=True)
+    assert list(frame["variant"]) == ["ft", "ft"] and "slope_per_doubling" in frame.columns
+    assert store.scaling(measure="mrr@10").num_rows == 1 and store.scaling(variant="pt").num_rows == 0
+    assert store.table("scaling", columns=["label"]).column("label").to_pylist() == ["m", "m"]
+
+
+def test_scaling_rows_latest_and_validation(recorded_store):
+    from datetime import datetime, timedelta, timezone
+
+    from adaptlab.analysis.scaling import scaling_store_rows
+    from adaptlab.errors import StoreError
+
+    root, fits = recorded_store
+    store = results.open(root)
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    newer = scaling_store_rows(fits[:1], study="again", timestamp=later)
+    store.commit_scaling(newer)
+    assert store.scaling().num_rows == 3
+    latest = store.scaling(latest=True).to_pylist()
+    assert len(latest) == 2 and {(r["measure"], r["study"]) for r in latest} == {
+        (fits[0].measure, "again"), (fits[1].measure, "demo")}
+    version = store.version()
+    with pytest.raises(StoreError, match="missing required column"):
+        store.commit_scaling([{"dataset": "synth", "label": "m"}])
+    with pytest.raises(StoreError, match="unknown column"):
+        store.commit_scaling([{**newer[0], "slope": 1.0}])
+    with pytest.raises(StoreError, match="cannot filter on unknown column 'system'"):
+        store.scaling(system="m-base")
+    assert store.version() == version  # nothing written
+
+
+def test_a_store_without_fits_reads_an_empty_scaling_table(scale_study_store):
+    store = results.open(scale_study_store[0])
+    assert store.scaling().num_rows == 0
+    assert store.scaling(variant="ft", latest=True).num_rows == 0  # a store from before the table's columns
+
+
+def test_results_cli_scaling_and_scaling_cli_reads_stored_fits(recorded_store, capsys):
+    from adaptlab.cli import main
+
+    root, fits = recorded_store
+    assert main(["results", "--store", str(root), "--scaling", "--filter", "measure=ndcg@10", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 1 and rows[0]["trend"] == next(f.trend for f in fits if f.measure == "ndcg@10")
+    assert main(["results", "--store", str(root), "--table", "scaling", "--latest"]) == 0
+    out = capsys.readouterr().out
+    assert "slope_per_doubling" in out and "(2 rows)" in out
+    assert main(["scaling", "--store", str(root), "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    stored = [f for f in fits if f.measure == "ndcg@10"]
+    assert got["source"] == "stored" and _rounded(got["fits"]) == _rounded(json.loads(json.dumps(scaling_rows(stored))))
+    assert got["fits"][0]["n_resamples"] == 200
+    assert main(["scaling", "--store", str(root), "--format", "json", "--refit"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["source"] == "fitted" and again["fits"][0]["n_resamples"] == 1000
+    assert main(["scaling", "--store", str(root), "--target", "0.2"]) == 0  # a target the stored fit lacks
+    assert "fitted now from the stored per-query records" in capsys.readouterr().out
+
+
+def test_the_runner_records_the_fits_at_the_end_of_a_scale_study(scale_study_store, tmp_path):
+    import shutil
+    from types import SimpleNamespace
+
+    from adaptlab.study.runner import _record_scaling
+
+    root = tmp_path / "ran"
+    shutil.copytree(scale_study_store[0], root)
+    study = SimpleNamespace(evaluation=SimpleNamespace(metrics=["ndcg@10", "recall@10"]),
+                            bootstrap_config=lambda: BootstrapConfig(n_resamples=100, seed=0),
+                            study=SimpleNamespace(name="ran"))
+    _record_scaling(study, root)
+    rows = results.open(root).scaling().to_pylist()
+    assert sorted(r["measure"] for r in rows) == ["ndcg@10", "recall@10"] and {r["n_resamples"] for r in rows} == {100}
+    version = results.open(root).version()
+    _record_scaling(study, root)  # the study run again: the same fits, nothing added
+    assert results.open(root).version() == version and results.open(root).scaling().num_rows == 2
+    study.bootstrap_config = lambda: BootstrapConfig(n_resamples=120, seed=0)
+    _record_scaling(study, root)  # other settings: other numbers, stored
+    assert results.open(root).scaling(latest=True, columns=["n_resamples"]).column("n_resamples").to_pylist() == [120, 120]
+
+
+# ----------------------------------------------------------------------------- compare and inspect
+def test_compare_prints_the_scaling_summary_in_every_format(scale_study_store, capsys):
+    from adaptlab.cli import main
+
+    root, values = scale_study_store
+    (fit,) = fit_scaling(values, "ndcg@10", dataset="synth", boot=BootstrapConfig(n_resamples=200, seed=0))
+    assert main(["compare", "--store", str(root), "--bootstrap", "200", "--seed", "0"]) == 0
+    text = capsys.readouterr().out
+    para = text.split("Data scaling", 1)[1]
+    assert f"{fit.slope_per_10x:.3f} ndcg@10 per 10x" in para and fit.trend in para
+    assert f"predicted gain at {fit.next_scale} documents" in para and "an extrapolation" in para
+    assert main(["compare", "--store", str(root), "--bootstrap", "200", "--seed", "0", "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    (row,) = got["scaling"]
+    assert row["slope_per_10x"] == pytest.approx(fit.slope_per_10x) and row["extrapolation"] is True
+    assert row["predicted_next_ci_low"] == pytest.approx(fit.predicted_next_ci[0])
+    assert main(["compare", "--store", str(root), "--bootstrap", "200", "--seed", "0", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("scaling,") for line in lines) == 1 and "slope_per_10x" in lines[0]
+    assert main(["compare", "--store", str(root), "--bootstrap", "200", "--seed", "0", "--format", "latex"]) == 0
+    assert "Data scaling" in capsys.readouterr().out
+    assert main(["compare", "--store", str(root), "--bootstrap", "200", "--systems", "m-base,m-ft-s10"]) == 0
+    assert "Data scaling" not in capsys.readouterr().out  # one scale is no curve
+
+
+def test_inspect_prints_the_scaling_summary_of_the_inspected_curve(recorded_store, capsys):
+    from adaptlab.cli import main
+
+    root, fits = recorded_store
+    assert main(["inspect", "--store", str(root), "--system", "m-ft-s1000", "--against", "m-base"]) == 0
+    out = capsys.readouterr().out
+    fit = next(f for f in fits if f.measure == "ndcg@10")
+    assert "Data scaling" in out and f"{fit.slope_per_10x:.3f} ndcg@10 per 10x" in out
+    assert main(["inspect", "--store", str(root), "--system", "m-ft-s10", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scaling"][0]["variant"] == "ft"
+    assert main(["inspect", "--store", str(root), "--system", "m-base"]) == 0
+    assert "Data scaling" not in capsys.readouterr().out

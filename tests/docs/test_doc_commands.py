@@ -68,6 +68,10 @@ SKIP: dict[str, str] = {
     "adaptlab report --store results/my-domain --out report/": _SAME + _REPORT,
     "adaptlab scaling --store DIR --metric ndcg@10 --target 0.02":
         "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
+    "adaptlab results --store DIR --scaling --latest":
+        "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
+    "adaptlab scaling --store /tmp/pdfstudy/store --figure docs/how-to/pdf-scale-study-scaling.svg":
+        "needs the benchmark's store (python -m benchmarks.pdf_scale_study)",
     "adaptlab run my-domain.toml": "trains adapted models on the reader's PDFs (tests/study/scale run studies like it)",
     "adaptlab inspect --store results/my-domain --system minilm-ft-s60 --against minilm-base --dataset heldout":
         "needs the tutorial's trained study (the same options run in docs/how-to/inspect-disagreements.md)",
@@ -91,6 +95,7 @@ SKIP: dict[str, str] = {
         "bench_scale --sizes 10,100,700 --nodes 3 --timeout 6000 --json scale3.json",
         "pdf_scale_study",
         "pdf_scale_study --precision bf16 --fused-attention --gradient-checkpointing --cpus-per-job 2",
+        "pdf_scale_study --work /tmp/pdfstudy --pages 48 --scales 10,20,40 --variants base,ft --min-steps 3",
         "bench_train --against-st",
         "bench_backends --backends torch:fp32,openvino:fp32,openvino:bf16,openvino:int8 --docs 0 --speed-n 192 --repeat 3",
         "bench_gemm --profile 256 --threads 1",

@@ -72,3 +72,10 @@ def test_an_against_folder_without_a_run_is_refused_before_the_study(bench, tmp_
     (tmp_path / "store").mkdir()
     bench.check_against(str(tmp_path))  # a run's folder passes
     bench.check_against(None)
+
+
+def test_variants_are_written_as_asked(bench, tmp_path):
+    text = bench.study_text(tmp_path / "corpus", tmp_path / "store", [10, 20, 40], False, "", ("base", "ft"))
+    (tmp_path / "study.toml").write_text(text)
+    assert bench.adapt_options(tmp_path / "study.toml")["variants"] == '["base", "ft"]'
+    assert bench.parse_args(["--variants", "base,ft"]).variants == "base,ft"

@@ -37,6 +37,7 @@ from adaptlab.analysis.inspect import (
     default_pair,
     format_inspection,
     inspect_queries,
+    inspection_scaling,
     recorded_texts,
     same_system_note,
     win_loss,
@@ -70,12 +71,19 @@ from adaptlab.analysis.report.groups import render_groups, rows_of_column, store
 from adaptlab.analysis.scaling import (
     SCALING_MODELS,
     ScalingFit,
+    comparison_scaling,
     fit_scaling,
+    fits_from_store_rows,
     format_scaling,
     plot_scaling,
+    record_scaling,
     scaling_from_records,
     scaling_from_store,
     scaling_rows,
+    scaling_store_rows,
+    scaling_summary,
+    scaling_summary_rows,
+    stored_scaling,
 )
 from adaptlab.analysis.shift import DEFAULT_QUANTILES, ShiftComparison, compare_shift, domain_shift
 from adaptlab.analysis.tables import render, wide_table
@@ -185,4 +193,5 @@ __all__ = [
     "win_loss",
 ]
 __all__ += ["SCALING_MODELS", "ScalingFit", "fit_scaling", "format_scaling", "plot_scaling", "scaling_from_records",
-            "scaling_from_store", "scaling_rows"]
+            "scaling_from_store", "scaling_rows", "comparison_scaling", "fits_from_store_rows", "record_scaling",
+            "scaling_store_rows", "scaling_summary", "scaling_summary_rows", "stored_scaling", "inspection_scaling"]

@@ -33,8 +33,8 @@ from adaptlab.data.dataset import Dataset
 from adaptlab.data.pdf import parse_page_ref
 from adaptlab.errors import ConfigError
 
-__all__ = ["default_pair", "format_inspection", "inspect_queries", "page_of", "recorded_texts", "same_system_note",
-           "win_loss"]
+__all__ = ["default_pair", "format_inspection", "inspect_queries", "inspection_scaling", "page_of", "recorded_texts",
+           "same_system_note", "win_loss"]
 
 Texts = Dataset | Mapping[str, Dataset] | None
 """Query and passage texts: one dataset for every listed query, or one per dataset name."""
@@ -356,3 +356,29 @@ def format_inspection(table: Any, counts: list[dict[str, Any]] | None = None) ->
         if against:
             lines.append(f"    outcome for {system}: {r['outcome']} (reciprocal-rank difference {_fmt(r['rr_diff'])})")
     return "\n".join(lines)
+
+
+def inspection_scaling(store: Any, system: str, against: str | None = None, *, dataset: str | None = None,
+                       measure: str = "ndcg@10") -> list[Any]:
+    """The data-scaling fits of the scale curve an inspected system belongs to (``system``, else
+    ``against``, named ``<label>-<variant>-s<N>``; :mod:`adaptlab.analysis.scaling`): the fits the
+    store recorded for it, else fitted now from the stored records of ``measure`` with the default
+    bootstrap; [] when neither system is on a curve of 2 or more scales beside its own base."""
+    from adaptlab.analysis.compare import store_groups
+    from adaptlab.analysis.scaling import scale_curve_fits, stored_scaling
+    from adaptlab.models.variants import BASE, parse_system_name
+
+    parsed = [p for p in (parse_system_name(s) for s in (system, against) if s) if p and p[1] != BASE and p[2]]
+    if not parsed:
+        return []
+    key = (parsed[0][0], parsed[0][1])
+    store = _open(store)
+    stored = [f for f in stored_scaling(store, measure, dataset=dataset) if (f.label, f.variant) == key]
+    if stored:
+        return stored
+    try:
+        groups = store_groups(store, dataset, [measure])
+    except ConfigError:
+        return []
+    return [f for (ds, m), (names, values) in groups.items()
+            for f in scale_curve_fits(dict(zip(names, values)), m, dataset=ds, only=key)]

@@ -81,7 +81,7 @@ from adaptlab.stats.resample import check_seed
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["CURVE_COLUMNS", "Plan", "pilot_from_store", "plan_sample_size", "sd_bounds"]
+__all__ = ["CURVE_COLUMNS", "Plan", "pilot_from_store", "pilot_uncertainty", "plan_sample_size", "sd_bounds"]
 
 CURVE_COLUMNS: tuple[str, ...] = ("n_queries", "power", "se", "power_fit", "power_normal")
 """Columns of :attr:`Plan.curve`: queries, simulated power, its Monte Carlo standard error, the
@@ -225,6 +225,39 @@ def sd_bounds(d: Any, confidence: float = 0.95) -> tuple[float, float]:
     z = NormalDist().inv_cdf((1.0 + _check_unit("confidence", confidence)) / 2.0)
     centre, se = _log_var_se(d, z)
     return float(np.sqrt(np.exp(centre - z * se))), float(np.sqrt(np.exp(centre + z * se)))
+
+
+def _check_assurance(assurance: float | None, d: np.ndarray) -> float | None:
+    """``assurance`` checked (a probability, or None) against the pilot ``d`` (at least 6 values)."""
+    if assurance is None:
+        return None
+    assurance = _check_unit("assurance", assurance)
+    if d.size < 6:
+        raise DataError(f"plan_sample_size: the pilot's uncertainty (assurance) needs at least 6 queries, got "
+                        f"{d.size}; pass assurance=None to plan from the pilot's sd alone")
+    return assurance
+
+
+def pilot_uncertainty(d: np.ndarray, q: int | None, assurance: float) -> dict[str, Any]:
+    """The pilot's uncertainty around the size ``q`` planned from the pilot differences ``d``
+    (module doc, "The pilot's own uncertainty"): Bonett's (2006) 95% interval of the sd of ``d``
+    and the size rescaled by ``(sd_bound / sd)^2`` to each end (``n_queries_interval``), and the
+    size planned at the one-sided upper ``assurance`` bound of the sd (``n_queries_assured``;
+    Browne 1995). Returns the :class:`Plan` fields ``assurance``, ``pilot_sd_upper``,
+    ``n_queries_assured``, ``pilot_sd_interval`` and ``n_queries_interval`` (None without a
+    planned size).
+
+    >>> d = np.array([0.1, -0.2, 0.0, 0.3, 0.05, -0.1, 0.2, 0.0, 0.15, -0.05])
+    >>> u = pilot_uncertainty(d, 100, 0.8)
+    >>> u["n_queries_interval"], u["n_queries_assured"]
+    ((44, 353), 162)
+    """
+    sd = float(d.std(ddof=1))
+    sd_lo, sd_hi = sd_bounds(d, 0.95)
+    upper = sd_bounds(d, 2.0 * assurance - 1.0)[1]
+    interval = None if q is None else (_scaled(q, sd, sd_lo), _scaled(q, sd, sd_hi))
+    return {"assurance": assurance, "pilot_sd_upper": upper, "n_queries_assured": _scaled(q, sd, upper),
+            "pilot_sd_interval": (sd_lo, sd_hi), "n_queries_interval": interval}
 
 
 def _scaled(q: int | None, sd: float, bound: float) -> int | None:
@@ -414,11 +447,7 @@ def plan_sample_size(
     if isinstance(effect, bool) or not isinstance(effect, (int, float)) or not np.isfinite(effect) or effect == 0:
         raise ConfigError(f"plan_sample_size: effect must be a non-zero finite number, got {effect!r}")
     power, alpha = _check_unit("power", power), _check_unit("alpha", alpha)
-    if assurance is not None:
-        assurance = _check_unit("assurance", assurance)
-        if d.size < 6:
-            raise DataError(f"plan_sample_size: the pilot's uncertainty (assurance) needs at least 6 queries, got "
-                            f"{d.size}; pass assurance=None to plan from the pilot's sd alone")
+    assurance = _check_assurance(assurance, d)
     max_queries = _check_count("max_queries", max_queries, _MIN_Q)
     sim = _Sim(d - d.mean() + float(effect), alpha, _check_count("n_experiments", n_experiments, 10),
                _check_count("n_resamples", n_resamples, 19), check_seed(seed))
@@ -449,13 +478,7 @@ def _plan(powers: dict[int, float], fit: _Probit | None, d: np.ndarray, sd: floa
         "power_normal": [_normal_power(q, effect, sd, sim.alpha) for q in qs],
     }, columns=list(CURVE_COLUMNS))
     q = _planned(powers, fit, target, max_queries)
-    extra: dict[str, Any] = {}
-    if assurance is not None:
-        sd_lo, sd_hi = sd_bounds(d, 0.95)
-        upper = sd_bounds(d, 2.0 * assurance - 1.0)[1]
-        interval = None if q is None else (_scaled(q, sd, sd_lo), _scaled(q, sd, sd_hi))
-        extra = {"assurance": assurance, "pilot_sd_upper": upper, "n_queries_assured": _scaled(q, sd, upper),
-                 "pilot_sd_interval": (sd_lo, sd_hi), "n_queries_interval": interval}
+    extra = {} if assurance is None else pilot_uncertainty(d, q, assurance)
     return Plan(n_queries=q, effect=effect, power=target, alpha=sim.alpha,
                 pilot_queries=int(d.size), pilot_mean=float(d.mean()), pilot_sd=sd,
                 n_experiments=sim.n_experiments, n_resamples=sim.n_resamples, max_queries=max_queries,

@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +57,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["ALPHA_GRID", "MIN_SCALES_SATURATING", "SCALING_MODELS", "NEXT_FACTOR", "SEARCH_FACTOR", "ScalingFit", "fit_scaling",
-           "format_scaling", "plot_scaling", "scaling_from_records", "scaling_from_store", "scaling_rows", "scaling_tables", "training_seconds"]
+           "fits_from_store_rows", "format_scaling", "plot_scaling", "record_scaling", "scaling_from_records",
+           "scaling_from_store", "scaling_rows", "scaling_store_rows", "scaling_tables", "stored_scaling",
+           "training_seconds", "comparison_scaling", "scale_curve_fits", "scaling_summary", "scaling_summary_rows"]
 
 MIN_SCALES_SATURATING = 5
 """Fewest scales with which the 3-parameter saturating form is considered."""
@@ -402,20 +405,27 @@ def training_seconds(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return out
 
 
+def _store_fits(store: Any, measures: Sequence[str], dataset: str | None, target: float | None,
+                boot: BootstrapConfig | None, model: str) -> tuple[list[ScalingFit], Any]:
+    """:func:`fit_scaling` of every (dataset, measure) group of the store's records, and the groups."""
+    from adaptlab.analysis.compare import store_groups
+
+    groups = store_groups(store, dataset, list(measures))
+    seconds = training_seconds(store.runs().to_pylist())
+    fits = []
+    for (ds, m), (names, values) in groups.items():
+        fits += fit_scaling(dict(zip(names, values)), m, dataset=ds, target=target, boot=boot,
+                            training_seconds=seconds, model=model)
+    return fits, groups
+
+
 def scaling_from_store(store: Any, measure: str = "ndcg@10", *, dataset: str | None = None,
                        target: float | None = None, boot: BootstrapConfig | None = None,
                        model: str = "auto") -> list[ScalingFit]:
     """:func:`fit_scaling` on a results store's latest per-query records (re-scored as
     :func:`adaptlab.compare` does), every dataset (or ``dataset``), with the training seconds of
     its runs."""
-    from adaptlab.analysis.compare import store_groups
-
-    groups = store_groups(store, dataset, [measure])
-    seconds = training_seconds(store.runs().to_pylist())
-    fits = []
-    for (ds, m), (names, values) in groups.items():
-        fits += fit_scaling(dict(zip(names, values)), m, dataset=ds, target=target, boot=boot,
-                            training_seconds=seconds, model=model)
+    fits, groups = _store_fits(store, [measure], dataset, target, boot, model)
     if not fits:
         have = "; ".join(f"{ds}: {', '.join(names)}" for (ds, _m), (names, _v) in groups.items())
         raise ConfigError("no scale-study variant with at least 2 scales and its own <label>-base on one dataset "
@@ -557,7 +567,9 @@ def format_scaling(fits: Sequence[ScalingFit], style: str = "text") -> str:
         raise ConfigError("format_scaling: no fit to show")
     (h1, r1), (h2, r2) = scaling_tables(fits)
     f = fits[0]
-    notes = [f"{f.measure}: mean gain of each variant over its own <label>-base on {f.n_queries} queries; "
+    counts = dict.fromkeys(f"{g.dataset} {g.n_queries}" if g.dataset else str(g.n_queries) for g in fits)
+    queries = f"{f.n_queries} queries" if len(counts) == 1 else f"the queries of each dataset ({', '.join(counts)})"
+    notes = [f"{f.measure}: mean gain of each variant over its own <label>-base on {queries}; "
              f"intervals: percentile bootstrap over {f.n_resamples} paired resamples of the queries (seed {f.seed}).",
              *dict.fromkeys(f"{g.label} {g.variant}: {g.criterion}." for g in fits),
              f"The next scale ({NEXT_FACTOR:g}x the largest) and targets beyond the largest scale are extrapolations "
@@ -566,3 +578,172 @@ def format_scaling(fits: Sequence[ScalingFit], style: str = "text") -> str:
              *([] if any(h is not None for g in fits for h in g.hours) else
                ["Training hours: the store records no training seconds for these models (gain per hour n/a)."])]
     return "\n\n".join([render_table(h1, r1, style), render_table(h2, r2, style), "\n".join(notes)])
+
+
+# ----------------------------------------------------------------------------- the store's typed rows
+def scaling_store_rows(fits: Sequence[ScalingFit], *, study: str | None = None,
+                       timestamp: datetime | None = None) -> list[dict[str, Any]]:
+    """One row of the store's ``scaling`` table (:data:`adaptlab.results.schema.COLUMNS`) per
+    fit: every number of :class:`ScalingFit`, the measured points and the band as typed columns,
+    so :func:`fits_from_store_rows` gives the same fits back."""
+    when = timestamp or datetime.now(timezone.utc)
+
+    def ci(pair: tuple[float, float] | None, i: int) -> float | None:
+        return None if pair is None else float(pair[i])
+
+    return [{
+        "dataset": f.dataset, "label": f.label, "variant": f.variant, "measure": f.measure, "form": f.model,
+        "criterion": f.criterion, "params": json.dumps(f.params, sort_keys=True),
+        "loo_rmse": json.dumps(f.loo_rmse, sort_keys=True), "slope_per_doubling": f.slope_per_doubling,
+        "slope_low": f.slope_ci[0], "slope_high": f.slope_ci[1], "trend": f.trend, "largest_scale": max(f.scales),
+        "next_scale": f.next_scale, "predicted_next": f.predicted_next, "predicted_next_low": f.predicted_next_ci[0],
+        "predicted_next_high": f.predicted_next_ci[1], "target": f.target, "target_scale": f.target_scale,
+        "target_scale_low": ci(f.target_scale_ci, 0), "target_scale_high": ci(f.target_scale_ci, 1),
+        "target_note": f.target_note, "scales": list(f.scales), "gains": list(f.gains),
+        "gains_low": [c[0] for c in f.gain_ci], "gains_high": [c[1] for c in f.gain_ci],
+        "training_hours": list(f.hours), "band_scales": [float(x) for x in f.band_scales],
+        "band_low": [float(x) for x in f.band[0]], "band_fit": [float(x) for x in f.band[1]],
+        "band_high": [float(x) for x in f.band[2]], "n_queries": f.n_queries, "n_resamples": f.n_resamples,
+        "seed": f.seed, "confidence": f.confidence, "study": study, "timestamp": when,
+    } for f in fits]
+
+
+def fits_from_store_rows(rows: Sequence[Mapping[str, Any]]) -> list[ScalingFit]:
+    """The :class:`ScalingFit` of each stored ``scaling`` row (``store.scaling().to_pylist()``)."""
+    return [_fit_of_row(r) for r in rows]
+
+
+def _fit_of_row(r: Mapping[str, Any]) -> ScalingFit:
+    gains = np.asarray(r["gains"], dtype=np.float64)
+    gci = np.column_stack([r["gains_low"], r["gains_high"]]).astype(np.float64)
+    hours_given = r.get("training_hours") or [None] * gains.size
+    seconds = [None if h is None else float(h) * 3600.0 for h in hours_given]
+    hours, rate, rate_ci = _per_hour(gains, gci, seconds)
+    t_lo, t_hi = r.get("target_scale_low"), r.get("target_scale_high")
+    band = [r.get(k) or [] for k in ("band_low", "band_fit", "band_high")]
+    return ScalingFit(
+        dataset=r["dataset"], label=r["label"], variant=r["variant"], measure=r["measure"], model=r["form"],
+        criterion=r["criterion"], scales=tuple(int(n) for n in r["scales"]), gains=tuple(float(g) for g in gains),
+        gain_ci=tuple((float(a), float(b)) for a, b in gci), params=json.loads(r["params"]),
+        loo_rmse=json.loads(r["loo_rmse"]), slope_per_doubling=float(r["slope_per_doubling"]),
+        slope_ci=(float(r["slope_low"]), float(r["slope_high"])), trend=r["trend"], next_scale=int(r["next_scale"]),
+        predicted_next=float(r["predicted_next"]),
+        predicted_next_ci=(float(r["predicted_next_low"]), float(r["predicted_next_high"])),
+        target=r.get("target"), target_scale=r.get("target_scale"),
+        target_scale_ci=None if t_lo is None or t_hi is None else (float(t_lo), float(t_hi)),
+        target_note=r.get("target_note") or "no target given", hours=hours, gain_per_hour=rate,
+        gain_per_hour_ci=rate_ci, n_queries=int(r["n_queries"]), n_resamples=int(r["n_resamples"]),
+        seed=int(r["seed"]), confidence=float(r["confidence"]),
+        band_scales=np.asarray(r.get("band_scales") or [], dtype=np.float64), band=np.asarray(band, dtype=np.float64),
+    )
+
+
+def record_scaling(store: Any, measures: Sequence[str], *, boot: BootstrapConfig | None = None,
+                   study: str | None = None) -> list[ScalingFit]:
+    """Fit every scale-study curve of ``store`` (:func:`scaling_from_store`, each of ``measures``
+    that the stored records can re-score) and commit the fits as rows of its ``scaling`` table,
+    in one commit; returns the fits (none, and nothing committed, when no variant has 2 scales
+    beside its own base). Fits the store holds already (the same numbers: a study run again)
+    are not committed again."""
+    from adaptlab.metrics import parse_measures
+
+    usable = [str(m) for m in parse_measures(list(measures)) if not m.needs_judgments]
+    if not usable:
+        return []
+    fits, _groups = _store_fits(store, usable, None, None, boot, "auto")
+    rows = scaling_store_rows(fits, study=study)
+    if rows and not _stored_already(store, rows):
+        store.commit_scaling(rows)
+    return fits
+
+
+def _stored_already(store: Any, rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the newest stored fit of every row's curve is that row (all but ``timestamp`` and
+    ``study``): a study run again on the same records adds nothing, as its evaluation does."""
+    def key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+        return r["dataset"], r["label"], r["variant"], r["measure"]
+
+    def same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+        return all(a[c] == b.get(c) for c in a if c not in ("timestamp", "study"))
+
+    stored = {key(r): r for r in store.scaling(latest=True, measure=sorted({r["measure"] for r in rows})).to_pylist()}
+    return all(key(r) in stored and same(r, stored[key(r)]) for r in rows)
+
+
+def stored_scaling(store: Any, measure: str = "ndcg@10", *, dataset: str | None = None) -> list[ScalingFit]:
+    """The newest stored fits of ``measure`` (every dataset, or ``dataset``) from the store's
+    ``scaling`` table, [] when it has none (a store from before the table, or a plain study)."""
+    from adaptlab.results.validate import canonical_measure
+
+    filters: dict[str, Any] = {"measure": canonical_measure(measure)}
+    if dataset is not None:
+        filters["dataset"] = dataset
+    if not hasattr(store, "scaling"):  # a store of the previous layout
+        return []
+    return fits_from_store_rows(store.scaling(latest=True, **filters).to_pylist())
+
+
+# ----------------------------------------------------------------------------- the summary of compare / inspect
+def scale_curve_fits(per_query: Mapping[str, Any], measure: str, *, dataset: str = "",
+                     boot: BootstrapConfig | None = None, only: tuple[str, str] | None = None) -> list[ScalingFit]:
+    """:func:`fit_scaling` of the systems that form scale curves (``<label>-base`` and at least 2
+    scales of ``<label>-<variant>-s<N>``), [] when none do; ``only``: that (label, variant)."""
+    names = [str(n) for n in per_query]
+    curves = {k: v for k, v in _curves(names).items() if len(v) >= 2 and (only is None or k == only)}
+    if not curves:
+        return []
+    keep = {system_name(label, BASE) for label, _v in curves} | {s for v in curves.values() for _n, s in v}
+    fits = fit_scaling({n: v for n, v in per_query.items() if str(n) in keep}, measure, dataset=dataset, boot=boot)
+    return [f for f in fits if (f.label, f.variant) in curves]
+
+
+def comparison_scaling(result: Any) -> list[ScalingFit]:
+    """The scale curves among the systems of a :class:`~adaptlab.analysis.compare.Comparison`
+    (every dataset and measure), fitted with its bootstrap settings."""
+    fits: list[ScalingFit] = []
+    for g in result.groups:
+        fits += scale_curve_fits(dict(zip(g.names, g.values)), g.measure, dataset=g.dataset, boot=result.boot)
+    return fits
+
+
+def _sentence(f: ScalingFit) -> str:
+    from adaptlab.analysis.present import format_interval, format_number
+
+    pct = f"{f.confidence * 100:g}%"
+    where = f" on {f.dataset} ({f.n_queries} queries)" if f.dataset else f" ({f.n_queries} queries)"
+    return (f"{f.label} {f.variant}{where}: {format_number(f.slope_per_10x)} {f.measure} per 10x more documents at the "
+            f"largest scale ({max(f.scales)}; {pct} CI {format_interval(*f.slope_per_10x_ci)}, {f.model} fit over "
+            f"scales {', '.join(map(str, f.scales))}), {f.trend}; predicted gain at {f.next_scale} documents "
+            f"{format_number(f.predicted_next)} {format_interval(*f.predicted_next_ci)}, an extrapolation of the "
+            "fitted curve.")
+
+
+def scaling_summary(fits: Sequence[ScalingFit], style: str = "text") -> str:
+    """One paragraph on the scale curves (module doc): per variant its gain over its own base per
+    10x more documents at the largest scale with CI, whether it still rises there, and the
+    predicted gain at 2x the largest scale, stated as an extrapolation; "" without fits. Stored
+    names are escaped for the terminal, and in ``style`` ``"latex"`` / ``"html"`` for those."""
+    import html
+
+    from adaptlab.analysis.present import latex_escape, terminal_escape
+
+    if not fits:
+        return ""
+    f = fits[0]
+    text = terminal_escape(f"Data scaling (gain over each variant's own base; percentile bootstrap over "
+                           f"{f.n_resamples} paired resamples of the queries): "
+                           + " ".join(_sentence(x) for x in fits))
+    if style == "latex":
+        return latex_escape(text)
+    return html.escape(text) if style == "html" else text
+
+
+def scaling_summary_rows(fits: Sequence[ScalingFit]) -> list[dict[str, Any]]:
+    """The numbers of :func:`scaling_summary`, one flat dict per fit (JSON and CSV outputs)."""
+    return [{"dataset": f.dataset, "measure": f.measure, "label": f.label, "variant": f.variant, "form": f.model,
+             "scales": ",".join(map(str, f.scales)), "slope_per_10x": f.slope_per_10x,
+             "slope_per_10x_ci_low": f.slope_per_10x_ci[0], "slope_per_10x_ci_high": f.slope_per_10x_ci[1],
+             "trend": f.trend, "next_scale": f.next_scale, "predicted_next": f.predicted_next,
+             "predicted_next_ci_low": f.predicted_next_ci[0], "predicted_next_ci_high": f.predicted_next_ci[1],
+             "extrapolation": True, "confidence": f.confidence, "n_queries": f.n_queries,
+             "n_resamples": f.n_resamples} for f in fits]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.analysis import compare, render_groups, rows_of_column, stored_group_columns
+from adaptlab.analysis.compare import Comparison
 from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config, print_json
 from adaptlab.cli.evaluate_cmd import grouped_from_args, read_qrels
 from adaptlab.data import read_trec_run
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format in ("json", "csv"):
         import pandas as pd
 
-        frames = {"systems": result.frame(), "pairs": result.pairs_frame()}
+        frames = {"systems": result.frame(), "pairs": result.pairs_frame(), **scaling_frames(result)}
         if args.by:
             frames["groups"] = pd.DataFrame(rows_of_column(group_rows, args.by))
         emit_frames(frames, args.format,
@@ -105,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         print(result.render(args.format))
         if args.by:
             print("\n" + render_groups(group_rows, args.by, args.format))
+    print_scaling(result, args.format)
     return 0
 
 
@@ -130,6 +132,30 @@ def _from_store(args: argparse.Namespace, boot: Any) -> tuple[Any, list[dict[str
         raise ConfigError(f"--by {args.by}: the store holds no per-group rows of {args.by!r} (grouping columns "
                           f"stored: {have}); evaluate with group_by = [\"{args.by}\"] to store them")
     return result, rows
+
+
+def print_scaling(result: Comparison, fmt: str) -> None:
+    """After a text, markdown or LaTeX output: the scaling summary paragraph of the compared
+    systems that form scale curves (``<label>-base`` and ``<label>-<variant>-s<N>`` at 2 or more
+    scales; nothing otherwise). JSON and CSV carry the same numbers (:func:`scaling_frames`)."""
+    from adaptlab.analysis import comparison_scaling, scaling_summary
+
+    if fmt in ("json", "csv"):
+        return
+    text = scaling_summary(comparison_scaling(result), fmt)
+    if text:
+        print("\n" + text)
+
+
+def scaling_frames(result: Comparison) -> dict:
+    """``{"scaling": DataFrame}`` of the scale curves' numbers for the JSON and CSV outputs (the
+    CSV's ``table`` column says ``scaling``), {} when the systems form none."""
+    import pandas as pd
+
+    from adaptlab.analysis import comparison_scaling, scaling_summary_rows
+
+    rows = scaling_summary_rows(comparison_scaling(result))
+    return {"scaling": pd.DataFrame(rows)} if rows else {}
 
 
 def _systems(args: argparse.Namespace) -> list[str] | None:

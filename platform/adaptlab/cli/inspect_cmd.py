@@ -3,7 +3,8 @@
 ``--system A --against B``: per-query wins, losses and ties of A against B beside the stored
 paired tests, then the queries where A and B differ most (gold passage and its page, the rank
 under each system, the top retrieved passage with its score and page). ``--system A`` alone:
-A's worst queries. Query and passage texts come from ``--data FORMAT:PATH``, else from the
+A's worst queries. When the system (or ``--against``) is one scale of a scale study's variant
+(``<label>-<variant>-s<N>``), the curve's scaling summary follows. Query and passage texts come from ``--data FORMAT:PATH``, else from the
 dataset spec each run recorded when it is readable here (one line saying where it looked when
 not). A system against itself is said in one line. The Python API is
 :func:`adaptlab.analysis.inspect.inspect_queries` (a pyarrow Table) and
@@ -42,7 +43,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the inspection (or JSON); returns the exit status."""
     from adaptlab import results
-    from adaptlab.analysis import format_inspection, inspect_queries, same_system_note, win_loss
+    from adaptlab.analysis import (
+        format_inspection,
+        inspect_queries,
+        inspection_scaling,
+        same_system_note,
+        scaling_summary,
+        scaling_summary_rows,
+        win_loss,
+    )
 
     store = results.open(args.store)
     if args.system is None:  # a store of two systems (the quickstart's): one against the other
@@ -63,10 +72,13 @@ def run(args: argparse.Namespace) -> int:
     if texts is not None:
         table = inspect_queries(store, args.system, args.against, dataset=args.dataset, limit=args.limit, texts=texts)
     counts = win_loss(store, args.system, args.against, dataset=args.dataset) if args.against else None
+    fits = inspection_scaling(store, args.system, args.against, dataset=args.dataset)
     if args.format == "json":
-        print_json({"win_loss": counts, "queries": table.to_pylist()})
+        print_json({"win_loss": counts, "queries": table.to_pylist(), "scaling": scaling_summary_rows(fits)})
     else:
         print(format_inspection(_escaped_table(table), _escaped(counts)))
+        if fits:
+            print("\n" + scaling_summary(fits))
     return 0
 
 

@@ -2,12 +2,13 @@
 
 ::
 
-    adaptlab results --store S [--table metrics|comparisons|runs|per_query|history] [--filter K=V]
+    adaptlab results --store S [--table metrics|comparisons|runs|per_query|scaling|history] [--filter K=V]
                      [--latest] [--version N | --as-of TIME] [--format table|json|csv]
     adaptlab results --store S --wide [--format table|json|csv] [--digits N] [--baseline NAME]
     adaptlab results --store S --format latex [--digits N] [--baseline NAME]
     adaptlab results --store S --sql "SELECT system, avg(value) FROM metrics GROUP BY system"
     adaptlab results --store S --has-run RUN_ID[,RUN_ID...]
+    adaptlab results --store S --scaling [--filter variant=ft] [--latest]
     adaptlab results migrate OLD NEW
     adaptlab results compact --store S [--retention-hours H]
     adaptlab results vacuum --store S [--retention-hours H]
@@ -31,6 +32,8 @@ _DEFAULT_COLUMNS = {
     "runs": ["run_id", "timestamp", "system", "dataset", "model_id", "study", "host"],
     "per_query": ["run", "system", "dataset", "query_id", "gold_rank", "sim_gold", "sim_random"],
     "history": ["version", "timestamp", "operation", "commit_id", "n_rows"],
+    "scaling": ["timestamp", "dataset", "label", "variant", "measure", "form", "slope_per_doubling", "slope_low",
+                "slope_high", "trend", "next_scale", "predicted_next", "predicted_next_low", "predicted_next_high"],
 }
 _ACTIONS = ("show", "migrate", "compact", "vacuum", "repair")
 
@@ -49,9 +52,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="migrate OLD NEW, compact, vacuum, or repair a damaged store (default: print rows)")
     p.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
     p.add_argument("--store", help="results store: a directory or an s3://, gs://, az:// URI")
-    p.add_argument("--table", choices=("metrics", "comparisons", "runs", "per_query", "history"), default="metrics",
+    p.add_argument("--table", choices=("metrics", "comparisons", "runs", "per_query", "scaling", "history"),
+                   default="metrics",
                    help="metrics = scores of one system; comparisons = paired differences (value = system - "
-                        "compared_to); history = the store's versions (default: metrics)")
+                        "compared_to); scaling = the data-scaling fits a scale study recorded; history = the "
+                        "store's versions (default: metrics)")
+    p.add_argument("--scaling", dest="table", action="store_const", const="scaling",
+                   help="the data-scaling fits a scale study recorded (--table scaling); --latest: the newest fit "
+                        "of each dataset, variant and measure")
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                    help="keep rows whose column KEY equals VALUE (VALUE may be a,b,c for 'any of'; each of them "
                         "must occur in the store: a typo is refused with the closest stored value); repeatable. "

@@ -1,6 +1,6 @@
 """Reading the results store: opening it (and creating it), its versions and snapshots, the
 damage checks run on open, and the queries (``table``, ``runs``, ``metrics``, ``comparisons``,
-``per_query``, ``wide``, ``sql``). :class:`StoreReader` is the read side of
+``per_query``, ``scaling``, ``wide``, ``sql``). :class:`StoreReader` is the read side of
 :class:`~adaptlab.results.writer.ResultsStore`; the layout of the one Delta table it reads is
 described in :mod:`adaptlab.results.delta_table`.
 
@@ -43,7 +43,7 @@ from adaptlab.results.health.integrity import Checksums
 from adaptlab.results.legacy.legacy import is_legacy_store
 from adaptlab.results.native import quiet_native, remote_options
 from adaptlab.results.query import Filter, check_columns, group_rows, parse_filters
-from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES, arrow_schema, arrow_type
+from adaptlab.results.schema import COLUMNS, SCALING, SCHEMA_VERSION, TABLES, arrow_schema, arrow_type
 from adaptlab.results.sql import run_sql
 from adaptlab.results.validate import canonical_measure
 
@@ -78,7 +78,7 @@ atexit.register(_drop_all_tables)
 def delta_schema() -> pa.Schema:
     """The Arrow schema of the store's one Delta table (all columns nullable)."""
     fields: dict[str, pa.Field] = {"kind": pa.field("kind", pa.string())}
-    for name in TABLES:
+    for name in COLUMNS:
         for c in COLUMNS[name]:
             t = arrow_type(c.kind)
             if c.name in fields and fields[c.name].type != t:  # pragma: no cover - schema invariant
@@ -374,8 +374,8 @@ class StoreReader:
 
     def table(self, name: str, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
               **filters: Any) -> pa.Table | pd.DataFrame:
-        """Rows of ``name`` (``runs``, ``metrics``, ``comparisons`` or ``per_query``) that pass
-        the filters; see :meth:`metrics` for ``metrics``' own arguments. ``as_frame=True``
+        """Rows of ``name`` (``runs``, ``metrics``, ``comparisons``, ``per_query`` or ``scaling``)
+        that pass the filters; see :meth:`metrics` for ``metrics``' own arguments. ``as_frame=True``
         returns a pandas DataFrame without the columns that are null on every row (named
         ``columns`` are always kept) instead of a pyarrow Table."""
         if as_frame:
@@ -384,8 +384,11 @@ class StoreReader:
             return self.metrics(columns=columns, latest=latest, **filters)
         if name == "comparisons":
             return self.comparisons(columns=columns, latest=latest, **filters)
+        if name == SCALING:
+            return self.scaling(columns=columns, latest=latest, **filters)
         if name not in TABLES:
-            raise StoreError(f"unknown table {name!r}; expected one of runs, metrics, comparisons, per_query")
+            raise StoreError(f"unknown table {name!r}; expected one of runs, metrics, comparisons, per_query, "
+                             "scaling")
         flt = parse_filters(name, filters)
         cols = check_columns(name, columns)
         if latest:
@@ -502,6 +505,36 @@ class StoreReader:
         ``as_frame=True``: a DataFrame (see :meth:`table`)."""
         return self.table("per_query", columns=columns, latest=latest, as_frame=as_frame, **filters)
 
+    @overload
+    def scaling(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ...,
+                **filters: Any) -> pa.Table: ...
+    @overload
+    def scaling(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True],
+                **filters: Any) -> pd.DataFrame: ...
+    @overload
+    def scaling(self, *, columns: list[str] | None = ..., latest: bool = ...,
+                as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
+
+    def scaling(self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
+                **filters: Any) -> pa.Table | pd.DataFrame:
+        """The ``scaling`` table: one row per data-scaling fit a scale study recorded (dataset,
+        label, variant, measure; :mod:`adaptlab.analysis.scaling`). A store written before the
+        table existed has none (an empty table). ``latest=True`` keeps, per (dataset, label,
+        variant, measure), the rows of the newest fit; ``as_frame=True``: a DataFrame (see
+        :meth:`table`)."""
+        if as_frame:
+            return _frame(self.scaling(columns=columns, latest=latest, **filters), columns)
+        flt = parse_filters(SCALING, filters)
+        cols = check_columns(SCALING, columns)
+        if flt and not {f.column for f in flt} <= set(self._dataset((SCALING,)).schema.names):
+            return _empty(SCALING, cols)  # a store from before the table: no column to filter, no row
+        if not latest:
+            return self._read(SCALING, (SCALING,), _expr(flt), cols)
+        t = self._read(SCALING, (SCALING,), _expr(flt), None)
+        keep = _newest_fits(t.to_pylist())
+        t = t.take(pa.array(keep, pa.int64()))
+        return t if cols is None else t.select(cols)
+
     # -- wide tables ------------------------------------------------------------------------
     def wide_rows(self, **filters: Any) -> list[dict[str, Any]]:
         """The rows behind ``adaptlab results --wide`` and :meth:`wide`: the scores of the latest
@@ -548,6 +581,23 @@ class StoreReader:
         DataFrame (``as_arrow=True``: a pyarrow Table). DuckDB reads the Delta table's files
         through pyarrow: no DuckDB extension is downloaded or loaded (see :mod:`adaptlab.results.sql`)."""
         return run_sql(query, params, lambda: self._dataset(KINDS), as_arrow=as_arrow)
+
+
+def _empty(name: str, cols: list[str] | None) -> pa.Table:
+    """No row of table ``name`` (the ``cols`` asked for, else all its columns)."""
+    schema = arrow_schema(name).remove_metadata()
+    return (schema if cols is None else pa.schema([schema.field(c) for c in cols])).empty_table()
+
+
+def _newest_fits(rows: list[dict[str, Any]]) -> list[int]:
+    """Indices of the rows of the newest fit (timestamp, then commit order) of each (dataset,
+    label, variant, measure), in stored order."""
+    best: dict[tuple[Any, ...], Any] = {}
+    for i, r in enumerate(rows):
+        key = (r["dataset"], r["label"], r["variant"], r["measure"])
+        if key not in best or r["timestamp"] >= rows[best[key]]["timestamp"]:
+            best[key] = i
+    return sorted(best.values())
 
 
 def _frame(table: pa.Table, columns: list[str] | str | None) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""The three tables of the results store, their columns and the schema version.
+"""The tables of the results store, their columns and the schema version.
 
 Version ``SCHEMA_VERSION`` of the layout:
 
@@ -6,7 +6,9 @@ Version ``SCHEMA_VERSION`` of the layout:
 - ``metrics``: long format, one row per (run, measure[, compared_to][, group]); ``group`` (version 2)
   is null on whole-dataset rows and ``column=value`` on the rows of one query group;
 - ``per_query``: ``run_id`` plus the columns of
-  :meth:`adaptlab.retrieval.records.PerQueryRecords.to_arrow`.
+  :meth:`adaptlab.retrieval.records.PerQueryRecords.to_arrow`;
+- ``scaling``: one row per fitted data-scaling curve (dataset, label, variant, measure) of a
+  scale study, written at the study's end.
 
 Every Parquet file carries its version under the key :data:`VERSION_KEY` of the Arrow
 schema metadata; readers upgrade older files (:mod:`adaptlab.results.legacy.schema_upgrade`) and
@@ -26,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "COLUMNS",
     "Column",
+    "SCALING",
     "SCHEMA_VERSION",
     "TABLES",
     "TABLE_KEY",
@@ -45,6 +48,9 @@ TABLE_KEY: bytes = b"adaptlab.table"
 """Parquet/Arrow schema-metadata key holding the table name."""
 
 TABLES: tuple[str, ...] = ("runs", "metrics", "per_query")
+"""The tables of one evaluation's commit."""
+SCALING: str = "scaling"
+"""The table of data-scaling fits (its own commits; see :data:`COLUMNS`)."""
 
 
 @dataclass(frozen=True)
@@ -134,8 +140,55 @@ _PER_QUERY = (
     _c("random_id", "string", "one corpus document drawn at random", nullable=True),
 )
 
-COLUMNS: dict[str, tuple[Column, ...]] = {"runs": _RUNS, "metrics": _METRICS, "per_query": _PER_QUERY}
-"""Columns of each table, in stored order."""
+_SCALING = (
+    _c("dataset", "string", "dataset the gains are measured on"),
+    _c("label", "string", "the model label of the scale study (systems <label>-<variant>-s<N>)"),
+    _c("variant", "string", "the adaptation variant whose gain over <label>-base is fitted"),
+    _c("measure", "string", "canonical measure string of the gains, e.g. ndcg@10"),
+    _c("form", "string", "the fitted form: log-linear or saturating"),
+    _c("criterion", "string", "why that form (the stated choice rule)"),
+    _c("params", "string", "the form's fitted parameters as JSON (a, b or c, a, alpha)"),
+    _c("loo_rmse", "string", "leave-one-out RMSE of each form as JSON (null where not computable)"),
+    _c("slope_per_doubling", "float64", "fitted gain per doubling of the data at the largest scale"),
+    _c("slope_low", "float64", "lower end of its CI"),
+    _c("slope_high", "float64", "upper end of its CI"),
+    _c("trend", "string", "still rising, falling or not shown to rise (from the slope's CI)"),
+    _c("largest_scale", "int64", "the largest measured scale (documents)"),
+    _c("next_scale", "int64", "the extrapolated next scale (2x the largest)"),
+    _c("predicted_next", "float64", "predicted gain at next_scale (an extrapolation)"),
+    _c("predicted_next_low", "float64", "lower end of its CI"),
+    _c("predicted_next_high", "float64", "upper end of its CI"),
+    _c("target", "float64", "the target gain asked for", nullable=True, required=False),
+    _c("target_scale", "float64", "first scale where the fitted gain reaches the target", nullable=True,
+       required=False),
+    _c("target_scale_low", "float64", "lower end of its CI (inf: beyond the search)", nullable=True, required=False),
+    _c("target_scale_high", "float64", "upper end of its CI (inf: beyond the search)", nullable=True,
+       required=False),
+    _c("target_note", "string", "the target's answer in words", nullable=True, required=False),
+    _c("scales", "list<int64>", "the measured scales (documents)"),
+    _c("gains", "list<float64>", "mean gain over the base at each scale"),
+    _c("gains_low", "list<float64>", "lower CI end of each gain"),
+    _c("gains_high", "list<float64>", "upper CI end of each gain"),
+    _c("training_hours", "list<float64>", "training hours of each scale's model (null: not recorded)",
+       nullable=True, required=False),
+    _c("band_scales", "list<float64>", "scales of the fitted curve's band", nullable=True, required=False),
+    _c("band_low", "list<float64>", "pointwise lower CI end of the fitted curve", nullable=True, required=False),
+    _c("band_fit", "list<float64>", "the fitted curve", nullable=True, required=False),
+    _c("band_high", "list<float64>", "pointwise upper CI end of the fitted curve", nullable=True, required=False),
+    _c("n_queries", "int64", "queries the gains are averaged over"),
+    _c("n_resamples", "int64", "paired bootstrap resamples of the queries"),
+    _c("seed", "int64", "seed of the resamples"),
+    _c("confidence", "float64", "coverage of every CI (0.95 = 95%)"),
+    _c("study", "string", "the study that wrote the fit", nullable=True, required=False),
+    _c("timestamp", "timestamp", "when the fit was recorded (UTC)"),
+    _c("schema_version", "int32", "layout version the row was written with", required=False),
+)
+
+COLUMNS: dict[str, tuple[Column, ...]] = {"runs": _RUNS, "metrics": _METRICS, "per_query": _PER_QUERY,
+                                          "scaling": _SCALING}
+"""Columns of each table, in stored order: the three tables of an evaluation's commit
+(:data:`TABLES`) and ``scaling``, the data-scaling fits a scale study records at its end
+(:mod:`adaptlab.analysis.scaling`; a store written before it has none and reads as empty)."""
 
 
 def column_names(table: str) -> tuple[str, ...]:
@@ -156,6 +209,8 @@ def arrow_type(kind: str) -> pa.DataType:
         "timestamp": pa.timestamp("us", tz="UTC"),
         "list<string>": pa.list_(pa.string()),
         "list<float32>": pa.list_(pa.float32()),
+        "list<int64>": pa.list_(pa.int64()),
+        "list<float64>": pa.list_(pa.float64()),
     }
     return types[kind]
 

@@ -23,7 +23,7 @@ from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, arrow_schema, arrow
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["canonical_measure", "prepare_commit", "referenced_run_ids", "unique_values"]
+__all__ = ["canonical_measure", "prepare_commit", "prepare_rows", "referenced_run_ids", "unique_values"]
 
 _JSON_COLUMNS = frozenset({"config", "extra"})
 _NON_EMPTY = ("run_id", "system", "dataset", "measure", "query_id")
@@ -138,7 +138,7 @@ def _raw_columns(table: str, data: Any, label: str) -> tuple[dict[str, pa.Chunke
                 out[name] = arr.cast(arrow_type(col.kind))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
                 raise StoreError(f"{label} column {name!r}: cannot store {arr.type} values as {col.kind}: {e}") from e
-    if "measure" in out and table == "metrics":
+    if "measure" in out and table in ("metrics", "scaling"):
         out["measure"] = pa.array([None if m is None else canonical_measure(m) for m in out["measure"].to_pylist()],
                                   pa.string())
     inferable = {"run_id"} if table != "runs" else set()
@@ -232,6 +232,14 @@ def prepare_commit(runs: Any, metrics: Any, per_query: Any) -> dict[str, pa.Tabl
     if not any(t.num_rows for t in out.values()):
         raise StoreError("nothing to commit: runs, metrics and per_query are all empty")
     return out
+
+
+def prepare_rows(table: str, data: Any) -> pa.Table:
+    """Validated rows of a table committed on its own (``scaling``), by the rules of the module doc."""
+    cols, n = _raw_columns(table, data, table)
+    if not n:
+        raise StoreError(f"nothing to commit: no {table} rows")
+    return _finish(table, cols, n, table)
 
 
 def referenced_run_ids(tables: Mapping[str, pa.Table]) -> set[str]:

@@ -42,10 +42,10 @@ from adaptlab.results.delta_table import COMMIT_KEY, CommitId, one_line
 from adaptlab.results.layout import new_commit_id
 from adaptlab.results.native import is_permanent, quiet_native, retried_already, store_timeout, timed_out
 from adaptlab.results.reader import StoreReader, delta_schema
-from adaptlab.results.schema import SCHEMA_VERSION
+from adaptlab.results.schema import SCALING, SCHEMA_VERSION
 from adaptlab.results.staging import CHECKSUMS_KEY, Staged, discard, stage
 from adaptlab.results.vacuum import vacuum_table, vacuumed_since
-from adaptlab.results.validate import prepare_commit, referenced_run_ids
+from adaptlab.results.validate import prepare_commit, prepare_rows, referenced_run_ids
 
 __all__ = ["COMMIT_ATTEMPTS", "KEY_METADATA", "MAX_COMMIT_RETRIES", "ResultsStore", "commit_key", "rows_for_delta"]
 
@@ -126,6 +126,22 @@ class ResultsStore(StoreReader):
         version = self._write(data, attempt, app_id, seq)
         if version is None and key is not None and self._landed(app_id, seq):
             return self._landed_commit(key, run_ids)  # an identical commit landed first: nothing added
+        self._record_checksums(commit_id)
+        return CommitId(commit_id, version)
+
+    def commit_scaling(self, rows: Any) -> CommitId:
+        """Write data-scaling fits (rows of the ``scaling`` table, :func:`adaptlab.analysis.scaling.
+        scaling_store_rows`) in one atomic commit of their own; returns its id (``.version``: the
+        store version it created). Validated as every commit is (unknown, missing or mistyped
+        columns are one :class:`StoreError`; nothing is written then)."""
+        if self.read_only:
+            raise StoreError(f"{self!r} is a past snapshot (version=/as_of=); open the store without them to commit")
+        table = prepare_rows(SCALING, rows)
+        dt, listing = self._check()
+        commit_id = new_commit_id()
+        self._seq += 1
+        attempt = _Attempt(commit_id, None, [], (int(dt.version()), set(listing.files)))
+        version = self._write(rows_for_delta({SCALING: table}, commit_id), attempt, self._app_id, self._seq)
         self._record_checksums(commit_id)
         return CommitId(commit_id, version)
 

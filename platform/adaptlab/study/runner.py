@@ -224,12 +224,37 @@ def _run_stages(study: Study, settings: AdaptSettings | None, tune: TuneSettings
                                 baseline=None if adaptation.pairs else adaptation.baseline,
                                 pairs=adaptation.pairs, store_root=store_root, export_run=export_run,
                                 on_dataset=on_dataset, extra_config=_adapt_config(adaptation))
+    if store_root is not None:
+        _record_scaling(study, store_root)
     timings = {**adaptation.timings, "evaluate_s": time.perf_counter() - t0, "total_s": time.perf_counter() - run.start}
     log("[adaptlab] scale study done in " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
     _wait(ray_start)
     return ScaleStudyOutcome(study.study.name, store_root, outcomes, settings=settings,
                              systems={s.name: s for s in adaptation.systems}, data=adaptation.data,
                              sweep=adaptation.sweep, timings=timings)
+
+
+def _record_scaling(study: Study, store_root: Path | StoreURI) -> None:
+    """A scale study's data-scaling fits (every study measure the stored records re-score) as typed
+    rows of the store's ``scaling`` table, in one commit after the evaluation's; a study whose
+    variants have fewer than 2 scales records none. A failure here is one line and leaves the
+    evaluation's commits as they are (``adaptlab scaling`` fits from them)."""
+    from adaptlab import results
+    from adaptlab.analysis.scaling import record_scaling
+
+    try:
+        with Heartbeat("fitting the data-scaling curves"):
+            store = results.open(store_root)
+            try:
+                fits = record_scaling(store, study.evaluation.metrics, boot=study.bootstrap_config(),
+                                      study=study.study.name)
+            finally:
+                store.close()
+    except AdaptlabError as e:
+        log(f"[adaptlab] data-scaling fits not stored: {e} (the evaluation is stored; `adaptlab scaling` fits it)")
+        return
+    if fits:
+        log(f"[adaptlab] {len(fits)} data-scaling fit(s) stored; `adaptlab scaling --store {store_root}` prints them")
 
 
 def _wait(ray_start: Future[Any] | None) -> None:

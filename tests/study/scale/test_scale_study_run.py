@@ -156,3 +156,18 @@ def test_report_shows_measures_against_scale_with_gains(tiny_run, tmp_path):
     assert rows and all(r[3].strip().isdigit() and int(r[3]) > 0 for r in rows if r[1].strip() != "merged")
     assert "### nDCG@k for k = 1..10 per data scale and variant" in md
     assert "### Inspection: adapted systems against their own base" in md
+
+
+def test_the_scaling_fits_are_stored_at_the_end_once(tiny_run):
+    """Every variant's curve on each dataset and study measure is a typed row of the store's
+    scaling table; the study run again stored none twice."""
+    from adaptlab import results
+
+    _study, store, out, _ = tiny_run
+    rows = results.open(store).scaling().to_pylist()
+    curves = {(r["dataset"], r["label"], r["variant"], r["measure"]) for r in rows}
+    assert len(rows) == len(curves) and {r["dataset"] for r in rows} == {"bench", "heldout"}
+    assert {r["measure"] for r in rows} == {"acc@1", "acc@5", "mrr@10"}
+    variants = {s.rsplit("-s", 1)[0].split("-", 1)[1] for s in out.systems if "-s" in s}
+    assert {r["variant"] for r in rows} == variants and all(r["scales"] == SCALES for r in rows)
+    assert {r["study"] for r in rows} == {"scale-test"} and {r["n_resamples"] for r in rows} == {200}
