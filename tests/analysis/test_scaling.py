@@ -315,6 +315,9 @@ def test_scaling_rows_latest_and_validation(recorded_store):
     with pytest.raises(StoreError, match="cannot filter on unknown column 'system'"):
         store.scaling(system="m-base")
     assert store.version() == version  # nothing written
+    by_sql = store.sql("SELECT study, measure FROM scaling ORDER BY study, measure")
+    assert sorted(map(tuple, by_sql.itertuples(index=False))) == sorted(
+        (r["study"], r["measure"]) for r in store.scaling().to_pylist())
 
 
 def test_a_store_without_fits_reads_an_empty_scaling_table(scale_study_store):

@@ -30,10 +30,12 @@ VIEWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("metrics_all", ("scores", "comparisons"), "metrics"),
     ("per_query", ("per_query",), "per_query"),
     ("groups", ("scores", "comparisons"), "metrics"),
+    ("scaling", ("scaling",), "scaling"),
 )
 """``(view, kinds of rows, logical table)``: the views a query sees. ``metrics``, ``comparisons``
 and ``metrics_all`` hold the whole-dataset rows (``group`` null), ``groups`` the per-group rows
-(scores and comparisons, ``group`` = ``column=value``), as the store's ``metrics()`` separates them."""
+(scores and comparisons, ``group`` = ``column=value``), as the store's ``metrics()`` separates them;
+``scaling`` the data-scaling fits of scale studies (``store.scaling()``)."""
 
 
 def run_sql(query: str, params: list[Any] | None, dataset: Callable[[], Any], *,
@@ -60,7 +62,7 @@ def run_sql(query: str, params: list[Any] | None, dataset: Callable[[], Any], *,
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise StoreError(
                 f"SQL error: {first}; the views are runs, metrics (scores), comparisons, "
-                "metrics_all, per_query and groups"
+                "metrics_all, per_query, groups and scaling"
             ) from e
     finally:
         con.close()
