@@ -86,7 +86,8 @@ embedding_backend = "onnx"
 [[models]]
 name = "tiny-reduced"
 ref = "{model}"
-precision = "bf16"
+embedding_backend = "{reduced_backend}"
+precision = "{reduced_precision}"
 [evaluation]
 metrics = ["acc@1", "ndcg@10", "mrr@10", "recall@100"]
 baseline = "tiny"
@@ -96,6 +97,19 @@ n_resamples = 200
 use_ray = false
 cache = "{cache}"
 """
+
+
+def _reduced() -> tuple[str, str]:
+    """The reduced precision this CPU computes natively: torch bf16 with AVX512-BF16 or AMX, else
+    ONNX Runtime's int8 (dynamic quantization runs on any x86-64 CPU)."""
+    from adaptlab.runtime.hardware import bf16_support
+
+    return ("torch", "bf16") if bf16_support().native else ("onnx", "int8")
+
+
+def _study_text(model, cache) -> str:
+    backend, precision = _reduced()
+    return STUDY.format(model=model, cache=cache, reduced_backend=backend, reduced_precision=precision)
 
 
 @pytest.mark.slow  # the tiny model's ONNX export and three systems: ~4 s quiet, 12 s at load 8
@@ -114,16 +128,17 @@ def test_each_key_reaches_the_encoder_and_fp32_onnx_keeps_the_metrics(tiny_model
         return real(source, setting, **kwargs)
 
     monkeypatch.setattr(sbert, "load_sentence_transformer", spy)  # where the encoder calls it
-    study = _load(tmp_path, STUDY.format(model=tiny_model, cache=tmp_path / "cache"))
-    assert [m.name for m in study.models] == ["tiny", "tiny-onnx", "tiny-reduced-bf16"]
+    study = _load(tmp_path, _study_text(tiny_model, tmp_path / "cache"))
+    backend, precision = _reduced()
+    assert [m.name for m in study.models] == ["tiny", "tiny-onnx", f"tiny-reduced-{precision}"]
     outcome = run_study(study)
-    assert seen == [("torch", "fp32"), ("onnx", "fp32"), ("torch", "bf16")]
+    assert seen == [("torch", "fp32"), ("onnx", "fp32"), (backend, precision)]
     summary = outcome.datasets[0].summary
     for measure in summary.measures:  # the exact path: every metric within 1e-4 of torch's
         exact, onnx = summary.systems["tiny"][measure].value, summary.systems["tiny-onnx"][measure].value
         assert abs(exact - onnx) <= 1e-4, (measure, exact, onnx)
     compared = {(p.a, p.b) for p in summary.pairs}
-    assert ("tiny-reduced-bf16", "tiny") in compared  # reduced precision: a named system with paired tests
+    assert (f"tiny-reduced-{precision}", "tiny") in compared  # reduced precision: a named system with paired tests
 
 
 def test_changing_backend_or_precision_misses_the_embedding_cache(tiny_model, module_cache_home, tmp_path):
@@ -131,7 +146,7 @@ def test_changing_backend_or_precision_misses_the_embedding_cache(tiny_model, mo
     pytest.importorskip("optimum.onnxruntime")
     from adaptlab.study.inputs import embedding_cache, model_embedder
 
-    study = _load(tmp_path, STUDY.format(model=tiny_model, cache=tmp_path / "cache"))
+    study = _load(tmp_path, _study_text(tiny_model, tmp_path / "cache"))
     cache = embedding_cache(study)
     texts = ["one document", "another document about proteins"]
     base = model_embedder(study.models[0], study, cache)
