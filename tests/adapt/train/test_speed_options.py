@@ -18,7 +18,10 @@ import pytest
 
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.jobs import _critical_depth, _StageRunner, stage_threads
-from adaptlab.adapt.train.loop import OptimConfig, TrainingCheckError, check_precision, run_loop
+from adaptlab.adapt.train.checks import TrainingCheckError
+from adaptlab.adapt.train.knobs import check_precision
+from adaptlab.adapt.train.loop import run_loop
+from adaptlab.adapt.train.optimizer import OptimConfig
 from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.errors import ConfigError
 from adaptlab.runtime import hardware
@@ -64,7 +67,8 @@ def test_bf16_is_refused_where_the_cpu_has_none(monkeypatch):
 
 def test_fused_attention_trains_without_attention_dropout_and_restores_it(tiny_model: Path, triplets):
     from adaptlab.adapt.train.ft import fine_tune_model
-    from adaptlab.adapt.train.loop import load_sentence_model
+    from adaptlab.adapt.train.third_party import load_sentence_model
+    from adaptlab.adapt.train.third_party import load_sentence_model
 
     def train(fused: bool) -> tuple[list[float], list[float], float]:
         model = load_sentence_model(tiny_model, "cpu")
@@ -133,7 +137,7 @@ def test_length_buckets_reach_the_loop_from_the_study(tmp_path, tiny_model: Path
     for on in (False, True):
         cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=1, min_steps=0,
                        length_buckets=on)
-        fine_tune_model(loop.load_sentence_model(tiny_model, "cpu"), triplets, cfg, seed=0, prefixes=("", ""),
+        fine_tune_model(load_sentence_model(tiny_model, "cpu"), triplets, cfg, seed=0, prefixes=("", ""),
                         device="cpu")
     assert seen[0] is None and len(seen[1]) == len(triplets) and min(seen[1]) > 0
 

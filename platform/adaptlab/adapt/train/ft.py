@@ -38,21 +38,17 @@ from adaptlab.adapt.train.artifacts import (
     describe_base,
     package_versions,
 )
-from adaptlab.adapt.train.config import LoopConfig, check_positive
-from adaptlab.adapt.train.loop import (
-    LoopResult,
-    load_sentence_model,
-    pick_device,
-    run_label,
-    run_loop,
-)
+from adaptlab.adapt.train.config import AUTO, LoopConfig, check_positive
+from adaptlab.adapt.train.checks import LoopResult, run_label
+from adaptlab.adapt.train.knobs import pick_device
+from adaptlab.adapt.train.loop import run_loop
+from adaptlab.adapt.train.third_party import load_sentence_model
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.instructions import resolve_instructions
 from adaptlab.models.resolve import MODEL_ALIASES
 from adaptlab.models.variants import FT, PT, PT_FT
 
 __all__ = [
-    "AUTO",
     "FTConfig",
     "TripletRows",
     "coerce_triplets",
@@ -61,11 +57,8 @@ __all__ = [
     "save_prefixes",
     "saved_prompts",
     "train_ft",
-    "triplets_fingerprint",
+    "training_rows_fingerprint",
 ]
-
-AUTO = "auto"
-"""Prefix ``"auto"``: the model's saved prompt, else its known instruction (see :func:`resolve_prefixes`)."""
 
 _KNOWN_QUERY_PREFIXES = (
     # (substring of the lower-cased model id, query instruction) -- from the models' cards
@@ -154,8 +147,12 @@ def coerce_triplets(data: Any, *, source: str = "triplets") -> TripletRows:
     return rows
 
 
-def triplets_fingerprint(rows: TripletRows) -> str:
-    """SHA-256 over the JSON of each ``[query, positive, [negatives]]`` in order."""
+def training_rows_fingerprint(rows: TripletRows) -> str:
+    """SHA-256 (64 hex digits) over the JSON of each ``[query, positive, [negatives]]`` in order:
+    the exact texts a trainer sees, in the order it sees them (the order decides the batches and
+    so the in-batch negatives); it enters artifact keys and manifests. Not
+    :func:`adaptlab.adapt.prep.triplets.triplets_fingerprint`, which names a triplet file's
+    content (ids included, in any order) in its provenance."""
     h = hashlib.sha256()
     for q, p, negs in rows:
         h.update(json.dumps([q, p, list(negs)], ensure_ascii=False).encode())
@@ -351,7 +348,7 @@ def train_ft(
         "data": {
             "kind": "triplets",
             "scale": None if scale is None else str(scale),
-            "fingerprint": triplets_fingerprint(rows),
+            "fingerprint": training_rows_fingerprint(rows),
             "count": len(rows),
         },
         "hyperparameters": hyper,

@@ -62,7 +62,7 @@ from typing import Any
 
 from adaptlab.adapt.train.artifacts import Artifact, artifact_root_text, chunks_fingerprint, describe_base
 from adaptlab.adapt.train.colbert import COLBERT_VARIANT, ColBERTFTConfig, train_colbert
-from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplets_fingerprint
+from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, training_rows_fingerprint
 from adaptlab.adapt.train.memory import (
     EncoderShape,
     TrainingResourceError,
@@ -208,7 +208,7 @@ def ensure_ray(address: str | None = None) -> Any:
 def _quiet_worker(progress: bool) -> None:
     """In a Ray worker: transformers at verbosity ``error`` without progress bars (also for
     processes it starts), the driver's progress choice (``ADAPTLAB_PROGRESS``, read by the
-    training progress lines, :class:`.loop.StepProgress`: a worker on another machine does not
+    training progress lines, :class:`.step_progress.StepProgress`: a worker on another machine does not
     inherit the driver's environment), and this package's INFO lines on stderr (Ray forwards them
     to the driver's log) unless progress is off (``adaptlab --quiet``, ``ADAPTLAB_PROGRESS=0``)."""
     os.environ["ADAPTLAB_PROGRESS"] = "1" if progress else "0"  # a reused worker follows each job
@@ -307,7 +307,7 @@ def _stage_key(stage: str, job: AdaptJob, upstream_key: tuple[Any, ...], base_ke
         return (stage, upstream_key, fp, job.pt_config, job.seed, job.scale), ("chunks", fp)
     if stage in (FT, COLBERT_VARIANT):
         rows = coerce_triplets(job.triplets)
-        fp = triplets_fingerprint(rows)
+        fp = training_rows_fingerprint(rows)
         data.setdefault(("triplets", fp), rows)
         config = job.ft_config if stage == FT else job.colbert_config
         return (stage, upstream_key, fp, config, job.seed, job.scale), ("triplets", fp)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, claim, describe_base, package_versions
-from adaptlab.adapt.train.loop import load_sentence_model
+from adaptlab.adapt.train.third_party import load_sentence_model
 from adaptlab.errors import ConfigError
 from adaptlab.models.variants import MERGED
 

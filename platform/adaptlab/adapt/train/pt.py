@@ -34,16 +34,11 @@ from adaptlab.adapt.train.artifacts import (
     package_versions,
 )
 from adaptlab.adapt.train.config import LoopConfig, check_at_least_one
-from adaptlab.adapt.train.loop import (
-    LoopResult,
-    load_sentence_model,
-    pick_device,
-    quiet_third_party,
-    run_label,
-    run_loop,
-    seeded,
-)
+from adaptlab.adapt.train.checks import LoopResult, run_label
+from adaptlab.adapt.train.knobs import pick_device
+from adaptlab.adapt.train.loop import run_loop, seeded
 from adaptlab.adapt.train.memory import transformer_dir
+from adaptlab.adapt.train.third_party import load_sentence_model, quiet_third_party
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.variants import PT
 

@@ -57,10 +57,11 @@ from adaptlab.adapt.train.ft import (
     saved_prompts,
 )
 from adaptlab.adapt.train.jobs import AdaptJob, ensure_ray, run_adaptation_jobs
-from adaptlab.adapt.train.loop import load_sentence_model, pick_device
+from adaptlab.adapt.train.knobs import pick_device
 from adaptlab.adapt.train.memory import EncoderShape, declared_memory, estimate_stage_memory, largest_node_memory
 from adaptlab.adapt.train.merge import merge_state_dicts
 from adaptlab.adapt.train.space import build_param_space, largest_value
+from adaptlab.adapt.train.third_party import load_sentence_model
 from adaptlab.adapt.train.sweep_config import CONFIRM_FRACTION, SweepConfig, check_confirm_fraction
 from adaptlab.data.dataset import Dataset
 from adaptlab.errors import ConfigError
