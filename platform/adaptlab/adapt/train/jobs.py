@@ -34,8 +34,9 @@ checkpoints on a URI root"); a stage that ends waits, bounded, for its upload in
 - killed for memory (``OutOfMemoryError``) or crashed (``WorkerCrashedError``, e.g. the kernel's
   OOM killer): resubmitted once every running stage has ended, and nothing else starts while it
   runs;
-- lost with its node (``NodeDiedError``, ``LocalRayletDiedError``): resubmitted at once, to any
-  node that fits it.
+- lost with its node (``NodeDiedError``, ``LocalRayletDiedError``; the one classification the
+  embedding pool uses too, :func:`adaptlab.runtime.node_loss.lost_with_node`): resubmitted at
+  once, to any node that fits it.
 
 When the retries run out the call fails with one line (:class:`TrainingResourceError`) naming
 the variant, the scale and the setting to lower; running stages are cancelled. Training logs
@@ -77,6 +78,7 @@ from adaptlab.adapt.train.pt import PTConfig, train_pt
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.variants import BASE, FT, MERGE_SOURCES, MERGED, PT, PT_FT
 from adaptlab.runtime import available_cores, init_ray, largest_node_cpus, make_room
+from adaptlab.runtime.node_loss import lost_with_node, lost_work_errors
 from adaptlab.runtime.ray_output import configure_ray_output
 
 __all__ = [
@@ -501,13 +503,11 @@ class _StageRunner:
                 if isinstance(cause, AdaptlabError):
                     raise cause from None
                 raise
-            except _lost_errors() as e:
+            except lost_work_errors() as e:
                 self._lost(stage, e)
 
     def _lost(self, stage: _Stage, error: BaseException) -> None:
-        import ray.exceptions as rex
-
-        memory_kind = isinstance(error, (rex.OutOfMemoryError, rex.WorkerCrashedError))
+        memory_kind = not lost_with_node(error)  # killed for memory or crashed: it may not fit beside others
         stage.attempts += 1
         if stage.attempts > self.max_retries:
             raise _give_up(stage, error, memory_kind) from None
@@ -528,12 +528,6 @@ def _critical_depth(stages: Sequence[_Stage]) -> dict[tuple[Any, ...], int]:
         if st.upstream in depth:
             depth[st.upstream] = max(depth[st.upstream], depth[st.key] + 1)
     return depth
-
-
-def _lost_errors() -> tuple[type[BaseException], ...]:
-    import ray.exceptions as rex
-
-    return (rex.OutOfMemoryError, rex.WorkerCrashedError, rex.NodeDiedError, rex.LocalRayletDiedError)
 
 
 def run_adaptation_jobs(
