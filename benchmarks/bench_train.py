@@ -254,8 +254,8 @@ def _st_ft(path: str, rows: list, a: argparse.Namespace, out: str) -> float:
 
 
 def _ours_pt(path: str, chunks: list[str], a: argparse.Namespace, options: dict) -> float:
-    from adaptlab.adapt.train.third_party import load_sentence_model
     from adaptlab.adapt.train.pt import PTConfig, pretrain_model
+    from adaptlab.adapt.train.third_party import load_sentence_model
 
     def config(steps: int) -> PTConfig:
         return PTConfig(learning_rate=5e-5, epochs=1, batch_size=a.batch_size, max_seq_length=a.max_seq_length,
@@ -279,8 +279,8 @@ def _hf_pt(path: str, chunks: list[str], a: argparse.Namespace, out: str) -> flo
         TrainingArguments,
     )
 
-    from adaptlab.adapt.train.third_party import quiet_third_party
     from adaptlab.adapt.train.memory import transformer_dir
+    from adaptlab.adapt.train.third_party import quiet_third_party
 
     tok = AutoTokenizer.from_pretrained(str(transformer_dir(Path(path))), local_files_only=True)
     with quiet_third_party():  # "Some weights of BertForMaskedLM were not initialized": the MLM head, as ours

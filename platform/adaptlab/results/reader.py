@@ -33,8 +33,8 @@ from adaptlab.results.delta_table import (
     LAYOUT_VERSION,
     METRIC_KINDS,
     description,
-    normalize_uri,
     native_line,
+    normalize_uri,
     refuse_unrelated_folder,
 )
 from adaptlab.results.frames import to_frame, wide_frame

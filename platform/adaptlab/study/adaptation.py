@@ -49,7 +49,9 @@ from adaptlab.adapt.prep.questions import (
 )
 from adaptlab.adapt.prep.templates import SyntheticTemplateGenerator, synthetic_raw_corpus
 from adaptlab.adapt.prep.triplets import Triplet
-from adaptlab.adapt.train.artifacts import Artifact, resolve_base_model, sanitize_name
+from adaptlab.adapt.train.addressing import sanitize_name
+from adaptlab.adapt.train.artifacts import Artifact
+from adaptlab.adapt.train.base_model import resolve_base_model
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs, train_variant
 from adaptlab.adapt.train.tune import TUNE_MEASURE, SweepResult, trial_config, tune_adaptation

@@ -16,9 +16,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from adaptlab.adapt.train.checks import TrainingCheckError
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.jobs import _critical_depth, _StageRunner, stage_threads
-from adaptlab.adapt.train.checks import TrainingCheckError
 from adaptlab.adapt.train.knobs import check_precision
 from adaptlab.adapt.train.loop import run_loop
 from adaptlab.adapt.train.optimizer import OptimConfig
@@ -67,7 +67,6 @@ def test_bf16_is_refused_where_the_cpu_has_none(monkeypatch):
 
 def test_fused_attention_trains_without_attention_dropout_and_restores_it(tiny_model: Path, triplets):
     from adaptlab.adapt.train.ft import fine_tune_model
-    from adaptlab.adapt.train.third_party import load_sentence_model
     from adaptlab.adapt.train.third_party import load_sentence_model
 
     def train(fused: bool) -> tuple[list[float], list[float], float]:
@@ -128,6 +127,7 @@ def test_length_buckets_reach_the_loop_from_the_study(tmp_path, tiny_model: Path
 
     from adaptlab.adapt.train import loop
     from adaptlab.adapt.train.ft import fine_tune_model
+    from adaptlab.adapt.train.third_party import load_sentence_model
 
     s = _adapt_settings(tmp_path, length_buckets=True)
     assert s.pt.length_buckets and s.ft.length_buckets and not _adapt_settings(tmp_path).ft.length_buckets

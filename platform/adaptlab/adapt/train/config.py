@@ -13,7 +13,7 @@ Field order. Dataclass inheritance puts these fields before a subclass's own, so
 ``dataclasses.fields`` / ``asdict`` is not the order the configs declared before they shared
 these bases; the configs are keyword-only, so no call can bind a value to the wrong field by
 position. Artifact keys hash the hyperparameters as canonical JSON with sorted keys
-(:func:`adaptlab.adapt.train.artifacts.artifact_key`), so field order never enters a key.
+(:func:`adaptlab.adapt.train.addressing.artifact_key`), so field order never enters a key.
 """
 
 from __future__ import annotations

@@ -31,18 +31,15 @@ from typing import Any
 import numpy as np
 
 from adaptlab.adapt.prep.triplets import read_triplets
-from adaptlab.adapt.train.artifacts import (
-    Artifact,
-    ArtifactWriter,
-    claim,
-    describe_base,
-    package_versions,
-)
-from adaptlab.adapt.train.config import AUTO, LoopConfig, check_positive
+from adaptlab.adapt.train.addressing import package_versions
+from adaptlab.adapt.train.artifacts import Artifact
+from adaptlab.adapt.train.base_model import describe_base
 from adaptlab.adapt.train.checks import LoopResult, run_label
+from adaptlab.adapt.train.config import AUTO, LoopConfig, check_positive
 from adaptlab.adapt.train.knobs import pick_device
 from adaptlab.adapt.train.loop import run_loop
 from adaptlab.adapt.train.third_party import load_sentence_model
+from adaptlab.adapt.train.writer import ArtifactWriter, claim
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.instructions import resolve_instructions
 from adaptlab.models.resolve import MODEL_ALIASES

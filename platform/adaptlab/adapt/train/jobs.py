@@ -61,7 +61,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adaptlab.adapt.train.artifacts import Artifact, artifact_root_text, chunks_fingerprint, describe_base
+from adaptlab.adapt.train.addressing import chunks_fingerprint
+from adaptlab.adapt.train.artifacts import Artifact, artifact_root_text
+from adaptlab.adapt.train.base_model import describe_base
 from adaptlab.adapt.train.colbert import COLBERT_VARIANT, ColBERTFTConfig, train_colbert
 from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, training_rows_fingerprint
 from adaptlab.adapt.train.memory import (

@@ -25,20 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.adapt.train.artifacts import (
-    Artifact,
-    ArtifactWriter,
-    chunks_fingerprint,
-    claim,
-    describe_base,
-    package_versions,
-)
-from adaptlab.adapt.train.config import LoopConfig, check_at_least_one
+from adaptlab.adapt.train.addressing import chunks_fingerprint, package_versions
+from adaptlab.adapt.train.artifacts import Artifact
+from adaptlab.adapt.train.base_model import describe_base
 from adaptlab.adapt.train.checks import LoopResult, run_label
+from adaptlab.adapt.train.config import LoopConfig, check_at_least_one
 from adaptlab.adapt.train.knobs import pick_device
 from adaptlab.adapt.train.loop import run_loop, seeded
 from adaptlab.adapt.train.memory import transformer_dir
 from adaptlab.adapt.train.third_party import load_sentence_model, quiet_third_party
+from adaptlab.adapt.train.writer import ArtifactWriter, claim
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.variants import PT
 

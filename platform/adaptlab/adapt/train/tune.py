@@ -47,7 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.adapt.train.artifacts import describe_base, is_artifact_uri, local_model_path, sanitize_name
+from adaptlab.adapt.train.addressing import sanitize_name
+from adaptlab.adapt.train.artifacts import is_artifact_uri, local_model_path
+from adaptlab.adapt.train.base_model import describe_base
 from adaptlab.adapt.train.ft import (
     FTConfig,
     TripletRows,
@@ -61,8 +63,8 @@ from adaptlab.adapt.train.knobs import pick_device
 from adaptlab.adapt.train.memory import EncoderShape, declared_memory, estimate_stage_memory, largest_node_memory
 from adaptlab.adapt.train.merge import merge_state_dicts
 from adaptlab.adapt.train.space import build_param_space, largest_value
-from adaptlab.adapt.train.third_party import load_sentence_model
 from adaptlab.adapt.train.sweep_config import CONFIRM_FRACTION, SweepConfig, check_confirm_fraction
+from adaptlab.adapt.train.third_party import load_sentence_model
 from adaptlab.data.dataset import Dataset
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure, evaluate
