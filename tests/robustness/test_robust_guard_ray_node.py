@@ -23,7 +23,8 @@ from adaptlab.runtime.progress import Progress
 
 
 def _dispatch(monkeypatch, *, embedded: bool, nodes: dict, raylet: bool | None) -> Dispatch:
-    fake_pool = SimpleNamespace(ready_members=list, members=[object()], placement=PoolPlacement(1, 1.0, 0.0, 1, "cpu"))
+    fake_pool = SimpleNamespace(ready_members=list, members=[object()], placement=PoolPlacement(1, 1.0, 0.0, 1, "cpu"),
+                                reported_losses=set())
     monkeypatch.setattr(dispatch_mod, "is_embedded", lambda: embedded)
     monkeypatch.setattr(dispatch_mod, "cluster_nodes", lambda: nodes)
     monkeypatch.setattr(dispatch_mod, "embedded_node_alive", lambda: raylet)
