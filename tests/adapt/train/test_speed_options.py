@@ -235,7 +235,7 @@ def test_the_study_passes_lone_stage_all_cpus_to_the_stage_graph(tmp_path, monke
     from adaptlab.study import adaptation
 
     seen: list[bool] = []
-    monkeypatch.setattr(adaptation, "run_adaptation_jobs", lambda jobs, root, **kw: seen.append(kw["lone_stage_all_cpus"]))
+    monkeypatch.setattr(adaptation, "run_adaptation_jobs", lambda jobs, root, settings, **kw: seen.append(settings.lone_stage_all_cpus))
     for value in (False, True):
         adaptation._train(_adapt_settings(tmp_path, use_ray=True, lone_stage_all_cpus=value), [("ft", 4, None)], None)
     assert seen == [False, True] and _adapt_settings(tmp_path).lone_stage_all_cpus is True
@@ -248,7 +248,7 @@ def test_a_ray_stage_trains_on_the_threads_its_cpus_give(ray_local, tiny_model: 
     """``cpus_per_job`` reaches the worker: on the shared Ray (4 CPUs) a stage declaring 1 CPU
     trains on one thread, also alone when ``lone_stage_all_cpus`` is off (a stage alone with it on:
     test_room_for_training)."""
-    from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs
+    from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, run_adaptation_jobs
     from adaptlab.runtime import available_cores
 
     seen = tmp_path / "threads"
@@ -264,8 +264,8 @@ def test_a_ray_stage_trains_on_the_threads_its_cpus_give(ray_local, tiny_model: 
     # 2 steps: the checkpoint after step 1 calls the hook (the last step's state is the model)
     cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0)
     job = AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=cfg, seed=11)
-    art, = run_adaptation_jobs([job], tmp_path / "store", cpus_per_job=1, checkpoint_every=1, on_checkpoint=record,
-                               lone_stage_all_cpus=False)
+    art, = run_adaptation_jobs([job], tmp_path / "store", JobSettings(cpus_per_job=1, checkpoint_every=1,
+                                                                      lone_stage_all_cpus=False), on_checkpoint=record)
     threads = {f.read_text() for f in seen.iterdir()}
     assert threads == {"1"} == {str(stage_threads(1, 4, available_cores()))}
     assert art.manifest["training"]["torch_threads"] == 1

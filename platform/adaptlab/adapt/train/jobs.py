@@ -85,6 +85,7 @@ from adaptlab.runtime.ray_output import configure_ray_output
 
 __all__ = [
     "AdaptJob",
+    "JobSettings",
     "TrainingResourceError",
     "VARIANTS",
     "ensure_ray",
@@ -97,6 +98,24 @@ log = logging.getLogger(__name__)
 
 VARIANTS: tuple[str, ...] = (COLBERT_VARIANT, FT, MERGED, PT, PT_FT)
 _MERGE_SOURCES = MERGE_SOURCES
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """How :func:`run_adaptation_jobs` runs the training stages on Ray, passed whole.
+
+    ``gpus_per_job``: GPUs per training stage (``None``: 1 when the cluster has GPUs, else 0;
+    fractions share a GPU); ``cpus_per_job``: its CPUs; ``max_retries``: retries of a stage lost
+    for memory, a crash or its node; ``checkpoint_every``: steps between checkpoints (None: none);
+    ``memory_per_job``: bytes each stage declares (``None``: estimated, :mod:`.memory`; 0: none);
+    ``lone_stage_all_cpus``: a CPU stage that runs alone declares all the CPUs of the largest node."""
+
+    gpus_per_job: float | None = None
+    cpus_per_job: float = 1
+    max_retries: int = 3
+    checkpoint_every: int | None = 50
+    memory_per_job: int | None = None
+    lone_stage_all_cpus: bool = True
 
 
 @dataclass(frozen=True, eq=False)
@@ -535,17 +554,13 @@ def _critical_depth(stages: Sequence[_Stage]) -> dict[tuple[Any, ...], int]:
 def run_adaptation_jobs(
     jobs: Sequence[AdaptJob],
     artifact_root: str | os.PathLike[str],
+    settings: JobSettings | None = None,
     *,
-    gpus_per_job: float | None = None,
-    cpus_per_job: float = 1,
-    max_retries: int = 3,
-    checkpoint_every: int | None = 50,
     on_checkpoint: Callable[[int], None] | None = None,
     address: str | None = None,
-    memory_per_job: int | None = None,
-    lone_stage_all_cpus: bool = True,
 ) -> list[Artifact]:
-    """Run ``jobs`` as Ray tasks and return their artifacts in job order.
+    """Run ``jobs`` as Ray tasks and return their artifacts in job order, as ``settings`` say
+    (:class:`JobSettings`; its defaults when None).
 
     ``gpus_per_job``: GPUs per training stage; ``None`` asks for 1 when the cluster has GPUs
     and 0 otherwise (fractions share a GPU). Each stage declares the memory it needs
@@ -563,6 +578,9 @@ def run_adaptation_jobs(
     run out, :class:`TrainingResourceError` names the variant, the scale and the setting to lower.
     Ray is started (or joined at ``address``) when not running.
     """
+    s = settings or JobSettings()
+    gpus_per_job, cpus_per_job, max_retries = s.gpus_per_job, s.cpus_per_job, s.max_retries
+    checkpoint_every, memory_per_job = s.checkpoint_every, s.memory_per_job
     if max_retries < 0:
         raise ConfigError(f"max_retries = {max_retries}: expected >= 0")
     if memory_per_job is not None and memory_per_job < 0:
@@ -584,7 +602,7 @@ def run_adaptation_jobs(
 
     progress = progress_enabled()
 
-    whole_node = lone_stage_all_cpus and not gpus_per_job
+    whole_node = s.lone_stage_all_cpus and not gpus_per_job
 
     def submit(stage: _Stage, upstream: Any) -> Any:
         # the largest node now: after a node loss a lone stage must fit a node that is left

@@ -58,7 +58,7 @@ from adaptlab.adapt.train.ft import (
     resolve_prefixes,
     saved_prompts,
 )
-from adaptlab.adapt.train.jobs import AdaptJob, ensure_ray, run_adaptation_jobs
+from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, ensure_ray, run_adaptation_jobs
 from adaptlab.adapt.train.knobs import pick_device
 from adaptlab.adapt.train.memory import EncoderShape, declared_memory, estimate_stage_memory, largest_node_memory
 from adaptlab.adapt.train.merge import merge_state_dicts
@@ -416,7 +416,7 @@ def _start_path(
     job_kwargs = {"pt_config": pt_config} if pt_config is not None else {}
     pt = run_adaptation_jobs(
         [AdaptJob(PT, os.fspath(base_model), chunks=list(chunks), seed=seed, **job_kwargs)],
-        artifact_root, gpus_per_job=gpus,
+        artifact_root, JobSettings(gpus_per_job=gpus),
     )[0]
     local = Path(pt.model_path)
     return local, (f"{pt.uri}/model" if pt.uri else str(local))
