@@ -165,7 +165,7 @@ _BUDGET_SCRIPT = textwrap.dedent("""
     from pathlib import Path
     import ray
     from adaptlab.adapt.train.ft import FTConfig
-    from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs
+    from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, run_adaptation_jobs
     from adaptlab.adapt.train.memory import EncoderShape, estimate_stage_memory
 
     model, triplets, out, wait_s = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4])
