@@ -37,7 +37,7 @@ from adaptlab.adapt.train.base_model import describe_base
 from adaptlab.adapt.train.checks import LoopResult, run_label
 from adaptlab.adapt.train.config import AUTO, LoopConfig, check_positive
 from adaptlab.adapt.train.knobs import pick_device
-from adaptlab.adapt.train.loop import run_loop
+from adaptlab.adapt.train.loop import Checkpointing, run_loop
 from adaptlab.adapt.train.third_party import load_sentence_model
 from adaptlab.adapt.train.writer import ArtifactWriter, claim
 from adaptlab.errors import ConfigError, DataError
@@ -258,11 +258,7 @@ def fine_tune_model(
     seed: int,
     prefixes: tuple[str, str],
     device: Any,
-    checkpoint_dir: Path | None = None,
-    checkpoint_every: int | None = None,
-    checkpoint_each_epoch: bool = False,
-    on_checkpoint: Callable[[int], None] | None = None,
-    on_epoch_end: Callable[[int, Path | None], None] | None = None,
+    checkpoints: Checkpointing | None = None,
     label: str = "FT",
 ) -> LoopResult:
     """Fine-tune a loaded ``SentenceTransformer`` in place (the kernel of :func:`train_ft`).
@@ -298,11 +294,7 @@ def fine_tune_model(
         seed=seed,
         compute_loss=compute_loss,
         device=dev,
-        checkpoint_dir=checkpoint_dir,
-        checkpoint_every=checkpoint_every,
-        checkpoint_each_epoch=checkpoint_each_epoch,
-        on_checkpoint=on_checkpoint,
-        on_epoch_end=on_epoch_end,
+        checkpoints=checkpoints,
         label=label,
         lengths=_example_lengths(model, rows, config.num_negatives, prefixes) if config.length_buckets else None,
     )
@@ -365,9 +357,8 @@ def train_ft(
         model = load_sentence_model(base.path, dev)
         result = fine_tune_model(
             model, rows, config, seed=seed, prefixes=prefixes, device=dev,
-            checkpoint_dir=writer.checkpoint_dir, checkpoint_every=checkpoint_every,
-            checkpoint_each_epoch=checkpoint_every is not None,
-            on_checkpoint=writer.checkpoint_hook(on_checkpoint),
+            checkpoints=Checkpointing(writer.checkpoint_dir, checkpoint_every, checkpoint_every is not None,
+                                      writer.checkpoint_hook(on_checkpoint)),
             label=run_label(variant, base.label, scale, len(rows), "triplets"),
         )
         save_prefixes(model, prefixes)

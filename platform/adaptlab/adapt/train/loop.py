@@ -24,6 +24,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from adaptlab.adapt.train.knobs import autocast, check_precision, set_attention_
 from adaptlab.adapt.train.optimizer import OptimConfig, linear_warmup_decay, make_adamw, param_groups
 from adaptlab.adapt.train.step_progress import StepProgress
 
-__all__ = ["BUCKET_BATCHES", "epoch_order", "run_loop", "seeded", "step_seed"]
+__all__ = ["BUCKET_BATCHES", "Checkpointing", "epoch_order", "run_loop", "seeded", "step_seed"]
 
 
 BUCKET_BATCHES = 16
@@ -103,6 +104,20 @@ def _train_step(model: Any, optimizer: Any, params: list[Any], idx: np.ndarray, 
     return value
 
 
+@dataclass(frozen=True)
+class Checkpointing:
+    """Where a run's checkpoints go (``directory``; resumed from when it holds one), when they are
+    written (every ``every`` steps; at the end of each epoch with ``each_epoch``), and what runs
+    after each checkpoint (``on_checkpoint(step)``) and each epoch (``on_epoch_end(epoch,
+    checkpoint)``): :func:`run_loop`'s checkpoint settings, passed whole."""
+
+    directory: Path | None = None
+    every: int | None = None
+    each_epoch: bool = False
+    on_checkpoint: Callable[[int], None] | None = None
+    on_epoch_end: Callable[[int, Path | None], None] | None = None
+
+
 def run_loop(
     model: Any,
     *,
@@ -111,11 +126,7 @@ def run_loop(
     seed: int,
     compute_loss: Callable[[np.ndarray], Any],
     device: Any,
-    checkpoint_dir: Path | None = None,
-    checkpoint_every: int | None = None,
-    checkpoint_each_epoch: bool = False,
-    on_checkpoint: Callable[[int], None] | None = None,
-    on_epoch_end: Callable[[int, Path | None], None] | None = None,
+    checkpoints: Checkpointing | None = None,
     label: str = "training",
     lengths: np.ndarray | None = None,
 ) -> LoopResult:
@@ -124,14 +135,18 @@ def run_loop(
     ``lengths`` (a token count per example) groups batches by length when
     ``optim.length_buckets`` is on (:func:`epoch_order`).
 
-    Resumes from ``checkpoint_dir`` when it holds a checkpoint. ``on_checkpoint(step)`` runs
-    after each checkpoint is complete; ``on_epoch_end(epoch, checkpoint)`` after each epoch
-    (0-based, with that epoch's checkpoint when ``checkpoint_each_epoch``; the last epoch's is
-    written only for ``on_epoch_end``: without it the trained model follows at once). ``label``
+    ``checkpoints`` (:class:`Checkpointing`; none when None): resumes from its ``directory`` when
+    that holds a checkpoint. ``on_checkpoint(step)`` runs after each checkpoint is complete;
+    ``on_epoch_end(epoch, checkpoint)`` after each epoch (0-based, with that epoch's checkpoint
+    when ``each_epoch``; the last epoch's is written only for ``on_epoch_end``: without it the
+    trained model follows at once). ``label``
     names the run (variant and data scale) in the checks' messages (module docstring).
     """
     import torch
 
+    ck = checkpoints or Checkpointing()
+    checkpoint_dir, checkpoint_every = ck.directory, ck.every
+    on_checkpoint, on_epoch_end = ck.on_checkpoint, ck.on_epoch_end
     result = plan_run(n_examples, optim, label)
     result.torch_threads = torch.get_num_threads()
     steps_per_epoch = result.schedule["steps_per_epoch"]
@@ -163,7 +178,7 @@ def run_loop(
         target = None
         periodic = bool(checkpoint_every) and done % int(checkpoint_every or 1) == 0 and done < total
         # the last step's state is the trained model: checkpointed only for an epoch hook that reads it
-        epochly = checkpoint_each_epoch and end_of_epoch and (done < total or on_epoch_end is not None)
+        epochly = ck.each_epoch and end_of_epoch and (done < total or on_epoch_end is not None)
         if checkpoint_dir is not None and (periodic or epochly):
             target = write_checkpoint(model, optimizer, checkpoint_dir, done, result.losses)
             if on_checkpoint is not None:

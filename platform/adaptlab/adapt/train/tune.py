@@ -60,6 +60,7 @@ from adaptlab.adapt.train.ft import (
 )
 from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, ensure_ray, run_adaptation_jobs
 from adaptlab.adapt.train.knobs import pick_device
+from adaptlab.adapt.train.loop import Checkpointing
 from adaptlab.adapt.train.memory import EncoderShape, declared_memory, estimate_stage_memory, largest_node_memory
 from adaptlab.adapt.train.merge import merge_state_dicts
 from adaptlab.adapt.train.space import build_param_space, largest_value
@@ -362,7 +363,7 @@ def _trial(config: dict[str, Any], payload: dict[str, Any]) -> None:
     try:
         fine_tune_model(
             model, payload["rows"], cfg, seed=payload["seed"], prefixes=(q_prefix, p_prefix), device=device,
-            checkpoint_dir=ckpt_dir, checkpoint_each_epoch=True, on_epoch_end=on_epoch_end,
+            checkpoints=Checkpointing(ckpt_dir, each_epoch=True, on_epoch_end=on_epoch_end),
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
