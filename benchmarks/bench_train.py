@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     import torch
 
     from adaptlab.adapt.train.ft import FTConfig, fine_tune_model
-    from adaptlab.adapt.train.loop import load_sentence_model
+    from adaptlab.adapt.train.third_party import load_sentence_model
     from adaptlab.models import resolve_model
 
     ref = resolve_model(a.model)
@@ -192,7 +192,7 @@ def _ours_ft(path: str, rows: list, a: argparse.Namespace, options: dict) -> tup
     """CPU seconds of ``a.steps`` FT steps of adaptlab's loop after ``a.warmup_steps`` untimed ones,
     in one run as the plain trainer's; the model."""
     from adaptlab.adapt.train.ft import fine_tune_model
-    from adaptlab.adapt.train.loop import load_sentence_model
+    from adaptlab.adapt.train.third_party import load_sentence_model
 
     model = load_sentence_model(path, "cpu")
     n = (a.warmup_steps + a.steps) * a.batch_size
@@ -250,8 +250,8 @@ def _st_ft(path: str, rows: list, a: argparse.Namespace, out: str) -> float:
 
 
 def _ours_pt(path: str, chunks: list[str], a: argparse.Namespace, options: dict) -> float:
-    from adaptlab.adapt.train.loop import load_sentence_model
     from adaptlab.adapt.train.pt import PTConfig, pretrain_model
+    from adaptlab.adapt.train.third_party import load_sentence_model
 
     def config(steps: int) -> PTConfig:
         return PTConfig(learning_rate=5e-5, epochs=1, batch_size=a.batch_size, max_seq_length=a.max_seq_length,
@@ -275,8 +275,8 @@ def _hf_pt(path: str, chunks: list[str], a: argparse.Namespace, out: str) -> flo
         TrainingArguments,
     )
 
-    from adaptlab.adapt.train.loop import quiet_third_party
     from adaptlab.adapt.train.memory import transformer_dir
+    from adaptlab.adapt.train.third_party import quiet_third_party
 
     tok = AutoTokenizer.from_pretrained(str(transformer_dir(Path(path))), local_files_only=True)
     with quiet_third_party():  # "Some weights of BertForMaskedLM were not initialized": the MLM head, as ours

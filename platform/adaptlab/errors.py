@@ -12,15 +12,17 @@ for example in a path built from ``file://user:<password>@host/...``.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
 import re
+import unicodedata
 from collections.abc import Iterable
 from types import ModuleType
 from urllib.parse import unquote
 
 __all__ = ["URI_PATTERN", "AdaptlabError", "ConfigError", "DataError", "MissingExtraError", "StoreError",
-           "extra_installed", "forget_url_secrets", "is_uri", "mask_url", "missing_extra", "remember_url_secrets",
+           "extra_installed", "forget_url_secrets", "is_uri", "mask_url", "missing_extra", "one_line", "remember_url_secrets",
            "require_extra", "url_secrets"]
 
 URI_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -177,3 +179,24 @@ def extra_installed(module: str) -> bool:
 def _first_line(e: BaseException, limit: int = 160) -> str:
     text = " ".join(str(e).split()) or type(e).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_OS_HINTS = {errno.ENOSPC: "; free some space and run again (nothing partial was kept as a result)",
+             errno.EISDIR: "; expected a file", errno.ENOTDIR: "; expected a directory",
+             errno.EACCES: "; check the permissions"}
+
+
+def one_line(e: BaseException) -> str:
+    """An error as one line for the user; an :class:`OSError` names its file and what went wrong
+    (``PATH: No space left on device``), never a traceback. Control and format characters (ESC of
+    an ANSI sequence in a path or a name) are escaped, so the line prints as it reads."""
+    if isinstance(e, OSError) and not isinstance(e, AdaptlabError):
+        reason = e.strerror or str(e) or type(e).__name__
+        paths = [str(p) for p in (e.filename, e.filename2) if p is not None]
+        hint = _OS_HINTS.get(e.errno or 0, "")
+        text = f"{' -> '.join(paths)}: {reason}{hint}" if paths else f"{reason}{hint}"
+    else:
+        text = str(e)
+    text = " ".join(text.split()) or type(e).__name__
+    return "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch)[0] == "C" else ch
+                   for ch in text)

@@ -15,18 +15,21 @@ import numpy as np
 import pytest
 from embedding_fakes import FakeRay, HashFactory, make_texts
 
+from adaptlab.embedding import dispatch as dispatch_module
+from adaptlab.embedding import node_losses
 from adaptlab.embedding import pool as pool_module
+from adaptlab.embedding.node_losses import node_of_death
 from adaptlab.embedding.pipeline import _assemble, length_blocks
-from adaptlab.embedding.pool import (
+from adaptlab.embedding.placement import (
     PLACEMENT_TIMEOUT,
     PLACEMENT_TIMEOUT_ENV,
+    POLL_SECONDS,
     ClusterCapacityError,
-    EncoderPool,
     Member,
     PoolPlacement,
-    _node_of_death,
     placement_timeout,
 )
+from adaptlab.embedding.pool import EncoderPool
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models import HashingEncoder
 
@@ -40,7 +43,7 @@ def fake_ray(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", fake)
     # a multi-node cluster this process did not start, even when an earlier test started the
     # embedded Ray in this process (its one-node rule would fail a lost node at once)
-    monkeypatch.setattr(pool_module, "is_embedded", lambda: False)
+    monkeypatch.setattr(dispatch_module, "is_embedded", lambda: False)
     return fake
 
 
@@ -95,8 +98,8 @@ def test_a_node_gets_one_line_counting_the_actors_lost_within_the_report_delay(f
     """w1's raylet goes at round 9: one actor's call fails at once, the other's five rounds later (as
     Ray reports them, "temporarily unavailable"). Within the delay both are in the node's one line;
     with no delay the line is written at once and the later death is a DEBUG line only."""
-    monkeypatch.setattr(pool_module, "LOSS_REPORT_DELAY", delay)
-    caplog.set_level(logging.DEBUG, logger=pool_module.__name__)
+    monkeypatch.setattr(node_losses, "LOSS_REPORT_DELAY", delay)
+    caplog.set_level(logging.DEBUG, logger=node_losses.__name__)
     pool = _pool(5)
     w1 = []
 
@@ -116,7 +119,7 @@ def test_a_node_gets_one_line_counting_the_actors_lost_within_the_report_delay(f
 def test_a_node_lost_in_an_earlier_call_gets_no_second_line(fake_ray, caplog):
     """A replacement Ray had placed on the dying node fails in the next call, naming the node in its
     message (it never reported one): counted as that node's loss, not a crash, and not reported again."""
-    caplog.set_level(logging.DEBUG, logger=pool_module.__name__)
+    caplog.set_level(logging.DEBUG, logger=node_losses.__name__)
     pool = _pool(5)
     fake_ray.events[9] = lambda r: r.kill_node("w1")
     _run(pool, max_restarts=0)
@@ -140,11 +143,11 @@ def test_the_node_of_an_actor_that_never_got_ready_is_the_one_rays_message_names
         error_message=f"The actor died because its node has died. Node Id: {node}\n\tthe actor's node was "
                       "terminated unexpectedly: health check failed due to missing too many heartbeats"))
     pending = Member(actor=None, ready=object())
-    assert _node_of_death(pending, error, {}) == (node, "192.0.2.2")
-    assert _node_of_death(pending, error, {node: (False, "10.1.2.3")}) == (node, "10.1.2.3")  # the listed address
+    assert node_of_death(pending, error, {}) == (node, "192.0.2.2")
+    assert node_of_death(pending, error, {node: (False, "10.1.2.3")}) == (node, "10.1.2.3")  # the listed address
     unavailable = ray.exceptions.ActorUnavailableError("RpcError: Socket closed", b"\x01" * 16)
-    assert _node_of_death(pending, unavailable, {}) == ("unknown", "")  # Ray names no node: said so
-    assert _node_of_death(Member(None, None, "w1", "10.0.0.1"), ray.exceptions.ActorDiedError(), {}) is None  # a crash
+    assert node_of_death(pending, unavailable, {}) == ("unknown", "")  # Ray names no node: said so
+    assert node_of_death(Member(None, None, "w1", "10.0.0.1"), ray.exceptions.ActorDiedError(), {}) is None  # a crash
 
 
 def test_replacements_take_blocks_once_a_node_has_room_again(fake_ray):
@@ -234,7 +237,7 @@ def test_placement_timeout_setting(monkeypatch):
         placement_timeout()
     with pytest.raises(ConfigError, match="placement_timeout must be"):
         placement_timeout(0)
-    assert pool_module.POLL_SECONDS < PLACEMENT_TIMEOUT
+    assert POLL_SECONDS < PLACEMENT_TIMEOUT
 
 
 def test_token_vectors_survive_a_lost_node_the_same_way(fake_ray):

@@ -16,17 +16,19 @@ from types import SimpleNamespace
 
 import pytest
 
-from adaptlab.embedding import pool as pool_mod
-from adaptlab.embedding.pool import WAITING_STATE, ClusterCapacityError, PoolPlacement, _Dispatch
+from adaptlab.embedding import dispatch as dispatch_mod
+from adaptlab.embedding.dispatch import Dispatch
+from adaptlab.embedding.placement import WAITING_STATE, ClusterCapacityError, PoolPlacement
 from adaptlab.runtime.progress import Progress
 
 
-def _dispatch(monkeypatch, *, embedded: bool, nodes: dict, raylet: bool | None) -> _Dispatch:
-    fake_pool = SimpleNamespace(ready_members=list, members=[object()], placement=PoolPlacement(1, 1.0, 0.0, 1, "cpu"))
-    monkeypatch.setattr(pool_mod, "is_embedded", lambda: embedded)
-    monkeypatch.setattr(pool_mod, "cluster_nodes", lambda: nodes)
-    monkeypatch.setattr(pool_mod, "embedded_node_alive", lambda: raylet)
-    return _Dispatch(fake_pool, [(list(range(3)), ["a", "b", "c"])], "document", 8, 3, timeout=180.0)
+def _dispatch(monkeypatch, *, embedded: bool, nodes: dict, raylet: bool | None) -> Dispatch:
+    fake_pool = SimpleNamespace(ready_members=list, members=[object()], placement=PoolPlacement(1, 1.0, 0.0, 1, "cpu"),
+                                reported_losses=set())
+    monkeypatch.setattr(dispatch_mod, "is_embedded", lambda: embedded)
+    monkeypatch.setattr(dispatch_mod, "cluster_nodes", lambda: nodes)
+    monkeypatch.setattr(dispatch_mod, "embedded_node_alive", lambda: raylet)
+    return Dispatch(fake_pool, [(list(range(3)), ["a", "b", "c"])], "document", 8, 3, timeout=180.0)
 
 
 @pytest.mark.parametrize("nodes, raylet", [({"n1" * 10: (False, "127.0.0.1")}, None),

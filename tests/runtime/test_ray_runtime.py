@@ -106,11 +106,11 @@ _BACKGROUND = textwrap.dedent(
     info = init_ray()  # waits for the background start instead of starting a second Ray
     on_shutdown(lambda: calls.append("released"))
     session = ray._private.worker._global_node.get_session_dir_path()
-    watchdog = cluster._watchdog
+    watchdog = cluster._STATE.watchdog
     shutdown_ray()
     print(json.dumps({"same": same, "equal": future.result() == info, "started": info.started_here,
                       "calls": calls, "watchdog_exit": watchdog.process.returncode,
-                      "left": session_pids(session), "handle": cluster._watchdog}))
+                      "left": session_pids(session), "handle": cluster._STATE.watchdog}))
     """
 )
 

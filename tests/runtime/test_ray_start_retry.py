@@ -129,7 +129,7 @@ def test_a_start_that_timed_out_once_is_torn_down_and_started_again(fake_ray, ca
     assert "attempt 1 of 3" in err[0] and "30 s" in err[0]
     first, second = fake.watchdogs
     assert first.process.poll() is not None  # the failed attempt's watchdog swept and exited
-    assert cluster._watchdog is second and second.process.poll() is None  # the running Ray's is kept
+    assert cluster._STATE.watchdog is second and second.process.poll() is None  # the running Ray's is kept
     assert fake.gcs_wait == [str(cluster.GCS_WAIT_S)] * 2  # Ray's GCS window is adaptlab's longer one...
     assert cluster.GCS_WAIT_ENV not in os.environ  # ...only while starting
 
@@ -149,7 +149,7 @@ def test_a_start_that_always_times_out_fails_with_one_line_after_the_last_attemp
     retries = capsys.readouterr().err.strip().splitlines()
     assert [line.split(";")[1].strip().split(",")[0] for line in retries] == ["attempt 1 of 3", "attempt 2 of 3"]
     assert len(fake.watchdogs) == 3 and all(w.process.poll() is not None for w in fake.watchdogs)
-    assert cluster._watchdog is None and cluster.GCS_WAIT_ENV not in os.environ
+    assert cluster._STATE.watchdog is None and cluster.GCS_WAIT_ENV not in os.environ
 
 
 def test_other_start_errors_are_not_retried_and_the_users_gcs_window_is_kept(fake_ray, monkeypatch):
@@ -206,7 +206,7 @@ _REAL = textwrap.dedent(
     try:
         init_ray(num_cpus=2)
         out["ok"] = ray.get(ray.put(41)) + 1
-        out["live"] = cluster._watchdog.session_dir
+        out["live"] = cluster._STATE.watchdog.session_dir
     except TimeoutError as e:  # every attempt timed out for real (a very busy machine)
         out["error"] = str(e)
     sessions = glob.glob(os.path.join(cluster._ray_temp_root({}), f"session_*_{os.getpid()}"))

@@ -57,8 +57,7 @@ import pyarrow as pa
 import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "study"))
-from adaptlab.embedding.pool import _lost_nodes_text  # noqa: E402
+from adaptlab.embedding.node_losses import lost_nodes_text  # noqa: E402
 from adaptlab.errors import AdaptlabError  # noqa: E402
 from adaptlab.study import load_study, run_study  # noqa: E402
 from testkit.ray_cluster import (  # noqa: E402
@@ -459,5 +458,5 @@ def test_the_capacity_line_names_the_known_lost_nodes_only():
     """Replacements that Ray sent to the dying node die before they report a node ("unknown",
     seen in test c's run): the line names the identified node, and "unknown" only when no node is known."""
     lost = {"623bbabc6c8596eb111e": "10.0.0.2", "unknown": "10.0.0.2", "8f8534c6d06cded886c9": ""}
-    assert _lost_nodes_text(lost) == "623bbabc6c85 (10.0.0.2), 8f8534c6d06c (ip unknown)"
-    assert _lost_nodes_text({"unknown": "10.0.0.2"}) == "unknown (10.0.0.2)"
+    assert lost_nodes_text(lost) == "623bbabc6c85 (10.0.0.2), 8f8534c6d06c (ip unknown)"
+    assert lost_nodes_text({"unknown": "10.0.0.2"}) == "unknown (10.0.0.2)"

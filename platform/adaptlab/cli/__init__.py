@@ -19,18 +19,16 @@ Both are accepted before or after the sub-command.
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib
 import logging
 import os
 import sys
-import unicodedata
 import warnings
 from collections.abc import Callable, Sequence
 
 from adaptlab._version import __version__
 from adaptlab.cli._common import HelpFormatter
-from adaptlab.errors import AdaptlabError, forget_url_secrets, mask_url, remember_url_secrets
+from adaptlab.errors import AdaptlabError, forget_url_secrets, mask_url, one_line, remember_url_secrets
 from adaptlab.runtime import TERMINATED_STATUS, Terminated, catch_sigterm, sigterm_received
 
 __all__ = ["main"]
@@ -174,23 +172,6 @@ def entry() -> None:
     exit with its status (exit handlers run; a store's reader leaves no native thread that could
     abort the exit, see :mod:`adaptlab.results.reader`)."""
     raise SystemExit(main())
-
-
-def one_line(e: BaseException) -> str:
-    """An error as one line; an :class:`OSError` names its file and what went wrong
-    (``PATH: No space left on device``), never a traceback."""
-    if isinstance(e, OSError) and not isinstance(e, AdaptlabError):
-        reason = e.strerror or str(e) or type(e).__name__
-        paths = [str(p) for p in (e.filename, e.filename2) if p is not None]
-        hint = {errno.ENOSPC: "; free some space and run again (nothing partial was kept as a result)",
-                errno.EISDIR: "; expected a file", errno.ENOTDIR: "; expected a directory",
-                errno.EACCES: "; check the permissions"}.get(e.errno or 0, "")
-        text = f"{' -> '.join(paths)}: {reason}{hint}" if paths else f"{reason}{hint}"
-    else:
-        text = str(e)
-    text = " ".join(text.split()) or type(e).__name__
-    return "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch)[0] == "C" else ch
-                   for ch in text)  # ESC and other control or format characters (of a path, a name) escaped
 
 
 def _broken_pipe() -> int:

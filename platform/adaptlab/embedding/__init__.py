@@ -8,14 +8,8 @@ from __future__ import annotations
 from adaptlab.embedding.actor import EmbedBatch, EncoderFactory
 from adaptlab.embedding.cache import LOCAL_BELOW, Embedder, EmbeddingCache, texts_hash
 from adaptlab.embedding.pipeline import EmbeddingRun, embed_texts, embed_texts_detailed, plan_blocks
-from adaptlab.embedding.pool import (
-    ClusterCapacityError,
-    EncoderPool,
-    PoolPlacement,
-    active_pools,
-    embedding_pools,
-    release_pools,
-)
+from adaptlab.embedding.placement import ClusterCapacityError, PoolPlacement
+from adaptlab.embedding.pool import EncoderPool, active_pools, embedding_pools, release_pools
 
 __all__ = [
     "LOCAL_BELOW",

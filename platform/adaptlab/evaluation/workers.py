@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.embedding.pool import (
+from adaptlab.embedding.placement import (
     FETCH_TIMEOUT,
     PLACEMENT_TIMEOUT_ENV,
     POLL_SECONDS,

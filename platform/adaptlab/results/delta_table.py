@@ -43,7 +43,7 @@ __all__ = [
     "STUDY_FOLDERS",
     "description",
     "normalize_uri",
-    "one_line",
+    "native_line",
     "refuse_unrelated_folder",
 ]
 
@@ -111,8 +111,10 @@ def description() -> str:
     return json.dumps({"format": FORMAT, "layout": LAYOUT_VERSION, "schema_version": SCHEMA_VERSION})
 
 
-def one_line(e: BaseException | None) -> str:
-    """One line of an exception's message: no ANSI codes, server XML, backtrace or secret."""
+def native_line(e: BaseException | None) -> str:
+    """One line of a native (delta-rs, object store) failure for a store error: no ANSI codes,
+    server XML, backtrace or secret, at most 500 characters. Not :func:`adaptlab.errors.one_line`,
+    the CLI's line of any error: this one cleans the text native code produces."""
     return short_message(e, 500)
 
 

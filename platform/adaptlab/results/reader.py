@@ -33,8 +33,8 @@ from adaptlab.results.delta_table import (
     LAYOUT_VERSION,
     METRIC_KINDS,
     description,
+    native_line,
     normalize_uri,
-    one_line,
     refuse_unrelated_folder,
 )
 from adaptlab.results.frames import to_frame, wide_frame
@@ -158,7 +158,7 @@ class StoreReader:
             with quiet_native("open"):  # a Rust panic's lines before the one-line error stay off the terminal
                 return bool(deltalake.DeltaTable.is_deltatable(self.uri, storage_options=self._options))
         except Exception as e:  # noqa: BLE001 - delta-rs raises plain errors for storage problems
-            raise StoreError(f"{self.uri}: cannot reach the results store: {one_line(e)}") from e
+            raise StoreError(f"{self.uri}: cannot reach the results store: {native_line(e)}") from e
 
     def _create(self) -> None:
         local = self.root if isinstance(self.root, Path) else None
@@ -180,7 +180,7 @@ class StoreReader:
         except Exception as e:  # noqa: BLE001
             if self._is_table():  # a concurrent creator won; its table is the same
                 return
-            raise StoreError(f"cannot create a results store at {self.uri}: {one_line(e)}") from e
+            raise StoreError(f"cannot create a results store at {self.uri}: {native_line(e)}") from e
         with contextlib.suppress(Exception):  # not damage: the first commit's checksum record creates it too
             self._checksums.create_folder()
 
@@ -201,7 +201,7 @@ class StoreReader:
             with quiet_native("open"):
                 dt = deltalake.DeltaTable(self.uri, storage_options=self._options)
         except Exception as e:  # noqa: BLE001
-            raise StoreError(f"{self.uri}: cannot open the results store: {one_line(e)}") from e
+            raise StoreError(f"{self.uri}: cannot open the results store: {native_line(e)}") from e
         self._check_metadata(dt)
         if version is not None or as_of is not None:
             try:
@@ -212,7 +212,7 @@ class StoreReader:
             except Exception as e:  # noqa: BLE001
                 what = f"version {version}" if as_of is None else f"as_of={as_of!s}"
                 raise StoreError(
-                    f"{self.uri}: no snapshot at {what} (current version {self._latest_version(dt)}): {one_line(e)}"
+                    f"{self.uri}: no snapshot at {what} (current version {self._latest_version(dt)}): {native_line(e)}"
                 ) from e
         if state is not None:
             self._check_files(dt, listing, state)
@@ -245,7 +245,7 @@ class StoreReader:
         try:
             return list(dt.file_uris())
         except Exception as e:  # noqa: BLE001
-            raise StoreError(f"{self.uri}: cannot list the store's files: {one_line(e)}") from e
+            raise StoreError(f"{self.uri}: cannot list the store's files: {native_line(e)}") from e
 
     @staticmethod
     def _latest_version(dt: Any) -> int:
@@ -287,7 +287,7 @@ class StoreReader:
                     self._dt.update_incremental()
             except Exception as e:  # noqa: BLE001
                 self._health.check_log(self._health.listing())  # names the damaged file when that is the cause
-                raise StoreError(f"{self.uri}: cannot read the store's log: {one_line(e)}") from e
+                raise StoreError(f"{self.uri}: cannot read the store's log: {native_line(e)}") from e
         return self._dt
 
     # -- versions ---------------------------------------------------------------------------
@@ -327,7 +327,7 @@ class StoreReader:
             with quiet_native("read"):
                 return dt.to_pyarrow_dataset(partitions=[("kind", "in", list(kinds))], filesystem=fs)
         except Exception as e:  # noqa: BLE001
-            raise StoreError(f"{self.uri}: cannot read the store: {one_line(e)}") from e
+            raise StoreError(f"{self.uri}: cannot read the store: {native_line(e)}") from e
 
     def _arrow_fs(self) -> Any:
         """The file system pyarrow reads a local store's files through: its own native one, so no
@@ -351,9 +351,9 @@ class StoreReader:
             with quiet_native("read"):
                 t = ds.to_table(columns=read_cols, filter=expr)
         except (pa.ArrowInvalid, OSError) as e:
-            raise StoreError(f"{self.uri}: cannot read table {name!r}: {one_line(e)}") from e
+            raise StoreError(f"{self.uri}: cannot read table {name!r}: {native_line(e)}") from e
         except Exception as e:  # noqa: BLE001 - delta-rs storage errors
-            raise StoreError(f"{self.uri}: cannot read table {name!r}: {one_line(e)}") from e
+            raise StoreError(f"{self.uri}: cannot read table {name!r}: {native_line(e)}") from e
         if t.num_rows > 1:
             t = t.sort_by([("commit_id", "ascending"), ("commit_row", "ascending")])
         arrays = []

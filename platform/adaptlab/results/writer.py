@@ -38,7 +38,7 @@ from deltalake.exceptions import SchemaMismatchError
 
 from adaptlab.errors import StoreError
 from adaptlab.results.compaction import compact_table
-from adaptlab.results.delta_table import COMMIT_KEY, CommitId, one_line
+from adaptlab.results.delta_table import COMMIT_KEY, CommitId, native_line
 from adaptlab.results.layout import new_commit_id
 from adaptlab.results.native import is_permanent, quiet_native, retried_already, store_timeout, timed_out
 from adaptlab.results.reader import StoreReader, delta_schema
@@ -167,7 +167,7 @@ class ResultsStore(StoreReader):
             with quiet_native("read"):
                 return self._dataset(("runs",)).to_table(columns=["run_id", "commit_id"], filter=expr).to_pylist()
         except (pa.ArrowInvalid, OSError) as e:
-            raise StoreError(f"{self.uri}: cannot read table 'runs': {one_line(e)}") from e
+            raise StoreError(f"{self.uri}: cannot read table 'runs': {native_line(e)}") from e
 
     def has_runs(self, run_ids: list[str]) -> dict[str, int | None]:
         """For each run id, the store version whose commit holds its ``runs`` row (the current
@@ -338,7 +338,7 @@ class ResultsStore(StoreReader):
         except Exception as e:  # noqa: BLE001 - storage errors of any backend
             at = f" (the store was at version {attempt.before[0]} before it)" if attempt is not None else ""
             raise StoreError(f"{self.uri}: commit {label} failed, not retried: its data files could not be written "
-                             f"({one_line(e)}); nothing was committed{at}; no data file of it was left") from e
+                             f"({native_line(e)}); nothing was committed{at}; no data file of it was left") from e
 
     def _attempt(self, dt: Any, staged: Staged, props: Any) -> Exception | None:
         """One log entry for the staged files, at the version after ``dt``'s (created only if absent;
@@ -363,7 +363,7 @@ class ResultsStore(StoreReader):
             deltalake.write_deltalake(dt, delta_schema().empty_table(), mode="append", schema_mode="merge",
                                       storage_options=self._options)
         except SchemaMismatchError as e:
-            raise StoreError(f"{self.uri}: the store's table schema does not accept this commit: {one_line(e)}; "
+            raise StoreError(f"{self.uri}: the store's table schema does not accept this commit: {native_line(e)}; "
                              "nothing was written") from e
         dt.update_incremental()
 
@@ -380,7 +380,7 @@ class ResultsStore(StoreReader):
                 f"; the {len(staged.paths)} data file(s) it had written were removed" if staged.paths else
                 "; no data file was written")
         at = f" (the store was at version {before[0]} before it)" if before is not None else ""
-        return StoreError(f"{self.uri}: commit {label} failed{tries}: {one_line(error)}; nothing was committed{at}"
+        return StoreError(f"{self.uri}: commit {label} failed{tries}: {native_line(error)}; nothing was committed{at}"
                           f"{left}; commit again")
 
     def _unknown(self, attempt: _Attempt | None, app_id: str, seq: int, error: Exception) -> StoreError:
@@ -394,7 +394,7 @@ class ResultsStore(StoreReader):
                 f"`transactions_done({app_id!r})` >= {seq} tells whether it landed")
         shown = f" (run(s) {', '.join(runs[:3])}{', ...' if len(runs) > 3 else ''})" if runs else ""
         return StoreError(f"{self.uri}: commit {label}{shown}: outcome unknown: the commit failed "
-                          f"({one_line(error)}) and the store could not be read afterwards to tell whether it "
+                          f"({native_line(error)}) and the store could not be read afterwards to tell whether it "
                           f"landed; {look}")
 
     def _landed(self, app_id: str, seq: int) -> bool | None:
@@ -450,7 +450,7 @@ class ResultsStore(StoreReader):
         except StoreError:
             raise
         except Exception as e:  # noqa: BLE001
-            raise StoreError(f"{self.uri}: compaction failed: {one_line(e)}; the store is unchanged or "
+            raise StoreError(f"{self.uri}: compaction failed: {native_line(e)}; the store is unchanged or "
                              "compacted in part, and readable either way") from e
         return {"files_added": opt["files_added"], "files_removed": opt["files_removed"],
                 "files_vacuumed": removed, "version": int(dt.version())}
@@ -467,7 +467,7 @@ class ResultsStore(StoreReader):
         except StoreError:
             raise
         except Exception as e:  # noqa: BLE001
-            raise StoreError(f"{self.uri}: vacuum failed: {one_line(e)}; every version it announced is still "
+            raise StoreError(f"{self.uri}: vacuum failed: {native_line(e)}; every version it announced is still "
                              "readable; run it again") from e
 
     def _maintainable(self, what: str, retention_hours: float) -> float:

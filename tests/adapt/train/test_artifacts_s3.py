@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from adaptlab.adapt.train.artifacts import ArtifactWriter, find_artifact, materialize_artifact, publish_artifact
+from adaptlab.adapt.train.artifacts import find_artifact, materialize_artifact
+from adaptlab.adapt.train.publish import publish_artifact
+from adaptlab.adapt.train.writer import ArtifactWriter
 from adaptlab.errors import ConfigError, StoreError
 from adaptlab.storage.objects import TransferSettings, open_remote
 from s3servers import Server

@@ -7,17 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from adaptlab.adapt.train.artifacts import (
-    ArtifactWriter,
-    artifact_key,
-    chunks_fingerprint,
-    claim,
-    describe_base,
-    model_dir_hash,
-    open_artifact,
-    resolve_base_model,
-    sanitize_name,
-)
+from adaptlab.adapt.train.addressing import artifact_key, chunks_fingerprint, model_dir_hash, sanitize_name
+from adaptlab.adapt.train.artifacts import open_artifact
+from adaptlab.adapt.train.base_model import describe_base, resolve_base_model
+from adaptlab.adapt.train.writer import ArtifactWriter, claim
 from adaptlab.errors import ConfigError, StoreError
 
 

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from adaptlab.adapt.train.artifacts import (
-    ArtifactWriter,
     artifact_root_text,
-    describe_base,
     find_artifact,
     local_model_path,
     materialize_artifact,
     open_artifact,
 )
+from adaptlab.adapt.train.base_model import describe_base
+from adaptlab.adapt.train.writer import ArtifactWriter
 from adaptlab.errors import StoreError
 
 pytest.importorskip("boto3")

@@ -226,6 +226,7 @@ def test_the_ray_task_trains_with_the_decided_bool(ray_local, tiny_model: Path, 
     plain = replace(auto, learning_rate=2e-3, gradient_checkpointing=False)
     made = [jobs.AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=cfg, seed=5)
             for cfg in (auto, plain)]
-    jobs.run_adaptation_jobs(made, tmp_path / "store", cpus_per_job=1, checkpoint_every=1, on_checkpoint=record,
-                             lone_stage_all_cpus=False)
+    jobs.run_adaptation_jobs(made, tmp_path / "store",
+                             jobs.JobSettings(cpus_per_job=1, checkpoint_every=1, lone_stage_all_cpus=False),
+                             on_checkpoint=record)
     assert {f.name: f.read_text() for f in seen.iterdir()} == {"0.001-1": "(True, True)", "0.002-1": "(False, False)"}

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptlab.adapt.train.artifacts import ArtifactWriter, artifact_cache_dir, materialize_artifact
+from adaptlab.adapt.train.artifacts import artifact_cache_dir, materialize_artifact
+from adaptlab.adapt.train.writer import ArtifactWriter
 from adaptlab.embedding.cache import EmbeddingCache
 from adaptlab.models.colbert import _cache_root as colbert_init_root
 

@@ -205,13 +205,13 @@ def test_one_colbert_ft_per_gpu_as_ray_tasks(domain, tmp_path):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs
+    from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, run_adaptation_jobs
 
     triplets, _ = domain
     n_gpus = torch.cuda.device_count()
     jobs = [AdaptJob("colbert-ft", "minilm", scale=f"g{i}", triplets=triplets[: 32 + i], colbert_config=FT)
             for i in range(n_gpus)]
-    arts = run_adaptation_jobs(jobs, tmp_path / "art", gpus_per_job=1)
+    arts = run_adaptation_jobs(jobs, tmp_path / "art", JobSettings(gpus_per_job=1))
     assert len({a.path for a in arts}) == n_gpus
     for a in arts:
         assert a.manifest["training"]["device"] == "cuda"

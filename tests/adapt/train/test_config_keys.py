@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from adaptlab.adapt.train.artifacts import artifact_key
+from adaptlab.adapt.train.addressing import artifact_key
 from adaptlab.adapt.train.colbert import ColBERTFTConfig
 from adaptlab.adapt.train.config import KEYED_IF_SET, RUNTIME_FIELDS
 from adaptlab.adapt.train.ft import FTConfig

@@ -85,7 +85,7 @@ _PEAK_SCRIPT = textwrap.dedent("""
     import torch
     torch.set_num_threads(1)
     from adaptlab.adapt.train.ft import FTConfig, fine_tune_model
-    from adaptlab.adapt.train.loop import load_sentence_model
+    from adaptlab.adapt.train.third_party import load_sentence_model
     from adaptlab.adapt.train.memory import EncoderShape, estimate_stage_memory
 
     path = Path(sys.argv[1])
@@ -202,7 +202,7 @@ def test_the_give_up_line_suggests_gradient_checkpointing():
 def _train_tiny(tiny_model: Path, triplets: list, checkpointing: bool) -> tuple[list[float], list, int]:
     """Two FT steps of the tiny model (dropout on); losses, weights and the first layer's calls."""
     from adaptlab.adapt.train.ft import fine_tune_model
-    from adaptlab.adapt.train.loop import load_sentence_model
+    from adaptlab.adapt.train.third_party import load_sentence_model
 
     model = load_sentence_model(tiny_model, "cpu")
     calls = []
@@ -229,7 +229,8 @@ def test_gradient_checkpointing_recomputes_and_changes_no_number(tiny_model, tri
 def test_a_model_without_checkpointing_support_is_refused():
     import torch
 
-    from adaptlab.adapt.train.loop import TrainingCheckError, set_gradient_checkpointing
+    from adaptlab.adapt.train.checks import TrainingCheckError
+    from adaptlab.adapt.train.knobs import set_gradient_checkpointing
 
     with pytest.raises(TrainingCheckError, match="variant 'ft' of m: gradient_checkpointing = true, but the model"):
         set_gradient_checkpointing(torch.nn.Linear(2, 2), True, "variant 'ft' of m")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adaptlab.adapt.train.loop import OptimConfig, adamw_kind, make_adamw, run_loop
+from adaptlab.adapt.train.loop import run_loop
+from adaptlab.adapt.train.optimizer import OptimConfig, adamw_kind, make_adamw
 
 SHAPES = [(64, 16), (16, 16), (16,), (48, 16), (16,)]
 

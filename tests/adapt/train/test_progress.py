@@ -11,8 +11,9 @@ import pytest
 
 from adaptlab.adapt.train.ft import FTConfig, fine_tune_model
 from adaptlab.adapt.train.jobs import _quiet_worker
-from adaptlab.adapt.train.loop import StepProgress, load_sentence_model, quiet_third_party
 from adaptlab.adapt.train.pt import build_mlm
+from adaptlab.adapt.train.step_progress import StepProgress
+from adaptlab.adapt.train.third_party import load_sentence_model, quiet_third_party
 
 FT = FTConfig(learning_rate=1e-3, epochs=3, batch_size=4, num_negatives=1, warmup_ratio=0.0)
 

@@ -39,7 +39,7 @@ def _hold_every_cpu(ray) -> None:  # noqa: ANN001
 @pytest.mark.slow  # 13 s on 2 loaded cores: a warm actor, then one FT step of the tiny model
 def test_a_stage_is_scheduled_when_idle_embedding_actors_hold_every_cpu(
         ray_local, tiny_model: Path, triplets, tmp_path: Path):
-    from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs, stage_threads
+    from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, run_adaptation_jobs, stage_threads
     from adaptlab.embedding import active_pools, release_pools
     from adaptlab.runtime import available_cores
 
@@ -51,7 +51,7 @@ def test_a_stage_is_scheduled_when_idle_embedding_actors_hold_every_cpu(
 
     def train() -> None:
         try:
-            out["artifacts"] = run_adaptation_jobs([job], tmp_path / "store", checkpoint_every=None)
+            out["artifacts"] = run_adaptation_jobs([job], tmp_path / "store", JobSettings(checkpoint_every=None))
         except BaseException as e:  # noqa: BLE001 - reported by the assertion below
             out["error"] = e
 

@@ -16,9 +16,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from adaptlab.adapt.train.checks import TrainingCheckError
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.jobs import _critical_depth, _StageRunner, stage_threads
-from adaptlab.adapt.train.loop import OptimConfig, TrainingCheckError, check_precision, run_loop
+from adaptlab.adapt.train.knobs import check_precision
+from adaptlab.adapt.train.loop import run_loop
+from adaptlab.adapt.train.optimizer import OptimConfig
 from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.errors import ConfigError
 from adaptlab.runtime import hardware
@@ -64,7 +67,7 @@ def test_bf16_is_refused_where_the_cpu_has_none(monkeypatch):
 
 def test_fused_attention_trains_without_attention_dropout_and_restores_it(tiny_model: Path, triplets):
     from adaptlab.adapt.train.ft import fine_tune_model
-    from adaptlab.adapt.train.loop import load_sentence_model
+    from adaptlab.adapt.train.third_party import load_sentence_model
 
     def train(fused: bool) -> tuple[list[float], list[float], float]:
         model = load_sentence_model(tiny_model, "cpu")
@@ -124,6 +127,7 @@ def test_length_buckets_reach_the_loop_from_the_study(tmp_path, tiny_model: Path
 
     from adaptlab.adapt.train import loop
     from adaptlab.adapt.train.ft import fine_tune_model
+    from adaptlab.adapt.train.third_party import load_sentence_model
 
     s = _adapt_settings(tmp_path, length_buckets=True)
     assert s.pt.length_buckets and s.ft.length_buckets and not _adapt_settings(tmp_path).ft.length_buckets
@@ -133,7 +137,7 @@ def test_length_buckets_reach_the_loop_from_the_study(tmp_path, tiny_model: Path
     for on in (False, True):
         cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=1, min_steps=0,
                        length_buckets=on)
-        fine_tune_model(loop.load_sentence_model(tiny_model, "cpu"), triplets, cfg, seed=0, prefixes=("", ""),
+        fine_tune_model(load_sentence_model(tiny_model, "cpu"), triplets, cfg, seed=0, prefixes=("", ""),
                         device="cpu")
     assert seen[0] is None and len(seen[1]) == len(triplets) and min(seen[1]) > 0
 
@@ -231,7 +235,7 @@ def test_the_study_passes_lone_stage_all_cpus_to_the_stage_graph(tmp_path, monke
     from adaptlab.study import adaptation
 
     seen: list[bool] = []
-    monkeypatch.setattr(adaptation, "run_adaptation_jobs", lambda jobs, root, **kw: seen.append(kw["lone_stage_all_cpus"]))
+    monkeypatch.setattr(adaptation, "run_adaptation_jobs", lambda jobs, root, settings, **kw: seen.append(settings.lone_stage_all_cpus))
     for value in (False, True):
         adaptation._train(_adapt_settings(tmp_path, use_ray=True, lone_stage_all_cpus=value), [("ft", 4, None)], None)
     assert seen == [False, True] and _adapt_settings(tmp_path).lone_stage_all_cpus is True
@@ -244,7 +248,7 @@ def test_a_ray_stage_trains_on_the_threads_its_cpus_give(ray_local, tiny_model: 
     """``cpus_per_job`` reaches the worker: on the shared Ray (4 CPUs) a stage declaring 1 CPU
     trains on one thread, also alone when ``lone_stage_all_cpus`` is off (a stage alone with it on:
     test_room_for_training)."""
-    from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs
+    from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, run_adaptation_jobs
     from adaptlab.runtime import available_cores
 
     seen = tmp_path / "threads"
@@ -260,8 +264,8 @@ def test_a_ray_stage_trains_on_the_threads_its_cpus_give(ray_local, tiny_model: 
     # 2 steps: the checkpoint after step 1 calls the hook (the last step's state is the model)
     cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0)
     job = AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=cfg, seed=11)
-    art, = run_adaptation_jobs([job], tmp_path / "store", cpus_per_job=1, checkpoint_every=1, on_checkpoint=record,
-                               lone_stage_all_cpus=False)
+    art, = run_adaptation_jobs([job], tmp_path / "store", JobSettings(cpus_per_job=1, checkpoint_every=1,
+                                                                      lone_stage_all_cpus=False), on_checkpoint=record)
     threads = {f.read_text() for f in seen.iterdir()}
     assert threads == {"1"} == {str(stage_threads(1, 4, available_cores()))}
     assert art.manifest["training"]["torch_threads"] == 1

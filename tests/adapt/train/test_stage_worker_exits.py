@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from adaptlab.adapt.train.ft import FTConfig
-from adaptlab.adapt.train.jobs import OWN_WORKER_BYTES, AdaptJob, run_adaptation_jobs
+from adaptlab.adapt.train.jobs import OWN_WORKER_BYTES, AdaptJob, JobSettings, run_adaptation_jobs
 from adaptlab.adapt.train.pt import PTConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "study"))
@@ -36,8 +36,8 @@ def test_each_stage_runs_in_its_own_worker_which_exits(ray_local, tiny_model, tr
 
     job = AdaptJob("pt-ft", str(tiny_model), scale=8, triplets=triplets, chunks=chunks,
                    pt_config=PT, ft_config=FT, seed=3)
-    (art,) = run_adaptation_jobs([job], tmp_path / "store", checkpoint_every=1, on_checkpoint=record_pid,
-                                  memory_per_job=OWN_WORKER_BYTES)
+    (art,) = run_adaptation_jobs([job], tmp_path / "store", JobSettings(checkpoint_every=1, memory_per_job=OWN_WORKER_BYTES),
+                                  on_checkpoint=record_pid)
     assert art.variant == "pt-ft"
     seen = sorted(int(p.name) for p in pids.iterdir())
     assert len(seen) == 2, f"the PT and FT stages ran in {len(seen)} worker process(es): {seen}"

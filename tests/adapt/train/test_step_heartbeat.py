@@ -12,7 +12,7 @@ import time
 import pytest
 
 from adaptlab.adapt.train.ft import FTConfig, fine_tune_model
-from adaptlab.adapt.train.loop import load_sentence_model
+from adaptlab.adapt.train.third_party import load_sentence_model
 from adaptlab.runtime import progress
 
 INTERVAL = 0.2

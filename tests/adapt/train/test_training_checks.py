@@ -6,14 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from adaptlab.adapt.train.checks import TrainingCheckError
 from adaptlab.adapt.train.ft import FTConfig, train_ft
-from adaptlab.adapt.train.loop import (
-    OptimConfig,
-    TrainingCheckError,
-    linear_warmup_decay,
-    run_loop,
-    warmup_steps,
-)
+from adaptlab.adapt.train.loop import run_loop
+from adaptlab.adapt.train.optimizer import OptimConfig, linear_warmup_decay, warmup_steps
 
 
 def _linear_problem(lr: float, **optim):

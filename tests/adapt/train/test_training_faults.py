@@ -18,7 +18,14 @@ import pytest
 import ray.exceptions as rex
 
 from adaptlab.adapt.train.ft import FTConfig
-from adaptlab.adapt.train.jobs import AdaptJob, TrainingResourceError, _Stage, _StageRunner, run_adaptation_jobs
+from adaptlab.adapt.train.jobs import (
+    AdaptJob,
+    JobSettings,
+    TrainingResourceError,
+    _Stage,
+    _StageRunner,
+    run_adaptation_jobs,
+)
 from adaptlab.errors import ConfigError
 
 TESTS = Path(__file__).resolve().parents[2]
@@ -143,8 +150,8 @@ def test_a_crashed_stage_is_retried_and_ends_with_the_clean_runs_artifact(ray_lo
         os._exit(1)
 
     job = AdaptJob("ft", str(tiny_model), scale=8, triplets=triplets, ft_config=FT, seed=3)
-    (clean,) = run_adaptation_jobs([job], tmp_path / "clean", checkpoint_every=1)
-    (retried,) = run_adaptation_jobs([job], tmp_path / "faulty", max_retries=1, checkpoint_every=1,
+    (clean,) = run_adaptation_jobs([job], tmp_path / "clean", JobSettings(checkpoint_every=1))
+    (retried,) = run_adaptation_jobs([job], tmp_path / "faulty", JobSettings(max_retries=1, checkpoint_every=1),
                                      on_checkpoint=crash_once_at_step_2)
     assert marker.exists(), "the first attempt never crashed"
     assert retried.manifest["training"]["resumed_from_step"] == 2
@@ -158,7 +165,7 @@ _BUDGET_SCRIPT = textwrap.dedent("""
     from pathlib import Path
     import ray
     from adaptlab.adapt.train.ft import FTConfig
-    from adaptlab.adapt.train.jobs import AdaptJob, run_adaptation_jobs
+    from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, run_adaptation_jobs
     from adaptlab.adapt.train.memory import EncoderShape, estimate_stage_memory
 
     model, triplets, out, wait_s = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4])
@@ -196,8 +203,8 @@ _BUDGET_SCRIPT = textwrap.dedent("""
         stamps = str(out / (root + ".txt"))
         jobs = [AdaptJob("ft", model, scale=8, triplets=[tuple(t[:2]) + (tuple(t[2]),) for t in triplets],
                          ft_config=ft, seed=s) for s in (1, 2)]
-        arts = run_adaptation_jobs(jobs, out / root, checkpoint_every=1, on_checkpoint=stamper(stamps),
-                                   memory_per_job=memory_per_job)
+        arts = run_adaptation_jobs(jobs, out / root, JobSettings(checkpoint_every=1, memory_per_job=memory_per_job),
+                                   on_checkpoint=stamper(stamps))
         spans = {}
         for line in open(stamps):
             task, t = line.split()

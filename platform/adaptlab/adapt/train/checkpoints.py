@@ -10,7 +10,7 @@ latest one (:func:`resume_checkpoint`); with the same seed a resumed run continu
 uninterrupted run would (on the same device and thread count).
 
 Sharing on a URI root (:class:`SharedCheckpoints`). A stage's checkpoints live in its node's
-staging folder (:class:`~adaptlab.adapt.train.artifacts.ArtifactWriter`), so a stage retried on
+staging folder (:class:`~adaptlab.adapt.train.writer.ArtifactWriter`), so a stage retried on
 another node (its node was lost) would start over. So each complete checkpoint is also published
 at ``<root>/_checkpoints/<label>/<name>/step-<s>/`` (:func:`checkpoint_uri`; every file
 hash-recorded) with ``latest.json`` written last, keeping the latest one or two. Publishing runs

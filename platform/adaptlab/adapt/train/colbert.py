@@ -63,9 +63,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, claim, describe_base, package_versions
+from adaptlab.adapt.train.addressing import package_versions
+from adaptlab.adapt.train.artifacts import Artifact
+from adaptlab.adapt.train.base_model import describe_base
 from adaptlab.adapt.train.config import TrainConfig
-from adaptlab.adapt.train.ft import coerce_triplets, triplets_fingerprint
+from adaptlab.adapt.train.ft import coerce_triplets, training_rows_fingerprint
+from adaptlab.adapt.train.writer import ArtifactWriter, claim
 from adaptlab.errors import ConfigError, require_extra
 from adaptlab.models.variants import COLBERT_FT
 
@@ -152,7 +155,7 @@ def train_colbert(
         "variant": COLBERT_VARIANT,
         "base_model": base.key_inputs(),
         "data": {"kind": "triplets", "scale": None if scale is None else str(scale),
-                 "fingerprint": triplets_fingerprint(rows), "count": len(rows)},
+                 "fingerprint": training_rows_fingerprint(rows), "count": len(rows)},
         "hyperparameters": config.key_dict(),
         "seed": int(seed),
         "packages": package_versions(*_PACKAGES),

@@ -13,7 +13,7 @@ Field order. Dataclass inheritance puts these fields before a subclass's own, so
 ``dataclasses.fields`` / ``asdict`` is not the order the configs declared before they shared
 these bases; the configs are keyword-only, so no call can bind a value to the wrong field by
 position. Artifact keys hash the hyperparameters as canonical JSON with sorted keys
-(:func:`adaptlab.adapt.train.artifacts.artifact_key`), so field order never enters a key.
+(:func:`adaptlab.adapt.train.addressing.artifact_key`), so field order never enters a key.
 """
 
 from __future__ import annotations
@@ -23,11 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.adapt.train.loop import PRECISIONS, OptimConfig
-from adaptlab.adapt.train.memory import AUTO
+from adaptlab.adapt.train.knobs import TRAINING_PRECISIONS
+from adaptlab.adapt.train.optimizer import OptimConfig
 from adaptlab.errors import ConfigError
 
-__all__ = ["KEYED_IF_SET", "RUNTIME_FIELDS", "LoopConfig", "TrainConfig", "check_at_least_one", "check_positive"]
+__all__ = ["AUTO", "KEYED_IF_SET", "RUNTIME_FIELDS", "LoopConfig", "TrainConfig", "check_at_least_one", "check_positive"]
+
+AUTO = "auto"
+"""A setting adaptlab decides itself: ``gradient_checkpointing = "auto"`` per training stage
+(:func:`adaptlab.adapt.train.memory.decide_checkpointing`), a prefix ``"auto"`` from the model
+(:func:`adaptlab.adapt.train.ft.resolve_prefixes`)."""
 
 RUNTIME_FIELDS = ("gradient_checkpointing",)
 """Fields of :class:`LoopConfig` that change how training runs, not what it computes."""
@@ -109,9 +114,9 @@ class LoopConfig(TrainConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         owner = type(self).__name__
-        if self.precision not in PRECISIONS:
+        if self.precision not in TRAINING_PRECISIONS:
             raise ConfigError(f"{owner}.precision = {self.precision!r}: expected one of "
-                              f"{', '.join(repr(p) for p in PRECISIONS)}")
+                              f"{', '.join(repr(p) for p in TRAINING_PRECISIONS)}")
         if not isinstance(self.fused_attention, bool):
             raise ConfigError(f"{owner}.fused_attention = {self.fused_attention!r}: expected true or false")
         if not isinstance(self.length_buckets, bool):
@@ -131,7 +136,7 @@ class LoopConfig(TrainConfig):
             )
 
     def optim(self) -> OptimConfig:
-        """The loop's :class:`~adaptlab.adapt.train.loop.OptimConfig` (plain Python numbers)."""
+        """The loop's :class:`~adaptlab.adapt.train.optimizer.OptimConfig` (plain Python numbers)."""
         return OptimConfig(
             learning_rate=float(self.learning_rate),
             epochs=int(self.epochs),

@@ -31,28 +31,21 @@ from typing import Any
 import numpy as np
 
 from adaptlab.adapt.prep.triplets import read_triplets
-from adaptlab.adapt.train.artifacts import (
-    Artifact,
-    ArtifactWriter,
-    claim,
-    describe_base,
-    package_versions,
-)
-from adaptlab.adapt.train.config import LoopConfig, check_positive
-from adaptlab.adapt.train.loop import (
-    LoopResult,
-    load_sentence_model,
-    pick_device,
-    run_label,
-    run_loop,
-)
+from adaptlab.adapt.train.addressing import package_versions
+from adaptlab.adapt.train.artifacts import Artifact
+from adaptlab.adapt.train.base_model import describe_base
+from adaptlab.adapt.train.checks import LoopResult, run_label
+from adaptlab.adapt.train.config import AUTO, LoopConfig, check_positive
+from adaptlab.adapt.train.knobs import pick_device
+from adaptlab.adapt.train.loop import Checkpointing, run_loop
+from adaptlab.adapt.train.third_party import load_sentence_model
+from adaptlab.adapt.train.writer import ArtifactWriter, claim
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.instructions import resolve_instructions
 from adaptlab.models.resolve import MODEL_ALIASES
 from adaptlab.models.variants import FT, PT, PT_FT
 
 __all__ = [
-    "AUTO",
     "FTConfig",
     "TripletRows",
     "coerce_triplets",
@@ -61,11 +54,8 @@ __all__ = [
     "save_prefixes",
     "saved_prompts",
     "train_ft",
-    "triplets_fingerprint",
+    "training_rows_fingerprint",
 ]
-
-AUTO = "auto"
-"""Prefix ``"auto"``: the model's saved prompt, else its known instruction (see :func:`resolve_prefixes`)."""
 
 _KNOWN_QUERY_PREFIXES = (
     # (substring of the lower-cased model id, query instruction) -- from the models' cards
@@ -154,8 +144,12 @@ def coerce_triplets(data: Any, *, source: str = "triplets") -> TripletRows:
     return rows
 
 
-def triplets_fingerprint(rows: TripletRows) -> str:
-    """SHA-256 over the JSON of each ``[query, positive, [negatives]]`` in order."""
+def training_rows_fingerprint(rows: TripletRows) -> str:
+    """SHA-256 (64 hex digits) over the JSON of each ``[query, positive, [negatives]]`` in order:
+    the exact texts a trainer sees, in the order it sees them (the order decides the batches and
+    so the in-batch negatives); it enters artifact keys and manifests. Not
+    :func:`adaptlab.adapt.prep.triplets.triplets_fingerprint`, which names a triplet file's
+    content (ids included, in any order) in its provenance."""
     h = hashlib.sha256()
     for q, p, negs in rows:
         h.update(json.dumps([q, p, list(negs)], ensure_ascii=False).encode())
@@ -264,11 +258,7 @@ def fine_tune_model(
     seed: int,
     prefixes: tuple[str, str],
     device: Any,
-    checkpoint_dir: Path | None = None,
-    checkpoint_every: int | None = None,
-    checkpoint_each_epoch: bool = False,
-    on_checkpoint: Callable[[int], None] | None = None,
-    on_epoch_end: Callable[[int, Path | None], None] | None = None,
+    checkpoints: Checkpointing | None = None,
     label: str = "FT",
 ) -> LoopResult:
     """Fine-tune a loaded ``SentenceTransformer`` in place (the kernel of :func:`train_ft`).
@@ -304,11 +294,7 @@ def fine_tune_model(
         seed=seed,
         compute_loss=compute_loss,
         device=dev,
-        checkpoint_dir=checkpoint_dir,
-        checkpoint_every=checkpoint_every,
-        checkpoint_each_epoch=checkpoint_each_epoch,
-        on_checkpoint=on_checkpoint,
-        on_epoch_end=on_epoch_end,
+        checkpoints=checkpoints,
         label=label,
         lengths=_example_lengths(model, rows, config.num_negatives, prefixes) if config.length_buckets else None,
     )
@@ -351,7 +337,7 @@ def train_ft(
         "data": {
             "kind": "triplets",
             "scale": None if scale is None else str(scale),
-            "fingerprint": triplets_fingerprint(rows),
+            "fingerprint": training_rows_fingerprint(rows),
             "count": len(rows),
         },
         "hyperparameters": hyper,
@@ -371,9 +357,8 @@ def train_ft(
         model = load_sentence_model(base.path, dev)
         result = fine_tune_model(
             model, rows, config, seed=seed, prefixes=prefixes, device=dev,
-            checkpoint_dir=writer.checkpoint_dir, checkpoint_every=checkpoint_every,
-            checkpoint_each_epoch=checkpoint_every is not None,
-            on_checkpoint=writer.checkpoint_hook(on_checkpoint),
+            checkpoints=Checkpointing(writer.checkpoint_dir, checkpoint_every, checkpoint_every is not None,
+                                      writer.checkpoint_hook(on_checkpoint)),
             label=run_label(variant, base.label, scale, len(rows), "triplets"),
         )
         save_prefixes(model, prefixes)

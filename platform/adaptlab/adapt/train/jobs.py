@@ -34,8 +34,9 @@ checkpoints on a URI root"); a stage that ends waits, bounded, for its upload in
 - killed for memory (``OutOfMemoryError``) or crashed (``WorkerCrashedError``, e.g. the kernel's
   OOM killer): resubmitted once every running stage has ended, and nothing else starts while it
   runs;
-- lost with its node (``NodeDiedError``, ``LocalRayletDiedError``): resubmitted at once, to any
-  node that fits it.
+- lost with its node (``NodeDiedError``, ``LocalRayletDiedError``; the one classification the
+  embedding pool uses too, :func:`adaptlab.runtime.node_loss.lost_with_node`): resubmitted at
+  once, to any node that fits it.
 
 When the retries run out the call fails with one line (:class:`TrainingResourceError`) naming
 the variant, the scale and the setting to lower; running stages are cancelled. Training logs
@@ -60,9 +61,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adaptlab.adapt.train.artifacts import Artifact, artifact_root_text, chunks_fingerprint, describe_base
+from adaptlab.adapt.train.addressing import chunks_fingerprint
+from adaptlab.adapt.train.artifacts import Artifact, artifact_root_text
+from adaptlab.adapt.train.base_model import describe_base
 from adaptlab.adapt.train.colbert import COLBERT_VARIANT, ColBERTFTConfig, train_colbert
-from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, triplets_fingerprint
+from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, training_rows_fingerprint
 from adaptlab.adapt.train.memory import (
     EncoderShape,
     TrainingResourceError,
@@ -77,10 +80,12 @@ from adaptlab.adapt.train.pt import PTConfig, train_pt
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.variants import BASE, FT, MERGE_SOURCES, MERGED, PT, PT_FT
 from adaptlab.runtime import available_cores, init_ray, largest_node_cpus, make_room
+from adaptlab.runtime.node_loss import lost_with_node, lost_work_errors
 from adaptlab.runtime.ray_output import configure_ray_output
 
 __all__ = [
     "AdaptJob",
+    "JobSettings",
     "TrainingResourceError",
     "VARIANTS",
     "ensure_ray",
@@ -93,6 +98,24 @@ log = logging.getLogger(__name__)
 
 VARIANTS: tuple[str, ...] = (COLBERT_VARIANT, FT, MERGED, PT, PT_FT)
 _MERGE_SOURCES = MERGE_SOURCES
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """How :func:`run_adaptation_jobs` runs the training stages on Ray, passed whole.
+
+    ``gpus_per_job``: GPUs per training stage (``None``: 1 when the cluster has GPUs, else 0;
+    fractions share a GPU); ``cpus_per_job``: its CPUs; ``max_retries``: retries of a stage lost
+    for memory, a crash or its node; ``checkpoint_every``: steps between checkpoints (None: none);
+    ``memory_per_job``: bytes each stage declares (``None``: estimated, :mod:`.memory`; 0: none);
+    ``lone_stage_all_cpus``: a CPU stage that runs alone declares all the CPUs of the largest node."""
+
+    gpus_per_job: float | None = None
+    cpus_per_job: float = 1
+    max_retries: int = 3
+    checkpoint_every: int | None = 50
+    memory_per_job: int | None = None
+    lone_stage_all_cpus: bool = True
 
 
 @dataclass(frozen=True, eq=False)
@@ -208,7 +231,7 @@ def ensure_ray(address: str | None = None) -> Any:
 def _quiet_worker(progress: bool) -> None:
     """In a Ray worker: transformers at verbosity ``error`` without progress bars (also for
     processes it starts), the driver's progress choice (``ADAPTLAB_PROGRESS``, read by the
-    training progress lines, :class:`.loop.StepProgress`: a worker on another machine does not
+    training progress lines, :class:`.step_progress.StepProgress`: a worker on another machine does not
     inherit the driver's environment), and this package's INFO lines on stderr (Ray forwards them
     to the driver's log) unless progress is off (``adaptlab --quiet``, ``ADAPTLAB_PROGRESS=0``)."""
     os.environ["ADAPTLAB_PROGRESS"] = "1" if progress else "0"  # a reused worker follows each job
@@ -307,7 +330,7 @@ def _stage_key(stage: str, job: AdaptJob, upstream_key: tuple[Any, ...], base_ke
         return (stage, upstream_key, fp, job.pt_config, job.seed, job.scale), ("chunks", fp)
     if stage in (FT, COLBERT_VARIANT):
         rows = coerce_triplets(job.triplets)
-        fp = triplets_fingerprint(rows)
+        fp = training_rows_fingerprint(rows)
         data.setdefault(("triplets", fp), rows)
         config = job.ft_config if stage == FT else job.colbert_config
         return (stage, upstream_key, fp, config, job.seed, job.scale), ("triplets", fp)
@@ -501,13 +524,11 @@ class _StageRunner:
                 if isinstance(cause, AdaptlabError):
                     raise cause from None
                 raise
-            except _lost_errors() as e:
+            except lost_work_errors() as e:
                 self._lost(stage, e)
 
     def _lost(self, stage: _Stage, error: BaseException) -> None:
-        import ray.exceptions as rex
-
-        memory_kind = isinstance(error, (rex.OutOfMemoryError, rex.WorkerCrashedError))
+        memory_kind = not lost_with_node(error)  # killed for memory or crashed: it may not fit beside others
         stage.attempts += 1
         if stage.attempts > self.max_retries:
             raise _give_up(stage, error, memory_kind) from None
@@ -530,26 +551,16 @@ def _critical_depth(stages: Sequence[_Stage]) -> dict[tuple[Any, ...], int]:
     return depth
 
 
-def _lost_errors() -> tuple[type[BaseException], ...]:
-    import ray.exceptions as rex
-
-    return (rex.OutOfMemoryError, rex.WorkerCrashedError, rex.NodeDiedError, rex.LocalRayletDiedError)
-
-
 def run_adaptation_jobs(
     jobs: Sequence[AdaptJob],
     artifact_root: str | os.PathLike[str],
+    settings: JobSettings | None = None,
     *,
-    gpus_per_job: float | None = None,
-    cpus_per_job: float = 1,
-    max_retries: int = 3,
-    checkpoint_every: int | None = 50,
     on_checkpoint: Callable[[int], None] | None = None,
     address: str | None = None,
-    memory_per_job: int | None = None,
-    lone_stage_all_cpus: bool = True,
 ) -> list[Artifact]:
-    """Run ``jobs`` as Ray tasks and return their artifacts in job order.
+    """Run ``jobs`` as Ray tasks and return their artifacts in job order, as ``settings`` say
+    (:class:`JobSettings`; its defaults when None).
 
     ``gpus_per_job``: GPUs per training stage; ``None`` asks for 1 when the cluster has GPUs
     and 0 otherwise (fractions share a GPU). Each stage declares the memory it needs
@@ -567,6 +578,9 @@ def run_adaptation_jobs(
     run out, :class:`TrainingResourceError` names the variant, the scale and the setting to lower.
     Ray is started (or joined at ``address``) when not running.
     """
+    s = settings or JobSettings()
+    gpus_per_job, cpus_per_job, max_retries = s.gpus_per_job, s.cpus_per_job, s.max_retries
+    checkpoint_every, memory_per_job = s.checkpoint_every, s.memory_per_job
     if max_retries < 0:
         raise ConfigError(f"max_retries = {max_retries}: expected >= 0")
     if memory_per_job is not None and memory_per_job < 0:
@@ -588,7 +602,7 @@ def run_adaptation_jobs(
 
     progress = progress_enabled()
 
-    whole_node = lone_stage_all_cpus and not gpus_per_job
+    whole_node = s.lone_stage_all_cpus and not gpus_per_job
 
     def submit(stage: _Stage, upstream: Any) -> Any:
         # the largest node now: after a node loss a lone stage must fit a node that is left

@@ -86,11 +86,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from adaptlab.adapt.train.config import AUTO
 from adaptlab.errors import AdaptlabError
 from adaptlab.models.variants import COLBERT_FT, FT, PT
 
 __all__ = [
-    "AUTO",
     "PROCESS_BYTES",
     "RECOMPUTED",
     "SAFETY",
@@ -109,9 +109,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-AUTO = "auto"
-"""``gradient_checkpointing = "auto"``: decided per stage by :func:`decide_checkpointing`."""
 
 PROCESS_BYTES = 700 * 2**20
 """One training process before its first step (measured 575 MB RSS with all-MiniLM-L6-v2)."""

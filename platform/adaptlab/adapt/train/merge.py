@@ -17,8 +17,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from adaptlab.adapt.train.artifacts import Artifact, ArtifactWriter, claim, describe_base, package_versions
-from adaptlab.adapt.train.loop import load_sentence_model
+from adaptlab.adapt.train.addressing import package_versions
+from adaptlab.adapt.train.artifacts import Artifact
+from adaptlab.adapt.train.base_model import describe_base
+from adaptlab.adapt.train.third_party import load_sentence_model
+from adaptlab.adapt.train.writer import ArtifactWriter, claim
 from adaptlab.errors import ConfigError
 from adaptlab.models.variants import MERGED
 

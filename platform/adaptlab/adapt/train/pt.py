@@ -25,25 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.adapt.train.artifacts import (
-    Artifact,
-    ArtifactWriter,
-    chunks_fingerprint,
-    claim,
-    describe_base,
-    package_versions,
-)
+from adaptlab.adapt.train.addressing import chunks_fingerprint, package_versions
+from adaptlab.adapt.train.artifacts import Artifact
+from adaptlab.adapt.train.base_model import describe_base
+from adaptlab.adapt.train.checks import LoopResult, run_label
 from adaptlab.adapt.train.config import LoopConfig, check_at_least_one
-from adaptlab.adapt.train.loop import (
-    LoopResult,
-    load_sentence_model,
-    pick_device,
-    quiet_third_party,
-    run_label,
-    run_loop,
-    seeded,
-)
+from adaptlab.adapt.train.knobs import pick_device
+from adaptlab.adapt.train.loop import Checkpointing, run_loop, seeded
 from adaptlab.adapt.train.memory import transformer_dir
+from adaptlab.adapt.train.third_party import load_sentence_model, quiet_third_party
+from adaptlab.adapt.train.writer import ArtifactWriter, claim
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.variants import PT
 
@@ -107,10 +98,7 @@ def pretrain_model(
     *,
     seed: int,
     device: Any,
-    checkpoint_dir: Path | None = None,
-    checkpoint_every: int | None = None,
-    checkpoint_each_epoch: bool = False,
-    on_checkpoint: Callable[[int], None] | None = None,
+    checkpoints: Checkpointing | None = None,
     label: str = "PT",
 ) -> tuple[LoopResult, str]:
     """MLM-train the transformer of a loaded ``SentenceTransformer`` in place (the kernel of
@@ -144,10 +132,7 @@ def pretrain_model(
         seed=seed,
         compute_loss=compute_loss,
         device=dev,
-        checkpoint_dir=checkpoint_dir,
-        checkpoint_every=checkpoint_every,
-        checkpoint_each_epoch=checkpoint_each_epoch,
-        on_checkpoint=on_checkpoint,
+        checkpoints=checkpoints,
         label=label,
         lengths=np.array([len(ids) for ids in encoded["input_ids"]]) if config.length_buckets else None,
     )
@@ -206,9 +191,8 @@ def train_pt(
         model = load_sentence_model(base.path, dev)
         result, head = pretrain_model(
             model, base.path, texts, config, seed=seed, device=dev,
-            checkpoint_dir=writer.checkpoint_dir, checkpoint_every=checkpoint_every,
-            checkpoint_each_epoch=checkpoint_every is not None,
-            on_checkpoint=writer.checkpoint_hook(on_checkpoint),
+            checkpoints=Checkpointing(writer.checkpoint_dir, checkpoint_every, checkpoint_every is not None,
+                                      writer.checkpoint_hook(on_checkpoint)),
             label=run_label(PT, base.label, scale, len(texts), "chunks"),
         )
         model.save(str(writer.model_dir), safe_serialization=True)

@@ -47,7 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.adapt.train.artifacts import describe_base, is_artifact_uri, local_model_path, sanitize_name
+from adaptlab.adapt.train.addressing import sanitize_name
+from adaptlab.adapt.train.artifacts import is_artifact_uri, local_model_path
+from adaptlab.adapt.train.base_model import describe_base
 from adaptlab.adapt.train.ft import (
     FTConfig,
     TripletRows,
@@ -56,12 +58,14 @@ from adaptlab.adapt.train.ft import (
     resolve_prefixes,
     saved_prompts,
 )
-from adaptlab.adapt.train.jobs import AdaptJob, ensure_ray, run_adaptation_jobs
-from adaptlab.adapt.train.loop import load_sentence_model, pick_device
+from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, ensure_ray, run_adaptation_jobs
+from adaptlab.adapt.train.knobs import pick_device
+from adaptlab.adapt.train.loop import Checkpointing
 from adaptlab.adapt.train.memory import EncoderShape, declared_memory, estimate_stage_memory, largest_node_memory
 from adaptlab.adapt.train.merge import merge_state_dicts
 from adaptlab.adapt.train.space import build_param_space, largest_value
 from adaptlab.adapt.train.sweep_config import CONFIRM_FRACTION, SweepConfig, check_confirm_fraction
+from adaptlab.adapt.train.third_party import load_sentence_model
 from adaptlab.data.dataset import Dataset
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure, evaluate
@@ -359,7 +363,7 @@ def _trial(config: dict[str, Any], payload: dict[str, Any]) -> None:
     try:
         fine_tune_model(
             model, payload["rows"], cfg, seed=payload["seed"], prefixes=(q_prefix, p_prefix), device=device,
-            checkpoint_dir=ckpt_dir, checkpoint_each_epoch=True, on_epoch_end=on_epoch_end,
+            checkpoints=Checkpointing(ckpt_dir, each_epoch=True, on_epoch_end=on_epoch_end),
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -413,7 +417,7 @@ def _start_path(
     job_kwargs = {"pt_config": pt_config} if pt_config is not None else {}
     pt = run_adaptation_jobs(
         [AdaptJob(PT, os.fspath(base_model), chunks=list(chunks), seed=seed, **job_kwargs)],
-        artifact_root, gpus_per_job=gpus,
+        artifact_root, JobSettings(gpus_per_job=gpus),
     )[0]
     local = Path(pt.model_path)
     return local, (f"{pt.uri}/model" if pt.uri else str(local))
