@@ -142,8 +142,8 @@ def test_compare_mining_reports_changed_negatives_and_paired_differences(bench, 
 
     if not backend_installed(resolve_backend("int8")):
         pytest.skip("no int8 backend installed (pip install 'adaptlab[fast]')")
-    results = bench.main(["--small", "--sizes", "10", "--compare-mining", "--model", str(tiny_model),
-                          "--no-negative-rules", "--work", str(tmp_path)])
+    results = bench.main(["--sizes", "10", "--pages", "1", "--max-steps", "1", "--compare-mining", "--model",
+                          str(tiny_model), "--no-negative-rules", "--work", str(tmp_path)])
     assert [r.exit_code for r in results] == [0, 0]
     assert [r.options["adapt"] for r in results] == [{"mining_precision": "fp32"}, {"mining_precision": "int8"}]
     cost = bench.mining_cost(tmp_path / "store10-fp32", tmp_path / "store10-int8", resamples=200)

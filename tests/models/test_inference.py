@@ -167,26 +167,37 @@ def test_auto_is_torch_without_the_fast_extra(monkeypatch):
     assert Inference("auto") == Inference("torch") and Inference("auto").options() == {}
     assert Inference.of({"embedding_backend": "auto"}).is_default
     assert Inference("auto", "bf16").backend == "torch"
-    assert Inference("auto", "int8").backend == "openvino"  # the first that offers int8: its load names the extra
-    with pytest.raises(ConfigError, match=r"^OpenVINO embedding backends need the fast extra: pip install "
-                                          r"'adaptlab\[fast\]' \(optimum.intel is not installed\)$"):
-        inference.require_backend(Inference("auto", "int8").backend)
+    int8 = Inference("auto", "int8").backend  # the first that would offer int8 here: its load names the extra
+    assert int8 == inference.auto_order("int8")[0]
+    with pytest.raises(ConfigError, match=r"embedding backends need the fast extra: pip install 'adaptlab\[fast\]'"):
+        inference.require_backend(int8)
 
 
 def test_auto_is_the_fastest_exact_backend_installed(monkeypatch):
-    """With the extra, "auto" is OpenVINO (first of AUTO_ORDER), recorded under its own name in
-    the encoder options (the cache key); ONNX Runtime when only it is installed."""
-    from adaptlab.models.inference import AUTO_ORDER, backend_installed
+    """With the extra, "auto" is OpenVINO at fp32, recorded under its own name in the encoder
+    options (the cache key); without OpenVINO it is torch (ONNX Runtime's fp32 was slower)."""
+    from adaptlab.models.inference import auto_order, backend_installed
 
     if not backend_installed("openvino"):
         pytest.skip("OpenVINO is not installed (pip install 'adaptlab[fast]')")
-    assert AUTO_ORDER[0] == "openvino"
+    assert auto_order("fp32") == ("openvino", "torch", "onnx")
     assert Inference("auto") == Inference("openvino")
     assert Inference("auto").options() == {"embedding_backend": "openvino", "precision": "fp32"}
-    assert Inference("auto", "int8") == Inference("openvino", "int8")
     _hide_fast_extra(monkeypatch, "openvino", "optimum.intel")
-    expected = "onnx" if backend_installed("onnx") else "torch"
-    assert Inference("auto").backend == expected
+    assert Inference("auto").backend == "torch"
+
+
+def test_auto_int8_follows_the_cpu(monkeypatch):
+    """int8: OpenVINO's static quantization where the CPU has VNNI, ONNX Runtime's dynamic one on
+    AVX2 alone (where OpenVINO's int8 was no faster than torch fp32)."""
+    from adaptlab.models.inference import auto_order
+
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: AVX2_ONLY)
+    assert auto_order("int8") == ("onnx", "openvino")
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: AVX2_ONLY | {"avx512f", "avx512_vnni"})
+    assert auto_order("int8") == ("openvino", "onnx")
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: AVX2_ONLY | {"avx_vnni"})
+    assert auto_order("int8")[0] == "openvino" and auto_order("bf16") == ("openvino", "torch")
 
 
 def _ndcg10(q: np.ndarray, d: np.ndarray, qrels: dict[str, dict[str, int]]) -> np.ndarray:

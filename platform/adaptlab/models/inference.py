@@ -5,9 +5,9 @@ The backends are sentence-transformers' own (``SentenceTransformer(..., backend=
 - ``"torch"``: PyTorch (the default);
 - ``"onnx"``: ONNX Runtime through Optimum (``pip install "adaptlab[fast]"``);
 - ``"openvino"``: OpenVINO through optimum-intel (the same extra);
-- ``"auto"``: a setting, not a backend: the first of :data:`AUTO_ORDER` that offers the precision
-  and whose packages are installed (:func:`resolve_backend`), so fp32 runs on OpenVINO with the
-  fast extra and on torch without it. It is resolved when an :class:`Inference` is made, so the
+- ``"auto"``: a setting, not a backend: the first backend of :func:`auto_order` that offers the
+  precision and whose packages are installed (:func:`resolve_backend`), so fp32 runs on OpenVINO
+  with the fast extra and on torch without it. It is resolved when an :class:`Inference` is made, so the
   cache keys, export folders and provenance always name the backend that computed the vectors.
 
 The precisions:
@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import ConfigError, extra_installed, missing_extra
 from adaptlab.models.calibration import calibration_texts
+from adaptlab.runtime import hardware
 from adaptlab.runtime.hardware import bf16_support
 from adaptlab.storage.env import cache_home
 
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTO",
-    "AUTO_ORDER",
+    "auto_order",
     "BACKEND_SETTINGS",
     "DEFAULT_BACKEND",
     "EMBEDDING_BACKENDS",
@@ -87,10 +88,17 @@ EMBEDDING_BACKENDS = ("torch", "onnx", "openvino")
 AUTO = "auto"
 BACKEND_SETTINGS = (AUTO, *EMBEDDING_BACKENDS)
 """What a study file or ``load_encoder``'s ``embedding_backend`` may say."""
-AUTO_ORDER = ("openvino", "onnx", "torch")
-"""``"auto"``'s order of preference, fastest first on the CPUs measured (docs/performance.md):
-OpenVINO fp32 1.24-1.30x torch's speed with torch's metrics; ONNX Runtime fp32 next; torch, which
-is always installed, last."""
+EXACT_ORDER = ("openvino", "torch", "onnx")
+"""``"auto"``'s preference at fp32 (and bf16), fastest first on the CPUs measured
+(docs/performance.md): OpenVINO fp32 1.0-1.3x torch's speed with torch's metrics; ONNX Runtime's
+fp32 graph was slower than torch (0.7-1.0x), and torch is always installed, so it is never picked."""
+INT8_ORDER_VNNI = ("openvino", "onnx")
+"""At int8 on a CPU with VNNI (AVX512-VNNI or AVX-VNNI): OpenVINO's static int8 (3.1x torch fp32
+on AVX-512 with VNNI) before ONNX Runtime's dynamic int8."""
+INT8_ORDER = ("onnx", "openvino")
+"""At int8 without VNNI (AVX2 only): ONNX Runtime's dynamic int8 (1.5-1.7x torch fp32) before
+OpenVINO's static int8, which ran at or below torch fp32's speed there."""
+VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
 _BACKEND_MODULES = {"onnx": ("optimum.onnxruntime", "onnxruntime"), "openvino": ("optimum.intel", "openvino")}
 """The packages each non-torch backend needs (the ``fast`` extra)."""
 PRECISIONS = ("fp32", "bf16", "int8")
@@ -189,10 +197,21 @@ def backend_installed(backend: str) -> bool:
     return all(extra_installed(m) for m in _BACKEND_MODULES.get(backend, ()))
 
 
+def auto_order(precision: str = EXACT_PRECISION) -> tuple[str, ...]:
+    """``"auto"``'s backends at ``precision``, fastest first on this CPU: :data:`INT8_ORDER_VNNI`
+    or :data:`INT8_ORDER` at int8 (by the CPU's flags, :func:`adaptlab.runtime.hardware.cpu_flags`),
+    else :data:`EXACT_ORDER`; only those that offer the precision."""
+    if precision == "int8":
+        order = INT8_ORDER_VNNI if hardware.cpu_flags() & VNNI_FLAGS else INT8_ORDER
+    else:
+        order = EXACT_ORDER
+    return tuple(b for b in order if precision in SUPPORTED[b])
+
+
 def resolve_backend(precision: str = EXACT_PRECISION) -> str:
-    """The backend ``"auto"`` stands for at ``precision``: the first of :data:`AUTO_ORDER` that
-    offers it and is installed; when none is (int8 without the fast extra), the first that offers
-    it, whose load then names the extra to install.
+    """The backend ``"auto"`` stands for at ``precision``: the first of :func:`auto_order` that
+    is installed; when none is (int8 without the fast extra), the first, whose load then names the
+    extra to install.
 
     At fp32 every backend is exact (retrieval metrics equal to torch fp32's within 1e-4,
     ``benchmarks/bench_embed.py``), so ``"auto"`` changes the speed, not the results.
@@ -200,8 +219,8 @@ def resolve_backend(precision: str = EXACT_PRECISION) -> str:
     >>> resolve_backend("bf16") in ("openvino", "torch")
     True
     """
-    offering = [b for b in AUTO_ORDER if precision in SUPPORTED[b]]
-    return next((b for b in offering if backend_installed(b)), offering[0])
+    order = auto_order(precision)
+    return next((b for b in order if backend_installed(b)), order[0])
 
 
 def precision_name(name: str, precision: str) -> str:
