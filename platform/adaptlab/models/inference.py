@@ -201,6 +201,7 @@ def auto_order(precision: str = EXACT_PRECISION) -> tuple[str, ...]:
     """``"auto"``'s backends at ``precision``, fastest first on this CPU: :data:`INT8_ORDER_VNNI`
     or :data:`INT8_ORDER` at int8 (by the CPU's flags, :func:`adaptlab.runtime.hardware.cpu_flags`),
     else :data:`EXACT_ORDER`; only those that offer the precision."""
+    order: tuple[str, ...]
     if precision == "int8":
         order = INT8_ORDER_VNNI if hardware.cpu_flags() & VNNI_FLAGS else INT8_ORDER
     else:
