@@ -89,6 +89,9 @@ SKIP: dict[str, str] = {
         "pdf_scale_study.py --precision bf16 --fused-attention --gradient-checkpointing --cpus-per-job 2",
         "bench_train.py --against-st",
         "bench_embed.py --backends torch:fp32,openvino:fp32,openvino:bf16,openvino:int8 --docs 0 --speed-n 192 --repeat 3",
+        "bench_embed.py --backends torch:fp32,auto:fp32,onnx:fp32,onnx:int8,openvino:int8 --docs 1000 --speed-n 128 "
+        "--repeat 3 --threads 2",
+        "bench_embed.py --backends torch:fp32,auto:fp32 --docs 400 --speed-n 16 --repeat 1 --threads 2",
         "bench_gemm.py --profile 256 --threads 1",
         "bench_gemm.py --profile 256 --threads 2",
         "bench_embed.py --n 4000",
