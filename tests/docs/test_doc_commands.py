@@ -85,6 +85,7 @@ SKIP: dict[str, str] = {
     **{f"python benchmarks/{cmd}": _BENCH for cmd in (
         "bench_scale.py --sizes 10,100,700 --nodes 1 --json scale1.json",
         "bench_scale.py --sizes 10,100,700 --nodes 3 --timeout 6000 --json scale3.json",
+        "bench_scale.py --sizes 10 --backend auto --compare-mining --json scale-mining.json",
         "pdf_scale_study.py",
         "pdf_scale_study.py --precision bf16 --fused-attention --gradient-checkpointing --cpus-per-job 2",
         "bench_train.py --against-st",
