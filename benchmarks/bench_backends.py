@@ -9,7 +9,10 @@ ratio to torch fp32, and the lowest and highest ratio of a single round) and, on
 300 test queries against ``--docs`` documents (every judged one plus seeded others; 0: all
 5,183), the largest embedding difference to torch fp32, the
 mean cosine, nDCG@10, MRR@10 and Recall@100, and for each system the paired bootstrap of its nDCG@10
-difference to torch fp32 (adaptlab.stats.paired_bootstrap: 95% CI and p-value). ``--threads`` sets
+difference to torch fp32 (adaptlab.stats.paired_bootstrap: 95% CI and p-value). A system whose
+metrics all equal torch fp32's within 1e-4 is marked ``(exact)``; ``auto:fp32`` is timed as the
+backend ``[embedding] backend = "auto"`` resolves to here (its row says which). The JSON records the
+CPU's instruction sets (kernel flags, torch's and OpenVINO's dispatch). ``--threads`` sets
 torch's thread count (ONNX Runtime and OpenVINO follow it).
 """
 
@@ -52,6 +55,20 @@ def _settings(spec: str) -> list[tuple[str, str]]:
     return [("torch", "fp32")] + [p for p in pairs if p != ("torch", "fp32")]
 
 
+def system_label(backend: str, precision: str) -> str:
+    """A row's name: ``"onnx-int8"``; ``"auto"`` with the backend it resolved to here,
+    ``"auto(openvino)-fp32"``, so a table never hides which backend was timed."""
+    from adaptlab.models.inference import Inference
+
+    if backend == "auto":
+        return f"auto({Inference(backend, precision).backend})-{precision}"
+    return f"{backend}-{precision}"
+
+
+EXACT_TOLERANCE = 1e-4
+"""An fp32 backend is exact when every retrieval metric equals torch fp32's within this."""
+
+
 def _rank(q: np.ndarray, d: np.ndarray, qids: list[str], doc_ids: list[str], k: int = 100) -> dict:
     """Exact top-``k`` by inner product -> ``{qid: {doc id: score}}``."""
     scores = q @ d.T
@@ -76,7 +93,7 @@ def backends_main(args: argparse.Namespace) -> int:
     for backend, precision in _settings(args.backends):
         t0 = time.perf_counter()
         encoders.append(load_encoder(args.model, device="cpu", embedding_backend=backend, precision=precision))
-        names.append(f"{backend}-{precision}")
+        names.append(system_label(backend, precision))
         print(f"  loaded {names[-1]} in {time.perf_counter() - t0:.1f} s (export included the first time)", flush=True)
     speed_texts = docs[: args.speed_n]
     rates: dict[str, list[float]] = {n: [] for n in names}
@@ -136,18 +153,37 @@ def _report_backends(args, names, rates, per_query, vectors, diffs, measures) ->
         spread = round_ratios(rates, n, base)
         line = (f"{n:<20} {rate:8.1f} {rate / ref:6.2f} {min(spread):4.2f}-{max(spread):4.2f} {de:9.2e} {cos:8.6f} "
                 + " ".join(f"{means[m]:10.5f}" for m in measures))
+        gap = max(abs(means[m] - per_query[base].mean()[m]) for m in measures)
         if n != base:
             p = diffs[n]
             line += f"   {p.diff:+.5f} [{p.ci_low:+.5f}, {p.ci_high:+.5f}], p={p.p_value:.3f}"
-            line += f"; max |d metric| {max(abs(means[m] - per_query[base].mean()[m]) for m in measures):.1e}"
+            line += f"; max |d metric| {gap:.1e}" + (" (exact)" if gap <= EXACT_TOLERANCE else "")
         print(line)
         rows.append({"system": n, "texts_per_s": rate, "ratio": rate / ref, "ratio_rounds": spread,
-                     "max_abs_diff": de, "mean_cos": cos,
+                     "max_abs_diff": de, "mean_cos": cos, "max_metric_diff": gap, "exact": gap <= EXACT_TOLERANCE,
                      **{m: means[m] for m in measures},
                      **({"ndcg10_diff": diffs[n].diff, "ci": [diffs[n].ci_low, diffs[n].ci_high],
                          "p": diffs[n].p_value} if n != base else {})})
-    emit_json({"backends": rows, "load": os.getloadavg()}, args)
+    emit_json({"backends": rows, "load": os.getloadavg(), "cpu": _cpu()}, args)
     return 0
+
+
+def _cpu() -> dict[str, object]:
+    """The instruction sets that decide these ratios: what the kernel reports, and what torch and
+    OpenVINO dispatch to (a hypervisor may hide flags the model name suggests)."""
+    import torch
+
+    from adaptlab.runtime.hardware import cpu_flags
+
+    out: dict[str, object] = {"flags": sorted(f for f in cpu_flags() if f.startswith(("avx", "amx")) or "vnni" in f),
+                              "torch": torch.backends.cpu.get_cpu_capability()}
+    try:
+        import openvino as ov
+
+        out["openvino"] = ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    except Exception as e:  # noqa: BLE001 (not installed, or no CPU plugin: recorded, not fatal)
+        out["openvino"] = f"unavailable: {e}"
+    return out
 
 
 if __name__ == "__main__":

@@ -20,6 +20,13 @@ log(time) against log(N) across the sizes (1 = linear).
     nice -n 15 python -m benchmarks.bench_scale --sizes 10,100 --nodes 1 --json /tmp/scale1.json
     nice -n 15 python -m benchmarks.bench_scale --sizes 10,100 --nodes 3
     python -m benchmarks.bench_scale --small      # the test's mode: 2 sizes of 1-page documents
+    python -m benchmarks.bench_scale --sizes 50 --backend auto --compare-mining   # what int8 mining costs
+
+``--backend`` and ``--mining-precision`` set ``[embedding] backend`` and ``[adapt]
+mining_precision``. ``--compare-mining`` runs each size twice on the same corpus, mining at fp32
+and at int8, and prints how many mined negatives differ and, per system on the held-out set, the
+paired nDCG@10 difference (int8 - fp32) with its 95% bootstrap CI; the base system's rows must be
+identical (only the mining changed).
 """
 
 from __future__ import annotations
@@ -97,18 +104,23 @@ def write_corpus(folder: Path, n_docs: int, pages: int, words: int, seed: int) -
 
 
 def study_text(corpus: Path, store: Path, n: int, max_steps: int, address: str, model: str = "minilm",
-               negative_rules: bool = True) -> str:
+               negative_rules: bool = True, keys: dict[str, dict[str, str]] | None = None) -> str:
     """One study of ``model``: scale ``[n]``, variants base/pt/ft, every stage capped at ``max_steps``, an
     embedding cache of its own beside ``store`` (so no size reuses another's vectors; a results
-    store must be a new or empty folder)."""
+    store must be a new or empty folder). ``keys``: more string keys of ``[embedding]`` and
+    ``[adapt]`` (``{"embedding": {"backend": "auto"}, "adapt": {"mining_precision": "int8"}}``)."""
+    keys = keys or {}
     addr = f"address = {json.dumps(address)}\n" if address else ""
+    more = {section: "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.get(section, {}).items())
+            for section in ("embedding", "adapt")}
     return (
         f'[study]\nname = "bench-scale-{n}"\nseed = 0\nstore = {json.dumps(str(store))}\n{addr}\n'
         '[[datasets]]\nname = "synthetic"\nspec = "synthetic:n_documents=20,seed=1"\n\n'
         f'[[models]]\nname = "minilm"\nref = {json.dumps(model)}\n\n'
         '[bootstrap]\nn_resamples = 1000\nseed = 0\n\n'
-        f"[embedding]\ncache = {json.dumps(str(store.with_name(store.name + '-embedding-cache')))}\n\n"
-        f"[adapt]\ncorpus = {json.dumps(str(corpus))}\nscales = [{n}]\n"
+        f"[embedding]\ncache = {json.dumps(str(store.with_name(store.name + '-embedding-cache')))}\n"
+        f"{more['embedding']}\n"
+        f"[adapt]\ncorpus = {json.dumps(str(corpus))}\nscales = [{n}]\n{more['adapt']}"
         'variants = ["base", "pt", "ft"]\ntest_fraction = 0.1\nvalidation_fraction = 0.1\n'
         "max_tokens = 256\nuse_ray = true\n" + ("" if negative_rules else "duplicate_threshold = false\nmargin = false\n")
         + "\n"
@@ -239,6 +251,7 @@ class SizeResult:
     peak_gb: dict[str, float]
     study_timings: dict[str, float]
     load: tuple[float, ...]
+    options: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -256,6 +269,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     "figures of docs/performance.md are minilm's)")
     ap.add_argument("--no-negative-rules", action="store_true", help="[adapt] duplicate_threshold and margin "
                     "off (a random-init test encoder scores every chunk a near-duplicate of the positive)")
+    ap.add_argument("--backend", default="", help='[embedding] backend of the studies ("auto": the fastest exact '
+                    'one installed; empty: the default, torch)')
+    ap.add_argument("--mining-precision", default="", help='[adapt] mining_precision ("int8"; empty: the default, '
+                    "fp32)")
+    ap.add_argument("--compare-mining", action="store_true", help="run every size twice, mining at fp32 and at "
+                    "int8 (the rest as --backend says), and report the negatives that differ and the paired "
+                    "nDCG@10 difference of the adapted models")
     ap.add_argument("--small", action="store_true", help="sizes 10,20 of 1-page documents, 1 step (the test)")
     a = ap.parse_args(argv)
     if a.small:
@@ -263,18 +283,109 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
-def run_size(a: argparse.Namespace, n: int, work: Path, cluster: LocalCluster | None) -> SizeResult:
-    """One study of ``n`` documents (and the held-out/validation documents beside them)."""
+def study_keys(a: argparse.Namespace, mining: str = "") -> dict[str, dict[str, str]]:
+    """The ``[embedding]`` / ``[adapt]`` keys the options ask for (``mining`` overrides
+    ``--mining-precision``)."""
+    mining = mining or a.mining_precision
+    return {"embedding": {"backend": a.backend} if a.backend else {},
+            "adapt": {"mining_precision": mining} if mining else {}}
+
+
+def run_size(a: argparse.Namespace, n: int, work: Path, cluster: LocalCluster | None, mining: str = "") -> SizeResult:
+    """One study of ``n`` documents (and the held-out/validation documents beside them); ``mining``:
+    its ``mining_precision`` (else ``--mining-precision``), which also names its store."""
     corpus_docs = math.ceil(n / 0.8) + 1
-    words = write_corpus(work / f"corpus{n}", corpus_docs, a.pages, a.words, seed=n)
-    study = work / f"study{n}.toml"
-    study.write_text(study_text(work / f"corpus{n}", work / f"store{n}", n, a.max_steps,
-                                cluster.address if cluster else "", a.model, not a.no_negative_rules))
+    corpus = work / f"corpus{n}"
+    words = write_corpus(corpus, corpus_docs, a.pages, a.words, seed=n)
+    tag = f"{n}-{mining}" if mining else f"{n}"
+    study = work / f"study{tag}.toml"
+    keys = study_keys(a, mining)
+    study.write_text(study_text(corpus, work / f"store{tag}", n, a.max_steps, cluster.address if cluster else "",
+                                a.model, not a.no_negative_rules, keys))
     env = {**(cluster.env if cluster else os.environ), "ADAPTLAB_PROGRESS_INTERVAL": "1"}  # bootstrap's heartbeat
-    code, clock, timings = run_one(study, work / f"run{n}.log", env, cluster.pids() if cluster else [], a.timeout)
+    code, clock, timings = run_one(study, work / f"run{tag}.log", env, cluster.pids() if cluster else [], a.timeout)
     return SizeResult(n, a.nodes, code, words, {k: round(v, 1) for k, v in clock.seconds.items()},
                       {k: round(v, 2) for k, v in clock.peak_gb.items()}, timings,
-                      tuple(round(x, 1) for x in os.getloadavg()))
+                      tuple(round(x, 1) for x in os.getloadavg()), keys)
+
+
+# ---------------------------------------------------------------------------------------
+# --compare-mining: what int8 mining changes
+
+
+def _triplets(store: Path) -> dict[str, set[str]]:
+    """``{question id: its negative chunk ids}`` of every training and validation triplet file
+    of the study whose results store is ``store``."""
+    from adaptlab.adapt.prep.triplets import read_triplets
+
+    out: dict[str, set[str]] = {}
+    for path in sorted((store / "adaptation").glob("*/*/*.parquet")):
+        if path.stem in ("train", "validation"):
+            triplets, _ = read_triplets(path)
+            out.update({f"{path.parent.name}/{path.stem}/{t.query_id}": set(t.negative_ids) for t in triplets})
+    return out
+
+
+def negatives_changed(fp32: dict[str, set[str]], other: dict[str, set[str]]) -> dict[str, int]:
+    """How many mined negatives differ: of the questions both minings have, the negatives of
+    ``other`` that fp32 did not mine for the same question, and the questions with any.
+
+    >>> negatives_changed({"q": {"a", "b"}, "r": {"c"}}, {"q": {"a", "d"}, "r": {"c"}})
+    {'questions': 2, 'negatives': 3, 'changed_negatives': 1, 'changed_questions': 1}
+    """
+    both = sorted(set(fp32) & set(other))
+    changed = [len(other[q] - fp32[q]) for q in both]
+    return {"questions": len(both), "negatives": sum(len(other[q]) for q in both),
+            "changed_negatives": sum(changed), "changed_questions": sum(1 for c in changed if c)}
+
+
+def heldout_ndcg(store: Path, dataset: str = "heldout") -> dict[str, dict[str, float]]:
+    """``{system: {query id: nDCG@10}}`` on the held-out set, recomputed from the stored top-k and
+    gold ids with adaptlab's trec_eval-exact measures."""
+    from adaptlab import results
+    from adaptlab.metrics import evaluate
+
+    rows = results.open(store).per_query(latest=True).to_pylist()
+    out: dict[str, dict[str, float]] = {}
+    for system in sorted({r["system"] for r in rows if r["dataset"] == dataset}):
+        mine = [r for r in rows if r["dataset"] == dataset and r["system"] == system]
+        qrels = {r["query_id"]: dict.fromkeys(r["gold_ids"] or [], 1) for r in mine}
+        run = {r["query_id"]: dict(zip(r["topk_ids"] or [], r["topk_scores"] or [])) for r in mine}
+        ids = sorted(qrels)
+        values = evaluate(qrels, run, ["ndcg@10"], query_ids=ids).values["ndcg@10"]
+        out[system] = dict(zip(ids, (float(v) for v in values)))
+    return out
+
+
+def mining_cost(fp32_store: Path, int8_store: Path, resamples: int = 2000) -> dict[str, Any]:
+    """The int8 mining's cost: negatives that differ, and per system on the held-out set the paired
+    nDCG@10 difference int8 - fp32 with its 95% bootstrap CI (the same questions on both sides:
+    the held-out split does not depend on the mining). The base system must not move at all."""
+    import numpy as np
+
+    from adaptlab.stats import paired_bootstrap
+
+    a, b = heldout_ndcg(fp32_store), heldout_ndcg(int8_store)
+    systems: dict[str, Any] = {}
+    for system in sorted(set(a) & set(b)):
+        ids = sorted(set(a[system]) & set(b[system]))
+        values = np.array([[a[system][q] for q in ids], [b[system][q] for q in ids]])
+        (pair,) = paired_bootstrap(values, names=["fp32", "int8"], baseline="fp32", n_resamples=resamples, seed=0)
+        systems[system] = {"queries": len(ids), "fp32": float(values[0].mean()), "int8": float(values[1].mean()),
+                           "diff": pair.diff, "ci": [pair.ci_low, pair.ci_high], "p": pair.p_value,
+                           "identical": bool(np.array_equal(values[0], values[1]))}
+    return {"negatives": negatives_changed(_triplets(fp32_store), _triplets(int8_store)), "systems": systems}
+
+
+def print_mining_cost(n: int, cost: dict[str, Any]) -> None:
+    neg = cost["negatives"]
+    share = neg["changed_negatives"] / neg["negatives"] if neg["negatives"] else 0.0
+    print(f"{n} documents, int8 mining: {neg['changed_negatives']:,} of {neg['negatives']:,} negatives differ "
+          f"from fp32 mining ({share:.1%}; {neg['changed_questions']:,} of {neg['questions']:,} questions)")
+    for system, row in cost["systems"].items():
+        print(f"  {system:<24} nDCG@10 fp32 {row['fp32']:.4f}  int8 {row['int8']:.4f}  int8 - fp32 {row['diff']:+.4f} "
+              f"[{row['ci'][0]:+.4f}, {row['ci'][1]:+.4f}], p = {row['p']:.3f}"
+              + ("  (identical)" if row["identical"] else "") + f"  ({row['queries']} questions)")
 
 
 def report(results: list[SizeResult]) -> dict[str, float | None]:
@@ -284,7 +395,7 @@ def report(results: list[SizeResult]) -> dict[str, float | None]:
     for r in results:
         peaks = "/".join(f"{r.peak_gb[p]:.1f}" for p in ("prepare", "train", "embed", "bootstrap"))
         print(f"{r.size:>5} {r.nodes:>5} {r.words:>9} " + " ".join(f"{r.seconds[p]:>11.1f}" for p in PHASES)
-              + f"  {peaks:<39}  {r.load}  exit {r.exit_code}  study {r.study_timings}")
+              + f"  {peaks:<39}  {r.load}  exit {r.exit_code}  study {r.study_timings}  {r.options or ''}")
     ok = [r for r in results if r.exit_code == 0]
     exps = {p: growth([r.size for r in ok], [r.seconds[p] for r in ok]) for p in PHASES}
     print("growth exponents (slope of log time vs log documents): "
@@ -298,17 +409,25 @@ def main(argv: list[str] | None = None) -> list[SizeResult]:
     work.mkdir(parents=True, exist_ok=True)
     cluster = LocalCluster(a.nodes, work, a.cpus_per_node) if a.nodes > 1 else None
     results: list[SizeResult] = []
+    costs: dict[int, dict[str, Any]] = {}
     try:
         for n in (int(s) for s in a.sizes.split(",") if s.strip()):
-            results.append(run_size(a, n, work, cluster))
-            print(json.dumps(asdict(results[-1])), flush=True)
+            for mining in (("fp32", "int8") if a.compare_mining else ("",)):
+                results.append(run_size(a, n, work, cluster, mining))
+                print(json.dumps(asdict(results[-1])), flush=True)
+            if a.compare_mining and all(r.exit_code == 0 for r in results[-2:]):
+                costs[n] = mining_cost(work / f"store{n}-fp32", work / f"store{n}-int8")
+                print_mining_cost(n, costs[n])
     finally:
         left = cluster.stop() if cluster else []
         if left:
             print(f"[bench_scale] Ray processes still running: {left}", file=sys.stderr)
     exps = report(results)
+    for n, cost in costs.items():
+        print_mining_cost(n, cost)
     if a.json:
-        Path(a.json).write_text(json.dumps({"results": [asdict(r) for r in results], "growth": exps}))
+        Path(a.json).write_text(json.dumps({"results": [asdict(r) for r in results], "growth": exps,
+                                            "mining_cost": costs}))
     return results
 
 

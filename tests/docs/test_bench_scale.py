@@ -110,3 +110,48 @@ def test_small_mode_runs_two_sizes(bench, tiny_model, tmp_path, capsys):
         assert set(r.study_timings) >= {"prepare_s", "train_s", "evaluate_s"}
         assert math.isclose(sum(r.seconds.values()), r.study_timings["total_s"], rel_tol=0.5, abs_tol=15)
     assert "growth exponents" in capsys.readouterr().out
+
+
+def test_the_backend_and_mining_options_reach_the_study(bench, tmp_path):
+    from adaptlab.models.inference import backend_installed, resolve_backend
+    from adaptlab.study import load_study, parse_adapt_section
+
+    if not backend_installed(resolve_backend("int8")):
+        pytest.skip("no int8 backend installed (pip install 'adaptlab[fast]')")
+    bench.write_corpus(tmp_path / "c", 3, pages=1, words=110, seed=0)
+    args = bench.parse_args(["--backend", "auto", "--mining-precision", "int8"])
+    study_file = tmp_path / "s.toml"
+    study_file.write_text(bench.study_text(tmp_path / "c", tmp_path / "store", 2, 3, "", keys=bench.study_keys(args)))
+    study = load_study(study_file)
+    assert study.embedding.backend == "auto" and parse_adapt_section(study).mining_precision == "int8"
+    assert bench.study_keys(args, "fp32")["adapt"] == {"mining_precision": "fp32"}  # --compare-mining's first run
+
+
+def test_changed_negatives_are_counted_per_question(bench):
+    fp32 = {"s1/train/q1": {"a", "b", "c"}, "s1/train/q2": {"d"}, "s1/train/q3": {"e"}}
+    int8 = {"s1/train/q1": {"a", "b", "x"}, "s1/train/q2": {"y"}, "s1/train/q3": {"e"}, "s1/train/q9": {"z"}}
+    assert bench.negatives_changed(fp32, int8) == {"questions": 3, "negatives": 5, "changed_negatives": 2,
+                                                   "changed_questions": 2}
+
+
+@pytest.mark.slow
+def test_compare_mining_reports_changed_negatives_and_paired_differences(bench, tiny_model, tmp_path, capsys):
+    """--compare-mining end to end on the tiny encoder: two studies of the same corpus, fp32 and
+    int8 mining; the base system's held-out rows are identical (only the mining changed)."""
+    from adaptlab.models.inference import backend_installed, resolve_backend
+
+    if not backend_installed(resolve_backend("int8")):
+        pytest.skip("no int8 backend installed (pip install 'adaptlab[fast]')")
+    results = bench.main(["--sizes", "10", "--pages", "1", "--max-steps", "1", "--compare-mining", "--model",
+                          str(tiny_model), "--no-negative-rules", "--work", str(tmp_path)])
+    assert [r.exit_code for r in results] == [0, 0]
+    assert [r.options["adapt"] for r in results] == [{"mining_precision": "fp32"}, {"mining_precision": "int8"}]
+    cost = bench.mining_cost(tmp_path / "store10-fp32", tmp_path / "store10-int8", resamples=200)
+    negatives, systems = cost["negatives"], cost["systems"]
+    assert negatives["questions"] > 0 and 0 <= negatives["changed_negatives"] <= negatives["negatives"]
+    base = next(s for s in systems if s.endswith("-base"))
+    assert systems[base]["identical"] and systems[base]["diff"] == 0.0
+    assert any(s.endswith("-ft-s10") for s in systems)
+    for row in systems.values():
+        assert row["ci"][0] <= row["diff"] <= row["ci"][1]
+    assert "negatives differ from fp32 mining" in capsys.readouterr().out

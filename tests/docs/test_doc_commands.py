@@ -93,11 +93,15 @@ SKIP: dict[str, str] = {
     **{f"python -m benchmarks.{cmd}": _BENCH for cmd in (
         "bench_scale --sizes 10,100,700 --nodes 1 --json scale1.json",
         "bench_scale --sizes 10,100,700 --nodes 3 --timeout 6000 --json scale3.json",
+        "bench_scale --sizes 10 --backend auto --compare-mining --json scale-mining.json",
         "pdf_scale_study",
         "pdf_scale_study --precision bf16 --fused-attention --gradient-checkpointing --cpus-per-job 2",
         "pdf_scale_study --work /tmp/pdfstudy --pages 48 --scales 10,20,40 --variants base,ft --min-steps 3",
         "bench_train --against-st",
         "bench_backends --backends torch:fp32,openvino:fp32,openvino:bf16,openvino:int8 --docs 0 --speed-n 192 --repeat 3",
+        "bench_backends --backends torch:fp32,auto:fp32,onnx:fp32,onnx:int8,openvino:int8 --docs 1000 --speed-n 128 "
+        "--repeat 3 --threads 2",
+        "bench_backends --backends torch:fp32,auto:fp32 --docs 400 --speed-n 16 --repeat 1 --threads 2",
         "bench_gemm --profile 256 --threads 1",
         "bench_gemm --profile 256 --threads 2",
         "bench_embed --n 4000",

@@ -30,7 +30,7 @@ COMBOS = [pytest.param(b, p, marks=[pytest.mark.slow] if (b, p) in _SLOW else []
 
 
 def test_settings_are_validated_with_the_valid_values():
-    with pytest.raises(ConfigError, match="embedding backend 'tpu': expected one of torch, onnx, openvino"):
+    with pytest.raises(ConfigError, match="embedding backend 'tpu': expected one of auto, torch, onnx, openvino"):
         Inference("tpu")
     with pytest.raises(ConfigError, match="precision 'fp16': expected one of fp32, bf16, int8"):
         Inference("torch", "fp16")
@@ -147,3 +147,84 @@ def test_a_missing_backend_package_is_one_clear_error(monkeypatch):
     with pytest.raises(ConfigError, match=r"^ONNX embedding backends need the fast extra: pip install "
                                           r"'adaptlab\[fast\]' \(optimum.onnxruntime is not installed\)$"):
         inference.require_backend("onnx")
+
+
+# ----------------------------------------------------------------------------- backend = "auto"
+
+
+def _hide_fast_extra(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:
+    from test_extras import _missing  # the suite's missing-extra helper (tests/test_extras.py)
+
+    _missing(monkeypatch, *(modules or ("optimum", "onnxruntime", "openvino")))
+
+
+def test_auto_is_torch_without_the_fast_extra(monkeypatch):
+    """Without the extra, "auto" is torch fp32 itself: no encoder options, so the cache keys of
+    embeddings made on torch stay the same; a reduced precision only the extra offers names it."""
+    from adaptlab.models import inference
+
+    _hide_fast_extra(monkeypatch)
+    assert Inference("auto") == Inference("torch") and Inference("auto").options() == {}
+    assert Inference.of({"embedding_backend": "auto"}).is_default
+    assert Inference("auto", "bf16").backend == "torch"
+    int8 = Inference("auto", "int8").backend  # the first that would offer int8 here: its load names the extra
+    assert int8 == inference.auto_order("int8")[0]
+    with pytest.raises(ConfigError, match=r"embedding backends need the fast extra: pip install 'adaptlab\[fast\]'"):
+        inference.require_backend(int8)
+
+
+def test_auto_is_the_fastest_exact_backend_installed(monkeypatch):
+    """With the extra, "auto" is OpenVINO at fp32, recorded under its own name in the encoder
+    options (the cache key); without OpenVINO it is torch (ONNX Runtime's fp32 was slower)."""
+    from adaptlab.models.inference import auto_order, backend_installed
+
+    if not backend_installed("openvino"):
+        pytest.skip("OpenVINO is not installed (pip install 'adaptlab[fast]')")
+    assert auto_order("fp32") == ("openvino", "torch", "onnx")
+    assert Inference("auto") == Inference("openvino")
+    assert Inference("auto").options() == {"embedding_backend": "openvino", "precision": "fp32"}
+    _hide_fast_extra(monkeypatch, "openvino", "optimum.intel")
+    assert Inference("auto").backend == "torch"
+
+
+def test_auto_int8_follows_the_cpu(monkeypatch):
+    """int8: OpenVINO's static quantization where the CPU has VNNI, ONNX Runtime's dynamic one on
+    AVX2 alone (where OpenVINO's int8 was no faster than torch fp32)."""
+    from adaptlab.models.inference import auto_order
+
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: AVX2_ONLY)
+    assert auto_order("int8") == ("onnx", "openvino")
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: AVX2_ONLY | {"avx512f", "avx512_vnni"})
+    assert auto_order("int8") == ("openvino", "onnx")
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: AVX2_ONLY | {"avx_vnni"})
+    assert auto_order("int8")[0] == "openvino" and auto_order("bf16") == ("openvino", "torch")
+
+
+def _ndcg10(q: np.ndarray, d: np.ndarray, qrels: dict[str, dict[str, int]]) -> np.ndarray:
+    from adaptlab.metrics import evaluate
+
+    scores = q @ d.T
+    run = {f"q{i}": {f"d{j}": float(s) for j, s in enumerate(row)} for i, row in enumerate(scores)}
+    return evaluate(qrels, run, ["ndcg@10"]).values["ndcg@10"]
+
+
+def test_auto_gives_torch_fp32_metrics_and_says_which_backend_ran(tiny_model, module_cache_home, torch_vectors):
+    """The exact fast path: whatever "auto" resolves to here, nDCG@10 on a small retrieval equals
+    torch fp32's within 1e-4 and the encoder's provenance names the backend that computed."""
+    from adaptlab.models import load_encoder
+    from adaptlab.models.inference import resolve_backend
+
+    rng = np.random.default_rng(0)
+    words = "cell protein gene tumor blood liver virus drug dose trial network query corpus model data".split()
+    docs = [" ".join(rng.choice(words, size=12)) for _ in range(40)]
+    queries = [" ".join(d.split()[:4]) for d in docs[:15]]
+    qrels = {f"q{i}": {f"d{i}": 1} for i in range(15)}
+    torch_enc = load_encoder(str(tiny_model), device="cpu")
+    auto_enc = load_encoder(str(tiny_model), device="cpu", embedding_backend="auto")
+    backend = resolve_backend("fp32")
+    assert auto_enc.provenance()["options"] == ({} if backend == "torch" else
+                                                 {"embedding_backend": backend, "precision": "fp32"})
+    want = _ndcg10(torch_enc.encode_queries(queries), torch_enc.encode_documents(docs), qrels)
+    got = _ndcg10(auto_enc.encode_queries(queries), auto_enc.encode_documents(docs), qrels)
+    assert 0.0 < want.mean() < 1.0  # a retrieval with something to get wrong
+    assert np.abs(got - want).max() <= 1e-4, (backend, got, want)

@@ -61,6 +61,7 @@ from adaptlab.embedding.pipeline import embed_texts
 from adaptlab.errors import ConfigError, is_uri, mask_url
 from adaptlab.models import model_revision
 from adaptlab.models.base import TextKind
+from adaptlab.models.inference import resolved_options
 from adaptlab.storage.env import CACHE_ENV, cache_home, env_number
 from adaptlab.storage.objects import RemoteDir, open_remote
 
@@ -272,7 +273,7 @@ class CachedModel:
     ) -> None:
         self.ref = ref
         self.placement_timeout = placement_timeout  # of the Ray pool (embed_texts); not in the cache key
-        self.options = dict(options)
+        self.options = resolved_options(options)  # "auto" as the backend it is here: keys name what computes
         self.batch_size = int(batch_size)
         self.use_ray = bool(use_ray)
         self.num_actors = num_actors

@@ -4,7 +4,11 @@ The backends are sentence-transformers' own (``SentenceTransformer(..., backend=
 
 - ``"torch"``: PyTorch (the default);
 - ``"onnx"``: ONNX Runtime through Optimum (``pip install "adaptlab[fast]"``);
-- ``"openvino"``: OpenVINO through optimum-intel (the same extra).
+- ``"openvino"``: OpenVINO through optimum-intel (the same extra);
+- ``"auto"``: a setting, not a backend: the first backend of :func:`auto_order` that offers the
+  precision and whose packages are installed (:func:`resolve_backend`), so fp32 runs on OpenVINO
+  with the fast extra and on torch without it. It is resolved when an :class:`Inference` is made, so the
+  cache keys, export folders and provenance always name the backend that computed the vectors.
 
 The precisions:
 
@@ -52,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import ConfigError, extra_installed, missing_extra
 from adaptlab.models.calibration import calibration_texts
+from adaptlab.runtime import hardware
 from adaptlab.runtime.hardware import bf16_support
 from adaptlab.storage.env import cache_home
 
@@ -59,6 +64,9 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 __all__ = [
+    "AUTO",
+    "auto_order",
+    "BACKEND_SETTINGS",
     "DEFAULT_BACKEND",
     "EMBEDDING_BACKENDS",
     "EXACT_PRECISION",
@@ -66,14 +74,33 @@ __all__ = [
     "QUANTIZATION",
     "SUPPORTED",
     "Inference",
+    "backend_installed",
     "check_native",
     "load_sentence_transformer",
     "precision_name",
     "require_backend",
+    "resolve_backend",
+    "resolved_options",
 ]
 
 EMBEDDING_BACKENDS = ("torch", "onnx", "openvino")
 """sentence-transformers' inference backends."""
+AUTO = "auto"
+BACKEND_SETTINGS = (AUTO, *EMBEDDING_BACKENDS)
+"""What a study file or ``load_encoder``'s ``embedding_backend`` may say."""
+EXACT_ORDER = ("openvino", "torch", "onnx")
+"""``"auto"``'s preference at fp32 (and bf16), fastest first on the CPUs measured
+(docs/performance.md): OpenVINO fp32 1.0-1.3x torch's speed with torch's metrics; ONNX Runtime's
+fp32 graph was slower than torch (0.7-1.0x), and torch is always installed, so it is never picked."""
+INT8_ORDER_VNNI = ("openvino", "onnx")
+"""At int8 on a CPU with VNNI (AVX512-VNNI or AVX-VNNI): OpenVINO's static int8 (3.1x torch fp32
+on AVX-512 with VNNI) before ONNX Runtime's dynamic int8."""
+INT8_ORDER = ("onnx", "openvino")
+"""At int8 without VNNI (AVX2 only): ONNX Runtime's dynamic int8 (1.5-1.7x torch fp32) before
+OpenVINO's static int8, which ran at or below torch fp32's speed there."""
+VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
+_BACKEND_MODULES = {"onnx": ("optimum.onnxruntime", "onnxruntime"), "openvino": ("optimum.intel", "openvino")}
+"""The packages each non-torch backend needs (the ``fast`` extra)."""
 PRECISIONS = ("fp32", "bf16", "int8")
 """Numeric precisions; only fp32 is exact."""
 DEFAULT_BACKEND = "torch"
@@ -103,7 +130,8 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Inference:
-    """A backend and a precision, validated: ``Inference("onnx", "int8")``.
+    """A backend and a precision, validated: ``Inference("onnx", "int8")``; ``Inference("auto")``
+    holds the backend ``"auto"`` resolves to here (:func:`resolve_backend`).
 
     >>> Inference("onnx", "int8").options()
     {'embedding_backend': 'onnx', 'precision': 'int8'}
@@ -115,10 +143,12 @@ class Inference:
     precision: str = EXACT_PRECISION
 
     def __post_init__(self) -> None:
-        if self.backend not in EMBEDDING_BACKENDS:
-            raise ConfigError(f"embedding backend {self.backend!r}: expected one of {', '.join(EMBEDDING_BACKENDS)}")
+        if self.backend not in BACKEND_SETTINGS:
+            raise ConfigError(f"embedding backend {self.backend!r}: expected one of {', '.join(BACKEND_SETTINGS)}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
+        if self.backend == AUTO:  # the backend that will compute, never "auto", in keys and provenance
+            object.__setattr__(self, "backend", resolve_backend(self.precision))
         if self.precision not in SUPPORTED[self.backend]:
             offers = "; ".join(f"{b}: {', '.join(p)}" for b, p in SUPPORTED.items())
             raise ConfigError(f"precision {self.precision!r} is not available on the {self.backend!r} embedding "
@@ -144,6 +174,54 @@ class Inference:
         missing or empty values take the defaults."""
         return cls(str(options.get("embedding_backend") or DEFAULT_BACKEND),
                    str(options.get("precision") or EXACT_PRECISION))
+
+
+def resolved_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` whose ``embedding_backend`` is ``"auto"`` with it and ``precision`` replaced by
+    what they resolve to (:meth:`Inference.of`, :meth:`Inference.options`): the backend that
+    computes, or no key at all for torch fp32 (the key of embeddings made before ``"auto"``
+    existed). Other options are returned as they are. Cache keys and provenance are made from
+    these, so they never say ``"auto"``.
+
+    >>> resolved_options({"embedding_backend": "torch", "max_seq_length": 64})
+    {'embedding_backend': 'torch', 'max_seq_length': 64}
+    """
+    if options.get("embedding_backend") != AUTO:
+        return dict(options)
+    rest = {k: v for k, v in options.items() if k not in OPTIONS}
+    return {**rest, **Inference.of(options).options()}
+
+
+def backend_installed(backend: str) -> bool:
+    """Whether ``backend``'s packages can be found (nothing is imported; torch always can)."""
+    return all(extra_installed(m) for m in _BACKEND_MODULES.get(backend, ()))
+
+
+def auto_order(precision: str = EXACT_PRECISION) -> tuple[str, ...]:
+    """``"auto"``'s backends at ``precision``, fastest first on this CPU: :data:`INT8_ORDER_VNNI`
+    or :data:`INT8_ORDER` at int8 (by the CPU's flags, :func:`adaptlab.runtime.hardware.cpu_flags`),
+    else :data:`EXACT_ORDER`; only those that offer the precision."""
+    order: tuple[str, ...]
+    if precision == "int8":
+        order = INT8_ORDER_VNNI if hardware.cpu_flags() & VNNI_FLAGS else INT8_ORDER
+    else:
+        order = EXACT_ORDER
+    return tuple(b for b in order if precision in SUPPORTED[b])
+
+
+def resolve_backend(precision: str = EXACT_PRECISION) -> str:
+    """The backend ``"auto"`` stands for at ``precision``: the first of :func:`auto_order` that
+    is installed; when none is (int8 without the fast extra), the first, whose load then names the
+    extra to install.
+
+    At fp32 every backend is exact (retrieval metrics equal to torch fp32's within 1e-4,
+    ``benchmarks/bench_backends.py``), so ``"auto"`` changes the speed, not the results.
+
+    >>> resolve_backend("bf16") in ("openvino", "torch")
+    True
+    """
+    order = auto_order(precision)
+    return next((b for b in order if backend_installed(b)), order[0])
 
 
 def precision_name(name: str, precision: str) -> str:
@@ -218,9 +296,9 @@ def _quiet_export_probe() -> None:
 def require_backend(backend: str) -> None:
     """One line naming the fast extra when the backend's packages are missing
     (sentence-transformers raises a bare Exception)."""
-    module = "optimum.onnxruntime" if backend == "onnx" else "optimum.intel"
-    if not extra_installed(module):
-        raise missing_extra(f"{'ONNX' if backend == 'onnx' else 'OpenVINO'} embedding backends", "fast",
+    for module in _BACKEND_MODULES.get(backend, ()):
+        if not extra_installed(module):
+            raise missing_extra(f"{'ONNX' if backend == 'onnx' else 'OpenVINO'} embedding backends", "fast",
                                 f"{module} is not installed")
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, clean_options, describe_ref, resolve_device, short_error
 from adaptlab.models.inference import OPTIONS as INFERENCE_OPTIONS
-from adaptlab.models.inference import Inference, load_sentence_transformer
+from adaptlab.models.inference import Inference, load_sentence_transformer, resolved_options
 from adaptlab.models.instructions import INSTRUCTION_OPTIONS, resolve_instructions
 from adaptlab.models.load import go_offline
 from adaptlab.models.ref import hub_cache_snapshot, snapshot_revision
@@ -119,7 +119,7 @@ class SentenceTransformerEncoder(Encoder):
             revision=revision,
             query_instruction=query_instruction,
             document_instruction=document_instruction,
-            options={k: v for k, v in opts.items() if k != "model_kwargs"},
+            options=resolved_options({k: v for k, v in opts.items() if k != "model_kwargs"}),  # "auto" resolved
         )
 
     def _encode(self, texts: list[str], kind: TextKind, batch_size: int) -> np.ndarray:

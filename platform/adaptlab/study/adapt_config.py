@@ -32,7 +32,7 @@ from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.adapt.train.space import space_problem
 from adaptlab.adapt.train.sweep_config import SweepConfig
 from adaptlab.errors import ConfigError
-from adaptlab.models.inference import DEFAULT_BACKEND, EXACT_PRECISION, precision_name
+from adaptlab.models.inference import AUTO, DEFAULT_BACKEND, EXACT_PRECISION, Inference, precision_name, require_backend
 from adaptlab.models.variants import (
     BASE,
     BI_ENCODER_VARIANTS,
@@ -154,6 +154,9 @@ class ColBERTSettings:
         return cls(base_model=ref, label=name, batch_size_eval=batch, section=section, ft=ft)
 
 
+MINING_PRECISIONS: tuple[str, ...] = (EXACT_PRECISION, "int8")
+"""Values of ``[adapt].mining_precision``."""
+
 _PREP = PrepSettings()
 """The adaptation data's defaults (declared on :class:`PrepSettings`; ``[adapt]`` takes them)."""
 
@@ -200,6 +203,10 @@ class AdaptSettings:
                                                 help="drop negatives this similar to the positive (false: keep all)")
     margin: float | None = setting(_PREP.margin, lo=0.0, off=False,
                                    help="drop negatives within this margin of the positive's score (false: keep)")
+    mining_precision: str = setting(EXACT_PRECISION, choices=MINING_PRECISIONS,
+                                    help='the hard-negative miner\'s encoder: "fp32" (exact), or "int8" (the same model '
+                                    "quantized, on the fastest installed int8 backend: faster, other negatives; "
+                                    "training and evaluation stay fp32)")
     eval_corpus: str = setting(_PREP.eval_corpus, choices=("all", "documents"),
                                help="the held-out set's corpus: its documents' chunks, or all chunks")
     unit: str = setting(_PREP.unit, choices=("documents", "pages", "chunks"),
@@ -258,6 +265,7 @@ class AdaptSettings:
         if kw.get("questions") == "llm" and kw.get("llm") is None:
             raise ConfigError(f"{study.source}: [adapt.llm]: required when questions = \"llm\" (base_url, model, ...)")
         kw.update(_given_roots(study, raw, check))
+        _check_mining(kw.get("mining_precision", EXACT_PRECISION), check)
         variants = kw.get("variants", cls.variants)
         if "colbert" in raw or any(is_colbert(v) for v in variants):
             kw["colbert"] = ColBERTSettings.read(study, check.table("colbert", raw.get("colbert", {})), base_ref,
@@ -298,19 +306,45 @@ class AdaptSettings:
         data = {k: getattr(self, k) for k in keys}
         if self.unit != "documents":  # keys of studies written before units existed stay the same
             data["unit"] = self.unit
+        if self.mining_precision != EXACT_PRECISION:  # and of studies that mine at fp32
+            mining = self.mining_inference()
+            data["mining"] = f"{mining.backend} {mining.precision}"
         if self.llm is not None:
             data["llm"] = {k: v for k, v in asdict(self.llm).items() if k not in ("workers", "cache", "timeout")}
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
+    def mining_inference(self) -> Inference:
+        """The encoder of the hard-negative mining: torch fp32 (the exact path), or with
+        ``mining_precision = "int8"`` the fastest installed int8 backend
+        (:func:`~adaptlab.models.inference.resolve_backend`: OpenVINO's static int8, else ONNX
+        Runtime's dynamic int8). Only the choice of negatives depends on it: questions, positives,
+        training and every evaluation are computed as without it."""
+        if self.mining_precision == EXACT_PRECISION:
+            return Inference()
+        return Inference(AUTO, self.mining_precision)
+
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready (for the runs table's ``config``)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)
-               if f.name not in ("pt", "ft", "llm", "base_section", "colbert")}
+        """JSON-ready (for the runs table's ``config``; ``mining_precision`` only when it is not
+        fp32, so the configuration of a study mining at fp32 is what it was before the key existed)."""
+        skip = {"pt", "ft", "llm", "base_section", "colbert"}
+        if self.mining_precision == EXACT_PRECISION:
+            skip.add("mining_precision")
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         out["colbert"] = None if self.colbert is None else _colbert_dict(self.colbert)
         out["pt"], out["ft"] = asdict(self.pt), asdict(self.ft)
         out["llm"] = None if self.llm is None else {k: v for k, v in asdict(self.llm).items()}
         out["base_section"] = asdict(self.base_section)
         return json.loads(json.dumps(out, default=str))
+
+
+def _check_mining(precision: str, check: SectionChecker) -> None:
+    """A reduced mining precision needs the fast extra: one line naming the key, before any work."""
+    if precision == EXACT_PRECISION:
+        return
+    try:
+        require_backend(Inference(AUTO, precision).backend)
+    except ConfigError as e:
+        raise type(e)(f"{check.where('mining_precision')}: {e}") from e
 
 
 def _colbert_dict(colbert: ColBERTSettings) -> dict[str, Any]:

@@ -397,13 +397,15 @@ def _prepare(study: Study, settings: AdaptSettings,
     """Chunks, held-out set, nested scales, questions and triplets (cached under ``data_dir``)."""
     documents, synthetic_raw = load_corpus(settings, study)
     generator = question_generator(settings, synthetic_raw)
-    mining_embed = model_embedder(settings.base_section, study, cache_dir, exact=True)  # data never depend on precision
+    mining = settings.mining_inference()  # torch fp32 unless [adapt].mining_precision says otherwise
+    mining_embed = model_embedder(settings.base_section, study, cache_dir, inference=mining)
+    miner = settings.label if mining.is_default else f"{settings.label} ({mining.backend} {mining.precision})"
     if settings.data_dir is None:
         raise ConfigError("[adapt].data_dir: required when the study has no results store")
     data_dir = settings.data_dir / f"{sanitize_name(study.study.name)}-{settings.data_key()}"
     log(f"[adaptlab] adaptation data: {len(documents)} documents -> {data_dir}")
     data = prepare_adaptation_data(documents, _tokenizer(settings.base_model), generator, mining_embed,
-                                   settings.prep(), out_dir=data_dir, base_model=settings.label)
+                                   settings.prep(), out_dir=data_dir, base_model=miner)
     summary = data.summary()
     log(f"[adaptlab] held-out: {summary['test_questions']} questions over {summary['heldout_corpus']} chunks; "
         + ", ".join(f"{k}: {v.get('train_questions', 0)} train questions" for k, v in summary["scales"].items()))

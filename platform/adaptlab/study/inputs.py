@@ -9,7 +9,7 @@ Relative paths (dataset paths, model directories) resolve against the project ro
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,12 +21,13 @@ from adaptlab.data.pairs import check_pair_columns
 from adaptlab.embedding.cache import Embedder, EmbeddingCache
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models import check_backend_packages, pick_backend, resolve_model
+from adaptlab.models.inference import AUTO, Inference
 from adaptlab.models.variants import BI_ENCODER_BACKEND, BM25_REF, COLBERT_BACKEND
 from adaptlab.runtime.progress import progress_enabled
 from adaptlab.study.schema import DatasetSection, ModelSection, Study, is_store_uri
 
-__all__ = ["EvalDataset", "check_inputs", "embedding_cache", "load_dataset_section", "log", "model_embedder",
-           "pool_settings"]
+__all__ = ["EvalDataset", "check_inputs", "embedding_backends", "embedding_cache", "load_dataset_section", "log",
+           "model_embedder", "pool_settings"]
 
 
 def log(msg: str) -> None:
@@ -56,21 +57,38 @@ def embedding_cache(study: Study) -> EmbeddingCache | None:
 
 
 def model_embedder(model: ModelSection, study: Study, cache_dir: EmbeddingCache | Path | None, *,
-                   exact: bool = False) -> Embedder:
+                   exact: bool = False, inference: Inference | None = None) -> Embedder:
     """The cached :class:`~adaptlab.embedding.cache.Embedder` of a ``[[models]]`` entry, with the
     study's ``[embedding]`` settings (batch size, Ray or in-process, number of actors, placement
     time-out, backend and precision: :meth:`~adaptlab.study.schema.Study.inference`). ``exact``: on
     torch in fp32 whatever the settings (the adaptation data's hard-negative mining, so adapted
-    models never depend on an evaluation's precision)."""
+    models never depend on an evaluation's precision); ``inference``: this backend and precision
+    whatever the settings (the mining of ``[adapt].mining_precision``)."""
+    ref = resolve_model(study.resolve_model_ref(model.ref))
+    if inference is None:
+        inference = Inference() if exact else study.inference(model, pick_backend(ref, model.backend or "auto"))
     options = {
         "backend": model.backend, "query_instruction": model.query_instruction,
         "document_instruction": model.document_instruction, "max_seq_length": model.max_seq_length,
-        "trust_remote_code": model.trust_remote_code, **model.options,
-        **({} if exact else study.inference(model).options()),
+        "trust_remote_code": model.trust_remote_code, **model.options, **inference.options(),
     }
-    return Embedder(resolve_model(study.resolve_model_ref(model.ref)), options=options,
+    return Embedder(ref, options=options,
                     batch_size=study.embedding.batch_size or model.batch_size, cache_dir=cache_dir,
                     **pool_settings(study))
+
+
+def embedding_backends(study: Study, embedders: Mapping[str, object]) -> dict[str, dict[str, str]]:
+    """The runs' record of the backend and precision that computed each dense system's vectors:
+    ``{"embedding_backends": {system: "openvino fp32", ...}}``. Every dense system is listed when
+    the study asks for ``"auto"`` anywhere (what it resolved to here), else only those not on torch
+    fp32; a study on torch fp32 alone records nothing, so its configuration, and the run ids keyed
+    on it, stay what they were before backends existed."""
+    asked_auto = study.embedding.backend == AUTO or any(m.embedding_backend == AUTO for m in study.models)
+    used = {name: Inference.of(e.options) for name, e in embedders.items() if isinstance(e, Embedder)}
+    shown = {name: f"{inf.backend} {inf.precision}" for name, inf in used.items() if asked_auto or not inf.is_default}
+    if asked_auto and shown:
+        log("[adaptlab] embedding backend auto: " + ", ".join(sorted(set(shown.values()))))
+    return {"embedding_backends": shown} if shown else {}
 
 
 def check_inputs(study: Study) -> None:
@@ -103,13 +121,13 @@ def check_inputs(study: Study) -> None:
         try:
             ref = resolve_model(study.resolve_model_ref(m.ref))
             kind = BM25_REF if ref.backend == BM25_REF else pick_backend(ref, m.backend or "auto")
-            if kind != BI_ENCODER_BACKEND and not study.inference(m).is_default:
-                inf = study.inference(m)
+            inf = study.inference(m, kind)
+            if kind != BI_ENCODER_BACKEND and not inf.is_default:
                 raise ConfigError(f"embedding_backend {inf.backend!r} and precision {inf.precision!r} apply to "
                                   f"sentence-transformers models; this is a {kind!r} model, which runs on torch in "
                                   'fp32: set embedding_backend = "torch" and precision = "fp32" in this entry')
             if kind != BM25_REF:  # the model's extra (colbert, flag, fast): one line before any work
-                check_backend_packages(kind, study.inference(m).backend)
+                check_backend_packages(kind, inf.backend)
             if ref.backend == BM25_REF:
                 from adaptlab.retrieval.lexical import BM25Settings
 

@@ -81,6 +81,7 @@ from adaptlab.study.adaptation import Adaptation, adaptation_stage
 from adaptlab.study.inputs import (
     EvalDataset,
     check_inputs,
+    embedding_backends,
     embedding_cache,
     load_dataset_section,
     log,
@@ -318,6 +319,7 @@ def evaluate_systems(
     ev = _Evaluation(study, list(systems), {s.name: system_embedder(s.section, study, cache) for s in systems},
                      measures, depth, study.bootstrap_config(), baseline, store_root, dict(extra_config or {}),
                      tuple(pairs) if pairs is not None else None)
+    ev.extra_config.update(embedding_backends(study, ev.embedders))  # the backend that computed, in every run's config
     several = len(systems) * len(datasets) > 1
     outcomes: list[DatasetOutcome] = []
     for plan in datasets:

@@ -49,8 +49,9 @@ from adaptlab.errors import ConfigError, is_uri
 from adaptlab.metrics import parse_measures
 from adaptlab.models.base import canonical_backend
 from adaptlab.models.inference import (
+    AUTO,
+    BACKEND_SETTINGS,
     DEFAULT_BACKEND,
-    EMBEDDING_BACKENDS,
     EXACT_PRECISION,
     PRECISIONS,
     Inference,
@@ -187,7 +188,7 @@ class ModelSection:
     name: str = setting("", help="the system's name (default: the last part of ref)")
     backend: str = setting("auto", help='the model kind: "auto" (from the checkpoint), '
                            '"sentence-transformers", "flagembedding", "colbert"')
-    embedding_backend: str = setting("", choices=("", *EMBEDDING_BACKENDS),
+    embedding_backend: str = setting("", choices=("", *BACKEND_SETTINGS),
                                      help='how a sentence-transformers model runs ("": [embedding].backend)')
     precision: str = setting("", choices=("", *PRECISIONS), help='the encoder\'s precision ("": '
                              '[embedding].precision); a reduced one is shown in the name')
@@ -241,14 +242,16 @@ class EmbeddingSection:
     :func:`adaptlab.embedding.pool.placement_timeout`). ``local_below``: with ``use_ray``, calls
     of fewer texts embed in-process until the model's pool has been used (default 512, below which
     an actor cannot win back its start on 2 cores; 0: every call on the Ray pool). ``backend``
-    (``"torch"``, ``"onnx"``, ``"openvino"``) and ``precision`` (``"fp32"``, the exact path;
+    (``"torch"``, ``"onnx"``, ``"openvino"``, or ``"auto"``: the fastest one installed,
+    :func:`~adaptlab.models.inference.resolve_backend`) and ``precision`` (``"fp32"``, the exact path;
     ``"bf16"``, ``"int8"``, reduced): how sentence-transformers models run, for every
     ``[[models]]`` entry that does not set its own ``embedding_backend`` / ``precision``
     (:mod:`adaptlab.models.inference`). A system at reduced precision is named with it
     (``minilm`` -> ``minilm-bf16``, :func:`~adaptlab.models.inference.precision_name`)."""
 
-    backend: str = setting(DEFAULT_BACKEND, choices=EMBEDDING_BACKENDS,
-                           help="how sentence-transformers models run (torch, onnx, openvino)")
+    backend: str = setting(DEFAULT_BACKEND, choices=BACKEND_SETTINGS,
+                           help="how sentence-transformers models run (torch, onnx, openvino; auto: the "
+                           "fastest installed one, OpenVINO with the fast extra)")
     precision: str = setting(EXACT_PRECISION, choices=PRECISIONS,
                              help="fp32 (exact) or a reduced precision (bf16, int8)")
     use_ray: bool = setting(True, help="embed on a pool of Ray actors (false: in-process)")
@@ -333,13 +336,20 @@ class Study:
             return str(path.resolve())
         return ref
 
-    def inference(self, model: ModelSection) -> Inference:
+    def inference(self, model: ModelSection, kind: str = BI_ENCODER_BACKEND) -> Inference:
         """How ``model`` runs: its own ``embedding_backend`` / ``precision``, else ``[embedding]``'s;
         an entry that is not a sentence-transformers model as far as the file says (BM25, ``hash:``,
-        another explicit ``backend``) takes only its own keys, so ``[embedding]`` never renames it."""
+        another explicit ``backend``) takes only its own keys, so ``[embedding]`` never renames it.
+        ``"auto"`` is resolved (:func:`~adaptlab.models.inference.resolve_backend`); at fp32 it is
+        torch for a model whose ``kind`` (:func:`~adaptlab.models.load.pick_backend`, when known)
+        is not a sentence-transformers one, which runs only on torch."""
         if not (model.embedding_backend or model.precision) and not _takes_inference(model):
             return Inference()
-        return Inference(model.embedding_backend or self.embedding.backend, model.precision or self.embedding.precision)
+        backend = model.embedding_backend or self.embedding.backend
+        precision = model.precision or self.embedding.precision
+        if backend == AUTO and kind != BI_ENCODER_BACKEND and precision == EXACT_PRECISION:
+            return Inference()
+        return Inference(backend, precision)
 
     def name_precisions(self) -> None:
         """Give every ``[[models]]`` entry at reduced precision a name that shows it
