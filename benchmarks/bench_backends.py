@@ -50,8 +50,11 @@ def _settings(spec: str) -> list[tuple[str, str]]:
     """``"all"`` or ``"torch:fp32,onnx:int8"`` -> ``[(backend, precision)]``; torch fp32 always first."""
     from adaptlab.models.inference import SUPPORTED
 
-    pairs = ([(b, p) for b, ps in SUPPORTED.items() for p in ps] if spec == "all"
-             else [tuple(s.split(":", 1)) for s in spec.split(",")])
+    pairs = (
+        [(b, p) for b, ps in SUPPORTED.items() for p in ps]
+        if spec == "all"
+        else [tuple(s.split(":", 1)) for s in spec.split(",")]
+    )
     return [("torch", "fp32")] + [p for p in pairs if p != ("torch", "fp32")]
 
 
@@ -87,8 +90,11 @@ def backends_main(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     qrels, doc_ids, docs, qids, queries = scifact_subset(Path(args.scifact), args.docs, args.seed)
-    print(f"SciFact test: {len(qids)} queries, {len(docs)} documents ({'all' if not args.docs else 'judged + seeded others'}); "
-          f"torch threads {torch.get_num_threads()}, load {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"SciFact test: {len(qids)} queries, {len(docs)} documents ({'all' if not args.docs else 'judged + seeded others'}); "
+        f"torch threads {torch.get_num_threads()}, load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     names, encoders = [], []
     for backend, precision in _settings(args.backends):
         t0 = time.perf_counter()
@@ -98,13 +104,17 @@ def backends_main(args: argparse.Namespace) -> int:
     speed_texts = docs[: args.speed_n]
     rates: dict[str, list[float]] = {n: [] for n in names}
     for r in range(args.repeat):  # rotated order: each system sees every position
-        order = list(range(len(names)))[r % len(names):] + list(range(len(names)))[: r % len(names)]
+        order = list(range(len(names)))[r % len(names) :] + list(range(len(names)))[: r % len(names)]
         for i in order:
             t0 = time.perf_counter()
             encoders[i].encode_documents(speed_texts, batch_size=args.batch_size)
             rates[names[i]].append(len(speed_texts) / (time.perf_counter() - t0))
-        print(f"  round {r + 1}: " + ", ".join(f"{n} {rates[n][-1]:.1f}" for n in names)
-              + f" texts/s; load {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"  round {r + 1}: "
+            + ", ".join(f"{n} {rates[n][-1]:.1f}" for n in names)
+            + f" texts/s; load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     measures = ["ndcg@10", "mrr@10", "recall@100"]
     per_query, vectors = {}, {}
     for name, enc in zip(names, encoders):
@@ -115,22 +125,27 @@ def backends_main(args: argparse.Namespace) -> int:
         print(f"  embedded SciFact with {name}; load {os.getloadavg()[0]:.1f}", flush=True)
     base = names[0]
     ndcg = np.stack([per_query[n].values["ndcg@10"] for n in names])
-    diffs = {p.a: p for p in paired_bootstrap(ndcg, names=names, baseline=base, n_resamples=args.resamples,
-                                               seed=args.seed)}
+    diffs = {
+        p.a: p for p in paired_bootstrap(ndcg, names=names, baseline=base, n_resamples=args.resamples, seed=args.seed)
+    }
     return _report_backends(args, names, rates, per_query, vectors, diffs, measures)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--backends", default="all", help='"all" (default) or "torch:bf16,onnx:int8,..." (torch fp32 '
-                    "is always the baseline)")
+    ap.add_argument(
+        "--backends",
+        default="all",
+        help='"all" (default) or "torch:bf16,onnx:int8,..." (torch fp32 is always the baseline)',
+    )
     ap.add_argument("--model", default="minilm", help="model reference (default: minilm)")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=1, help="timed rounds (rotated order; the median is reported)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--speed-n", type=int, default=256, help="passages per timed round")
-    ap.add_argument("--docs", type=int, default=1000, help="SciFact documents (judged ones + seeded others; 0: all "
-                    "5,183)")
+    ap.add_argument(
+        "--docs", type=int, default=1000, help="SciFact documents (judged ones + seeded others; 0: all 5,183)"
+    )
     ap.add_argument("--scifact", default=str(SCIFACT), help="the BEIR SciFact folder")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (ONNX/OpenVINO follow)")
     ap.add_argument("--resamples", type=int, default=2000, help="paired bootstrap resamples")
@@ -142,8 +157,11 @@ def main(argv: list[str] | None = None) -> int:
 def _report_backends(args, names, rates, per_query, vectors, diffs, measures) -> int:
     base = names[0]
     ref = statistics.median(rates[base])
-    print(f"\n{'system':<20} {'texts/s':>8} {'ratio':>6} {'rounds':>9} {'max|de|':>9} {'cos':>8} "
-          + " ".join(f"{m:>10}" for m in measures) + "   nDCG@10 - torch-fp32 [95% CI], p")
+    print(
+        f"\n{'system':<20} {'texts/s':>8} {'ratio':>6} {'rounds':>9} {'max|de|':>9} {'cos':>8} "
+        + " ".join(f"{m:>10}" for m in measures)
+        + "   nDCG@10 - torch-fp32 [95% CI], p"
+    )
     rows = []
     for n in names:
         rate = statistics.median(rates[n])
@@ -151,19 +169,34 @@ def _report_backends(args, names, rates, per_query, vectors, diffs, measures) ->
         de = float(np.abs(vectors[n] - vectors[base]).max())
         cos = float((vectors[n] * vectors[base]).sum(axis=1).mean())
         spread = round_ratios(rates, n, base)
-        line = (f"{n:<20} {rate:8.1f} {rate / ref:6.2f} {min(spread):4.2f}-{max(spread):4.2f} {de:9.2e} {cos:8.6f} "
-                + " ".join(f"{means[m]:10.5f}" for m in measures))
+        line = (
+            f"{n:<20} {rate:8.1f} {rate / ref:6.2f} {min(spread):4.2f}-{max(spread):4.2f} {de:9.2e} {cos:8.6f} "
+            + " ".join(f"{means[m]:10.5f}" for m in measures)
+        )
         gap = max(abs(means[m] - per_query[base].mean()[m]) for m in measures)
         if n != base:
             p = diffs[n]
             line += f"   {p.diff:+.5f} [{p.ci_low:+.5f}, {p.ci_high:+.5f}], p={p.p_value:.3f}"
             line += f"; max |d metric| {gap:.1e}" + (" (exact)" if gap <= EXACT_TOLERANCE else "")
         print(line)
-        rows.append({"system": n, "texts_per_s": rate, "ratio": rate / ref, "ratio_rounds": spread,
-                     "max_abs_diff": de, "mean_cos": cos, "max_metric_diff": gap, "exact": gap <= EXACT_TOLERANCE,
-                     **{m: means[m] for m in measures},
-                     **({"ndcg10_diff": diffs[n].diff, "ci": [diffs[n].ci_low, diffs[n].ci_high],
-                         "p": diffs[n].p_value} if n != base else {})})
+        rows.append(
+            {
+                "system": n,
+                "texts_per_s": rate,
+                "ratio": rate / ref,
+                "ratio_rounds": spread,
+                "max_abs_diff": de,
+                "mean_cos": cos,
+                "max_metric_diff": gap,
+                "exact": gap <= EXACT_TOLERANCE,
+                **{m: means[m] for m in measures},
+                **(
+                    {"ndcg10_diff": diffs[n].diff, "ci": [diffs[n].ci_low, diffs[n].ci_high], "p": diffs[n].p_value}
+                    if n != base
+                    else {}
+                ),
+            }
+        )
     emit_json({"backends": rows, "load": os.getloadavg(), "cpu": _cpu()}, args)
     return 0
 
@@ -175,8 +208,10 @@ def _cpu() -> dict[str, object]:
 
     from adaptlab.runtime.hardware import cpu_flags
 
-    out: dict[str, object] = {"flags": sorted(f for f in cpu_flags() if f.startswith(("avx", "amx")) or "vnni" in f),
-                              "torch": torch.backends.cpu.get_cpu_capability()}
+    out: dict[str, object] = {
+        "flags": sorted(f for f in cpu_flags() if f.startswith(("avx", "amx")) or "vnni" in f),
+        "torch": torch.backends.cpu.get_cpu_capability(),
+    }
     try:
         import openvino as ov
 

@@ -91,13 +91,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     ap.add_argument("--noise", type=float, default=0.8)
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of ours (best is used)")
     ap.add_argument("--scipy-repeat", type=int, default=1)
-    ap.add_argument("--scipy-batch", type=int, default=500,
-                    help="scipy resamples per vectorised call (0: all at once)")
+    ap.add_argument("--scipy-batch", type=int, default=500, help="scipy resamples per vectorised call (0: all at once)")
     ap.add_argument("--n-jobs", type=int, default=None, help="threads for ours (default: all)")
     ap.add_argument("--method", default="auto", choices=("auto", "index", "multinomial"))
     ap.add_argument("--skip-scipy", action="store_true")
-    ap.add_argument("--backend", default="auto", choices=("auto", "numpy", "cupy", "both"),
-                    help="array backend of ours; both: NumPy and CuPy in one run")
+    ap.add_argument(
+        "--backend",
+        default="auto",
+        choices=("auto", "numpy", "cupy", "both"),
+        help="array backend of ours; both: NumPy and CuPy in one run",
+    )
     ap.add_argument("--json", action="store_true", help="print the result as one JSON line at the end")
     ap.add_argument("--json-out", default=None, help="also write the JSON result to this file")
     args = ap.parse_args(argv)
@@ -128,10 +131,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     print(f"resamples: {args.resamples} of {args.queries} queries (with replacement)")
 
     def ours(backend: str = "auto"):  # type: ignore[no-untyped-def]
-        ci = bootstrap_ci(values, n_resamples=args.resamples, seed=args.seed,
-                          method=args.method, n_jobs=args.n_jobs, backend=backend)
-        pd = paired_bootstrap(values, n_resamples=args.resamples, seed=args.seed,
-                              method=args.method, n_jobs=args.n_jobs, backend=backend)
+        ci = bootstrap_ci(
+            values, n_resamples=args.resamples, seed=args.seed, method=args.method, n_jobs=args.n_jobs, backend=backend
+        )
+        pd = paired_bootstrap(
+            values, n_resamples=args.resamples, seed=args.seed, method=args.method, n_jobs=args.n_jobs, backend=backend
+        )
         if backend != "numpy" and get_xp(backend) is not np:
             import cupy
 
@@ -140,8 +145,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
 
     def scipy_one():  # type: ignore[no-untyped-def]
         return scipy.stats.bootstrap(
-            (values[0],), np.mean, n_resamples=args.resamples, vectorized=True,
-            method="percentile", batch=args.scipy_batch or None,
+            (values[0],),
+            np.mean,
+            n_resamples=args.resamples,
+            vectorized=True,
+            method="percentile",
+            batch=args.scipy_batch or None,
             random_state=np.random.default_rng(args.seed),
         )
 
@@ -152,18 +161,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
 
     from benchmarks.gpu.devinfo import device_name
 
-    res: dict = {"bench": "bootstrap", "queries": args.queries, "systems": args.systems,
-                 "resamples": args.resamples, "method": args.method, "backend": args.backend,
-                 "device_name": device_name("cuda" if "cupy" in backends else "cpu"),
-                 "skipped": skipped}
+    res: dict = {
+        "bench": "bootstrap",
+        "queries": args.queries,
+        "systems": args.systems,
+        "resamples": args.resamples,
+        "method": args.method,
+        "backend": args.backend,
+        "device_name": device_name("cuda" if "cupy" in backends else "cpu"),
+        "skipped": skipped,
+    }
     results = {}
     for b in backends:
         runs = []
         for _ in range(max(1, args.repeat)):
             (ci, pd), w, c = _timed(lambda b=b: ours(b))
             runs.append((w, c))
-            print(f"ours [{b}]: {args.systems} CIs ({ci.method}) + {n_pairs} paired CIs "
-                  f"({pd[0].method}): wall {w:.3f} s, cpu {c:.3f} s")
+            print(
+                f"ours [{b}]: {args.systems} CIs ({ci.method}) + {n_pairs} paired CIs "
+                f"({pd[0].method}): wall {w:.3f} s, cpu {c:.3f} s"
+            )
         results[b] = (ci, pd)
         res[f"ours_wall_{b}"] = min(r[0] for r in runs)
         res[f"ours_cpu_{b}"] = min(r[1] for r in runs)
@@ -172,15 +189,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     res["ours_cpu"] = res[f"ours_cpu_{backends[0]}"]
     if "numpy" in results and "cupy" in results:
         (ci_n, pd_n), (ci_c, pd_c) = results["numpy"], results["cupy"]
-        diff = max(float(np.max(np.abs(ci_n.ci_low - ci_c.ci_low))),
-                   float(np.max(np.abs(ci_n.ci_high - ci_c.ci_high))),
-                   max(abs(p.ci_low - q.ci_low) for p, q in zip(pd_n, pd_c)),
-                   max(abs(p.ci_high - q.ci_high) for p, q in zip(pd_n, pd_c)))
+        diff = max(
+            float(np.max(np.abs(ci_n.ci_low - ci_c.ci_low))),
+            float(np.max(np.abs(ci_n.ci_high - ci_c.ci_high))),
+            max(abs(p.ci_low - q.ci_low) for p, q in zip(pd_n, pd_c)),
+            max(abs(p.ci_high - q.ci_high) for p, q in zip(pd_n, pd_c)),
+        )
         res["cupy_over_numpy_wall"] = res["ours_wall_cupy"] / res["ours_wall_numpy"]
         res["max_ci_endpoint_diff"] = diff
         note = "" if ci_n.method == "index" else "  (NOT the index path: the backend was not used; pass --method index)"
-        print(f"cupy / numpy wall time: {res['cupy_over_numpy_wall']:.3f} (speed-up "
-              f"{1 / res['cupy_over_numpy_wall']:.2f}x); largest CI endpoint difference {diff:.2e}{note}")
+        print(
+            f"cupy / numpy wall time: {res['cupy_over_numpy_wall']:.3f} (speed-up "
+            f"{1 / res['cupy_over_numpy_wall']:.2f}x); largest CI endpoint difference {diff:.2e}{note}"
+        )
     if args.skip_scipy:
         emit_json(res, args)
         return res
@@ -189,8 +210,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     for _ in range(max(1, args.scipy_repeat)):
         sres, w, c = _timed(scipy_one)
         sruns.append((w, c))
-        print(f"scipy.stats.bootstrap, 1 system, batch={args.scipy_batch or None}: "
-              f"wall {w:.3f} s, cpu {c:.3f} s")
+        print(f"scipy.stats.bootstrap, 1 system, batch={args.scipy_batch or None}: wall {w:.3f} s, cpu {c:.3f} s")
     res["scipy_wall"] = min(r[0] for r in sruns)
     res["scipy_cpu"] = min(r[1] for r in sruns)
     res["ratio_wall"] = res["ours_wall"] / res["scipy_wall"]
@@ -199,12 +219,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     # the same CI within Monte Carlo error (two independent sets of resamples)
     lo, hi = sres.confidence_interval
     se = float(sres.standard_error)
-    print(f"system 0 CI: scipy [{lo:.5f}, {hi:.5f}], ours [{ci.ci_low[0]:.5f}, "
-          f"{ci.ci_high[0]:.5f}]; bootstrap SE {se:.2e}; endpoint differences "
-          f"{abs(lo - ci.ci_low[0]) / se:.2f} and {abs(hi - ci.ci_high[0]) / se:.2f} SE")
+    print(
+        f"system 0 CI: scipy [{lo:.5f}, {hi:.5f}], ours [{ci.ci_low[0]:.5f}, "
+        f"{ci.ci_high[0]:.5f}]; bootstrap SE {se:.2e}; endpoint differences "
+        f"{abs(lo - ci.ci_low[0]) / se:.2f} and {abs(hi - ci.ci_high[0]) / se:.2f} SE"
+    )
     goal = "met" if res["ratio_wall"] <= 0.25 else "NOT met"
-    print(f"ratio (ours all {args.systems + n_pairs} CIs / scipy one CI): wall "
-          f"{res['ratio_wall']:.3f}, cpu {res['ratio_cpu']:.3f}  [goal <= 0.25: {goal}]")
+    print(
+        f"ratio (ours all {args.systems + n_pairs} CIs / scipy one CI): wall "
+        f"{res['ratio_wall']:.3f}, cpu {res['ratio_cpu']:.3f}  [goal <= 0.25: {goal}]"
+    )
     emit_json(res, args)
     return res
 

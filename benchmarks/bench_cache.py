@@ -59,15 +59,26 @@ print("RESULT " + json.dumps({"seconds": seconds, "embedded": spent, "values": v
 
 def _run(study: Path, cache: Path, store: Path, use_ray: bool) -> dict:
     """One study run in a fresh process with the embedding cache at ``cache``."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "ADAPTLAB_EMBEDDING_CACHE": str(cache)}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "ADAPTLAB_EMBEDDING_CACHE": str(cache),
+    }
     env.pop("RAY_ADDRESS", None)  # always the embedded local Ray
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(study), str(store), "1" if use_ray else "0"],
-                         capture_output=True, text=True, env=env, cwd=_ROOT, timeout=3600)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(study), str(store), "1" if use_ray else "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=_ROOT,
+        timeout=3600,
+    )
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
     if out.returncode != 0 or not lines:
         raise SystemExit(f"study run failed (status {out.returncode}):\n{out.stderr[-3000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 def _pair(study: Path, use_ray: bool) -> tuple[dict, dict]:
@@ -90,12 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     cold = statistics.median(c["seconds"] for c, _ in pairs)
     warm = statistics.median(w["seconds"] for _, w in pairs)
     c0, w0 = pairs[0]
-    print(f"study: {args.study.name} ({'in-process' if args.no_ray else 'Ray'}), {len(pairs)} pair(s), "
-          "each run in a fresh process into a fresh store, one new cache per pair")
-    print(f"cold cache: {cold:8.2f} s   embedded {c0['embedded']['texts']} texts in "
-          f"{c0['embedded']['seconds']:.2f} s")
-    print(f"warm cache: {warm:8.2f} s   embedded {w0['embedded']['texts']} texts in "
-          f"{w0['embedded']['seconds']:.2f} s")
+    print(
+        f"study: {args.study.name} ({'in-process' if args.no_ray else 'Ray'}), {len(pairs)} pair(s), "
+        "each run in a fresh process into a fresh store, one new cache per pair"
+    )
+    print(f"cold cache: {cold:8.2f} s   embedded {c0['embedded']['texts']} texts in {c0['embedded']['seconds']:.2f} s")
+    print(f"warm cache: {warm:8.2f} s   embedded {w0['embedded']['texts']} texts in {w0['embedded']['seconds']:.2f} s")
     print(f"ratio warm / cold: {warm / cold:.2f} (cold / warm {cold / warm:.2f}x)")
     same = all(c["values"] == w["values"] for c, w in pairs)
     print(f"metric values identical in both stores: {same}")

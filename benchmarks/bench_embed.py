@@ -42,6 +42,7 @@ from benchmarks.gpu import devinfo
 
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
+
 def dtype_model_kwargs(dtype: str) -> dict[str, str]:
     """``model_kwargs`` for transformers' from_pretrained that load the weights in ``dtype``
     (``dtype=`` from transformers 4.56 on, ``torch_dtype=`` before). Empty for fp32."""
@@ -57,12 +58,17 @@ def dtype_model_kwargs(dtype: str) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=20_000, help="number of texts (default 20000)")
-    ap.add_argument("--texts", default="passages", choices=("passages", "sentences", "short-passages"),
-                    help="passages: ~256 tokens; sentences: 8-20 words; short-passages: 30-60 words")
+    ap.add_argument(
+        "--texts",
+        default="passages",
+        choices=("passages", "sentences", "short-passages"),
+        help="passages: ~256 tokens; sentences: 8-20 words; short-passages: 30-60 words",
+    )
     ap.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
     ap.add_argument("--dtype", default="fp32", choices=tuple(DTYPES), help="weights' dtype, both sides")
-    ap.add_argument("--warmup", action="store_true",
-                    help="run both sides once on a few texts first (warm Ray pool, CUDA kernels)")
+    ap.add_argument(
+        "--warmup", action="store_true", help="run both sides once on a few texts first (warm Ray pool, CUDA kernels)"
+    )
     ap.add_argument("--plain-only", action="store_true", help="skip the Ray side (e.g. no ray here)")
     ap.add_argument("--json", action="store_true", help="print the result as one JSON line at the end")
     ap.add_argument("--json-out", default=None, help="also write the JSON result to this file")
@@ -92,19 +98,30 @@ def main(argv: list[str] | None = None) -> int:
     # the same model_kwargs on both sides: what the platform's loader adds for local weights
     # (use_safetensors) plus the dtype
     model_kwargs = {**prepare_local_load(ref), **dtype_kwargs}
-    model = SentenceTransformer(source, device=device, local_files_only=ref.path is not None,
-                                model_kwargs=model_kwargs or None)
+    model = SentenceTransformer(
+        source, device=device, local_files_only=ref.path is not None, model_kwargs=model_kwargs or None
+    )
     enc = model.tokenizer(texts[:500], truncation=True, max_length=model.max_seq_length)["input_ids"]
     tokens = np.array([len(ids) for ids in enc], dtype=np.float64)
-    print(f"# {args.n} {args.texts}, {np.mean([len(t.split()) for t in texts]):.1f} words and "
-          f"{float(tokens.mean()):.1f} tokens (after truncation at {model.max_seq_length}) on average; "
-          f"model {ref.model_id} ({source}); dtype {args.dtype} "
-          f"({next(model.parameters()).dtype}); batch size {args.batch_size}; device {device} ({dev_name}); "
-          f"{available_cores()} cores, torch {torch.__version__} with {torch.get_num_threads()} threads")
+    print(
+        f"# {args.n} {args.texts}, {np.mean([len(t.split()) for t in texts]):.1f} words and "
+        f"{float(tokens.mean()):.1f} tokens (after truncation at {model.max_seq_length}) on average; "
+        f"model {ref.model_id} ({source}); dtype {args.dtype} "
+        f"({next(model.parameters()).dtype}); batch size {args.batch_size}; device {device} ({dev_name}); "
+        f"{available_cores()} cores, torch {torch.__version__} with {torch.get_num_threads()} threads"
+    )
     result: dict[str, object] = {
-        "bench": "embed", "texts": args.texts, "n": args.n, "model": ref.model_id, "dtype": args.dtype,
-        "batch_size": args.batch_size, "device": device, "device_name": dev_name,
-        "mean_tokens": float(tokens.mean()), "torch": torch.__version__, "warmup": args.warmup,
+        "bench": "embed",
+        "texts": args.texts,
+        "n": args.n,
+        "model": ref.model_id,
+        "dtype": args.dtype,
+        "batch_size": args.batch_size,
+        "device": device,
+        "device_name": dev_name,
+        "mean_tokens": float(tokens.mean()),
+        "torch": torch.__version__,
+        "warmup": args.warmup,
     }
 
     def plain() -> tuple[float, np.ndarray]:
@@ -119,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
             model.encode(texts[: max(16, min(256, args.n // 10))], batch_size=args.batch_size)
         times = [plain()[0] for _ in range(max(1, args.repeat))]
         t_plain = min(times)
-        print(f"plain encode {t_plain:7.2f} s ({args.n / t_plain:8.1f} texts/s, best of {len(times)}); "
-              "Ray side skipped (--plain-only)")
+        print(
+            f"plain encode {t_plain:7.2f} s ({args.n / t_plain:8.1f} texts/s, best of {len(times)}); "
+            "Ray side skipped (--plain-only)"
+        )
         result |= {"plain_s": t_plain, "plain_texts_per_s": args.n / t_plain}
         emit_json(result, args)
         return 0
@@ -130,8 +149,10 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     info = init_ray()
-    print(f"# ray start-up {time.perf_counter() - t0:.1f} s ({info.num_cpus:g} logical CPUs, "
-          f"{info.num_gpus:g} GPUs, auth {info.auth_mode})")
+    print(
+        f"# ray start-up {time.perf_counter() - t0:.1f} s ({info.num_cpus:g} logical CPUs, "
+        f"{info.num_gpus:g} GPUs, auth {info.auth_mode})"
+    )
     result["ray_startup_s"] = time.perf_counter() - t0
     ray_options = {"model_kwargs": dtype_kwargs} if dtype_kwargs else None
 
@@ -143,9 +164,17 @@ def main(argv: list[str] | None = None) -> int:
     def on_ray() -> tuple[float, np.ndarray, object]:
         t = time.perf_counter()
         run = embed_texts_detailed(
-            texts, args.model, kind="document", batch_size=args.batch_size, num_actors=args.num_actors,
-            torch_threads=args.torch_threads, block_size=args.block_size, sort_by_length=not args.no_sort,
-            progress=False, options=ray_options, device=device,
+            texts,
+            args.model,
+            kind="document",
+            batch_size=args.batch_size,
+            num_actors=args.num_actors,
+            torch_threads=args.torch_threads,
+            block_size=args.block_size,
+            sort_by_length=not args.no_sort,
+            progress=False,
+            options=ray_options,
+            device=device,
         )
         return time.perf_counter() - t, run.embeddings, run
 
@@ -153,9 +182,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.warmup:
         t = time.perf_counter()
         model.encode(warm, batch_size=args.batch_size)
-        embed_texts_detailed(warm, args.model, kind="document", batch_size=args.batch_size,
-                             num_actors=args.num_actors, torch_threads=args.torch_threads,
-                             options=ray_options, device=device, progress=False)
+        embed_texts_detailed(
+            warm,
+            args.model,
+            kind="document",
+            batch_size=args.batch_size,
+            num_actors=args.num_actors,
+            torch_threads=args.torch_threads,
+            options=ray_options,
+            device=device,
+            progress=False,
+        )
         print(f"# warm-up (both sides, {len(warm)} texts; Ray pool started): {time.perf_counter() - t:.1f} s")
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -171,28 +208,45 @@ def main(argv: list[str] | None = None) -> int:
         diff = float(np.abs(e_plain - e_ray).max())
         ratio = t_ray / t_plain
         ratios.append(ratio)
-        runs.append({"plain_s": t_plain, "ray_s": t_ray, "ray_inner_s": run.seconds, "max_abs_diff": diff,
-                     "num_actors": run.num_actors, "block_size": run.block_size})
-        print(f"run {r + 1}: plain encode {t_plain:7.2f} s ({args.n / t_plain:8.1f} texts/s) | ray pipeline "
-              f"{t_ray:7.2f} s ({args.n / t_ray:8.1f} texts/s; {run.num_actors} actors x "
-              f"{args.torch_threads or 'auto'} threads, blocks of {run.block_size}) | ratio {ratio:.3f} | "
-              f"max |diff| {diff:.2e}")
+        runs.append(
+            {
+                "plain_s": t_plain,
+                "ray_s": t_ray,
+                "ray_inner_s": run.seconds,
+                "max_abs_diff": diff,
+                "num_actors": run.num_actors,
+                "block_size": run.block_size,
+            }
+        )
+        print(
+            f"run {r + 1}: plain encode {t_plain:7.2f} s ({args.n / t_plain:8.1f} texts/s) | ray pipeline "
+            f"{t_ray:7.2f} s ({args.n / t_ray:8.1f} texts/s; {run.num_actors} actors x "
+            f"{args.torch_threads or 'auto'} threads, blocks of {run.block_size}) | ratio {ratio:.3f} | "
+            f"max |diff| {diff:.2e}"
+        )
         sys.stdout.flush()
     med = statistics.median(ratios)
     verdict = "met" if med <= 1.15 else "NOT met"
     print(f"ratio ray / plain: {med:.3f} (median of {len(ratios)}; goal <= 1.15: {verdict})")
     tput = 1.0 / med
     goal_gpu = "met" if tput >= 0.9 else "NOT met"
-    print(f"throughput ratio ray / plain (texts/s): {tput:.3f} (goal on a GPU, issue 10: >= 0.9: {goal_gpu}); "
-          f"device {dev_name}, dtype {args.dtype}, {args.texts}")
+    print(
+        f"throughput ratio ray / plain (texts/s): {tput:.3f} (goal on a GPU, issue 10: >= 0.9: {goal_gpu}); "
+        f"device {dev_name}, dtype {args.dtype}, {args.texts}"
+    )
     best = min(runs, key=lambda x: x["plain_s"])
     best_ray = min(runs, key=lambda x: x["ray_s"])
     result |= {
-        "runs": runs, "time_ratio_median": med, "throughput_ratio": tput,
-        "plain_s": best["plain_s"], "ray_s": best_ray["ray_s"],
-        "plain_texts_per_s": args.n / best["plain_s"], "ray_texts_per_s": args.n / best_ray["ray_s"],
+        "runs": runs,
+        "time_ratio_median": med,
+        "throughput_ratio": tput,
+        "plain_s": best["plain_s"],
+        "ray_s": best_ray["ray_s"],
+        "plain_texts_per_s": args.n / best["plain_s"],
+        "ray_texts_per_s": args.n / best_ray["ray_s"],
         "max_abs_diff": max(x["max_abs_diff"] for x in runs),
-        "goal_time_ratio_le_1_15": med <= 1.15, "goal_throughput_ge_0_9": tput >= 0.9,
+        "goal_time_ratio_le_1_15": med <= 1.15,
+        "goal_throughput_ge_0_9": tput >= 0.9,
     }
     emit_json(result, args)
     return 0

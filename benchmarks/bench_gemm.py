@@ -72,8 +72,10 @@ def layer_flops(tokens: int, hidden: int = HIDDEN, ffn: int = FFN) -> int:
 def make_weights(seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """(W, b) of each distinct shape of :data:`SHAPES`, float32, scaled like a trained layer."""
     rng = np.random.default_rng(seed)
-    return [((rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32),
-             rng.standard_normal(n).astype(np.float32) * 0.1) for k, n, _ in SHAPES]
+    return [
+        ((rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32), rng.standard_normal(n).astype(np.float32) * 0.1)
+        for k, n, _ in SHAPES
+    ]
 
 
 def _torch_products(weights) -> list[Product]:
@@ -86,7 +88,9 @@ def _torch_products(weights) -> list[Product]:
         def run(x: np.ndarray) -> np.ndarray:
             with torch.inference_mode():
                 return F.linear(torch.from_numpy(x), wt, bt).numpy()
+
         return run
+
     return [bind(w, b) for w, b in weights]
 
 
@@ -102,9 +106,11 @@ def _onnx_file(w: np.ndarray, b: np.ndarray, folder: Path) -> Path:
 
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "W"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["y"])],
-        f"linear_{k}_{n}", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["rows", k])],
+        f"linear_{k}_{n}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["rows", k])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", n])],
-        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "b")])
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "b")],
+    )
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     return path
 
@@ -118,6 +124,7 @@ def _onnxruntime_products(weights, threads: int, folder: Path) -> list[Product]:
     def bind(w: np.ndarray, b: np.ndarray) -> Product:
         session = ort.InferenceSession(str(_onnx_file(w, b, folder)), options, providers=["CPUExecutionProvider"])
         return lambda x: session.run(None, {"x": x})[0]
+
     return [bind(w, b) for w, b in weights]
 
 
@@ -125,16 +132,24 @@ def _openvino_products(weights, threads: int, folder: Path) -> list[Product]:
     import openvino as ov
 
     core = ov.Core()
-    config = {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": 1,
-              "PERFORMANCE_HINT": "LATENCY"}
+    config = {
+        "INFERENCE_NUM_THREADS": threads,
+        "INFERENCE_PRECISION_HINT": "f32",
+        "NUM_STREAMS": 1,
+        "PERFORMANCE_HINT": "LATENCY",
+    }
 
     def bind(w: np.ndarray, b: np.ndarray) -> Product:
-        request = core.compile_model(core.read_model(str(_onnx_file(w, b, folder))), "CPU", config).create_infer_request()
+        request = core.compile_model(
+            core.read_model(str(_onnx_file(w, b, folder))), "CPU", config
+        ).create_infer_request()
 
         def run(x: np.ndarray) -> np.ndarray:
             request.infer({0: x})
             return request.get_output_tensor(0).data
+
         return run
+
     return [bind(w, b) for w, b in weights]
 
 
@@ -217,11 +232,13 @@ def measure(a: argparse.Namespace) -> dict[str, dict[str, object]]:
             except ImportError as e:
                 rows[name] = {"missing": str(e)}
                 continue
-            rows[name] = {"rel_error": max_relative_error(layer_outputs(built[name], inputs), weights, inputs),
-                          "gflops": []}
+            rows[name] = {
+                "rel_error": max_relative_error(layer_outputs(built[name], inputs), weights, inputs),
+                "gflops": [],
+            }
         names = list(built)
         for r in range(a.repeat):
-            for name in names[r % len(names):] + names[:r % len(names)]:
+            for name in names[r % len(names) :] + names[: r % len(names)]:
                 seconds = timed(built[name], inputs, a.layers)
                 rows[name]["gflops"].append(flop / seconds / 1e9 / a.threads)
     return rows
@@ -241,17 +258,21 @@ def summarise(rows: dict[str, dict[str, object]], baseline: str = "torch") -> di
         entry = {"gflops_per_thread": statistics.median(g), "rel_error": row["rel_error"], "rounds": g}
         if base:
             ratios = round_ratios(rates, name, baseline)
-            entry |= {"ratio": statistics.median(g) / statistics.median(base),
-                      "ratio_rounds": [min(ratios), max(ratios)]}
+            entry |= {
+                "ratio": statistics.median(g) / statistics.median(base),
+                "ratio_rounds": [min(ratios), max(ratios)],
+            }
         out[name] = entry
     return out
 
 
 def report(summary: dict[str, dict[str, object]], a: argparse.Namespace) -> str:
     """The table: runtime, GFLOP/s per thread, ratio to torch (rounds' range), relative error."""
-    lines = [f"one MiniLM layer's products on {a.batch} x {a.tokens} tokens, {a.threads} thread(s), "
-             f"{a.layers} layers per round, median of {a.repeat} round(s)",
-             f"{'runtime':<12} {'GFLOP/s/thread':>14} {'vs torch':>9} {'rounds':>11} {'rel. error':>10}"]
+    lines = [
+        f"one MiniLM layer's products on {a.batch} x {a.tokens} tokens, {a.threads} thread(s), "
+        f"{a.layers} layers per round, median of {a.repeat} round(s)",
+        f"{'runtime':<12} {'GFLOP/s/thread':>14} {'vs torch':>9} {'rounds':>11} {'rel. error':>10}",
+    ]
     for name, row in summary.items():
         if "missing" in row:
             lines.append(f"{name:<12} not installed ({row['missing']})")
@@ -270,7 +291,7 @@ def model_flops(lengths: list[int], batch: int, layers: int = 6, hidden: int = H
     ordered = sorted(lengths, reverse=True)
     total = 0.0
     for start in range(0, len(ordered), batch):
-        b, longest = len(ordered[start:start + batch]), ordered[start]
+        b, longest = len(ordered[start : start + batch]), ordered[start]
         total += layers * (layer_flops(b * longest, hidden, ffn) + 4 * b * longest * longest * hidden)
     return total
 
@@ -347,11 +368,20 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     ap.add_argument("--layers", type=int, default=6, help="layers per round (default 6, MiniLM's depth)")
     ap.add_argument("--repeat", type=int, default=5, help="rounds, in rotated order (default 5)")
     ap.add_argument("--runtimes", default=",".join(RUNTIMES), help=f"comma-separated (default {','.join(RUNTIMES)})")
-    ap.add_argument("--profile", type=int, default=0, metavar="N",
-                    help="also profile adaptlab's torch encoder on N synthetic passages (default 0: no)")
-    ap.add_argument("--exact", default="openvino", choices=("openvino", "onnx", "none"),
-                    help="with --profile, also time this embedding backend at fp32 on the same passages "
-                         "(default openvino; none: skip)")
+    ap.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also profile adaptlab's torch encoder on N synthetic passages (default 0: no)",
+    )
+    ap.add_argument(
+        "--exact",
+        default="openvino",
+        choices=("openvino", "onnx", "none"),
+        help="with --profile, also time this embedding backend at fp32 on the same passages "
+        "(default openvino; none: skip)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true", help="print the result as one JSON line at the end")
     a = ap.parse_args(argv)
@@ -359,30 +389,49 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     unknown = [r for r in a.runtimes if r not in RUNTIMES]
     if unknown or not a.runtimes:
         ap.error(f"--runtimes {','.join(unknown) or '(none)'}: expected some of {', '.join(RUNTIMES)}")
-    for value, key in ((a.batch, "--batch"), (a.tokens, "--tokens"), (a.threads, "--threads"),
-                       (a.layers, "--layers"), (a.repeat, "--repeat")):
+    for value, key in (
+        (a.batch, "--batch"),
+        (a.tokens, "--tokens"),
+        (a.threads, "--threads"),
+        (a.layers, "--layers"),
+        (a.repeat, "--repeat"),
+    ):
         if value < 1:
             ap.error(f"{key} must be at least 1, got {value}")
     summary = summarise(measure(a))
     print(report(summary, a))
-    result = {"batch": a.batch, "tokens": a.tokens, "threads": a.threads, "layers": a.layers,
-              "repeat": a.repeat, "runtimes": summary}
+    result = {
+        "batch": a.batch,
+        "tokens": a.tokens,
+        "threads": a.threads,
+        "layers": a.layers,
+        "repeat": a.repeat,
+        "runtimes": summary,
+    }
     if a.profile > 0:
         prof = profile_torch(a.profile, a.batch, a.threads, None if a.exact == "none" else a.exact)
         speeds = {k: v["gflops_per_thread"] for k, v in summary.items() if "gflops_per_thread" in v}
         prof["gain_bound"] = gain_bound(prof["gflops_per_thread"], speeds)
         result["profile"] = prof
-        print(f"torch encoder: {a.profile} passages of {prof['mean_tokens']:.0f} tokens in {prof['seconds']:.1f} s, "
-              f"{prof['gflops_per_thread']:.1f} GFLOP/s/thread over the whole model; operators' time: linear "
-              f"layers {prof['linear']:.1%}, attention {prof['attention']:.1%}, the rest {prof['rest']:.1%}")
-        print(f"an exact backend computing the same batches is at most {prof['gain_bound']:.2f}x torch here "
-              "(every FLOP at the fastest runtime's matrix-product speed)")
+        print(
+            f"torch encoder: {a.profile} passages of {prof['mean_tokens']:.0f} tokens in {prof['seconds']:.1f} s, "
+            f"{prof['gflops_per_thread']:.1f} GFLOP/s/thread over the whole model; operators' time: linear "
+            f"layers {prof['linear']:.1%}, attention {prof['attention']:.1%}, the rest {prof['rest']:.1%}"
+        )
+        print(
+            f"an exact backend computing the same batches is at most {prof['gain_bound']:.2f}x torch here "
+            "(every FLOP at the fastest runtime's matrix-product speed)"
+        )
         if abs(a.tokens - prof["mean_tokens"]) > 0.1 * prof["mean_tokens"]:
-            print(f"(the products ran on --tokens {a.tokens} per text, the passages have {prof['mean_tokens']:.0f}: "
-                  f"the bound compares like with like with --tokens {prof['mean_tokens']:.0f})")
+            print(
+                f"(the products ran on --tokens {a.tokens} per text, the passages have {prof['mean_tokens']:.0f}: "
+                f"the bound compares like with like with --tokens {prof['mean_tokens']:.0f})"
+            )
         if "exact_ratio" in prof:
-            print(f"{a.exact} fp32 (adaptlab's exact path) on the same passages: {prof['exact_seconds']:.1f} s, "
-                  f"{prof['exact_ratio']:.2f}x torch ({prof['exact_ratio'] / prof['gain_bound']:.0%} of the bound)")
+            print(
+                f"{a.exact} fp32 (adaptlab's exact path) on the same passages: {prof['exact_seconds']:.1f} s, "
+                f"{prof['exact_ratio']:.2f}x torch ({prof['exact_ratio'] / prof['gain_bound']:.0%} of the bound)"
+            )
     if a.json:
         print(json.dumps(result))
     return result

@@ -119,8 +119,14 @@ def measure(target: str, workdir: Path, root: Path = _ROOT, editable: bool = Fal
     torch_wall, torch_cpu = _timed([*pip, TORCH], env, log)
     wall, cpu = _timed([*pip, *requirement(target, root, editable)], env, log)
     site = site_packages(venv)
-    return Install(target, count_packages(site), round(tree_megabytes(site), 1), round(torch_wall, 1),
-                   round(wall, 1), round(torch_cpu + cpu, 1))
+    return Install(
+        target,
+        count_packages(site),
+        round(tree_megabytes(site), 1),
+        round(torch_wall, 1),
+        round(wall, 1),
+        round(torch_cpu + cpu, 1),
+    )
 
 
 def ratios(got: Install, seconds: float, megabytes: float) -> dict[str, float]:
@@ -141,15 +147,21 @@ def parse_reference(text: str) -> tuple[float, float]:
 
 def describe(got: Install) -> str:
     """One line per target."""
-    return (f"{got.target:>8}: {got.packages} packages, {got.megabytes:,.0f} MB in site-packages, "
-            f"{got.total_seconds:.0f} s ({got.torch_seconds:.0f} s torch + {got.seconds:.0f} s adaptlab; "
-            f"{got.cpu_seconds:.0f} CPU s)")
+    return (
+        f"{got.target:>8}: {got.packages} packages, {got.megabytes:,.0f} MB in site-packages, "
+        f"{got.total_seconds:.0f} s ({got.torch_seconds:.0f} s torch + {got.seconds:.0f} s adaptlab; "
+        f"{got.cpu_seconds:.0f} CPU s)"
+    )
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    p.add_argument("--target", action="append", choices=TARGETS,
-                   help="what to install: core (the default) or an extra; repeat for several")
+    p.add_argument(
+        "--target",
+        action="append",
+        choices=TARGETS,
+        help="what to install: core (the default) or an extra; repeat for several",
+    )
     p.add_argument("--compare", action="store_true", help="also measure the test extra and print ratios to it")
     p.add_argument("--reference", metavar="SECONDS,MB", help="print ratios to these figures (the test extra's)")
     p.add_argument("--editable", action="store_true", help="pip install -e (as the README's commands do)")
@@ -166,8 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     reference = parse_reference(args.reference) if args.reference else None
     workdir = Path(args.keep or tempfile.mkdtemp(prefix="bench-install-")).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; python {sys.version.split()[0]}; "
-          f"venvs in {workdir}", flush=True)
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; python {sys.version.split()[0]}; "
+        f"venvs in {workdir}",
+        flush=True,
+    )
     results: dict[str, Install] = {}
     try:
         for target in targets:

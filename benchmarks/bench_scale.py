@@ -54,10 +54,19 @@ ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("startup", "prepare", "embed", "train", "evaluate", "bootstrap", "other")
 ELAPSED = re.compile(r"\((\d+(?:\.\d+)?) s\)")  # a heartbeat's "[adaptlab] WHAT (N s)"
 NOTE_WORDS = 110  # a synthetic note (adaptlab.data.synthetic) has ~8-14 sentences, ~110 words
-RULES = (("scale study done", "other"), ("bootstrapping", "bootstrap"), ("texts in ", "resume"),
-         ("from the embedding cache", "resume"), ("training ", "train"), ("token-embedding", "embed"),
-         ("embedding ", "embed"), ("judged queries", "evaluate"), ("loading dataset", "evaluate"),
-         ("adaptation data", "prepare"), ("held-out", "prepare"))
+RULES = (
+    ("scale study done", "other"),
+    ("bootstrapping", "bootstrap"),
+    ("texts in ", "resume"),
+    ("from the embedding cache", "resume"),
+    ("training ", "train"),
+    ("token-embedding", "embed"),
+    ("embedding ", "embed"),
+    ("judged queries", "evaluate"),
+    ("loading dataset", "evaluate"),
+    ("adaptation data", "prepare"),
+    ("held-out", "prepare"),
+)
 
 
 def phase_of(line: str, current: str, outer: str = "evaluate") -> str:
@@ -103,26 +112,37 @@ def write_corpus(folder: Path, n_docs: int, pages: int, words: int, seed: int) -
     return total
 
 
-def study_text(corpus: Path, store: Path, n: int, max_steps: int, address: str, model: str = "minilm",
-               negative_rules: bool = True, keys: dict[str, dict[str, str]] | None = None) -> str:
+def study_text(
+    corpus: Path,
+    store: Path,
+    n: int,
+    max_steps: int,
+    address: str,
+    model: str = "minilm",
+    negative_rules: bool = True,
+    keys: dict[str, dict[str, str]] | None = None,
+) -> str:
     """One study of ``model``: scale ``[n]``, variants base/pt/ft, every stage capped at ``max_steps``, an
     embedding cache of its own beside ``store`` (so no size reuses another's vectors; a results
     store must be a new or empty folder). ``keys``: more string keys of ``[embedding]`` and
     ``[adapt]`` (``{"embedding": {"backend": "auto"}, "adapt": {"mining_precision": "int8"}}``)."""
     keys = keys or {}
     addr = f"address = {json.dumps(address)}\n" if address else ""
-    more = {section: "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.get(section, {}).items())
-            for section in ("embedding", "adapt")}
+    more = {
+        section: "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.get(section, {}).items())
+        for section in ("embedding", "adapt")
+    }
     return (
         f'[study]\nname = "bench-scale-{n}"\nseed = 0\nstore = {json.dumps(str(store))}\n{addr}\n'
         '[[datasets]]\nname = "synthetic"\nspec = "synthetic:n_documents=20,seed=1"\n\n'
         f'[[models]]\nname = "minilm"\nref = {json.dumps(model)}\n\n'
-        '[bootstrap]\nn_resamples = 1000\nseed = 0\n\n'
+        "[bootstrap]\nn_resamples = 1000\nseed = 0\n\n"
         f"[embedding]\ncache = {json.dumps(str(store.with_name(store.name + '-embedding-cache')))}\n"
         f"{more['embedding']}\n"
         f"[adapt]\ncorpus = {json.dumps(str(corpus))}\nscales = [{n}]\n{more['adapt']}"
         'variants = ["base", "pt", "ft"]\ntest_fraction = 0.1\nvalidation_fraction = 0.1\n'
-        "max_tokens = 256\nuse_ray = true\n" + ("" if negative_rules else "duplicate_threshold = false\nmargin = false\n")
+        "max_tokens = 256\nuse_ray = true\n"
+        + ("" if negative_rules else "duplicate_threshold = false\nmargin = false\n")
         + "\n"
         f"[adapt.pt]\nmax_steps = {max_steps}\n\n[adapt.ft]\nmax_steps = {max_steps}\n"
     )
@@ -179,11 +199,18 @@ def _sample_loop(clock: PhaseClock, roots: list[int], extra: list[int], stop: th
         clock.sample(sum(_rss(p) for p in pids))
 
 
-def run_one(study: Path, log: Path, env: dict, cluster_roots: list[int], timeout_s: float) -> tuple[int, PhaseClock, dict]:
+def run_one(
+    study: Path, log: Path, env: dict, cluster_roots: list[int], timeout_s: float
+) -> tuple[int, PhaseClock, dict]:
     """``adaptlab run STUDY`` with its lines timed into phases; (exit code, clock, study timings)."""
     clock, stop, timings = PhaseClock(), threading.Event(), {}
-    proc = subprocess.Popen([sys.executable, "-m", "adaptlab", "run", str(study)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "adaptlab", "run", str(study)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     sampler = threading.Thread(target=_sample_loop, args=(clock, [proc.pid], cluster_roots, stop, 0.5), daemon=True)
     sampler.start()
     killer = threading.Timer(timeout_s, proc.kill)
@@ -265,17 +292,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per study")
     ap.add_argument("--work", default="", help="folder for corpora, stores and logs (a temp dir if empty)")
     ap.add_argument("--json", default="", help="write the results here")
-    ap.add_argument("--model", default="minilm", help="the model adapted (a path for a local one; the "
-                    "figures of docs/performance.md are minilm's)")
-    ap.add_argument("--no-negative-rules", action="store_true", help="[adapt] duplicate_threshold and margin "
-                    "off (a random-init test encoder scores every chunk a near-duplicate of the positive)")
-    ap.add_argument("--backend", default="", help='[embedding] backend of the studies ("auto": the fastest exact '
-                    'one installed; empty: the default, torch)')
-    ap.add_argument("--mining-precision", default="", help='[adapt] mining_precision ("int8"; empty: the default, '
-                    "fp32)")
-    ap.add_argument("--compare-mining", action="store_true", help="run every size twice, mining at fp32 and at "
-                    "int8 (the rest as --backend says), and report the negatives that differ and the paired "
-                    "nDCG@10 difference of the adapted models")
+    ap.add_argument(
+        "--model",
+        default="minilm",
+        help="the model adapted (a path for a local one; the figures of docs/performance.md are minilm's)",
+    )
+    ap.add_argument(
+        "--no-negative-rules",
+        action="store_true",
+        help="[adapt] duplicate_threshold and margin "
+        "off (a random-init test encoder scores every chunk a near-duplicate of the positive)",
+    )
+    ap.add_argument(
+        "--backend",
+        default="",
+        help='[embedding] backend of the studies ("auto": the fastest exact one installed; empty: the default, torch)',
+    )
+    ap.add_argument(
+        "--mining-precision", default="", help='[adapt] mining_precision ("int8"; empty: the default, fp32)'
+    )
+    ap.add_argument(
+        "--compare-mining",
+        action="store_true",
+        help="run every size twice, mining at fp32 and at "
+        "int8 (the rest as --backend says), and report the negatives that differ and the paired "
+        "nDCG@10 difference of the adapted models",
+    )
     ap.add_argument("--small", action="store_true", help="sizes 10,20 of 1-page documents, 1 step (the test)")
     a = ap.parse_args(argv)
     if a.small:
@@ -287,8 +329,10 @@ def study_keys(a: argparse.Namespace, mining: str = "") -> dict[str, dict[str, s
     """The ``[embedding]`` / ``[adapt]`` keys the options ask for (``mining`` overrides
     ``--mining-precision``)."""
     mining = mining or a.mining_precision
-    return {"embedding": {"backend": a.backend} if a.backend else {},
-            "adapt": {"mining_precision": mining} if mining else {}}
+    return {
+        "embedding": {"backend": a.backend} if a.backend else {},
+        "adapt": {"mining_precision": mining} if mining else {},
+    }
 
 
 def run_size(a: argparse.Namespace, n: int, work: Path, cluster: LocalCluster | None, mining: str = "") -> SizeResult:
@@ -300,13 +344,31 @@ def run_size(a: argparse.Namespace, n: int, work: Path, cluster: LocalCluster | 
     tag = f"{n}-{mining}" if mining else f"{n}"
     study = work / f"study{tag}.toml"
     keys = study_keys(a, mining)
-    study.write_text(study_text(corpus, work / f"store{tag}", n, a.max_steps, cluster.address if cluster else "",
-                                a.model, not a.no_negative_rules, keys))
+    study.write_text(
+        study_text(
+            corpus,
+            work / f"store{tag}",
+            n,
+            a.max_steps,
+            cluster.address if cluster else "",
+            a.model,
+            not a.no_negative_rules,
+            keys,
+        )
+    )
     env = {**(cluster.env if cluster else os.environ), "ADAPTLAB_PROGRESS_INTERVAL": "1"}  # bootstrap's heartbeat
     code, clock, timings = run_one(study, work / f"run{tag}.log", env, cluster.pids() if cluster else [], a.timeout)
-    return SizeResult(n, a.nodes, code, words, {k: round(v, 1) for k, v in clock.seconds.items()},
-                      {k: round(v, 2) for k, v in clock.peak_gb.items()}, timings,
-                      tuple(round(x, 1) for x in os.getloadavg()), keys)
+    return SizeResult(
+        n,
+        a.nodes,
+        code,
+        words,
+        {k: round(v, 1) for k, v in clock.seconds.items()},
+        {k: round(v, 2) for k, v in clock.peak_gb.items()},
+        timings,
+        tuple(round(x, 1) for x in os.getloadavg()),
+        keys,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -335,8 +397,12 @@ def negatives_changed(fp32: dict[str, set[str]], other: dict[str, set[str]]) -> 
     """
     both = sorted(set(fp32) & set(other))
     changed = [len(other[q] - fp32[q]) for q in both]
-    return {"questions": len(both), "negatives": sum(len(other[q]) for q in both),
-            "changed_negatives": sum(changed), "changed_questions": sum(1 for c in changed if c)}
+    return {
+        "questions": len(both),
+        "negatives": sum(len(other[q]) for q in both),
+        "changed_negatives": sum(changed),
+        "changed_questions": sum(1 for c in changed if c),
+    }
 
 
 def heldout_ndcg(store: Path, dataset: str = "heldout") -> dict[str, dict[str, float]]:
@@ -371,35 +437,54 @@ def mining_cost(fp32_store: Path, int8_store: Path, resamples: int = 2000) -> di
         ids = sorted(set(a[system]) & set(b[system]))
         values = np.array([[a[system][q] for q in ids], [b[system][q] for q in ids]])
         (pair,) = paired_bootstrap(values, names=["fp32", "int8"], baseline="fp32", n_resamples=resamples, seed=0)
-        systems[system] = {"queries": len(ids), "fp32": float(values[0].mean()), "int8": float(values[1].mean()),
-                           "diff": pair.diff, "ci": [pair.ci_low, pair.ci_high], "p": pair.p_value,
-                           "identical": bool(np.array_equal(values[0], values[1]))}
+        systems[system] = {
+            "queries": len(ids),
+            "fp32": float(values[0].mean()),
+            "int8": float(values[1].mean()),
+            "diff": pair.diff,
+            "ci": [pair.ci_low, pair.ci_high],
+            "p": pair.p_value,
+            "identical": bool(np.array_equal(values[0], values[1])),
+        }
     return {"negatives": negatives_changed(_triplets(fp32_store), _triplets(int8_store)), "systems": systems}
 
 
 def print_mining_cost(n: int, cost: dict[str, Any]) -> None:
     neg = cost["negatives"]
     share = neg["changed_negatives"] / neg["negatives"] if neg["negatives"] else 0.0
-    print(f"{n} documents, int8 mining: {neg['changed_negatives']:,} of {neg['negatives']:,} negatives differ "
-          f"from fp32 mining ({share:.1%}; {neg['changed_questions']:,} of {neg['questions']:,} questions)")
+    print(
+        f"{n} documents, int8 mining: {neg['changed_negatives']:,} of {neg['negatives']:,} negatives differ "
+        f"from fp32 mining ({share:.1%}; {neg['changed_questions']:,} of {neg['questions']:,} questions)"
+    )
     for system, row in cost["systems"].items():
-        print(f"  {system:<24} nDCG@10 fp32 {row['fp32']:.4f}  int8 {row['int8']:.4f}  int8 - fp32 {row['diff']:+.4f} "
-              f"[{row['ci'][0]:+.4f}, {row['ci'][1]:+.4f}], p = {row['p']:.3f}"
-              + ("  (identical)" if row["identical"] else "") + f"  ({row['queries']} questions)")
+        print(
+            f"  {system:<24} nDCG@10 fp32 {row['fp32']:.4f}  int8 {row['int8']:.4f}  int8 - fp32 {row['diff']:+.4f} "
+            f"[{row['ci'][0]:+.4f}, {row['ci'][1]:+.4f}], p = {row['p']:.3f}"
+            + ("  (identical)" if row["identical"] else "")
+            + f"  ({row['queries']} questions)"
+        )
 
 
 def report(results: list[SizeResult]) -> dict[str, float | None]:
     """Print the table and the growth exponents; returns the exponents."""
-    print(f"{'docs':>5} {'nodes':>5} {'words':>9} " + " ".join(f"{p + '_s':>11}" for p in PHASES)
-          + "  peak GB (prepare/train/embed/bootstrap)  load")
+    print(
+        f"{'docs':>5} {'nodes':>5} {'words':>9} "
+        + " ".join(f"{p + '_s':>11}" for p in PHASES)
+        + "  peak GB (prepare/train/embed/bootstrap)  load"
+    )
     for r in results:
         peaks = "/".join(f"{r.peak_gb[p]:.1f}" for p in ("prepare", "train", "embed", "bootstrap"))
-        print(f"{r.size:>5} {r.nodes:>5} {r.words:>9} " + " ".join(f"{r.seconds[p]:>11.1f}" for p in PHASES)
-              + f"  {peaks:<39}  {r.load}  exit {r.exit_code}  study {r.study_timings}  {r.options or ''}")
+        print(
+            f"{r.size:>5} {r.nodes:>5} {r.words:>9} "
+            + " ".join(f"{r.seconds[p]:>11.1f}" for p in PHASES)
+            + f"  {peaks:<39}  {r.load}  exit {r.exit_code}  study {r.study_timings}  {r.options or ''}"
+        )
     ok = [r for r in results if r.exit_code == 0]
     exps = {p: growth([r.size for r in ok], [r.seconds[p] for r in ok]) for p in PHASES}
-    print("growth exponents (slope of log time vs log documents): "
-          + ", ".join(f"{p} {'n/a' if e is None else f'{e:.2f}'}" for p, e in exps.items()))
+    print(
+        "growth exponents (slope of log time vs log documents): "
+        + ", ".join(f"{p} {'n/a' if e is None else f'{e:.2f}'}" for p, e in exps.items())
+    )
     return exps
 
 
@@ -412,7 +497,7 @@ def main(argv: list[str] | None = None) -> list[SizeResult]:
     costs: dict[int, dict[str, Any]] = {}
     try:
         for n in (int(s) for s in a.sizes.split(",") if s.strip()):
-            for mining in (("fp32", "int8") if a.compare_mining else ("",)):
+            for mining in ("fp32", "int8") if a.compare_mining else ("",):
                 results.append(run_size(a, n, work, cluster, mining))
                 print(json.dumps(asdict(results[-1])), flush=True)
             if a.compare_mining and all(r.exit_code == 0 for r in results[-2:]):
@@ -426,8 +511,9 @@ def main(argv: list[str] | None = None) -> list[SizeResult]:
     for n, cost in costs.items():
         print_mining_cost(n, cost)
     if a.json:
-        Path(a.json).write_text(json.dumps({"results": [asdict(r) for r in results], "growth": exps,
-                                            "mining_cost": costs}))
+        Path(a.json).write_text(
+            json.dumps({"results": [asdict(r) for r in results], "growth": exps, "mining_cost": costs})
+        )
     return results
 
 

@@ -103,8 +103,15 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     doc_ids = [f"doc{i}" for i in range(a.docs)] if a.doc_ids else None
 
     res: dict[str, object] = {
-        "bench": "search", "docs": a.docs, "queries": a.queries, "dim": a.dim, "k": a.k,
-        "backend": backend, "device": device, "device_name": dev_name, "repeat": a.repeat,
+        "bench": "search",
+        "docs": a.docs,
+        "queries": a.queries,
+        "dim": a.dim,
+        "k": a.k,
+        "backend": backend,
+        "device": device,
+        "device_name": dev_name,
+        "repeat": a.repeat,
     }
     timings: dict[str, list[float]] = {}
     runs: dict[str, object] = {}
@@ -132,7 +139,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
 
         y_dev = torch.from_numpy(docs).to(device)
         tblock = a.torch_block or (
-            max(1, (1 << 30) // a.docs) if device.startswith("cuda") else max(1, (1 << 25) // a.docs))
+            max(1, (1 << 30) // a.docs) if device.startswith("cuda") else max(1, (1 << 25) // a.docs)
+        )
         res["torch_block"] = tblock
 
         def run_torch() -> np.ndarray:
@@ -147,8 +155,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
 
         runs["torch"] = run_torch
 
-    runs["ours"] = lambda: exact_search(queries, docs, a.k, doc_ids=doc_ids, backend=backend,
-                                        block_size=a.block_size)[1]
+    runs["ours"] = lambda: exact_search(queries, docs, a.k, doc_ids=doc_ids, backend=backend, block_size=a.block_size)[
+        1
+    ]
 
     exact_search(queries[:2], docs[:100], min(a.k, 100), backend=backend)  # warm imports / CUDA context
     if use_torch:
@@ -173,7 +182,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     for name in ("faiss", "torch"):
         if name in got:
             res[f"same_topk_set_{name}"] = float(
-                (np.sort(got[name], axis=1) == np.sort(got["ours"], axis=1)).all(axis=1).mean())
+                (np.sort(got[name], axis=1) == np.sort(got["ours"], axis=1)).all(axis=1).mean()
+            )
     if "same_topk_set_faiss" in res:
         res["same_topk_set"] = res["same_topk_set_faiss"]
 
@@ -188,10 +198,16 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     bound = corpus_bytes * blocks / (gbs * 1e9)
     bound_once = corpus_bytes / (gbs * 1e9)
     res |= {
-        "bandwidth_gbs": gbs, "bandwidth_source": gbs_src, "bandwidth_device": search_dev,
-        "our_block": our_block, "query_blocks": blocks, "corpus_bytes": corpus_bytes,
-        "bound_s": bound, "bound_one_block_s": bound_once,
-        "ours_over_bound": ours / bound, "ours_over_bound_one_block": ours / bound_once,
+        "bandwidth_gbs": gbs,
+        "bandwidth_source": gbs_src,
+        "bandwidth_device": search_dev,
+        "our_block": our_block,
+        "query_blocks": blocks,
+        "corpus_bytes": corpus_bytes,
+        "bound_s": bound,
+        "bound_one_block_s": bound_once,
+        "ours_over_bound": ours / bound,
+        "ours_over_bound_one_block": ours / bound_once,
     }
     if "torch" in best:
         tb = math.ceil(a.queries / int(res["torch_block"]))  # type: ignore[call-overload]
@@ -201,26 +217,37 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     if a.json_out:
         Path(a.json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.json_out).write_text(line + "\n", encoding="utf-8")
-    lines = [f"corpus {a.docs} x {a.dim}, {a.queries} queries, top-{a.k}, backend {backend}, device {device} "
-             f"({dev_name}), best of {a.repeat}"]
+    lines = [
+        f"corpus {a.docs} x {a.dim}, {a.queries} queries, top-{a.k}, backend {backend}, device {device} "
+        f"({dev_name}), best of {a.repeat}"
+    ]
     if "faiss" in best:
         where = "GPU" if res.get("faiss_gpu") else f"CPU, {res['faiss_threads']} threads"
-        lines += [f"  faiss IndexFlatIP.search (index prebuilt, {where}): {best['faiss']:.3f} s",
-                  f"  faiss IndexFlatIP add + search           : {best['faiss_with_add']:.3f} s"]
+        lines += [
+            f"  faiss IndexFlatIP.search (index prebuilt, {where}): {best['faiss']:.3f} s",
+            f"  faiss IndexFlatIP add + search           : {best['faiss_with_add']:.3f} s",
+        ]
     if "torch" in best:
-        lines.append(f"  torch matmul+topk on {device} (corpus resident, blocks of {res['torch_block']}): "
-                     f"{best['torch']:.3f} s")
+        lines.append(
+            f"  torch matmul+topk on {device} (corpus resident, blocks of {res['torch_block']}): {best['torch']:.3f} s"
+        )
     lines.append(f"  adaptlab exact_search (blocks of {our_block})    : {ours:.3f} s")
     if "faiss" in best:
-        lines.append(f"  ratio to faiss search only: {res['ratio']:.2f}x (goal <= 1.25x); "
-                     f"to add + search: {res['ratio_with_add']:.2f}x; same top-{a.k} set: "
-                     f"{res['same_topk_set_faiss']:.4f}")
+        lines.append(
+            f"  ratio to faiss search only: {res['ratio']:.2f}x (goal <= 1.25x); "
+            f"to add + search: {res['ratio_with_add']:.2f}x; same top-{a.k} set: "
+            f"{res['same_topk_set_faiss']:.4f}"
+        )
     if "torch" in best:
-        lines.append(f"  ratio to torch matmul+topk: {res['ratio_to_torch']:.2f}x; same top-{a.k} set: "
-                     f"{res['same_topk_set_torch']:.4f}")
-    lines.append(f"  bandwidth bound ({gbs:.0f} GB/s, {gbs_src}, {search_dev}): corpus {corpus_bytes / 1e9:.3f} GB "
-                 f"x {blocks} query blocks = {bound * 1e3:.2f} ms; ours / bound = {ours / bound:.1f}x "
-                 f"(corpus read once: {bound_once * 1e3:.2f} ms, ours / that = {ours / bound_once:.1f}x)")
+        lines.append(
+            f"  ratio to torch matmul+topk: {res['ratio_to_torch']:.2f}x; same top-{a.k} set: "
+            f"{res['same_topk_set_torch']:.4f}"
+        )
+    lines.append(
+        f"  bandwidth bound ({gbs:.0f} GB/s, {gbs_src}, {search_dev}): corpus {corpus_bytes / 1e9:.3f} GB "
+        f"x {blocks} query blocks = {bound * 1e3:.2f} ms; ours / bound = {ours / bound:.1f}x "
+        f"(corpus read once: {bound_once * 1e3:.2f} ms, ours / that = {ours / bound_once:.1f}x)"
+    )
     print("\n".join(lines))
     if a.json:
         print(line)

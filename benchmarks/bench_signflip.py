@@ -91,9 +91,11 @@ def cost(n_systems: int, q: int) -> None:
     sig_new = int((adjust_pvalues([d.p_value for d in out]) < ALPHA).sum())
     sig_old = int((adjust_pvalues(old) < ALPHA).sum())
     draws = max(d.p_draws for d in out)
-    print(f"{n_systems} systems, Q = {q}, {len(pairs)} pairs: significant {sig_new} (shipped, {draws} vectors, "
-          f"paired_bootstrap {t_new:.1f} s) vs {sig_old} (1,000 vectors, sign flips alone {t_old:.1f} s); "
-          f"ratio {t_new / max(t_old, 1e-9):.1f}x")
+    print(
+        f"{n_systems} systems, Q = {q}, {len(pairs)} pairs: significant {sig_new} (shipped, {draws} vectors, "
+        f"paired_bootstrap {t_new:.1f} s) vs {sig_old} (1,000 vectors, sign flips alone {t_old:.1f} s); "
+        f"ratio {t_new / max(t_old, 1e-9):.1f}x"
+    )
 
 
 def main() -> None:
@@ -104,11 +106,15 @@ def main() -> None:
     for kind in ("accuracy", "ndcg"):
         for q in (30, 100, 500, 1000):
             single, fwer, secs = level(kind, q, args.reps, seed=100 + q)
-            print(f"level {kind} Q = {q}: type I {single:.3f}, Holm FWER {fwer:.3f} (bound {bound:.3f}; "
-                  f"{'ok' if max(single, fwer) <= bound else 'ABOVE'}), {secs:.1f} s for {args.reps} families")
+            print(
+                f"level {kind} Q = {q}: type I {single:.3f}, Holm FWER {fwer:.3f} (bound {bound:.3f}; "
+                f"{'ok' if max(single, fwer) <= bound else 'ABOVE'}), {secs:.1f} s for {args.reps} families"
+            )
     for q in (30, 100):
-        print(f"null is symmetry: equal means, skewed differences, Q = {q}: rejected "
-              f"{skewed_null(q, args.reps, seed=q):.3f} at alpha {ALPHA}")
+        print(
+            f"null is symmetry: equal means, skewed differences, Q = {q}: rejected "
+            f"{skewed_null(q, args.reps, seed=q):.3f} at alpha {ALPHA}"
+        )
     for n_systems, q in ((12, 500), (22, 400), (30, 400)):
         cost(n_systems, q)
 

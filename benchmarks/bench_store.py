@@ -83,9 +83,17 @@ def _writers(kind: str, root: str, n_writers: int, n_commits: int, pq_rows: int,
     import json
 
     go = os.path.join(tempfile.mkdtemp(), "go")
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, kind, root, f"w{i}", str(n_commits), str(pq_rows), ROOT, go],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-             for i in range(n_writers)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, kind, root, f"w{i}", str(n_commits), str(pq_rows), ROOT, go],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+        for i in range(n_writers)
+    ]
     try:
         for p in procs:
             if p.stdout.readline().strip() != "ready":
@@ -117,8 +125,14 @@ def _load(kind: str, root: str, rows: int, env: dict) -> None:
         left = per
         while left > 0:
             k = min(batch, left)
-            subprocess.run([sys.executable, "-c", code, kind, root, f"s{s}", "1", str(k), ROOT], check=True, env=env, cwd=ROOT,
-                           capture_output=True, timeout=600)
+            subprocess.run(
+                [sys.executable, "-c", code, kind, root, f"s{s}", "1", str(k), ROOT],
+                check=True,
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                timeout=600,
+            )
             left -= k
 
 
@@ -139,13 +153,15 @@ def _queries(kind: str, root: str, options: dict | None) -> dict[str, float]:
         store = LegacyReader(root)
 
         def agg():
-            return store.per_query(columns=["system", "gold_rank"]).group_by("system").aggregate(
-                [("gold_rank", "mean")])
+            return (
+                store.per_query(columns=["system", "gold_rank"]).group_by("system").aggregate([("gold_rank", "mean")])
+            )
     else:
         store = results.open(root, storage_options=options)
 
         def agg():
             return store.sql("SELECT system, avg(gold_rank) FROM per_query GROUP BY system")
+
     n = store.per_query(columns=["query_id"]).num_rows
     out = {"rows": n, "filter_s": _time(lambda: store.per_query(system="s3")), "aggregate_s": _time(agg)}
     if hasattr(store, "close"):
@@ -160,8 +176,9 @@ def _moto() -> tuple[subprocess.Popen, dict]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     endpoint = f"http://127.0.0.1:{port}"
     end = time.monotonic() + 30
     while True:
@@ -173,12 +190,18 @@ def _moto() -> tuple[subprocess.Popen, dict]:
                 proc.kill()
                 raise SystemExit("moto_server did not start") from None
             time.sleep(0.1)
-    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
-           "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    env = {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+    }
     import boto3
 
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="bench", aws_secret_access_key="bench",
-                 region_name="us-east-1").create_bucket(Bucket="adaptlab-bench")
+    boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id="bench", aws_secret_access_key="bench", region_name="us-east-1"
+    ).create_bucket(Bucket="adaptlab-bench")
     return proc, env
 
 
@@ -193,14 +216,19 @@ def main(argv: list[str] | None = None) -> int:
     work = tempfile.mkdtemp(prefix="bench_store_")
     proc = None
     try:
-        targets = [("previous", os.path.join(work, "{}-previous"), None),
-                   ("delta", os.path.join(work, "{}-delta"), None)]
+        targets = [
+            ("previous", os.path.join(work, "{}-previous"), None),
+            ("delta", os.path.join(work, "{}-delta"), None),
+        ]
         s3_env: dict = {}
         if args.s3:
             proc, s3_env = _moto()
             targets.append(("delta-s3", "s3://adaptlab-bench/{}", s3_env))
-        print(f"{'store':<10} {'1 writer ms (median/mean)':>26} {f'{args.writers} writers ms/commit':>20} "
-              f"{'wall s':>7} {'rows':>9} {'filter s':>9} {'aggregate s':>12}", flush=True)
+        print(
+            f"{'store':<10} {'1 writer ms (median/mean)':>26} {f'{args.writers} writers ms/commit':>20} "
+            f"{'wall s':>7} {'rows':>9} {'filter s':>9} {'aggregate s':>12}",
+            flush=True,
+        )
         for name, pattern, options in targets:
             env = dict(os.environ, **(options or {}))
             kind = "previous" if name == "previous" else "delta"
@@ -208,9 +236,12 @@ def main(argv: list[str] | None = None) -> int:
             many, wall = _writers(kind, pattern.format("many"), args.writers, args.commits, args.pq_rows, env)
             _load(kind, pattern.format("big"), args.rows, env)
             q = _queries(kind, pattern.format("big"), options)
-            print(f"{name:<10} {statistics.median(one) * 1e3:>12.1f} / {statistics.mean(one) * 1e3:>10.1f} "
-                  f"{statistics.mean(many) * 1e3:>20.1f} {wall:>7.2f} {q['rows']:>9} {q['filter_s']:>9.3f} "
-                  f"{q['aggregate_s']:>12.3f}", flush=True)
+            print(
+                f"{name:<10} {statistics.median(one) * 1e3:>12.1f} / {statistics.mean(one) * 1e3:>10.1f} "
+                f"{statistics.mean(many) * 1e3:>20.1f} {wall:>7.2f} {q['rows']:>9} {q['filter_s']:>9.3f} "
+                f"{q['aggregate_s']:>12.3f}",
+                flush=True,
+            )
     finally:
         if proc is not None:  # our own moto server, by pid
             proc.terminate()

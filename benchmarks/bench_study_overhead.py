@@ -57,12 +57,17 @@ def _run_side(study: Path, use_ray: bool) -> dict:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     env.pop("RAY_ADDRESS", None)  # always the embedded local Ray
     with tempfile.TemporaryDirectory(prefix="bench_study_") as tmp:
-        out = subprocess.run([sys.executable, "-c", _CHILD, str(study), str(Path(tmp) / "store"),
-                              "1" if use_ray else "0"], capture_output=True, text=True, env=env, cwd=_ROOT)
+        out = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(study), str(Path(tmp) / "store"), "1" if use_ray else "0"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=_ROOT,
+        )
     if out.returncode != 0:
         sys.exit(f"the {'Ray' if use_ray else 'in-process'} run failed:\n{out.stderr[-3000:]}")
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,15 +81,21 @@ def main(argv: list[str] | None = None) -> int:
         res = {use_ray: _run_side(args.study, use_ray) for use_ray in order}
         ray_s, local_s = res[True]["seconds"], res[False]["seconds"]
         same = res[True]["values"].keys() == res[False]["values"].keys() and all(
-            abs(res[True]["values"][k] - res[False]["values"][k]) <= 1e-9 for k in res[True]["values"])
+            abs(res[True]["values"][k] - res[False]["values"][k]) <= 1e-9 for k in res[True]["values"]
+        )
         rays.append(ray_s)
         locals_.append(local_s)
         ratios.append(ray_s / local_s)
-        print(f"pair {i + 1} ({'ray' if order[0] else 'in-process'} first): ray {ray_s:.1f} s, "
-              f"in-process {local_s:.1f} s, ratio {ray_s / local_s:.2f}, same figures: {same}", flush=True)
+        print(
+            f"pair {i + 1} ({'ray' if order[0] else 'in-process'} first): ray {ray_s:.1f} s, "
+            f"in-process {local_s:.1f} s, ratio {ray_s / local_s:.2f}, same figures: {same}",
+            flush=True,
+        )
     ratio = statistics.median(ratios)
-    print(f"{args.study.name}: embedded Ray {statistics.median(rays):.1f} s, in-process (--no-ray) "
-          f"{statistics.median(locals_):.1f} s, ratio {ratio:.2f} (goal <= {_GOAL}; median of {len(ratios)})")
+    print(
+        f"{args.study.name}: embedded Ray {statistics.median(rays):.1f} s, in-process (--no-ray) "
+        f"{statistics.median(locals_):.1f} s, ratio {ratio:.2f} (goal <= {_GOAL}; median of {len(ratios)})"
+    )
     return 0
 
 

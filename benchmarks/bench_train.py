@@ -47,14 +47,14 @@ from benchmarks.common import make_passages
 from benchmarks.gpu import devinfo
 
 
-def make_triplets(n: int, negatives: int, *, seed: int = 0, words: tuple[int, int] = (40, 80)
-                  ) -> list[tuple[str, str, tuple[str, ...]]]:
+def make_triplets(
+    n: int, negatives: int, *, seed: int = 0, words: tuple[int, int] = (40, 80)
+) -> list[tuple[str, str, tuple[str, ...]]]:
     """``n`` synthetic (query, positive, negatives) triplets: 6-12-word queries, passages of
     ``words`` words."""
     queries = make_passages(n, seed=seed + 1, min_words=6, max_words=12)
     docs = make_passages(n * (1 + negatives), seed=seed + 2, min_words=words[0], max_words=words[1])
-    return [(queries[i], docs[i], tuple(docs[n + i * negatives : n + (i + 1) * negatives]))
-            for i in range(n)]
+    return [(queries[i], docs[i], tuple(docs[n + i * negatives : n + (i + 1) * negatives])) for i in range(n)]
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
@@ -70,13 +70,19 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true", help="print the result as one JSON line at the end")
     ap.add_argument("--json-out", default=None, help="also write the JSON result to this file")
-    ap.add_argument("--against-st", action="store_true",
-                    help="tokens/s per core of FT and PT against plain sentence-transformers / transformers loops")
+    ap.add_argument(
+        "--against-st",
+        action="store_true",
+        help="tokens/s per core of FT and PT against plain sentence-transformers / transformers loops",
+    )
     ap.add_argument("--threads", type=int, default=None, help="torch threads (--against-st; default torch's)")
-    ap.add_argument("--words", default=None,
-                    help="MIN,MAX words of each passage and chunk (--against-st; default max_seq_length,"
-                         "2 x max_seq_length: every text reaches max_seq_length tokens, so batches pad "
-                         "only queries); e.g. 20,200 for texts of varied length (length_buckets)")
+    ap.add_argument(
+        "--words",
+        default=None,
+        help="MIN,MAX words of each passage and chunk (--against-st; default max_seq_length,"
+        "2 x max_seq_length: every text reaches max_seq_length tokens, so batches pad "
+        "only queries); e.g. 20,200 for texts of varied length (length_buckets)",
+    )
     a = ap.parse_args(argv)
     if a.against_st:
         return against_st(a)
@@ -93,18 +99,37 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     total = max(a.steps, a.cpu_steps or 0) + a.warmup_steps
     rows = make_triplets(total * a.batch_size, a.negatives, seed=a.seed)
     res: dict[str, object] = {
-        "bench": "train", "model": ref.model_id, "batch_size": a.batch_size, "negatives": a.negatives,
-        "max_seq_length": a.max_seq_length, "steps": a.steps, "warmup_steps": a.warmup_steps,
-        "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "devices": {},
+        "bench": "train",
+        "model": ref.model_id,
+        "batch_size": a.batch_size,
+        "negatives": a.negatives,
+        "max_seq_length": a.max_seq_length,
+        "steps": a.steps,
+        "warmup_steps": a.warmup_steps,
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "devices": {},
     }
-    print(f"# FT: {ref.model_id}, batch {a.batch_size} triplets x (1 positive + {a.negatives} negatives), "
-          f"max_seq_length {a.max_seq_length}, {a.warmup_steps} warm-up + timed steps; "
-          f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+    print(
+        f"# FT: {ref.model_id}, batch {a.batch_size} triplets x (1 positive + {a.negatives} negatives), "
+        f"max_seq_length {a.max_seq_length}, {a.warmup_steps} warm-up + timed steps; "
+        f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads"
+    )
 
     def config(steps: int) -> FTConfig:
-        return FTConfig(learning_rate=2e-5, epochs=1, batch_size=a.batch_size, num_negatives=a.negatives,
-                        max_seq_length=a.max_seq_length, max_steps=steps, min_steps=0,
-                        min_weight_change=0.0, warmup_ratio=0.0, query_prefix="", passage_prefix="")
+        return FTConfig(
+            learning_rate=2e-5,
+            epochs=1,
+            batch_size=a.batch_size,
+            num_negatives=a.negatives,
+            max_seq_length=a.max_seq_length,
+            max_steps=steps,
+            min_steps=0,
+            min_weight_change=0.0,
+            warmup_ratio=0.0,
+            query_prefix="",
+            passage_prefix="",
+        )
 
     devices = [d.strip() for d in a.devices.split(",") if d.strip()]
     for dev in devices:
@@ -115,23 +140,46 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         steps = a.cpu_steps if (dev == "cpu" and a.cpu_steps) else a.steps
         model = load_sentence_model(ref.path, dev)
         if a.warmup_steps:
-            fine_tune_model(model, rows[: a.warmup_steps * a.batch_size], config(a.warmup_steps),
-                            seed=a.seed, prefixes=("", ""), device=dev, label="warm-up")
+            fine_tune_model(
+                model,
+                rows[: a.warmup_steps * a.batch_size],
+                config(a.warmup_steps),
+                seed=a.seed,
+                prefixes=("", ""),
+                device=dev,
+                label="warm-up",
+            )
         devinfo.sync(dev)
         t = time.perf_counter()
-        out = fine_tune_model(model, rows[a.warmup_steps * a.batch_size :][: steps * a.batch_size],
-                              config(steps), seed=a.seed, prefixes=("", ""), device=dev, label="bench")
+        out = fine_tune_model(
+            model,
+            rows[a.warmup_steps * a.batch_size :][: steps * a.batch_size],
+            config(steps),
+            seed=a.seed,
+            prefixes=("", ""),
+            device=dev,
+            label="bench",
+        )
         devinfo.sync(dev)
         wall = time.perf_counter() - t
         sps = out.steps / out.seconds
-        info = {"device_name": devinfo.device_name(dev), "steps": out.steps, "loop_s": out.seconds,
-                "wall_s": wall, "steps_per_s": sps, "examples_per_s": sps * a.batch_size,
-                "first_loss": out.losses[0], "last_loss": out.losses[-1]}
+        info = {
+            "device_name": devinfo.device_name(dev),
+            "steps": out.steps,
+            "loop_s": out.seconds,
+            "wall_s": wall,
+            "steps_per_s": sps,
+            "examples_per_s": sps * a.batch_size,
+            "first_loss": out.losses[0],
+            "last_loss": out.losses[-1],
+        }
         if dev.startswith("cuda"):
             info["max_memory_gb"] = torch.cuda.max_memory_allocated(torch.device(dev)) / 1e9
         res["devices"][dev] = info  # type: ignore[index]
-        print(f"{dev} ({info['device_name']}): {out.steps} steps in {out.seconds:.2f} s = {sps:.3f} steps/s "
-              f"({sps * a.batch_size:.1f} triplets/s); loss {out.losses[0]:.3f} -> {out.losses[-1]:.3f}")
+        print(
+            f"{dev} ({info['device_name']}): {out.steps} steps in {out.seconds:.2f} s = {sps:.3f} steps/s "
+            f"({sps * a.batch_size:.1f} triplets/s); loss {out.losses[0]:.3f} -> {out.losses[-1]:.3f}"
+        )
         del model
         if dev.startswith("cuda"):
             torch.cuda.empty_cache()
@@ -162,9 +210,20 @@ def _tokens(tokenizer, texts: list[str], max_len: int) -> int:
 def _ft_config(a: argparse.Namespace, steps: int, **options: object):
     from adaptlab.adapt.train.ft import FTConfig
 
-    return FTConfig(learning_rate=2e-5, epochs=1, batch_size=a.batch_size, num_negatives=a.negatives,
-                    max_seq_length=a.max_seq_length, max_steps=steps, min_steps=0, min_weight_change=0.0,
-                    warmup_ratio=0.0, query_prefix="", passage_prefix="", **options)
+    return FTConfig(
+        learning_rate=2e-5,
+        epochs=1,
+        batch_size=a.batch_size,
+        num_negatives=a.negatives,
+        max_seq_length=a.max_seq_length,
+        max_steps=steps,
+        min_steps=0,
+        min_weight_change=0.0,
+        warmup_ratio=0.0,
+        query_prefix="",
+        passage_prefix="",
+        **options,
+    )
 
 
 @contextlib.contextmanager
@@ -197,8 +256,15 @@ def _ours_ft(path: str, rows: list, a: argparse.Namespace, options: dict) -> tup
     model = load_sentence_model(path, "cpu")
     n = (a.warmup_steps + a.steps) * a.batch_size
     with _our_step_clock() as clock:
-        fine_tune_model(model, rows[:n], _ft_config(a, a.warmup_steps + a.steps, **options), seed=a.seed,
-                        prefixes=("", ""), device="cpu", label="bench")
+        fine_tune_model(
+            model,
+            rows[:n],
+            _ft_config(a, a.warmup_steps + a.steps, **options),
+            seed=a.seed,
+            prefixes=("", ""),
+            device="cpu",
+            label="bench",
+        )
     return clock.timed(a.warmup_steps), model
 
 
@@ -223,10 +289,22 @@ class _StepClock:
 
 
 def _trainer_args(a: argparse.Namespace, out: str, cls):
-    return cls(output_dir=out, per_device_train_batch_size=a.batch_size, learning_rate=2e-5,
-               max_steps=a.warmup_steps + a.steps, warmup_ratio=0.0, weight_decay=0.01, max_grad_norm=1.0,
-               save_strategy="no", logging_strategy="no", report_to=[], use_cpu=True, seed=a.seed,
-               dataloader_num_workers=0, disable_tqdm=True)
+    return cls(
+        output_dir=out,
+        per_device_train_batch_size=a.batch_size,
+        learning_rate=2e-5,
+        max_steps=a.warmup_steps + a.steps,
+        warmup_ratio=0.0,
+        weight_decay=0.01,
+        max_grad_norm=1.0,
+        save_strategy="no",
+        logging_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        seed=a.seed,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
 
 
 def _st_ft(path: str, rows: list, a: argparse.Namespace, out: str) -> float:
@@ -242,8 +320,13 @@ def _st_ft(path: str, rows: list, a: argparse.Namespace, out: str) -> float:
     for j in range(a.negatives):
         data[f"negative_{j + 1}"] = [negs[j] for _, _, negs in rows]
     clock = _StepClock()
-    trainer = SentenceTransformerTrainer(model=model, args=_trainer_args(a, out, Args), train_dataset=Dataset.from_dict(data),
-                                         loss=MultipleNegativesRankingLoss(model, scale=20.0), callbacks=[clock])
+    trainer = SentenceTransformerTrainer(
+        model=model,
+        args=_trainer_args(a, out, Args),
+        train_dataset=Dataset.from_dict(data),
+        loss=MultipleNegativesRankingLoss(model, scale=20.0),
+        callbacks=[clock],
+    )
     with contextlib.redirect_stdout(io.StringIO()):  # its end-of-training metrics line
         trainer.train()
     return clock.timed(a.warmup_steps)
@@ -254,14 +337,24 @@ def _ours_pt(path: str, chunks: list[str], a: argparse.Namespace, options: dict)
     from adaptlab.adapt.train.third_party import load_sentence_model
 
     def config(steps: int) -> PTConfig:
-        return PTConfig(learning_rate=5e-5, epochs=1, batch_size=a.batch_size, max_seq_length=a.max_seq_length,
-                        max_steps=steps, min_steps=0, min_weight_change=0.0, warmup_ratio=0.0, **options)
+        return PTConfig(
+            learning_rate=5e-5,
+            epochs=1,
+            batch_size=a.batch_size,
+            max_seq_length=a.max_seq_length,
+            max_steps=steps,
+            min_steps=0,
+            min_weight_change=0.0,
+            warmup_ratio=0.0,
+            **options,
+        )
 
     model = load_sentence_model(path, "cpu")
     n = (a.warmup_steps + a.steps) * a.batch_size
     with _our_step_clock() as clock:
-        pretrain_model(model, Path(path), chunks[:n], config(a.warmup_steps + a.steps), seed=a.seed, device="cpu",
-                       label="bench")
+        pretrain_model(
+            model, Path(path), chunks[:n], config(a.warmup_steps + a.steps), seed=a.seed, device="cpu", label="bench"
+        )
     return clock.timed(a.warmup_steps)
 
 
@@ -302,8 +395,11 @@ def _scores(model, pairs: list[tuple[str, str]]):
 def _options() -> dict[str, dict]:
     import torch
 
-    out: dict[str, dict] = {"default": {}, "fused_attention": {"fused_attention": True},
-                            "length_buckets": {"length_buckets": True}}
+    out: dict[str, dict] = {
+        "default": {},
+        "fused_attention": {"fused_attention": True},
+        "length_buckets": {"length_buckets": True},
+    }
     if torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported():
         out["bf16"] = {"precision": "bf16"}
         out["bf16+fused_attention"] = {"precision": "bf16", "fused_attention": True}
@@ -338,17 +434,25 @@ def against_st(a: argparse.Namespace) -> dict[str, object]:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    timed = rows[a.warmup_steps * a.batch_size:]
-    ft_tokens = sum(_tokens(tok, [r[i] if i < 2 else r[2][i - 2] for r in timed], a.max_seq_length)
-                    for i in range(2 + a.negatives))
-    pt_tokens = _tokens(tok, chunks[a.warmup_steps * a.batch_size:], a.max_seq_length)
-    print(f"# FT and PT on the CPU, {threads} torch thread(s), load {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
-          f"CPUs (other work shares the machine); {a.model}, batch {a.batch_size}, {a.negatives} negative(s), "
-          f"max_seq_length {a.max_seq_length}, passages of {lo}-{hi} words, {a.warmup_steps} warm-up + "
-          f"{a.steps} timed steps; "
-          f"attention {torch.__version__} SDPA")
-    res: dict[str, object] = {"bench": "train-against-st", "threads": threads, "load": os.getloadavg()[0],
-                              "ft": {}, "pt": {}}
+    timed = rows[a.warmup_steps * a.batch_size :]
+    ft_tokens = sum(
+        _tokens(tok, [r[i] if i < 2 else r[2][i - 2] for r in timed], a.max_seq_length) for i in range(2 + a.negatives)
+    )
+    pt_tokens = _tokens(tok, chunks[a.warmup_steps * a.batch_size :], a.max_seq_length)
+    print(
+        f"# FT and PT on the CPU, {threads} torch thread(s), load {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
+        f"CPUs (other work shares the machine); {a.model}, batch {a.batch_size}, {a.negatives} negative(s), "
+        f"max_seq_length {a.max_seq_length}, passages of {lo}-{hi} words, {a.warmup_steps} warm-up + "
+        f"{a.steps} timed steps; "
+        f"attention {torch.__version__} SDPA"
+    )
+    res: dict[str, object] = {
+        "bench": "train-against-st",
+        "threads": threads,
+        "load": os.getloadavg()[0],
+        "ft": {},
+        "pt": {},
+    }
     with tempfile.TemporaryDirectory(prefix="bench-train-") as out:
         base = _st_ft(path, rows, a, out)
         per_core = ft_tokens / base
@@ -360,10 +464,12 @@ def against_st(a: argparse.Namespace) -> dict[str, object]:
             scores = _scores(model, heldout)
             ref_scores = scores if ref_scores is None else ref_scores
             shift = float(np.max(np.abs(scores - ref_scores)))
-            print(_line(f"FT adaptlab {name}", ft_tokens, seconds, per_core)
-                  + f"  max |score - default's| {shift:.2e}")
-            res["ft"][name] = {"per_core": ft_tokens / seconds, "ratio": base / seconds,  # type: ignore[index]
-                               "max_score_shift": shift}
+            print(_line(f"FT adaptlab {name}", ft_tokens, seconds, per_core) + f"  max |score - default's| {shift:.2e}")
+            res["ft"][name] = {
+                "per_core": ft_tokens / seconds,
+                "ratio": base / seconds,  # type: ignore[index]
+                "max_score_shift": shift,
+            }
         base = _hf_pt(path, chunks, a, out)
         per_core = pt_tokens / base
         print(_line("PT transformers Trainer (MLM)", pt_tokens, base, None))

@@ -123,8 +123,14 @@ def build_corpus(folder: Path, pages: int, words: int) -> dict[str, int]:
     return sizes
 
 
-def study_text(corpus: Path, store: Path, scales: list[int], checkpointing: bool, speed: str = "",
-               variants: tuple[str, ...] = ("base", "ft", "pt-ft")) -> str:
+def study_text(
+    corpus: Path,
+    store: Path,
+    scales: list[int],
+    checkpointing: bool,
+    speed: str = "",
+    variants: tuple[str, ...] = ("base", "ft", "pt-ft"),
+) -> str:
     """The issue's study: unit pages, the given scales, ``variants`` (base/ft/pt-ft), max_tokens 256, the rest
     at its defaults (``gradient_checkpointing = true`` when asked, and the ``[adapt]`` lines of
     ``speed``: see :func:`speed_lines`); a small synthetic dataset as the one ``[[datasets]]``
@@ -239,8 +245,11 @@ def memory_kills(log_text: str, session_dirs: set[str]) -> dict[str, int]:
     for session in session_dirs:
         for file in Path(session, "logs").glob("raylet*.out"):
             try:
-                raylet += sum(1 for line in file.read_text(errors="replace").splitlines()
-                              if RAYLET_OOM.search(line) and "kill" in line.lower())
+                raylet += sum(
+                    1
+                    for line in file.read_text(errors="replace").splitlines()
+                    if RAYLET_OOM.search(line) and "kill" in line.lower()
+                )
             except OSError:
                 continue
     return {
@@ -293,9 +302,12 @@ def stage_figures(store: Path, peaks: dict[str, int]) -> dict[str, dict[str, flo
     for manifest in sorted(store.glob("artifacts/*/*/manifest.json")):
         training = json.loads(manifest.read_text()).get("training", {})
         label = manifest.parent.name.rsplit("-", 1)[0]
-        out[label] = {"seconds": training.get("seconds"), "steps": training.get("steps"),
-                      "torch_threads": training.get("torch_threads"),
-                      "optimizer": training.get("optimizer", "adamw-loop")}
+        out[label] = {
+            "seconds": training.get("seconds"),
+            "steps": training.get("steps"),
+            "torch_threads": training.get("torch_threads"),
+            "optimizer": training.get("optimizer", "adamw-loop"),
+        }
     for title, rss in peaks.items():  # adapt:<stage>:<variant>/<model>/scale=<n>
         found = re.match(r"adapt:(\w+(?:-\w+)*):([\w-]+)/[^/]+/scale=(\d+)", title)
         if found:
@@ -310,8 +322,11 @@ def metric_rows(store: Path) -> dict[tuple[str, str, str], float]:
     from adaptlab import results
 
     rows = results.open(str(store)).metrics().to_pylist()
-    return {(str(r["dataset"]), str(r["system"]), str(r["measure"])): float(r["value"]) for r in rows
-            if r.get("value") is not None}
+    return {
+        (str(r["dataset"]), str(r["system"]), str(r["measure"])): float(r["value"])
+        for r in rows
+        if r.get("value") is not None
+    }
 
 
 def scaling_fits(store: Path, measure: str = "ndcg@10") -> list[dict[str, object]]:
@@ -338,16 +353,23 @@ def compare_runs(work: Path, other: Path) -> dict[str, object]:
     fa, fb = (stage_figures(w / "store", {}) for w in (work, other))
 
     def stages_differing(field: str) -> dict[str, list[object]]:
-        return {k: [fa[k].get(field), fb[k].get(field)] for k in sorted(set(fa) & set(fb))
-                if fa[k].get(field) != fb[k].get(field)}
+        return {
+            k: [fa[k].get(field), fb[k].get(field)]
+            for k in sorted(set(fa) & set(fb))
+            if fa[k].get(field) != fb[k].get(field)
+        }
 
-    return {"other": str(other), "rows": len(common), "rows_differing": sum(d > 0 for d in diffs.values()),
-            "max_abs_diff": max(diffs.values(), default=0.0),
-            "options_differing": {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)},
-            # lone_stage_all_cpus: a stage on another thread count sums its matrix products in another order
-            "threads_differing": stages_differing("torch_threads"),
-            # the fused AdamW kernel rounds differently from the per-tensor loop (adapt/train/loop.py)
-            "optimizer_differing": stages_differing("optimizer")}
+    return {
+        "other": str(other),
+        "rows": len(common),
+        "rows_differing": sum(d > 0 for d in diffs.values()),
+        "max_abs_diff": max(diffs.values(), default=0.0),
+        "options_differing": {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)},
+        # lone_stage_all_cpus: a stage on another thread count sums its matrix products in another order
+        "threads_differing": stages_differing("torch_threads"),
+        # the fused AdamW kernel rounds differently from the per-tensor loop (adapt/train/loop.py)
+        "optimizer_differing": stages_differing("optimizer"),
+    }
 
 
 def run_study(study: Path, store: Path, log: Path, timeout_s: float, interval: float) -> tuple[int, float, Sampler]:
@@ -355,8 +377,13 @@ def run_study(study: Path, store: Path, log: Path, timeout_s: float, interval: f
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     t0 = time.perf_counter()
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "adaptlab", "run", str(study), "--store", str(store)],
-                                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "adaptlab", "run", str(study), "--store", str(store)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=ROOT,
+        )
         sampler = Sampler(proc.pid, interval)
         sampler.start()
         try:
@@ -380,21 +407,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--pages", type=int, default=160, help="pages in all (two volumes)")
     ap.add_argument("--words", type=int, default=450, help="words per page (about)")
     ap.add_argument("--scales", default="20,60,120", help="comma-separated page scales")
-    ap.add_argument("--variants", default="base,ft,pt-ft",
-                    help="comma-separated [adapt] variants (default base,ft,pt-ft; base,ft trains a third as much)")
-    ap.add_argument("--min-steps", type=int, default=None,
-                    help="[adapt.pt] and [adapt.ft] min_steps (default theirs, 10): fewer steps on a loaded machine")
+    ap.add_argument(
+        "--variants",
+        default="base,ft,pt-ft",
+        help="comma-separated [adapt] variants (default base,ft,pt-ft; base,ft trains a third as much)",
+    )
+    ap.add_argument(
+        "--min-steps",
+        type=int,
+        default=None,
+        help="[adapt.pt] and [adapt.ft] min_steps (default theirs, 10): fewer steps on a loaded machine",
+    )
     ap.add_argument("--gradient-checkpointing", action="store_true", help="[adapt] gradient_checkpointing = true")
     ap.add_argument("--cpus-per-job", type=float, default=None, help="[adapt] cpus_per_job (threads follow it)")
     ap.add_argument("--precision", default=None, choices=["fp32", "bf16"], help="[adapt] precision")
     ap.add_argument("--fused-attention", action="store_true", help="[adapt] fused_attention = true")
     ap.add_argument("--interval", type=float, default=3.0, help="seconds between RSS samples")
     ap.add_argument("--timeout", type=float, default=3 * 3600.0, help="seconds before the run is stopped")
-    ap.add_argument("--ray-start-attempts", type=int, default=3,
-                    help="runs when Ray's node times out starting (its fixed 30 s; a loaded machine)")
+    ap.add_argument(
+        "--ray-start-attempts",
+        type=int,
+        default=3,
+        help="runs when Ray's node times out starting (its fixed 30 s; a loaded machine)",
+    )
     ap.add_argument("--json", default=None, help="also write the result to this file")
-    ap.add_argument("--against", default=None,
-                    help="another run's work folder: compare metric rows and name the [adapt] options that differ")
+    ap.add_argument(
+        "--against",
+        default=None,
+        help="another run's work folder: compare metric rows and name the [adapt] options that differ",
+    )
     return ap.parse_args(argv)
 
 
@@ -405,8 +446,9 @@ def check_against(other: str | None) -> None:
         return
     missing = [name for name in ("study.toml", "store") if not (Path(other) / name).exists()]
     if missing:
-        sys.exit(f"pdf_scale_study: --against {other}: expected another run's work folder with "
-                 f"{' and '.join(missing)} in it")
+        sys.exit(
+            f"pdf_scale_study: --against {other}: expected another run's work folder with {' and '.join(missing)} in it"
+        )
 
 
 def main(argv: list[str] | None = None) -> Outcome:
@@ -418,22 +460,34 @@ def main(argv: list[str] | None = None) -> Outcome:
     study = work / "study.toml"
     scales = [int(s) for s in a.scales.split(",") if s.strip()]
     variants = tuple(v.strip() for v in a.variants.split(",") if v.strip())
-    study.write_text(study_text(work / "corpus", work / "store", scales, a.gradient_checkpointing, speed_lines(a),
-                                variants))
+    study.write_text(
+        study_text(work / "corpus", work / "store", scales, a.gradient_checkpointing, speed_lines(a), variants)
+    )
     load_before = os.getloadavg()
     for attempt in range(1, a.ray_start_attempts + 1):
         code, wall, sampler = run_study(study, work / "store", work / "run.log", a.timeout, a.interval)
         text = (work / "run.log").read_text(errors="replace")
         if code == 0 or RAY_START_FAILED not in text:
             break
-        print(f"[pdf_scale_study] attempt {attempt}: Ray's node did not start in its 30 s (machine load "
-              f"{os.getloadavg()[0]:.1f}); the prepared data and embeddings are reused", file=sys.stderr)
+        print(
+            f"[pdf_scale_study] attempt {attempt}: Ray's node did not start in its 30 s (machine load "
+            f"{os.getloadavg()[0]:.1f}); the prepared data and embeddings are reused",
+            file=sys.stderr,
+        )
     outcome = Outcome(
-        exit_code=code, wall_s=round(wall, 1), peak_rss_gb=round(sampler.peak / 1e9, 2),
-        peak_processes=sampler.peak_processes, samples=sampler.samples,
-        memory_kills=memory_kills(text, sampler.session_dirs), progress_lines=len(PROGRESS_LINE.findall(text)),
-        load_before=tuple(round(x, 1) for x in load_before), load_after=tuple(round(x, 1) for x in os.getloadavg()),
-        log=str(work / "run.log"), corpus_pages=pages, attempts=attempt, options=adapt_options(study),
+        exit_code=code,
+        wall_s=round(wall, 1),
+        peak_rss_gb=round(sampler.peak / 1e9, 2),
+        peak_processes=sampler.peak_processes,
+        samples=sampler.samples,
+        memory_kills=memory_kills(text, sampler.session_dirs),
+        progress_lines=len(PROGRESS_LINE.findall(text)),
+        load_before=tuple(round(x, 1) for x in load_before),
+        load_after=tuple(round(x, 1) for x in os.getloadavg()),
+        log=str(work / "run.log"),
+        corpus_pages=pages,
+        attempts=attempt,
+        options=adapt_options(study),
         stages=stage_figures(work / "store", sampler.stage_peaks),
         against=compare_runs(work, Path(a.against)) if a.against and code == 0 else {},
         scaling=scaling_fits(work / "store") if code == 0 else [],

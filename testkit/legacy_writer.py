@@ -40,17 +40,26 @@ class LegacyWriter(LegacyReader):
         _create(Path(os.path.abspath(os.fspath(root))))
         super().__init__(root)
 
-    def commit(self, runs: Any, metrics: Any = None, per_query: Any = None, *,  # type: ignore[override]
-               replaces: list[str] | None = None) -> str:
+    def commit(
+        self,
+        runs: Any,
+        metrics: Any = None,
+        per_query: Any = None,
+        *,  # type: ignore[override]
+        replaces: list[str] | None = None,
+    ) -> str:
         """Write one commit as the old store did (rows validated like the Delta store's); its id."""
         tables = prepare_commit(runs, metrics, per_query)
         manifest = Manifest(
-            commit_id=new_commit_id(), schema_version=SCHEMA_VERSION,
+            commit_id=new_commit_id(),
+            schema_version=SCHEMA_VERSION,
             tables={n: t.num_rows for n, t in tables.items()},
             run_ids=sorted({v for t in tables.values() for v in unique_values(t, "run_id")}),
             systems=sorted({v for t in tables.values() for v in unique_values(t, "system")}),
             datasets=sorted({v for t in tables.values() for v in unique_values(t, "dataset")}),
-            created=datetime.now(timezone.utc).isoformat(), host=host_name(), pid=os.getpid(),
+            created=datetime.now(timezone.utc).isoformat(),
+            host=host_name(),
+            pid=os.getpid(),
             replaces=sorted(replaces or []),
         )
         tmp = self.root / TMP / f"{manifest.commit_id}.{os.getpid()}.tmp"

@@ -45,9 +45,17 @@ def node_ports() -> list[str]:
     """Every per-node port of ``ray start`` on a free port: other Ray instances on this machine
     (and the second node of a test) hold the defaults, and a head whose dashboard agent lost its
     port answers every job submission "No available agent"."""
-    return [f"--{name}={free_port()}" for name in (
-        "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port", "runtime-env-agent-port",
-        "node-manager-port", "object-manager-port")]
+    return [
+        f"--{name}={free_port()}"
+        for name in (
+            "dashboard-agent-listen-port",
+            "dashboard-agent-grpc-port",
+            "metrics-export-port",
+            "runtime-env-agent-port",
+            "node-manager-port",
+            "object-manager-port",
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -78,9 +86,21 @@ def _ray_start(args: list[str], temp_dir: Path, env: Mapping[str, str], num_cpus
     """``ray start ARGS`` on 127.0.0.1 with free node ports, every listener on loopback
     (testkit/ray_start_loopback.py); at most 180 s."""
     return subprocess.run(
-        [sys.executable, str(_LOOPBACK_START), "start", *args, f"--node-ip-address={HOST}", f"--num-cpus={num_cpus}",
-         *node_ports(), f"--temp-dir={temp_dir}", "--disable-usage-stats"],
-        env=loopback_env(env), capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            str(_LOOPBACK_START),
+            "start",
+            *args,
+            f"--node-ip-address={HOST}",
+            f"--num-cpus={num_cpus}",
+            *node_ports(),
+            f"--temp-dir={temp_dir}",
+            "--disable-usage-stats",
+        ],
+        env=loopback_env(env),
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
 
 
@@ -92,22 +112,38 @@ LEAN_HEAD = ("--include-log-monitor=false", "--no-monitor")
 LEAN_WORKER = ("--include-log-monitor=false",)
 
 
-def start_head(ports: HeadPorts, temp_dir: Path, env: Mapping[str, str], *, num_cpus: int,
-               dashboard: bool = True, lean: bool = False) -> subprocess.CompletedProcess:
+def start_head(
+    ports: HeadPorts,
+    temp_dir: Path,
+    env: Mapping[str, str],
+    *,
+    num_cpus: int,
+    dashboard: bool = True,
+    lean: bool = False,
+) -> subprocess.CompletedProcess:
     """A head node with its dashboard (Jobs API) on 127.0.0.1; the caller checks the return code.
     ``dashboard=False``: without (for drivers that join by the GCS address, not the Jobs API): Ray
     then runs its dashboard process with the usage-stats module only and no web frontend, a
     lighter start; it still gets the free port. ``lean``: without the monitors (:data:`LEAN_HEAD`)."""
     return _ray_start(
-        ["--head", f"--port={ports.gcs}", f"--dashboard-host={HOST}", f"--dashboard-port={ports.dashboard}",
-         f"--include-dashboard={str(dashboard).lower()}", f"--ray-client-server-port={free_port()}",
-         *(LEAN_HEAD if lean else ())],
-        temp_dir, env, num_cpus,
+        [
+            "--head",
+            f"--port={ports.gcs}",
+            f"--dashboard-host={HOST}",
+            f"--dashboard-port={ports.dashboard}",
+            f"--include-dashboard={str(dashboard).lower()}",
+            f"--ray-client-server-port={free_port()}",
+            *(LEAN_HEAD if lean else ()),
+        ],
+        temp_dir,
+        env,
+        num_cpus,
     )
 
 
-def start_worker(ports: HeadPorts, temp_dir: Path, env: Mapping[str, str], *, num_cpus: int,
-                 lean: bool = False) -> subprocess.CompletedProcess:
+def start_worker(
+    ports: HeadPorts, temp_dir: Path, env: Mapping[str, str], *, num_cpus: int, lean: bool = False
+) -> subprocess.CompletedProcess:
     """A second node joining the head of ``ports``; give it its own ``temp_dir`` (two nodes on one
     machine sharing one unpack a job's working directory into the same folder). ``lean``: without
     its log monitor (:data:`LEAN_WORKER`)."""
@@ -156,8 +192,9 @@ def child_pids(pid: int) -> list[int]:
     return out
 
 
-def stop_pids(pids: list[int], wait_s: float = 5.0,
-              signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGKILL)) -> None:
+def stop_pids(
+    pids: list[int], wait_s: float = 5.0, signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGKILL)
+) -> None:
     """SIGTERM, then SIGKILL (``signals``), each followed by a wait of at most ``wait_s`` seconds."""
     for sig in signals:
         for pid in pids:
@@ -202,7 +239,9 @@ def read_lines(stream: Iterable[str], lines: queue.Queue, sink: list[str]) -> No
     lines.put(None)
 
 
-def await_line(lines: queue.Queue, predicate: Callable[[str], bool], timeout: float, what: str = "expected line") -> str:
+def await_line(
+    lines: queue.Queue, predicate: Callable[[str], bool], timeout: float, what: str = "expected line"
+) -> str:
     """The first line on ``lines`` for which ``predicate`` holds, within ``timeout`` seconds
     (AssertionError naming ``what`` otherwise, also when the stream ends first)."""
     deadline = time.monotonic() + timeout

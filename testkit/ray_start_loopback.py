@@ -36,8 +36,10 @@ def main() -> None:
     from ray.scripts import scripts
 
     if ray_constants.ENABLE_RAY_CLUSTER:
-        sys.exit(f"{__file__}: set {', '.join(f'{k}={v}' for k, v in LOOPBACK_ENV.items())} (else Ray replaces "
-                 "a loopback node address by the external one)")
+        sys.exit(
+            f"{__file__}: set {', '.join(f'{k}={v}' for k, v in LOOPBACK_ENV.items())} (else Ray replaces "
+            "a loopback node address by the external one)"
+        )
     scripts.ray_constants = _ClusterAllowed(ray_constants)
     sys.argv[0] = "ray"
     scripts.main()

@@ -6,8 +6,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def write_pdf(path: Path, pages: Sequence[str], *, header: str | None = "Project Alpha EIS",
-              page_numbers: bool = True, password: str | None = None) -> Path:
+def write_pdf(
+    path: Path,
+    pages: Sequence[str],
+    *,
+    header: str | None = "Project Alpha EIS",
+    page_numbers: bool = True,
+    password: str | None = None,
+) -> Path:
     """One PDF page per entry of ``pages`` (text wrapped by fpdf2), with a running header and a
     ``Page n`` footer on every page unless turned off."""
     from fpdf import FPDF
@@ -53,9 +59,11 @@ def topic_pages(doc: int, n_pages: int, sentences: int = 6) -> list[str]:
     pages = []
     for p in range(1, n_pages + 1):
         topic = TOPICS[(doc * 3 + p) % len(TOPICS)]
-        pages.append(" ".join(
-            f"Section {doc}.{p} describes the {topic} survey number {doc * 100 + p * 10 + s} "
-            f"near site {chr(65 + doc)}{p} and its mitigation measure {s}."
-            for s in range(sentences)
-        ))
+        pages.append(
+            " ".join(
+                f"Section {doc}.{p} describes the {topic} survey number {doc * 100 + p * 10 + s} "
+                f"near site {chr(65 + doc)}{p} and its mitigation measure {s}."
+                for s in range(sentences)
+            )
+        )
     return pages

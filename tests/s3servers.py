@@ -39,8 +39,12 @@ def _s3rver_exe() -> str:
         pytest.skip("npm is not installed: the s3rver tests need Node.js and npm")
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        subprocess.run(["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund",
-                        f"s3rver@{S3RVER_VERSION}"], check=True, timeout=300, capture_output=True)
+        subprocess.run(
+            ["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", f"s3rver@{S3RVER_VERSION}"],
+            check=True,
+            timeout=300,
+            capture_output=True,
+        )
     except (subprocess.SubprocessError, OSError) as e:
         pytest.skip(f"npm install s3rver@{S3RVER_VERSION} failed: {type(e).__name__}")
     return str(exe)
@@ -60,15 +64,25 @@ class Server:
     def env(self) -> dict[str, str]:
         """The AWS environment that points boto3 and pyarrow at this server."""
         key = "S3RVER" if self.kind == "s3rver" else "big-test-id"  # s3rver checks its fixed pair
-        return {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.port}", "AWS_ACCESS_KEY_ID": key,
-                "AWS_SECRET_ACCESS_KEY": "S3RVER" if self.kind == "s3rver" else "big-test-secret",
-                "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+        return {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.port}",
+            "AWS_ACCESS_KEY_ID": key,
+            "AWS_SECRET_ACCESS_KEY": "S3RVER" if self.kind == "s3rver" else "big-test-secret",
+            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ALLOW_HTTP": "true",
+        }
 
     def start(self) -> Server:
         """Start (or restart, on the same port and data folder) and wait until it answers."""
         if self.kind == "moto":
-            cmd = [shutil.which("moto_server") or pytest.skip("moto_server not installed: pip install 'moto[server]'"),
-                   "-H", "127.0.0.1", "-p", str(self.port)]
+            cmd = [
+                shutil.which("moto_server") or pytest.skip("moto_server not installed: pip install 'moto[server]'"),
+                "-H",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+            ]
         else:
             cmd = [_s3rver_exe(), "-d", str(self.data), "-a", "127.0.0.1", "-p", str(self.port), "--silent"]
         self.data.mkdir(parents=True, exist_ok=True)
@@ -96,9 +110,13 @@ class Server:
         import boto3
 
         env = self.env
-        return boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1",
-                            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
+        return boto3.client(
+            "s3",
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            region_name="us-east-1",
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        )
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

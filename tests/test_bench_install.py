@@ -43,7 +43,9 @@ def test_pip_arguments_per_target(tmp_path) -> None:
 def test_every_target_is_an_extra_of_the_project() -> None:
     import tomllib
 
-    extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     assert set(bench.TARGETS) - {"core"} <= set(extras)
 
 
@@ -59,8 +61,10 @@ def test_ratios_and_reference() -> None:
 
 
 def test_main_prints_each_target_and_its_ratios(tmp_path, monkeypatch, capsys) -> None:
-    made = {"core": bench.Install("core", 100, 1750.0, 50.0, 62.5, 300.0),
-            "test": bench.Install("test", 250, 3500.0, 50.0, 175.0, 900.0)}
+    made = {
+        "core": bench.Install("core", 100, 1750.0, 50.0, 62.5, 300.0),
+        "test": bench.Install("test", 250, 3500.0, 50.0, 175.0, 900.0),
+    }
     monkeypatch.setattr(bench, "measure", lambda target, workdir, editable=False: made[target])
     assert bench.main(["--compare", "--reference", "225,3500", "--keep", str(tmp_path / "v")]) == 0
     out = capsys.readouterr().out

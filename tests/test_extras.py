@@ -22,10 +22,37 @@ from adaptlab.errors import ConfigError, MissingExtraError, extra_installed, mis
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 EXTRAS: dict[str, list[str]] = PROJECT["optional-dependencies"]
-HEAVY = {"ragatouille", "colbert-ai", "langchain", "langchain-core", "llama-index", "llama-index-core", "openai",
-         "databricks-sdk", "flagembedding", "datasets", "ir-datasets", "peft", "mlflow", "mlflow-skinny", "wandb",
-         "mteb", "polars", "optimum", "optimum-onnx", "optimum-intel", "onnxruntime", "openvino", "nncf",
-         "faiss-cpu", "boto3", "botocore", "sqlalchemy", "alembic", "cupy-cuda12x"}
+HEAVY = {
+    "ragatouille",
+    "colbert-ai",
+    "langchain",
+    "langchain-core",
+    "llama-index",
+    "llama-index-core",
+    "openai",
+    "databricks-sdk",
+    "flagembedding",
+    "datasets",
+    "ir-datasets",
+    "peft",
+    "mlflow",
+    "mlflow-skinny",
+    "wandb",
+    "mteb",
+    "polars",
+    "optimum",
+    "optimum-onnx",
+    "optimum-intel",
+    "onnxruntime",
+    "openvino",
+    "nncf",
+    "faiss-cpu",
+    "boto3",
+    "botocore",
+    "sqlalchemy",
+    "alembic",
+    "cupy-cuda12x",
+}
 """Packages the core must not install, directly or through another package."""
 ONE_LINE = r"^{feature} need the {extra} extra: pip install 'adaptlab\[{extra}\]' \(.+\)$"
 
@@ -95,7 +122,7 @@ def test_a_colbert_study_without_the_extra_is_one_line(monkeypatch, tmp_path, ti
     study.write_text(f"""
 [study]
 name = "colbert-missing"
-store = "{(tmp_path / 'store').as_posix()}"
+store = "{(tmp_path / "store").as_posix()}"
 
 [[datasets]]
 name = "syn"
@@ -158,10 +185,13 @@ def test_flag_models_name_the_flag_extra(monkeypatch, tiny_model) -> None:
     _one_line(info.value, "FlagEmbedding models (bge-*, llm-embedder)", "flag")
 
 
-@pytest.mark.parametrize(("backend", "module", "extra", "feature"), [
-    ("colbert", "colbert", "colbert", "ColBERT models"),
-    ("flag", "FlagEmbedding", "flag", "FlagEmbedding models (bge-*, llm-embedder)"),
-])
+@pytest.mark.parametrize(
+    ("backend", "module", "extra", "feature"),
+    [
+        ("colbert", "colbert", "colbert", "ColBERT models"),
+        ("flag", "FlagEmbedding", "flag", "FlagEmbedding models (bge-*, llm-embedder)"),
+    ],
+)
 def test_a_backend_is_checked_before_any_work(monkeypatch, backend, module, extra, feature) -> None:
     from adaptlab.models import check_backend_packages
 
@@ -281,7 +311,9 @@ def test_every_extra_a_message_names_exists() -> None:
     for path in sorted((ROOT / "platform" / "adaptlab").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in (
-                    "require_extra", "missing_extra"):
+                "require_extra",
+                "missing_extra",
+            ):
                 arg = node.args[1] if len(node.args) > 1 else None  # the extra: second in both
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     named[arg.value] = f"{path.relative_to(ROOT)}:{node.lineno}"

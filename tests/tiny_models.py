@@ -36,8 +36,12 @@ def build_tiny_model(path: Path, seed: int = 0) -> Path:
 
     tok = AutoTokenizer.from_pretrained(g.get_model_path(), local_files_only=True)
     config = BertConfig(
-        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=128,
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
     )
     with torch.random.fork_rng():
         torch.manual_seed(seed)

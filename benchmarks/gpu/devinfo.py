@@ -44,8 +44,10 @@ def resolve_device(device: str = "auto") -> str:
     if device in (None, "", "auto"):
         return "cuda" if torch.cuda.is_available() else "cpu"
     if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise SystemExit(f"--device {device}: torch {torch.__version__} sees no CUDA GPU "
-                         "(a CPU-only torch wheel, or no driver); use --device cpu or auto")
+        raise SystemExit(
+            f"--device {device}: torch {torch.__version__} sees no CUDA GPU "
+            "(a CPU-only torch wheel, or no driver); use --device cpu or auto"
+        )
     return str(device)
 
 

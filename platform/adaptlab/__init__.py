@@ -3,6 +3,7 @@
 The public API::
 
     from adaptlab import load_study, run_study
+
     outcome = run_study(load_study("jobs/quickstart.toml"))
     store = adaptlab.results.open("results/quickstart")
 

@@ -21,9 +21,23 @@ from collections.abc import Iterable
 from types import ModuleType
 from urllib.parse import unquote
 
-__all__ = ["URI_PATTERN", "AdaptlabError", "ConfigError", "DataError", "MissingExtraError", "StoreError",
-           "extra_installed", "forget_url_secrets", "is_uri", "mask_url", "missing_extra", "one_line", "remember_url_secrets",
-           "require_extra", "url_secrets"]
+__all__ = [
+    "URI_PATTERN",
+    "AdaptlabError",
+    "ConfigError",
+    "DataError",
+    "MissingExtraError",
+    "StoreError",
+    "extra_installed",
+    "forget_url_secrets",
+    "is_uri",
+    "mask_url",
+    "missing_extra",
+    "one_line",
+    "remember_url_secrets",
+    "require_extra",
+    "url_secrets",
+]
 
 URI_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 """What is a URI rather than a local path: a scheme (RFC 3986 section 3.1) then ``://``; group 1
@@ -76,10 +90,10 @@ def url_secrets(text: object) -> set[str]:
             delim = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
             colon, first_at = rest.find(":"), rest.find("@")
             if 0 <= colon < min(delim, last_at):
-                found.add(rest[colon + 1:last_at])
+                found.add(rest[colon + 1 : last_at])
             elif first_at < delim:
                 found.add(rest[:first_at])
-        found.update(q.group(0)[len(q["name"]):] for q in _SECRET_QUERY.finditer(m[0]))
+        found.update(q.group(0)[len(q["name"]) :] for q in _SECRET_QUERY.finditer(m[0]))
     found |= {unquote(f) for f in found}
     return {f for f in found if f and f != MASK}
 
@@ -106,10 +120,10 @@ def _mask_userinfo(m: re.Match[str]) -> str:
     colon = rest.find(":")
     if 0 <= colon < min(delim, last_at):  # user:password, the password up to the last @
         user = rest[:colon]
-        return f"{scheme}{MASK if '@' in user else user + ':' + MASK}@{rest[last_at + 1:]}"
+        return f"{scheme}{MASK if '@' in user else user + ':' + MASK}@{rest[last_at + 1 :]}"
     first_at = rest.find("@")
     if first_at < delim:  # a token alone
-        return f"{scheme}{MASK}@{rest[first_at + 1:]}"
+        return f"{scheme}{MASK}@{rest[first_at + 1 :]}"
     return m[0]
 
 
@@ -181,9 +195,12 @@ def _first_line(e: BaseException, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-_OS_HINTS = {errno.ENOSPC: "; free some space and run again (nothing partial was kept as a result)",
-             errno.EISDIR: "; expected a file", errno.ENOTDIR: "; expected a directory",
-             errno.EACCES: "; check the permissions"}
+_OS_HINTS = {
+    errno.ENOSPC: "; free some space and run again (nothing partial was kept as a result)",
+    errno.EISDIR: "; expected a file",
+    errno.ENOTDIR: "; expected a directory",
+    errno.EACCES: "; check the permissions",
+}
 
 
 def one_line(e: BaseException) -> str:
@@ -198,5 +215,6 @@ def one_line(e: BaseException) -> str:
     else:
         text = str(e)
     text = " ".join(text.split()) or type(e).__name__
-    return "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch)[0] == "C" else ch
-                   for ch in text)
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch)[0] == "C" else ch for ch in text
+    )

@@ -13,8 +13,15 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 
 def synthetic_records(
-    system: str, *, n_docs: int = 120, n_queries: int = 50, dim: int = 16, noise: float = 0.8,
-    k: int = 10, seed: int = 0, n_unjudged: int = 0,
+    system: str,
+    *,
+    n_docs: int = 120,
+    n_queries: int = 50,
+    dim: int = 16,
+    noise: float = 0.8,
+    k: int = 10,
+    seed: int = 0,
+    n_unjudged: int = 0,
 ) -> PerQueryRecords:
     """Queries = gold document + Gaussian noise; exact top-k search with adaptlab's tie rule."""
     rng = np.random.default_rng(seed)
@@ -33,10 +40,16 @@ def synthetic_records(
         gold_ids.append([ids[gold[q]]] if judged else [])
         rank.append(row.index(ids[gold[q]]) + 1 if judged and ids[gold[q]] in row else 0)
     return PerQueryRecords(
-        system=system, dataset="synth", query_ids=[f"q{q}" for q in range(n_queries)], topk_ids=topk_ids,
-        topk_scores=np.take_along_axis(sims, order, axis=1), gold_ids=gold_ids, gold_rank=np.array(rank),
+        system=system,
+        dataset="synth",
+        query_ids=[f"q{q}" for q in range(n_queries)],
+        topk_ids=topk_ids,
+        topk_scores=np.take_along_axis(sims, order, axis=1),
+        gold_ids=gold_ids,
+        gold_rank=np.array(rank),
         sim_gold=np.where([bool(g) for g in gold_ids], sims[np.arange(n_queries), gold], np.nan),
-        sim_random=sims[np.arange(n_queries), rand], random_ids=[ids[r] for r in rand],
+        sim_random=sims[np.arange(n_queries), rand],
+        random_ids=[ids[r] for r in rand],
     )
 
 

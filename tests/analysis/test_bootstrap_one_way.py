@@ -24,8 +24,10 @@ from adaptlab.metrics import PerQueryMetrics
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.settings import resolve_bootstrap
 
-pytestmark = [pytest.mark.filterwarnings("ignore:sample_size 30 < 40 queries"),
-              pytest.mark.filterwarnings("ignore:few successes or failures")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:sample_size 30 < 40 queries"),
+    pytest.mark.filterwarnings("ignore:few successes or failures"),
+]
 
 LOOSE = {"n_resamples": 40, "sample_size": 30, "seed": 7, "confidence": 0.9}
 CONFIG = BootstrapConfig(**LOOSE)
@@ -40,13 +42,19 @@ def data(make_records) -> SimpleNamespace:
     return SimpleNamespace(
         rec=rec,
         qrels={q: {g[0]: 1} for q, g in zip(rec.query_ids, rec.gold_ids)},
-        run={q: {d: float(s) for d, s in zip(ids, sc)} for q, ids, sc in zip(rec.query_ids, rec.topk_ids,
-                                                                             rec.topk_scores)},
+        run={
+            q: {d: float(s) for d, s in zip(ids, sc)}
+            for q, ids, sc in zip(rec.query_ids, rec.topk_ids, rec.topk_scores)
+        },
         emb=rng.normal(size=(30, 8)),
         pairs=np.array([[i, (i + 1) % 30] for i in range(30)]),
-        per_query={f"sys{s}": PerQueryMetrics([f"q{i}" for i in range(40)], {
-            "acc@1": (rng.random(40) < 0.4 + 0.2 * s).astype(np.float64), "ndcg@10": rng.random(40)})
-            for s in range(2)},
+        per_query={
+            f"sys{s}": PerQueryMetrics(
+                [f"q{i}" for i in range(40)],
+                {"acc@1": (rng.random(40) < 0.4 + 0.2 * s).astype(np.float64), "ndcg@10": rng.random(40)},
+            )
+            for s in range(2)
+        },
     )
 
 
@@ -69,13 +77,19 @@ def _plain(x: Any) -> Any:
 
 # name -> (call with settings, the config keyword's name)
 CASES: dict[str, tuple[Callable[..., Any], str]] = {
-    "overlap_from_arrays": (lambda d, **kw: overlap_from_arrays(
-        d.rec.sim_gold, d.rec.topk_scores, d.rec.sim_random, **kw), "bootstrap"),
+    "overlap_from_arrays": (
+        lambda d, **kw: overlap_from_arrays(d.rec.sim_gold, d.rec.topk_scores, d.rec.sim_random, **kw),
+        "bootstrap",
+    ),
     "overlap_metrics": (lambda d, **kw: overlap_metrics(d.rec, k=5, **kw), "bootstrap"),
-    "thresholds_from_arrays": (lambda d, **kw: thresholds_from_arrays(
-        d.rec.topk_scores, d.rec.gold_rank, k=5, psi_grid=(10.0, 50.0), **kw), "bootstrap"),
-    "similarity_thresholds": (lambda d, **kw: similarity_thresholds(d.rec, k=5, psi_grid=(10.0, 50.0), **kw),
-                              "bootstrap"),
+    "thresholds_from_arrays": (
+        lambda d, **kw: thresholds_from_arrays(d.rec.topk_scores, d.rec.gold_rank, k=5, psi_grid=(10.0, 50.0), **kw),
+        "bootstrap",
+    ),
+    "similarity_thresholds": (
+        lambda d, **kw: similarity_thresholds(d.rec, k=5, psi_grid=(10.0, 50.0), **kw),
+        "bootstrap",
+    ),
     "evalrank": (lambda d, **kw: evalrank(d.emb, d.pairs, ks=(1, 5), **kw), "bootstrap"),
     "ndcg_curve_from_records": (lambda d, **kw: ndcg_curve_from_records(d.rec, (1, 5), **kw), "bootstrap"),
     "ndcg_curve": (lambda d, **kw: ndcg_curve(d.qrels, d.run, (1, 5), **kw), "bootstrap"),
@@ -99,7 +113,9 @@ def test_config_and_equivalent_keywords_agree(name: str, data: SimpleNamespace) 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_mixing_a_config_and_keywords_is_an_error_naming_both(name: str, data: SimpleNamespace) -> None:
     call, key = CASES[name]
-    with pytest.raises(ConfigError, match=rf"^{name}: give .* as {key}= or as keywords, not both \(got {key}= and seed\)"):
+    with pytest.raises(
+        ConfigError, match=rf"^{name}: give .* as {key}= or as keywords, not both \(got {key}= and seed\)"
+    ):
         call(data, **{key: CONFIG, "seed": 7})  # even when the keyword agrees with the config
 
 
@@ -115,7 +131,9 @@ def test_tune_adaptation_takes_its_bootstrap_only_inside_its_sweep_config() -> N
     from adaptlab.adapt.train.tune import tune_adaptation
 
     assert SweepConfig(bootstrap=CONFIG).bootstrap is CONFIG
-    with pytest.raises(ConfigError, match=r"^SweepConfig.bootstrap must be an adaptlab.stats.BootstrapConfig, got dict"):
+    with pytest.raises(
+        ConfigError, match=r"^SweepConfig.bootstrap must be an adaptlab.stats.BootstrapConfig, got dict"
+    ):
         SweepConfig(bootstrap={"seed": 1})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="ci_seed"):
         tune_adaptation("unused", [], None, storage_path="unused", ci_seed=7)  # type: ignore[arg-type,call-arg]

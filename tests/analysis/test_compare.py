@@ -52,8 +52,9 @@ def _run_args(root):
 @pytest.fixture(scope="module")
 def per_query(trec_files):
     qrels = read_trec_qrels(trec_files / "qrels.txt")
-    return {n: evaluate(qrels, read_trec_run(trec_files / f"{n}.trec", qrels=qrels), "ndcg@10,mrr@10")
-            for n, _ in SYSTEMS}
+    return {
+        n: evaluate(qrels, read_trec_run(trec_files / f"{n}.trec", qrels=qrels), "ndcg@10,mrr@10") for n, _ in SYSTEMS
+    }
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +63,20 @@ def comparison(per_query):
 
 
 def test_p_values_are_those_of_adaptlab_evaluate(trec_files, comparison, capsys):
-    rc = main(["evaluate", *_run_args(trec_files), "--metrics", "ndcg@10,mrr@10", "--bootstrap", "400",
-               "--seed", "3", "--format", "json"])
+    rc = main(
+        [
+            "evaluate",
+            *_run_args(trec_files),
+            "--metrics",
+            "ndcg@10,mrr@10",
+            "--bootstrap",
+            "400",
+            "--seed",
+            "3",
+            "--format",
+            "json",
+        ]
+    )
     assert rc == 0
     pairs = {(p["measure"], p["a"], p["b"]): p for p in json.loads(capsys.readouterr().out)["pairs"]}
     got = comparison.pairs_frame()
@@ -110,8 +123,7 @@ def test_reversed_pair_gives_the_letter_to_the_better_second_system():
 @pytest.mark.parametrize("style", ["text", "markdown", "latex"])
 def test_every_style_prints_the_digits_of_present(comparison, style):
     out = comparison.render(style)
-    assert out == {"text": str(comparison), "markdown": comparison.to_markdown(),
-                   "latex": comparison.to_latex()}[style]
+    assert out == {"text": str(comparison), "markdown": comparison.to_markdown(), "latex": comparison.to_latex()}[style]
     for s in comparison.frame().to_dict("records"):
         assert render_cell(Estimate(s["value"], s["ci_low"], s["ci_high"]), style) in out
     for p in comparison.pairs_frame().to_dict("records"):
@@ -125,8 +137,10 @@ def test_every_style_prints_the_digits_of_present(comparison, style):
 
 
 def test_cli_prints_the_table_from_runs(trec_files, per_query, capsys):
-    assert main(["compare", *_run_args(trec_files), "--metrics", "ndcg@10,mrr@10", "--bootstrap", "400",
-                 "--seed", "3"]) == 0
+    assert (
+        main(["compare", *_run_args(trec_files), "--metrics", "ndcg@10,mrr@10", "--bootstrap", "400", "--seed", "3"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.strip() == str(compare(per_query, boot=BOOT, dataset="qrels")).strip()  # named by the qrels file
     assert "better than" in out and "tied with best" in out and "MDE (80% power)" in out
@@ -135,13 +149,16 @@ def test_cli_prints_the_table_from_runs(trec_files, per_query, capsys):
 def test_store_is_compared_like_its_records(tmp_path, capsys):
     recs = {s: synthetic_records(s, noise=n, seed=0) for s, n in (("sharp", 0.3), ("blurry", 1.5))}
     store = results.open(tmp_path / "store", create=True)
-    runs = [results.run_record(s, "synth", model_id=s, model_revision="r", dataset_fingerprint="fp", seed=0,
-                               config={}) for s in recs]
+    runs = [
+        results.run_record(s, "synth", model_id=s, model_revision="r", dataset_fingerprint="fp", seed=0, config={})
+        for s in recs
+    ]
     store.commit(runs, None, pa.concat_tables([r.to_arrow() for r in recs.values()]))
     got = compare(store, measures="ndcg@10,acc@1", boot=BOOT).pairs_frame()
     qrels = {q: {g: 1 for g in gold} for r in recs.values() for q, gold in zip(r.query_ids, r.gold_ids)}
-    direct = compare({s: evaluate(qrels, r.to_run(), "ndcg@10,acc@1") for s, r in recs.items()}, boot=BOOT,
-                     dataset="synth").pairs_frame()
+    direct = compare(
+        {s: evaluate(qrels, r.to_run(), "ndcg@10,acc@1") for s, r in recs.items()}, boot=BOOT, dataset="synth"
+    ).pairs_frame()
     assert got.to_dict("records") == direct.to_dict("records")
     store.close()
     assert main(["compare", "--store", str(tmp_path / "store"), "--measure", "ndcg@10", "--format", "markdown"]) == 0
@@ -152,8 +169,12 @@ def test_store_is_compared_like_its_records(tmp_path, capsys):
 def test_a_long_dataframe_gives_the_same_comparison(per_query, comparison):
     import pandas as pd
 
-    rows = [{"system": n, "query_id": q, "measure": m.upper() if m == "mrr@10" else m, "value": float(v)}
-            for n, pq in per_query.items() for m, vals in pq.values.items() for q, v in zip(pq.query_ids, vals)]
+    rows = [
+        {"system": n, "query_id": q, "measure": m.upper() if m == "mrr@10" else m, "value": float(v)}
+        for n, pq in per_query.items()
+        for m, vals in pq.values.items()
+        for q, v in zip(pq.query_ids, vals)
+    ]
     frame = pd.DataFrame(rows)
     got = compare(frame, boot=BOOT)
     assert got.pairs_frame().to_dict("records") == comparison.pairs_frame().to_dict("records")
@@ -190,12 +211,15 @@ def test_minimum_detectable_effect_formula_and_column(per_query, comparison):
     assert row.mde == pytest.approx(expected, rel=1e-6)
 
 
-@pytest.mark.parametrize("bad, needle", [
-    ({"A": {"mrr": [0.1, 0.2]}}, "at least 2"),
-    ({"A": {"mrr": [0.1, 0.2]}, "B": {"mrr": [0.1]}}, "expected 2 per-query values"),
-    ({"A": {"mrr": [0.1, 0.2]}, "B": {"ndcg@10": [0.1, 0.3]}}, "missing for system(s) B"),
-    ({"A": {"mrr": ["x", 0.2]}, "B": {"mrr": [0.1, 0.3]}}, "must be numbers"),
-])
+@pytest.mark.parametrize(
+    "bad, needle",
+    [
+        ({"A": {"mrr": [0.1, 0.2]}}, "at least 2"),
+        ({"A": {"mrr": [0.1, 0.2]}, "B": {"mrr": [0.1]}}, "expected 2 per-query values"),
+        ({"A": {"mrr": [0.1, 0.2]}, "B": {"ndcg@10": [0.1, 0.3]}}, "missing for system(s) B"),
+        ({"A": {"mrr": ["x", 0.2]}, "B": {"mrr": [0.1, 0.3]}}, "must be numbers"),
+    ],
+)
 def test_bad_input_is_one_clear_line(bad, needle):
     with pytest.raises((ConfigError, DataError)) as e:
         compare(bad)

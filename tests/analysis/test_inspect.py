@@ -45,15 +45,44 @@ def pdf_study(tmp_path_factory):
     docs = load_documents(root / "corpus")
     tok = transformers.AutoTokenizer.from_pretrained(g.get_model_path(), local_files_only=True)
     data = prepare_adaptation_data(
-        docs, tok, InverseClozeGenerator(1, seed=0), _bow,
-        PrepSettings(sizes=(2, 6), fraction=0.5, seed=0, test_fraction=0.4, validation_fraction=0.0, max_tokens=64,
-                     n_negatives=2, duplicate_threshold=None, margin=None, unit="pages"), base_model="bow",
+        docs,
+        tok,
+        InverseClozeGenerator(1, seed=0),
+        _bow,
+        PrepSettings(
+            sizes=(2, 6),
+            fraction=0.5,
+            seed=0,
+            test_fraction=0.4,
+            validation_fraction=0.0,
+            max_tokens=64,
+            n_negatives=2,
+            duplicate_threshold=None,
+            margin=None,
+            unit="pages",
+        ),
+        base_model="bow",
     )
     assert [s.scale.name for s in data.scales] == ["pages2", "pages6"]
     write_beir(data.heldout, root / "heldout")
     store = root / "store"
-    rc = main(["--quiet", "run", "--model", "hash:64", "--model", "hash:8", "--dataset",
-               f"beir:{root / 'heldout'}", "--no-ray", "--store", str(store), "--bootstrap", "200"])
+    rc = main(
+        [
+            "--quiet",
+            "run",
+            "--model",
+            "hash:64",
+            "--model",
+            "hash:8",
+            "--dataset",
+            f"beir:{root / 'heldout'}",
+            "--no-ray",
+            "--store",
+            str(store),
+            "--bootstrap",
+            "200",
+        ]
+    )
     assert rc == 0
     return store, root
 

@@ -68,15 +68,18 @@ def test_unknown_similarities_keep_the_resamples_aligned_with_accuracy(make_reco
     # all 50 judged queries stay in the resampling: the same indices as the accuracy CIs
     assert r.n_queries == len(rec) and r.n_missing_rand == 2 and r.n_excluded == 0
     idx = resample_indices(len(rec), n_resamples=100, seed=5)
-    ref = overlap_from_arrays(np.asarray(rec.sim_gold, float), np.asarray(rec.topk_scores, float)[:, :3], sim,
-                              indices=idx)
+    ref = overlap_from_arrays(
+        np.asarray(rec.sim_gold, float), np.asarray(rec.topk_scores, float)[:, :3], sim, indices=idx
+    )
     assert r.coe_ci_low == ref.coe_ci_low and r.roe_boot_mean == pytest.approx(ref.roe_boot_mean)
     # by hand for resample 0: the fraction over the drawn queries whose random similarity is known
     i0 = idx[0]
     theta = np.percentile(np.asarray(rec.topk_scores, float)[i0, :3].ravel(), 5)
     known = ~np.isnan(sim[i0])
     assert ((sim[i0][known] > theta).mean()) == pytest.approx(
-        overlap_from_arrays(np.asarray(rec.sim_gold, float), np.asarray(rec.topk_scores, float)[:, :3], sim,
-                            indices=idx[:1]).roe_boot_mean)
+        overlap_from_arrays(
+            np.asarray(rec.sim_gold, float), np.asarray(rec.topk_scores, float)[:, :3], sim, indices=idx[:1]
+        ).roe_boot_mean
+    )
     rows = r.to_metric_rows()
     assert '"n_missing_rand": 2' in rows[0]["extra"]

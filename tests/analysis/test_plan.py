@@ -39,8 +39,9 @@ def _rejection_rate(q: int, n_experiments: int, seed: int) -> float:
     """Fresh evaluations of q queries drawn from the true distribution (mean EFFECT, sd TRUE_SD),
     tested by the paired test adaptlab reports."""
     d = np.random.default_rng(seed).normal(EFFECT, TRUE_SD, (n_experiments, q))
-    out = paired_bootstrap(np.vstack([d, np.zeros((1, q))]), baseline=n_experiments, n_resamples=500, seed=seed,
-                           family_size=1)  # each experiment is one test
+    out = paired_bootstrap(
+        np.vstack([d, np.zeros((1, q))]), baseline=n_experiments, n_resamples=500, seed=seed, family_size=1
+    )  # each experiment is one test
     return float(np.mean([r.p_value < 0.05 for r in out]))
 
 
@@ -56,8 +57,10 @@ def test_the_planned_size_detects_the_effect_at_the_planned_rate(plan):
 
 
 def test_the_answer_grows_as_the_effect_shrinks(pilot):
-    sizes = [plan_sample_size(*pilot, effect=e, n_experiments=100, n_resamples=100, seed=5).n_queries
-             for e in (0.06, 0.03, 0.015)]
+    sizes = [
+        plan_sample_size(*pilot, effect=e, n_experiments=100, n_resamples=100, seed=5).n_queries
+        for e in (0.06, 0.03, 0.015)
+    ]
     assert sizes[0] < sizes[1] < sizes[2]
     assert 2.5 < sizes[1] / sizes[0] < 6 and 2.5 < sizes[2] / sizes[1] < 6  # ~4x per halving
 
@@ -89,11 +92,14 @@ def test_unreachable_within_max_queries_says_so(pilot):
     assert "more than 60 queries" in str(p)
 
 
-@pytest.mark.parametrize("kwargs, error, words", [
-    ({"effect": 0.0}, ConfigError, "effect must be a non-zero"),
-    ({"effect": 0.02, "power": 1.0}, ConfigError, "power must be a number strictly between 0 and 1"),
-    ({"effect": 0.02, "n_experiments": 3}, ConfigError, "n_experiments must be an integer >= 10"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"effect": 0.0}, ConfigError, "effect must be a non-zero"),
+        ({"effect": 0.02, "power": 1.0}, ConfigError, "power must be a number strictly between 0 and 1"),
+        ({"effect": 0.02, "n_experiments": 3}, ConfigError, "n_experiments must be an integer >= 10"),
+    ],
+)
 def test_bad_settings_name_the_setting(pilot, kwargs, error, words):
     with pytest.raises(error, match=words):
         plan_sample_size(*pilot, **kwargs)
@@ -124,13 +130,27 @@ def test_cli_plans_from_two_trec_runs(tmp_path, cli):
                 run[f"Q{q}"][docs[q]] = 0.9
         write_trec_run(run, tmp_path / f"{name}.trec", tag=name)
     write_trec_qrels(qrels, tmp_path / "qrels.txt")
-    res = cli("plan", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "new.trec"), "--run",
-              str(tmp_path / "old.trec"), "--metric", "ndcg@10", "--effect", "0.1", "--figure",
-              str(tmp_path / "power.pdf"), *CLI_SETTINGS)
+    res = cli(
+        "plan",
+        "--qrels",
+        str(tmp_path / "qrels.txt"),
+        "--run",
+        str(tmp_path / "new.trec"),
+        "--run",
+        str(tmp_path / "old.trec"),
+        "--metric",
+        "ndcg@10",
+        "--effect",
+        "0.1",
+        "--figure",
+        str(tmp_path / "power.pdf"),
+        *CLI_SETTINGS,
+    )
     assert res.returncode == 0, res.stderr
     q = read_trec_qrels(tmp_path / "qrels.txt")
-    a, b = (evaluate(q, read_trec_run(tmp_path / f"{n}.trec", qrels=q), "ndcg@10").matrix("ndcg@10")
-            for n in ("new", "old"))
+    a, b = (
+        evaluate(q, read_trec_run(tmp_path / f"{n}.trec", qrels=q), "ndcg@10").matrix("ndcg@10") for n in ("new", "old")
+    )
     assert res.stdout.startswith(str(_cli_plan(a, b)))
     assert (tmp_path / "power.pdf").read_bytes().startswith(b"%PDF")
 
@@ -138,15 +158,29 @@ def test_cli_plans_from_two_trec_runs(tmp_path, cli):
 def test_cli_plans_from_a_store(tmp_path, cli):
     recs = {s: synthetic_records(s, noise=n, seed=0) for s, n in (("sharp", 0.3), ("blurry", 1.5))}
     store = results.open(tmp_path / "store", create=True)
-    runs = [results.run_record(s, "synth", model_id=s, model_revision="r", dataset_fingerprint="fp", seed=0,
-                               config={}) for s in recs]
+    runs = [
+        results.run_record(s, "synth", model_id=s, model_revision="r", dataset_fingerprint="fp", seed=0, config={})
+        for s in recs
+    ]
     store.commit(runs, None, pa.concat_tables([r.to_arrow() for r in recs.values()]))
     a, b = pilot_from_store(store, system="sharp", against="blurry", measure="ndcg@10")
     with pytest.raises(ConfigError, match="no dataset with both systems 'sharp' and 'nope'"):
         pilot_from_store(store, system="sharp", against="nope")
     store.close()
-    res = cli("plan", "--store", str(tmp_path / "store"), "--system", "sharp", "--against", "blurry", "--measure",
-              "ndcg@10", "--effect", "0.1", *CLI_SETTINGS)
+    res = cli(
+        "plan",
+        "--store",
+        str(tmp_path / "store"),
+        "--system",
+        "sharp",
+        "--against",
+        "blurry",
+        "--measure",
+        "ndcg@10",
+        "--effect",
+        "0.1",
+        *CLI_SETTINGS,
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith(str(_cli_plan(a, b)))
 
@@ -224,12 +258,28 @@ def test_cli_plan_json_has_the_assured_size(tmp_path, cli):
 
     recs = {s: synthetic_records(s, noise=n, seed=0) for s, n in (("sharp", 0.3), ("blurry", 1.5))}
     store = results.open(tmp_path / "store", create=True)
-    runs = [results.run_record(s, "synth", model_id=s, model_revision="r", dataset_fingerprint="fp", seed=0,
-                               config={}) for s in recs]
+    runs = [
+        results.run_record(s, "synth", model_id=s, model_revision="r", dataset_fingerprint="fp", seed=0, config={})
+        for s in recs
+    ]
     store.commit(runs, None, pa.concat_tables([r.to_arrow() for r in recs.values()]))
     store.close()
-    res = cli("plan", "--store", str(tmp_path / "store"), "--system", "sharp", "--against", "blurry",
-              "--effect", "0.1", "--assurance", "0.9", "--format", "json", *CLI_SETTINGS)
+    res = cli(
+        "plan",
+        "--store",
+        str(tmp_path / "store"),
+        "--system",
+        "sharp",
+        "--against",
+        "blurry",
+        "--effect",
+        "0.1",
+        "--assurance",
+        "0.9",
+        "--format",
+        "json",
+        *CLI_SETTINGS,
+    )
     assert res.returncode == 0, res.stderr
     answer = json.loads(res.stdout)["plan"]
     assert answer["assurance"] == 0.9 and answer["n_queries_assured"] >= answer["n_queries"]

@@ -42,23 +42,28 @@ def test_figures_are_returned_readable_and_saved_when_asked(tmp_path, records_go
     recs = [records_good, records_bad]
     dens = plot_similarity_densities([similarity_distributions(r, k=5) for r in recs])
     curves = [ndcg_curve_from_records(r, n_resamples=20) for r in recs]
-    figs = [dens, plot_ndcg_curves(curves, title="nDCG"),
-            plot_thresholds([similarity_thresholds(r, k=5, n_resamples=50) for r in recs])]
+    figs = [
+        dens,
+        plot_ndcg_curves(curves, title="nDCG"),
+        plot_thresholds([similarity_thresholds(r, k=5, n_resamples=50) for r in recs]),
+    ]
     for fig in figs:
         assert isinstance(fig, Figure)
         assert_readable(fig)
     assert not list(tmp_path.iterdir())  # no path: nothing written
     # the old call style (a path) still saves, in the suffix's format
-    fig = plot_similarity_densities([similarity_distributions(r, k=5) for r in recs], tmp_path / "f" / "dens.png",
-                                    dpi=80)
+    fig = plot_similarity_densities(
+        [similarity_distributions(r, k=5) for r in recs], tmp_path / "f" / "dens.png", dpi=80
+    )
     w, h = fig.get_size_inches()
     assert png_size((tmp_path / "f" / "dens.png").read_bytes()) == (round(w * 80), round(h * 80))
 
 
 @pytest.mark.parametrize("dpi", [100, 200])
 def test_png_size_follows_figsize_and_dpi(tmp_path, dpi):
-    fig = plot_ci_forest(["base", "ft"], [0.6, 0.7], [0.5, 0.65], [0.7, 0.75], tmp_path / "forest.png",
-                         measure="ndcg@10", dpi=dpi)
+    fig = plot_ci_forest(
+        ["base", "ft"], [0.6, 0.7], [0.5, 0.65], [0.7, 0.75], tmp_path / "forest.png", measure="ndcg@10", dpi=dpi
+    )
     w, h = fig.get_size_inches()
     width, height = png_size((tmp_path / "forest.png").read_bytes())
     assert (width, height) == (round(w * dpi), round(h * dpi))
@@ -78,8 +83,10 @@ def test_vector_formats_by_suffix(tmp_path):
 
 
 def test_forest_draws_point_estimates_one_panel_per_measure():
-    est = {"ndcg@10": {"base": (0.61, 0.55, 0.66), "ft": (0.70, 0.64, 0.75)},
-           "mrr@10": {"base": (0.50, 0.45, 0.56), "ft": (0.58, 0.52, 0.63), "pt-ft": (0.6, float("nan"), 0.7)}}
+    est = {
+        "ndcg@10": {"base": (0.61, 0.55, 0.66), "ft": (0.70, 0.64, 0.75)},
+        "mrr@10": {"base": (0.50, 0.45, 0.56), "ft": (0.58, 0.52, 0.63), "pt-ft": (0.6, float("nan"), 0.7)},
+    }
     fig = plot_forest(est, title="synth")
     axes = [a for a in fig.axes if a.get_visible()]
     assert [a.get_title() for a in axes] == ["ndcg@10", "mrr@10"]
@@ -93,12 +100,39 @@ def test_forest_draws_point_estimates_one_panel_per_measure():
 
 
 def test_paired_differences_marked_by_adjusted_p():
-    rows = [{"system": "ft", "compared_to": "base", "measure": "acc@5", "value": 0.1, "ci_low": 0.02,
-             "ci_high": 0.18, "p_value": 0.01, "p_adjusted": 0.03, "adjustment": "holm"},
-            {"system": "ptft", "compared_to": "base", "measure": "acc@5", "value": 0.05, "ci_low": -0.01,
-             "ci_high": 0.11, "p_value": 0.02, "p_adjusted": 0.06, "adjustment": "holm"},
-            {"system": "pt", "compared_to": "base", "measure": "acc@5", "value": -0.02, "ci_low": -0.05,
-             "ci_high": 0.01, "p_value": 0.3}]
+    rows = [
+        {
+            "system": "ft",
+            "compared_to": "base",
+            "measure": "acc@5",
+            "value": 0.1,
+            "ci_low": 0.02,
+            "ci_high": 0.18,
+            "p_value": 0.01,
+            "p_adjusted": 0.03,
+            "adjustment": "holm",
+        },
+        {
+            "system": "ptft",
+            "compared_to": "base",
+            "measure": "acc@5",
+            "value": 0.05,
+            "ci_low": -0.01,
+            "ci_high": 0.11,
+            "p_value": 0.02,
+            "p_adjusted": 0.06,
+            "adjustment": "holm",
+        },
+        {
+            "system": "pt",
+            "compared_to": "base",
+            "measure": "acc@5",
+            "value": -0.02,
+            "ci_low": -0.05,
+            "ci_high": 0.01,
+            "p_value": 0.3,
+        },
+    ]
     fig = plot_paired_differences(rows)
     ax = fig.axes[0]
     filled, hollow, cross = ax.collections[-3:]
@@ -122,8 +156,9 @@ def test_ndcg_curves_have_integer_k_ticks_up_to_the_largest_k(records_good):
 
 def test_shift_and_topic_map(tmp_path):
     rng = np.random.default_rng(0)
-    fig = plot_shift_histograms({"base": rng.normal(1, 0.1, 200), "ptft": rng.normal(1.2, 0.1, 200)},
-                                tmp_path / "shift.png", dpi=60)
+    fig = plot_shift_histograms(
+        {"base": rng.normal(1, 0.1, 200), "ptft": rng.normal(1.2, 0.1, 200)}, tmp_path / "shift.png", dpi=60
+    )
     assert isinstance(fig, Figure) and (tmp_path / "shift.png").read_bytes()[:8] == PNG
     assert_readable(plot_topic_map(rng.normal(size=(60, 2)), rng.integers(0, 4, 60)))
 
@@ -144,13 +179,18 @@ def test_plot_errors(tmp_path):
 def _dists(system: str, rand, corr, topk):
     from types import SimpleNamespace
 
-    return SimpleNamespace(system=system, dataset="d", k=5, rand=np.asarray(rand, float),
-                           corr=np.asarray(corr, float), topk=np.asarray(topk, float))
+    return SimpleNamespace(
+        system=system,
+        dataset="d",
+        k=5,
+        rand=np.asarray(rand, float),
+        corr=np.asarray(corr, float),
+        topk=np.asarray(topk, float),
+    )
 
 
 def _bm25_and_cosine(rng: np.random.Generator):
-    bm25 = _dists("bm25", np.r_[np.zeros(60), rng.uniform(0, 3, 20)], rng.uniform(0, 40, 80),
-                  rng.gamma(4.0, 4.0, 400))
+    bm25 = _dists("bm25", np.r_[np.zeros(60), rng.uniform(0, 3, 20)], rng.uniform(0, 40, 80), rng.gamma(4.0, 4.0, 400))
     minilm = _dists("minilm", rng.normal(0.15, 0.08, 80), rng.normal(0.6, 0.1, 80), rng.normal(0.55, 0.05, 400))
     return bm25, minilm
 
@@ -181,8 +221,17 @@ def _threshold(system: str, tau):
 
     tau = np.asarray(tau, float)
     acc = np.linspace(0.6, 0.2, tau.size)
-    return SimpleNamespace(system=system, k=5, tau=tau, acc_boot_mean=acc, acc_ci_low=acc - 0.05,
-                           acc_ci_high=acc + 0.05, base_acc=0.6, chosen=1, chosen_tau=float(tau[1]))
+    return SimpleNamespace(
+        system=system,
+        k=5,
+        tau=tau,
+        acc_boot_mean=acc,
+        acc_ci_low=acc - 0.05,
+        acc_ci_high=acc + 0.05,
+        base_acc=0.6,
+        chosen=1,
+        chosen_tau=float(tau[1]),
+    )
 
 
 def test_threshold_figure_has_one_panel_per_score_scale():

@@ -42,17 +42,46 @@ def report_html(tmp_path_factory, make_records) -> Path:
     runs, metrics, recs = [], [], []
     for s, noise in (("base", 1.6), ("ft", 0.8)):
         rec = make_records(s, noise=noise, n_queries=30, k=10, seed=4)
-        run = results.run_record(s, "synth", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0,
-                                 config={"k": 10})
+        run = results.run_record(
+            s, "synth", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0, config={"k": 10}
+        )
         runs.append(run)
         recs.append(rec)
         v = float(((rec.gold_rank > 0) & (rec.gold_rank <= 5)).mean())
-        metrics.append({"run_id": run["run_id"], "system": s, "dataset": "synth", "measure": "acc@5", "value": v,
-                        "boot_mean": v, "ci_low": v - 0.1, "ci_high": min(1.0, v + 0.1), "n_queries": 30,
-                        "n_resamples": 50, "sample_size": 30, "seed": 0})
-    metrics.append({"run_id": runs[1]["run_id"], "system": "ft", "dataset": "synth", "measure": "acc@5",
-                    "value": 0.2, "boot_mean": 0.2, "ci_low": 0.05, "ci_high": 0.35, "compared_to": "base",
-                    "p_value": 0.02, "p_adjusted": 0.02, "adjustment": "holm", "family_size": 1, "n_resamples": 50})
+        metrics.append(
+            {
+                "run_id": run["run_id"],
+                "system": s,
+                "dataset": "synth",
+                "measure": "acc@5",
+                "value": v,
+                "boot_mean": v,
+                "ci_low": v - 0.1,
+                "ci_high": min(1.0, v + 0.1),
+                "n_queries": 30,
+                "n_resamples": 50,
+                "sample_size": 30,
+                "seed": 0,
+            }
+        )
+    metrics.append(
+        {
+            "run_id": runs[1]["run_id"],
+            "system": "ft",
+            "dataset": "synth",
+            "measure": "acc@5",
+            "value": 0.2,
+            "boot_mean": 0.2,
+            "ci_low": 0.05,
+            "ci_high": 0.35,
+            "compared_to": "base",
+            "p_value": 0.02,
+            "p_adjusted": 0.02,
+            "adjustment": "holm",
+            "family_size": 1,
+            "n_resamples": 50,
+        }
+    )
     results.open(root, create=True).commit(runs, metrics, recs)
     out = tmp_path_factory.mktemp("browser-report")
     build_report(root, out, n_resamples=20, compute_missing=False, dpi=100)
@@ -60,10 +89,23 @@ def report_html(tmp_path_factory, make_records) -> Path:
 
 
 def _chromium(tmp: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
-           f"--user-data-dir={tmp / 'profile'}", *args, url]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+        f"--user-data-dir={tmp / 'profile'}",
+        *args,
+        url,
+    ]
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     except subprocess.TimeoutExpired:
@@ -98,5 +140,5 @@ def test_report_renders_every_figure_in_headless_chromium(report_html, tmp_path)
     assert pixels.shape[1] == WIDTH and pixels.std() > 0.05  # not a blank page
     for left, top, w, h in boxes:
         assert w > 300 and h > 150 and top + h <= pixels.shape[0]
-        region = pixels[int(top):int(top + h), int(left):int(left + w)]
+        region = pixels[int(top) : int(top + h), int(left) : int(left + w)]
         assert region.std() > 0.05 and (region < 0.9).mean() > 0.01  # a drawn figure, not white space

@@ -27,10 +27,23 @@ def test_every_report_figure_keeps_its_titles_inside_the_canvas(tmp_path, make_r
     store = results.open(tmp_path / "store", create=True)
     rec = make_records("minilm", noise=1.0, n_queries=30, k=10, seed=2)
     rec.dataset = LONG
-    run = results.run_record("minilm", LONG, model_id="m", model_revision=None, dataset_fingerprint="fp", seed=0,
-                             config={"k": 10})
-    rows = [{"run_id": run["run_id"], "system": "minilm", "dataset": LONG, "measure": "ndcg@10", "value": 0.5,
-             "ci_low": 0.4, "ci_high": 0.6, "n_queries": 30, "n_resamples": 50, "interval_method": "percentile"}]
+    run = results.run_record(
+        "minilm", LONG, model_id="m", model_revision=None, dataset_fingerprint="fp", seed=0, config={"k": 10}
+    )
+    rows = [
+        {
+            "run_id": run["run_id"],
+            "system": "minilm",
+            "dataset": LONG,
+            "measure": "ndcg@10",
+            "value": 0.5,
+            "ci_low": 0.4,
+            "ci_high": 0.6,
+            "n_queries": 30,
+            "n_resamples": 50,
+            "interval_method": "percentile",
+        }
+    ]
     store.commit([run], rows, [rec])
     seen = []
     original = document.Page.figure
@@ -59,11 +72,24 @@ def test_a_title_wider_than_its_figure_is_wrapped():
 def test_systems_in_study_order_baseline_first_and_the_interval_method_per_measure(tmp_path):
     store = results.open(tmp_path / "store", create=True)
     config = {"baseline": "zeta", "system_order": ["mid", "zeta", "alpha"]}
-    runs = [results.run_record(s, "d", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0,
-                               config=config) for s in ("alpha", "mid", "zeta")]
-    rows = [{"run_id": r["run_id"], "system": r["system"], "dataset": "d", "measure": m, "value": 0.5, "ci_low": 0.4,
-             "ci_high": 0.6, "interval_method": method} for r in runs
-            for m, method in (("acc@5", "wilson"), ("ndcg@10", "percentile"))]
+    runs = [
+        results.run_record(s, "d", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0, config=config)
+        for s in ("alpha", "mid", "zeta")
+    ]
+    rows = [
+        {
+            "run_id": r["run_id"],
+            "system": r["system"],
+            "dataset": "d",
+            "measure": m,
+            "value": 0.5,
+            "ci_low": 0.4,
+            "ci_high": 0.6,
+            "interval_method": method,
+        }
+        for r in runs
+        for m, method in (("acc@5", "wilson"), ("ndcg@10", "percentile"))
+    ]
     store.commit(runs, rows)
     text = build_report(tmp_path / "store", tmp_path / "rep", compute_missing=False, dpi=50).read_text()
     table = [ln for ln in text.splitlines() if ln.startswith("| ") and ("acc@5" in ln or "ndcg@10" in ln)]

@@ -16,15 +16,24 @@ def test_parse_system_name():
 
 
 def _row(system, value, lo, hi, compared_to=None, p=None, measure="acc@5"):
-    return {"system": system, "measure": measure, "value": value, "ci_low": lo, "ci_high": hi,
-            "compared_to": compared_to, "p_value": p}
+    return {
+        "system": system,
+        "measure": measure,
+        "value": value,
+        "ci_low": lo,
+        "ci_high": hi,
+        "compared_to": compared_to,
+        "p_value": p,
+    }
 
 
 ROWS = [
     _row("m-base", 0.50, 0.40, 0.60),
-    _row("m-ft-s100", 0.70, 0.60, 0.80), _row("m-ft-s10", 0.55, 0.45, 0.65),
+    _row("m-ft-s100", 0.70, 0.60, 0.80),
+    _row("m-ft-s10", 0.55, 0.45, 0.65),
     _row("m-pt-s10", 0.45, 0.35, 0.55),
-    _row("m-ft-s10", 0.05, -0.01, 0.11, "m-base", 0.20), _row("m-ft-s100", 0.20, 0.12, 0.28, "m-base", 0.002),
+    _row("m-ft-s10", 0.05, -0.01, 0.11, "m-base", 0.20),
+    _row("m-ft-s100", 0.20, 0.12, 0.28, "m-base", 0.002),
     _row("m-pt-s10", -0.05, -0.09, -0.01, "m-base", 0.03),
     _row("m-ft-s100", 0.9, 0.8, 1.0, measure="acc@1"),  # another measure: ignored
     _row("other", 0.3, 0.2, 0.4),  # not a scale-study name: ignored
@@ -56,8 +65,10 @@ def test_curves_from_a_summary():
     qids = [f"q{i}" for i in range(40)]
     base = (rng.random(40) < 0.5).astype(float)
     better = np.maximum(base, (rng.random(40) < 0.5).astype(float))
-    per_query = {name: PerQueryMetrics(query_ids=qids, values={"acc@5": v}, excluded=[])
-                 for name, v in (("m-base", base), ("m-ft-s10", better))}
+    per_query = {
+        name: PerQueryMetrics(query_ids=qids, values={"acc@5": v}, excluded=[])
+        for name, v in (("m-base", base), ("m-ft-s10", better))
+    }
     summary = summarise(per_query, n_resamples=200, seed=0, baseline="m-base")
     (curve,) = scale_curves(summary, "acc@5")
     assert curve.variant == "ft" and curve.points[0].gain == pytest.approx(better.mean() - base.mean())

@@ -45,8 +45,11 @@ def test_log_linear_curve_is_recovered_at_the_nominal_rate():
     true_scale = 2 ** ((target - a) / b)  # 5,793 documents: between the largest and 10x it
     reps, hits = 150, {"slope": 0, "next": 0, "target": 0, "gain": 0}
     for r in range(reps):
-        (f,) = fit_scaling(_study(np.random.default_rng(r), curve, scales), target=target,
-                           boot=BootstrapConfig(n_resamples=300, seed=r))
+        (f,) = fit_scaling(
+            _study(np.random.default_rng(r), curve, scales),
+            target=target,
+            boot=BootstrapConfig(n_resamples=300, seed=r),
+        )
         assert f.model == LOG_LINEAR and "3 scales" in f.criterion  # too few scales for the saturating form
         hits["slope"] += _inside(b, f.slope_ci)
         hits["next"] += _inside(curve(1400), f.predicted_next_ci)
@@ -59,8 +62,8 @@ def test_log_linear_curve_is_recovered_at_the_nominal_rate():
 
 def test_saturating_curve_is_recovered_and_chosen():
     c, a, alpha, scales = 0.1, 0.3, 0.5, (10, 30, 100, 300, 1000, 3000)
-    curve = lambda n: c - a * n ** -alpha  # noqa: E731
-    slope = a * alpha * 3000 ** -alpha * np.log(2)  # per doubling at the largest scale
+    curve = lambda n: c - a * n**-alpha  # noqa: E731
+    slope = a * alpha * 3000**-alpha * np.log(2)  # per doubling at the largest scale
     reps, hits, chosen = 60, {"slope": 0, "next": 0}, 0
     for r in range(reps):
         pq = _study(np.random.default_rng(100 + r), curve, scales, sd=0.05)
@@ -75,23 +78,37 @@ def test_saturating_curve_is_recovered_and_chosen():
 
 def test_a_straight_line_keeps_the_log_linear_form():
     curve = lambda n: 0.005 * np.log2(n)  # noqa: E731
-    chosen = [fit_scaling(_study(np.random.default_rng(r), curve, (10, 30, 100, 300, 1000, 3000), sd=0.05),
-                          boot=BootstrapConfig(n_resamples=20, seed=r))[0].model for r in range(30)]
+    chosen = [
+        fit_scaling(
+            _study(np.random.default_rng(r), curve, (10, 30, 100, 300, 1000, 3000), sd=0.05),
+            boot=BootstrapConfig(n_resamples=20, seed=r),
+        )[0].model
+        for r in range(30)
+    ]
     assert chosen.count(LOG_LINEAR) >= 20
 
 
 def test_flat_gain_is_not_rising_and_a_target_is_not_reached():
-    (f,) = fit_scaling(_study(np.random.default_rng(7), lambda n: 0.02, (10, 100, 1000)), target=0.1,
-                       boot=BootstrapConfig(n_resamples=300))
+    (f,) = fit_scaling(
+        _study(np.random.default_rng(7), lambda n: 0.02, (10, 100, 1000)),
+        target=0.1,
+        boot=BootstrapConfig(n_resamples=300),
+    )
     assert f.trend == "not shown to rise (CI includes 0)"
     assert f.target_scale is None and f.target_note == "not reached within 10x the largest scale (10000)"
     assert f.next_scale == 2000
-    rising = fit_scaling(_study(np.random.default_rng(7), lambda n: 0.03 * np.log2(n), (10, 100, 1000)),
-                         target=0.1, boot=BootstrapConfig(n_resamples=300))[0]
+    rising = fit_scaling(
+        _study(np.random.default_rng(7), lambda n: 0.03 * np.log2(n), (10, 100, 1000)),
+        target=0.1,
+        boot=BootstrapConfig(n_resamples=300),
+    )[0]
     assert rising.trend == "still rising" and rising.target_scale is not None and rising.target_scale <= 1000
     assert "within the measured scales" in rising.target_note
-    early = fit_scaling(_study(np.random.default_rng(7), lambda n: 0.2 + 0.01 * np.log2(n), (10, 100, 1000)),
-                        target=0.1, boot=BootstrapConfig(n_resamples=100))[0]
+    early = fit_scaling(
+        _study(np.random.default_rng(7), lambda n: 0.2 + 0.01 * np.log2(n), (10, 100, 1000)),
+        target=0.1,
+        boot=BootstrapConfig(n_resamples=100),
+    )[0]
     assert early.target_scale == 10 and early.target_note == "already reached at the smallest scale (10)"
 
 
@@ -126,9 +143,13 @@ def test_training_seconds_of_every_kind_of_record(tmp_path):
     art = tmp_path / "colbert-artifact"
     art.mkdir()
     (art / "manifest.json").write_text(json.dumps({"training": {"wall_s": 90.0}}))
-    systems = {"m-pt-s10": {"training": {"seconds": 100.0}}, "m-pt-ft-s10": {"training": {"seconds": 50.0}},
-               "m-merged-s10": {"training": {"merge_weight": 0.5}}, "colbert-ft-s10": {"artifact_path": str(art)},
-               "m-ft-s10": {"training": {"seconds": 0}}}
+    systems = {
+        "m-pt-s10": {"training": {"seconds": 100.0}},
+        "m-pt-ft-s10": {"training": {"seconds": 50.0}},
+        "m-merged-s10": {"training": {"merge_weight": 0.5}},
+        "colbert-ft-s10": {"artifact_path": str(art)},
+        "m-ft-s10": {"training": {"seconds": 0}},
+    }
     got = training_seconds([{"config": json.dumps({"systems": systems})}, {"config": "not json"}])
     # pt-ft: its FT stage plus the PT stage it started from; nothing for a merge or a zero time
     assert got == {"m-pt-s10": 100.0, "m-pt-ft-s10": 150.0, "colbert-ft-s10": 90.0}
@@ -162,11 +183,18 @@ def _records(system: str, ranks: np.ndarray, sims: bool = True) -> PerQueryRecor
         topk.append(row)
         gold.append([f"d{q}-gold"])
     n = len(ranks)
-    return PerQueryRecords(system=system, dataset="synth", query_ids=[f"q{q}" for q in range(n)], topk_ids=topk,
-                           topk_scores=np.tile(np.linspace(1.0, 0.1, 10), (n, 1)), gold_ids=gold,
-                           gold_rank=np.asarray(ranks), sim_gold=np.linspace(0.5, 0.9, n) if sims else np.full(n, np.nan),
-                           sim_random=np.linspace(0.1, 0.4, n) if sims else np.full(n, np.nan),
-                           random_ids=[f"d{q}-0" for q in range(n)])
+    return PerQueryRecords(
+        system=system,
+        dataset="synth",
+        query_ids=[f"q{q}" for q in range(n)],
+        topk_ids=topk,
+        topk_scores=np.tile(np.linspace(1.0, 0.1, 10), (n, 1)),
+        gold_ids=gold,
+        gold_rank=np.asarray(ranks),
+        sim_gold=np.linspace(0.5, 0.9, n) if sims else np.full(n, np.nan),
+        sim_random=np.linspace(0.1, 0.4, n) if sims else np.full(n, np.nan),
+        random_ids=[f"d{q}-0" for q in range(n)],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -177,10 +205,23 @@ def scale_study_store(tmp_path_factory):
     ranks = {"m-base": base}
     for n, p in ((10, 0.1), (100, 0.3), (1000, 0.5)):  # more documents: more queries move to rank 1
         ranks[f"m-ft-s{n}"] = np.where(rng.random(80) < p, 1, base)
-    systems = {s: {"variant": "ft", "n_documents": int(s.rsplit("-s", 1)[1]), "training": {"seconds": 360.0 * i}}
-               for i, s in enumerate(ranks) if s != "m-base"}
-    runs = [results.run_record(s, "synth", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0,
-                               config={"k": 10, "systems": systems}) for s in ranks]
+    systems = {
+        s: {"variant": "ft", "n_documents": int(s.rsplit("-s", 1)[1]), "training": {"seconds": 360.0 * i}}
+        for i, s in enumerate(ranks)
+        if s != "m-base"
+    }
+    runs = [
+        results.run_record(
+            s,
+            "synth",
+            model_id=s,
+            model_revision=None,
+            dataset_fingerprint="fp",
+            seed=0,
+            config={"k": 10, "systems": systems},
+        )
+        for s in ranks
+    ]
     results.open(root, create=True).commit(runs, [], [_records(s, r) for s, r in ranks.items()])
     return root, {s: _ndcg10(r) for s, r in ranks.items()}
 
@@ -198,12 +239,39 @@ def test_store_cli_json_and_text(scale_study_store, capsys, tmp_path):
     from adaptlab.cli import main
 
     root, values = scale_study_store
-    expected = scaling_rows(fit_scaling(values, "ndcg@10", dataset="synth", target=0.2,
-                                        training_seconds={"m-ft-s10": 360.0, "m-ft-s100": 720.0, "m-ft-s1000": 1080.0},
-                                        boot=BootstrapConfig(n_resamples=200, seed=3)))
+    expected = scaling_rows(
+        fit_scaling(
+            values,
+            "ndcg@10",
+            dataset="synth",
+            target=0.2,
+            training_seconds={"m-ft-s10": 360.0, "m-ft-s100": 720.0, "m-ft-s1000": 1080.0},
+            boot=BootstrapConfig(n_resamples=200, seed=3),
+        )
+    )
     figure = tmp_path / "scaling.png"
-    assert main(["scaling", "--store", str(root), "--metric", "ndcg@10", "--target", "0.2", "--bootstrap", "200",
-                 "--seed", "3", "--format", "json", "--figure", str(figure)]) == 0
+    assert (
+        main(
+            [
+                "scaling",
+                "--store",
+                str(root),
+                "--metric",
+                "ndcg@10",
+                "--target",
+                "0.2",
+                "--bootstrap",
+                "200",
+                "--seed",
+                "3",
+                "--format",
+                "json",
+                "--figure",
+                str(figure),
+            ]
+        )
+        == 0
+    )
     got = json.loads(capsys.readouterr().out)
     assert _rounded(got["fits"]) == _rounded(json.loads(json.dumps(expected)))  # JSON's floats, 12 digits
     fit = got["fits"][0]
@@ -221,8 +289,10 @@ def test_store_without_a_scale_study_is_one_line(tmp_path, capsys):
     from adaptlab.cli import main
 
     ranks = np.array([1, 2, 3, 0, 1])
-    runs = [results.run_record(s, "synth", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0,
-                               config={}) for s in ("bm25", "minilm")]
+    runs = [
+        results.run_record(s, "synth", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0, config={})
+        for s in ("bm25", "minilm")
+    ]
     results.open(tmp_path / "s", create=True).commit(runs, [], [_records("bm25", ranks), _records("minilm", ranks)])
     assert main(["scaling", "--store", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err.strip()
@@ -266,8 +336,7 @@ def recorded_store(scale_study_store, tmp_path):
     root = tmp_path / "recorded"
     shutil.copytree(scale_study_store[0], root)
     store = results.open(root)
-    fits = record_scaling(store, ["ndcg@10", "mrr@10"], boot=BootstrapConfig(n_resamples=200, seed=1),
-                          study="demo")
+    fits = record_scaling(store, ["ndcg@10", "mrr@10"], boot=BootstrapConfig(n_resamples=200, seed=1), study="demo")
     store.close()
     return root, fits
 
@@ -306,7 +375,9 @@ def test_scaling_rows_latest_and_validation(recorded_store):
     assert store.scaling().num_rows == 3
     latest = store.scaling(latest=True).to_pylist()
     assert len(latest) == 2 and {(r["measure"], r["study"]) for r in latest} == {
-        (fits[0].measure, "again"), (fits[1].measure, "demo")}
+        (fits[0].measure, "again"),
+        (fits[1].measure, "demo"),
+    }
     version = store.version()
     with pytest.raises(StoreError, match="missing required column"):
         store.commit_scaling([{"dataset": "synth", "label": "m"}])
@@ -317,7 +388,8 @@ def test_scaling_rows_latest_and_validation(recorded_store):
     assert store.version() == version  # nothing written
     by_sql = store.sql("SELECT study, measure FROM scaling ORDER BY study, measure")
     assert sorted(map(tuple, by_sql.itertuples(index=False))) == sorted(
-        (r["study"], r["measure"]) for r in store.scaling().to_pylist())
+        (r["study"], r["measure"]) for r in store.scaling().to_pylist()
+    )
 
 
 def test_a_store_without_fits_reads_an_empty_scaling_table(scale_study_store):
@@ -356,9 +428,11 @@ def test_the_runner_records_the_fits_at_the_end_of_a_scale_study(scale_study_sto
 
     root = tmp_path / "ran"
     shutil.copytree(scale_study_store[0], root)
-    study = SimpleNamespace(evaluation=SimpleNamespace(metrics=["ndcg@10", "recall@10"]),
-                            bootstrap_config=lambda: BootstrapConfig(n_resamples=100, seed=0),
-                            study=SimpleNamespace(name="ran"))
+    study = SimpleNamespace(
+        evaluation=SimpleNamespace(metrics=["ndcg@10", "recall@10"]),
+        bootstrap_config=lambda: BootstrapConfig(n_resamples=100, seed=0),
+        study=SimpleNamespace(name="ran"),
+    )
     _record_scaling(study, root)
     rows = results.open(root).scaling().to_pylist()
     assert sorted(r["measure"] for r in rows) == ["ndcg@10", "recall@10"] and {r["n_resamples"] for r in rows} == {100}
@@ -367,7 +441,10 @@ def test_the_runner_records_the_fits_at_the_end_of_a_scale_study(scale_study_sto
     assert results.open(root).version() == version and results.open(root).scaling().num_rows == 2
     study.bootstrap_config = lambda: BootstrapConfig(n_resamples=120, seed=0)
     _record_scaling(study, root)  # other settings: other numbers, stored
-    assert results.open(root).scaling(latest=True, columns=["n_resamples"]).column("n_resamples").to_pylist() == [120, 120]
+    assert results.open(root).scaling(latest=True, columns=["n_resamples"]).column("n_resamples").to_pylist() == [
+        120,
+        120,
+    ]
 
 
 # ----------------------------------------------------------------------------- compare and inspect

@@ -31,16 +31,38 @@ from adaptlab.errors import ConfigError
 def score(system, measure="ndcg@10", value=0.5, dataset="toy", lo=None, hi=None, **kw):
     """One score row as the store returns it (only the columns the tables read)."""
     ci = {"ci_low": value - 0.05, "ci_high": value + 0.05} if lo is None else {"ci_low": lo, "ci_high": hi}
-    return {"system": system, "dataset": dataset, "measure": measure, "value": value, **ci,
-            "compared_to": None, "confidence": 0.95, "interval_method": "percentile", "n_queries": 300,
-            "n_resamples": 1000, "sample_size": 300, **kw}
+    return {
+        "system": system,
+        "dataset": dataset,
+        "measure": measure,
+        "value": value,
+        **ci,
+        "compared_to": None,
+        "confidence": 0.95,
+        "interval_method": "percentile",
+        "n_queries": 300,
+        "n_resamples": 1000,
+        "sample_size": 300,
+        **kw,
+    }
 
 
 def comparison(system, against, measure="ndcg@10", dataset="toy", p_value=0.01, p_adjusted=0.02, **kw):
     """One paired comparison row (value = system - against)."""
-    return {"system": system, "dataset": dataset, "measure": measure, "value": 0.1, "ci_low": 0.05,
-            "ci_high": 0.15, "compared_to": against, "p_value": p_value, "p_adjusted": p_adjusted,
-            "adjustment": "holm", "family_size": 2, **kw}
+    return {
+        "system": system,
+        "dataset": dataset,
+        "measure": measure,
+        "value": 0.1,
+        "ci_low": 0.05,
+        "ci_high": 0.15,
+        "compared_to": against,
+        "p_value": p_value,
+        "p_adjusted": p_adjusted,
+        "adjustment": "holm",
+        "family_size": 2,
+        **kw,
+    }
 
 
 @pytest.fixture
@@ -49,8 +71,10 @@ def study_rows():
     rows = []
     for ds, shift in (("scifact", 0.0), ("nfcorpus", -0.3)):
         for system, v in (("base", 0.6), ("ft", 0.727), ("pt", 0.65)):
-            rows += [score(system, "ndcg@10", v + shift, ds, v + shift - 0.053, v + shift + 0.053),
-                     score(system, "mrr", v + shift + 0.01, ds)]
+            rows += [
+                score(system, "ndcg@10", v + shift, ds, v + shift - 0.053, v + shift + 0.053),
+                score(system, "mrr", v + shift + 0.01, ds),
+            ]
         rows += [comparison("ft", "base", m, ds, p_adjusted=0.003) for m in ("ndcg@10", "mrr")]
         rows += [comparison("pt", "base", m, ds, p_value=0.04, p_adjusted=0.08) for m in ("ndcg@10", "mrr")]
     return rows
@@ -72,7 +96,8 @@ def test_wide_rows_one_per_dataset_and_system_one_column_per_measure(study_rows)
     table = wide_table(study_rows)
     assert table.measures == ("ndcg@10", "mrr")
     assert [(r.dataset, r.system) for r in table.rows] == [
-        (ds, s) for ds in ("scifact", "nfcorpus") for s in ("base", "ft", "pt")]
+        (ds, s) for ds in ("scifact", "nfcorpus") for s in ("base", "ft", "pt")
+    ]
     text = to_text(table)
     header, rule, first = text.splitlines()[:3]
     assert header.split() == ["dataset", "system", "ndcg@10", "mrr"] and set(rule) <= {"-", " "}
@@ -108,8 +133,7 @@ def test_bold_marks_the_highest_point_estimate_per_column_and_dataset(study_rows
 
 
 def test_ties_at_the_shown_precision_are_all_bold():
-    rows = [score("a", value=0.7271), score("b", value=0.7274), score("c", value=0.70),
-            score("d", value=float("nan"))]
+    rows = [score("a", value=0.7271), score("b", value=0.7274), score("c", value=0.70), score("d", value=float("nan"))]
     assert _bold_systems(to_latex(wide_table(rows)), 2) == ["a", "b"]
     assert _bold_systems(to_latex(wide_table(rows), digits=4), 2) == ["b"]
     assert _bold_systems(to_latex(wide_table([score("a"), score("b")])), 2) == ["a", "b"]
@@ -134,18 +158,28 @@ def test_dagger_uses_the_adjusted_p_value_and_the_footnote_names_adjustment_and_
 
 
 def test_raw_p_value_when_no_adjusted_one_and_strict_threshold():
-    rows = [score("base"), score("a"), score("b"), score("c"),
-            comparison("a", "base", p_value=0.01, p_adjusted=None, adjustment=None, family_size=None),
-            comparison("b", "base", p_value=0.01, p_adjusted=0.05),
-            comparison("c", "base", p_value=None, p_adjusted=None)]
+    rows = [
+        score("base"),
+        score("a"),
+        score("b"),
+        score("c"),
+        comparison("a", "base", p_value=0.01, p_adjusted=None, adjustment=None, family_size=None),
+        comparison("b", "base", p_value=0.01, p_adjusted=0.05),
+        comparison("c", "base", p_value=None, p_adjusted=None),
+    ]
     table = wide_table(rows)
     assert [r.cells["ndcg@10"].marked() for r in table.rows] == [False, True, False, False]
     assert "not adjusted" in to_text(table) or "unadjusted" in to_text(table)
 
 
 def test_explicit_baseline_finds_a_comparison_stored_from_either_side():
-    rows = [score("base"), score("a"), score("b"),
-            comparison("base", "a", p_adjusted=0.001), comparison("b", "a", p_adjusted=0.001)]
+    rows = [
+        score("base"),
+        score("a"),
+        score("b"),
+        comparison("base", "a", p_adjusted=0.001),
+        comparison("b", "a", p_adjusted=0.001),
+    ]
     table = wide_table(rows, baseline="base")
     assert {r.system: r.cells["ndcg@10"].marked() for r in table.rows} == {"base": False, "a": True, "b": False}
     assert "a against base" in to_text(table)
@@ -175,10 +209,11 @@ def test_digits(study_rows):
 
 
 def test_caption_states_level_method_resamples_and_queries():
-    rows = [score("a", "ndcg@10", confidence=0.9, interval_method="bca", n_queries=120, sample_size=100),
-            score("a", "acc@1", confidence=0.9, interval_method="wilson", n_queries=120),
-            score("a", "ndcg@10", dataset="other", confidence=0.9, interval_method="bca", n_queries=50,
-                  sample_size=50)]
+    rows = [
+        score("a", "ndcg@10", confidence=0.9, interval_method="bca", n_queries=120, sample_size=100),
+        score("a", "acc@1", confidence=0.9, interval_method="wilson", n_queries=120),
+        score("a", "ndcg@10", dataset="other", confidence=0.9, interval_method="bca", n_queries=50, sample_size=50),
+    ]
     latex = to_latex(wide_table(rows))
     cap = re.search(r"\\caption\{(.*)\}", latex).group(1)
     assert r"90\% confidence intervals" in cap
@@ -191,11 +226,22 @@ def test_caption_states_level_method_resamples_and_queries():
 
 
 def test_csv_has_value_and_ci_columns_per_measure(study_rows):
-    text = to_csv(wide_table(study_rows + [score("new", "ndcg@10", 0.4, "scifact", None, None) | {
-        "ci_low": None, "ci_high": None}]))
+    text = to_csv(
+        wide_table(
+            study_rows + [score("new", "ndcg@10", 0.4, "scifact", None, None) | {"ci_low": None, "ci_high": None}]
+        )
+    )
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert list(rows[0]) == ["dataset", "system", "ndcg@10", "ndcg@10_ci_low", "ndcg@10_ci_high",
-                             "mrr", "mrr_ci_low", "mrr_ci_high"]
+    assert list(rows[0]) == [
+        "dataset",
+        "system",
+        "ndcg@10",
+        "ndcg@10_ci_low",
+        "ndcg@10_ci_high",
+        "mrr",
+        "mrr_ci_low",
+        "mrr_ci_high",
+    ]
     assert len(rows) == 7 and float(rows[1]["ndcg@10"]) == 0.727
     assert float(rows[1]["ndcg@10_ci_low"]) == pytest.approx(0.674, abs=1e-12)  # full precision, not rounded
     new = [r for r in rows if r["system"] == "new"][0]
@@ -223,8 +269,10 @@ HOSTILE = r"a_b&c%d$e#f{g}h~i^j\k"
 
 
 def test_latex_escape_every_special_character():
-    assert latex_escape(HOSTILE) == (r"a\_b\&c\%d\$e\#f\{g\}h\textasciitilde{}i\textasciicircum{}j"
-                                     r"\textbackslash{}k")
+    assert latex_escape(HOSTILE) == (
+        r"a\_b\&c\%d\$e\#f\{g\}h\textasciitilde{}i\textasciicircum{}j"
+        r"\textbackslash{}k"
+    )
     assert latex_escape("x<y>z|w\nv") == r"x\textless{}y\textgreater{}z\textbar{}w v"
     assert latex_escape("plain name-1.2") == "plain name-1.2"
 
@@ -245,10 +293,12 @@ def _balanced(text: str) -> bool:
 
 @pytest.fixture
 def hostile_latex():
-    rows = [score("base" + HOSTILE, "nd%cg@10_" + HOSTILE, 0.6, "data&set_" + HOSTILE),
-            score("ft" + HOSTILE, "nd%cg@10_" + HOSTILE, 0.7, "data&set_" + HOSTILE),
-            score("ft" + HOSTILE, "mrr", -0.2, "second$" + HOSTILE),
-            comparison("ft" + HOSTILE, "base" + HOSTILE, "nd%cg@10_" + HOSTILE, "data&set_" + HOSTILE)]
+    rows = [
+        score("base" + HOSTILE, "nd%cg@10_" + HOSTILE, 0.6, "data&set_" + HOSTILE),
+        score("ft" + HOSTILE, "nd%cg@10_" + HOSTILE, 0.7, "data&set_" + HOSTILE),
+        score("ft" + HOSTILE, "mrr", -0.2, "second$" + HOSTILE),
+        comparison("ft" + HOSTILE, "base" + HOSTILE, "nd%cg@10_" + HOSTILE, "data&set_" + HOSTILE),
+    ]
     return to_latex(wide_table(rows))
 
 
@@ -281,10 +331,18 @@ def test_latex_structure_balanced_braces_and_equal_columns(hostile_latex):
 def test_latex_compiles(hostile_latex, study_rows, tmp_path):
     for i, latex in enumerate((hostile_latex, format_wide(study_rows, "latex"))):
         doc = tmp_path / f"t{i}.tex"
-        doc.write_text("\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n"
-                       f"\\begin{{document}}\n{latex}\n\\end{{document}}\n", encoding="utf-8")
-        res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name],
-                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        doc.write_text(
+            "\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n"
+            f"\\begin{{document}}\n{latex}\n\\end{{document}}\n",
+            encoding="utf-8",
+        )
+        res = subprocess.run(
+            ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert res.returncode == 0, res.stdout[-3000:]
 
 
@@ -292,8 +350,12 @@ def test_several_named_baselines_mark_each_family_against_its_own_base():
     """A scale study with ColBERT stores colbert-ft against colbert-base and against the bi-encoder
     FT, and colbert-base against minilm-base: no single baseline per system, so name them."""
     rows = [score(s, value=v) for s, v in (("m-base", 0.72), ("m-ft", 0.79), ("c-base", 0.62), ("c-ft", 0.73))]
-    rows += [comparison("m-ft", "m-base", p_adjusted=0.01), comparison("c-base", "m-base", p_adjusted=0.01),
-             comparison("c-ft", "c-base", p_adjusted=0.01), comparison("c-ft", "m-ft", p_adjusted=0.3)]
+    rows += [
+        comparison("m-ft", "m-base", p_adjusted=0.01),
+        comparison("c-base", "m-base", p_adjusted=0.01),
+        comparison("c-ft", "c-base", p_adjusted=0.01),
+        comparison("c-ft", "m-ft", p_adjusted=0.3),
+    ]
     auto = wide_table(rows)
     assert all(r.baseline is None for r in auto.rows) and any("name one" in n for n in auto.notes)
     table = wide_table(rows, baseline=["c-base", "m-base"])
@@ -309,8 +371,11 @@ def test_several_named_baselines_mark_each_family_against_its_own_base():
 def test_text_table_escapes_control_characters_in_names_caption_and_notes():
     """A name stored with an ANSI escape or a newline prints as its escape, on one line."""
     evil = "ft\x1b[31m\nred"
-    rows = [score("base", dataset="d\x1b]0;title\x07"), score(evil, dataset="d\x1b]0;title\x07"),
-            comparison(evil, "base", dataset="d\x1b]0;title\x07")]
+    rows = [
+        score("base", dataset="d\x1b]0;title\x07"),
+        score(evil, dataset="d\x1b]0;title\x07"),
+        comparison(evil, "base", dataset="d\x1b]0;title\x07"),
+    ]
     text = to_text(wide_table(rows))
     assert "\x1b" not in text and "\x07" not in text
     assert r"ft\x1b[31m\nred" in text and r"d\x1b]0;title\x07" in text

@@ -77,8 +77,9 @@ def test_chosen_psi_moves_with_the_data(test):
     chosen = []
     for low in (0.3, 0.55, 0.8):
         topk, rank, _ = _known(q=400, low=low)
-        r = thresholds_from_arrays(topk, rank, test=test, n_resamples=500, sample_size=100 if test == "paper" else None,
-                                   seed=1)
+        r = thresholds_from_arrays(
+            topk, rank, test=test, n_resamples=500, sample_size=100 if test == "paper" else None, seed=1
+        )
         chosen.append(r.chosen_psi)
         assert r.chosen_tau <= low + 0.05
     assert chosen[0] < chosen[1] < chosen[2] < 95, chosen
@@ -120,7 +121,9 @@ def test_exact_rule_is_a_clopper_pearson_bound_on_an_order_statistic():
     assert r.at_chosen()["loss_upper"] <= 0.01 and r.at_chosen()["removed"] > 0
     rows = {row["measure"]: row for row in r.to_metric_rows()}
     loss = rows["threshold_loss"]
-    assert loss["interval_method"] == "clopper-pearson-upper" and loss["ci_high"] == pytest.approx(r.loss_upper[r.chosen])
+    assert loss["interval_method"] == "clopper-pearson-upper" and loss["ci_high"] == pytest.approx(
+        r.loss_upper[r.chosen]
+    )
     assert loss["sample_size"] == 400 and '"exact_rule"' in rows["threshold"]["extra"]
     # on a grid: every threshold losing at most L* passes (L* = 0 here: Q = 4, margin 0.6)
     hits = np.array([[1, 1, 1, 1], [1, 1, 1, 1], [0, 1, 1, 1], [1, 1, 1, 1]], dtype=float)
@@ -147,8 +150,7 @@ def test_margin_rule_resamples_all_queries_even_with_paper_setting():
 
 
 def test_metric_rows_report_what_a_user_needs():
-    r = thresholds_from_arrays(TOPK, RANK, psi_grid=(25, 50, 100), indices=IDX, system="s", dataset="d",
-                               test="paper")
+    r = thresholds_from_arrays(TOPK, RANK, psi_grid=(25, 50, 100), indices=IDX, system="s", dataset="d", test="paper")
     rows = {row["measure"]: row for row in r.to_metric_rows()}
     assert set(rows) == {"threshold", "acc_at_threshold", "threshold_loss"}
     at = r.at_chosen()
@@ -191,8 +193,11 @@ def test_validation_errors(records_good):
         similarity_thresholds(object())
 
 
-PUBMEDQA = Path(os.environ.get("ADAPTLAB_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) \
-    / "pubmedqa" / "ori_pqal.json"
+PUBMEDQA = (
+    Path(os.environ.get("ADAPTLAB_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
+    / "pubmedqa"
+    / "ori_pqal.json"
+)
 
 
 @pytest.mark.slow
@@ -211,9 +216,16 @@ def test_pubmedqa_minilm_paper_rule_chooses_psi_below_95():
     ds = load_pubmedqa(PUBMEDQA, name="pubmedqa")
     enc = load_encoder("minilm")
     qids, dids = list(ds.queries), list(ds.corpus)
-    rec = build_records(qids, enc.encode_queries([ds.queries[q] for q in qids]), dids,
-                        enc.encode_documents([ds.corpus[d].full_text() for d in dids]), ds.qrels,
-                        system="minilm", dataset="pubmedqa", k=5)
+    rec = build_records(
+        qids,
+        enc.encode_queries([ds.queries[q] for q in qids]),
+        dids,
+        enc.encode_documents([ds.corpus[d].full_text() for d in dids]),
+        ds.qrels,
+        system="minilm",
+        dataset="pubmedqa",
+        k=5,
+    )
     paper = similarity_thresholds(rec, k=5, n_resamples=500, sample_size=100, seed=0, test="paper")
     assert paper.chosen is not None and paper.chosen_psi < 95
     assert paper.at_chosen()["removed"] > 0.0

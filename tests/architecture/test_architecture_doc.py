@@ -43,7 +43,7 @@ def _missing(text: str) -> list[str]:
             out.append(f"{rel}: no row for its package")
             continue
         names = re.findall(r"`([^`]+)`", rows[folder])
-        inner = rel[len(folder):]  # "build.py", or "report/build.py" inside the analysis row
+        inner = rel[len(folder) :]  # "build.py", or "report/build.py" inside the analysis row
         parts = inner.split("/")
         if parts[-1] not in names or any(f"{p}/" not in names for p in parts[:-1]):
             out.append(f"{rel}: not named in the row of `{folder or TOP}`")

@@ -76,9 +76,11 @@ def test_the_cli_imports_only_exported_names():
 def test_the_walker_sees_every_kind_of_import(tmp_path):
     """Guards the guard: imports in function bodies, relative imports and plain imports are found."""
     src = tmp_path / "m.py"
-    src.write_text("import json\ndef f():\n    from adaptlab.study.inputs import check_inputs\n"
-                   "    import adaptlab.results.store\n    from ..analysis import build_report\n"
-                   "    from ._common import MAX_RESAMPLES\n")
+    src.write_text(
+        "import json\ndef f():\n    from adaptlab.study.inputs import check_inputs\n"
+        "    import adaptlab.results.store\n    from ..analysis import build_report\n"
+        "    from ._common import MAX_RESAMPLES\n"
+    )
     assert sorted(cli_imports(src)) == [
         (3, "adaptlab.study.inputs", "check_inputs"),
         (4, "adaptlab.results.store", None),

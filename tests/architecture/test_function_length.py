@@ -41,6 +41,7 @@ def test_no_function_over_the_limit():
 def test_the_counter_sees_a_long_function(tmp_path):
     body = "\n".join(f"    x{i} = {i}" for i in range(LIMIT))
     doc = '    """' + "\n" * LIMIT + '    """'
-    (tmp_path / "m.py").write_text(f"def long():\n{body}\n\ndef short():\n    return 1\n\n"
-                                   f"def documented():\n{doc}\n    return 1\n")
+    (tmp_path / "m.py").write_text(
+        f"def long():\n{body}\n\ndef short():\n    return 1\n\ndef documented():\n{doc}\n    return 1\n"
+    )
     assert [s.split()[1] for s in _long_functions(tmp_path, LIMIT)] == ["long"]

@@ -57,7 +57,9 @@ def _imports(path: Path, module: str | None = None) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             if base.startswith("adaptlab"):
                 out += [(node.lineno, f"{base}.{a.name}") for a in node.names]
     return out
@@ -163,8 +165,9 @@ def test_module_graph_has_no_cycle():
 def test_the_walker_sees_imports_inside_functions(tmp_path):
     """Guards the guard: imports in function bodies and relative imports are found."""
     src = tmp_path / "m.py"
-    src.write_text("def f():\n    from adaptlab.study import runner\n    import adaptlab.cli\n"
-                   "    from ..results import store\n")
+    src.write_text(
+        "def f():\n    from adaptlab.study import runner\n    import adaptlab.cli\n    from ..results import store\n"
+    )
     found = [t for _, t in _imports(src, "adaptlab.analysis.m")]
     assert sorted(found) == ["adaptlab.cli", "adaptlab.results.store", "adaptlab.study.runner"]
 
@@ -173,8 +176,21 @@ def test_the_doc_names_every_layer_in_order():
     """Guards the reader: the block gives the layers of the chain in docs/architecture.md
     ("The layout and its layers"), storage included."""
     assert LAYERS == {
-        "errors": 0, "_version": 0, "storage": 1,
-        "data": 2, "stats": 2, "metrics": 2, "models": 2, "runtime": 2,
-        "embedding": 3, "retrieval": 3, "adapt": 3,
-        "analysis": 4, "evaluation": 4, "results": 4, "study": 5, "cli": 6, "__main__": 6,
+        "errors": 0,
+        "_version": 0,
+        "storage": 1,
+        "data": 2,
+        "stats": 2,
+        "metrics": 2,
+        "models": 2,
+        "runtime": 2,
+        "embedding": 3,
+        "retrieval": 3,
+        "adapt": 3,
+        "analysis": 4,
+        "evaluation": 4,
+        "results": 4,
+        "study": 5,
+        "cli": 6,
+        "__main__": 6,
     }

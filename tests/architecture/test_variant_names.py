@@ -19,15 +19,15 @@ from adaptlab.models import variants
 
 ROOT = Path(adaptlab.__file__).resolve().parent
 VOCABULARY = "models/variants.py"
-NAMES = frozenset(
-    {*variants.BI_ENCODER_VARIANTS, *variants.COLBERT_VARIANTS, variants.REFERENCE}
-)
+NAMES = frozenset({*variants.BI_ENCODER_VARIANTS, *variants.COLBERT_VARIANTS, variants.REFERENCE})
 
 ALLOWED: dict[str, dict[str, tuple[int, str]]] = {
     "adapt/train/pt.py": {"pt": (1, "return_tensors='pt' asks the tokenizer for PyTorch tensors")},
     "adapt/train/colbert.py": {"base": (2, "a key of the request handed to the training child process")},
-    "study/adapt_config.py": {"pt": (6, "the [adapt.pt] table of a study file: its key, its settings"),
-                              "ft": (8, "the [adapt.ft] table of a study file: its key, its settings")},
+    "study/adapt_config.py": {
+        "pt": (6, "the [adapt.pt] table of a study file: its key, its settings"),
+        "ft": (8, "the [adapt.ft] table of a study file: its key, its settings"),
+    },
     "analysis/plots.py": {"base": (2, "the word ending a curve's display label ('minilm base')")},
     "analysis/shift.py": {"base": (1, "the default display label of the reference embeddings")},
 }
@@ -55,8 +55,11 @@ def _variant_literals(path: Path) -> list[tuple[int, str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     docs = _docstrings(tree)
     return sorted(
-        (node.lineno, node.value) for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in NAMES
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value in NAMES
         and id(node) not in docs
     )
 
@@ -85,8 +88,10 @@ def _offenders() -> list[str]:
 
 def test_variant_names_are_spelled_only_in_the_vocabulary():
     bad = _offenders()
-    assert not bad, ("variant names spelled outside adaptlab/models/variants.py (import its constants, "
-                     "e.g. FT, PT_FT, COLBERT_BASE, or system_name / parse_system_name):\n" + "\n".join(bad))
+    assert not bad, (
+        "variant names spelled outside adaptlab/models/variants.py (import its constants, "
+        "e.g. FT, PT_FT, COLBERT_BASE, or system_name / parse_system_name):\n" + "\n".join(bad)
+    )
 
 
 def test_allow_list_is_still_needed():
@@ -103,6 +108,8 @@ def test_the_scan_finds_a_spelled_name(tmp_path):
     """The scan itself: a comparison with a spelled name is found, a docstring and a message
     that mention one are not."""
     module = tmp_path / "m.py"
-    module.write_text('"""About pt-ft."""\nX = "pt-ft"\n\n\ndef f(v):\n    """colbert-ft."""\n'
-                      '    if v == "colbert-base":\n        raise ValueError("not colbert-base")\n')
+    module.write_text(
+        '"""About pt-ft."""\nX = "pt-ft"\n\n\ndef f(v):\n    """colbert-ft."""\n'
+        '    if v == "colbert-base":\n        raise ValueError("not colbert-base")\n'
+    )
     assert _variant_literals(module) == [(2, "pt-ft"), (7, "colbert-base")]

@@ -18,7 +18,9 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "adaptlab", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "adaptlab", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +50,31 @@ def trec_files(tmp_path_factory):
 
 def test_evaluate_json_matches_pytrec_eval_and_compares_pairs(trec_files, cli):
     root, qrels, runs = trec_files
-    res = cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(root / "good.trec"),
-               "--run", str(root / "weak.trec"), "--metrics", "ndcg@10,recall@5,mrr", "--bootstrap", "500",
-               "--adjustment", "bh", "--format", "json")
+    res = cli(
+        "evaluate",
+        "--qrels",
+        str(root / "qrels.txt"),
+        "--run",
+        str(root / "good.trec"),
+        "--run",
+        str(root / "weak.trec"),
+        "--metrics",
+        "ndcg@10,recall@5,mrr",
+        "--bootstrap",
+        "500",
+        "--adjustment",
+        "bh",
+        "--format",
+        "json",
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["n_queries"] == 200 and out["excluded_queries"] == 1
     assert set(out["systems"]) == {"good", "weak"}
     for name, run in runs.items():
-        ref = pytrec_eval.RelevanceEvaluator({q: r for q, r in qrels.items() if q != "Q_norel"},
-                                             {"ndcg_cut.10", "recip_rank"}).evaluate(run)
+        ref = pytrec_eval.RelevanceEvaluator(
+            {q: r for q, r in qrels.items() if q != "Q_norel"}, {"ndcg_cut.10", "recip_rank"}
+        ).evaluate(run)
         mean_ndcg = np.mean([v["ndcg_cut_10"] for v in ref.values()])
         got = out["systems"][name]["ndcg@10"]
         assert got["value"] == pytest.approx(mean_ndcg, abs=1e-9)
@@ -72,8 +89,21 @@ def test_evaluate_json_matches_pytrec_eval_and_compares_pairs(trec_files, cli):
 def test_evaluate_table_and_store_round_trip(trec_files, tmp_path, cli):
     root, _, _ = trec_files
     store = tmp_path / "store"
-    res = cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(root / "good.trec"),
-               "--metrics", "acc@5", "--bootstrap", "200", "--store", str(store), "--dataset", "toy")
+    res = cli(
+        "evaluate",
+        "--qrels",
+        str(root / "qrels.txt"),
+        "--run",
+        str(root / "good.trec"),
+        "--metrics",
+        "acc@5",
+        "--bootstrap",
+        "200",
+        "--store",
+        str(store),
+        "--dataset",
+        "toy",
+    )
     assert res.returncode == 0, res.stderr
     assert "acc@5" in res.stdout and "95% CI" in res.stdout
     res = cli("results", "--store", str(store), "--filter", "measure=acc@5", "--format", "json")
@@ -130,8 +160,24 @@ def test_bad_run_names_its_line(tmp_path, trec_files, cli):
 def test_results_unknown_filter_column(tmp_path, trec_files, cli):
     root, _, _ = trec_files
     store = tmp_path / "s"
-    assert cli("evaluate", "--qrels", str(root / "qrels.txt"), "--run", str(root / "good.trec"), "--metrics",
-               "acc@1", "--bootstrap", "20", "--store", str(store), "--dataset", "d").returncode == 0
+    assert (
+        cli(
+            "evaluate",
+            "--qrels",
+            str(root / "qrels.txt"),
+            "--run",
+            str(root / "good.trec"),
+            "--metrics",
+            "acc@1",
+            "--bootstrap",
+            "20",
+            "--store",
+            str(store),
+            "--dataset",
+            "d",
+        ).returncode
+        == 0
+    )
     res = cli("results", "--store", str(store), "--filter", "colour=red")
     assert res.returncode == 2 and "colour" in res.stderr
 

@@ -14,8 +14,10 @@ import adaptlab.cli as cli
 from adaptlab.cli import main
 
 
-@pytest.mark.parametrize(("flags", "level"), [((), logging.WARNING), (("-v",), logging.INFO),
-                                              (("-vv",), logging.DEBUG), (("-v", "-v"), logging.DEBUG)])
+@pytest.mark.parametrize(
+    ("flags", "level"),
+    [((), logging.WARNING), (("-v",), logging.INFO), (("-vv",), logging.DEBUG), (("-v", "-v"), logging.DEBUG)],
+)
 def test_verbosity_levels(flags, level, monkeypatch, tmp_path):
     seen: list[int] = []
     real = cli.configure_logging
@@ -62,8 +64,23 @@ def test_run_suggests_latest_and_exports_shareable_run_files(tmp_path, capsys):
     store, run_file = tmp_path / "store", tmp_path / "run.trec"
     old = os.umask(0o022)
     try:
-        rc = main(["--quiet", "run", "--model", "hash:8", "--dataset", "synthetic:n_documents=4,seed=1",
-                   "--no-ray", "--bootstrap", "20", "--store", str(store), "--export-run", str(run_file)])
+        rc = main(
+            [
+                "--quiet",
+                "run",
+                "--model",
+                "hash:8",
+                "--dataset",
+                "synthetic:n_documents=4,seed=1",
+                "--no-ray",
+                "--bootstrap",
+                "20",
+                "--store",
+                str(store),
+                "--export-run",
+                str(run_file),
+            ]
+        )
     finally:
         os.umask(old)
     out = capsys.readouterr().out

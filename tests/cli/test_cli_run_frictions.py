@@ -16,8 +16,12 @@ _ENV_BEFORE = dict(os.environ)
 
 
 def test_help_shows_defaults(capsys):
-    for cmd, needle in (("evaluate", "(default: table)"), ("report", "(default: 1000)"),
-                        ("report", "(default: 0)"), ("inspect", "(default: 10)")):
+    for cmd, needle in (
+        ("evaluate", "(default: table)"),
+        ("report", "(default: 1000)"),
+        ("report", "(default: 0)"),
+        ("inspect", "(default: 10)"),
+    ):
         with pytest.raises(SystemExit):
             main([cmd, "--help"])
         out = " ".join(capsys.readouterr().out.split())
@@ -28,8 +32,18 @@ def test_help_shows_defaults(capsys):
 
 
 def test_dry_run_prints_the_plan(capsys):
-    rc = main(["run", "--model", "hash:16", "--dataset", "synthetic:n_documents=4,seed=1", "--dry-run",
-               "--store", "somewhere"])
+    rc = main(
+        [
+            "run",
+            "--model",
+            "hash:16",
+            "--dataset",
+            "synthetic:n_documents=4,seed=1",
+            "--dry-run",
+            "--store",
+            "somewhere",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert "dataset" in out and "synthetic:n_documents=4,seed=1" in out and "hash:16" in out
@@ -45,8 +59,23 @@ def test_model_typo_suggests_the_alias(capsys):
 
 def test_run_without_store_says_so_and_announces_run_files(tmp_path, capsys):
     out_file = tmp_path / "run.trec"
-    rc = main(["--quiet", "run", "--model", "hash:16", "--model", "hash:8", "--dataset",
-               "synthetic:n_documents=4,seed=1", "--no-ray", "--bootstrap", "50", "--export-run", str(out_file)])
+    rc = main(
+        [
+            "--quiet",
+            "run",
+            "--model",
+            "hash:16",
+            "--model",
+            "hash:8",
+            "--dataset",
+            "synthetic:n_documents=4,seed=1",
+            "--no-ray",
+            "--bootstrap",
+            "50",
+            "--export-run",
+            str(out_file),
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 0
     assert os.environ.get("ADAPTLAB_PROGRESS") != "0" or "ADAPTLAB_PROGRESS" in _ENV_BEFORE  # --quiet undone
@@ -78,8 +107,7 @@ def test_redirected_embedding_shows_progress_lines(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "ADAPTLAB_PROGRESS_INTERVAL": "0"}
     env.pop("ADAPTLAB_PROGRESS", None)
     with open(log, "w") as fh:  # stderr is a file, not a terminal
-        res = subprocess.run([sys.executable, "-c", script], stdout=fh, stderr=subprocess.STDOUT, env=env,
-                             timeout=300)
+        res = subprocess.run([sys.executable, "-c", script], stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=300)
     text = log.read_text()
     assert res.returncode == 0, text
     lines = [line for line in text.splitlines() if line.startswith("[adaptlab] embedding 300 documents")]
@@ -100,8 +128,9 @@ def test_cli_logging_is_restored_after_the_command():
     logger = logging.getLogger("adaptlab")
     level = logger.level
     assert main(["--verbose", *spec]) == 0
-    assert logger.level == level and not [h for h in logger.handlers if isinstance(h, logging.StreamHandler)
-                                          and h.stream is sys.stderr]
+    assert logger.level == level and not [
+        h for h in logger.handlers if isinstance(h, logging.StreamHandler) and h.stream is sys.stderr
+    ]
 
 
 def test_evaluate_accepts_beir_qrels(tmp_path, capsys):
@@ -111,8 +140,24 @@ def test_evaluate_accepts_beir_qrels(tmp_path, capsys):
     run = tmp_path / "sys.trec"
     run.write_text("q1 Q0 d1 1 2.0 s\nq1 Q0 d2 2 1.0 s\nq2 Q0 d1 1 2.0 s\nq2 Q0 d2 2 1.0 s\n")
     for qrels in (qdir / "test.tsv", tmp_path / "beir"):
-        assert main(["evaluate", "--qrels", str(qrels), "--run", str(run), "--metrics", "acc@1",
-                     "--bootstrap", "20", "--format", "json"]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--qrels",
+                    str(qrels),
+                    "--run",
+                    str(run),
+                    "--metrics",
+                    "acc@1",
+                    "--bootstrap",
+                    "20",
+                    "--format",
+                    "json",
+                ]
+            )
+            == 0
+        )
         assert '"acc@1"' in capsys.readouterr().out
 
 
@@ -166,8 +211,16 @@ def test_a_good_store_passes_the_early_check_and_is_used(tmp_path, capsys):
 
 
 def test_dry_run_masks_the_address_and_refuses_a_store_with_credentials(capsys):
-    args = ["run", "--model", "hash:16", "--dataset", "synthetic:n_documents=4,seed=1", "--dry-run",
-            "--address", "ray://admin:PASS@127.0.0.1:10001"]
+    args = [
+        "run",
+        "--model",
+        "hash:16",
+        "--dataset",
+        "synthetic:n_documents=4,seed=1",
+        "--dry-run",
+        "--address",
+        "ray://admin:PASS@127.0.0.1:10001",
+    ]
     rc = main([*args, "--store", "s3://bucket/study"])
     out = capsys.readouterr().out
     assert rc == 0 and "PASS" not in out
@@ -189,8 +242,10 @@ def test_a_lost_cluster_is_one_line_with_exit_code_2(tmp_path, capsys, monkeypat
     assert issubclass(ClusterCapacityError, AdaptlabError)
 
     def lost(*_a, **_k):
-        raise ClusterCapacityError("embedding stopped: no embedding actor was ready for 5 s, none could be "
-                                   "placed (lost node(s) 1a2b3c (10.0.0.7)); 0/6 texts were embedded")
+        raise ClusterCapacityError(
+            "embedding stopped: no embedding actor was ready for 5 s, none could be "
+            "placed (lost node(s) 1a2b3c (10.0.0.7)); 0/6 texts were embedded"
+        )
 
     monkeypatch.setattr(cache, "embed_texts", lost)
     rc = main(["--quiet", *_ADHOC, "--store", str(tmp_path / "store")])

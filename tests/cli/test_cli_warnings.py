@@ -30,9 +30,28 @@ def _files(root: Path) -> tuple[Path, Path, Path]:
 def _evaluate(tmp_path: Path, *extra: str) -> tuple[int, str]:
     """``adaptlab [EXTRA] evaluate`` on the two runs, in a subprocess as users run it."""
     qrels, good, weak = _files(tmp_path)
-    res = subprocess.run([sys.executable, "-m", "adaptlab", *extra, "evaluate", "--qrels", str(qrels),
-                          "--run", str(good), "--run", str(weak), "--metrics", "acc@1,mrr", "--bootstrap", "200"],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adaptlab",
+            *extra,
+            "evaluate",
+            "--qrels",
+            str(qrels),
+            "--run",
+            str(good),
+            "--run",
+            str(weak),
+            "--metrics",
+            "acc@1,mrr",
+            "--bootstrap",
+            "200",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return res.returncode, res.stderr
 
 

@@ -36,13 +36,25 @@ def files(tmp_path_factory):
 
 
 def _args(root, *more):
-    return ("--qrels", str(root / "qrels.txt"), "--run", str(root / "A.trec"), "--run", str(root / "B.trec"),
-            "--metrics", "mrr", "--bootstrap", "400", *more)
+    return (
+        "--qrels",
+        str(root / "qrels.txt"),
+        "--run",
+        str(root / "A.trec"),
+        "--run",
+        str(root / "B.trec"),
+        "--metrics",
+        "mrr",
+        "--bootstrap",
+        "400",
+        *more,
+    )
 
 
 def test_evaluate_groups_json_has_the_known_effects(files, cli):
-    res = cli("evaluate", *_args(files, "--groups", str(files / "groups.tsv"), "--by", "question_type",
-                                 "--format", "json"))
+    res = cli(
+        "evaluate", *_args(files, "--groups", str(files / "groups.tsv"), "--by", "question_type", "--format", "json")
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     groups = out["groups"]["groups"]
@@ -60,21 +72,42 @@ def test_evaluate_groups_json_has_the_known_effects(files, cli):
 
 def test_evaluate_store_and_results_filter(files, cli, tmp_path):
     store = str(tmp_path / "store")
-    res = cli("evaluate", *_args(files, "--groups", str(files / "groups.tsv"), "--by", "question_type",
-                                 "--store", store, "--dataset", "toy"))
+    res = cli(
+        "evaluate",
+        *_args(
+            files, "--groups", str(files / "groups.tsv"), "--by", "question_type", "--store", store, "--dataset", "toy"
+        ),
+    )
     assert res.returncode == 0, res.stderr
     assert "paired differences per question_type" in res.stdout and "across the 2 groups" in res.stdout
     default = json.loads(cli("results", "--store", store, "--table", "metrics", "--format", "json").stdout)
     assert len(default) == 2 and all(r.get("group") is None for r in default)
-    rows = json.loads(cli("results", "--store", store, "--table", "metrics", "--format", "json",
-                          "--filter", "group=question_type=x").stdout)
+    rows = json.loads(
+        cli(
+            "results", "--store", store, "--table", "metrics", "--format", "json", "--filter", "group=question_type=x"
+        ).stdout
+    )
     assert [(r["system"], r["value"], r["group"]) for r in rows] == [
-        ("A", pytest.approx(1.0), "question_type=x"), ("B", pytest.approx(0.2), "question_type=x")]
-    both = json.loads(cli("results", "--store", store, "--table", "comparisons", "--format", "json",
-                          "--filter", "group=question_type=x,question_type=y").stdout)
+        ("A", pytest.approx(1.0), "question_type=x"),
+        ("B", pytest.approx(0.2), "question_type=x"),
+    ]
+    both = json.loads(
+        cli(
+            "results",
+            "--store",
+            store,
+            "--table",
+            "comparisons",
+            "--format",
+            "json",
+            "--filter",
+            "group=question_type=x,question_type=y",
+        ).stdout
+    )
     assert sorted(r["group"] for r in both) == ["question_type=x", "question_type=y"]
-    every = json.loads(cli("results", "--store", store, "--table", "metrics", "--format", "json",
-                           "--filter", "group=*").stdout)
+    every = json.loads(
+        cli("results", "--store", store, "--table", "metrics", "--format", "json", "--filter", "group=*").stdout
+    )
     assert len(every) == 4
     cmp = cli("compare", "--store", store, "--metrics", "mrr", "--bootstrap", "400", "--by", "question_type")
     assert cmp.returncode == 0, cmp.stderr

@@ -18,8 +18,21 @@ def quickstart_store(tmp_path_factory):
     from adaptlab.cli import main
 
     store = tmp_path_factory.mktemp("qs") / "store"
-    assert main(["run", str(REPO / "jobs" / "quickstart.toml"), "--store", str(store), "--no-ray",
-                 "--bootstrap", "200", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(REPO / "jobs" / "quickstart.toml"),
+                "--store",
+                str(store),
+                "--no-ray",
+                "--bootstrap",
+                "200",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return store
 
 
@@ -31,9 +44,22 @@ def test_compare_plan_and_inspect_work_on_the_quickstart_store(quickstart_store,
     assert sorted(r["system"] for r in runs) == ["bm25", "minilm"]
     compared = cli("compare", "--store", str(quickstart_store))
     assert compared.returncode == 0, compared.stderr
-    assert "minilm - bm25" in compared.stdout  # the study order: first named minus second and "synthetic-sentences" in compared.stdout
-    plan = cli("plan", "--store", str(quickstart_store), "--metric", "ndcg@10", "--effect", "0.02",
-               "--experiments", "40", "--resamples", "99")
+    assert (
+        "minilm - bm25" in compared.stdout
+    )  # the study order: first named minus second and "synthetic-sentences" in compared.stdout
+    plan = cli(
+        "plan",
+        "--store",
+        str(quickstart_store),
+        "--metric",
+        "ndcg@10",
+        "--effect",
+        "0.02",
+        "--experiments",
+        "40",
+        "--resamples",
+        "99",
+    )
     assert plan.returncode == 0, plan.stderr
     assert "to detect a mean difference of 0.02" in plan.stdout and "pilot: 421 queries" in plan.stdout
     shown = cli("inspect", "--store", str(quickstart_store))
@@ -44,14 +70,23 @@ def test_compare_plan_and_inspect_work_on_the_quickstart_store(quickstart_store,
 def test_with_three_systems_plan_asks_for_the_pair_and_says_what_the_store_has(cli, tmp_path):
     from adaptlab.study import parse_study, run_study
 
-    spec = {"study": {"name": "three"}, "datasets": [{"spec": "synthetic:n_documents=6,seed=1", "name": "syn"}],
-            "models": [{"ref": "hash:16", "name": "a"}, {"ref": "hash:32", "name": "b"}, {"ref": "bm25", "name": "c"}],
-            "bootstrap": {"n_resamples": 50}, "embedding": {"use_ray": False}}
+    spec = {
+        "study": {"name": "three"},
+        "datasets": [{"spec": "synthetic:n_documents=6,seed=1", "name": "syn"}],
+        "models": [{"ref": "hash:16", "name": "a"}, {"ref": "hash:32", "name": "b"}, {"ref": "bm25", "name": "c"}],
+        "bootstrap": {"n_resamples": 50},
+        "embedding": {"use_ray": False},
+    }
     run_study(parse_study(spec), store=tmp_path / "three")
     out = cli("plan", "--store", str(tmp_path / "three"), "--effect", "0.02")
     assert out.returncode == 2 and "--system and --against" in out.stderr and "syn: a, b, c" in out.stderr
-    single = {"study": {**spec["study"], "name": "one"}, "datasets": spec["datasets"], "models": spec["models"][:1],
-              "bootstrap": spec["bootstrap"], "embedding": spec["embedding"]}
+    single = {
+        "study": {**spec["study"], "name": "one"},
+        "datasets": spec["datasets"],
+        "models": spec["models"][:1],
+        "bootstrap": spec["bootstrap"],
+        "embedding": spec["embedding"],
+    }
     run_study(parse_study(single), store=tmp_path / "one")
     out = cli("plan", "--store", str(tmp_path / "one"), "--system", "a", "--against", "z", "--effect", "0.02")
     assert out.returncode == 2 and "compare" not in out.stderr and "at least 2 systems" in out.stderr

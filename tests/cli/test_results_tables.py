@@ -15,20 +15,45 @@ from adaptlab import results
 
 
 def _run(system: str, dataset: str, when: datetime) -> dict:
-    row = results.run_record(system, dataset, model_id=f"org/{system}", model_revision="r1",
-                             dataset_fingerprint="fp-" + dataset, seed=0, config={"k": 10})
+    row = results.run_record(
+        system,
+        dataset,
+        model_id=f"org/{system}",
+        model_revision="r1",
+        dataset_fingerprint="fp-" + dataset,
+        seed=0,
+        config={"k": 10},
+    )
     return dict(row, timestamp=when)
 
 
 def _score(run: dict, measure: str, value: float) -> dict:
-    return {"run_id": run["run_id"], "system": run["system"], "dataset": run["dataset"], "measure": measure,
-            "value": value, "ci_low": value - 0.05, "ci_high": value + 0.05, "n_queries": 300, "n_resamples": 1000,
-            "sample_size": 300, "seed": 0, "confidence": 0.95, "interval_method": "percentile"}
+    return {
+        "run_id": run["run_id"],
+        "system": run["system"],
+        "dataset": run["dataset"],
+        "measure": measure,
+        "value": value,
+        "ci_low": value - 0.05,
+        "ci_high": value + 0.05,
+        "n_queries": 300,
+        "n_resamples": 1000,
+        "sample_size": 300,
+        "seed": 0,
+        "confidence": 0.95,
+        "interval_method": "percentile",
+    }
 
 
 def _diff(run: dict, against: str, measure: str, p_adjusted: float) -> dict:
-    return dict(_score(run, measure, 0.1), compared_to=against, p_value=p_adjusted / 2, p_adjusted=p_adjusted,
-                adjustment="holm", family_size=2)
+    return dict(
+        _score(run, measure, 0.1),
+        compared_to=against,
+        p_value=p_adjusted / 2,
+        p_adjusted=p_adjusted,
+        adjustment="holm",
+        family_size=2,
+    )
 
 
 @pytest.fixture
@@ -66,11 +91,27 @@ def test_wide_csv_columns_and_picked_runs(store, cli):
     st, old = store
     res = cli("results", "--store", str(st.root), "--wide", "--format", "csv", "--filter", "system=ft,pt")
     rows = list(csv.DictReader(io.StringIO(res.stdout)))
-    assert list(rows[0]) == ["dataset", "system", "ndcg@10", "ndcg@10_ci_low", "ndcg@10_ci_high",
-                             "mrr", "mrr_ci_low", "mrr_ci_high"]
+    assert list(rows[0]) == [
+        "dataset",
+        "system",
+        "ndcg@10",
+        "ndcg@10_ci_low",
+        "ndcg@10_ci_high",
+        "mrr",
+        "mrr_ci_low",
+        "mrr_ci_high",
+    ]
     assert [r["system"] for r in rows] == ["ft", "pt"] and float(rows[0]["ndcg@10"]) == 0.727
-    res = cli("results", "--store", str(st.root), "--wide", "--format", "csv", "--filter",
-              f"run_id={old[0]['run_id']},{old[1]['run_id']}")
+    res = cli(
+        "results",
+        "--store",
+        str(st.root),
+        "--wide",
+        "--format",
+        "csv",
+        "--filter",
+        f"run_id={old[0]['run_id']},{old[1]['run_id']}",
+    )
     assert [float(r["mrr"]) for r in csv.DictReader(io.StringIO(res.stdout))] == [0.111, 0.111]
 
 
@@ -88,15 +129,18 @@ def test_latex_table(store, cli):
     assert r"\dag" not in with_base.split(r"\bottomrule")[0]  # no comparison is against pt
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--digits", "2"], "--digits applies to --wide"),
-    (["--baseline", "base"], "--baseline applies to --wide"),
-    (["--wide", "--table", "runs"], "--table runs"),
-    (["--format", "latex", "--sql", "SELECT 1"], "--sql"),
-    (["--wide", "--filter", "compared_to=base"], "compared_to"),
-    (["--wide", "--digits", "-1"], "--digits"),
-    (["--wide", "--filter", "system=nope"], "no row of metrics has system 'nope'"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--digits", "2"], "--digits applies to --wide"),
+        (["--baseline", "base"], "--baseline applies to --wide"),
+        (["--wide", "--table", "runs"], "--table runs"),
+        (["--format", "latex", "--sql", "SELECT 1"], "--sql"),
+        (["--wide", "--filter", "compared_to=base"], "compared_to"),
+        (["--wide", "--digits", "-1"], "--digits"),
+        (["--wide", "--filter", "system=nope"], "no row of metrics has system 'nope'"),
+    ],
+)
 def test_wide_option_errors_are_one_line(store, cli, args, needle):
     st, _ = store
     res = cli("results", "--store", str(st.root), *args)
@@ -108,8 +152,14 @@ def test_wide_on_a_store_of_the_previous_layout(tmp_path, cli):
 
     old = LegacyWriter(tmp_path / "old")
     runs = {s: _run(s, "toy", datetime(2025, 1, 1, tzinfo=timezone.utc)) for s in ("base", "ft")}
-    old.commit(list(runs.values()), [_score(runs["base"], "ndcg@10", 0.5), _score(runs["ft"], "ndcg@10", 0.6),
-                                     _diff(runs["ft"], "base", "ndcg@10", 0.01)])
+    old.commit(
+        list(runs.values()),
+        [
+            _score(runs["base"], "ndcg@10", 0.5),
+            _score(runs["ft"], "ndcg@10", 0.6),
+            _diff(runs["ft"], "base", "ndcg@10", 0.01),
+        ],
+    )
     res = cli("results", "--store", str(old.root), "--wide", "--filter", "system=ft")
     assert res.returncode == 0, res.stderr
     assert "0.600 [0.550, 0.650]\u2020" in res.stdout and "base" in res.stdout.splitlines()[-1]
@@ -123,8 +173,10 @@ def _one_value_store(root, system: str = "base") -> object:
     ``system`` is bold in LaTeX)."""
     st = results.open(root, create=True)
     runs = {s: _run(s, "toy", datetime(2025, 1, 1, tzinfo=timezone.utc)) for s in (system, "ft")}
-    rows = [dict(_score(runs[system], "ndcg@10", 0.64508), ci_low=0.60119, ci_high=0.68791, boot_mean=0.64433),
-            _score(runs["ft"], "ndcg@10", 0.8)]
+    rows = [
+        dict(_score(runs[system], "ndcg@10", 0.64508), ci_low=0.60119, ci_high=0.68791, boot_mean=0.64433),
+        _score(runs["ft"], "ndcg@10", 0.8),
+    ]
     st.commit(list(runs.values()), rows)
     return st
 
@@ -172,9 +224,18 @@ def _records(system: str, ranks: list[int], doc_prefix: str = "d"):
 
     top = [[f"{doc_prefix}{q}-{j}" for j in range(3)] for q in range(4)]
     gold = [[top[q][r - 1] if r else f"{doc_prefix}{q}-gold"] for q, r in enumerate(ranks)]
-    return PerQueryRecords(system=system, dataset="toy", query_ids=[f"q\x1b[1m{q}" for q in range(4)], topk_ids=top,
-                           topk_scores=np.tile([0.9, 0.8, 0.7], (4, 1)), gold_ids=gold, gold_rank=np.array(ranks),
-                           sim_gold=np.full(4, 0.8), sim_random=np.full(4, 0.1), random_ids=["r"] * 4)
+    return PerQueryRecords(
+        system=system,
+        dataset="toy",
+        query_ids=[f"q\x1b[1m{q}" for q in range(4)],
+        topk_ids=top,
+        topk_scores=np.tile([0.9, 0.8, 0.7], (4, 1)),
+        gold_ids=gold,
+        gold_rank=np.array(ranks),
+        sim_gold=np.full(4, 0.8),
+        sim_random=np.full(4, 0.1),
+        random_ids=["r"] * 4,
+    )
 
 
 def test_inspect_escapes_stored_names_and_ids(tmp_path, cli):

@@ -30,14 +30,30 @@ def test_compare_and_plan_read_a_trec_built_store(tmp_path, cli):
     (tmp_path / "qrels.txt").write_text(QRELS)
     a, b = _run(tmp_path / "a.trec", 1), _run(tmp_path / "b.trec", 2, skip=3)
     store = tmp_path / "store"
-    out = cli("evaluate", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(a), "--run", str(b),
-              "--metrics", "ndcg@10,mrr@10", "--bootstrap", "200", "--store", str(store), "--dataset", "toy")
+    out = cli(
+        "evaluate",
+        "--qrels",
+        str(tmp_path / "qrels.txt"),
+        "--run",
+        str(a),
+        "--run",
+        str(b),
+        "--metrics",
+        "ndcg@10,mrr@10",
+        "--bootstrap",
+        "200",
+        "--store",
+        str(store),
+        "--dataset",
+        "toy",
+    )
     assert out.returncode == 0, out.stderr
     assert results.open(store).per_query().num_rows == 80
     common = ("--metrics", "ndcg@10,mrr@10", "--bootstrap", "200", "--format", "markdown")
     from_store = cli("compare", "--store", str(store), *common)
-    from_runs = cli("compare", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(a), "--run", str(b),
-                    "--dataset", "toy", *common)
+    from_runs = cli(
+        "compare", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(a), "--run", str(b), "--dataset", "toy", *common
+    )
     assert from_store.returncode == 0 and from_runs.returncode == 0, from_store.stderr + from_runs.stderr
     assert from_store.stdout == from_runs.stdout
     plan = cli("plan", "--store", str(store), "--effect", "0.05", "--experiments", "20", "--resamples", "99")
@@ -72,11 +88,19 @@ def test_compare_and_plan_print_json_and_csv_with_every_column(tmp_path, cli):
     rows = list(csv.DictReader(io.StringIO(cli("compare", *runs, "--format", "csv").stdout)))
     assert [r["table"] for r in rows] == ["systems", "systems", "pairs"]
     assert float(rows[2]["p_value"]) == out["pairs"][0]["p_value"]
-    plan = json.loads(cli("plan", *runs[:6], "--effect", "0.1", "--experiments", "20", "--resamples", "99",
-                          "--format", "json").stdout)
+    plan = json.loads(
+        cli("plan", *runs[:6], "--effect", "0.1", "--experiments", "20", "--resamples", "99", "--format", "json").stdout
+    )
     assert plan["plan"]["system"] == "a" and plan["plan"]["against"] == "b" and plan["curve"][0]["n_queries"] > 0
-    rows = list(csv.DictReader(io.StringIO(cli("plan", *runs[:6], "--effect", "0.1", "--experiments", "20",
-                                               "--resamples", "99", "--format", "csv").stdout)))
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                cli(
+                    "plan", *runs[:6], "--effect", "0.1", "--experiments", "20", "--resamples", "99", "--format", "csv"
+                ).stdout
+            )
+        )
+    )
     assert rows and {"n_queries", "power", "effect", "alpha", "system", "against"} <= set(rows[0])
 
 
@@ -88,8 +112,23 @@ def test_results_csv_keeps_the_list_columns_as_json(tmp_path, cli):
     (tmp_path / "qrels.txt").write_text(QRELS)
     a = _run(tmp_path / "a.trec", 1)
     store = str(tmp_path / "store")
-    assert cli("evaluate", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(a), "--bootstrap", "50",
-               "--store", store, "--dataset", "toy").returncode == 0
-    rows = list(csv.DictReader(io.StringIO(cli("results", "--store", store, "--table", "per_query",
-                                               "--format", "csv").stdout)))
+    assert (
+        cli(
+            "evaluate",
+            "--qrels",
+            str(tmp_path / "qrels.txt"),
+            "--run",
+            str(a),
+            "--bootstrap",
+            "50",
+            "--store",
+            store,
+            "--dataset",
+            "toy",
+        ).returncode
+        == 0
+    )
+    rows = list(
+        csv.DictReader(io.StringIO(cli("results", "--store", store, "--table", "per_query", "--format", "csv").stdout))
+    )
     assert len(rows) == 40 and json.loads(rows[0]["gold_ids"]) == ["d0"] and len(json.loads(rows[0]["topk_ids"])) >= 5

@@ -52,9 +52,14 @@ def _pods(doc: dict):
 
 def problems(doc: dict) -> list[str]:
     """Everything wrong with one manifest: schema, restricted pod security, resources, images."""
-    out = [f"schema: {e.json_path}: {e.message}" for e in
-           jsonschema.Draft7Validator(SCHEMAS[doc.get("kind")]).iter_errors(doc)] if doc.get("kind") in SCHEMAS \
+    out = (
+        [
+            f"schema: {e.json_path}: {e.message}"
+            for e in jsonschema.Draft7Validator(SCHEMAS[doc.get("kind")]).iter_errors(doc)
+        ]
+        if doc.get("kind") in SCHEMAS
         else [f"unknown kind {doc.get('kind')!r}"]
+    )
     if out:
         return out
     spec = _cluster_spec(doc)
@@ -84,8 +89,10 @@ def problems(doc: dict) -> list[str]:
             where = f"{name}/{c['name']}"
             if not (sc.get("runAsNonRoot") or psc.get("runAsNonRoot")):
                 out.append(f"{where}: runAsNonRoot")
-            if (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type") not in ("RuntimeDefault",
-                                                                                                  "Localhost"):
+            if (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type") not in (
+                "RuntimeDefault",
+                "Localhost",
+            ):
                 out.append(f"{where}: seccompProfile RuntimeDefault")
             if sc.get("allowPrivilegeEscalation") is not False:
                 out.append(f"{where}: allowPrivilegeEscalation must be false")
@@ -115,12 +122,15 @@ BREAKAGES = {
     "unknown field": lambda d: d["spec"]["workerGroupSpecs"][0].__setitem__("replica", 2),
     "wrong type": lambda d: d["spec"]["workerGroupSpecs"][0].__setitem__("maxReplicas", "eight"),
     "latest image": lambda d: d["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0].__setitem__(
-        "image", "adaptlab:latest"),
-    "no seccomp": lambda d: [d["spec"]["headGroupSpec"]["template"]["spec"]["securityContext"].pop("seccompProfile"),
-                             d["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["securityContext"].pop(
-                                 "seccompProfile")],
-    "privileged": lambda d: d["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["securityContext"]
-    .__setitem__("privileged", True),
+        "image", "adaptlab:latest"
+    ),
+    "no seccomp": lambda d: [
+        d["spec"]["headGroupSpec"]["template"]["spec"]["securityContext"].pop("seccompProfile"),
+        d["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["securityContext"].pop("seccompProfile"),
+    ],
+    "privileged": lambda d: d["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0][
+        "securityContext"
+    ].__setitem__("privileged", True),
     "LoadBalancer": lambda d: d["spec"]["headGroupSpec"].__setitem__("serviceType", "LoadBalancer"),
     "no autoscaling": lambda d: d["spec"].__setitem__("enableInTreeAutoscaling", False),
     "token mounted": lambda d: d["spec"]["headGroupSpec"]["template"]["spec"].pop("automountServiceAccountToken"),
@@ -156,14 +166,22 @@ def test_versions_agree():
 
 def test_install_script_dry_run(tmp_path):
     for variant, index in (("cpu", "whl/cpu"), ("gpu", "whl/cu128")):
-        res = subprocess.run(["bash", str(CLUSTERS / "install.sh"), str(REPO), variant], capture_output=True,
-                             text=True, timeout=30,
-                             env={"PATH": "/usr/bin:/bin", "ADAPTLAB_INSTALL_DRY_RUN": "1",
-                                  "ADAPTLAB_VENV": str(tmp_path / "v")})
+        res = subprocess.run(
+            ["bash", str(CLUSTERS / "install.sh"), str(REPO), variant],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": "/usr/bin:/bin", "ADAPTLAB_INSTALL_DRY_RUN": "1", "ADAPTLAB_VENV": str(tmp_path / "v")},
+        )
         assert res.returncode == 0, res.stderr
         assert index in res.stdout and "torch==2.13.0" in res.stdout and "==2.60.0" in res.stdout
-    bad = subprocess.run(["bash", str(CLUSTERS / "install.sh"), str(REPO), "tpu"], capture_output=True, text=True,
-                         timeout=30, env={"PATH": "/usr/bin:/bin", "ADAPTLAB_INSTALL_DRY_RUN": "1"})
+    bad = subprocess.run(
+        ["bash", str(CLUSTERS / "install.sh"), str(REPO), "tpu"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": "/usr/bin:/bin", "ADAPTLAB_INSTALL_DRY_RUN": "1"},
+    )
     assert bad.returncode == 2
 
 

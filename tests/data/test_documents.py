@@ -26,8 +26,20 @@ def test_whitespace_is_normalised():
 
 
 @pytest.mark.parametrize(
-    "line", ["Page 3", "page 3 of 10", "PAGE 12 OF 40", "- 3 -", "\u2013 14 \u2013", "7", "3 of 10",
-             "3/10", "p. 4", "[5]", "(6)"],
+    "line",
+    [
+        "Page 3",
+        "page 3 of 10",
+        "PAGE 12 OF 40",
+        "- 3 -",
+        "\u2013 14 \u2013",
+        "7",
+        "3 of 10",
+        "3/10",
+        "p. 4",
+        "[5]",
+        "(6)",
+    ],
 )
 def test_page_number_lines_are_removed(line):
     assert clean_text(f"First sentence here.\n{line}\nSecond sentence here.") == (
@@ -40,17 +52,37 @@ def test_numbers_inside_text_are_kept():
     assert clean_text(text) == text
 
 
-WORDS = ["river", "wetland", "permit", "habitat", "noise", "traffic", "soil", "air", "water",
-         "cultural", "visual", "energy"]
+WORDS = [
+    "river",
+    "wetland",
+    "permit",
+    "habitat",
+    "noise",
+    "traffic",
+    "soil",
+    "air",
+    "water",
+    "cultural",
+    "visual",
+    "energy",
+]
 
 
 def test_running_headers_and_footers_are_removed_from_page_edges():
     pages = []
     for i in range(1, 5):
-        body = [f"The {WORDS[(i + j) % 12]} study {i}.{j} found {WORDS[j]} effects."
-                for j in range(8)]
-        pages.append("\n".join([f"Final EIS - Chapter {i}", "Affected Environment", *body,
-                                 f"Page {i} of 4", "U.S. Department of Energy"]))
+        body = [f"The {WORDS[(i + j) % 12]} study {i}.{j} found {WORDS[j]} effects." for j in range(8)]
+        pages.append(
+            "\n".join(
+                [
+                    f"Final EIS - Chapter {i}",
+                    "Affected Environment",
+                    *body,
+                    f"Page {i} of 4",
+                    "U.S. Department of Energy",
+                ]
+            )
+        )
     cleaned = clean_text("\f".join(pages))
     for furniture in ("Final EIS", "Affected Environment", "Department of Energy", "Page"):
         assert furniture not in cleaned
@@ -61,7 +93,8 @@ def test_running_headers_and_footers_are_removed_from_page_edges():
 def test_repeated_lines_without_page_breaks():
     text = "\n".join(
         ["Project Alpha EIS", f"The basin holds {i} species.", "Project Alpha EIS"][k]
-        for i in range(3) for k in range(3)
+        for i in range(3)
+        for k in range(3)
     )
     # the header (no sentence end) goes; the sentence that differs only by a number stays
     assert clean_text(text) == "\n".join(f"The basin holds {i} species." for i in range(3))
@@ -144,13 +177,20 @@ def test_empty_documents_are_skipped(tmp_path, caplog):
 
 
 def test_corpus_from_dataset_puts_title_first():
-    ds = Dataset.build("x", [Document("d1", "Body.", "Title"), Document("d2", "Only body.")],
-                       {}, {})
+    ds = Dataset.build("x", [Document("d1", "Body.", "Title"), Document("d2", "Only body.")], {}, {})
     assert corpus_from_dataset(ds) == [Document("d1", "Title\nBody."), Document("d2", "Only body.")]
 
 
 TRICKY = [
-    "", "a", "a\n", "\n\n\n", "a\r", "a\r\nb\r\n\r\n", "x\fy\n\rz", "\ufeffBOM line.\n", "Header\n" * 5 + "Body.",
+    "",
+    "a",
+    "a\n",
+    "\n\n\n",
+    "a\r",
+    "a\r\nb\r\n\r\n",
+    "x\fy\n\rz",
+    "\ufeffBOM line.\n",
+    "Header\n" * 5 + "Body.",
     "Report\nbody one.\n\fReport\nbody two.\n\fReport\nbody three-\ncontinues here.\n\fPage 4\n",
     "tabs\tand\u00a0spaces  here\u200b.\n\n\n\nnext para-\n\ngraph\n",
 ]

@@ -15,9 +15,38 @@ import pytest
 
 from adaptlab.data.documents import CleanOptions, load_documents
 
-VOCAB = ["alpha", "beta", "gamma", "river", "stone", "energy", "policy", "impact", "naïve", "café", "Ångström",
-         "e\u0301cole", "—", "«quoted»", "3.5", "1998", "Dr.", "pre-", "environ-", "mental", "x\u200by", "soft\u00adhyphen",
-         "tab\there", "nbsp\u00a0here", "ctl\x07bell", "sep\x1cfs", "vt\x0bvt", "nul\x00", "\u2028ls", "\U0001f600"]
+VOCAB = [
+    "alpha",
+    "beta",
+    "gamma",
+    "river",
+    "stone",
+    "energy",
+    "policy",
+    "impact",
+    "naïve",
+    "café",
+    "Ångström",
+    "e\u0301cole",
+    "—",
+    "«quoted»",
+    "3.5",
+    "1998",
+    "Dr.",
+    "pre-",
+    "environ-",
+    "mental",
+    "x\u200by",
+    "soft\u00adhyphen",
+    "tab\there",
+    "nbsp\u00a0here",
+    "ctl\x07bell",
+    "sep\x1cfs",
+    "vt\x0bvt",
+    "nul\x00",
+    "\u2028ls",
+    "\U0001f600",
+]
 
 SPACES = [" ", " ", " ", " ", "  ", "\t", "\u3000", " \u00a0 "]
 ENDS = ["\n", "\n", "\n", "\n\n", "\r\n", "\r", "\n \n", "\f", "-\n"]
@@ -51,18 +80,32 @@ def _corpus(root: Path) -> None:
         "empty.txt": b"",
         "blank.md": " \n\t\n\u200b\n\f\n".encode(),
         "sub dir/Final EIS Vol 1.txt": _paged(rng, 40, 40).encode(),
-        "flat.txt": "".join(rng.choice(FURNITURE) + "\n" + _line(rng, 3, 30) + rng.choice(ENDS)
-                            for _ in range(30_000)).encode(),
-        "long.txt": ("  " + " ".join(_line(rng, 5, 30) for _ in range(15_000)) + " \t\r\n"
-                     + "next- \n" + "line " * 300_000 + "\u200b\n\n" + "environ-\nmental " + "z" * 1_500_000).encode(),
+        "flat.txt": "".join(
+            rng.choice(FURNITURE) + "\n" + _line(rng, 3, 30) + rng.choice(ENDS) for _ in range(30_000)
+        ).encode(),
+        "long.txt": (
+            "  "
+            + " ".join(_line(rng, 5, 30) for _ in range(15_000))
+            + " \t\r\n"
+            + "next- \n"
+            + "line " * 300_000
+            + "\u200b\n\n"
+            + "environ-\nmental "
+            + "z" * 1_500_000
+        ).encode(),
         "oneline.md": (" Page 3 of 9 " + "word " * 400_000).encode(),
     }
     for name, data in files.items():
         (root / name).write_bytes(data)
-    rows = [{"id": f"j{i}", "text": _paged(rng, rng.randint(1, 4), 8), "title": rng.choice(["", "T\u00edtulo"])}
-            for i in range(40)]
-    rows += [{"_id": 7, "text": "Page 2"}, {"id": "one", "text": " single  line\u200b "},
-             {"id": "cr", "text": "a\r\nb\rc\fd"}]
+    rows = [
+        {"id": f"j{i}", "text": _paged(rng, rng.randint(1, 4), 8), "title": rng.choice(["", "T\u00edtulo"])}
+        for i in range(40)
+    ]
+    rows += [
+        {"_id": 7, "text": "Page 2"},
+        {"id": "one", "text": " single  line\u200b "},
+        {"id": "cr", "text": "a\r\nb\rc\fd"},
+    ]
     lines = [json.dumps(r, ensure_ascii=i % 2 == 0) for i, r in enumerate(rows)]
     (root / "rows.jsonl").write_text("\r\n".join(lines[:20]) + "\n\n" + "\n".join(lines[20:]), encoding="utf-8")
 

@@ -14,7 +14,10 @@ def test_formats_and_spec_parsing():
     assert DATASET_FORMATS == ("beir", "pairs", "pubmedqa", "sciq", "squad", "squad-sentence", "synthetic")
     assert parse_dataset_spec("BEIR: /data/x ") == ("beir", "/data/x")
     assert parse_dataset_spec("pairs:C:/x.csv") == ("pairs", "C:/x.csv")
-    with pytest.raises(ConfigError, match=r"unknown dataset format 'msmarco'.*valid formats: beir, pairs, pubmedqa, sciq, squad, squad-sentence, synthetic"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown dataset format 'msmarco'.*valid formats: beir, pairs, pubmedqa, sciq, squad, squad-sentence, synthetic",
+    ):
         load_dataset("msmarco:/x")
     with pytest.raises(ConfigError, match="is not FORMAT:PATH"):
         load_dataset("just-a-path")
@@ -31,14 +34,31 @@ def test_synthetic_spec_options():
     assert load_dataset("synthetic:").name == "synthetic"
     with pytest.raises(ConfigError, match=r"'seed' is not key=value"):
         load_dataset("synthetic:n_documents=3,seed")
-    with pytest.raises(ConfigError, match=r"option 'colour' is not valid for format 'synthetic'; valid options: .*n_documents"):
+    with pytest.raises(
+        ConfigError, match=r"option 'colour' is not valid for format 'synthetic'; valid options: .*n_documents"
+    ):
         load_dataset("synthetic:colour=red")
 
 
 def test_file_formats_dispatch(tmp_path):
     squad = tmp_path / "s.json"
-    squad.write_text(json.dumps({"data": [{"paragraphs": [{"context": "A b. C d.", "qas": [
-        {"id": "q", "question": "?", "answers": [{"text": "C", "answer_start": 5}]}]}]}]}), encoding="utf-8")
+    squad.write_text(
+        json.dumps(
+            {
+                "data": [
+                    {
+                        "paragraphs": [
+                            {
+                                "context": "A b. C d.",
+                                "qas": [{"id": "q", "question": "?", "answers": [{"text": "C", "answer_start": 5}]}],
+                            }
+                        ]
+                    }
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
     assert load_dataset(f"squad:{squad}").qrels == {"q": {"a0p0": 1}}
     assert load_dataset(f"squad-sentence:{squad}").qrels == {"q": {"a0p0s1": 1}}
     pairs = tmp_path / "p.csv"

@@ -33,8 +33,9 @@ def test_tsv_with_id_and_title_columns(tmp_path):
         "x2\tWhat is B?\tp1\tT\tA text\n",
         encoding="utf-8",
     )
-    ds = load_pairs(path, question_col="q", context_col="passage", query_id_col="qid",
-                    doc_id_col="pid", title_col="title", name="t")
+    ds = load_pairs(
+        path, question_col="q", context_col="passage", query_id_col="qid", doc_id_col="pid", title_col="title", name="t"
+    )
     assert ds.name == "t" and ds.corpus["p1"].full_text() == "T A text"
     assert ds.qrels == {"x1": {"p1": 1, "p2": 1}, "x2": {"p1": 1}}
 

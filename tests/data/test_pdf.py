@@ -37,8 +37,7 @@ def test_load_folder_of_pdfs_keeps_pages_and_drops_furniture(tmp_path):
         first_sentence = want.split(". ")[0]
         at = " ".join(doc.text.split()).find(first_sentence)
         assert at >= 0
-        offset = doc.text.find(first_sentence.split()[0] + " " + first_sentence.split()[1],
-                               doc.page_starts[p - 1])
+        offset = doc.text.find(first_sentence.split()[0] + " " + first_sentence.split()[1], doc.page_starts[p - 1])
         assert doc.page_at(offset) == p
 
 
@@ -48,7 +47,7 @@ def test_dehyphenation_across_lines_and_pages():
     flat = " ".join(cleaned.split())
     assert "the environmental review" in flat and "continued here." in flat
     assert "Head" not in cleaned and len(starts) == 4
-    assert cleaned[starts[1]:].startswith("continued")
+    assert cleaned[starts[1] :].startswith("continued")
 
 
 def test_bad_pdfs_are_one_line_each_and_the_rest_loads(tmp_path, caplog):

@@ -55,8 +55,14 @@ def test_pubmedqa_errors_name_file_and_line(tmp_path):
 
 
 def _sciq_item(q, support, answer="x"):
-    return {"question": q, "distractor3": "a", "distractor1": "b", "distractor2": "c",
-            "correct_answer": answer, "support": support}
+    return {
+        "question": q,
+        "distractor3": "a",
+        "distractor1": "b",
+        "distractor2": "c",
+        "correct_answer": answer,
+        "support": support,
+    }
 
 
 def test_sciq_drops_empty_support_and_merges_identical_ones(tmp_path):

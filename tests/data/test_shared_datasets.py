@@ -41,7 +41,5 @@ def test_squad_paragraph_and_sentence_counts():
 def test_pubmedqa_counts():
     full = load_dataset(f"pubmedqa:{PUBMEDQA / 'ori_pqal.json'}")
     assert (full.n_documents, full.n_queries) == (1000, 1000)
-    test = load_dataset(
-        f"pubmedqa:{PUBMEDQA / 'ori_pqal.json'}", ids_file=PUBMEDQA / "test_ground_truth.json"
-    )
+    test = load_dataset(f"pubmedqa:{PUBMEDQA / 'ori_pqal.json'}", ids_file=PUBMEDQA / "test_ground_truth.json")
     assert (test.n_documents, test.n_queries) == (500, 500)

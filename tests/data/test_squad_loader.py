@@ -14,23 +14,36 @@ P2 = "Copper is red. Iron is grey."
 
 
 def _squad(paragraphs_a=None, paragraphs_b=None) -> dict:
-    a = paragraphs_a if paragraphs_a is not None else [
-        {
-            "context": P1,
-            "qas": [
-                {"id": "qa", "question": "What frequency?", "answers": [{"text": "50 Hz", "answer_start": 17}]},
-                {"id": "qb", "question": "Seal material?", "answers": [
-                    {"text": "EPDM", "answer_start": 44}, {"text": "pump", "answer_start": 4}]},
-                {"id": "qc", "question": "Crossing?", "answers": [{"text": "EPDM. Fig. 3", "answer_start": 44}]},
-                {"id": "qd", "question": "Unanswerable?", "answers": [], "is_impossible": True},
-            ],
-        },
-    ]
-    b = paragraphs_b if paragraphs_b is not None else [
-        {"context": P2, "qas": [
-            {"id": "qe", "question": "Colour of iron?", "answers": [{"text": "grey", "answer_start": 23}]}]},
-        {"context": "Copper  is red.", "qas": []},
-    ]
+    a = (
+        paragraphs_a
+        if paragraphs_a is not None
+        else [
+            {
+                "context": P1,
+                "qas": [
+                    {"id": "qa", "question": "What frequency?", "answers": [{"text": "50 Hz", "answer_start": 17}]},
+                    {
+                        "id": "qb",
+                        "question": "Seal material?",
+                        "answers": [{"text": "EPDM", "answer_start": 44}, {"text": "pump", "answer_start": 4}],
+                    },
+                    {"id": "qc", "question": "Crossing?", "answers": [{"text": "EPDM. Fig. 3", "answer_start": 44}]},
+                    {"id": "qd", "question": "Unanswerable?", "answers": [], "is_impossible": True},
+                ],
+            },
+        ]
+    )
+    b = (
+        paragraphs_b
+        if paragraphs_b is not None
+        else [
+            {
+                "context": P2,
+                "qas": [{"id": "qe", "question": "Colour of iron?", "answers": [{"text": "grey", "answer_start": 23}]}],
+            },
+            {"context": "Copper  is red.", "qas": []},
+        ]
+    )
     return {"version": "1.1", "data": [{"title": "Pumps", "paragraphs": a}, {"title": "Metals", "paragraphs": b}]}
 
 
@@ -88,7 +101,10 @@ def test_missing_key_names_file_line_and_path(tmp_path):
 def test_answer_offset_must_match_text(tmp_path):
     obj = _squad()
     obj["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] = 3
-    with pytest.raises(DataError, match=r"squad\.json:\d+ \(data\[0\]\.paragraphs\[0\]\.qas\[0\]\.answers\[0\]\.answer_start\): the context at offset 3"):
+    with pytest.raises(
+        DataError,
+        match=r"squad\.json:\d+ \(data\[0\]\.paragraphs\[0\]\.qas\[0\]\.answers\[0\]\.answer_start\): the context at offset 3",
+    ):
         load_squad(_write(tmp_path, obj))
     obj["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] = 999
     with pytest.raises(DataError, match="outside the context"):
@@ -98,7 +114,10 @@ def test_answer_offset_must_match_text(tmp_path):
 def test_duplicate_question_id(tmp_path):
     obj = _squad()
     obj["data"][1]["paragraphs"][0]["qas"][0]["id"] = "qa"
-    with pytest.raises(DataError, match=r"data\[1\]\.paragraphs\[0\]\.qas\[0\]\): duplicate question id 'qa' \(first at .*squad\.json:\d+ \(data\[0\]"):
+    with pytest.raises(
+        DataError,
+        match=r"data\[1\]\.paragraphs\[0\]\.qas\[0\]\): duplicate question id 'qa' \(first at .*squad\.json:\d+ \(data\[0\]",
+    ):
         load_squad(_write(tmp_path, obj))
 
 

@@ -49,7 +49,10 @@ def test_reading_tolerates_blank_lines_and_tabs(tmp_path):
         ("q1 Q0 d1 1 0.5\n", r"run\.trec:1: expected 6 whitespace-separated fields"),
         ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 high t\n", r"run\.trec:2: score 'high' is not a number"),
         ("q1 Q0 d1 1 nan t\n", r"run\.trec:1: score 'nan' is not finite"),
-        ("q1 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.4 t\n", r"run\.trec:2: document 'd1' listed twice for query 'q1' \(first on line 1\)"),
+        (
+            "q1 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.4 t\n",
+            r"run\.trec:2: document 'd1' listed twice for query 'q1' \(first on line 1\)",
+        ),
     ],
 )
 def test_run_errors(tmp_path, body, pattern):

@@ -44,8 +44,9 @@ def _entry_tests() -> dict[str, doctest.DocTest]:
     finder = doctest.DocTestFinder(recurse=False)
     tests = {}
     for obj in entry_points().values():
-        for t in finder.find(obj, f"{obj.__module__}.{obj.__qualname__}", module=_module_of(obj),
-                             globs=vars(_module_of(obj))):
+        for t in finder.find(
+            obj, f"{obj.__module__}.{obj.__qualname__}", module=_module_of(obj), globs=vars(_module_of(obj))
+        ):
             tests[t.name] = t
     return tests
 

@@ -45,8 +45,11 @@ def test_an_fp32_backend_within_1e4_of_torch_is_marked_exact(bench, tmp_path, ca
     names = ["torch-fp32", "auto(openvino)-fp32", "onnx-int8"]
     rates = {n: [20.0, 21.0] for n in names}
     vectors = {n: np.eye(3, dtype=np.float32) for n in names}
-    per_query = {"torch-fp32": _PerQuery({"ndcg@10": 0.5}), "auto(openvino)-fp32": _PerQuery({"ndcg@10": 0.50004}),
-                 "onnx-int8": _PerQuery({"ndcg@10": 0.503})}
+    per_query = {
+        "torch-fp32": _PerQuery({"ndcg@10": 0.5}),
+        "auto(openvino)-fp32": _PerQuery({"ndcg@10": 0.50004}),
+        "onnx-int8": _PerQuery({"ndcg@10": 0.503}),
+    }
     diffs = {n: SimpleNamespace(diff=0.0, ci_low=0.0, ci_high=0.0, p_value=1.0) for n in names[1:]}
     args = argparse.Namespace(json=False, json_out=str(tmp_path / "out.json"))
     bench._report_backends(args, names, rates, per_query, vectors, diffs, ["ndcg@10"])

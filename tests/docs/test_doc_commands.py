@@ -17,8 +17,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", ROOT / "clusters" / "README.md", *sorted((ROOT / "docs").glob("*.md")),
-        *sorted((ROOT / "docs" / "tutorials").glob("*.md")), *sorted((ROOT / "docs" / "how-to").glob("*.md"))]
+DOCS = [
+    ROOT / "README.md",
+    ROOT / "clusters" / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "tutorials").glob("*.md")),
+    *sorted((ROOT / "docs" / "how-to").glob("*.md")),
+]
 SHELL = {"bash", "sh", "console", "shell", ""}
 FENCE = re.compile(r"^[ \t]*```(\w*)[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
 INLINE = re.compile(r"(?<!`)`(adaptlab [^`\n]*--[^`\n]*)`(?!`)")
@@ -30,16 +35,18 @@ _INSTALL = "installs packages (the CI image is built with it)"
 _GPU = "needs a CUDA GPU and the GPU benchmark kit (docs/gpu.md)"
 _CLOUD = "needs Kubernetes, Docker, cloud VMs or root (clusters/README.md)"
 _SAME = "the same computation as "
-_BENCH = ("a benchmark of docs/performance.md (minutes to an hour on 2 cores; tests/docs/test_bench_*.py "
-          "run reduced versions of the benchmarks)")
-_REPORT = ("the README's report run (--format svg), in another figure format (1-2 min each on 2 loaded cores; "
-           "tests/analysis/test_report.py writes each format)")
+_BENCH = (
+    "a benchmark of docs/performance.md (minutes to an hour on 2 cores; tests/docs/test_bench_*.py "
+    "run reduced versions of the benchmarks)"
+)
+_REPORT = (
+    "the README's report run (--format svg), in another figure format (1-2 min each on 2 loaded cores; "
+    "tests/analysis/test_report.py writes each format)"
+)
 SKIP: dict[str, str] = {
-    "adaptlab results --store results/faq --filter group=question_type=factoid":
-        "the docs' store holds no grouped dataset; tests/cli/test_groups_cli.py reads per-group rows this way",
-    "adaptlab compare --store results/faq --by question_type":
-        "the docs' store holds no grouped dataset; tests/cli/test_groups_cli.py runs it on a store that has one",
-    'pip install torch==2.13.0': _INSTALL,
+    "adaptlab results --store results/faq --filter group=question_type=factoid": "the docs' store holds no grouped dataset; tests/cli/test_groups_cli.py reads per-group rows this way",
+    "adaptlab compare --store results/faq --by question_type": "the docs' store holds no grouped dataset; tests/cli/test_groups_cli.py runs it on a store that has one",
+    "pip install torch==2.13.0": _INSTALL,
     "pip install -e .": _INSTALL,
     'pip install -e ".[test]"': _INSTALL,
     'pip install -e ".[gpu]"': _INSTALL,
@@ -47,7 +54,7 @@ SKIP: dict[str, str] = {
     "pip install faiss-gpu-cu12": _INSTALL,
     "python -m pytest -q": "the test suite itself",
     "pip wheel --no-deps -w clusters/dist .": "builds the cluster archive into the project (about a minute; "
-                                              "measured by hand, issue 20)",
+    "measured by hand, issue 20)",
     "adaptlab run jobs/quickstart.toml": _REAL_MODEL,
     "adaptlab run jobs/scifact.toml --store /tmp/s --format json": _REAL_MODEL + " on SciFact",
     "adaptlab run jobs/scale_study_small.toml --store DIR": "trains adapted models (tests/study/scale run it smaller)",
@@ -58,25 +65,19 @@ SKIP: dict[str, str] = {
     "adaptlab submit jobs/scale_study_small.toml --address http://127.0.0.1:8265 "
     "--store s3://BUCKET/scale_small --wait": _CLUSTER + " and a bucket",
     "adaptlab results --store s3://BUCKET/scale_small --latest": "needs the bucket (tests/storage run S3 stores on moto)",
-    "adaptlab results --store URI --sql \"SELECT ...\"": "a placeholder query (the full one in docs/results-store.md runs)",
-    "adaptlab import --store URI --system NAME results/*.json":
-        "needs MTEB result files (tests/results/test_mteb_roundtrip.py exports a store and imports it back)",
-    "adaptlab results --store URI --has-run RUN_ID":
-        "a placeholder run id (tests/robustness/test_robust_commit_retry.py asks it after a cut commit)",
+    'adaptlab results --store URI --sql "SELECT ..."': "a placeholder query (the full one in docs/results-store.md runs)",
+    "adaptlab import --store URI --system NAME results/*.json": "needs MTEB result files (tests/results/test_mteb_roundtrip.py exports a store and imports it back)",
+    "adaptlab results --store URI --has-run RUN_ID": "a placeholder run id (tests/robustness/test_robust_commit_retry.py asks it after a cut commit)",
     "adaptlab results migrate OLD NEW": "needs a store of the previous layout (tests/results test migrate)",
     "adaptlab submit STUDY --dry-run": "a placeholder study (adaptlab submit jobs/scale_study_small.toml --dry-run runs)",
     "adaptlab report --store results/my-domain --out report/": _SAME + _REPORT,
-    "adaptlab scaling --store DIR --metric ndcg@10 --target 0.02":
-        "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
-    "adaptlab results --store DIR --scaling --latest":
-        "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
-    "adaptlab scaling --store /tmp/pdfstudy/store --figure docs/how-to/pdf-scale-study-scaling.svg":
-        "needs the benchmark's store (python -m benchmarks.pdf_scale_study)",
+    "adaptlab scaling --store DIR --metric ndcg@10 --target 0.02": "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
+    "adaptlab results --store DIR --scaling --latest": "needs a scale study's store (tests/analysis/test_scaling.py runs the command on one)",
+    "adaptlab scaling --store /tmp/pdfstudy/store --figure docs/how-to/pdf-scale-study-scaling.svg": "needs the benchmark's store (python -m benchmarks.pdf_scale_study)",
     "adaptlab run my-domain.toml": "trains adapted models on the reader's PDFs (tests/study/scale run studies like it)",
-    "adaptlab inspect --store results/my-domain --system minilm-ft-s60 --against minilm-base --dataset heldout":
-        "needs the tutorial's trained study (the same options run in docs/how-to/inspect-disagreements.md)",
+    "adaptlab inspect --store results/my-domain --system minilm-ft-s60 --against minilm-base --dataset heldout": "needs the tutorial's trained study (the same options run in docs/how-to/inspect-disagreements.md)",
     "export RAY_AUTH_MODE=token RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0": _CLUSTER,
-    "free_port() { python -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
+    'free_port() { python -c \'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); '
     "print(s.getsockname()[1])'; }": _CLUSTER,
     "DASHBOARD=$(free_port)": _CLUSTER,
     "ray get-auth-token --generate > /dev/null": _CLUSTER,
@@ -85,36 +86,41 @@ SKIP: dict[str, str] = {
     "--dashboard-port=$DASHBOARD --dashboard-agent-listen-port=$(free_port) --dashboard-agent-grpc-port=$(free_port) "
     "--metrics-export-port=$(free_port) --runtime-env-agent-port=$(free_port) --node-manager-port=$(free_port) "
     "--object-manager-port=$(free_port) --ray-client-server-port=$(free_port) --temp-dir=/tmp/ray-study "
-    "--disable-usage-stats --system-config='{\"enable_metrics_collection\":false}' > /tmp/ray-study.log 2>&1 &":
-        _CLUSTER + " (run by hand: every listener on 127.0.0.1, and kill $HEAD stopped all 18 of its processes)",
+    "--disable-usage-stats --system-config='{\"enable_metrics_collection\":false}' > /tmp/ray-study.log 2>&1 &": _CLUSTER
+    + " (run by hand: every listener on 127.0.0.1, and kill $HEAD stopped all 18 of its processes)",
     "HEAD=$!": _CLUSTER,
     "kill $HEAD": _CLUSTER,
     "adaptlab submit jobs/quickstart.toml --address http://127.0.0.1:$DASHBOARD --wait": _CLUSTER,
-    **{f"python -m benchmarks.{cmd}": _BENCH for cmd in (
-        "bench_scale --sizes 10,100,700 --nodes 1 --json scale1.json",
-        "bench_scale --sizes 10,100,700 --nodes 3 --timeout 6000 --json scale3.json",
-        "bench_scale --sizes 10 --backend auto --compare-mining --json scale-mining.json",
-        "pdf_scale_study",
-        "pdf_scale_study --precision bf16 --fused-attention --gradient-checkpointing --cpus-per-job 2",
-        "pdf_scale_study --work /tmp/pdfstudy --pages 48 --scales 10,20,40 --variants base,ft --min-steps 3",
-        "bench_train --against-st",
-        "bench_backends --backends torch:fp32,openvino:fp32,openvino:bf16,openvino:int8 --docs 0 --speed-n 192 --repeat 3",
-        "bench_backends --backends torch:fp32,auto:fp32,onnx:fp32,onnx:int8,openvino:int8 --docs 1000 --speed-n 128 "
-        "--repeat 3 --threads 2",
-        "bench_backends --backends torch:fp32,auto:fp32 --docs 400 --speed-n 16 --repeat 1 --threads 2",
-        "bench_gemm --profile 256 --threads 1",
-        "bench_gemm --profile 256 --threads 2",
-        "bench_embed --n 4000",
-        "bench_bootstrap",
-        "bench_search")},
+    **{
+        f"python -m benchmarks.{cmd}": _BENCH
+        for cmd in (
+            "bench_scale --sizes 10,100,700 --nodes 1 --json scale1.json",
+            "bench_scale --sizes 10,100,700 --nodes 3 --timeout 6000 --json scale3.json",
+            "bench_scale --sizes 10 --backend auto --compare-mining --json scale-mining.json",
+            "pdf_scale_study",
+            "pdf_scale_study --precision bf16 --fused-attention --gradient-checkpointing --cpus-per-job 2",
+            "pdf_scale_study --work /tmp/pdfstudy --pages 48 --scales 10,20,40 --variants base,ft --min-steps 3",
+            "bench_train --against-st",
+            "bench_backends --backends torch:fp32,openvino:fp32,openvino:bf16,openvino:int8 --docs 0 --speed-n 192 --repeat 3",
+            "bench_backends --backends torch:fp32,auto:fp32,onnx:fp32,onnx:int8,openvino:int8 --docs 1000 --speed-n 128 "
+            "--repeat 3 --threads 2",
+            "bench_backends --backends torch:fp32,auto:fp32 --docs 400 --speed-n 16 --repeat 1 --threads 2",
+            "bench_gemm --profile 256 --threads 1",
+            "bench_gemm --profile 256 --threads 2",
+            "bench_embed --n 4000",
+            "bench_bootstrap",
+            "bench_search",
+        )
+    },
     "python -m benchmarks.bench_install": _INSTALL + " into new virtual environments (8 to 13 minutes each)",
-    "python -m benchmarks.bench_install --target all": _INSTALL + " into new virtual environments (8 to 13 minutes each)",
+    "python -m benchmarks.bench_install --target all": _INSTALL
+    + " into new virtual environments (8 to 13 minutes each)",
     "export RAY_AUTH_MODE=token": _CLUSTER,
     "ray get-auth-token --generate": _CLUSTER,
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 ray start --head --node-ip-address=127.0.0.1 --dashboard-host=127.0.0.1 "
     "--port=6390 --dashboard-port=8266 --system-config='{\"enable_metrics_collection\":false}'": _CLUSTER,
     "ray stop": "stops every Ray process of the user (other tests' clusters too)",
-    "python -c \"import torch, cupy; print(torch.cuda.get_device_name(0), cupy.cuda.runtime.getDeviceCount())\"": _GPU,
+    'python -c "import torch, cupy; print(torch.cuda.get_device_name(0), cupy.cuda.runtime.getDeviceCount())"': _GPU,
     "python3 benchmarks/gpu/summarize.py benchmarks/results/raw": _GPU,
     "OUT=/tmp/kit bash benchmarks/gpu/run_all.sh --part 0,1,2,3,4,5,6 --smoke": _GPU + " (minutes without one)",
     "python3 benchmarks/gpu/summarize.py /tmp/kit --out /tmp/kit/report.md": _GPU,
@@ -209,8 +215,11 @@ SLOW = {
 }
 
 COMMANDS = all_commands()
-RUN = [pytest.param(c, id=f"{c.where} {c.text[:60]}", marks=[pytest.mark.slow] if c.text in SLOW else [])
-       for c in COMMANDS if skip_reason(c.text) is None]
+RUN = [
+    pytest.param(c, id=f"{c.where} {c.text[:60]}", marks=[pytest.mark.slow] if c.text in SLOW else [])
+    for c in COMMANDS
+    if skip_reason(c.text) is None
+]
 
 MUTATES = ("results compact", "results repair", "cache clear")  # these run on a copy of the store
 _ALTERNATIVES = re.compile(r"^[\w@-]+(\|[\w@-]+)+$")
@@ -238,9 +247,11 @@ EXPECT: dict[str, Callable[[str, Path], None]] = {}
 
 def expects(text: str) -> Callable[[Callable[[str, Path], None]], Callable[[str, Path], None]]:
     """Register the decorated function as the output check of the docs command ``text``."""
+
     def register(check: Callable[[str, Path], None]) -> Callable[[str, Path], None]:
         EXPECT[text] = check
         return check
+
     return register
 
 
@@ -264,8 +275,10 @@ def _latex(out: str, cwd: Path) -> None:
     assert "\\toprule" in out and "Dataset & System &" in out
 
 
-@expects("adaptlab evaluate --qrels qrels.test.trec --run bm25.trec --run minilm.trec "
-         "--metrics ndcg@10,acc@5,mrr@10,recall@100 --bootstrap 1000 --seed 0")
+@expects(
+    "adaptlab evaluate --qrels qrels.test.trec --run bm25.trec --run minilm.trec "
+    "--metrics ndcg@10,acc@5,mrr@10,recall@100 --bootstrap 1000 --seed 0"
+)
 def _evaluate(out: str, cwd: Path) -> None:
     assert "bm25" in out and "minilm" in out and "recall@100" in out  # system names = the files' stems
 
@@ -324,8 +337,9 @@ def test_docs_command_runs(command: DocCommand, cli, docs_store, docs_workdir):
 
 
 def test_every_docs_command_is_run_or_skipped_with_a_reason():
-    unknown = [f"{c.where}: {c.text}" for c in COMMANDS if not c.text.startswith("adaptlab ")
-               and skip_reason(c.text) is None]
+    unknown = [
+        f"{c.where}: {c.text}" for c in COMMANDS if not c.text.startswith("adaptlab ") and skip_reason(c.text) is None
+    ]
     assert not unknown, "docs commands neither run by this test nor in its SKIP table:\n" + "\n".join(unknown)
 
 
@@ -337,21 +351,30 @@ def test_skip_and_expect_tables_name_commands_the_docs_still_have():
 
 def test_the_extractor_sees_blocks_continuations_chains_and_inline_spans(tmp_path):
     doc = tmp_path / "x.md"
-    doc.write_text("Run `adaptlab results --store S` or `adaptlab cache`.\n\n"
-                   "```bash\n$ pip install a && adaptlab evaluate --qrels q \\\n    --run r  # a comment\n```\n\n"
-                   "```\nadaptlab results --store S   # untagged\ndiagram --> arrows\n```\n\n"
-                   "```python\nadaptlab = 1\n```\n")
+    doc.write_text(
+        "Run `adaptlab results --store S` or `adaptlab cache`.\n\n"
+        "```bash\n$ pip install a && adaptlab evaluate --qrels q \\\n    --run r  # a comment\n```\n\n"
+        "```\nadaptlab results --store S   # untagged\ndiagram --> arrows\n```\n\n"
+        "```python\nadaptlab = 1\n```\n"
+    )
     got = [(c.where, c.text) for c in extract(doc, tmp_path)]
-    assert got == [("x.md:3", "pip install a"), ("x.md:3", "adaptlab evaluate --qrels q --run r"),
-                   ("x.md:8", "adaptlab results --store S"), ("x.md (inline)", "adaptlab results --store S")]
+    assert got == [
+        ("x.md:3", "pip install a"),
+        ("x.md:3", "adaptlab evaluate --qrels q --run r"),
+        ("x.md:8", "adaptlab results --store S"),
+        ("x.md (inline)", "adaptlab results --store S"),
+    ]
 
 
 def test_argv_variants_substitute_the_store_and_expand_the_docs_notation(tmp_path):
     st = tmp_path / "st"
     assert argv_variants("adaptlab results --store S --table runs|history > t.txt", st) == [
-        ["results", "--store", str(st), "--table", "runs"], ["results", "--store", str(st), "--table", "history"]]
+        ["results", "--store", str(st), "--table", "runs"],
+        ["results", "--store", str(st), "--table", "history"],
+    ]
     assert argv_variants("adaptlab export --store results/ --to ranx --out r/ [--system S]", st) == [
-        ["export", "--store", str(st), "--to", "ranx", "--out", "r/"]]
+        ["export", "--store", str(st), "--to", "ranx", "--out", "r/"]
+    ]
     assert argv_variants('adaptlab results --store S --sql "SELECT a|b"', st)[0][-1] == "SELECT a|b"
     assert argv_variants("adaptlab run x.toml --store DIR", st) == [["run", "x.toml", "--store", "DIR"]]
 
@@ -379,8 +402,23 @@ def test_evaluate_json_has_the_fields_the_docs_show(cli, docs_workdir):
 
     text = (ROOT / "docs" / "how-to" / "evaluate-trec-runs.md").read_text(encoding="utf-8")
     shown = json.loads(re.search(r"`--format json` prints\s*```json\n(.*?)```", text, re.S).group(1))
-    res = cli("evaluate", "--qrels", "qrels.test.trec", "--run", "bm25.trec", "--run", "minilm.trec",
-              "--metrics", "ndcg@10", "--bootstrap", "200", "--seed", "0", "--format", "json")
+    res = cli(
+        "evaluate",
+        "--qrels",
+        "qrels.test.trec",
+        "--run",
+        "bm25.trec",
+        "--run",
+        "minilm.trec",
+        "--metrics",
+        "ndcg@10",
+        "--bootstrap",
+        "200",
+        "--seed",
+        "0",
+        "--format",
+        "json",
+    )
     assert res.returncode == 0, res.stderr
     real = json.loads(res.stdout)
     assert not _keys(shown, real), f"fields the docs show but evaluate --format json lacks: {_keys(shown, real)}"

@@ -12,10 +12,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-OWN = ["user-guide", "metrics", "adaptation", "datasets", "encoders-and-ray", "gpu", "performance",
-       "results-store", "architecture"]
-PAGES = sorted([DOCS / f"{n}.md" for n in OWN] + list((DOCS / "tutorials").glob("*.md"))
-               + list((DOCS / "how-to").glob("*.md")))
+OWN = [
+    "user-guide",
+    "metrics",
+    "adaptation",
+    "datasets",
+    "encoders-and-ray",
+    "gpu",
+    "performance",
+    "results-store",
+    "architecture",
+]
+PAGES = sorted(
+    [DOCS / f"{n}.md" for n in OWN] + list((DOCS / "tutorials").glob("*.md")) + list((DOCS / "how-to").glob("*.md"))
+)
 FENCE = re.compile(r"^[ \t]*```.*?^[ \t]*```[ \t]*$", re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 

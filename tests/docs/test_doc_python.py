@@ -17,22 +17,18 @@ from test_doc_commands import DOCS, FENCE, ROOT
 
 # Snippets that cannot run here, keyed by their first line, with the reason.
 PY_SKIP: dict[str, str] = {
-    "from adaptlab.data import load_dataset":
-        "loads the reader's files (/data/scifact, faq.csv); tests/data load each format",
-    "from transformers import AutoTokenizer":
-        "reads the reader's corpus folder and mines negatives with the real MiniLM weights (about 40 s on a "
-        "folder of 24 documents); tests/adapt/prep/test_adapt_prepare.py runs the same call on the synthetic domain",
-    "from adaptlab import load_study, run_study":
-        "runs the quickstart study (the real MiniLM weights, minutes on 2 cores)",
-    "# Read an MLflow export back with MLflow's own API (SQLite: no environment variable needed)":
-        "creates an MLflow SQLite database (~20 s); tests/results/test_mlflow_sqlite.py and test_interop.py "
-        "export and read back with mlflow.search_runs",
+    "from adaptlab.data import load_dataset": "loads the reader's files (/data/scifact, faq.csv); tests/data load each format",
+    "from transformers import AutoTokenizer": "reads the reader's corpus folder and mines negatives with the real MiniLM weights (about 40 s on a "
+    "folder of 24 documents); tests/adapt/prep/test_adapt_prepare.py runs the same call on the synthetic domain",
+    "from adaptlab import load_study, run_study": "runs the quickstart study (the real MiniLM weights, minutes on 2 cores)",
+    "# Read an MLflow export back with MLflow's own API (SQLite: no environment variable needed)": "creates an MLflow SQLite database (~20 s); tests/results/test_mlflow_sqlite.py and test_interop.py "
+    "export and read back with mlflow.search_runs",
 }
 
 
 def python_blocks() -> list[tuple[str, str]]:
     """(where, code) of every ```python block of the docs (dedented: a block inside a list item is
-indented as a whole)."""
+    indented as a whole)."""
     found = []
     for path in DOCS:
         text = path.read_text(encoding="utf-8")
@@ -66,15 +62,16 @@ def _stand_ins(store: Path, cwd: Path) -> dict[str, Any]:
         "ds": load_dataset("synthetic:n_documents=3,seed=0"),
         "records": PerQueryRecords.from_arrow(table.drop_columns(["run_id"]), system="minilm", dataset="scifact"),
         "store": results.open(store),  # a block that continues the one before it
-        "ndcg": rng.random((3, 120)), "acc5": (rng.random(120) < 0.6).astype(float),  # the paper's l=100 fits
-        "per_query_values": rng.random(40), "values_2d": rng.random((2, 40)),
+        "ndcg": rng.random((3, 120)),
+        "acc5": (rng.random(120) < 0.6).astype(float),  # the paper's l=100 fits
+        "per_query_values": rng.random(40),
+        "values_2d": rng.random((2, 40)),
         "qrels_df": qrels.assign(relevance=qrels.relevance.astype(int))[["query_id", "doc_id", "relevance"]],
         "run_df": run.assign(score=run.score.astype(float))[["query_id", "doc_id", "score"]],
     }
 
 
-@pytest.mark.parametrize("where,code", [pytest.param(w, c, id=w) for w, c in BLOCKS
-                                        if _first_line(c) not in PY_SKIP])
+@pytest.mark.parametrize("where,code", [pytest.param(w, c, id=w) for w, c in BLOCKS if _first_line(c) not in PY_SKIP])
 def test_docs_python_block_runs(where: str, code: str, docs_store, docs_workdir):
     for name in ("quickstart", "study"):
         if f"results/{name}" in code:

@@ -62,8 +62,9 @@ def test_every_cli_command_and_option_is_in_the_cli_reference():
         name = " ".join(path)
         assert name in sections, f"command {name!r} has no section in the CLI reference"
         for option in options:
-            assert re.search(rf"(^|[\s,]){re.escape(option)}([\s,=]|$)", sections[name], re.M), \
+            assert re.search(rf"(^|[\s,]){re.escape(option)}([\s,=]|$)", sections[name], re.M), (
                 f"{name}: option {option} is not in the CLI reference"
+            )
 
 
 def test_cli_reference_shows_help_texts_and_defaults():
@@ -76,7 +77,7 @@ def test_cli_reference_shows_help_texts_and_defaults():
 
 # -- study file ------------------------------------------------------------------------------
 
-MINIMAL = ('[[datasets]]\nspec = "synthetic:n_documents=20,seed=0"\n\n[[models]]\nref = "minilm"\n\n')
+MINIMAL = '[[datasets]]\nspec = "synthetic:n_documents=20,seed=0"\n\n[[models]]\nref = "minilm"\n\n'
 ADAPT = '[adapt]\ncorpus = "synthetic:n_documents=20,seed=0"\n'
 PROBES = {
     "study": "[study]\nzz_probe = 1\n",

@@ -24,8 +24,19 @@ def test_an_unreadable_recorded_spec_is_one_line_naming_where_it_looked(cli, doc
 
     monkeypatch.chdir(tmp_path)
     write_beir(load_dataset("synthetic:n_documents=3,seed=0"), tmp_path / "data")
-    res = cli("--quiet", "run", "--model", "hash:8", "--dataset", "beir:data", "--no-ray", "--store", "st",
-              "--bootstrap", "50")
+    res = cli(
+        "--quiet",
+        "run",
+        "--model",
+        "hash:8",
+        "--dataset",
+        "beir:data",
+        "--no-ray",
+        "--store",
+        "st",
+        "--bootstrap",
+        "50",
+    )
     assert res.returncode == 0, res.stderr
     (tmp_path / "data").rename(tmp_path / "moved")
     res = cli("inspect", "--store", "st", "--system", "8", "--limit", "2")

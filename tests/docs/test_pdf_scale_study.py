@@ -28,28 +28,39 @@ def _manifest(store: Path, name: str, seconds: float, threads: int, optimizer: s
 def test_options_are_the_adapt_keys_as_written(bench, tmp_path):
     _study(tmp_path, bench, 'precision = "bf16"\n')
     assert bench.adapt_options(tmp_path / "study.toml") == {
-        "unit": '"pages"', "scales": "[20, 60]", "variants": '["base", "ft", "pt-ft"]', "max_tokens": "256",
-        "precision": '"bf16"'}
+        "unit": '"pages"',
+        "scales": "[20, 60]",
+        "variants": '["base", "ft", "pt-ft"]',
+        "max_tokens": "256",
+        "precision": '"bf16"',
+    }
 
 
 def test_stage_figures_join_manifests_and_worker_peaks(bench, tmp_path):
     _manifest(tmp_path, "ft-60-0123456789abcdef", 80.5, 2, "adamw-fused")
     _manifest(tmp_path, "pt-20-fedcba9876543210", 40.0, 1)  # written before the optimizer was recorded
-    peaks = {"adapt:ft:ft/minilm/scale=60": 2_900_000_000, "adapt:pt:pt-ft/minilm/scale=20": 1_500_000_000,
-             "adapt:ft:pt-ft/minilm/scale=20": 3_100_000_000}
+    peaks = {
+        "adapt:ft:ft/minilm/scale=60": 2_900_000_000,
+        "adapt:pt:pt-ft/minilm/scale=20": 1_500_000_000,
+        "adapt:ft:pt-ft/minilm/scale=20": 3_100_000_000,
+    }
     assert bench.stage_figures(tmp_path, peaks) == {
         "ft-60": {"seconds": 80.5, "steps": 10, "torch_threads": 2, "optimizer": "adamw-fused", "peak_rss_gb": 2.9},
         "pt-20": {"seconds": 40.0, "steps": 10, "torch_threads": 1, "optimizer": "adamw-loop", "peak_rss_gb": 1.5},
         "pt-ft-20": {"peak_rss_gb": 3.1},  # sampled, its manifest not written yet
     }
-    assert bench.STAGE_TITLE.match("ray::adapt:ft:pt-ft/minilm/scale=20\x00").group(1) == "adapt:ft:pt-ft/minilm/scale=20"
+    assert (
+        bench.STAGE_TITLE.match("ray::adapt:ft:pt-ft/minilm/scale=20\x00").group(1) == "adapt:ft:pt-ft/minilm/scale=20"
+    )
 
 
 def test_a_comparison_names_the_rows_that_moved_and_the_options_that_differ(bench, tmp_path, monkeypatch):
     _study(tmp_path / "a", bench, 'precision = "bf16"\n')
     _study(tmp_path / "b", bench, "")
-    rows = {"a": {("d", "ft", "ndcg@10"): 0.50, ("d", "base", "ndcg@10"): 0.40, ("d", "ft", "mrr"): 0.3},
-            "b": {("d", "ft", "ndcg@10"): 0.52, ("d", "base", "ndcg@10"): 0.40}}
+    rows = {
+        "a": {("d", "ft", "ndcg@10"): 0.50, ("d", "base", "ndcg@10"): 0.40, ("d", "ft", "mrr"): 0.3},
+        "b": {("d", "ft", "ndcg@10"): 0.52, ("d", "base", "ndcg@10"): 0.40},
+    }
     monkeypatch.setattr(bench, "metric_rows", lambda store: rows[store.parent.name])
     _manifest(tmp_path / "a" / "store", "ft-60-0123456789abcdef", 50.0, 2)
     _manifest(tmp_path / "b" / "store", "ft-60-0123456789abcdef", 80.0, 1)

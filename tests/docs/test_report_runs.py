@@ -10,10 +10,33 @@ from adaptlab.analysis.report import build_report
 
 
 def _commit(store, system: str, when: datetime, value: float) -> dict:
-    run = dict(results.run_record(system, "toy", model_id=f"m/{system}", model_revision="r", dataset_fingerprint="fp",
-                                  seed=0, config={"k": 10}), timestamp=when)
-    store.commit([run], [{"run_id": run["run_id"], "system": system, "dataset": "toy", "measure": "ndcg@10",
-                          "value": value, "ci_low": value - 0.1, "ci_high": value + 0.1, "n_queries": 50}])
+    run = dict(
+        results.run_record(
+            system,
+            "toy",
+            model_id=f"m/{system}",
+            model_revision="r",
+            dataset_fingerprint="fp",
+            seed=0,
+            config={"k": 10},
+        ),
+        timestamp=when,
+    )
+    store.commit(
+        [run],
+        [
+            {
+                "run_id": run["run_id"],
+                "system": system,
+                "dataset": "toy",
+                "measure": "ndcg@10",
+                "value": value,
+                "ci_low": value - 0.1,
+                "ci_high": value + 0.1,
+                "n_queries": 50,
+            }
+        ],
+    )
     return run
 
 

@@ -47,7 +47,7 @@ def pytest_collection_modifyitems(session, config, items):
         return
     end = ours[-1]
     keep = [item for item in items[: end + 1] if item not in last]
-    items[:] = keep + last + items[end + 1:]
+    items[:] = keep + last + items[end + 1 :]
 
 
 def pytest_runtest_teardown(item, nextitem):

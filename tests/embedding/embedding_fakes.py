@@ -212,14 +212,20 @@ class FakeRay:
             return self.exceptions.ActorDiedError()
         from ray.core.generated.common_pb2 import ActorDiedErrorContext
 
-        return self.exceptions.ActorDiedError(ActorDiedErrorContext(
-            class_name="EmbedBatch", actor_id=b"\x01" * 16, node_ip_address=node.ip,
-            error_message=f"The actor died because its node has died. Node Id: {node.name}"))
+        return self.exceptions.ActorDiedError(
+            ActorDiedErrorContext(
+                class_name="EmbedBatch",
+                actor_id=b"\x01" * 16,
+                node_ip_address=node.ip,
+                error_message=f"The actor died because its node has died. Node Id: {node.name}",
+            )
+        )
 
     def unavailable(self) -> Exception:
         """Ray's error for a call to an actor whose node just went (before Ray marks the node dead)."""
         return self.exceptions.ActorUnavailableError(
-            "The actor is temporarily unavailable: RpcError: RPC error: Socket closed rpc_code: 14", b"\x01" * 16)
+            "The actor is temporarily unavailable: RpcError: RPC error: Socket closed rpc_code: 14", b"\x01" * 16
+        )
 
     def is_initialized(self) -> bool:
         return False

@@ -36,8 +36,12 @@ def test_plan_blocks_hand_checked():
 
 def _batch(ids, dim=2):
     ids = np.asarray(ids, dtype=np.int64)
-    return {"row_id": ids, "embedding": np.tile(ids[:, None], (1, dim)).astype(np.float32),
-            "pid": np.zeros(len(ids), dtype=np.int64), "cuda_visible_devices": np.full(len(ids), "", dtype=object)}
+    return {
+        "row_id": ids,
+        "embedding": np.tile(ids[:, None], (1, dim)).astype(np.float32),
+        "pid": np.zeros(len(ids), dtype=np.int64),
+        "cuda_visible_devices": np.full(len(ids), "", dtype=object),
+    }
 
 
 def test_assemble_puts_rows_in_input_order():

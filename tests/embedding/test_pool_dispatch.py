@@ -89,12 +89,14 @@ def test_a_lost_nodes_blocks_go_to_the_live_actors_while_its_replacements_wait(f
     blocks, texts = _requeued(lost)
     assert blocks >= 2 and _loss_lines(caplog) == [  # one line for the node, both actors in it
         f"embedding: node w1 ({lost[0].node.ip}) lost; 2 actor(s) replaced, {blocks} block(s) ({texts} texts) "
-        "requeued to the live actors; the replacements join once a node has room"]
+        "requeued to the live actors; the replacements join once a node has room"
+    ]
 
 
 @pytest.mark.parametrize(("delay", "counted"), [(10.0, 2), (0.0, 1)])
-def test_a_node_gets_one_line_counting_the_actors_lost_within_the_report_delay(fake_ray, caplog, monkeypatch,
-                                                                               delay, counted):
+def test_a_node_gets_one_line_counting_the_actors_lost_within_the_report_delay(
+    fake_ray, caplog, monkeypatch, delay, counted
+):
     """w1's raylet goes at round 9: one actor's call fails at once, the other's five rounds later (as
     Ray reports them, "temporarily unavailable"). Within the delay both are in the node's one line;
     with no delay the line is written at once and the later death is a DEBUG line only."""
@@ -112,7 +114,9 @@ def test_a_node_gets_one_line_counting_the_actors_lost_within_the_report_delay(f
     fake_ray.events[14] = lambda r: w1[1].die(r.unavailable())
     np.testing.assert_array_equal(_run(pool, max_restarts=0), _expected())  # node losses use no crash budget
     lines = _loss_lines(caplog)
-    assert len(lines) == 1 and lines[0].startswith(f"embedding: node w1 ({w1[0].node.ip}) lost; {counted} actor(s) "), lines
+    assert len(lines) == 1 and lines[0].startswith(f"embedding: node w1 ({w1[0].node.ip}) lost; {counted} actor(s) "), (
+        lines
+    )
     assert ("reported already" in caplog.text) == (counted == 1)
 
 
@@ -138,10 +142,16 @@ def test_the_node_of_an_actor_that_never_got_ready_is_the_one_rays_message_names
     from ray.core.generated.common_pb2 import ActorDiedErrorContext
 
     node = "3848a2484a58facc6dd696a81d27a1351ecf917bbbe972e4a7a86a51"
-    error = ray.exceptions.ActorDiedError(ActorDiedErrorContext(
-        class_name="EmbedBatch", actor_id=b"\x01" * 16, node_ip_address="192.0.2.2", never_started=True,
-        error_message=f"The actor died because its node has died. Node Id: {node}\n\tthe actor's node was "
-                      "terminated unexpectedly: health check failed due to missing too many heartbeats"))
+    error = ray.exceptions.ActorDiedError(
+        ActorDiedErrorContext(
+            class_name="EmbedBatch",
+            actor_id=b"\x01" * 16,
+            node_ip_address="192.0.2.2",
+            never_started=True,
+            error_message=f"The actor died because its node has died. Node Id: {node}\n\tthe actor's node was "
+            "terminated unexpectedly: health check failed due to missing too many heartbeats",
+        )
+    )
     pending = Member(actor=None, ready=object())
     assert node_of_death(pending, error, {}) == (node, "192.0.2.2")
     assert node_of_death(pending, error, {node: (False, "10.1.2.3")}) == (node, "10.1.2.3")  # the listed address

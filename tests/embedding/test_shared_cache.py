@@ -83,13 +83,20 @@ def test_another_adaptlab_version_or_kind_misses(tmp_path, monkeypatch):
 
 def test_every_option_and_the_revision_are_in_the_key():
     def key(revision: str = "rev-1", **options) -> str:
-        emb = Embedder("unused", options={"backend": "sbert", "max_seq_length": 128, **options}, batch_size=4,
-                       use_ray=False)
+        emb = Embedder(
+            "unused", options={"backend": "sbert", "max_seq_length": 128, **options}, batch_size=4, use_ray=False
+        )
         emb._revision = revision
         return emb.cache_key(TEXTS, "document")
 
-    variants = [key(), key(max_seq_length=256), key(query_instruction="q: "), key(normalize=False),
-                key(pooling="cls"), key(revision="rev-2")]
+    variants = [
+        key(),
+        key(max_seq_length=256),
+        key(query_instruction="q: "),
+        key(normalize=False),
+        key(pooling="cls"),
+        key(revision="rev-2"),
+    ]
     assert len(set(variants)) == len(variants)
     assert key() == key()
 
@@ -101,8 +108,9 @@ def test_two_sizes_of_one_encoder_never_share_vectors(tmp_path):
     from adaptlab.models import resolve_model
 
     cache = EmbeddingCache(tmp_path)
-    small, large = (Embedder(resolve_model(f"hash:{d}"), options={}, batch_size=4, use_ray=False, cache_dir=cache)
-                    for d in (16, 32))
+    small, large = (
+        Embedder(resolve_model(f"hash:{d}"), options={}, batch_size=4, use_ray=False, cache_dir=cache) for d in (16, 32)
+    )
     assert small.cache_key(TEXTS, "document") != large.cache_key(TEXTS, "document")
     assert small(TEXTS, "document").shape[1] == 16
     assert large(TEXTS, "document").shape[1] == 32 and large.from_cache == 0
@@ -316,8 +324,7 @@ def test_quickstart_into_a_fresh_store_embeds_nothing(tmp_path, monkeypatch, cap
     from adaptlab.study import load_study, run_study
 
     monkeypatch.setenv("ADAPTLAB_EMBEDDING_CACHE", str(tmp_path / "cache"))
-    study = load_study(REPO / "jobs" / "quickstart.toml").with_overrides(use_ray=False,
-                                                                          bootstrap={"n_resamples": 200})
+    study = load_study(REPO / "jobs" / "quickstart.toml").with_overrides(use_ray=False, bootstrap={"n_resamples": 200})
     counted = _count_embedding(monkeypatch)
     run_study(study, store=tmp_path / "a")
     first = counted[0]
@@ -362,6 +369,7 @@ def test_an_array_over_10_mib_round_trips_on_s3_in_parts(s3_env, monkeypatch, ca
     folder = EmbeddingCache("s3://emb-cache/big", max_bytes=1 << 30).folder("embeddings")
     parts = []
     client = folder._s3().client  # the cached boto3 client the cache writes through
+
     def seen(**_: object) -> None:
         parts.append(1)
 

@@ -42,7 +42,9 @@ def test_token_vectors_round_trip_through_the_cache(tmp_path, as_uri):
     np.testing.assert_array_equal(hit.vectors, out.vectors)
     np.testing.assert_array_equal(hit.offsets, out.offsets)
     assert sorted(p.name.split(".", 1)[1] for p in (tmp_path / "c").iterdir()) == [
-        "tokens.offsets.npy", "tokens.vectors.npy"]
+        "tokens.offsets.npy",
+        "tokens.vectors.npy",
+    ]
 
 
 def test_vectors_without_offsets_are_a_miss(tmp_path):
@@ -58,8 +60,9 @@ def test_vectors_without_offsets_are_a_miss(tmp_path):
 def test_search_options_do_not_change_the_cache_key(tmp_path):
     texts = ["a b c", "d e"]
     plain = _embedder(tmp_path)
-    plaid = TokenEmbedder("fake", options={"backend": "colbert", "search": "plaid", "nbits": 4}, batch_size=8,
-                          cache_dir=tmp_path)
+    plaid = TokenEmbedder(
+        "fake", options={"backend": "colbert", "search": "plaid", "nbits": 4}, batch_size=8, cache_dir=tmp_path
+    )
     plaid._revision = "rev-1"
     longer = TokenEmbedder("fake", options={"backend": "colbert", "doc_maxlen": 64}, batch_size=8, cache_dir=tmp_path)
     longer._revision = "rev-1"

@@ -35,8 +35,13 @@ def colbert_ref(tiny_model, tmp_path_factory):
     from adaptlab.models.colbert import colbert_from_bert
 
     with pytest.warns(UserWarning, match="UNTRAINED"):  # over the session's tiny BERT
-        ckpt = colbert_from_bert(tiny_model.parent / (tiny_model.name + "-hf"), tmp_path_factory.mktemp("cb") / "ckpt",
-                                 dim=16, doc_maxlen=32, query_maxlen=16)
+        ckpt = colbert_from_bert(
+            tiny_model.parent / (tiny_model.name + "-hf"),
+            tmp_path_factory.mktemp("cb") / "ckpt",
+            dim=16,
+            doc_maxlen=32,
+            query_maxlen=16,
+        )
     return resolve_model(str(ckpt))
 
 
@@ -65,8 +70,7 @@ def test_small_call_stays_in_process(ray_fake_gpus, colbert_ref, reference):
     np.testing.assert_array_equal(out.vectors, reference[1].vectors)  # the very same in-process encoder run
 
 
-def test_large_call_runs_on_the_pool_and_the_warm_pool_is_reused(ray_fake_gpus, colbert_ref, docs, reference,
-                                                                 tmp_path):
+def test_large_call_runs_on_the_pool_and_the_warm_pool_is_reused(ray_fake_gpus, colbert_ref, docs, reference, tmp_path):
     ref_docs, ref_queries = reference
     release_pools()
     emb = _embedder(colbert_ref, use_ray=True, num_actors=2, cache_dir=tmp_path)
@@ -102,10 +106,18 @@ def test_large_call_runs_on_the_pool_and_the_warm_pool_is_reused(ray_fake_gpus, 
 
 def _batch(ids, lengths, dim=2, pid=7):
     lengths = np.asarray(lengths, np.int64)
-    vectors = np.concatenate([np.full((n, dim), i, np.float32) for i, n in zip(ids, lengths)]) if len(ids) else (
-        np.zeros((0, dim), np.float32))
-    return {"row_id": np.asarray(ids, np.int64), "vectors": vectors, "lengths": lengths,
-            "pid": np.full(len(ids), pid, np.int64), "cuda_visible_devices": np.full(len(ids), "0", dtype=object)}
+    vectors = (
+        np.concatenate([np.full((n, dim), i, np.float32) for i, n in zip(ids, lengths)])
+        if len(ids)
+        else (np.zeros((0, dim), np.float32))
+    )
+    return {
+        "row_id": np.asarray(ids, np.int64),
+        "vectors": vectors,
+        "lengths": lengths,
+        "pid": np.full(len(ids), pid, np.int64),
+        "cuda_visible_devices": np.full(len(ids), "0", dtype=object),
+    }
 
 
 def test_assemble_puts_packed_rows_in_input_order():

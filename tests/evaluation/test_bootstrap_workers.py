@@ -26,11 +26,14 @@ def _study(n_datasets: int = 3, n_systems: int = 3, seed: int = 0) -> dict[str, 
         q = 20 + 7 * d
         ids = [f"q{i}" for i in range(q)]
         out[f"ds{d}"] = {
-            f"sys{s}": PerQueryMetrics(ids, {
-                "acc@1": (rng.random(q) < 0.3 + 0.1 * s).astype(np.float64),
-                "acc@5": (rng.random(q) < 0.6 + 0.1 * s).astype(np.float64),
-                "ndcg@10": rng.random(q),
-            })
+            f"sys{s}": PerQueryMetrics(
+                ids,
+                {
+                    "acc@1": (rng.random(q) < 0.3 + 0.1 * s).astype(np.float64),
+                    "acc@5": (rng.random(q) < 0.6 + 0.1 * s).astype(np.float64),
+                    "ndcg@10": rng.random(q),
+                },
+            )
             for s in range(n_systems)
         }
     return out
@@ -121,8 +124,11 @@ def test_a_task_whose_worker_dies_is_retried_and_gives_its_result(shared_ray, tm
     assert gather([task.remote(str(tmp_path / "m"), 21), task.remote(str(tmp_path / "m"), 5)], ["a", "b"]) == [42, 10]
     assert (tmp_path / "m").exists()  # one try did die
     no_retry = ray.remote(crash_once).options(num_cpus=1, max_retries=0)
-    with pytest.raises(ClusterCapacityError, match=r"^the bootstrap task of ds1/ndcg@10 failed: its Ray worker or node"
-                                                   r" was lost and Ray's retries ran out \(") as info:
+    with pytest.raises(
+        ClusterCapacityError,
+        match=r"^the bootstrap task of ds1/ndcg@10 failed: its Ray worker or node"
+        r" was lost and Ray's retries ran out \(",
+    ) as info:
         gather([no_retry.remote(str(tmp_path / "n"), 1)], ["ds1/ndcg@10"])
     assert "\n" not in str(info.value) and "workers='local'" in str(info.value)
 
@@ -140,8 +146,11 @@ def test_a_cluster_without_cpus_fails_with_one_line_within_the_timeout(shared_ra
     monkeypatch.setattr(workers, "POLL_SECONDS", 0.25)  # rounds of 0.25 s, not 2: the 1 s is noticed in ~1.5 s, not 4
     t0 = time.monotonic()
     try:
-        with pytest.raises(ClusterCapacityError, match=r"^bootstrap stopped: the Ray cluster has had no CPU for 1 s "
-                                                       r"\(lost node\(s\): none listed\); 0/1 bootstrap tasks"):
+        with pytest.raises(
+            ClusterCapacityError,
+            match=r"^bootstrap stopped: the Ray cluster has had no CPU for 1 s "
+            r"\(lost node\(s\): none listed\); 0/1 bootstrap tasks",
+        ):
             gather([ref], ["ds/acc@1"], timeout=1)
     finally:
         ray.cancel(ref, force=True)

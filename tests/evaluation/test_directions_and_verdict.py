@@ -44,8 +44,9 @@ def test_a_pairs_interval_depends_only_on_its_two_systems_and_flips_exactly(meth
     for d in (moved, among):
         assert (d.diff, d.ci_low, d.ci_high, d.boot_mean) == (alone.diff, alone.ci_low, alone.ci_high, alone.boot_mean)
     # negated up to the last bit of the quantile interpolation (the printed digits are identical)
-    assert (flipped.diff, flipped.ci_low, flipped.ci_high) == pytest.approx((-alone.diff, -alone.ci_high,
-                                                                            -alone.ci_low), abs=1e-12)
+    assert (flipped.diff, flipped.ci_low, flipped.ci_high) == pytest.approx(
+        (-alone.diff, -alone.ci_high, -alone.ci_low), abs=1e-12
+    )
     assert flipped.p_value == alone.p_value
 
 
@@ -60,32 +61,38 @@ def test_run_and_compare_print_one_direction_with_one_interval() -> None:
     boot = BootstrapConfig(n_resamples=500, seed=3)
     run = summarise(_per_query(("minilm", "bm25")), boot=boot).pairs[0]
     assert (run.a, run.b) == ("minilm", "bm25")
-    named = compare({n: p.values for n, p in _per_query(("bm25", "minilm")).items()}, boot=boot,
-                    systems=["minilm", "bm25"]).pairs_frame().iloc[0]
+    named = (
+        compare({n: p.values for n, p in _per_query(("bm25", "minilm")).items()}, boot=boot, systems=["minilm", "bm25"])
+        .pairs_frame()
+        .iloc[0]
+    )
     assert (named["a"], named["b"]) == ("minilm", "bm25")
     assert (named["diff"], named["ci_low"], named["ci_high"]) == (run.diff, run.ci_low, run.ci_high)
     other = compare({n: p.values for n, p in _per_query(("bm25", "minilm")).items()}, boot=boot).pairs_frame().iloc[0]
     assert (other["a"], other["b"]) == ("bm25", "minilm")
-    assert (other["diff"], other["ci_low"], other["ci_high"]) == pytest.approx((-run.diff, -run.ci_high, -run.ci_low),
-                                                                               abs=1e-12)
+    assert (other["diff"], other["ci_low"], other["ci_high"]) == pytest.approx(
+        (-run.diff, -run.ci_high, -run.ci_low), abs=1e-12
+    )
 
 
 def test_a_store_pair_keeps_its_stored_direction(tmp_path) -> None:
     import importlib.util
     from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location("analysis_conftest",
-                                                  Path(__file__).resolve().parents[1] / "analysis" / "conftest.py")
+    spec = importlib.util.spec_from_file_location(
+        "analysis_conftest", Path(__file__).resolve().parents[1] / "analysis" / "conftest.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     synthetic_records = mod.synthetic_records
 
     recs = {s: synthetic_records(s, noise=n, seed=0) for s, n in (("sharp", 0.3), ("blurry", 1.5))}
     store = results.open(tmp_path / "store", create=True)
-    runs = [results.run_record(s, "synth", model_id=s, model_revision="r", dataset_fingerprint="fp", seed=0,
-                               config={}) for s in recs]
-    stored = metric_row("blurry", "synth", "ndcg@10", -0.1, ci_low=-0.2, ci_high=0.0, compared_to="sharp",
-                        p_value=0.01)
+    runs = [
+        results.run_record(s, "synth", model_id=s, model_revision="r", dataset_fingerprint="fp", seed=0, config={})
+        for s in recs
+    ]
+    stored = metric_row("blurry", "synth", "ndcg@10", -0.1, ci_low=-0.2, ci_high=0.0, compared_to="sharp", p_value=0.01)
     stored["run_id"] = runs[1]["run_id"] if isinstance(runs[1], dict) else runs[1].run_id
     store.commit(runs, [stored], pa.concat_tables([r.to_arrow() for r in recs.values()]))
     pairs = compare(store, measures="ndcg@10", boot=BootstrapConfig(n_resamples=200)).pairs_frame()
@@ -94,15 +101,45 @@ def test_a_store_pair_keeps_its_stored_direction(tmp_path) -> None:
 
 
 def test_verdict_line_states_the_row_below_it() -> None:
-    row = {"a": "minilm-ft-s120", "b": "minilm-base", "measure": "ndcg@10", "diff": 0.0104, "ci_low": 0.0021,
-           "ci_high": 0.0187, "p_value": 0.0112, "p_adjusted": 0.18, "adjustment": "holm", "family_size": 21}
-    assert verdict_line(row) == ("minilm-ft-s120 > minilm-base by 0.010 ndcg@10 [0.002, 0.019], p 0.0112 "
-                                 "(Holm 0.18: not significant over 21 pairs)")
-    neg = dict(row, a="minilm", b="bm25", diff=-0.136, ci_low=-0.160, ci_high=-0.111, p_value=1 / 4001,
-               p_adjusted=1 / 4001, family_size=1, p_bound=True, p_adjusted_bound=True)
+    row = {
+        "a": "minilm-ft-s120",
+        "b": "minilm-base",
+        "measure": "ndcg@10",
+        "diff": 0.0104,
+        "ci_low": 0.0021,
+        "ci_high": 0.0187,
+        "p_value": 0.0112,
+        "p_adjusted": 0.18,
+        "adjustment": "holm",
+        "family_size": 21,
+    }
+    assert verdict_line(row) == (
+        "minilm-ft-s120 > minilm-base by 0.010 ndcg@10 [0.002, 0.019], p 0.0112 "
+        "(Holm 0.18: not significant over 21 pairs)"
+    )
+    neg = dict(
+        row,
+        a="minilm",
+        b="bm25",
+        diff=-0.136,
+        ci_low=-0.160,
+        ci_high=-0.111,
+        p_value=1 / 4001,
+        p_adjusted=1 / 4001,
+        family_size=1,
+        p_bound=True,
+        p_adjusted_bound=True,
+    )
     assert verdict_line(neg) == "bm25 > minilm by 0.136 ndcg@10 [0.111, 0.160], p <= 2.50e-04 (significant at 0.05)"
-    stored = {"system": "a", "compared_to": "b", "measure": "mrr", "value": 0.0, "ci_low": -0.01, "ci_high": 0.01,
-              "p_value": 1.0}
+    stored = {
+        "system": "a",
+        "compared_to": "b",
+        "measure": "mrr",
+        "value": 0.0,
+        "ci_low": -0.01,
+        "ci_high": 0.01,
+        "p_value": 1.0,
+    }
     assert verdict_line(stored).startswith("a = b on mrr: difference 0 [-0.010, 0.010], p 1")
 
 
@@ -121,7 +158,11 @@ def test_run_and_compare_output_start_with_the_verdict() -> None:
 def test_headline_pair_prefers_the_best_against_the_baseline() -> None:
     rows = [{"a": "x", "b": "base", "measure": "m"}, {"a": "y", "b": "base", "measure": "m"}]
     assert headline_pair(rows, {"x": 0.5, "y": 0.7, "base": 0.4})["a"] == "y"
-    rows = [{"a": "x", "b": "y", "measure": "m"}, {"a": "x", "b": "z", "measure": "m"}, {"a": "y", "b": "z", "measure": "m"}]
+    rows = [
+        {"a": "x", "b": "y", "measure": "m"},
+        {"a": "x", "b": "z", "measure": "m"},
+        {"a": "y", "b": "z", "measure": "m"},
+    ]
     assert headline_pair(rows, {"x": 0.1, "y": 0.7, "z": 0.6}) == rows[2]
 
 
@@ -130,8 +171,10 @@ def test_lookalike_system_names_warn() -> None:
     assert lookalike_names([latin, cyrillic, wide, "bm25"]) == [(latin, cyrillic), (latin, wide)]
     assert lookalike_names(["minilm", "minilm-ft", "bm25"]) == []
     ids = [f"q{i}" for i in range(40)]
-    per = {n: PerQueryMetrics(ids, {"acc@1": (np.arange(40) % (2 + i)).astype(bool).astype(float)})
-           for i, n in enumerate((latin, cyrillic))}
+    per = {
+        n: PerQueryMetrics(ids, {"acc@1": (np.arange(40) % (2 + i)).astype(bool).astype(float)})
+        for i, n in enumerate((latin, cyrillic))
+    }
     with pytest.warns(LookalikeNamesWarning, match="U\\+0069 vs U\\+0456"):
         summarise(per, n_resamples=50)
     with pytest.warns(LookalikeNamesWarning):

@@ -80,7 +80,8 @@ def test_a_group_equals_the_group_evaluated_alone():
     got, want = grouped.groups["x"], alone
     assert got.systems == want.systems
     assert [(p.diff, p.ci_low, p.ci_high, p.p_value) for p in got.pairs] == [
-        (p.diff, p.ci_low, p.ci_high, p.p_value) for p in want.pairs]
+        (p.diff, p.ci_low, p.ci_high, p.p_value) for p in want.pairs
+    ]
     assert got.query_ids == [f"x{i}" for i in range(N)]
 
 
@@ -130,8 +131,10 @@ def test_store_keeps_whole_dataset_rows_and_reads_group_rows_by_filter(tmp_path)
     assert len(b.metrics(group="*", kind="all")) == 6
     assert b.metrics(group="question_type=x", columns=["system", "value"]).column_names == ["system", "value"]
     pytest.importorskip("duckdb")
-    counts = b.sql('SELECT (SELECT count(*) FROM metrics_all) AS whole, (SELECT count(*) FROM groups) AS g, '
-                   '(SELECT count(*) FROM groups WHERE "group" = \'question_type=y\') AS y')
+    counts = b.sql(
+        "SELECT (SELECT count(*) FROM metrics_all) AS whole, (SELECT count(*) FROM groups) AS g, "
+        "(SELECT count(*) FROM groups WHERE \"group\" = 'question_type=y') AS y"
+    )
     assert counts.to_dict("records") == [{"whole": 3, "g": 6, "y": 3}]
     assert a.sql("SELECT count(*) AS g FROM groups")["g"].tolist() == [0]
     again = commit_summary(tmp_path / "grouped", whole, dataset="toy", config={}, groups=[grouped])

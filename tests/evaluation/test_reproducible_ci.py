@@ -47,8 +47,11 @@ def test_evaluate_gives_a_run_the_same_ci_alone_and_beside_others(runs):
         names = others[:1] + ["medium"] + others[1:]  # medium not first: its row number changes too
         beside = summarise_runs(qrels, {n: all_runs[n] for n in names}, MEASURES, seed=0)
         assert _cis(beside, "medium") == _cis(alone, "medium"), others
-        rows = {(r["system"], r["measure"]): r for r in beside.metric_rows({n: n for n in names}, "d")
-                if r["compared_to"] is None}  # what the results store keeps
+        rows = {
+            (r["system"], r["measure"]): r
+            for r in beside.metric_rows({n: n for n in names}, "d")
+            if r["compared_to"] is None
+        }  # what the results store keeps
         for m, (value, boot_mean, lo, hi) in _cis(alone, "medium").items():
             r = rows[("medium", m)]
             assert (r["value"], r["boot_mean"], r["ci_low"], r["ci_high"]) == (value, boot_mean, lo, hi)

@@ -14,16 +14,21 @@ from adaptlab.stats import paired_bootstrap
 
 def _pq(values: dict[str, np.ndarray], missing=()):
     q = len(next(iter(values.values())))
-    return PerQueryMetrics([f"q{i}" for i in range(q)], {m: np.asarray(v, float) for m, v in values.items()},
-                           missing_from_run=list(missing))
+    return PerQueryMetrics(
+        [f"q{i}" for i in range(q)],
+        {m: np.asarray(v, float) for m, v in values.items()},
+        missing_from_run=list(missing),
+    )
 
 
 def _systems(q=60, seed=0):
     rng = np.random.default_rng(seed)
     base = (rng.random(q) < 0.5).astype(float)
-    return {"a": _pq({"acc@5": base, "mrr": base * 0.5}),
-            "b": _pq({"acc@5": np.maximum(base, rng.random(q) < 0.3), "mrr": base * 0.6}),
-            "c": _pq({"acc@5": (rng.random(q) < 0.5).astype(float), "mrr": base * 0.4})}
+    return {
+        "a": _pq({"acc@5": base, "mrr": base * 0.5}),
+        "b": _pq({"acc@5": np.maximum(base, rng.random(q) < 0.3), "mrr": base * 0.6}),
+        "c": _pq({"acc@5": (rng.random(q) < 0.5).astype(float), "mrr": base * 0.4}),
+    }
 
 
 def test_holm_adjustment_within_each_measure_and_raw_p_unchanged():
@@ -140,8 +145,9 @@ def test_explicit_pairs_form_the_family_of_each_measure():
         assert [(p.a, p.b) for p in fam] == [("b", "a"), ("c", "b")]
         assert all(p.family_size == 2 for p in fam)
     ref = summarise(per, n_resamples=300, seed=2, baseline="a")
-    assert [p.p_value for p in s.pairs if (p.a, p.b) == ("b", "a")] == \
-        [p.p_value for p in ref.pairs if (p.a, p.b) == ("b", "a")]
+    assert [p.p_value for p in s.pairs if (p.a, p.b) == ("b", "a")] == [
+        p.p_value for p in ref.pairs if (p.a, p.b) == ("b", "a")
+    ]
     with pytest.raises(ConfigError, match="'z' is not among the systems"):
         summarise(per, n_resamples=50, pairs=[("z", "a")])
     with pytest.raises(ConfigError, match="either baseline= or pairs="):

@@ -84,7 +84,9 @@ def _tie_free(run: dict) -> dict:
 def test_judged_equals_ir_measures_on_our_ranking(case) -> None:
     qrels, run, res = case
     for k in (5, 10):
-        ref = {m.query_id: m.value for m in ir_measures.judged.iter_calc([ir_measures.Judged @ k], qrels, _tie_free(run))}
+        ref = {
+            m.query_id: m.value for m in ir_measures.judged.iter_calc([ir_measures.Judged @ k], qrels, _tie_free(run))
+        }
         want = {q: ref.get(q, 0.0) for q in res.query_ids}
         assert _by_query(res, f"judged@{k}") == pytest.approx(want, abs=1e-12)
     assert 0 < np.mean(res.values["judged@10"]) < 1, "the case must mix judged and unjudged documents"
@@ -132,20 +134,39 @@ def test_ci_equals_scipy_percentile_on_the_same_resamples(seed: int) -> None:
         ours = bootstrap_ci(values, n_resamples=b, seed=seed, method="index", interval="percentile")
         rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(0, 0))))
         same = np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(0, 0))))
-        assert np.array_equal(same.integers(0, values.size, size=(b, values.size)),
-                              resample_indices(values.size, n_resamples=b, seed=seed)), "not the same resamples"
+        assert np.array_equal(
+            same.integers(0, values.size, size=(b, values.size)),
+            resample_indices(values.size, n_resamples=b, seed=seed),
+        ), "not the same resamples"
         ref = stats.bootstrap((values,), np.mean, n_resamples=b, method="percentile", vectorized=True, rng=rng)
         assert ours.ci_low == pytest.approx(ref.confidence_interval.low, abs=1e-12), measure
         assert ours.ci_high == pytest.approx(ref.confidence_interval.high, abs=1e-12), measure
         assert ours.ci_low < ours.ci_high, measure
 
 
-@pytest.mark.parametrize(("text", "canonical"), [
-    ("R-Prec", "rprec"), ("r-prec", "rprec"), ("Rprec", "rprec"), ("RPrec", "rprec"), ("Bpref", "bpref"),
-    ("BPref", "bpref"), ("bpref", "bpref"), ("infAP", "infap"), ("Judged@10", "judged@10"), ("judged_at_5", "judged@5"),
-    ("ERR@10", "err@10"), ("err@20", "err@20"), ("P@10", "precision@10"), ("R@100", "recall@100"), ("RR", "mrr"),
-    ("AP", "map"), ("nDCG@10", "ndcg@10"), ("Success@5", "acc@5"),
-])
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [
+        ("R-Prec", "rprec"),
+        ("r-prec", "rprec"),
+        ("Rprec", "rprec"),
+        ("RPrec", "rprec"),
+        ("Bpref", "bpref"),
+        ("BPref", "bpref"),
+        ("bpref", "bpref"),
+        ("infAP", "infap"),
+        ("Judged@10", "judged@10"),
+        ("judged_at_5", "judged@5"),
+        ("ERR@10", "err@10"),
+        ("err@20", "err@20"),
+        ("P@10", "precision@10"),
+        ("R@100", "recall@100"),
+        ("RR", "mrr"),
+        ("AP", "map"),
+        ("nDCG@10", "ndcg@10"),
+        ("Success@5", "acc@5"),
+    ],
+)
 def test_ir_measures_spellings_parse(text: str, canonical: str) -> None:
     assert str(Measure.parse(text)) == canonical
     assert str(Measure.parse(canonical)) == canonical
@@ -190,7 +211,9 @@ def test_values_keep_the_asked_order_when_mixed() -> None:
 
 
 def _write_trec(tmp_path, qrels: dict, runs: dict) -> tuple[str, list[str]]:
-    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items()))
+    (tmp_path / "qrels.txt").write_text(
+        "".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items())
+    )
     paths = []
     for name, run in runs.items():
         lines = [f"{q} Q0 {d} {i + 1} {s!r} {name}\n" for q, sc in run.items() for i, (d, s) in enumerate(sc.items())]
@@ -206,8 +229,17 @@ def test_cli_evaluate_prints_the_new_measures_with_cis(tmp_path, cli) -> None:
     better = {q: {d: s + (0.35 if qrels[q].get(d, 0) > 0 else 0.0) for d, s in sc.items()} for q, sc in run.items()}
     runs = {"base": run, "tuned": better}
     qpath, rpaths = _write_trec(tmp_path, qrels, runs)
-    args = ["evaluate", "--qrels", qpath, "--run", rpaths[0], "--run", rpaths[1], "--metrics",
-            "R-Prec,Bpref,Judged@10,ERR@10,infAP"]
+    args = [
+        "evaluate",
+        "--qrels",
+        qpath,
+        "--run",
+        rpaths[0],
+        "--run",
+        rpaths[1],
+        "--metrics",
+        "R-Prec,Bpref,Judged@10,ERR@10,infAP",
+    ]
     table, as_json = cli(*args), cli(*args, "--format", "json")
     assert table.returncode == 0 and as_json.returncode == 0, table.stderr + as_json.stderr
     systems = json.loads(as_json.stdout)["systems"]

@@ -8,8 +8,16 @@ from adaptlab.metrics import parse_measures
 from adaptlab.metrics.measures import MAX_CUTOFF, Measure
 
 
-@pytest.mark.parametrize("spec", ["ndcg@1000000000", "ndcg@99999999999999999999999", f"acc@{MAX_CUTOFF + 1}",
-                                  "recall@0", "p@00000000000000000000000000000000000000000001000000"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "ndcg@1000000000",
+        "ndcg@99999999999999999999999",
+        f"acc@{MAX_CUTOFF + 1}",
+        "recall@0",
+        "p@00000000000000000000000000000000000000000001000000",
+    ],
+)
 def test_out_of_range_cutoffs_are_config_errors(spec):
     with pytest.raises(ConfigError, match="cutoff k must be"):
         parse_measures(spec)

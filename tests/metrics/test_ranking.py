@@ -36,8 +36,12 @@ def _random_case(seed: int, n_queries: int = 60, n_docs: int = 40):
 
 def _trec(qrels, run):
     names = {
-        "recip_rank", "map", "P." + ",".join(map(str, KS)), "recall." + ",".join(map(str, KS)),
-        "ndcg_cut." + ",".join(map(str, KS)), "map_cut." + ",".join(map(str, KS)),
+        "recip_rank",
+        "map",
+        "P." + ",".join(map(str, KS)),
+        "recall." + ",".join(map(str, KS)),
+        "ndcg_cut." + ",".join(map(str, KS)),
+        "map_cut." + ",".join(map(str, KS)),
         "success." + ",".join(map(str, KS)),
     }
     return pytrec_eval.RelevanceEvaluator(qrels, names).evaluate(run)
@@ -60,7 +64,9 @@ def test_equals_pytrec_eval_with_ties_grades_and_missing_queries(seed):
             if q not in run:
                 assert got == 0.0
                 continue
-            key = {"mrr": "recip_rank", "map": "map"}[meas.name] if meas.k is None else f"{trec_name[meas.name]}_{meas.k}"
+            key = (
+                {"mrr": "recip_rank", "map": "map"}[meas.name] if meas.k is None else f"{trec_name[meas.name]}_{meas.k}"
+            )
             assert got == pytest.approx(ref[q][key], abs=1e-9), (q, m)
             checked += 1
     assert checked > 500
@@ -99,8 +105,16 @@ def test_mrr_at_k_cuts_the_ranking():
 
 @pytest.mark.parametrize(
     "text,expected",
-    [("nDCG@10", "ndcg@10"), ("acc@5", "acc@5"), ("hits@3", "acc@3"), ("MRR", "mrr"), ("map@100", "map@100"),
-     ("P_10", "precision@10"), ("recall@100", "recall@100"), ("recip_rank", "mrr")],
+    [
+        ("nDCG@10", "ndcg@10"),
+        ("acc@5", "acc@5"),
+        ("hits@3", "acc@3"),
+        ("MRR", "mrr"),
+        ("map@100", "map@100"),
+        ("P_10", "precision@10"),
+        ("recall@100", "recall@100"),
+        ("recip_rank", "mrr"),
+    ],
 )
 def test_measure_parsing(text, expected):
     assert str(Measure.parse(text)) == expected

@@ -38,8 +38,9 @@ def tiny_bert(tiny_model):
 def tiny_colbert(tiny_bert, tmp_path_factory):
     init = tmp_path_factory.mktemp("colbert-init")
     with pytest.warns(UserWarning, match="UNTRAINED"):
-        return load_encoder(str(tiny_bert), backend="colbert", from_bert=True, init_dir=str(init), doc_maxlen=48,
-                            dim=16, device="cpu")
+        return load_encoder(
+            str(tiny_bert), backend="colbert", from_bert=True, init_dir=str(init), doc_maxlen=48, dim=16, device="cpu"
+        )
 
 
 def test_plain_bert_is_refused_without_from_bert(tiny_bert):

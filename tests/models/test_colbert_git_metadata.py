@@ -23,8 +23,9 @@ def test_a_colbert_is_built_inside_a_detached_head_checkout(tiny_model, tmp_path
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "one"], check=True, timeout=60)
     subprocess.run([*git, "checkout", "-q", "--detach"], check=True, timeout=60)
     monkeypatch.chdir(repo)
-    out = colbert_from_bert(tiny_model.parent / (tiny_model.name + "-hf"), tmp_path / "ckpt", dim=16, seed=0,
-                            doc_maxlen=32, query_maxlen=16)
+    out = colbert_from_bert(
+        tiny_model.parent / (tiny_model.name + "-hf"), tmp_path / "ckpt", dim=16, seed=0, doc_maxlen=32, query_maxlen=16
+    )
     assert is_colbert_checkpoint(out)
     meta = json.loads((out / "artifact.metadata").read_text())["meta"]
     assert "git_branch" not in meta and meta["hostname"]

@@ -34,10 +34,12 @@ def test_llm_embedder_task_sets_both_prefixes_and_mean_pooling(tiny_bge_dir, tin
     enc = load_encoder(str(tiny_bge_dir), device="cpu", task="qa", pooling="mean")  # auto -> flag (name)
     assert enc.backend == "flag"
     inst = LLM_EMBEDDER_INSTRUCTIONS["qa"]
-    np.testing.assert_allclose(enc.encode_queries(TEXTS[:1]),
-                               tiny_bge_reference([inst["query"] + TEXTS[0]], "mean"), atol=1e-5)
-    np.testing.assert_allclose(enc.encode_documents(TEXTS[1:]),
-                               tiny_bge_reference([inst["key"] + TEXTS[1]], "mean"), atol=1e-5)
+    np.testing.assert_allclose(
+        enc.encode_queries(TEXTS[:1]), tiny_bge_reference([inst["query"] + TEXTS[0]], "mean"), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        enc.encode_documents(TEXTS[1:]), tiny_bge_reference([inst["key"] + TEXTS[1]], "mean"), atol=1e-5
+    )
     assert enc.options["document_instruction"] == inst["key"]
 
 
@@ -54,11 +56,13 @@ def test_revision_is_the_weight_hash_and_local_load_sets_offline(tiny_bge_dir, m
 
 @pytest.mark.parametrize(
     ("options", "match"),
-    [({"task": "summarise"}, "unknown llm-embedder task"),
-     ({"pooling": "max"}, "pooling"),
-     ({"trust_remote_code": "yes"}, "trust_remote_code"),
-     ({"use_fp16": 1}, "use_fp16"),
-     ({"normalise": True}, "'normalise'")],
+    [
+        ({"task": "summarise"}, "unknown llm-embedder task"),
+        ({"pooling": "max"}, "pooling"),
+        ({"trust_remote_code": "yes"}, "trust_remote_code"),
+        ({"use_fp16": 1}, "use_fp16"),
+        ({"normalise": True}, "'normalise'"),
+    ],
 )
 def test_bad_options_name_the_key(tiny_bge_dir, options, match):
     with pytest.raises(ConfigError, match=match):

@@ -14,19 +14,29 @@ from adaptlab.models.inference import SUPPORTED, Inference, check_native, export
 from adaptlab.runtime import hardware
 from adaptlab.runtime.hardware import bf16_support
 
-TEXTS = ["the cat sat on the mat", "a quick brown fox jumps over the lazy dog " * 4, "x",
-         "proteins fold into shapes that decide what they do", "retrieval with dense vectors"]
+TEXTS = [
+    "the cat sat on the mat",
+    "a quick brown fox jumps over the lazy dog " * 4,
+    "x",
+    "proteins fold into shapes that decide what they do",
+    "retrieval with dense vectors",
+]
 
 
 def _available(backend: str) -> bool:
     module = {"onnx": "onnxruntime", "openvino": "openvino", "torch": "torch"}[backend]
     return importlib.util.find_spec(module) is not None and (
-        backend == "torch" or importlib.util.find_spec("optimum") is not None)
+        backend == "torch" or importlib.util.find_spec("optimum") is not None
+    )
 
 
 _SLOW = {("onnx", "fp32"), ("openvino", "fp32")}  # the exports (and OpenVINO's import): 10-30 s under load
-COMBOS = [pytest.param(b, p, marks=[pytest.mark.slow] if (b, p) in _SLOW else [])
-          for b, ps in SUPPORTED.items() for p in ps if (b, p) != ("torch", "fp32")]
+COMBOS = [
+    pytest.param(b, p, marks=[pytest.mark.slow] if (b, p) in _SLOW else [])
+    for b, ps in SUPPORTED.items()
+    for p in ps
+    if (b, p) != ("torch", "fp32")
+]
 
 
 def test_settings_are_validated_with_the_valid_values():
@@ -34,8 +44,11 @@ def test_settings_are_validated_with_the_valid_values():
         Inference("tpu")
     with pytest.raises(ConfigError, match="precision 'fp16': expected one of fp32, bf16, int8"):
         Inference("torch", "fp16")
-    with pytest.raises(ConfigError, match="'int8' is not available on the 'torch' embedding backend; available: "
-                                          "torch: fp32, bf16; onnx: fp32, int8; openvino: fp32, bf16, int8"):
+    with pytest.raises(
+        ConfigError,
+        match="'int8' is not available on the 'torch' embedding backend; available: "
+        "torch: fp32, bf16; onnx: fp32, int8; openvino: fp32, bf16, int8",
+    ):
         Inference("torch", "int8")
     assert Inference().options() == {} and Inference().is_default
     assert Inference("onnx").options() == {"embedding_backend": "onnx", "precision": "fp32"}
@@ -53,15 +66,26 @@ def test_export_folders_are_keyed_by_backend_precision_and_revision(tmp_path, mo
     monkeypatch.setenv("ADAPTLAB_CACHE", str(tmp_path))
     a = export_folder(Inference("onnx"), "sha256:aa")
     assert a.parent == tmp_path / "exported" and a.name.startswith("onnx-")
-    assert len({a, export_folder(Inference("onnx", "int8"), "sha256:aa"), export_folder(Inference("openvino"),
-                "sha256:aa"), export_folder(Inference("onnx"), "sha256:bb"),
-                export_folder(Inference("openvino", "int8"), "sha256:aa")}) == 5
+    assert (
+        len(
+            {
+                a,
+                export_folder(Inference("onnx", "int8"), "sha256:aa"),
+                export_folder(Inference("openvino"), "sha256:aa"),
+                export_folder(Inference("onnx"), "sha256:bb"),
+                export_folder(Inference("openvino", "int8"), "sha256:aa"),
+            }
+        )
+        == 5
+    )
     # an int8 OpenVINO export is also keyed by its calibration text
     calibrated = export_folder(Inference("openvino", "int8"), "sha256:aa")
     monkeypatch.setattr("adaptlab.models.inference.CALIBRATION_TEXTS", 64)
     assert export_folder(Inference("openvino", "int8"), "sha256:aa") != calibrated
     # bf16 on OpenVINO is a runtime hint on the same exported graph
-    assert export_folder(Inference("openvino", "bf16"), "sha256:aa") == export_folder(Inference("openvino"), "sha256:aa")
+    assert export_folder(Inference("openvino", "bf16"), "sha256:aa") == export_folder(
+        Inference("openvino"), "sha256:aa"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +96,9 @@ def torch_vectors(tiny_model):
 
 
 @pytest.mark.parametrize("backend, precision", COMBOS)
-def test_every_backend_and_precision_gives_unit_float32_vectors(tiny_model, module_cache_home, torch_vectors, backend,
-                                                                 precision, capfd):
+def test_every_backend_and_precision_gives_unit_float32_vectors(
+    tiny_model, module_cache_home, torch_vectors, backend, precision, capfd
+):
     if not _available(backend):
         pytest.skip(f"{backend} is not installed (pip install 'adaptlab[fast]')")
     from adaptlab.models import load_encoder
@@ -142,10 +167,14 @@ def test_a_missing_backend_package_is_one_clear_error(monkeypatch):
     from adaptlab.models import inference
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.startswith("optimum") else real(name, *a))
-    with pytest.raises(ConfigError, match=r"^ONNX embedding backends need the fast extra: pip install "
-                                          r"'adaptlab\[fast\]' \(optimum.onnxruntime is not installed\)$"):
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name.startswith("optimum") else real(name, *a)
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^ONNX embedding backends need the fast extra: pip install "
+        r"'adaptlab\[fast\]' \(optimum.onnxruntime is not installed\)$",
+    ):
         inference.require_backend("onnx")
 
 
@@ -222,8 +251,9 @@ def test_auto_gives_torch_fp32_metrics_and_says_which_backend_ran(tiny_model, mo
     torch_enc = load_encoder(str(tiny_model), device="cpu")
     auto_enc = load_encoder(str(tiny_model), device="cpu", embedding_backend="auto")
     backend = resolve_backend("fp32")
-    assert auto_enc.provenance()["options"] == ({} if backend == "torch" else
-                                                 {"embedding_backend": backend, "precision": "fp32"})
+    assert auto_enc.provenance()["options"] == (
+        {} if backend == "torch" else {"embedding_backend": backend, "precision": "fp32"}
+    )
     want = _ndcg10(torch_enc.encode_queries(queries), torch_enc.encode_documents(docs), qrels)
     got = _ndcg10(auto_enc.encode_queries(queries), auto_enc.encode_documents(docs), qrels)
     assert 0.0 < want.mean() < 1.0  # a retrieval with something to get wrong

@@ -22,8 +22,11 @@ def test_minilm_alias_resolves_to_the_packaged_weights(minilm_path):
 
 def test_minilm_alias_without_the_package_falls_back_to_the_hub_id(monkeypatch):
     alias = resolve_mod.MODEL_ALIASES["minilm"]
-    monkeypatch.setitem(resolve_mod.MODEL_ALIASES, "minilm",
-                        resolve_mod.ModelAlias(alias.hub_id, alias.backend, local_path=lambda: None))
+    monkeypatch.setitem(
+        resolve_mod.MODEL_ALIASES,
+        "minilm",
+        resolve_mod.ModelAlias(alias.hub_id, alias.backend, local_path=lambda: None),
+    )
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ConfigError) as err:
         resolve_model("minilm", cache_dir=os.devnull + "-nothing-here")

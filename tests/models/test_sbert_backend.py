@@ -35,8 +35,7 @@ def test_minilm_provenance(minilm, minilm_path):
 def test_query_instruction_is_prepended_to_queries_only(minilm_path):
     enc = load_encoder("minilm", device="cpu", query_instruction="query: ", max_seq_length=128)
     assert enc.model.max_seq_length == 128
-    np.testing.assert_allclose(enc.encode_queries(TEXTS[:1]), enc.encode_documents(["query: " + TEXTS[0]]),
-                               atol=1e-5)
+    np.testing.assert_allclose(enc.encode_queries(TEXTS[:1]), enc.encode_documents(["query: " + TEXTS[0]]), atol=1e-5)
     assert not np.allclose(enc.encode_queries(TEXTS[:1]), enc.encode_documents(TEXTS[:1]), atol=1e-3)
 
 

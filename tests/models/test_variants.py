@@ -8,15 +8,18 @@ from adaptlab.errors import ConfigError
 from adaptlab.models import variants as v
 
 
-@pytest.mark.parametrize("label, variant, n, name", [
-    ("minilm", v.BASE, None, "minilm-base"),
-    ("minilm", v.PT, 10, "minilm-pt-s10"),
-    ("minilm", v.FT, 100, "minilm-ft-s100"),
-    ("minilm", v.PT_FT, 10, "minilm-pt-ft-s10"),
-    ("bge-small-en", v.MERGED, 700, "bge-small-en-merged-s700"),
-    ("colbert", v.family_variant(v.COLBERT_BASE), None, "colbert-base"),
-    ("colbert", v.family_variant(v.COLBERT_FT), 100, "colbert-ft-s100"),
-])
+@pytest.mark.parametrize(
+    "label, variant, n, name",
+    [
+        ("minilm", v.BASE, None, "minilm-base"),
+        ("minilm", v.PT, 10, "minilm-pt-s10"),
+        ("minilm", v.FT, 100, "minilm-ft-s100"),
+        ("minilm", v.PT_FT, 10, "minilm-pt-ft-s10"),
+        ("bge-small-en", v.MERGED, 700, "bge-small-en-merged-s700"),
+        ("colbert", v.family_variant(v.COLBERT_BASE), None, "colbert-base"),
+        ("colbert", v.family_variant(v.COLBERT_FT), 100, "colbert-ft-s100"),
+    ],
+)
 def test_system_names_round_trip(label, variant, n, name):
     assert v.system_name(label, variant, n) == name
     assert v.parse_system_name(name) == (label, variant, n)

@@ -25,15 +25,23 @@ from adaptlab.retrieval.records import PerQueryRecords
 RUNS = 4
 """Processes (two at a time): before the fix about one short script in 15 aborted, so this is a smoke
 check of the whole exit; the test of the file system below is the deterministic guard."""
-SNIPPET = ("import adaptlab.results as r; s = r.open({root!r}); "
-           "print(s.metrics().num_rows, s.per_query(system='a').num_rows)")
+SNIPPET = (
+    "import adaptlab.results as r; s = r.open({root!r}); print(s.metrics().num_rows, s.per_query(system='a').num_rows)"
+)
 
 
 def _records(system: str) -> PerQueryRecords:
     return PerQueryRecords(
-        system=system, dataset="toy", query_ids=["q1", "q2"], topk_ids=[["d1", "d2"], ["d2", "d1"]],
-        topk_scores=np.array([[0.9, 0.5], [0.7, 0.2]]), gold_ids=[["d1"], ["d1"]], gold_rank=[1, 2],
-        sim_gold=[0.9, 0.2], sim_random=[0.1, 0.05], random_ids=["d3", "d3"],
+        system=system,
+        dataset="toy",
+        query_ids=["q1", "q2"],
+        topk_ids=[["d1", "d2"], ["d2", "d1"]],
+        topk_scores=np.array([[0.9, 0.5], [0.7, 0.2]]),
+        gold_ids=[["d1"], ["d1"]],
+        gold_rank=[1, 2],
+        sim_gold=[0.9, 0.2],
+        sim_random=[0.1, 0.05],
+        random_ids=["d3", "d3"],
     )
 
 
@@ -42,10 +50,15 @@ def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small store with two systems (made once for the module)."""
     root = tmp_path_factory.mktemp("clean_exit") / "store"
     store = results.open(root, create=True)
-    runs = [results.run_record(s, "toy", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0,
-                               config={}) for s in ("a", "b")]
-    store.commit(runs, [{"system": s, "dataset": "toy", "measure": "mrr", "value": v}
-                        for s, v in (("a", 0.5), ("b", 0.25))], [_records("a"), _records("b")])
+    runs = [
+        results.run_record(s, "toy", model_id=s, model_revision=None, dataset_fingerprint="fp", seed=0, config={})
+        for s in ("a", "b")
+    ]
+    store.commit(
+        runs,
+        [{"system": s, "dataset": "toy", "measure": "mrr", "value": v} for s, v in (("a", 0.5), ("b", 0.25))],
+        [_records("a"), _records("b")],
+    )
     store.close()
     return root
 

@@ -25,11 +25,18 @@ from adaptlab.results.exports.ranx_io import (
 from adaptlab.results.validate import canonical_measure
 
 
-@pytest.mark.parametrize(("mteb", "ours"), [
-    ("ndcg_at_10", "ndcg@10"), ("NDCG_AT_10", "ndcg@10"), ("recall_at_100", "recall@100"),
-    ("mrr_at_10", "mrr@10"), ("map_at_1000", "map@1000"), ("precision_at_5", "precision@5"),
-    ("hit_rate_at_10", "acc@10"),
-])
+@pytest.mark.parametrize(
+    ("mteb", "ours"),
+    [
+        ("ndcg_at_10", "ndcg@10"),
+        ("NDCG_AT_10", "ndcg@10"),
+        ("recall_at_100", "recall@100"),
+        ("mrr_at_10", "mrr@10"),
+        ("map_at_1000", "map@1000"),
+        ("precision_at_5", "precision@5"),
+        ("hit_rate_at_10", "acc@10"),
+    ],
+)
 def test_mteb_measure_names_parse(mteb: str, ours: str) -> None:
     assert str(Measure.parse(mteb)) == ours
     assert canonical_measure(mteb) == ours
@@ -65,9 +72,21 @@ def _per_query(run_id: str, system: str, run: dict[str, dict[str, float]]) -> li
     for q, docs in run.items():
         ids = sorted(docs, key=lambda d: (-docs[d], d))
         gold = f"d{q[1:]}"
-        rows.append({"run_id": run_id, "system": system, "dataset": "toy", "query_id": q, "topk_ids": ids,
-                     "topk_scores": [docs[d] for d in ids], "gold_ids": [gold], "gold_rank": ids.index(gold) + 1,
-                     "sim_gold": docs[gold], "sim_random": 0.0, "random_id": ids[-1]})
+        rows.append(
+            {
+                "run_id": run_id,
+                "system": system,
+                "dataset": "toy",
+                "query_id": q,
+                "topk_ids": ids,
+                "topk_scores": [docs[d] for d in ids],
+                "gold_ids": [gold],
+                "gold_rank": ids.index(gold) + 1,
+                "sim_gold": docs[gold],
+                "sim_random": 0.0,
+                "random_id": ids[-1],
+            }
+        )
     return rows
 
 
@@ -81,16 +100,31 @@ def toy(tmp_path_factory):
     qrels, runs = _toy_runs(np.random.default_rng(3))
     (tmp / "qrels.trec").write_text("".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items()))
     for name, run in runs.items():
-        (tmp / f"{name}.trec").write_text("".join(f"{q} Q0 {d} 1 {s!r} {name}\n"
-                                                  for q, docs in run.items() for d, s in docs.items()))
+        (tmp / f"{name}.trec").write_text(
+            "".join(f"{q} Q0 {d} 1 {s!r} {name}\n" for q, docs in run.items() for d, s in docs.items())
+        )
     evals = {n: adaptlab.evaluate(qrels, r, list(MEASURES), system=n, n_resamples=200, seed=0) for n, r in runs.items()}
     store = results.open(tmp / "store", create=True)
-    recs = [results.run_record(n, "toy", model_id=n, model_revision=None, dataset_fingerprint="fp-toy", seed=0,
-                               config={"k": 6, "model": n}) for n in runs]
+    recs = [
+        results.run_record(
+            n, "toy", model_id=n, model_revision=None, dataset_fingerprint="fp-toy", seed=0, config={"k": 6, "model": n}
+        )
+        for n in runs
+    ]
     ids = {r["system"]: r["run_id"] for r in recs}
-    metrics = [{"run_id": ids[n], "system": n, "dataset": "toy", "measure": m, "value": float(row.value),
-                "ci_low": float(row.ci_low), "ci_high": float(row.ci_high)}
-               for n, e in evals.items() for m, row in e.summary.systems[n].items()]
+    metrics = [
+        {
+            "run_id": ids[n],
+            "system": n,
+            "dataset": "toy",
+            "measure": m,
+            "value": float(row.value),
+            "ci_low": float(row.ci_low),
+            "ci_high": float(row.ci_high),
+        }
+        for n, e in evals.items()
+        for m, row in e.summary.systems[n].items()
+    ]
     per_query = pa.Table.from_pylist([row for n in runs for row in _per_query(ids[n], n, runs[n])])
     store.commit(recs, metrics, per_query)
     return {"dir": tmp, "store": store, "qrels": qrels, "runs": runs, "metrics": metrics, "ids": ids}
@@ -99,10 +133,18 @@ def toy(tmp_path_factory):
 def test_mteb_json_has_mteb_fields_and_reads_back(toy, tmp_path) -> None:
     paths = export_mteb(toy["store"], tmp_path / "mteb", task_names={"toy": "ToyRetrieval"})
     assert sorted(p.relative_to(tmp_path / "mteb").as_posix() for p in paths) == [
-        "base/no_revision_available/ToyRetrieval.json", "ft/no_revision_available/ToyRetrieval.json"]
+        "base/no_revision_available/ToyRetrieval.json",
+        "ft/no_revision_available/ToyRetrieval.json",
+    ]
     data = json.loads(paths[1].read_text())
-    assert set(data) >= {"dataset_revision", "task_name", "mteb_version", "scores", "evaluation_time",
-                         "kg_co2_emissions"}
+    assert set(data) >= {
+        "dataset_revision",
+        "task_name",
+        "mteb_version",
+        "scores",
+        "evaluation_time",
+        "kg_co2_emissions",
+    }
     assert data["task_name"] == "ToyRetrieval" and data["dataset_revision"] == "dataset revision not available"
     assert data["adaptlab"]["dataset_fingerprint"] == "fp-toy"
     (subset,) = data["scores"]["test"]
@@ -117,11 +159,26 @@ def test_mteb_json_has_mteb_fields_and_reads_back(toy, tmp_path) -> None:
 
 def test_mteb_published_scores_compare_with_the_store(toy, tmp_path) -> None:
     stored = {r["measure"]: r for r in toy["metrics"] if r["system"] == "base"}
-    published = {"task_name": "Toy", "mteb_version": "1.12.0", "dataset_revision": "abc",
-                 "scores": {"test": [{"hf_subset": "default", "languages": ["eng-Latn"],
-                                      "main_score": 0.5, "ndcg_at_10": stored["ndcg@10"]["value"] - 0.01,
-                                      "mrr_at_10": 0.9, "nauc_map_at_10_max": 3.0, "recall_at_5": 2.0}]},
-                 "evaluation_time": 1.5, "kg_co2_emissions": None}
+    published = {
+        "task_name": "Toy",
+        "mteb_version": "1.12.0",
+        "dataset_revision": "abc",
+        "scores": {
+            "test": [
+                {
+                    "hf_subset": "default",
+                    "languages": ["eng-Latn"],
+                    "main_score": 0.5,
+                    "ndcg_at_10": stored["ndcg@10"]["value"] - 0.01,
+                    "mrr_at_10": 0.9,
+                    "nauc_map_at_10_max": 3.0,
+                    "recall_at_5": 2.0,
+                }
+            ]
+        },
+        "evaluation_time": 1.5,
+        "kg_co2_emissions": None,
+    }
     path = tmp_path / "Toy.json"
     path.write_text(json.dumps(published))
     frame = compare_mteb(MtebTaskResult.from_disk(path), toy["store"], system="base", dataset="toy")
@@ -148,7 +205,10 @@ def _means(evaluation) -> dict[str, float]:
 def test_ranx_json_from_the_store_evaluates_like_the_trec_files(toy, tmp_path) -> None:
     paths = export_ranx(toy["store"], tmp_path / "ranx")
     assert sorted(p.relative_to(tmp_path / "ranx").as_posix() for p in paths) == [
-        "toy/qrels.json", "toy/runs/base.json", "toy/runs/ft.json"]
+        "toy/qrels.json",
+        "toy/runs/base.json",
+        "toy/runs/ft.json",
+    ]
     qrels = read_ranx_json(tmp_path / "ranx/toy/qrels.json", qrels=True)
     assert qrels == toy["qrels"]
     for name in ("base", "ft"):
@@ -205,8 +265,11 @@ def test_mlflow_one_run_per_stored_run_with_safe_names_and_ci(toy, tmp_path, mon
         assert run.data.params["dataset_fingerprint"] == "fp-toy"
         expected = {}
         for key, measure in (("ndcg_at_10", "ndcg@10"), ("recall_at_5", "recall@5"), ("mrr", "mrr")):
-            expected |= {key: stored[measure]["value"], f"{key}_ci_low": stored[measure]["ci_low"],
-                         f"{key}_ci_high": stored[measure]["ci_high"]}
+            expected |= {
+                key: stored[measure]["value"],
+                f"{key}_ci_low": stored[measure]["ci_low"],
+                f"{key}_ci_high": stored[measure]["ci_high"],
+            }
         assert run.data.metrics == pytest.approx(expected)
         names = sorted(a.path for a in client.list_artifacts(logged[run_id], "adaptlab"))
         assert names == ["adaptlab/ft.trec", "adaptlab/report.html"]
@@ -220,17 +283,20 @@ def test_mlflow_needs_an_explicit_tracking_uri(toy, tmp_path) -> None:
 
 
 def test_cli_export_writes_mteb_and_ranx_files(toy, tmp_path, cli) -> None:
-    done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "mteb", "--out", str(tmp_path / "m"),
-               "--system", "ft")
+    done = cli(
+        "export", "--store", str(toy["dir"] / "store"), "--to", "mteb", "--out", str(tmp_path / "m"), "--system", "ft"
+    )
     assert done.returncode == 0, done.stderr
     assert "exported 1 files" in done.stdout
     assert MtebTaskResult.from_disk(tmp_path / "m/ft/no_revision_available/toy.json").get_score("ndcg_at_10") == next(
-        r["value"] for r in toy["metrics"] if r["system"] == "ft" and r["measure"] == "ndcg@10")
+        r["value"] for r in toy["metrics"] if r["system"] == "ft" and r["measure"] == "ndcg@10"
+    )
     done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "ranx", "--out", str(tmp_path / "r"))
     assert done.returncode == 0, done.stderr
     assert read_ranx_json(tmp_path / "r/toy/runs/base.json") == toy["runs"]["base"]
-    done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "mteb", "--out", str(tmp_path / "x"),
-               "--system", "nope")
+    done = cli(
+        "export", "--store", str(toy["dir"] / "store"), "--to", "mteb", "--out", str(tmp_path / "x"), "--system", "nope"
+    )
     assert done.returncode == 2 and "no scores in the store" in done.stderr
 
 
@@ -239,8 +305,19 @@ def test_cli_export_to_mlflow(toy, tmp_path, cli, monkeypatch) -> None:
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
     uri = (tmp_path / "mlruns").as_uri()
-    done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "mlflow", "--out", uri, "--system", "base",
-               "--experiment", "cli-exp")
+    done = cli(
+        "export",
+        "--store",
+        str(toy["dir"] / "store"),
+        "--to",
+        "mlflow",
+        "--out",
+        uri,
+        "--system",
+        "base",
+        "--experiment",
+        "cli-exp",
+    )
     assert done.returncode == 0, done.stderr
     assert f"run {toy['ids']['base']} -> MLflow run" in done.stdout and "exported 1 runs" in done.stdout
     from mlflow.tracking import MlflowClient

@@ -16,16 +16,16 @@ pytest.importorskip("mlflow", reason="MLflow logging needs mlflow: pip install m
 pytest.importorskip("sqlalchemy", reason="a sqlite: tracking store needs SQLAlchemy: pip install sqlalchemy")
 pytest.importorskip("alembic", reason="a sqlite: tracking store needs Alembic: pip install alembic")
 
-MEASURES = {"ndcg@10": "ndcg_at_10", "rprec": "rprec", "bpref": "bpref", "judged@5": "judged_at_5",
-            "err@5": "err_at_5"}
+MEASURES = {"ndcg@10": "ndcg_at_10", "rprec": "rprec", "bpref": "bpref", "judged@5": "judged_at_5", "err@5": "err_at_5"}
 """Stored measure -> its MLflow metric name."""
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     """A store with the scores (values and CIs) of two systems on ``toy``; the stored rows."""
-    return toy_store(tmp_path_factory.mktemp("mlflow-sqlite"), list(MEASURES), n_queries=16, seed=4, run_seed=0,
-                     config={"k": 8})
+    return toy_store(
+        tmp_path_factory.mktemp("mlflow-sqlite"), list(MEASURES), n_queries=16, seed=4, run_seed=0, config={"k": 8}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +77,13 @@ def test_sqlite_logging_again_keeps_the_experiment(store, tracked, monkeypatch) 
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
-    again = log_to_mlflow(store["store"], tracked["uri"], experiment="toy-sqlite", system="ft",
-                          artifact_location=(tracked["dir"] / "ignored").as_uri())
+    again = log_to_mlflow(
+        store["store"],
+        tracked["uri"],
+        experiment="toy-sqlite",
+        system="ft",
+        artifact_location=(tracked["dir"] / "ignored").as_uri(),
+    )
     client = MlflowClient(tracking_uri=tracked["uri"])
     exp = client.get_experiment_by_name("toy-sqlite")
     runs = client.search_runs([exp.experiment_id])
@@ -90,7 +95,10 @@ def test_sqlite_logging_again_keeps_the_experiment(store, tracked, monkeypatch) 
 
 def test_sqlite_without_alembic_is_one_line_naming_the_packages(store, tmp_path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "alembic", None)  # import raises ImportError
-    with pytest.raises(ConfigError, match=r"^MLflow sqlite: tracking stores need the trackers extra: "
-                                          r"pip install 'adaptlab\[trackers\]' \(.*alembic.*\)$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^MLflow sqlite: tracking stores need the trackers extra: "
+        r"pip install 'adaptlab\[trackers\]' \(.*alembic.*\)$",
+    ):
         log_to_mlflow(store["store"], f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert not (tmp_path / "mlflow.db").exists()

@@ -20,11 +20,25 @@ mteb = pytest.importorskip("mteb", reason="the test extra installs mteb")
 def _store(root: Path):
     """A store with two scored runs: ``bm25`` on ``scifact`` (an MTEB task) and on ``synthetic-sentences``."""
     store = results.open(root, create=True)
-    recs = [results.run_record("bm25", ds, model_id="bm25", model_revision=None, dataset_fingerprint=f"fp-{ds}",
-                               seed=0, config={}) for ds in ("scifact", "synthetic-sentences")]
-    rows = [{"run_id": r["run_id"], "system": "bm25", "dataset": r["dataset"], "measure": m, "value": v,
-             "ci_low": v - 0.03, "ci_high": v + 0.03}
-            for r in recs for m, v in (("ndcg@10", 0.676), ("recall@100", 0.925), ("acc@1", 0.5625))]
+    recs = [
+        results.run_record(
+            "bm25", ds, model_id="bm25", model_revision=None, dataset_fingerprint=f"fp-{ds}", seed=0, config={}
+        )
+        for ds in ("scifact", "synthetic-sentences")
+    ]
+    rows = [
+        {
+            "run_id": r["run_id"],
+            "system": "bm25",
+            "dataset": r["dataset"],
+            "measure": m,
+            "value": v,
+            "ci_low": v - 0.03,
+            "ci_high": v + 0.03,
+        }
+        for r in recs
+        for m, v in (("ndcg@10", 0.676), ("recall@100", 0.925), ("acc@1", 0.5625))
+    ]
     store.commit(recs, rows)
     return store
 
@@ -46,11 +60,27 @@ def test_export_loads_with_mtebs_own_reader(tmp_path):
 def test_a_file_mteb_writes_imports_and_exports_back(tmp_path):
     from mteb.results import TaskResult
 
-    written = TaskResult.from_dict({
-        "dataset_revision": "rev", "task_name": "SciFact", "mteb_version": metadata.version("mteb"),
-        "evaluation_time": 1.0, "kg_co2_emissions": None,
-        "scores": {"test": [{"hf_subset": "default", "languages": ["eng-Latn"], "main_score": 0.64508,
-                             "ndcg_at_10": 0.64508, "recall_at_100": 0.925, "mrr_at_10": 0.61097}]}})
+    written = TaskResult.from_dict(
+        {
+            "dataset_revision": "rev",
+            "task_name": "SciFact",
+            "mteb_version": metadata.version("mteb"),
+            "evaluation_time": 1.0,
+            "kg_co2_emissions": None,
+            "scores": {
+                "test": [
+                    {
+                        "hf_subset": "default",
+                        "languages": ["eng-Latn"],
+                        "main_score": 0.64508,
+                        "ndcg_at_10": 0.64508,
+                        "recall_at_100": 0.925,
+                        "mrr_at_10": 0.61097,
+                    }
+                ]
+            },
+        }
+    )
     written.to_disk(tmp_path / "SciFact.json")
     store = results.open(tmp_path / "store", create=True)
     ids = import_mteb(store, [tmp_path / "SciFact.json"], system="minilm-published")
@@ -62,17 +92,38 @@ def test_a_file_mteb_writes_imports_and_exports_back(tmp_path):
     back = TaskResult.from_disk(path)
     assert back.get_score() == pytest.approx(0.64508) and back.task_name == "SciFact"
     assert {k: back.scores["test"][0][k] for k in ("ndcg_at_10", "recall_at_100", "mrr_at_10")} == {
-        "ndcg_at_10": 0.64508, "recall_at_100": 0.925, "mrr_at_10": 0.61097}
+        "ndcg_at_10": 0.64508,
+        "recall_at_100": 0.925,
+        "mrr_at_10": 0.61097,
+    }
 
 
 def test_cli_import_then_export_with_a_language(tmp_path, cli):
     from mteb.results import TaskResult
 
-    (tmp_path / "Mine.json").write_text(json.dumps({
-        "dataset_revision": None, "task_name": "Mine", "mteb_version": None, "evaluation_time": None,
-        "kg_co2_emissions": None, "scores": {"test": [{"hf_subset": "default", "languages": ["deu-Latn"],
-                                                        "main_score": 0.5, "ndcg_at_10": 0.5,
-                                                        "ndcg_at_10_ci_low": 0.4, "ndcg_at_10_ci_high": 0.6}]}}))
+    (tmp_path / "Mine.json").write_text(
+        json.dumps(
+            {
+                "dataset_revision": None,
+                "task_name": "Mine",
+                "mteb_version": None,
+                "evaluation_time": None,
+                "kg_co2_emissions": None,
+                "scores": {
+                    "test": [
+                        {
+                            "hf_subset": "default",
+                            "languages": ["deu-Latn"],
+                            "main_score": 0.5,
+                            "ndcg_at_10": 0.5,
+                            "ndcg_at_10_ci_low": 0.4,
+                            "ndcg_at_10_ci_high": 0.6,
+                        }
+                    ]
+                },
+            }
+        )
+    )
     store = str(tmp_path / "store")
     done = cli("import", "--store", store, "--system", "pub", str(tmp_path / "Mine.json"))
     assert done.returncode == 0 and "imported 1 run(s)" in done.stdout, done.stderr
@@ -92,20 +143,36 @@ def test_export_is_laid_out_as_mtebs_result_cache_and_mteb_reads_it(tmp_path):
     from mteb.results import TaskResult
 
     store = results.open(tmp_path / "store", create=True)
-    recs = [results.run_record(s, "scifact", model_id=f"org/{s}", model_revision=rev, dataset_fingerprint="fp-1",
-                               seed=0, config={}) for s, rev in (("org/minilm ft", "abc123"), ("bm25", None))]
-    store.commit(recs, [{"run_id": r["run_id"], "system": r["system"], "dataset": "scifact", "measure": "ndcg@10",
-                         "value": v} for r, v in zip(recs, (0.7, 0.6))])
+    recs = [
+        results.run_record(
+            s, "scifact", model_id=f"org/{s}", model_revision=rev, dataset_fingerprint="fp-1", seed=0, config={}
+        )
+        for s, rev in (("org/minilm ft", "abc123"), ("bm25", None))
+    ]
+    store.commit(
+        recs,
+        [
+            {"run_id": r["run_id"], "system": r["system"], "dataset": "scifact", "measure": "ndcg@10", "value": v}
+            for r, v in zip(recs, (0.7, 0.6))
+        ],
+    )
     out = tmp_path / "cache" / "results"
     paths = export_mteb(store, out)
     assert sorted(p.relative_to(out).as_posix() for p in paths) == [
-        "bm25/no_revision_available/SciFact.json", "org__minilm_ft/abc123/SciFact.json"]
+        "bm25/no_revision_available/SciFact.json",
+        "org__minilm_ft/abc123/SciFact.json",
+    ]
     meta = json.loads((out / "org__minilm_ft/abc123/model_meta.json").read_text())
     assert (meta["name"], meta["revision"]) == ("org/minilm ft", "abc123")
-    assert json.loads((out / "bm25/no_revision_available/model_meta.json").read_text())["revision"] == \
-        "no_revision_available"
+    assert (
+        json.loads((out / "bm25/no_revision_available/model_meta.json").read_text())["revision"]
+        == "no_revision_available"
+    )
     back = TaskResult.from_disk(out / "org__minilm_ft/abc123/SciFact.json")
     assert back.dataset_revision == "dataset revision not available" and back.get_score() == pytest.approx(0.7)
     loaded = ResultCache(cache_path=tmp_path / "cache").load_results(tasks=["SciFact"], include_remote=False)
     found = {(m.model_name, m.model_revision): m.task_results[0].get_score() for m in loaded.model_results}
-    assert found == {("org/minilm ft", "abc123"): pytest.approx(0.7), ("bm25", "no_revision_available"): pytest.approx(0.6)}
+    assert found == {
+        ("org/minilm ft", "abc123"): pytest.approx(0.7),
+        ("bm25", "no_revision_available"): pytest.approx(0.6),
+    }

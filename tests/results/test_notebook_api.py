@@ -37,10 +37,13 @@ def _write_trec(tmp_path, rng: np.random.Generator) -> dict[str, object]:
         runs[name] = rows
     (tmp_path / "qrels.trec").write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in qrels))
     for name, rows in runs.items():
-        (tmp_path / f"{name}.trec").write_text("".join(f"{q} Q0 {d} {k} {s!r} {name}\n"
-                                                       for k, (q, d, s) in enumerate(rows, 1)))
-    return {"qrels": pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"]),
-            "runs": {n: pd.DataFrame(r, columns=["q_id", "doc_id", "score"]) for n, r in runs.items()}}
+        (tmp_path / f"{name}.trec").write_text(
+            "".join(f"{q} Q0 {d} {k} {s!r} {name}\n" for k, (q, d, s) in enumerate(rows, 1))
+        )
+    return {
+        "qrels": pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"]),
+        "runs": {n: pd.DataFrame(r, columns=["q_id", "doc_id", "score"]) for n, r in runs.items()},
+    }
 
 
 def _per_query_rows(run_id: str, system: str, run: pd.DataFrame) -> object:
@@ -51,9 +54,21 @@ def _per_query_rows(run_id: str, system: str, run: pd.DataFrame) -> object:
     for q, docs in run.sort_values("score", ascending=False).groupby("q_id", sort=False):
         gold = f"d{q[1:]}"
         ids = list(docs["doc_id"])
-        rows.append({"run_id": run_id, "system": system, "dataset": "toy", "query_id": q, "topk_ids": ids,
-                     "topk_scores": list(docs["score"]), "gold_ids": [gold], "gold_rank": ids.index(gold) + 1,
-                     "sim_gold": float(docs["score"].max()), "sim_random": 0.0, "random_id": ids[-1]})
+        rows.append(
+            {
+                "run_id": run_id,
+                "system": system,
+                "dataset": "toy",
+                "query_id": q,
+                "topk_ids": ids,
+                "topk_scores": list(docs["score"]),
+                "gold_ids": [gold],
+                "gold_rank": ids.index(gold) + 1,
+                "sim_gold": float(docs["score"].max()),
+                "sim_random": 0.0,
+                "random_id": ids[-1],
+            }
+        )
     return pa.Table.from_pylist(rows)
 
 
@@ -69,8 +84,10 @@ def session(tmp_path_factory):
     evals = {n: adaptlab.evaluate(frames["qrels"], f, measures, system=n, **BOOT) for n, f in frames["runs"].items()}
     summary = summarise(evals, baseline="base", **BOOT)
     store = results.open(tmp / "store", create=True)
-    runs = [results.run_record(n, "toy", model_id=n, model_revision=None, dataset_fingerprint="fp", seed=0,
-                               config={"k": 6}) for n in evals]
+    runs = [
+        results.run_record(n, "toy", model_id=n, model_revision=None, dataset_fingerprint="fp", seed=0, config={"k": 6})
+        for n in evals
+    ]
     ids = {r["system"]: r["run_id"] for r in runs}
     per_query = pa.concat_tables([_per_query_rows(ids[n], n, frames["runs"][n]) for n in evals])
     store.commit(runs, summary.metric_rows(ids, "toy"), per_query)
@@ -85,8 +102,9 @@ def test_evaluate_from_dataframes_equals_evaluate_from_trec_files(session):
     tmp, frames = session["dir"], session["frames"]
     for name in frames["runs"]:
         from_frame = session["evals"][name]
-        from_files = adaptlab.evaluate(tmp / "qrels.trec", tmp / f"{name}.trec", ["ndcg@10", "mrr@10"],
-                                       system=name, **BOOT)
+        from_files = adaptlab.evaluate(
+            tmp / "qrels.trec", tmp / f"{name}.trec", ["ndcg@10", "mrr@10"], system=name, **BOOT
+        )
         assert isinstance(from_frame, Evaluation) and from_frame.query_ids == from_files.query_ids
         for m in ("ndcg@10", "mrr@10"):
             np.testing.assert_array_equal(from_frame.values[m], from_files.values[m])
@@ -106,8 +124,10 @@ def test_evaluate_names_a_frame_without_its_columns(session):
     with pytest.raises(ConfigError, match="unknown keyword.*n_resample; the bootstrap keywords are"):
         adaptlab.evaluate(session["frames"]["qrels"], session["frames"]["runs"]["ft"], n_resample=10)
     ev = session["evals"]["ft"]
-    assert repr(ev) == f"Evaluation('ft': {N_QUERIES} queries, ndcg@10={ev.mean()['ndcg@10']:.4f}, " \
-                       f"mrr@10={ev.mean()['mrr@10']:.4f})"
+    assert (
+        repr(ev) == f"Evaluation('ft': {N_QUERIES} queries, ndcg@10={ev.mean()['ndcg@10']:.4f}, "
+        f"mrr@10={ev.mean()['mrr@10']:.4f})"
+    )
 
 
 def test_dataframes_with_tidy_columns(session):
@@ -137,7 +157,8 @@ def test_wide_frame_has_the_numbers_of_the_cli(session, cli):
             got = frame.loc[(row["dataset"], row["system"]), m]
             assert list(got) == [float(row[m]), float(row[f"{m}_ci_low"]), float(row[f"{m}_ci_high"])]
     assert frame.loc[("toy", "ft"), ("ndcg@10", "value")] == pytest.approx(
-        session["summary"].systems["ft"]["ndcg@10"].value)
+        session["summary"].systems["ft"]["ndcg@10"].value
+    )
 
 
 def test_a_typo_among_filter_values_is_refused(session, cli):

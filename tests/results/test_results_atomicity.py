@@ -64,9 +64,16 @@ def _template(folder: Path, tag: str, rows: int, k: int) -> Path:
     rng = np.random.default_rng(zlib.crc32(tag.encode()))
     docs = rng.integers(0, 10**9, size=(rows, k))
     table = PerQueryRecords(
-        tag, "toy", [f"q{i}" for i in range(rows)], [[f"doc{d}" for d in row] for row in docs],
-        rng.random((rows, k)), [[f"doc{row[0]}"] for row in docs], np.ones(rows, np.int32),
-        rng.random(rows), rng.random(rows), [f"doc{d}" for d in docs[:, 1]],
+        tag,
+        "toy",
+        [f"q{i}" for i in range(rows)],
+        [[f"doc{d}" for d in row] for row in docs],
+        rng.random((rows, k)),
+        [[f"doc{row[0]}"] for row in docs],
+        np.ones(rows, np.int32),
+        rng.random(rows),
+        rng.random(rows),
+        [f"doc{d}" for d in docs[:, 1]],
     ).to_arrow()
     path = folder / f"template-{tag}.arrow"
     with pa.ipc.new_file(path, table.schema) as out:
@@ -75,8 +82,9 @@ def _template(folder: Path, tag: str, rows: int, k: int) -> Path:
 
 
 def _start(script: str, *args: object) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _wait_ready(p: subprocess.Popen) -> None:
@@ -134,8 +142,9 @@ def test_sigkill_mid_commit_leaves_only_complete_commits(tmp_path):
     # one Delta version per commit: killed writers added none (their Parquet files, if any,
     # are unreferenced and invisible)
     assert store.version() == len(runs) == len(store.commit_ids())
-    written = [f for d in ("kind=runs", "kind=scores", "kind=per_query") if (root / d).is_dir()
-               for f in os.listdir(root / d)]
+    written = [
+        f for d in ("kind=runs", "kind=scores", "kind=per_query") if (root / d).is_dir() for f in os.listdir(root / d)
+    ]
     assert len(written) >= len(store._table().file_uris())
 
 
@@ -144,8 +153,9 @@ def test_concurrent_writers_lose_no_rows_and_readers_see_whole_commits(tmp_path)
     store = results.open(root, create=True)
     n_writers, n_commits = 8, 3
     go = tmp_path / "go"
-    writers = [_start(WRITER, root, f"w{i}", n_commits, _template(tmp_path, f"w{i}", 200, 10), go)
-               for i in range(n_writers)]
+    writers = [
+        _start(WRITER, root, f"w{i}", n_commits, _template(tmp_path, f"w{i}", 200, 10), go) for i in range(n_writers)
+    ]
     try:
         for w in writers:
             _wait_ready(w)
@@ -163,7 +173,8 @@ def test_concurrent_writers_lose_no_rows_and_readers_see_whole_commits(tmp_path)
         _stop(writers)
     runs = _check_complete(store, quiescent=True)
     assert sorted((r["system"], r["seed"]) for r in runs) == sorted(
-        (f"w{i}", s) for i in range(n_writers) for s in range(n_commits))
+        (f"w{i}", s) for i in range(n_writers) for s in range(n_commits)
+    )
     assert store.metrics().num_rows == n_writers * sum(1 + s % 4 for s in range(n_commits))
     assert store.version() == n_writers * n_commits  # each commit exactly once
     assert checks >= 1

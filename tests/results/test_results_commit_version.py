@@ -16,8 +16,10 @@ from adaptlab.metrics import PerQueryMetrics
 
 def _summary():
     ids = [f"q{i}" for i in range(6)]
-    per = {s: PerQueryMetrics(ids, {"acc@1": np.array(v, float)}) for s, v in
-           (("a", [1, 0, 1, 1, 0, 1]), ("b", [0, 0, 1, 0, 0, 1]))}
+    per = {
+        s: PerQueryMetrics(ids, {"acc@1": np.array(v, float)})
+        for s, v in (("a", [1, 0, 1, 1, 0, 1]), ("b", [0, 0, 1, 0, 0, 1]))
+    }
     return summarise(per, n_resamples=50, seed=0)
 
 

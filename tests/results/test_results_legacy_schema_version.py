@@ -23,9 +23,16 @@ V0_COMMIT = "20200101T000000000000Z-00000000000a"
 
 def _records() -> PerQueryRecords:
     return PerQueryRecords(
-        system="old", dataset="toy", query_ids=["q1", "q2"], topk_ids=[["d1", "d2"], ["d2", "d1"]],
-        topk_scores=np.array([[0.9, 0.5], [0.7, 0.2]]), gold_ids=[["d1"], ["d1"]], gold_rank=[1, 2],
-        sim_gold=[0.9, 0.2], sim_random=[0.1, 0.05], random_ids=["d3", "d4"],
+        system="old",
+        dataset="toy",
+        query_ids=["q1", "q2"],
+        topk_ids=[["d1", "d2"], ["d2", "d1"]],
+        topk_scores=np.array([[0.9, 0.5], [0.7, 0.2]]),
+        gold_ids=[["d1"], ["d1"]],
+        gold_rank=[1, 2],
+        sim_gold=[0.9, 0.2],
+        sim_random=[0.1, 0.05],
+        random_ids=["d3", "d4"],
     )
 
 
@@ -38,28 +45,56 @@ def _write_v0_commit(root) -> None:
     ``metrics.metric``, no ``schema_version``/``compared_to``/``p_value``/``extra``."""
     utc = pa.timestamp("us", tz="UTC")
     tables = {
-        "runs": pa.table({
-            "run_id": ["r0"], "system": ["old"], "dataset": ["toy"], "package_version": ["0.0.1"],
-            "model_id": ["m"], "revision": ["rev0"], "dataset_fingerprint": ["fp"],
-            "seed": pa.array([3], pa.int64()), "config": ['{"k":2}'],
-            "timestamp": pa.array([datetime(2020, 1, 1, tzinfo=timezone.utc)], utc), "host": ["h"],
-            "study": pa.array([None], pa.string()),
-        }),
-        "metrics": pa.table({
-            "run_id": ["r0", "r0"], "system": ["old", "old"], "dataset": ["toy", "toy"],
-            "metric": ["ndcg@10", "mrr"], "value": [0.5, 0.75], "boot_mean": [0.5, 0.74],
-            "ci_low": [0.25, 0.5], "ci_high": [0.75, 1.0], "n_queries": [2, 2], "n_resamples": [10, 10],
-            "sample_size": [2, 2], "seed": [0, 0],
-        }),
+        "runs": pa.table(
+            {
+                "run_id": ["r0"],
+                "system": ["old"],
+                "dataset": ["toy"],
+                "package_version": ["0.0.1"],
+                "model_id": ["m"],
+                "revision": ["rev0"],
+                "dataset_fingerprint": ["fp"],
+                "seed": pa.array([3], pa.int64()),
+                "config": ['{"k":2}'],
+                "timestamp": pa.array([datetime(2020, 1, 1, tzinfo=timezone.utc)], utc),
+                "host": ["h"],
+                "study": pa.array([None], pa.string()),
+            }
+        ),
+        "metrics": pa.table(
+            {
+                "run_id": ["r0", "r0"],
+                "system": ["old", "old"],
+                "dataset": ["toy", "toy"],
+                "metric": ["ndcg@10", "mrr"],
+                "value": [0.5, 0.75],
+                "boot_mean": [0.5, 0.74],
+                "ci_low": [0.25, 0.5],
+                "ci_high": [0.75, 1.0],
+                "n_queries": [2, 2],
+                "n_resamples": [10, 10],
+                "sample_size": [2, 2],
+                "seed": [0, 0],
+            }
+        ),
         "per_query": _records().to_arrow().add_column(0, "run_id", pa.array(["r0", "r0"])),
     }
     build = root / "tmp" / "v0-build"
     build.mkdir()
     for name, t in tables.items():
         pq.write_table(_with_version(t, name, 0), build / f"{name}.parquet")
-    manifest = {"commit_id": V0_COMMIT, "schema_version": 0, "tables": {n: t.num_rows for n, t in tables.items()},
-                "run_ids": ["r0"], "systems": ["old"], "datasets": ["toy"], "created": "2020-01-01T00:00:00+00:00",
-                "host": "h", "pid": 1, "replaces": []}
+    manifest = {
+        "commit_id": V0_COMMIT,
+        "schema_version": 0,
+        "tables": {n: t.num_rows for n, t in tables.items()},
+        "run_ids": ["r0"],
+        "systems": ["old"],
+        "datasets": ["toy"],
+        "created": "2020-01-01T00:00:00+00:00",
+        "host": "h",
+        "pid": 1,
+        "replaces": [],
+    }
     (build / "_commit.json").write_text(json.dumps(manifest))
     os.rename(build, root / "commits" / V0_COMMIT)
 
@@ -70,20 +105,27 @@ def store(tmp_path):
 
 
 def _new_run(system: str = "new") -> dict:
-    return results.run_record(system, "toy", model_id="m", model_revision="rev1", dataset_fingerprint="fp",
-                              seed=1, config={})
+    return results.run_record(
+        system, "toy", model_id="m", model_revision="rev1", dataset_fingerprint="fp", seed=1, config={}
+    )
 
 
 def test_v0_files_are_upgraded_on_read(store):
     _write_v0_commit(store.root)
-    store.commit([_new_run()], [{"system": "new", "dataset": "toy", "measure": "mrr", "value": 0.5,
-                                 "compared_to": "old", "p_value": 0.2}])
+    store.commit(
+        [_new_run()],
+        [{"system": "new", "dataset": "toy", "measure": "mrr", "value": 0.5, "compared_to": "old", "p_value": 0.2}],
+    )
     runs = store.runs().to_pylist()
     assert [(r["system"], r["model_revision"], r["schema_version"]) for r in runs] == [
-        ("old", "rev0", 0), ("new", "rev1", results.SCHEMA_VERSION)]
+        ("old", "rev0", 0),
+        ("new", "rev1", results.SCHEMA_VERSION),
+    ]
     m = store.metrics(system="old").to_pylist()
     assert [(x["measure"], x["value"], x["compared_to"], x["p_value"], x["extra"]) for x in m] == [
-        ("ndcg@10", 0.5, None, None, None), ("mrr", 0.75, None, None, None)]
+        ("ndcg@10", 0.5, None, None, None),
+        ("mrr", 0.75, None, None, None),
+    ]
     assert store.metrics(measure="mrr").column("system").to_pylist() == ["old", "new"]
     assert store.metrics(columns=["measure"], system="old").column("measure").to_pylist() == ["ndcg@10", "mrr"]
     back = PerQueryRecords.from_arrow(store.per_query(run_id="r0"))

@@ -21,17 +21,27 @@ from testkit.legacy_writer import LegacyWriter
 
 def _records(system: str = "minilm", dataset: str = "toy") -> PerQueryRecords:
     return PerQueryRecords(
-        system=system, dataset=dataset, query_ids=["q1", "q2", "q3"],
+        system=system,
+        dataset=dataset,
+        query_ids=["q1", "q2", "q3"],
         topk_ids=[["d1", "d2"], ["d3", "d1"], ["d2", "d3"]],
         topk_scores=np.array([[0.9, 0.5], [0.7, 0.2], [0.4, 0.3]]),
-        gold_ids=[["d1"], ["d1", "d2"], ["d9"]], gold_rank=[1, 2, 0],
-        sim_gold=[0.9, 0.2, np.nan], sim_random=[0.1, 0.05, -0.2], random_ids=["d7", "d8", "d2"],
+        gold_ids=[["d1"], ["d1", "d2"], ["d9"]],
+        gold_rank=[1, 2, 0],
+        sim_gold=[0.9, 0.2, np.nan],
+        sim_random=[0.1, 0.05, -0.2],
+        random_ids=["d7", "d8", "d2"],
     )
 
 
 def _run(system: str = "minilm", dataset: str = "toy", **kw) -> dict:
-    args = dict(model_id="sentence-transformers/all-MiniLM-L6-v2", model_revision="abc123",
-                dataset_fingerprint="fp-" + dataset, seed=7, config={"k": 2, "b": [1, 2]})
+    args = dict(
+        model_id="sentence-transformers/all-MiniLM-L6-v2",
+        model_revision="abc123",
+        dataset_fingerprint="fp-" + dataset,
+        seed=7,
+        config={"k": 2, "b": [1, 2]},
+    )
     args.update(kw)
     return results.run_record(system, dataset, **args)
 
@@ -51,9 +61,12 @@ def filled(store):
     r1, r2 = _run("minilm"), _run("bge", study="s1")
     store.commit(
         [r1, r2],
-        [_metric("minilm", value=0.6, ci_low=0.5, ci_high=0.7, n_queries=3, n_resamples=100, seed=0),
-         _metric("bge", value=0.4), _metric("minilm", measure="mrr", value=0.55),
-         _metric("minilm", value=0.2, compared_to="bge", p_value=0.03, extra={"test": "paired"})],
+        [
+            _metric("minilm", value=0.6, ci_low=0.5, ci_high=0.7, n_queries=3, n_resamples=100, seed=0),
+            _metric("bge", value=0.4),
+            _metric("minilm", measure="mrr", value=0.55),
+            _metric("minilm", value=0.2, compared_to="bge", p_value=0.03, extra={"test": "paired"}),
+        ],
         pa.concat_tables([_records("minilm").to_arrow(), _records("bge").to_arrow()]),
     )
     store.commit([_run("minilm", "other", seed=None)], [_metric("minilm", "other", value=0.1)])
@@ -79,7 +92,8 @@ def test_round_trip_all_three_tables(store):
 
     m = store.metrics().to_pylist()
     assert [(x["measure"], x["value"], x["ci_low"], x["ci_high"], x["n_queries"], x["compared_to"]) for x in m] == [
-        ("ndcg@10", 0.625, 0.5, 0.75, 3, None)]
+        ("ndcg@10", 0.625, 0.5, 0.75, 3, None)
+    ]
     assert m[0]["run_id"] == run["run_id"]  # inferred from (system, dataset)
 
     pq_t = store.per_query()
@@ -160,8 +174,11 @@ def test_open_errors_name_the_problem(tmp_path):
 def test_the_reader_refuses_writes_and_sql_saying_how_to_migrate(filled, cli):
     store, r1, _ = filled
     reader = LegacyReader(store.root)
-    for call in (lambda: reader.commit([_run()]), lambda: reader.compact(retention_hours=1),
-                 lambda: reader.sql("SELECT 1")):
+    for call in (
+        lambda: reader.commit([_run()]),
+        lambda: reader.compact(retention_hours=1),
+        lambda: reader.sql("SELECT 1"),
+    ):
         with pytest.raises(StoreError, match=r"previous layout.*read-only.*adaptlab results migrate .* NEW"):
             call()
     assert reader.runs().num_rows == 3  # nothing written

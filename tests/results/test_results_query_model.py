@@ -25,9 +25,15 @@ def two_runs(tmp_path):
     for i, score in enumerate((0.542, 0.6)):
         t = datetime(2025, 1, 1 + i, tzinfo=timezone.utc)
         a, b = dict(_run("minilm"), timestamp=t), dict(_run("bge"), timestamp=t)
-        cid = store.commit([a, b], [_metric("minilm", value=score), _metric("bge", value=0.3),
-                                    _metric("bge", value=0.3 - score, compared_to="minilm", p_value=0.01)],
-                           [_records("minilm"), _records("bge")])
+        cid = store.commit(
+            [a, b],
+            [
+                _metric("minilm", value=score),
+                _metric("bge", value=0.3),
+                _metric("bge", value=0.3 - score, compared_to="minilm", p_value=0.01),
+            ],
+            [_records("minilm"), _records("bge")],
+        )
         ids.append((cid, a["run_id"], b["run_id"]))
     return store, ids
 
@@ -100,8 +106,10 @@ def test_sql_over_the_views(two_runs):
     assert t.to_dict("records") == [{"system": "bge", "n": 2, "best": 0.3}, {"system": "minilm", "n": 2, "best": 0.6}]
     assert store.sql("SELECT count(*) AS n FROM comparisons")["n"].tolist() == [2]
     assert store.sql("SELECT count(*) AS n FROM per_query WHERE gold_rank = ?", [1])["n"].tolist() == [4]
-    joined = store.sql("SELECT r.timestamp, m.value FROM metrics m JOIN runs r USING (run_id) "
-                       "WHERE m.system = 'minilm' ORDER BY r.timestamp")
+    joined = store.sql(
+        "SELECT r.timestamp, m.value FROM metrics m JOIN runs r USING (run_id) "
+        "WHERE m.system = 'minilm' ORDER BY r.timestamp"
+    )
     assert joined["value"].tolist() == [0.542, 0.6]
     assert results.open(store.root, version=1).sql("SELECT count(*) AS n FROM runs")["n"].tolist() == [2]
     arrow = store.sql("SELECT system, value FROM metrics ORDER BY system, value", as_arrow=True)  # Arrow on request
@@ -138,7 +146,10 @@ def test_a_retry_never_duplicates_a_commit(tmp_path, monkeypatch):
         raise OSError("storage down")
 
     monkeypatch.setattr(deltalake.DeltaTable, "create_write_transaction", failing)
-    with pytest.raises(StoreError, match=r"failed after 4 attempts.*storage down; nothing was committed \(the store was at version 1 before it\)"):
+    with pytest.raises(
+        StoreError,
+        match=r"failed after 4 attempts.*storage down; nothing was committed \(the store was at version 1 before it\)",
+    ):
         store.commit([_run()])
     assert store.runs().num_rows == 1
 
@@ -152,8 +163,9 @@ def test_cli_shows_run_and_time_latest_sql_and_errors(two_runs, cli):
     assert ids[0][1][:8] in res.stdout and "(4 rows)" in res.stdout and "-0.2420" not in res.stdout
     res = cli("results", "--store", root, "--latest", "--format", "json", "--filter", "system=minilm")
     assert [r["value"] for r in json.loads(res.stdout)] == [0.6]
-    res = cli("results", "--store", root, "--table", "comparisons", "--filter", "compared_to=minilm",
-               "--format", "json")
+    res = cli(
+        "results", "--store", root, "--table", "comparisons", "--filter", "compared_to=minilm", "--format", "json"
+    )
     assert [r["system"] for r in json.loads(res.stdout)] == ["bge", "bge"]
     res = cli("results", "--store", root, "--sql", "SELECT count(*) AS n FROM runs", "--format", "json")
     assert json.loads(res.stdout) == [{"n": 4}]
@@ -161,8 +173,11 @@ def test_cli_shows_run_and_time_latest_sql_and_errors(two_runs, cli):
     assert res.returncode == 0 and res.stdout.count("\n") == 3
     res = cli("results", "--store", root, "--table", "history")
     assert "CREATE TABLE" in res.stdout and ids[1][0] in res.stdout
-    for bad, needle in ((["--sql", "SELEC 1"], "SQL error"), (["--version", "7"], "no snapshot at version 7"),
-                        (["--filter", "colour=red"], "colour")):
+    for bad, needle in (
+        (["--sql", "SELEC 1"], "SQL error"),
+        (["--version", "7"], "no snapshot at version 7"),
+        (["--filter", "colour=red"], "colour"),
+    ):
         res = cli("results", "--store", root, *bad)
         assert res.returncode == 2 and needle in res.stderr and "Traceback" not in res.stderr, res.stderr
     res = cli("results", "compact", "--store", root)

@@ -38,8 +38,7 @@ def test_round_trip_sql_and_time_travel_on_s3(s3_env):
     uri = f"s3://{BUCKET}/round-trip"
     with results.open(uri, create=True, storage_options=s3_env) as store:
         run = _run()
-        first = store.commit([run], [_metric(value=0.5), _metric(value=0.1, compared_to="bge")],
-                             _records().to_arrow())
+        first = store.commit([run], [_metric(value=0.5), _metric(value=0.1, compared_to="bge")], _records().to_arrow())
         store.commit([_run("bge")], [_metric("bge", value=0.4)])
         assert first.version == 1 and store.version() == 2
         assert store.runs().num_rows == 2 and store.per_query().num_rows == 3
@@ -71,9 +70,16 @@ def test_several_writers_on_s3(s3_env):
     results.open(uri, create=True, storage_options=s3_env).close()
     env = dict(os.environ, **s3_env)
     n_writers, n_commits = 3, 3
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, uri, f"w{i}", str(n_commits)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for i in range(n_writers)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, uri, f"w{i}", str(n_commits)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(n_writers)
+    ]
     try:
         for p in procs:
             _, err = p.communicate(timeout=120)
@@ -99,8 +105,13 @@ def test_checksums_are_verified_on_s3(s3_env):
     uri = f"s3://{BUCKET}/checksums"
     with results.open(uri, create=True, storage_options=s3_env) as store:
         store.commit([_run()], [_metric(value=0.5)])
-    s3 = boto3.client("s3", endpoint_url=s3_env["AWS_ENDPOINT_URL"], aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
-                      aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1")
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=s3_env["AWS_ENDPOINT_URL"],
+        aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"],
+        region_name="us-east-1",
+    )
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="checksums/")["Contents"]]
     assert any(k.startswith("checksums/_adaptlab_checksums/") and k.endswith(".json") for k in keys)
     victim = next(k for k in keys if "/kind=scores/" in k)
@@ -129,8 +140,13 @@ def test_a_damaged_log_on_s3_is_flagged_and_repaired(s3_env):
     with results.open(uri, create=True, storage_options=s3_env) as store:
         store.commit([_run()], [_metric()])
         store.commit([_run("bge")], [_metric("bge")])
-    s3 = boto3.client("s3", endpoint_url=s3_env["AWS_ENDPOINT_URL"], aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
-                      aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1")
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=s3_env["AWS_ENDPOINT_URL"],
+        aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"],
+        region_name="us-east-1",
+    )
     s3.put_object(Bucket=BUCKET, Key="damaged/_delta_log/00000000000000000002.json", Body=b"")
     with pytest.raises(results.StoreDamagedError, match=r"00000000000000000002\.json \(version 2\) is empty"):
         results.open(uri, storage_options=s3_env)

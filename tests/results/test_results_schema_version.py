@@ -50,9 +50,16 @@ def legacy(tmp_path):
     store = LegacyWriter(tmp_path / "old")
     _write_v0_commit(store.root)
     a, b = _run("minilm"), _run("bge")
-    store.commit([a, b], [_metric("minilm", value=0.6, ci_low=0.5, ci_high=0.7), _metric("bge", value=0.4),
-                          _metric("minilm", value=0.2, compared_to="bge", p_value=0.03), _metric("bge", "toy", "mrr")],
-                 [_records("minilm"), _records("bge")])
+    store.commit(
+        [a, b],
+        [
+            _metric("minilm", value=0.6, ci_low=0.5, ci_high=0.7),
+            _metric("bge", value=0.4),
+            _metric("minilm", value=0.2, compared_to="bge", p_value=0.03),
+            _metric("bge", "toy", "mrr"),
+        ],
+        [_records("minilm"), _records("bge")],
+    )
     store.commit([_run("c", "other")], [_metric("c", "other", value=float("nan"))])
     return store
 
@@ -74,8 +81,9 @@ def test_migrate_converts_with_identical_results(legacy, tmp_path):
     new = results.open(tmp_path / "new")
     assert new.commit_ids() == legacy.commit_ids()  # ids and order kept
     for name in ("runs", "per_query"):
-        assert json.dumps(new.table(name).to_pylist(), default=str) == \
-            json.dumps(legacy.table(name).to_pylist(), default=str)
+        assert json.dumps(new.table(name).to_pylist(), default=str) == json.dumps(
+            legacy.table(name).to_pylist(), default=str
+        )
     assert new.metrics(compared_to="bge").column("value").to_pylist() == [0.2]
     assert new.metrics(kind="all").num_rows == legacy.metrics().num_rows
     assert new.runs(system="old").column("model_revision").to_pylist() == ["rev0"]  # v0 migrated on the way

@@ -20,17 +20,27 @@ from adaptlab.retrieval.records import PerQueryRecords
 
 def _records(system: str = "minilm", dataset: str = "toy") -> PerQueryRecords:
     return PerQueryRecords(
-        system=system, dataset=dataset, query_ids=["q1", "q2", "q3"],
+        system=system,
+        dataset=dataset,
+        query_ids=["q1", "q2", "q3"],
         topk_ids=[["d1", "d2"], ["d3", "d1"], ["d2", "d3"]],
         topk_scores=np.array([[0.9, 0.5], [0.7, 0.2], [0.4, 0.3]]),
-        gold_ids=[["d1"], ["d1", "d2"], ["d9"]], gold_rank=[1, 2, 0],
-        sim_gold=[0.9, 0.2, np.nan], sim_random=[0.1, 0.05, -0.2], random_ids=["d7", "d8", "d2"],
+        gold_ids=[["d1"], ["d1", "d2"], ["d9"]],
+        gold_rank=[1, 2, 0],
+        sim_gold=[0.9, 0.2, np.nan],
+        sim_random=[0.1, 0.05, -0.2],
+        random_ids=["d7", "d8", "d2"],
     )
 
 
 def _run(system: str = "minilm", dataset: str = "toy", **kw) -> dict:
-    args = dict(model_id="sentence-transformers/all-MiniLM-L6-v2", model_revision="abc123",
-                dataset_fingerprint="fp-" + dataset, seed=7, config={"k": 2, "b": [1, 2]})
+    args = dict(
+        model_id="sentence-transformers/all-MiniLM-L6-v2",
+        model_revision="abc123",
+        dataset_fingerprint="fp-" + dataset,
+        seed=7,
+        config={"k": 2, "b": [1, 2]},
+    )
     args.update(kw)
     return results.run_record(system, dataset, **args)
 
@@ -50,9 +60,12 @@ def filled(store):
     r1, r2 = _run("minilm"), _run("bge", study="s1")
     store.commit(
         [r1, r2],
-        [_metric("minilm", value=0.6, ci_low=0.5, ci_high=0.7, n_queries=3, n_resamples=100, seed=0),
-         _metric("bge", value=0.4), _metric("minilm", measure="mrr", value=0.55),
-         _metric("minilm", value=0.2, compared_to="bge", p_value=0.03, extra={"test": "paired"})],
+        [
+            _metric("minilm", value=0.6, ci_low=0.5, ci_high=0.7, n_queries=3, n_resamples=100, seed=0),
+            _metric("bge", value=0.4),
+            _metric("minilm", measure="mrr", value=0.55),
+            _metric("minilm", value=0.2, compared_to="bge", p_value=0.03, extra={"test": "paired"}),
+        ],
         pa.concat_tables([_records("minilm").to_arrow(), _records("bge").to_arrow()]),
     )
     store.commit([_run("minilm", "other", seed=None)], [_metric("minilm", "other", value=0.1)])
@@ -79,7 +92,8 @@ def test_round_trip_all_three_tables(store):
 
     m = store.metrics().to_pylist()
     assert [(x["measure"], x["value"], x["ci_low"], x["ci_high"], x["n_queries"], x["compared_to"]) for x in m] == [
-        ("ndcg@10", 0.625, 0.5, 0.75, 3, None)]
+        ("ndcg@10", 0.625, 0.5, 0.75, 3, None)
+    ]
     assert m[0]["run_id"] == run["run_id"]  # inferred from (system, dataset)
 
     pq_t = store.per_query()
@@ -97,8 +111,9 @@ def test_round_trip_all_three_tables(store):
 def test_per_query_records_objects_and_dataframes_are_accepted(store):
     pd = pytest.importorskip("pandas")
     run_a, run_b = _run("a"), _run("b")
-    metrics = pd.DataFrame({"system": ["a", "b"], "dataset": ["toy", "toy"], "measure": ["mrr", "mrr"],
-                            "value": [0.5, 0.25]})
+    metrics = pd.DataFrame(
+        {"system": ["a", "b"], "dataset": ["toy", "toy"], "measure": ["mrr", "mrr"], "value": [0.5, 0.25]}
+    )
     store.commit([run_a, run_b], metrics, [_records("a"), _records("b")])
     assert store.per_query(system="b").num_rows == 3
     got = {(r["system"], r["run_id"]) for r in store.metrics().to_pylist()}
@@ -168,7 +183,6 @@ def test_open_errors_and_create(tmp_path):
         results.open("ftp://host/store")
     with pytest.raises(StoreError, match="without credentials"):
         results.open("s3://KEY:SECRET@bucket/store")
-
 
 
 def _bad_commit(case: str) -> tuple:
@@ -254,13 +268,19 @@ def test_names_never_become_paths(store, tmp_path):
     evil = ["../../escape", "a/b\\c", "..", "/abs/path", "nul\x00byte?"]
     before = set(os.listdir(tmp_path))
     for i, name in enumerate(evil):
-        store.commit([_run(name, name + "-ds")], [_metric(name, name + "-ds", value=float(i))],
-                     _records(name, name + "-ds").to_arrow())
+        store.commit(
+            [_run(name, name + "-ds")],
+            [_metric(name, name + "-ds", value=float(i))],
+            _records(name, name + "-ds").to_arrow(),
+        )
     assert set(os.listdir(tmp_path)) == before
     for dirpath, _dirnames, _filenames in os.walk(store.root):
         rel = os.path.relpath(dirpath, store.root)
-        assert rel in (".", "_delta_log", "_adaptlab_checksums") or rel.startswith("_delta_log" + os.sep) or \
-            rel in {f"kind={k}" for k in ("runs", "scores", "per_query")}, rel
+        assert (
+            rel in (".", "_delta_log", "_adaptlab_checksums")
+            or rel.startswith("_delta_log" + os.sep)
+            or rel in {f"kind={k}" for k in ("runs", "scores", "per_query")}
+        ), rel
     assert sorted(store.runs().column("system").to_pylist()) == sorted(evil)
     assert store.metrics(system="../../escape").column("value").to_pylist() == [0.0]
 
@@ -286,6 +306,7 @@ def test_compact_keeps_every_row_and_history(filled):
     store, *_ = filled
     for name in "cde":
         store.commit([_run(name)], [_metric(name)], _records(name).to_arrow())
+
     def rows():  # NaN == NaN through JSON
         return {n: json.dumps(store.table(n).to_pylist(), default=str) for n in results.TABLES}
 
@@ -304,11 +325,13 @@ def test_compact_keeps_every_row_and_history(filled):
 
 
 def test_import_is_light():
-    code = ("import sys, time; t = time.perf_counter(); import adaptlab.results as r; "
-            "dt = time.perf_counter() - t; "
-            "assert callable(r.open) and r.open is not open; "
-            "bad = [m for m in ('pyarrow', 'torch', 'ray') if m in sys.modules]; "
-            "assert not bad, bad; print(dt)")
+    code = (
+        "import sys, time; t = time.perf_counter(); import adaptlab.results as r; "
+        "dt = time.perf_counter() - t; "
+        "assert callable(r.open) and r.open is not open; "
+        "bad = [m for m in ('pyarrow', 'torch', 'ray') if m in sys.modules]; "
+        "assert not bad, bad; print(dt)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert float(out.stdout) < 1.0
 
@@ -318,8 +341,11 @@ def test_store_folder_names_that_urls_encode_still_verify(tmp_path, name):
     """delta-rs percent-encodes file URIs; the checksum check must map them back to the files."""
     store = results.open(tmp_path / name, create=True)
     run = _run("a")
-    store.commit([run], [{"run_id": run["run_id"], "system": "a", "dataset": "toy", "measure": "mrr",
-                          "value": 0.5}], [_records("a")])
+    store.commit(
+        [run],
+        [{"run_id": run["run_id"], "system": "a", "dataset": "toy", "measure": "mrr", "value": 0.5}],
+        [_records("a")],
+    )
     reread = results.open(tmp_path / name)
     assert reread.metrics().column("value").to_pylist() == [0.5]
     assert reread.per_query(system="a").num_rows == 3

@@ -30,13 +30,19 @@ def toy(tmp_path_factory):
     """A store with the scores (values and CIs) of two systems on ``toy`` and one free measure
     without a CI; the stored rows; a report and a run file to attach."""
     tmp = tmp_path_factory.mktemp("wandb-store")
-    built = toy_store(tmp, list(MEASURES), n_queries=12, seed=7, run_seed=3,
-                      config={"k": 8, "train": {"lr": 1e-4}}, extra_rows=[FREE[:2]])
+    built = toy_store(
+        tmp,
+        list(MEASURES),
+        n_queries=12,
+        seed=7,
+        run_seed=3,
+        config={"k": 8, "train": {"lr": 1e-4}},
+        extra_rows=[FREE[:2]],
+    )
     store, ids, rows = built["store"], built["ids"], built["rows"]
     (tmp / "report.html").write_text("<html>report</html>")
     (tmp / "ft.trec").write_text("q0 Q0 d0 1 0.625 ft\n")
-    return {"store": store, "ids": ids, "rows": rows, "dir": tmp,
-            "files": [tmp / "report.html", tmp / "ft.trec"]}
+    return {"store": store, "ids": ids, "rows": rows, "dir": tmp, "files": [tmp / "report.html", tmp / "ft.trec"]}
 
 
 def _isolate(mp: pytest.MonkeyPatch, tmp: Path) -> None:
@@ -62,8 +68,12 @@ def exported(toy, tmp_path_factory):
 
 def _inspect(folder: Path, *options: str) -> str:
     """``wandb leet inspect OPTIONS FOLDER``'s output: wandb's reader of a run's ``.wandb`` log."""
-    done = subprocess.run([sys.executable, "-m", "wandb", "leet", "inspect", *options, str(folder)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "wandb", "leet", "inspect", *options, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if done.returncode and "No such command" in done.stderr:
         pytest.skip(f"this wandb has no `wandb leet inspect` (wandb>=0.31 has): {done.stderr.strip()[-200:]}")
     assert done.returncode == 0, done.stderr
@@ -89,14 +99,22 @@ def test_offline_runs_read_back_with_wandbs_reader(toy, exported) -> None:
         folder = logged[run_id]
         assert folder.parent == exported["dir"] / "out" / "wandb" and folder.name.startswith("offline-run-")
         got = json.loads(_inspect(folder, "--summary", "--json"))
-        assert (got["name"], got["project"], got["state"], got["exit_code"]) == (f"{system} on toy", "toy-wandb",
-                                                                                 "finished", 0)
+        assert (got["name"], got["project"], got["state"], got["exit_code"]) == (
+            f"{system} on toy",
+            "toy-wandb",
+            "finished",
+            0,
+        )
         summary = {k: v for k, v in got["summary"].items() if not k.startswith("_")}
         assert summary == _expected(toy["rows"], system)  # exact: float64 values through JSON
         config = got["config"]
         assert config["config"] == {"k": 8, "model": system, "train": {"lr": 1e-4}}
         assert (config["system"], config["dataset"], config["dataset_fingerprint"], config["seed"]) == (
-            system, "toy", "fp-toy", 3)
+            system,
+            "toy",
+            "fp-toy",
+            3,
+        )
         assert config["adaptlab"]["run_id"] == run_id and "model_revision" not in config
         for original in toy["files"]:
             assert (folder / "files" / "adaptlab" / original.name).read_bytes() == original.read_bytes()
@@ -117,8 +135,19 @@ def test_no_api_key_and_no_console_or_system_data_written(exported) -> None:
 @pytest.mark.slow
 def test_cli_export_to_wandb(toy, exported, tmp_path, cli, monkeypatch) -> None:
     _isolate(monkeypatch, tmp_path)
-    done = cli("export", "--store", str(toy["dir"] / "store"), "--to", "wandb", "--out", str(tmp_path / "wb"),
-               "--system", "ft", "--artifact", str(toy["files"][0]))
+    done = cli(
+        "export",
+        "--store",
+        str(toy["dir"] / "store"),
+        "--to",
+        "wandb",
+        "--out",
+        str(tmp_path / "wb"),
+        "--system",
+        "ft",
+        "--artifact",
+        str(toy["files"][0]),
+    )
     assert done.returncode == 0, done.stderr
     assert f"run {toy['ids']['ft']} -> W&B run {tmp_path / 'wb' / 'wandb'}" in done.stdout
     assert "exported 1 runs" in done.stdout and f"wandb sync {tmp_path / 'wb' / 'wandb'}" in done.stdout
@@ -128,10 +157,18 @@ def test_cli_export_to_wandb(toy, exported, tmp_path, cli, monkeypatch) -> None:
     assert {k: v for k, v in got["summary"].items() if not k.startswith("_")} == _expected(toy["rows"], "ft")
 
 
-@pytest.mark.parametrize(("measure", "key"), [
-    ("ndcg@10", "ndcg_at_10"), ("acc@5", "accuracy_at_5"), ("mrr", "mrr"), ("isoscore-2d", "isoscore_2d"),
-    ("coe/layer.3", "coe_layer_3"), ("2d", "m_2d"), ("_x", "m_x"),
-])
+@pytest.mark.parametrize(
+    ("measure", "key"),
+    [
+        ("ndcg@10", "ndcg_at_10"),
+        ("acc@5", "accuracy_at_5"),
+        ("mrr", "mrr"),
+        ("isoscore-2d", "isoscore_2d"),
+        ("coe/layer.3", "coe_layer_3"),
+        ("2d", "m_2d"),
+        ("_x", "m_x"),
+    ],
+)
 def test_metric_names_are_ones_wandb_sorts(measure: str, key: str) -> None:
     assert wandb_metric_name(measure) == key
 

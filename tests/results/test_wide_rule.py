@@ -10,8 +10,16 @@ from adaptlab.results.frames import score_grid, wide_frame
 
 
 def _row(ds: str, system: str, measure: str, value: float, **kw) -> dict:
-    return {"dataset": ds, "system": system, "measure": measure, "value": value,
-            "ci_low": value - 0.1, "ci_high": value + 0.1, "compared_to": None, **kw}
+    return {
+        "dataset": ds,
+        "system": system,
+        "measure": measure,
+        "value": value,
+        "ci_low": value - 0.1,
+        "ci_high": value + 0.1,
+        "compared_to": None,
+        **kw,
+    }
 
 
 # interleaved datasets, a measure first named by a later system, a repeated measure, a

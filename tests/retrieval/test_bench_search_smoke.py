@@ -6,7 +6,9 @@ from benchmarks import bench_search
 
 
 def test_bench_search_runs_small(capsys) -> None:
-    res = bench_search.main(["--docs", "2000", "--queries", "20", "--dim", "16", "--k", "10", "--repeat", "1", "--doc-ids"])
+    res = bench_search.main(
+        ["--docs", "2000", "--queries", "20", "--dim", "16", "--k", "10", "--repeat", "1", "--doc-ids"]
+    )
     assert res["same_topk_set"] == 1.0
     assert res["ours_s"] > 0 and res["faiss_s"] > 0
     out = capsys.readouterr().out

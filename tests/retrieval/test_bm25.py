@@ -17,8 +17,13 @@ from adaptlab.retrieval.lexical import BM25Settings, bm25_records
 SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "beir_scifact"
 PLAIN = BM25Settings(k1=1.2, b=0.75, stemmer="none", stopwords="none")
 
-DOCS = {"d1": "apple banana apple", "d2": "banana cherry", "d3": "cherry cherry cherry date",
-        "d4": "banana cherry", "d5": "elder"}
+DOCS = {
+    "d1": "apple banana apple",
+    "d2": "banana cherry",
+    "d3": "cherry cherry cherry date",
+    "d4": "banana cherry",
+    "d5": "elder",
+}
 
 
 def _lucene(query: str, docs: dict[str, str], k1: float, b: float) -> dict[str, float]:
@@ -41,8 +46,18 @@ def _lucene(query: str, docs: dict[str, str], k1: float, b: float) -> dict[str, 
 def test_scores_ranking_and_similarity_columns_by_hand():
     qrels = {"q1": {"d1": 1}, "q2": {"d5": 1}, "q3": {"d2": 1, "d4": 1}}
     queries = {"q1": "apple cherry", "q2": "zebra", "q3": "banana cherry"}
-    rec = bm25_records(list(queries), list(queries.values()), list(DOCS), list(DOCS.values()), qrels,
-                       settings=PLAIN, system="bm25", dataset="toy", k=3, seed=7)
+    rec = bm25_records(
+        list(queries),
+        list(queries.values()),
+        list(DOCS),
+        list(DOCS.values()),
+        qrels,
+        settings=PLAIN,
+        system="bm25",
+        dataset="toy",
+        k=3,
+        seed=7,
+    )
     for i, (q, text) in enumerate(queries.items()):
         want = _lucene(text, DOCS, 1.2, 0.75)
         ranked = sorted(want, key=lambda d: (-round(want[d], 5), [-ord(c) for c in d]))[:3]
@@ -63,21 +78,35 @@ def test_the_same_draw_of_random_documents_as_the_dense_path():
 
     qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
     emb = np.eye(5, dtype=np.float32)
-    dense = build_records(["q1", "q2"], emb[:2], list(DOCS), emb, qrels, system="x", dataset="t", k=2, seed=3,
-                          backend="numpy")
-    lex = bm25_records(["q1", "q2"], ["apple", "banana"], list(DOCS), list(DOCS.values()), qrels, settings=PLAIN,
-                       system="y", dataset="t", k=2, seed=3)
+    dense = build_records(
+        ["q1", "q2"], emb[:2], list(DOCS), emb, qrels, system="x", dataset="t", k=2, seed=3, backend="numpy"
+    )
+    lex = bm25_records(
+        ["q1", "q2"],
+        ["apple", "banana"],
+        list(DOCS),
+        list(DOCS.values()),
+        qrels,
+        settings=PLAIN,
+        system="y",
+        dataset="t",
+        k=2,
+        seed=3,
+    )
     assert lex.random_ids == dense.random_ids
 
 
-@pytest.mark.parametrize(("options", "match"), [
-    ({"k1": -1}, "'k1': expected a number >= 0"),
-    ({"b": 2}, r"'b': expected a number in \[0.0, 1.0\]"),
-    ({"method": "okapi"}, "'method': expected one of lucene"),
-    ({"stemmer": "klingon"}, "'stemmer': expected 'none' or one of"),
-    ({"stopwords": "fr"}, "'stopwords': expected 'en' or 'none'"),
-    ({"k": 3}, "option 'k' is unknown"),
-])
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"k1": -1}, "'k1': expected a number >= 0"),
+        ({"b": 2}, r"'b': expected a number in \[0.0, 1.0\]"),
+        ({"method": "okapi"}, "'method': expected one of lucene"),
+        ({"stemmer": "klingon"}, "'stemmer': expected 'none' or one of"),
+        ({"stopwords": "fr"}, "'stopwords': expected 'en' or 'none'"),
+        ({"k": 3}, "option 'k' is unknown"),
+    ],
+)
 def test_bad_options_are_one_clear_error(options, match):
     with pytest.raises(ConfigError, match=match):
         BM25Settings.from_options(options)
@@ -85,8 +114,9 @@ def test_bad_options_are_one_clear_error(options, match):
 
 def test_stemming_and_stop_words_reach_the_tokenizer():
     docs, qrels = ["the runners were running", "a run"], {"q": {"a": 1}}
-    stemmed = bm25_records(["q"], ["running"], ["a", "b"], docs, qrels, settings=BM25Settings(), system="s",
-                           dataset="t", k=2)
+    stemmed = bm25_records(
+        ["q"], ["running"], ["a", "b"], docs, qrels, settings=BM25Settings(), system="s", dataset="t", k=2
+    )
     plain = bm25_records(["q"], ["running"], ["a", "b"], docs, qrels, settings=PLAIN, system="s", dataset="t", k=2)
     assert stemmed.topk_scores[0].min() > 0  # "run" matches both documents once stemmed
     assert plain.topk_scores[0][1] == 0  # unstemmed: only "running" in document a
@@ -96,13 +126,18 @@ def test_a_study_evaluates_bm25_beside_a_dense_model(tmp_path):
     from adaptlab.results import open as open_store
     from adaptlab.study import parse_study, run_study
 
-    spec = {"study": {"name": "lex", "store": str(tmp_path / "store")},
-            "datasets": [{"name": "syn", "spec": "synthetic:n_documents=8,seed=1"}],
-            "models": [{"name": "dense", "ref": "hash:64"},
-                       {"name": "bm25", "ref": "bm25", "options": {"k1": 1.2, "b": 0.75}}],
-            "evaluation": {"metrics": ["acc@1", "ndcg@10"], "k": 10, "baseline": "dense"},
-            "bootstrap": {"n_resamples": 200}, "embedding": {"use_ray": False},
-            "analysis": {"thresholds": True, "isotropy": True}}
+    spec = {
+        "study": {"name": "lex", "store": str(tmp_path / "store")},
+        "datasets": [{"name": "syn", "spec": "synthetic:n_documents=8,seed=1"}],
+        "models": [
+            {"name": "dense", "ref": "hash:64"},
+            {"name": "bm25", "ref": "bm25", "options": {"k1": 1.2, "b": 0.75}},
+        ],
+        "evaluation": {"metrics": ["acc@1", "ndcg@10"], "k": 10, "baseline": "dense"},
+        "bootstrap": {"n_resamples": 200},
+        "embedding": {"use_ray": False},
+        "analysis": {"thresholds": True, "isotropy": True},
+    }
     out = run_study(parse_study(spec))
     rec = out.datasets[0].records["bm25"]
     assert rec.meta["similarity"] == "BM25 score" and "k1=1.2 b=0.75" in rec.meta["bm25"]
@@ -143,8 +178,17 @@ def test_scifact_ndcg10_within_0_02_of_pyserini_flat():
     ds = load_dataset(f"beir:{SCIFACT}", split="test")
     judged = ds.judged_queries()
     doc_ids = list(ds.corpus)
-    rec = bm25_records(judged, [ds.queries[q] for q in judged], doc_ids, [ds.corpus[d].full_text() for d in doc_ids],
-                       ds.qrels, settings=BM25Settings(), system="bm25", dataset="scifact", k=100)
+    rec = bm25_records(
+        judged,
+        [ds.queries[q] for q in judged],
+        doc_ids,
+        [ds.corpus[d].full_text() for d in doc_ids],
+        ds.qrels,
+        settings=BM25Settings(),
+        system="bm25",
+        dataset="scifact",
+        k=100,
+    )
     qrels = {q: dict(ds.qrels[q]) for q in judged}
     theirs = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(rec.to_run())
     ndcg = float(np.mean([v["ndcg_cut_10"] for v in theirs.values()]))

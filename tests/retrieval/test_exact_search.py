@@ -39,6 +39,7 @@ def tied_corpus() -> tuple[np.ndarray, np.ndarray, list[str]]:
 
 # ----------------------------------------------------------------------- hand-checkable ties
 
+
 def test_ties_broken_by_doc_id_descending_across_k_boundary() -> None:
     # scores for q = (1, 0): a=1, b=0, c=1, d=0.6, e=1 -> ranking e, c, a, d, b
     y = np.array([[1, 0], [0, 1], [1, 0], [0.6, 0.8], [1, 0]], dtype=np.float32)
@@ -92,6 +93,7 @@ def test_no_queries_gives_empty_arrays() -> None:
 
 # ----------------------------------------------------------------------- random data
 
+
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
 def test_agrees_with_brute_force(tied_corpus, backend: str) -> None:
     x, y, ids = tied_corpus
@@ -142,6 +144,7 @@ def test_pair_scores_is_rounded_float64_dot() -> None:
 
 # ----------------------------------------------------------------------- validation
 
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
@@ -179,6 +182,7 @@ def test_backend_names() -> None:
 
 
 # ----------------------------------------------------------------------- GPU
+
 
 def _has_cuda() -> bool:
     try:

@@ -49,8 +49,17 @@ def test_records_contract():
     np.testing.assert_array_equal(rec.sim_gold, [2, 0])
     assert rec.meta["similarity"] == "maxsim" and rec.meta["query_tokens"] == 2
     # the random document is drawn exactly as in the dense path (same seed, queries, corpus size)
-    dense = build_records(["q0", "q1"], np.eye(2, 3, dtype=np.float32), DOC_IDS, np.eye(4, 3, dtype=np.float32),
-                          qrels, system="x", dataset="toy", k=2, seed=3)
+    dense = build_records(
+        ["q0", "q1"],
+        np.eye(2, 3, dtype=np.float32),
+        DOC_IDS,
+        np.eye(4, 3, dtype=np.float32),
+        qrels,
+        system="x",
+        dataset="toy",
+        k=2,
+        seed=3,
+    )
     assert rec.random_ids == dense.random_ids
     full = maxsim_scores(QUERIES, DOCS)
     pos = [DOC_IDS.index(d) for d in rec.random_ids]

@@ -24,8 +24,9 @@ def tiny_colbert_dir(tiny_model, tmp_path_factory):
     from adaptlab.models.colbert import colbert_from_bert
 
     with pytest.warns(UserWarning, match="UNTRAINED"):  # over the session's tiny BERT
-        return colbert_from_bert(tiny_model.parent / (tiny_model.name + "-hf"), tmp_path_factory.mktemp("cb") / "ckpt",
-                                 dim=16, doc_maxlen=48)
+        return colbert_from_bert(
+            tiny_model.parent / (tiny_model.name + "-hf"), tmp_path_factory.mktemp("cb") / "ckpt", dim=16, doc_maxlen=48
+        )
 
 
 def test_colbert_models_entry_runs_beside_a_bi_encoder(tiny_colbert_dir, tmp_path):
@@ -34,7 +35,7 @@ def test_colbert_models_entry_runs_beside_a_bi_encoder(tiny_colbert_dir, tmp_pat
     text = f"""
 [study]
 name = "late"
-store = "{tmp_path / 'store'}"
+store = "{tmp_path / "store"}"
 [[datasets]]
 name = "syn"
 spec = "synthetic:n_documents=8,seed=1"
@@ -96,8 +97,10 @@ def test_scale_study_names_colbert_systems(tmp_path):
 
     study = load_study(REPO / "jobs" / "scale_study_small.toml")
     settings = parse_adapt_section(study, store=tmp_path)
-    arts = [Artifact(tmp_path / "a", {"key": "k1", "variant": "ft"}),
-            Artifact(tmp_path / "b", {"key": "k2", "variant": "colbert-ft"})]
+    arts = [
+        Artifact(tmp_path / "a", {"key": "k1", "variant": "ft"}),
+        Artifact(tmp_path / "b", {"key": "k2", "variant": "colbert-ft"}),
+    ]
     systems = _systems(study, settings, [("ft", 10, None), ("colbert-ft", 10, None)], arts)
     by_name = {s.name: s for s in systems}
     assert list(by_name) == ["minilm-base", "colbert-base", "minilm-ft-s10", "colbert-ft-s10"]

@@ -88,8 +88,9 @@ def test_records_from_an_exact_index_equal_the_exact_records():
         encoded.append(list(pos))
         return DOCS.select(pos)
 
-    rec = build_plaid_records(["q0", "q1"], QUERIES, DOC_IDS, index, QRELS, encode_documents=encode,
-                              system="cb", dataset="toy", k=2, seed=3)
+    rec = build_plaid_records(
+        ["q0", "q1"], QUERIES, DOC_IDS, index, QRELS, encode_documents=encode, system="cb", dataset="toy", k=2, seed=3
+    )
     exact = build_late_records(["q0", "q1"], QUERIES, DOC_IDS, DOCS, QRELS, system="cb", dataset="toy", k=2, seed=3)
     assert rec.topk_ids == exact.topk_ids == [["d3", "d1"], ["d2", "d3"]]
     np.testing.assert_array_equal(rec.topk_scores, exact.topk_scores)
@@ -104,11 +105,29 @@ def test_records_from_an_exact_index_equal_the_exact_records():
 
 def test_short_candidate_lists_are_refused():
     with pytest.raises(DataError, match="PLAID returned 1 documents"):
-        build_plaid_records(["q0", "q1"], QUERIES, DOC_IDS, ExactIndex(DOCS, cut=1), QRELS,
-                            encode_documents=DOCS.select, system="cb", dataset="toy", k=2)
+        build_plaid_records(
+            ["q0", "q1"],
+            QUERIES,
+            DOC_IDS,
+            ExactIndex(DOCS, cut=1),
+            QRELS,
+            encode_documents=DOCS.select,
+            system="cb",
+            dataset="toy",
+            k=2,
+        )
     with pytest.raises(ConfigError, match="holds 4 documents"):
-        build_plaid_records(["q0"], QUERIES.select([0]), DOC_IDS[:3], ExactIndex(DOCS), QRELS,
-                            encode_documents=DOCS.select, system="cb", dataset="toy", k=2)
+        build_plaid_records(
+            ["q0"],
+            QUERIES.select([0]),
+            DOC_IDS[:3],
+            ExactIndex(DOCS),
+            QRELS,
+            encode_documents=DOCS.select,
+            system="cb",
+            dataset="toy",
+            k=2,
+        )
 
 
 def test_maxsim_pairs_equal_the_full_matrix():
@@ -137,8 +156,15 @@ def tiny_colbert(tmp_path_factory):
 
     init = tmp_path_factory.mktemp("colbert-init")
     with pytest.warns(UserWarning, match="UNTRAINED"):
-        return load_encoder(minilm.get_model_path(), backend="colbert", from_bert=True, init_dir=str(init),
-                            doc_maxlen=48, dim=128, device="cpu")
+        return load_encoder(
+            minilm.get_model_path(),
+            backend="colbert",
+            from_bert=True,
+            init_dir=str(init),
+            doc_maxlen=48,
+            dim=128,
+            device="cpu",
+        )
 
 
 @pytest.fixture(scope="module")
@@ -148,8 +174,9 @@ def corpus(tiny_colbert):
     rng = np.random.default_rng(7)
     words = rng.choice(vocab, size=400, replace=False)
     docs = [" ".join(rng.choice(words, size=int(rng.integers(8, 13)), replace=False)) for _ in range(N_DOCS)]
-    queries = [" ".join([*rng.choice(docs[i].split(), 4, replace=False), str(rng.choice(words))])
-               for i in range(N_QUERIES)]
+    queries = [
+        " ".join([*rng.choice(docs[i].split(), 4, replace=False), str(rng.choice(words))]) for i in range(N_QUERIES)
+    ]
     doc_ids = [f"doc{i:03d}" for i in range(N_DOCS)]
     qrels = {f"q{i}": {doc_ids[i]: 1} for i in range(N_QUERIES)}
     return docs, queries, doc_ids, qrels
@@ -163,8 +190,14 @@ def plaid_index(tiny_colbert, corpus, tmp_path_factory):
     old = os.getcwd()
     os.chdir(cwd)
     try:
-        index = build_plaid_index(tiny_colbert.path, corpus[0], tmp_path_factory.mktemp("idx") / "plaid", nbits=2,
-                                  doc_maxlen=tiny_colbert.doc_maxlen, query_maxlen=tiny_colbert.query_maxlen)
+        index = build_plaid_index(
+            tiny_colbert.path,
+            corpus[0],
+            tmp_path_factory.mktemp("idx") / "plaid",
+            nbits=2,
+            doc_maxlen=tiny_colbert.doc_maxlen,
+            query_maxlen=tiny_colbert.query_maxlen,
+        )
         index.search(tiny_colbert.encode_query_tokens(corpus[1][:1]), 1)  # load (cold: compiles C++ extensions)
     finally:
         os.chdir(old)
@@ -195,8 +228,9 @@ def test_plaid_top_k_agrees_with_exact_maxsim(tiny_colbert, corpus, plaid_index)
     top1, overlap, err = agreement(hits)
     print(f"PLAID vs exact: top-1 agreement {top1}, top-{K} overlap {overlap}, |score error| per query token {err}")
     # pruned (ncells 1): 17-50 candidates, of which centroid-only MaxSim keeps 12 to decompress and score
-    pruned = agreement(plaid_index.search(q_tok, K, settings={"ncells": 1, "centroid_score_threshold": 0.5,
-                                                               "ndocs": 48}))
+    pruned = agreement(
+        plaid_index.search(q_tok, K, settings={"ncells": 1, "centroid_score_threshold": 0.5, "ndocs": 48})
+    )
     # too few candidates (ndocs // 4 < K): every query is scored against all documents, full rows
     fallback = agreement(plaid_index.search(q_tok, K, settings={"ncells": 1, "ndocs": 8}))
     print(f"pruned (ncells 1, ndocs 48): {pruned}; fallback to all documents: {fallback}")
@@ -220,8 +254,14 @@ def test_plaid_index_is_deterministic(tiny_colbert, corpus, plaid_index, tmp_pat
     expected = (random.random(), np.random.random())
     random.seed(1)
     np.random.seed(1)
-    twin = build_plaid_index(tiny_colbert.path, corpus[0], tmp_path / "twin", nbits=2,
-                             doc_maxlen=tiny_colbert.doc_maxlen, query_maxlen=tiny_colbert.query_maxlen)
+    twin = build_plaid_index(
+        tiny_colbert.path,
+        corpus[0],
+        tmp_path / "twin",
+        nbits=2,
+        doc_maxlen=tiny_colbert.doc_maxlen,
+        query_maxlen=tiny_colbert.query_maxlen,
+    )
     assert (random.random(), np.random.random()) == expected
     q_tok = tiny_colbert.encode_query_tokens(corpus[1])
     for a, b in zip(plaid_index.search(q_tok, K), twin.search(q_tok, K)):
@@ -245,11 +285,21 @@ def test_plaid_records_validate_and_measure(tiny_colbert, corpus, plaid_index):
         return tiny_colbert.encode_document_tokens([docs[i] for i in pos])
 
     again = build_plaid_index(tiny_colbert.path, docs, plaid_index.path)  # complete: reused, not rebuilt
-    rec = build_plaid_records(qids, q_tok, doc_ids, again, qrels, encode_documents=encode, system="cb-plaid",
-                              dataset="words", k=K, seed=5)
+    rec = build_plaid_records(
+        qids, q_tok, doc_ids, again, qrels, encode_documents=encode, system="cb-plaid", dataset="words", k=K, seed=5
+    )
     assert len(encoded) <= 2 * N_QUERIES  # only gold and random documents were encoded
-    exact = build_late_records(qids, q_tok, doc_ids, tiny_colbert.encode_document_tokens(docs), qrels,
-                               system="cb", dataset="words", k=K, seed=5)
+    exact = build_late_records(
+        qids,
+        q_tok,
+        doc_ids,
+        tiny_colbert.encode_document_tokens(docs),
+        qrels,
+        system="cb",
+        dataset="words",
+        k=K,
+        seed=5,
+    )
     np.testing.assert_array_equal(rec.sim_gold, exact.sim_gold)  # exact MaxSim, not PLAID's
     np.testing.assert_array_equal(rec.sim_random, exact.sim_random)
     assert rec.random_ids == exact.random_ids and rec.k == K and rec.meta["nbits"] == 2
@@ -278,7 +328,7 @@ def test_study_runs_a_plaid_system_beside_an_exact_one(tiny_colbert, plaid_index
     text = f"""
 [study]
 name = "plaid"
-store = "{tmp_path / 'store'}"
+store = "{tmp_path / "store"}"
 [[datasets]]
 name = "syn"
 spec = "synthetic:n_documents=8,seed=1"

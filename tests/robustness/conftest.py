@@ -35,8 +35,9 @@ def tiny_disk(tmp_path) -> Path:
     fails)."""
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True,
-                          timeout=20)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True, timeout=20
+    )
     if done.returncode != 0:
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:

@@ -17,8 +17,7 @@ from adaptlab.cli import main
 from adaptlab.retrieval.records import PerQueryRecords
 
 QRELS = "q1 0 d1 1\nq2 0 d2 1\nq3 0 d3 2\nq3 0 d1 1\n"
-RUN = "".join(f"q{q} Q0 d{d} {r} {1.0 - r / 10:.2f} sys\n" for q in (1, 2, 3)
-              for r, d in enumerate((1, 2, 3), start=1))
+RUN = "".join(f"q{q} Q0 d{d} {r} {1.0 - r / 10:.2f} sys\n" for q in (1, 2, 3) for r, d in enumerate((1, 2, 3), start=1))
 STUDY = """[study]
 name = "robust"
 seed = 0
@@ -102,7 +101,9 @@ def assert_one_line_error(rc: int, err: str, needles: tuple[str, ...] = ()) -> s
     """Status 2, exactly one error line on stderr (warnings aside), no traceback; the line
     contains every needle (case-insensitive). Returns the line."""
     assert "Traceback" not in err, err
-    lines = [ln for ln in err.splitlines() if ln.strip() and ": WARNING: " not in ln and not ln.startswith("[adaptlab]")]
+    lines = [
+        ln for ln in err.splitlines() if ln.strip() and ": WARNING: " not in ln and not ln.startswith("[adaptlab]")
+    ]
     assert rc == 2, (rc, err)
     assert len(lines) == 1, err
     line = lines[0]
@@ -114,22 +115,35 @@ def assert_one_line_error(rc: int, err: str, needles: tuple[str, ...] = ()) -> s
 
 def _records(system: str) -> PerQueryRecords:
     return PerQueryRecords(
-        system=system, dataset="toy", query_ids=["q1", "q2", "q3"],
+        system=system,
+        dataset="toy",
+        query_ids=["q1", "q2", "q3"],
         topk_ids=[["d1", "d2"], ["d3", "d1"], ["d2", "d3"]],
         topk_scores=np.array([[0.9, 0.5], [0.7, 0.2], [0.4, 0.3]]),
-        gold_ids=[["d1"], ["d1", "d2"], ["d9"]], gold_rank=[1, 2, 0],
-        sim_gold=[0.9, 0.2, np.nan], sim_random=[0.1, 0.05, -0.2], random_ids=["d7", "d8", "d2"],
+        gold_ids=[["d1"], ["d1", "d2"], ["d9"]],
+        gold_rank=[1, 2, 0],
+        sim_gold=[0.9, 0.2, np.nan],
+        sim_random=[0.1, 0.05, -0.2],
+        random_ids=["d7", "d8", "d2"],
     )
 
 
 def build_store(root: Path) -> results.ResultsStore:
     store = results.open(root, create=True)
-    runs = [results.run_record(s, "toy", model_id=f"m/{s}", model_revision="r", dataset_fingerprint="fp", seed=0,
-                               config={"k": 2}) for s in ("minilm", "bge")]
-    metrics = [{"system": s, "dataset": "toy", "measure": m, "value": v, "n_queries": 3}
-               for s, v in (("minilm", 0.6), ("bge", 0.4)) for m in ("ndcg@10", "acc@1")]
-    metrics.append({"system": "minilm", "dataset": "toy", "measure": "ndcg@10", "value": 0.2,
-                    "compared_to": "bge", "p_value": 0.3})
+    runs = [
+        results.run_record(
+            s, "toy", model_id=f"m/{s}", model_revision="r", dataset_fingerprint="fp", seed=0, config={"k": 2}
+        )
+        for s in ("minilm", "bge")
+    ]
+    metrics = [
+        {"system": s, "dataset": "toy", "measure": m, "value": v, "n_queries": 3}
+        for s, v in (("minilm", 0.6), ("bge", 0.4))
+        for m in ("ndcg@10", "acc@1")
+    ]
+    metrics.append(
+        {"system": "minilm", "dataset": "toy", "measure": "ndcg@10", "value": 0.2, "compared_to": "bge", "p_value": 0.3}
+    )
     import pyarrow as pa
 
     store.commit(runs, metrics, pa.concat_tables([_records("minilm").to_arrow(), _records("bge").to_arrow()]))

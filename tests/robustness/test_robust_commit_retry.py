@@ -86,8 +86,12 @@ def proxy(moto, monkeypatch, tmp_path):
     control = tmp_path / "proxy"
     control.mkdir()
     port = free_port()
-    proc = subprocess.Popen([sys.executable, __file__, str(port), str(moto.port), str(control)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_child_env())
+    proc = subprocess.Popen(
+        [sys.executable, __file__, str(port), str(moto.port), str(control)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_child_env(),
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -113,8 +117,9 @@ def _child_env() -> dict[str, str]:
 
 
 def _commit_rows(system: str = "minilm"):
-    run = results.run_record(system, "toy", model_id="m", model_revision=None, dataset_fingerprint="fp", seed=0,
-                             config={})
+    run = results.run_record(
+        system, "toy", model_id="m", model_revision=None, dataset_fingerprint="fp", seed=0, config={}
+    )
     metrics = [{"system": system, "dataset": "toy", "measure": m, "value": 0.5} for m in ("ndcg@10", "acc@1")]
     return [run], metrics, _records(system).to_arrow()
 
@@ -145,8 +150,23 @@ def test_a_commit_cut_on_s3_is_unknown_and_its_retry_adds_nothing(proxy):
 def test_evaluate_cut_on_s3_says_the_outcome_is_unknown_and_names_the_run_to_look_up(proxy, work):
     uri = f"s3://{BUCKET}/evaluate-{proxy.parent.name}"
     (proxy / "armed").touch()
-    rc, out, err = cli(["evaluate", "--qrels", "qrels.txt", "--run", "run.txt", "--metrics", "ndcg@10",
-                        "--bootstrap", "20", "--store", uri, "--dataset", "toy"])
+    rc, out, err = cli(
+        [
+            "evaluate",
+            "--qrels",
+            "qrels.txt",
+            "--run",
+            "run.txt",
+            "--metrics",
+            "ndcg@10",
+            "--bootstrap",
+            "20",
+            "--store",
+            uri,
+            "--dataset",
+            "toy",
+        ]
+    )
     line = assert_one_line_error(rc, err, ("outcome unknown", "--has-run"))
     assert (proxy / "cut").exists() and "nothing was committed" not in line
     run_id = re.search(r"--has-run ([0-9a-f]{32})", line).group(1)
@@ -155,8 +175,19 @@ def test_evaluate_cut_on_s3_says_the_outcome_is_unknown_and_names_the_run_to_loo
     assert rc == 0 and "in the store (committed at version 1)" in out, err
 
 
-_EVALUATE = ["evaluate", "--qrels", "qrels.txt", "--run", "run.txt", "--metrics", "ndcg@10", "--bootstrap", "20",
-             "--dataset", "toy"]
+_EVALUATE = [
+    "evaluate",
+    "--qrels",
+    "qrels.txt",
+    "--run",
+    "run.txt",
+    "--metrics",
+    "ndcg@10",
+    "--bootstrap",
+    "20",
+    "--dataset",
+    "toy",
+]
 
 
 def _row_counts(uri: str) -> tuple[int, int, int]:
@@ -192,7 +223,9 @@ def test_evaluate_again_on_disk_adds_nothing_and_other_inputs_or_again_add_runs(
     assert rc == 0 and "already in the store" not in err, err
     assert _row_counts(store) == (1, 1, 3)
     rc, _, err = cli([*_EVALUATE, "--store", store])
-    assert rc == 0 and re.search(r"^already in the store as run [0-9a-f]{32} \(version 1\); nothing added$", err, re.M), err
+    assert rc == 0 and re.search(
+        r"^already in the store as run [0-9a-f]{32} \(version 1\); nothing added$", err, re.M
+    ), err
     assert _row_counts(store) == (1, 1, 3)
     rc, _, err = cli([*_EVALUATE[:-2], "--dataset", "toy2", "--store", store])  # another dataset name: a new evaluation
     assert rc == 0 and "already in the store" not in err, err
@@ -272,8 +305,12 @@ def test_a_writer_killed_during_its_commit_is_resolved_by_run_id_and_its_retry_l
     results.open(root, create=True).close()
     runs, metrics, per_query = _commit_rows("killed")  # the same rows as the killed writer's, for the retry
     run_id = runs[0]["run_id"]
-    done = subprocess.run([sys.executable, "-c", _CHILD, where, str(root), run_id, runs[0]["timestamp"].isoformat()],
-                          capture_output=True, timeout=120, env=_child_env())
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, where, str(root), run_id, runs[0]["timestamp"].isoformat()],
+        capture_output=True,
+        timeout=120,
+        env=_child_env(),
+    )
     assert done.returncode == -9, done.stderr.decode()[-2000:]
     landed = where == "after-log"
     assert (root / "kind=runs").is_dir()  # the data files were written either way

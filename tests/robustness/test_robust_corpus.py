@@ -110,8 +110,21 @@ def test_evaluate_store_refuses_an_unrelated_folder(work):
     other.mkdir()
     (other / "holiday.jpg").write_bytes(b"\xff\xd8\xff" * 10)
     before = digest(other)
-    rc, out, err = cli(["evaluate", "--qrels", "qrels.txt", "--run", "run.txt", "--bootstrap", "50",
-                        "--store", str(other), "--dataset", "toy"])
+    rc, out, err = cli(
+        [
+            "evaluate",
+            "--qrels",
+            "qrels.txt",
+            "--run",
+            "run.txt",
+            "--bootstrap",
+            "50",
+            "--store",
+            str(other),
+            "--dataset",
+            "toy",
+        ]
+    )
     assert_one_line_error(rc, err, ("photos", "holiday.jpg", "empty folder"))
     assert digest(other) == before
 
@@ -208,8 +221,11 @@ def test_commands_refuse_a_bad_store_location(work, command, store):
     if store in ("missing", "a_file", "binary_file"):
         assert Path(where).name in line
     after = digest(work)
-    assert after == before or (command == "report" and not (work / "rep" / "report.md").exists()) or (
-        command.startswith("export") and not any((work / "exp").rglob("*.json")))
+    assert (
+        after == before
+        or (command == "report" and not (work / "rep" / "report.md").exists())
+        or (command.startswith("export") and not any((work / "exp").rglob("*.json")))
+    )
 
 
 # -- run (--dry-run: nothing heavy runs) and submit (no cluster) with hostile study files ----------
@@ -228,8 +244,10 @@ STUDY_EDITS = {
     "dataset_no_spec": (lambda s: s.replace('spec = "synthetic:n_documents=6,seed=0"', ""), "spec"),
     "dataset_bad_format": (lambda s: s.replace("synthetic:n_documents=6,seed=0", "zip:data.zip"), "zip"),
     "dataset_missing_path": (lambda s: s.replace("synthetic:n_documents=6,seed=0", "beir:no/such/dir"), "no/such/dir"),
-    "second_dataset_missing": (lambda s: s + '\n[[datasets]]\nname = "two"\nspec = "beir:missing-two"\n',
-                               "missing-two"),
+    "second_dataset_missing": (
+        lambda s: s + '\n[[datasets]]\nname = "two"\nspec = "beir:missing-two"\n',
+        "missing-two",
+    ),
     "model_missing_dir": (lambda s: s.replace('ref = "hash:16"', 'ref = "./models/nothing-here/"'), "nothing-here"),
     "model_no_ref": (lambda s: s.replace('ref = "hash:16"', ""), "ref"),
     "n_resamples_negative": (lambda s: s + "\n[bootstrap]\nn_resamples = -1\n", "n_resamples"),

@@ -24,8 +24,12 @@ PASSWORD = "s3cr3t-Zq7"
 
 def _store(root: Path, systems: tuple[str, ...]) -> Path:
     store = results.open(root, create=True)
-    runs = [results.run_record(s, "toy", model_id=f"m/{s}", model_revision=None, dataset_fingerprint="fp", seed=0,
-                               config={"k": 2}) for s in systems]
+    runs = [
+        results.run_record(
+            s, "toy", model_id=f"m/{s}", model_revision=None, dataset_fingerprint="fp", seed=0, config={"k": 2}
+        )
+        for s in systems
+    ]
     ids = {r["system"]: r["run_id"] for r in runs}
     metrics = [{"run_id": ids[s], "system": s, "dataset": "toy", "measure": "ndcg@10", "value": 0.5} for s in systems]
     per_query = pa.concat_tables([_with_run_id(_records(s).to_arrow(), ids[s]) for s in systems])
@@ -76,8 +80,10 @@ def test_a_failing_write_leaves_the_earlier_export_whole_and_no_temporary_file(t
         f = real(fd, *args, **kwargs)
         opened.append(f)
         if len(opened) == 2:
+
             def write(text):
                 raise OSError(errno.ENOSPC, "No space left on device")
+
             f.write = write
         return f
 
@@ -105,10 +111,20 @@ def test_a_full_disk_is_one_line_for_every_exporter_and_leaves_no_partial_file(t
     store = _store(tmp_path / "store", ("bm25", "dense"))
     out = full_disk / "out"
     target = out.as_uri() if to == "mlflow" else str(out)
-    env = {**os.environ, "ADAPTLAB_PROGRESS": "0", "MLFLOW_ALLOW_FILE_STORE": "true", "WANDB_MODE": "offline",
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-m", "adaptlab", "export", "--store", str(store), "--to", to, "--out",
-                           target], capture_output=True, text=True, timeout=240, env=env)
+    env = {
+        **os.environ,
+        "ADAPTLAB_PROGRESS": "0",
+        "MLFLOW_ALLOW_FILE_STORE": "true",
+        "WANDB_MODE": "offline",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "adaptlab", "export", "--store", str(store), "--to", to, "--out", target],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
     assert_one_line_error(done.returncode, done.stderr, ("No space left on device",))
     assert "nothing partial was kept" not in done.stderr
     if to in ("mteb", "ranx"):
@@ -118,8 +134,10 @@ def test_a_full_disk_is_one_line_for_every_exporter_and_leaves_no_partial_file(t
 
 
 # -- passwords in URIs and bounded trackers ----------------------------------------------------------------
-@pytest.mark.parametrize("command", [["results"], ["report", "--out", "rep"], ["compare"],
-                                     ["export", "--to", "mteb", "--out", "x"], ["inspect"]])
+@pytest.mark.parametrize(
+    "command",
+    [["results"], ["report", "--out", "rep"], ["compare"], ["export", "--to", "mteb", "--out", "x"], ["inspect"]],
+)
 def test_a_file_uri_with_a_password_is_masked_everywhere(work, command):
     rc, out, err = cli([*command, "--store", f"file://user:{PASSWORD}@localhost/{work}/store"])
     assert rc == 2 and PASSWORD not in out + err, err
@@ -147,12 +165,31 @@ def test_mlflow_at_an_unreachable_server_is_one_masked_line_within_bounded_time(
     pytest.importorskip("mlflow")
     store = _store(tmp_path / "store", ("bm25",))
     env = {**os.environ, "ADAPTLAB_PROGRESS": "0", "PYTHONPATH": os.pathsep.join(sys.path)}
-    for name in ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR"):
+    for name in (
+        "MLFLOW_HTTP_REQUEST_TIMEOUT",
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+        "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR",
+    ):
         env.pop(name, None)
     t0 = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "adaptlab", "export", "--store", str(store), "--to", "mlflow",
-                           "--out", f"http://u:{PASSWORD}@127.0.0.1:{_closed_port()}/"],
-                          capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adaptlab",
+            "export",
+            "--store",
+            str(store),
+            "--to",
+            "mlflow",
+            "--out",
+            f"http://u:{PASSWORD}@127.0.0.1:{_closed_port()}/",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     took = time.monotonic() - t0
     line = assert_one_line_error(done.returncode, done.stderr, ("MLflow tracking store", "u:***@127.0.0.1"))
     assert PASSWORD not in done.stdout + done.stderr and took < 60, (took, line)
@@ -167,4 +204,6 @@ def test_mlflow_requests_are_bounded_unless_the_user_chose(monkeypatch):
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "3")
     mlflow_log._client("http://127.0.0.1:9")
     assert os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "3"  # the user's
-    assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "2" and os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR"] == "1"
+    assert (
+        os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "2" and os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR"] == "1"
+    )

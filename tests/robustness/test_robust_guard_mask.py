@@ -27,23 +27,37 @@ schemes = st.sampled_from(["s3://", "http://", "https://", "gs://", "ftp://", "a
 
 
 @settings(max_examples=400, deadline=None)
-@given(scheme=schemes, user=users, password=passwords, host=hosts, path=paths,
-       before=st.sampled_from(["", "cannot reach ", "--store '", "(at "]),
-       after=st.sampled_from(["", " (refused)", "': bad", ") failed", "\nnext line"]))
+@given(
+    scheme=schemes,
+    user=users,
+    password=passwords,
+    host=hosts,
+    path=paths,
+    before=st.sampled_from(["", "cannot reach ", "--store '", "(at "]),
+    after=st.sampled_from(["", " (refused)", "': bad", ") failed", "\nnext line"]),
+)
 def test_any_password_is_masked_in_any_message(scheme, user, password, host, path, before, after):
     text = f"{before}{scheme}{user}:{password}@{host}{path}{after}"
     assert mask_url(text) == f"{before}{scheme}{user}:***@{host}{path}{after}"
 
 
 @settings(max_examples=200, deadline=None)
-@given(token=st.text(UNRESERVED + SUB_DELIMS.replace("'", "") + "%", min_size=1, max_size=40), host=hosts,
-       path=paths)
+@given(token=st.text(UNRESERVED + SUB_DELIMS.replace("'", "") + "%", min_size=1, max_size=40), host=hosts, path=paths)
 def test_a_token_alone_is_masked(token, host, path):
     assert mask_url(f"https://{token}@{host}{path}") == f"https://***@{host}{path}"
 
 
-@pytest.mark.parametrize("text", ["s3://bucket/prefix", "http://127.0.0.1:8265/api/jobs/", "mail a@b.org or c:d",
-                                  "/home/me/results@2024", "s3://bucket/key@v2 (x)", "file:///data/x"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "s3://bucket/prefix",
+        "http://127.0.0.1:8265/api/jobs/",
+        "mail a@b.org or c:d",
+        "/home/me/results@2024",
+        "s3://bucket/key@v2 (x)",
+        "file:///data/x",
+    ],
+)
 def test_text_without_credentials_is_unchanged(text):
     assert mask_url(text) == text
 
@@ -63,7 +77,9 @@ def test_submit_address_with_a_hash_in_the_password_is_masked(work, monkeypatch)
     def failing(address):
         raise RuntimeError(f"Failed to connect to {address}/api/version")
 
-    monkeypatch.setattr(submit_mod, "_client", lambda address: submit_mod._call(address, "connecting", failing, address))
+    monkeypatch.setattr(
+        submit_mod, "_client", lambda address: submit_mod._call(address, "connecting", failing, address)
+    )
     rc, out, err = cli(["submit", "study.toml", "--address", "http://admin:hun#ter2@127.0.0.1:9", "--store", "out"])
     assert_one_line_error(rc, err, ("admin:***@127.0.0.1:9",))
     assert "ter2" not in out + err

@@ -138,8 +138,34 @@ def test_loading_a_big_jsonl_record_peaks_near_twice_its_text(tmp_path, shape):
     assert peak <= bound * size, f"loading peaked at {peak / size:.2f}x the text's size"
 
 
-VOCAB = ["alpha", "beta", "gamma", "delta", "river", "stone", "energy", "policy", "report", "impact", "Dr.", "e.g.",
-         "3.5", "mm", "naïve", "café", "—", "(see", "Fig.", "2)", "U.S.", "et", "al.", "x", "pre-trained", "«quoted»"]
+VOCAB = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "river",
+    "stone",
+    "energy",
+    "policy",
+    "report",
+    "impact",
+    "Dr.",
+    "e.g.",
+    "3.5",
+    "mm",
+    "naïve",
+    "café",
+    "—",
+    "(see",
+    "Fig.",
+    "2)",
+    "U.S.",
+    "et",
+    "al.",
+    "x",
+    "pre-trained",
+    "«quoted»",
+]
 
 GOLDEN = {  # (tokenizer, max_tokens): (chunks, SHA-256 of their fields), from the chunker of 7e901f3
     ("minilm", 64): (626, "146458ecf003e39cc79079742a60bf9dbc4056a8dfc2a2c6e04368029baeab78"),
@@ -162,8 +188,9 @@ def _corpus() -> list[Document]:
 
     docs: list[Document] = []
     for i in range(12):
-        text = "".join(sentence(300, 700) if rng.random() < 0.04 else sentence(1, 40)
-                       for _ in range(rng.randint(1, 120)))
+        text = "".join(
+            sentence(300, 700) if rng.random() < 0.04 else sentence(1, 40) for _ in range(rng.randint(1, 120))
+        )
         if i % 4 == 3:
             docs.append(PagedDocument(f"p{i}", text, page_starts=(0, *sorted(rng.sample(range(1, len(text)), 3)))))
         else:
@@ -284,8 +311,9 @@ def rss_of_a_12_mb_text_file(tmp_path_factory) -> tuple[int, float, float]:
     path = folder / "big.txt"
     path.write_text(_text(12))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run([sys.executable, "-c", _RSS_CHILD, str(folder)], capture_output=True, text=True,
-                          timeout=300, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", _RSS_CHILD, str(folder)], capture_output=True, text=True, timeout=300, env=env
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     n, before_load, load_peak, before_chunks, chunk_peak = map(int, done.stdout.split()[-5:])
     size = path.stat().st_size

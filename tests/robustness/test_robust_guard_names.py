@@ -44,16 +44,30 @@ def test_two_run_names_equal_once_normalised_are_refused(work):
     (work / f"{NFC}.txt").write_text(RUN)
     (work / f"{NFD}.txt").write_text(RUN)
     before = digest(work / "st")
-    rc, _out, err = cli(["evaluate", "--qrels", "qrels.txt", "--run", f"{NFC}.txt", "--run", f"{NFD}.txt",
-                         "--store", "st", "--dataset", "d"])
+    rc, _out, err = cli(
+        [
+            "evaluate",
+            "--qrels",
+            "qrels.txt",
+            "--run",
+            f"{NFC}.txt",
+            "--run",
+            f"{NFD}.txt",
+            "--store",
+            "st",
+            "--dataset",
+            "d",
+        ]
+    )
     assert_one_line_error(rc, err, ("--run", "equal once normalised", repr(NFC), repr(NFD)))
     assert digest(work / "st") == before
 
 
 def test_names_are_stored_in_nfc(work):
     (work / f"{NFD}.txt").write_text(RUN)
-    rc, _out, err = cli(["evaluate", "--qrels", "qrels.txt", "--run", f"{NFD}.txt", "--store", "st",
-                         "--dataset", f"d-{NFD}"])
+    rc, _out, err = cli(
+        ["evaluate", "--qrels", "qrels.txt", "--run", f"{NFD}.txt", "--store", "st", "--dataset", f"d-{NFD}"]
+    )
     assert rc == 0, err
     runs = results.open(work / "st").runs().to_pylist()
     assert [(r["system"], r["dataset"]) for r in runs] == [(NFC, f"d-{NFC}")]
@@ -68,8 +82,9 @@ def test_the_python_api_applies_the_same_rule(work):
 
 
 def test_study_names_equal_once_normalised_are_refused_and_stored_in_nfc(work):
-    two = STUDY.replace('name = "h"\nref = "hash:16"', f'name = "{NFC}"\nref = "hash:16"\n\n'
-                        f'[[models]]\nname = "{NFD}"\nref = "hash:8"')
+    two = STUDY.replace(
+        'name = "h"\nref = "hash:16"', f'name = "{NFC}"\nref = "hash:16"\n\n[[models]]\nname = "{NFD}"\nref = "hash:8"'
+    )
     (work / "study.toml").write_text(two)
     rc, _out, err = cli(["run", "study.toml", "--dry-run"])
     assert_one_line_error(rc, err, ("[[models]] names", "equal once normalised"))

@@ -105,8 +105,11 @@ _STARTING_DRIVER = textwrap.dedent(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("mode", "wait_s"), [("fg", 0.5), ("fg", 1.5), ("bg", 1.5), ("bg-up", 1.0)],
-                         ids=["foreground-0.5s", "foreground-1.5s", "background-1.5s", "background-up"])
+@pytest.mark.parametrize(
+    ("mode", "wait_s"),
+    [("fg", 0.5), ("fg", 1.5), ("bg", 1.5), ("bg-up", 1.0)],
+    ids=["foreground-0.5s", "foreground-1.5s", "background-1.5s", "background-up"],
+)
 def test_sigterm_while_ray_starts_is_one_line_143_and_leaves_no_ray(mode, wait_s):
     """Before: SIGTERM inside a foreground ray.init met Ray's own handler (exit status 15, no line);
     once a background start was up, Abseil's handler printed a native dump before 'terminated'."""
@@ -114,8 +117,9 @@ def test_sigterm_while_ray_starts_is_one_line_143_and_leaves_no_ray(mode, wait_s
     env = {**os.environ, "ADAPTLAB_PROGRESS": "0", "RAY_TMPDIR": root}
     err_path = Path(root) / "driver.err"  # a file, not a pipe: a process left holding it cannot hide the exit
     with open(err_path, "w") as err_file:
-        proc = subprocess.Popen([sys.executable, "-c", _STARTING_DRIVER, mode], stdout=subprocess.PIPE,
-                                stderr=err_file, text=True, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _STARTING_DRIVER, mode], stdout=subprocess.PIPE, stderr=err_file, text=True, env=env
+        )
     left: dict[int, str] = {}
     try:
         for _ in range(2 if mode == "bg-up" else 1):
@@ -182,8 +186,14 @@ def test_the_cli_ends_a_terminated_command_with_one_line_and_143(monkeypatch):
 @pytest.mark.parametrize("wait_s", [0.0, 2.0], ids=["at-once", "inside-ray.get"])
 def test_sigterm_to_a_driver_with_embedded_ray_is_one_line_143_and_no_native_dump(tmp_path, wait_s):
     env = {**os.environ, "ADAPTLAB_PROGRESS": "0"}
-    proc = subprocess.Popen([sys.executable, "-c", _DRIVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     session = ""
     try:
         line = proc.stdout.readline()  # blocks until Ray is up and the task is submitted
@@ -252,8 +262,13 @@ def test_a_sigterm_whose_exception_python_swallows_still_ends_the_command(handle
     logging's at-fork callback, Python printed "Exception ignored" and the command ran on for 60 s
     with status 0. Now the signal is delivered again and ends the command at once."""
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", _SWALLOWING_DRIVER, handler], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "ADAPTLAB_PROGRESS": "0"})
+    done = subprocess.run(
+        [sys.executable, "-c", _SWALLOWING_DRIVER, handler],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "ADAPTLAB_PROGRESS": "0"},
+    )
     took = time.monotonic() - start
     assert (done.returncode, done.stderr) == (143, "terminated\n"), done.stderr
     assert took < 8, f"{took:.1f} s: the command ran on after the SIGTERM"

@@ -20,20 +20,22 @@ MARK = "Zq7-canary"
 KEY_HEADER = "-----BEGIN " + "OPENSSH PRIVATE KEY-----"
 SECRETS = {  # path in the project -> content (AWS's documented example keys; invented tokens)
     "jobs/aws_credentials.txt": "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
-                                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n# " + MARK + "\n",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n# " + MARK + "\n",
     "jobs/gcp-service-account.json": '{\n  "type": "service_account",\n  "project_id": "p",\n  "private_key_id": "'
-                                     + MARK + '"\n}\n',
+    + MARK
+    + '"\n}\n',
     "jobs/kubeconfig.yaml": "apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n"
-                            "    token: eyJhbGciOiJSUzI1NiIsImtpZCI6" + MARK + "\n",
-    "data/corpus/my_ssh_key": KEY_HEADER + "\nb3BlbnNzaC1rZXktdjEAAAAA" + MARK
-                              + "\n-----END OPENSSH PRIVATE KEY-----\n",
+    "    token: eyJhbGciOiJSUzI1NiIsImtpZCI6" + MARK + "\n",
+    "data/corpus/my_ssh_key": KEY_HEADER
+    + "\nb3BlbnNzaC1rZXktdjEAAAAA"
+    + MARK
+    + "\n-----END OPENSSH PRIVATE KEY-----\n",
     "data/corpus/hosts.txt": "machine example.org\n  login me\n  password " + MARK + "\n",
 }
 INNOCENT = {  # words that look alike but are not credentials
     "jobs/notes.md": "Set the token in RAY_AUTH_TOKEN; the password: see the wiki. type = service account.\n",
     "data/corpus/a.txt": "The private key of a lock is its shape; machine learning models need no password.\n",
 }
-
 
 
 @pytest.fixture
@@ -89,8 +91,13 @@ def test_credentials_under_ordinary_names_are_refused_one_line_each_with_the_fla
 
 
 def test_the_flag_uploads_exactly_the_files_it_names(project):
-    rc, out, err = _dry_run(project, "--allow-credential-file", "data/corpus/my_ssh_key",
-                            "--allow-credential-file", "./jobs/kubeconfig.yaml")
+    rc, out, err = _dry_run(
+        project,
+        "--allow-credential-file",
+        "data/corpus/my_ssh_key",
+        "--allow-credential-file",
+        "./jobs/kubeconfig.yaml",
+    )
     assert rc == 0, err
     listed = _listed(out)
     assert {"data/corpus/my_ssh_key", "jobs/kubeconfig.yaml"} <= listed
@@ -112,14 +119,19 @@ def test_a_real_submit_warns_one_line_per_refused_file_and_never_stages_it(proje
             return "PENDING"
 
     monkeypatch.setattr(submit_mod, "_client", lambda address: Client())
-    rc, out, err = cli(["submit", str(project / "jobs/s.toml"), "--address", "http://127.0.0.1:1",
-                        "--store", str(project / "out")])
+    rc, out, err = cli(
+        ["submit", str(project / "jobs/s.toml"), "--address", "http://127.0.0.1:1", "--store", str(project / "out")]
+    )
     assert rc == 0, err
     assert staged and not set(SECRETS) & staged
     warned = [ln for ln in err.splitlines() if "credential content" in ln]
     assert len(warned) == len(SECRETS) and all("--allow-credential-file" in ln for ln in warned), err
-    submit_study(project / "jobs/s.toml", "http://127.0.0.1:1", store=str(project / "out"),
-                 allow_credentials=["jobs/aws_credentials.txt"])
+    submit_study(
+        project / "jobs/s.toml",
+        "http://127.0.0.1:1",
+        store=str(project / "out"),
+        allow_credentials=["jobs/aws_credentials.txt"],
+    )
     assert "jobs/aws_credentials.txt" in staged
 
 
@@ -142,7 +154,7 @@ def test_a_credential_across_a_block_boundary_and_far_down_a_file_is_found(tmp_p
 
 
 # -- credential formats (detect-secrets and adaptlab's detectors; archives, UTF-16, base64) ----------------
-PEM = ("-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEA" + MARK + "\n-----END RSA PRIVATE KEY-----\n")
+PEM = "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEA" + MARK + "\n-----END RSA PRIVATE KEY-----\n"
 NPMRC = "//registry.npmjs.org/:_authToken=npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + "\n# " + MARK + "\n"
 
 
@@ -179,33 +191,57 @@ def _formats() -> dict[str, tuple[bytes, str]]:
     return {
         "netrc.txt": (f"default login me password {MARK}\n".encode(), ".netrc password on line 1"),
         "npm.cfg": (NPMRC.encode(), "NPM tokens on line 1"),
-        "pypi.ini": (("[pypi]\nusername = __token__\npassword = pypi-AgEIcHlwaS5vcmcCJGE4ZjY5ZjU5LTk0NjItNDU0Ni1iYjE0"
-                      "LTFjMjZkMjA2ZjdmZgACKlszLCJmNzFmOTVlOC1lNGUxLTQ0YTItOTI1NC1lOTBhNzJhYTc5MjMiXQAABiAa\n# "
-                      + MARK + "\n").encode(), "PyPI Token on line 3"),
+        "pypi.ini": (
+            (
+                "[pypi]\nusername = __token__\npassword = pypi-AgEIcHlwaS5vcmcCJGE4ZjY5ZjU5LTk0NjItNDU0Ni1iYjE0"
+                "LTFjMjZkMjA2ZjdmZgACKlszLCJmNzFmOTVlOC1lNGUxLTQ0YTItOTI1NC1lOTBhNzJhYTc5MjMiXQAABiAa\n# " + MARK + "\n"
+            ).encode(),
+            "PyPI Token on line 3",
+        ),
         "openai.txt": (f"OPENAI_API_KEY=sk-proj-{tail}{tail}Ab3dEf6hIj\n".encode(), "OpenAI API key on line 1"),
         "anthropic.txt": (f"key: sk-ant-api03-{tail}{tail}-AbCdEfAA\n".encode(), "Anthropic API key on line 1"),
         "gitlab.txt": (f"ci token glpat-Ab3dEf6hIj9kLm2nOp5q  # {MARK}\n".encode(), "GitLab Token on line 1"),
         "stripe.txt": (f"live: sk_live_Ab3dEf6hIj9kLm2nOp5qRs8t  # {MARK}\n".encode(), "Stripe Access Key on line 1"),
-        "azure.txt": (("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
-                       + "Ab3dEf6hIj9kLm2nOp5qRs==;EndpointSuffix=core.windows.net # " + MARK + "\n").encode(),
-                      "Azure Storage Account access key on line 1"),
-        "docker.json": (('{\n  "auths": {\n    "https://index.docker.io/v1/": {\n      "auth": "'
-                         + base64.b64encode(f"me:{MARK}".encode()).decode() + '"\n    }\n  }\n}\n').encode(),
-                        "Docker registry auth on line 4"),
-        "db.env.txt": (f"DATABASE_URL=postgresql://app:{MARK}@db.example.com:5432/app\n".encode(),
-                       "Basic Auth Credentials on line 1"),
+        "azure.txt": (
+            (
+                "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
+                + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
+                + "Ab3dEf6hIj9kLm2nOp5qRs==;EndpointSuffix=core.windows.net # "
+                + MARK
+                + "\n"
+            ).encode(),
+            "Azure Storage Account access key on line 1",
+        ),
+        "docker.json": (
+            (
+                '{\n  "auths": {\n    "https://index.docker.io/v1/": {\n      "auth": "'
+                + base64.b64encode(f"me:{MARK}".encode()).decode()
+                + '"\n    }\n  }\n}\n'
+            ).encode(),
+            "Docker registry auth on line 4",
+        ),
+        "db.env.txt": (
+            f"DATABASE_URL=postgresql://app:{MARK}@db.example.com:5432/app\n".encode(),
+            "Basic Auth Credentials on line 1",
+        ),
         "libpq.txt": (f"dsn = host=db dbname=app user=app password={MARK}\n".encode(), "PostgreSQL password on line 1"),
         "settings.py": (f'API_TOKEN = "{tail}Qv7Zp0Ws3Xe9Rd"\n'.encode(), "Base64 High Entropy String on line 1"),
         "keys.tar.gz": (_tar_gz("keys/id", PEM.encode()), "Private Key on line 1 (gzip, archive member keys/id)"),
-        "bundle.zip": (_zip({"docs/readme.md": b"hello\n", "conf/npmrc": NPMRC.encode()}),
-                       "NPM tokens on line 1 (archive member conf/npmrc)"),
+        "bundle.zip": (
+            _zip({"docs/readme.md": b"hello\n", "conf/npmrc": NPMRC.encode()}),
+            "NPM tokens on line 1 (archive member conf/npmrc)",
+        ),
         "key.gz": (gzip.compress(PEM.encode()), "Private Key on line 1 (gzip)"),
         "key16.txt": (PEM.encode("utf-16"), "Private Key on line 1"),
         "key16le.txt": (PEM.encode("utf-16-le"), "Private Key on line 1"),
-        "wrapped.txt": (("key below\n" + base64.encodebytes(PEM.encode()).decode()).encode(),
-                        "Private Key on line 2 (base64-encoded)"),
-        "inline.txt": (f"blob = {base64.b64encode(PEM.encode()).decode()}\n".encode(),
-                       "Private Key on line 1 (base64-encoded)"),
+        "wrapped.txt": (
+            ("key below\n" + base64.encodebytes(PEM.encode()).decode()).encode(),
+            "Private Key on line 2 (base64-encoded)",
+        ),
+        "inline.txt": (
+            f"blob = {base64.b64encode(PEM.encode()).decode()}\n".encode(),
+            "Private Key on line 1 (base64-encoded)",
+        ),
     }
 
 
@@ -259,15 +295,32 @@ def test_an_ordinary_study_folder_uploads_whole(project):
     jobs = sorted((repo / "jobs").glob("*.toml"))
     for src in jobs:
         (project / "jobs" / src.name).write_bytes(src.read_bytes())
-    _write(project, "data/corpus/guide.md", "# Guide\n\nRotate the API key monthly; see `docs/keys.md`.\n"
-                                            "| id | sha256 |\n| -- | -- |\n| 1 | " + "ab12" * 16 + " |\n")
+    _write(
+        project,
+        "data/corpus/guide.md",
+        "# Guide\n\nRotate the API key monthly; see `docs/keys.md`.\n"
+        "| id | sha256 |\n| -- | -- |\n| 1 | " + "ab12" * 16 + " |\n",
+    )
     _write(project, "data/corpus/paper.txt", "Dense retrieval (Karpukhin et al., 2020) encodes passages.\n" * 200)
-    _write(project, "data/corpus/squad.json", '{"data": [{"qas": [' + ", ".join(  # SQuAD's hex question ids, one line
-        f'{{"id": "56be4db0acb8001400a5{i:04x}", "question": "Which NFL team won Super Bowl 50?"}}'
-        for i in range(300)) + "]}]}")
-    _write(project, "data/corpus/docs.jsonl", "".join(f'{{"_id": "{4983 + i}", "title": "Microstructural development '
-                                                      f'of human newborn cerebral white matter", "text": "..."}}\n'
-                                                      for i in range(50)))
+    _write(
+        project,
+        "data/corpus/squad.json",
+        '{"data": [{"qas": ['
+        + ", ".join(  # SQuAD's hex question ids, one line
+            f'{{"id": "56be4db0acb8001400a5{i:04x}", "question": "Which NFL team won Super Bowl 50?"}}'
+            for i in range(300)
+        )
+        + "]}]}",
+    )
+    _write(
+        project,
+        "data/corpus/docs.jsonl",
+        "".join(
+            f'{{"_id": "{4983 + i}", "title": "Microstructural development '
+            f'of human newborn cerebral white matter", "text": "..."}}\n'
+            for i in range(50)
+        ),
+    )
     fpdf = pytest.importorskip("fpdf")
     pdf = fpdf.FPDF()
     pdf.add_page()
@@ -277,11 +330,21 @@ def test_an_ordinary_study_folder_uploads_whole(project):
     rc, out, err = _dry_run(project)
     assert rc == 0, err
     listed = _listed(out)
-    ordinary = {f"jobs/{p.name}" for p in jobs} | {"data/corpus/guide.md", "data/corpus/paper.txt",
-                                                   "data/corpus/paper.pdf", "data/corpus/squad.json",
-                                                   "data/corpus/docs.jsonl"} | set(INNOCENT)
+    ordinary = (
+        {f"jobs/{p.name}" for p in jobs}
+        | {
+            "data/corpus/guide.md",
+            "data/corpus/paper.txt",
+            "data/corpus/paper.pdf",
+            "data/corpus/squad.json",
+            "data/corpus/docs.jsonl",
+        }
+        | set(INNOCENT)
+    )
     assert ordinary <= listed, out
-    refused = {ln.split(" (", 1)[0].removeprefix("not uploaded: ") for ln in out.splitlines() if "credential content" in ln}
+    refused = {
+        ln.split(" (", 1)[0].removeprefix("not uploaded: ") for ln in out.splitlines() if "credential content" in ln
+    }
     assert refused == set(SECRETS), out
 
 
@@ -301,8 +364,9 @@ def test_a_credential_inside_a_huge_one_line_json_is_found_quickly(tmp_path):
 
     p = tmp_path / "dump.json"
     filler = ", ".join(f'{{"id": {i}, "text": "passage number {i} about retrieval"}}' for i in range(20_000))
-    p.write_text('{"rows": [' + filler + f', {{"cfg": "//registry.npmjs.org/:_authToken=npm_{"a1B2" * 9}"}}, '
-                 + filler + "]}")
+    p.write_text(
+        '{"rows": [' + filler + f', {{"cfg": "//registry.npmjs.org/:_authToken=npm_{"a1B2" * 9}"}}, ' + filler + "]}"
+    )
     t0 = time.monotonic()
     assert [str(f) for f in find_credentials(p)] == ["NPM tokens on line 1"]
     assert time.monotonic() - t0 < 60

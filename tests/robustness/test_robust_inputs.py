@@ -42,8 +42,9 @@ def _toml_string(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string (escapes included)
 
 
-@pytest.mark.parametrize("key, section", [("[study].name", "study"), ("datasets[0].name", "datasets"),
-                                          ("models[0].name", "models")])
+@pytest.mark.parametrize(
+    "key, section", [("[study].name", "study"), ("datasets[0].name", "datasets"), ("models[0].name", "models")]
+)
 @pytest.mark.parametrize("case", sorted(HOSTILE_NAMES))
 def test_hostile_names_are_refused_naming_the_key(work, key, section, case):
     name = HOSTILE_NAMES[case]
@@ -71,18 +72,21 @@ def test_printable_unicode_names_are_accepted(work):
 ADAPT = '\n[adapt]\ncorpus = "synthetic:n_documents=20,seed=0"\n'
 
 
-@pytest.mark.parametrize("table, key, where", [
-    ("[adapt]", "name", "[adapt].name"),
-    ("[adapt]", "heldout_name", "[adapt].heldout_name"),
-    ("[adapt.colbert]", "name", "[adapt.colbert].name"),
-    ("[tune]", "name", "[tune].name"),
-])
+@pytest.mark.parametrize(
+    "table, key, where",
+    [
+        ("[adapt]", "name", "[adapt].name"),
+        ("[adapt]", "heldout_name", "[adapt].heldout_name"),
+        ("[adapt.colbert]", "name", "[adapt.colbert].name"),
+        ("[tune]", "name", "[tune].name"),
+    ],
+)
 @pytest.mark.parametrize("case", ["newline", "ansi clear screen", "bidi override", "too long"])
 def test_hostile_adapt_names_are_refused_by_the_same_rule(work, table, key, where, case):
     """[adapt] labels, [adapt.colbert].name, the held-out dataset and the Tune run are names too."""
     body = STUDY + ADAPT + ("validation_fraction = 0.2\n" if table == "[tune]" else "")
     extra = f"{table}\n{key} = {_toml_string(HOSTILE_NAMES[case])}\n"
-    (work / "study.toml").write_text(body + (extra[len("[adapt]\n"):] if table == "[adapt]" else extra))
+    (work / "study.toml").write_text(body + (extra[len("[adapt]\n") :] if table == "[adapt]" else extra))
     with pytest.raises(ConfigError) as info:
         load_study(work / "study.toml")
     message = str(info.value)
@@ -91,8 +95,9 @@ def test_hostile_adapt_names_are_refused_by_the_same_rule(work, table, key, wher
 
 
 def test_printable_adapt_names_still_load(work):
-    (work / "study.toml").write_text(STUDY + ADAPT + 'name = "Modèle"\nheldout_name = "tenu à part"\n'
-                                     '[adapt.colbert]\nname = "cb"\n')
+    (work / "study.toml").write_text(
+        STUDY + ADAPT + 'name = "Modèle"\nheldout_name = "tenu à part"\n[adapt.colbert]\nname = "cb"\n'
+    )
     settings = parse_adapt_section(load_study(work / "study.toml"))
     assert (settings.label, settings.heldout_name, settings.colbert.label) == ("Modèle", "tenu à part", "cb")
 
@@ -260,9 +265,13 @@ MEMORY_PROBE = textwrap.dedent("""
 def test_a_large_text_file_loads_within_about_twice_its_size(tmp_path):
     """A generated 32 MiB paginated text file: peak RSS growth while loading and cleaning it
     stays under 2.5x the file (it was ~13x). Run alone: ~20-40 s on a loaded 2-core machine."""
-    done = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(tmp_path / "big.txt"), "32"],
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    done = subprocess.run(
+        [sys.executable, "-c", MEMORY_PROBE, str(tmp_path / "big.txt"), "32"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert done.returncode == 0, done.stderr
     m = json.loads(done.stdout.strip().splitlines()[-1])
     assert m["chars"] > 0.8 * m["file"]  # the text is there (headers and page numbers removed)

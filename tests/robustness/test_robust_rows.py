@@ -25,6 +25,7 @@ from robustness.hostile import HOSTILE_BYTES, STUDY, assert_one_line_error, buil
 
 # -- row 9: a study is validated whole; the per-dataset unit is named ------------------------------
 
+
 def test_second_dataset_missing_fails_before_anything_is_stored(work):
     (work / "two.toml").write_text(STUDY + '\n[[datasets]]\nname = "two"\nspec = "beir:missing-two"\n')
     rc, out, err = cli(["run", "two.toml", "--store", "st", "--no-ray"])
@@ -33,8 +34,9 @@ def test_second_dataset_missing_fails_before_anything_is_stored(work):
 
 
 def test_a_bad_colbert_search_option_fails_before_anything_is_stored(work):
-    (work / "cb.toml").write_text(STUDY + '\n[[models]]\nname = "cb"\nref = "hash:16"\nbackend = "colbert"\n'
-                                          'options = { search = "bogus" }\n')
+    (work / "cb.toml").write_text(
+        STUDY + '\n[[models]]\nname = "cb"\nref = "hash:16"\nbackend = "colbert"\noptions = { search = "bogus" }\n'
+    )
     rc, out, err = cli(["run", "cb.toml", "--store", "st", "--no-ray"])
     assert_one_line_error(rc, err, ("[[models]] entry 2", "search = 'bogus'", "nothing was run"))
     assert not (work / "st").exists()
@@ -55,10 +57,15 @@ def test_a_late_failure_names_the_datasets_already_committed(work):
 
 # -- row 10: a byte flip inside a committed Parquet file is an error naming the file ---------------
 
+
 def _read_everything(root: Path) -> list:
     with results.open(root) as s:
-        return [s.runs().to_pylist(), s.metrics(kind="all").to_pylist(), s.per_query().to_pylist(),
-                s.sql("SELECT count(*) AS n FROM metrics_all").to_dict("records")]
+        return [
+            s.runs().to_pylist(),
+            s.metrics(kind="all").to_pylist(),
+            s.per_query().to_pylist(),
+            s.sql("SELECT count(*) AS n FROM metrics_all").to_dict("records"),
+        ]
 
 
 def test_byte_flips_are_always_detected(tmp_path):
@@ -97,6 +104,7 @@ def test_a_corrupted_store_is_one_line_on_the_command_line(tmp_path):
 
 # -- row 11: the same run id, or (run id, query id), committed twice is refused --------------------
 
+
 def test_run_id_and_query_unique_across_commits(tmp_path):
     store = build_store(tmp_path / "s")
     before = digest(tmp_path / "s")
@@ -110,6 +118,7 @@ def test_run_id_and_query_unique_across_commits(tmp_path):
 
 
 # -- row 12: directories, bad names and a full disk are one line, exit 2 ---------------------------
+
 
 def test_report_out_is_a_file(work, store_dir):
     (work / "out.txt").write_text("keep me")
@@ -159,6 +168,7 @@ def test_disk_full_while_writing_a_report(work, store_dir, monkeypatch):
 
 # -- row 16: a typo in report --system is an error; no stale figures -------------------------------
 
+
 def test_report_typo_and_no_stale_figures(work, store_dir):
     rc, out, err = cli(["report", "--store", str(store_dir), "--out", "rep", "--bootstrap", "20"])
     assert rc == 0, err
@@ -166,8 +176,7 @@ def test_report_typo_and_no_stale_figures(work, store_dir):
     stale.write_bytes(b"png")
     rc, out, err = cli(["report", "--store", str(store_dir), "--out", "rep", "--system", "minlm"])
     assert_one_line_error(rc, err, ("minlm", "did you mean 'minilm'"))
-    rc, out, err = cli(["report", "--store", str(store_dir), "--out", "rep", "--system", "minilm",
-                        "--bootstrap", "20"])
+    rc, out, err = cli(["report", "--store", str(store_dir), "--out", "rep", "--system", "minilm", "--bootstrap", "20"])
     assert rc == 0, err
     assert not stale.exists()
 
@@ -175,16 +184,18 @@ def test_report_typo_and_no_stale_figures(work, store_dir):
 def test_results_filter_typo_suggests(work, store_dir):
     rc, out, err = cli(["results", "--store", str(store_dir), "--filter", "measure=ndgc@10"])
     assert_one_line_error(rc, err, ("did you mean 'ndcg@10'",))
-    rc, out, err = cli(["results", "--store", str(store_dir), "--filter", "system=minilm",
-                        "--filter", "measure=acc@1"])
+    rc, out, err = cli(["results", "--store", str(store_dir), "--filter", "system=minilm", "--filter", "measure=acc@1"])
     assert rc == 0 and "(1 rows)" in out
 
 
 # -- row 17: results | head ends quietly ------------------------------------------------------------
 
+
 def test_results_json_into_a_closed_pipe(store_dir):
-    cmd = (f"{sys.executable} -m adaptlab results --store {store_dir} --format json "
-           "--sql 'SELECT range AS n FROM range(300000)' | head -c 20")  # far more than a pipe buffer
+    cmd = (
+        f"{sys.executable} -m adaptlab results --store {store_dir} --format json "
+        "--sql 'SELECT range AS n FROM range(300000)' | head -c 20"
+    )  # far more than a pipe buffer
     proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert proc.stdout.startswith("[")
@@ -192,13 +203,18 @@ def test_results_json_into_a_closed_pipe(store_dir):
 
 # -- the Python API under hostile input --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", sorted(HOSTILE_BYTES))
 @pytest.mark.parametrize("entry", ["load_study", "read_trec_run", "read_trec_qrels", "results.open"])
 def test_api_entry_points_raise_documented_errors(tmp_path, entry, kind):
     f = tmp_path / f"hostile-{kind}"
     f.write_bytes(HOSTILE_BYTES[kind])
-    fn = {"load_study": load_study, "read_trec_run": read_trec_run, "read_trec_qrels": read_trec_qrels,
-          "results.open": results.open}[entry]
+    fn = {
+        "load_study": load_study,
+        "read_trec_run": read_trec_run,
+        "read_trec_qrels": read_trec_qrels,
+        "results.open": results.open,
+    }[entry]
     try:
         fn(f)
     except (ConfigError, DataError, StoreError) as e:
@@ -266,8 +282,13 @@ def test_trec_parsers_never_crash(tmp_path, body):
 
 
 @_FAST
-@given(rows=st.lists(st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 50),
-                               st.floats(-1e6, 1e6, allow_nan=False)), min_size=1, max_size=30))
+@given(
+    rows=st.lists(
+        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 50), st.floats(-1e6, 1e6, allow_nan=False)),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_trec_run_round_trip(tmp_path, rows):
     lines, expected = [], {}
     for qid, d, score in rows:
@@ -294,7 +315,7 @@ def test_measure_parser_never_crashes(text):
 
 
 @_FAST
-@given(k=st.integers(min_value=-10**30, max_value=10**30), name=st.sampled_from(["ndcg", "recall", "acc", "mrr"]))
+@given(k=st.integers(min_value=-(10**30), max_value=10**30), name=st.sampled_from(["ndcg", "recall", "acc", "mrr"]))
 def test_measure_cutoffs_are_bounded(k, name):
     try:
         (m,) = parse_measures(f"{name}@{k}")

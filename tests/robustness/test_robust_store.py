@@ -31,8 +31,9 @@ def _log(root: Path, version: int) -> Path:
 
 
 def _run(system: str) -> dict:
-    return results.run_record(system, "toy", model_id="m", model_revision=None, dataset_fingerprint="fp", seed=0,
-                              config={})
+    return results.run_record(
+        system, "toy", model_id="m", model_revision=None, dataset_fingerprint="fp", seed=0, config={}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +73,18 @@ def _cut_at_a_line(p: Path) -> None:  # still valid JSON lines: only the action 
     p.write_bytes(b"".join(lines[:2]))
 
 
-DAMAGE = {"emptied": _empty, "truncated": _truncate, "garbled": _garble, "cut at a line": _cut_at_a_line,
-          "deleted": Path.unlink}
+DAMAGE = {
+    "emptied": _empty,
+    "truncated": _truncate,
+    "garbled": _garble,
+    "cut at a line": _cut_at_a_line,
+    "deleted": Path.unlink,
+}
 
 
-@pytest.mark.parametrize(("damage", "version"), [(d, v) for d in sorted(DAMAGE) for v in (1, 2)
-                                                  if (d, v) != ("deleted", 2)])  # that one: vanished commit, below
+@pytest.mark.parametrize(
+    ("damage", "version"), [(d, v) for d in sorted(DAMAGE) for v in (1, 2) if (d, v) != ("deleted", 2)]
+)  # that one: vanished commit, below
 def test_a_damaged_commit_file_is_one_line_refuses_commits_and_repair_says_what_it_did(store_copy, damage, version):
     DAMAGE[damage](_log(store_copy, version))
     rc, out, err = cli(["results", "--store", str(store_copy), "--table", "runs"])
@@ -88,7 +95,9 @@ def test_a_damaged_commit_file_is_one_line_refuses_commits_and_repair_says_what_
     assert info.value.version == version
     rc, out, err = cli(["results", "repair", "--store", str(store_copy)])
     assert rc == 0, err
-    assert f"{version:020d}.json" in out and f"cut back to version {version - 1}" in out and "_adaptlab_quarantine" in out
+    assert (
+        f"{version:020d}.json" in out and f"cut back to version {version - 1}" in out and "_adaptlab_quarantine" in out
+    )
     quarantined = list((store_copy / "_adaptlab_quarantine").rglob(f"{version:020d}.json"))
     assert len(quarantined) == (0 if damage == "deleted" else 1)
     store = results.open(store_copy)
@@ -112,8 +121,9 @@ def test_a_commit_is_refused_when_the_log_is_damaged_under_an_open_store(store_c
 def test_a_missing_or_cut_data_file_is_flagged_refuses_commits_and_repair_restores(store_copy, damage):
     victim = next((store_copy / "kind=runs").iterdir())
     store = results.open(store_copy)
-    versions = {p.name: v for v in (1, 2) for p in store_copy.glob("kind=runs/*")
-                if p.name in _log(store_copy, v).read_text()}
+    versions = {
+        p.name: v for v in (1, 2) for p in store_copy.glob("kind=runs/*") if p.name in _log(store_copy, v).read_text()
+    }
     problem = "is missing" if damage == "deleted" else "bytes, the log recorded"
     victim.unlink() if damage == "deleted" else _truncate(victim)
     rc, _, err = cli(["results", "--store", str(store_copy)])
@@ -188,6 +198,7 @@ def test_a_checksum_record_whose_commit_vanished_is_flagged(store_copy):
 
 # -- one failure, one line ---------------------------------------------------------------------
 
+
 def _full_disk_writer(store: results.ResultsStore, calls: list[int]):
     """The log entry's write as on a full disk (the commit's data file landed before it): ENOSPC,
     with a Rust-style panic on fd 2."""
@@ -233,26 +244,38 @@ def test_a_real_full_disk_is_one_line_and_leaves_no_data_file(tiny_disk, capfd):
 
 
 def test_s3_errors_lose_ansi_codes_and_server_xml_but_keep_the_code():
-    raw = ("\x1b[31mGeneric S3 error\x1b[0m: Error performing put request: response error \"<?xml version=\"1.0\" "
-           "encoding=\"UTF-8\"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist"
-           "</Message><BucketName>b</BucketName><RequestId>abc</RequestId></Error>\" 0: <unknown> 1: <unknown>\n"
-           "12: start_thread at ./nptl/pthread_create.c:442:8")
+    raw = (
+        '\x1b[31mGeneric S3 error\x1b[0m: Error performing put request: response error "<?xml version="1.0" '
+        'encoding="UTF-8"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist'
+        '</Message><BucketName>b</BucketName><RequestId>abc</RequestId></Error>" 0: <unknown> 1: <unknown>\n'
+        "12: start_thread at ./nptl/pthread_create.c:442:8"
+    )
     line = short_message(RuntimeError(raw))
     assert "\x1b" not in line and "<" not in line and "RequestId" not in line and "\n" not in line
     assert "NoSuchBucket" in line and "The specified bucket does not exist" in line and "Generic S3 error" in line
     assert "start_thread" not in line and "<unknown>" not in line
 
 
-@pytest.mark.parametrize(("error", "permanent", "retried"), [
-    (OSError(errno.ENOSPC, "No space left on device"), True, False),
-    (PermissionError(errno.EACCES, "Permission denied"), True, False),
-    (RuntimeError("Generic S3 error: 403 Forbidden (S3 error AccessDenied: Access Denied)"), True, False),
-    (RuntimeError("Generic LocalFileSystem error: Unable to open file: No such file or directory (os error 2)"), True,
-     False),
-    (RuntimeError("Error performing GET in 4.1s, after 1 retries, max_retries: 2 - operation timed out"), False, True),
-    (RuntimeError("after 2 retries, max_retries: 2 - Server returned non-2xx status code: 503"), False, True),
-    (OSError("connection reset by peer"), False, False),
-])
+@pytest.mark.parametrize(
+    ("error", "permanent", "retried"),
+    [
+        (OSError(errno.ENOSPC, "No space left on device"), True, False),
+        (PermissionError(errno.EACCES, "Permission denied"), True, False),
+        (RuntimeError("Generic S3 error: 403 Forbidden (S3 error AccessDenied: Access Denied)"), True, False),
+        (
+            RuntimeError("Generic LocalFileSystem error: Unable to open file: No such file or directory (os error 2)"),
+            True,
+            False,
+        ),
+        (
+            RuntimeError("Error performing GET in 4.1s, after 1 retries, max_retries: 2 - operation timed out"),
+            False,
+            True,
+        ),
+        (RuntimeError("after 2 retries, max_retries: 2 - Server returned non-2xx status code: 503"), False, True),
+        (OSError("connection reset by peer"), False, False),
+    ],
+)
 def test_which_errors_a_commit_retries(error, permanent, retried):
     from adaptlab.results.native import is_permanent, retried_already
 
@@ -265,7 +288,9 @@ def test_s3_time_outs_are_bounded_and_configurable(monkeypatch):
     assert total < 60 and defaults["connect_timeout"] == "5s"
     assert remote_options({"TIMEOUT": "90s"})["TIMEOUT"] == "90s" and "timeout" not in remote_options({"TIMEOUT": "9s"})
     monkeypatch.setenv("ADAPTLAB_STORE_TIMEOUT", "abc")
-    with pytest.raises(results.StoreError, match="ADAPTLAB_STORE_TIMEOUT='abc': expected a positive number of seconds up to 3600"):
+    with pytest.raises(
+        results.StoreError, match="ADAPTLAB_STORE_TIMEOUT='abc': expected a positive number of seconds up to 3600"
+    ):
         remote_options(None)
 
 
@@ -299,8 +324,13 @@ def frozen_endpoint():
 
 def test_a_frozen_s3_endpoint_fails_within_the_configured_time_out(frozen_endpoint, monkeypatch):
     monkeypatch.setenv("ADAPTLAB_STORE_TIMEOUT", "1")
-    options = {"AWS_ENDPOINT_URL": frozen_endpoint, "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "hidden-secret",
-               "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    options = {
+        "AWS_ENDPOINT_URL": frozen_endpoint,
+        "AWS_ACCESS_KEY_ID": "k",
+        "AWS_SECRET_ACCESS_KEY": "hidden-secret",
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+    }
     t0 = time.monotonic()
     with pytest.raises(results.StoreError) as info:
         results.open("s3://bucket/store", storage_options=options)

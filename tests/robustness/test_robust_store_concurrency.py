@@ -48,24 +48,32 @@ _COMPACTOR = textwrap.dedent("""
 
 def _env() -> dict[str, str]:
     tests_dir = str(Path(__file__).parents[1])
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]),
-            "ADAPTLAB_PROGRESS": "0"}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]),
+        "ADAPTLAB_PROGRESS": "0",
+    }
 
 
 def _store_of_small_files(root: Path) -> None:
     """Versions 0..4: the hostile corpus' store plus three one-run commits (many small files)."""
     store = build_store(root)
     for i in range(3):
-        run = results.run_record(f"s{i}", "toy", model_id="m", model_revision=None, dataset_fingerprint="fp",
-                                 seed=0, config={})
+        run = results.run_record(
+            f"s{i}", "toy", model_id="m", model_revision=None, dataset_fingerprint="fp", seed=0, config={}
+        )
         store.commit([run], [{"system": f"s{i}", "dataset": "toy", "measure": "mrr", "value": 0.5}])
     store.close()
 
 
 def _counts(root: Path) -> tuple[int, int, int, int]:
     store = results.open(root, strict=True)
-    return (store.runs().num_rows, store.metrics(kind="all").num_rows, store.per_query().num_rows,
-            len(set(store.runs().column("run_id").to_pylist())))
+    return (
+        store.runs().num_rows,
+        store.metrics(kind="all").num_rows,
+        store.per_query().num_rows,
+        len(set(store.runs().column("run_id").to_pylist())),
+    )
 
 
 def test_two_compactions_at_once_never_both_commit(tmp_path):
@@ -75,8 +83,15 @@ def test_two_compactions_at_once_never_both_commit(tmp_path):
     for i in range(TRIALS):
         shutil.copytree(template, tmp_path / f"store-{i}")
     t0 = time.monotonic()
-    procs = [subprocess.Popen([sys.executable, "-c", _COMPACTOR, me, str(tmp_path), str(TRIALS)], env=_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for me in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _COMPACTOR, me, str(tmp_path), str(TRIALS)],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for me in ("a", "b")
+    ]
     errs = [p.communicate(timeout=_WAIT * 3)[1].decode()[-2000:] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errs
     elapsed = time.monotonic() - t0
@@ -120,8 +135,15 @@ _COMMITTER = textwrap.dedent("""
 def test_two_identical_commits_at_once_store_one(tmp_path):
     for i in range(TRIALS):
         results.open(tmp_path / f"store-{i}", create=True).close()
-    procs = [subprocess.Popen([sys.executable, "-c", _COMMITTER, me, str(tmp_path), str(TRIALS)], env=_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for me in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _COMMITTER, me, str(tmp_path), str(TRIALS)],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for me in ("a", "b")
+    ]
     errs = [p.communicate(timeout=_WAIT * 3)[1].decode()[-2000:] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errs
     for i in range(TRIALS):
@@ -129,8 +151,11 @@ def test_two_identical_commits_at_once_store_one(tmp_path):
         assert store.version() == 1 and store.runs().num_rows == 1 and store.metrics().num_rows == 1, i
         outs = {(tmp_path / f"out-{me}-{i}").read_text() for me in ("a", "b")}
         assert len(outs) == 1 and outs.pop().endswith(" 1")  # both name the one commit that landed
-        assert not [p for p in (tmp_path / f"store-{i}" / "kind=runs").iterdir()
-                    if p.name not in {Path(u).name for u in store._file_uris(store._table())}], "a staged file was left"
+        assert not [
+            p
+            for p in (tmp_path / f"store-{i}" / "kind=runs").iterdir()
+            if p.name not in {Path(u).name for u in store._file_uris(store._table())}
+        ], "a staged file was left"
 
 
 _REPAIRER = _COMPACTOR.replace('["results", "compact", "--store"', '["results", "repair", "--store"')
@@ -142,11 +167,14 @@ def test_two_repairs_at_once_never_both_restore(tmp_path):
     template = tmp_path / "template"
     store = build_store(template)
     want = _counts(template)
-    run = results.run_record("third", "toy", model_id="m", model_revision=None, dataset_fingerprint="fp", seed=0,
-                             config={})
+    run = results.run_record(
+        "third", "toy", model_id="m", model_revision=None, dataset_fingerprint="fp", seed=0, config={}
+    )
     commit = store.commit([run], [{"system": "third", "dataset": "toy", "measure": "mrr", "value": 0.5}])
     store.close()
-    actions = [json.loads(ln) for ln in (template / "_delta_log" / f"{commit.version:020d}.json").read_text().splitlines()]
+    actions = [
+        json.loads(ln) for ln in (template / "_delta_log" / f"{commit.version:020d}.json").read_text().splitlines()
+    ]
     changed = template / sorted(a["add"]["path"] for a in actions if "add" in a)[0]
     raw = bytearray(changed.read_bytes())
     raw[len(raw) // 2] ^= 0x01
@@ -154,8 +182,15 @@ def test_two_repairs_at_once_never_both_restore(tmp_path):
     for i in range(TRIALS):
         shutil.copytree(template, tmp_path / f"store-{i}")
     t0 = time.monotonic()
-    procs = [subprocess.Popen([sys.executable, "-c", _REPAIRER, me, str(tmp_path), str(TRIALS)], env=_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for me in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _REPAIRER, me, str(tmp_path), str(TRIALS)],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for me in ("a", "b")
+    ]
     errs = [p.communicate(timeout=_WAIT * 3)[1].decode()[-2000:] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errs
     elapsed = time.monotonic() - t0
@@ -176,9 +211,15 @@ def test_a_compaction_beside_a_writer_loses_and_doubles_nothing(tmp_path):
     runs, metrics, per_query, distinct = _counts(template)
     for i in range(TRIALS):
         shutil.copytree(template, tmp_path / f"store-{i}")
-    procs = [subprocess.Popen([sys.executable, "-c", script, me, str(tmp_path), str(TRIALS)], env=_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-             for script, me in ((_COMPACTOR, "a"), (_COMMITTER, "b"))]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, me, str(tmp_path), str(TRIALS)],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for script, me in ((_COMPACTOR, "a"), (_COMMITTER, "b"))
+    ]
     errs = [p.communicate(timeout=_WAIT * 3)[1].decode()[-2000:] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errs
     for i in range(TRIALS):

@@ -45,8 +45,10 @@ def _into_directory(path: Path) -> None:
 
 
 DAMAGE = {
-    "wrong shape": (lambda p: _append_line(p, '{"add":{"path":12345,"size":"big"}}'),
-                    ("'add' action whose 'path' is 12345, expected a string",)),
+    "wrong shape": (
+        lambda p: _append_line(p, '{"add":{"path":12345,"size":"big"}}'),
+        ("'add' action whose 'path' is 12345, expected a string",),
+    ),
     "unknown action": (_replace_adds, ("unknown action 'frobnicate'", "expected one of add")),
     "directory": (_into_directory, ("is a directory, expected a commit file",)),
 }
@@ -70,7 +72,11 @@ def test_a_malformed_commit_file_is_named_and_repair_counts_the_rows_it_moves(st
     assert "moved their 6 data file(s) to _adaptlab_quarantine/" in out
     moved = _quarantined_parquet(store_copy)
     assert len(moved) == 6 and {p.parent.name for p in moved} == {
-        "kind=runs", "kind=scores", "kind=comparisons", "kind=per_query"}
+        "kind=runs",
+        "kind=scores",
+        "kind=comparisons",
+        "kind=per_query",
+    }
     assert not list(store_copy.glob("kind=*/*.parquet"))
     rc, out, err = cli(["results", "--store", str(store_copy), "--table", "runs"])
     assert rc == 0 and "(0 rows)" in out, err
@@ -85,10 +91,13 @@ def test_repair_of_a_wrong_shape_at_the_last_version_keeps_the_earlier_rows(stor
     assert results.open(store_copy).runs().num_rows == 2
 
 
-@pytest.mark.parametrize(("content", "needle"), [
-    (b'{"version":"x"', "is not JSON"),
-    (b'{"version":1,"size":"big"}', "'size' = \"big\", expected an integer >= 0"),
-])
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b'{"version":"x"', "is not JSON"),
+        (b'{"version":1,"size":"big"}', "'size' = \"big\", expected an integer >= 0"),
+    ],
+)
 def test_a_bad_last_checkpoint_is_named_and_repair_moves_it_without_losing_rows(store_copy, content, needle):
     (store_copy / LOG / "_last_checkpoint").write_bytes(content)
     rc, out, err = cli(["results", "--store", str(store_copy), "--table", "runs"])

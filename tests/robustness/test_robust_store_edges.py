@@ -34,8 +34,7 @@ def test_a_symlinked_quarantine_folder_is_refused_and_nothing_moves(tmp_path):
 def test_a_filter_in_nfd_finds_the_stored_nfc_name(tmp_path):
     store = results.open(tmp_path / "s", create=True)
     name = "caf\u00e9"  # NFC, as every stored name
-    run = results.run_record(name, "toy", model_id="m", model_revision=None, dataset_fingerprint="f", seed=0,
-                             config={})
+    run = results.run_record(name, "toy", model_id="m", model_revision=None, dataset_fingerprint="f", seed=0, config={})
     store.commit([run], [{"system": name, "dataset": "toy", "measure": "mrr", "value": 0.5}])
     nfd = unicodedata.normalize("NFD", name)
     assert nfd != name
@@ -56,10 +55,13 @@ def test_a_rust_panic_before_the_store_error_stays_off_the_terminal(tmp_path, mo
     build_store(tmp_path / "s").close()
 
     def panicking(*args, **kwargs):
-        os.write(2, b"thread 'tokio-runtime-worker' panicked at object_store/src/aws/client.rs:1:1:\n"
-                    b"called `Result::unwrap()` on an `Err` value: Generic S3 error\n"
-                    b"note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
-                    b"thread 'main' panicked at deltalake-core/src/lib.rs:1:1:\n")
+        os.write(
+            2,
+            b"thread 'tokio-runtime-worker' panicked at object_store/src/aws/client.rs:1:1:\n"
+            b"called `Result::unwrap()` on an `Err` value: Generic S3 error\n"
+            b"note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
+            b"thread 'main' panicked at deltalake-core/src/lib.rs:1:1:\n",
+        )
         raise OSError("Generic S3 error: Error performing list request: connection refused")
 
     monkeypatch.setattr(deltalake.DeltaTable, "is_deltatable", staticmethod(panicking))

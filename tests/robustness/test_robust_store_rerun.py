@@ -26,8 +26,23 @@ def _counts(uri) -> tuple[int, int, int, int]:
 
 
 def _evaluate(qrels: str, run: str, metrics: str, store: str) -> tuple[int, str, str]:
-    return cli(["evaluate", "--qrels", qrels, "--run", run, "--metrics", metrics, "--bootstrap", "20",
-                "--dataset", "toy", "--store", store])
+    return cli(
+        [
+            "evaluate",
+            "--qrels",
+            qrels,
+            "--run",
+            run,
+            "--metrics",
+            metrics,
+            "--bootstrap",
+            "20",
+            "--dataset",
+            "toy",
+            "--store",
+            store,
+        ]
+    )
 
 
 def test_evaluate_by_another_path_folder_or_metric_order_adds_nothing(work, monkeypatch):
@@ -64,11 +79,22 @@ def _scale_commit(tmp_path, store, *, reused: bool, folder: str):
     qrels = read_trec_qrels(tmp_path / "q.txt")
     run = read_trec_run(tmp_path / "r.txt", qrels=qrels)
     summary = summarise_runs(qrels, {"ft-10": run}, parse_measures("ndcg@10"), boot=BootstrapConfig(n_resamples=20))
-    config = {"study": "scale", "source": f"{folder}/scale.toml", "metrics": ["ndcg@10"],
-              "systems": {"ft-10": {"variant": "ft", "artifact_key": "sha256:abc", "reused": reused,
-                                    "artifact_path": f"{folder}/artifacts/abc"}}}
-    return commit_summary(store, summary, dataset="toy", config=config, study="scale",
-                          provenance={"ft-10": {"model_id": "sha256:abc"}})
+    config = {
+        "study": "scale",
+        "source": f"{folder}/scale.toml",
+        "metrics": ["ndcg@10"],
+        "systems": {
+            "ft-10": {
+                "variant": "ft",
+                "artifact_key": "sha256:abc",
+                "reused": reused,
+                "artifact_path": f"{folder}/artifacts/abc",
+            }
+        },
+    }
+    return commit_summary(
+        store, summary, dataset="toy", config=config, study="scale", provenance={"ft-10": {"model_id": "sha256:abc"}}
+    )
 
 
 def test_a_reused_adapted_model_is_the_same_evaluation(tmp_path):
@@ -116,17 +142,36 @@ def test_a_scale_study_run_twice_stores_every_evaluation_once(tiny_model, tmp_pa
 
     from adaptlab.study import parse_study, run_scale_study
 
-    adapt = {"corpus": "synthetic:n_documents=12,seed=0", "base_model": str(tiny_model), "name": "tiny",
-             "scales": [3, 6], "fraction": 0.5, "test_fraction": 0.25, "validation_fraction": 0.2,
-             "max_tokens": 48, "questions_per_chunk": 2, "n_negatives": 2, "margin": False,
-             "duplicate_threshold": False, "variants": ["base", "ft"],
-             "ft": {"batch_size": 8, "max_steps": 1, "num_negatives": 1, "learning_rate": 1e-3}, "use_ray": False}
-    study = parse_study({"study": {"name": "scale-rerun", "store": ""},
-                         "datasets": [{"name": "bench", "spec": "synthetic:n_documents=4,seed=1"}],
-                         "models": [{"name": "tiny", "ref": str(tiny_model)}],
-                         "evaluation": {"metrics": ["acc@1", "mrr@10"], "k": 20},
-                         "bootstrap": {"n_resamples": 50, "seed": 0}, "embedding": {"use_ray": False},
-                         "adapt": adapt}, source="scale.toml", base_dir=tmp_path)
+    adapt = {
+        "corpus": "synthetic:n_documents=12,seed=0",
+        "base_model": str(tiny_model),
+        "name": "tiny",
+        "scales": [3, 6],
+        "fraction": 0.5,
+        "test_fraction": 0.25,
+        "validation_fraction": 0.2,
+        "max_tokens": 48,
+        "questions_per_chunk": 2,
+        "n_negatives": 2,
+        "margin": False,
+        "duplicate_threshold": False,
+        "variants": ["base", "ft"],
+        "ft": {"batch_size": 8, "max_steps": 1, "num_negatives": 1, "learning_rate": 1e-3},
+        "use_ray": False,
+    }
+    study = parse_study(
+        {
+            "study": {"name": "scale-rerun", "store": ""},
+            "datasets": [{"name": "bench", "spec": "synthetic:n_documents=4,seed=1"}],
+            "models": [{"name": "tiny", "ref": str(tiny_model)}],
+            "evaluation": {"metrics": ["acc@1", "mrr@10"], "k": 20},
+            "bootstrap": {"n_resamples": 50, "seed": 0},
+            "embedding": {"use_ray": False},
+            "adapt": adapt,
+        },
+        source="scale.toml",
+        base_dir=tmp_path,
+    )
     store = tmp_path / "store"
     monkeypatch.setenv("ADAPTLAB_PROGRESS", "1")
     threads = torch.get_num_threads()

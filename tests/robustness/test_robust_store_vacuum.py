@@ -127,8 +127,15 @@ def _counts(root: Path, version: int | None = None) -> tuple[int, int, int]:
 def _run_pair(tmp_path: Path, scripts: list[tuple[str, str, list[str]]]) -> None:
     """Run two trial scripts side by side (``(script, me, extra args)``), stopped by pid on any
     failure; both must exit 0."""
-    procs = [subprocess.Popen([sys.executable, "-c", script, me, str(tmp_path), str(TRIALS), *extra], env=_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for script, me, extra in scripts]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, me, str(tmp_path), str(TRIALS), *extra],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for script, me, extra in scripts
+    ]
     try:
         errs = [p.communicate(timeout=_WAIT)[1].decode()[-2000:] for p in procs]
     finally:

@@ -22,12 +22,26 @@ from robustness.hostile import cli
 from robustness.hostile import write_file as _write
 
 PASSWORD = "Hunter2-pw-9f3"
-SECRET_FILES = (".env", ".aws/credentials", ".venv/lib/site.py", "venv2/lib/x.py", "results/s/_delta_log/0.json",
-                "platform/adaptlab/.env", "platform/adaptlab/__pycache__/x.cpython-312.pyc", "data/corpus/.hidden.txt",
-                "data/corpus/credentials", "data/corpus/id_rsa", "data/corpus/client_secret.json",
-                "data/corpus/server.pem", "data/other/not_declared.txt", "notes.txt", ".git/config",
-                "data/corpus/env1/lib/x.txt", "data/corpus/store/_delta_log/0.json", "jobs/.secrets.toml")
-
+SECRET_FILES = (
+    ".env",
+    ".aws/credentials",
+    ".venv/lib/site.py",
+    "venv2/lib/x.py",
+    "results/s/_delta_log/0.json",
+    "platform/adaptlab/.env",
+    "platform/adaptlab/__pycache__/x.cpython-312.pyc",
+    "data/corpus/.hidden.txt",
+    "data/corpus/credentials",
+    "data/corpus/id_rsa",
+    "data/corpus/client_secret.json",
+    "data/corpus/server.pem",
+    "data/other/not_declared.txt",
+    "notes.txt",
+    ".git/config",
+    "data/corpus/env1/lib/x.txt",
+    "data/corpus/store/_delta_log/0.json",
+    "jobs/.secrets.toml",
+)
 
 
 @pytest.fixture
@@ -60,13 +74,24 @@ def test_dry_run_lists_exactly_the_allow_list(project):
     rc, out, err = cli(["submit", str(project / "jobs/s.toml"), "--dry-run"])
     assert rc == 0, err
     listed = {line.strip().split("  ", 1)[1] for line in out.splitlines() if line.startswith(" ") and "  " in line}
-    assert listed == {"pyproject.toml", "README.md", "platform/adaptlab/__init__.py", "platform/adaptlab/mod.py",
-                      "jobs/s.toml", "data/corpus/a.txt", "data/corpus/alias.txt"}
+    assert listed == {
+        "pyproject.toml",
+        "README.md",
+        "platform/adaptlab/__init__.py",
+        "platform/adaptlab/mod.py",
+        "jobs/s.toml",
+        "data/corpus/a.txt",
+        "data/corpus/alias.txt",
+    }
     assert "7 file(s)" in out and "in total" in out
     assert PASSWORD not in out + err
     assert "not uploaded: data/corpus/leak.txt (symlink to" in out  # named, with its reason
-    for rel, why in (("data/corpus/env1", "virtualenv"), ("data/corpus/store", "results store"),
-                     ("data/corpus/credentials", "credential-like name"), ("jobs/.secrets.toml", "dotfile")):
+    for rel, why in (
+        ("data/corpus/env1", "virtualenv"),
+        ("data/corpus/store", "results store"),
+        ("data/corpus/credentials", "credential-like name"),
+        ("jobs/.secrets.toml", "dotfile"),
+    ):
         assert f"not uploaded: {rel} ({why})" in out
     assert ".venv" not in out and "results/" not in out  # outside the allow-list: not even walked
 
@@ -81,8 +106,11 @@ def test_staged_upload_holds_only_the_plan_and_the_fingerprint_is_real(project, 
         def submit_job(self, **kw):
             wd = Path(kw["runtime_env"]["working_dir"])
             seen["files"] = {p.relative_to(wd).as_posix() for p in wd.rglob("*") if p.is_file()}
-            seen["pkg"] = {p.relative_to(wd / "platform/adaptlab").as_posix(): p.read_bytes()
-                           for p in (wd / "platform/adaptlab").rglob("*") if p.is_file()}
+            seen["pkg"] = {
+                p.relative_to(wd / "platform/adaptlab").as_posix(): p.read_bytes()
+                for p in (wd / "platform/adaptlab").rglob("*")
+                if p.is_file()
+            }
             seen["kw"] = kw
 
         def get_job_status(self, sid):
@@ -140,17 +168,26 @@ def test_submit_without_address_or_dry_run_is_one_line(project):
 
 
 # -- masked URLs ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, shown", [
-    ("http://admin:PW@host:9", "http://admin:***@host:9"),
-    ("cannot reach http://admin:PW@host:9/api/jobs/ (refused)", "cannot reach http://admin:***@host:9/api/jobs/ (refused)"),
-    ("https://PW@github.com/x", "https://***@github.com/x"),
-    ("https://u:p@w@host/x", "https://u:***@host/x"),
-    ("s3://b/k?X-Amz-Date=1&X-Amz-Signature=PW&X-Amz-Credential=PW", "s3://b/k?X-Amz-Date=1&X-Amz-Signature=***&X-Amz-Credential=***"),
-    ("https://acct.blob.core.windows.net/c?sv=2020&sig=PW", "https://acct.blob.core.windows.net/c?sv=2020&sig=***"),
-    ("http://h/v1?api_key=PW&model=m&access_token=PW", "http://h/v1?api_key=***&model=m&access_token=***"),
-    ("http://127.0.0.1:8265", "http://127.0.0.1:8265"),
-    ("mail me: a@b.org", "mail me: a@b.org"),
-])
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("http://admin:PW@host:9", "http://admin:***@host:9"),
+        (
+            "cannot reach http://admin:PW@host:9/api/jobs/ (refused)",
+            "cannot reach http://admin:***@host:9/api/jobs/ (refused)",
+        ),
+        ("https://PW@github.com/x", "https://***@github.com/x"),
+        ("https://u:p@w@host/x", "https://u:***@host/x"),
+        (
+            "s3://b/k?X-Amz-Date=1&X-Amz-Signature=PW&X-Amz-Credential=PW",
+            "s3://b/k?X-Amz-Date=1&X-Amz-Signature=***&X-Amz-Credential=***",
+        ),
+        ("https://acct.blob.core.windows.net/c?sv=2020&sig=PW", "https://acct.blob.core.windows.net/c?sv=2020&sig=***"),
+        ("http://h/v1?api_key=PW&model=m&access_token=PW", "http://h/v1?api_key=***&model=m&access_token=***"),
+        ("http://127.0.0.1:8265", "http://127.0.0.1:8265"),
+        ("mail me: a@b.org", "mail me: a@b.org"),
+    ],
+)
 def test_mask_url(text, shown):
     assert mask_url(text) == shown and "PW" not in mask_url(text)
 
@@ -164,9 +201,19 @@ def test_address_password_not_echoed_by_jobs_api_failures(project, monkeypatch):
     def failing(address):
         raise RuntimeError(f"Failed to connect to {address}/api/version: Max retries exceeded url={address}")
 
-    monkeypatch.setattr(submit_mod, "_client", lambda address: submit_mod._call(address, "connecting", failing, address))
-    rc, out, err = cli(["submit", str(project / "jobs/s.toml"), "--address", f"http://admin:{PASSWORD}@127.0.0.1:9",
-                        "--store", str(project / "out")])
+    monkeypatch.setattr(
+        submit_mod, "_client", lambda address: submit_mod._call(address, "connecting", failing, address)
+    )
+    rc, out, err = cli(
+        [
+            "submit",
+            str(project / "jobs/s.toml"),
+            "--address",
+            f"http://admin:{PASSWORD}@127.0.0.1:9",
+            "--store",
+            str(project / "out"),
+        ]
+    )
     assert rc == 2 and PASSWORD not in out + err and err.count("admin:***@127.0.0.1:9") >= 2, err
 
 
@@ -174,9 +221,23 @@ def test_unreachable_address_with_password_never_printed_by_any_layer(project, t
     """The real client (Ray's, in a subprocess so its own logging is captured too)."""
     env = {**os.environ, "ADAPTLAB_PROGRESS": "0", "HOME": str(tmp_path)}
     env.pop("RAY_AUTH_TOKEN", None)
-    done = subprocess.run([sys.executable, "-m", "adaptlab", "submit", str(project / "jobs/s.toml"), "--address",
-                           f"http://admin:{PASSWORD}@127.0.0.1:9", "--store", str(project / "out")],
-                          capture_output=True, text=True, timeout=90, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adaptlab",
+            "submit",
+            str(project / "jobs/s.toml"),
+            "--address",
+            f"http://admin:{PASSWORD}@127.0.0.1:9",
+            "--store",
+            str(project / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=env,
+    )
     assert done.returncode == 2, done.stderr
     assert PASSWORD not in done.stdout + done.stderr
     assert "admin:***@127.0.0.1:9" in done.stderr

@@ -104,12 +104,27 @@ def test_kill_session_stops_what_names_or_writes_into_the_session_and_nothing_el
     naming = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--session-dir={session}"])
     (session / "logs" / "r.out").write_text("x")
     reader = subprocess.Popen(  # like tail -f: reads the session's logs, is not of the session
-        [sys.executable, "-c", "import sys, time; f = open(sys.argv[1]); print('ready', flush=True); time.sleep(60)",
-         str(session / "logs" / "r.out")], stdout=subprocess.PIPE, text=True)
-    writing = subprocess.Popen([sys.executable, "-c", _STUBBORN], stdout=subprocess.PIPE, text=True,
-                               env=dict(os.environ, STUB_LOG=str(session / "logs" / "w.out")))
-    other = subprocess.Popen([sys.executable, "-c", _STUBBORN], stdout=subprocess.PIPE, text=True,
-                             env=dict(os.environ, STUB_LOG=str(tmp_path / "elsewhere.out")))
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; f = open(sys.argv[1]); print('ready', flush=True); time.sleep(60)",
+            str(session / "logs" / "r.out"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    writing = subprocess.Popen(
+        [sys.executable, "-c", _STUBBORN],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, STUB_LOG=str(session / "logs" / "w.out")),
+    )
+    other = subprocess.Popen(
+        [sys.executable, "-c", _STUBBORN],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, STUB_LOG=str(tmp_path / "elsewhere.out")),
+    )
     try:
         assert all(p.stdout.readline().strip() == "ready" for p in (writing, other, reader))
         assert session_pids(str(session)) == sorted([naming.pid, writing.pid])
@@ -181,7 +196,8 @@ def test_no_watchdog_process_means_a_warning_not_a_failed_start(monkeypatch):
 def _run_fake_driver(tmp_path: Path, *, tell: bool, finish: str) -> tuple[subprocess.Popen, dict]:
     proc = subprocess.Popen(
         [sys.executable, "-c", _FAKE_DRIVER, str(tmp_path), "tell" if tell else "quiet", finish, _STUBBORN],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     line = proc.stdout.readline()
     assert line, f"the fake driver exited early with {proc.wait(timeout=10)}"
@@ -275,8 +291,9 @@ _RAY_DRIVER = textwrap.dedent(
 def ray_driver():
     """A running local driver (see ``_RAY_DRIVER``) and what it reported; killed at the end."""
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
-    proc = subprocess.Popen([sys.executable, "-c", _RAY_DRIVER], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _RAY_DRIVER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     info: dict = {}
     try:
         line = _readline(proc, 240.0)

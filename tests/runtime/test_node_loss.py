@@ -16,20 +16,29 @@ def _actor_died(message: str) -> BaseException:
     """An ``ActorDiedError`` worded as Ray words it, with the address line it carries."""
     from ray.core.generated.common_pb2 import ActorDiedErrorContext
 
-    return ray_exceptions.ActorDiedError(ActorDiedErrorContext(
-        class_name="EmbedBatch", actor_id=b"\x01" * 16, node_ip_address="10.0.0.2", error_message=message))
+    return ray_exceptions.ActorDiedError(
+        ActorDiedErrorContext(
+            class_name="EmbedBatch", actor_id=b"\x01" * 16, node_ip_address="10.0.0.2", error_message=message
+        )
+    )
 
 
 def test_the_node_loss_classes_are_lost_with_their_node():
     assert lost_with_node(ray_exceptions.NodeDiedError("node 1 died"))
     assert lost_with_node(ray_exceptions.LocalRayletDiedError())
-    assert lost_with_node(ray_exceptions.ActorUnavailableError(
-        "The actor is temporarily unavailable: RpcError: RPC error: Socket closed rpc_code: 14", b"\x01" * 16))
+    assert lost_with_node(
+        ray_exceptions.ActorUnavailableError(
+            "The actor is temporarily unavailable: RpcError: RPC error: Socket closed rpc_code: 14", b"\x01" * 16
+        )
+    )
 
 
 def test_memory_kills_and_crashes_are_not():
-    assert not lost_with_node(ray_exceptions.OutOfMemoryError(
-        "Task was killed due to the node running low on memory. Memory on the node (IP: 10.0.0.2) was 15 GB"))
+    assert not lost_with_node(
+        ray_exceptions.OutOfMemoryError(
+            "Task was killed due to the node running low on memory. Memory on the node (IP: 10.0.0.2) was 15 GB"
+        )
+    )
     assert not lost_with_node(ray_exceptions.WorkerCrashedError())
     assert not lost_with_node(ray_exceptions.ActorDiedError())  # the actor's own process died
 

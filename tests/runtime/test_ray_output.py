@@ -17,14 +17,18 @@ ray = pytest.importorskip("ray")
 
 # The two texts as Ray 2.60 publishes them when a worker node's raylet is SIGKILLed (measured on a
 # local cluster; the dump's 20 lines shortened to two).
-RAYLET_DUMP = ("Raylet is terminated. Termination is unexpected. Possible reasons include: (1) SIGKILL by the user "
-               "or system OOM killer, (2) Invalid memory access from Raylet causing SIGSEGV or SIGBUS, (3) Other "
-               "termination signals. Last 20 lines of the Raylet logs:\n    [state-dump] DebugString() time ms: 0\n"
-               "    [state-dump] \n")
-NODE_DEAD = ("The node with node id: 3848a2484a58facc6dd696a81d27a1351ecf917bbbe972e4a7a86a51 and address: 192.0.2.2 "
-             "and node name: 192.0.2.2 has been marked dead because the detector has missed too many heartbeats from "
-             "it. This can happen when a \t(1) raylet crashes unexpectedly (OOM, etc.) \n\t(2) raylet has lagging "
-             "heartbeats due to slow network or busy workload.")
+RAYLET_DUMP = (
+    "Raylet is terminated. Termination is unexpected. Possible reasons include: (1) SIGKILL by the user "
+    "or system OOM killer, (2) Invalid memory access from Raylet causing SIGSEGV or SIGBUS, (3) Other "
+    "termination signals. Last 20 lines of the Raylet logs:\n    [state-dump] DebugString() time ms: 0\n"
+    "    [state-dump] \n"
+)
+NODE_DEAD = (
+    "The node with node id: 3848a2484a58facc6dd696a81d27a1351ecf917bbbe972e4a7a86a51 and address: 192.0.2.2 "
+    "and node name: 192.0.2.2 has been marked dead because the detector has missed too many heartbeats from "
+    "it. This can happen when a \t(1) raylet crashes unexpectedly (OOM, etc.) \n\t(2) raylet has lagging "
+    "heartbeats due to slow network or busy workload."
+)
 USER_ERROR = "A worker died or was killed while executing a task by an unexpected system error."
 
 
@@ -65,15 +69,22 @@ def _error(kind: str, text: str, job: int | None = None) -> dict:
 def test_node_loss_reports_go_to_the_log_and_other_errors_print_plain(monkeypatch, capsys, caplog):
     monkeypatch.setenv(COLOR_ENV, "0")
     caplog.set_level(logging.DEBUG, logger=ray_output.__name__)
-    subscriber = _listen([_error("raylet_died", RAYLET_DUMP), _error("raylet_died", RAYLET_DUMP),
-                          _error("node_removed", NODE_DEAD), _error("worker_died", USER_ERROR, job=7),
-                          _error("worker_died", "another job's worker", job=8)])
+    subscriber = _listen(
+        [
+            _error("raylet_died", RAYLET_DUMP),
+            _error("raylet_died", RAYLET_DUMP),
+            _error("node_removed", NODE_DEAD),
+            _error("worker_died", USER_ERROR, job=7),
+            _error("worker_died", "another job's worker", job=8),
+        ]
+    )
     printed = capsys.readouterr()
     assert subscriber.subscribed
     assert printed.out == f"(raylet) {USER_ERROR}\n" and printed.err == ""  # as Ray prints it, for this job only
     debug = [r.getMessage() for r in caplog.records if r.name == ray_output.__name__]
     assert debug == ["Ray reported (raylet_died, kept in its log files): " + RAYLET_DUMP.splitlines()[0]] * 2 + [
-        "Ray reported (node_removed, kept in its log files): " + NODE_DEAD.splitlines()[0]]
+        "Ray reported (node_removed, kept in its log files): " + NODE_DEAD.splitlines()[0]
+    ]
     assert all(r.levelno == logging.DEBUG for r in caplog.records if r.name == ray_output.__name__)
 
 
@@ -115,9 +126,17 @@ def test_ray_driver_lines_lose_their_colour_codes_off_a_terminal(monkeypatch, ca
     configure_ray_output()
     configure_ray_output()  # one filter, however often
     assert sum(isinstance(f, ray_output.PlainRecords) for f in driver.filters) == 1
-    driver.info("Started a local Ray instance. View the dashboard at %s%s%s %s%s",
-                "\x1b[1m", "\x1b[32m", "http://127.0.0.1:8265", "\x1b[39m", "\x1b[22m")
-    assert caplog.records[-1].getMessage() == "Started a local Ray instance. View the dashboard at http://127.0.0.1:8265 "
+    driver.info(
+        "Started a local Ray instance. View the dashboard at %s%s%s %s%s",
+        "\x1b[1m",
+        "\x1b[32m",
+        "http://127.0.0.1:8265",
+        "\x1b[39m",
+        "\x1b[22m",
+    )
+    assert (
+        caplog.records[-1].getMessage() == "Started a local Ray instance. View the dashboard at http://127.0.0.1:8265 "
+    )
 
 
 def test_plain_output_is_true_unless_both_streams_are_terminals(monkeypatch):

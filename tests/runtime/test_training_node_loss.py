@@ -112,13 +112,13 @@ def _training_stage(base: Path, driver: subprocess.Popen, timeout: float) -> tup
                     except (OSError, ValueError, KeyError):
                         continue  # being replaced
         time.sleep(0.2)
-    raise AssertionError(f"no published checkpoint of a training stage within {timeout:.0f} s "
-                         f"(driver exit code {driver.poll()})")
+    raise AssertionError(
+        f"no published checkpoint of a training stage within {timeout:.0f} s (driver exit code {driver.poll()})"
+    )
 
 
 def _raylet_pid(temp_dir: Path) -> int:
-    pids = [p for p in cluster_pids(temp_dir)
-            if b"raylet" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]]
+    pids = [p for p in cluster_pids(temp_dir) if b"raylet" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]]
     assert len(pids) == 1, f"raylets under {temp_dir}: {pids}"
     return pids[0]
 
@@ -143,8 +143,14 @@ def _start_cluster(base: Path, env: dict) -> HeadPorts:
     ``ADAPTLAB_CACHE``; every node gets more than one try (``ray start`` can time out on a loaded machine)."""
     for attempt in range(2):
         ports = HeadPorts()
-        head = start_head(ports, base / "head", {**env, "ADAPTLAB_CACHE": str(base / "head" / "cache")}, num_cpus=0,
-                          dashboard=False, lean=True)  # the driver joins by the GCS address
+        head = start_head(
+            ports,
+            base / "head",
+            {**env, "ADAPTLAB_CACHE": str(base / "head" / "cache")},
+            num_cpus=0,
+            dashboard=False,
+            lean=True,
+        )  # the driver joins by the GCS address
         if head.returncode == 0:
             break
         stop_cluster(base, ports)
@@ -152,8 +158,9 @@ def _start_cluster(base: Path, env: dict) -> HeadPorts:
 
     for name in WORKERS:  # one after the other, with three tries each: on a loaded machine a raylet
         for _ in range(3):  # can miss Ray's fixed 30 s start window (the GCS answers too late)
-            done = start_worker(ports, base / name, {**env, "ADAPTLAB_CACHE": str(base / name / "cache")}, num_cpus=1,
-                                lean=True)
+            done = start_worker(
+                ports, base / name, {**env, "ADAPTLAB_CACHE": str(base / name / "cache")}, num_cpus=1, lean=True
+            )
             if done.returncode == 0:
                 break
             stop_cluster(base / name)
@@ -167,9 +174,18 @@ def scenario():
     from tiny_models import build_tiny_model
 
     token = secrets.token_hex(16)
-    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "ADAPTLAB_CACHE", "ADAPTLAB_EMBEDDING"))}
-    env = loopback_env({**base_env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "HF_HUB_OFFLINE": "1",
-                        "TOKENIZERS_PARALLELISM": "false"})
+    base_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "ADAPTLAB_CACHE", "ADAPTLAB_EMBEDDING"))
+    }
+    env = loopback_env(
+        {
+            **base_env,
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": token,
+            "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+    )
     base = Path(tempfile.mkdtemp(prefix="raytl", dir="/tmp"))  # short: Ray puts sockets there
     ports = None
     t0 = time.monotonic()
@@ -179,9 +195,16 @@ def scenario():
         started = time.monotonic() - t0
         driver = subprocess.Popen(
             [sys.executable, "-c", _DRIVER, ports.gcs_address, str(model), str(base)],
-            env={**env, "ADAPTLAB_CACHE": str(base / "driver-cache"), "ADAPTLAB_PROGRESS_INTERVAL": "2",
-                 "ADAPTLAB_EMBEDDING_CACHE": str(base / "embedding-cache")},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            env={
+                **env,
+                "ADAPTLAB_CACHE": str(base / "driver-cache"),
+                "ADAPTLAB_PROGRESS_INTERVAL": "2",
+                "ADAPTLAB_EMBEDDING_CACHE": str(base / "embedding-cache"),
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         out_lines, err_lines, stdout = [], [], queue.Queue()
         for stream, q, sink in ((driver.stdout, stdout, out_lines), (driver.stderr, queue.Queue(), err_lines)):
             threading.Thread(target=read_lines, args=(stream, q, sink), daemon=True).start()
@@ -200,8 +223,10 @@ def scenario():
             if driver.poll() is None:
                 stop_pids([driver.pid])
         took = time.monotonic() - t0
-        print(f"[training-node-loss] cluster up in {started:.1f} s, whole scenario {took:.1f} s; killed {kill}",
-              flush=True)
+        print(
+            f"[training-node-loss] cluster up in {started:.1f} s, whole scenario {took:.1f} s; killed {kill}",
+            flush=True,
+        )
         yield {"out": out_lines, "err": err_lines, "kill": kill, "base": base, "seconds": took}
     finally:
         stop_cluster(base, ports)
@@ -219,8 +244,11 @@ def _rows(store: Path, table: str) -> list[dict]:
 
 
 def _done(scenario) -> dict[str, dict]:
-    done = {json.loads(ln.split(" ", 1)[1])["phase"]: json.loads(ln.split(" ", 1)[1])
-            for ln in scenario["out"] if ln.startswith("DONE ")}
+    done = {
+        json.loads(ln.split(" ", 1)[1])["phase"]: json.loads(ln.split(" ", 1)[1])
+        for ln in scenario["out"]
+        if ln.startswith("DONE ")
+    }
     assert set(done) == {"clean", "fault"}, "".join(scenario["out"]) + "".join(scenario["err"][-60:])
     return done
 
@@ -242,8 +270,10 @@ def test_the_killed_stage_resumed_from_its_published_checkpoint_with_the_clean_m
     _done(scenario)
     base, kill = scenario["base"], scenario["kill"]
     assert kill["step"] > 0
-    manifests = {phase: json.loads(next((base / phase / "artifacts").glob(f"*/{kill['name']}/manifest.json"))
-                                   .read_text()) for phase in ("clean", "fault")}
+    manifests = {
+        phase: json.loads(next((base / phase / "artifacts").glob(f"*/{kill['name']}/manifest.json")).read_text())
+        for phase in ("clean", "fault")
+    }
     assert manifests["fault"]["training"]["resumed_from_step"] >= kill["step"]
     assert manifests["clean"]["training"]["resumed_from_step"] == 0
     assert manifests["fault"]["files"] == manifests["clean"]["files"]  # the model's SHA-256, file by file

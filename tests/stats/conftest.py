@@ -18,4 +18,3 @@ def one_blas_thread() -> Iterator[None]:
         return
     with threadpool_limits(1):
         yield
-

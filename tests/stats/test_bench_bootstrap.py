@@ -10,8 +10,7 @@ from benchmarks import bench_bootstrap as mod
 
 
 def test_benchmark_runs_tiny(capsys: pytest.CaptureFixture[str]) -> None:
-    res = mod.main(["--queries", "800", "--systems", "4", "--resamples", "200", "--repeat", "1",
-                    "--n-jobs", "1"])
+    res = mod.main(["--queries", "800", "--systems", "4", "--resamples", "200", "--repeat", "1", "--n-jobs", "1"])
     out = capsys.readouterr().out
     assert "6 paired CIs" in out and "ratio" in out
     assert res["ours_wall"] > 0 and res["scipy_wall"] > 0 and res["ratio_wall"] > 0

@@ -103,8 +103,14 @@ def test_ci_matches_scipy_percentile_bootstrap(values: np.ndarray, method: str) 
     b = 4000
     ours = bootstrap_ci(values, n_resamples=b, seed=2, method=method, keep_distribution=True)
     for s in range(values.shape[0]):
-        ref = stats.bootstrap((values[s],), np.mean, n_resamples=b, vectorized=True,
-                              method="percentile", random_state=np.random.default_rng(s))
+        ref = stats.bootstrap(
+            (values[s],),
+            np.mean,
+            n_resamples=b,
+            vectorized=True,
+            method="percentile",
+            random_state=np.random.default_rng(s),
+        )
         tol = 4 * np.sqrt(2) * quantile_mc_se(ours.distribution[s], b)  # two independent runs
         assert abs(ours.ci_low[s] - ref.confidence_interval.low) < tol
         assert abs(ours.ci_high[s] - ref.confidence_interval.high) < tol
@@ -113,9 +119,7 @@ def test_ci_matches_scipy_percentile_bootstrap(values: np.ndarray, method: str) 
 
 
 @pytest.mark.parametrize("l", [None, 60])
-def test_index_and_multinomial_paths_agree_in_distribution(
-    values: np.ndarray, l: int | None
-) -> None:
+def test_index_and_multinomial_paths_agree_in_distribution(values: np.ndarray, l: int | None) -> None:
     b = 4000
     kw = dict(n_resamples=b, sample_size=l, keep_distribution=True)
     a = bootstrap_ci(values, seed=5, method="index", **kw)
@@ -163,17 +167,27 @@ def test_pairs_order_names_and_baseline(values: np.ndarray) -> None:
 def test_explicit_pairs_equal_the_baseline_pairs_they_name(values: np.ndarray, method: str) -> None:
     names = ["x", "y", "z"]
     base = paired_bootstrap(values, n_resamples=300, seed=4, names=names, baseline="x", method=method)
-    listed = paired_bootstrap(values, n_resamples=300, seed=4, names=names, pairs=[("y", "x"), ("z", "x")],
-                              method=method)
+    listed = paired_bootstrap(
+        values, n_resamples=300, seed=4, names=names, pairs=[("y", "x"), ("z", "x")], method=method
+    )
     assert listed == base
     mixed = paired_bootstrap(values, n_resamples=300, seed=4, names=names, pairs=[("z", "y"), (0, 2)], method=method)
     assert [(d.a, d.b) for d in mixed] == [("z", "y"), ("x", "z")]
     assert mixed[0].diff == pytest.approx(values[2].mean() - values[1].mean())
 
 
-@pytest.mark.parametrize("kw", [dict(pairs=[("x", "x")]), dict(pairs=[("x", "q")]), dict(pairs=[]),
-                                dict(pairs=[("x", "y"), ("x", "y")]), dict(pairs=["xy"]),
-                                dict(pairs=[("x", "y")], baseline="z"), dict(pairs=[(0, 7)])])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(pairs=[("x", "x")]),
+        dict(pairs=[("x", "q")]),
+        dict(pairs=[]),
+        dict(pairs=[("x", "y"), ("x", "y")]),
+        dict(pairs=["xy"]),
+        dict(pairs=[("x", "y")], baseline="z"),
+        dict(pairs=[(0, 7)]),
+    ],
+)
 def test_bad_pairs_are_config_errors(values: np.ndarray, kw: dict) -> None:
     with pytest.raises(ConfigError, match="pairs|baseline"):
         paired_bootstrap(values, n_resamples=50, names=["x", "y", "z"], **kw)
@@ -183,12 +197,14 @@ def test_p_value_definition_matches_resampled_differences() -> None:
     b = 999
     values = ndcg_like(PERMUTATION_Q, 3, seed=4)  # the bootstrap p-value from PERMUTATION_Q queries on
     # ... asked for with test="bootstrap"; the default is the sign-flip test at every Q
-    res = [paired_bootstrap(values, pairs=[p], n_resamples=b, seed=3, method="index", interval="percentile",
-                            test="bootstrap")[0]
-           for p in [(0, 1), (0, 2), (1, 2)]]
+    res = [
+        paired_bootstrap(
+            values, pairs=[p], n_resamples=b, seed=3, method="index", interval="percentile", test="bootstrap"
+        )[0]
+        for p in [(0, 1), (0, 2), (1, 2)]
+    ]
     assert {d.test for d in paired_bootstrap(values, n_resamples=b, seed=3)} <= {"sign-flip", "sign-flip-exact"}
-    dist = bootstrap_ci(values, n_resamples=b, seed=3, method="index",
-                        keep_distribution=True).distribution
+    dist = bootstrap_ci(values, n_resamples=b, seed=3, method="index", keep_distribution=True).distribution
     for d in res:
         ds = dist[d.a] - dist[d.b]
         p = min(1.0, 2 * (min((ds <= 0).sum(), (ds >= 0).sum()) + 1) / (b + 1))
@@ -205,7 +221,7 @@ def test_p_value_extremes(method: str) -> None:
     better = paired_bootstrap(np.stack([base + 0.01, base]), n_resamples=400, method=method)[0]
     # the sign-flip test, exact here (300 equal differences): only the two
     # all-same sign patterns of 2**300 reach the observed sum
-    assert better.test == "sign-flip-exact" and better.p_value == pytest.approx(2.0 ** -299) and better.ci_low > 0
+    assert better.test == "sign-flip-exact" and better.p_value == pytest.approx(2.0**-299) and better.ci_low > 0
     assert better.p_draws == 0
     big = ndcg_like(PERMUTATION_Q, 1, seed=2)[0]
     # at PERMUTATION_Q queries and beyond the same test (earlier versions switched to the bootstrap p)
@@ -229,11 +245,8 @@ def test_pairing_narrows_the_interval() -> None:
     assert d.ci_high - d.ci_low < unpaired / 10
 
 
-@pytest.mark.parametrize("n_sys,expect,l", [(3, "multinomial", None), (2, None, None),
-                                            (4, "multinomial", 150)])
-def test_paired_multinomial_agrees_with_index(
-    n_sys: int, expect: str | None, l: int | None
-) -> None:
+@pytest.mark.parametrize("n_sys,expect,l", [(3, "multinomial", None), (2, None, None), (4, "multinomial", 150)])
+def test_paired_multinomial_agrees_with_index(n_sys: int, expect: str | None, l: int | None) -> None:
     b = 4000
     vals = ndcg_like(600, n_sys, seed=9)
     if n_sys == 3:  # binary accuracy-like values (earlier versions drew them over the joint tuples)
@@ -242,8 +255,7 @@ def test_paired_multinomial_agrees_with_index(
     i = paired_bootstrap(vals, n_resamples=b, sample_size=l, seed=2, method="index")
     if expect:
         assert m[0].method == expect
-    dist = bootstrap_ci(vals, n_resamples=b, sample_size=l, seed=2, method="index",
-                        keep_distribution=True).distribution
+    dist = bootstrap_ci(vals, n_resamples=b, sample_size=l, seed=2, method="index", keep_distribution=True).distribution
     for dm, di in zip(m, i):
         tol = 4 * np.sqrt(2) * quantile_mc_se(dist[di.a] - dist[di.b], b)
         assert abs(dm.ci_low - di.ci_low) < tol and abs(dm.ci_high - di.ci_high) < tol
@@ -276,9 +288,17 @@ def test_nan_is_a_clear_data_error() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(confidence=1.0), dict(confidence=0), dict(confidence=True), dict(method="exact"),
-     dict(backend="tpu"), dict(n_jobs=0), dict(n_resamples=0), dict(sample_size=-2),
-     dict(seed=1.5)],
+    [
+        dict(confidence=1.0),
+        dict(confidence=0),
+        dict(confidence=True),
+        dict(method="exact"),
+        dict(backend="tpu"),
+        dict(n_jobs=0),
+        dict(n_resamples=0),
+        dict(sample_size=-2),
+        dict(seed=1.5),
+    ],
 )
 def test_invalid_options_are_config_errors(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
@@ -287,8 +307,14 @@ def test_invalid_options_are_config_errors(kwargs: dict) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(names=["a"]), dict(names=["a", "a"]), dict(baseline=5), dict(baseline="q"),
-     dict(baseline="q", names=["a", "b"]), dict(baseline=1.0)],
+    [
+        dict(names=["a"]),
+        dict(names=["a", "a"]),
+        dict(baseline=5),
+        dict(baseline="q"),
+        dict(baseline="q", names=["a", "b"]),
+        dict(baseline=1.0),
+    ],
 )
 def test_invalid_paired_options(kwargs: dict) -> None:
     with pytest.raises(ConfigError):

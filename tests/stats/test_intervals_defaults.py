@@ -82,8 +82,10 @@ def test_few_outcomes_message_and_summary_warnings() -> None:
     assert few_outcomes(np.r_[np.ones(50), np.zeros(50)]) is None and few_outcomes(np.linspace(0, 1, 9)) is None
     q = 60
     acc = np.r_[np.ones(q - 2), np.zeros(2)]
-    per = {s: PerQueryMetrics([f"q{i}" for i in range(q)], {"acc@5": np.roll(acc, i), "mrr": np.roll(acc, i) / 2})
-           for i, s in enumerate(("a", "b"))}
+    per = {
+        s: PerQueryMetrics([f"q{i}" for i in range(q)], {"acc@5": np.roll(acc, i), "mrr": np.roll(acc, i) / 2})
+        for i, s in enumerate(("a", "b"))
+    }
     with pytest.warns(FewOutcomesWarning, match="a on acc@5: 2 failures among 60 queries"):
         s = summarise(per, n_resamples=100)
     assert s.systems["a"]["acc@5"].interval == "wilson" and s.systems["a"]["mrr"].interval == "studentized"

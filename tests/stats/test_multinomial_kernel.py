@@ -54,8 +54,11 @@ def test_every_draw_equals_reference_inversion(tables: PoissonTables) -> None:
         out = tables.sample(rng, n)  # type: ignore[arg-type]
         first, *rest = rng.bit_generator.calls
         r16 = first.view(np.uint16)[: tables.size * n].reshape(tables.size, n).astype(np.float64)
-        j = np.add(first.view(np.uint16)[: tables.size * n].reshape(tables.size, n)
-                   >> tables._shift, tables._g_off, dtype=np.intp)
+        j = np.add(
+            first.view(np.uint16)[: tables.size * n].reshape(tables.size, n) >> tables._shift,
+            tables._g_off,
+            dtype=np.intp,
+        )
         amb = np.flatnonzero(np.take(tables._gval, j).reshape(-1) < 0)
         u = (r16 * 2.0**37).reshape(-1) * 2.0**-53  # lower edge of each draw's bucket
         u_top = ((r16 + 1) * 2.0**37 - 1).reshape(-1) * 2.0**-53  # upper edge

@@ -87,8 +87,9 @@ def test_config_fields_validated_and_defaults_keep_todays_numbers():
 def _scipy_bca(x, dist, conf):
     seed_res = ss.bootstrap((x,), np.mean, n_resamples=10, method="BCa", confidence_level=conf, random_state=0)
     given = dataclasses.replace(seed_res, bootstrap_distribution=dist)
-    return ss.bootstrap((x,), np.mean, n_resamples=0, method="BCa", confidence_level=conf,
-                        bootstrap_result=given).confidence_interval
+    return ss.bootstrap(
+        (x,), np.mean, n_resamples=0, method="BCa", confidence_level=conf, bootstrap_result=given
+    ).confidence_interval
 
 
 def test_bca_equals_scipy_on_the_same_resamples():
@@ -122,8 +123,10 @@ def test_wilson_and_jeffreys_for_accuracies():
     # Wilson on values that are not 0/1: an error without a measure; a graded measure gets its own interval
     with pytest.raises(ConfigError, match="needs 0/1 values"):
         bootstrap_ci(np.linspace(0, 1, 30), n_resamples=200, interval="wilson")
-    assert bootstrap_ci(np.linspace(0, 1, 30), n_resamples=200, interval="wilson",
-                        measure="ndcg@10").interval == "studentized"
+    assert (
+        bootstrap_ci(np.linspace(0, 1, 30), n_resamples=200, interval="wilson", measure="ndcg@10").interval
+        == "studentized"
+    )
 
 
 def test_tied_wilcoxon_enumeration_equals_scipys_permutation_test():

@@ -34,9 +34,7 @@ def test_chunked_variant_concatenates_to_the_same(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(rs, "_BLOCK_ELEMS", 100)
     blocks = list(iter_resample_indices(40, n_resamples=23, sample_size=30, seed=2))
     assert len(blocks) == 8 and all(b.shape[1] == 30 for b in blocks)  # 3 rows per block
-    np.testing.assert_array_equal(
-        np.concatenate(blocks), resample_indices(40, n_resamples=23, sample_size=30, seed=2)
-    )
+    np.testing.assert_array_equal(np.concatenate(blocks), resample_indices(40, n_resamples=23, sample_size=30, seed=2))
 
 
 def test_uniform_with_replacement() -> None:
@@ -49,17 +47,21 @@ def test_uniform_with_replacement() -> None:
 def test_index_path_of_bootstrap_ci_uses_these_resamples() -> None:
     rng = np.random.default_rng(0)
     values = rng.random((3, 200))
-    res = bootstrap_ci(values, n_resamples=300, sample_size=50, seed=4, method="index",
-                       keep_distribution=True)
+    res = bootstrap_ci(values, n_resamples=300, sample_size=50, seed=4, method="index", keep_distribution=True)
     idx = resample_indices(200, n_resamples=300, sample_size=50, seed=4)
     np.testing.assert_allclose(res.distribution, values[:, idx].mean(axis=-1), rtol=1e-12)
 
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(n_resamples=0), dict(n_resamples=2.5), dict(n_resamples=True),
-     dict(n_resamples=3, sample_size=0), dict(n_resamples=3, seed=-1),
-     dict(n_resamples=3, seed="a")],
+    [
+        dict(n_resamples=0),
+        dict(n_resamples=2.5),
+        dict(n_resamples=True),
+        dict(n_resamples=3, sample_size=0),
+        dict(n_resamples=3, seed=-1),
+        dict(n_resamples=3, seed="a"),
+    ],
 )
 def test_invalid_arguments(kwargs: dict) -> None:
     with pytest.raises(ConfigError):

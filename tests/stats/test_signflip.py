@@ -21,7 +21,7 @@ from adaptlab.stats.signflip import (
 
 def _enumerated(d: np.ndarray) -> float:
     """The exact p-value by listing all 2**n sign patterns (small n only)."""
-    signs = ((np.arange(2 ** d.size)[:, None] >> np.arange(d.size)) & 1) * 2.0 - 1.0
+    signs = ((np.arange(2**d.size)[:, None] >> np.arange(d.size)) & 1) * 2.0 - 1.0
     return float(np.mean(np.abs(signs @ d) >= abs(d.sum()) - 1e-9))
 
 

@@ -37,8 +37,9 @@ def _boot(k: int, q: int, rng: np.random.Generator) -> np.ndarray:
 
 def _method(name: str) -> Callable[[int, int, np.random.Generator], tuple[float, float]]:
     def default(k: int, q: int, rng: np.random.Generator) -> tuple[float, float]:
-        r = bootstrap_ci(_ones(k, q), n_resamples=200, seed=int(rng.integers(2**31)),
-                         measure="acc@1")  # the shipped default of a 0/1 measure
+        r = bootstrap_ci(
+            _ones(k, q), n_resamples=200, seed=int(rng.integers(2**31)), measure="acc@1"
+        )  # the shipped default of a 0/1 measure
         return r.ci_low, r.ci_high
 
     def percentile(k: int, q: int, rng: np.random.Generator) -> tuple[float, float]:
@@ -48,9 +49,13 @@ def _method(name: str) -> Callable[[int, int, np.random.Generator], tuple[float,
     def bca(k: int, q: int, rng: np.random.Generator) -> tuple[float, float]:
         return bca_interval(_ones(k, q), _boot(k, q, rng), CONF) if 0 < k < q else (k / q, k / q)
 
-    return {"default": default, "percentile": percentile, "bca": bca,
-            "wilson": lambda k, q, rng: wilson_interval(_ones(k, q), CONF),
-            "jeffreys": lambda k, q, rng: jeffreys_interval(_ones(k, q), CONF)}[name]
+    return {
+        "default": default,
+        "percentile": percentile,
+        "bca": bca,
+        "wilson": lambda k, q, rng: wilson_interval(_ones(k, q), CONF),
+        "jeffreys": lambda k, q, rng: jeffreys_interval(_ones(k, q), CONF),
+    }[name]
 
 
 def _coverage(name: str, q: int, seed: int = 0) -> dict[float, float]:

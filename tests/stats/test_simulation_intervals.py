@@ -128,8 +128,9 @@ def test_a_runs_ci_is_the_same_alone_and_beside_any_run() -> None:
     del dropped["other"]["q3"]["d3b"]  # one judged document fewer in the neighbour run
     beside_dropped = summarise_runs(qrels, dropped, measures, **kw)
     for m in ("recall@100", "mrr", "acc@1", "ndcg@10"):
-        ends = {(r.ci_low, r.ci_high, r.interval)
-                for s in (alone, beside, beside_dropped) for r in [s.systems["medium"][m]]}
+        ends = {
+            (r.ci_low, r.ci_high, r.interval) for s in (alone, beside, beside_dropped) for r in [s.systems["medium"][m]]
+        }
         assert len(ends) == 1, (m, ends)
     assert alone.systems["medium"]["acc@1"].interval == "wilson"
     assert alone.systems["medium"]["recall@100"].interval == "studentized"

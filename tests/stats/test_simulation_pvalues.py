@@ -143,8 +143,9 @@ def test_a_holm_p_at_its_floor_prints_as_a_bound_everywhere() -> None:
 
     q = 200
     u = np.random.default_rng(3).random(q)
-    per = {f"s{k}": {"ndcg@10": np.clip(u + 0.15 * k, 0, 3) / 3 + 0.001 * np.sin(np.arange(q) * (k + 1))}
-           for k in range(5)}
+    per = {
+        f"s{k}": {"ndcg@10": np.clip(u + 0.15 * k, 0, 3) / 3 + 0.001 * np.sin(np.arange(q) * (k + 1))} for k in range(5)
+    }
     c = compare(per, boot=BootstrapConfig(n_resamples=1000, seed=0))
     pairs = c.pairs_frame()
     assert (pairs["p_draws"] == 4000).all() and pairs["p_bound"].all() and pairs["p_adjusted_bound"].any()
@@ -154,5 +155,8 @@ def test_a_holm_p_at_its_floor_prints_as_a_bound_everywhere() -> None:
     ids = [f"q{i}" for i in range(q)]
     s = summarise({n: PerQueryMetrics(ids, v) for n, v in per.items()}, n_resamples=1000, seed=0)
     assert text in format_pairs(s) and text in json.dumps(s.to_json())
-    assert any(r["extra"] and json.loads(r["extra"])["p_adjusted_bound"]
-               for r in s.metric_rows({n: n for n in per}, "d") if r["compared_to"])
+    assert any(
+        r["extra"] and json.loads(r["extra"])["p_adjusted_bound"]
+        for r in s.metric_rows({n: n for n in per}, "d")
+        if r["compared_to"]
+    )

@@ -32,8 +32,10 @@ def _equal_systems(k: int, q: int, rng: np.random.Generator, graded: bool = Fals
 @pytest.mark.parametrize("k", [2, 5, 10, 20])
 def test_equal_systems_are_all_tied_with_the_best(k: int) -> None:
     rng = np.random.default_rng(100 + k)
-    excluded = sum(not simultaneous_ranks(_equal_systems(k, Q, rng), n_resamples=200, seed=i).tied_with_best.all()
-                   for i in range(REPS))
+    excluded = sum(
+        not simultaneous_ranks(_equal_systems(k, Q, rng), n_resamples=200, seed=i).tied_with_best.all()
+        for i in range(REPS)
+    )
     rate = excluded / REPS
     print(f"K={k} equal accuracy-like systems, Q={Q}: P(any excluded) = {rate:.4f} over {REPS} data sets")
     assert rate <= 0.05
@@ -43,8 +45,10 @@ def test_equal_graded_systems_are_all_tied_with_the_best() -> None:
     """nDCG-like values (no exact count: Monte Carlo sign vectors), K = 5."""
     rng = np.random.default_rng(7)
     reps = REPS
-    excluded = sum(not simultaneous_ranks(_equal_systems(5, Q, rng, graded=True), n_resamples=200,
-                                          seed=i).tied_with_best.all() for i in range(reps))
+    excluded = sum(
+        not simultaneous_ranks(_equal_systems(5, Q, rng, graded=True), n_resamples=200, seed=i).tied_with_best.all()
+        for i in range(reps)
+    )
     print(f"K=5 equal nDCG-like systems, Q={Q}: P(any excluded) = {excluded / reps:.4f} over {reps} data sets")
     assert excluded / reps <= 0.05
 

@@ -76,7 +76,7 @@ def test_after_the_choice_of_form_coverage_stays_near_nominal():
 
 def test_saturating_curve_is_chosen_by_the_criterion():
     c, a, alpha = 0.12, 0.4, 0.6
-    curve = lambda n: c - a * n ** -alpha  # noqa: E731
+    curve = lambda n: c - a * n**-alpha  # noqa: E731
     reps, chosen, slope_hits = 80, 0, 0
     true_slope = a * alpha * FIVE[-1] ** -alpha * np.log(2.0)
     for r in range(reps):
@@ -91,7 +91,11 @@ def test_a_flat_curve_is_not_called_rising():
     """No gain growth: the slope CI excludes 0 from above ("still rising") at most at about the
     one-sided error rate of a 95% interval (0.025)."""
     reps = 60
-    rising = sum(fit_scaling(_study(30_000 + r, lambda n: 0.03, 0.12, FOUR),
-                             boot=BootstrapConfig(n_resamples=B, seed=r))[0].trend == "still rising"
-                 for r in range(reps))
+    rising = sum(
+        fit_scaling(_study(30_000 + r, lambda n: 0.03, 0.12, FOUR), boot=BootstrapConfig(n_resamples=B, seed=r))[
+            0
+        ].trend
+        == "still rising"
+        for r in range(reps)
+    )
     assert rising / reps <= 0.08, rising / reps

@@ -29,8 +29,16 @@ def _true_loss_of_choice(q: int, margin: float, rng: np.random.Generator, test: 
     """One simulated data set: the true loss at the threshold ``test`` chooses (NaN if none)."""
     hit = rng.random(q) < H
     top1 = np.where(hit, rng.normal(MU_HIT, SD, q), rng.normal(MU_MISS, SD, q))
-    r = thresholds_from_arrays(top1[:, None], hit.astype(int), psi_grid=GRID, test=test, margin=margin,
-                               n_resamples=m, seed=int(rng.integers(2**31)), confidence=CONF)
+    r = thresholds_from_arrays(
+        top1[:, None],
+        hit.astype(int),
+        psi_grid=GRID,
+        test=test,
+        margin=margin,
+        n_resamples=m,
+        seed=int(rng.integers(2**31)),
+        confidence=CONF,
+    )
     return float("nan") if r.chosen is None else float(H * norm.cdf((r.chosen_tau - MU_HIT) / SD))
 
 
@@ -48,8 +56,10 @@ def _held(q: int, margin: float, reps: int, test: str = "exact", m: int = 20) ->
 def test_exact_rule_keeps_its_guarantee_and_chooses_a_threshold(q: int, margin: float, one_blas_thread: None) -> None:
     reps = 600
     held, mean_loss, chosen = _held(q, margin, reps)
-    print(f"exact rule Q={q} margin={margin}: guarantee held in {held:.3f} (nominal {CONF}), mean true loss "
-          f"{mean_loss:.4f}, a threshold chosen in {chosen:.3f}")
+    print(
+        f"exact rule Q={q} margin={margin}: guarantee held in {held:.3f} (nominal {CONF}), mean true loss "
+        f"{mean_loss:.4f}, a threshold chosen in {chosen:.3f}"
+    )
     assert held >= CONF - 3 * np.sqrt(CONF * (1 - CONF) / reps)
     assert chosen >= 0.95  # the old grid rule chose none in 55 of 200 data sets at Q = 300
     assert mean_loss > margin / 20  # it does threshold: the guarantee is not met by never choosing

@@ -30,13 +30,12 @@ def test_auto_falls_back_to_numpy_and_cupy_request_fails_clearly() -> None:
 
 @pytest.mark.parametrize("elems", [1 << 17, 64, 8])  # whole resamples, split, tiny pieces
 @pytest.mark.parametrize("n_sys", [1, 3])
-def test_index_kernel_through_a_foreign_array_module(
-    monkeypatch: pytest.MonkeyPatch, elems: int, n_sys: int
-) -> None:
+def test_index_kernel_through_a_foreign_array_module(monkeypatch: pytest.MonkeyPatch, elems: int, n_sys: int) -> None:
     """The non-NumPy branch (device arrays, host indices) gives the NumPy result, and the
     gather pieces (whole resamples or accumulated parts) do not change the sums."""
-    fake = SimpleNamespace(asarray=lambda a: np.array(a), take=np.take, ones=np.ones,
-                           zeros=np.zeros, matmul=np.matmul, float64=np.float64)
+    fake = SimpleNamespace(
+        asarray=lambda a: np.array(a), take=np.take, ones=np.ones, zeros=np.zeros, matmul=np.matmul, float64=np.float64
+    )
     vals = np.random.default_rng(0).random((n_sys, 120))
     kw = dict(sample_size=40, n_resamples=70, seed=5, n_jobs=1)
     ref = _kernels.index_sums(vals, xp=np, **kw)

@@ -13,21 +13,24 @@ from adaptlab.storage.env import cache_home, env_number
 from adaptlab.storage.files import NO_DOTS, PORTABLE, READABLE, directory_sha256, safe_name, safe_relpath, sha256_file
 
 
-@pytest.mark.parametrize(("text", "rule", "expected"), [
-    ("BAAI/bge-large-en v1.5", PORTABLE, "BAAI_bge-large-en_v1.5"),
-    ("../../etc/passwd", PORTABLE, "etc_passwd"),
-    ("...", PORTABLE, "unnamed"),
-    (700, PORTABLE, "700"),
-    ("-opt", PORTABLE, "opt"),
-    ("host.example.org", NO_DOTS, "host_example_org"),
-    ("-opt", NO_DOTS, "-opt"),
-    ("..", NO_DOTS, "_"),
-    ("BEIR SciFact", READABLE, "BEIR SciFact"),
-    ("a/b\\c:d\x01e", READABLE, "a_b_c_d_e"),
-    ("a...b", READABLE, "a_.b"),
-    (" .x. ", READABLE, "x"),
-    ("..", READABLE, "_"),
-])
+@pytest.mark.parametrize(
+    ("text", "rule", "expected"),
+    [
+        ("BAAI/bge-large-en v1.5", PORTABLE, "BAAI_bge-large-en_v1.5"),
+        ("../../etc/passwd", PORTABLE, "etc_passwd"),
+        ("...", PORTABLE, "unnamed"),
+        (700, PORTABLE, "700"),
+        ("-opt", PORTABLE, "opt"),
+        ("host.example.org", NO_DOTS, "host_example_org"),
+        ("-opt", NO_DOTS, "-opt"),
+        ("..", NO_DOTS, "_"),
+        ("BEIR SciFact", READABLE, "BEIR SciFact"),
+        ("a/b\\c:d\x01e", READABLE, "a_b_c_d_e"),
+        ("a...b", READABLE, "a_.b"),
+        (" .x. ", READABLE, "x"),
+        ("..", READABLE, "_"),
+    ],
+)
 def test_each_rule_on_hand_checked_names(text: object, rule, expected: str) -> None:
     assert safe_name(text, rule) == expected
 
@@ -63,8 +66,9 @@ def test_directory_hash_framings_by_hand(tmp_path) -> None:
     (tmp_path / ".hidden").write_bytes(b"H")
     content = hashlib.sha256(b".hidden\x00H\x00b.bin\x00B\x00sub/a.bin\x00A\x00").hexdigest()
     assert directory_sha256(tmp_path) == content
-    digest = hashlib.sha256(b"b.bin\x00" + hashlib.sha256(b"B").digest()
-                            + b"sub/a.bin\x00" + hashlib.sha256(b"A").digest()).hexdigest()
+    digest = hashlib.sha256(
+        b"b.bin\x00" + hashlib.sha256(b"B").digest() + b"sub/a.bin\x00" + hashlib.sha256(b"A").digest()
+    ).hexdigest()
     assert directory_sha256(tmp_path, framing="digest", skip_hidden=True) == digest
     assert directory_sha256(tmp_path, lambda p: p.suffix == ".txt") is None
 
@@ -76,19 +80,33 @@ def test_directory_hash_follows_an_edit(tmp_path) -> None:
     assert directory_sha256(tmp_path) != before
 
 
-@pytest.mark.parametrize("text,kind,maximum,expected", [
-    ("", float, None, 7.0), ("  ", float, None, 7.0), ("2.5", float, None, 2.5), ("3", int, None, 3),
-    ("3600", float, 3600, 3600.0),
-])
+@pytest.mark.parametrize(
+    "text,kind,maximum,expected",
+    [
+        ("", float, None, 7.0),
+        ("  ", float, None, 7.0),
+        ("2.5", float, None, 2.5),
+        ("3", int, None, 3),
+        ("3600", float, 3600, 3600.0),
+    ],
+)
 def test_env_number_reads_positive_numbers_or_the_default(monkeypatch, text, kind, maximum, expected):
     monkeypatch.setenv("ADAPTLAB_TEST_NUMBER", text)
     assert env_number("ADAPTLAB_TEST_NUMBER", 7.0, kind=kind, maximum=maximum) == expected
 
 
-@pytest.mark.parametrize("text,kind,maximum", [
-    ("0", float, None), ("-1", float, None), ("nan", float, None), ("inf", float, None), ("abc", float, None),
-    ("2.5", int, None), ("3601", float, 3600),
-])
+@pytest.mark.parametrize(
+    "text,kind,maximum",
+    [
+        ("0", float, None),
+        ("-1", float, None),
+        ("nan", float, None),
+        ("inf", float, None),
+        ("abc", float, None),
+        ("2.5", int, None),
+        ("3601", float, 3600),
+    ],
+)
 def test_env_number_refuses_anything_else_in_one_line_naming_the_variable(monkeypatch, text, kind, maximum):
     monkeypatch.setenv("ADAPTLAB_TEST_NUMBER", text)
     with pytest.raises(ConfigError) as e:

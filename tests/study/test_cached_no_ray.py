@@ -17,9 +17,14 @@ import adaptlab.runtime.cluster as cluster
 from adaptlab.runtime.progress import set_progress
 from adaptlab.study import parse_study, run_study
 
-SPEC = {"study": {"name": "cached"}, "datasets": [{"spec": "synthetic:n_documents=8,seed=2", "name": "syn"}],
-        "models": [{"ref": "hash:32", "name": "h"}], "embedding": {"use_ray": True},
-        "bootstrap": {"n_resamples": 100}, "evaluation": {"metrics": ["ndcg@10", "mrr@10"]}}
+SPEC = {
+    "study": {"name": "cached"},
+    "datasets": [{"spec": "synthetic:n_documents=8,seed=2", "name": "syn"}],
+    "models": [{"ref": "hash:32", "name": "h"}],
+    "embedding": {"use_ray": True},
+    "bootstrap": {"n_resamples": 100},
+    "evaluation": {"metrics": ["ndcg@10", "mrr@10"]},
+}
 
 
 @pytest.fixture

@@ -11,8 +11,10 @@ from adaptlab import load_study
 from adaptlab.errors import ConfigError
 from adaptlab.models import inference
 
-BASE = ('[study]\nname = "x"\nstore = ""\n[[datasets]]\nspec = "synthetic:n_documents=5,seed=0"\n'
-        '[[models]]\nref = "minilm"\n')
+BASE = (
+    '[study]\nname = "x"\nstore = ""\n[[datasets]]\nspec = "synthetic:n_documents=5,seed=0"\n'
+    '[[models]]\nref = "minilm"\n'
+)
 
 
 def _load(tmp_path, text):
@@ -21,13 +23,25 @@ def _load(tmp_path, text):
     return load_study(path)
 
 
-@pytest.mark.parametrize("extra, needle", [
-    ('[embedding]\nbackend = "tpu"\n', "[embedding].backend: expected one of 'auto', 'torch', 'onnx', 'openvino', got 'tpu'"),
-    ('[embedding]\nprecision = "fp16"\n', "[embedding].precision: expected one of 'fp32', 'bf16', 'int8', got 'fp16'"),
-    ('[embedding]\nprecision = "int8"\n', "[embedding]: precision 'int8' is not available on the 'torch' embedding "
-                                          "backend; available: torch: fp32, bf16; onnx: fp32, int8; "
-                                          "openvino: fp32, bf16, int8"),
-])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (
+            '[embedding]\nbackend = "tpu"\n',
+            "[embedding].backend: expected one of 'auto', 'torch', 'onnx', 'openvino', got 'tpu'",
+        ),
+        (
+            '[embedding]\nprecision = "fp16"\n',
+            "[embedding].precision: expected one of 'fp32', 'bf16', 'int8', got 'fp16'",
+        ),
+        (
+            '[embedding]\nprecision = "int8"\n',
+            "[embedding]: precision 'int8' is not available on the 'torch' embedding "
+            "backend; available: torch: fp32, bf16; onnx: fp32, int8; "
+            "openvino: fp32, bf16, int8",
+        ),
+    ],
+)
 def test_embedding_keys_fail_at_load_naming_file_and_key(tmp_path, extra, needle):
     with pytest.raises(ConfigError) as err:
         _load(tmp_path, BASE + extra)
@@ -37,21 +51,30 @@ def test_embedding_keys_fail_at_load_naming_file_and_key(tmp_path, extra, needle
 def test_an_entry_key_names_the_entry(tmp_path):
     with pytest.raises(ConfigError, match=r"models\[0\]\.precision: expected one of '', 'fp32', 'bf16', 'int8'"):
         _load(tmp_path, BASE + 'precision = "half"\n')
-    with pytest.raises(ConfigError, match=r"models\[0\]: precision 'bf16' is not available on the 'onnx'.*"
-                                          r"the entry's keys, else \[embedding\]'s"):
+    with pytest.raises(
+        ConfigError,
+        match=r"models\[0\]: precision 'bf16' is not available on the 'onnx'.*"
+        r"the entry's keys, else \[embedding\]'s",
+    ):
         _load(tmp_path, BASE + 'embedding_backend = "onnx"\n[embedding]\nprecision = "bf16"\n')
 
 
 def test_reduced_precision_systems_are_named_with_it(tmp_path):
-    study = _load(tmp_path, BASE + '[[models]]\nname = "fast-int8"\nref = "minilm"\nembedding_backend = "onnx"\n'
-                  'precision = "int8"\n[[models]]\nname = "exact-onnx"\nref = "minilm"\nembedding_backend = "onnx"\n'
-                  'precision = "fp32"\n[[models]]\nname = "ov"\nref = "minilm"\nembedding_backend = "openvino"\n'
-                  'precision = "int8"\n[embedding]\nprecision = "bf16"\n[evaluation]\nbaseline = "minilm"\n')
+    study = _load(
+        tmp_path,
+        BASE + '[[models]]\nname = "fast-int8"\nref = "minilm"\nembedding_backend = "onnx"\n'
+        'precision = "int8"\n[[models]]\nname = "exact-onnx"\nref = "minilm"\nembedding_backend = "onnx"\n'
+        'precision = "fp32"\n[[models]]\nname = "ov"\nref = "minilm"\nembedding_backend = "openvino"\n'
+        'precision = "int8"\n[embedding]\nprecision = "bf16"\n[evaluation]\nbaseline = "minilm"\n',
+    )
     assert [m.name for m in study.models] == ["minilm-bf16", "fast-int8", "exact-onnx", "ov-int8"]
     assert study.evaluation.baseline == "minilm-bf16"  # the baseline follows its entry
     assert [study.inference(m).options() for m in study.models] == [
-        {"embedding_backend": "torch", "precision": "bf16"}, {"embedding_backend": "onnx", "precision": "int8"},
-        {"embedding_backend": "onnx", "precision": "fp32"}, {"embedding_backend": "openvino", "precision": "int8"}]
+        {"embedding_backend": "torch", "precision": "bf16"},
+        {"embedding_backend": "onnx", "precision": "int8"},
+        {"embedding_backend": "onnx", "precision": "fp32"},
+        {"embedding_backend": "openvino", "precision": "int8"},
+    ]
     assert [m.name for m in study.with_overrides(models=["minilm"]).models] == ["minilm-bf16"]
     with pytest.raises(ConfigError, match="two entries are named 'minilm-bf16' once reduced precisions are shown"):
         _load(tmp_path, BASE + '[[models]]\nname = "minilm-bf16"\nref = "minilm"\n[embedding]\nprecision = "bf16"\n')
@@ -60,12 +83,16 @@ def test_reduced_precision_systems_are_named_with_it(tmp_path):
 def test_a_model_of_another_kind_refuses_a_backend_before_any_work(tmp_path):
     from adaptlab.study.inputs import check_inputs
 
-    lexical = _load(tmp_path, BASE + '[[models]]\nref = "bm25"\n[[models]]\nref = "hash:16"\n[embedding]\n'
-                    'precision = "bf16"\n')  # [embedding]'s settings are for sentence-transformers models
+    lexical = _load(
+        tmp_path, BASE + '[[models]]\nref = "bm25"\n[[models]]\nref = "hash:16"\n[embedding]\nprecision = "bf16"\n'
+    )  # [embedding]'s settings are for sentence-transformers models
     assert [m.name for m in lexical.models] == ["minilm-bf16", "bm25", "16"]
     study = _load(tmp_path, BASE.replace('ref = "minilm"', 'ref = "hash:16"\nembedding_backend = "onnx"'))
-    with pytest.raises(ConfigError, match=r"entry 1 \('16'\): embedding_backend 'onnx' and precision 'fp32' apply to "
-                                          r"sentence-transformers models; this is a 'hash' model"):
+    with pytest.raises(
+        ConfigError,
+        match=r"entry 1 \('16'\): embedding_backend 'onnx' and precision 'fp32' apply to "
+        r"sentence-transformers models; this is a 'hash' model",
+    ):
         check_inputs(study)
 
 
@@ -113,8 +140,9 @@ cache = "{cache}"
 
 
 @pytest.mark.slow  # the tiny model's ONNX export and three systems: ~4 s quiet, 12 s at load 8
-def test_each_key_reaches_the_encoder_and_fp32_onnx_keeps_the_metrics(tiny_model, module_cache_home, tmp_path,
-                                                                       monkeypatch):
+def test_each_key_reaches_the_encoder_and_fp32_onnx_keeps_the_metrics(
+    tiny_model, module_cache_home, tmp_path, monkeypatch
+):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("optimum.onnxruntime")
     from adaptlab.models import sbert
@@ -201,12 +229,12 @@ def test_auto_without_the_fast_extra_is_torch_with_torch_cache_keys(tiny_model, 
     assert auto.name == "tiny" and study.inference(auto) == inference.Inference("torch")
     cache = embedding_cache(study)
     texts = ["one document", "another document about proteins"]
-    assert (model_embedder(auto, study, cache).cache_key(texts, "document")
-            == model_embedder(torch, study, cache).cache_key(texts, "document"))
+    assert model_embedder(auto, study, cache).cache_key(texts, "document") == model_embedder(
+        torch, study, cache
+    ).cache_key(texts, "document")
 
 
-def test_auto_runs_the_fastest_exact_backend_records_it_and_keeps_the_metrics(tiny_model, module_cache_home,
-                                                                                tmp_path):
+def test_auto_runs_the_fastest_exact_backend_records_it_and_keeps_the_metrics(tiny_model, module_cache_home, tmp_path):
     """With the fast extra, "auto" embeds on OpenVINO fp32: its own cache key, every metric within
     1e-4 of torch fp32, and each run's config names the backend that computed its vectors."""
     if not inference.backend_installed("openvino"):
@@ -225,8 +253,10 @@ def test_auto_runs_the_fastest_exact_backend_records_it_and_keeps_the_metrics(ti
         exact, auto = summary.systems["tiny-torch"][measure].value, summary.systems["tiny"][measure].value
         assert abs(exact - auto) <= 1e-4, (measure, exact, auto)
     configs = {r["system"]: json.loads(r["config"]) for r in results.open(store).runs().to_pylist()}
-    assert {s: c["embedding_backends"][s] for s, c in configs.items()} == {"tiny": "openvino fp32",
-                                                                             "tiny-torch": "torch fp32"}
+    assert {s: c["embedding_backends"][s] for s, c in configs.items()} == {
+        "tiny": "openvino fp32",
+        "tiny-torch": "torch fp32",
+    }
 
 
 def test_a_study_on_torch_alone_records_no_backend(tiny_model, tmp_path):

@@ -14,10 +14,12 @@ import pytest
 from adaptlab.errors import ConfigError
 from adaptlab.study import load_study, parse_study
 
-ROWS = [("What does the pump move?", "The pump moves coolant through the loop."),
-        ("Which valve closes first?", "The inlet valve closes before the outlet valve."),
-        ("How hot is the loop?", "The loop runs at ninety degrees."),
-        ("Who inspects the seals?", "The operator inspects every seal weekly.")]
+ROWS = [
+    ("What does the pump move?", "The pump moves coolant through the loop."),
+    ("Which valve closes first?", "The inlet valve closes before the outlet valve."),
+    ("How hot is the loop?", "The loop runs at ninety degrees."),
+    ("Who inspects the seals?", "The operator inspects every seal weekly."),
+]
 
 
 def _csv(path: Path, header: str = "q,passage") -> Path:
@@ -34,17 +36,34 @@ def test_dataset_options_are_in_the_study_reference():
 
 def test_dataset_option_on_the_command_line(tmp_path, cli):
     data = _csv(tmp_path / "qa.csv")
-    res = cli("run", "--model", "hash:64", "--dataset", f"pairs:{data}", "--dataset-option", "question_col=q",
-              "--dataset-option", "context_col=passage", "--metrics", "acc@1", "--bootstrap", "100", "--no-ray",
-              "--no-store", "--format", "json")
+    res = cli(
+        "run",
+        "--model",
+        "hash:64",
+        "--dataset",
+        f"pairs:{data}",
+        "--dataset-option",
+        "question_col=q",
+        "--dataset-option",
+        "context_col=passage",
+        "--metrics",
+        "acc@1",
+        "--bootstrap",
+        "100",
+        "--no-ray",
+        "--no-store",
+        "--format",
+        "json",
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["n_queries"] == 4
 
 
 def test_dataset_option_needs_key_and_value(tmp_path, cli):
-    res = cli("run", "--model", "hash:64", "--dataset", f"pairs:{tmp_path / 'x.csv'}", "--dataset-option", "q",
-              "--dry-run")
+    res = cli(
+        "run", "--model", "hash:64", "--dataset", f"pairs:{tmp_path / 'x.csv'}", "--dataset-option", "q", "--dry-run"
+    )
     assert res.returncode != 0 and "--dataset-option 'q': expected KEY=VALUE" in res.stderr
 
 
@@ -63,24 +82,33 @@ def test_dry_run_reads_the_header(tmp_path, cli, suffix):
     assert len(lines) == 1 and str(data) in lines[0] and "'context'" in lines[0], res.stderr
     assert "question, passage" in lines[0]  # the columns present
     # with the column named, the dry run passes
-    study.write_text(study.read_text().replace(f'spec = "pairs:{data}"',
-                                               f'spec = "pairs:{data}"\noptions = {{context_col = "passage"}}'))
+    study.write_text(
+        study.read_text().replace(
+            f'spec = "pairs:{data}"', f'spec = "pairs:{data}"\noptions = {{context_col = "passage"}}'
+        )
+    )
     assert cli("run", str(study), "--dry-run").returncode == 0
 
 
 def test_dry_run_refuses_an_option_the_format_lacks(tmp_path, cli):
     data = _csv(tmp_path / "qa.csv")
-    res = cli("run", "--model", "hash:8", "--dataset", f"pairs:{data}", "--dataset-option", "passage_col=p",
-              "--dry-run")
+    res = cli(
+        "run", "--model", "hash:8", "--dataset", f"pairs:{data}", "--dataset-option", "passage_col=p", "--dry-run"
+    )
     assert res.returncode != 0 and "option 'passage_col' is not valid for format 'pairs'" in res.stderr
 
 
 def test_default_dataset_name_is_the_file_stem(tmp_path):
     data = _csv(tmp_path / "my-questions.csv")
-    study = parse_study({"datasets": [{"spec": f"pairs:{data}", "options": {"question_col": "q",
-                                                                            "context_col": "passage"}},
-                                      {"spec": "beir:data/scifact"}],
-                         "models": [{"ref": "BAAI/bge-small-en-v1.5"}]})
+    study = parse_study(
+        {
+            "datasets": [
+                {"spec": f"pairs:{data}", "options": {"question_col": "q", "context_col": "passage"}},
+                {"spec": "beir:data/scifact"},
+            ],
+            "models": [{"ref": "BAAI/bge-small-en-v1.5"}],
+        }
+    )
     assert [d.name for d in study.datasets] == ["my-questions", "scifact"]
     assert study.models[0].name == "bge-small-en-v1.5"  # a model keeps its dots
     over = study.with_overrides(datasets=["pairs:x/data.v2.jsonl"])
@@ -89,9 +117,11 @@ def test_default_dataset_name_is_the_file_stem(tmp_path):
 
 def test_no_store_key_writes_to_results_of_the_study_name_and_says_so(tmp_path, cli):
     study = tmp_path / "s.toml"
-    study.write_text('[study]\nname = "mine"\n[[datasets]]\nspec = "synthetic:n_documents=4,seed=1"\n'
-                     '[[models]]\nref = "hash:8"\n[embedding]\nuse_ray = false\ncache = "off"\n'
-                     "[bootstrap]\nn_resamples = 50\n")
+    study.write_text(
+        '[study]\nname = "mine"\n[[datasets]]\nspec = "synthetic:n_documents=4,seed=1"\n'
+        '[[models]]\nref = "hash:8"\n[embedding]\nuse_ray = false\ncache = "off"\n'
+        "[bootstrap]\nn_resamples = 50\n"
+    )
     (tmp_path / "pyproject.toml").write_text("")
     loaded = load_study(study)
     assert loaded.store_root() == tmp_path / "results" / "mine"
@@ -106,12 +136,27 @@ def test_no_store_key_writes_to_results_of_the_study_name_and_says_so(tmp_path, 
 
 
 def test_adhoc_run_uses_bootstrap_seed_zero(tmp_path, cli):
-    common = ["run", "--model", "hash:8", "--dataset", "synthetic:n_documents=8,seed=1", "--metrics", "mrr@10",
-              "--bootstrap", "200", "--no-ray", "--no-store", "--format", "json"]
+    common = [
+        "run",
+        "--model",
+        "hash:8",
+        "--dataset",
+        "synthetic:n_documents=8,seed=1",
+        "--metrics",
+        "mrr@10",
+        "--bootstrap",
+        "200",
+        "--no-ray",
+        "--no-store",
+        "--format",
+        "json",
+    ]
     adhoc = json.loads(cli(*common).stdout)
     filed = tmp_path / "s.toml"
-    filed.write_text('[study]\nstore = ""\n[[datasets]]\nspec = "synthetic:n_documents=8,seed=1"\n'
-                     '[[models]]\nref = "hash:8"\n[bootstrap]\nseed = 0\n')
+    filed.write_text(
+        '[study]\nstore = ""\n[[datasets]]\nspec = "synthetic:n_documents=8,seed=1"\n'
+        '[[models]]\nref = "hash:8"\n[bootstrap]\nseed = 0\n'
+    )
     from_file = json.loads(cli("run", str(filed), *common[5:]).stdout)
     a, b = (next(iter(o["systems"].values()))["mrr@10"] for o in (adhoc, from_file))
     assert (a["ci_low"], a["ci_high"]) == (b["ci_low"], b["ci_high"])
@@ -119,8 +164,9 @@ def test_adhoc_run_uses_bootstrap_seed_zero(tmp_path, cli):
 
 def test_bad_option_value_in_the_file_is_named(tmp_path):
     with pytest.raises(ConfigError, match=r"datasets\[0\]\.options: expected a table"):
-        parse_study({"datasets": [{"spec": "synthetic:", "options": "q"}], "models": [{"ref": "hash:8"}]},
-                    source="s.toml")
+        parse_study(
+            {"datasets": [{"spec": "synthetic:", "options": "q"}], "models": [{"ref": "hash:8"}]}, source="s.toml"
+        )
 
 
 def test_small_adhoc_run_starts_no_ray(tiny_model):

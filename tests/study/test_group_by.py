@@ -12,8 +12,14 @@ from adaptlab import results
 from adaptlab.data import load_beir, load_pairs, write_beir
 from adaptlab.errors import ConfigError, DataError
 
-ROWS = [(f"Which part number {i} fits the pump?", f"Part {i} of the pump is the seal number {i}.",
-         "factoid" if i % 2 else "list") for i in range(12)]
+ROWS = [
+    (
+        f"Which part number {i} fits the pump?",
+        f"Part {i} of the pump is the seal number {i}.",
+        "factoid" if i % 2 else "list",
+    )
+    for i in range(12)
+]
 
 
 def _csv(path):
@@ -31,9 +37,11 @@ def test_group_by_is_in_the_study_reference():
 def test_study_run_reports_and_stores_groups(tmp_path, cli):
     data = _csv(tmp_path / "qa.csv")
     study = tmp_path / "s.toml"
-    study.write_text(f'[study]\nstore = "{tmp_path / "store"}"\n[[datasets]]\nspec = "pairs:{data}"\n'
-                     'group_by = ["question_type"]\n[[models]]\nref = "hash:64"\n[[models]]\nref = "bm25"\n'
-                     '[evaluation]\nmetrics = ["mrr@10"]\n[bootstrap]\nn_resamples = 200\n[embedding]\nuse_ray = false\n')
+    study.write_text(
+        f'[study]\nstore = "{tmp_path / "store"}"\n[[datasets]]\nspec = "pairs:{data}"\n'
+        'group_by = ["question_type"]\n[[models]]\nref = "hash:64"\n[[models]]\nref = "bm25"\n'
+        '[evaluation]\nmetrics = ["mrr@10"]\n[bootstrap]\nn_resamples = 200\n[embedding]\nuse_ray = false\n'
+    )
     res = cli("run", str(study), "--format", "json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
@@ -49,8 +57,23 @@ def test_study_run_reports_and_stores_groups(tmp_path, cli):
 
 def test_group_by_on_the_command_line(tmp_path, cli):
     data = _csv(tmp_path / "qa.csv")
-    res = cli("run", "--model", "hash:64", "--dataset", f"pairs:{data}", "--dataset-option", "group_by=question_type",
-              "--metrics", "acc@1", "--bootstrap", "100", "--no-ray", "--no-store", "--format", "json")
+    res = cli(
+        "run",
+        "--model",
+        "hash:64",
+        "--dataset",
+        f"pairs:{data}",
+        "--dataset-option",
+        "group_by=question_type",
+        "--metrics",
+        "acc@1",
+        "--bootstrap",
+        "100",
+        "--no-ray",
+        "--no-store",
+        "--format",
+        "json",
+    )
     assert res.returncode == 0, res.stderr
     assert set(json.loads(res.stdout)["groups"]["question_type"]["groups"]) == {"factoid", "list"}
 
@@ -58,8 +81,9 @@ def test_group_by_on_the_command_line(tmp_path, cli):
 def test_dry_run_names_a_missing_grouping_column(tmp_path, cli):
     data = _csv(tmp_path / "qa.csv")
     study = tmp_path / "s.toml"
-    study.write_text(f'[study]\nstore = ""\n[[datasets]]\nspec = "pairs:{data}"\ngroup_by = ["topic"]\n'
-                     '[[models]]\nref = "hash:8"\n')
+    study.write_text(
+        f'[study]\nstore = ""\n[[datasets]]\nspec = "pairs:{data}"\ngroup_by = ["topic"]\n[[models]]\nref = "hash:8"\n'
+    )
     res = cli("run", str(study), "--dry-run")
     assert res.returncode == 2 and "header has no column 'topic'" in res.stderr and "check group_by" in res.stderr
 
@@ -72,8 +96,10 @@ def test_pairs_reader_keeps_groups_and_names_bad_lines(tmp_path):
     with pytest.raises(DataError, match="header has no column 'topic'"):
         load_pairs(tmp_path / "qa.csv", group_by="topic")
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "a", "question": "q?", "context": "c.", "t": "x"}\n'
-                   '{"id": "a", "question": "q?", "context": "d.", "t": "y"}\n')
+    bad.write_text(
+        '{"id": "a", "question": "q?", "context": "c.", "t": "x"}\n'
+        '{"id": "a", "question": "q?", "context": "d.", "t": "y"}\n'
+    )
     with pytest.raises(DataError, match=r"bad.jsonl:2: query 'a' has t 'y', but 'x' at .*bad.jsonl:1"):
         load_pairs(bad, query_id_col="id", group_by="t")
     with pytest.raises(ConfigError, match="is not a column name"):

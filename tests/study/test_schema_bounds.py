@@ -20,22 +20,25 @@ ref = "minilm"
 """
 
 
-@pytest.mark.parametrize("section, line, key", [
-    ("bootstrap", "sample_size = -3", "[bootstrap].sample_size"),
-    ("embedding", "num_actors = -2", "[embedding].num_actors"),
-    ("embedding", "batch_size = -1", "[embedding].batch_size"),
-    ("embedding", "placement_timeout = 0", "[embedding].placement_timeout"),
-    ("embedding", "placement_timeout = -30", "[embedding].placement_timeout"),
-    ("embedding", "placement_timeout = inf", "[embedding].placement_timeout"),
-    ("embedding", 'placement_timeout = "5m"', "[embedding].placement_timeout"),
-    ("embedding", "local_below = -1", "[embedding].local_below"),
-    ("embedding", "local_below = 0.5", "[embedding].local_below"),
-    ("analysis", "top_k = -1", "[analysis].top_k"),
-    ("analysis", "psi = 0", "[analysis].psi"),
-    ("analysis", "psi = 101", "[analysis].psi"),
-    ("evaluation", 'baseline = "nope"', "[evaluation].baseline"),
-    ("evaluation", "k = 0", "[evaluation].k"),
-])
+@pytest.mark.parametrize(
+    "section, line, key",
+    [
+        ("bootstrap", "sample_size = -3", "[bootstrap].sample_size"),
+        ("embedding", "num_actors = -2", "[embedding].num_actors"),
+        ("embedding", "batch_size = -1", "[embedding].batch_size"),
+        ("embedding", "placement_timeout = 0", "[embedding].placement_timeout"),
+        ("embedding", "placement_timeout = -30", "[embedding].placement_timeout"),
+        ("embedding", "placement_timeout = inf", "[embedding].placement_timeout"),
+        ("embedding", 'placement_timeout = "5m"', "[embedding].placement_timeout"),
+        ("embedding", "local_below = -1", "[embedding].local_below"),
+        ("embedding", "local_below = 0.5", "[embedding].local_below"),
+        ("analysis", "top_k = -1", "[analysis].top_k"),
+        ("analysis", "psi = 0", "[analysis].psi"),
+        ("analysis", "psi = 101", "[analysis].psi"),
+        ("evaluation", 'baseline = "nope"', "[evaluation].baseline"),
+        ("evaluation", "k = 0", "[evaluation].k"),
+    ],
+)
 def test_out_of_range_keys_fail_at_load_naming_file_and_key(tmp_path, section, line, key):
     path = tmp_path / "study.toml"
     path.write_text(BASE + f"[{section}]\n{line}\n")
@@ -66,8 +69,10 @@ def test_placement_timeout_reaches_every_embedder_of_the_study(tmp_path, monkeyp
     from adaptlab.study.schema import ModelSection
 
     path = tmp_path / "study.toml"
-    path.write_text(BASE.replace('ref = "minilm"', 'ref = "hash:8"') + "[embedding]\nuse_ray = false\n"
-                    "placement_timeout = 42\n[bootstrap]\nn_resamples = 20\n")
+    path.write_text(
+        BASE.replace('ref = "minilm"', 'ref = "hash:8"') + "[embedding]\nuse_ray = false\n"
+        "placement_timeout = 42\n[bootstrap]\nn_resamples = 20\n"
+    )
     study = load_study(path)
     seen: list[float | None] = []
     real = cache.embed_texts

@@ -50,10 +50,25 @@ def scifact_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any
     run_file = tmp_path_factory.mktemp("scifact") / "minilm.trec"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_HUB_OFFLINE", "1")
-        code, out, err = _run_cli([
-            "run", "--model", "minilm", "--dataset", f"beir:{SCIFACT}", "--split", "test",
-            "--metrics", ",".join(REFERENCE), "--export-run", str(run_file), "--no-store", "--no-ray",
-            "--format", "json"])
+        code, out, err = _run_cli(
+            [
+                "run",
+                "--model",
+                "minilm",
+                "--dataset",
+                f"beir:{SCIFACT}",
+                "--split",
+                "test",
+                "--metrics",
+                ",".join(REFERENCE),
+                "--export-run",
+                str(run_file),
+                "--no-store",
+                "--no-ray",
+                "--format",
+                "json",
+            ]
+        )
     assert code == 0, err[-3000:]
     return json.loads(out), run_file
 
@@ -62,14 +77,14 @@ def test_minilm_on_scifact_matches_the_reference_numbers(scifact_run):
     out, _ = scifact_run
     got = out["systems"]["minilm"]
     assert out["n_queries"] == 300
-    assert got["ndcg@10"]["value"] == pytest.approx(REFERENCE["ndcg@10"], abs=0.0010)   # MTEB: 64.51
+    assert got["ndcg@10"]["value"] == pytest.approx(REFERENCE["ndcg@10"], abs=0.0010)  # MTEB: 64.51
     assert got["recall@100"]["value"] == pytest.approx(REFERENCE["recall@100"], abs=0.002)
     assert got["mrr"]["value"] == pytest.approx(REFERENCE["mrr"], abs=0.0010)
 
 
 def _read_columns(path: Path, skip_header: bool) -> list[list[str]]:
     """The whitespace-separated fields of every non-empty line of ``path``."""
-    lines = path.read_text(encoding="utf-8").splitlines()[1 if skip_header else 0:]
+    lines = path.read_text(encoding="utf-8").splitlines()[1 if skip_header else 0 :]
     return [line.split() for line in lines if line.strip()]
 
 

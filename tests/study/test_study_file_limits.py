@@ -25,8 +25,9 @@ def test_toml_nested_5000_deep_is_one_line_naming_the_file(tmp_path):
 def test_toml_nested_5000_deep_on_the_cli_prints_no_traceback(tmp_path):
     path = tmp_path / "deep.toml"
     path.write_text("x = " + "{a = " * 5000 + "1" + "}" * 5000 + "\n")
-    run = subprocess.run([sys.executable, "-m", "adaptlab", "run", str(path), "--dry-run"], capture_output=True,
-                         text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "adaptlab", "run", str(path), "--dry-run"], capture_output=True, text=True, timeout=120
+    )
     assert run.returncode != 0 and "Traceback" not in run.stderr and "RecursionError" not in run.stderr
     lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and str(path) in lines[0], run.stderr
@@ -36,8 +37,9 @@ def test_toml_nested_5000_deep_on_the_cli_prints_no_traceback(tmp_path):
 def test_many_datasets_load_in_linear_time(tmp_path, n):
     path = tmp_path / "big.toml"
     body = ['[study]\nname = "big"\nstore = ""\n[[models]]\nref = "hash:8"\n[embedding]\nuse_ray = false\n']
-    body += [f'[[datasets]]\nname = "dataset-number-{i:06d}"\nspec = "synthetic:n_documents=3,seed={i}"\n'
-             for i in range(n)]
+    body += [
+        f'[[datasets]]\nname = "dataset-number-{i:06d}"\nspec = "synthetic:n_documents=3,seed={i}"\n' for i in range(n)
+    ]
     path.write_text("\n".join(body))
     t0 = time.perf_counter()
     study = load_study(path)

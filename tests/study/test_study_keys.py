@@ -14,8 +14,7 @@ from adaptlab.study.keys import sections
 from adaptlab.study.load import _SECTIONS
 from adaptlab.study.schema import DatasetSection, ModelSection
 
-BASE = {"datasets": [{"spec": "synthetic:n_documents=3,seed=0"}], "models": [{"ref": "hash:8"}],
-        "study": {"store": ""}}
+BASE = {"datasets": [{"spec": "synthetic:n_documents=3,seed=0"}], "models": [{"ref": "hash:8"}], "study": {"store": ""}}
 
 
 def _keys(section):
@@ -44,19 +43,28 @@ def test_the_listed_defaults_are_the_parsed_ones():
 
 
 def test_declared_ranges_are_checked_with_the_file_section_and_key():
-    with pytest.raises(ConfigError, match=r"^s.toml: \[bootstrap\]\.confidence: expected a number in \(0.0, 1.0\), got 1.5$"):
+    with pytest.raises(
+        ConfigError, match=r"^s.toml: \[bootstrap\]\.confidence: expected a number in \(0.0, 1.0\), got 1.5$"
+    ):
         parse_study({**BASE, "bootstrap": {"confidence": 1.5}}, source="s.toml")
     with pytest.raises(ConfigError, match=r"^s.toml: models\[0\]\.batch_size: expected an integer >= 1, got 0$"):
         parse_study({**BASE, "models": [{"ref": "hash:8", "batch_size": 0}]}, source="s.toml")
-    with pytest.raises(ConfigError, match=r"^s.toml: \[adapt\]\.test_fraction: expected a number in \(0.0, 1.0\), got 1$"):
+    with pytest.raises(
+        ConfigError, match=r"^s.toml: \[adapt\]\.test_fraction: expected a number in \(0.0, 1.0\), got 1$"
+    ):
         parse_study({**BASE, "adapt": {"corpus": "synthetic:n_documents=20", "test_fraction": 1}}, source="s.toml")
 
 
 def test_study_carries_typed_sections():
     from adaptlab.study import AdaptSettings, TuneSettings
 
-    study = parse_study({**BASE, "adapt": {"corpus": "synthetic:n_documents=20", "scales": [5, 10]},
-                         "tune": {"num_samples": 2, "scale": 5}})
+    study = parse_study(
+        {
+            **BASE,
+            "adapt": {"corpus": "synthetic:n_documents=20", "scales": [5, 10]},
+            "tune": {"num_samples": 2, "scale": 5},
+        }
+    )
     assert isinstance(study.adapt, AdaptSettings) and isinstance(study.tune, TuneSettings)
     assert study.adapt.scales == (5, 10) and study.tune.sweep.num_samples == 2 and study.tune.scale == 5
     assert study.adapt.artifact_root is None  # placed under the store when the study runs

@@ -49,7 +49,7 @@ def test_jobs_parse():
     ],
 )
 def test_study_errors_name_the_key(tmp_path, patch, needle):
-    text = MINIMAL.replace("[study]\nname = \"t\"\n", "") if patch.startswith("[study]") else MINIMAL
+    text = MINIMAL.replace('[study]\nname = "t"\n', "") if patch.startswith("[study]") else MINIMAL
     with pytest.raises(ConfigError) as e:
         load_study(_write(tmp_path, text + patch))
     assert needle in str(e.value) and "study.toml" in str(e.value)
@@ -67,9 +67,24 @@ def test_duplicate_model_names_rejected():
 
 def test_adhoc_run_json_store_and_export(tmp_path, cli):
     store, run_file = tmp_path / "store", tmp_path / "out.trec"
-    res = cli("run", "--model", "hash:64", "--dataset", "synthetic:n_documents=6,seed=1", "--metrics",
-               "acc@1,acc@5,ndcg@10", "--bootstrap", "200", "--no-ray", "--store", str(store), "--export-run",
-               str(run_file), "--format", "json")
+    res = cli(
+        "run",
+        "--model",
+        "hash:64",
+        "--dataset",
+        "synthetic:n_documents=6,seed=1",
+        "--metrics",
+        "acc@1,acc@5,ndcg@10",
+        "--bootstrap",
+        "200",
+        "--no-ray",
+        "--store",
+        str(store),
+        "--export-run",
+        str(run_file),
+        "--format",
+        "json",
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     sysname = next(iter(out["systems"]))
@@ -92,10 +107,23 @@ def test_adhoc_run_json_store_and_export(tmp_path, cli):
 
 
 def test_run_two_models_pairs_and_cli_overrides(tmp_path, cli):
-    study = _write(tmp_path, MINIMAL + "[[models]]\nname = 'h16'\nref = 'hash:16'\n[embedding]\nuse_ray = false\n"
-                   "[bootstrap]\nn_resamples = 100\n")
-    res = cli("run", str(study), "--store", str(tmp_path / "s"), "--metrics", "acc@5", "--bootstrap", "150",
-               "--format", "json")
+    study = _write(
+        tmp_path,
+        MINIMAL + "[[models]]\nname = 'h16'\nref = 'hash:16'\n[embedding]\nuse_ray = false\n"
+        "[bootstrap]\nn_resamples = 100\n",
+    )
+    res = cli(
+        "run",
+        str(study),
+        "--store",
+        str(tmp_path / "s"),
+        "--metrics",
+        "acc@5",
+        "--bootstrap",
+        "150",
+        "--format",
+        "json",
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["n_resamples"] == 150 and len(out["pairs"]) == 1
@@ -103,8 +131,15 @@ def test_run_two_models_pairs_and_cli_overrides(tmp_path, cli):
 
 
 def test_run_missing_model_is_clear(tmp_path, cli):
-    res = cli("run", "--model", str(tmp_path / "no-such-model"), "--dataset", "synthetic:n_documents=3", "--no-ray",
-               "--no-store")
+    res = cli(
+        "run",
+        "--model",
+        str(tmp_path / "no-such-model"),
+        "--dataset",
+        "synthetic:n_documents=3",
+        "--no-ray",
+        "--no-store",
+    )
     assert res.returncode == 2
     assert "no-such-model" in res.stderr and "Traceback" not in res.stderr
 
@@ -112,8 +147,11 @@ def test_run_missing_model_is_clear(tmp_path, cli):
 def test_run_on_embedded_ray_with_analyses(tmp_path, shared_ray, cli):
     """On the session's embedded Ray (a fresh process starting its own is tests/runtime's claim):
     the actor pool embeds, and [analysis] rows reach the store."""
-    study = _write(tmp_path, MINIMAL + "[embedding]\nnum_actors = 1\n[bootstrap]\nn_resamples = 100\n"
-                   "[analysis]\nthresholds = true\ncoe_roe = true\nisotropy = true\n")
+    study = _write(
+        tmp_path,
+        MINIMAL + "[embedding]\nnum_actors = 1\n[bootstrap]\nn_resamples = 100\n"
+        "[analysis]\nthresholds = true\ncoe_roe = true\nisotropy = true\n",
+    )
     res = cli("run", str(study), "--store", str(tmp_path / "s"))
     assert res.returncode == 0, res.stderr
     from adaptlab import results
@@ -133,10 +171,19 @@ def test_bootstrap_seed_explicit_or_derived_from_the_study_seed():
 
 
 def test_with_overrides_returns_a_new_study():
-    study = parse_study({"datasets": [{"spec": "synthetic:"}], "models": [{"ref": "hash:8"}],
-                         "bootstrap": {"n_resamples": 100}})
-    new = study.with_overrides(models=["hash:16"], datasets=["beir:data/scifact"], split="dev", metrics="acc@5",
-                               k=20, bootstrap={"n_resamples": 150, "seed": None}, use_ray=False, store="")
+    study = parse_study(
+        {"datasets": [{"spec": "synthetic:"}], "models": [{"ref": "hash:8"}], "bootstrap": {"n_resamples": 100}}
+    )
+    new = study.with_overrides(
+        models=["hash:16"],
+        datasets=["beir:data/scifact"],
+        split="dev",
+        metrics="acc@5",
+        k=20,
+        bootstrap={"n_resamples": 150, "seed": None},
+        use_ray=False,
+        store="",
+    )
     assert [m.name for m in new.models] == ["16"] and new.datasets[0].name == "scifact"
     assert new.datasets[0].split == "dev" and new.evaluation.metrics == ["acc@5"] and new.evaluation.k == 20
     assert new.bootstrap.n_resamples == 150 and new.bootstrap.seed is None and not new.embedding.use_ray
@@ -147,10 +194,12 @@ def test_with_overrides_returns_a_new_study():
 
 
 def test_public_api_is_light():
-    code = ("import sys\nfrom adaptlab import load_study, run_study, submit_study, results, bootstrap_ci, "
-            "paired_bootstrap, evaluate, BootstrapConfig\nimport adaptlab\n"
-            "assert adaptlab.__all__ == sorted(adaptlab.__all__)\n"
-            "print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))")
+    code = (
+        "import sys\nfrom adaptlab import load_study, run_study, submit_study, results, bootstrap_ci, "
+        "paired_bootstrap, evaluate, BootstrapConfig\nimport adaptlab\n"
+        "assert adaptlab.__all__ == sorted(adaptlab.__all__)\n"
+        "print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"

@@ -14,18 +14,35 @@ from adaptlab.study.submit import jobs_address
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("given, expected", [("127.0.0.1:8265", "http://127.0.0.1:8265"),
-                                             (" head:8265 ", "http://head:8265"),
-                                             ("https://ray.example.org", "https://ray.example.org"),
-                                             ("http://127.0.0.1:8265", "http://127.0.0.1:8265")])
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("127.0.0.1:8265", "http://127.0.0.1:8265"),
+        (" head:8265 ", "http://head:8265"),
+        ("https://ray.example.org", "https://ray.example.org"),
+        ("http://127.0.0.1:8265", "http://127.0.0.1:8265"),
+    ],
+)
 def test_jobs_address(given, expected):
     assert jobs_address(given) == expected
 
 
 def test_unreachable_address_without_scheme_is_one_line_within_seconds():
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "adaptlab", "submit", str(REPO / "jobs" / "quickstart.toml"),
-                           "--address", "127.0.0.1:9"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adaptlab",
+            "submit",
+            str(REPO / "jobs" / "quickstart.toml"),
+            "--address",
+            "127.0.0.1:9",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert lines[-1].startswith("adaptlab submit: error: --address http://127.0.0.1:9")

@@ -109,8 +109,10 @@ def study_file(tmp_path):
     (tmp_path / "platform" / "adaptlab" / "__init__.py").write_text("")
     f = tmp_path / "jobs" / "s.toml"
     f.parent.mkdir()
-    f.write_text('[study]\nname = "s"\n[[datasets]]\nspec = "synthetic:n_documents=4"\n'
-                 '[[models]]\nname = "hash"\nref = "hash:8"\n')
+    f.write_text(
+        '[study]\nname = "s"\n[[datasets]]\nspec = "synthetic:n_documents=4"\n'
+        '[[models]]\nname = "hash"\nref = "hash:8"\n'
+    )
     return f
 
 
@@ -160,8 +162,10 @@ def test_token_alone_sets_token_mode(monkeypatch, tmp_path):
 class _Handler(http.server.BaseHTTPRequestHandler):
     def _reply(self):
         if self.path.startswith("/api/version"):
-            body, code = json.dumps({"version": "4", "ray_version": "2.60.0", "ray_commit": "x",
-                                     "session_name": "s"}).encode(), 200
+            body, code = (
+                json.dumps({"version": "4", "ray_version": "2.60.0", "ray_commit": "x", "session_name": "s"}).encode(),
+                200,
+            )
         else:
             body, code = b"<html>\n<h1>500 Internal Server Error</h1>\nTraceback (most recent call last):\n</html>", 500
         self.send_response(code)
@@ -209,8 +213,19 @@ def test_jobs_api_http_500_is_one_line(http500, tmp_path, capsys):
             mp.setenv("RAY_AUTH_TOKEN", "b" * 32)
             with pytest.raises(JobsApiError):
                 submit_study(REPO / "jobs" / "quickstart.toml", http500, store=str(tmp_path / "s"))
-            assert main(["submit", str(REPO / "jobs" / "quickstart.toml"), "--address", http500,
-                         "--store", str(tmp_path / "s")]) == 2
+            assert (
+                main(
+                    [
+                        "submit",
+                        str(REPO / "jobs" / "quickstart.toml"),
+                        "--address",
+                        http500,
+                        "--store",
+                        str(tmp_path / "s"),
+                    ]
+                )
+                == 2
+            )
     finally:
         _reset_ray_auth_state()
     err = capsys.readouterr().err.strip()
@@ -240,8 +255,13 @@ def head_node():
 
 
 def _submit(study: Path, address: str, env: dict, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "adaptlab", "submit", str(study), "--address", address, *extra],
-                          capture_output=True, text=True, timeout=1800, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "adaptlab", "submit", str(study), "--address", address, *extra],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+    )
 
 
 @slow
@@ -294,9 +314,11 @@ def test_modified_working_copy_runs_with_only_the_token_variable_and_a_shell_lik
     (wc / "platform" / "adaptlab" / "_version.py").write_text('__version__ = "9.9.9+workingcopy"\n')
     study = wc / "jobs" / "wc.toml"
     study.parent.mkdir()
-    study.write_text('[study]\nname = "wc"\n[[datasets]]\nspec = "synthetic:n_documents=6,seed=1"\n'
-                     '[[models]]\nname = "hash"\nref = "hash:32"\n[bootstrap]\nn_resamples = 50\n'
-                     '[embedding]\nuse_ray = false\n')
+    study.write_text(
+        '[study]\nname = "wc"\n[[datasets]]\nspec = "synthetic:n_documents=6,seed=1"\n'
+        '[[models]]\nname = "hash"\nref = "hash:32"\n[bootstrap]\nn_resamples = 50\n'
+        "[embedding]\nuse_ray = false\n"
+    )
     marker = tmp_path / "INJECTED"
     store = tmp_path / f"x; touch {marker}; echo"
     client_env = {k: v for k, v in env.items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}

@@ -62,12 +62,23 @@ def test_submit_to_two_nodes_results_on_s3_outlive_the_cluster(tmp_path):
         pytest.skip("moto_server not installed: pip install 'moto[server]'")
     s3_port, ports = free_port(), HeadPorts()
     endpoint = f"http://127.0.0.1:{s3_port}"
-    s3_env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "multinode-key-id",
-              "AWS_SECRET_ACCESS_KEY": "multinode-secret-value", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    s3_env = {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "multinode-key-id",
+        "AWS_SECRET_ACCESS_KEY": "multinode-secret-value",
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+    }
     token = secrets.token_hex(16)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "RAY_"))}
-    node_env = {**base, **s3_env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "HF_HUB_OFFLINE": "1",
-                "ADAPTLAB_EMBEDDING_CACHE": f"s3://{BUCKET}/embedding-cache"}
+    node_env = {
+        **base,
+        **s3_env,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": token,
+        "HF_HUB_OFFLINE": "1",
+        "ADAPTLAB_EMBEDDING_CACHE": f"s3://{BUCKET}/embedding-cache",
+    }
     client_env = {**base, "RAY_AUTH_TOKEN": token, "HOME": str(tmp_path)}  # the token only: no S3 credentials
     temp_dir = Path(tempfile.mkdtemp(prefix="raymn", dir="/tmp"))  # short: Ray puts sockets there
     procs: list[subprocess.Popen] = []
@@ -77,8 +88,11 @@ def test_submit_to_two_nodes_results_on_s3_outlive_the_cluster(tmp_path):
         print(f"[multinode] {name}: {time.monotonic() - t0:.1f} s", flush=True)
 
     try:
-        procs.append(subprocess.Popen([moto, "-H", "127.0.0.1", "-p", str(s3_port)], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                [moto, "-H", "127.0.0.1", "-p", str(s3_port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        )
         deadline = time.monotonic() + 30
         while True:  # bounded wait for the S3 server
             try:
@@ -89,9 +103,13 @@ def test_submit_to_two_nodes_results_on_s3_outlive_the_cluster(tmp_path):
                 time.sleep(0.2)
         import boto3
 
-        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
-                     aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"],
-                     region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"],
+            region_name="us-east-1",
+        ).create_bucket(Bucket=BUCKET)
         head = start_head(ports, temp_dir, node_env, num_cpus=2, lean=True)  # no log or autoscaler monitor
         assert head.returncode == 0, head.stderr[-2000:]
         phase("head up")
@@ -102,9 +120,25 @@ def test_submit_to_two_nodes_results_on_s3_outlive_the_cluster(tmp_path):
         phase("second node up")
         uri = f"s3://{BUCKET}/quickstart"
         sub = subprocess.run(
-            [sys.executable, "-m", "adaptlab", "submit", str(REPO / "jobs" / "quickstart.toml"),
-             "--address", ports.dashboard_address, "--store", uri, "--wait", "--timeout", "600"],
-            env=client_env, capture_output=True, text=True, timeout=900)
+            [
+                sys.executable,
+                "-m",
+                "adaptlab",
+                "submit",
+                str(REPO / "jobs" / "quickstart.toml"),
+                "--address",
+                ports.dashboard_address,
+                "--store",
+                uri,
+                "--wait",
+                "--timeout",
+                "600",
+            ],
+            env=client_env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert sub.returncode == 0, sub.stdout[-4000:] + sub.stderr[-3000:]
         phase("job done")
         assert "SUCCEEDED" in sub.stdout and f"store: {uri}" in sub.stdout

@@ -67,13 +67,22 @@ def test_a_head_and_a_worker_node_listen_on_loopback_only_and_a_driver_joins():
         assert head.returncode == 0, head.stderr[-2000:]
         worker = start_worker(ports, base / "node2", env, num_cpus=1, lean=True)
         assert worker.returncode == 0, worker.stderr[-2000:]
-        driver = subprocess.run([sys.executable, "-c", _DRIVER, ports.gcs_address], env=loopback_env(env),
-                                capture_output=True, text=True, timeout=120)
+        driver = subprocess.run(
+            [sys.executable, "-c", _DRIVER, ports.gcs_address],
+            env=loopback_env(env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert driver.returncode == 0, driver.stderr[-2000:]
         assert driver.stdout.strip().splitlines()[-1] == '["127.0.0.1", "127.0.0.1"]', driver.stdout
         sockets = _listening(cluster_pids(base / "head", ports) + cluster_pids(base / "node2"))
         assert {"gcs_server", "raylet"} <= {name for name, _, _ in sockets}, sockets  # the nodes' sockets were seen
-        assert ("gcs_server", "127.0.0.1", ports.gcs) in sockets or ("gcs_server", "::ffff:127.0.0.1", ports.gcs) in sockets
+        assert ("gcs_server", "127.0.0.1", ports.gcs) in sockets or (
+            "gcs_server",
+            "::ffff:127.0.0.1",
+            ports.gcs,
+        ) in sockets
         exposed = [s for s in sockets if not is_loopback(s[1])]
         assert not exposed, f"listening beyond loopback: {exposed}"
     finally:

@@ -112,7 +112,10 @@ def render(cmds: list[Command], document: nodes.document) -> list[nodes.Node]:
         for title, options in (("Arguments", cmd.arguments), ("Options", cmd.options)):
             if options:
                 sec += nodes.rubric(title, title)
-                sec += table(["Argument" if title == "Arguments" else "Option", "Meaning"],
-                             [[o.invocation, o.help] for o in options], [30, 70])
+                sec += table(
+                    ["Argument" if title == "Arguments" else "Option", "Meaning"],
+                    [[o.invocation, o.help] for o in options],
+                    [30, 70],
+                )
         out.append(sec)
     return out

@@ -23,8 +23,12 @@ def cell(content: str | nodes.Node, literal: bool = False) -> nodes.entry:
     return entry
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[str | nodes.Node]], widths: Sequence[int],
-          literal_columns: Sequence[int] = (0,)) -> nodes.table:
+def table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str | nodes.Node]],
+    widths: Sequence[int],
+    literal_columns: Sequence[int] = (0,),
+) -> nodes.table:
     """A table with ``header`` and ``rows``; the columns in ``literal_columns`` show inline code."""
     tbl = nodes.table()
     group = nodes.tgroup(cols=len(header))
@@ -71,7 +75,7 @@ def inline_paragraph(text: str) -> nodes.paragraph:
     para = nodes.paragraph()
     pos = 0
     for m in _INLINE.finditer(text):
-        para += nodes.Text(text[pos:m.start()])
+        para += nodes.Text(text[pos : m.start()])
         code = m.group("code")
         if code is None:
             target = m.group("role").split("<")[-1].rstrip(">").strip()

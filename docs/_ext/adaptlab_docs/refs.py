@@ -14,8 +14,25 @@ from typing import Any
 
 from docutils import nodes
 
-GENERIC_TYPES = frozenset({"path", "sequence", "mapping", "iterable", "callable", "iterator", "optional",
-                           "array-like", "a", "b", "default", "str", "int", "float", "bool"})
+GENERIC_TYPES = frozenset(
+    {
+        "path",
+        "sequence",
+        "mapping",
+        "iterable",
+        "callable",
+        "iterator",
+        "optional",
+        "array-like",
+        "a",
+        "b",
+        "default",
+        "str",
+        "int",
+        "float",
+        "bool",
+    }
+)
 """Lower-case type words of numpy-style parameter lists (``x : path or str``): not references."""
 
 
@@ -53,8 +70,9 @@ def exists(target: str, module: str | None, cls: str | None) -> bool:
         return True
     head = target.split(".")[0]
     loaded = [m for name, m in list(sys.modules.items()) if name.startswith("adaptlab") and m is not None]
-    return any((head in vars(m) or head in getattr(m, "__all__", ())) and _resolve(f"{m.__name__}.{target}")
-               for m in loaded)
+    return any(
+        (head in vars(m) or head in getattr(m, "__all__", ())) and _resolve(f"{m.__name__}.{target}") for m in loaded
+    )
 
 
 def keep_existing(app: Any, env: Any, node: nodes.Element, contnode: nodes.Element) -> nodes.Element | None:

@@ -68,8 +68,12 @@ def type_text(tp: Any) -> str:
         words = " or ".join(dict.fromkeys(type_text(a) for a in rest))
         return words + (" (optional)" if len(rest) < len(args) else "")
     if origin in (list, tuple) or tp in (list, tuple):
-        items = [m for a in args if a is not Ellipsis
-                 for m in (typing.get_args(a) if typing.get_origin(a) in (typing.Union, types.UnionType) else (a,))]
+        items = [
+            m
+            for a in args
+            if a is not Ellipsis
+            for m in (typing.get_args(a) if typing.get_origin(a) in (typing.Union, types.UnionType) else (a,))
+        ]
         inner = " or ".join(dict.fromkeys(type_text(a) + "s" for a in items)) if items else "values"
         return f"list of {inner}"
     if origin in (dict, Mapping) or tp in (dict, Mapping) or (dataclasses.is_dataclass(tp) and isinstance(tp, type)):
@@ -194,8 +198,9 @@ def _adapt_sections() -> list[Section]:
 
     subtables = {"pt": PTConfig, "ft": FTConfig, "llm": ac.LLMSettings, "colbert": ac.ColBERTSettings}
     adapt_keys = getattr(ac, "ADAPT_KEYS", None) or ac._ADAPT_KEYS
-    adapt = _listed("adapt", [k for k in adapt_keys if k not in subtables], (ac.AdaptSettings, PTConfig),
-                    _doc(ac.AdaptSettings))
+    adapt = _listed(
+        "adapt", [k for k in adapt_keys if k not in subtables], (ac.AdaptSettings, PTConfig), _doc(ac.AdaptSettings)
+    )
     out = [adapt]
     for name, cls in subtables.items():
         keys = keys_of(cls)
@@ -237,7 +242,8 @@ def _from_keys_module(infos: Iterable[Any]) -> list[Section]:
     grouped: dict[str, list[Key]] = {}
     for info in infos:
         grouped.setdefault(info.section, []).append(
-            Key(info.key, info.type, info.default, " ".join(str(info.help).split()), info.allowed))
+            Key(info.key, info.type, info.default, " ".join(str(info.help).split()), info.allowed)
+        )
     out = []
     for name, keys in grouped.items():
         tp = hints.get(name)
@@ -276,7 +282,8 @@ def render(secs: list[Section], document: nodes.document) -> list[nodes.Node]:
         if s.doc:
             sec += inline_paragraph(s.doc)
         rows = [[k.name, k.type or "-", k.default or "-", k.allowed or "-", k.meaning or NO_MEANING] for k in s.keys]
-        sec += table(["Key", "Type", "Default", "Allowed", "Meaning"], rows, [16, 12, 16, 16, 40],
-                     literal_columns=(0, 2))
+        sec += table(
+            ["Key", "Type", "Default", "Allowed", "Meaning"], rows, [16, 12, 16, 16, 40], literal_columns=(0, 2)
+        )
         out.append(sec)
     return out

@@ -192,6 +192,21 @@ __all__ = [
     "wide_table",
     "win_loss",
 ]
-__all__ += ["SCALING_MODELS", "ScalingFit", "fit_scaling", "format_scaling", "plot_scaling", "scaling_from_records",
-            "scaling_from_store", "scaling_rows", "comparison_scaling", "fits_from_store_rows", "record_scaling",
-            "scaling_store_rows", "scaling_summary", "scaling_summary_rows", "stored_scaling", "inspection_scaling"]
+__all__ += [
+    "SCALING_MODELS",
+    "ScalingFit",
+    "fit_scaling",
+    "format_scaling",
+    "plot_scaling",
+    "scaling_from_records",
+    "scaling_from_store",
+    "scaling_rows",
+    "comparison_scaling",
+    "fits_from_store_rows",
+    "record_scaling",
+    "scaling_store_rows",
+    "scaling_summary",
+    "scaling_summary_rows",
+    "stored_scaling",
+    "inspection_scaling",
+]

@@ -34,8 +34,13 @@ def draw_indices(n: int, bootstrap: BootstrapConfig, *, indices: np.ndarray | No
             raise ConfigError(f"indices must lie in [0, {n}), got [{idx.min()}, {idx.max()}]")
         return idx.astype(np.int64, copy=False)
     return np.asarray(
-        resample_indices(n, n_resamples=bootstrap.n_resamples, sample_size=bootstrap.sample_size,
-                         seed=bootstrap.seed, allow_oversampling=bootstrap.allow_oversampling),
+        resample_indices(
+            n,
+            n_resamples=bootstrap.n_resamples,
+            sample_size=bootstrap.sample_size,
+            seed=bootstrap.seed,
+            allow_oversampling=bootstrap.allow_oversampling,
+        ),
         dtype=np.int64,
     )
 
@@ -58,4 +63,3 @@ def resample_means(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
         counts = np.bincount((blk + offs).ravel(), minlength=nb * q).reshape(nb, q)
         out[s : s + nb] = counts @ values.T / l
     return out
-

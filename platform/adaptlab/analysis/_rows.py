@@ -17,8 +17,15 @@ from typing import Any
 __all__ = ["OPTIONAL_COLUMNS", "metric_row", "p_bounds", "p_draws"]
 
 OPTIONAL_COLUMNS: dict[str, type] = {
-    "confidence": float, "interval_method": str, "p_adjusted": float, "adjustment": str,
-    "family_size": int, "p_exact": float, "exact_test": str, "rank_low": int, "rank_high": int,
+    "confidence": float,
+    "interval_method": str,
+    "p_adjusted": float,
+    "adjustment": str,
+    "family_size": int,
+    "p_exact": float,
+    "exact_test": str,
+    "rank_low": int,
+    "rank_high": int,
     "missing_from_run": int,
 }
 """The optional metric columns :func:`metric_row` accepts, with their Python types."""

@@ -113,28 +113,49 @@ def _oriented_pairs(names: tuple[str, ...], directions: Directions) -> list[tupl
     prints a difference in the direction ``run`` printed and stored it."""
     out = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             out.append((b, a) if (b, a) in directions and (a, b) not in directions else (a, b))
     return out
 
 
-def _pair_rows(values: np.ndarray, names: tuple[str, ...], boot: BootstrapConfig, alpha: float,
-               power: float, measure: str | None = None, directions: Directions = frozenset(),
-               ) -> list[dict[str, Any]]:
+def _pair_rows(
+    values: np.ndarray,
+    names: tuple[str, ...],
+    boot: BootstrapConfig,
+    alpha: float,
+    power: float,
+    measure: str | None = None,
+    directions: Directions = frozenset(),
+) -> list[dict[str, Any]]:
     """Every pair (:func:`_oriented_pairs`): paired bootstrap, adjusted p, minimum detectable effect."""
-    diffs = paired_bootstrap(values, names=list(names), pairs=_oriented_pairs(names, directions), measure=measure,
-                             **boot.paired_kwargs())
+    diffs = paired_bootstrap(
+        values, names=list(names), pairs=_oriented_pairs(names, directions), measure=measure, **boot.paired_kwargs()
+    )
     adjusted, bound = adjust_pvalues_bounded([d.p_value for d in diffs], [d.p_bound for d in diffs], boot.adjustment)
     col = {n: i for i, n in enumerate(names)}
-    return [{"a": str(d.a), "b": str(d.b), "diff": d.diff, "ci_low": d.ci_low, "ci_high": d.ci_high,
-             "p_value": d.p_value, "p_adjusted": float(pa), "adjustment": boot.adjustment, "test": d.test,
-             "interval": d.interval, "p_bound": d.p_bound, "p_adjusted_bound": bool(pb),
-             "p_text": format_p_value(d.p_value, bound=d.p_bound),
-             "p_adjusted_text": format_p_value(float(pa), bound=bool(pb)),
-             "family_size": len(diffs), "n_resamples": d.n_resamples, "p_draws": d.p_draws,
-             "mde": minimum_detectable_effect(values[col[str(d.a)]] - values[col[str(d.b)]], alpha=alpha,
-                                              power=power)}
-            for d, pa, pb in zip(diffs, adjusted, bound)]
+    return [
+        {
+            "a": str(d.a),
+            "b": str(d.b),
+            "diff": d.diff,
+            "ci_low": d.ci_low,
+            "ci_high": d.ci_high,
+            "p_value": d.p_value,
+            "p_adjusted": float(pa),
+            "adjustment": boot.adjustment,
+            "test": d.test,
+            "interval": d.interval,
+            "p_bound": d.p_bound,
+            "p_adjusted_bound": bool(pb),
+            "p_text": format_p_value(d.p_value, bound=d.p_bound),
+            "p_adjusted_text": format_p_value(float(pa), bound=bool(pb)),
+            "family_size": len(diffs),
+            "n_resamples": d.n_resamples,
+            "p_draws": d.p_draws,
+            "mde": minimum_detectable_effect(values[col[str(d.a)]] - values[col[str(d.b)]], alpha=alpha, power=power),
+        }
+        for d, pa, pb in zip(diffs, adjusted, bound)
+    ]
 
 
 def _better_than(names: tuple[str, ...], pairs: list[dict[str, Any]], alpha: float) -> dict[str, list[str]]:
@@ -147,23 +168,47 @@ def _better_than(names: tuple[str, ...], pairs: list[dict[str, Any]], alpha: flo
     return out
 
 
-def _compare_group(dataset: str, measure: str, names: tuple[str, ...], values: np.ndarray,
-                   boot: BootstrapConfig, alpha: float, power: float,
-                   directions: Directions = frozenset()) -> GroupComparison:
+def _compare_group(
+    dataset: str,
+    measure: str,
+    names: tuple[str, ...],
+    values: np.ndarray,
+    boot: BootstrapConfig,
+    alpha: float,
+    power: float,
+    directions: Directions = frozenset(),
+) -> GroupComparison:
     """CIs, pairs, letters and rank intervals of one (dataset, measure) group."""
     ci = bootstrap_ci(values, measure=measure, **boot.kwargs())
     pairs = _pair_rows(values, names, boot, alpha, power, measure, directions)
     col = {n: i for i, n in enumerate(names)}
-    ranks = ranks_from_tests(values.mean(axis=1), [(col[p["a"]], col[p["b"]]) for p in pairs],
-                             [p["p_adjusted"] for p in pairs], alpha=alpha, adjustment=boot.adjustment,
-                             n_resamples=boot.n_resamples, sample_size=values.shape[1], seed=boot.seed)
+    ranks = ranks_from_tests(
+        values.mean(axis=1),
+        [(col[p["a"]], col[p["b"]]) for p in pairs],
+        [p["p_adjusted"] for p in pairs],
+        alpha=alpha,
+        adjustment=boot.adjustment,
+        n_resamples=boot.n_resamples,
+        sample_size=values.shape[1],
+        seed=boot.seed,
+    )
     letter = dict(zip(names, _letters(len(names))))
     better = _better_than(names, pairs, alpha)
     point, low, high = np.asarray(ci.point), np.asarray(ci.ci_low), np.asarray(ci.ci_high)  # [S]: 2-D values
-    systems = [{"system": n, "letter": letter[n], "value": float(point[i]), "ci_low": float(low[i]),
-                "ci_high": float(high[i]), "interval": ci.interval, "better_than": _letter_list([letter[b] for b in better[n]]),
-                **ranks.row(i), "n_queries": int(values.shape[1])}
-               for i, n in enumerate(names)]
+    systems = [
+        {
+            "system": n,
+            "letter": letter[n],
+            "value": float(point[i]),
+            "ci_low": float(low[i]),
+            "ci_high": float(high[i]),
+            "interval": ci.interval,
+            "better_than": _letter_list([letter[b] for b in better[n]]),
+            **ranks.row(i),
+            "n_queries": int(values.shape[1]),
+        }
+        for i, n in enumerate(names)
+    ]
     return GroupComparison(dataset, measure, names, values, systems, pairs)
 
 
@@ -195,8 +240,9 @@ class Comparison:
         g = self.groups[0] if self.groups else None
         if g is None or not g.pairs:
             return ""
-        row = headline_pair([{**p, "measure": g.measure} for p in g.pairs],
-                            {s["system"]: s["value"] for s in g.systems})
+        row = headline_pair(
+            [{**p, "measure": g.measure} for p in g.pairs], {s["system"]: s["value"] for s in g.systems}
+        )
         return "" if row is None else verdict_line(row, alpha=self.alpha)
 
     def render(self, style: str = "text") -> str:
@@ -206,8 +252,9 @@ class Comparison:
         footer = lead + self._footer()
         verdict = self.verdict()
         top = [f"{lead}verdict: {verdict}"] if verdict else []
-        return "\n\n".join([*top, render_table(*self._system_table(), style),
-                            render_table(*self._pair_table(), style), footer])
+        return "\n\n".join(
+            [*top, render_table(*self._system_table(), style), render_table(*self._pair_table(), style), footer]
+        )
 
     def to_markdown(self) -> str:
         return self.render("markdown")
@@ -226,37 +273,62 @@ class Comparison:
         methods = self._methods("systems")
         mixed = len(methods) > 1  # e.g. Wilson for acc@k, studentized for nDCG: named per row
         ci = ci_label(self.boot.confidence, None if mixed else methods[0] if methods else None)
-        header = (["dataset", "measure", "", "system", f"value [{ci}]"] + (["CI method"] if mixed else [])
-                  + ["better than", "rank [interval]", "tied with best"])
+        header = (
+            ["dataset", "measure", "", "system", f"value [{ci}]"]
+            + (["CI method"] if mixed else [])
+            + ["better than", "rank [interval]", "tied with best"]
+        )
         rows: list[Sequence[CellValue] | str] = []
         for g in self.groups:
             rows += [RULE] if rows else []
-            rows += [[g.dataset, g.measure, s["letter"], s["system"], Estimate(s["value"], s["ci_low"], s["ci_high"])]
-                     + ([s["interval"]] if mixed else [])
-                     + [s["better_than"], f"{s['rank']} [{s['rank_low']}, {s['rank_high']}]",
-                        "yes" if s["tied_with_best"] else "no"] for s in g.systems]
+            rows += [
+                [g.dataset, g.measure, s["letter"], s["system"], Estimate(s["value"], s["ci_low"], s["ci_high"])]
+                + ([s["interval"]] if mixed else [])
+                + [
+                    s["better_than"],
+                    f"{s['rank']} [{s['rank_low']}, {s['rank_high']}]",
+                    "yes" if s["tied_with_best"] else "no",
+                ]
+                for s in g.systems
+            ]
         return header, rows
 
     def _pair_table(self) -> tuple[list[str], list[Sequence[CellValue] | str]]:
         methods = self._methods("pairs")
-        header = ["dataset", "measure", "a - b",
-                  f"difference [{ci_label(self.boot.confidence, methods[0] if len(methods) == 1 else None)}]",
-                  "p", f"p ({self.boot.adjustment})", f"MDE ({self.power:.0%} power)"]
+        header = [
+            "dataset",
+            "measure",
+            "a - b",
+            f"difference [{ci_label(self.boot.confidence, methods[0] if len(methods) == 1 else None)}]",
+            "p",
+            f"p ({self.boot.adjustment})",
+            f"MDE ({self.power:.0%} power)",
+        ]
         rows: list[Sequence[CellValue] | str] = []
         for g in self.groups:
             rows += [RULE] if rows else []
-            rows += [[g.dataset, g.measure, f"{p['a']} - {p['b']}",
-                      Estimate(p["diff"], p["ci_low"], p["ci_high"], marked=p["p_adjusted"] < self.alpha),
-                      p["p_text"], p["p_adjusted_text"],
-                      p["mde"]] for p in g.pairs]
+            rows += [
+                [
+                    g.dataset,
+                    g.measure,
+                    f"{p['a']} - {p['b']}",
+                    Estimate(p["diff"], p["ci_low"], p["ci_high"], marked=p["p_adjusted"] < self.alpha),
+                    p["p_text"],
+                    p["p_adjusted_text"],
+                    p["mde"],
+                ]
+                for p in g.pairs
+            ]
         return header, rows
 
     def _footer(self) -> str:
-        return (f"letters: each system lists the systems it is significantly better than "
-                f"(p adjusted by {self.boot.adjustment} < {self.alpha}); \u2020 after a difference: the same "
-                f"(adjusted p < {self.alpha}); tied with best: no system is significantly better (rank "
-                f"intervals and tied set from the same tests; {self._rank_guarantee()}); "
-                f"MDE: (z(1-alpha/2) + z(power)) * sd(d) / sqrt(Q); {self._p_note()}")
+        return (
+            f"letters: each system lists the systems it is significantly better than "
+            f"(p adjusted by {self.boot.adjustment} < {self.alpha}); \u2020 after a difference: the same "
+            f"(adjusted p < {self.alpha}); tied with best: no system is significantly better (rank "
+            f"intervals and tied set from the same tests; {self._rank_guarantee()}); "
+            f"MDE: (z(1-alpha/2) + z(power)) * sd(d) / sqrt(Q); {self._p_note()}"
+        )
 
     def _rank_guarantee(self) -> str:
         if self.boot.adjustment != "holm":
@@ -269,8 +341,12 @@ class Comparison:
     def _p_note(self) -> str:
         """The tests behind the p column and the most sign vectors one family drew."""
         pairs = [p for g in self.groups for p in g.pairs]
-        return p_value_note(self._n_queries(), self.boot.n_resamples, tests=sorted({p["test"] for p in pairs}),
-                            n_vectors=max((p["p_draws"] for p in pairs), default=0))
+        return p_value_note(
+            self._n_queries(),
+            self.boot.n_resamples,
+            tests=sorted({p["test"] for p in pairs}),
+            n_vectors=max((p["p_draws"] for p in pairs), default=0),
+        )
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -283,8 +359,10 @@ def _row_values(system: str, measure: str, v: Any, n_q: int | None) -> np.ndarra
     except (TypeError, ValueError) as e:
         raise DataError(f"system {system!r}, measure {measure!r}: per-query values must be numbers: {e}") from e
     if arr.ndim != 1 or (n_q is not None and arr.size != n_q):
-        raise DataError(f"system {system!r}, measure {measure!r}: expected {n_q or 'a 1-D array of'} per-query "
-                        f"values (the same queries for every system), got shape {arr.shape}")
+        raise DataError(
+            f"system {system!r}, measure {measure!r}: expected {n_q or 'a 1-D array of'} per-query "
+            f"values (the same queries for every system), got shape {arr.shape}"
+        )
     return arr
 
 
@@ -294,8 +372,9 @@ def _from_mapping(per_query: Mapping[str, Any], dataset: str, measures: Sequence
     tables = {n: v if isinstance(v, Mapping) else getattr(v, "values", v) for n, v in zip(names, per_query.values())}
     for n, t in tables.items():
         if not isinstance(t, Mapping):
-            raise ConfigError(f"system {n!r}: expected adaptlab.evaluate's result or {{measure: values}}, "
-                              f"got {type(t).__name__}")
+            raise ConfigError(
+                f"system {n!r}: expected adaptlab.evaluate's result or {{measure: values}}, got {type(t).__name__}"
+            )
     ids = [getattr(v, "query_ids", None) for v in per_query.values()]
     if any(i is not None and i != ids[0] for i in ids):
         raise DataError("the systems were evaluated on different queries; evaluate them on the same qrels")
@@ -304,8 +383,10 @@ def _from_mapping(per_query: Mapping[str, Any], dataset: str, measures: Sequence
     for m in wanted:
         missing = [n for n in names if m not in tables[n]]
         if missing:
-            raise ConfigError(f"measure {m!r} is missing for system(s) {', '.join(missing)}; "
-                              f"measures of {names[0]!r}: {', '.join(tables[names[0]])}")
+            raise ConfigError(
+                f"measure {m!r} is missing for system(s) {', '.join(missing)}; "
+                f"measures of {names[0]!r}: {', '.join(tables[names[0]])}"
+            )
         rows = [_row_values(names[0], m, tables[names[0]][m], None)]
         rows += [_row_values(n, m, tables[n][m], rows[0].size) for n in names[1:]]
         groups[(dataset, m)] = (names, np.stack(rows))
@@ -319,14 +400,19 @@ def _store_records(store: Any, dataset: str | None) -> dict[str, dict[str, Any]]
     filters = {} if dataset is None else {"dataset": dataset}
     table = store.per_query(latest=True, **filters)
     if table.num_rows == 0:
-        raise ConfigError("the store has no per-query records" + (f" on dataset {dataset!r}" if dataset else "")
-                          + "; run a study first, or check --dataset")
+        raise ConfigError(
+            "the store has no per-query records"
+            + (f" on dataset {dataset!r}" if dataset else "")
+            + "; run a study first, or check --dataset"
+        )
     out: dict[str, dict[str, Any]] = {}
     for ds in sorted(set(table.column("dataset").to_pylist())):
         sub = table.filter(np.asarray(table.column("dataset").to_pylist()) == ds)
         systems = list(dict.fromkeys(sub.column("system").to_pylist()))
-        out[ds] = {s: PerQueryRecords.from_arrow(sub.filter(np.asarray(sub.column("system").to_pylist()) == s))
-                   for s in systems}
+        out[ds] = {
+            s: PerQueryRecords.from_arrow(sub.filter(np.asarray(sub.column("system").to_pylist()) == s))
+            for s in systems
+        }
     return out
 
 
@@ -351,8 +437,10 @@ def _frame_group(sub: Any, where: str) -> tuple[tuple[str, ...], np.ndarray]:
     wide = wide.loc[list(dict.fromkeys(sub["query_id"])), list(names)]  # queries and systems in input order
     holes = [n for n in names if wide[n].isna().any()]
     if holes:
-        raise DataError(f"{where}: system(s) {', '.join(holes)} lack values for some queries; "
-                        "every system needs a value on every query")
+        raise DataError(
+            f"{where}: system(s) {', '.join(holes)} lack values for some queries; "
+            "every system needs a value on every query"
+        )
     return names, wide.to_numpy(dtype=np.float64).T
 
 
@@ -360,8 +448,10 @@ def _from_frame(frame: Any, dataset: str | None, measures: Sequence[str] | None)
     """A long DataFrame (one row per system, query and measure) -> groups."""
     missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
     if missing:
-        raise ConfigError(f"the DataFrame lacks column(s) {', '.join(missing)}; expected {', '.join(FRAME_COLUMNS)} "
-                          "and optionally dataset")
+        raise ConfigError(
+            f"the DataFrame lacks column(s) {', '.join(missing)}; expected {', '.join(FRAME_COLUMNS)} "
+            "and optionally dataset"
+        )
     frame = frame.assign(measure=frame["measure"].map(_canonical))
     if "dataset" not in frame.columns:
         frame = frame.assign(dataset=dataset or "")
@@ -380,8 +470,10 @@ def store_groups(store: Any, dataset: str | None, measures: Sequence[str] | None
     """Per-query values recomputed from the stored records (gold documents have relevance 1)."""
     ms = parse_measures(measures or ["ndcg@10"])
     if any(m.needs_judgments for m in ms):
-        raise ConfigError(f"{', '.join(str(m) for m in ms if m.needs_judgments)}: the store's records keep only the "
-                          "gold documents, not the judged non-relevant ones; compare TREC runs with their qrels")
+        raise ConfigError(
+            f"{', '.join(str(m) for m in ms if m.needs_judgments)}: the store's records keep only the "
+            "gold documents, not the judged non-relevant ones; compare TREC runs with their qrels"
+        )
     groups: Groups = {}
     stored = _store_records(store, dataset)
     for ds, recs in stored.items():
@@ -415,8 +507,10 @@ def _select_systems(groups: Groups, systems: Sequence[str] | None) -> Groups:
     for key, (names, values) in groups.items():
         missing = [s for s in wanted if s not in names]
         if missing:
-            raise ConfigError(f"systems: {', '.join(missing)} not among the systems of {key[0] or 'the data'} "
-                              f"({key[1]}): {', '.join(names)}")
+            raise ConfigError(
+                f"systems: {', '.join(missing)} not among the systems of {key[0] or 'the data'} "
+                f"({key[1]}): {', '.join(names)}"
+            )
         out[key] = (tuple(wanted), values[[names.index(s) for s in wanted]])
     return out
 
@@ -486,10 +580,16 @@ def compare(
     elif isinstance(per_query, Mapping) and len(per_query) >= 2:
         groups = _from_mapping(per_query, dataset or "", measures)
     else:
-        raise ConfigError("compare needs a results store, a DataFrame or a mapping {system: per-query values} "
-                          f"of at least 2 systems, got {type(per_query).__name__}")
+        raise ConfigError(
+            "compare needs a results store, a DataFrame or a mapping {system: per-query values} "
+            f"of at least 2 systems, got {type(per_query).__name__}"
+        )
     minimum_detectable_effect([0.0, 0.0], alpha=alpha, power=power)  # checks alpha and power once
     groups = _select_systems(groups, systems)
     warn_lookalike_names([n for names, _ in groups.values() for n in names])
-    return Comparison([_compare_group(ds, m, names, v, boot, alpha, power, directions)
-                       for (ds, m), (names, v) in groups.items()], boot, alpha, power)
+    return Comparison(
+        [_compare_group(ds, m, names, v, boot, alpha, power, directions) for (ds, m), (names, v) in groups.items()],
+        boot,
+        alpha,
+        power,
+    )

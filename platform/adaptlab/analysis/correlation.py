@@ -87,9 +87,12 @@ def correlation_table(
     out = []
     for x_name, y_name in pairs:
         systems = tuple(
-            s for s, per in values.items()
-            if per.get(x_name) is not None and per.get(y_name) is not None
-            and np.isfinite(float(per[x_name])) and np.isfinite(float(per[y_name]))
+            s
+            for s, per in values.items()
+            if per.get(x_name) is not None
+            and per.get(y_name) is not None
+            and np.isfinite(float(per[x_name]))
+            and np.isfinite(float(per[y_name]))
         )
         x = np.array([float(values[s][x_name]) for s in systems])
         y = np.array([float(values[s][y_name]) for s in systems])

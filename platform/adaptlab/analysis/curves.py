@@ -73,16 +73,31 @@ def _binary_ndcg(rel: np.ndarray, n_rel: np.ndarray, ks: tuple[int, ...]) -> np.
 
 
 def _curve(
-    per_query: np.ndarray, ks: tuple[int, ...], depth: int, full_ranking: bool, system: str, dataset: str,
+    per_query: np.ndarray,
+    ks: tuple[int, ...],
+    depth: int,
+    full_ranking: bool,
+    system: str,
+    dataset: str,
     bootstrap: BootstrapConfig,
 ) -> NDCGCurve:
     if per_query.shape[1] == 0:
         raise ConfigError(f"system {system!r} on {dataset!r}: no query has a relevant document")
     ci = bootstrap_ci(per_query, **bootstrap.kwargs())
     exact = np.array([full_ranking or k <= depth for k in ks], dtype=bool)
-    return NDCGCurve(system, dataset, ks, np.asarray(ci.point, dtype=np.float64), np.asarray(ci.boot_mean),
-                     np.asarray(ci.ci_low), np.asarray(ci.ci_high), exact, int(depth), int(per_query.shape[1]),
-                     per_query)
+    return NDCGCurve(
+        system,
+        dataset,
+        ks,
+        np.asarray(ci.point, dtype=np.float64),
+        np.asarray(ci.boot_mean),
+        np.asarray(ci.ci_low),
+        np.asarray(ci.ci_high),
+        exact,
+        int(depth),
+        int(per_query.shape[1]),
+        per_query,
+    )
 
 
 def ndcg_curve_from_records(
@@ -103,8 +118,14 @@ def ndcg_curve_from_records(
     or the loose ``n_resamples`` (default 1000), ``sample_size`` (default: all queries), ``seed``
     (default 0) and ``confidence`` (default 0.95), not both.
     """
-    cfg = resolve_bootstrap("ndcg_curve_from_records", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                            confidence=confidence)
+    cfg = resolve_bootstrap(
+        "ndcg_curve_from_records",
+        bootstrap,
+        n_resamples=n_resamples,
+        sample_size=sample_size,
+        seed=seed,
+        confidence=confidence,
+    )
     for name in ("topk_ids", "gold_ids"):
         if not hasattr(records, name):
             raise ConfigError(f"expected PerQueryRecords (with .{name}), got {type(records).__name__}")
@@ -119,8 +140,15 @@ def ndcg_curve_from_records(
     n_rel = np.array([len(g) for g in golds], dtype=np.int64)
     min_depth = min((len(t) for t in ranked), default=0)
     full = corpus_size is not None and min_depth >= int(corpus_size)
-    return _curve(_binary_ndcg(rel, n_rel, kk), kk, min_depth, full, str(getattr(records, "system", "")),
-                  str(getattr(records, "dataset", "")), cfg)
+    return _curve(
+        _binary_ndcg(rel, n_rel, kk),
+        kk,
+        min_depth,
+        full,
+        str(getattr(records, "system", "")),
+        str(getattr(records, "dataset", "")),
+        cfg,
+    )
 
 
 def ndcg_curve(
@@ -143,8 +171,9 @@ def ndcg_curve(
     flagged inexact unless that depth reaches ``corpus_size``. Bootstrap settings as in
     :func:`ndcg_curve_from_records`: ``bootstrap`` or the keywords, not both.
     """
-    cfg = resolve_bootstrap("ndcg_curve", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                            confidence=confidence)
+    cfg = resolve_bootstrap(
+        "ndcg_curve", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence
+    )
     kk = _check_ks(ks, corpus_size)
     pq = evaluate(qrels, run, [f"ndcg@{k}" for k in kk])
     per_query = np.vstack([pq.values[f"ndcg@{k}"] for k in kk]) if pq.n_queries else np.zeros((len(kk), 0))
@@ -166,7 +195,8 @@ def ndcg_curves(
 ) -> list[NDCGCurve]:
     """:func:`ndcg_curve_from_records` for several systems (a mapping or a sequence of records),
     all on the same bootstrap settings (``bootstrap`` or the keywords, not both)."""
-    cfg = resolve_bootstrap("ndcg_curves", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                            confidence=confidence)
+    cfg = resolve_bootstrap(
+        "ndcg_curves", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence
+    )
     items = list(records.values()) if isinstance(records, Mapping) else list(records)
     return [ndcg_curve_from_records(r, ks, corpus_size=corpus_size, bootstrap=cfg) for r in items]

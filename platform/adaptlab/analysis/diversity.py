@@ -133,11 +133,15 @@ class TopicDiversity:
 
     def to_metric_rows(self, system: str = "", dataset: str = "") -> list[dict[str, Any]]:
         """Rows ``avg_cosine_distance``, ``n_topics``, ``silhouette``, ``topic_entropy``."""
-        extra = {"n_points": self.n_points, "seed": self.seed,
-                 "silhouette_by_k": {str(k): v for k, v in self.silhouette_by_k.items()}}
+        extra = {
+            "n_points": self.n_points,
+            "seed": self.seed,
+            "silhouette_by_k": {str(k): v for k, v in self.silhouette_by_k.items()},
+        }
         return [
-            metric_row(system, dataset, "avg_cosine_distance", self.avg_cosine_distance,
-                       extra={"n_points": self.n_points}),
+            metric_row(
+                system, dataset, "avg_cosine_distance", self.avg_cosine_distance, extra={"n_points": self.n_points}
+            ),
             metric_row(system, dataset, "n_topics", float(self.optimal_k), extra=extra),
             metric_row(system, dataset, "silhouette", self.silhouette, extra=extra),
             metric_row(system, dataset, "topic_entropy", self.topic_entropy, extra={"k": self.optimal_k}),
@@ -208,6 +212,5 @@ def topic_map(embeddings: object, *, method: str = "pca", seed: int = 0, perplex
 
         perp = min(float(perplexity), max(1.0, (x.shape[0] - 1) / 3.0))
         algo = "exact" if x.shape[0] <= 500 else "barnes_hut"  # exact is faster on small sets
-        return TSNE(n_components=2, random_state=int(seed), init="pca", perplexity=perp,
-                    method=algo).fit_transform(x)
+        return TSNE(n_components=2, random_state=int(seed), init="pca", perplexity=perp, method=algo).fit_transform(x)
     raise ConfigError(f"unknown map method {method!r}; expected 'pca' or 'tsne'")

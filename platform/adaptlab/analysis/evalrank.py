@@ -208,10 +208,22 @@ class EvalRankResult:
     def to_metric_rows(self) -> list[dict[str, Any]]:
         """One row per measure; ``n_queries`` is the number of pairs."""
         return [
-            metric_row(self.system, self.dataset, m, v[0], boot_mean=v[1], ci_low=v[2], ci_high=v[3],
-                       n_queries=int(self.ranks.size), n_resamples=self.n_resamples, sample_size=self.sample_size,
-                       seed=self.seed, confidence=self.confidence, interval_method="percentile",
-                       extra={"confidence": self.confidence})
+            metric_row(
+                self.system,
+                self.dataset,
+                m,
+                v[0],
+                boot_mean=v[1],
+                ci_low=v[2],
+                ci_high=v[3],
+                n_queries=int(self.ranks.size),
+                n_resamples=self.n_resamples,
+                sample_size=self.sample_size,
+                seed=self.seed,
+                confidence=self.confidence,
+                interval_method="percentile",
+                extra={"confidence": self.confidence},
+            )
             for m, v in self.values.items()
         ]
 
@@ -244,8 +256,9 @@ def evalrank(
     if isinstance(pairs, PairPool):
         groups = pairs.groups if groups is None else groups
         pairs = pairs.pairs
-    cfg = resolve_bootstrap("evalrank", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                            confidence=confidence)
+    cfg = resolve_bootstrap(
+        "evalrank", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence
+    )
     kk = sorted({int(k) for k in ks})
     if any(k < 1 for k in kk):
         raise ConfigError(f"ks must be >= 1, got {list(ks)}")
@@ -255,10 +268,12 @@ def evalrank(
     g = _groups(groups, ranks.size)
     if g is None:
         # each row's interval by its measure's definition: MRR graded, Hits@k 0/1 (Wilson)
-        cis = [bootstrap_ci(per_pair[i], measure="mrr" if i == 0 else "acc@1", **cfg.kwargs())
-               for i in range(len(names))]
-        values = {m: (float(c.point), float(c.boot_mean), float(c.ci_low), float(c.ci_high))
-                  for m, c in zip(names, cis)}
+        cis = [
+            bootstrap_ci(per_pair[i], measure="mrr" if i == 0 else "acc@1", **cfg.kwargs()) for i in range(len(names))
+        ]
+        values = {
+            m: (float(c.point), float(c.boot_mean), float(c.ci_low), float(c.ci_high)) for m, c in zip(names, cis)
+        }
         l = ranks.size if cfg.sample_size is None else int(cfg.sample_size)
     else:
         rows, l = _cluster_bootstrap(per_pair, g, cfg)
@@ -277,14 +292,22 @@ def _groups(groups: object, m: int) -> np.ndarray | None:
     return None if inv.max() + 1 == m else inv.astype(np.int64)
 
 
-def _cluster_bootstrap(per_pair: np.ndarray, g: np.ndarray, cfg: BootstrapConfig,
-                       ) -> tuple[list[tuple[float, float, float, float]], int]:
+def _cluster_bootstrap(
+    per_pair: np.ndarray,
+    g: np.ndarray,
+    cfg: BootstrapConfig,
+) -> tuple[list[tuple[float, float, float, float]], int]:
     """Resample whole groups: each resample's value is sum(group sums) / sum(group sizes)."""
     n_g = int(g.max()) + 1
     sums = np.stack([np.bincount(g, weights=row, minlength=n_g) for row in per_pair])  # [P, G]
     sizes = np.bincount(g, minlength=n_g).astype(np.float64)
-    idx = resample_indices(n_g, n_resamples=cfg.n_resamples, sample_size=cfg.sample_size, seed=cfg.seed,
-                           allow_oversampling=cfg.allow_oversampling)
+    idx = resample_indices(
+        n_g,
+        n_resamples=cfg.n_resamples,
+        sample_size=cfg.sample_size,
+        seed=cfg.seed,
+        allow_oversampling=cfg.allow_oversampling,
+    )
     offs = (np.arange(idx.shape[0], dtype=np.int64) * n_g)[:, None]
     counts = np.bincount((idx + offs).ravel(), minlength=idx.shape[0] * n_g).reshape(idx.shape[0], n_g)
     boot = (counts @ sums.T) / (counts @ sizes)[:, None]  # [B, P]

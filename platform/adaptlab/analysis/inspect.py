@@ -33,8 +33,16 @@ from adaptlab.data.dataset import Dataset
 from adaptlab.data.pdf import parse_page_ref
 from adaptlab.errors import ConfigError
 
-__all__ = ["default_pair", "format_inspection", "inspect_queries", "inspection_scaling", "page_of", "recorded_texts",
-           "same_system_note", "win_loss"]
+__all__ = [
+    "default_pair",
+    "format_inspection",
+    "inspect_queries",
+    "inspection_scaling",
+    "page_of",
+    "recorded_texts",
+    "same_system_note",
+    "win_loss",
+]
 
 Texts = Dataset | Mapping[str, Dataset] | None
 """Query and passage texts: one dataset for every listed query, or one per dataset name."""
@@ -129,9 +137,11 @@ def recorded_texts(store: Any, datasets: Sequence[str]) -> tuple[dict[str, Datas
         try:
             found[ds] = load_dataset(spec, split=split)
         except (AdaptlabError, OSError) as e:
-            notes.append(f"texts of {ds!r}: not readable from the recorded spec {spec!r} (split {split}, "
-                         f"looked from {Path.cwd()}): {str(e).splitlines()[0] if str(e) else type(e).__name__}; "
-                         "pass --data FORMAT:PATH")
+            notes.append(
+                f"texts of {ds!r}: not readable from the recorded spec {spec!r} (split {split}, "
+                f"looked from {Path.cwd()}): {str(e).splitlines()[0] if str(e) else type(e).__name__}; "
+                "pass --data FORMAT:PATH"
+            )
     return found, notes
 
 
@@ -141,8 +151,9 @@ def default_pair(store: Any, dataset: str | None = None) -> tuple[str, str]:
     recorded one (``config["baseline"]``), else the first system in study order. Otherwise a
     ConfigError listing the systems per dataset, asking for ``--system`` and ``--against``."""
     store = _open(store)
-    rows = store.runs(columns=["system", "dataset", "config"], latest=True,
-                      **({"dataset": dataset} if dataset else {})).to_pylist()
+    rows = store.runs(
+        columns=["system", "dataset", "config"], latest=True, **({"dataset": dataset} if dataset else {})
+    ).to_pylist()
     per_ds: dict[str, list[str]] = {}
     baseline = ""
     order: list[str] = []
@@ -154,8 +165,7 @@ def default_pair(store: Any, dataset: str | None = None) -> tuple[str, str]:
     pairs = {tuple(sorted(set(names))) for names in per_ds.values()}
     if len(pairs) != 1 or len(next(iter(pairs))) != 2:
         have = "; ".join(f"{ds}: {', '.join(sorted(set(n)))}" for ds, n in sorted(per_ds.items())) or "no runs"
-        raise ConfigError(f"name the two systems with --system and --against (the store's systems per dataset: "
-                          f"{have})")
+        raise ConfigError(f"name the two systems with --system and --against (the store's systems per dataset: {have})")
     two = sorted(next(iter(pairs)), key=lambda s: (order.index(s) if s in order else len(order), s))
     against = baseline if baseline in two else two[0]
     return next(s for s in two if s != against), against
@@ -164,8 +174,10 @@ def default_pair(store: Any, dataset: str | None = None) -> tuple[str, str]:
 def same_system_note(system: str, against: str | None) -> str | None:
     """One line when ``system`` is inspected against itself (every query a tie), else None."""
     if against is not None and against == system:
-        return (f"{system} against itself: the same per-query records, so every query is a tie; "
-                "pick another system for --against")
+        return (
+            f"{system} against itself: the same per-query records, so every query is a tie; "
+            "pick another system for --against"
+        )
     return None
 
 
@@ -211,8 +223,9 @@ def inspect_queries(
         _check(st, against, b, dataset)
         keys = sorted(set(a) & set(b))
         if not keys:
-            raise ConfigError(f"systems {system!r} and {against!r} share no query"
-                              + (f" on {dataset!r}" if dataset else ""))
+            raise ConfigError(
+                f"systems {system!r} and {against!r} share no query" + (f" on {dataset!r}" if dataset else "")
+            )
         scored = [(-abs(_rr(a[k]["gold_rank"]) - _rr(b[k]["gold_rank"])), k) for k in keys]
     else:
         keys = sorted(a)
@@ -230,24 +243,34 @@ def inspect_queries(
 
     rows = [_row(k, a[k], b.get(k), against is not None, texts) for k in chosen]
     schema_fields = [
-        ("dataset", pa.string()), ("query_id", pa.string()), ("query", pa.string()),
-        ("gold_ids", pa.list_(pa.string())), ("gold_page", pa.string()),
+        ("dataset", pa.string()),
+        ("query_id", pa.string()),
+        ("query", pa.string()),
+        ("gold_ids", pa.list_(pa.string())),
+        ("gold_page", pa.string()),
     ]
     for suffix in ("a", "b") if against is not None else ("a",):
         schema_fields += [
-            (f"rank_{suffix}", pa.int32()), (f"top_id_{suffix}", pa.string()),
-            (f"top_score_{suffix}", pa.float64()), (f"top_page_{suffix}", pa.string()),
+            (f"rank_{suffix}", pa.int32()),
+            (f"top_id_{suffix}", pa.string()),
+            (f"top_score_{suffix}", pa.float64()),
+            (f"top_page_{suffix}", pa.string()),
             (f"top_text_{suffix}", pa.string()),
         ]
     schema_fields += [("outcome", pa.string()), ("rr_diff", pa.float64())]
-    schema = pa.schema(schema_fields, metadata={
-        b"system": system.encode(), b"against": (against or "").encode(),
-    })
+    schema = pa.schema(
+        schema_fields,
+        metadata={
+            b"system": system.encode(),
+            b"against": (against or "").encode(),
+        },
+    )
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def _row(k: tuple[str, str], ra: dict[str, Any], rb: dict[str, Any] | None, paired: bool,
-         all_texts: Texts) -> dict[str, Any]:
+def _row(
+    k: tuple[str, str], ra: dict[str, Any], rb: dict[str, Any] | None, paired: bool, all_texts: Texts
+) -> dict[str, Any]:
     """One listed query: gold, each system's rank and top passage, the outcome."""
     texts = _for(all_texts, k[0])
     gold = list(ra.get("gold_ids") or [])
@@ -276,7 +299,11 @@ def _row(k: tuple[str, str], ra: dict[str, Any], rb: dict[str, Any] | None, pair
 
 
 def win_loss(
-    store: Any, system: str, against: str, *, dataset: str | None = None,
+    store: Any,
+    system: str,
+    against: str,
+    *,
+    dataset: str | None = None,
     measures: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Per dataset: how many queries ``system`` wins, loses and ties against ``against``
@@ -303,13 +330,29 @@ def win_loss(
             if flip:  # stored once as (A, compared_to B, A - B): read it as system - against
                 value = -value if value is not None else None
                 lo, hi = (-hi if hi is not None else None), (-lo if lo is not None else None)
-            tests.append({"measure": c["measure"], "difference": value, "ci_low": lo, "ci_high": hi,
-                          "p_value": c["p_value"], "n_resamples": p_draws(c), "p_bound": p_bounds(c)[0]})
-        out.append({
-            "dataset": ds, "system": system, "against": against, "queries": len(keys),
-            "wins": sum(d > 0 for d in diffs), "losses": sum(d < 0 for d in diffs),
-            "ties": sum(d == 0 for d in diffs), "paired_tests": tests,
-        })
+            tests.append(
+                {
+                    "measure": c["measure"],
+                    "difference": value,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "p_value": c["p_value"],
+                    "n_resamples": p_draws(c),
+                    "p_bound": p_bounds(c)[0],
+                }
+            )
+        out.append(
+            {
+                "dataset": ds,
+                "system": system,
+                "against": against,
+                "queries": len(keys),
+                "wins": sum(d > 0 for d in diffs),
+                "losses": sum(d < 0 for d in diffs),
+                "ties": sum(d == 0 for d in diffs),
+                "paired_tests": tests,
+            }
+        )
     return out
 
 
@@ -336,8 +379,7 @@ def format_inspection(table: Any, counts: list[dict[str, Any]] | None = None) ->
                 f"  paired test {t['measure']}: {system} - {against} = {_fmt(t['difference'])} "
                 f"[{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}], p {p if p.startswith('<') else '= ' + p}"
             )
-    title = (f"queries where {system} and {against} differ most" if against
-             else f"worst queries of {system}")
+    title = f"queries where {system} and {against} differ most" if against else f"worst queries of {system}"
     lines.append(f"{title} ({table.num_rows}):")
     for r in table.to_pylist():
         gold = ", ".join(r["gold_ids"][:3]) + (" ..." if len(r["gold_ids"]) > 3 else "")
@@ -349,8 +391,9 @@ def format_inspection(table: Any, counts: list[dict[str, Any]] | None = None) ->
             rank = r[f"rank_{suffix}"]
             where = f"rank {rank}" if rank else "gold not in top-k"
             page = f" ({r[f'top_page_{suffix}']})" if r[f"top_page_{suffix}"] else ""
-            lines.append(f"    {name}: {where}; top: {r[f'top_id_{suffix}']}{page} "
-                         f"score {_fmt(r[f'top_score_{suffix}'])}")
+            lines.append(
+                f"    {name}: {where}; top: {r[f'top_id_{suffix}']}{page} score {_fmt(r[f'top_score_{suffix}'])}"
+            )
             if r.get(f"top_text_{suffix}"):
                 lines.append(f"      {r[f'top_text_{suffix}']}")
         if against:
@@ -358,8 +401,9 @@ def format_inspection(table: Any, counts: list[dict[str, Any]] | None = None) ->
     return "\n".join(lines)
 
 
-def inspection_scaling(store: Any, system: str, against: str | None = None, *, dataset: str | None = None,
-                       measure: str = "ndcg@10") -> list[Any]:
+def inspection_scaling(
+    store: Any, system: str, against: str | None = None, *, dataset: str | None = None, measure: str = "ndcg@10"
+) -> list[Any]:
     """The data-scaling fits of the scale curve an inspected system belongs to (``system``, else
     ``against``, named ``<label>-<variant>-s<N>``; :mod:`adaptlab.analysis.scaling`): the fits the
     store recorded for it, else fitted now from the stored records of ``measure`` with the default
@@ -380,5 +424,8 @@ def inspection_scaling(store: Any, system: str, against: str | None = None, *, d
         groups = store_groups(store, dataset, [measure])
     except ConfigError:
         return []
-    return [f for (ds, m), (names, values) in groups.items()
-            for f in scale_curve_fits(dict(zip(names, values)), m, dataset=ds, only=key)]
+    return [
+        f
+        for (ds, m), (names, values) in groups.items()
+        for f in scale_curve_fits(dict(zip(names, values)), m, dataset=ds, only=key)
+    ]

@@ -131,5 +131,6 @@ def isotropy(points: object, *, system: str = "", dataset: str = "", space: str 
     """All three isotropy measures of ``points`` [N, d]."""
     v = _matrix(points, min_rows=2)
     w, u = _gram_eig(v)
-    return IsotropyResult(system, dataset, space, isoscore(v), _mu_approx(v, w), _mu_exact(v, u),
-                          int(v.shape[0]), int(v.shape[1]))
+    return IsotropyResult(
+        system, dataset, space, isoscore(v), _mu_approx(v, w), _mu_exact(v, u), int(v.shape[0]), int(v.shape[1])
+    )

@@ -66,7 +66,11 @@ def similarity_distributions(records: object, *, k: int = 5) -> SimilarityDistri
     qa = query_arrays(records, k)
     top = qa.topk.ravel()
     return SimilarityDistributions(
-        qa.system, qa.dataset, int(k), qa.sim_gold[~np.isnan(qa.sim_gold)], top[~np.isnan(top)],
+        qa.system,
+        qa.dataset,
+        int(k),
+        qa.sim_gold[~np.isnan(qa.sim_gold)],
+        top[~np.isnan(top)],
         qa.sim_random[~np.isnan(qa.sim_random)],
     )
 
@@ -105,17 +109,46 @@ class OverlapResult:
 
     def to_metric_rows(self) -> list[dict[str, Any]]:
         """Rows ``coe`` and ``roe`` (extra: k, psi, theta, the excluded and missing counts)."""
-        common: dict[str, Any] = {"n_queries": self.n_queries, "n_resamples": self.n_resamples,
-                                  "sample_size": self.sample_size, "seed": self.seed, "confidence": self.confidence,
-                                  "interval_method": "percentile"}
-        extra = {"k": self.k, "psi": self.psi, "theta": self.theta, "n_excluded": self.n_excluded,
-                 "confidence": self.confidence, "n_missing_corr": self.n_missing_corr,
-                 "n_missing_rand": self.n_missing_rand}
+        common: dict[str, Any] = {
+            "n_queries": self.n_queries,
+            "n_resamples": self.n_resamples,
+            "sample_size": self.sample_size,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "interval_method": "percentile",
+        }
+        extra = {
+            "k": self.k,
+            "psi": self.psi,
+            "theta": self.theta,
+            "n_excluded": self.n_excluded,
+            "confidence": self.confidence,
+            "n_missing_corr": self.n_missing_corr,
+            "n_missing_rand": self.n_missing_rand,
+        }
         return [
-            metric_row(self.system, self.dataset, "coe", self.coe, boot_mean=self.coe_boot_mean,
-                       ci_low=self.coe_ci_low, ci_high=self.coe_ci_high, extra=extra, **common),
-            metric_row(self.system, self.dataset, "roe", self.roe, boot_mean=self.roe_boot_mean,
-                       ci_low=self.roe_ci_low, ci_high=self.roe_ci_high, extra=extra, **common),
+            metric_row(
+                self.system,
+                self.dataset,
+                "coe",
+                self.coe,
+                boot_mean=self.coe_boot_mean,
+                ci_low=self.coe_ci_low,
+                ci_high=self.coe_ci_high,
+                extra=extra,
+                **common,
+            ),
+            metric_row(
+                self.system,
+                self.dataset,
+                "roe",
+                self.roe,
+                boot_mean=self.roe_boot_mean,
+                ci_low=self.roe_ci_low,
+                ci_high=self.roe_ci_high,
+                extra=extra,
+                **common,
+            ),
         ]
 
 
@@ -125,9 +158,7 @@ def _percentile_rows(x: np.ndarray, psi: float) -> np.ndarray:
     return np.percentile(x, psi, axis=1)
 
 
-def _overlap_kernel(
-    corr: np.ndarray, topk: np.ndarray, rand: np.ndarray, idx: np.ndarray, psi: float
-) -> np.ndarray:
+def _overlap_kernel(corr: np.ndarray, topk: np.ndarray, rand: np.ndarray, idx: np.ndarray, psi: float) -> np.ndarray:
     """Per-resample ``[theta_j, C_corr(theta_j), C_rand(theta_j)]`` -> [B, 3]."""
     b, l = idx.shape
     k = topk.shape[1]
@@ -182,19 +213,40 @@ def overlap_from_arrays(
         raise ConfigError(f"sim_corr and sim_rand must have shape ({q},), got {corr.shape} and {rand.shape}")
     if not 0.0 <= float(psi) <= 100.0:
         raise ConfigError(f"psi must be a percentile in [0, 100], got {psi!r}")
-    cfg = resolve_bootstrap("overlap_from_arrays", bootstrap, n_resamples=n_resamples, sample_size=sample_size,
-                            seed=seed, confidence=confidence)
+    cfg = resolve_bootstrap(
+        "overlap_from_arrays",
+        bootstrap,
+        n_resamples=n_resamples,
+        sample_size=sample_size,
+        seed=seed,
+        confidence=confidence,
+    )
     idx = draw_indices(q, cfg, indices=indices)
     boot = _overlap_kernel(corr, topk, rand, idx, float(psi))
     full = _overlap_kernel(corr, topk, rand, np.arange(q, dtype=np.int64)[None, :], float(psi))[0]
     lo, hi = percentile_interval(boot, cfg.confidence, axis=0)
     return OverlapResult(
-        system=system, dataset=dataset, k=int(topk.shape[1]), psi=float(psi), theta=float(full[0]),
+        system=system,
+        dataset=dataset,
+        k=int(topk.shape[1]),
+        psi=float(psi),
+        theta=float(full[0]),
         theta_boot_mean=float(boot[:, 0].mean()),
-        coe=float(full[1]), coe_boot_mean=float(boot[:, 1].mean()), coe_ci_low=float(lo[1]), coe_ci_high=float(hi[1]),
-        roe=float(full[2]), roe_boot_mean=float(boot[:, 2].mean()), roe_ci_low=float(lo[2]), roe_ci_high=float(hi[2]),
-        confidence=float(cfg.confidence), n_queries=q, n_excluded=int(n_excluded), n_resamples=int(idx.shape[0]),
-        sample_size=int(idx.shape[1]), seed=cfg.seed, n_missing_corr=int(np.isnan(corr).sum()),
+        coe=float(full[1]),
+        coe_boot_mean=float(boot[:, 1].mean()),
+        coe_ci_low=float(lo[1]),
+        coe_ci_high=float(hi[1]),
+        roe=float(full[2]),
+        roe_boot_mean=float(boot[:, 2].mean()),
+        roe_ci_low=float(lo[2]),
+        roe_ci_high=float(hi[2]),
+        confidence=float(cfg.confidence),
+        n_queries=q,
+        n_excluded=int(n_excluded),
+        n_resamples=int(idx.shape[0]),
+        sample_size=int(idx.shape[1]),
+        seed=cfg.seed,
+        n_missing_corr=int(np.isnan(corr).sum()),
         n_missing_rand=int(np.isnan(rand).sum()),
     )
 
@@ -223,12 +275,20 @@ def overlap_metrics(
     (default 1000), ``sample_size`` (default: all judged queries), ``seed`` (default 0) and
     ``confidence`` (default 0.95), not both.
     """
-    cfg = resolve_bootstrap("overlap_metrics", bootstrap, n_resamples=n_resamples, sample_size=sample_size,
-                            seed=seed, confidence=confidence)
+    cfg = resolve_bootstrap(
+        "overlap_metrics", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence
+    )
     qa = query_arrays(records, k)
     if qa.n_queries == 0 or np.isnan(qa.sim_gold).all() or np.isnan(qa.sim_random).all():
         raise ConfigError(f"system {qa.system!r} on {qa.dataset!r}: no query has a gold and a random similarity")
     return overlap_from_arrays(
-        qa.sim_gold, qa.topk, qa.sim_random, psi=psi, indices=indices, bootstrap=cfg, system=qa.system,
-        dataset=qa.dataset, n_excluded=qa.n_excluded,
+        qa.sim_gold,
+        qa.topk,
+        qa.sim_random,
+        psi=psi,
+        indices=indices,
+        bootstrap=cfg,
+        system=qa.system,
+        dataset=qa.dataset,
+        n_excluded=qa.n_excluded,
     )

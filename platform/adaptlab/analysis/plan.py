@@ -124,29 +124,41 @@ class Plan:
         return self.n_queries is not None
 
     def __str__(self) -> str:
-        head = (f"to detect a mean difference of {self.effect:g} with power {self.power:g} at alpha {self.alpha:g} "
-                f"(two-sided paired test as adaptlab reports it; pilot: {self.pilot_queries} queries, "
-                f"mean difference {self.pilot_mean:.4g}, sd {self.pilot_sd:.4g}):")
+        head = (
+            f"to detect a mean difference of {self.effect:g} with power {self.power:g} at alpha {self.alpha:g} "
+            f"(two-sided paired test as adaptlab reports it; pilot: {self.pilot_queries} queries, "
+            f"mean difference {self.pilot_mean:.4g}, sd {self.pilot_sd:.4g}):"
+        )
         if self.n_queries is None:
             return f"{head}\n  more than {self.max_queries} queries (raise --max-queries, or plan a larger effect)"
         row = self.curve[self.curve["n_queries"] == self.n_queries].iloc[0]
-        how = "fitted power" if row["power_fit"] >= self.power else "the fitted curve stays below the target up to " \
+        how = (
+            "fitted power"
+            if row["power_fit"] >= self.power
+            else "the fitted curve stays below the target up to "
             f"{self.max_queries} queries, but simulated power reaches it here; fitted"
-        return (f"{head}\n  {self.n_queries} queries ({how} {row['power_fit']:.3f}; simulated there "
-                f"{row['power']:.3f} +- {row['se']:.3f} from {self.n_experiments} experiments; normal approximation "
-                f"{row['power_normal']:.3f})" + self._uncertainty())
+        )
+        return (
+            f"{head}\n  {self.n_queries} queries ({how} {row['power_fit']:.3f}; simulated there "
+            f"{row['power']:.3f} +- {row['se']:.3f} from {self.n_experiments} experiments; normal approximation "
+            f"{row['power_normal']:.3f})" + self._uncertainty()
+        )
 
     def _uncertainty(self) -> str:
         """The lines on the pilot's own uncertainty (empty when not computed)."""
         out = ""
         if self.n_queries_interval is not None and self.pilot_sd_interval is not None:
             lo, hi = self.pilot_sd_interval
-            out += (f"\n  {self.n_queries_interval[0]} to {self.n_queries_interval[1]} queries over the pilot's "
-                    f"uncertainty (95% interval of the sd of the differences: {lo:.4g} to {hi:.4g})")
+            out += (
+                f"\n  {self.n_queries_interval[0]} to {self.n_queries_interval[1]} queries over the pilot's "
+                f"uncertainty (95% interval of the sd of the differences: {lo:.4g} to {hi:.4g})"
+            )
         if self.n_queries_assured is not None and self.assurance is not None:
-            out += (f"\n  {self.n_queries_assured} queries reach power {self.power:g} with assurance "
-                    f"{self.assurance:g} (planned at the one-sided {self.assurance:g} upper bound of the sd, "
-                    f"{self.pilot_sd_upper:.4g})")
+            out += (
+                f"\n  {self.n_queries_assured} queries reach power {self.power:g} with assurance "
+                f"{self.assurance:g} (planned at the one-sided {self.assurance:g} upper bound of the sd, "
+                f"{self.pilot_sd_upper:.4g})"
+            )
         return out
 
     def figure(self, path: str | Path | None = None, *, dpi: int | None = None) -> Figure:
@@ -156,8 +168,15 @@ class Plan:
         fig = _figure(6.4, 4.2)
         ax = fig.subplots()
         c = self.curve
-        ax.errorbar(c["n_queries"], c["power"], yerr=1.96 * c["se"], fmt="o", color="C0", capsize=3,
-                    label=f"simulated ({self.n_experiments} experiments, 95% band)")
+        ax.errorbar(
+            c["n_queries"],
+            c["power"],
+            yerr=1.96 * c["se"],
+            fmt="o",
+            color="C0",
+            capsize=3,
+            label=f"simulated ({self.n_experiments} experiments, 95% band)",
+        )
         ax.plot(c["n_queries"], c["power_fit"], "-", color="C1", label="fitted curve")
         ax.plot(c["n_queries"], c["power_normal"], "--", color="C7", label="normal approximation")
         ax.axhline(self.power, color="C3", lw=1, label=f"target power {self.power:g}")
@@ -181,8 +200,9 @@ def _differences(pilot_a: Any, pilot_b: Any) -> np.ndarray:
     except (TypeError, ValueError) as e:
         raise DataError(f"plan_sample_size: pilot values must be numbers on the same queries: {e}") from e
     if d.ndim != 1 or d.size < 2 or not np.all(np.isfinite(d)):
-        raise DataError(f"plan_sample_size: pilot values must be 1-D, finite and cover at least 2 queries, "
-                        f"got shape {d.shape}")
+        raise DataError(
+            f"plan_sample_size: pilot values must be 1-D, finite and cover at least 2 queries, got shape {d.shape}"
+        )
     return d
 
 
@@ -233,8 +253,10 @@ def _check_assurance(assurance: float | None, d: np.ndarray) -> float | None:
         return None
     assurance = _check_unit("assurance", assurance)
     if d.size < 6:
-        raise DataError(f"plan_sample_size: the pilot's uncertainty (assurance) needs at least 6 queries, got "
-                        f"{d.size}; pass assurance=None to plan from the pilot's sd alone")
+        raise DataError(
+            f"plan_sample_size: the pilot's uncertainty (assurance) needs at least 6 queries, got "
+            f"{d.size}; pass assurance=None to plan from the pilot's sd alone"
+        )
     return assurance
 
 
@@ -256,8 +278,13 @@ def pilot_uncertainty(d: np.ndarray, q: int | None, assurance: float) -> dict[st
     sd_lo, sd_hi = sd_bounds(d, 0.95)
     upper = sd_bounds(d, 2.0 * assurance - 1.0)[1]
     interval = None if q is None else (_scaled(q, sd, sd_lo), _scaled(q, sd, sd_hi))
-    return {"assurance": assurance, "pilot_sd_upper": upper, "n_queries_assured": _scaled(q, sd, upper),
-            "pilot_sd_interval": (sd_lo, sd_hi), "n_queries_interval": interval}
+    return {
+        "assurance": assurance,
+        "pilot_sd_upper": upper,
+        "n_queries_assured": _scaled(q, sd, upper),
+        "pilot_sd_interval": (sd_lo, sd_hi),
+        "n_queries_interval": interval,
+    }
 
 
 def _scaled(q: int | None, sd: float, bound: float) -> int | None:
@@ -299,8 +326,9 @@ class _Sim:
         values = np.vstack([d, np.zeros((1, q))])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            out = paired_bootstrap(values, baseline=self.n_experiments, n_resamples=self.n_resamples,
-                                   seed=self.seed, family_size=1)
+            out = paired_bootstrap(
+                values, baseline=self.n_experiments, n_resamples=self.n_resamples, seed=self.seed, family_size=1
+            )
         return float(np.mean([r.p_value < self.alpha for r in out]))
 
 
@@ -336,8 +364,12 @@ def _fit(powers: dict[int, float], n: int) -> _Probit | None:
         eta = theta[0] + theta[1] * root
         return float(-(hits * log_ndtr(eta) + (n - hits) * log_ndtr(-eta)).sum())
 
-    res = minimize(nll, np.array([-2.0, 2.0 / max(root.max(), 1.0)]), method="Nelder-Mead",
-                   options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 4000})
+    res = minimize(
+        nll,
+        np.array([-2.0, 2.0 / max(root.max(), 1.0)]),
+        method="Nelder-Mead",
+        options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 4000},
+    )
     fit = _Probit(float(res.x[0]), float(res.x[1]))
     return fit if np.all(np.isfinite(res.x)) and fit.b > 0 else None
 
@@ -353,8 +385,9 @@ def _planned(powers: dict[int, float], fit: _Probit | None, target: float, max_q
     return reached[0] if reached else None
 
 
-def _search(sim: _Sim, grid: list[int], target: float, max_queries: int,
-            note: Callable[[int, float, int], None]) -> tuple[dict[int, float], _Probit | None]:
+def _search(
+    sim: _Sim, grid: list[int], target: float, max_queries: int, note: Callable[[int, float, int], None]
+) -> tuple[dict[int, float], _Probit | None]:
     """Power at every grid size, extended upward (doubling) until reached, then at the fitted
     size; ``note(q, power, n_sizes)`` after each simulated size (the progress line's detail)."""
     powers: dict[int, float] = {}
@@ -449,8 +482,13 @@ def plan_sample_size(
     power, alpha = _check_unit("power", power), _check_unit("alpha", alpha)
     assurance = _check_assurance(assurance, d)
     max_queries = _check_count("max_queries", max_queries, _MIN_Q)
-    sim = _Sim(d - d.mean() + float(effect), alpha, _check_count("n_experiments", n_experiments, 10),
-               _check_count("n_resamples", n_resamples, 19), check_seed(seed))
+    sim = _Sim(
+        d - d.mean() + float(effect),
+        alpha,
+        _check_count("n_experiments", n_experiments, 10),
+        _check_count("n_resamples", n_resamples, 19),
+        check_seed(seed),
+    )
     sd = float(d.std(ddof=1))
     if grid is None:
         grid = _default_grid(_normal_size(float(effect), sd, alpha, power), max_queries)
@@ -458,6 +496,7 @@ def plan_sample_size(
         grid = sorted({_check_count("grid values", q, _MIN_Q) for q in grid})
     max_queries = max(max_queries, max(grid))
     with Heartbeat("plan: simulating the power curve") as beat:
+
         def note(q: int, p: float, n: int) -> None:
             beat.detail = f": {n} sizes done, the last {q} queries with power {p:.3f} ({sim.n_experiments} experiments)"
 
@@ -465,39 +504,69 @@ def plan_sample_size(
     return _plan(powers, fit, d, sd, float(effect), power, sim, max_queries, assurance)
 
 
-def _plan(powers: dict[int, float], fit: _Probit | None, d: np.ndarray, sd: float, effect: float, target: float,
-          sim: _Sim, max_queries: int, assurance: float | None) -> Plan:
+def _plan(
+    powers: dict[int, float],
+    fit: _Probit | None,
+    d: np.ndarray,
+    sd: float,
+    effect: float,
+    target: float,
+    sim: _Sim,
+    max_queries: int,
+    assurance: float | None,
+) -> Plan:
     import pandas as pd
 
     qs = sorted(powers)
-    curve = pd.DataFrame({
-        "n_queries": qs,
-        "power": [powers[q] for q in qs],
-        "se": [float(np.sqrt(powers[q] * (1 - powers[q]) / sim.n_experiments)) for q in qs],
-        "power_fit": [fit.power(q) if fit is not None else float("nan") for q in qs],
-        "power_normal": [_normal_power(q, effect, sd, sim.alpha) for q in qs],
-    }, columns=list(CURVE_COLUMNS))
+    curve = pd.DataFrame(
+        {
+            "n_queries": qs,
+            "power": [powers[q] for q in qs],
+            "se": [float(np.sqrt(powers[q] * (1 - powers[q]) / sim.n_experiments)) for q in qs],
+            "power_fit": [fit.power(q) if fit is not None else float("nan") for q in qs],
+            "power_normal": [_normal_power(q, effect, sd, sim.alpha) for q in qs],
+        },
+        columns=list(CURVE_COLUMNS),
+    )
     q = _planned(powers, fit, target, max_queries)
     extra = {} if assurance is None else pilot_uncertainty(d, q, assurance)
-    return Plan(n_queries=q, effect=effect, power=target, alpha=sim.alpha,
-                pilot_queries=int(d.size), pilot_mean=float(d.mean()), pilot_sd=sd,
-                n_experiments=sim.n_experiments, n_resamples=sim.n_resamples, max_queries=max_queries,
-                seed=sim.seed, curve=curve, **extra)
+    return Plan(
+        n_queries=q,
+        effect=effect,
+        power=target,
+        alpha=sim.alpha,
+        pilot_queries=int(d.size),
+        pilot_mean=float(d.mean()),
+        pilot_sd=sd,
+        n_experiments=sim.n_experiments,
+        n_resamples=sim.n_resamples,
+        max_queries=max_queries,
+        seed=sim.seed,
+        curve=curve,
+        **extra,
+    )
 
 
-def pilot_from_store(store: Any, *, system: str, against: str, measure: str = "ndcg@10",
-                     dataset: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+def pilot_from_store(
+    store: Any, *, system: str, against: str, measure: str = "ndcg@10", dataset: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-query values of ``system`` and ``against`` on ``measure`` from a results store's latest
     per-query records (re-scored as :func:`adaptlab.compare` does), on their common queries."""
     groups = store_groups(store, dataset, [measure])
-    found = [(ds, names, values) for (ds, _m), (names, values) in groups.items()
-             if system in names and against in names]
+    found = [
+        (ds, names, values) for (ds, _m), (names, values) in groups.items() if system in names and against in names
+    ]
     if len(found) == 1:
         _ds, names, values = found[0]
         return values[names.index(system)], values[names.index(against)]
     if found:
-        raise ConfigError(f"systems {system!r} and {against!r} are both on datasets {', '.join(f[0] for f in found)}; "
-                          "choose one with --dataset")
+        raise ConfigError(
+            f"systems {system!r} and {against!r} are both on datasets {', '.join(f[0] for f in found)}; "
+            "choose one with --dataset"
+        )
     have = sorted(f"{ds}: {', '.join(names)}" for (ds, _m), (names, _v) in groups.items())
-    raise ConfigError(f"the store has no dataset with both systems {system!r} and {against!r}"
-                      + (f" (dataset {dataset!r})" if dataset else "") + f"; systems per dataset: {'; '.join(have)}")
+    raise ConfigError(
+        f"the store has no dataset with both systems {system!r} and {against!r}"
+        + (f" (dataset {dataset!r})" if dataset else "")
+        + f"; systems per dataset: {'; '.join(have)}"
+    )

@@ -91,8 +91,10 @@ def figure_format(path: str | Path) -> str:
     """The format of a figure file from its suffix (``png``, ``pdf`` or ``svg``)."""
     fmt = Path(path).suffix.lower().lstrip(".")
     if fmt not in FIGURE_FORMATS:
-        raise ConfigError(f"figure file {str(path)!r}: unsupported suffix {Path(path).suffix or '(none)'!r}; "
-                          f"expected one of {', '.join('.' + f for f in FIGURE_FORMATS)}")
+        raise ConfigError(
+            f"figure file {str(path)!r}: unsupported suffix {Path(path).suffix or '(none)'!r}; "
+            f"expected one of {', '.join('.' + f for f in FIGURE_FORMATS)}"
+        )
     return fmt
 
 
@@ -131,8 +133,12 @@ def _readable(fig: Figure) -> None:
 def title_texts(fig: Figure) -> list[Any]:
     """The non-empty title Text objects of ``fig``: its suptitle and every visible axes' titles."""
     texts = [getattr(fig, "_suptitle", None)]
-    texts += [t for ax in fig.axes if ax.get_visible()
-              for t in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None))]
+    texts += [
+        t
+        for ax in fig.axes
+        if ax.get_visible()
+        for t in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None))
+    ]
     return [t for t in texts if t is not None and t.get_visible() and t.get_text()]
 
 
@@ -197,8 +203,9 @@ def _scale_groups(scales: Sequence[str]) -> list[list[int]]:
     return ([shared] if shared else []) + [[i] for i, sc in enumerate(scales) if sc != SIMILARITY]
 
 
-def _density(ax: Any, values: np.ndarray, color: str, label: str,
-             bounds: tuple[float | None, float | None] = (None, None)) -> None:
+def _density(
+    ax: Any, values: np.ndarray, color: str, label: str, bounds: tuple[float | None, float | None] = (None, None)
+) -> None:
     """A Gaussian kernel density of ``values`` drawn only within ``bounds`` (the scale's possible
     scores), with the mass that would spill past a bound reflected back (Schuster 1985,
     "Incorporating support constraints into nonparametric estimators of densities",
@@ -240,7 +247,10 @@ def _share(axes: Sequence[Any], groups: list[list[int]]) -> None:
 
 
 def plot_similarity_densities(
-    distributions: Sequence[Any] | Mapping[str, Any], path: Target = None, *, title: str | None = None,
+    distributions: Sequence[Any] | Mapping[str, Any],
+    path: Target = None,
+    *,
+    title: str | None = None,
     dpi: int = DEFAULT_DPI,
 ) -> Figure:
     """Densities of ``S_rand``, ``S_corr`` and ``S_topK`` per system: one panel per system, every
@@ -252,16 +262,18 @@ def plot_similarity_densities(
     ``distributions``: :class:`~adaptlab.analysis.overlap.SimilarityDistributions` objects (a
     sequence, or a mapping from panel title to object).
     """
-    items = list(distributions.items()) if isinstance(distributions, Mapping) else [
-        (getattr(d, "system", "") or f"system {i + 1}", d) for i, d in enumerate(distributions)
-    ]
+    items = (
+        list(distributions.items())
+        if isinstance(distributions, Mapping)
+        else [(getattr(d, "system", "") or f"system {i + 1}", d) for i, d in enumerate(distributions)]
+    )
     if not items:
         raise ConfigError("plot_similarity_densities: nothing to plot")
     ncols = min(3, len(items))
     nrows = (len(items) + ncols - 1) // ncols
     fig = _figure(3.8 * ncols, 3.0 * nrows + 0.9)
     grid = fig.subplots(nrows, ncols, squeeze=False)
-    for ax in grid.ravel()[len(items):]:
+    for ax in grid.ravel()[len(items) :]:
         ax.set_visible(False)
     axes = list(grid.ravel()[: len(items)])
     scales = [score_scale(d.rand, d.corr, d.topk) for _, d in items]
@@ -292,8 +304,9 @@ def _triples(estimates: Mapping[str, Mapping[str, Estimate]]) -> tuple[list[str]
     for m, by in estimates.items():
         for s, est in by.items():
             if len(est) != 3:
-                raise ConfigError(f"plot_forest: estimates[{m!r}][{s!r}]: expected (value, ci_low, ci_high), "
-                                  f"got {est!r}")
+                raise ConfigError(
+                    f"plot_forest: estimates[{m!r}][{s!r}]: expected (value, ci_low, ci_high), got {est!r}"
+                )
             if str(s) not in systems:
                 systems.append(str(s))
     if not measures:
@@ -321,8 +334,12 @@ def _forest_panel(ax: Any, by: Mapping[str, Estimate], systems: Sequence[str], c
 
 
 def plot_forest(
-    estimates: Mapping[str, Mapping[str, Estimate]], path: Target = None, *, title: str | None = None,
-    ci: str = "95% CI", dpi: int = DEFAULT_DPI,
+    estimates: Mapping[str, Mapping[str, Estimate]],
+    path: Target = None,
+    *,
+    title: str | None = None,
+    ci: str = "95% CI",
+    dpi: int = DEFAULT_DPI,
 ) -> Figure:
     """A multi-measure forest plot: rows = systems, one panel per measure (at most four per row of
     panels), each point the estimate the tables print with its ``ci`` interval as a bar.
@@ -336,7 +353,7 @@ def plot_forest(
     label_w = 0.09 * max(len(s) for s in systems) + 0.6
     fig = _figure(max(5.0, label_w + 3.0 * ncols), (0.42 * len(systems) + 1.3) * nrows + 0.7)
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
-    for ax in axes.ravel()[len(measures):]:
+    for ax in axes.ravel()[len(measures) :]:
         ax.set_visible(False)
     for i, (ax, m) in enumerate(zip(axes.ravel(), measures)):
         _forest_panel(ax, estimates[m], systems, f"C{i % 10}")
@@ -384,12 +401,15 @@ def _check_pairs(rows: Sequence[Mapping[str, Any]]) -> None:
     for i, r in enumerate(rows):
         missing = [k for k in ("system", "compared_to", "measure", "value") if r.get(k) is None]
         if missing:
-            raise ConfigError(f"plot_paired_differences: row {i} lacks {', '.join(missing)} (expected comparison "
-                              "rows of the store: system, compared_to, measure, value, ci_low, ci_high, p_adjusted)")
+            raise ConfigError(
+                f"plot_paired_differences: row {i} lacks {', '.join(missing)} (expected comparison "
+                "rows of the store: system, compared_to, measure, value, ci_low, ci_high, p_adjusted)"
+            )
 
 
-def _pair_marks(ax: Any, xs: np.ndarray, ys: np.ndarray, rows: Sequence[Mapping[str, Any]], alpha: float,
-                color: str) -> None:
+def _pair_marks(
+    ax: Any, xs: np.ndarray, ys: np.ndarray, rows: Sequence[Mapping[str, Any]], alpha: float, color: str
+) -> None:
     """Filled: adjusted p < alpha; hollow: not significant; cross: no adjusted p stored."""
     adj = [r.get("p_adjusted") for r in rows]
     sig = np.array([bool(significance_mark(p, alpha)) for p in adj])
@@ -405,8 +425,9 @@ def _pair_panel(ax: Any, rows: Sequence[Mapping[str, Any]], labels: Sequence[str
     xs = np.array([float(r["value"]) for r in rows])
     lo = np.array([_num(r.get("ci_low")) for r in rows])
     hi = np.array([_num(r.get("ci_high")) for r in rows])
-    err = np.clip(np.vstack([np.where(np.isfinite(lo), xs - lo, 0.0), np.where(np.isfinite(hi), hi - xs, 0.0)]),
-                  0.0, None)
+    err = np.clip(
+        np.vstack([np.where(np.isfinite(lo), xs - lo, 0.0), np.where(np.isfinite(hi), hi - xs, 0.0)]), 0.0, None
+    )
     ax.errorbar(xs, ys, xerr=err, fmt="none", ecolor="dimgray", capsize=4)
     _pair_marks(ax, xs, ys, rows, alpha, color)
     ax.axvline(0.0, color="k", linewidth=1)
@@ -416,17 +437,25 @@ def _pair_panel(ax: Any, rows: Sequence[Mapping[str, Any]], labels: Sequence[str
 def _pair_legend(fig: Figure, alpha: float, adjustment: str) -> None:
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], marker="o", color="k", linestyle="", label=f"{adjustment} p < {alpha:g}"),
-               Line2D([], [], marker="o", color="k", markerfacecolor="white", linestyle="",
-                      label=f"{adjustment} p >= {alpha:g}"),
-               Line2D([], [], marker="x", color="k", linestyle="", label="no adjusted p stored")]
+    handles = [
+        Line2D([], [], marker="o", color="k", linestyle="", label=f"{adjustment} p < {alpha:g}"),
+        Line2D(
+            [], [], marker="o", color="k", markerfacecolor="white", linestyle="", label=f"{adjustment} p >= {alpha:g}"
+        ),
+        Line2D([], [], marker="x", color="k", linestyle="", label="no adjusted p stored"),
+    ]
     wide = fig.get_size_inches()[0] >= 8.5  # three entries side by side fit only a wide figure
     fig.legend(handles=handles, loc="outside lower center", ncols=3 if wide else 1, fontsize=_LEGEND_PT)
 
 
 def plot_paired_differences(
-    rows: Sequence[Mapping[str, Any]], path: Target = None, *, alpha: float = ALPHA, title: str | None = None,
-    ci: str = "95% CI", dpi: int = DEFAULT_DPI,
+    rows: Sequence[Mapping[str, Any]],
+    path: Target = None,
+    *,
+    alpha: float = ALPHA,
+    title: str | None = None,
+    ci: str = "95% CI",
+    dpi: int = DEFAULT_DPI,
 ) -> Figure:
     """Paired differences A - B with their ``ci`` intervals, one panel per measure, one row per
     pair, a vertical line at 0; a point is filled when its multiplicity-adjusted p (``p_adjusted``,
@@ -444,7 +473,7 @@ def plot_paired_differences(
     nrows = (len(measures) + ncols - 1) // ncols
     fig = _figure(max(5.0, 0.09 * max(map(len, labels)) + 0.6 + 3.0 * ncols), (0.42 * len(labels) + 1.3) * nrows + 1.1)
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
-    for ax in axes.ravel()[len(measures):]:
+    for ax in axes.ravel()[len(measures) :]:
         ax.set_visible(False)
     for i, (ax, m) in enumerate(zip(axes.ravel(), measures)):
         _pair_panel(ax, [r for r in rows if str(r["measure"]) == m], labels, alpha, f"C{i % 10}")
@@ -470,8 +499,9 @@ def _k_axis(ax: Any, ks: Sequence[float]) -> None:
     ax.set_xlim(lo / 1.15, hi * 1.15)
 
 
-def plot_ndcg_curves(curves: Sequence[Any], path: Target = None, *, title: str | None = None,
-                     ci: str = "95% CI", dpi: int = DEFAULT_DPI) -> Figure:
+def plot_ndcg_curves(
+    curves: Sequence[Any], path: Target = None, *, title: str | None = None, ci: str = "95% CI", dpi: int = DEFAULT_DPI
+) -> Figure:
     """nDCG@k against k (log axis with integer k ticks up to the largest k computed) per system:
     the point estimate with its ``ci`` band (the level named in the legend); hollow markers are
     lower bounds (k beyond the stored ranking depth)."""
@@ -504,8 +534,12 @@ def plot_ndcg_curves(curves: Sequence[Any], path: Target = None, *, title: str |
 
 
 def plot_ndcg_at_k(
-    panels: Mapping[str, Sequence[tuple[str, Any]]], path: Target = None, *, title: str | None = None,
-    ci: str = "95% CI", dpi: int = DEFAULT_DPI,
+    panels: Mapping[str, Sequence[tuple[str, Any]]],
+    path: Target = None,
+    *,
+    title: str | None = None,
+    ci: str = "95% CI",
+    dpi: int = DEFAULT_DPI,
 ) -> Figure:
     """nDCG@k against k (linear axis, e.g. k = 1..10) in panels (reference 004, Figure 3): the
     point estimates (the values the tables print) with CI bands.
@@ -526,15 +560,16 @@ def plot_ndcg_at_k(
     nrows = (len(names) + ncols - 1) // ncols
     fig = _figure(4.2 * ncols, 3.3 * nrows + 0.5)
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
-    for ax in axes.ravel()[len(names):]:
+    for ax in axes.ravel()[len(names) :]:
         ax.set_visible(False)
     for ax, t in zip(axes.ravel(), names):
         for lab, c in panels[t]:
             ks = np.asarray(c.ks, dtype=np.float64)
             base = lab.endswith("base")
             color = "k" if base else colors[lab]
-            ax.plot(ks, c.values, color=color, linestyle="--" if base else "-", marker="." if not base else None,
-                    label=lab)
+            ax.plot(
+                ks, c.values, color=color, linestyle="--" if base else "-", marker="." if not base else None, label=lab
+            )
             ax.fill_between(ks, c.ci_low, c.ci_high, color=color, alpha=0.08 if base else 0.15)
         ax.set_title(t)
         ax.set_xlabel("k (rank cut-off)")
@@ -548,7 +583,11 @@ def plot_ndcg_at_k(
 
 
 def plot_shift_histograms(
-    deltas: Mapping[str, Any], path: Target = None, *, bins: int = 50, title: str | None = None,
+    deltas: Mapping[str, Any],
+    path: Target = None,
+    *,
+    bins: int = 50,
+    title: str | None = None,
     dpi: int = DEFAULT_DPI,
 ) -> Figure:
     """Overlaid histograms of ``Delta`` distances, one per label (e.g. base vs adapted)."""
@@ -571,8 +610,9 @@ def plot_shift_histograms(
     return _finish(fig, path, dpi)
 
 
-def plot_topic_map(coords: Any, labels: Any, path: Target = None, *, title: str | None = None,
-                   dpi: int = DEFAULT_DPI) -> Figure:
+def plot_topic_map(
+    coords: Any, labels: Any, path: Target = None, *, title: str | None = None, dpi: int = DEFAULT_DPI
+) -> Figure:
     """Scatter of 2-D ``coords`` [N, 2] coloured by topic ``labels`` [N]."""
     xy = np.asarray(coords, dtype=np.float64)
     lab = np.asarray(labels)
@@ -590,8 +630,9 @@ def plot_topic_map(coords: Any, labels: Any, path: Target = None, *, title: str 
     return _finish(fig, path, dpi)
 
 
-def plot_thresholds(results: Sequence[Any], path: Target = None, *, title: str | None = None,
-                    ci: str = "95% CI", dpi: int = DEFAULT_DPI) -> Figure:
+def plot_thresholds(
+    results: Sequence[Any], path: Target = None, *, title: str | None = None, ci: str = "95% CI", dpi: int = DEFAULT_DPI
+) -> Figure:
     """Bootstrapped top-K accuracy after dropping retrieved documents below ``tau(psi)``,
     against ``tau``, per system: line = bootstrap mean, band = its ``ci`` interval, dotted line
     = the accuracy without a threshold, star = the chosen threshold. One panel per score scale

@@ -98,9 +98,19 @@ RULE: str = "\x00rule"
 
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
 }
 
 
@@ -290,8 +300,13 @@ def _text_table(header: list[str], body: list[list[str]]) -> str:
 
 
 def _markdown_table(header: list[str], body: list[list[str]]) -> str:
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
-                      *("| " + " | ".join(r) + " |" for r in body)])
+    return "\n".join(
+        [
+            "| " + " | ".join(header) + " |",
+            "|" + "|".join("---" for _ in header) + "|",
+            *("| " + " | ".join(r) + " |" for r in body),
+        ]
+    )
 
 
 def _html_table(header: list[str], body: list[list[str]]) -> str:
@@ -306,16 +321,23 @@ def _latex_table(header: list[str], body: list[list[str] | None], align: str) ->
     return "\n".join([*lines, r"\bottomrule", r"\end{tabular}"])
 
 
-def render_table(header: Sequence[str], rows: Sequence[Sequence[CellValue] | str], style: str = "text", *,
-                 digits: int = DIGITS, align: str | None = None) -> str:
+def render_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[CellValue] | str],
+    style: str = "text",
+    *,
+    digits: int = DIGITS,
+    align: str | None = None,
+) -> str:
     """The table in ``style`` (one of :data:`STYLES`): every cell through :func:`render_cell`,
     so all styles print the same digits. A row equal to :data:`RULE` separates groups (LaTeX
     ``\\midrule``; dropped elsewhere). ``align`` is the LaTeX column spec (default all ``l``)."""
     check_digits(digits)
     st = _style(style)
     head = [st.escape(h) for h in header]
-    body: list[list[str] | None] = [None if isinstance(r, str) and r == RULE else
-                                    [render_cell(c, style, digits) for c in r] for r in rows]
+    body: list[list[str] | None] = [
+        None if isinstance(r, str) and r == RULE else [render_cell(c, style, digits) for c in r] for r in rows
+    ]
     if style == "latex":
         return _latex_table(head, body, align or "l" * len(head))
     kept = [r for r in body if r is not None]
@@ -326,14 +348,49 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[CellValue] | str
 _ADJ = {"holm": "Holm", "bh": "BH", "none": ""}
 
 # Cyrillic and Greek letters that render like Latin ones (a subset of UTS #39 confusables.txt)
-_CONFUSABLES = str.maketrans({
-    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
-    "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "ԁ": "d", "ӏ": "l", "ԛ": "q",
-    "ԝ": "w", "һ": "h", "ɡ": "g",
-    "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t",
-    "υ": "u", "χ": "x", "ϲ": "c", "ϳ": "j",
-    "ı": "i", "ℓ": "l",
-})
+_CONFUSABLES = str.maketrans(
+    {
+        "а": "a",
+        "в": "b",
+        "е": "e",
+        "ё": "e",
+        "к": "k",
+        "м": "m",
+        "н": "h",
+        "о": "o",
+        "р": "p",
+        "с": "c",
+        "т": "t",
+        "у": "y",
+        "х": "x",
+        "ѕ": "s",
+        "і": "i",
+        "ї": "i",
+        "ј": "j",
+        "ԁ": "d",
+        "ӏ": "l",
+        "ԛ": "q",
+        "ԝ": "w",
+        "һ": "h",
+        "ɡ": "g",
+        "α": "a",
+        "β": "b",
+        "ε": "e",
+        "η": "n",
+        "ι": "i",
+        "κ": "k",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "χ": "x",
+        "ϲ": "c",
+        "ϳ": "j",
+        "ı": "i",
+        "ℓ": "l",
+    }
+)
 
 
 class LookalikeNamesWarning(UserWarning):
@@ -368,8 +425,11 @@ def warn_lookalike_names(names: Iterable[str]) -> None:
     if not found:
         return
     shown = "; ".join(f"{a!r} and {b!r} ({_codes(a, b)})" for a, b in found[:5])
-    warnings.warn(f"system names that look alike but differ: {shown}; check that you compare the systems you mean",
-                  LookalikeNamesWarning, stacklevel=3)
+    warnings.warn(
+        f"system names that look alike but differ: {shown}; check that you compare the systems you mean",
+        LookalikeNamesWarning,
+        stacklevel=3,
+    )
 
 
 def _codes(a: str, b: str) -> str:
@@ -392,14 +452,27 @@ def verdict_line(row: Mapping[str, Any], *, alpha: float = 0.05) -> str:
     pairs row or a stored ``metrics`` row). Significant means adjusted p (raw p without one) below
     ``alpha``.
 
-    >>> verdict_line({"a": "ft", "b": "base", "measure": "ndcg@10", "diff": 0.0104, "ci_low": 0.0021,
-    ...               "ci_high": 0.0187, "p_value": 0.0112, "p_adjusted": 0.18, "adjustment": "holm",
-    ...               "family_size": 21})
+    >>> verdict_line(
+    ...     {
+    ...         "a": "ft",
+    ...         "b": "base",
+    ...         "measure": "ndcg@10",
+    ...         "diff": 0.0104,
+    ...         "ci_low": 0.0021,
+    ...         "ci_high": 0.0187,
+    ...         "p_value": 0.0112,
+    ...         "p_adjusted": 0.18,
+    ...         "adjustment": "holm",
+    ...         "family_size": 21,
+    ...     }
+    ... )
     'ft > base by 0.010 ndcg@10 [0.002, 0.019], p 0.0112 (Holm 0.18: not significant over 21 pairs)'
     """
     a, b = str(_get(row, "a", "system")), str(_get(row, "b", "compared_to"))
-    diff, lo, hi = (float(_get(row, k, *alt) if _get(row, k, *alt) is not None else math.nan)
-                    for k, alt in (("diff", ("value",)), ("ci_low", ()), ("ci_high", ())))
+    diff, lo, hi = (
+        float(_get(row, k, *alt) if _get(row, k, *alt) is not None else math.nan)
+        for k, alt in (("diff", ("value",)), ("ci_low", ()), ("ci_high", ()))
+    )
     measure = str(row.get("measure", ""))
     p_bound, adj_bound = p_bounds(row)
     p_raw = _get(row, "p_value")
@@ -407,8 +480,11 @@ def verdict_line(row: Mapping[str, Any], *, alpha: float = 0.05) -> str:
     family = int(_get(row, "family_size") or 1)
     if diff < 0:
         a, b, diff, lo, hi = b, a, -diff, -hi, -lo
-    head = (f"{a} = {b} on {measure}: difference 0 [{format_number(lo)}, {format_number(hi)}]" if diff == 0 else
-            f"{a} > {b} by {format_number(diff)} {measure} [{format_number(lo)}, {format_number(hi)}]")
+    head = (
+        f"{a} = {b} on {measure}: difference 0 [{format_number(lo)}, {format_number(hi)}]"
+        if diff == 0
+        else f"{a} > {b} by {format_number(diff)} {measure} [{format_number(lo)}, {format_number(hi)}]"
+    )
     if p_raw is None:
         return head
     text = f"{head}, p {format_p_value(p_raw, bound=p_bound)}"

@@ -78,8 +78,11 @@ def _missing(x: Any) -> bool:
     return x is None or (isinstance(x, float) and x != x)
 
 
-def _gain_rows(paired: Mapping[tuple[str, str], Mapping[str, Any]], system: str, base: str,
-               ) -> tuple[float | None, float | None, float | None, float | None, float | None]:
+def _gain_rows(
+    paired: Mapping[tuple[str, str], Mapping[str, Any]],
+    system: str,
+    base: str,
+) -> tuple[float | None, float | None, float | None, float | None, float | None]:
     """``(gain, ci_low, ci_high, p, p_adjusted)`` of ``system - base`` from a stored paired row in
     either direction (a row ``base`` vs ``system`` is turned round), or all None."""
     pair, sign = paired.get((system, base)), 1.0
@@ -90,8 +93,13 @@ def _gain_rows(paired: Mapping[tuple[str, str], Mapping[str, Any]], system: str,
     lo, hi = float(pair["ci_low"]), float(pair["ci_high"])
     if sign < 0:
         lo, hi = -hi, -lo
-    return (sign * float(pair["value"]), lo, hi, float(pair["p_value"]),
-            None if _missing(pair.get("p_adjusted")) else float(pair["p_adjusted"]))
+    return (
+        sign * float(pair["value"]),
+        lo,
+        hi,
+        float(pair["p_value"]),
+        None if _missing(pair.get("p_adjusted")) else float(pair["p_adjusted"]),
+    )
 
 
 def scale_curves(source: Any, measure: str, *, label: str | None = None) -> list[ScaleCurve]:
@@ -127,9 +135,15 @@ def scale_curves(source: Any, measure: str, *, label: str | None = None) -> list
             bases[lab] = (float(row["value"]), float(row["ci_low"]), float(row["ci_high"]))
             continue
         assert n is not None
-        points.setdefault((lab, variant), []).append(ScalePoint(
-            n, float(row["value"]), float(row["ci_low"]), float(row["ci_high"]),
-            *_gain_rows(paired, system, system_name(lab, BASE))))
+        points.setdefault((lab, variant), []).append(
+            ScalePoint(
+                n,
+                float(row["value"]),
+                float(row["ci_low"]),
+                float(row["ci_high"]),
+                *_gain_rows(paired, system, system_name(lab, BASE)),
+            )
+        )
     return [
         ScaleCurve(lab, variant, want, tuple(sorted(pts, key=lambda p: p.n_documents)), bases.get(lab))
         for (lab, variant), pts in sorted(points.items(), key=lambda kv: (kv[0][0], curve_order(kv[0][1])))
@@ -147,9 +161,17 @@ def _draw_gains(gx: Any, c: ScaleCurve, i: int, n_curves: int, color: str) -> bo
     g = np.array([p.gain for p in gains])
     # a point estimate may lie outside its percentile interval: such a bar has length 0, never < 0
     # (_gain_rows sets a gain and its interval together, so the condition drops no point)
-    err = np.clip(np.array([[p.gain - p.gain_ci_low, p.gain_ci_high - p.gain] for p in gains
-                            if p.gain is not None and p.gain_ci_low is not None and p.gain_ci_high is not None]).T,
-                  0.0, None)
+    err = np.clip(
+        np.array(
+            [
+                [p.gain - p.gain_ci_low, p.gain_ci_high - p.gain]
+                for p in gains
+                if p.gain is not None and p.gain_ci_low is not None and p.gain_ci_high is not None
+            ]
+        ).T,
+        0.0,
+        None,
+    )
     gx.errorbar(gxs, g, yerr=err, color=color, fmt="none", capsize=3)
     sig = np.array([p.p_decision is not None and p.p_decision < 0.05 for p in gains])
     gx.scatter(gxs[sig], g[sig], color=color, s=30)
@@ -158,8 +180,14 @@ def _draw_gains(gx: Any, c: ScaleCurve, i: int, n_curves: int, color: str) -> bo
     return True
 
 
-def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path | None = None, *, title: str | None = None,
-                      ci: str = "95% CI", dpi: int = DEFAULT_DPI) -> Figure:
+def plot_scale_curves(
+    curves: Sequence[ScaleCurve],
+    path: str | Path | None = None,
+    *,
+    title: str | None = None,
+    ci: str = "95% CI",
+    dpi: int = DEFAULT_DPI,
+) -> Figure:
     """Two panels: the measure against the number of documents (log axis) per variant with CI
     bands and each model family's base as a dashed line with its band; and the paired gain over
     the family's own base with its CI (error bars), points with p < 0.05 filled (the
@@ -206,8 +234,15 @@ def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path | None = No
     if any_gain:
         gx.legend()
     else:
-        gx.text(0.5, 0.5, "no paired comparison with the own base is stored", transform=gx.transAxes,
-                ha="center", va="center", fontsize=10)
+        gx.text(
+            0.5,
+            0.5,
+            "no paired comparison with the own base is stored",
+            transform=gx.transAxes,
+            ha="center",
+            va="center",
+            fontsize=10,
+        )
     if title:
         fig.suptitle(title)
     return _finish(fig, path, dpi)
@@ -216,9 +251,20 @@ def plot_scale_curves(curves: Sequence[ScaleCurve], path: str | Path | None = No
 def curves_table(curves: Iterable[ScaleCurve]) -> list[dict[str, Any]]:
     """Flat rows (label, variant, measure, n_documents, value, CI, gain, gain CI, p) for printing."""
     return [
-        {"label": c.label, "variant": c.variant, "measure": c.measure, "n_documents": p.n_documents,
-         "value": p.value, "ci_low": p.ci_low, "ci_high": p.ci_high, "gain": p.gain,
-         "gain_ci_low": p.gain_ci_low, "gain_ci_high": p.gain_ci_high, "p_value": p.p_value,
-         "p_adjusted": p.p_adjusted}
-        for c in curves for p in c.points
+        {
+            "label": c.label,
+            "variant": c.variant,
+            "measure": c.measure,
+            "n_documents": p.n_documents,
+            "value": p.value,
+            "ci_low": p.ci_low,
+            "ci_high": p.ci_high,
+            "gain": p.gain,
+            "gain_ci_low": p.gain_ci_low,
+            "gain_ci_high": p.gain_ci_high,
+            "p_value": p.p_value,
+            "p_adjusted": p.p_adjusted,
+        }
+        for c in curves
+        for p in c.points
     ]

@@ -56,10 +56,30 @@ from adaptlab.stats import BootstrapConfig, percentile_interval
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ALPHA_GRID", "MIN_SCALES_SATURATING", "SCALING_MODELS", "NEXT_FACTOR", "SEARCH_FACTOR", "ScalingFit", "fit_scaling",
-           "fits_from_store_rows", "format_scaling", "plot_scaling", "record_scaling", "scaling_from_records",
-           "scaling_from_store", "scaling_rows", "scaling_store_rows", "scaling_tables", "stored_scaling",
-           "training_seconds", "comparison_scaling", "scale_curve_fits", "scaling_summary", "scaling_summary_rows"]
+__all__ = [
+    "ALPHA_GRID",
+    "MIN_SCALES_SATURATING",
+    "SCALING_MODELS",
+    "NEXT_FACTOR",
+    "SEARCH_FACTOR",
+    "ScalingFit",
+    "fit_scaling",
+    "fits_from_store_rows",
+    "format_scaling",
+    "plot_scaling",
+    "record_scaling",
+    "scaling_from_records",
+    "scaling_from_store",
+    "scaling_rows",
+    "scaling_store_rows",
+    "scaling_tables",
+    "stored_scaling",
+    "training_seconds",
+    "comparison_scaling",
+    "scale_curve_fits",
+    "scaling_summary",
+    "scaling_summary_rows",
+]
 
 MIN_SCALES_SATURATING = 5
 """Fewest scales with which the 3-parameter saturating form is considered."""
@@ -142,7 +162,7 @@ def _sat_fit(n: np.ndarray, g: np.ndarray) -> np.ndarray:
     best = np.full((g.shape[0], 3), np.nan)
     best_sse = np.full(g.shape[0], np.inf)
     for alpha in ALPHA_GRID:
-        design = np.column_stack([np.ones_like(n), -(n ** -alpha)])
+        design = np.column_stack([np.ones_like(n), -(n**-alpha)])
         coef = g @ np.linalg.pinv(design).T
         sse = ((g - coef @ design.T) ** 2).sum(axis=1)
         better = sse < best_sse - 1e-15
@@ -189,8 +209,11 @@ def _choose(n: np.ndarray, g: np.ndarray, model: str) -> tuple[str, str, dict[st
     if model == SATURATING:
         raise ConfigError(f"model {SATURATING!r} needs at least 3 scales (3 parameters), got {n.size}")
     if loo[SATURATING] is None:
-        return LOG_LINEAR, (f"log-linear: {n.size} scales (the saturating form needs at least "
-                            f"{MIN_SCALES_SATURATING})"), loo
+        return (
+            LOG_LINEAR,
+            (f"log-linear: {n.size} scales (the saturating form needs at least {MIN_SCALES_SATURATING})"),
+            loo,
+        )
     if loo[SATURATING] < loo[LOG_LINEAR]:  # type: ignore[operator]
         return SATURATING, "saturating: smaller leave-one-out error than log-linear", loo
     return LOG_LINEAR, "log-linear: leave-one-out error not larger than the saturating form's", loo
@@ -213,13 +236,26 @@ def _first_reach(curves: np.ndarray, grid: np.ndarray, target: float) -> np.ndar
     return np.where(hit.any(axis=1), grid[first], np.inf)
 
 
-def _target(model: str, point: np.ndarray, boot: np.ndarray, grid: np.ndarray, target: float | None,
-            top: float, confidence: float) -> tuple[float | None, tuple[float, float] | None, str]:
+def _target(
+    model: str,
+    point: np.ndarray,
+    boot: np.ndarray,
+    grid: np.ndarray,
+    target: float | None,
+    top: float,
+    confidence: float,
+) -> tuple[float | None, tuple[float, float] | None, str]:
     if target is None:
         return None, None, "no target given"
     est = float(_first_reach(_predict(model, point, grid), grid, target)[0])
-    lo, hi = (float(v) for v in np.quantile(_first_reach(_predict(model, boot, grid), grid, target),
-                                             [(1 - confidence) / 2, (1 + confidence) / 2], method="inverted_cdf"))
+    lo, hi = (
+        float(v)
+        for v in np.quantile(
+            _first_reach(_predict(model, boot, grid), grid, target),
+            [(1 - confidence) / 2, (1 + confidence) / 2],
+            method="inverted_cdf",
+        )
+    )
     if not np.isfinite(est):
         return None, (lo, hi), f"not reached within {SEARCH_FACTOR:g}x the largest scale ({top * SEARCH_FACTOR:g})"
     if est <= grid[0]:
@@ -229,8 +265,9 @@ def _target(model: str, point: np.ndarray, boot: np.ndarray, grid: np.ndarray, t
     return est, (lo, hi), f"about {est:.0f} ({where}; CI {lo:.0f} to {upper})"
 
 
-def _per_hour(gains: np.ndarray, ci: np.ndarray, seconds: Sequence[float | None]) -> tuple[
-        tuple[float | None, ...], tuple[float | None, ...], tuple[tuple[float, float] | None, ...]]:
+def _per_hour(
+    gains: np.ndarray, ci: np.ndarray, seconds: Sequence[float | None]
+) -> tuple[tuple[float | None, ...], tuple[float | None, ...], tuple[tuple[float, float] | None, ...]]:
     hours = tuple(None if s is None or s <= 0 else float(s) / 3600.0 for s in seconds)
     rate = tuple(None if h is None else float(g) / h for g, h in zip(gains, hours))
     rate_ci = tuple(None if h is None else (float(c[0]) / h, float(c[1]) / h) for c, h in zip(ci, hours))
@@ -258,17 +295,26 @@ def _values(per_query: Mapping[str, Any]) -> tuple[list[str], np.ndarray]:
         raise DataError(f"fit_scaling: per-query values must be numbers: {e}") from e
     sizes = {r.shape for r in rows}
     if len(sizes) != 1 or rows[0].ndim != 1 or rows[0].size < 2:
-        raise DataError("fit_scaling: every system needs a 1-D array of per-query values on the same queries "
-                        f"(at least 2), got shapes {sorted(sizes)}")
+        raise DataError(
+            "fit_scaling: every system needs a 1-D array of per-query values on the same queries "
+            f"(at least 2), got shapes {sorted(sizes)}"
+        )
     values = np.stack(rows)
     if not np.all(np.isfinite(values)):
         raise DataError("fit_scaling: per-query values must be finite")
     return names, values
 
 
-def fit_scaling(per_query: Mapping[str, Any], measure: str = "ndcg@10", *, dataset: str = "",
-                target: float | None = None, boot: BootstrapConfig | None = None,
-                training_seconds: Mapping[str, float] | None = None, model: str = "auto") -> list[ScalingFit]:
+def fit_scaling(
+    per_query: Mapping[str, Any],
+    measure: str = "ndcg@10",
+    *,
+    dataset: str = "",
+    target: float | None = None,
+    boot: BootstrapConfig | None = None,
+    training_seconds: Mapping[str, float] | None = None,
+    model: str = "auto",
+) -> list[ScalingFit]:
     """Fit every scale-study variant's gain over its own base against the data scale.
 
     Method, criterion and references in the module doc.
@@ -302,17 +348,22 @@ def fit_scaling(per_query: Mapping[str, Any], measure: str = "ndcg@10", *, datas
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> base = rng.random(200)
-    >>> pq = {"m-base": base, **{f"m-ft-s{n}": base + 0.01 * np.log2(n) + rng.normal(0, 0.02, 200)
-    ...                         for n in (10, 100, 1000)}}
+    >>> pq = {
+    ...     "m-base": base,
+    ...     **{f"m-ft-s{n}": base + 0.01 * np.log2(n) + rng.normal(0, 0.02, 200) for n in (10, 100, 1000)},
+    ... }
     >>> (fit,) = fit_scaling(pq, "ndcg@10", target=0.12, boot=BootstrapConfig(n_resamples=200))
     >>> fit.model, round(fit.slope_per_doubling, 3), fit.next_scale
     ('log-linear', 0.01, 2000)
     """
     if model not in SCALING_MODELS:
         raise ConfigError(f"fit_scaling: model must be one of {', '.join(SCALING_MODELS)}, got {model!r}")
-    if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float))
-                               or not np.isfinite(target)):
-        raise ConfigError(f"fit_scaling: target must be a finite number (a gain in the measure's units), got {target!r}")
+    if target is not None and (
+        isinstance(target, bool) or not isinstance(target, (int, float)) or not np.isfinite(target)
+    ):
+        raise ConfigError(
+            f"fit_scaling: target must be a finite number (a gain in the measure's units), got {target!r}"
+        )
     boot = boot or BootstrapConfig()
     names, values = _values(per_query)
     idx = draw_indices(values.shape[1], boot)
@@ -323,14 +374,37 @@ def fit_scaling(per_query: Mapping[str, Any], measure: str = "ndcg@10", *, datas
             continue
         base = values[names.index(system_name(label, BASE))]
         diffs = np.stack([values[names.index(s)] - base for _n, s in points])
-        fits.append(_fit_curve(dataset, label, variant, str(measure), np.array([n for n, _s in points], float),
-                               diffs, idx, boot, target, [seconds.get(s) for _n, s in points], model))
+        fits.append(
+            _fit_curve(
+                dataset,
+                label,
+                variant,
+                str(measure),
+                np.array([n for n, _s in points], float),
+                diffs,
+                idx,
+                boot,
+                target,
+                [seconds.get(s) for _n, s in points],
+                model,
+            )
+        )
     return fits
 
 
-def _fit_curve(dataset: str, label: str, variant: str, measure: str, n: np.ndarray, diffs: np.ndarray,
-               idx: np.ndarray, boot: BootstrapConfig, target: float | None,
-               seconds: list[float | None], form: str) -> ScalingFit:
+def _fit_curve(
+    dataset: str,
+    label: str,
+    variant: str,
+    measure: str,
+    n: np.ndarray,
+    diffs: np.ndarray,
+    idx: np.ndarray,
+    boot: BootstrapConfig,
+    target: float | None,
+    seconds: list[float | None],
+    form: str,
+) -> ScalingFit:
     gains = diffs.mean(axis=1)
     boot_gains = resample_means(diffs, idx)  # [B, S], the same queries for every scale
     model, why, loo = _choose(n, gains, form)
@@ -352,15 +426,35 @@ def _fit_curve(dataset: str, label: str, variant: str, measure: str, n: np.ndarr
     hours, rate, rate_ci = _per_hour(gains, gci, seconds)
     names = ("a", "b") if model == LOG_LINEAR else ("c", "a", "alpha")
     return ScalingFit(
-        dataset=dataset, label=label, variant=variant, measure=measure, model=model, criterion=why,
-        scales=tuple(int(x) for x in n), gains=tuple(float(g) for g in gains),
-        gain_ci=tuple((float(a), float(b)) for a, b in gci), params=dict(zip(names, map(float, point[0]))),
-        loo_rmse=loo, slope_per_doubling=float(_slope(model, point, top)[0]), slope_ci=slope_ci,
-        trend=_trend(*slope_ci), next_scale=int(round(top * NEXT_FACTOR)),
-        predicted_next=float(_predict(model, point, nxt)[0, 0]), predicted_next_ci=ci(_predict(model, params, nxt)[:, 0]),
-        target=target, target_scale=t_scale, target_scale_ci=t_ci, target_note=t_note,
-        hours=hours, gain_per_hour=rate, gain_per_hour_ci=rate_ci, n_queries=int(diffs.shape[1]),
-        n_resamples=int(idx.shape[0]), seed=boot.seed, confidence=conf, band_scales=band_grid,
+        dataset=dataset,
+        label=label,
+        variant=variant,
+        measure=measure,
+        model=model,
+        criterion=why,
+        scales=tuple(int(x) for x in n),
+        gains=tuple(float(g) for g in gains),
+        gain_ci=tuple((float(a), float(b)) for a, b in gci),
+        params=dict(zip(names, map(float, point[0]))),
+        loo_rmse=loo,
+        slope_per_doubling=float(_slope(model, point, top)[0]),
+        slope_ci=slope_ci,
+        trend=_trend(*slope_ci),
+        next_scale=int(round(top * NEXT_FACTOR)),
+        predicted_next=float(_predict(model, point, nxt)[0, 0]),
+        predicted_next_ci=ci(_predict(model, params, nxt)[:, 0]),
+        target=target,
+        target_scale=t_scale,
+        target_scale_ci=t_ci,
+        target_note=t_note,
+        hours=hours,
+        gain_per_hour=rate,
+        gain_per_hour_ci=rate_ci,
+        n_queries=int(diffs.shape[1]),
+        n_resamples=int(idx.shape[0]),
+        seed=boot.seed,
+        confidence=conf,
+        band_scales=band_grid,
         band=np.stack([lo, _predict(model, point, band_grid)[0], hi]),
     )
 
@@ -394,7 +488,7 @@ def training_seconds(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         except (TypeError, ValueError):
             continue
         entries = config.get("systems") if isinstance(config, dict) else None
-        for name, info in (entries.items() if isinstance(entries, dict) else ()):
+        for name, info in entries.items() if isinstance(entries, dict) else ():
             seconds = _seconds_of(info)
             if seconds is not None:
                 out[str(name)] = seconds
@@ -405,8 +499,14 @@ def training_seconds(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return out
 
 
-def _store_fits(store: Any, measures: Sequence[str], dataset: str | None, target: float | None,
-                boot: BootstrapConfig | None, model: str) -> tuple[list[ScalingFit], Any]:
+def _store_fits(
+    store: Any,
+    measures: Sequence[str],
+    dataset: str | None,
+    target: float | None,
+    boot: BootstrapConfig | None,
+    model: str,
+) -> tuple[list[ScalingFit], Any]:
     """:func:`fit_scaling` of every (dataset, measure) group of the store's records, and the groups."""
     from adaptlab.analysis.compare import store_groups
 
@@ -414,28 +514,43 @@ def _store_fits(store: Any, measures: Sequence[str], dataset: str | None, target
     seconds = training_seconds(store.runs().to_pylist())
     fits = []
     for (ds, m), (names, values) in groups.items():
-        fits += fit_scaling(dict(zip(names, values)), m, dataset=ds, target=target, boot=boot,
-                            training_seconds=seconds, model=model)
+        fits += fit_scaling(
+            dict(zip(names, values)), m, dataset=ds, target=target, boot=boot, training_seconds=seconds, model=model
+        )
     return fits, groups
 
 
-def scaling_from_store(store: Any, measure: str = "ndcg@10", *, dataset: str | None = None,
-                       target: float | None = None, boot: BootstrapConfig | None = None,
-                       model: str = "auto") -> list[ScalingFit]:
+def scaling_from_store(
+    store: Any,
+    measure: str = "ndcg@10",
+    *,
+    dataset: str | None = None,
+    target: float | None = None,
+    boot: BootstrapConfig | None = None,
+    model: str = "auto",
+) -> list[ScalingFit]:
     """:func:`fit_scaling` on a results store's latest per-query records (re-scored as
     :func:`adaptlab.compare` does), every dataset (or ``dataset``), with the training seconds of
     its runs."""
     fits, groups = _store_fits(store, [measure], dataset, target, boot, model)
     if not fits:
         have = "; ".join(f"{ds}: {', '.join(names)}" for (ds, _m), (names, _v) in groups.items())
-        raise ConfigError("no scale-study variant with at least 2 scales and its own <label>-base on one dataset "
-                          f"(systems named <label>-<variant>-s<N>); the store has {have}")
+        raise ConfigError(
+            "no scale-study variant with at least 2 scales and its own <label>-base on one dataset "
+            f"(systems named <label>-<variant>-s<N>); the store has {have}"
+        )
     return fits
 
 
-def scaling_from_records(records: Mapping[str, Any], measure: str = "ndcg@10", *, dataset: str = "",
-                         target: float | None = None, boot: BootstrapConfig | None = None,
-                         training_seconds: Mapping[str, float] | None = None) -> list[ScalingFit]:
+def scaling_from_records(
+    records: Mapping[str, Any],
+    measure: str = "ndcg@10",
+    *,
+    dataset: str = "",
+    target: float | None = None,
+    boot: BootstrapConfig | None = None,
+    training_seconds: Mapping[str, float] | None = None,
+) -> list[ScalingFit]:
     """:func:`fit_scaling` on ``{system: PerQueryRecords}`` of one dataset: ``measure`` per query
     from the stored rankings (the gold documents relevant, as :func:`adaptlab.compare` re-scores a
     store), on the queries every system has."""
@@ -450,39 +565,69 @@ def scaling_from_records(records: Mapping[str, Any], measure: str = "ndcg@10", *
     common = [q for q in common if q in qrels]
     if len(common) < 2:
         return []
-    values = {s: np.asarray(evaluate(qrels, r.to_run(), [m], query_ids=common).matrix(str(m)), dtype=np.float64)
-              for s, r in recs.items()}
+    values = {
+        s: np.asarray(evaluate(qrels, r.to_run(), [m], query_ids=common).matrix(str(m)), dtype=np.float64)
+        for s, r in recs.items()
+    }
     return fit_scaling(values, str(m), dataset=dataset, target=target, boot=boot, training_seconds=training_seconds)
 
 
 def scaling_rows(fits: Sequence[ScalingFit]) -> list[dict[str, Any]]:
     """One JSON-ready dict per fit (the measured points under ``points``)."""
+
     def num(x: float | None) -> float | None:
         return None if x is None or not np.isfinite(x) else float(x)
 
     rows = []
     for f in fits:
-        rows.append({
-            "dataset": f.dataset, "label": f.label, "variant": f.variant, "measure": f.measure, "model": f.model,
-            "criterion": f.criterion, "params": f.params, "loo_rmse": f.loo_rmse,
-            "slope_per_doubling": f.slope_per_doubling, "slope_per_doubling_ci": list(f.slope_ci),
-            "slope_per_10x": f.slope_per_10x, "slope_per_10x_ci": list(f.slope_per_10x_ci), "trend": f.trend,
-            "next_scale": f.next_scale, "predicted_next": f.predicted_next,
-            "predicted_next_ci": list(f.predicted_next_ci), "extrapolation": True,
-            "target": f.target, "target_scale": num(f.target_scale),
-            "target_scale_ci": None if f.target_scale_ci is None else [num(v) for v in f.target_scale_ci],
-            "target_note": f.target_note, "n_queries": f.n_queries, "n_resamples": f.n_resamples, "seed": f.seed,
-            "confidence": f.confidence,
-            "points": [{"n_documents": n, "gain": g, "gain_ci": list(c), "training_hours": h, "gain_per_hour": r,
-                        "gain_per_hour_ci": None if rc is None else list(rc)}
-                       for n, g, c, h, r, rc in zip(f.scales, f.gains, f.gain_ci, f.hours, f.gain_per_hour,
-                                                    f.gain_per_hour_ci)],
-        })
+        rows.append(
+            {
+                "dataset": f.dataset,
+                "label": f.label,
+                "variant": f.variant,
+                "measure": f.measure,
+                "model": f.model,
+                "criterion": f.criterion,
+                "params": f.params,
+                "loo_rmse": f.loo_rmse,
+                "slope_per_doubling": f.slope_per_doubling,
+                "slope_per_doubling_ci": list(f.slope_ci),
+                "slope_per_10x": f.slope_per_10x,
+                "slope_per_10x_ci": list(f.slope_per_10x_ci),
+                "trend": f.trend,
+                "next_scale": f.next_scale,
+                "predicted_next": f.predicted_next,
+                "predicted_next_ci": list(f.predicted_next_ci),
+                "extrapolation": True,
+                "target": f.target,
+                "target_scale": num(f.target_scale),
+                "target_scale_ci": None if f.target_scale_ci is None else [num(v) for v in f.target_scale_ci],
+                "target_note": f.target_note,
+                "n_queries": f.n_queries,
+                "n_resamples": f.n_resamples,
+                "seed": f.seed,
+                "confidence": f.confidence,
+                "points": [
+                    {
+                        "n_documents": n,
+                        "gain": g,
+                        "gain_ci": list(c),
+                        "training_hours": h,
+                        "gain_per_hour": r,
+                        "gain_per_hour_ci": None if rc is None else list(rc),
+                    }
+                    for n, g, c, h, r, rc in zip(
+                        f.scales, f.gains, f.gain_ci, f.hours, f.gain_per_hour, f.gain_per_hour_ci
+                    )
+                ],
+            }
+        )
     return rows
 
 
-def plot_scaling(fits: Sequence[ScalingFit], path: str | Path | None = None, *, title: str | None = None,
-                 dpi: int | None = None) -> Figure:
+def plot_scaling(
+    fits: Sequence[ScalingFit], path: str | Path | None = None, *, title: str | None = None, dpi: int | None = None
+) -> Figure:
     """The measured gains (points with their CI bars) and each fitted curve with its pointwise
     band, the part beyond the largest scale dashed (an extrapolation), against the data scale on
     a log axis; one panel per dataset, one legend below. Saved to ``path`` when given (PNG, PDF
@@ -496,7 +641,7 @@ def plot_scaling(fits: Sequence[ScalingFit], path: str | Path | None = None, *, 
     nrows = (len(datasets) + ncols - 1) // ncols
     fig = _figure(max(7.2, 5.2 * ncols), 4.2 * nrows + 0.8)
     grid = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
-    for ax in grid.ravel()[len(datasets):]:
+    for ax in grid.ravel()[len(datasets) :]:
         ax.set_visible(False)
     handles: dict[str, Any] = {}
     colors = {key: f"C{i % 10}" for i, key in enumerate(dict.fromkeys((f.label, f.variant) for f in fits))}
@@ -511,8 +656,9 @@ def plot_scaling(fits: Sequence[ScalingFit], path: str | Path | None = None, *, 
     return _finish(fig, path, DEFAULT_DPI if dpi is None else dpi)
 
 
-def _scaling_panel(ax: Any, fits: Sequence[ScalingFit], colors: Mapping[tuple[str, str], str],
-                   handles: dict[str, Any]) -> None:
+def _scaling_panel(
+    ax: Any, fits: Sequence[ScalingFit], colors: Mapping[tuple[str, str], str], handles: dict[str, Any]
+) -> None:
     """One dataset's fits on ``ax`` (a colour per label and variant, the same in every panel);
     each variant's line handle goes into ``handles`` by legend label."""
     from matplotlib.ticker import NullLocator
@@ -536,25 +682,65 @@ def _scaling_panel(ax: Any, fits: Sequence[ScalingFit], colors: Mapping[tuple[st
     ax.grid(alpha=0.3)
 
 
-def scaling_tables(fits: Sequence[ScalingFit]) -> tuple[tuple[list[str], list[list[str]]], tuple[list[str], list[list[str]]]]:
+def scaling_tables(
+    fits: Sequence[ScalingFit],
+) -> tuple[tuple[list[str], list[list[str]]], tuple[list[str], list[list[str]]]]:
     """Two tables ``(header, rows)``: one row per fit (form, slope, trend, the extrapolated next
     scale, the target), and one per measured point (gain, training hours, gain per hour)."""
     from adaptlab.analysis.present import format_interval, format_number
 
     pct = f"{fits[0].confidence * 100:g}% CI" if fits else "CI"
-    fit_rows = [[f.dataset, f"{f.label} {f.variant}", f.model, f"{format_number(f.slope_per_doubling)} "
-                 f"{format_interval(*f.slope_ci)}", f.trend, str(f.next_scale),
-                 f"{format_number(f.predicted_next)} {format_interval(*f.predicted_next_ci)}",
-                 f.target_note if f.target is not None else "-"] for f in fits]
-    point_rows = [[f.dataset, f"{f.label} {f.variant}", str(n), f"{format_number(g)} {format_interval(*c)}",
-                   "not recorded" if h is None else f"{h:.3g}",
-                   "n/a" if r is None else f"{format_number(r)} {format_interval(*rc)}"]
-                  for f in fits for n, g, c, h, r, rc in zip(f.scales, f.gains, f.gain_ci, f.hours, f.gain_per_hour,
-                                                            f.gain_per_hour_ci)]
-    return ((["Dataset", "Variant", "Fit", f"Gain per doubling at the largest scale [{pct}]", "At the largest scale",
-              "Next scale", f"Predicted gain there (extrapolation) [{pct}]", "Scale for the target gain"], fit_rows),
-            (["Dataset", "Variant", "Documents", f"Gain over own base [{pct}]", "Training hours",
-              f"Gain per training hour [{pct}]"], point_rows))
+    fit_rows = [
+        [
+            f.dataset,
+            f"{f.label} {f.variant}",
+            f.model,
+            f"{format_number(f.slope_per_doubling)} {format_interval(*f.slope_ci)}",
+            f.trend,
+            str(f.next_scale),
+            f"{format_number(f.predicted_next)} {format_interval(*f.predicted_next_ci)}",
+            f.target_note if f.target is not None else "-",
+        ]
+        for f in fits
+    ]
+    point_rows = [
+        [
+            f.dataset,
+            f"{f.label} {f.variant}",
+            str(n),
+            f"{format_number(g)} {format_interval(*c)}",
+            "not recorded" if h is None else f"{h:.3g}",
+            "n/a" if r is None else f"{format_number(r)} {format_interval(*rc)}",
+        ]
+        for f in fits
+        for n, g, c, h, r, rc in zip(f.scales, f.gains, f.gain_ci, f.hours, f.gain_per_hour, f.gain_per_hour_ci)
+    ]
+    return (
+        (
+            [
+                "Dataset",
+                "Variant",
+                "Fit",
+                f"Gain per doubling at the largest scale [{pct}]",
+                "At the largest scale",
+                "Next scale",
+                f"Predicted gain there (extrapolation) [{pct}]",
+                "Scale for the target gain",
+            ],
+            fit_rows,
+        ),
+        (
+            [
+                "Dataset",
+                "Variant",
+                "Documents",
+                f"Gain over own base [{pct}]",
+                "Training hours",
+                f"Gain per training hour [{pct}]",
+            ],
+            point_rows,
+        ),
+    )
 
 
 def format_scaling(fits: Sequence[ScalingFit], style: str = "text") -> str:
@@ -569,20 +755,26 @@ def format_scaling(fits: Sequence[ScalingFit], style: str = "text") -> str:
     f = fits[0]
     counts = dict.fromkeys(f"{g.dataset} {g.n_queries}" if g.dataset else str(g.n_queries) for g in fits)
     queries = f"{f.n_queries} queries" if len(counts) == 1 else f"the queries of each dataset ({', '.join(counts)})"
-    notes = [f"{f.measure}: mean gain of each variant over its own <label>-base on {queries}; "
-             f"intervals: percentile bootstrap over {f.n_resamples} paired resamples of the queries (seed {f.seed}).",
-             *dict.fromkeys(f"{g.label} {g.variant}: {g.criterion}." for g in fits),
-             f"The next scale ({NEXT_FACTOR:g}x the largest) and targets beyond the largest scale are extrapolations "
-             "of the fitted form: they hold only if the curve keeps its shape; the intervals cover the query "
-             "sample, not one training run's luck nor a wrong form.",
-             *([] if any(h is not None for g in fits for h in g.hours) else
-               ["Training hours: the store records no training seconds for these models (gain per hour n/a)."])]
+    notes = [
+        f"{f.measure}: mean gain of each variant over its own <label>-base on {queries}; "
+        f"intervals: percentile bootstrap over {f.n_resamples} paired resamples of the queries (seed {f.seed}).",
+        *dict.fromkeys(f"{g.label} {g.variant}: {g.criterion}." for g in fits),
+        f"The next scale ({NEXT_FACTOR:g}x the largest) and targets beyond the largest scale are extrapolations "
+        "of the fitted form: they hold only if the curve keeps its shape; the intervals cover the query "
+        "sample, not one training run's luck nor a wrong form.",
+        *(
+            []
+            if any(h is not None for g in fits for h in g.hours)
+            else ["Training hours: the store records no training seconds for these models (gain per hour n/a)."]
+        ),
+    ]
     return "\n\n".join([render_table(h1, r1, style), render_table(h2, r2, style), "\n".join(notes)])
 
 
 # ----------------------------------------------------------------------------- the store's typed rows
-def scaling_store_rows(fits: Sequence[ScalingFit], *, study: str | None = None,
-                       timestamp: datetime | None = None) -> list[dict[str, Any]]:
+def scaling_store_rows(
+    fits: Sequence[ScalingFit], *, study: str | None = None, timestamp: datetime | None = None
+) -> list[dict[str, Any]]:
     """One row of the store's ``scaling`` table (:data:`adaptlab.results.schema.COLUMNS`) per
     fit: every number of :class:`ScalingFit`, the measured points and the band as typed columns,
     so :func:`fits_from_store_rows` gives the same fits back."""
@@ -591,21 +783,48 @@ def scaling_store_rows(fits: Sequence[ScalingFit], *, study: str | None = None,
     def ci(pair: tuple[float, float] | None, i: int) -> float | None:
         return None if pair is None else float(pair[i])
 
-    return [{
-        "dataset": f.dataset, "label": f.label, "variant": f.variant, "measure": f.measure, "form": f.model,
-        "criterion": f.criterion, "params": json.dumps(f.params, sort_keys=True),
-        "loo_rmse": json.dumps(f.loo_rmse, sort_keys=True), "slope_per_doubling": f.slope_per_doubling,
-        "slope_low": f.slope_ci[0], "slope_high": f.slope_ci[1], "trend": f.trend, "largest_scale": max(f.scales),
-        "next_scale": f.next_scale, "predicted_next": f.predicted_next, "predicted_next_low": f.predicted_next_ci[0],
-        "predicted_next_high": f.predicted_next_ci[1], "target": f.target, "target_scale": f.target_scale,
-        "target_scale_low": ci(f.target_scale_ci, 0), "target_scale_high": ci(f.target_scale_ci, 1),
-        "target_note": f.target_note, "scales": list(f.scales), "gains": list(f.gains),
-        "gains_low": [c[0] for c in f.gain_ci], "gains_high": [c[1] for c in f.gain_ci],
-        "training_hours": list(f.hours), "band_scales": [float(x) for x in f.band_scales],
-        "band_low": [float(x) for x in f.band[0]], "band_fit": [float(x) for x in f.band[1]],
-        "band_high": [float(x) for x in f.band[2]], "n_queries": f.n_queries, "n_resamples": f.n_resamples,
-        "seed": f.seed, "confidence": f.confidence, "study": study, "timestamp": when,
-    } for f in fits]
+    return [
+        {
+            "dataset": f.dataset,
+            "label": f.label,
+            "variant": f.variant,
+            "measure": f.measure,
+            "form": f.model,
+            "criterion": f.criterion,
+            "params": json.dumps(f.params, sort_keys=True),
+            "loo_rmse": json.dumps(f.loo_rmse, sort_keys=True),
+            "slope_per_doubling": f.slope_per_doubling,
+            "slope_low": f.slope_ci[0],
+            "slope_high": f.slope_ci[1],
+            "trend": f.trend,
+            "largest_scale": max(f.scales),
+            "next_scale": f.next_scale,
+            "predicted_next": f.predicted_next,
+            "predicted_next_low": f.predicted_next_ci[0],
+            "predicted_next_high": f.predicted_next_ci[1],
+            "target": f.target,
+            "target_scale": f.target_scale,
+            "target_scale_low": ci(f.target_scale_ci, 0),
+            "target_scale_high": ci(f.target_scale_ci, 1),
+            "target_note": f.target_note,
+            "scales": list(f.scales),
+            "gains": list(f.gains),
+            "gains_low": [c[0] for c in f.gain_ci],
+            "gains_high": [c[1] for c in f.gain_ci],
+            "training_hours": list(f.hours),
+            "band_scales": [float(x) for x in f.band_scales],
+            "band_low": [float(x) for x in f.band[0]],
+            "band_fit": [float(x) for x in f.band[1]],
+            "band_high": [float(x) for x in f.band[2]],
+            "n_queries": f.n_queries,
+            "n_resamples": f.n_resamples,
+            "seed": f.seed,
+            "confidence": f.confidence,
+            "study": study,
+            "timestamp": when,
+        }
+        for f in fits
+    ]
 
 
 def fits_from_store_rows(rows: Sequence[Mapping[str, Any]]) -> list[ScalingFit]:
@@ -622,24 +841,42 @@ def _fit_of_row(r: Mapping[str, Any]) -> ScalingFit:
     t_lo, t_hi = r.get("target_scale_low"), r.get("target_scale_high")
     band = [r.get(k) or [] for k in ("band_low", "band_fit", "band_high")]
     return ScalingFit(
-        dataset=r["dataset"], label=r["label"], variant=r["variant"], measure=r["measure"], model=r["form"],
-        criterion=r["criterion"], scales=tuple(int(n) for n in r["scales"]), gains=tuple(float(g) for g in gains),
-        gain_ci=tuple((float(a), float(b)) for a, b in gci), params=json.loads(r["params"]),
-        loo_rmse=json.loads(r["loo_rmse"]), slope_per_doubling=float(r["slope_per_doubling"]),
-        slope_ci=(float(r["slope_low"]), float(r["slope_high"])), trend=r["trend"], next_scale=int(r["next_scale"]),
+        dataset=r["dataset"],
+        label=r["label"],
+        variant=r["variant"],
+        measure=r["measure"],
+        model=r["form"],
+        criterion=r["criterion"],
+        scales=tuple(int(n) for n in r["scales"]),
+        gains=tuple(float(g) for g in gains),
+        gain_ci=tuple((float(a), float(b)) for a, b in gci),
+        params=json.loads(r["params"]),
+        loo_rmse=json.loads(r["loo_rmse"]),
+        slope_per_doubling=float(r["slope_per_doubling"]),
+        slope_ci=(float(r["slope_low"]), float(r["slope_high"])),
+        trend=r["trend"],
+        next_scale=int(r["next_scale"]),
         predicted_next=float(r["predicted_next"]),
         predicted_next_ci=(float(r["predicted_next_low"]), float(r["predicted_next_high"])),
-        target=r.get("target"), target_scale=r.get("target_scale"),
+        target=r.get("target"),
+        target_scale=r.get("target_scale"),
         target_scale_ci=None if t_lo is None or t_hi is None else (float(t_lo), float(t_hi)),
-        target_note=r.get("target_note") or "no target given", hours=hours, gain_per_hour=rate,
-        gain_per_hour_ci=rate_ci, n_queries=int(r["n_queries"]), n_resamples=int(r["n_resamples"]),
-        seed=int(r["seed"]), confidence=float(r["confidence"]),
-        band_scales=np.asarray(r.get("band_scales") or [], dtype=np.float64), band=np.asarray(band, dtype=np.float64),
+        target_note=r.get("target_note") or "no target given",
+        hours=hours,
+        gain_per_hour=rate,
+        gain_per_hour_ci=rate_ci,
+        n_queries=int(r["n_queries"]),
+        n_resamples=int(r["n_resamples"]),
+        seed=int(r["seed"]),
+        confidence=float(r["confidence"]),
+        band_scales=np.asarray(r.get("band_scales") or [], dtype=np.float64),
+        band=np.asarray(band, dtype=np.float64),
     )
 
 
-def record_scaling(store: Any, measures: Sequence[str], *, boot: BootstrapConfig | None = None,
-                   study: str | None = None) -> list[ScalingFit]:
+def record_scaling(
+    store: Any, measures: Sequence[str], *, boot: BootstrapConfig | None = None, study: str | None = None
+) -> list[ScalingFit]:
     """Fit every scale-study curve of ``store`` (:func:`scaling_from_store`, each of ``measures``
     that the stored records can re-score) and commit the fits as rows of its ``scaling`` table,
     in one commit; returns the fits (none, and nothing committed, when no variant has 2 scales
@@ -660,6 +897,7 @@ def record_scaling(store: Any, measures: Sequence[str], *, boot: BootstrapConfig
 def _stored_already(store: Any, rows: Sequence[Mapping[str, Any]]) -> bool:
     """Whether the newest stored fit of every row's curve is that row (all but ``timestamp`` and
     ``study``): a study run again on the same records adds nothing, as its evaluation does."""
+
     def key(r: Mapping[str, Any]) -> tuple[Any, ...]:
         return r["dataset"], r["label"], r["variant"], r["measure"]
 
@@ -684,8 +922,14 @@ def stored_scaling(store: Any, measure: str = "ndcg@10", *, dataset: str | None 
 
 
 # ----------------------------------------------------------------------------- the summary of compare / inspect
-def scale_curve_fits(per_query: Mapping[str, Any], measure: str, *, dataset: str = "",
-                     boot: BootstrapConfig | None = None, only: tuple[str, str] | None = None) -> list[ScalingFit]:
+def scale_curve_fits(
+    per_query: Mapping[str, Any],
+    measure: str,
+    *,
+    dataset: str = "",
+    boot: BootstrapConfig | None = None,
+    only: tuple[str, str] | None = None,
+) -> list[ScalingFit]:
     """:func:`fit_scaling` of the systems that form scale curves (``<label>-base`` and at least 2
     scales of ``<label>-<variant>-s<N>``), [] when none do; ``only``: that (label, variant)."""
     names = [str(n) for n in per_query]
@@ -711,11 +955,13 @@ def _sentence(f: ScalingFit) -> str:
 
     pct = f"{f.confidence * 100:g}%"
     where = f" on {f.dataset} ({f.n_queries} queries)" if f.dataset else f" ({f.n_queries} queries)"
-    return (f"{f.label} {f.variant}{where}: {format_number(f.slope_per_10x)} {f.measure} per 10x more documents at the "
-            f"largest scale ({max(f.scales)}; {pct} CI {format_interval(*f.slope_per_10x_ci)}, {f.model} fit over "
-            f"scales {', '.join(map(str, f.scales))}), {f.trend}; predicted gain at {f.next_scale} documents "
-            f"{format_number(f.predicted_next)} {format_interval(*f.predicted_next_ci)}, an extrapolation of the "
-            "fitted curve.")
+    return (
+        f"{f.label} {f.variant}{where}: {format_number(f.slope_per_10x)} {f.measure} per 10x more documents at the "
+        f"largest scale ({max(f.scales)}; {pct} CI {format_interval(*f.slope_per_10x_ci)}, {f.model} fit over "
+        f"scales {', '.join(map(str, f.scales))}), {f.trend}; predicted gain at {f.next_scale} documents "
+        f"{format_number(f.predicted_next)} {format_interval(*f.predicted_next_ci)}, an extrapolation of the "
+        "fitted curve."
+    )
 
 
 def scaling_summary(fits: Sequence[ScalingFit], style: str = "text") -> str:
@@ -730,9 +976,10 @@ def scaling_summary(fits: Sequence[ScalingFit], style: str = "text") -> str:
     if not fits:
         return ""
     f = fits[0]
-    text = terminal_escape(f"Data scaling (gain over each variant's own base; percentile bootstrap over "
-                           f"{f.n_resamples} paired resamples of the queries): "
-                           + " ".join(_sentence(x) for x in fits))
+    text = terminal_escape(
+        f"Data scaling (gain over each variant's own base; percentile bootstrap over "
+        f"{f.n_resamples} paired resamples of the queries): " + " ".join(_sentence(x) for x in fits)
+    )
     if style == "latex":
         return latex_escape(text)
     return html.escape(text) if style == "html" else text
@@ -740,10 +987,26 @@ def scaling_summary(fits: Sequence[ScalingFit], style: str = "text") -> str:
 
 def scaling_summary_rows(fits: Sequence[ScalingFit]) -> list[dict[str, Any]]:
     """The numbers of :func:`scaling_summary`, one flat dict per fit (JSON and CSV outputs)."""
-    return [{"dataset": f.dataset, "measure": f.measure, "label": f.label, "variant": f.variant, "form": f.model,
-             "scales": ",".join(map(str, f.scales)), "slope_per_10x": f.slope_per_10x,
-             "slope_per_10x_ci_low": f.slope_per_10x_ci[0], "slope_per_10x_ci_high": f.slope_per_10x_ci[1],
-             "trend": f.trend, "next_scale": f.next_scale, "predicted_next": f.predicted_next,
-             "predicted_next_ci_low": f.predicted_next_ci[0], "predicted_next_ci_high": f.predicted_next_ci[1],
-             "extrapolation": True, "confidence": f.confidence, "n_queries": f.n_queries,
-             "n_resamples": f.n_resamples} for f in fits]
+    return [
+        {
+            "dataset": f.dataset,
+            "measure": f.measure,
+            "label": f.label,
+            "variant": f.variant,
+            "form": f.model,
+            "scales": ",".join(map(str, f.scales)),
+            "slope_per_10x": f.slope_per_10x,
+            "slope_per_10x_ci_low": f.slope_per_10x_ci[0],
+            "slope_per_10x_ci_high": f.slope_per_10x_ci[1],
+            "trend": f.trend,
+            "next_scale": f.next_scale,
+            "predicted_next": f.predicted_next,
+            "predicted_next_ci_low": f.predicted_next_ci[0],
+            "predicted_next_ci_high": f.predicted_next_ci[1],
+            "extrapolation": True,
+            "confidence": f.confidence,
+            "n_queries": f.n_queries,
+            "n_resamples": f.n_resamples,
+        }
+        for f in fits
+    ]

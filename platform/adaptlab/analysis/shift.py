@@ -117,17 +117,37 @@ class ShiftComparison:
             rows.append(metric_row(label, dataset, "shift_mean", mean, extra=extra))
             rows.append(metric_row(label, dataset, "shift_median", median, extra=extra))
         if self.paired:
-            rows.append(metric_row(self.adapted_label, dataset, "shift_diff", self.diff_mean,
-                                   ci_low=self.diff_ci_low, ci_high=self.diff_ci_high, p_value=self.pvalue,
-                                   compared_to=self.base_label, n_queries=self.n_base, n_resamples=self.n_resamples,
-                                   sample_size=self.n_base, seed=self.seed, confidence=self.confidence,
-                                   interval_method="percentile",
-                                   extra={"test": "wilcoxon", "statistic": self.statistic, "paired": True}))
+            rows.append(
+                metric_row(
+                    self.adapted_label,
+                    dataset,
+                    "shift_diff",
+                    self.diff_mean,
+                    ci_low=self.diff_ci_low,
+                    ci_high=self.diff_ci_high,
+                    p_value=self.pvalue,
+                    compared_to=self.base_label,
+                    n_queries=self.n_base,
+                    n_resamples=self.n_resamples,
+                    sample_size=self.n_base,
+                    seed=self.seed,
+                    confidence=self.confidence,
+                    interval_method="percentile",
+                    extra={"test": "wilcoxon", "statistic": self.statistic, "paired": True},
+                )
+            )
         else:
-            rows.append(metric_row(self.adapted_label, dataset, "shift_ks", self.statistic, p_value=self.pvalue,
-                                   compared_to=self.base_label,
-                                   extra={"n_base": self.n_base, "n_adapted": self.n_adapted, "test": "ks",
-                                          "paired": False}))
+            rows.append(
+                metric_row(
+                    self.adapted_label,
+                    dataset,
+                    "shift_ks",
+                    self.statistic,
+                    p_value=self.pvalue,
+                    compared_to=self.base_label,
+                    extra={"n_base": self.n_base, "n_adapted": self.n_adapted, "test": "ks", "paired": False},
+                )
+            )
         return rows
 
 
@@ -164,14 +184,25 @@ def compare_shift(
         raise ConfigError(f"quantiles must lie in [0, 1], got {list(quantiles)}")
     if paired is None:
         paired = x.size == y.size
-    common = (base_label, adapted_label, qs, np.quantile(x, qs), np.quantile(y, qs), float(x.mean()),
-              float(y.mean()), float(np.median(x)), float(np.median(y)))
+    common = (
+        base_label,
+        adapted_label,
+        qs,
+        np.quantile(x, qs),
+        np.quantile(y, qs),
+        float(x.mean()),
+        float(y.mean()),
+        float(np.median(x)),
+        float(np.median(y)),
+    )
     if not paired:
         ks = ks_2samp(x, y)
         return ShiftComparison(*common, "ks", float(ks.statistic), float(ks.pvalue), int(x.size), int(y.size))
     if x.size != y.size:
-        raise ConfigError(f"paired=True needs one distance per document in both arrays; got {x.size} and {y.size} "
-                          "(use paired=False for different document sets)")
+        raise ConfigError(
+            f"paired=True needs one distance per document in both arrays; got {x.size} and {y.size} "
+            "(use paired=False for different document sets)"
+        )
     d = y - x
     if np.all(d == 0):
         stat, p = 0.0, 1.0
@@ -179,5 +210,17 @@ def compare_shift(
         w = wilcoxon(d)
         stat, p = float(w.statistic), float(w.pvalue)
     ci = bootstrap_ci(d, n_resamples=n_resamples, seed=seed, confidence=confidence)
-    return ShiftComparison(*common, "wilcoxon", stat, p, int(x.size), int(y.size), float(d.mean()),
-                           float(ci.ci_low), float(ci.ci_high), float(confidence), int(n_resamples), int(seed))
+    return ShiftComparison(
+        *common,
+        "wilcoxon",
+        stat,
+        p,
+        int(x.size),
+        int(y.size),
+        float(d.mean()),
+        float(ci.ci_low),
+        float(ci.ci_high),
+        float(confidence),
+        int(n_resamples),
+        int(seed),
+    )

@@ -74,8 +74,13 @@ __all__ = [
 
 FORMATS: tuple[str, ...] = ("table", "csv", "json", "latex")
 
-_METHODS = {"percentile": "percentile bootstrap", "bca": "BCa bootstrap", "basic": "basic bootstrap",
-            "wilson": "Wilson score interval", "jeffreys": "Jeffreys interval"}
+_METHODS = {
+    "percentile": "percentile bootstrap",
+    "bca": "BCa bootstrap",
+    "basic": "basic bootstrap",
+    "wilson": "Wilson score interval",
+    "jeffreys": "Jeffreys interval",
+}
 _BOOTSTRAP_METHODS = {"percentile", "bca", "basic", None}
 _ADJUSTMENTS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
@@ -144,8 +149,9 @@ def _auto_baselines(comparisons: Sequence[Mapping[str, Any]]) -> tuple[dict[tupl
     return found, unclear
 
 
-def _named_baselines(grid: Mapping[tuple[str, str], Any], pairs: Mapping[tuple[str, str, str, str], Any],
-                     baseline: str | Sequence[str]) -> dict[tuple[str, str], str]:
+def _named_baselines(
+    grid: Mapping[tuple[str, str], Any], pairs: Mapping[tuple[str, str, str, str], Any], baseline: str | Sequence[str]
+) -> dict[tuple[str, str], str]:
     """Each (dataset, system)'s baseline among the named ones: the first with which the store holds
     a paired comparison of that system (either side), e.g. ``["colbert-base", "minilm-base"]``
     marks ColBERT variants against ``colbert-base`` and the others against ``minilm-base``. A named
@@ -157,7 +163,7 @@ def _named_baselines(grid: Mapping[tuple[str, str], Any], pairs: Mapping[tuple[s
     compared = {(ds, a, b) for ds, a, b, _ in pairs} | {(ds, b, a) for ds, a, b, _ in pairs}
     out: dict[tuple[str, str], str] = {}
     for ds, system in grid:
-        later = names[names.index(system) + 1:] if system in names else names  # a named base: only later ones
+        later = names[names.index(system) + 1 :] if system in names else names  # a named base: only later ones
         first = next((b for b in later if (ds, system, b) in compared), None)
         if first is not None:
             out[(ds, system)] = first
@@ -172,8 +178,13 @@ def _p(row: Mapping[str, Any]) -> float | None:
     return None
 
 
-def wide_table(rows: Iterable[Mapping[str, Any]], *, measures: Sequence[str] | None = None,
-               baseline: str | Sequence[str] | None = None, alpha: float = ALPHA) -> WideTable:
+def wide_table(
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    measures: Sequence[str] | None = None,
+    baseline: str | Sequence[str] | None = None,
+    alpha: float = ALPHA,
+) -> WideTable:
     """Pivot metric rows into one row per (dataset, system) and one column per measure.
 
     ``measures`` orders the columns (others follow in first-appearance order); ``baseline`` names
@@ -188,8 +199,9 @@ def wide_table(rows: Iterable[Mapping[str, Any]], *, measures: Sequence[str] | N
     pivot = score_grid(scores, measures)  # the one rule, shared with results' wide_frame
     grid, order, notes = pivot.cells, pivot.measures, pivot.notes
     if not order:
-        raise ConfigError("no score rows to tabulate" + (f" ({notes[0]})" if notes else
-                                                         ": the store or the filters select none"))
+        raise ConfigError(
+            "no score rows to tabulate" + (f" ({notes[0]})" if notes else ": the store or the filters select none")
+        )
     pairs: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
     for r in comparisons:
         pairs.setdefault((str(r["dataset"]), str(r["system"]), str(r["compared_to"]), str(r["measure"])), r)
@@ -208,8 +220,9 @@ def wide_table(rows: Iterable[Mapping[str, Any]], *, measures: Sequence[str] | N
             cmp = (pairs.get((ds, system, base, m)) or pairs.get((ds, base, system, m))) if base else None
             used += [cmp] if cmp is not None else []
             r = per[m]
-            cells[m] = Cell(_num(r.get("value")), _num(r.get("ci_low")), _num(r.get("ci_high")),
-                            None if cmp is None else _p(cmp))
+            cells[m] = Cell(
+                _num(r.get("value")), _num(r.get("ci_low")), _num(r.get("ci_high")), None if cmp is None else _p(cmp)
+            )
         out.append(WideRow(ds, system, base if any(c.p is not None for c in cells.values()) else None, cells))
     if baseline is not None and not used and comparisons:
         names = [baseline] if isinstance(baseline, str) else list(baseline)
@@ -219,8 +232,9 @@ def wide_table(rows: Iterable[Mapping[str, Any]], *, measures: Sequence[str] | N
 
 
 # -- cells --------------------------------------------------------------------------------------
-def format_cell(cell: Cell | None, digits: int = DIGITS, *, alpha: float = ALPHA, style: str = "text",
-                bold: bool = False) -> str:
+def format_cell(
+    cell: Cell | None, digits: int = DIGITS, *, alpha: float = ALPHA, style: str = "text", bold: bool = False
+) -> str:
     """``"0.727 [0.674, 0.780]"`` (just the value when the CI is not stored; ``"-"`` for no cell),
     with the style's mark appended when the comparison with the baseline has p < ``alpha``;
     ``bold`` (LaTeX) wraps the point estimate. See :func:`adaptlab.analysis.present.render_cell`."""
@@ -229,8 +243,11 @@ def format_cell(cell: Cell | None, digits: int = DIGITS, *, alpha: float = ALPHA
 
 def _best(table: WideTable, dataset: str, measure: str, digits: int) -> set[str]:
     """Systems of ``dataset`` with the highest point estimate of ``measure`` at the shown precision."""
-    shown = {r.system: float(format_number(r.cells[measure].value, digits)) for r in table.rows
-             if r.dataset == dataset and measure in r.cells and not is_missing(r.cells[measure].value)}
+    shown = {
+        r.system: float(format_number(r.cells[measure].value, digits))
+        for r in table.rows
+        if r.dataset == dataset and measure in r.cells and not is_missing(r.cells[measure].value)
+    }
     top = max(shown.values(), default=None)
     return {s for s, v in shown.items() if v == top}
 
@@ -255,25 +272,43 @@ def _interval_text(scores: Sequence[Mapping[str, Any]]) -> str:
     if not with_ci:
         return "Point estimates (no confidence intervals stored)."
     levels = sorted({float(r["confidence"]) for r in with_ci if not is_missing(r.get("confidence"))})
-    level = (f"{_pct(levels[0])} confidence intervals" if len(levels) == 1 else
-             f"confidence intervals (levels {_join(_pct(v) for v in levels)})" if levels else
-             "confidence intervals (level not stored)")
+    level = (
+        f"{_pct(levels[0])} confidence intervals"
+        if len(levels) == 1
+        else f"confidence intervals (levels {_join(_pct(v) for v in levels)})"
+        if levels
+        else "confidence intervals (level not stored)"
+    )
     by_method: dict[str | None, list[str]] = {}
     for r in with_ci:
         names = by_method.setdefault(r.get("interval_method") or None, [])
         if str(r["measure"]) not in names:
             names.append(str(r["measure"]))
     methods = [_METHODS.get(m, m) if m else "method not stored" for m in by_method]
-    how = methods[0] if len(methods) == 1 else "; ".join(f"{t} for {_join(ms)}" for t, ms in
-                                                          zip(methods, by_method.values()))
+    how = (
+        methods[0]
+        if len(methods) == 1
+        else "; ".join(f"{t} for {_join(ms)}" for t, ms in zip(methods, by_method.values()))
+    )
     boot = [r for r in with_ci if r.get("interval_method") in _BOOTSTRAP_METHODS]
     sizes = {int(r["n_resamples"]) for r in boot if not is_missing(r.get("n_resamples"))}
     if sizes:
         how += f"; {_span(sizes)} bootstrap resamples"
-        drawn = {int(r["sample_size"]) for r in boot if not is_missing(r.get("sample_size"))
-                 and not is_missing(r.get("n_queries")) and int(r["sample_size"]) != int(r["n_queries"])}
-        how += (f" of {_span(drawn)} queries each, so each CI is that of a {_span(drawn)}-query mean, wider than "
-                "the CI of the mean over all queries") if drawn else ""
+        drawn = {
+            int(r["sample_size"])
+            for r in boot
+            if not is_missing(r.get("sample_size"))
+            and not is_missing(r.get("n_queries"))
+            and int(r["sample_size"]) != int(r["n_queries"])
+        }
+        how += (
+            (
+                f" of {_span(drawn)} queries each, so each CI is that of a {_span(drawn)}-query mean, wider than "
+                "the CI of the mean over all queries"
+            )
+            if drawn
+            else ""
+        )
     return f"Point estimates with {level} in brackets ({how})."
 
 
@@ -292,8 +327,10 @@ def caption(table: WideTable, *, bold: bool = False) -> str:
     what bold means (the LaTeX table)."""
     parts = [_interval_text(table.scores), _queries_text(table)]
     if bold:
-        parts.append("Bold: the highest point estimate in each column within a dataset (equal values at the "
-                     "shown precision all bold); bold is not a claim of significance.")
+        parts.append(
+            "Bold: the highest point estimate in each column within a dataset (equal values at the "
+            "shown precision all bold); bold is not a claim of significance."
+        )
     return " ".join(p for p in parts if p)
 
 
@@ -315,8 +352,9 @@ def mark_note(table: WideTable) -> str:
     names = [_ADJUSTMENTS.get(n, n) for n in names]
     sizes = {int(r["family_size"]) for r in adjusted if not is_missing(r.get("family_size"))}
     if adjusted and names != ["none"]:
-        how = (f"p-values adjusted with {' or '.join(names)} within each family of one dataset and one measure"
-               + (f" ({_span(sizes)} {'test' if sizes == {1} else 'tests'} per family)" if sizes else ""))
+        how = f"p-values adjusted with {' or '.join(names)} within each family of one dataset and one measure" + (
+            f" ({_span(sizes)} {'test' if sizes == {1} else 'tests'} per family)" if sizes else ""
+        )
         how += "; unadjusted where no adjusted p-value is stored" if len(adjusted) < len(used) else ""
     else:
         how = "p-values not adjusted for multiple comparisons"
@@ -332,8 +370,9 @@ def to_text(table: WideTable, digits: int = DIGITS) -> str:
     """The table as aligned text: ``dataset``, ``system`` and a column per measure, followed by
     the caption, what the mark means and the notes; every name escaped for the terminal."""
     digits = check_digits(digits)
-    body = [[r.dataset, r.system, *(_estimate(r.cells.get(m), table.alpha) for m in table.measures)]
-            for r in table.rows]
+    body = [
+        [r.dataset, r.system, *(_estimate(r.cells.get(m), table.alpha) for m in table.measures)] for r in table.rows
+    ]
     lines = [render_table(["dataset", "system", *table.measures], body, "text", digits=digits), caption(table)]
     note = mark_note(table)
     lines += [f"{DAGGER} {note}"] if note else []
@@ -349,8 +388,9 @@ def to_records(table: WideTable) -> list[dict[str, Any]]:
         rec: dict[str, Any] = {"dataset": r.dataset, "system": r.system}
         for m in table.measures:
             c = r.cells.get(m)
-            rec[m], rec[f"{m}_ci_low"], rec[f"{m}_ci_high"] = (None, None, None) if c is None else \
-                (c.value, c.ci_low, c.ci_high)
+            rec[m], rec[f"{m}_ci_low"], rec[f"{m}_ci_high"] = (
+                (None, None, None) if c is None else (c.value, c.ci_low, c.ci_high)
+            )
         out.append(rec)
     return out
 
@@ -372,8 +412,10 @@ def _latex_rows(table: WideTable, digits: int) -> list[list[Estimate | str] | st
         rows += [RULE] if i else []
         best = {m: _best(table, ds, m, digits) for m in table.measures}
         for j, r in enumerate(x for x in table.rows if x.dataset == ds):
-            cells = [_estimate(r.cells[m], table.alpha, r.system in best[m]) if m in r.cells else "--"
-                     for m in table.measures]
+            cells = [
+                _estimate(r.cells[m], table.alpha, r.system in best[m]) if m in r.cells else "--"
+                for m in table.measures
+            ]
             rows.append([ds if j == 0 else "", r.system, *cells])
     return rows
 
@@ -383,12 +425,22 @@ def to_latex(table: WideTable, digits: int = DIGITS, *, label: str | None = "tab
     per dataset and a column per measure, the best value of each column in bold, and a footnote
     line for the mark. Every name is escaped. Needs ``\\usepackage{booktabs}``."""
     digits = check_digits(digits)
-    tabular = render_table(["Dataset", "System", *table.measures], _latex_rows(table, digits), "latex",
-                           digits=digits, align="ll" + "c" * len(table.measures))
-    lines = ["% adaptlab paper table; needs \\usepackage{booktabs}",
-             *(f"% note: {latex_escape(n)}" for n in table.notes),
-             r"\begin{table}[t]", r"\centering", rf"\caption{{{latex_escape(caption(table, bold=True))}}}",
-             *([rf"\label{{{label}}}"] if label else []), tabular]
+    tabular = render_table(
+        ["Dataset", "System", *table.measures],
+        _latex_rows(table, digits),
+        "latex",
+        digits=digits,
+        align="ll" + "c" * len(table.measures),
+    )
+    lines = [
+        "% adaptlab paper table; needs \\usepackage{booktabs}",
+        *(f"% note: {latex_escape(n)}" for n in table.notes),
+        r"\begin{table}[t]",
+        r"\centering",
+        rf"\caption{{{latex_escape(caption(table, bold=True))}}}",
+        *([rf"\label{{{label}}}"] if label else []),
+        tabular,
+    ]
     note = mark_note(table)
     if note:
         lines += [r"\par\smallskip", rf"{{\footnotesize {LATEX_DAGGER}\,{latex_escape(note)}\par}}"]
@@ -408,9 +460,15 @@ def render(table: WideTable, fmt: str = "table", digits: int = DIGITS, **latex: 
     raise ConfigError(f"table format {fmt!r}: expected one of {', '.join(FORMATS)}")
 
 
-def format_wide(rows: Iterable[Mapping[str, Any]], fmt: str = "table", *, digits: int = DIGITS,
-                measures: Sequence[str] | None = None, baseline: str | Sequence[str] | None = None,
-                alpha: float = ALPHA,
-                **latex: Any) -> str:
+def format_wide(
+    rows: Iterable[Mapping[str, Any]],
+    fmt: str = "table",
+    *,
+    digits: int = DIGITS,
+    measures: Sequence[str] | None = None,
+    baseline: str | Sequence[str] | None = None,
+    alpha: float = ALPHA,
+    **latex: Any,
+) -> str:
     """:func:`wide_table` of ``rows`` rendered as ``fmt`` (see :func:`render`)."""
     return render(wide_table(rows, measures=measures, baseline=baseline, alpha=alpha), fmt, digits, **latex)

@@ -85,8 +85,15 @@ from adaptlab.errors import ConfigError
 from adaptlab.stats import BootstrapConfig, percentile_interval, resample_indices
 from adaptlab.stats.settings import resolve_bootstrap
 
-__all__ = ["GAMMAS", "PSI_GRID", "TESTS", "ThresholdResult", "exact_rule", "similarity_thresholds",
-           "thresholds_from_arrays"]
+__all__ = [
+    "GAMMAS",
+    "PSI_GRID",
+    "TESTS",
+    "ThresholdResult",
+    "exact_rule",
+    "similarity_thresholds",
+    "thresholds_from_arrays",
+]
 
 PSI_GRID: tuple[float, ...] = tuple(float(p) for p in range(5, 101, 5))
 """The percentiles of ``Gamma`` tried by default: 5, 10, ..., 100."""
@@ -162,15 +169,38 @@ class ThresholdResult:
     def at_chosen(self) -> dict[str, float]:
         """At the chosen threshold: tau, psi, accuracy (value, boot_mean, ci_low, ci_high), the
         loss (loss, loss_ci_low, loss_ci_high) and the fraction of top-K documents removed."""
-        keys = ("tau", "psi", "value", "boot_mean", "ci_low", "ci_high", "loss", "loss_boot_mean",
-                "loss_ci_low", "loss_ci_high", "removed", "loss_upper")
+        keys = (
+            "tau",
+            "psi",
+            "value",
+            "boot_mean",
+            "ci_low",
+            "ci_high",
+            "loss",
+            "loss_boot_mean",
+            "loss_ci_low",
+            "loss_ci_high",
+            "removed",
+            "loss_upper",
+        )
         if self.chosen is None:
             return dict.fromkeys(keys, float("nan"))
         i = self.chosen
         upper = self.loss_upper[i] if self.loss_upper is not None else float("nan")
-        vals = (self.tau[i], self.psi[i], self.acc[i], self.acc_boot_mean[i], self.acc_ci_low[i],
-                self.acc_ci_high[i], self.base_acc - self.acc[i], self.loss_boot_mean[i], self.loss_ci_low[i],
-                self.loss_ci_high[i], self.removed[i], upper)
+        vals = (
+            self.tau[i],
+            self.psi[i],
+            self.acc[i],
+            self.acc_boot_mean[i],
+            self.acc_ci_low[i],
+            self.acc_ci_high[i],
+            self.base_acc - self.acc[i],
+            self.loss_boot_mean[i],
+            self.loss_ci_low[i],
+            self.loss_ci_high[i],
+            self.removed[i],
+            upper,
+        )
         return {k: float(v) for k, v in zip(keys, vals)}
 
     def _choice(self, i: int | None) -> dict[str, float | None]:
@@ -184,34 +214,77 @@ class ThresholdResult:
         and ``threshold_loss`` (the paired loss with its CI; for ``test="exact"`` the one-sided
         Clopper-Pearson interval ``[0, U]``, ``interval_method`` ``"clopper-pearson-upper"``)."""
         l = self.sample_size if self.test == "paper" else self.n_queries
-        common: dict[str, Any] = {"n_queries": self.n_queries, "n_resamples": self.n_resamples, "sample_size": l,
-                  "seed": self.seed, "confidence": self.confidence, "interval_method": "percentile"}
+        common: dict[str, Any] = {
+            "n_queries": self.n_queries,
+            "n_resamples": self.n_resamples,
+            "sample_size": l,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "interval_method": "percentile",
+        }
         at = self.at_chosen()
         loss_ci: dict[str, Any] = {"ci_low": at["loss_ci_low"], "ci_high": at["loss_ci_high"], **common}
         if self.test == "exact":
-            loss_ci.update(ci_low=0.0 if self.chosen is not None else float("nan"), ci_high=at["loss_upper"],
-                           interval_method="clopper-pearson-upper")
-        grid = {"psi": [float(x) for x in self.psi], "tau": [float(x) for x in self.tau],
-                "acc_boot_mean": [float(x) for x in self.acc_boot_mean],
-                "removed": [float(x) for x in self.removed],
-                "loss_ci_high": [float(x) for x in self.loss_ci_high],
-                "paper_pass": [bool(x) for x in self.paper_pass],
-                "margin_pass": [bool(x) for x in self.margin_pass]}
+            loss_ci.update(
+                ci_low=0.0 if self.chosen is not None else float("nan"),
+                ci_high=at["loss_upper"],
+                interval_method="clopper-pearson-upper",
+            )
+        grid = {
+            "psi": [float(x) for x in self.psi],
+            "tau": [float(x) for x in self.tau],
+            "acc_boot_mean": [float(x) for x in self.acc_boot_mean],
+            "removed": [float(x) for x in self.removed],
+            "loss_ci_high": [float(x) for x in self.loss_ci_high],
+            "paper_pass": [bool(x) for x in self.paper_pass],
+            "margin_pass": [bool(x) for x in self.margin_pass],
+        }
         if self.loss_upper is not None and self.exact_pass is not None:
             grid.update(loss_upper=[float(x) for x in self.loss_upper], exact_pass=[bool(x) for x in self.exact_pass])
         rule = {"k": self.k, "psi": at["psi"], "test": self.test, "gamma": self.gamma, "margin": self.margin}
         return [
-            metric_row(self.system, self.dataset, "threshold", at["tau"],
-                       extra={**rule, "removed": at["removed"], "grid": grid, "n_excluded": self.n_excluded,
-                              "paper": self._choice(self.chosen_paper),
-                              "margin_rule": self._choice(self.chosen_margin),
-                              "exact_rule": self._choice(self.chosen_exact)}, **common),
-            metric_row(self.system, self.dataset, "acc_at_threshold", at["value"], boot_mean=at["boot_mean"],
-                       ci_low=at["ci_low"], ci_high=at["ci_high"],
-                       extra={**rule, "tau": at["tau"], "base_acc": self.base_acc,
-                              "base_boot_mean": self.base_boot_mean, "removed": at["removed"]}, **common),
-            metric_row(self.system, self.dataset, "threshold_loss", at["loss"], boot_mean=at["loss_boot_mean"],
-                       extra={**rule, "tau": at["tau"]}, **loss_ci),
+            metric_row(
+                self.system,
+                self.dataset,
+                "threshold",
+                at["tau"],
+                extra={
+                    **rule,
+                    "removed": at["removed"],
+                    "grid": grid,
+                    "n_excluded": self.n_excluded,
+                    "paper": self._choice(self.chosen_paper),
+                    "margin_rule": self._choice(self.chosen_margin),
+                    "exact_rule": self._choice(self.chosen_exact),
+                },
+                **common,
+            ),
+            metric_row(
+                self.system,
+                self.dataset,
+                "acc_at_threshold",
+                at["value"],
+                boot_mean=at["boot_mean"],
+                ci_low=at["ci_low"],
+                ci_high=at["ci_high"],
+                extra={
+                    **rule,
+                    "tau": at["tau"],
+                    "base_acc": self.base_acc,
+                    "base_boot_mean": self.base_boot_mean,
+                    "removed": at["removed"],
+                },
+                **common,
+            ),
+            metric_row(
+                self.system,
+                self.dataset,
+                "threshold_loss",
+                at["loss"],
+                boot_mean=at["loss_boot_mean"],
+                extra={**rule, "tau": at["tau"]},
+                **loss_ci,
+            ),
         ]
 
 
@@ -257,8 +330,11 @@ def lost_bound(n_queries: int, confidence: float, margin: float) -> int | None:
     return int(ok.max()) if ok.size else None
 
 
-def exact_rule(hits: np.ndarray, confidence: float, margin: float,
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
+def exact_rule(
+    hits: np.ndarray,
+    confidence: float,
+    margin: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
     """The exact rule on a grid (module doc): ``hits`` [1 + P, Q] (row 0 without the threshold,
     rows in increasing ``tau``) -> ``(lost [P], loss_upper [P], passes [P], last)``: each
     threshold's lost queries, their one-sided Clopper-Pearson upper bound, whether it loses at
@@ -276,8 +352,12 @@ def exact_rule(hits: np.ndarray, confidence: float, margin: float,
     return lost, upper, passes, _choose(passes)
 
 
-def order_statistic_threshold(topk: np.ndarray, rank: np.ndarray, confidence: float, margin: float,
-                              ) -> float | None:
+def order_statistic_threshold(
+    topk: np.ndarray,
+    rank: np.ndarray,
+    confidence: float,
+    margin: float,
+) -> float | None:
     """The exact rule's threshold (module doc): ``g_(L* + 1)``, the ``(L* + 1)``-th smallest
     gold similarity among the top-K hits, or the highest retrieved similarity when there are at
     most ``L*`` hits; None when no threshold can keep the guarantee at this number of queries."""
@@ -299,8 +379,16 @@ def _pooled_psi(qmin: np.ndarray, idx: np.ndarray, tau: float) -> float:
     return float(100.0 * counts[np.isfinite(qmin) & (qmin < tau)].sum() / max(counts.sum(), 1.0))
 
 
-def _with_exact_choice(psi: np.ndarray, tau: np.ndarray, topk: np.ndarray, rank: np.ndarray, qmin: np.ndarray,
-                       idx: np.ndarray, confidence: float, margin: float) -> tuple[np.ndarray, np.ndarray, int | None]:
+def _with_exact_choice(
+    psi: np.ndarray,
+    tau: np.ndarray,
+    topk: np.ndarray,
+    rank: np.ndarray,
+    qmin: np.ndarray,
+    idx: np.ndarray,
+    confidence: float,
+    margin: float,
+) -> tuple[np.ndarray, np.ndarray, int | None]:
     """``(psi, tau, i)``: the grid with the exact rule's threshold inserted in ``tau`` order at
     its own ``psi`` (:func:`_pooled_psi`), and its index (None, grid unchanged, when none)."""
     chosen = order_statistic_threshold(topk, rank, confidence, margin)
@@ -310,8 +398,11 @@ def _with_exact_choice(psi: np.ndarray, tau: np.ndarray, topk: np.ndarray, rank:
     return np.insert(psi, i, _pooled_psi(qmin, idx, chosen)), np.insert(tau, i, chosen), i
 
 
-def _check_scores(topk_scores: np.ndarray, gold_rank: np.ndarray, k: int | None,
-                  ) -> tuple[np.ndarray, np.ndarray, int]:
+def _check_scores(
+    topk_scores: np.ndarray,
+    gold_rank: np.ndarray,
+    k: int | None,
+) -> tuple[np.ndarray, np.ndarray, int]:
     """``(topk [Q, k] float64, rank [Q], k)``: the scores cut to the first ``k`` columns (default:
     all K) and the gold ranks with those outside ``1..k`` set to 0 (no hit)."""
     topk = np.asarray(topk_scores, dtype=np.float64)
@@ -400,8 +491,14 @@ def thresholds_from_arrays(
     topk, rank, k = _check_scores(topk_scores, gold_rank, k)
     psi = _check_rule(psi_grid, test, gamma, margin)
     q = topk.shape[0]
-    cfg = resolve_bootstrap("thresholds_from_arrays", bootstrap, n_resamples=n_resamples, sample_size=sample_size,
-                            seed=seed, confidence=confidence)
+    cfg = resolve_bootstrap(
+        "thresholds_from_arrays",
+        bootstrap,
+        n_resamples=n_resamples,
+        sample_size=sample_size,
+        seed=seed,
+        confidence=confidence,
+    )
     idx = draw_indices(q, cfg, indices=indices)
     full = _margin_indices(q, idx, cfg, given=indices is not None)
 
@@ -409,8 +506,11 @@ def thresholds_from_arrays(
     qmin[np.isinf(qmin)] = np.nan  # nothing retrieved
     tau = _taus(qmin, idx, psi, gamma)
     conf = float(cfg.confidence)
-    psi, tau, at_exact = _with_exact_choice(psi, tau, topk, rank, qmin, idx, conf, float(margin)) \
-        if test == "exact" else (psi, tau, None)
+    psi, tau, at_exact = (
+        _with_exact_choice(psi, tau, topk, rank, qmin, idx, conf, float(margin))
+        if test == "exact"
+        else (psi, tau, None)
+    )
     hits = _hits(topk, rank, tau)
     point = hits.mean(axis=1)
     removed = _removed(topk, tau)
@@ -419,20 +519,49 @@ def thresholds_from_arrays(
     chosen_exact = at_exact if test == "exact" else rules.chosen_exact
     chosen = {"exact": chosen_exact, "margin": rules.chosen_margin, "paper": rules.chosen_paper}[test]
     means = rules.means_p if test == "paper" else rules.means_f
+    return ThresholdResult(
+        system=system,
+        dataset=dataset,
+        k=k,
+        test=test,
+        gamma=gamma,
+        margin=float(margin),
+        psi=psi,
+        tau=tau,
+        removed=removed,
+        chosen=chosen,
+        confidence=conf,
+        n_queries=int(q),
+        n_excluded=int(n_excluded),
+        n_resamples=int(idx.shape[0]),
+        sample_size=int(idx.shape[1]),
+        seed=cfg.seed,
+        chosen_exact=chosen_exact,
+        **_interval_fields(point, means, conf),
+        **rules.fields(),
+    )
+
+
+def _interval_fields(point: np.ndarray, means: np.ndarray, conf: float) -> dict[str, Any]:
+    """The accuracies [1 + P] (``point``, column 0 without a threshold) with their resampled means
+    ``means`` [B, 1 + P]: bootstrap means and percentile CIs of each accuracy and of each loss
+    ``acc_0 - acc_i``, under :class:`ThresholdResult`'s field names."""
     lo, hi = percentile_interval(means, conf, axis=0)
     loss = means[:, :1] - means[:, 1:]
     loss_lo, loss_hi = percentile_interval(loss, conf, axis=0)
-    return ThresholdResult(
-        system=system, dataset=dataset, k=k, test=test, gamma=gamma, margin=float(margin), psi=psi, tau=tau,
-        acc=point[1:], removed=removed, acc_boot_mean=means[:, 1:].mean(axis=0), acc_ci_low=lo[1:],
-        acc_ci_high=hi[1:], loss_boot_mean=loss.mean(axis=0), loss_ci_low=loss_lo, loss_ci_high=loss_hi,
-        paper_pass=rules.paper_pass, margin_pass=rules.margin_pass, base_acc=float(point[0]),
-        base_boot_mean=float(means[:, 0].mean()), base_ci_low=float(lo[0]), base_ci_high=float(hi[0]),
-        chosen=chosen, chosen_paper=rules.chosen_paper, chosen_margin=rules.chosen_margin, confidence=conf,
-        n_queries=int(q), n_excluded=int(n_excluded), n_resamples=int(idx.shape[0]), sample_size=int(idx.shape[1]),
-        seed=cfg.seed, lost=rules.lost, loss_upper=rules.upper, exact_pass=rules.exact_pass,
-        chosen_exact=chosen_exact,
-    )
+    return {
+        "acc": point[1:],
+        "acc_boot_mean": means[:, 1:].mean(axis=0),
+        "acc_ci_low": lo[1:],
+        "acc_ci_high": hi[1:],
+        "loss_boot_mean": loss.mean(axis=0),
+        "loss_ci_low": loss_lo,
+        "loss_ci_high": loss_hi,
+        "base_acc": float(point[0]),
+        "base_boot_mean": float(means[:, 0].mean()),
+        "base_ci_low": float(lo[0]),
+        "base_ci_high": float(hi[0]),
+    }
 
 
 @dataclass(frozen=True)
@@ -450,6 +579,18 @@ class _RulePasses:
     exact_pass: np.ndarray
     chosen_exact: int | None
 
+    def fields(self) -> dict[str, Any]:
+        """The rules' verdicts under :class:`ThresholdResult`'s field names."""
+        return {
+            "paper_pass": self.paper_pass,
+            "margin_pass": self.margin_pass,
+            "chosen_paper": self.chosen_paper,
+            "chosen_margin": self.chosen_margin,
+            "lost": self.lost,
+            "loss_upper": self.upper,
+            "exact_pass": self.exact_pass,
+        }
+
 
 def _rule_passes(hits: np.ndarray, idx: np.ndarray, full: np.ndarray, conf: float, margin: float) -> _RulePasses:
     """The three rules over hits [1 + P, Q] (row 0 without a threshold). Paper: the
@@ -464,8 +605,18 @@ def _rule_passes(hits: np.ndarray, idx: np.ndarray, full: np.ndarray, conf: floa
     _, loss_hi_f = percentile_interval(means_f[:, :1] - means_f[:, 1:], conf, axis=0)
     margin_pass = loss_hi_f <= margin + 1e-12
     lost, upper, exact_pass, chosen_exact = exact_rule(hits, conf, margin)
-    return _RulePasses(means_p, means_f, paper_pass, margin_pass, _choose(paper_pass), _choose(margin_pass),
-                       lost, upper, exact_pass, chosen_exact)
+    return _RulePasses(
+        means_p,
+        means_f,
+        paper_pass,
+        margin_pass,
+        _choose(paper_pass),
+        _choose(margin_pass),
+        lost,
+        upper,
+        exact_pass,
+        chosen_exact,
+    )
 
 
 def similarity_thresholds(
@@ -498,12 +649,28 @@ def similarity_thresholds(
     ``n_resamples`` (default 1000), ``sample_size``, ``seed`` (default 0) and ``confidence``
     (default 0.95), not both.
     """
-    cfg = resolve_bootstrap("similarity_thresholds", bootstrap, n_resamples=n_resamples, sample_size=sample_size,
-                            seed=seed, confidence=confidence)
+    cfg = resolve_bootstrap(
+        "similarity_thresholds",
+        bootstrap,
+        n_resamples=n_resamples,
+        sample_size=sample_size,
+        seed=seed,
+        confidence=confidence,
+    )
     qa = query_arrays(records, k)
     if qa.n_queries == 0:
         raise ConfigError(f"system {qa.system!r} on {qa.dataset!r}: no query has a gold document")
     return thresholds_from_arrays(
-        qa.topk, qa.gold_rank, k=k, psi_grid=psi_grid, test=test, margin=margin, gamma=gamma,
-        indices=indices, bootstrap=cfg, system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded,
+        qa.topk,
+        qa.gold_rank,
+        k=k,
+        psi_grid=psi_grid,
+        test=test,
+        margin=margin,
+        gamma=gamma,
+        indices=indices,
+        bootstrap=cfg,
+        system=qa.system,
+        dataset=qa.dataset,
+        n_excluded=qa.n_excluded,
     )

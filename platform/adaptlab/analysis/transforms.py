@@ -185,11 +185,21 @@ TRANSFORMS: dict[str, type[EmbeddingTransform]] = {
 """Transform classes by canonical name."""
 
 _ALIASES = {
-    "none": "none", "identity": "none", "baseline": "none",
-    "standardize": "standardize", "standardise": "standardize", "standardized": "standardize",
-    "standardised": "standardize", "zscore": "standardize",
-    "whiten": "whiten", "whitening": "whiten", "whitened": "whiten",
-    "abtt": "abtt", "all-but-the-top": "abtt", "all_but_the_top": "abtt", "pca": "abtt",
+    "none": "none",
+    "identity": "none",
+    "baseline": "none",
+    "standardize": "standardize",
+    "standardise": "standardize",
+    "standardized": "standardize",
+    "standardised": "standardize",
+    "zscore": "standardize",
+    "whiten": "whiten",
+    "whitening": "whiten",
+    "whitened": "whiten",
+    "abtt": "abtt",
+    "all-but-the-top": "abtt",
+    "all_but_the_top": "abtt",
+    "pca": "abtt",
 }
 
 

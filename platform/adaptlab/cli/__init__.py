@@ -33,8 +33,20 @@ from adaptlab.runtime import TERMINATED_STATUS, Terminated, catch_sigterm, sigte
 
 __all__ = ["main"]
 
-_COMMANDS = ("evaluate", "compare", "plan", "results", "export", "import", "run", "submit", "report", "inspect",
-             "cache", "scaling")
+_COMMANDS = (
+    "evaluate",
+    "compare",
+    "plan",
+    "results",
+    "export",
+    "import",
+    "run",
+    "submit",
+    "report",
+    "inspect",
+    "cache",
+    "scaling",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,8 +105,14 @@ def _one_line_warnings(fallback: Callable[..., None], logger: logging.Logger) ->
     fewer than 30 queries) as one ``adaptlab: WARNING: ...`` line through ``logger``, instead of
     Python's two lines with the file, line number and source line; other warnings go to ``fallback``."""
 
-    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-             file: object = None, line: str | None = None) -> None:
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: object = None,
+        line: str | None = None,
+    ) -> None:
         if str(getattr(category, "__module__", "")).startswith("adaptlab."):
             logger.warning("%s", message)
         else:
@@ -104,12 +122,15 @@ def _one_line_warnings(fallback: Callable[..., None], logger: logging.Logger) ->
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="adaptlab", description="Evaluate domain-adapted retrieval embeddings with confidence intervals.")
+    parser = _Parser(
+        prog="adaptlab", description="Evaluate domain-adapted retrieval embeddings with confidence intervals."
+    )
     parser.add_argument("--version", action="version", version=f"adaptlab {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     parser.add_argument("-q", "--quiet", action="store_true", help="errors only; no progress lines")
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="-v: also information lines; -vv: debug lines too")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="-v: also information lines; -vv: debug lines too"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in _COMMANDS:
         importlib.import_module(f"adaptlab.cli.{name}_cmd").add_parser(sub)
@@ -153,8 +174,11 @@ def _main(argv: list[str]) -> int:
     except MemoryError:
         if debug:
             raise
-        print(f"adaptlab {args.command}: error: out of memory; lower the sizes given (resamples, sample size, "
-              "cut-offs, batch size)", file=sys.stderr)
+        print(
+            f"adaptlab {args.command}: error: out of memory; lower the sizes given (resamples, sample size, "
+            "cut-offs, batch size)",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt as e:
         if isinstance(e, Terminated) or sigterm_received():  # ray.get turns it into a KeyboardInterrupt

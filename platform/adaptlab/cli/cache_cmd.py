@@ -24,15 +24,22 @@ _UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0}
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``adaptlab cache``."""
     p = sub.add_parser(
-        "cache", help="show or clear the shared embedding cache",
+        "cache",
+        help="show or clear the shared embedding cache",
         description="Show the shared embedding cache (root, entries, size, bound), or clear it. Embeddings are "
-                    "cached by model revision, options, texts and adaptlab version, outside any results store; "
-                    "the least recently used entries are evicted beyond the bound.")
+        "cached by model revision, options, texts and adaptlab version, outside any results store; "
+        "the least recently used entries are evicted beyond the bound.",
+    )
     p.add_argument("action", nargs="?", choices=("show", "clear"), default="show", help="what to do")
     p.add_argument("--root", default="", help="the cache (folder or URI); default: the environment's or the user's")
     p.add_argument("--yes", action="store_true", help="clear without asking")
-    p.add_argument("--older-than", type=_age, default=None, metavar="AGE",
-                   help="clear only entries not used for AGE (e.g. 7d, 12h, 30m; a bare number is days)")
+    p.add_argument(
+        "--older-than",
+        type=_age,
+        default=None,
+        metavar="AGE",
+        help="clear only entries not used for AGE (e.g. 7d, 12h, 30m; a bare number is days)",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
     add_common(p)
     p.set_defaults(handler=run)
@@ -72,10 +79,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _show(info: dict[str, Any]) -> str:
     folders = ", ".join(f"{name} {n}" for name, n in info["folders"].items())
-    lines = [f"root     {info['root']}",
-             f"entries  {info['entries']} ({folders})",
-             f"size     {_size(info['bytes'])} of {_size(info['max_bytes'])} "
-             "(least recently used entries are evicted beyond it)"]
+    lines = [
+        f"root     {info['root']}",
+        f"entries  {info['entries']} ({folders})",
+        f"size     {_size(info['bytes'])} of {_size(info['max_bytes'])} "
+        "(least recently used entries are evicted beyond it)",
+    ]
     if info["oldest"] is not None:
         lines.append(f"used     {_when(info['oldest'])} .. {_when(info['newest'])}")
     return "\n".join(lines)

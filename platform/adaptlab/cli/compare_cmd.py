@@ -32,35 +32,70 @@ def unit_open(text: str) -> float:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``adaptlab compare``."""
-    p = sub.add_parser("compare", help="compare every pair of systems: adjusted p, significance letters, tiers",
-                       description="Compare every pair of systems per dataset and measure, from TREC runs "
-                                   "(--qrels with several --run) or from a results store (--store): paired CIs, "
-                                   "Holm/BH-adjusted p, significance letters, the group tied with the best and "
-                                   "the minimum detectable effect.")
+    p = sub.add_parser(
+        "compare",
+        help="compare every pair of systems: adjusted p, significance letters, tiers",
+        description="Compare every pair of systems per dataset and measure, from TREC runs "
+        "(--qrels with several --run) or from a results store (--store): paired CIs, "
+        "Holm/BH-adjusted p, significance letters, the group tied with the best and "
+        "the minimum detectable effect.",
+    )
     p.add_argument("--qrels", type=Path, help="TREC qrels file, or a BEIR qrels/<split>.tsv (with --run)")
-    p.add_argument("--run", type=Path, action="append", dest="runs",
-                   help="TREC run file (qid Q0 docid rank score tag); repeat, at least twice")
+    p.add_argument(
+        "--run",
+        type=Path,
+        action="append",
+        dest="runs",
+        help="TREC run file (qid Q0 docid rank score tag); repeat, at least twice",
+    )
     p.add_argument("--store", help="a results store (a directory or an s3://, gs://, az:// URI) instead of runs")
-    p.add_argument("--dataset", help="with --store: this dataset only (default: every dataset); with --qrels: the "
-                                     "dataset's name in the tables (default: the BEIR folder's name or the qrels "
-                                     "file's stem)")
-    p.add_argument("--metrics", "--measure", dest="metrics", default=DEFAULT_METRICS,
-                   help=f"comma-separated measures (default {DEFAULT_METRICS})")
+    p.add_argument(
+        "--dataset",
+        help="with --store: this dataset only (default: every dataset); with --qrels: the "
+        "dataset's name in the tables (default: the BEIR folder's name or the qrels "
+        "file's stem)",
+    )
+    p.add_argument(
+        "--metrics",
+        "--measure",
+        dest="metrics",
+        default=DEFAULT_METRICS,
+        help=f"comma-separated measures (default {DEFAULT_METRICS})",
+    )
     add_bootstrap_options(p)
-    p.add_argument("--systems", help="comma-separated systems to compare, in this order: each difference is the first "
-                                     "named minus the second (default: all; a store's pairs keep their stored direction)")
-    p.add_argument("--alpha", type=unit_open, default=0.05,
-                   help="level of the significance letters (adjusted p < alpha; default 0.05)")
-    p.add_argument("--power", type=unit_open, default=0.8,
-                   help="power of the minimum detectable effect column (default 0.8)")
-    p.add_argument("--by", metavar="COLUMN",
-                   help="also per group of this grouping column: with --store the per-group rows it holds, with "
-                        "--qrels the groups of --groups FILE (p adjusted within each measure across the groups)")
-    p.add_argument("--groups", type=Path, metavar="FILE",
-                   help="with --qrels: a TSV file of 'query_id<TAB>group' lines giving each query's group")
-    p.add_argument("--format", choices=STYLES, default="text",
-                   help="output format; json: {systems, pairs, settings} with every column; csv: one table, its "
-                        "column 'table' saying 'systems' or 'pairs' (the columns of the other kind are empty)")
+    p.add_argument(
+        "--systems",
+        help="comma-separated systems to compare, in this order: each difference is the first "
+        "named minus the second (default: all; a store's pairs keep their stored direction)",
+    )
+    p.add_argument(
+        "--alpha",
+        type=unit_open,
+        default=0.05,
+        help="level of the significance letters (adjusted p < alpha; default 0.05)",
+    )
+    p.add_argument(
+        "--power", type=unit_open, default=0.8, help="power of the minimum detectable effect column (default 0.8)"
+    )
+    p.add_argument(
+        "--by",
+        metavar="COLUMN",
+        help="also per group of this grouping column: with --store the per-group rows it holds, with "
+        "--qrels the groups of --groups FILE (p adjusted within each measure across the groups)",
+    )
+    p.add_argument(
+        "--groups",
+        type=Path,
+        metavar="FILE",
+        help="with --qrels: a TSV file of 'query_id<TAB>group' lines giving each query's group",
+    )
+    p.add_argument(
+        "--format",
+        choices=STYLES,
+        default="text",
+        help="output format; json: {systems, pairs, settings} with every column; csv: one table, its "
+        "column 'table' saying 'systems' or 'pairs' (the columns of the other kind are empty)",
+    )
     add_common(p)
     p.set_defaults(handler=run)
 
@@ -89,8 +124,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--qrels needs at least two --run files to compare")
         per_query = per_query_from_runs(args.qrels, args.runs, args.metrics)
         dataset = args.dataset or dataset_name(args.qrels)
-        result = compare(per_query, boot=boot, dataset=dataset, systems=_systems(args), alpha=args.alpha,
-                         power=args.power)
+        result = compare(
+            per_query, boot=boot, dataset=dataset, systems=_systems(args), alpha=args.alpha, power=args.power
+        )
         grouped = grouped_from_args(args, per_query, boot)
         group_rows = grouped.metric_rows({n: n for n in per_query}, dataset) if grouped is not None else []
     if args.format in ("json", "csv"):
@@ -99,9 +135,18 @@ def run(args: argparse.Namespace) -> int:
         frames = {"systems": result.frame(), "pairs": result.pairs_frame(), **scaling_frames(result)}
         if args.by:
             frames["groups"] = pd.DataFrame(rows_of_column(group_rows, args.by))
-        emit_frames(frames, args.format,
-                    {"settings": {"alpha": args.alpha, "power": args.power, "bootstrap": boot.kwargs(),
-                                  "adjustment": boot.adjustment}})
+        emit_frames(
+            frames,
+            args.format,
+            {
+                "settings": {
+                    "alpha": args.alpha,
+                    "power": args.power,
+                    "bootstrap": boot.kwargs(),
+                    "adjustment": boot.adjustment,
+                }
+            },
+        )
     else:
         print(result.render(args.format))
         if args.by:
@@ -115,22 +160,34 @@ def _from_store(args: argparse.Namespace, boot: Any) -> tuple[Any, list[dict[str
     if args.runs:
         raise ConfigError("--run goes with --qrels, not with --store")
     if args.groups is not None:
-        raise ConfigError("--groups goes with --qrels; a store holds the per-group rows its evaluations wrote "
-                          "(choose them with --by COLUMN)")
+        raise ConfigError(
+            "--groups goes with --qrels; a store holds the per-group rows its evaluations wrote "
+            "(choose them with --by COLUMN)"
+        )
     from adaptlab import results
 
     store = results.open(args.store)
     try:
-        result = compare(store, measures=args.metrics, dataset=args.dataset, boot=boot, systems=_systems(args),
-                         alpha=args.alpha, power=args.power)
-        rows = (store.metrics(kind="all", group=ANY_GROUP, latest=True, dataset=args.dataset).to_pylist()
-                if args.by else [])
+        result = compare(
+            store,
+            measures=args.metrics,
+            dataset=args.dataset,
+            boot=boot,
+            systems=_systems(args),
+            alpha=args.alpha,
+            power=args.power,
+        )
+        rows = (
+            store.metrics(kind="all", group=ANY_GROUP, latest=True, dataset=args.dataset).to_pylist() if args.by else []
+        )
     finally:
         store.close()
     if args.by and not rows_of_column(rows, args.by):
         have = ", ".join(stored_group_columns(rows)) or "none"
-        raise ConfigError(f"--by {args.by}: the store holds no per-group rows of {args.by!r} (grouping columns "
-                          f"stored: {have}); evaluate with group_by = [\"{args.by}\"] to store them")
+        raise ConfigError(
+            f"--by {args.by}: the store holds no per-group rows of {args.by!r} (grouping columns "
+            f'stored: {have}); evaluate with group_by = ["{args.by}"] to store them'
+        )
     return result, rows
 
 

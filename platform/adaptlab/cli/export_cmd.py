@@ -30,26 +30,42 @@ _TRACKERS = frozenset({"mlflow", "wandb"})
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``adaptlab export``."""
     p = sub.add_parser(
-        "export", help="export a results store to MTEB result files, ranx JSON, MLflow or W&B",
+        "export",
+        help="export a results store to MTEB result files, ranx JSON, MLflow or W&B",
         description="Write the latest run of each (system, dataset) in a results store as MTEB TaskResult "
-                    "JSON files (laid out as mteb's result cache: MODEL/REVISION/TASK.json with "
-                    "model_meta.json), ranx run/qrels JSON files, MLflow runs (params, metrics with CI bounds, "
-                    "artifacts) in a tracking store you name, or offline W&B runs (config, summary metrics "
-                    "with CI bounds, files) for `wandb sync`.")
+        "JSON files (laid out as mteb's result cache: MODEL/REVISION/TASK.json with "
+        "model_meta.json), ranx run/qrels JSON files, MLflow runs (params, metrics with CI bounds, "
+        "artifacts) in a tracking store you name, or offline W&B runs (config, summary metrics "
+        "with CI bounds, files) for `wandb sync`.",
+    )
     p.add_argument("--store", required=True, help="results store (directory or s3://... URI)")
     p.add_argument("--to", required=True, choices=_TARGETS, help="the format to write")
-    p.add_argument("--out", required=True, metavar="PATH_OR_URI",
-                   help="output folder (mteb, ranx, wandb) or MLflow tracking URI, e.g. file:///tmp/mlruns (mlflow)")
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="PATH_OR_URI",
+        help="output folder (mteb, ranx, wandb) or MLflow tracking URI, e.g. file:///tmp/mlruns (mlflow)",
+    )
     p.add_argument("--system", default=None, help="only this system")
     p.add_argument("--dataset", default=None, help="only this dataset")
     p.add_argument("--split", default="test", help="mteb: the split name the scores are written under")
-    p.add_argument("--language", action="append", default=None, dest="languages", metavar="LANG-Script",
-                   help="mteb: the languages written (default: the MTEB task's eval_langs, else eng-Latn); "
-                        "repeatable")
+    p.add_argument(
+        "--language",
+        action="append",
+        default=None,
+        dest="languages",
+        metavar="LANG-Script",
+        help="mteb: the languages written (default: the MTEB task's eval_langs, else eng-Latn); repeatable",
+    )
     p.add_argument("--experiment", default=None, help="mlflow: experiment name (default: the study, else adaptlab)")
     p.add_argument("--project", default=None, help="wandb: project name (default: the study, else adaptlab)")
-    p.add_argument("--artifact", action="append", default=[], metavar="FILE",
-                   help="mlflow, wandb: a file (report, run file) attached to every run; repeatable")
+    p.add_argument(
+        "--artifact",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="mlflow, wandb: a file (report, run file) attached to every run; repeatable",
+    )
     add_common(p)
     p.set_defaults(handler=run)
 
@@ -60,8 +76,9 @@ def _export(store: Any, args: argparse.Namespace) -> list[str]:
 
     picked: dict[str, Any] = {"system": args.system, "dataset": args.dataset}
     if args.to == "mteb":
-        return [str(p) for p in results.export_mteb(store, args.out, split=args.split, languages=args.languages,
-                                                    **picked)]
+        return [
+            str(p) for p in results.export_mteb(store, args.out, split=args.split, languages=args.languages, **picked)
+        ]
     if args.to == "ranx":
         from adaptlab.results.exports.ranx_io import export_ranx
 

@@ -16,9 +16,12 @@ from adaptlab.cli._common import add_common
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``adaptlab import``."""
-    p = sub.add_parser("import", help="import MTEB result files into a results store",
-                       description="Store the scores of MTEB TaskResult JSON files (as mteb writes them) as runs of "
-                                   "one system, beside adaptlab's own runs.")
+    p = sub.add_parser(
+        "import",
+        help="import MTEB result files into a results store",
+        description="Store the scores of MTEB TaskResult JSON files (as mteb writes them) as runs of "
+        "one system, beside adaptlab's own runs.",
+    )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="MTEB result file (TaskName.json)")
     p.add_argument("--store", required=True, help="results store (directory or s3://... URI), created if new")
     p.add_argument("--from", dest="source", choices=("mteb",), default="mteb", help="the files' format")
@@ -33,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
     """Import; prints one line per stored run."""
     from adaptlab import results
 
-    ids = results.import_mteb(results.open(args.store, create=True), args.files, system=args.system,
-                              dataset=args.dataset, split=args.split)
+    ids = results.import_mteb(
+        results.open(args.store, create=True), args.files, system=args.system, dataset=args.dataset, split=args.split
+    )
     for dataset, run_id in ids.items():
         print(f"{args.system} on {dataset}: run {run_id}")
     print(f"imported {len(ids)} run(s) into {args.store} (mteb)")

@@ -23,18 +23,28 @@ from adaptlab.cli._common import add_common, bounded_int, print_json
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``adaptlab inspect``."""
     p = sub.add_parser(
-        "inspect", help="show the queries where two systems differ most, or a system's worst queries",
+        "inspect",
+        help="show the queries where two systems differ most, or a system's worst queries",
         description="Read the per-query records of a results store: queries where --system and --against "
-                    "differ most (gold, rank under each, top retrieved passage with score and page), "
-                    "win/loss counts beside the paired tests; without --against, the worst queries.")
+        "differ most (gold, rank under each, top retrieved passage with score and page), "
+        "win/loss counts beside the paired tests; without --against, the worst queries.",
+    )
     p.add_argument("--store", required=True, help="results store (directory or s3://... URI)")
-    p.add_argument("--system", default=None, help="the system to inspect (default: with two systems in the store, "
-                                                  "the one that is not the study's baseline, --against the baseline)")
+    p.add_argument(
+        "--system",
+        default=None,
+        help="the system to inspect (default: with two systems in the store, "
+        "the one that is not the study's baseline, --against the baseline)",
+    )
     p.add_argument("--against", default=None, help="a second system to compare with (e.g. the base model)")
     p.add_argument("--dataset", default=None, help="only this dataset (default: every dataset)")
     p.add_argument("--limit", type=bounded_int(1), default=10, help="queries to list")
-    p.add_argument("--data", default=None, metavar="FORMAT:PATH",
-                   help="the dataset (e.g. beir:DIR, such as the held-out set's folder) for query and passage texts")
+    p.add_argument(
+        "--data",
+        default=None,
+        metavar="FORMAT:PATH",
+        help="the dataset (e.g. beir:DIR, such as the held-out set's folder) for query and passage texts",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
     add_common(p)
     p.set_defaults(handler=run)

@@ -18,38 +18,66 @@ from adaptlab.metrics import parse_measures
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``adaptlab plan``."""
-    p = sub.add_parser("plan", help="how many queries detect a gain of X with power P (from pilot runs or a store)",
-                       description="Plan the number of queries: from pilot per-query values of two systems (two TREC "
-                                   "runs with --qrels, or --system/--against in a results store), the smallest number "
-                                   "of queries whose paired test (the one adaptlab reports) detects a mean difference "
-                                   "--effect with probability --power, by paired resampling of the pilot.")
+    p = sub.add_parser(
+        "plan",
+        help="how many queries detect a gain of X with power P (from pilot runs or a store)",
+        description="Plan the number of queries: from pilot per-query values of two systems (two TREC "
+        "runs with --qrels, or --system/--against in a results store), the smallest number "
+        "of queries whose paired test (the one adaptlab reports) detects a mean difference "
+        "--effect with probability --power, by paired resampling of the pilot.",
+    )
     p.add_argument("--qrels", type=Path, help="TREC qrels file, or a BEIR qrels/<split>.tsv (with two --run)")
-    p.add_argument("--run", type=Path, action="append", dest="runs",
-                   help="TREC run file; give exactly two (the first is the system, the second the baseline)")
+    p.add_argument(
+        "--run",
+        type=Path,
+        action="append",
+        dest="runs",
+        help="TREC run file; give exactly two (the first is the system, the second the baseline)",
+    )
     p.add_argument("--store", help="a results store (a directory or an s3://, gs://, az:// URI) instead of runs")
-    p.add_argument("--system", help="with --store: the system expected to gain (default: with two systems in the "
-                                    "store, the one that is not the study's baseline)")
+    p.add_argument(
+        "--system",
+        help="with --store: the system expected to gain (default: with two systems in the "
+        "store, the one that is not the study's baseline)",
+    )
     p.add_argument("--against", help="with --store: the baseline system (default: the study's baseline)")
     p.add_argument("--dataset", help="with --store: the dataset (needed when both systems are on several)")
     p.add_argument("--metric", "--measure", dest="metric", default="ndcg@10", help="the measure (default ndcg@10)")
     p.add_argument("--effect", type=float, required=True, help="the mean difference to detect, in the measure's units")
     p.add_argument("--power", type=unit_open, default=0.8, help="the probability of detecting it (default 0.8)")
     p.add_argument("--alpha", type=unit_open, default=0.05, help="the level of the two-sided test (default 0.05)")
-    p.add_argument("--experiments", type=bounded_int(10, 100_000), default=400,
-                   help="simulated evaluations per number of queries (default 400)")
-    p.add_argument("--resamples", type=bounded_int(19, 1_000_000), default=1000,
-                   help="sign vectors (or bootstrap resamples) per simulated test (default 1000)")
-    p.add_argument("--max-queries", type=bounded_int(2), default=10000,
-                   help="the largest number of queries tried (default 10000)")
+    p.add_argument(
+        "--experiments",
+        type=bounded_int(10, 100_000),
+        default=400,
+        help="simulated evaluations per number of queries (default 400)",
+    )
+    p.add_argument(
+        "--resamples",
+        type=bounded_int(19, 1_000_000),
+        default=1000,
+        help="sign vectors (or bootstrap resamples) per simulated test (default 1000)",
+    )
+    p.add_argument(
+        "--max-queries", type=bounded_int(2), default=10000, help="the largest number of queries tried (default 10000)"
+    )
     p.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the simulation (default 0)")
-    p.add_argument("--assurance", type=unit_open, default=0.8,
-                   help="also the number of queries that reaches --power with this probability over the pilot's "
-                        "own sampling variation (planned at the upper confidence bound of the pilot's sd; default "
-                        "0.8), and the range of planned sizes over a 95%% interval of that sd")
+    p.add_argument(
+        "--assurance",
+        type=unit_open,
+        default=0.8,
+        help="also the number of queries that reaches --power with this probability over the pilot's "
+        "own sampling variation (planned at the upper confidence bound of the pilot's sd; default "
+        "0.8), and the range of planned sizes over a 95%% interval of that sd",
+    )
     p.add_argument("--figure", type=Path, help="also save the power curve here (.png, .pdf or .svg)")
-    p.add_argument("--format", choices=("text", "json", "csv"), default="text",
-                   help="output format; json: {plan: the answer and its settings, systems, curve}; csv: the power "
-                        "curve, every row with the answer and its settings")
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "csv"),
+        default="text",
+        help="output format; json: {plan: the answer and its settings, systems, curve}; csv: the power "
+        "curve, every row with the answer and its settings",
+    )
     add_common(p)
     p.set_defaults(handler=run)
 
@@ -58,8 +86,10 @@ def _pilot(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
     """The two systems' per-query pilot values from the runs or the store (their names are left
     in ``args.system`` / ``args.against``)."""
     if (args.store is None) == (args.qrels is None):
-        raise ConfigError("give either --qrels with two --run files, or --store URI (with --system and --against "
-                          "when it holds more than two systems)")
+        raise ConfigError(
+            "give either --qrels with two --run files, or --store URI (with --system and --against "
+            "when it holds more than two systems)"
+        )
     measure = str(parse_measures([args.metric])[0])
     if args.store is None:
         if not args.runs or len(args.runs) != 2:
@@ -91,9 +121,18 @@ def _pilot(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
 def run(args: argparse.Namespace) -> int:
     """Plan the number of queries and print the answer and the power curve."""
     a, b = _pilot(args)
-    plan = plan_sample_size(a, b, effect=args.effect, power=args.power, alpha=args.alpha,
-                            n_experiments=args.experiments, n_resamples=args.resamples,
-                            max_queries=args.max_queries, seed=args.seed, assurance=args.assurance)
+    plan = plan_sample_size(
+        a,
+        b,
+        effect=args.effect,
+        power=args.power,
+        alpha=args.alpha,
+        n_experiments=args.experiments,
+        n_resamples=args.resamples,
+        max_queries=args.max_queries,
+        seed=args.seed,
+        assurance=args.assurance,
+    )
     if args.figure is not None:
         plan.figure(args.figure)
     if args.format != "text":

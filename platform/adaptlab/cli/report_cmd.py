@@ -17,22 +17,44 @@ from adaptlab.errors import ConfigError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``adaptlab report``."""
-    p = sub.add_parser("report", help="write a Markdown/HTML report with plots from a results store",
-                       description="Tables (value, bootstrap mean, CI, CI width; paired comparisons; thresholds; "
-                                   "COE/ROE; isotropy; correlations) and figures from a results store. "
-                                   "report.html embeds every figure (it needs no other file); figures/ holds "
-                                   "them as files for a paper.")
+    p = sub.add_parser(
+        "report",
+        help="write a Markdown/HTML report with plots from a results store",
+        description="Tables (value, bootstrap mean, CI, CI width; paired comparisons; thresholds; "
+        "COE/ROE; isotropy; correlations) and figures from a results store. "
+        "report.html embeds every figure (it needs no other file); figures/ holds "
+        "them as files for a paper.",
+    )
     p.add_argument("--store", required=True, help="results store: a directory or an s3://, gs://, az:// URI")
     p.add_argument("--out", required=True, type=Path, help="output folder (report.md, report.html, figures/)")
     p.add_argument("--system", action="append", default=None, help="only these systems (repeatable)")
     p.add_argument("--dataset", action="append", default=None, help="only these datasets (repeatable)")
-    p.add_argument("--k", type=bounded_int(1), default=5, help="top-K of thresholds and COE/ROE (default 5, as in the reference study)")
-    p.add_argument("--bootstrap", type=bounded_int(1, MAX_RESAMPLES), default=1000, help="resamples for analyses computed from per-query records")
+    p.add_argument(
+        "--k",
+        type=bounded_int(1),
+        default=5,
+        help="top-K of thresholds and COE/ROE (default 5, as in the reference study)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=bounded_int(1, MAX_RESAMPLES),
+        default=1000,
+        help="resamples for analyses computed from per-query records",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of those resamples")
-    p.add_argument("--format", dest="figure_format", choices=FIGURE_FORMATS, default="png",
-                   help="format of the figure files in figures/ (default png; svg and pdf are vector formats)")
-    p.add_argument("--dpi", type=bounded_int(10, 2400), default=DEFAULT_DPI,
-                   help=f"resolution of PNG figures, dots per inch (default {DEFAULT_DPI})")
+    p.add_argument(
+        "--format",
+        dest="figure_format",
+        choices=FIGURE_FORMATS,
+        default="png",
+        help="format of the figure files in figures/ (default png; svg and pdf are vector formats)",
+    )
+    p.add_argument(
+        "--dpi",
+        type=bounded_int(10, 2400),
+        default=DEFAULT_DPI,
+        help=f"resolution of PNG figures, dots per inch (default {DEFAULT_DPI})",
+    )
     add_common(p)
     p.set_defaults(handler=run)
 
@@ -58,8 +80,10 @@ def _check_names(store: object, systems: list[str] | None, datasets: list[str] |
         for name in wanted or []:
             if name not in known:
                 shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
-                raise ConfigError(f"{option} {name!r}: no run in the store has this {column}{suggest(name, known)} "
-                                  f"({column}s in the store: {shown or 'none'}); no report was written")
+                raise ConfigError(
+                    f"{option} {name!r}: no run in the store has this {column}{suggest(name, known)} "
+                    f"({column}s in the store: {shown or 'none'}); no report was written"
+                )
 
 
 def _build_fresh(args: argparse.Namespace) -> list[Path]:
@@ -71,8 +95,17 @@ def _build_fresh(args: argparse.Namespace) -> list[Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        build_report(args.store, tmp, systems=args.system, datasets=args.dataset, k=args.k,
-                     n_resamples=args.bootstrap, seed=args.seed, figure_format=args.figure_format, dpi=args.dpi)
+        build_report(
+            args.store,
+            tmp,
+            systems=args.system,
+            datasets=args.dataset,
+            k=args.k,
+            n_resamples=args.bootstrap,
+            seed=args.seed,
+            figure_format=args.figure_format,
+            dpi=args.dpi,
+        )
         out.mkdir(exist_ok=True)
         old_figures = out / "figures"
         if old_figures.is_dir():

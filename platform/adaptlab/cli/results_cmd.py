@@ -27,78 +27,174 @@ from adaptlab.errors import ConfigError
 
 _DEFAULT_COLUMNS = {
     "metrics": ["run", "time", "system", "dataset", "measure", "value", "ci_low", "ci_high", "n_queries"],
-    "comparisons": ["run", "time", "system", "compared_to", "dataset", "measure", "value", "ci_low", "ci_high",
-                    "p_value"],
+    "comparisons": [
+        "run",
+        "time",
+        "system",
+        "compared_to",
+        "dataset",
+        "measure",
+        "value",
+        "ci_low",
+        "ci_high",
+        "p_value",
+    ],
     "runs": ["run_id", "timestamp", "system", "dataset", "model_id", "study", "host"],
     "per_query": ["run", "system", "dataset", "query_id", "gold_rank", "sim_gold", "sim_random"],
     "history": ["version", "timestamp", "operation", "commit_id", "n_rows"],
-    "scaling": ["timestamp", "dataset", "label", "variant", "measure", "form", "slope_per_doubling", "slope_low",
-                "slope_high", "trend", "next_scale", "predicted_next", "predicted_next_low", "predicted_next_high"],
+    "scaling": [
+        "timestamp",
+        "dataset",
+        "label",
+        "variant",
+        "measure",
+        "form",
+        "slope_per_doubling",
+        "slope_low",
+        "slope_high",
+        "trend",
+        "next_scale",
+        "predicted_next",
+        "predicted_next_low",
+        "predicted_next_high",
+    ],
 }
 _ACTIONS = ("show", "migrate", "compact", "vacuum", "repair")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "results", help="query, migrate or compact the results store",
+        "results",
+        help="query, migrate or compact the results store",
         description="Print rows of the results store (a directory or s3://, gs://, az:// URI), filtered by "
-                    "column values or selected with SQL; with --wide or --format latex, a paper table of the "
-                    "scores (one row per dataset and system, a column per measure, value [CI]); or "
-                    "`adaptlab results migrate OLD NEW` to convert a "
-                    "store of the previous layout; or `adaptlab results compact --store S` to merge small "
-                    "files; or `adaptlab results vacuum --store S` to delete files no version needs (both safe beside "
-                    "writers; a short --retention-hours makes older versions unreadable).")
-    p.add_argument("action", nargs="?", default="show", metavar="{migrate,compact,vacuum,repair}",
-                   help="migrate OLD NEW, compact, vacuum, or repair a damaged store (default: print rows)")
+        "column values or selected with SQL; with --wide or --format latex, a paper table of the "
+        "scores (one row per dataset and system, a column per measure, value [CI]); or "
+        "`adaptlab results migrate OLD NEW` to convert a "
+        "store of the previous layout; or `adaptlab results compact --store S` to merge small "
+        "files; or `adaptlab results vacuum --store S` to delete files no version needs (both safe beside "
+        "writers; a short --retention-hours makes older versions unreadable).",
+    )
+    p.add_argument(
+        "action",
+        nargs="?",
+        default="show",
+        metavar="{migrate,compact,vacuum,repair}",
+        help="migrate OLD NEW, compact, vacuum, or repair a damaged store (default: print rows)",
+    )
     p.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
     p.add_argument("--store", help="results store: a directory or an s3://, gs://, az:// URI")
-    p.add_argument("--table", choices=("metrics", "comparisons", "runs", "per_query", "scaling", "history"),
-                   default="metrics",
-                   help="metrics = scores of one system; comparisons = paired differences (value = system - "
-                        "compared_to); scaling = the data-scaling fits a scale study recorded; history = the "
-                        "store's versions (default: metrics)")
-    p.add_argument("--scaling", dest="table", action="store_const", const="scaling",
-                   help="the data-scaling fits a scale study recorded (--table scaling); --latest: the newest fit "
-                        "of each dataset, variant and measure")
-    p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
-                   help="keep rows whose column KEY equals VALUE (VALUE may be a,b,c for 'any of'; each of them "
-                        "must occur in the store: a typo is refused with the closest stored value); repeatable. "
-                        "compared_to=X finds comparisons with X on either side; metrics are the whole dataset's "
-                        "unless group=COLUMN=VALUE (or group=* for every group) asks for per-group rows")
-    p.add_argument("--latest", action="store_true", help="only the latest run of each (system, dataset)")
-    p.add_argument("--sql", metavar="QUERY",
-                   help="run a DuckDB SQL query over the views runs, metrics, comparisons, metrics_all, per_query and groups "
-                        "(the per-group rows; the other metric views hold the whole dataset's)")
-    p.add_argument("--version", dest="store_version", type=int, default=None, metavar="N",
-                   help="read the store as it was at version N (see --table history)")
-    p.add_argument("--as-of", default=None, metavar="TIME", help="read the store as it was at TIME (ISO 8601)")
-    p.add_argument("--has-run", metavar="RUN_ID[,RUN_ID...]", default=None,
-                   help="say whether each run id is in the store and at which version (exit 0 when all are, 1 when "
-                        "one is not): after a commit whose outcome was unknown, whether it landed")
-    p.add_argument("--strict", action="store_true",
-                   help="a data file that would be read without a recorded SHA-256 (no checksum record, or the "
-                        "_adaptlab_checksums folder missing) is an error (exit 2), not a warning")
-    p.add_argument("--retention-hours", type=float, default=168.0,
-                   help="compact, vacuum: keep files needed by versions younger than this (default 168 = 7 days)")
-    p.add_argument("--format", choices=("table", "json", "csv", "latex"), default="table",
-                   help="latex: a paper table (implies --wide): a booktabs `table` environment with one block per "
-                        "dataset, the best value of each column in bold and a caption stating the CI level, "
-                        "method and number of queries")
-    p.add_argument("--wide", action="store_true",
-                   help="one row per (dataset, system), one column per measure, cells 'value [ci_low, ci_high]' "
-                        "(csv/json: columns M, M_ci_low, M_ci_high); scores of the latest run of each "
-                        "(system, dataset) unless --filter run_id=... picks runs. A cell is marked with a dagger "
-                        "when the paired comparison with the system's baseline has adjusted p < 0.05; a measure "
-                        "filter (--filter measure=a,b) orders the columns")
-    p.add_argument("--digits", type=bounded_int(0, 12), default=None, metavar="N",
-                   help="decimals of --wide and latex cells (default 3)")
-    p.add_argument("--baseline", default=None, metavar="NAME", action="append",
-                   help="--wide/latex: mark comparisons with this system; repeat for per-family baselines "
-                        "(each system against the first named one it was compared with, e.g. --baseline "
-                        "colbert-base --baseline minilm-base); default: each system's compared_to, when the "
-                        "stored comparisons have one baseline per system")
+    _add_selection(p)
+    _add_maintenance(p)
+    _add_output(p)
     add_common(p)
     p.set_defaults(handler=run)
+
+
+def _add_selection(p: argparse.ArgumentParser) -> None:
+    """Which rows: the table, filters, latest runs, SQL, a past version."""
+    p.add_argument(
+        "--table",
+        choices=("metrics", "comparisons", "runs", "per_query", "scaling", "history"),
+        default="metrics",
+        help="metrics = scores of one system; comparisons = paired differences (value = system - "
+        "compared_to); scaling = the data-scaling fits a scale study recorded; history = the "
+        "store's versions (default: metrics)",
+    )
+    p.add_argument(
+        "--scaling",
+        dest="table",
+        action="store_const",
+        const="scaling",
+        help="the data-scaling fits a scale study recorded (--table scaling); --latest: the newest fit "
+        "of each dataset, variant and measure",
+    )
+    p.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keep rows whose column KEY equals VALUE (VALUE may be a,b,c for 'any of'; each of them "
+        "must occur in the store: a typo is refused with the closest stored value); repeatable. "
+        "compared_to=X finds comparisons with X on either side; metrics are the whole dataset's "
+        "unless group=COLUMN=VALUE (or group=* for every group) asks for per-group rows",
+    )
+    p.add_argument("--latest", action="store_true", help="only the latest run of each (system, dataset)")
+    p.add_argument(
+        "--sql",
+        metavar="QUERY",
+        help="run a DuckDB SQL query over the views runs, metrics, comparisons, metrics_all, per_query, groups "
+        "(the per-group rows; the other metric views hold the whole dataset's) and scaling",
+    )
+    p.add_argument(
+        "--version",
+        dest="store_version",
+        type=int,
+        default=None,
+        metavar="N",
+        help="read the store as it was at version N (see --table history)",
+    )
+    p.add_argument("--as-of", default=None, metavar="TIME", help="read the store as it was at TIME (ISO 8601)")
+
+
+def _add_maintenance(p: argparse.ArgumentParser) -> None:
+    """Checks and maintenance: --has-run, --strict, the retention of compact and vacuum."""
+    p.add_argument(
+        "--has-run",
+        metavar="RUN_ID[,RUN_ID...]",
+        default=None,
+        help="say whether each run id is in the store and at which version (exit 0 when all are, 1 when "
+        "one is not): after a commit whose outcome was unknown, whether it landed",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a data file that would be read without a recorded SHA-256 (no checksum record, or the "
+        "_adaptlab_checksums folder missing) is an error (exit 2), not a warning",
+    )
+    p.add_argument(
+        "--retention-hours",
+        type=float,
+        default=168.0,
+        help="compact, vacuum: keep files needed by versions younger than this (default 168 = 7 days)",
+    )
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    """How rows print: the format, the paper table (--wide), its digits and baselines."""
+    p.add_argument(
+        "--format",
+        choices=("table", "json", "csv", "latex"),
+        default="table",
+        help="latex: a paper table (implies --wide): a booktabs `table` environment with one block per "
+        "dataset, the best value of each column in bold and a caption stating the CI level, "
+        "method and number of queries",
+    )
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="one row per (dataset, system), one column per measure, cells 'value [ci_low, ci_high]' "
+        "(csv/json: columns M, M_ci_low, M_ci_high); scores of the latest run of each "
+        "(system, dataset) unless --filter run_id=... picks runs. A cell is marked with a dagger "
+        "when the paired comparison with the system's baseline has adjusted p < 0.05; a measure "
+        "filter (--filter measure=a,b) orders the columns",
+    )
+    p.add_argument(
+        "--digits",
+        type=bounded_int(0, 12),
+        default=None,
+        metavar="N",
+        help="decimals of --wide and latex cells (default 3)",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        metavar="NAME",
+        action="append",
+        help="--wide/latex: mark comparisons with this system; repeat for per-family baselines "
+        "(each system against the first named one it was compared with, e.g. --baseline "
+        "colbert-base --baseline minilm-base); default: each system's compared_to, when the "
+        "stored comparisons have one baseline per system",
+    )
 
 
 def parse_filters(items: list[str]) -> dict[str, object]:
@@ -190,8 +286,9 @@ def _with_run_columns(store, table):
         uniq = pc.unique(ids).to_pylist()
         runs = store.runs(columns=["run_id", "timestamp"], run_id=uniq)
         when = dict(zip(runs.column("run_id").to_pylist(), runs.column("timestamp").to_pylist()))
-        table = table.append_column("time", pa.array([when.get(r) for r in ids.to_pylist()],
-                                                     pa.timestamp("us", tz="UTC")))
+        table = table.append_column(
+            "time", pa.array([when.get(r) for r in ids.to_pylist()], pa.timestamp("us", tz="UTC"))
+        )
     return table
 
 
@@ -208,30 +305,14 @@ def _open(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     action = args.action
     if action not in _ACTIONS:
-        raise ConfigError(f"adaptlab results: unknown action {action!r}; expected migrate OLD NEW, compact, vacuum, repair, "
-                          "or no action to print rows")
-    if action == "migrate":
-        if len(args.paths) != 2:
-            raise ConfigError("adaptlab results migrate: expected two locations, OLD (a store of the previous "
-                              "layout) and NEW (a new store), e.g. adaptlab results migrate results/ results-delta/")
-        from adaptlab.results.legacy.migrate import migrate_store
-
-        report = migrate_store(args.paths[0], args.paths[1])
-        _print("\n".join(report.lines()))
-        return 0
-    if args.paths:
+        raise ConfigError(
+            f"adaptlab results: unknown action {action!r}; expected migrate OLD NEW, compact, vacuum, repair, "
+            "or no action to print rows"
+        )
+    if args.paths and action != "migrate":
         raise ConfigError(f"adaptlab results: unexpected argument(s) {' '.join(args.paths)}")
-    if action == "repair":
-        return _repair(args)
-    if action == "compact":
-        out = _open(args).compact(retention_hours=args.retention_hours)
-        print(f"compacted {args.store}: {out['files_removed']} file(s) merged into {out['files_added']}, "
-              f"{out['files_vacuumed']} unreferenced file(s) deleted; store version {out['version']}")
-        return 0
-    if action == "vacuum":
-        got = _open(args).vacuum(retention_hours=args.retention_hours)
-        print(f"vacuumed {args.store}: {got['files_vacuumed']} unreferenced file(s) deleted; store version {got['version']}")
-        return 0
+    if action != "show":
+        return _maintain(args)
     _check_wide_options(args)
     store = _open(args)
     if args.has_run is not None:
@@ -243,8 +324,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.table == "history":
         if not hasattr(store, "history"):
-            raise ConfigError(f"{args.store} is a store of the previous layout: it has no history; "
-                              f"migrate it with `adaptlab results migrate {args.store} NEW`")
+            raise ConfigError(
+                f"{args.store} is a store of the previous layout: it has no history; "
+                f"migrate it with `adaptlab results migrate {args.store} NEW`"
+            )
         _emit(store.history(), args.format, _DEFAULT_COLUMNS["history"])
         return 0
     filters = parse_filters(args.filter)
@@ -255,16 +338,19 @@ def run(args: argparse.Namespace) -> int:
 
     if not isinstance(store, ResultsStore):  # previous layout: read-only, plain tables
         if args.latest:
-            raise ConfigError(f"--latest needs a Delta Lake store; migrate {args.store} with "
-                              f"`adaptlab results migrate {args.store} NEW`")
+            raise ConfigError(
+                f"--latest needs a Delta Lake store; migrate {args.store} with "
+                f"`adaptlab results migrate {args.store} NEW`"
+            )
         name = "metrics" if args.table == "comparisons" else args.table
         table = store.table(name, **filters)
         if name == "metrics":  # scores and comparisons apart, as for the Delta store
             import pyarrow.compute as pc
 
             is_cmp = pc.is_valid(table.column("compared_to"))
-            table = table.filter(is_cmp if args.table == "comparisons" or "compared_to" in filters
-                                 else pc.invert(is_cmp))
+            table = table.filter(
+                is_cmp if args.table == "comparisons" or "compared_to" in filters else pc.invert(is_cmp)
+            )
     else:
         extra = {"kind": "score"} if args.table == "metrics" and "compared_to" not in filters else {}
         table = getattr(store, args.table)(latest=args.latest, **extra, **filters)
@@ -276,6 +362,38 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _maintain(args: argparse.Namespace) -> int:
+    """``results migrate OLD NEW``, ``repair``, ``compact`` and ``vacuum``."""
+    action = args.action
+    if action == "migrate":
+        if len(args.paths) != 2:
+            raise ConfigError(
+                "adaptlab results migrate: expected two locations, OLD (a store of the previous "
+                "layout) and NEW (a new store), e.g. adaptlab results migrate results/ results-delta/"
+            )
+        from adaptlab.results.legacy.migrate import migrate_store
+
+        report = migrate_store(args.paths[0], args.paths[1])
+        _print("\n".join(report.lines()))
+        return 0
+    if action == "repair":
+        return _repair(args)
+    if action == "compact":
+        out = _open(args).compact(retention_hours=args.retention_hours)
+        print(
+            f"compacted {args.store}: {out['files_removed']} file(s) merged into {out['files_added']}, "
+            f"{out['files_vacuumed']} unreferenced file(s) deleted; store version {out['version']}"
+        )
+        return 0
+    if action == "vacuum":
+        got = _open(args).vacuum(retention_hours=args.retention_hours)
+        print(
+            f"vacuumed {args.store}: {got['files_vacuumed']} unreferenced file(s) deleted; store version {got['version']}"
+        )
+        return 0
+    raise ConfigError(f"adaptlab results: unknown action {action!r}")
+
+
 def _has_run(store, args: argparse.Namespace) -> int:
     """``--has-run R1,R2``: one line per run id, in the store (at which version) or not; exit 1
     when one is not."""
@@ -283,14 +401,18 @@ def _has_run(store, args: argparse.Namespace) -> int:
     if not ids:
         raise ConfigError("--has-run: expected one or more run ids, e.g. --has-run 0433e818...,203ce427...")
     if not hasattr(store, "has_runs"):
-        raise ConfigError(f"{args.store} is a store of the previous layout; migrate it with "
-                          f"`adaptlab results migrate {args.store} NEW`")
+        raise ConfigError(
+            f"{args.store} is a store of the previous layout; migrate it with "
+            f"`adaptlab results migrate {args.store} NEW`"
+        )
     found = store.has_runs(ids)
     now = store.version()
     for run_id in ids:
         v = found[run_id]
-        _print(f"run {run_id}: " + (f"in the store (committed at version {v})" if v is not None else
-                                    f"not in the store (version {now})"))
+        _print(
+            f"run {run_id}: "
+            + (f"in the store (committed at version {v})" if v is not None else f"not in the store (version {now})")
+        )
     return 0 if all(v is not None for v in found.values()) else 1
 
 
@@ -322,8 +444,9 @@ def _check_wide_options(args: argparse.Namespace) -> None:
     if args.table != "metrics":
         raise ConfigError(f"{what} tabulates scores (--table metrics); got --table {args.table}")
     if any(item.partition("=")[0].strip() == "compared_to" for item in args.filter):
-        raise ConfigError(f"{what} shows scores only; --filter compared_to=... selects comparisons "
-                          "(see --table comparisons)")
+        raise ConfigError(
+            f"{what} shows scores only; --filter compared_to=... selects comparisons (see --table comparisons)"
+        )
 
 
 def _wide_rows(store, args: argparse.Namespace, filters: dict[str, object]) -> list[dict]:
@@ -337,8 +460,9 @@ def _wide_rows(store, args: argparse.Namespace, filters: dict[str, object]) -> l
         return store.wide_rows(**filters)
     other = {k: v for k, v in filters.items() if k != "system"}
     if args.latest:
-        raise ConfigError(f"--latest needs a Delta Lake store; migrate {args.store} with "
-                          f"`adaptlab results migrate {args.store} NEW`")
+        raise ConfigError(
+            f"--latest needs a Delta Lake store; migrate {args.store} with `adaptlab results migrate {args.store} NEW`"
+        )
     rows = store.table("metrics", **other).to_pylist()  # previous layout: every run
     wanted = filters.get("system")
     if wanted is not None:
@@ -406,8 +530,10 @@ def _refuse_unknown_values(store, table_name: str, filters: Mapping[str, object]
             if text not in known:
                 shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
                 shown_key = f"{key}={terminal_escape(w)}"
-                raise ConfigError(f"--filter {shown_key}: no row of {table_name} has {key} {w!r}{_near(text, known)} "
-                                  f"(values in the store: {shown or 'none'})")
+                raise ConfigError(
+                    f"--filter {shown_key}: no row of {table_name} has {key} {w!r}{_near(text, known)} "
+                    f"(values in the store: {shown or 'none'})"
+                )
 
 
 def _near(text: str, known: list[str]) -> str:

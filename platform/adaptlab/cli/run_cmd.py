@@ -43,30 +43,47 @@ from about 1,500 texts of MiniLM a call. A study file decides with its own ``[em
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``adaptlab run``."""
     p = sub.add_parser(
-        "run", help="run a study (TOML) or evaluate --model on --dataset",
+        "run",
+        help="run a study (TOML) or evaluate --model on --dataset",
         description="Run a study file, or an ad-hoc study given by --model and --dataset. Options given "
-                    "here override the study file. Without --address Ray starts in-process.")
+        "here override the study file. Without --address Ray starts in-process.",
+    )
     p.add_argument("study", nargs="?", type=Path, help="study TOML file (see jobs/)")
     p.add_argument("--model", action="append", default=[], help="model alias, local path or hub id (repeatable)")
     p.add_argument("--dataset", action="append", default=[], help="FORMAT:PATH, e.g. beir:DIR (repeatable)")
-    p.add_argument("--dataset-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="a dataset format option for every --dataset (else every [[datasets]] entry), e.g. "
-                        "question_col=q or context_col=passage for pairs: CSV/TSV/JSONL files (repeatable)")
+    p.add_argument(
+        "--dataset-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a dataset format option for every --dataset (else every [[datasets]] entry), e.g. "
+        "question_col=q or context_col=passage for pairs: CSV/TSV/JSONL files (repeatable)",
+    )
     p.add_argument("--split", default=None, help="dataset split (default test)")
-    p.add_argument("--metrics", default=None, help="comma-separated measures, e.g. ndcg@10,recall@100 (default: "
-                   "the study's [evaluation].metrics; ad hoc: acc@1,acc@5,ndcg@10,mrr@10,recall@100)")
+    p.add_argument(
+        "--metrics",
+        default=None,
+        help="comma-separated measures, e.g. ndcg@10,recall@100 (default: "
+        "the study's [evaluation].metrics; ad hoc: acc@1,acc@5,ndcg@10,mrr@10,recall@100)",
+    )
     p.add_argument("--k", type=bounded_int(1), default=None, help="retrieval depth (default 100)")
     add_bootstrap_options(p, defaults=False)
     p.add_argument("--store", help="results store: a directory or an s3://, gs://, az:// URI (overrides the study's)")
     p.add_argument("--no-store", action="store_true", help="do not write to a results store")
     p.add_argument("--address", help="Ray address (overrides the study's); default: embedded local Ray")
     p.add_argument("--no-ray", action="store_true", help="embed in-process instead of on a Ray actor pool")
-    p.add_argument("--export-run", type=Path,
-                   help="write the retrieved top-k as a TREC run file (several systems or datasets: one file "
-                        "each, named after it; the names are printed)")
+    p.add_argument(
+        "--export-run",
+        type=Path,
+        help="write the retrieved top-k as a TREC run file (several systems or datasets: one file "
+        "each, named after it; the names are printed)",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print what the study would do (datasets, systems, adaptation, store) and stop")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what the study would do (datasets, systems, adaptation, store) and stop",
+    )
     add_common(p)
     p.set_defaults(handler=run)
 
@@ -78,15 +95,27 @@ def build_study(args: argparse.Namespace) -> Study:
     elif not args.model or not args.dataset:
         raise ConfigError("give a STUDY.toml, or both --model and --dataset (e.g. --model minilm --dataset beir:DIR)")
     else:  # seed 0 as the studies of jobs/ set it, so the same evaluation gives the same intervals
-        study = parse_study({"study": {"name": "adhoc", "store": ""}, "bootstrap": {"seed": 0},
-                             "embedding": {"local_below": ADHOC_LOCAL_BELOW},
-                             "datasets": [{"spec": d} for d in args.dataset],
-                             "models": [{"ref": m} for m in args.model]}, source="command line")
-    return study.with_overrides(models=args.model, datasets=args.dataset,
-                                dataset_options=dataset_options(args.dataset_option), split=args.split,
-                                metrics=args.metrics,
-                                k=args.k, bootstrap=bootstrap_overrides(args),
-                                use_ray=False if args.no_ray else None, store="" if args.no_store else None)
+        study = parse_study(
+            {
+                "study": {"name": "adhoc", "store": ""},
+                "bootstrap": {"seed": 0},
+                "embedding": {"local_below": ADHOC_LOCAL_BELOW},
+                "datasets": [{"spec": d} for d in args.dataset],
+                "models": [{"ref": m} for m in args.model],
+            },
+            source="command line",
+        )
+    return study.with_overrides(
+        models=args.model,
+        datasets=args.dataset,
+        dataset_options=dataset_options(args.dataset_option),
+        split=args.split,
+        metrics=args.metrics,
+        k=args.k,
+        bootstrap=bootstrap_overrides(args),
+        use_ray=False if args.no_ray else None,
+        store="" if args.no_store else None,
+    )
 
 
 def dataset_options(items: list[str]) -> dict[str, Any]:
@@ -116,8 +145,10 @@ def check_model_names(names: list[str]) -> None:
             continue
         hint = suggest(name, list(MODEL_ALIASES))
         if hint:
-            raise ConfigError(f"--model {name!r}: not a known alias, a local path or a hub id (owner/name){hint} "
-                              f"(aliases: {', '.join(sorted(MODEL_ALIASES))})")
+            raise ConfigError(
+                f"--model {name!r}: not a known alias, a local path or a hub id (owner/name){hint} "
+                f"(aliases: {', '.join(sorted(MODEL_ALIASES))})"
+            )
 
 
 def plan(study: Study, store: Any, address: str | None, export_run: Path | None) -> list[str]:
@@ -131,16 +162,23 @@ def plan(study: Study, store: Any, address: str | None, export_run: Path | None)
         a = study.adapt_table  # the keys as written
         keys = ("corpus", "base_model", "unit", "scales", "variants", "questions", "test_fraction")
         lines.append("  adaptation: " + ", ".join(f"{k}={a[k]!r}" for k in keys if k in a))
-        lines.append("    -> one held-out dataset, and one adapted system per (scale, variant), each "
-                     "compared with the base model")
+        lines.append(
+            "    -> one held-out dataset, and one adapted system per (scale, variant), each "
+            "compared with the base model"
+        )
     ev = study.evaluation
-    lines.append(f"  measures {', '.join(ev.metrics)} at k={ev.k}; bootstrap {study.bootstrap.n_resamples} "
-                 f"resamples, CI {study.bootstrap.confidence:.0%}")
+    lines.append(
+        f"  measures {', '.join(ev.metrics)} at k={ev.k}; bootstrap {study.bootstrap.n_resamples} "
+        f"resamples, CI {study.bootstrap.confidence:.0%}"
+    )
     root = study.store_root(store) if store != "" else None
-    lines.append(f"  results store: {mask_url(str(root))}" if root
-                 else "  results store: none (results are not stored)")
-    lines.append(f"  Ray: {mask_url(address or study.study.address or 'embedded local Ray')}"
-                 + ("" if study.embedding.use_ray else " (embedding in-process)"))
+    lines.append(
+        f"  results store: {mask_url(str(root))}" if root else "  results store: none (results are not stored)"
+    )
+    lines.append(
+        f"  Ray: {mask_url(address or study.study.address or 'embedded local Ray')}"
+        + ("" if study.embedding.use_ray else " (embedding in-process)")
+    )
     if export_run is not None:
         lines.append(f"  TREC run file(s): {export_run} (one per system and dataset when there are several)")
     return lines
@@ -152,8 +190,9 @@ def _exported(export_run: Path, since: float) -> list[Path]:
     stem = export_run.stem
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir()
-                  if p.is_file() and p.name.startswith(stem) and p.stat().st_mtime >= since - 1)
+    return sorted(
+        p for p in folder.iterdir() if p.is_file() and p.name.startswith(stem) and p.stat().st_mtime >= since - 1
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -209,5 +248,8 @@ def _announce(args: argparse.Namespace, outcome: Any, t0: float) -> None:
         if files:
             print("TREC run file(s) written:\n" + "\n".join(f"  {f}" for f in files), file=sys.stderr)
     if outcome.store is None:
-        print("results were not stored (--no-store, an ad-hoc run without --store, or [study].store = \"\"); "
-              "add --store DIR to keep them for `adaptlab results`, `report` and `inspect`", file=sys.stderr)
+        print(
+            'results were not stored (--no-store, an ad-hoc run without --store, or [study].store = ""); '
+            "add --store DIR to keep them for `adaptlab results`, `report` and `inspect`",
+            file=sys.stderr,
+        )

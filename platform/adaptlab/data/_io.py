@@ -94,8 +94,10 @@ def iter_segments(path: str | Path, max_line_bytes: int | None = None) -> Iterat
             raw = f.readline(-1 if max_line_bytes is None else max_line_bytes + 1)
             number += 1
             if max_line_bytes is not None and len(raw) > max_line_bytes and not raw.endswith(b"\n"):
-                raise DataError(f"{p}:{number}: line longer than the limit of {max_line_bytes:,} bytes; "
-                                "expected one record per line (raise the limit, max_line_bytes, for longer ones)")
+                raise DataError(
+                    f"{p}:{number}: line longer than the limit of {max_line_bytes:,} bytes; "
+                    "expected one record per line (raise the limit, max_line_bytes, for longer ones)"
+                )
             more, size, held = raw.endswith(b"\n"), len(raw), [raw]
             del raw
             yield number, *_segment(p, held, number, offset)  # no reference kept here while it is used
@@ -164,8 +166,9 @@ def _decode_block(p: Path, lines: list[bytes], at: list[int]) -> str:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line_start = raw.rfind(b"\n", 0, e.start) + 1
-        raise _utf8_error(p, e, at[0] + raw.count(b"\n", 0, e.start) + 1, e.start - line_start + 1,
-                          at[1] + e.start) from e
+        raise _utf8_error(
+            p, e, at[0] + raw.count(b"\n", 0, e.start) + 1, e.start - line_start + 1, at[1] + e.start
+        ) from e
     at[0], at[1] = at[0] + raw.count(b"\n"), at[1] + len(raw)
     del raw
     if at[2]:
@@ -175,15 +178,15 @@ def _decode_block(p: Path, lines: list[bytes], at: list[int]) -> str:
     return text
 
 
-def iter_jsonl(path: Path, text: str | None = None,
-               max_line_bytes: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl(
+    path: Path, text: str | None = None, max_line_bytes: int | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line_number, object)`` for every non-blank line of a JSON-lines file (read line by line
     unless ``text``, its content, is given; ``max_line_bytes`` as for :func:`iter_segments`).
 
     Raises DataError at the first line that is not valid JSON or not a JSON object.
     """
-    lines = (iter_segments(path, max_line_bytes) if text is None
-             else ((n, line, True) for n, line in iter_lines(text)))
+    lines = iter_segments(path, max_line_bytes) if text is None else ((n, line, True) for n, line in iter_lines(text))
     for number, line, _end in lines:
         if text is None and line.endswith("\r"):
             line = line[:-1]
@@ -193,14 +196,10 @@ def iter_jsonl(path: Path, text: str | None = None,
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise DataError(
-                f"{path}:{number}: malformed JSON line ({e.msg} at column {e.colno}); "
-                "expected one JSON object per line"
+                f"{path}:{number}: malformed JSON line ({e.msg} at column {e.colno}); expected one JSON object per line"
             ) from e
         if not isinstance(obj, dict):
-            raise DataError(
-                f"{path}:{number}: expected a JSON object {{...}} on each line, "
-                f"got {type(obj).__name__}"
-            )
+            raise DataError(f"{path}:{number}: expected a JSON object {{...}} on each line, got {type(obj).__name__}")
         del line  # not kept while the object is used: a long line's text is in it already
         yield number, obj
 
@@ -257,9 +256,7 @@ class JsonFile:
         try:
             value = json.loads(text)
         except json.JSONDecodeError as e:
-            raise DataError(
-                f"{p}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno}); expected {what}"
-            ) from e
+            raise DataError(f"{p}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno}); expected {what}") from e
         return cls(p, text, value)
 
     def where(self, keys: Sequence[str | int]) -> str:
@@ -274,9 +271,7 @@ class JsonFile:
         """A DataError ``file:line (key.path): message``."""
         return DataError(f"{self.where(keys)}: {message}")
 
-    def require(
-        self, obj: Any, keys: Sequence[str | int], required: Sequence[str], kind: str
-    ) -> dict[str, Any]:
+    def require(self, obj: Any, keys: Sequence[str | int], required: Sequence[str], kind: str) -> dict[str, Any]:
         """``obj`` if it is an object holding every key of ``required``, else a DataError."""
         if not isinstance(obj, dict):
             raise self.error(keys, f"expected a JSON object ({kind}), got {type(obj).__name__}")
@@ -292,9 +287,7 @@ class JsonFile:
         """``obj[key]`` if it is a string, else a DataError at ``keys + (key,)``."""
         value = obj[key]
         if not isinstance(value, str):
-            raise self.error(
-                [*keys, key], f"expected a string, got {type(value).__name__}"
-            )
+            raise self.error([*keys, key], f"expected a string, got {type(value).__name__}")
         return value
 
     def require_list(self, obj: Any, keys: Sequence[str | int], kind: str) -> list[Any]:

@@ -36,15 +36,10 @@ def _read_corpus(path: Path) -> list[Document]:
         where = f"{path}:{line}"
         for key in ("_id", "text"):
             if key not in obj:
-                raise DataError(
-                    f"{where}: missing key {key!r}; a corpus line needs _id, text (and "
-                    "optionally title)"
-                )
+                raise DataError(f"{where}: missing key {key!r}; a corpus line needs _id, text (and optionally title)")
         did = str_id(obj["_id"], where, "_id")
         if did in seen:
-            raise DataError(
-                f"{where}: duplicate document id {did!r} (first seen on line {seen[did]})"
-            )
+            raise DataError(f"{where}: duplicate document id {did!r} (first seen on line {seen[did]})")
         seen[did] = line
         text, title = obj["text"], obj.get("title", "") or ""
         if not isinstance(text, str) or not isinstance(title, str):
@@ -65,9 +60,7 @@ def _read_queries(path: Path, groups: GroupLabels | None = None) -> tuple[dict[s
                 raise DataError(f"{where}: missing key {key!r}; a query line needs _id and text")
         qid = str_id(obj["_id"], where, "_id")
         if qid in queries:
-            raise DataError(
-                f"{where}: duplicate query id {qid!r} (first seen on line {lines[qid]})"
-            )
+            raise DataError(f"{where}: duplicate query id {qid!r} (first seen on line {lines[qid]})")
         if not isinstance(obj["text"], str):
             raise DataError(f"{where}: 'text' must be a string")
         queries[qid] = obj["text"]
@@ -83,8 +76,9 @@ def _check_group_keys(path: Path, groups: GroupLabels) -> None:
     """A grouping column that no query of ``path`` has is one line naming it."""
     for c in groups.columns:
         if not any(groups.labels[c].values()):
-            raise DataError(f"{path}: no query has the grouping column {c!r} (as a key or under 'metadata'); "
-                            "check group_by")
+            raise DataError(
+                f"{path}: no query has the grouping column {c!r} (as a key or under 'metadata'); check group_by"
+            )
 
 
 def read_beir_qrels(path: str | Path) -> Qrels:
@@ -111,8 +105,7 @@ def _read_qrels_tsv(path: str | Path) -> tuple[Qrels, dict[tuple[str, str], int]
             continue  # header: query-id corpus-id score
         if len(fields) != 3:
             raise DataError(
-                f"{p}:{number}: expected 3 tab-separated fields (query-id, corpus-id, score), "
-                f"got {len(fields)}"
+                f"{p}:{number}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}"
             )
         qid, did, score = fields
         if not qid or not did:
@@ -139,8 +132,9 @@ def _is_int(text: str) -> bool:
     return True
 
 
-def load_beir(path: str | Path, split: str = "test", *, name: str | None = None,
-              group_by: str | list[str] | None = None) -> Dataset:
+def load_beir(
+    path: str | Path, split: str = "test", *, name: str | None = None, group_by: str | list[str] | None = None
+) -> Dataset:
     """Load a BEIR folder's ``split``: its judged queries, the whole corpus and the qrels.
 
     Raises DataError naming the file and line for a missing file or split (listing the
@@ -151,8 +145,7 @@ def load_beir(path: str | Path, split: str = "test", *, name: str | None = None,
     if not root.is_dir():
         what = "does not exist" if not root.exists() else "is not a folder"
         raise DataError(
-            f"{root}: {what}; expected a BEIR folder with corpus.jsonl, queries.jsonl and "
-            "qrels/<split>.tsv"
+            f"{root}: {what}; expected a BEIR folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
         )
     corpus_path = require_file(root / "corpus.jsonl", "BEIR corpus (corpus.jsonl)")
     queries_path = require_file(root / "queries.jsonl", "BEIR queries (queries.jsonl)")
@@ -173,14 +166,9 @@ def load_beir(path: str | Path, split: str = "test", *, name: str | None = None,
         raise DataError(f"{qrels_path}: no judgements; expected query-id, corpus-id, score lines")
     for (qid, did), line in sorted(lines.items(), key=lambda kv: kv[1]):
         if qid not in all_queries:
-            raise DataError(
-                f"{qrels_path}:{line}: query {qid!r} is not in {queries_path}"
-            )
+            raise DataError(f"{qrels_path}:{line}: query {qid!r} is not in {queries_path}")
         if did not in doc_ids:
-            raise DataError(
-                f"{qrels_path}:{line}: document {did!r} (judged for query {qid!r}) is not "
-                f"in {corpus_path}"
-            )
+            raise DataError(f"{qrels_path}:{line}: document {did!r} (judged for query {qid!r}) is not in {corpus_path}")
     queries = {qid: text for qid, text in all_queries.items() if qid in qrels}
     labels = {c: {q: v for q, v in by_query.items() if q in queries} for c, by_query in groups.labels.items()}
     return Dataset.build(
@@ -201,8 +189,7 @@ def write_beir(dataset: Dataset, folder: str | Path, *, split: str = "test") -> 
     (root / "qrels").mkdir(parents=True, exist_ok=True)
     with open(root / "corpus.jsonl", "w", encoding="utf-8") as f:
         for doc in dataset.corpus.values():
-            f.write(json.dumps({"_id": doc.id, "title": doc.title, "text": doc.text},
-                               ensure_ascii=False) + "\n")
+            f.write(json.dumps({"_id": doc.id, "title": doc.title, "text": doc.text}, ensure_ascii=False) + "\n")
     with open(root / "queries.jsonl", "w", encoding="utf-8") as f:
         for qid, text in dataset.queries.items():
             labels = {c: v[qid] for c, v in dataset.groups.items() if v.get(qid)}

@@ -25,6 +25,7 @@ from adaptlab.errors import ConfigError
 
 __all__ = ["EDGE_LINES", "CleanOptions", "clean_file", "clean_held", "clean_pages", "clean_text"]
 
+
 @dataclass(frozen=True)
 class CleanOptions:
     """Switches of :func:`clean_text`.
@@ -42,14 +43,9 @@ class CleanOptions:
 
     def __post_init__(self) -> None:
         if self.repeat_min < 0 or self.repeat_min == 1:
-            raise ConfigError(
-                f"CleanOptions.repeat_min={self.repeat_min}: expected 0 (off) or an integer >= 2"
-            )
+            raise ConfigError(f"CleanOptions.repeat_min={self.repeat_min}: expected 0 (off) or an integer >= 2")
         if self.repeat_max_chars < 1:
-            raise ConfigError(
-                f"CleanOptions.repeat_max_chars={self.repeat_max_chars}: "
-                "expected a positive integer"
-            )
+            raise ConfigError(f"CleanOptions.repeat_max_chars={self.repeat_max_chars}: expected a positive integer")
 
 
 _ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
@@ -67,7 +63,6 @@ _DIGITS = re.compile(r"\d+")
 
 EDGE_LINES = 3
 """Lines at the top and at the bottom of a page where running headers and footers are sought."""
-
 
 
 def clean_text(text: str, options: CleanOptions | None = None) -> str:
@@ -108,8 +103,6 @@ _HYPHEN_END = re.compile(r"[^\W\d_]-$")
 _FIRST_WORD = re.compile(r"^([^\W\d_][\w\u2019']*[.,;:!?)\]]*)\s*(.*)$")
 
 
-
-
 Blocks = Callable[[], Iterable[str]]
 """A re-readable source of the text in blocks of whole lines: each block ends with ``\\n``
 except the last, which never does (it may be "")."""
@@ -127,7 +120,7 @@ def _string_blocks(text: str) -> Iterator[str]:
                 start = len(text)
             yield text[start:]
             return
-        yield text[start:j + 1]
+        yield text[start : j + 1]
         start = j + 1
 
 
@@ -257,7 +250,7 @@ def _scan(lines: Iterable[tuple[str, int, str]], opts: CleanOptions) -> _Candida
         if short and seen < EDGE_LINES:
             _add(found.edge, i, key, p)
         seen += 1
-        tail = [*tail[-(EDGE_LINES - 1):], (i, key if short else "", seen)]
+        tail = [*tail[-(EDGE_LINES - 1) :], (i, key if short else "", seen)]
     _flush_tail(found, tail, seen, page)
     found.pages = page + 1
     return found
@@ -291,8 +284,9 @@ def _dropped(found: _Candidates, opts: CleanOptions) -> list[int]:
     return np.sort(i_arr[np.isin(k_arr, uniq[counts_arr >= opts.repeat_min])]).tolist()
 
 
-def _kept(lines: Iterable[tuple[str, int, str]], opts: CleanOptions, drop_list: list[int],
-          pages: list[int]) -> Iterator[tuple[str, int]]:
+def _kept(
+    lines: Iterable[tuple[str, int, str]], opts: CleanOptions, drop_list: list[int], pages: list[int]
+) -> Iterator[tuple[str, int]]:
     """Pass 2, rules 2 and 3: the lines that stay; ``pages[0]`` ends as the number of pages."""
     d = 0
     for i, (line, p, _key) in enumerate(lines):
@@ -366,8 +360,9 @@ class _Writer:
         return text, tuple(starts)
 
 
-def _clean(blocks: Blocks, opts: CleanOptions, small: bool = False,
-           release: Callable[[], object] | None = None) -> tuple[str, tuple[int, ...]]:
+def _clean(
+    blocks: Blocks, opts: CleanOptions, small: bool = False, release: Callable[[], object] | None = None
+) -> tuple[str, tuple[int, ...]]:
     """The two passes over ``blocks()`` (called twice; once when ``small``: its lines are kept);
     ``release`` lets the source text go before the cleaned text is joined."""
     key_chars = opts.repeat_max_chars + 2  # a line is stripped of at most one space at each end
@@ -381,7 +376,7 @@ def _clean(blocks: Blocks, opts: CleanOptions, small: bool = False,
     pages = [1]
     kept = _kept(lines(), opts, drop, pages)
     writer = _Writer()
-    for line, p in (_dehyphenate(kept) if opts.dehyphenate else kept):
+    for line, p in _dehyphenate(kept) if opts.dehyphenate else kept:
         writer.write(line, p)
     if release is not None:
         release()

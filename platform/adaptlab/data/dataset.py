@@ -80,8 +80,7 @@ class Dataset:
             for did in judged:
                 if did not in docs:
                     raise DataError(
-                        f"{source}: qrels for query {qid!r} name document {did!r}, "
-                        "which is not in the corpus"
+                        f"{source}: qrels for query {qid!r} name document {did!r}, which is not in the corpus"
                     )
             clean_qrels[qid] = {did: int(rel) for did, rel in judged.items()}
         return cls(name, docs, dict(queries), clean_qrels, dict(meta or {}), _check_groups(groups, queries, source))
@@ -112,8 +111,9 @@ class Dataset:
             h.update(json.dumps([qid, sorted(self.qrels[qid].items())]).encode())
         if self.groups:  # a dataset without grouping columns keeps the fingerprint it always had
             h.update(b"\x00groups")
-            h.update(json.dumps({c: sorted(v.items()) for c, v in sorted(self.groups.items())},
-                                ensure_ascii=False).encode())
+            h.update(
+                json.dumps({c: sorted(v.items()) for c, v in sorted(self.groups.items())}, ensure_ascii=False).encode()
+            )
         return h.hexdigest()[:16]
 
     def subset(self, query_ids: Iterable[str], name: str | None = None) -> Dataset:
@@ -126,19 +126,20 @@ class Dataset:
 
     def __repr__(self) -> str:
         return (
-            f"Dataset({self.name!r}, documents={self.n_documents}, queries={self.n_queries}, "
-            f"judged={len(self.qrels)})"
+            f"Dataset({self.name!r}, documents={self.n_documents}, queries={self.n_queries}, judged={len(self.qrels)})"
         )
 
 
-def _check_groups(groups: Mapping[str, Mapping[str, str]] | None, queries: Mapping[str, str],
-                  source: str) -> dict[str, dict[str, str]]:
+def _check_groups(
+    groups: Mapping[str, Mapping[str, str]] | None, queries: Mapping[str, str], source: str
+) -> dict[str, dict[str, str]]:
     """``groups`` as plain dicts of text, after checking that every labelled query exists."""
     out: dict[str, dict[str, str]] = {}
     for column, labels in (groups or {}).items():
         for qid in labels:
             if qid not in queries:
-                raise DataError(f"{source}: grouping column {column!r} labels query {qid!r}, which is not among "
-                                "the queries")
+                raise DataError(
+                    f"{source}: grouping column {column!r} labels query {qid!r}, which is not among the queries"
+                )
         out[str(column)] = {str(q): str(v) for q, v in labels.items()}
     return out

@@ -102,10 +102,7 @@ class PagedDocument(Document):
 def _matches(rel: str, patterns: Sequence[str]) -> bool:
     name = rel.rsplit("/", 1)[-1].lower()
     rel_l = rel.lower()
-    return any(
-        fnmatch.fnmatchcase(name, p.lower()) or fnmatch.fnmatchcase(rel_l, p.lower())
-        for p in patterns
-    )
+    return any(fnmatch.fnmatchcase(name, p.lower()) or fnmatch.fnmatchcase(rel_l, p.lower()) for p in patterns)
 
 
 def _patterns(value: str | Sequence[str] | None, key: str) -> tuple[str, ...]:
@@ -142,9 +139,7 @@ def select_files(
     if base.is_file():
         return [base] if base.suffix.lower() in SUFFIXES else []
     if not base.is_dir():
-        raise DataError(
-            f"{base}: no such file or folder (expected a folder of .txt/.md/.pdf/.jsonl files)"
-        )
+        raise DataError(f"{base}: no such file or folder (expected a folder of .txt/.md/.pdf/.jsonl files)")
     out: list[tuple[str, Path]] = []
     for p in _corpus_files(base):
         rel = p.relative_to(base).as_posix()
@@ -246,8 +241,10 @@ def _check_size(path: Path, limit: int) -> int:
     before reading)."""
     size = path.stat().st_size
     if size > limit:
-        raise DataError(f"{path}: {size:,} bytes, over the limit of {limit:,} bytes per corpus file; split the "
-                        "file, or raise the limit (max_file_bytes) if the machine has the memory for it")
+        raise DataError(
+            f"{path}: {size:,} bytes, over the limit of {limit:,} bytes per corpus file; split the "
+            "file, or raise the limit (max_file_bytes) if the machine has the memory for it"
+        )
     return size
 
 
@@ -341,8 +338,12 @@ def load_documents(
 def _report(base: Path, docs: list[Document], problems: list[PdfProblem], skipped: int) -> None:
     """The summary warnings of :func:`load_documents`; DataError when no document is left."""
     if problems:
-        log.warning("%s: %d PDF file(s) skipped (%s)", base, len(problems),
-                    ", ".join(f"{n} {k}" for k, n in sorted(Counter(p.kind for p in problems).items())))
+        log.warning(
+            "%s: %d PDF file(s) skipped (%s)",
+            base,
+            len(problems),
+            ", ".join(f"{n} {k}" for k, n in sorted(Counter(p.kind for p in problems).items())),
+        )
     if not docs:
         if problems:
             raise DataError(f"{base}: no readable document; first problem: {problems[0]}")

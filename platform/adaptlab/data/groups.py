@@ -27,8 +27,10 @@ def group_columns(group_by: str | Sequence[str] | None, where: str = "group_by")
     names = []
     for item in items:
         if not isinstance(item, str) or not item.strip() or "=" in item or any(ord(c) < 32 for c in item):
-            raise ConfigError(f"{where}: {item!r} is not a column name; expected names such as "
-                              "[\"question_type\"] (text without '=' or control characters)")
+            raise ConfigError(
+                f"{where}: {item!r} is not a column name; expected names such as "
+                "[\"question_type\"] (text without '=' or control characters)"
+            )
         if item.strip() in names:
             raise ConfigError(f"{where}: column {item.strip()!r} is named twice")
         names.append(item.strip())
@@ -43,8 +45,7 @@ def group_value(value: Any, column: str, where: str) -> str:
         return "true" if value else "false"
     if isinstance(value, (str, int, float)):
         return str(value).strip()
-    raise DataError(f"{where}: grouping column {column!r} holds a {type(value).__name__}; expected text or a "
-                    "number")
+    raise DataError(f"{where}: grouping column {column!r} holds a {type(value).__name__}; expected text or a number")
 
 
 class GroupLabels:
@@ -62,8 +63,10 @@ class GroupLabels:
             value = group_value(row.get(c), c, where)
             seen = self.labels[c].get(qid)
             if seen is not None and seen != value:
-                raise DataError(f"{where}: query {qid!r} has {c} {value!r}, but {seen!r} at {self._line[qid]}; "
-                                "a query belongs to one group per column")
+                raise DataError(
+                    f"{where}: query {qid!r} has {c} {value!r}, but {seen!r} at {self._line[qid]}; "
+                    "a query belongs to one group per column"
+                )
             self.labels[c][qid] = value
         self._line.setdefault(qid, where)
 

@@ -73,10 +73,7 @@ def parse_dataset_spec(spec: str) -> tuple[str, str]:
     fmt, rest = spec.split(":", 1)
     fmt = fmt.strip().lower()
     if fmt not in _LOADERS:
-        raise ConfigError(
-            f"unknown dataset format {fmt!r} in {spec!r}; "
-            f"valid formats: {', '.join(DATASET_FORMATS)}"
-        )
+        raise ConfigError(f"unknown dataset format {fmt!r} in {spec!r}; valid formats: {', '.join(DATASET_FORMATS)}")
     return fmt, rest.strip()
 
 
@@ -99,8 +96,7 @@ def _synthetic_options(rest: str, spec: str) -> dict[str, Any]:
     for item in filter(None, (x.strip() for x in rest.split(","))):
         if "=" not in item:
             raise ConfigError(
-                f"dataset spec {spec!r}: {item!r} is not key=value "
-                "(for example synthetic:n_documents=40,seed=3)"
+                f"dataset spec {spec!r}: {item!r} is not key=value (for example synthetic:n_documents=40,seed=3)"
             )
         key, value = (x.strip() for x in item.split("=", 1))
         if key == "sentences_per_document":
@@ -111,9 +107,7 @@ def _synthetic_options(rest: str, spec: str) -> dict[str, Any]:
     return options
 
 
-def load_dataset(
-    spec: str, *, split: str = "test", name: str | None = None, **options: Any
-) -> Dataset:
+def load_dataset(spec: str, *, split: str = "test", name: str | None = None, **options: Any) -> Dataset:
     """Load the dataset described by ``spec`` (``"FORMAT:PATH"``; formats in the module doc).
 
     Raises ConfigError for an unknown format (listing the valid ones), an option the format
@@ -163,6 +157,4 @@ def check_dataset_options(spec: str, **options: Any) -> None:
 
 def _keyword_options(fn: Callable[..., Any]) -> set[str]:
     params = inspect.signature(fn).parameters.values()
-    return {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - {
-        "path"
-    }
+    return {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - {"path"}

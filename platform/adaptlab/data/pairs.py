@@ -91,8 +91,7 @@ def load_pairs(
     if not docs:
         raise DataError(f"{p}: no rows; expected a {question_col!r}, {context_col!r} pair per row")
     meta: dict[str, Any] = {"format": "pairs", "path": str(p), "rows": len(rows)}
-    return Dataset.build(name or p.stem, docs.values(), queries, qrels, source=str(p), meta=meta,
-                         groups=groups.labels)
+    return Dataset.build(name or p.stem, docs.values(), queries, qrels, source=str(p), meta=meta, groups=groups.labels)
 
 
 def _text(row: dict[str, Any], col: str, where: str, *, allow_empty: bool = False) -> str:
@@ -129,8 +128,11 @@ def check_pair_columns(
     missing = [c for c in wanted if c not in columns]
     if missing:
         what = "first record has no key" if fmt == "jsonl" else "header has no column"
-        fix = ("check group_by" if missing[0] in groups else
-               "set question_col/context_col to the names used (dataset options)")
+        fix = (
+            "check group_by"
+            if missing[0] in groups
+            else "set question_col/context_col to the names used (dataset options)"
+        )
         raise DataError(f"{p}: the {what} {missing[0]!r} (columns: {', '.join(columns) or 'none'}); {fix}")
 
 
@@ -140,8 +142,10 @@ def _pairs_file(path: str | Path, file_format: str | None) -> tuple[Path, str]:
     p = require_file(path, "question/context pairs file (CSV, TSV or JSONL)")
     fmt = file_format or _SUFFIXES.get(p.suffix.lower())
     if fmt not in PAIR_FORMATS:
-        raise ConfigError(f"{p}: cannot tell the file format from the suffix {p.suffix!r}; pass "
-                          f"file_format, one of {', '.join(PAIR_FORMATS)}")
+        raise ConfigError(
+            f"{p}: cannot tell the file format from the suffix {p.suffix!r}; pass "
+            f"file_format, one of {', '.join(PAIR_FORMATS)}"
+        )
     return p, fmt
 
 
@@ -192,10 +196,7 @@ def _read_rows(p: Path, fmt: str, wanted: list[str]) -> list[tuple[int, dict[str
                 start = reader.line_num + 1
                 continue
             if len(record) != len(header):
-                raise DataError(
-                    f"{p}:{start}: expected {len(header)} fields as in the header, got "
-                    f"{len(record)}"
-                )
+                raise DataError(f"{p}:{start}: expected {len(header)} fields as in the header, got {len(record)}")
             rows.append((start, dict(zip(header, record))))
             start = reader.line_num + 1
     except csv.Error as e:

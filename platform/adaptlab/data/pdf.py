@@ -101,8 +101,13 @@ def _pypdf_messages(path: Path) -> Iterator[None]:
             more = f" (and {len(messages) - 1} more)" if len(messages) > 1 else ""
             level = logging.DEBUG if _PYPDF_WARNED[0] else logging.WARNING
             _PYPDF_WARNED[0] = True
-            log.log(level, "%s: pypdf: %s%s; the text may be incomplete (further pypdf messages: --verbose)",
-                    path, first, more)
+            log.log(
+                level,
+                "%s: pypdf: %s%s; the text may be incomplete (further pypdf messages: --verbose)",
+                path,
+                first,
+                more,
+            )
 
 
 def read_pdf_pages(path: str | Path) -> list[str]:
@@ -125,9 +130,9 @@ def read_pdf_pages(path: str | Path) -> list[str]:
         raise PdfProblem(p, "unreadable", "the file has no pages")
     if sum(len("".join(t.split())) for t in pages) < MIN_TEXT_CHARS:
         raise PdfProblem(
-            p, "no text layer",
-            f"{len(pages)} page(s) without extractable text (scanned images?); run OCR first, "
-            "e.g. ocrmypdf",
+            p,
+            "no text layer",
+            f"{len(pages)} page(s) without extractable text (scanned images?); run OCR first, e.g. ocrmypdf",
         )
     return pages
 
@@ -140,8 +145,7 @@ def _pages(p: Path, PdfReader: type, PyPdfError: type[Exception]) -> list[str]: 
             try:
                 ok = reader.decrypt("")
             except (PyPdfError, NotImplementedError, ValueError) as e:
-                raise PdfProblem(p, "encrypted", f"cannot decrypt ({_short(e)}); "
-                                 "save an unencrypted copy") from e
+                raise PdfProblem(p, "encrypted", f"cannot decrypt ({_short(e)}); save an unencrypted copy") from e
             if not ok:
                 raise PdfProblem(p, "encrypted", "a password is needed; save an unencrypted copy")
         pages = [page.extract_text() or "" for page in reader.pages]

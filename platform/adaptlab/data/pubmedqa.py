@@ -23,24 +23,16 @@ from adaptlab.errors import DataError
 __all__ = ["load_pubmedqa"]
 
 
-def load_pubmedqa(
-    path: str | Path, *, ids_file: str | Path | None = None, name: str | None = None
-) -> Dataset:
+def load_pubmedqa(path: str | Path, *, ids_file: str | Path | None = None, name: str | None = None) -> Dataset:
     """Load ``ori_pqal.json``: one query and one gold document (its joined contexts) per id."""
-    jf = JsonFile.load(
-        path, 'a PubMedQA JSON object {"<pmid>": {"QUESTION": ..., "CONTEXTS": [...]}}'
-    )
+    jf = JsonFile.load(path, 'a PubMedQA JSON object {"<pmid>": {"QUESTION": ..., "CONTEXTS": [...]}}')
     if not isinstance(jf.value, dict):
-        raise jf.error(
-            [], f"expected a JSON object keyed by PubMed id, got {type(jf.value).__name__}"
-        )
+        raise jf.error([], f"expected a JSON object keyed by PubMed id, got {type(jf.value).__name__}")
     keep = _read_ids(ids_file) if ids_file is not None else None
     if keep is not None:
         missing = [pid for pid in keep if pid not in jf.value]
         if missing:
-            raise DataError(
-                f"{ids_file}: {len(missing)} id(s) are not in {jf.path}, for example {missing[0]!r}"
-            )
+            raise DataError(f"{ids_file}: {len(missing)} id(s) are not in {jf.path}, for example {missing[0]!r}")
 
     docs: list[Document] = []
     queries: dict[str, str] = {}
@@ -56,9 +48,7 @@ def load_pubmedqa(
         contexts = jf.require_list(item["CONTEXTS"], [pid, "CONTEXTS"], "list of abstract sections")
         for i, section in enumerate(contexts):
             if not isinstance(section, str):
-                raise jf.error(
-                    [pid, "CONTEXTS", i], f"expected a string, got {type(section).__name__}"
-                )
+                raise jf.error([pid, "CONTEXTS", i], f"expected a string, got {type(section).__name__}")
         text = " ".join(s.strip() for s in contexts if s.strip())
         if not text:
             raise jf.error([pid, "CONTEXTS"], "no context text; expected the abstract sections")
@@ -79,6 +69,4 @@ def _read_ids(path: str | Path) -> set[str]:
         return {str(k) for k in jf.value}
     if isinstance(jf.value, list):
         return {str(v) for v in jf.value}
-    raise jf.error(
-        [], f"expected a JSON object or list of PubMed ids, got {type(jf.value).__name__}"
-    )
+    raise jf.error([], f"expected a JSON object or list of PubMed ids, got {type(jf.value).__name__}")

@@ -81,8 +81,9 @@ class _SquadBuilder:
         for qi, qa in enumerate(qas):
             self.add_question(qa, [*pkeys, "qas", qi], context, spans, docs)
 
-    def add_question(self, qa: Any, qkeys: list[str | int], context: str,
-                     spans: list[tuple[int, int]], docs: list[str]) -> None:
+    def add_question(
+        self, qa: Any, qkeys: list[str | int], context: str, spans: list[tuple[int, int]], docs: list[str]
+    ) -> None:
         """Judge the question relevant to the document (paragraph or sentence) where its first
         answer starts."""
         jf = self.jf
@@ -108,8 +109,11 @@ class _SquadBuilder:
 
     def meta(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
-            "format": "squad", "path": str(self.jf.path), "level": self.level,
-            "paragraphs": self.n_paragraphs, "merged_duplicates": self.merged,
+            "format": "squad",
+            "path": str(self.jf.path),
+            "level": self.level,
+            "paragraphs": self.n_paragraphs,
+            "merged_duplicates": self.merged,
             "dropped_unanswerable": self.dropped,
         }
         if self.level == "sentence":
@@ -117,19 +121,15 @@ class _SquadBuilder:
         return meta
 
 
-def load_squad(
-    path: str | Path, *, level: str = "paragraph", name: str | None = None
-) -> Dataset:
+def load_squad(path: str | Path, *, level: str = "paragraph", name: str | None = None) -> Dataset:
     """Load a SQuAD-format JSON file at ``level`` ``"paragraph"`` or ``"sentence"``.
 
     Raises DataError naming the file, line and key path for a missing key, a wrong type, a
     duplicate question id or an answer whose offset does not match its text.
     """
     if level not in SQUAD_LEVELS:
-        raise ConfigError(
-            f"squad level {level!r} is not valid; expected one of {', '.join(SQUAD_LEVELS)}"
-        )
-    jf = JsonFile.load(path, "a SQuAD JSON file ({\"data\": [{\"paragraphs\": [...]}]})")
+        raise ConfigError(f"squad level {level!r} is not valid; expected one of {', '.join(SQUAD_LEVELS)}")
+    jf = JsonFile.load(path, 'a SQuAD JSON file ({"data": [{"paragraphs": [...]}]})')
     top = jf.require(jf.value, [], ["data"], "SQuAD file")
     articles = jf.require_list(top["data"], ["data"], "list of articles")
     build = _SquadBuilder(jf, level)
@@ -157,9 +157,7 @@ def _question_id(jf: JsonFile, qa: dict[str, Any], keys: list[str | int]) -> str
     return text
 
 
-def _first_answer(
-    jf: JsonFile, answer: Any, keys: list[str | int], context: str
-) -> tuple[int, int]:
+def _first_answer(jf: JsonFile, answer: Any, keys: list[str | int], context: str) -> tuple[int, int]:
     """``(start, end)`` character offsets of the answer in ``context``, validated."""
     answer = jf.require(answer, keys, ["text", "answer_start"], "SQuAD answer")
     text = jf.require_str(answer, keys, "text")
@@ -174,7 +172,6 @@ def _first_answer(
     if context[start : start + len(text)] != text:
         raise jf.error(
             [*keys, "answer_start"],
-            f"the context at offset {start} reads "
-            f"{context[start : start + len(text)]!r}, not the answer text {text!r}",
+            f"the context at offset {start} reads {context[start : start + len(text)]!r}, not the answer text {text!r}",
         )
     return start, start + len(text)

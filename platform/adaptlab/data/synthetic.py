@@ -92,37 +92,152 @@ class RawDocument:
 # ---------------------------------------------------------------------------------------
 # vocabulary of the invented domain
 # ---------------------------------------------------------------------------------------
-_ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr",
-           "gr", "kr", "tr", "st", "sk", "pl", "th", "qu"]
+_ONSETS = [
+    "b",
+    "d",
+    "f",
+    "g",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "z",
+    "br",
+    "dr",
+    "gr",
+    "kr",
+    "tr",
+    "st",
+    "sk",
+    "pl",
+    "th",
+    "qu",
+]
 _VOWELS = ["a", "e", "i", "o", "u", "ae", "ei", "ou"]
 _CODAS = ["", "n", "r", "l", "x", "s", "th", "nd", "rk", "lv", "m"]
 _ENDINGS = ["ane", "ex", "ion", "ar", "ith", "ora", "el", "ix", "und", "ost", "ene", "ic"]
 
-_TYPES = ["regulator", "injector", "manifold", "coupling", "actuator", "impeller", "valve",
-          "bearing", "condenser", "spindle", "rotor", "damper", "compressor", "diffuser",
-          "nozzle", "gearbox", "turbine", "separator", "heat exchanger", "pump"]
-_SYSTEMS = ["primary cooling loop", "feedwater train", "lubrication circuit", "exhaust line",
-            "condensate return", "fuel conditioning skid", "hydraulic pack", "steam header",
-            "brine circuit", "vacuum stage", "intake train", "flare system"]
-_PLANTS = ["Marrowick station", "Oldfen works", "Carrow yard", "Hesket plant", "Brindle depot",
-           "Quarle terminal", "Vantry mill", "Sorrel basin"]
-_MATERIAL_A = ["borvium", "stellan", "quenite", "carrex", "mordite", "talvane", "ferrosin",
-               "halcite", "pyrone", "velloy", "zircane", "duralite"]
+_TYPES = [
+    "regulator",
+    "injector",
+    "manifold",
+    "coupling",
+    "actuator",
+    "impeller",
+    "valve",
+    "bearing",
+    "condenser",
+    "spindle",
+    "rotor",
+    "damper",
+    "compressor",
+    "diffuser",
+    "nozzle",
+    "gearbox",
+    "turbine",
+    "separator",
+    "heat exchanger",
+    "pump",
+]
+_SYSTEMS = [
+    "primary cooling loop",
+    "feedwater train",
+    "lubrication circuit",
+    "exhaust line",
+    "condensate return",
+    "fuel conditioning skid",
+    "hydraulic pack",
+    "steam header",
+    "brine circuit",
+    "vacuum stage",
+    "intake train",
+    "flare system",
+]
+_PLANTS = [
+    "Marrowick station",
+    "Oldfen works",
+    "Carrow yard",
+    "Hesket plant",
+    "Brindle depot",
+    "Quarle terminal",
+    "Vantry mill",
+    "Sorrel basin",
+]
+_MATERIAL_A = [
+    "borvium",
+    "stellan",
+    "quenite",
+    "carrex",
+    "mordite",
+    "talvane",
+    "ferrosin",
+    "halcite",
+    "pyrone",
+    "velloy",
+    "zircane",
+    "duralite",
+]
 _MATERIAL_B = ["alloy", "bronze", "ceramic", "steel", "composite", "polymer", "cast iron"]
 _LUBE_A = ["Korrin", "Altex", "Verdane", "Molvane", "Sethrin", "Palgrave", "Oxley", "Tarran"]
 _LUBE_B = ["grease", "oil", "paste", "wax"]
-_FAILURES = ["seal creep", "pitting corrosion", "thermal cracking", "shaft wobble",
-             "cavitation scarring", "fretting wear", "coil burnout", "scale build-up",
-             "bearing spalling", "gasket blowout", "stress fatigue", "valve chatter",
-             "impeller erosion", "winding short", "port clogging", "flange warping"]
-_SUPPLIER_A = ["Halden", "Voss", "Marlow", "Crane", "Petrov", "Ashby", "Kessler", "Moreau",
-               "Lindqvist", "Okafor", "Brandt", "Sato"]
+_FAILURES = [
+    "seal creep",
+    "pitting corrosion",
+    "thermal cracking",
+    "shaft wobble",
+    "cavitation scarring",
+    "fretting wear",
+    "coil burnout",
+    "scale build-up",
+    "bearing spalling",
+    "gasket blowout",
+    "stress fatigue",
+    "valve chatter",
+    "impeller erosion",
+    "winding short",
+    "port clogging",
+    "flange warping",
+]
+_SUPPLIER_A = [
+    "Halden",
+    "Voss",
+    "Marlow",
+    "Crane",
+    "Petrov",
+    "Ashby",
+    "Kessler",
+    "Moreau",
+    "Lindqvist",
+    "Okafor",
+    "Brandt",
+    "Sato",
+]
 _SUPPLIER_B = ["Engineering", "Fluid Systems", "Industrial", "Mechanics", "Works", "Dynamics"]
 _TOWNS = ["Marrowick", "Tillbury", "Castlegate", "Norwood", "Edgemoor", "Penrith", "Ashdown"]
-_SOLVENTS = ["citrane solvent", "dilute orvic acid", "warm brine wash", "kestrel degreaser",
-             "alkaline rinse", "salvene spirit", "steam lance", "vellum cleaner"]
-_LAMPS = ["a red lamp", "an amber lamp", "a blue lamp", "a flashing white lamp",
-          "a green beacon", "a violet lamp", "an orange strobe"]
+_SOLVENTS = [
+    "citrane solvent",
+    "dilute orvic acid",
+    "warm brine wash",
+    "kestrel degreaser",
+    "alkaline rinse",
+    "salvene spirit",
+    "steam lance",
+    "vellum cleaner",
+]
+_LAMPS = [
+    "a red lamp",
+    "an amber lamp",
+    "a blue lamp",
+    "a flashing white lamp",
+    "a green beacon",
+    "a violet lamp",
+    "an orange strobe",
+]
 _SHORT_REFS = ["the {type}", "the unit", "this {type}", "the component"]
 
 
@@ -137,25 +252,30 @@ class _Attribute:
 _ATTRS: tuple[_Attribute, ...] = (
     _Attribute(
         "material",
-        ("{P} housing is machined from {v}.", "{S} is cast in {v}.",
-         "{P} body is made of {v}."),
+        ("{P} housing is machined from {v}.", "{S} is cast in {v}.", "{P} body is made of {v}."),
         ("What material is the {N} made of?", "Which alloy forms the casing of the {N}?"),
         ("What is the body stock of the {N}?",),
     ),
     _Attribute(
         "max_temperature",
-        ("{S} is rated for continuous service up to {v}.", "{S} must never run hotter than {v}.",
-         "Above {v} {S} shuts itself down."),
-        ("What is the highest temperature the {N} can tolerate?",
-         "How hot can the {N} get before it has to stop?"),
+        (
+            "{S} is rated for continuous service up to {v}.",
+            "{S} must never run hotter than {v}.",
+            "Above {v} {S} shuts itself down.",
+        ),
+        ("What is the highest temperature the {N} can tolerate?", "How hot can the {N} get before it has to stop?"),
         ("What is the soak limit of the {N}?",),
     ),
     _Attribute(
         "min_temperature",
-        ("Below {v} {S} has to be preheated before start-up.",
-         "{S} needs warming whenever the surroundings fall under {v}."),
-        ("At what temperature must the {N} be warmed before starting?",
-         "How cold can it get before the {N} needs heating?"),
+        (
+            "Below {v} {S} has to be preheated before start-up.",
+            "{S} needs warming whenever the surroundings fall under {v}.",
+        ),
+        (
+            "At what temperature must the {N} be warmed before starting?",
+            "How cold can it get before the {N} needs heating?",
+        ),
         ("What is the cold-start floor of the {N}?",),
     ),
     _Attribute(
@@ -178,8 +298,7 @@ _ATTRS: tuple[_Attribute, ...] = (
     ),
     _Attribute(
         "replacement_interval",
-        ("After {v} in service {S} is replaced outright.",
-         "{S} reaches the end of its life after {v}."),
+        ("After {v} in service {S} is replaced outright.", "{S} reaches the end of its life after {v}."),
         ("When does the {N} have to be replaced?", "How long does the {N} last before renewal?"),
         ("What is the swap-out life of the {N}?",),
     ),
@@ -197,8 +316,7 @@ _ATTRS: tuple[_Attribute, ...] = (
     ),
     _Attribute(
         "calibration",
-        ("{S} is calibrated according to procedure {v}.",
-         "Calibration of {S} follows procedure {v}."),
+        ("{S} is calibrated according to procedure {v}.", "Calibration of {S} follows procedure {v}."),
         ("Which procedure is used to calibrate the {N}?", "How is the {N} adjusted?"),
         ("What trim routine applies to the {N}?",),
     ),
@@ -228,18 +346,17 @@ _ATTRS: tuple[_Attribute, ...] = (
     ),
     _Attribute(
         "clearance",
-        ("The gap between {S} and its seat must stay below {v}.",
-         "{P} clearance may not exceed {v}."),
-        ("What is the largest gap allowed around the {N}?",
-         "How much space may there be between the {N} and its seat?"),
+        ("The gap between {S} and its seat must stay below {v}.", "{P} clearance may not exceed {v}."),
+        (
+            "What is the largest gap allowed around the {N}?",
+            "How much space may there be between the {N} and its seat?",
+        ),
         ("How much play is permitted on the {N}?",),
     ),
     _Attribute(
         "overload_indicator",
-        ("{v} on the control panel signals that {S} is overloaded.",
-         "Overload of {S} is signalled by {v}."),
-        ("Which light warns that the {N} is overloaded?",
-         "How does the panel show an overload of the {N}?"),
+        ("{v} on the control panel signals that {S} is overloaded.", "Overload of {S} is signalled by {v}."),
+        ("Which light warns that the {N} is overloaded?", "How does the panel show an overload of the {N}?"),
         ("What is the strain tell of the {N}?",),
     ),
     _Attribute(
@@ -297,8 +414,10 @@ def _names(rng: np.random.Generator, n: int) -> list[tuple[str, str]]:
     seen: set[str] = set()
     while len(roots) < n_roots:
         root = (
-            _ONSETS[rng.integers(len(_ONSETS))] + _VOWELS[rng.integers(len(_VOWELS))]
-            + _CODAS[rng.integers(len(_CODAS))] + _ENDINGS[rng.integers(len(_ENDINGS))]
+            _ONSETS[rng.integers(len(_ONSETS))]
+            + _VOWELS[rng.integers(len(_VOWELS))]
+            + _CODAS[rng.integers(len(_CODAS))]
+            + _ENDINGS[rng.integers(len(_ENDINGS))]
         ).capitalize()
         if root not in seen and 4 <= len(root) <= 9:
             seen.add(root)
@@ -369,9 +488,7 @@ def _check_range(sentences_per_document: tuple[int, int]) -> tuple[int, int]:
     try:
         lo, hi = (int(x) for x in sentences_per_document)
     except (TypeError, ValueError) as e:
-        raise ConfigError(
-            f"sentences_per_document must be a pair (min, max), got {sentences_per_document!r}"
-        ) from e
+        raise ConfigError(f"sentences_per_document must be a pair (min, max), got {sentences_per_document!r}") from e
     if not 2 <= lo <= hi <= _MAX_SENTENCES:
         raise ConfigError(
             f"sentences_per_document={sentences_per_document!r}: expected 2 <= min <= max <= "
@@ -402,8 +519,10 @@ def synthetic_documents(
     if not 0.0 <= full_name_rate <= 1.0:
         raise ConfigError(f"full_name_rate must be in [0, 1], got {full_name_rate}")
     if n_documents > max_synthetic_documents():
-        raise ConfigError(f"n_documents must be <= {max_synthetic_documents()} (distinct component names), "
-                          f"got {n_documents}; draw more with several seeds")
+        raise ConfigError(
+            f"n_documents must be <= {max_synthetic_documents()} (distinct component names), "
+            f"got {n_documents}; draw more with several seeds"
+        )
     lo, hi = _check_range(sentences_per_document)
     rng = np.random.default_rng(seed)
     names = _names(rng, int(n_documents))
@@ -438,10 +557,7 @@ def synthetic_documents(
             span = (offset, offset + len(sentence))
             offset = span[1]
             parts.append(sentence)
-            facts.append(
-                Fact(f"{doc_id}-s{si}", doc_id, si, span, sentence, name, attr.name, value,
-                     questions, jargon)
-            )
+            facts.append(Fact(f"{doc_id}-s{si}", doc_id, si, span, sentence, name, attr.name, value, questions, jargon))
         docs.append(RawDocument(doc_id, f"{name} service notes", " ".join(parts), tuple(facts)))
     return docs
 
@@ -508,22 +624,15 @@ def synthetic_dataset(
     -> fact id) and ``jargon_queries`` (ids of the jargon questions).
     """
     if level not in SYNTHETIC_LEVELS:
-        raise ConfigError(
-            f"synthetic level {level!r} is not valid; expected one of {', '.join(SYNTHETIC_LEVELS)}"
-        )
-    docs = synthetic_documents(
-        n_documents, sentences_per_document=sentences_per_document, seed=seed
-    )
+        raise ConfigError(f"synthetic level {level!r} is not valid; expected one of {', '.join(SYNTHETIC_LEVELS)}")
+    docs = synthetic_documents(n_documents, sentences_per_document=sentences_per_document, seed=seed)
     questions = synthetic_questions(docs, n_queries=n_queries, jargon_rate=jargon_rate, seed=seed)
     if level == "sentence":
         corpus = [Document(f.id, f.sentence) for d in docs for f in d.facts]
     else:
         corpus = [Document(d.id, d.text, d.title) for d in docs]
     queries = {qid: text for qid, text, _ in questions}
-    qrels = {
-        qid: {fact.id if level == "sentence" else fact.document_id: 1}
-        for qid, _, fact in questions
-    }
+    qrels = {qid: {fact.id if level == "sentence" else fact.document_id: 1} for qid, _, fact in questions}
     meta: dict[str, Any] = {
         "format": "synthetic",
         "level": level,
@@ -533,8 +642,6 @@ def synthetic_dataset(
         "jargon_rate": jargon_rate,
         "query_document": {qid: fact.document_id for qid, _, fact in questions},
         "query_fact": {qid: fact.id for qid, _, fact in questions},
-        "jargon_queries": sorted(
-            qid for qid, _, fact in questions if fact.jargon[int(qid.rsplit("q", 1)[1])]
-        ),
+        "jargon_queries": sorted(qid for qid, _, fact in questions if fact.jargon[int(qid.rsplit("q", 1)[1])]),
     }
     return Dataset.build(name, corpus, queries, qrels, source=f"synthetic(seed={seed})", meta=meta)

@@ -34,8 +34,7 @@ def read_trec_qrels(path: str | os.PathLike[str]) -> Qrels:
             continue
         if len(fields) != 4:
             raise DataError(
-                f"{p}:{number}: expected 4 whitespace-separated fields (qid iter docid rel), "
-                f"got {len(fields)}"
+                f"{p}:{number}: expected 4 whitespace-separated fields (qid iter docid rel), got {len(fields)}"
             )
         qid, _, did, rel = fields
         try:
@@ -69,8 +68,7 @@ def read_trec_run(path: str | os.PathLike[str], *, qrels: Mapping[str, Mapping[s
             continue
         if len(fields) != 6:
             raise DataError(
-                f"{p}:{number}: expected 6 whitespace-separated fields "
-                f"(qid Q0 docid rank score tag), got {len(fields)}"
+                f"{p}:{number}: expected 6 whitespace-separated fields (qid Q0 docid rank score tag), got {len(fields)}"
             )
         qid, _, did, _, score, _ = fields
         try:
@@ -81,8 +79,7 @@ def read_trec_run(path: str | os.PathLike[str], *, qrels: Mapping[str, Mapping[s
             raise DataError(f"{p}:{number}: score {score!r} is not finite")
         if (qid, did) in seen:
             raise DataError(
-                f"{p}:{number}: document {did!r} listed twice for query {qid!r} "
-                f"(first on line {seen[(qid, did)]})"
+                f"{p}:{number}: document {did!r} listed twice for query {qid!r} (first on line {seen[(qid, did)]})"
             )
         seen[(qid, did)] = number
         run.setdefault(qid, {})[did] = value
@@ -93,8 +90,9 @@ def read_trec_run(path: str | os.PathLike[str], *, qrels: Mapping[str, Mapping[s
     return run
 
 
-def check_run_queries(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]], *,
-                      source: str = "run") -> int:
+def check_run_queries(
+    run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]], *, source: str = "run"
+) -> int:
     """The number of judged queries of ``qrels`` the run retrieves for; an empty run, or one
     sharing no query with ``qrels``, is a :class:`DataError` (it would score 0 everywhere)."""
     if not any(run.values()):
@@ -120,9 +118,7 @@ def rank_run(scores: Mapping[str, float]) -> list[tuple[str, float]]:
 def _check_token(value: str, what: str) -> str:
     text = str(value)
     if not text or any(c.isspace() for c in text):
-        raise DataError(
-            f"{what} {text!r} is empty or contains whitespace; TREC files cannot hold it"
-        )
+        raise DataError(f"{what} {text!r} is empty or contains whitespace; TREC files cannot hold it")
     return text
 
 

@@ -68,8 +68,14 @@ class EmbedBatch:
         node_ip = getattr(ray._private.worker.global_worker, "node_ip_address", "")  # the node's --node-ip-address
         return {"node_id": ray.get_runtime_context().get_node_id(), "ip": node_ip or "", "pid": self.pid}
 
-    def __call__(self, batch: dict[str, Any], *, kind: TextKind | None = None,
-                 batch_size: int | None = None, tokens: bool = False) -> dict[str, np.ndarray]:
+    def __call__(
+        self,
+        batch: dict[str, Any],
+        *,
+        kind: TextKind | None = None,
+        batch_size: int | None = None,
+        tokens: bool = False,
+    ) -> dict[str, np.ndarray]:
         texts = [str(t) for t in batch["text"]]
         n = len(texts)
         where = {
@@ -85,8 +91,9 @@ class EmbedBatch:
             **where,
         }
 
-    def _tokens(self, batch: dict[str, Any], texts: list[str], kind: TextKind | None,
-                batch_size: int | None) -> dict[str, np.ndarray]:
+    def _tokens(
+        self, batch: dict[str, Any], texts: list[str], kind: TextKind | None, batch_size: int | None
+    ) -> dict[str, np.ndarray]:
         """Token mode: the batch's packed token vectors ``[T, dim]`` and per-row lengths."""
         encode_tokens = getattr(self.encoder, "encode_tokens", None)
         if encode_tokens is None:

@@ -145,7 +145,9 @@ class EmbeddingCache:
     max_bytes: int = int(DEFAULT_MAX_GIB * _GIB)
 
     @classmethod
-    def resolve(cls, root: str | Path = "", max_gib: float = 0.0, *, where: str = "[embedding]") -> EmbeddingCache | None:
+    def resolve(
+        cls, root: str | Path = "", max_gib: float = 0.0, *, where: str = "[embedding]"
+    ) -> EmbeddingCache | None:
         """The cache of the settings ``root`` (``""``: ``$ADAPTLAB_EMBEDDING_CACHE``, else
         :func:`default_cache_root`; ``"off"``: no cache, None) and ``max_gib`` (0:
         ``$ADAPTLAB_CACHE_MAX_GIB``, else :data:`DEFAULT_MAX_GIB`); ``where`` names the settings in
@@ -210,10 +212,15 @@ class EmbeddingCache:
         """``root``, ``entries`` (cached arrays), ``bytes``, ``max_bytes`` and per-folder counts."""
         files = [f for f in self.files() if not f.is_temporary]
         per = {name: sum(1 for f in files if f"/{name}/" in f.path) for name in FOLDERS}
-        return {"root": self.where, "entries": len(files), "bytes": sum(f.size for f in files),
-                "max_bytes": self.max_bytes, "folders": per,
-                "oldest": min((f.mtime for f in files), default=None),
-                "newest": max((f.mtime for f in files), default=None)}
+        return {
+            "root": self.where,
+            "entries": len(files),
+            "bytes": sum(f.size for f in files),
+            "max_bytes": self.max_bytes,
+            "folders": per,
+            "oldest": min((f.mtime for f in files), default=None),
+            "newest": max((f.mtime for f in files), default=None),
+        }
 
 
 def _max_gib(value: float, where: str) -> float:
@@ -242,8 +249,11 @@ def _list_files(fs: Any, folder: str) -> list[CacheFile]:
     from pyarrow import fs as pafs
 
     infos = fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
-    return [CacheFile(i.path, int(i.size or 0), i.mtime.timestamp() if i.mtime is not None else 0.0)
-            for i in infos if i.type == pafs.FileType.File]
+    return [
+        CacheFile(i.path, int(i.size or 0), i.mtime.timestamp() if i.mtime is not None else 0.0)
+        for i in infos
+        if i.type == pafs.FileType.File
+    ]
 
 
 class CachedModel:
@@ -278,8 +288,9 @@ class CachedModel:
         self.use_ray = bool(use_ray)
         self.num_actors = num_actors
         self.cache_dir = cache_dir
-        self._cache = (cache_dir.folder(self.cache_folder) if isinstance(cache_dir, EmbeddingCache)
-                       else ArrayCache.of(cache_dir))  # a local folder or an s3://, gs://, az:// URI
+        self._cache = (
+            cache_dir.folder(self.cache_folder) if isinstance(cache_dir, EmbeddingCache) else ArrayCache.of(cache_dir)
+        )  # a local folder or an s3://, gs://, az:// URI
         self.local_below = int(local_below)
         self.used_ray = False
         self.version = _version.__version__  # the adaptlab that computes the vectors: part of the key
@@ -343,9 +354,17 @@ class Embedder(CachedModel):
                 return hit
         use_ray = self.wants_ray(len(texts))
         self.used_ray = self.used_ray or use_ray
-        out = embed_texts(texts, self.ref, kind=kind, batch_size=self.batch_size, num_actors=self.num_actors,
-                          options=self.options, use_ray=use_ray, progress=True,
-                          placement_timeout=self.placement_timeout)
+        out = embed_texts(
+            texts,
+            self.ref,
+            kind=kind,
+            batch_size=self.batch_size,
+            num_actors=self.num_actors,
+            options=self.options,
+            use_ray=use_ray,
+            progress=True,
+            placement_timeout=self.placement_timeout,
+        )
         out = np.ascontiguousarray(out, dtype=np.float32)
         self._note_cache(0, len(texts))
         if cache is not None and name is not None:
@@ -445,9 +464,9 @@ class ArrayCache:
     def _warn(self, what: str, e: Exception) -> None:
         if not self._warned:
             self._warned = True
-            _log.warning("embedding cache %s: cannot %s (%s); going on without it", mask_url(self.root), what,
-                         type(e).__name__)
-
+            _log.warning(
+                "embedding cache %s: cannot %s (%s); going on without it", mask_url(self.root), what, type(e).__name__
+            )
 
 
 def _save_atomic(path: Path, array: np.ndarray) -> None:

@@ -66,9 +66,16 @@ class Dispatch:
     """One call's scheduling state: a queue of block indices, the in-flight references, the
     actors lost with their nodes and since when no actor has been ready."""
 
-    def __init__(self, pool: ActorPool, blocks: Sequence[tuple[np.ndarray, list[str]]], kind: TextKind,
-                 batch_size: int, max_restarts: int, tokens: bool = False,
-                 timeout: float = PLACEMENT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        pool: ActorPool,
+        blocks: Sequence[tuple[np.ndarray, list[str]]],
+        kind: TextKind,
+        batch_size: int,
+        max_restarts: int,
+        tokens: bool = False,
+        timeout: float = PLACEMENT_TIMEOUT,
+    ) -> None:
         self.pool, self.blocks, self.kind, self.batch_size = pool, blocks, kind, batch_size
         self.max_restarts, self.timeout = max_restarts, timeout
         self.mode: dict[str, Any] = {"tokens": True} if tokens else {}  # dense calls stay as they were
@@ -85,7 +92,8 @@ class Dispatch:
         block = self.queue.pop()
         row_ids, texts = self.blocks[block]
         ref = self.pool.members[actor_index].actor.__call__.remote(
-            {"row_id": row_ids, "text": texts}, kind=self.kind, batch_size=self.batch_size, **self.mode)
+            {"row_id": row_ids, "text": texts}, kind=self.kind, batch_size=self.batch_size, **self.mode
+        )
         self.in_flight[ref] = (block, actor_index)
 
     def fill(self) -> None:
@@ -164,8 +172,12 @@ class Dispatch:
                     f"embedding actors died {self.replaced} times in one call (max_restarts={self.max_restarts}); "
                     f"last error: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
                 ) from error
-            log.warning("embedding actor %d died (%s); replacing it and retrying %d block(s)",
-                        actor_index, type(error).__name__, len(lost))
+            log.warning(
+                "embedding actor %d died (%s); replacing it and retrying %d block(s)",
+                actor_index,
+                type(error).__name__,
+                len(lost),
+            )
         else:
             self.losses.note(actor_index, node, len(lost), sum(len(self.blocks[b][0]) for b in lost))
         self.queue.extend(sorted(lost, reverse=True))
@@ -187,9 +199,12 @@ class Dispatch:
             self.idle_since, self.warned = now, False
         if not self.warned and (self.losses.lost or now - self.idle_since > 0.1 * self.timeout):
             self.warned = True  # once per wait: the log says why progress stopped
-            log.warning("no embedding actor is ready (%d waiting for a node with room or loading the encoder); "
-                        "failing in %.0f s unless one gets ready", len(self.pool.members),
-                        self.timeout - (now - self.idle_since))
+            log.warning(
+                "no embedding actor is ready (%d waiting for a node with room or loading the encoder); "
+                "failing in %.0f s unless one gets ready",
+                len(self.pool.members),
+                self.timeout - (now - self.idle_since),
+            )
         if now - self.idle_since > self.timeout:
             raise ClusterCapacityError(self.capacity_message())
 
@@ -201,12 +216,16 @@ class Dispatch:
         alive = [ip or node[:12] for node, (up, ip) in nodes.items() if up and node not in self.losses.lost]
         if embedded_node_alive() is not False and (alive or not (nodes or self.losses.lost)):
             return
-        dead = lost_nodes_text(self.losses.lost) if self.losses.lost else ", ".join(
-            node_text(node, ip) for node, (_, ip) in nodes.items())
+        dead = (
+            lost_nodes_text(self.losses.lost)
+            if self.losses.lost
+            else ", ".join(node_text(node, ip) for node, (_, ip) in nodes.items())
+        )
         raise ClusterCapacityError(
             f"embedding stopped: the node of the embedded Ray ({dead}) died and cannot come back (this process "
             f"started that Ray: no other node can take its place); {self.done}/{self.total} texts of this call "
-            "were embedded and are not kept; run the study again (finished work is reused from the content cache)")
+            "were embedded and are not kept; run the study again (finished work is reused from the content cache)"
+        )
 
     def capacity_message(self) -> str:
         """One line: the lost nodes, what was done, how to resume."""
@@ -216,10 +235,12 @@ class Dispatch:
             what = "lost node(s) " + lost_nodes_text(self.losses.lost)
         else:
             what = "no node was lost in this call, but none has room"
-        return (f"embedding stopped: no embedding actor was ready for {self.timeout:g} s, none could be placed "
-                f"or load its encoder ({what}; each actor needs {need}); {self.done}/{self.total} texts of this call were embedded and are not "
-                f"kept; to resume, re-run the same study once the cluster has room (finished work is reused "
-                f"from the content cache), or wait longer with {PLACEMENT_TIMEOUT_ENV}=SECONDS")
+        return (
+            f"embedding stopped: no embedding actor was ready for {self.timeout:g} s, none could be placed "
+            f"or load its encoder ({what}; each actor needs {need}); {self.done}/{self.total} texts of this call were embedded and are not "
+            f"kept; to resume, re-run the same study once the cluster has room (finished work is reused "
+            f"from the content cache), or wait longer with {PLACEMENT_TIMEOUT_ENV}=SECONDS"
+        )
 
 
 def raise_init_error(e: Exception) -> None:

@@ -16,8 +16,15 @@ from dataclasses import dataclass
 from adaptlab.embedding.placement import Member
 from adaptlab.runtime.node_loss import ip_in, lost_with_node, node_id_in
 
-__all__ = ["LOSS_REPORT_DELAY", "UNKNOWN_NODE", "NodeLoss", "NodeLosses", "lost_nodes_text", "node_of_death",
-           "node_text"]
+__all__ = [
+    "LOSS_REPORT_DELAY",
+    "UNKNOWN_NODE",
+    "NodeLoss",
+    "NodeLosses",
+    "lost_nodes_text",
+    "node_of_death",
+    "node_text",
+]
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +66,11 @@ class NodeLoss:
 
     def line(self, node: str) -> str:
         """``embedding: node 3f2a8c1d9e0b (10.0.0.2) lost; 2 actor(s) replaced, 4 block(s) (512 texts) requeued ...``."""
-        return (f"embedding: node {node_text(node, self.ip)} lost; {self.actors} actor(s) replaced, "
-                f"{self.blocks} block(s) ({self.texts} texts) requeued to the live actors; "
-                "the replacements join once a node has room")
+        return (
+            f"embedding: node {node_text(node, self.ip)} lost; {self.actors} actor(s) replaced, "
+            f"{self.blocks} block(s) ({self.texts} texts) requeued to the live actors; "
+            "the replacements join once a node has room"
+        )
 
 
 def node_text(node: str, ip: str) -> str:
@@ -91,8 +100,12 @@ class NodeLosses:
         ``node`` (id, ip); a node reported already gets a DEBUG line only."""
         self.lost[node[0]] = node[1]
         if node[0] in self.reported:
-            log.debug("embedding actor %d: also on node %s, reported already; %d block(s) requeued",
-                      actor_index, node_text(*node), blocks)
+            log.debug(
+                "embedding actor %d: also on node %s, reported already; %d block(s) requeued",
+                actor_index,
+                node_text(*node),
+                blocks,
+            )
             return
         loss = self.pending.setdefault(node[0], NodeLoss(node[1], time.monotonic()))
         loss.ip = loss.ip or node[1]

@@ -138,8 +138,11 @@ def _local_encoder(factory: EncoderFactory, device: str | None, progress: bool =
     """The encoder in this process: cached per recipe (one model at a time), loaded under a
     :class:`Heartbeat` (lines while a load runs past the progress interval)."""
     if isinstance(factory, EncoderSpec):
-        key = json.dumps([str(factory.ref), repr(factory.ref), factory.backend, dict(factory.options), device],
-                         sort_keys=True, default=str)
+        key = json.dumps(
+            [str(factory.ref), repr(factory.ref), factory.backend, dict(factory.options), device],
+            sort_keys=True,
+            default=str,
+        )
         enc = _LOCAL_CACHE.get(key)
         if enc is None:
             enc = _load(factory, device, progress)
@@ -194,7 +197,7 @@ def _encode_in_slices(enc: Encoder, texts: list[str], kind: TextKind, batch_size
     s, t0 = 0, time.perf_counter()
     while s < len(texts):
         step = _next_slice(s // batch_size, time.perf_counter() - t0) * batch_size
-        parts.append(np.asarray(enc.encode([texts[i] for i in order[s:s + step]], kind=kind, batch_size=batch_size)))
+        parts.append(np.asarray(enc.encode([texts[i] for i in order[s : s + step]], kind=kind, batch_size=batch_size)))
         bar.update(len(parts[-1]))
         s += step
     emb = np.concatenate(parts, axis=0)
@@ -203,8 +206,14 @@ def _encode_in_slices(enc: Encoder, texts: list[str], kind: TextKind, batch_size
     return out
 
 
-def _embed_local(texts: list[str], factory: EncoderFactory, kind: TextKind, batch_size: int,
-                 device: str | None, progress: bool = True) -> EmbeddingRun:
+def _embed_local(
+    texts: list[str],
+    factory: EncoderFactory,
+    kind: TextKind,
+    batch_size: int,
+    device: str | None,
+    progress: bool = True,
+) -> EmbeddingRun:
     t0 = time.perf_counter()
     enc = _local_encoder(factory, device, progress)
     n = len(texts)
@@ -217,7 +226,10 @@ def _embed_local(texts: list[str], factory: EncoderFactory, kind: TextKind, batc
         embeddings=emb,
         pid=np.full(n, os.getpid(), dtype=np.int64),
         cuda_visible_devices=np.full(n, os.environ.get("CUDA_VISIBLE_DEVICES", ""), dtype=object),
-        engine="local", num_actors=1, block_size=n, seconds=time.perf_counter() - t0,
+        engine="local",
+        num_actors=1,
+        block_size=n,
+        seconds=time.perf_counter() - t0,
     )
 
 
@@ -234,16 +246,19 @@ def check_row_coverage(seen: np.ndarray) -> None:
         )
 
 
-def length_blocks(texts: Sequence[str], block_size: int, *,
-                  sort_by_length: bool = True) -> list[tuple[np.ndarray, list[str]]]:
+def length_blocks(
+    texts: Sequence[str], block_size: int, *, sort_by_length: bool = True
+) -> list[tuple[np.ndarray, list[str]]]:
     """``(row ids, texts)`` blocks of ``block_size`` rows; with ``sort_by_length`` the texts go by
     decreasing length in characters (a proxy for tokens: similar lengths share a batch, so less
     padding, and the longest blocks start first), ties in input order."""
     n = len(texts)
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=n)
     order = np.argsort(-lengths, kind="stable") if sort_by_length else np.arange(n)
-    return [(order[s:s + block_size].astype(np.int64), [texts[i] for i in order[s:s + block_size]])
-            for s in range(0, n, block_size)]
+    return [
+        (order[s : s + block_size].astype(np.int64), [texts[i] for i in order[s : s + block_size]])
+        for s in range(0, n, block_size)
+    ]
 
 
 def _assemble(n: int, batches: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -270,8 +285,15 @@ def _assemble(n: int, batches: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return emb if emb is not None else np.zeros((0, 0), dtype=np.float32), pid, cvd
 
 
-def pool_placement(n: int, *, batch_size: int, num_actors: int | None, block_size: int | None,
-                   torch_threads: int | None, device: str | None) -> tuple[PoolPlacement, int]:
+def pool_placement(
+    n: int,
+    *,
+    batch_size: int,
+    num_actors: int | None,
+    block_size: int | None,
+    torch_threads: int | None,
+    device: str | None,
+) -> tuple[PoolPlacement, int]:
     """Pool size and per-actor resources (one GPU each on a GPU cluster, else CPU slots with
     ``torch_threads`` threads), and the rows per actor call."""
     info = ray_info()
@@ -296,15 +318,31 @@ def pool_placement(n: int, *, batch_size: int, num_actors: int | None, block_siz
 
 
 def _embed_ray(
-    texts: list[str], factory: EncoderFactory, *, kind: TextKind, batch_size: int, num_actors: int | None,
-    block_size: int | None, torch_threads: int | None, sort_by_length: bool, max_restarts: int | None,
-    device: str | None, progress: bool = True, placement_timeout: float | None = None,
+    texts: list[str],
+    factory: EncoderFactory,
+    *,
+    kind: TextKind,
+    batch_size: int,
+    num_actors: int | None,
+    block_size: int | None,
+    torch_threads: int | None,
+    sort_by_length: bool,
+    max_restarts: int | None,
+    device: str | None,
+    progress: bool = True,
+    placement_timeout: float | None = None,
 ) -> EmbeddingRun:
     with Heartbeat("starting Ray", enabled=None if progress else False):  # or waiting for its start
         init_ray()
     n = len(texts)
-    placement, bs = pool_placement(n, batch_size=batch_size, num_actors=num_actors, block_size=block_size,
-                                   torch_threads=torch_threads, device=device)
+    placement, bs = pool_placement(
+        n,
+        batch_size=batch_size,
+        num_actors=num_actors,
+        block_size=block_size,
+        torch_threads=torch_threads,
+        device=device,
+    )
     pool = get_pool(factory, placement)
     log.debug("embedding %d texts on Ray: %s, blocks of %d rows", n, placement, bs)
     blocks = length_blocks(texts, bs, sort_by_length=sort_by_length)
@@ -312,12 +350,17 @@ def _embed_ray(
     restarts = DEFAULT_MAX_RESTARTS if max_restarts is None else max_restarts
     bar = Progress(n, _what(factory, kind, n), enabled=None if progress else False)
     try:
-        emb, pid, cvd = _assemble(n, pool.run(blocks, kind=kind, batch_size=batch_size, max_restarts=restarts,
-                                              progress=bar, timeout=placement_timeout))
+        emb, pid, cvd = _assemble(
+            n,
+            pool.run(
+                blocks, kind=kind, batch_size=batch_size, max_restarts=restarts, progress=bar, timeout=placement_timeout
+            ),
+        )
     finally:
         bar.close()
-    return EmbeddingRun(emb, pid, cvd, engine="ray", num_actors=placement.num_actors, block_size=bs,
-                        seconds=time.perf_counter() - t0)
+    return EmbeddingRun(
+        emb, pid, cvd, engine="ray", num_actors=placement.num_actors, block_size=bs, seconds=time.perf_counter() - t0
+    )
 
 
 def embed_texts_detailed(
@@ -364,10 +407,20 @@ def embed_texts_detailed(
         factory = EncoderSpec(resolve_model(factory.ref), factory.backend, factory.options)
     if not use_ray or not items:
         return _embed_local(items, factory, kind, batch_size, device, progress)
-    return _embed_ray(items, factory, kind=kind, batch_size=batch_size, num_actors=num_actors,
-                      block_size=block_size, torch_threads=torch_threads, sort_by_length=sort_by_length,
-                      max_restarts=max_restarts, device=device, progress=progress,
-                      placement_timeout=placement_timeout)
+    return _embed_ray(
+        items,
+        factory,
+        kind=kind,
+        batch_size=batch_size,
+        num_actors=num_actors,
+        block_size=block_size,
+        torch_threads=torch_threads,
+        sort_by_length=sort_by_length,
+        max_restarts=max_restarts,
+        device=device,
+        progress=progress,
+        placement_timeout=placement_timeout,
+    )
 
 
 def embed_texts(
@@ -408,9 +461,25 @@ def embed_texts(
         ClusterCapacityError: the cluster lost the nodes the pool needs (no actor ready for
         ``placement_timeout`` seconds).
     """
-    unknown = set(kwargs) - {"backend", "device", "block_size", "torch_threads", "sort_by_length", "max_restarts",
-                             "placement_timeout"}
+    unknown = set(kwargs) - {
+        "backend",
+        "device",
+        "block_size",
+        "torch_threads",
+        "sort_by_length",
+        "max_restarts",
+        "placement_timeout",
+    }
     if unknown:
         raise ConfigError(f"embed_texts: unknown argument(s) {', '.join(sorted(unknown))}")
-    return embed_texts_detailed(texts, model_ref, kind=kind, batch_size=batch_size, num_actors=num_actors,
-                                options=options, progress=progress, use_ray=use_ray, **kwargs).embeddings
+    return embed_texts_detailed(
+        texts,
+        model_ref,
+        kind=kind,
+        batch_size=batch_size,
+        num_actors=num_actors,
+        options=options,
+        progress=progress,
+        use_ray=use_ray,
+        **kwargs,
+    ).embeddings

@@ -81,8 +81,11 @@ on every batch fails after this many tries instead of retrying forever)."""
 def factory_key(factory: EncoderFactory) -> str:
     """A stable key of an encoder recipe: the spec's fields, or the pickled callable's digest."""
     if isinstance(factory, EncoderSpec):
-        return json.dumps(["spec", str(factory.ref), repr(factory.ref), factory.backend, dict(factory.options)],
-                          sort_keys=True, default=str)
+        return json.dumps(
+            ["spec", str(factory.ref), repr(factory.ref), factory.backend, dict(factory.options)],
+            sort_keys=True,
+            default=str,
+        )
     from ray import cloudpickle  # deferred: ray is imported only when a pool is needed
 
     return "callable:" + hashlib.sha256(cloudpickle.dumps(factory)).hexdigest()
@@ -143,9 +146,17 @@ class EncoderPool:
             with contextlib.suppress(Exception):
                 ray.kill(victim.actor)
 
-    def run(self, blocks: Sequence[tuple[np.ndarray, list[str]]], *, kind: TextKind, batch_size: int,
-            max_restarts: int = DEFAULT_MAX_RESTARTS, progress: Progress | None = None,
-            tokens: bool = False, timeout: float | None = None) -> Iterator[dict[str, np.ndarray]]:
+    def run(
+        self,
+        blocks: Sequence[tuple[np.ndarray, list[str]]],
+        *,
+        kind: TextKind,
+        batch_size: int,
+        max_restarts: int = DEFAULT_MAX_RESTARTS,
+        progress: Progress | None = None,
+        tokens: bool = False,
+        timeout: float | None = None,
+    ) -> Iterator[dict[str, np.ndarray]]:
         """Embed ``blocks`` of ``(row_ids, texts)``; yields one output batch per block (in the
         order they finish). One call at a time per pool. ``progress`` is advanced by the rows
         of each finished block. ``tokens``: token vectors of a late-interaction encoder (the
@@ -206,8 +217,7 @@ def _fits(placement: PoolPlacement, others: list[EncoderPool]) -> bool:
 
     total = ray.cluster_resources()
     for res, need in (("CPU", placement.num_cpus), ("GPU", placement.num_gpus)):
-        used = sum(len(p.members) * (p.placement.num_cpus if res == "CPU" else p.placement.num_gpus)
-                   for p in others)
+        used = sum(len(p.members) * (p.placement.num_cpus if res == "CPU" else p.placement.num_gpus) for p in others)
         if need and used + placement.num_actors * need > float(total.get(res, 0.0)) + 1e-9:
             return False
     return True

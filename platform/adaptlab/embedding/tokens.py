@@ -90,10 +90,17 @@ class TokenRun:
 def _check_batch(n: int, ids: np.ndarray, lengths: np.ndarray, vectors: np.ndarray, dim: int | None) -> None:
     if ids.min() < 0 or ids.max() >= n:
         raise RuntimeError(f"token embedding returned row ids outside [0, {n})")
-    if (lengths.shape != ids.shape or vectors.ndim != 2 or np.any(lengths < 0)
-            or int(lengths.sum()) != vectors.shape[0] or (dim is not None and vectors.shape[1] != dim)):
-        raise RuntimeError(f"token embedding returned a batch that does not pack: {ids.size} rows, lengths "
-                           f"summing to {int(lengths.sum())}, vectors {vectors.shape}")
+    if (
+        lengths.shape != ids.shape
+        or vectors.ndim != 2
+        or np.any(lengths < 0)
+        or int(lengths.sum()) != vectors.shape[0]
+        or (dim is not None and vectors.shape[1] != dim)
+    ):
+        raise RuntimeError(
+            f"token embedding returned a batch that does not pack: {ids.size} rows, lengths "
+            f"summing to {int(lengths.sum())}, vectors {vectors.shape}"
+        )
 
 
 def assemble_tokens(n: int, batches: Iterable[dict[str, np.ndarray]]) -> tuple[Any, np.ndarray, np.ndarray]:
@@ -143,28 +150,48 @@ def _label(factory: EncoderFactory, kind: str, n: int) -> str:
     return f"token-embedding {n} {'queries' if kind == 'query' else kind + 's'}" + (f" with {name}" if name else "")
 
 
-def embed_tokens_ray(texts: list[str], factory: EncoderFactory, *, kind: TextKind, batch_size: int,
-                     num_actors: int | None = None, device: str | None = None, progress: bool = True,
-                     max_restarts: int = DEFAULT_MAX_RESTARTS, placement_timeout: float | None = None) -> TokenRun:
+def embed_tokens_ray(
+    texts: list[str],
+    factory: EncoderFactory,
+    *,
+    kind: TextKind,
+    batch_size: int,
+    num_actors: int | None = None,
+    device: str | None = None,
+    progress: bool = True,
+    max_restarts: int = DEFAULT_MAX_RESTARTS,
+    placement_timeout: float | None = None,
+) -> TokenRun:
     """Token vectors of ``texts`` on the warm pool of ``factory`` (placement, blocks, node-loss
     handling and ``placement_timeout`` as :func:`~adaptlab.embedding.pipeline.embed_texts`), rows in
     input order."""
     init_ray()
     n = len(texts)
-    placement, bs = pool_placement(n, batch_size=batch_size, num_actors=num_actors or None, block_size=None,
-                                   torch_threads=None, device=device)
+    placement, bs = pool_placement(
+        n, batch_size=batch_size, num_actors=num_actors or None, block_size=None, torch_threads=None, device=device
+    )
     pool = get_pool(factory, placement)
     blocks = length_blocks(texts, bs)
     t0 = time.perf_counter()
     bar = Progress(n, _label(factory, kind, n), enabled=None if progress else False)
     try:
-        tokens, pid, cvd = assemble_tokens(n, pool.run(blocks, kind=kind, batch_size=batch_size,
-                                                       max_restarts=max_restarts, progress=bar, tokens=True,
-                                                       timeout=placement_timeout))
+        tokens, pid, cvd = assemble_tokens(
+            n,
+            pool.run(
+                blocks,
+                kind=kind,
+                batch_size=batch_size,
+                max_restarts=max_restarts,
+                progress=bar,
+                tokens=True,
+                timeout=placement_timeout,
+            ),
+        )
     finally:
         bar.close()
-    return TokenRun(tokens, pid, cvd, engine="ray", num_actors=placement.num_actors, block_size=bs,
-                    seconds=time.perf_counter() - t0)
+    return TokenRun(
+        tokens, pid, cvd, engine="ray", num_actors=placement.num_actors, block_size=bs, seconds=time.perf_counter() - t0
+    )
 
 
 class TokenEmbedder(CachedModel):
@@ -196,8 +223,16 @@ class TokenEmbedder(CachedModel):
         local_below: int = LOCAL_BELOW,
         placement_timeout: float | None = None,
     ) -> None:
-        super().__init__(ref, options=options, batch_size=batch_size, use_ray=use_ray, num_actors=num_actors,
-                         cache_dir=cache_dir, local_below=local_below, placement_timeout=placement_timeout)
+        super().__init__(
+            ref,
+            options=options,
+            batch_size=batch_size,
+            use_ray=use_ray,
+            num_actors=num_actors,
+            cache_dir=cache_dir,
+            local_below=local_below,
+            placement_timeout=placement_timeout,
+        )
         self.device = device
         self.last_run: TokenRun | None = None  # where the last encoding ran (None after a cache hit)
         self._encoder: Any = None
@@ -250,15 +285,27 @@ class TokenEmbedder(CachedModel):
             raise ConfigError(f"kind must be 'query' or 'document', got {kind!r}")
         if self.on_ray(len(texts)):
             self.used_ray = True
-            return embed_tokens_ray(texts, self.factory, kind=cast(TextKind, kind), batch_size=self.batch_size,
-                                    num_actors=self.num_actors, device=self.device,
-                                    placement_timeout=self.placement_timeout)
+            return embed_tokens_ray(
+                texts,
+                self.factory,
+                kind=cast(TextKind, kind),
+                batch_size=self.batch_size,
+                num_actors=self.num_actors,
+                device=self.device,
+                placement_timeout=self.placement_timeout,
+            )
         t0 = time.perf_counter()
         out = self.encoder.encode_tokens(texts, kind=kind, batch_size=self.batch_size)
         n = len(texts)
-        return TokenRun(out, np.full(n, os.getpid(), dtype=np.int64),
-                        np.full(n, os.environ.get("CUDA_VISIBLE_DEVICES", ""), dtype=object),
-                        engine="local", num_actors=1, block_size=n, seconds=time.perf_counter() - t0)
+        return TokenRun(
+            out,
+            np.full(n, os.getpid(), dtype=np.int64),
+            np.full(n, os.environ.get("CUDA_VISIBLE_DEVICES", ""), dtype=object),
+            engine="local",
+            num_actors=1,
+            block_size=n,
+            seconds=time.perf_counter() - t0,
+        )
 
     def __call__(self, texts: list[str], kind: str) -> Any:
         from adaptlab.models.colbert import TokenVectors  # deferred: keeps this package import light

@@ -40,8 +40,9 @@ DOC_COLUMNS = ("doc_id", "docid", "did", "doc")
 RUN_VALUE_COLUMNS = ("score", "sim", "similarity")
 QRELS_VALUE_COLUMNS = ("relevance", "rel", "score", "label")
 """Accepted DataFrame column names, first match wins (ir_measures, ranx, trec_eval names)."""
-BOOTSTRAP_KEYWORDS = frozenset({"boot", "n_resamples", "sample_size", "seed", "confidence", "allow_oversampling",
-                                "interval", "adjustment"})
+BOOTSTRAP_KEYWORDS = frozenset(
+    {"boot", "n_resamples", "sample_size", "seed", "confidence", "allow_oversampling", "interval", "adjustment"}
+)
 """The keywords of :func:`~adaptlab.evaluation.summarise` that :func:`evaluate` passes on."""
 
 
@@ -49,8 +50,13 @@ class Evaluation(PerQueryMetrics):
     """Per-query values of one run (``values[measure][i]`` belongs to ``query_ids[i]``) with
     its summary: ``summary`` bootstraps on first use with the settings given to :func:`evaluate`."""
 
-    def __init__(self, per_query: PerQueryMetrics, system: str, bootstrap: Mapping[str, Any],
-                 groups: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        per_query: PerQueryMetrics,
+        system: str,
+        bootstrap: Mapping[str, Any],
+        groups: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         super().__init__(per_query.query_ids, per_query.values, per_query.excluded, per_query.missing_from_run)
         self.system = system
         self.groups = dict(groups or {})
@@ -76,8 +82,10 @@ class Evaluation(PerQueryMetrics):
         column given as ``groups=`` (empty without), computed on first use."""
         if self._groups is None:
             plain = {self.system: PerQueryMetrics(self.query_ids, self.values, self.excluded, self.missing_from_run)}
-            self._groups = {c: summarise_groups(plain, labels, column=c, workers="local", **self._bootstrap)
-                            for c, labels in self.groups.items()}
+            self._groups = {
+                c: summarise_groups(plain, labels, column=c, workers="local", **self._bootstrap)
+                for c, labels in self.groups.items()
+            }
         return self._groups
 
     def frame(self) -> pd.DataFrame:
@@ -99,15 +107,19 @@ def _column(frame: Any, names: Sequence[str], what: str, role: str) -> str:
     cols = [str(c) for c in frame.columns]
     found = next((n for n in names if n in cols), None)
     if found is None:
-        raise DataError(f"{what} DataFrame: no {role} column; expected one of {', '.join(names)} "
-                        f"(columns: {', '.join(cols[:8])})")
+        raise DataError(
+            f"{what} DataFrame: no {role} column; expected one of {', '.join(names)} (columns: {', '.join(cols[:8])})"
+        )
     return found
 
 
 def _from_frame(frame: Any, what: str, values: Sequence[str], cast: type) -> dict[str, dict[str, Any]]:
     """``{query: {doc: value}}`` from a long DataFrame; a (query, doc) listed twice is an error."""
-    q, d, v = (_column(frame, QUERY_COLUMNS, what, "query id"), _column(frame, DOC_COLUMNS, what, "document id"),
-               _column(frame, values, what, "value"))
+    q, d, v = (
+        _column(frame, QUERY_COLUMNS, what, "query id"),
+        _column(frame, DOC_COLUMNS, what, "document id"),
+        _column(frame, values, what, "value"),
+    )
     out: dict[str, dict[str, Any]] = {}
     for qid, did, val in zip(frame[q].astype(str), frame[d].astype(str), frame[v]):
         docs = out.setdefault(qid, {})
@@ -116,8 +128,9 @@ def _from_frame(frame: Any, what: str, values: Sequence[str], cast: type) -> dic
         try:
             docs[did] = cast(val)
         except (TypeError, ValueError) as e:
-            raise DataError(f"{what} DataFrame: {v} of query {qid!r}, document {did!r} is {val!r}, "
-                            "expected a number") from e
+            raise DataError(
+                f"{what} DataFrame: {v} of query {qid!r}, document {did!r} is {val!r}, expected a number"
+            ) from e
     return out
 
 
@@ -128,10 +141,13 @@ def _as_mapping(data: Any, what: str) -> Mapping[str, Mapping[str, Any]]:
     if isinstance(data, Mapping):
         return data
     if hasattr(data, "columns") and hasattr(data, "__getitem__"):
-        return _from_frame(data, what, QRELS_VALUE_COLUMNS if what == "qrels" else RUN_VALUE_COLUMNS,
-                           int if what == "qrels" else float)
-    raise DataError(f"{what}: expected a {{query: {{doc: value}}}} mapping, a pandas DataFrame or a TREC file "
-                    f"path, got {type(data).__name__}")
+        return _from_frame(
+            data, what, QRELS_VALUE_COLUMNS if what == "qrels" else RUN_VALUE_COLUMNS, int if what == "qrels" else float
+        )
+    raise DataError(
+        f"{what}: expected a {{query: {{doc: value}}}} mapping, a pandas DataFrame or a TREC file "
+        f"path, got {type(data).__name__}"
+    )
 
 
 def evaluate(
@@ -193,11 +209,12 @@ def evaluate(
     system = check_name(system, "evaluate(): system")
     unknown = sorted(set(bootstrap) - BOOTSTRAP_KEYWORDS)
     if unknown:
-        raise ConfigError(f"evaluate(): unknown keyword(s) {', '.join(unknown)}; the bootstrap keywords are "
-                          f"{', '.join(sorted(BOOTSTRAP_KEYWORDS))}")
+        raise ConfigError(
+            f"evaluate(): unknown keyword(s) {', '.join(unknown)}; the bootstrap keywords are "
+            f"{', '.join(sorted(BOOTSTRAP_KEYWORDS))}"
+        )
     boot = resolve_bootstrap("evaluate", bootstrap.pop("boot", None), config_key="boot", **bootstrap)
-    per_query = per_query_values(_as_mapping(qrels, "qrels"), _as_mapping(run, "run"), measures,
-                                 query_ids=query_ids)
+    per_query = per_query_values(_as_mapping(qrels, "qrels"), _as_mapping(run, "run"), measures, query_ids=query_ids)
     return Evaluation(per_query, system, {"boot": boot}, _group_labels(groups))
 
 
@@ -206,8 +223,10 @@ def _group_labels(groups: Mapping[str, Any] | None) -> dict[str, dict[str, str]]
     if not groups:
         return {}
     if all(isinstance(v, Mapping) for v in groups.values()):
-        return {check_group_column(c, "evaluate(): groups"): {str(q): str(v) for q, v in labels.items()}
-                for c, labels in groups.items()}
+        return {
+            check_group_column(c, "evaluate(): groups"): {str(q): str(v) for q, v in labels.items()}
+            for c, labels in groups.items()
+        }
     if any(isinstance(v, Mapping) for v in groups.values()):
         raise ConfigError("evaluate(): groups: give {query_id: group} or {column: {query_id: group}}, not a mix")
     return {"group": {str(q): str(v) for q, v in groups.items()}}

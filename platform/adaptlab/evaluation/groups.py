@@ -44,8 +44,10 @@ def check_group_column(column: str, where: str) -> str:
     """A grouping column name: non-empty, no ``=``, no control character (one line naming ``where``)."""
     name = str(column).strip()
     if not name or "=" in name or any(ord(c) < 32 for c in name):
-        raise ConfigError(f"{where}: grouping column {column!r}: expected a non-empty name without '=' or "
-                          "control characters (for example question_type)")
+        raise ConfigError(
+            f"{where}: grouping column {column!r}: expected a non-empty name without '=' or "
+            "control characters (for example question_type)"
+        )
     return name
 
 
@@ -63,17 +65,25 @@ class GroupedSummary:
     def metric_rows(self, run_ids: Mapping[str, str], dataset: str) -> list[dict[str, object]]:
         """The store's rows of every group: each group's :meth:`EvaluationSummary.metric_rows`
         with ``group`` = ``column=value``."""
-        return [{**row, "group": group_label(self.column, value)}
-                for value, s in self.groups.items() for row in s.metric_rows(run_ids, dataset)]
+        return [
+            {**row, "group": group_label(self.column, value)}
+            for value, s in self.groups.items()
+            for row in s.metric_rows(run_ids, dataset)
+        ]
 
     def to_json(self) -> dict[str, object]:
         """``{column, unassigned, groups: {value: EvaluationSummary.to_json()}}``."""
-        return {"column": self.column, "unassigned": len(self.unassigned),
-                "groups": {v: s.to_json() for v, s in self.groups.items()}}
+        return {
+            "column": self.column,
+            "unassigned": len(self.unassigned),
+            "groups": {v: s.to_json() for v, s in self.groups.items()},
+        }
 
 
-def split_by_group(per_query: Mapping[str, PerQueryMetrics], labels: Mapping[str, str],
-                   ) -> tuple[dict[str, dict[str, PerQueryMetrics]], list[str]]:
+def split_by_group(
+    per_query: Mapping[str, PerQueryMetrics],
+    labels: Mapping[str, str],
+) -> tuple[dict[str, dict[str, PerQueryMetrics]], list[str]]:
     """``({value: {system: that group's PerQueryMetrics}}, unassigned query ids)``: each group keeps
     its queries in the evaluation's order; an empty or missing label puts a query in no group."""
     first = next(iter(per_query.values()))
@@ -90,9 +100,12 @@ def split_by_group(per_query: Mapping[str, PerQueryMetrics], labels: Mapping[str
         rows = np.asarray(index[value], dtype=np.intp)
         ids = [first.query_ids[i] for i in rows]
         members = set(ids)
-        out[value] = {s: PerQueryMetrics(ids, {m: v[rows] for m, v in pq.values.items()},
-                                         [], [q for q in pq.missing_from_run if q in members])
-                      for s, pq in per_query.items()}
+        out[value] = {
+            s: PerQueryMetrics(
+                ids, {m: v[rows] for m, v in pq.values.items()}, [], [q for q in pq.missing_from_run if q in members]
+            )
+            for s, pq in per_query.items()
+        }
     return out, unassigned
 
 
@@ -116,8 +129,10 @@ def summarise_groups(
         raise ConfigError("no systems to evaluate")
     split, unassigned = split_by_group(per_query, labels)
     if not split:
-        raise DataError(f"grouping column {column!r}: no evaluated query has a value; check the query ids of "
-                        "the group labels against the evaluated queries")
+        raise DataError(
+            f"grouping column {column!r}: no evaluated query has a value; check the query ids of "
+            "the group labels against the evaluated queries"
+        )
     own = replace(boot, sample_size=None, allow_oversampling=False)  # each group resamples all its queries
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one note per column below instead of one per group
@@ -132,13 +147,19 @@ def _warn_small_groups(column: str, summaries: Mapping[str, EvaluationSummary]) 
 
     small = [f"{v} ({s.n_queries})" for v, s in summaries.items() if s.small_sample]
     if small:
-        warnings.warn(f"grouping column {column!r}: groups with few queries, whose bootstrap CIs are unreliable "
-                      f"(read the exact paired tests): {', '.join(small[:8])}"
-                      + (f" and {len(small) - 8} more" if len(small) > 8 else ""), SmallSampleWarning, stacklevel=3)
+        warnings.warn(
+            f"grouping column {column!r}: groups with few queries, whose bootstrap CIs are unreliable "
+            f"(read the exact paired tests): {', '.join(small[:8])}"
+            + (f" and {len(small) - 8} more" if len(small) > 8 else ""),
+            SmallSampleWarning,
+            stacklevel=3,
+        )
 
 
-def _adjust_across_groups(summaries: Mapping[str, EvaluationSummary], adjustment: str,
-                          ) -> dict[str, EvaluationSummary]:
+def _adjust_across_groups(
+    summaries: Mapping[str, EvaluationSummary],
+    adjustment: str,
+) -> dict[str, EvaluationSummary]:
     """The summaries with every paired p adjusted within its measure across all groups."""
     keys = [(v, i) for v, s in summaries.items() for i in range(len(s.pairs))]
     by_measure: dict[str, list[tuple[str, int]]] = {}
@@ -149,13 +170,15 @@ def _adjust_across_groups(summaries: Mapping[str, EvaluationSummary], adjustment
         ps = [summaries[v].pairs[i] for v, i in family]
         adj, bound = adjust_pvalues_bounded([p.p_value for p in ps], [p.p_bound for p in ps], adjustment)
         for (v, i), p, pa, pb in zip(family, ps, adj, bound):
-            new[v][i] = replace(p, p_adjusted=float(pa), adjustment=adjustment, family_size=len(family),
-                                p_adjusted_bound=bool(pb))
+            new[v][i] = replace(
+                p, p_adjusted=float(pa), adjustment=adjustment, family_size=len(family), p_adjusted_bound=bool(pb)
+            )
     return {v: replace(s, pairs=new[v]) for v, s in summaries.items()}
 
 
-def labels_for(groups: Mapping[str, Mapping[str, str]] | None, columns: Sequence[str] | None,
-               where: str) -> dict[str, Mapping[str, str]]:
+def labels_for(
+    groups: Mapping[str, Mapping[str, str]] | None, columns: Sequence[str] | None, where: str
+) -> dict[str, Mapping[str, str]]:
     """``{column: {query_id: value}}`` of ``columns`` (default: every column of ``groups``); a
     column ``groups`` lacks is one line naming ``where`` and the columns it has."""
     groups = groups or {}

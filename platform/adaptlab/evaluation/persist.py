@@ -54,8 +54,15 @@ class StoredRuns(dict):
     uri: str
     added: bool
 
-    def __init__(self, run_ids: Mapping[str, str], *, commit_id: str | None = None, version: int | None = None,
-                 uri: str = "", added: bool = True) -> None:
+    def __init__(
+        self,
+        run_ids: Mapping[str, str],
+        *,
+        commit_id: str | None = None,
+        version: int | None = None,
+        uri: str = "",
+        added: bool = True,
+    ) -> None:
         super().__init__(run_ids)
         self.commit_id, self.version, self.uri, self.added = commit_id, version, uri, added
 
@@ -125,21 +132,39 @@ def commit_summary(
     if again:
         run_ids = {s: results.new_run_id() for s in summary.systems}
     else:
-        key = evaluation_key(summary, dataset=dataset, config=config, provenance=provenance,
-                             dataset_fingerprint=dataset_fingerprint, records=records,
-                             extra_metric_rows=extra, study=study, key_content=key_content)
+        key = evaluation_key(
+            summary,
+            dataset=dataset,
+            config=config,
+            provenance=provenance,
+            dataset_fingerprint=dataset_fingerprint,
+            records=records,
+            extra_metric_rows=extra,
+            study=study,
+            key_content=key_content,
+        )
         run_ids = keyed_run_ids(key, list(summary.systems))
         landed = _stored(store, run_ids)
         if landed is not None:  # this evaluation is in the store already: a retry adds nothing
             return landed
-    runs = _run_rows(summary, run_ids, dataset=dataset, config=config, provenance=provenance,
-                     dataset_fingerprint=dataset_fingerprint, study=study)
+    runs = _run_rows(
+        summary,
+        run_ids,
+        dataset=dataset,
+        config=config,
+        provenance=provenance,
+        dataset_fingerprint=dataset_fingerprint,
+        study=study,
+    )
     rows = summary.metric_rows(run_ids, dataset) + _extra_rows(summary, run_ids, dataset, extra)
     return _commit(store, run_ids, runs, rows, _per_query_table(records, run_ids), again=again)
 
 
-def _group_rows(groups: Sequence[GroupedSummary], systems: Mapping[str, Any], dataset: str,
-                ) -> list[dict[str, Any]]:
+def _group_rows(
+    groups: Sequence[GroupedSummary],
+    systems: Mapping[str, Any],
+    dataset: str,
+) -> list[dict[str, Any]]:
     """The per-group rows with ``system`` standing for the run id (filled in with the others)."""
     names = {s: s for s in systems}
     return [{k: v for k, v in row.items() if k != "run_id"} for g in groups for row in g.metric_rows(names, dataset)]
@@ -153,31 +178,52 @@ def _stored(store: Any, run_ids: Mapping[str, str]) -> StoredRuns | None:
     return StoredRuns(run_ids, commit_id=str(landed), version=landed.version, uri=store.uri, added=False)
 
 
-def _run_rows(summary: EvaluationSummary, run_ids: Mapping[str, str], *, dataset: str, config: Mapping[str, Any],
-              provenance: Mapping[str, Mapping[str, Any]], dataset_fingerprint: str,
-              study: str | None) -> list[dict[str, Any]]:
+def _run_rows(
+    summary: EvaluationSummary,
+    run_ids: Mapping[str, str],
+    *,
+    dataset: str,
+    config: Mapping[str, Any],
+    provenance: Mapping[str, Mapping[str, Any]],
+    dataset_fingerprint: str,
+    study: str | None,
+) -> list[dict[str, Any]]:
     """One ``runs`` row per system."""
     return [
         results.run_record(
-            s, dataset, run_id=run_ids[s],
+            s,
+            dataset,
+            run_id=run_ids[s],
             model_id=str(provenance.get(s, {}).get("model_id", "")),
             model_revision=str(provenance.get(s, {}).get("model_revision", "")),
-            dataset_fingerprint=dataset_fingerprint, seed=summary.seed,
-            config=dict(config), study=study,
+            dataset_fingerprint=dataset_fingerprint,
+            seed=summary.seed,
+            config=dict(config),
+            study=study,
         )
         for s in summary.systems
     ]
 
 
-def _extra_rows(summary: EvaluationSummary, run_ids: Mapping[str, str], dataset: str,
-                extra_metric_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, object]]:
+def _extra_rows(
+    summary: EvaluationSummary, run_ids: Mapping[str, str], dataset: str, extra_metric_rows: Sequence[Mapping[str, Any]]
+) -> list[dict[str, object]]:
     """``extra_metric_rows`` completed: run id of their system, the summary's bootstrap settings."""
     rows = []
     for extra in extra_metric_rows:
-        row: dict[str, object] = {"dataset": dataset, "run_id": run_ids[str(extra["system"])], "compared_to": None,
-                                  "p_value": None, "boot_mean": None, "ci_low": None, "ci_high": None,
-                                  "n_queries": summary.n_queries, "n_resamples": summary.n_resamples,
-                                  "sample_size": summary.sample_size, "seed": summary.seed}
+        row: dict[str, object] = {
+            "dataset": dataset,
+            "run_id": run_ids[str(extra["system"])],
+            "compared_to": None,
+            "p_value": None,
+            "boot_mean": None,
+            "ci_low": None,
+            "ci_high": None,
+            "n_queries": summary.n_queries,
+            "n_resamples": summary.n_resamples,
+            "sample_size": summary.sample_size,
+            "seed": summary.seed,
+        }
         row.update(extra)
         rows.append(row)
     return rows
@@ -196,8 +242,15 @@ def _per_query_table(records: Sequence[Any], run_ids: Mapping[str, str]) -> Any:
     return pa.concat_tables(tables)
 
 
-def _commit(store: Any, run_ids: Mapping[str, str], runs: list[dict[str, Any]], rows: list[dict[str, object]],
-            per_query: Any, *, again: bool) -> StoredRuns:
+def _commit(
+    store: Any,
+    run_ids: Mapping[str, str],
+    runs: list[dict[str, Any]],
+    rows: list[dict[str, object]],
+    per_query: Any,
+    *,
+    again: bool,
+) -> StoredRuns:
     """One commit; a keyed commit that lost the race to an identical one returns the winner."""
     try:
         commit = store.commit(runs, rows, per_query)
@@ -245,12 +298,22 @@ def evaluation_key(
 
     names = {s: s for s in summary.systems}
     rows = sorted((_key_view(r) for r in summary.metric_rows(names, dataset)), key=_row_order)
-    inputs = ({"content": _key_view(key_content)} if key_content is not None else
-              {"config": _key_view(config), "provenance": _key_view(provenance)})
-    head = {"adaptlab": __version__, "dataset": dataset, "study": study, "dataset_fingerprint": dataset_fingerprint,
-            **inputs, "rows": rows, "query_ids": sorted(summary.query_ids),
-            "excluded": sorted(summary.excluded_queries),
-            "extra": sorted((_key_view(r) for r in extra_metric_rows), key=_row_order)}
+    inputs = (
+        {"content": _key_view(key_content)}
+        if key_content is not None
+        else {"config": _key_view(config), "provenance": _key_view(provenance)}
+    )
+    head = {
+        "adaptlab": __version__,
+        "dataset": dataset,
+        "study": study,
+        "dataset_fingerprint": dataset_fingerprint,
+        **inputs,
+        "rows": rows,
+        "query_ids": sorted(summary.query_ids),
+        "excluded": sorted(summary.excluded_queries),
+        "extra": sorted((_key_view(r) for r in extra_metric_rows), key=_row_order),
+    }
     h = hashlib.sha256(to_json(head, what="the evaluation's key").encode("utf-8"))
     for rec in sorted(records, key=lambda r: str(r.system)):
         _records_digest(h, rec)
@@ -268,8 +331,11 @@ def _key_view(value: Any) -> Any:
     """``value`` as the key sees it: dict keys of :data:`_NOT_CONTENT` left out at any depth, the
     lists under :data:`_SETS` sorted, every other value as it is."""
     if isinstance(value, Mapping):
-        return {str(k): (sorted(map(str, v)) if k in _SETS and isinstance(v, (list, tuple)) else _key_view(v))
-                for k, v in value.items() if k not in _NOT_CONTENT}
+        return {
+            str(k): (sorted(map(str, v)) if k in _SETS and isinstance(v, (list, tuple)) else _key_view(v))
+            for k, v in value.items()
+            if k not in _NOT_CONTENT
+        }
     if isinstance(value, (list, tuple)):
         return [_key_view(v) for v in value]
     return value
@@ -277,7 +343,8 @@ def _key_view(value: Any) -> Any:
 
 def _row_order(row: Mapping[str, Any]) -> str:
     return json.dumps([str(row.get(k)) for k in ("system", "measure", "compared_to")]) + to_json(
-        row, what="the evaluation's key")
+        row, what="the evaluation's key"
+    )
 
 
 def _records_digest(h: Any, rec: Any) -> None:

@@ -69,8 +69,16 @@ from adaptlab.stats.ranks import RankIntervals, simultaneous_ranks
 from adaptlab.stats.resample import check_sizes
 from adaptlab.stats.settings import resolve_bootstrap, sample_size_note
 
-__all__ = ["EvaluationSummary", "MeasureSummary", "PairSummary", "SampleSizeWarning", "SmallSampleWarning", "summarise",
-           "summarise_datasets", "summarise_runs"]
+__all__ = [
+    "EvaluationSummary",
+    "MeasureSummary",
+    "PairSummary",
+    "SampleSizeWarning",
+    "SmallSampleWarning",
+    "summarise",
+    "summarise_datasets",
+    "summarise_runs",
+]
 
 
 class SmallSampleWarning(UserWarning):
@@ -144,13 +152,28 @@ class PairSummary:
         return format_p_value(self.p_adjusted, bound=self.p_adjusted_bound)
 
     def as_dict(self) -> dict[str, object]:
-        return {"a": self.a, "b": self.b, "measure": self.measure, "diff": self.diff,
-                "boot_mean": self.boot_mean, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "p_value": self.p_value, "p_adjusted": self.p_adjusted, "adjustment": self.adjustment,
-                "family_size": self.family_size, "p_exact": self.p_exact, "p_wilcoxon": self.p_wilcoxon,
-                "interval": self.interval, "test": self.test, "p_draws": self.p_draws,
-                "p_bound": self.p_bound, "p_adjusted_bound": self.p_adjusted_bound,
-                "p_text": self.p_text, "p_adjusted_text": self.p_adjusted_text}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "measure": self.measure,
+            "diff": self.diff,
+            "boot_mean": self.boot_mean,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "p_value": self.p_value,
+            "p_adjusted": self.p_adjusted,
+            "adjustment": self.adjustment,
+            "family_size": self.family_size,
+            "p_exact": self.p_exact,
+            "p_wilcoxon": self.p_wilcoxon,
+            "interval": self.interval,
+            "test": self.test,
+            "p_draws": self.p_draws,
+            "p_bound": self.p_bound,
+            "p_adjusted_bound": self.p_adjusted_bound,
+            "p_text": self.p_text,
+            "p_adjusted_text": self.p_adjusted_text,
+        }
 
 
 @dataclass
@@ -194,9 +217,19 @@ class EvaluationSummary:
             "small_sample": self.small_sample,
             "missing_from_run": dict(self.missing_from_run),
             "systems": {
-                s: {m: {"value": r.value, "boot_mean": r.boot_mean, "ci_low": r.ci_low, "ci_high": r.ci_high,
-                        "interval": r.interval, "rank": r.rank, "rank_low": r.rank_low, "rank_high": r.rank_high}
-                    for m, r in per.items()}
+                s: {
+                    m: {
+                        "value": r.value,
+                        "boot_mean": r.boot_mean,
+                        "ci_low": r.ci_low,
+                        "ci_high": r.ci_high,
+                        "interval": r.interval,
+                        "rank": r.rank,
+                        "rank_low": r.rank_low,
+                        "rank_high": r.rank_high,
+                    }
+                    for m, r in per.items()
+                }
                 for s, per in self.systems.items()
             },
             "pairs": [p.as_dict() for p in self.pairs],
@@ -205,29 +238,72 @@ class EvaluationSummary:
     @property
     def boot(self) -> BootstrapConfig:
         """The bootstrap settings as one value (``sample_size`` as given: ``None`` = all queries)."""
-        return BootstrapConfig(self.n_resamples, self.sample_size, self.seed, self.confidence,
-                               allow_oversampling=self.sample_size > self.n_queries, interval=self.interval,
-                               adjustment=self.adjustment)
+        return BootstrapConfig(
+            self.n_resamples,
+            self.sample_size,
+            self.seed,
+            self.confidence,
+            allow_oversampling=self.sample_size > self.n_queries,
+            interval=self.interval,
+            adjustment=self.adjustment,
+        )
 
     def metric_rows(self, run_ids: Mapping[str, str], dataset: str) -> list[dict[str, object]]:
         """Long-format rows for the store's ``metrics`` table (pairs carry ``compared_to``)."""
         rows: list[dict[str, object]] = []
-        common = {"dataset": dataset, "n_queries": self.n_queries, "n_resamples": self.n_resamples,
-                  "sample_size": self.sample_size, "seed": self.seed, "confidence": self.confidence}
+        common = {
+            "dataset": dataset,
+            "n_queries": self.n_queries,
+            "n_resamples": self.n_resamples,
+            "sample_size": self.sample_size,
+            "seed": self.seed,
+            "confidence": self.confidence,
+        }
         for s, per in self.systems.items():
             for m, r in per.items():
-                rows.append({"run_id": run_ids[s], "system": s, "measure": m, "value": r.value,
-                             "boot_mean": r.boot_mean, "ci_low": r.ci_low, "ci_high": r.ci_high,
-                             "compared_to": None, "p_value": None, "interval_method": r.interval,
-                             "missing_from_run": int(self.missing_from_run.get(s, 0)),
-                             "rank_low": r.rank_low, "rank_high": r.rank_high, **common})
+                rows.append(
+                    {
+                        "run_id": run_ids[s],
+                        "system": s,
+                        "measure": m,
+                        "value": r.value,
+                        "boot_mean": r.boot_mean,
+                        "ci_low": r.ci_low,
+                        "ci_high": r.ci_high,
+                        "compared_to": None,
+                        "p_value": None,
+                        "interval_method": r.interval,
+                        "missing_from_run": int(self.missing_from_run.get(s, 0)),
+                        "rank_low": r.rank_low,
+                        "rank_high": r.rank_high,
+                        **common,
+                    }
+                )
         for p in self.pairs:
-            row = {"run_id": run_ids[p.a], "system": p.a, "measure": p.measure, "value": p.diff,
-                   "boot_mean": p.boot_mean, "ci_low": p.ci_low, "ci_high": p.ci_high,
-                   "compared_to": p.b, "p_value": p.p_value, "p_adjusted": p.p_adjusted,
-                   "adjustment": p.adjustment, "family_size": p.family_size, "interval_method": p.interval,
-                   "extra": json.dumps({"p_test": p.test, "p_draws": p.p_draws, "p_bound": p.p_bound,
-                                        "p_adjusted_bound": p.p_adjusted_bound}), **common}
+            row = {
+                "run_id": run_ids[p.a],
+                "system": p.a,
+                "measure": p.measure,
+                "value": p.diff,
+                "boot_mean": p.boot_mean,
+                "ci_low": p.ci_low,
+                "ci_high": p.ci_high,
+                "compared_to": p.b,
+                "p_value": p.p_value,
+                "p_adjusted": p.p_adjusted,
+                "adjustment": p.adjustment,
+                "family_size": p.family_size,
+                "interval_method": p.interval,
+                "extra": json.dumps(
+                    {
+                        "p_test": p.test,
+                        "p_draws": p.p_draws,
+                        "p_bound": p.p_bound,
+                        "p_adjusted_bound": p.p_adjusted_bound,
+                    }
+                ),
+                **common,
+            }
             if p.p_exact is not None:
                 row["p_exact"], row["exact_test"] = p.p_exact, "sign"
             rows.append(row)
@@ -238,19 +314,28 @@ def _ranks(values: np.ndarray, boot: BootstrapConfig) -> RankIntervals:
     """Simultaneous rank intervals and the tied-with-best set of one (dataset, measure) group,
     from the sign-flip tests of all pairs adjusted by ``boot.adjustment`` at level
     ``1 - boot.confidence`` (:func:`adaptlab.stats.ranks.simultaneous_ranks`)."""
-    return simultaneous_ranks(values, alpha=1.0 - boot.confidence, adjustment=boot.adjustment,
-                              n_resamples=boot.n_resamples, seed=boot.seed)
+    return simultaneous_ranks(
+        values, alpha=1.0 - boot.confidence, adjustment=boot.adjustment, n_resamples=boot.n_resamples, seed=boot.seed
+    )
 
 
 def _warn_few_outcomes(groups: Sequence[BootstrapGroup]) -> None:
     """One :class:`FewOutcomesWarning` naming every (system, measure) of a 0/1 measure (acc@k, by
     definition) with fewer than 5 successes or failures."""
-    cases = [f"{n} on {g.key[1]}: {msg}" for g in groups if is_binary_measure(g.key[1])
-             for n, v in zip(g.names, g.values) if (msg := few_outcomes(v)) is not None]
+    cases = [
+        f"{n} on {g.key[1]}: {msg}"
+        for g in groups
+        if is_binary_measure(g.key[1])
+        for n, v in zip(g.names, g.values)
+        if (msg := few_outcomes(v)) is not None
+    ]
     if cases:
-        warnings.warn("few successes or failures, so the CI of this proportion is unreliable whatever the "
-                      "method (" + "; ".join(cases[:5]) + (f"; and {len(cases) - 5} more" if len(cases) > 5 else "")
-                      + ")", FewOutcomesWarning, stacklevel=4)
+        warnings.warn(
+            "few successes or failures, so the CI of this proportion is unreliable whatever the "
+            "method (" + "; ".join(cases[:5]) + (f"; and {len(cases) - 5} more" if len(cases) > 5 else "") + ")",
+            FewOutcomesWarning,
+            stacklevel=4,
+        )
 
 
 def _family(pairs: list[PairSummary], adjustment: str, values: Mapping[str, np.ndarray] | None) -> list[PairSummary]:
@@ -264,8 +349,16 @@ def _family(pairs: list[PairSummary], adjustment: str, values: Mapping[str, np.n
         if values is not None:
             t = exact_paired_tests(values[p.a], values[p.b])
             extra = {"p_exact": t.sign_p, "p_wilcoxon": t.wilcoxon_p}
-        out.append(replace(p, p_adjusted=float(pa), adjustment=adjustment, family_size=len(pairs),
-                           p_adjusted_bound=bool(pb), **extra))
+        out.append(
+            replace(
+                p,
+                p_adjusted=float(pa),
+                adjustment=adjustment,
+                family_size=len(pairs),
+                p_adjusted_bound=bool(pb),
+                **extra,
+            )
+        )
     return out
 
 
@@ -306,18 +399,24 @@ def _check_systems(per_query: Mapping[str, PerQueryMetrics], baseline: str | Non
     return names
 
 
-def _groups(dataset: str, per_query: Mapping[str, PerQueryMetrics], baseline: str | None,
-            pairs: Pairs | None = None) -> list[BootstrapGroup]:
+def _groups(
+    dataset: str, per_query: Mapping[str, PerQueryMetrics], baseline: str | None, pairs: Pairs | None = None
+) -> list[BootstrapGroup]:
     names = _check_systems(per_query, baseline)
     checked = _check_pairs(names, baseline, pairs)
     first = per_query[names[0]]
-    return [BootstrapGroup((dataset, m), np.stack([per_query[n].values[m] for n in names]), tuple(names), baseline,
-                           checked)
-            for m in first.values]
+    return [
+        BootstrapGroup((dataset, m), np.stack([per_query[n].values[m] for n in names]), tuple(names), baseline, checked)
+        for m in first.values
+    ]
 
 
-def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[BootstrapGroup],
-             results: Sequence[GroupResult], boot: BootstrapConfig) -> EvaluationSummary:
+def _summary(
+    per_query: Mapping[str, PerQueryMetrics],
+    groups: Sequence[BootstrapGroup],
+    results: Sequence[GroupResult],
+    boot: BootstrapConfig,
+) -> EvaluationSummary:
     names = list(per_query)
     first = per_query[names[0]]
     systems: dict[str, dict[str, MeasureSummary]] = {n: {} for n in names}
@@ -328,29 +427,64 @@ def _summary(per_query: Mapping[str, PerQueryMetrics], groups: Sequence[Bootstra
         interval = r.interval  # fixed by the measure's definition (adaptlab.stats.intervals.measure_interval)
         ranks = _ranks(g.values, boot) if len(names) > 1 else None
         for i, n in enumerate(names):
-            rk = {} if ranks is None else {"rank": int(ranks.rank[i]), "rank_low": int(ranks.rank_low[i]),
-                                           "rank_high": int(ranks.rank_high[i])}
-            systems[n][m] = MeasureSummary(float(r.point[i]), float(r.boot_mean[i]), float(r.ci_low[i]),
-                                           float(r.ci_high[i]), interval, **rk)
-        fam = [PairSummary(str(d.a), str(d.b), m, float(d.diff), float(d.boot_mean), float(d.ci_low),
-                           float(d.ci_high), float(d.p_value), interval=d.interval, test=d.test,
-                           p_draws=d.p_draws)
-               for d in r.pairs]
+            rk = (
+                {}
+                if ranks is None
+                else {
+                    "rank": int(ranks.rank[i]),
+                    "rank_low": int(ranks.rank_low[i]),
+                    "rank_high": int(ranks.rank_high[i]),
+                }
+            )
+            systems[n][m] = MeasureSummary(
+                float(r.point[i]), float(r.boot_mean[i]), float(r.ci_low[i]), float(r.ci_high[i]), interval, **rk
+            )
+        fam = [
+            PairSummary(
+                str(d.a),
+                str(d.b),
+                m,
+                float(d.diff),
+                float(d.boot_mean),
+                float(d.ci_low),
+                float(d.ci_high),
+                float(d.p_value),
+                interval=d.interval,
+                test=d.test,
+                p_draws=d.p_draws,
+            )
+            for d in r.pairs
+        ]
         vals = {n: per_query[n].values[m] for n in names} if small else None
         pairs += _family(fam, boot.adjustment, vals)
     if small and pairs:
         warnings.warn(
             f"only {first.n_queries} queries (< {SMALL_SAMPLE_Q}): bootstrap CIs are unreliable at this size (p is "
             "the sign-flip randomization test's); every paired comparison also carries the exact sign test "
-            "(p_exact) and the Wilcoxon signed-rank p-value", SmallSampleWarning, stacklevel=3)
+            "(p_exact) and the Wilcoxon signed-rank p-value",
+            SmallSampleWarning,
+            stacklevel=3,
+        )
     l = first.n_queries if boot.sample_size is None else int(boot.sample_size)
     _warn_few_outcomes(groups)
     if l < first.n_queries:
         warnings.warn(sample_size_note(l, first.n_queries, pairs=bool(pairs)), SampleSizeWarning, stacklevel=3)
     missing = {n: len(per_query[n].missing_from_run) for n in names}
-    return EvaluationSummary([g.key[1] for g in groups], systems, pairs, list(first.query_ids), list(first.excluded),
-                             boot.n_resamples, l, boot.seed, boot.confidence, dict(per_query),
-                             adjustment=boot.adjustment, interval=boot.interval, missing_from_run=missing)
+    return EvaluationSummary(
+        [g.key[1] for g in groups],
+        systems,
+        pairs,
+        list(first.query_ids),
+        list(first.excluded),
+        boot.n_resamples,
+        l,
+        boot.seed,
+        boot.confidence,
+        dict(per_query),
+        adjustment=boot.adjustment,
+        interval=boot.interval,
+        missing_from_run=missing,
+    )
 
 
 def summarise(
@@ -381,9 +515,18 @@ def summarise(
     exactly the ``(system, compared_to)`` ``pairs`` (per-family baselines), else every pair; the
     p-value adjustment runs over the comparisons made within each (dataset, measure).
     """
-    boot = resolve_bootstrap("summarise", boot, config_key="boot", n_resamples=n_resamples,
-                             sample_size=sample_size, seed=seed, confidence=confidence,
-                             allow_oversampling=allow_oversampling, interval=interval, adjustment=adjustment)
+    boot = resolve_bootstrap(
+        "summarise",
+        boot,
+        config_key="boot",
+        n_resamples=n_resamples,
+        sample_size=sample_size,
+        seed=seed,
+        confidence=confidence,
+        allow_oversampling=allow_oversampling,
+        interval=interval,
+        adjustment=adjustment,
+    )
     return summarise_datasets({"": per_query}, boot=boot, baseline=baseline, pairs=pairs, workers=workers)[""]
 
 

@@ -44,12 +44,23 @@ def format_summary(s: EvaluationSummary) -> str:
     methods = {r.interval for per in s.systems.values() for r in per.values()}
     mixed = len(methods) > 1  # interval "auto": Wilson for 0/1 measures, percentile for graded ones
     rows: list[list[CellValue]] = [
-        [name, m, r.value, r.boot_mean, format_interval(r.ci_low, r.ci_high), r.ci_width,
-         *([r.interval] if mixed else []), *([_rank(r)] if ranked else [])]
-        for name, per in s.systems.items() for m, r in per.items()
+        [
+            name,
+            m,
+            r.value,
+            r.boot_mean,
+            format_interval(r.ci_low, r.ci_high),
+            r.ci_width,
+            *([r.interval] if mixed else []),
+            *([_rank(r)] if ranked else []),
+        ]
+        for name, per in s.systems.items()
+        for m, r in per.items()
     ]
-    head = (f"{s.n_queries} queries ({len(s.excluded_queries)} without relevant documents excluded); "
-            f"{s.n_resamples} bootstrap resamples of {s.sample_size} queries, seed {s.seed}")
+    head = (
+        f"{s.n_queries} queries ({len(s.excluded_queries)} without relevant documents excluded); "
+        f"{s.n_resamples} bootstrap resamples of {s.sample_size} queries, seed {s.seed}"
+    )
     verdict = summary_verdict(s)
     if verdict:
         head = f"verdict: {verdict}\n{head}"
@@ -57,14 +68,17 @@ def format_summary(s: EvaluationSummary) -> str:
     if missing:
         head += "\njudged queries missing from the run (scored 0): " + ", ".join(f"{n} {c}" for n, c in missing.items())
     if s.small_sample:
-        head += (f"\nwarning: fewer than {SMALL_SAMPLE_Q} queries; bootstrap CIs are unreliable, read the exact "
-                 "paired tests")
+        head += (
+            f"\nwarning: fewer than {SMALL_SAMPLE_Q} queries; bootstrap CIs are unreliable, read the exact paired tests"
+        )
     label = ci_label(s.confidence, None if mixed else next(iter(methods), s.interval))
     header = ["system", "measure", "value", "boot_mean", label, "CI width"] + (["CI method"] if mixed else [])
     if ranked:
         header.append("rank [interval]")
-        head += ("\nrank [interval]: from the paired sign-flip tests of all pairs (adjusted as the p column); "
-                 "* = tied with the best (no system significantly better); " + _guarantee(s))
+        head += (
+            "\nrank [interval]: from the paired sign-flip tests of all pairs (adjusted as the p column); "
+            "* = tied with the best (no system significantly better); " + _guarantee(s)
+        )
     return terminal_escape_lines(head) + "\n" + render_table(header, rows)
 
 
@@ -73,8 +87,10 @@ def _guarantee(s: EvaluationSummary) -> str:
     alpha = 1.0 - s.confidence
     if s.adjustment != "holm":
         return f"no simultaneous guarantee with adjustment {s.adjustment}"
-    return (f"with probability >= {s.confidence:g} all rank intervals hold at once and the starred set contains "
-            f"the best (Holm, alpha {alpha:.2g})")
+    return (
+        f"with probability >= {s.confidence:g} all rank intervals hold at once and the starred set contains "
+        f"the best (Holm, alpha {alpha:.2g})"
+    )
 
 
 def _rank(r: MeasureSummary) -> str:
@@ -92,15 +108,24 @@ def format_pairs(s: EvaluationSummary) -> str:
     exact = any(p.p_exact is not None for p in s.pairs)
     methods = sorted({p.interval for p in s.pairs})
     mixed = len(methods) > 1  # named per row where the rows differ
-    header = (["pair", "measure", "diff", ci_label(s.confidence, None if mixed else methods[0])]
-              + (["CI method"] if mixed else []) + ["p", "p adj (n)"])
+    header = (
+        ["pair", "measure", "diff", ci_label(s.confidence, None if mixed else methods[0])]
+        + (["CI method"] if mixed else [])
+        + ["p", "p adj (n)"]
+    )
     if exact:
         header += ["p sign", "p wilcoxon"]
     rows: list[list[CellValue]] = []
     for p in s.pairs:
-        row: list[CellValue] = [f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high),
-                                *([p.interval] if mixed else []), p.p_text,
-                                f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
+        row: list[CellValue] = [
+            f"{p.a} - {p.b}",
+            p.measure,
+            p.diff,
+            format_interval(p.ci_low, p.ci_high),
+            *([p.interval] if mixed else []),
+            p.p_text,
+            f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a",
+        ]
         if exact:
             row += [format_p(p.p_exact), format_p(p.p_wilcoxon)]
         rows.append(row)
@@ -117,21 +142,42 @@ def format_groups(grouped: GroupedSummary) -> str:
     label = ci_label(first.confidence, None)
     rows: list[list[CellValue]] = [
         [value, s.n_queries, name, m, r.value, format_interval(r.ci_low, r.ci_high), r.interval]
-        for value, s in grouped.groups.items() for name, per in s.systems.items() for m, r in per.items()]
+        for value, s in grouped.groups.items()
+        for name, per in s.systems.items()
+        for m, r in per.items()
+    ]
     head = f"per {grouped.column}: {len(grouped.groups)} groups"
     if grouped.unassigned:
         head += f" ({len(grouped.unassigned)} queries without a {grouped.column} are in no group)"
-    out = terminal_escape_lines(head) + "\n" + render_table(
-        [grouped.column, "queries", "system", "measure", "value", label, "CI method"], rows)
+    out = (
+        terminal_escape_lines(head)
+        + "\n"
+        + render_table([grouped.column, "queries", "system", "measure", "value", label, "CI method"], rows)
+    )
     pairs = [(value, p) for value, s in grouped.groups.items() for p in s.pairs]
     if not pairs:
         return out
     prow: list[list[CellValue]] = [
-        [value, f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high), p.p_text,
-         f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a"]
-        for value, p in pairs]
+        [
+            value,
+            f"{p.a} - {p.b}",
+            p.measure,
+            p.diff,
+            format_interval(p.ci_low, p.ci_high),
+            p.p_text,
+            f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a",
+        ]
+        for value, p in pairs
+    ]
     adj = _ADJ_NAMES.get(first.adjustment, first.adjustment)
-    note = (f"p: paired sign-flip test within the group; p adj: {adj} within each measure across the "
-            f"{len(grouped.groups)} groups, (n) = family size")
-    return (out + f"\n\npaired differences per {terminal_escape_lines(grouped.column)}\n"
-            + render_table([grouped.column, "pair", "measure", "diff", label, "p", "p adj (n)"], prow) + "\n" + note)
+    note = (
+        f"p: paired sign-flip test within the group; p adj: {adj} within each measure across the "
+        f"{len(grouped.groups)} groups, (n) = family size"
+    )
+    return (
+        out
+        + f"\n\npaired differences per {terminal_escape_lines(grouped.column)}\n"
+        + render_table([grouped.column, "pair", "measure", "diff", label, "p", "p adj (n)"], prow)
+        + "\n"
+        + note
+    )

@@ -43,8 +43,17 @@ from adaptlab.errors import ConfigError
 from adaptlab.runtime import cluster_has_gpus, init_ray
 from adaptlab.stats import BootstrapConfig, PairedDifference, bootstrap_ci, paired_bootstrap
 
-__all__ = ["RAY_MIN_CELLS", "TASK_RETRIES", "WORKERS", "BootstrapGroup", "GroupResult", "bootstrap_group", "gather",
-           "run_groups", "use_ray"]
+__all__ = [
+    "RAY_MIN_CELLS",
+    "TASK_RETRIES",
+    "WORKERS",
+    "BootstrapGroup",
+    "GroupResult",
+    "bootstrap_group",
+    "gather",
+    "run_groups",
+    "use_ray",
+]
 
 WORKERS = ("auto", "local", "ray")
 """Accepted values of ``workers``."""
@@ -89,10 +98,25 @@ def bootstrap_group(group: BootstrapGroup, boot: BootstrapConfig) -> GroupResult
     ci = bootstrap_ci(group.values, measure=measure, **kw)
     pairs: tuple[PairedDifference, ...] = ()
     if len(group.names) > 1:
-        pairs = tuple(paired_bootstrap(group.values, names=list(group.names), baseline=group.baseline,
-                                       pairs=group.pairs, measure=measure, test=boot.test, **kw))
-    return GroupResult(np.asarray(ci.point), np.asarray(ci.boot_mean), np.asarray(ci.ci_low),
-                       np.asarray(ci.ci_high), pairs, ci.interval)
+        pairs = tuple(
+            paired_bootstrap(
+                group.values,
+                names=list(group.names),
+                baseline=group.baseline,
+                pairs=group.pairs,
+                measure=measure,
+                test=boot.test,
+                **kw,
+            )
+        )
+    return GroupResult(
+        np.asarray(ci.point),
+        np.asarray(ci.boot_mean),
+        np.asarray(ci.ci_low),
+        np.asarray(ci.ci_high),
+        pairs,
+        ci.interval,
+    )
 
 
 def check_workers(workers: str) -> str:
@@ -160,7 +184,8 @@ def _fetch(ref: Any, label: str) -> Any:
         raise ClusterCapacityError(
             f"the bootstrap task of {label} failed: its Ray worker or node was lost and Ray's retries ran out "
             f"({type(e).__name__}: {first[:200]}); re-run the same study (stored results are kept), or measure in-process with "
-            "workers='local'") from e
+            "workers='local'"
+        ) from e
 
 
 def _check_cpus(since: float | None, limit: float, done: int, total: int) -> float | None:
@@ -175,5 +200,6 @@ def _check_cpus(since: float | None, limit: float, done: int, total: int) -> flo
         raise ClusterCapacityError(
             f"bootstrap stopped: the Ray cluster has had no CPU for {limit:g} s (lost node(s): {lost}); {done}/{total} "
             f"bootstrap tasks were done and are not kept; re-run the same study once the cluster has room, or "
-            f"measure in-process with workers='local' ({PLACEMENT_TIMEOUT_ENV}=SECONDS waits longer)")
+            f"measure in-process with workers='local' ({PLACEMENT_TIMEOUT_ENV}=SECONDS waits longer)"
+        )
     return now if since is None else since

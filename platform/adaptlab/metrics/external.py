@@ -40,8 +40,9 @@ def _ir_measures(measures: Sequence[Measure]) -> Any:
         import ir_measures
     except ImportError as e:
         names = ", ".join(str(m) for m in measures)
-        raise ConfigError(f"measure(s) {names} are computed through ir_measures, which is not installed: "
-                          f"{_INSTALL}") from e
+        raise ConfigError(
+            f"measure(s) {names} are computed through ir_measures, which is not installed: {_INSTALL}"
+        ) from e
     return ir_measures
 
 

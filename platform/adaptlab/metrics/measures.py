@@ -22,7 +22,17 @@ from adaptlab.errors import ConfigError
 __all__ = ["IR_MEASURES_NAMES", "JUDGMENT_MEASURES", "MAX_CUTOFF", "MEASURE_NAMES", "Measure", "parse_measures"]
 
 MEASURE_NAMES: tuple[str, ...] = (
-    "acc", "bpref", "err", "infap", "judged", "map", "mrr", "ndcg", "precision", "recall", "rprec",
+    "acc",
+    "bpref",
+    "err",
+    "infap",
+    "judged",
+    "map",
+    "mrr",
+    "ndcg",
+    "precision",
+    "recall",
+    "rprec",
 )
 """Canonical measure names. ``mrr``, ``ndcg`` and ``map`` accept no cutoff (the full ranking);
 ``rprec``, ``bpref`` and ``infap`` refuse one; the others need one."""
@@ -35,15 +45,33 @@ JUDGMENT_MEASURES = frozenset({"bpref", "infap", "judged"})
 per-query records, holding only the gold documents, do not keep)."""
 
 _ALIASES = {
-    "acc": "acc", "accuracy": "acc", "hits": "acc", "hit": "acc", "success": "acc",
-    "hit_rate": "acc", "hitrate": "acc",
-    "p": "precision", "precision": "precision", "prec": "precision",
-    "r": "recall", "recall": "recall",
-    "mrr": "mrr", "rr": "mrr", "recip_rank": "mrr",
-    "ndcg": "ndcg", "ndcg_cut": "ndcg",
-    "map": "map", "ap": "map", "map_cut": "map",
-    "rprec": "rprec", "r-prec": "rprec", "r_prec": "rprec",
-    "bpref": "bpref", "infap": "infap", "judged": "judged", "err": "err",
+    "acc": "acc",
+    "accuracy": "acc",
+    "hits": "acc",
+    "hit": "acc",
+    "success": "acc",
+    "hit_rate": "acc",
+    "hitrate": "acc",
+    "p": "precision",
+    "precision": "precision",
+    "prec": "precision",
+    "r": "recall",
+    "recall": "recall",
+    "mrr": "mrr",
+    "rr": "mrr",
+    "recip_rank": "mrr",
+    "ndcg": "ndcg",
+    "ndcg_cut": "ndcg",
+    "map": "map",
+    "ap": "map",
+    "map_cut": "map",
+    "rprec": "rprec",
+    "r-prec": "rprec",
+    "r_prec": "rprec",
+    "bpref": "bpref",
+    "infap": "infap",
+    "judged": "judged",
+    "err": "err",
 }
 MAX_CUTOFF = 10_000
 """The largest cutoff k accepted. Per-query kernels hold a (queries x k) matrix, so an
@@ -53,8 +81,10 @@ unbounded k (``ndcg@1000000000``) would exhaust memory; the deepest cutoffs in c
 _NEEDS_K = frozenset({"acc", "err", "judged", "precision", "recall"})
 _NO_K = frozenset(IR_MEASURES_NAMES)
 _PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z_-]*)\s*(?:[@_](\d+))?\s*$")
-_ACCEPTED = ("(with @K where needed; ir_measures and MTEB spellings such as P@10, R-Prec, Bpref, infAP, "
-             "Judged@10, ERR@10, ndcg_at_10 are accepted)")
+_ACCEPTED = (
+    "(with @K where needed; ir_measures and MTEB spellings such as P@10, R-Prec, Bpref, infAP, "
+    "Judged@10, ERR@10, ndcg_at_10 are accepted)"
+)
 _MTEB_AT = "_at"
 """MTEB writes ``ndcg_at_10``: the name ends in ``_at`` before the ``_K`` cutoff."""
 _MAIN_SCORE = "main_score"
@@ -69,9 +99,7 @@ class Measure:
 
     def __post_init__(self) -> None:
         if self.name not in MEASURE_NAMES:
-            raise ConfigError(
-                f"unknown measure {self.name!r}; expected one of {', '.join(MEASURE_NAMES)}"
-            )
+            raise ConfigError(f"unknown measure {self.name!r}; expected one of {', '.join(MEASURE_NAMES)}")
         if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int)):
             raise ConfigError(f"measure {self.name}@{self.k!r}: the cutoff k must be an integer")
         if self.k is not None and not 1 <= self.k <= MAX_CUTOFF:
@@ -79,8 +107,10 @@ class Measure:
         if self.k is None and self.name in _NEEDS_K:
             raise ConfigError(f"measure {self.name!r} needs a cutoff, for example {self.name}@10")
         if self.k is not None and self.name in _NO_K:
-            raise ConfigError(f"measure {self.name}@{self.k}: {self.name} takes no cutoff (it reads the whole "
-                              f"ranking); write {self.name}")
+            raise ConfigError(
+                f"measure {self.name}@{self.k}: {self.name} takes no cutoff (it reads the whole "
+                f"ranking); write {self.name}"
+            )
 
     @classmethod
     def parse(cls, text: str | Measure) -> Measure:
@@ -89,14 +119,11 @@ class Measure:
             return text
         m = _PATTERN.match(str(text))
         if not m:
-            raise ConfigError(
-                f"cannot parse measure {text!r}; expected NAME or NAME@K such as ndcg@10, acc@5, mrr"
-            )
+            raise ConfigError(f"cannot parse measure {text!r}; expected NAME or NAME@K such as ndcg@10, acc@5, mrr")
         raw, k = _mteb_name(m.group(1).lower(), m.group(2), str(text))
         if raw not in _ALIASES:
             raise ConfigError(
-                f"unknown measure {m.group(1)!r} in {text!r}; expected one of "
-                f"{', '.join(MEASURE_NAMES)} {_ACCEPTED}"
+                f"unknown measure {m.group(1)!r} in {text!r}; expected one of {', '.join(MEASURE_NAMES)} {_ACCEPTED}"
             )
         if k is not None and len(k.lstrip("0")) > len(str(MAX_CUTOFF)):
             raise ConfigError(f"measure {text!r}: the cutoff k must be between 1 and {MAX_CUTOFF}")

@@ -87,8 +87,10 @@ def rank_documents(scores: Mapping[str, float]) -> list[str]:
 
 
 def _ranked_gains(
-    qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
-    query_ids: Sequence[str], depth: int | None,
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    query_ids: Sequence[str],
+    depth: int | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Relevance of the ranked documents [Q, L] (0-padded), R [Q], ideal gains [Q, G], and
     whether each ranked document is judged [Q, L] (int8: 1 judged, 0 not, -1 padding)."""
@@ -132,9 +134,11 @@ def _err(rel: np.ndarray, k: int) -> np.ndarray:
     """ERR@k (module docstring) from ranked graded relevance [Q, L]."""
     grades = _cut(np.maximum(rel, 0.0), k)
     if grades.size and grades.max() > ERR_MAX_GRADE:
-        raise DataError(f"err@{k}: relevance grade {grades.max():g} is above ERR's scale 0..{ERR_MAX_GRADE} "
-                        "(gdeval's); map the grades to 0..4 or use ndcg@k")
-    stop = (np.exp2(grades) - 1.0) / 2.0 ** ERR_MAX_GRADE
+        raise DataError(
+            f"err@{k}: relevance grade {grades.max():g} is above ERR's scale 0..{ERR_MAX_GRADE} "
+            "(gdeval's); map the grades to 0..4 or use ndcg@k"
+        )
+    stop = (np.exp2(grades) - 1.0) / 2.0**ERR_MAX_GRADE
     reach = np.cumprod(np.hstack([np.ones((stop.shape[0], 1)), 1.0 - stop[:, :-1]]), axis=1)
     return (stop * reach / np.arange(1, stop.shape[1] + 1)).sum(axis=1)
 
@@ -146,8 +150,9 @@ def _judged(judged_mask: np.ndarray, k: int) -> np.ndarray:
     return np.divide((top == 1).sum(axis=1), shown, out=np.zeros(top.shape[0]), where=shown > 0)
 
 
-def _measure_kernel(m: Measure, rel: np.ndarray, n_rel: np.ndarray, ideal: np.ndarray,
-                    judged_mask: np.ndarray | None = None) -> np.ndarray:
+def _measure_kernel(
+    m: Measure, rel: np.ndarray, n_rel: np.ndarray, ideal: np.ndarray, judged_mask: np.ndarray | None = None
+) -> np.ndarray:
     """Vectorised per-query values of one measure from the ranked relevance matrix."""
     if m.name == "err":
         return _err(rel, m.k)  # type: ignore[arg-type]
@@ -181,9 +186,7 @@ def _measure_kernel(m: Measure, rel: np.ndarray, n_rel: np.ndarray, ideal: np.nd
     raise ValueError(f"no kernel for measure {m}")  # unreachable: Measure validates names
 
 
-def ranked_values(
-    measure: str | Measure, relevance: np.ndarray, ideal_gains: np.ndarray
-) -> np.ndarray:
+def ranked_values(measure: str | Measure, relevance: np.ndarray, ideal_gains: np.ndarray) -> np.ndarray:
     """Per-query values of ``measure`` from already ranked relevance (the formulas of the module
     docstring, trec_eval's conventions).
 
@@ -195,7 +198,9 @@ def ranked_values(
     """
     m = Measure.parse(measure)
     if m.ir_measures_name is not None:
-        raise ValueError(f"{m} is computed through ir_measures from the qrels and the run; use evaluate(qrels, run, ...)")
+        raise ValueError(
+            f"{m} is computed through ir_measures from the qrels and the run; use evaluate(qrels, run, ...)"
+        )
     rel = np.asarray(relevance, dtype=np.float64)
     ideal = np.asarray(ideal_gains, dtype=np.float64)
     if rel.ndim != 2 or ideal.ndim != 2 or rel.shape[0] != ideal.shape[0]:
@@ -229,8 +234,9 @@ def evaluate(
     missing = [q for q in keep if q not in run or not run[q]]
     if keep and len(missing) == len(keep):
         raise DataError(
-            "the run is empty" if not any(run.values()) else
-            f"the run shares no query with the {len(keep)} judged queries (first run query ids: "
+            "the run is empty"
+            if not any(run.values())
+            else f"the run shares no query with the {len(keep)} judged queries (first run query ids: "
             f"{', '.join(list(run)[:3])}; first judged: {', '.join(keep[:3])}); check that it belongs to this "
             "dataset and uses the same query ids"
         )
@@ -238,8 +244,12 @@ def evaluate(
     return PerQueryMetrics(keep, _values(qrels, run, keep, ms), excluded, missing)
 
 
-def _values(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
-            keep: Sequence[str], ms: Sequence[Measure]) -> dict[str, np.ndarray]:
+def _values(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    keep: Sequence[str],
+    ms: Sequence[Measure],
+) -> dict[str, np.ndarray]:
     """Per-query values of ``ms`` on the queries ``keep``: ours from the ranked relevance matrix
     (read to the deepest cutoff), the others through ir_measures; in the order of ``ms``."""
     ours = [m for m in ms if m.ir_measures_name is None]

@@ -67,11 +67,18 @@ BACKENDS: dict[str, str] = {
 ``import adaptlab.models`` does not import torch)."""
 
 _BACKEND_ALIASES = {
-    "st": "sentence-transformers", "sbert": "sentence-transformers",
-    "sentence_transformers": "sentence-transformers", "sentence-transformers": "sentence-transformers",
-    "flag": "flag", "flagembedding": "flag", "bge": "flag",
-    "hash": "hash", "hashing": "hash",
-    "colbert": COLBERT_BACKEND, "late": COLBERT_BACKEND, "late-interaction": COLBERT_BACKEND,
+    "st": "sentence-transformers",
+    "sbert": "sentence-transformers",
+    "sentence_transformers": "sentence-transformers",
+    "sentence-transformers": "sentence-transformers",
+    "flag": "flag",
+    "flagembedding": "flag",
+    "bge": "flag",
+    "hash": "hash",
+    "hashing": "hash",
+    "colbert": COLBERT_BACKEND,
+    "late": COLBERT_BACKEND,
+    "late-interaction": COLBERT_BACKEND,
     "ragatouille": COLBERT_BACKEND,
 }
 _LOADERS: dict[str, EncoderLoader] = {}
@@ -95,9 +102,7 @@ def canonical_backend(name: str) -> str:
     """Map a backend name or alias (``st``, ``sbert``, ``bge``, ...) to its registry key."""
     key = _BACKEND_ALIASES.get(str(name).lower())
     if key is None or key not in BACKENDS:
-        raise ConfigError(
-            f"unknown encoder backend {name!r}; expected 'auto' or one of {', '.join(sorted(BACKENDS))}"
-        )
+        raise ConfigError(f"unknown encoder backend {name!r}; expected 'auto' or one of {', '.join(sorted(BACKENDS))}")
     return key
 
 
@@ -241,8 +246,10 @@ class Encoder(ABC):
 
 def _unset(value: Any) -> bool:
     """Study files write "" / 0 for 'not set'; treat those and None alike."""
-    return value is None or (isinstance(value, str) and value == "") or (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
+    return (
+        value is None
+        or (isinstance(value, str) and value == "")
+        or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0)
     )
 
 

@@ -139,8 +139,11 @@ class TokenVectors:
         lengths = [int(np.asarray(x).shape[0]) for x in items]
         offsets = np.zeros(len(items) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        vectors = np.concatenate([np.asarray(x, np.float32).reshape(-1, dim) for x in items]) if items else (
-            np.zeros((0, dim), np.float32))
+        vectors = (
+            np.concatenate([np.asarray(x, np.float32).reshape(-1, dim) for x in items])
+            if items
+            else (np.zeros((0, dim), np.float32))
+        )
         return cls(vectors, offsets)
 
     def __len__(self) -> int:
@@ -155,7 +158,7 @@ class TokenVectors:
         return np.diff(self.offsets)
 
     def __getitem__(self, i: int) -> np.ndarray:
-        return self.vectors[self.offsets[i]: self.offsets[i + 1]]
+        return self.vectors[self.offsets[i] : self.offsets[i + 1]]
 
     def select(self, idx: Sequence[int] | np.ndarray) -> TokenVectors:
         return TokenVectors.from_list([self[int(i)] for i in idx], self.dim)
@@ -207,8 +210,10 @@ def search_options(options: Mapping[str, Any]) -> tuple[str, int]:
     nbits = options.get("nbits")
     nbits = 2 if nbits is None or nbits == 0 else nbits
     if isinstance(nbits, bool) or not isinstance(nbits, int) or nbits not in PLAID_NBITS:
-        raise ConfigError(f"ColBERT model option nbits = {nbits!r} is not understood; expected one of "
-                          f"{', '.join(map(str, PLAID_NBITS))} (bits per dimension of PLAID's residuals)")
+        raise ConfigError(
+            f"ColBERT model option nbits = {nbits!r} is not understood; expected one of "
+            f"{', '.join(map(str, PLAID_NBITS))} (bits per dimension of PLAID's residuals)"
+        )
     return search.strip().lower(), int(nbits)
 
 
@@ -241,8 +246,12 @@ def import_colbert() -> Any:
     return sys.modules["colbert"]
 
 
-_METADATA_USERS = ("colbert.infra.config.base_config", "colbert.infra.config.core_config",
-                   "colbert.data.examples", "colbert.data.ranking")
+_METADATA_USERS = (
+    "colbert.infra.config.base_config",
+    "colbert.infra.config.core_config",
+    "colbert.data.examples",
+    "colbert.data.ranking",
+)
 
 
 def _guard_git_metadata() -> None:
@@ -331,15 +340,22 @@ def colbert_from_bert(
     out = Path(out_dir)
     if is_colbert_checkpoint(out):
         return out
-    _announce(f"building an UNTRAINED ColBERT from the plain BERT {src} (random {dim}-d projection, seed {seed}) "
-              f"-> {out}; fine-tune it before reading its scores as a retriever's")
+    _announce(
+        f"building an UNTRAINED ColBERT from the plain BERT {src} (random {dim}-d projection, seed {seed}) "
+        f"-> {out}; fine-tune it before reading its scores as a retriever's"
+    )
     import_colbert()
     import torch
     from colbert.infra import ColBERTConfig
     from colbert.modeling.checkpoint import Checkpoint
 
-    config = ColBERTConfig(checkpoint=str(src), model_name=str(src), dim=int(dim), doc_maxlen=int(doc_maxlen),
-                           query_maxlen=int(query_maxlen))
+    config = ColBERTConfig(
+        checkpoint=str(src),
+        model_name=str(src),
+        dim=int(dim),
+        doc_maxlen=int(doc_maxlen),
+        query_maxlen=int(query_maxlen),
+    )
     with torch.random.fork_rng(devices=[]), restored_env(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.manual_seed(int(seed))
@@ -377,11 +393,18 @@ def _checkpoint_dir(model: ModelRef, opts: dict[str, Any]) -> tuple[str, bool]:
                 "set the model option from_bert = true to build an UNTRAINED ColBERT from it, or give a "
                 "ColBERT checkpoint"
             )
-        out = colbert_from_bert(path, dim=int(opts.get("dim") or 128), seed=int(opts.get("seed") or 0),
-                                doc_maxlen=int(opts.get("doc_maxlen") or 180),
-                                query_maxlen=int(opts.get("query_maxlen") or 32), init_dir=opts.get("init_dir"))
+        out = colbert_from_bert(
+            path,
+            dim=int(opts.get("dim") or 128),
+            seed=int(opts.get("seed") or 0),
+            doc_maxlen=int(opts.get("doc_maxlen") or 180),
+            query_maxlen=int(opts.get("query_maxlen") or 32),
+            init_dir=opts.get("init_dir"),
+        )
         return str(out), True
-    raise ConfigError(f"{path}: neither a ColBERT checkpoint ({COLBERT_METADATA}) nor a transformers model (config.json)")
+    raise ConfigError(
+        f"{path}: neither a ColBERT checkpoint ({COLBERT_METADATA}) nor a transformers model (config.json)"
+    )
 
 
 class ColBERTEncoder(Encoder):
@@ -390,8 +413,9 @@ class ColBERTEncoder(Encoder):
     backend = COLBERT_BACKEND
     interaction = "late"
 
-    def __init__(self, checkpoint: Any, *, model_id: str, path: Path | None, revision: str | None,
-                 options: dict[str, Any]) -> None:
+    def __init__(
+        self, checkpoint: Any, *, model_id: str, path: Path | None, revision: str | None, options: dict[str, Any]
+    ) -> None:
         super().__init__(model_id, int(checkpoint.colbert_config.dim), path=path, revision=revision, options=options)
         self.checkpoint = checkpoint
         self.doc_maxlen = int(checkpoint.doc_tokenizer.doc_maxlen)
@@ -428,14 +452,16 @@ class ColBERTEncoder(Encoder):
                 ckpt = ckpt.to(torch.device(device))
             ckpt.eval()
         except (OSError, ValueError, KeyError) as e:
-            raise ConfigError(f"cannot load ColBERT: tried {describe_ref(model)} (reference {model.ref!r}): "
-                              f"{short_error(e)}") from e
+            raise ConfigError(
+                f"cannot load ColBERT: tried {describe_ref(model)} (reference {model.ref!r}): {short_error(e)}"
+            ) from e
         path = Path(where) if model.path is not None else None
         kept = {k: v for k, v in opts.items() if k not in ("init_dir", *RETRIEVAL_OPTIONS)}
         if untrained:
             kept["untrained_projection"] = True
-        return cls(ckpt, model_id=model.model_id, path=path, revision=model.revision if path is None else None,
-                   options=kept)
+        return cls(
+            ckpt, model_id=model.model_id, path=path, revision=model.revision if path is None else None, options=kept
+        )
 
     # -- dense interface: not defined for late interaction ------------------------------
     def _encode(self, texts: list[str], kind: TextKind, batch_size: int) -> np.ndarray:

@@ -43,8 +43,16 @@ class FlagEncoder(Encoder):
 
     backend = "flag"
 
-    def __init__(self, flag_model: Any, *, model_id: str, dim: int, path: Any = None,
-                 revision: str | None = None, options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        flag_model: Any,
+        *,
+        model_id: str,
+        dim: int,
+        path: Any = None,
+        revision: str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(model_id, dim, path=path, revision=revision, options=options)
         self.model = flag_model
 
@@ -97,10 +105,21 @@ class FlagEncoder(Encoder):
         if path is None:
             path = hub_cache_snapshot(model.model_id, model.cache_dir)
             revision = snapshot_revision(path) if path is not None else None
-        recorded = {**opts, "pooling": pooling, "use_fp16": use_fp16,
-                    "query_instruction": query_instruction, "document_instruction": document_instruction}
-        return cls(flag_model, model_id=model.model_id, dim=dim, path=path, revision=revision,
-                   options={k: v for k, v in recorded.items() if v is not None})
+        recorded = {
+            **opts,
+            "pooling": pooling,
+            "use_fp16": use_fp16,
+            "query_instruction": query_instruction,
+            "document_instruction": document_instruction,
+        }
+        return cls(
+            flag_model,
+            model_id=model.model_id,
+            dim=dim,
+            path=path,
+            revision=revision,
+            options={k: v for k, v in recorded.items() if v is not None},
+        )
 
     def _encode(self, texts: list[str], kind: TextKind, batch_size: int) -> np.ndarray:
         fn = self.model.encode_queries if kind == "query" else self.model.encode_corpus

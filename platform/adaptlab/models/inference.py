@@ -151,8 +151,10 @@ class Inference:
             object.__setattr__(self, "backend", resolve_backend(self.precision))
         if self.precision not in SUPPORTED[self.backend]:
             offers = "; ".join(f"{b}: {', '.join(p)}" for b, p in SUPPORTED.items())
-            raise ConfigError(f"precision {self.precision!r} is not available on the {self.backend!r} embedding "
-                              f"backend; available: {offers}")
+            raise ConfigError(
+                f"precision {self.precision!r} is not available on the {self.backend!r} embedding "
+                f"backend; available: {offers}"
+            )
 
     @property
     def exact(self) -> bool:
@@ -172,8 +174,9 @@ class Inference:
     def of(cls, options: Mapping[str, Any]) -> Inference:
         """The setting given by ``embedding_backend`` / ``precision`` in encoder ``options``;
         missing or empty values take the defaults."""
-        return cls(str(options.get("embedding_backend") or DEFAULT_BACKEND),
-                   str(options.get("precision") or EXACT_PRECISION))
+        return cls(
+            str(options.get("embedding_backend") or DEFAULT_BACKEND), str(options.get("precision") or EXACT_PRECISION)
+        )
 
 
 def resolved_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -236,8 +239,9 @@ def precision_name(name: str, precision: str) -> str:
     return f"{name}-{precision}"
 
 
-def load_sentence_transformer(source: str | Path, inference: Inference, *, revision: Callable[[], str],
-                              device: str, **kwargs: Any) -> SentenceTransformer:
+def load_sentence_transformer(
+    source: str | Path, inference: Inference, *, revision: Callable[[], str], device: str, **kwargs: Any
+) -> SentenceTransformer:
     """A ``SentenceTransformer`` of ``source`` (a model folder, or a hub id on torch) running with
     ``inference``; ``kwargs`` go to its constructor. ``revision()`` identifies the weights in the
     export cache (called only for onnx and openvino)."""
@@ -253,14 +257,17 @@ def load_sentence_transformer(source: str | Path, inference: Inference, *, revis
         return model
     require_backend(inference.backend)
     if not Path(source).is_dir():
-        raise ConfigError(f"embedding backend {inference.backend!r} exports the model from its local folder; "
-                          f"{str(source)!r} is not one (download the model first)")
+        raise ConfigError(
+            f"embedding backend {inference.backend!r} exports the model from its local folder; "
+            f"{str(source)!r} is not one (download the model first)"
+        )
     _quiet_export_probe()
     folder, file_name = _exported(source, inference, revision(), device, kwargs)
     model_kwargs = {**(kwargs.pop("model_kwargs", None) or {}), **_runtime_kwargs(inference, file_name)}
     model_kwargs.pop("use_safetensors", None)  # the exported folder holds no torch weights
-    return SentenceTransformer(str(folder), device=device, backend=inference.backend, model_kwargs=model_kwargs,
-                               **kwargs)
+    return SentenceTransformer(
+        str(folder), device=device, backend=inference.backend, model_kwargs=model_kwargs, **kwargs
+    )
 
 
 def check_native(inference: Inference, device: str) -> None:
@@ -272,8 +279,10 @@ def check_native(inference: Inference, device: str) -> None:
         return
     support = bf16_support(device)
     if not support.native:
-        raise ConfigError(f"precision 'bf16' on the {inference.backend!r} embedding backend: {support.reason}, "
-                          "so it would not compute bfloat16; use precision = 'fp32' (exact) or 'int8'")
+        raise ConfigError(
+            f"precision 'bf16' on the {inference.backend!r} embedding backend: {support.reason}, "
+            "so it would not compute bfloat16; use precision = 'fp32' (exact) or 'int8'"
+        )
 
 
 def _drop_export_probe(record: logging.LogRecord) -> bool:
@@ -298,8 +307,11 @@ def require_backend(backend: str) -> None:
     (sentence-transformers raises a bare Exception)."""
     for module in _BACKEND_MODULES.get(backend, ()):
         if not extra_installed(module):
-            raise missing_extra(f"{'ONNX' if backend == 'onnx' else 'OpenVINO'} embedding backends", "fast",
-                                f"{module} is not installed")
+            raise missing_extra(
+                f"{'ONNX' if backend == 'onnx' else 'OpenVINO'} embedding backends",
+                "fast",
+                f"{module} is not installed",
+            )
 
 
 def _threads() -> int:
@@ -324,8 +336,11 @@ def _runtime_kwargs(inference: Inference, file_name: str) -> dict[str, Any]:
 
 def export_folder(inference: Inference, revision: str) -> Path:
     """Where the export of a model revision for ``inference`` lives in the local cache."""
-    kind = {("onnx", "fp32"): f"onnx-{ONNX_LEVEL}", ("onnx", "int8"): "onnx-int8",
-            ("openvino", "int8"): "openvino-int8"}.get((inference.backend, inference.precision), inference.backend)
+    kind = {
+        ("onnx", "fp32"): f"onnx-{ONNX_LEVEL}",
+        ("onnx", "int8"): "onnx-int8",
+        ("openvino", "int8"): "openvino-int8",
+    }.get((inference.backend, inference.precision), inference.backend)
     key = revision
     if (inference.backend, inference.precision) == ("openvino", "int8"):  # and the text it was calibrated on
         key += "\n" + _calibration_digest(CALIBRATION_TEXTS)
@@ -340,8 +355,9 @@ def _calibration_digest(n: int) -> str:
     return hashlib.sha256("\n".join(calibration_texts(n)).encode()).hexdigest()
 
 
-def _exported(source: str | Path, inference: Inference, revision: str, device: str,
-              kwargs: Mapping[str, Any]) -> tuple[Path, str]:
+def _exported(
+    source: str | Path, inference: Inference, revision: str, device: str, kwargs: Mapping[str, Any]
+) -> tuple[Path, str]:
     """``(folder, file name)`` of the exported model, exporting it first when it is not cached."""
     folder = export_folder(inference, revision)
     if inference.backend == "openvino":
@@ -371,8 +387,9 @@ def _publish(folder: Path, write: Callable[[Path], None]) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _export(source: str | Path, inference: Inference, revision: str, device: str, kwargs: Mapping[str, Any],
-            out: Path) -> None:
+def _export(
+    source: str | Path, inference: Inference, revision: str, device: str, kwargs: Mapping[str, Any], out: Path
+) -> None:
     """Export ``source`` for the backend into ``out`` (int8: quantize the cached fp32 export of the
     same backend)."""
     from sentence_transformers import SentenceTransformer
@@ -387,15 +404,21 @@ def _export(source: str | Path, inference: Inference, revision: str, device: str
 
         fp32, _ = _exported(source, Inference("onnx"), revision, device, kwargs)
         shutil.copytree(fp32, out)  # quantize the plain graph (ONNX Runtime's quantizer cannot read the fused one)
-        model = SentenceTransformer(str(out), device=device, backend="onnx",
-                                    model_kwargs={"file_name": "onnx/model.onnx"})
+        model = SentenceTransformer(
+            str(out), device=device, backend="onnx", model_kwargs={"file_name": "onnx/model.onnx"}
+        )
         export_dynamic_quantized_onnx_model(model, QUANTIZATION, str(out))
         return
     _log.info("exporting %s to %s (once; cached in %s)", source, inference.backend, out.parent)
     model_kwargs = {k: v for k, v in (kwargs.get("model_kwargs") or {}).items() if k != "use_safetensors"}
-    model = SentenceTransformer(str(source), device=device, backend=inference.backend,
-                                model_kwargs={**model_kwargs, "export": True},
-                                trust_remote_code=bool(kwargs.get("trust_remote_code", False)), local_files_only=True)
+    model = SentenceTransformer(
+        str(source),
+        device=device,
+        backend=inference.backend,
+        model_kwargs={**model_kwargs, "export": True},
+        trust_remote_code=bool(kwargs.get("trust_remote_code", False)),
+        local_files_only=True,
+    )
     model.save_pretrained(str(out))
     if inference.backend == "onnx":  # the graph the sessions load: fused by Optimum at ONNX_LEVEL
         from sentence_transformers import export_optimized_onnx_model
@@ -412,17 +435,20 @@ def _quantize_openvino(xml: Path, device: str) -> None:
 
     _log.info("quantizing %s to int8 (once; %d calibration texts)", xml.parent.parent, CALIBRATION_TEXTS)
     folder = xml.parent.parent
-    st = SentenceTransformer(str(folder), device=device, backend="openvino",
-                             model_kwargs={"ov_config": {"INFERENCE_PRECISION_HINT": "f32"}})
+    st = SentenceTransformer(
+        str(folder), device=device, backend="openvino", model_kwargs={"ov_config": {"INFERENCE_PRECISION_HINT": "f32"}}
+    )
     model = ov.Core().read_model(str(xml))
     names = [port.get_any_name() for port in model.inputs]
     texts = calibration_texts(CALIBRATION_TEXTS)
     tokenize = getattr(st, "preprocess", None) or st.tokenize  # sentence-transformers >= 5.5 names it preprocess
-    batches = [{k: v.numpy() for k, v in tokenize(texts[i:i + 8]).items() if k in names}
-               for i in range(0, len(texts), 8)]
+    batches = [
+        {k: v.numpy() for k, v in tokenize(texts[i : i + 8]).items() if k in names} for i in range(0, len(texts), 8)
+    ]
     nncf.set_log_level(logging.ERROR)  # its bit-width tables and progress bars
-    quantized = nncf.quantize(model, nncf.Dataset(batches), model_type=nncf.ModelType.TRANSFORMER,
-                              subset_size=len(texts))
+    quantized = nncf.quantize(
+        model, nncf.Dataset(batches), model_type=nncf.ModelType.TRANSFORMER, subset_size=len(texts)
+    )
     staged = xml.parent / "int8"
     ov.save_model(quantized, str(staged / xml.name))
     del model, quantized, st  # release the fp32 weights before their files are replaced

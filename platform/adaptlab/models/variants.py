@@ -101,9 +101,7 @@ BI_ENCODER_BACKEND = "sentence-transformers"
 
 _FAMILY_SUFFIX: dict[str, str] = {COLBERT_BASE: BASE, COLBERT_FT: FT}
 _CURVE_ORDER: dict[str, int] = {PT: 0, FT: 1, PT_FT: 2, MERGED: 3}
-_NAME = re.compile(
-    rf"^(?P<label>.+?)-(?:(?P<base>{BASE})|(?P<variant>{PT_FT}|{PT}|{FT}|{MERGED})-s(?P<n>\d+))$"
-)
+_NAME = re.compile(rf"^(?P<label>.+?)-(?:(?P<base>{BASE})|(?P<variant>{PT_FT}|{PT}|{FT}|{MERGED})-s(?P<n>\d+))$")
 
 
 def is_colbert(variant: str) -> bool:

@@ -6,16 +6,24 @@ directory or an ``s3://``, ``gs://``, ``az://`` URI), with atomic commits, SQL a
     from adaptlab import results
 
     store = results.open("results/", create=True)
-    run = results.run_record("minilm", "scifact", model_id="minilm", model_revision=None,
-                             dataset_fingerprint=ds.fingerprint(), seed=0, config={"k": 100})
-    store.commit([run], [{"system": "minilm", "dataset": "scifact", "measure": "ndcg@10",
-                          "value": 0.645}], records.to_arrow())
-    store.metrics(measure="ndcg@10", system=["minilm", "bge"])   # scores only, a pyarrow Table
+    run = results.run_record(
+        "minilm",
+        "scifact",
+        model_id="minilm",
+        model_revision=None,
+        dataset_fingerprint=ds.fingerprint(),
+        seed=0,
+        config={"k": 100},
+    )
+    store.commit(
+        [run], [{"system": "minilm", "dataset": "scifact", "measure": "ndcg@10", "value": 0.645}], records.to_arrow()
+    )
+    store.metrics(measure="ndcg@10", system=["minilm", "bge"])  # scores only, a pyarrow Table
     store.metrics(dataset="scifact", as_frame=True)  # a pandas DataFrame, all-null columns dropped
-    store.wide()                   # floats: (dataset, system) x (measure, value/ci_low/ci_high)
-    store.metrics(compared_to="minilm")            # paired comparisons, from either side
+    store.wide()  # floats: (dataset, system) x (measure, value/ci_low/ci_high)
+    store.metrics(compared_to="minilm")  # paired comparisons, from either side
     store.sql("SELECT system, avg(value) FROM metrics GROUP BY system")  # a DataFrame (as_arrow=True: Arrow)
-    results.open("s3://bucket/study", version=3)   # a read-only snapshot
+    results.open("s3://bucket/study", version=3)  # a read-only snapshot
 
 Importing this package does not import pyarrow (it loads on first use), torch or ray.
 """

@@ -66,9 +66,14 @@ def _rows(fs: Any, paths: list[str], schema: pa.Schema) -> pa.Table:
     for path in paths:
         with fs.open_input_file(path) as f:
             t = pq.read_table(f)
-        cols = [pa.array([kind] * t.num_rows, pa.string()) if fld.name == "kind" else
-                t.column(fld.name).cast(fld.type) if fld.name in t.column_names else pa.nulls(t.num_rows, fld.type)
-                for fld in schema]
+        cols = [
+            pa.array([kind] * t.num_rows, pa.string())
+            if fld.name == "kind"
+            else t.column(fld.name).cast(fld.type)
+            if fld.name in t.column_names
+            else pa.nulls(t.num_rows, fld.type)
+            for fld in schema
+        ]
         parts.append(pa.Table.from_arrays(cols, schema=schema))
     return pa.concat_tables(parts)
 
@@ -91,8 +96,16 @@ def compact_table(store: Any, schema: pa.Schema) -> dict[str, int]:
                 part = stage(store._health.fs, _rows(store._health.fs, group, schema), data_change=False)
                 staged.adds += part.adds
                 staged.checksums.update(part.checksums)
-                removes += [RemoveAction(raw[p], False, int(time.time() * 1000), live[p],
-                                         {"kind": p.split("/", 1)[0].removeprefix("kind=")}) for p in group]
+                removes += [
+                    RemoveAction(
+                        raw[p],
+                        False,
+                        int(time.time() * 1000),
+                        live[p],
+                        {"kind": p.split("/", 1)[0].removeprefix("kind=")},
+                    )
+                    for p in group
+                ]
             staged.removes = len(removes)
             if _commit(dt, staged, removes, schema):
                 return {"files_added": len(staged.adds), "files_removed": len(removes)}
@@ -100,8 +113,10 @@ def compact_table(store: Any, schema: pa.Schema) -> dict[str, int]:
             discard(store._health.fs, staged)
             raise
         discard(store._health.fs, staged)  # another writer took the version: plan again on the new one
-    raise StoreError(f"{store.uri}: compaction did not land in {_ATTEMPTS} attempts (the store kept changing under "
-                     "it); nothing was changed: run it again when fewer writers are active")
+    raise StoreError(
+        f"{store.uri}: compaction did not land in {_ATTEMPTS} attempts (the store kept changing under "
+        "it); nothing was changed: run it again when fewer writers are active"
+    )
 
 
 def _commit(dt: Any, staged: Staged, removes: list[Any], schema: pa.Schema) -> bool:
@@ -110,9 +125,14 @@ def _commit(dt: Any, staged: Staged, removes: list[Any], schema: pa.Schema) -> b
 
     done = int(dt.transaction_version(MAINTENANCE_APP) or 0)
     props = deltalake.CommitProperties(
-        custom_metadata={"adaptlab.operation": "compact", CHECKSUMS_KEY: staged.checksums,
-                         "operationMetrics": staged.metrics()},
-        max_commit_retries=0, app_transactions=[deltalake.Transaction(MAINTENANCE_APP, done + 1)])
+        custom_metadata={
+            "adaptlab.operation": "compact",
+            CHECKSUMS_KEY: staged.checksums,
+            "operationMetrics": staged.metrics(),
+        },
+        max_commit_retries=0,
+        app_transactions=[deltalake.Transaction(MAINTENANCE_APP, done + 1)],
+    )
     try:
         dt.create_write_transaction([*staged.adds, *removes], "append", schema, ["kind"], commit_properties=props)
     except CommitFailedError as e:

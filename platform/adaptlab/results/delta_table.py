@@ -92,11 +92,13 @@ def normalize_uri(root: str | os.PathLike[str]) -> tuple[str, Path | None]:
             "s3://, gs://, az://, abfss://, file://"
         )
     if scheme == "file":
-        host = text[len("file://"):].split("/", 1)[0]
+        host = text[len("file://") :].split("/", 1)[0]
         if host and host.lower() != "localhost":  # a user:password@ or another machine: no local path
-            raise StoreError(f"results store URI {mask_url(text)}: expected file:///ABSOLUTE/PATH (or "
-                             "file://localhost/ABSOLUTE/PATH), without a user, password or other host")
-        path = Path(os.path.abspath("/" + text[len("file://") + len(host):].lstrip("/")))
+            raise StoreError(
+                f"results store URI {mask_url(text)}: expected file:///ABSOLUTE/PATH (or "
+                "file://localhost/ABSOLUTE/PATH), without a user, password or other host"
+            )
+        path = Path(os.path.abspath("/" + text[len("file://") + len(host) :].lstrip("/")))
         return str(path), path
     if len(text) <= len(m.group(0)) or mask_url(text) != text:  # user:password@, tokens, signed queries
         raise StoreError(
@@ -126,8 +128,9 @@ def refuse_unrelated_folder(local: Path, is_table: Callable[[], bool]) -> None:
     if not local.is_dir():
         return
     try:
-        visible = sorted(n for n in os.listdir(local)
-                         if not n.startswith(".") and not (n in STUDY_FOLDERS and (local / n).is_dir()))
+        visible = sorted(
+            n for n in os.listdir(local) if not n.startswith(".") and not (n in STUDY_FOLDERS and (local / n).is_dir())
+        )
     except OSError as e:
         raise StoreError(f"cannot create a results store at {local}: {e.strerror or e}") from e
     if not visible or "_delta_log" in visible or is_table():

@@ -62,8 +62,11 @@ class ScoreGrid:
     @property
     def notes(self) -> list[str]:
         """One line per left-out measure, saying why and what to do."""
-        return [f"left out {m}: several rows for {where} (keep one run per system and dataset, e.g. the latest, "
-                "or filter the rows)" for m, where in self.left_out.items()]
+        return [
+            f"left out {m}: several rows for {where} (keep one run per system and dataset, e.g. the latest, "
+            "or filter the rows)"
+            for m, where in self.left_out.items()
+        ]
 
 
 def score_grid(rows: Iterable[Mapping[str, Any]], measures: Sequence[str] | None = None) -> ScoreGrid:
@@ -97,8 +100,10 @@ def wide_frame(rows: Iterable[Mapping[str, Any]], measures: Sequence[str] | None
     import pandas as pd
 
     grid = score_grid(rows, measures)
-    data = [[_float(per[m].get(s)) if m in per else float("nan") for m in grid.measures for s in WIDE_STATS]
-            for per in grid.cells.values()]
+    data = [
+        [_float(per[m].get(s)) if m in per else float("nan") for m in grid.measures for s in WIDE_STATS]
+        for per in grid.cells.values()
+    ]
     index = pd.MultiIndex.from_tuples(list(grid.cells), names=["dataset", "system"])
     columns = pd.MultiIndex.from_product([list(grid.measures), list(WIDE_STATS)], names=["measure", "stat"])
     frame = pd.DataFrame(data, index=index, columns=columns, dtype="float64")

@@ -42,6 +42,8 @@ def _check_writable(local: Path) -> None:
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".adaptlab-write-check-", dir=existing))
     except OSError as e:
-        raise StoreError(f"cannot create a results store at {local}: {what} is not writable "
-                         f"({e.strerror or type(e).__name__}); expected a folder you can write to, "
-                         "or an s3://, gs:// or az:// URI") from e
+        raise StoreError(
+            f"cannot create a results store at {local}: {what} is not writable "
+            f"({e.strerror or type(e).__name__}); expected a folder you can write to, "
+            "or an s3://, gs:// or az:// URI"
+        ) from e

@@ -25,8 +25,17 @@ from collections.abc import Iterator
 
 from adaptlab.storage.env import env_number
 
-__all__ = ["STORE_TIMEOUT", "TIMEOUT_ENV", "is_permanent", "quiet_native", "remote_options", "retried_already",
-           "short_message", "store_timeout", "timed_out"]
+__all__ = [
+    "STORE_TIMEOUT",
+    "TIMEOUT_ENV",
+    "is_permanent",
+    "quiet_native",
+    "remote_options",
+    "retried_already",
+    "short_message",
+    "store_timeout",
+    "timed_out",
+]
 
 STORE_TIMEOUT = 20.0
 """Seconds one object-store request may take (delta-rs ``timeout``); with ``retry_timeout`` at
@@ -40,11 +49,23 @@ _XML_MESSAGE = re.compile(r"<Message>\s*([^<]+?)\s*</Message>", re.S)
 _XML = re.compile(r"<\?xml.*?(?:</Error>|$)|<Error>.*?(?:</Error>|$)", re.S)
 _FRAMES = re.compile(r"\s+\d+: (?:<unknown>|\S+(?: at \S+)?)(?=\s+\d+: |\s*$)")
 _SECRET = re.compile(r"(?i)(secret|token|password|key|signature|credential)[^,;)\s]*[=:]\s*\S+")
-_PERMANENT_ERRNO = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.ENOENT, errno.EROFS,
-                              errno.EFBIG, errno.ENOTDIR, errno.EISDIR})
+_PERMANENT_ERRNO = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EACCES,
+        errno.EPERM,
+        errno.ENOENT,
+        errno.EROFS,
+        errno.EFBIG,
+        errno.ENOTDIR,
+        errno.EISDIR,
+    }
+)
 _PERMANENT_TEXT = re.compile(
     r"(?i)no space left|disk quota|permission denied|access denied|read-only file system|not found|"
-    r"no such file|NoSuchBucket|AccessDenied|InvalidAccessKeyId|SignatureDoesNotMatch|file too large")
+    r"no such file|NoSuchBucket|AccessDenied|InvalidAccessKeyId|SignatureDoesNotMatch|file too large"
+)
 _TIMED_OUT = re.compile(r"(?i)\btimed out\b|deadline has elapsed")
 _RETRIED = re.compile(r"(?i)\bafter \d+ retries\b")
 _FD_LOCK = threading.Lock()
@@ -97,8 +118,12 @@ def remote_options(options: dict[str, str] | None) -> dict[str, str]:
     request), ``connect_timeout``, ``retry_timeout`` (all retries of one request) and
     ``max_retries``; any of them given in ``options`` (any letter case) wins."""
     t = store_timeout()
-    out = {"timeout": f"{t:g}s", "connect_timeout": f"{min(5.0, t):g}s", "retry_timeout": f"{1.25 * t:g}s",
-           "max_retries": "2"}
+    out = {
+        "timeout": f"{t:g}s",
+        "connect_timeout": f"{min(5.0, t):g}s",
+        "retry_timeout": f"{1.25 * t:g}s",
+        "max_retries": "2",
+    }
     given = dict(options or {})
     for key in list(out):
         if any(k.lower() in (key, f"aws_{key}") for k in given):

@@ -120,8 +120,9 @@ class StoreReader:
     ) -> None:
         self.uri, local = normalize_uri(root)
         self.root: Path | str = local if local is not None else self.uri
-        self._options = remote_options(storage_options) if local is None else (
-            dict(storage_options) if storage_options else None)
+        self._options = (
+            remote_options(storage_options) if local is None else (dict(storage_options) if storage_options else None)
+        )
         self._health = Health(self.uri, self._options)
         self._checksums = Checksums(local) if local is not None else Checksums(self.uri, lambda: self._health.fs)
         self._checksums.strict = bool(strict)
@@ -175,8 +176,15 @@ class StoreReader:
         if self._is_table():
             return
         try:
-            deltalake.DeltaTable.create(self.uri, delta_schema(), partition_by=["kind"], mode="error", name=FORMAT,
-                                        description=description(), storage_options=self._options)
+            deltalake.DeltaTable.create(
+                self.uri,
+                delta_schema(),
+                partition_by=["kind"],
+                mode="error",
+                name=FORMAT,
+                description=description(),
+                storage_options=self._options,
+            )
         except Exception as e:  # noqa: BLE001
             if self._is_table():  # a concurrent creator won; its table is the same
                 return
@@ -301,13 +309,24 @@ class StoreReader:
         rows = []
         for h in self._table().history(limit):
             metrics = h.get("operationMetrics") or {}
-            rows.append({
-                "version": h.get("version"), "operation": h.get("operation"), "commit_id": h.get(COMMIT_KEY),
-                "timestamp": datetime.fromtimestamp(h.get("timestamp", 0) / 1000, timezone.utc),
-                "n_rows": metrics.get("num_added_rows"),
-            })
-        schema = pa.schema([("version", pa.int64()), ("timestamp", pa.timestamp("ms", tz="UTC")),
-                            ("operation", pa.string()), ("commit_id", pa.string()), ("n_rows", pa.int64())])
+            rows.append(
+                {
+                    "version": h.get("version"),
+                    "operation": h.get("operation"),
+                    "commit_id": h.get(COMMIT_KEY),
+                    "timestamp": datetime.fromtimestamp(h.get("timestamp", 0) / 1000, timezone.utc),
+                    "n_rows": metrics.get("num_added_rows"),
+                }
+            )
+        schema = pa.schema(
+            [
+                ("version", pa.int64()),
+                ("timestamp", pa.timestamp("ms", tz="UTC")),
+                ("operation", pa.string()),
+                ("commit_id", pa.string()),
+                ("n_rows", pa.int64()),
+            ]
+        )
         return pa.Table.from_pylist(rows, schema=schema)
 
     def commit_ids(self) -> list[str]:
@@ -363,17 +382,33 @@ class StoreReader:
         return pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in want]))
 
     @overload
-    def table(self, name: str, *, columns: list[str] | None = ..., latest: bool = ...,
-              as_frame: Literal[False] = ..., **filters: Any) -> pa.Table: ...
+    def table(
+        self,
+        name: str,
+        *,
+        columns: list[str] | None = ...,
+        latest: bool = ...,
+        as_frame: Literal[False] = ...,
+        **filters: Any,
+    ) -> pa.Table: ...
     @overload
-    def table(self, name: str, *, columns: list[str] | None = ..., latest: bool = ...,
-              as_frame: Literal[True], **filters: Any) -> pd.DataFrame: ...
+    def table(
+        self, name: str, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True], **filters: Any
+    ) -> pd.DataFrame: ...
     @overload
-    def table(self, name: str, *, columns: list[str] | None = ..., latest: bool = ...,
-              as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
+    def table(
+        self, name: str, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: bool, **filters: Any
+    ) -> pa.Table | pd.DataFrame: ...
 
-    def table(self, name: str, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
-              **filters: Any) -> pa.Table | pd.DataFrame:
+    def table(
+        self,
+        name: str,
+        *,
+        columns: list[str] | None = None,
+        latest: bool = False,
+        as_frame: bool = False,
+        **filters: Any,
+    ) -> pa.Table | pd.DataFrame:
         """Rows of ``name`` (``runs``, ``metrics``, ``comparisons``, ``per_query`` or ``scaling``)
         that pass the filters; see :meth:`metrics` for ``metrics``' own arguments. ``as_frame=True``
         returns a pandas DataFrame without the columns that are null on every row (named
@@ -387,8 +422,7 @@ class StoreReader:
         if name == SCALING:
             return self.scaling(columns=columns, latest=latest, **filters)
         if name not in TABLES:
-            raise StoreError(f"unknown table {name!r}; expected one of runs, metrics, comparisons, per_query, "
-                             "scaling")
+            raise StoreError(f"unknown table {name!r}; expected one of runs, metrics, comparisons, per_query, scaling")
         flt = parse_filters(name, filters)
         cols = check_columns(name, columns)
         if latest:
@@ -399,17 +433,21 @@ class StoreReader:
         return self._read(name, (name,), _expr(flt), cols)
 
     @overload
-    def runs(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ...,
-             **filters: Any) -> pa.Table: ...
+    def runs(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ..., **filters: Any
+    ) -> pa.Table: ...
     @overload
-    def runs(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True],
-             **filters: Any) -> pd.DataFrame: ...
+    def runs(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True], **filters: Any
+    ) -> pd.DataFrame: ...
     @overload
-    def runs(self, *, columns: list[str] | None = ..., latest: bool = ...,
-             as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
+    def runs(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: bool, **filters: Any
+    ) -> pa.Table | pd.DataFrame: ...
 
-    def runs(self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
-             **filters: Any) -> pa.Table | pd.DataFrame:
+    def runs(
+        self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False, **filters: Any
+    ) -> pa.Table | pd.DataFrame:
         """The ``runs`` table (one row per evaluated system and dataset, with provenance).
 
         ``latest=True`` keeps, per (system, dataset), the run with the newest timestamp;
@@ -417,18 +455,44 @@ class StoreReader:
         return self.table("runs", columns=columns, latest=latest, as_frame=as_frame, **filters)
 
     @overload
-    def metrics(self, *, columns: list[str] | None = ..., kind: str | None = ..., latest: bool = ...,
-                as_frame: Literal[False] = ..., **filters: Any) -> pa.Table: ...
+    def metrics(
+        self,
+        *,
+        columns: list[str] | None = ...,
+        kind: str | None = ...,
+        latest: bool = ...,
+        as_frame: Literal[False] = ...,
+        **filters: Any,
+    ) -> pa.Table: ...
     @overload
-    def metrics(self, *, columns: list[str] | None = ..., kind: str | None = ..., latest: bool = ...,
-                as_frame: Literal[True], **filters: Any) -> pd.DataFrame: ...
+    def metrics(
+        self,
+        *,
+        columns: list[str] | None = ...,
+        kind: str | None = ...,
+        latest: bool = ...,
+        as_frame: Literal[True],
+        **filters: Any,
+    ) -> pd.DataFrame: ...
     @overload
-    def metrics(self, *, columns: list[str] | None = ..., kind: str | None = ..., latest: bool = ...,
-                as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
+    def metrics(
+        self,
+        *,
+        columns: list[str] | None = ...,
+        kind: str | None = ...,
+        latest: bool = ...,
+        as_frame: bool,
+        **filters: Any,
+    ) -> pa.Table | pd.DataFrame: ...
 
     def metrics(
-        self, *, columns: list[str] | None = None, kind: str | None = None, latest: bool = False,
-        as_frame: bool = False, **filters: Any
+        self,
+        *,
+        columns: list[str] | None = None,
+        kind: str | None = None,
+        latest: bool = False,
+        as_frame: bool = False,
+        **filters: Any,
     ) -> pa.Table | pd.DataFrame:
         """Metric rows (long format). ``kind="score"``: scores only (one system's value);
         ``kind="comparison"`` or any ``compared_to=X``: paired comparisons, found from either
@@ -446,8 +510,7 @@ class StoreReader:
         table = group_rows(self._metric_rows(kind, filters, read_cols, latest), group)
         return table if read_cols is cols else table.drop_columns(["group"])
 
-    def _metric_rows(self, kind: str | None, filters: dict[str, Any], cols: list[str] | None,
-                     latest: bool) -> pa.Table:
+    def _metric_rows(self, kind: str | None, filters: dict[str, Any], cols: list[str] | None, latest: bool) -> pa.Table:
         """The rows of :meth:`metrics` of every group (the ``group`` filter is applied after)."""
         if kind is None:
             kind = "comparison" if filters.get("compared_to") is not None else DEFAULT_METRICS_KIND
@@ -466,57 +529,71 @@ class StoreReader:
         rest = _expr([f for f in flt if f.column not in ("compared_to", "system")])
         if sys_values is None:
             side = pc.field("compared_to").isin(cmp_values) | (
-                pc.field("system").isin(cmp_values) & pc.field("compared_to").is_valid())
+                pc.field("system").isin(cmp_values) & pc.field("compared_to").is_valid()
+            )
         else:
             side = (pc.field("system").isin(sys_values) & pc.field("compared_to").isin(cmp_values)) | (
-                pc.field("system").isin(cmp_values) & pc.field("compared_to").isin(sys_values))
+                pc.field("system").isin(cmp_values) & pc.field("compared_to").isin(sys_values)
+            )
         return self._read("metrics", METRIC_KINDS[kind], side if rest is None else side & rest, cols)
 
     @overload
-    def comparisons(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ...,
-                    **filters: Any) -> pa.Table: ...
+    def comparisons(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ..., **filters: Any
+    ) -> pa.Table: ...
     @overload
-    def comparisons(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True],
-                    **filters: Any) -> pd.DataFrame: ...
+    def comparisons(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True], **filters: Any
+    ) -> pd.DataFrame: ...
     @overload
-    def comparisons(self, *, columns: list[str] | None = ..., latest: bool = ...,
-                    as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
+    def comparisons(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: bool, **filters: Any
+    ) -> pa.Table | pd.DataFrame: ...
 
-    def comparisons(self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
-                    **filters: Any) -> pa.Table | pd.DataFrame:
+    def comparisons(
+        self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False, **filters: Any
+    ) -> pa.Table | pd.DataFrame:
         """Paired comparisons only: ``metrics(kind="comparison", ...)``."""
         if as_frame:
             return _frame(self.comparisons(columns=columns, latest=latest, **filters), columns)
         return self.metrics(columns=columns, kind="comparison", latest=latest, **filters)
 
     @overload
-    def per_query(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ...,
-                  **filters: Any) -> pa.Table: ...
+    def per_query(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ..., **filters: Any
+    ) -> pa.Table: ...
     @overload
-    def per_query(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True],
-                  **filters: Any) -> pd.DataFrame: ...
+    def per_query(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True], **filters: Any
+    ) -> pd.DataFrame: ...
     @overload
-    def per_query(self, *, columns: list[str] | None = ..., latest: bool = ...,
-                  as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
+    def per_query(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: bool, **filters: Any
+    ) -> pa.Table | pd.DataFrame: ...
 
-    def per_query(self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
-                  **filters: Any) -> pa.Table | pd.DataFrame:
+    def per_query(
+        self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False, **filters: Any
+    ) -> pa.Table | pd.DataFrame:
         """The ``per_query`` table (``run_id`` + :meth:`PerQueryRecords.to_arrow` columns);
         ``as_frame=True``: a DataFrame (see :meth:`table`)."""
         return self.table("per_query", columns=columns, latest=latest, as_frame=as_frame, **filters)
 
     @overload
-    def scaling(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ...,
-                **filters: Any) -> pa.Table: ...
+    def scaling(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[False] = ..., **filters: Any
+    ) -> pa.Table: ...
     @overload
-    def scaling(self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True],
-                **filters: Any) -> pd.DataFrame: ...
+    def scaling(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: Literal[True], **filters: Any
+    ) -> pd.DataFrame: ...
     @overload
-    def scaling(self, *, columns: list[str] | None = ..., latest: bool = ...,
-                as_frame: bool, **filters: Any) -> pa.Table | pd.DataFrame: ...
+    def scaling(
+        self, *, columns: list[str] | None = ..., latest: bool = ..., as_frame: bool, **filters: Any
+    ) -> pa.Table | pd.DataFrame: ...
 
-    def scaling(self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False,
-                **filters: Any) -> pa.Table | pd.DataFrame:
+    def scaling(
+        self, *, columns: list[str] | None = None, latest: bool = False, as_frame: bool = False, **filters: Any
+    ) -> pa.Table | pd.DataFrame:
         """The ``scaling`` table: one row per data-scaling fit a scale study recorded (dataset,
         label, variant, measure; :mod:`adaptlab.analysis.scaling`). A store written before the
         table existed has none (an empty table). ``latest=True`` keeps, per (dataset, label,
@@ -558,8 +635,9 @@ class StoreReader:
 
     def latest_run_ids(self, **filters: Any) -> list[str]:
         """Run ids of the latest run (newest ``timestamp``) of each (system, dataset)."""
-        runs = self._read("runs", ("runs",), _expr(parse_filters("runs", filters)),
-                          ["run_id", "system", "dataset", "timestamp"]).to_pylist()
+        runs = self._read(
+            "runs", ("runs",), _expr(parse_filters("runs", filters)), ["run_id", "system", "dataset", "timestamp"]
+        ).to_pylist()
         best: dict[tuple[str, str], tuple[Any, int, str]] = {}
         for i, r in enumerate(runs):  # commit order breaks timestamp ties
             key = (r["system"], r["dataset"])
@@ -632,4 +710,3 @@ def _parse_time(value: datetime | str) -> datetime:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return value
-

@@ -98,32 +98,49 @@ _METRICS = (
     _c("n_resamples", "int64", "number of bootstrap resamples", nullable=True, required=False),
     _c("sample_size", "int64", "queries per bootstrap resample", nullable=True, required=False),
     _c("seed", "int64", "seed of the bootstrap", nullable=True, required=False),
-    _c("compared_to", "string", "the other system of a paired difference (null otherwise)",
-       nullable=True, required=False),
+    _c(
+        "compared_to",
+        "string",
+        "the other system of a paired difference (null otherwise)",
+        nullable=True,
+        required=False,
+    ),
     _c("p_value", "float64", "p-value of a paired test (null otherwise)", nullable=True, required=False),
     _c("extra", "string", "free JSON for measure-specific details", nullable=True, required=False),
     # added for issue 15: nullable and optional, so rows written before them still read (as nulls)
     _c("confidence", "float64", "coverage of the CI (0.95 = 95%)", nullable=True, required=False),
-    _c("interval_method", "string", "how the CI was computed: percentile, bca, wilson or jeffreys",
-       nullable=True, required=False),
-    _c("p_adjusted", "float64", "p_value adjusted for multiplicity within its family", nullable=True,
-       required=False),
-    _c("adjustment", "string", "multiplicity adjustment of p_adjusted: holm, bh or none", nullable=True,
-       required=False),
-    _c("family_size", "int64", "number of tests in the adjustment family (one dataset, one measure)",
-       nullable=True, required=False),
-    _c("p_exact", "float64", "exact paired test p-value (small samples; null otherwise)", nullable=True,
-       required=False),
-    _c("exact_test", "string", "the exact paired test of p_exact: sign or wilcoxon", nullable=True,
-       required=False),
-    _c("rank_low", "int64", "best rank of the system in the bootstrap rank interval", nullable=True,
-       required=False),
-    _c("rank_high", "int64", "worst rank of the system in the bootstrap rank interval", nullable=True,
-       required=False),
-    _c("missing_from_run", "int64", "judged queries absent from the run (scored 0)", nullable=True,
-       required=False),
-    _c("group", "string", "the query group of a per-group row, column=value (question_type=factoid); null for "
-       "the whole dataset", nullable=True, required=False),
+    _c(
+        "interval_method",
+        "string",
+        "how the CI was computed: percentile, bca, wilson or jeffreys",
+        nullable=True,
+        required=False,
+    ),
+    _c("p_adjusted", "float64", "p_value adjusted for multiplicity within its family", nullable=True, required=False),
+    _c(
+        "adjustment", "string", "multiplicity adjustment of p_adjusted: holm, bh or none", nullable=True, required=False
+    ),
+    _c(
+        "family_size",
+        "int64",
+        "number of tests in the adjustment family (one dataset, one measure)",
+        nullable=True,
+        required=False,
+    ),
+    _c(
+        "p_exact", "float64", "exact paired test p-value (small samples; null otherwise)", nullable=True, required=False
+    ),
+    _c("exact_test", "string", "the exact paired test of p_exact: sign or wilcoxon", nullable=True, required=False),
+    _c("rank_low", "int64", "best rank of the system in the bootstrap rank interval", nullable=True, required=False),
+    _c("rank_high", "int64", "worst rank of the system in the bootstrap rank interval", nullable=True, required=False),
+    _c("missing_from_run", "int64", "judged queries absent from the run (scored 0)", nullable=True, required=False),
+    _c(
+        "group",
+        "string",
+        "the query group of a per-group row, column=value (question_type=factoid); null for the whole dataset",
+        nullable=True,
+        required=False,
+    ),
 )
 
 _PER_QUERY = (
@@ -159,18 +176,23 @@ _SCALING = (
     _c("predicted_next_low", "float64", "lower end of its CI"),
     _c("predicted_next_high", "float64", "upper end of its CI"),
     _c("target", "float64", "the target gain asked for", nullable=True, required=False),
-    _c("target_scale", "float64", "first scale where the fitted gain reaches the target", nullable=True,
-       required=False),
+    _c(
+        "target_scale", "float64", "first scale where the fitted gain reaches the target", nullable=True, required=False
+    ),
     _c("target_scale_low", "float64", "lower end of its CI (inf: beyond the search)", nullable=True, required=False),
-    _c("target_scale_high", "float64", "upper end of its CI (inf: beyond the search)", nullable=True,
-       required=False),
+    _c("target_scale_high", "float64", "upper end of its CI (inf: beyond the search)", nullable=True, required=False),
     _c("target_note", "string", "the target's answer in words", nullable=True, required=False),
     _c("scales", "list<int64>", "the measured scales (documents)"),
     _c("gains", "list<float64>", "mean gain over the base at each scale"),
     _c("gains_low", "list<float64>", "lower CI end of each gain"),
     _c("gains_high", "list<float64>", "upper CI end of each gain"),
-    _c("training_hours", "list<float64>", "training hours of each scale's model (null: not recorded)",
-       nullable=True, required=False),
+    _c(
+        "training_hours",
+        "list<float64>",
+        "training hours of each scale's model (null: not recorded)",
+        nullable=True,
+        required=False,
+    ),
     _c("band_scales", "list<float64>", "scales of the fitted curve's band", nullable=True, required=False),
     _c("band_low", "list<float64>", "pointwise lower CI end of the fitted curve", nullable=True, required=False),
     _c("band_fit", "list<float64>", "the fitted curve", nullable=True, required=False),
@@ -184,8 +206,12 @@ _SCALING = (
     _c("schema_version", "int32", "layout version the row was written with", required=False),
 )
 
-COLUMNS: dict[str, tuple[Column, ...]] = {"runs": _RUNS, "metrics": _METRICS, "per_query": _PER_QUERY,
-                                          "scaling": _SCALING}
+COLUMNS: dict[str, tuple[Column, ...]] = {
+    "runs": _RUNS,
+    "metrics": _METRICS,
+    "per_query": _PER_QUERY,
+    "scaling": _SCALING,
+}
 """Columns of each table, in stored order: the three tables of an evaluation's commit
 (:data:`TABLES`) and ``scaling``, the data-scaling fits a scale study records at its end
 (:mod:`adaptlab.analysis.scaling`; a store written before it has none and reads as empty)."""

@@ -38,8 +38,9 @@ and ``metrics_all`` hold the whole-dataset rows (``group`` null), ``groups`` the
 ``scaling`` the data-scaling fits of scale studies (``store.scaling()``)."""
 
 
-def run_sql(query: str, params: list[Any] | None, dataset: Callable[[], Any], *,
-            as_arrow: bool = False) -> pd.DataFrame | pa.Table:
+def run_sql(
+    query: str, params: list[Any] | None, dataset: Callable[[], Any], *, as_arrow: bool = False
+) -> pd.DataFrame | pa.Table:
     """Run ``query`` over the views of :data:`VIEWS` on ``dataset()`` (the pyarrow dataset of
     every kind of row, opened only once the query is known to be a non-empty string); a pandas
     DataFrame, or with ``as_arrow`` the pyarrow Table."""
@@ -50,8 +51,13 @@ def run_sql(query: str, params: list[Any] | None, dataset: Callable[[], Any], *,
     if not isinstance(query, str) or not query.strip():
         raise StoreError("store.sql(): give a SQL query string, e.g. SELECT * FROM metrics")
     ds = dataset()
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False,
-                                 "enable_external_access": False})
+    con = duckdb.connect(
+        config={
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "enable_external_access": False,
+        }
+    )
     try:
         con.register("adaptlab_rows", ds)
         _create_views(con, set(ds.schema.names))
@@ -73,8 +79,7 @@ def _create_views(con: Any, present: set[str]) -> None:
     """One view per entry of :data:`VIEWS` over the registered ``adaptlab_rows``; a column
     the store's files do not hold yet (added by a newer schema) reads as NULL."""
     for view, kinds, table in VIEWS:
-        cols = ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"'
-                         for c in (col.name for col in COLUMNS[table]))
+        cols = ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"' for c in (col.name for col in COLUMNS[table]))
         ks = ", ".join(f"'{k}'" for k in kinds)
         where = f"kind IN ({ks})"
         if table == "metrics":

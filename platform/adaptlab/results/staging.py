@@ -36,6 +36,7 @@ from adaptlab.results.health.delta_protocol import CHECKSUMS_KEY
 
 __all__ = ["CHECKSUMS_KEY", "Staged", "discard", "stage", "write_bytes"]
 
+
 @dataclass
 class Staged:
     """The data files written for one commit: their ``add`` actions and checksums."""
@@ -76,8 +77,12 @@ def write_bytes(fs: Any, rel: str, data: bytes) -> None:
 def _stats(table: pa.Table) -> str:
     """The Delta ``add`` statistics of a file's rows: ``numRecords`` and each column's ``nullCount``
     (no min/max values, so no reader ever skips a file on a statistic of ours)."""
-    return json.dumps({"numRecords": table.num_rows,
-                       "nullCount": {name: table.column(name).null_count for name in table.column_names}})
+    return json.dumps(
+        {
+            "numRecords": table.num_rows,
+            "nullCount": {name: table.column(name).null_count for name in table.column_names},
+        }
+    )
 
 
 def stage(fs: Any, data: pa.Table, *, data_change: bool = True) -> Staged:
@@ -96,8 +101,9 @@ def stage(fs: Any, data: pa.Table, *, data_change: bool = True) -> Staged:
             rel = f"kind={kind}/part-00000-{uuid.uuid4()}-c000.zstd.parquet"
             write_bytes(fs, rel, raw)
             out.checksums[rel] = {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw)}
-            out.adds.append(AddAction(rel, len(raw), {"kind": kind}, int(time.time() * 1000), data_change,
-                                      _stats(part)))
+            out.adds.append(
+                AddAction(rel, len(raw), {"kind": kind}, int(time.time() * 1000), data_change, _stats(part))
+            )
     except BaseException:
         discard(fs, out)
         raise

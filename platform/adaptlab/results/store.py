@@ -110,10 +110,23 @@ def open(  # noqa: A001 - intended
     --------
     >>> from adaptlab import results
     >>> store = results.open("results/example", create=True)
-    >>> run = results.run_record("bm25", "scifact", model_id="bm25", model_revision=None,
-    ...                          dataset_fingerprint="f0", seed=0, config={})
-    >>> commit = store.commit([run], [{"run_id": run["run_id"], "system": "bm25", "dataset": "scifact",
-    ...                                "measure": "ndcg@10", "value": 0.66, "ci_low": 0.62, "ci_high": 0.70}])
+    >>> run = results.run_record(
+    ...     "bm25", "scifact", model_id="bm25", model_revision=None, dataset_fingerprint="f0", seed=0, config={}
+    ... )
+    >>> commit = store.commit(
+    ...     [run],
+    ...     [
+    ...         {
+    ...             "run_id": run["run_id"],
+    ...             "system": "bm25",
+    ...             "dataset": "scifact",
+    ...             "measure": "ndcg@10",
+    ...             "value": 0.66,
+    ...             "ci_low": 0.62,
+    ...             "ci_high": 0.70,
+    ...         }
+    ...     ],
+    ... )
     >>> store.metrics(measure="ndcg@10", as_frame=True)[["system", "value", "ci_low"]].values.tolist()
     [['bm25', 0.66, 0.62]]
     """
@@ -130,5 +143,4 @@ def open(  # noqa: A001 - intended
             # (tests/results/test_notebook_api.py pins it); a union would make every caller narrow.
             return LegacyReader(local)  # type: ignore[return-value]
     store_class = __getattr__("ResultsStore")
-    return store_class(uri, create=create, version=version, as_of=as_of, storage_options=storage_options,
-                       strict=strict)
+    return store_class(uri, create=create, version=version, as_of=as_of, storage_options=storage_options, strict=strict)

@@ -57,8 +57,10 @@ def vacuum_table(store: Any, schema: pa.Schema, retention_hours: float) -> dict[
             return {"files_vacuumed": 0, "version": int(dt.version())}
         if _announce(dt, doomed, schema):
             return {"files_vacuumed": _delete(store._health.fs, doomed), "version": int(dt.version()) + 1}
-    raise StoreError(f"{store.uri}: vacuum did not land in {_ATTEMPTS} attempts (the store kept changing under it); "
-                     "nothing was deleted: run it again when fewer writers are active")
+    raise StoreError(
+        f"{store.uri}: vacuum did not land in {_ATTEMPTS} attempts (the store kept changing under it); "
+        "nothing was deleted: run it again when fewer writers are active"
+    )
 
 
 def _plan(store: Any, dt: Any, retention_hours: float) -> list[str]:
@@ -89,8 +91,11 @@ def _older_than(fs: Any, paths: list[str], hours: float) -> list[str]:
         return []
     cutoff = time.time() - hours * 3600.0
     infos = fs.get_file_info(paths)
-    return [p for p, info in zip(paths, infos)
-            if info.type == pafs.FileType.File and info.mtime is not None and info.mtime.timestamp() < cutoff]
+    return [
+        p
+        for p, info in zip(paths, infos)
+        if info.type == pafs.FileType.File and info.mtime is not None and info.mtime.timestamp() < cutoff
+    ]
 
 
 def _announce(dt: Any, doomed: list[str], schema: pa.Schema) -> bool:
@@ -99,9 +104,13 @@ def _announce(dt: Any, doomed: list[str], schema: pa.Schema) -> bool:
     from deltalake.exceptions import CommitFailedError
 
     props = deltalake.CommitProperties(
-        custom_metadata={"adaptlab.operation": VACUUM_OPERATION, VACUUM_FILES_KEY: doomed,
-                         "operationMetrics": {"num_added_files": 0, "num_removed_files": 0, "num_added_rows": 0}},
-        max_commit_retries=0)
+        custom_metadata={
+            "adaptlab.operation": VACUUM_OPERATION,
+            VACUUM_FILES_KEY: doomed,
+            "operationMetrics": {"num_added_files": 0, "num_removed_files": 0, "num_added_rows": 0},
+        },
+        max_commit_retries=0,
+    )
     try:
         with quiet_native("vacuum"):
             dt.create_write_transaction([], "append", schema, ["kind"], commit_properties=props)

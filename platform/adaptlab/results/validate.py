@@ -116,8 +116,9 @@ def _raw_columns(table: str, data: Any, label: str) -> tuple[dict[str, pa.Chunke
             values = [row.get(name) for row in got]
             where = f"{label} column {name!r}"
             if name in _JSON_COLUMNS:
-                values = [None if v is None else to_json(v, what=f"{label} row {i} {name}")
-                          for i, v in enumerate(values)]
+                values = [
+                    None if v is None else to_json(v, what=f"{label} row {i} {name}") for i, v in enumerate(values)
+                ]
             elif col.kind == "timestamp":
                 values = [_timestamp(v, f"{label} row {i} column {name!r}") for i, v in enumerate(values)]
             try:
@@ -139,8 +140,9 @@ def _raw_columns(table: str, data: Any, label: str) -> tuple[dict[str, pa.Chunke
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
                 raise StoreError(f"{label} column {name!r}: cannot store {arr.type} values as {col.kind}: {e}") from e
     if "measure" in out and table in ("metrics", "scaling"):
-        out["measure"] = pa.array([None if m is None else canonical_measure(m) for m in out["measure"].to_pylist()],
-                                  pa.string())
+        out["measure"] = pa.array(
+            [None if m is None else canonical_measure(m) for m in out["measure"].to_pylist()], pa.string()
+        )
     inferable = {"run_id"} if table != "runs" else set()
     missing = [c.name for c in COLUMNS[table] if c.required and c.name not in out and c.name not in inferable]
     if missing and n:
@@ -192,8 +194,9 @@ def _infer_run_ids(cols: dict[str, Any], n: int, runs: pa.Table, label: str) -> 
     if "system" not in cols or "dataset" not in cols:
         return  # reported as a missing required column later
     index: dict[tuple[str, str], list[str]] = {}
-    for rid, s, d in zip(runs.column("run_id").to_pylist(), runs.column("system").to_pylist(),
-                         runs.column("dataset").to_pylist()):
+    for rid, s, d in zip(
+        runs.column("run_id").to_pylist(), runs.column("system").to_pylist(), runs.column("dataset").to_pylist()
+    ):
         index.setdefault((s, d), []).append(rid)
     ids = have.to_pylist() if have is not None else [None] * n
     systems, datasets = cols["system"].to_pylist(), cols["dataset"].to_pylist()

@@ -246,8 +246,7 @@ class ResultsStore(StoreReader):
                 return
             old = self.per_query(columns=["run_id", "query_id"], run_id=ids).to_pylist()
             stored = {(r["run_id"], r["query_id"]) for r in old}
-            clash = [k for k in zip(pq.column("run_id").to_pylist(), pq.column("query_id").to_pylist())
-                     if k in stored]
+            clash = [k for k in zip(pq.column("run_id").to_pylist(), pq.column("query_id").to_pylist()) if k in stored]
             if clash:
                 raise StoreError(
                     f"per_query: (run_id {clash[0][0]!r}, query_id {clash[0][1]!r}) is already in the "
@@ -274,8 +273,9 @@ class ResultsStore(StoreReader):
             staged = self._stage(data, label, attempt)
             meta[CHECKSUMS_KEY] = staged.checksums
             meta["operationMetrics"] = staged.metrics()
-            props = deltalake.CommitProperties(custom_metadata=meta, max_commit_retries=0,
-                                               app_transactions=[deltalake.Transaction(app_id, seq)])
+            props = deltalake.CommitProperties(
+                custom_metadata=meta, max_commit_retries=0, app_transactions=[deltalake.Transaction(app_id, seq)]
+            )
             last, transient, n = self._commit_loop(staged, props, app_id, seq, base)
             if last is not _VACUUMED:
                 break
@@ -290,8 +290,9 @@ class ResultsStore(StoreReader):
             discard(self._health.fs, staged)
         return self._find_version(attempt.commit_id) if attempt is not None else None
 
-    def _commit_loop(self, staged: Staged, props: Any, app_id: str, seq: int,
-                     base: int) -> tuple[Exception | None, int, int]:
+    def _commit_loop(
+        self, staged: Staged, props: Any, app_id: str, seq: int, base: int
+    ) -> tuple[Exception | None, int, int]:
         """Try the log entry until it lands: ``(last error or None, transient failures, attempts)``;
         attempts is -1 when the transaction was found landed before this object's entry did; the
         error is :data:`_VACUUMED` when a vacuum newer than version ``base`` deletes a staged file."""
@@ -337,8 +338,10 @@ class ResultsStore(StoreReader):
                 return stage(self._health.fs, data)
         except Exception as e:  # noqa: BLE001 - storage errors of any backend
             at = f" (the store was at version {attempt.before[0]} before it)" if attempt is not None else ""
-            raise StoreError(f"{self.uri}: commit {label} failed, not retried: its data files could not be written "
-                             f"({native_line(e)}); nothing was committed{at}; no data file of it was left") from e
+            raise StoreError(
+                f"{self.uri}: commit {label} failed, not retried: its data files could not be written "
+                f"({native_line(e)}); nothing was committed{at}; no data file of it was left"
+            ) from e
 
     def _attempt(self, dt: Any, staged: Staged, props: Any) -> Exception | None:
         """One log entry for the staged files, at the version after ``dt``'s (created only if absent;
@@ -360,28 +363,42 @@ class ResultsStore(StoreReader):
         if all(f.name in have for f in delta_schema()):
             return
         try:
-            deltalake.write_deltalake(dt, delta_schema().empty_table(), mode="append", schema_mode="merge",
-                                      storage_options=self._options)
+            deltalake.write_deltalake(
+                dt, delta_schema().empty_table(), mode="append", schema_mode="merge", storage_options=self._options
+            )
         except SchemaMismatchError as e:
-            raise StoreError(f"{self.uri}: the store's table schema does not accept this commit: {native_line(e)}; "
-                             "nothing was written") from e
+            raise StoreError(
+                f"{self.uri}: the store's table schema does not accept this commit: {native_line(e)}; "
+                "nothing was written"
+            ) from e
         dt.update_incremental()
 
-    def _failed(self, label: str, error: Exception, attempts: int, before: tuple[int, set[str]] | None,
-                staged: Staged) -> StoreError:
+    def _failed(
+        self, label: str, error: Exception, attempts: int, before: tuple[int, set[str]] | None, staged: Staged
+    ) -> StoreError:
         """The one-line error of a commit that did not land (the store says so), after removing
         the data files it wrote."""
-        tries = (", not retried (it cannot succeed on retry)" if is_permanent(error) else
-                 f" (time-out: ADAPTLAB_STORE_TIMEOUT={store_timeout():g} s)" if timed_out(error) else
-                 f" after {attempts} attempts")
+        tries = (
+            ", not retried (it cannot succeed on retry)"
+            if is_permanent(error)
+            else f" (time-out: ADAPTLAB_STORE_TIMEOUT={store_timeout():g} s)"
+            if timed_out(error)
+            else f" after {attempts} attempts"
+        )
         kept = discard(self._health.fs, staged)
-        left = (f"; {len(kept)} data file(s) it had written could not be removed: {', '.join(kept[:3])} "
-                "(`adaptlab results compact` deletes unreferenced files)" if kept else
-                f"; the {len(staged.paths)} data file(s) it had written were removed" if staged.paths else
-                "; no data file was written")
+        left = (
+            f"; {len(kept)} data file(s) it had written could not be removed: {', '.join(kept[:3])} "
+            "(`adaptlab results compact` deletes unreferenced files)"
+            if kept
+            else f"; the {len(staged.paths)} data file(s) it had written were removed"
+            if staged.paths
+            else "; no data file was written"
+        )
         at = f" (the store was at version {before[0]} before it)" if before is not None else ""
-        return StoreError(f"{self.uri}: commit {label} failed{tries}: {native_line(error)}; nothing was committed{at}"
-                          f"{left}; commit again")
+        return StoreError(
+            f"{self.uri}: commit {label} failed{tries}: {native_line(error)}; nothing was committed{at}"
+            f"{left}; commit again"
+        )
 
     def _unknown(self, attempt: _Attempt | None, app_id: str, seq: int, error: Exception) -> StoreError:
         """The one-line error of a commit whose outcome is unknown: it failed, and the store could
@@ -389,13 +406,18 @@ class ResultsStore(StoreReader):
         (they may be the commit's)."""
         label = attempt.commit_id if attempt else f"{app_id} #{seq}"
         runs = attempt.run_ids if attempt else []
-        look = (f"`adaptlab results --store {self.uri} --has-run {runs[0]}` tells whether it landed; committing the "
-                "same runs again adds nothing if it did" if runs else
-                f"`transactions_done({app_id!r})` >= {seq} tells whether it landed")
+        look = (
+            f"`adaptlab results --store {self.uri} --has-run {runs[0]}` tells whether it landed; committing the "
+            "same runs again adds nothing if it did"
+            if runs
+            else f"`transactions_done({app_id!r})` >= {seq} tells whether it landed"
+        )
         shown = f" (run(s) {', '.join(runs[:3])}{', ...' if len(runs) > 3 else ''})" if runs else ""
-        return StoreError(f"{self.uri}: commit {label}{shown}: outcome unknown: the commit failed "
-                          f"({native_line(error)}) and the store could not be read afterwards to tell whether it "
-                          f"landed; {look}")
+        return StoreError(
+            f"{self.uri}: commit {label}{shown}: outcome unknown: the commit failed "
+            f"({native_line(error)}) and the store could not be read afterwards to tell whether it "
+            f"landed; {look}"
+        )
 
     def _landed(self, app_id: str, seq: int) -> bool | None:
         """Whether transaction ``seq`` of ``app_id`` is in the store; None when it cannot be read."""
@@ -450,10 +472,16 @@ class ResultsStore(StoreReader):
         except StoreError:
             raise
         except Exception as e:  # noqa: BLE001
-            raise StoreError(f"{self.uri}: compaction failed: {native_line(e)}; the store is unchanged or "
-                             "compacted in part, and readable either way") from e
-        return {"files_added": opt["files_added"], "files_removed": opt["files_removed"],
-                "files_vacuumed": removed, "version": int(dt.version())}
+            raise StoreError(
+                f"{self.uri}: compaction failed: {native_line(e)}; the store is unchanged or "
+                "compacted in part, and readable either way"
+            ) from e
+        return {
+            "files_added": opt["files_added"],
+            "files_removed": opt["files_removed"],
+            "files_vacuumed": removed,
+            "version": int(dt.version()),
+        }
 
     def vacuum(self, *, retention_hours: float = 168.0) -> dict[str, int]:
         """Delete the data files no version younger than ``retention_hours`` references and the
@@ -467,8 +495,10 @@ class ResultsStore(StoreReader):
         except StoreError:
             raise
         except Exception as e:  # noqa: BLE001
-            raise StoreError(f"{self.uri}: vacuum failed: {native_line(e)}; every version it announced is still "
-                             "readable; run it again") from e
+            raise StoreError(
+                f"{self.uri}: vacuum failed: {native_line(e)}; every version it announced is still "
+                "readable; run it again"
+            ) from e
 
     def _maintainable(self, what: str, retention_hours: float) -> float:
         """``retention_hours`` as a number >= 0, on a store object that may change the store."""
@@ -554,4 +584,3 @@ def rows_for_delta(tables: dict[str, pa.Table], commit_id: str) -> pa.Table:
 def _more(items: list[Any]) -> str:
     """`` (and N more)`` after the first of ``items``, or nothing."""
     return f" (and {len(items) - 1} more)" if len(items) > 1 else ""
-

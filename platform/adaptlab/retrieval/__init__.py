@@ -7,5 +7,11 @@ from adaptlab.retrieval.plaid import build_plaid_records
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.retrieval.search import exact_search
 
-__all__ = ["PerQueryRecords", "build_late_records", "build_plaid_records", "build_records", "exact_search",
-           "records_from_run"]
+__all__ = [
+    "PerQueryRecords",
+    "build_late_records",
+    "build_plaid_records",
+    "build_records",
+    "exact_search",
+    "records_from_run",
+]

@@ -35,9 +35,7 @@ from adaptlab.stats.resample import check_seed
 __all__ = ["build_records", "gold_pairs", "gold_ranks", "records_from_run"]
 
 
-def gold_ranks(
-    topk_idx: np.ndarray, gold_q: np.ndarray, gold_d: np.ndarray, n_docs: int
-) -> np.ndarray:
+def gold_ranks(topk_idx: np.ndarray, gold_q: np.ndarray, gold_d: np.ndarray, n_docs: int) -> np.ndarray:
     """1-based rank of the first gold document in each row of ``topk_idx`` (0: none)."""
     q, k = topk_idx.shape
     if k == 0 or gold_q.size == 0:
@@ -109,9 +107,17 @@ def records_from_ranking(
         np.fmax.at(sim_gold, gold_q, sims[: gold_q.size])
     ids = np.asarray(doc_ids, dtype=object)
     return PerQueryRecords(
-        system=system, dataset=dataset, query_ids=query_ids, topk_ids=ids[idx].tolist(), topk_scores=scores,
-        gold_ids=gold_ids, gold_rank=gold_rank, sim_gold=sim_gold, sim_random=sims[gold_q.size:],
-        random_ids=ids[rand].tolist(), meta=meta,
+        system=system,
+        dataset=dataset,
+        query_ids=query_ids,
+        topk_ids=ids[idx].tolist(),
+        topk_scores=scores,
+        gold_ids=gold_ids,
+        gold_rank=gold_rank,
+        sim_gold=sim_gold,
+        sim_random=sims[gold_q.size :],
+        random_ids=ids[rand].tolist(),
+        meta=meta,
     )
 
 
@@ -150,8 +156,15 @@ def build_records(
 
     scores, idx = exact_search(x, y, k, doc_ids=doc_ids, block_size=block_size, backend=backend)
     return records_from_ranking(
-        query_ids, doc_ids, qrels, scores, idx, lambda rows, cols: pair_scores(x[rows], y, cols),
-        system=system, dataset=dataset, seed=seed,
+        query_ids,
+        doc_ids,
+        qrels,
+        scores,
+        idx,
+        lambda rows, cols: pair_scores(x[rows], y, cols),
+        system=system,
+        dataset=dataset,
+        seed=seed,
         meta={"k": int(k), "seed": int(seed), "similarity": "inner product", "tie_rule": "score desc, doc id desc"},
     )
 
@@ -190,9 +203,16 @@ def records_from_run(
             gold_rank[i] = hits[0] + 1
             sim_gold[i] = max(row[r][1] for r in hits)
     return PerQueryRecords(
-        system=system, dataset=dataset, query_ids=query_ids, topk_ids=[[str(d) for d, _ in r] for r in ranked],
-        topk_scores=scores, gold_ids=gold_ids, gold_rank=gold_rank, sim_gold=sim_gold,
-        sim_random=np.full(len(query_ids), np.nan, dtype=np.float32), random_ids=[""] * len(query_ids),
+        system=system,
+        dataset=dataset,
+        query_ids=query_ids,
+        topk_ids=[[str(d) for d, _ in r] for r in ranked],
+        topk_scores=scores,
+        gold_ids=gold_ids,
+        gold_rank=gold_rank,
+        sim_gold=sim_gold,
+        sim_random=np.full(len(query_ids), np.nan, dtype=np.float32),
+        random_ids=[""] * len(query_ids),
         meta={"source": "TREC run", "tie_rule": "score desc, doc id desc"},
     )
 

@@ -113,7 +113,7 @@ def maxsim_scores(queries: TokenVectors, docs: TokenVectors, *, max_tokens: int 
         best = np.maximum.reduceat(dv @ qv.astype(np.float64).T, starts, axis=0)  # [N_nonempty, sum m]
         bounds = np.concatenate([[0], np.cumsum([len(queries[i]) for i in sel])])
         for r, i in enumerate(sel):
-            part = best[:, bounds[r]: bounds[r + 1]]
+            part = best[:, bounds[r] : bounds[r + 1]]
             out[i, nonempty] = part.sum(axis=1, dtype=np.float64).astype(np.float32)
     return out
 
@@ -183,8 +183,21 @@ def build_late_records(
     scores, idx = late_search(full, k, doc_ids=doc_ids)
     m = int(query_tokens.lengths.max(initial=0))
     return records_from_ranking(
-        query_ids, doc_ids, qrels, scores, idx, lambda rows, cols: full[rows, cols],
-        system=system, dataset=dataset, seed=seed,
-        meta={"k": int(k), "seed": int(seed), "similarity": "maxsim", "search": "exact", "query_tokens": m,
-              "tie_rule": "score desc, doc id desc"},
+        query_ids,
+        doc_ids,
+        qrels,
+        scores,
+        idx,
+        lambda rows, cols: full[rows, cols],
+        system=system,
+        dataset=dataset,
+        seed=seed,
+        meta={
+            "k": int(k),
+            "seed": int(seed),
+            "similarity": "maxsim",
+            "search": "exact",
+            "query_tokens": m,
+            "tie_rule": "score desc, doc id desc",
+        },
     )

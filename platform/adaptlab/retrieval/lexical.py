@@ -78,8 +78,12 @@ class BM25Settings:
         s = cls(**dict(options))
         for key, low, high in (("k1", 0.0, None), ("b", 0.0, 1.0)):
             value = getattr(s, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low or (
-                    high is not None and value > high):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or value < low
+                or (high is not None and value > high)
+            ):
                 bound = f"a number in [{low}, {high}]" if high is not None else f"a number >= {low}"
                 raise ConfigError(f"BM25 option {key!r}: expected {bound}, got {value!r}")
         if s.method not in BM25_METHODS:
@@ -87,8 +91,10 @@ class BM25Settings:
         if s.stopwords not in ("en", _NONE):
             raise ConfigError(f"BM25 option 'stopwords': expected 'en' or 'none', got {s.stopwords!r}")
         if s.stemmer != _NONE and s.stemmer not in _stemmer_module().algorithms():
-            raise ConfigError(f"BM25 option 'stemmer': expected 'none' or one of "
-                              f"{', '.join(_stemmer_module().algorithms())}, got {s.stemmer!r}")
+            raise ConfigError(
+                f"BM25 option 'stemmer': expected 'none' or one of "
+                f"{', '.join(_stemmer_module().algorithms())}, got {s.stemmer!r}"
+            )
         return s
 
     def describe(self) -> str:
@@ -112,14 +118,18 @@ def _bm25s() -> Any:
     return bm25s
 
 
-def bm25_scores(query_texts: Sequence[str], doc_texts: Sequence[str], settings: BM25Settings,
-                ) -> tuple[Any, list[list[int]]]:
+def bm25_scores(
+    query_texts: Sequence[str],
+    doc_texts: Sequence[str],
+    settings: BM25Settings,
+) -> tuple[Any, list[list[int]]]:
     """The bm25s index of ``doc_texts`` and each query's token ids; ``index.get_scores_from_ids``
     of a query's ids is its float32 score of every document."""
     bm25s = _bm25s()
     stemmer = None if settings.stemmer == _NONE else _stemmer_module().Stemmer(settings.stemmer)
-    tok = bm25s.tokenization.Tokenizer(stopwords=None if settings.stopwords == _NONE else settings.stopwords,
-                                       stemmer=stemmer)
+    tok = bm25s.tokenization.Tokenizer(
+        stopwords=None if settings.stopwords == _NONE else settings.stopwords, stemmer=stemmer
+    )
     doc_tokens = tok.tokenize(list(doc_texts), update_vocab=True, return_as="ids", show_progress=False)
     index = bm25s.BM25(k1=float(settings.k1), b=float(settings.b), method=settings.method)
     index.index(bm25s.tokenization.Tokenized(ids=doc_tokens, vocab=tok.get_vocab_dict()), show_progress=False)
@@ -154,8 +164,10 @@ def bm25_records(
     query_ids = [str(q) for q in query_ids]
     doc_ids = [str(d) for d in doc_ids]
     if len(query_ids) != len(query_texts) or len(doc_ids) != len(doc_texts):
-        raise ConfigError(f"BM25: {len(query_ids)} query ids for {len(query_texts)} texts, {len(doc_ids)} document "
-                          f"ids for {len(doc_texts)} texts; they must match")
+        raise ConfigError(
+            f"BM25: {len(query_ids)} query ids for {len(query_texts)} texts, {len(doc_ids)} document "
+            f"ids for {len(doc_texts)} texts; they must match"
+        )
     if not doc_ids:
         raise ConfigError("BM25: the corpus is empty")
     check_query_ids(query_ids)
@@ -173,8 +185,11 @@ def bm25_records(
             block.clear()
             for j in range(i, min(i + step, len(query_ids))):
                 ids = tokens[j]
-                block[j] = (np.asarray(index.get_scores_from_ids(ids), dtype=np.float32) if len(ids)
-                            else np.zeros(len(doc_ids), dtype=np.float32))
+                block[j] = (
+                    np.asarray(index.get_scores_from_ids(ids), dtype=np.float32)
+                    if len(ids)
+                    else np.zeros(len(doc_ids), dtype=np.float32)
+                )
         return block[i]
 
     for i in range(len(query_ids)):
@@ -190,9 +205,22 @@ def bm25_records(
         return out
 
     return records_from_ranking(
-        query_ids, doc_ids, qrels, scores, idx, pair_score, system=system, dataset=dataset, seed=seed,
-        meta={"k": k, "seed": seed, "similarity": "BM25 score", "tie_rule": "score desc, doc id desc",
-              "bm25": settings.describe()},
+        query_ids,
+        doc_ids,
+        qrels,
+        scores,
+        idx,
+        pair_score,
+        system=system,
+        dataset=dataset,
+        seed=seed,
+        meta={
+            "k": k,
+            "seed": seed,
+            "similarity": "BM25 score",
+            "tie_rule": "score desc, doc id desc",
+            "bm25": settings.describe(),
+        },
     )
 
 
@@ -208,7 +236,14 @@ class BM25Search:
     def revision(self) -> str:
         return self.settings.describe()
 
-    def records(self, query_ids: Sequence[str], query_texts: Sequence[str], doc_ids: Sequence[str],
-                doc_texts: Sequence[str], qrels: Mapping[str, Mapping[str, int]], **kw: Any) -> PerQueryRecords:
+    def records(
+        self,
+        query_ids: Sequence[str],
+        query_texts: Sequence[str],
+        doc_ids: Sequence[str],
+        doc_texts: Sequence[str],
+        qrels: Mapping[str, Mapping[str, int]],
+        **kw: Any,
+    ) -> PerQueryRecords:
         """:func:`bm25_records` with this system's settings."""
         return bm25_records(query_ids, query_texts, doc_ids, doc_texts, qrels, settings=self.settings, **kw)

@@ -71,8 +71,9 @@ def _margin(k: int) -> int:
     return 8 + k // 8
 
 
-def _rank_candidates(hits: list[tuple[np.ndarray, np.ndarray]], id_rank: np.ndarray,
-                     kk: int) -> tuple[np.ndarray, np.ndarray]:
+def _rank_candidates(
+    hits: list[tuple[np.ndarray, np.ndarray]], id_rank: np.ndarray, kk: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Each query's candidates sorted by (score desc, id desc) and cut at ``kk``: ``[Q, kk]`` arrays."""
     scores = np.empty((len(hits), kk), np.float32)
     idx = np.empty((len(hits), kk), np.int64)
@@ -80,15 +81,21 @@ def _rank_candidates(hits: list[tuple[np.ndarray, np.ndarray]], id_rank: np.ndar
         pos, s = np.asarray(pos, np.int64), np.asarray(s, np.float32)
         in_range = pos.size == 0 or (pos.min() >= 0 and pos.max() < len(id_rank))
         if pos.size < kk or pos.size != s.size or np.unique(pos).size != pos.size or not in_range:
-            raise DataError(f"PLAID returned {pos.size} documents for query row {row} (expected at least {kk} "
-                            f"distinct positions in [0, {len(id_rank)})); rebuild the index")
+            raise DataError(
+                f"PLAID returned {pos.size} documents for query row {row} (expected at least {kk} "
+                f"distinct positions in [0, {len(id_rank)})); rebuild the index"
+            )
         order = np.lexsort((-id_rank[pos], -s))[:kk]
         scores[row], idx[row] = s[order], pos[order]
     return scores, idx
 
 
-def _exact_pair_sims(query_tokens: TokenVectors, q_idx: np.ndarray, d_idx: np.ndarray,
-                     encode_documents: Callable[[list[int]], TokenVectors]) -> np.ndarray:
+def _exact_pair_sims(
+    query_tokens: TokenVectors,
+    q_idx: np.ndarray,
+    d_idx: np.ndarray,
+    encode_documents: Callable[[list[int]], TokenVectors],
+) -> np.ndarray:
     """Exact MaxSim of (query row, document position) pairs, encoding only the documents named."""
     if q_idx.size == 0:
         return np.zeros(0, np.float32)
@@ -133,17 +140,34 @@ def build_plaid_records(
         raise DataError(f"the PLAID index answered {len(hits)} of {n_q} queries")
     scores, idx = _rank_candidates(hits, id_order(doc_ids, n), kk)
     return records_from_ranking(
-        query_ids, doc_ids, qrels, scores, idx,
+        query_ids,
+        doc_ids,
+        qrels,
+        scores,
+        idx,
         lambda rows, cols: _exact_pair_sims(query_tokens, rows, cols, encode_documents),
-        system=system, dataset=dataset, seed=seed,
-        meta={"k": int(k), "seed": int(seed), "similarity": "maxsim", "search": "plaid", "nbits": int(index.nbits),
-              "query_tokens": int(query_tokens.lengths.max(initial=0)),
-              "tie_rule": "score desc, doc id desc (among PLAID's candidates)"},
+        system=system,
+        dataset=dataset,
+        seed=seed,
+        meta={
+            "k": int(k),
+            "seed": int(seed),
+            "similarity": "maxsim",
+            "search": "plaid",
+            "nbits": int(index.nbits),
+            "query_tokens": int(query_tokens.lengths.max(initial=0)),
+            "tie_rule": "score desc, doc id desc (among PLAID's candidates)",
+        },
     )
 
 
-def choose_search(options: Mapping[str, Any], doc_texts: Sequence[str], encoder: Callable[[], ColBERTEncoder],
-                  *, max_tokens: int | None = None) -> tuple[str, int]:
+def choose_search(
+    options: Mapping[str, Any],
+    doc_texts: Sequence[str],
+    encoder: Callable[[], ColBERTEncoder],
+    *,
+    max_tokens: int | None = None,
+) -> tuple[str, int]:
     """``("exact" | "plaid", nbits)`` for a ColBERT system with model ``options`` on ``doc_texts``
     (module docstring). ``encoder()`` loads the encoder; it is called only when ``search = "auto"``
     and the corpus may exceed ``max_tokens`` (default :data:`MAX_EXACT_TOKENS`) by its size alone."""
@@ -162,9 +186,11 @@ def choose_search(options: Mapping[str, Any], doc_texts: Sequence[str], encoder:
     tokens = count_document_tokens(enc, doc_texts)
     if tokens <= limit:
         return "exact", nbits
-    msg = (f"the corpus has {tokens:,} ColBERT document tokens, above the exact MaxSim limit of {limit:,}: "
-           f"searching {n:,} documents through a PLAID index (nbits={nbits}), which is APPROXIMATE "
-           "(set the model option search = 'exact' to refuse, or 'plaid' to say so explicitly)")
+    msg = (
+        f"the corpus has {tokens:,} ColBERT document tokens, above the exact MaxSim limit of {limit:,}: "
+        f"searching {n:,} documents through a PLAID index (nbits={nbits}), which is APPROXIMATE "
+        "(set the model option search = 'exact' to refuse, or 'plaid' to say so explicitly)"
+    )
     print(f"[adaptlab] WARNING: {msg}", file=sys.stderr, flush=True)
     warnings.warn(msg, UserWarning, stacklevel=2)
     return "plaid", nbits
@@ -196,8 +222,12 @@ def plaid_records(
     if len(doc_texts) != len(doc_ids):
         raise ConfigError(f"doc_ids has {len(doc_ids)} ids but doc_texts has {len(doc_texts)} texts")
     ckpt = str(encoder.path) if encoder.path is not None else encoder.model_id
-    settings = {"nbits": nbits, "doc_maxlen": encoder.doc_maxlen, "query_maxlen": encoder.query_maxlen,
-                "batch_size": batch_size}
+    settings = {
+        "nbits": nbits,
+        "doc_maxlen": encoder.doc_maxlen,
+        "query_maxlen": encoder.query_maxlen,
+        "batch_size": batch_size,
+    }
     with contextlib.ExitStack() as stack:
         if index_root is None:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="adaptlab-plaid-")))
@@ -205,6 +235,15 @@ def plaid_records(
             root = Path(index_root)
         where = plaid_index_dir(root, ckpt, doc_texts, nbits=nbits, doc_maxlen=encoder.doc_maxlen)
         index = build_plaid_index(ckpt, doc_texts, where, **settings)
-        return build_plaid_records(query_ids, query_tokens, doc_ids, index, qrels, encode_documents=encode_documents,
-                                   system=system, dataset=dataset, k=k, seed=seed)
-
+        return build_plaid_records(
+            query_ids,
+            query_tokens,
+            doc_ids,
+            index,
+            qrels,
+            encode_documents=encode_documents,
+            system=system,
+            dataset=dataset,
+            k=k,
+            seed=seed,
+        )

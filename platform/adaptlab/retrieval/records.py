@@ -57,7 +57,9 @@ class PerQueryRecords:
     def __post_init__(self) -> None:
         n = len(self.query_ids)
         scores = np.asarray(self.topk_scores, dtype=np.float32)
-        self.topk_scores = scores.reshape(n, -1) if n else scores.reshape(0, scores.shape[-1] if scores.ndim == 2 else 0)
+        self.topk_scores = (
+            scores.reshape(n, -1) if n else scores.reshape(0, scores.shape[-1] if scores.ndim == 2 else 0)
+        )
         self.gold_rank = np.asarray(self.gold_rank, dtype=np.int32)
         self.sim_gold = np.asarray(self.sim_gold, dtype=np.float32)
         self.sim_random = np.asarray(self.sim_random, dtype=np.float32)
@@ -89,8 +91,9 @@ class PerQueryRecords:
                 "dataset": pa.array([self.dataset] * len(self), pa.string()),
                 "query_id": pa.array(self.query_ids, pa.string()),
                 "topk_ids": pa.array(self.topk_ids, pa.list_(pa.string())),
-                "topk_scores": pa.array([row[: len(ids)] for row, ids in zip(self.topk_scores, self.topk_ids)],
-                                        pa.list_(pa.float32())),
+                "topk_scores": pa.array(
+                    [row[: len(ids)] for row, ids in zip(self.topk_scores, self.topk_ids)], pa.list_(pa.float32())
+                ),
                 "gold_ids": pa.array(self.gold_ids, pa.list_(pa.string())),
                 "gold_rank": pa.array(self.gold_rank, pa.int32()),
                 "sim_gold": pa.array(self.sim_gold, pa.float32()),
@@ -126,8 +129,15 @@ class PerQueryRecords:
         pos = {q: i for i, q in enumerate(self.query_ids)}
         idx = [pos[q] for q in query_ids]
         return PerQueryRecords(
-            self.system, self.dataset, [self.query_ids[i] for i in idx],
-            [self.topk_ids[i] for i in idx], self.topk_scores[idx],
-            [self.gold_ids[i] for i in idx], self.gold_rank[idx], self.sim_gold[idx],
-            self.sim_random[idx], [self.random_ids[i] for i in idx], dict(self.meta),
+            self.system,
+            self.dataset,
+            [self.query_ids[i] for i in idx],
+            [self.topk_ids[i] for i in idx],
+            self.topk_scores[idx],
+            [self.gold_ids[i] for i in idx],
+            self.gold_rank[idx],
+            self.sim_gold[idx],
+            self.sim_random[idx],
+            [self.random_ids[i] for i in idx],
+            dict(self.meta),
         )

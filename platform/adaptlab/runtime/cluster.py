@@ -91,13 +91,17 @@ __all__ = [
     "start_ray",
 ]
 
-LOCAL_SYSTEM_CONFIG: dict[str, Any] = {"prestart_worker_first_driver": False, "enable_metrics_collection": False,
-                                       "get_check_signal_interval_milliseconds": 100}
+LOCAL_SYSTEM_CONFIG: dict[str, Any] = {
+    "prestart_worker_first_driver": False,
+    "enable_metrics_collection": False,
+    "get_check_signal_interval_milliseconds": 100,
+}
 """Ray system settings of the embedded local start without dashboard (``_system_config``;
 a ``_system_config`` passed to :func:`init_ray` replaces it). Measured on 2 shared cores, the
 quickstart on Ray went from 1.32x to 1.24x its in-process time with it (medians of 2 pairs).
 ``ray.get`` looks for a signal every 100 ms instead of Ray's 1,000: a SIGTERM or Ctrl-C to a
 driver waiting in it took up to 1.0 s to reach Python, now 0.1-0.17 s (load 5)."""
+
 
 @dataclass
 class _Session:
@@ -286,8 +290,9 @@ def init_ray(
     import ray  # deferred: importing adaptlab.runtime must not import ray
 
     address = address or os.environ.get("RAY_ADDRESS") or None
-    _check_init_args(address, num_cpus=num_cpus, num_gpus=num_gpus, object_store_memory=object_store_memory,
-                     dashboard=dashboard)
+    _check_init_args(
+        address, num_cpus=num_cpus, num_gpus=num_gpus, object_store_memory=object_store_memory, dashboard=dashboard
+    )
     if ray.is_initialized():
         reclaim_sigterm()  # Ray, started in another thread, took SIGTERM over
         return ray_info()
@@ -307,8 +312,13 @@ def init_ray(
                 ctx = _connect(address, common)
                 _STATE.started_here = False
             else:
-                ctx = _start_local(common, num_cpus=num_cpus, num_gpus=num_gpus,
-                                   object_store_memory=object_store_memory, dashboard=dashboard)
+                ctx = _start_local(
+                    common,
+                    num_cpus=num_cpus,
+                    num_gpus=num_gpus,
+                    object_store_memory=object_store_memory,
+                    dashboard=dashboard,
+                )
                 _STATE.started_here = True
         finally:
             auth_logger.setLevel(old_level)
@@ -320,8 +330,14 @@ def init_ray(
     return ray_info()
 
 
-def _start_local(common: dict[str, Any], *, num_cpus: int | None, num_gpus: int | None,
-                 object_store_memory: int | None, dashboard: bool) -> Any:
+def _start_local(
+    common: dict[str, Any],
+    *,
+    num_cpus: int | None,
+    num_gpus: int | None,
+    object_store_memory: int | None,
+    dashboard: bool,
+) -> Any:
     """``ray.init`` of the embedded runtime on 127.0.0.1, watched by a watchdog process that
     tears the session down if this process dies (:mod:`adaptlab.runtime.watchdog`); a start that
     misses one of Ray's start windows is torn down and tried again, :data:`START_ATTEMPTS` times
@@ -329,9 +345,14 @@ def _start_local(common: dict[str, Any], *, num_cpus: int | None, num_gpus: int 
     if not dashboard:
         common.setdefault("_system_config", dict(LOCAL_SYSTEM_CONFIG))
     common.setdefault("_node_ip_address", LOCAL_HOST)
-    kwargs = {"num_cpus": num_cpus if num_cpus is not None else local_num_cpus(), "num_gpus": num_gpus,
-              "object_store_memory": object_store_memory, "include_dashboard": bool(dashboard),
-              "dashboard_host": LOCAL_HOST, **common}
+    kwargs = {
+        "num_cpus": num_cpus if num_cpus is not None else local_num_cpus(),
+        "num_gpus": num_gpus,
+        "object_store_memory": object_store_memory,
+        "include_dashboard": bool(dashboard),
+        "dashboard_host": LOCAL_HOST,
+        **common,
+    }
     with _gcs_start_window():
         for attempt in range(1, START_ATTEMPTS + 1):
             try:
@@ -341,8 +362,12 @@ def _start_local(common: dict[str, Any], *, num_cpus: int | None, num_gpus: int 
                     raise
                 if attempt == START_ATTEMPTS:
                     raise TimeoutError(_start_failed_message(e)) from e
-                print(f"[adaptlab] Ray's local start timed out ({_why(e)}; attempt {attempt} of {START_ATTEMPTS}, "
-                      f"{_load_note()}): stopped what it had started, starting it again", file=sys.stderr, flush=True)
+                print(
+                    f"[adaptlab] Ray's local start timed out ({_why(e)}; attempt {attempt} of {START_ATTEMPTS}, "
+                    f"{_load_note()}): stopped what it had started, starting it again",
+                    file=sys.stderr,
+                    flush=True,
+                )
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
@@ -407,12 +432,17 @@ def _start_failed_message(error: BaseException) -> str:
     """The one line of a start that timed out in every attempt: what happened and what to do."""
     text = str(error).lower()
     gcs = any(marker in text for marker, _, gcs_window in START_TIMEOUTS if gcs_window)
-    knob = (f"; ${GCS_WAIT_ENV} (seconds, adaptlab's default {GCS_WAIT_S}) lengthens that window" if gcs else
-            "; Ray waits a fixed 30 s for its node to register (Ray has no setting for that window)")
+    knob = (
+        f"; ${GCS_WAIT_ENV} (seconds, adaptlab's default {GCS_WAIT_S}) lengthens that window"
+        if gcs
+        else "; Ray waits a fixed 30 s for its node to register (Ray has no setting for that window)"
+    )
     first = " ".join(str(error).split())[:200]
-    return (f"Ray's local start timed out in all {START_ATTEMPTS} attempts ({_why(error)}; {_load_note()}){knob}. "
-            "Run on a less loaded machine (or when this one is quieter), without Ray (adaptlab run --no-ray, "
-            "or [embedding] use_ray = false), or on a running cluster (--address). Ray said: " + first)
+    return (
+        f"Ray's local start timed out in all {START_ATTEMPTS} attempts ({_why(error)}; {_load_note()}){knob}. "
+        "Run on a less loaded machine (or when this one is quieter), without Ray (adaptlab run --no-ray, "
+        "or [embedding] use_ray = false), or on a running cluster (--address). Ray said: " + first
+    )
 
 
 @contextmanager
@@ -463,10 +493,14 @@ def _loopback_node_ip(node_ip: str) -> Iterator[None]:
         ray_constants.ENABLE_RAY_CLUSTER = old
 
 
-def _check_init_args(address: str | None, *, num_cpus: int | None, num_gpus: int | None,
-                     object_store_memory: int | None, dashboard: bool) -> None:
-    given = {k: v for k, v in (("num_cpus", num_cpus), ("num_gpus", num_gpus),
-                               ("object_store_memory", object_store_memory)) if v is not None}
+def _check_init_args(
+    address: str | None, *, num_cpus: int | None, num_gpus: int | None, object_store_memory: int | None, dashboard: bool
+) -> None:
+    given = {
+        k: v
+        for k, v in (("num_cpus", num_cpus), ("num_gpus", num_gpus), ("object_store_memory", object_store_memory))
+        if v is not None
+    }
     if address and (given or dashboard):
         raise ConfigError(
             f"init_ray(address={address!r}): {', '.join(given) or 'dashboard'} can only be set when "

@@ -71,6 +71,8 @@ def _torch_cpu_bf16() -> Support:
     """torch's own CPU checks, where the flags cannot be read (no ``/proc``)."""
     import torch
 
-    ok = bool(getattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)()
-              or getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)())
+    ok = bool(
+        getattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)()
+        or getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
+    )
     return Support(ok, "" if ok else "this CPU computes no bfloat16 natively (no AVX512-BF16, no AMX)")

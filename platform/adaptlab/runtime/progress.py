@@ -100,8 +100,16 @@ class Progress:
     waits for instead of "still working" (:meth:`set_state`, e.g. "waiting for capacity"). The
     heartbeat stops at :meth:`close` (or when everything is done)."""
 
-    def __init__(self, total: int, what: str, *, unit: str = "texts", interval: float | None = None,
-                 stream: Any = None, enabled: bool | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        what: str,
+        *,
+        unit: str = "texts",
+        interval: float | None = None,
+        stream: Any = None,
+        enabled: bool | None = None,
+    ) -> None:
         self.total, self.what, self.unit = int(total), what, unit
         self.done = 0
         self.stream = stream if stream is not None else sys.stderr
@@ -206,8 +214,16 @@ class Heartbeat:
     nothing, unless the last progress line came less than an interval before it started (the next
     line is due then). Use it as a context manager."""
 
-    def __init__(self, what: str, *, interval: float | None = None, stream: Any = None,
-                 enabled: bool | None = None, detail: str = "", done_line: bool = True) -> None:
+    def __init__(
+        self,
+        what: str,
+        *,
+        interval: float | None = None,
+        stream: Any = None,
+        enabled: bool | None = None,
+        detail: str = "",
+        done_line: bool = True,
+    ) -> None:
         self.what, self.detail, self.done_line = what, detail, done_line
         self.stream = stream if stream is not None else sys.stderr
         self.interval = progress_interval(interval)

@@ -40,8 +40,14 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["COLOR_ENV", "NODE_LOSS_ERRORS", "PlainRecords", "configure_ray_output", "listen_error_messages",
-           "plain_output"]
+__all__ = [
+    "COLOR_ENV",
+    "NODE_LOSS_ERRORS",
+    "PlainRecords",
+    "configure_ray_output",
+    "listen_error_messages",
+    "plain_output",
+]
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +105,9 @@ def configure_ray_output() -> None:
         return
     if getattr(worker, "listen_error_messages", None) is listen_error_messages:
         return
-    if callable(getattr(worker, "listen_error_messages", None)) and callable(getattr(worker, "print_to_stdstream", None)):
+    if callable(getattr(worker, "listen_error_messages", None)) and callable(
+        getattr(worker, "print_to_stdstream", None)
+    ):
         worker.listen_error_messages = listen_error_messages  # looked up by name when ray.init connects
 
 
@@ -127,8 +135,11 @@ def listen_error_messages(worker: Any, threads_stopped: threading.Event) -> None
                 continue
             message = str(error.get("error_message", ""))
             if error.get("type") in NODE_LOSS_ERRORS:
-                log.debug("Ray reported (%s, kept in its log files): %s", error.get("type"),
-                          message.splitlines()[0] if message else "")
+                log.debug(
+                    "Ray reported (%s, kept in its log files): %s",
+                    error.get("type"),
+                    message.splitlines()[0] if message else "",
+                )
                 continue
             ray_worker.print_to_stdstream({"lines": [message], "pid": "raylet", "is_err": False}, ignore_prefix=False)
     except (OSError, ConnectionError) as e:  # the control store went away: the session ends

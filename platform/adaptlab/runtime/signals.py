@@ -43,8 +43,15 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-__all__ = ["TERMINATED_STATUS", "Terminated", "catch_sigterm", "raise_if_terminated", "reclaim_sigterm", "sigterm_kept",
-           "sigterm_received"]
+__all__ = [
+    "TERMINATED_STATUS",
+    "Terminated",
+    "catch_sigterm",
+    "raise_if_terminated",
+    "reclaim_sigterm",
+    "sigterm_kept",
+    "sigterm_received",
+]
 
 TERMINATED_STATUS = 128 + signal.SIGTERM
 """Exit status of a command ended by SIGTERM (143)."""

@@ -135,8 +135,9 @@ def _wait_gone(pids: list[int], seconds: float) -> list[int]:
     return [p for p in pids if alive(p)]
 
 
-def kill_session(session_dir: str, *, exclude: Iterable[int] = (), grace_s: float = GRACE_S,
-                 rounds: int = KILL_ROUNDS) -> list[int]:
+def kill_session(
+    session_dir: str, *, exclude: Iterable[int] = (), grace_s: float = GRACE_S, rounds: int = KILL_ROUNDS
+) -> list[int]:
     """Stop every process of the session: SIGTERM, ``grace_s`` seconds, SIGKILL, in at most
     ``rounds`` rounds; returns the pids still running (none, normally)."""
     excluded = list(exclude)
@@ -221,8 +222,14 @@ def _end(state: _State, *, driver_gone: bool, patient: bool = True) -> int:
     return 1 if left else 0
 
 
-def watch(driver_pid: int, temp_root: str, *, poll_s: float = POLL_S, max_s: float = MAX_LIFETIME_S,
-          since: float | None = None) -> int:
+def watch(
+    driver_pid: int,
+    temp_root: str,
+    *,
+    poll_s: float = POLL_S,
+    max_s: float = MAX_LIFETIME_S,
+    since: float | None = None,
+) -> int:
     """The watchdog loop (run in the child); returns its exit status. ``since``: when the driver
     started the watchdog (epoch seconds; default now), the earliest a session of this start can
     have been created (a session the driver never named is looked for from then on)."""
@@ -263,8 +270,9 @@ class Watchdog:
     def sweep(self) -> list[int]:
         """In the driver: stop what is left of this start's session (what the watchdog does on
         ``stop``); returns the pids still running (none, normally)."""
-        session = self.session_dir or (find_session_dir(self.temp_root, os.getpid(), self.since)
-                                       if self.temp_root else None)
+        session = self.session_dir or (
+            find_session_dir(self.temp_root, os.getpid(), self.since) if self.temp_root else None
+        )
         return kill_session(session, exclude=[os.getpid()]) if session else []
 
     def _send(self, line: str) -> None:
@@ -285,12 +293,17 @@ def start_watchdog(temp_root: str) -> Watchdog | None:
     try:
         process = subprocess.Popen(
             [*_command(), f"--driver-pid={os.getpid()}", f"--temp-root={temp_root}", f"--since={since:.3f}"],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, text=True, close_fds=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            text=True,
+            close_fds=True,
         )
     except OSError as e:  # no process to spare must not stop the study: Ray runs unwatched
         logging.getLogger(__name__).warning(
-            "could not start the Ray watchdog (%s): if this process is killed, its Ray processes may outlive it", e)
+            "could not start the Ray watchdog (%s): if this process is killed, its Ray processes may outlive it", e
+        )
         return None
     return Watchdog(process, temp_root, since)
 
@@ -334,8 +347,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--driver-pid", type=int, required=True, help="the driver whose Ray to tear down")
     parser.add_argument("--temp-root", required=True, help="Ray's temp dir, where the session dir appears")
     parser.add_argument("--poll", type=float, default=POLL_S, help="seconds between looks at the driver")
-    parser.add_argument("--since", type=float, default=None,
-                        help="epoch seconds the driver started this watchdog (default: now)")
+    parser.add_argument(
+        "--since", type=float, default=None, help="epoch seconds the driver started this watchdog (default: now)"
+    )
     args = parser.parse_args(argv)
     if not args.poll > 0:
         parser.error(f"--poll must be a number of seconds > 0, got {args.poll}")

@@ -71,9 +71,7 @@ def difference_categories(a: Categories, b: Categories) -> tuple[np.ndarray, np.
     return d_values, d_counts
 
 
-def joint_categories(
-    cats: Sequence[Categories], values: np.ndarray
-) -> tuple[np.ndarray, np.ndarray] | None:
+def joint_categories(cats: Sequence[Categories], values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Distinct joint value tuples of all systems: ``(U [G, S], counts [G])``.
 
     ``None`` when the tuples cannot be coded in one int64 (then the joint path is not used).
@@ -128,8 +126,14 @@ def _gather_sums(vt: object, idx: np.ndarray, xp: ModuleType) -> np.ndarray:
 
 
 def index_sums(
-    values: np.ndarray, *, sample_size: int, n_resamples: int, seed: int, xp: ModuleType,
-    n_jobs: int, rowwise: bool = False,
+    values: np.ndarray,
+    *,
+    sample_size: int,
+    n_resamples: int,
+    seed: int,
+    xp: ModuleType,
+    n_jobs: int,
+    rowwise: bool = False,
 ) -> np.ndarray:
     """``[n_resamples, S]`` sums of each system's values over the shared index resamples.
     ``rowwise``: each system summed on its own, in the order one system alone gets, so its
@@ -149,15 +153,12 @@ def index_sums(
         for c in range(values.shape[0]):
             out[b * rows : b * rows + idx.shape[0], c] = _gather_sums(vt[:, c : c + 1], idx, xp)[:, 0]
 
-    run_parallel(work, range(n_blocks(n_resamples, sample_size)),
-                 n_jobs if is_numpy(xp) else 1)
+    run_parallel(work, range(n_blocks(n_resamples, sample_size)), n_jobs if is_numpy(xp) else 1)
     return out
 
 
 # ----------------------------------------------------------------------------- inference
-def percentile_interval(
-    boot: np.ndarray, confidence: float, axis: int = -1
-) -> tuple[np.ndarray, np.ndarray]:
+def percentile_interval(boot: np.ndarray, confidence: float, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval of the bootstrap replicates along ``axis`` (default: the last):
     the quantiles ``(1 - c) / 2`` and ``(1 + c) / 2`` at ``c = confidence``, with linear
     interpolation (numpy's default; ``scipy.stats.bootstrap(method="percentile")`` uses the same

@@ -74,7 +74,11 @@ def _window(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
 
 
 def _entry_cdf(
-    lam: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_ent: np.ndarray, c_off: np.ndarray,
+    lam: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    n_ent: np.ndarray,
+    c_off: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(cdf, evalue)`` of every entry: ``cdf[e] = P(X <= value_e)`` within the category (2.0,
     a sentinel, at the upper marker) and the entry's value as float (-1.0 at both markers)."""
@@ -133,8 +137,12 @@ def _boundaries(cdf: np.ndarray, n_ent: np.ndarray, n_buck: np.ndarray) -> _Boun
     return _Boundaries(bnd, bcat, b_idx, scaled == b_idx)
 
 
-def _guide_runs(c_off: np.ndarray, g_off: np.ndarray, n_buck: np.ndarray, b: _Boundaries,
-                ) -> _Runs:
+def _guide_runs(
+    c_off: np.ndarray,
+    g_off: np.ndarray,
+    n_buck: np.ndarray,
+    b: _Boundaries,
+) -> _Runs:
     """Runs of buckets with a constant count of boundaries below them: per category one run
     answering its lower marker, then after each boundary ``F_e`` a run answering entry ``e + 1``
     from the first bucket whose lower edge is ``>= F_e``."""
@@ -156,8 +164,12 @@ def _guide_runs(c_off: np.ndarray, g_off: np.ndarray, n_buck: np.ndarray, b: _Bo
     return _Runs(run_start, run_entry, lengths)
 
 
-def _flagged_buckets(evalue: np.ndarray, g_off: np.ndarray, b: _Boundaries, runs: _Runs,
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _flagged_buckets(
+    evalue: np.ndarray,
+    g_off: np.ndarray,
+    b: _Boundaries,
+    runs: _Runs,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(fb, n_in, e0)``, sorted by global bucket ``fb``: the buckets that need the 53-bit
     uniform, their count of boundaries strictly inside, and the entry answered below the first."""
     # flagged buckets: a boundary strictly inside (ins_b is sorted: group by bucket), or a
@@ -284,11 +296,9 @@ class PoissonTables:
         b = a + int(self.hi[k] - self.lo[k]) + 2  # the sentinel entry
         e = a + int(np.searchsorted(self._cdf[a : b + 1], u, side="right"))
         if e == a:
-            return _poisson_tail(u, float(self.lam[k]), int(self.lo[k]), int(self.hi[k]),
-                                 upper=False)
+            return _poisson_tail(u, float(self.lam[k]), int(self.lo[k]), int(self.hi[k]), upper=False)
         if e == b:
-            return _poisson_tail(u, float(self.lam[k]), int(self.lo[k]), int(self.hi[k]),
-                                 upper=True)
+            return _poisson_tail(u, float(self.lam[k]), int(self.lo[k]), int(self.hi[k]), upper=True)
         return float(self._evalue[e])
 
 

@@ -42,9 +42,7 @@ def get_xp(backend: str = "auto") -> ModuleType:
     """The array module for ``backend``: ``"auto"`` (CuPy if usable, else NumPy), ``"numpy"``,
     or ``"cupy"`` (raises :class:`ConfigError` when CuPy or a CUDA device is missing)."""
     if backend not in BACKENDS:
-        raise ConfigError(
-            f"backend={backend!r} is not valid; expected one of {', '.join(BACKENDS)}"
-        )
+        raise ConfigError(f"backend={backend!r} is not valid; expected one of {', '.join(BACKENDS)}")
     if backend == "numpy":
         return np
     cp = _cupy_or_none()

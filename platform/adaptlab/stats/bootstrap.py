@@ -105,8 +105,11 @@ class BootstrapResult:
         """System ``i`` as a flat record (floats and ints, ready for a table); for a result of
         1-D values ``row()``, a record without ``system``."""
         if self.scalar != (i is None):
-            raise ConfigError("row(): this result has no system axis (1-D values), call row()" if self.scalar
-                              else f"row(): give a system index in 0..{self.n_systems - 1}")
+            raise ConfigError(
+                "row(): this result has no system axis (1-D values), call row()"
+                if self.scalar
+                else f"row(): give a system index in 0..{self.n_systems - 1}"
+            )
         ends = {k: getattr(self, k) for k in ("point", "boot_mean", "ci_low", "ci_high")}
         return {
             **({} if i is None else {"system": int(i)}),
@@ -166,18 +169,14 @@ def _as_values(values: Any) -> np.ndarray:
     try:
         arr = np.asarray(to_numpy(values), dtype=np.float64)
     except (TypeError, ValueError) as e:
-        raise DataError(
-            f"values must be numbers, [n_queries] or [n_systems, n_queries]: {e}"
-        ) from e
+        raise DataError(f"values must be numbers, [n_queries] or [n_systems, n_queries]: {e}") from e
     if arr.ndim == 1:
         arr = arr[None, :]
         where = lambda s, q: f"values[{q}]"  # noqa: E731
     elif arr.ndim == 2:
         where = lambda s, q: f"values[{s}, {q}]"  # noqa: E731
     else:
-        raise DataError(
-            f"values must have shape [n_queries] or [n_systems, n_queries]; got shape {arr.shape}"
-        )
+        raise DataError(f"values must have shape [n_queries] or [n_systems, n_queries]; got shape {arr.shape}")
     if arr.shape[0] < 1 or arr.shape[1] < 1:
         raise DataError(f"values has no queries or no systems (shape {arr.shape})")
     bad = ~np.isfinite(arr)
@@ -193,8 +192,7 @@ def _as_values(values: Any) -> np.ndarray:
 
 def _check_options(confidence: object, method: object, backend: object, n_jobs: object) -> tuple[float, int]:
     """``(confidence, n_jobs)`` checked, with ``method`` and ``backend`` checked in between."""
-    if (isinstance(confidence, bool) or not isinstance(confidence, numbers.Real)
-            or not 0.0 < float(confidence) < 1.0):
+    if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0.0 < float(confidence) < 1.0:
         raise ConfigError(f"confidence={confidence!r} must be a number strictly between 0 and 1")
     conf = float(confidence)
     if method not in METHODS:
@@ -211,14 +209,24 @@ def _check_interval(interval: object, n_q: int, l: int) -> str:
     if interval not in INTERVALS:
         raise ConfigError(f"interval={interval!r} is not valid; expected one of {', '.join(INTERVALS)}")
     if interval in NEEDS_ALL_QUERIES and l != n_q:
-        raise ConfigError(f"interval={interval!r} needs resamples of all {n_q} queries; got sample_size={l} "
-                          "(use sample_size=None or interval='percentile')")
+        raise ConfigError(
+            f"interval={interval!r} needs resamples of all {n_q} queries; got sample_size={l} "
+            "(use sample_size=None or interval='percentile')"
+        )
     return str(interval)
 
 
-def _check_settings(n_q: int, n_resamples: object, sample_size: object, allow_oversampling: bool,
-                    confidence: object, method: object, backend: object, n_jobs: object, interval: object,
-                    ) -> tuple[int, int, int, float, str]:
+def _check_settings(
+    n_q: int,
+    n_resamples: object,
+    sample_size: object,
+    allow_oversampling: bool,
+    confidence: object,
+    method: object,
+    backend: object,
+    n_jobs: object,
+    interval: object,
+) -> tuple[int, int, int, float, str]:
     """The resampling settings of ``n_q`` queries, checked in this order: ``(m, l)`` by
     :func:`~adaptlab.stats.resample.check_sizes`, then ``confidence``, ``method``, ``backend``,
     ``n_jobs``, then ``interval``; returns ``(m, l, jobs, confidence, interval)``."""
@@ -234,14 +242,22 @@ def _ci_interval(interval: str, measure: object, arr: np.ndarray, l: int) -> str
     if measure is None and interval in ("wilson", "jeffreys"):
         bad = [i for i, row in enumerate(arr) if not is_binary(row)]
         if bad:
-            raise ConfigError(f"interval={interval!r} needs 0/1 values (e.g. accuracy@k); row {bad[0]} is not 0/1 "
-                              "(name the measure with measure= to get its interval, or use interval='auto')")
+            raise ConfigError(
+                f"interval={interval!r} needs 0/1 values (e.g. accuracy@k); row {bad[0]} is not 0/1 "
+                "(name the measure with measure= to get its interval, or use interval='auto')"
+            )
         return interval
     return measure_interval(interval, measure, n_queries=arr.shape[1], sample_size=l)
 
 
-def _intervals(values: np.ndarray, boot: np.ndarray, boot_sq: np.ndarray | None, conf: float, used: str, l: int,
-               ) -> tuple[np.ndarray, np.ndarray, str]:
+def _intervals(
+    values: np.ndarray,
+    boot: np.ndarray,
+    boot_sq: np.ndarray | None,
+    conf: float,
+    used: str,
+    l: int,
+) -> tuple[np.ndarray, np.ndarray, str]:
     """CIs of each row of ``values`` [S, Q] by the interval ``used`` from its resampled means
     ``boot`` [S, m] (and resampled means of squares ``boot_sq`` for ``"studentized"``)."""
     if used in ("wilson", "jeffreys"):
@@ -252,8 +268,8 @@ def _intervals(values: np.ndarray, boot: np.ndarray, boot_sq: np.ndarray | None,
         ends = np.array([bca_interval(v, b, conf) for v, b in zip(values, boot)]).reshape(-1, 2)
         return ends[:, 0], ends[:, 1], used
     if used == "studentized":
-        ends = np.array([studentized_interval(v, b, b2, l, conf)
-                         for v, b, b2 in zip(values, boot, boot_sq)]).reshape(-1, 2)  # type: ignore[arg-type]
+        triples = zip(values, boot, boot_sq)  # type: ignore[arg-type]
+        ends = np.array([studentized_interval(v, b, b2, l, conf) for v, b, b2 in triples]).reshape(-1, 2)
         return ends[:, 0], ends[:, 1], used
     lo, hi = K.percentile_interval(boot, conf)
     return np.atleast_1d(lo), np.atleast_1d(hi), "percentile"
@@ -287,8 +303,16 @@ def _ci_paths(arr: np.ndarray, method: str, m: int, l: int) -> tuple[list[str], 
 
 
 def _resampled_means(
-    arr: np.ndarray, paths: list[str], cats: list[K.Categories] | None, *, m: int, l: int, seed: int,
-    backend: str, jobs: int, squares: bool = False,
+    arr: np.ndarray,
+    paths: list[str],
+    cats: list[K.Categories] | None,
+    *,
+    m: int,
+    l: int,
+    seed: int,
+    backend: str,
+    jobs: int,
+    squares: bool = False,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """``[n_systems, m]`` resampled means ``x*_j`` of each row of ``arr`` along its path: an
     ``"index"`` row averages the shared resamples ``resample_indices(Q, m, l, seed)`` (summed
@@ -304,15 +328,15 @@ def _resampled_means(
         xp = get_xp(backend)
         rows = arr[index_rows] if not squares else np.vstack([arr[index_rows], arr[index_rows] ** 2])
         sums = K.index_sums(rows, sample_size=l, n_resamples=m, seed=seed, xp=xp, n_jobs=jobs, rowwise=True)
-        boot[index_rows] = sums[:, :len(index_rows)].T / l
+        boot[index_rows] = sums[:, : len(index_rows)].T / l
         if boot_sq is not None:
-            boot_sq[index_rows] = sums[:, len(index_rows):].T / l
+            boot_sq[index_rows] = sums[:, len(index_rows) :].T / l
     if cats is None:
         cats = [K.categories(r) for r in arr]
 
     def one(s: int) -> None:
         c = cats[s]
-        weights = c.values[:, None] if not squares else np.c_[c.values, c.values ** 2]
+        weights = c.values[:, None] if not squares else np.c_[c.values, c.values**2]
         sums = multinomial_sums(c.counts, weights, l, m, _rng(seed, _KEY_SYSTEM))
         boot[s] = sums[:, 0] / l
         if boot_sq is not None:
@@ -322,8 +346,19 @@ def _resampled_means(
     return boot, boot_sq
 
 
-def _ci_result(arr: np.ndarray, boot: np.ndarray, paths: list[str], ends: tuple[np.ndarray, np.ndarray, str],
-               *, one: bool, keep: bool, m: int, l: int, seed: int, conf: float) -> BootstrapResult:
+def _ci_result(
+    arr: np.ndarray,
+    boot: np.ndarray,
+    paths: list[str],
+    ends: tuple[np.ndarray, np.ndarray, str],
+    *,
+    one: bool,
+    keep: bool,
+    m: int,
+    l: int,
+    seed: int,
+    conf: float,
+) -> BootstrapResult:
     """The :class:`BootstrapResult` of the rows ``arr`` [S, Q] from their resampled means ``boot``
     [S, m], the ``paths`` they took and their interval ``ends`` ``(low, high, interval used)``:
     floats and no system axis when ``one`` (1-D values), the distribution when ``keep``."""
@@ -414,14 +449,26 @@ def bootstrap_ci(
     """
     arr = _as_values(values)
     seed = check_seed(seed)
-    m, l, jobs, conf, interval = _check_settings(arr.shape[1], n_resamples, sample_size, allow_oversampling,
-                                                  confidence, method, backend, n_jobs, interval)
+    m, l, jobs, conf, interval = _check_settings(
+        arr.shape[1], n_resamples, sample_size, allow_oversampling, confidence, method, backend, n_jobs, interval
+    )
     used = _ci_interval(interval, measure, arr, l)
     paths, cats = _ci_paths(arr, method, m, l)
-    boot, boot_sq = _resampled_means(arr, paths, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs,
-                                     squares=used == "studentized")
-    return _ci_result(arr, boot, paths, _intervals(arr, boot, boot_sq, conf, used, l), one=_one_system(values),
-                      keep=keep_distribution, m=m, l=l, seed=seed, conf=conf)
+    boot, boot_sq = _resampled_means(
+        arr, paths, cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs, squares=used == "studentized"
+    )
+    return _ci_result(
+        arr,
+        boot,
+        paths,
+        _intervals(arr, boot, boot_sq, conf, used, l),
+        one=_one_system(values),
+        keep=keep_distribution,
+        m=m,
+        l=l,
+        seed=seed,
+        conf=conf,
+    )
 
 
 def _system_index(n_sys: int, names: Sequence[str] | None, system: int | str, what: str) -> int:
@@ -441,7 +488,9 @@ def _system_index(n_sys: int, names: Sequence[str] | None, system: int | str, wh
 
 
 def _pairs(
-    n_sys: int, names: Sequence[str] | None, baseline: int | str | None,
+    n_sys: int,
+    names: Sequence[str] | None,
+    baseline: int | str | None,
     explicit: Sequence[tuple[int | str, int | str]] | None = None,
 ) -> list[tuple[int, int]]:
     """Row-index pairs ``(a, b)`` (difference ``a - b``): ``explicit`` when given (checked: two
@@ -477,9 +526,12 @@ def _check_names(names: Sequence[str] | None, n_sys: int) -> list[str] | None:
     return names
 
 
-def _check_systems(arr: np.ndarray, names: Sequence[str] | None, baseline: int | str | None,
-                   pairs: Sequence[tuple[int | str, int | str]] | None,
-                   ) -> tuple[list[str] | None, list[tuple[int, int]]]:
+def _check_systems(
+    arr: np.ndarray,
+    names: Sequence[str] | None,
+    baseline: int | str | None,
+    pairs: Sequence[tuple[int | str, int | str]] | None,
+) -> tuple[list[str] | None, list[tuple[int, int]]]:
     """At least two systems (rows of ``arr``), their checked ``names`` and the row pairs to
     compare (:func:`_pairs`), checked in that order."""
     n_sys = arr.shape[0]
@@ -492,8 +544,13 @@ def _check_systems(arr: np.ndarray, names: Sequence[str] | None, baseline: int |
 _PairCats = dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
 
 
-def _pair_paths(arr: np.ndarray, pairs: list[tuple[int, int]], method: str, m: int, l: int,
-                ) -> tuple[dict[tuple[int, int], str], _PairCats]:
+def _pair_paths(
+    arr: np.ndarray,
+    pairs: list[tuple[int, int]],
+    method: str,
+    m: int,
+    l: int,
+) -> tuple[dict[tuple[int, int], str], _PairCats]:
     """The path of each pair, chosen from that pair's own values (so a pair's resampled
     differences never depend on the other systems): ``"index"`` or ``"multinomial"`` as given,
     or for ``"auto"`` the cheaper of the index path of two systems and the exact multinomial
@@ -532,11 +589,19 @@ def _pair_key(x: np.ndarray, y: np.ndarray) -> tuple[bool, tuple[int, ...]]:
     hy = hashlib.sha256(np.ascontiguousarray(y, dtype=np.float64).tobytes()).digest()
     flip = hy < hx
     both = hashlib.sha256((hy + hx) if flip else (hx + hy)).digest()
-    return flip, tuple(int.from_bytes(both[i:i + 4], "little") for i in range(0, 16, 4))
+    return flip, tuple(int.from_bytes(both[i : i + 4], "little") for i in range(0, 16, 4))
 
 
-def _multinomial_pair(arr: np.ndarray, p: tuple[int, int], cats: tuple[np.ndarray, np.ndarray], *, m: int, l: int,
-                      seed: int, squares: bool) -> tuple[np.ndarray, np.ndarray | None]:
+def _multinomial_pair(
+    arr: np.ndarray,
+    p: tuple[int, int],
+    cats: tuple[np.ndarray, np.ndarray],
+    *,
+    m: int,
+    l: int,
+    seed: int,
+    squares: bool,
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Resampled mean differences (and mean squared differences) of pair ``p`` drawn exactly over
     its distinct differences, in the pair's canonical orientation (:func:`_pair_key`)."""
     a, b = p
@@ -544,15 +609,24 @@ def _multinomial_pair(arr: np.ndarray, p: tuple[int, int], cats: tuple[np.ndarra
     dv, dc = cats
     if flip:  # the canonical pair is b - a: its distinct differences, ascending
         dv, dc = -dv[::-1], dc[::-1]
-    weights = dv[:, None] if not squares else np.c_[dv, dv ** 2]
+    weights = dv[:, None] if not squares else np.c_[dv, dv**2]
     sums = multinomial_sums(dc, weights, l, m, _rng(seed, _KEY_PAIR, *key)) / l
     d = -sums[:, 0] if flip else sums[:, 0]
     return d + 0.0, (sums[:, 1] if squares else None)
 
 
 def _paired_differences(
-    arr: np.ndarray, pairs: list[tuple[int, int]], paths: dict[tuple[int, int], str], pair_cats: _PairCats, *,
-    m: int, l: int, seed: int, backend: str, jobs: int, squares: bool = False,
+    arr: np.ndarray,
+    pairs: list[tuple[int, int]],
+    paths: dict[tuple[int, int], str],
+    pair_cats: _PairCats,
+    *,
+    m: int,
+    l: int,
+    seed: int,
+    backend: str,
+    jobs: int,
+    squares: bool = False,
 ) -> tuple[dict[tuple[int, int], np.ndarray], dict[tuple[int, int], np.ndarray]]:
     """The ``m`` resampled mean differences ``D*`` of each pair ``(a, b)`` along its path.
 
@@ -571,8 +645,10 @@ def _paired_differences(
         rows = arr[used]
         if squares:
             rows = np.vstack([rows] + [(arr[a] - arr[b])[None, :] ** 2 for a, b in index_pairs])
-        means = K.index_sums(rows, sample_size=l, n_resamples=m, seed=seed, xp=get_xp(backend), n_jobs=jobs,
-                             rowwise=True) / l
+        means = (
+            K.index_sums(rows, sample_size=l, n_resamples=m, seed=seed, xp=get_xp(backend), n_jobs=jobs, rowwise=True)
+            / l
+        )
         for i, (a, b) in enumerate(index_pairs):
             d_star[(a, b)] = means[:, col[a]] - means[:, col[b]]
             if squares:
@@ -588,19 +664,29 @@ def _paired_differences(
 
 
 def _draw_differences(
-    arr: np.ndarray, pairs: list[tuple[int, int]], method: str, *, m: int, l: int, seed: int, backend: str,
-    jobs: int, squares: bool = False,
+    arr: np.ndarray,
+    pairs: list[tuple[int, int]],
+    method: str,
+    *,
+    m: int,
+    l: int,
+    seed: int,
+    backend: str,
+    jobs: int,
+    squares: bool = False,
 ) -> tuple[dict[tuple[int, int], str], dict[tuple[int, int], np.ndarray], dict[tuple[int, int], np.ndarray]]:
     """The path of each pair (:func:`_pair_paths`) and its ``m`` resampled mean differences ``D*``
     (with the means of their squares when ``squares``; :func:`_paired_differences`)."""
     paths, pair_cats = _pair_paths(arr, pairs, method, m, l)
-    d_star, d_sq = _paired_differences(arr, pairs, paths, pair_cats, m=m, l=l, seed=seed, backend=backend,
-                                       jobs=jobs, squares=squares)
+    d_star, d_sq = _paired_differences(
+        arr, pairs, paths, pair_cats, m=m, l=l, seed=seed, backend=backend, jobs=jobs, squares=squares
+    )
     return paths, d_star, d_sq
 
 
-def _difference_interval(d: np.ndarray, ds: np.ndarray, ds_sq: np.ndarray | None, conf: float, interval: str,
-                         l: int) -> tuple[float, float, str]:
+def _difference_interval(
+    d: np.ndarray, ds: np.ndarray, ds_sq: np.ndarray | None, conf: float, interval: str, l: int
+) -> tuple[float, float, str]:
     """CI of the mean of the per-query differences ``d`` from their resampled means ``ds`` (and
     of their squares ``ds_sq``) by ``interval`` (already resolved for differences: studentized,
     BCa or percentile); returns ``(low, high, interval used)``."""
@@ -628,8 +714,16 @@ def _check_test(test: object) -> str:
     return str(test)
 
 
-def _pair_p_values(arr: np.ndarray, pairs: list[tuple[int, int]], d_star: dict[tuple[int, int], np.ndarray], *,
-                   m: int, seed: int, family: int, test: str = "sign-flip") -> tuple[list[float], list[str], list[int]]:
+def _pair_p_values(
+    arr: np.ndarray,
+    pairs: list[tuple[int, int]],
+    d_star: dict[tuple[int, int], np.ndarray],
+    *,
+    m: int,
+    seed: int,
+    family: int,
+    test: str = "sign-flip",
+) -> tuple[list[float], list[str], list[int]]:
     """Two-sided p-values of the pairs, the test of each and its Monte Carlo draws (0: exact):
     the sign-flip randomization test over all Q queries at every Q
     (:func:`~adaptlab.stats.signflip.family_sign_flip`: exact where it can count, else sign
@@ -637,8 +731,11 @@ def _pair_p_values(arr: np.ndarray, pairs: list[tuple[int, int]], d_star: dict[t
     ``family`` tests needs), or with ``test="bootstrap"`` the bootstrap p-value of each ``D*``."""
     if test == "sign-flip":
         res = family_sign_flip(arr, pairs, m, _rng(seed, _KEY_FLIP), _ZERO_TOL, family_size=family)
-        return ([float(p) for p in res.p], ["sign-flip-exact" if e else "sign-flip" for e in res.exact],
-                [0 if e else res.n_vectors for e in res.exact])
+        return (
+            [float(p) for p in res.p],
+            ["sign-flip-exact" if e else "sign-flip" for e in res.exact],
+            [0 if e else res.n_vectors for e in res.exact],
+        )
     out = []
     for a, b in pairs:
         scale = float(np.max(np.abs(arr[a] - arr[b])))
@@ -647,9 +744,18 @@ def _pair_p_values(arr: np.ndarray, pairs: list[tuple[int, int]], d_star: dict[t
 
 
 def _paired_results(
-    arr: np.ndarray, pairs: list[tuple[int, int]], names: list[str] | None,
-    d_star: dict[tuple[int, int], np.ndarray], tested: tuple[list[float], list[str], list[int]], *,
-    paths: dict[tuple[int, int], str], m: int, l: int, conf: float, seed: int, interval: str,
+    arr: np.ndarray,
+    pairs: list[tuple[int, int]],
+    names: list[str] | None,
+    d_star: dict[tuple[int, int], np.ndarray],
+    tested: tuple[list[float], list[str], list[int]],
+    *,
+    paths: dict[tuple[int, int], str],
+    m: int,
+    l: int,
+    conf: float,
+    seed: int,
+    interval: str,
     d_sq: dict[tuple[int, int], np.ndarray] | None = None,
 ) -> list[PairedDifference]:
     """One :class:`PairedDifference` per pair ``(a, b)``, named by ``names`` when given: the
@@ -661,23 +767,25 @@ def _paired_results(
     for (a, b), p, test, n_draws in zip(pairs, *tested):
         ds = d_star[(a, b)]
         lo, hi, how = _difference_interval(arr[a] - arr[b], ds, (d_sq or {}).get((a, b)), conf, interval, l)
-        out.append(PairedDifference(
-            a=names[a] if names is not None else a,
-            b=names[b] if names is not None else b,
-            diff=float(point[a] - point[b]),
-            boot_mean=float(ds.mean()),
-            ci_low=float(lo),
-            ci_high=float(hi),
-            p_value=float(p),
-            method=paths[(a, b)],
-            n_resamples=m,
-            sample_size=l,
-            confidence=conf,
-            seed=seed,
-            interval=how,
-            test=test,
-            p_draws=n_draws,
-        ))
+        out.append(
+            PairedDifference(
+                a=names[a] if names is not None else a,
+                b=names[b] if names is not None else b,
+                diff=float(point[a] - point[b]),
+                boot_mean=float(ds.mean()),
+                ci_low=float(lo),
+                ci_high=float(hi),
+                p_value=float(p),
+                method=paths[(a, b)],
+                n_resamples=m,
+                sample_size=l,
+                confidence=conf,
+                seed=seed,
+                interval=how,
+                test=test,
+                p_draws=n_draws,
+            )
+        )
     return out
 
 
@@ -687,9 +795,18 @@ def paired_bootstrap(
     names: Sequence[str] | None = None,
     baseline: int | str | None = None,
     pairs: Sequence[tuple[int | str, int | str]] | None = None,
-    n_resamples: int = 1000, sample_size: int | None = None, seed: int = 0, confidence: float = 0.95,
-    method: str = "auto", backend: str = "auto", n_jobs: int | None = None, allow_oversampling: bool = False,
-    interval: str = "auto", family_size: int | None = None, measure: object = None, test: str = "sign-flip",
+    n_resamples: int = 1000,
+    sample_size: int | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+    method: str = "auto",
+    backend: str = "auto",
+    n_jobs: int | None = None,
+    allow_oversampling: bool = False,
+    interval: str = "auto",
+    family_size: int | None = None,
+    measure: object = None,
+    test: str = "sign-flip",
 ) -> list[PairedDifference]:
     """Paired bootstrap of mean differences between systems evaluated on the same queries.
 
@@ -742,20 +859,24 @@ def paired_bootstrap(
 
     Examples
     --------
-    >>> d = paired_bootstrap([[1, 1, 1, 0], [0, 1, 0, 0]], names=["ft", "base"], baseline="base",
-    ...                      n_resamples=500, seed=0)
+    >>> d = paired_bootstrap(
+    ...     [[1, 1, 1, 0], [0, 1, 0, 0]], names=["ft", "base"], baseline="base", n_resamples=500, seed=0
+    ... )
     >>> d[0].a, d[0].b, d[0].diff, bool(d[0].ci_low <= 0.5 <= d[0].ci_high), 0 < d[0].p_value <= 1
     ('ft', 'base', 0.5, True, True)
     """
     arr = _as_values(values)
     seed = check_seed(seed)
     names, pairs = _check_systems(arr, names, baseline, pairs)
-    m, l, jobs, conf, interval = _check_settings(arr.shape[1], n_resamples, sample_size, allow_oversampling,
-                                                  confidence, method, backend, n_jobs, interval)
+    m, l, jobs, conf, interval = _check_settings(
+        arr.shape[1], n_resamples, sample_size, allow_oversampling, confidence, method, backend, n_jobs, interval
+    )
     used = measure_interval(interval, measure, n_queries=arr.shape[1], sample_size=l, difference=True)
-    paths, d_star, d_sq = _draw_differences(arr, pairs, method, m=m, l=l, seed=seed, backend=backend, jobs=jobs,
-                                            squares=used == "studentized")
+    paths, d_star, d_sq = _draw_differences(
+        arr, pairs, method, m=m, l=l, seed=seed, backend=backend, jobs=jobs, squares=used == "studentized"
+    )
     family = len(pairs) if family_size is None else _check_family(family_size)
     tested = _pair_p_values(arr, pairs, d_star, m=m, seed=seed, family=family, test=_check_test(test))
-    return _paired_results(arr, pairs, names, d_star, tested, paths=paths, m=m, l=l, conf=conf, seed=seed,
-                           interval=used, d_sq=d_sq)
+    return _paired_results(
+        arr, pairs, names, d_star, tested, paths=paths, m=m, l=l, conf=conf, seed=seed, interval=used, d_sq=d_sq
+    )

@@ -60,9 +60,20 @@ import numpy as np
 
 from adaptlab.errors import ConfigError
 
-__all__ = ["BINARY_MEASURES", "FEW_OUTCOMES", "INTERVALS", "FewOutcomesWarning", "bca_interval", "few_outcomes",
-           "is_binary_measure", "jeffreys_interval", "measure_interval", "resolve_interval", "studentized_interval",
-           "wilson_interval"]
+__all__ = [
+    "BINARY_MEASURES",
+    "FEW_OUTCOMES",
+    "INTERVALS",
+    "FewOutcomesWarning",
+    "bca_interval",
+    "few_outcomes",
+    "is_binary_measure",
+    "jeffreys_interval",
+    "measure_interval",
+    "resolve_interval",
+    "studentized_interval",
+    "wilson_interval",
+]
 
 INTERVALS: tuple[str, ...] = ("auto", "percentile", "studentized", "bca", "wilson", "jeffreys")
 """Accepted values of ``interval`` (``"auto"``: by the measure, :func:`measure_interval`)."""
@@ -97,7 +108,7 @@ def bca_interval(values: np.ndarray, boot: np.ndarray, confidence: float) -> tup
     loo = (x.sum() - x) / (q - 1)
     dev = loo.mean() - loo
     den = 6.0 * (dev @ dev) ** 1.5
-    a = float((dev ** 3).sum() / den) if den > 0 else 0.0
+    a = float((dev**3).sum() / den) if den > 0 else 0.0
     alpha = 1.0 - float(confidence)
     ends = []
     for z in (ndtri(alpha / 2), ndtri(1 - alpha / 2)):
@@ -158,8 +169,9 @@ def is_binary_measure(measure: object) -> bool:
         return False
 
 
-def measure_interval(interval: str, measure: object = None, *, n_queries: int, sample_size: int,
-                     difference: bool = False) -> str:
+def measure_interval(
+    interval: str, measure: object = None, *, n_queries: int, sample_size: int, difference: bool = False
+) -> str:
     """The interval computed for the CI of ``measure`` (or of a paired difference of it, when
     ``difference``): fixed by the measure's definition and the settings, never by values.
 
@@ -200,8 +212,9 @@ def resolve_interval(interval: str, values: np.ndarray, n_queries: int, sample_s
     return measure_interval(interval, None, n_queries=n_queries, sample_size=sample_size)
 
 
-def studentized_interval(values: np.ndarray, boot: np.ndarray, boot_sq: np.ndarray, sample_size: int,
-                         confidence: float) -> tuple[float, float]:
+def studentized_interval(
+    values: np.ndarray, boot: np.ndarray, boot_sq: np.ndarray, sample_size: int, confidence: float
+) -> tuple[float, float]:
     """Studentized (bootstrap-t) interval of the mean of ``values`` [Q] from the resampled means
     ``boot`` [m] and the resampled means of the squared values ``boot_sq`` [m] (each over
     ``sample_size`` = Q queries); formula in the module doc."""
@@ -222,8 +235,11 @@ def studentized_interval(values: np.ndarray, boot: np.ndarray, boot_sq: np.ndarr
     flat = var <= 1e-10 * np.maximum(sq, 1e-300)  # every resampled value equal (up to rounding)
     diff = b - theta
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(flat, np.sign(np.where(np.abs(diff) <= 1e-12 * max(abs(theta), 1.0), 0.0, diff)) * np.inf,
-                     diff / np.where(flat, 1.0, se_star))
+        t = np.where(
+            flat,
+            np.sign(np.where(np.abs(diff) <= 1e-12 * max(abs(theta), 1.0), 0.0, diff)) * np.inf,
+            diff / np.where(flat, 1.0, se_star),
+        )
     t = np.nan_to_num(t, nan=0.0, posinf=np.finfo(np.float64).max / 4, neginf=-np.finfo(np.float64).max / 4)
     alpha = 1.0 - float(confidence)
     t_lo, t_hi = np.percentile(t, [100.0 * alpha / 2, 100.0 * (1 - alpha / 2)])

@@ -97,8 +97,9 @@ PAIRED_TESTS: tuple[str, ...] = ("sign-flip", "bootstrap")
 """Accepted values of ``test``: the paired sign-flip randomization test (default, at every Q)
 or the two-sided percentile-bootstrap p-value (liberal at small Q)."""
 
-SIGN_FLIP_NULL: str = ("null: the per-query differences are symmetric about 0 (the two systems "
-                       "exchangeable on each query)")
+SIGN_FLIP_NULL: str = (
+    "null: the per-query differences are symmetric about 0 (the two systems exchangeable on each query)"
+)
 """The null hypothesis of the sign-flip test, as the footers name it. Equal means with skewed
 differences are not this null: the test can reject then (simulated: 0.18 at Q = 30)."""
 
@@ -118,8 +119,9 @@ def p_at_floor(p: float, test: str, draws: int) -> bool:
     return float(p) <= floor * (1 + 1e-9)
 
 
-def adjust_pvalues_bounded(p: Sequence[float] | np.ndarray, bounded: Sequence[bool] | np.ndarray,
-                           adjustment: str = "holm") -> tuple[np.ndarray, np.ndarray]:
+def adjust_pvalues_bounded(
+    p: Sequence[float] | np.ndarray, bounded: Sequence[bool] | np.ndarray, adjustment: str = "holm"
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`adjust_pvalues` and, for each adjusted p, whether it is a bound: whether the raw
     p-value that decides it (Holm: the ``(n - j + 1) p_(j)`` attaining the running maximum; BH:
     the ``n p_(j) / j`` attaining the running minimum; none: itself) is at its Monte Carlo floor
@@ -138,14 +140,18 @@ def adjust_pvalues_bounded(p: Sequence[float] | np.ndarray, bounded: Sequence[bo
         return adj, flags.copy()
     order = np.argsort(arr, kind="stable")
     ps, fs = arr[order], flags[order]
-    terms = (np.minimum(1.0, (n - np.arange(n)) * ps) if adjustment == "holm"
-             else np.minimum(1.0, n * ps / np.arange(1, n + 1)))
+    terms = (
+        np.minimum(1.0, (n - np.arange(n)) * ps)
+        if adjustment == "holm"
+        else np.minimum(1.0, n * ps / np.arange(1, n + 1))
+    )
     out = np.zeros(n, dtype=bool)
     for i in range(n):
         window = range(i + 1) if adjustment == "holm" else range(i, n)
         decide = [j for j in window if abs(terms[j] - adj[order[i]]) <= 1e-12 * max(adj[order[i]], 1e-300)]
         out[order[i]] = adj[order[i]] < 1.0 and any(fs[j] for j in decide)
     return adj, out
+
 
 def p_value_note(n_queries: int, n_resamples: int, *, tests: Sequence[str] = (), n_vectors: int = 0) -> str:
     """What the ``p`` column of a paired table is, for its footer: the test(s) that gave it
@@ -158,12 +164,17 @@ def p_value_note(n_queries: int, n_resamples: int, *, tests: Sequence[str] = (),
     if "sign-flip-exact" in shown:
         parts.append("exact over all 2**n sign patterns of the n non-zero differences")
     if "sign-flip" in shown:
-        parts.append(f"{n_vectors} random sign vectors (floor 1/(N+1), N sized to the family: at least "
-                     f"{RESOLUTION} x family size / {FAMILY_ALPHA:g})")
-    bound = "a p at its Monte Carlo floor (or an adjusted p set by one) is printed as a bound, \"<= p\""
+        parts.append(
+            f"{n_vectors} random sign vectors (floor 1/(N+1), N sized to the family: at least "
+            f"{RESOLUTION} x family size / {FAMILY_ALPHA:g})"
+        )
+    bound = 'a p at its Monte Carlo floor (or an adjusted p set by one) is printed as a bound, "<= p"'
     if parts:
-        text = ("p: two-sided paired sign-flip randomization test at every query count, " + "; or ".join(parts)
-                + f"; {SIGN_FLIP_NULL}")
+        text = (
+            "p: two-sided paired sign-flip randomization test at every query count, "
+            + "; or ".join(parts)
+            + f"; {SIGN_FLIP_NULL}"
+        )
         return text + ("; or paired bootstrap" if "bootstrap" in shown else "") + f"; {bound}"
     return f"p: two-sided paired bootstrap ({n_resamples} resamples, floor 2/(m+1), asked for); {bound}"
 
@@ -211,12 +222,19 @@ class ExactTests:
     wilcoxon_p: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "n_nonzero": self.n_nonzero, "n_positive": self.n_positive,
-                "sign_p": self.sign_p, "wilcoxon_p": self.wilcoxon_p}
+        return {
+            "n": self.n,
+            "n_nonzero": self.n_nonzero,
+            "n_positive": self.n_positive,
+            "sign_p": self.sign_p,
+            "wilcoxon_p": self.wilcoxon_p,
+        }
 
 
-def exact_paired_tests(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray | None = None,
-                       ) -> ExactTests:
+def exact_paired_tests(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray | None = None,
+) -> ExactTests:
     """Two-sided exact sign test and Wilcoxon signed-rank test of the paired differences
     ``a - b`` (or of ``a`` itself when ``b`` is None); p = 1 when every difference is 0."""
     from scipy.stats import binomtest, wilcoxon
@@ -259,7 +277,7 @@ def wilcoxon_sign_flip_p(d: np.ndarray) -> float:
         raise ConfigError(f"wilcoxon_sign_flip_p needs 1 to {SIGN_FLIP_MAX_N} differences, got {n}")
     ranks = rankdata(np.abs(d))
     observed = float(ranks[d > 0].sum())
-    patterns = (np.arange(2 ** n)[:, None] >> np.arange(n)) & 1
+    patterns = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
     null = patterns @ ranks
     gamma = abs(np.finfo(np.float64).eps * 100 * observed)
     below = np.count_nonzero(null <= observed + gamma) / null.size

@@ -66,22 +66,38 @@ class RankIntervals:
     guarantee: str = ""  # what holds simultaneously ("" for the bootstrap intervals: nothing)
 
     def row(self, i: int) -> dict[str, Any]:
-        return {"rank": int(self.rank[i]), "rank_low": int(self.rank_low[i]), "rank_high": int(self.rank_high[i]),
-                "tied_with_best": bool(self.tied_with_best[i])}
+        return {
+            "rank": int(self.rank[i]),
+            "rank_low": int(self.rank_low[i]),
+            "rank_high": int(self.rank_high[i]),
+            "tied_with_best": bool(self.tied_with_best[i]),
+        }
 
 
 def _guarantee(alpha: float, adjustment: str, n_systems: int) -> str:
     n_pairs = n_systems * (n_systems - 1) // 2
     if adjustment != "holm":
-        return (f"no simultaneous guarantee: the {n_pairs} paired tests are adjusted by {adjustment}, which does not "
-                "control the family-wise error; use adjustment holm for one")
-    return (f"simultaneous: with probability >= {1 - alpha:g} every rank interval holds and the tied set contains "
-            f"the best system (Holm over the {n_pairs} paired tests, alpha {alpha:g})")
+        return (
+            f"no simultaneous guarantee: the {n_pairs} paired tests are adjusted by {adjustment}, which does not "
+            "control the family-wise error; use adjustment holm for one"
+        )
+    return (
+        f"simultaneous: with probability >= {1 - alpha:g} every rank interval holds and the tied set contains "
+        f"the best system (Holm over the {n_pairs} paired tests, alpha {alpha:g})"
+    )
 
 
-def ranks_from_tests(means: Any, pairs: Sequence[tuple[int, int]], p_adjusted: Sequence[float] | np.ndarray, *,
-                     alpha: float = 0.05, adjustment: str = "holm", n_resamples: int = 0, sample_size: int = 0,
-                     seed: int = 0) -> RankIntervals:
+def ranks_from_tests(
+    means: Any,
+    pairs: Sequence[tuple[int, int]],
+    p_adjusted: Sequence[float] | np.ndarray,
+    *,
+    alpha: float = 0.05,
+    adjustment: str = "holm",
+    n_resamples: int = 0,
+    sample_size: int = 0,
+    seed: int = 0,
+) -> RankIntervals:
     """Simultaneous rank intervals and the tied-with-best set (module doc) of systems with
     observed ``means`` [S], from the adjusted p-values ``p_adjusted`` of the paired tests of
     every pair ``pairs[i] = (a, b)`` (all ``S (S - 1) / 2`` pairs, any order and direction)."""
@@ -91,8 +107,10 @@ def ranks_from_tests(means: Any, pairs: Sequence[tuple[int, int]], p_adjusted: S
         raise ConfigError(f"alpha must be strictly between 0 and 1, got {alpha!r}")
     seen = {frozenset(p) for p in pairs}
     if len(seen) != n * (n - 1) // 2 or len(pairs) != len(p_adjusted) or any(len(p) != 2 for p in seen):
-        raise ConfigError(f"ranks_from_tests needs the tests of all {n * (n - 1) // 2} pairs of {n} systems, "
-                          f"got {len(pairs)} pair(s) and {len(p_adjusted)} p-value(s)")
+        raise ConfigError(
+            f"ranks_from_tests needs the tests of all {n * (n - 1) // 2} pairs of {n} systems, "
+            f"got {len(pairs)} pair(s) and {len(p_adjusted)} p-value(s)"
+        )
     worse = np.zeros(n, dtype=np.int64)  # significantly worse than this many
     better = np.zeros(n, dtype=np.int64)  # significantly better than this many
     for (a, b), p in zip(pairs, p_adjusted):
@@ -103,12 +121,22 @@ def ranks_from_tests(means: Any, pairs: Sequence[tuple[int, int]], p_adjusted: S
     low = 1 + worse
     high = n - better
     rank = _competition_rank(mu[None, :])[0]
-    return RankIntervals(rank, low, high, low == 1, 1.0 - float(alpha), int(n_resamples), int(sample_size),
-                         int(seed), _guarantee(float(alpha), adjustment, n))
+    return RankIntervals(
+        rank,
+        low,
+        high,
+        low == 1,
+        1.0 - float(alpha),
+        int(n_resamples),
+        int(sample_size),
+        int(seed),
+        _guarantee(float(alpha), adjustment, n),
+    )
 
 
-def simultaneous_ranks(values: Any, *, alpha: float = 0.05, adjustment: str = "holm", n_resamples: int = 1000,
-                       seed: int = 0) -> RankIntervals:
+def simultaneous_ranks(
+    values: Any, *, alpha: float = 0.05, adjustment: str = "holm", n_resamples: int = 1000, seed: int = 0
+) -> RankIntervals:
     """:func:`ranks_from_tests` of the rows of ``values`` [S, Q] (higher is better): the sign-flip
     test of every pair ``(i, j)``, ``i < j`` (exact where it can count, else Monte Carlo sign
     vectors from the stream :func:`adaptlab.stats.paired_bootstrap` uses with the same ``seed``,
@@ -131,8 +159,16 @@ def simultaneous_ranks(values: Any, *, alpha: float = 0.05, adjustment: str = "h
         return ranks_from_tests(arr.mean(axis=1), [], [], alpha=alpha, adjustment=adjustment, seed=seed)
     rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(_KEY_FLIP,))))
     res = family_sign_flip(arr, pairs, int(n_resamples), rng, 1e-10)
-    return ranks_from_tests(arr.mean(axis=1), pairs, adjust_pvalues(res.p, adjustment), alpha=alpha,
-                            adjustment=adjustment, n_resamples=res.n_vectors, sample_size=arr.shape[1], seed=seed)
+    return ranks_from_tests(
+        arr.mean(axis=1),
+        pairs,
+        adjust_pvalues(res.p, adjustment),
+        alpha=alpha,
+        adjustment=adjustment,
+        n_resamples=res.n_vectors,
+        sample_size=arr.shape[1],
+        seed=seed,
+    )
 
 
 def _competition_rank(means: np.ndarray) -> np.ndarray:
@@ -162,12 +198,13 @@ def rank_intervals(
     m, l = check_sizes(q, n_resamples, sample_size, allow_oversampling)
     ranks = np.empty((m, s), dtype=np.int64)
     row = 0
-    for blk in iter_resample_indices(q, n_resamples=m, sample_size=sample_size, seed=seed,
-                                     allow_oversampling=allow_oversampling):
+    for blk in iter_resample_indices(
+        q, n_resamples=m, sample_size=sample_size, seed=seed, allow_oversampling=allow_oversampling
+    ):
         nb = blk.shape[0]
         offs = (np.arange(nb, dtype=np.int64) * q)[:, None]
         counts = np.bincount((blk + offs).ravel(), minlength=nb * q).reshape(nb, q)
-        ranks[row:row + nb] = _competition_rank(counts @ arr.T / l)
+        ranks[row : row + nb] = _competition_rank(counts @ arr.T / l)
         row += nb
     alpha = 1.0 - float(confidence)
     lo = np.quantile(ranks, alpha / 2, axis=0, method="inverted_cdf").astype(np.int64)

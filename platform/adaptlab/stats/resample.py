@@ -45,8 +45,12 @@ def check_seed(seed: object) -> int:
     return _check_int("seed", seed, 0)
 
 
-def check_sizes(n: int, n_resamples: object, sample_size: object, allow_oversampling: bool = False,
-                ) -> tuple[int, int]:
+def check_sizes(
+    n: int,
+    n_resamples: object,
+    sample_size: object,
+    allow_oversampling: bool = False,
+) -> tuple[int, int]:
     """Validate ``n_resamples`` and ``sample_size`` (``None`` -> ``n``); return them as ints.
 
     ``sample_size > n`` is a :class:`ConfigError` unless ``allow_oversampling``: a resample
@@ -55,8 +59,7 @@ def check_sizes(n: int, n_resamples: object, sample_size: object, allow_oversamp
     m = _check_int("n_resamples", n_resamples, 1)
     l = n if sample_size is None else _check_int("sample_size", sample_size, 1)
     if l > n and not allow_oversampling:
-        paper = (f" The paper setting (m=500, l={l}) needs at least {l} queries; this set has {n}."
-                 if l == 100 else "")
+        paper = f" The paper setting (m=500, l={l}) needs at least {l} queries; this set has {n}." if l == 100 else ""
         raise ConfigError(
             f"sample_size={l} exceeds the {n} queries: resamples larger than the data understate the "
             f"variance and give falsely narrow CIs.{paper} Use sample_size=None (all {n} queries), a "
@@ -66,9 +69,7 @@ def check_sizes(n: int, n_resamples: object, sample_size: object, allow_oversamp
 
 
 def _block_rng(seed: int, block: int) -> np.random.Generator:
-    return np.random.Generator(
-        np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(_INDEX_KEY, block)))
-    )
+    return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(_INDEX_KEY, block))))
 
 
 def index_block(n: int, sample_size: int, n_resamples: int, seed: int, block: int) -> np.ndarray:
@@ -114,7 +115,8 @@ def resample_indices(
     (2, 3)
     """
     blocks = list(
-        iter_resample_indices(n, n_resamples=n_resamples, sample_size=sample_size, seed=seed,
-                              allow_oversampling=allow_oversampling)
+        iter_resample_indices(
+            n, n_resamples=n_resamples, sample_size=sample_size, seed=seed, allow_oversampling=allow_oversampling
+        )
     )
     return np.concatenate(blocks, axis=0)

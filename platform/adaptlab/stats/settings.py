@@ -40,7 +40,7 @@ def derive_seed(root: int, stage: str) -> int:
     if not isinstance(stage, str) or not stage:
         raise ConfigError(f"derive_seed: stage must be a non-empty string, got {stage!r}")
     digest = hashlib.sha256(stage.encode("utf-8")).digest()
-    key = tuple(int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4))
+    key = tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
     state = np.random.SeedSequence(root, spawn_key=key).generate_state(1, dtype=np.uint32)
     return int(state[0] & 0x7FFFFFFF)
 
@@ -54,8 +54,10 @@ def sample_size_note(sample_size: int, n_queries: int, *, pairs: bool = True) ->
     l, q = int(sample_size), int(n_queries)
     if l >= q:
         return ""
-    txt = (f"sample_size {l} < {q} queries: each CI is the CI of an {l}-query mean, about "
-           f"{(q / l) ** 0.5:.1f}x wider than the CI of the {q}-query mean")
+    txt = (
+        f"sample_size {l} < {q} queries: each CI is the CI of an {l}-query mean, about "
+        f"{(q / l) ** 0.5:.1f}x wider than the CI of the {q}-query mean"
+    )
     if pairs:
         txt += "; paired tests lose power (use sample_size = all queries to test differences)"
     return txt
@@ -114,18 +116,26 @@ class BootstrapConfig:
     test: str = "sign-flip"
 
     def __post_init__(self) -> None:
-        if isinstance(self.n_resamples, bool) or not isinstance(self.n_resamples, (int, np.integer)) \
-                or self.n_resamples < 1:
+        if (
+            isinstance(self.n_resamples, bool)
+            or not isinstance(self.n_resamples, (int, np.integer))
+            or self.n_resamples < 1
+        ):
             raise ConfigError(f"n_resamples must be a positive integer, got {self.n_resamples!r}")
         if self.sample_size == 0:
             object.__setattr__(self, "sample_size", None)
         if self.sample_size is not None and (
-                isinstance(self.sample_size, bool) or not isinstance(self.sample_size, (int, np.integer))
-                or self.sample_size < 1):
+            isinstance(self.sample_size, bool)
+            or not isinstance(self.sample_size, (int, np.integer))
+            or self.sample_size < 1
+        ):
             raise ConfigError(f"sample_size must be a positive integer or None (all queries), got {self.sample_size!r}")
         object.__setattr__(self, "seed", check_seed(self.seed))
-        if isinstance(self.confidence, bool) or not isinstance(self.confidence, (int, float)) \
-                or not 0.0 < float(self.confidence) < 1.0:
+        if (
+            isinstance(self.confidence, bool)
+            or not isinstance(self.confidence, (int, float))
+            or not 0.0 < float(self.confidence) < 1.0
+        ):
             raise ConfigError(f"confidence must be a number strictly between 0 and 1, got {self.confidence!r}")
         if not isinstance(self.allow_oversampling, (bool, np.bool_)):
             raise ConfigError(f"allow_oversampling must be true or false, got {self.allow_oversampling!r}")
@@ -178,10 +188,13 @@ def resolve_bootstrap(
         names = aliases or {}
         return BootstrapConfig(**{names.get(k, k): v for k, v in given.items()})
     if not isinstance(config, BootstrapConfig):
-        raise ConfigError(f"{function}: {config_key} must be an adaptlab.stats.BootstrapConfig, "
-                          f"got {type(config).__name__}")
+        raise ConfigError(
+            f"{function}: {config_key} must be an adaptlab.stats.BootstrapConfig, got {type(config).__name__}"
+        )
     if given:
-        raise ConfigError(f"{function}: give the bootstrap settings either as {config_key}= or as keywords, "
-                          f"not both (got {config_key}= and {', '.join(sorted(given))}); put them in the "
-                          f"config (dataclasses.replace({config_key}, ...)) or drop {config_key}=")
+        raise ConfigError(
+            f"{function}: give the bootstrap settings either as {config_key}= or as keywords, "
+            f"not both (got {config_key}= and {', '.join(sorted(given))}); put them in the "
+            f"config (dataclasses.replace({config_key}, ...)) or drop {config_key}="
+        )
     return config

@@ -40,8 +40,18 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["EXACT_MAX_N", "FAMILY_ALPHA", "FLIP_BLOCK", "LATTICE_COST", "RESOLUTION", "FlipResult",
-           "exact_sign_flip_p", "family_sign_flip", "flip_count", "sign_flip_p_values"]
+__all__ = [
+    "EXACT_MAX_N",
+    "FAMILY_ALPHA",
+    "FLIP_BLOCK",
+    "LATTICE_COST",
+    "RESOLUTION",
+    "FlipResult",
+    "exact_sign_flip_p",
+    "family_sign_flip",
+    "flip_count",
+    "sign_flip_p_values",
+]
 
 FAMILY_ALPHA: float = 0.05
 """The level the Monte Carlo resolution is sized for (the letters' and Holm's usual 0.05)."""
@@ -137,11 +147,11 @@ def _lattice_p(a: np.ndarray, observed: int) -> float | None:
         for b, w in enumerate(weights):
             shift = v * (2 * b - c)
             if shift >= 0:
-                out[shift:] += w * pmf[:pmf.size - shift]
+                out[shift:] += w * pmf[: pmf.size - shift]
             else:
                 out[:shift] += w * pmf[-shift:]
         pmf = out
-    return float(min(1.0, pmf[:span - t + 1].sum() + pmf[span + t:].sum()))
+    return float(min(1.0, pmf[: span - t + 1].sum() + pmf[span + t :].sum()))
 
 
 def _half_sums(d: np.ndarray) -> np.ndarray:
@@ -157,9 +167,9 @@ def _middle_p(d: np.ndarray, slack: float) -> float:
     t = abs(float(d.sum())) - slack
     if t <= 0:
         return 1.0
-    x, y = _half_sums(d[: d.size // 2]), np.sort(_half_sums(d[d.size // 2:]))
+    x, y = _half_sums(d[: d.size // 2]), np.sort(_half_sums(d[d.size // 2 :]))
     hits = (y.size - np.searchsorted(y, t - x, side="left")) + np.searchsorted(y, -t - x, side="right")
-    return float(int(hits.sum()) / 2.0 ** d.size)
+    return float(int(hits.sum()) / 2.0**d.size)
 
 
 def exact_sign_flip_p(d: Sequence[float] | np.ndarray, tol: float = 1e-10) -> float | None:
@@ -194,9 +204,15 @@ class FlipResult:
         self.p, self.exact, self.n_vectors = p, exact, int(n_vectors)
 
 
-def family_sign_flip(values: np.ndarray, pairs: Sequence[tuple[int, int]], n_resamples: int,
-                     rng: np.random.Generator, tol: float = 1e-10, alpha: float = FAMILY_ALPHA,
-                     family_size: int | None = None) -> FlipResult:
+def family_sign_flip(
+    values: np.ndarray,
+    pairs: Sequence[tuple[int, int]],
+    n_resamples: int,
+    rng: np.random.Generator,
+    tol: float = 1e-10,
+    alpha: float = FAMILY_ALPHA,
+    family_size: int | None = None,
+) -> FlipResult:
     """Two-sided sign-flip p-values of the differences ``values[a] - values[b]`` of each pair of
     one family (``values`` [S, Q]): exact where :func:`exact_sign_flip_p` can count, else with
     :func:`flip_count` ``(n_resamples, family_size, alpha)`` sign vectors from ``rng``, the same
@@ -215,8 +231,9 @@ def family_sign_flip(values: np.ndarray, pairs: Sequence[tuple[int, int]], n_res
     return FlipResult(p, exact, n if rest else 0)
 
 
-def _monte_carlo(values: np.ndarray, pairs: list[tuple[int, int]], n: int, rng: np.random.Generator,
-                 tol: float) -> np.ndarray:
+def _monte_carlo(
+    values: np.ndarray, pairs: list[tuple[int, int]], n: int, rng: np.random.Generator, tol: float
+) -> np.ndarray:
     """Monte Carlo p-values of ``pairs`` from ``n`` sign vectors, through the systems' flipped
     sums (each system centred on the per-query mean of the systems used, which changes no
     difference and keeps the sums small)."""

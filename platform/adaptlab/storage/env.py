@@ -19,8 +19,16 @@ __all__ = ["CACHE_ENV", "cache_home", "env_number"]
 CACHE_ENV = "ADAPTLAB_CACHE"
 
 
-def env_number(name: str, default: float, *, kind: type = float, maximum: float | None = None,
-               error: type[AdaptlabError] = ConfigError, unit: str = "", allow_zero: bool = False) -> float:
+def env_number(
+    name: str,
+    default: float,
+    *,
+    kind: type = float,
+    maximum: float | None = None,
+    error: type[AdaptlabError] = ConfigError,
+    unit: str = "",
+    allow_zero: bool = False,
+) -> float:
     """``$name`` as a number > 0 (>= 0 with ``allow_zero``; <= ``maximum`` when given), or
     ``default`` when unset or blank. ``kind=int`` for whole numbers. A value that is not such a
     number raises ``error`` with one line naming the variable, the value and what is expected."""

@@ -109,8 +109,13 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
 Framing = Literal["content", "digest"]
 
 
-def directory_sha256(root: str | os.PathLike[str], keep: Callable[[Path], bool] = lambda p: True, *,
-                     framing: Framing = "content", skip_hidden: bool = False) -> str | None:
+def directory_sha256(
+    root: str | os.PathLike[str],
+    keep: Callable[[Path], bool] = lambda p: True,
+    *,
+    framing: Framing = "content",
+    skip_hidden: bool = False,
+) -> str | None:
     """SHA-256 (hex) over the files under the directory ``root`` that ``keep`` accepts (given the
     file's path; with ``skip_hidden`` no file inside a hidden folder or named with a leading
     ``.``), in sorted path order, framed as the module docstring says; None when no file is kept.

@@ -41,8 +41,10 @@ def check_name(value: str, where: str, *, max_length: int = MAX_NAME_LENGTH) -> 
         raise ConfigError(f"{where}: expected a name of at most {max_length} characters, got {len(value)}")
     bad = next((c for c in value if unicodedata.category(c) in _UNPRINTABLE or (c.isspace() and c != " ")), None)
     if bad is not None:
-        raise ConfigError(f"{where}: expected printable characters only, got {value!r} "
-                          f"(character U+{ord(bad):04X}, {unicodedata.name(bad, 'a control character')})")
+        raise ConfigError(
+            f"{where}: expected printable characters only, got {value!r} "
+            f"(character U+{ord(bad):04X}, {unicodedata.name(bad, 'a control character')})"
+        )
     if value != value.strip():
         raise ConfigError(f"{where}: expected no leading or trailing space, got {value!r}")
     return unicodedata.normalize("NFC", value)
@@ -57,8 +59,9 @@ def check_names(values: Iterable[str], where: str, *, max_length: int = MAX_NAME
         name = check_name(value, where, max_length=max_length)
         if name in seen:
             same = "" if seen[name] == value else " once normalised (Unicode NFC)"
-            raise ConfigError(f"{where}: two names are equal{same}: {seen[name]!r} and {value!r}; "
-                              "give each a distinct name")
+            raise ConfigError(
+                f"{where}: two names are equal{same}: {seen[name]!r} and {value!r}; give each a distinct name"
+            )
         seen[name] = value
         out.append(name)
     return out

@@ -196,8 +196,9 @@ class _S3Dir(RemoteDir):
                 parts, digest = self._send_parts(rel, src, upload_id)
             _check_hash(digest, sha256, src)
             with _s3_errors(key):
-                self.client.complete_multipart_upload(Bucket=self.bucket, Key=self._key(rel), UploadId=upload_id,
-                                                      MultipartUpload={"Parts": parts})
+                self.client.complete_multipart_upload(
+                    Bucket=self.bucket, Key=self._key(rel), UploadId=upload_id, MultipartUpload={"Parts": parts}
+                )
         except BaseException:
             self._abort(rel, upload_id)
             raise
@@ -209,8 +210,14 @@ class _S3Dir(RemoteDir):
         with src.open("rb") as f:
             for number, block in enumerate(iter(lambda: f.read(self.settings.part_size), b""), start=1):
                 h.update(block)
-                answer = self.client.upload_part(Bucket=self.bucket, Key=self._key(rel), UploadId=upload_id,
-                                                 PartNumber=number, Body=block, ContentMD5=_md5_b64(block))
+                answer = self.client.upload_part(
+                    Bucket=self.bucket,
+                    Key=self._key(rel),
+                    UploadId=upload_id,
+                    PartNumber=number,
+                    Body=block,
+                    ContentMD5=_md5_b64(block),
+                )
                 parts.append({"PartNumber": number, "ETag": answer["ETag"]})
         return parts, h.hexdigest()
 
@@ -236,8 +243,7 @@ class _S3Dir(RemoteDir):
 
     def _pages(self, prefix: str) -> Iterator[dict[str, Any]]:
         with _s3_errors(f"{self.where}/{prefix}"):
-            pages = self.client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=self._key(prefix))
+            pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._key(prefix))
             yield from pages
 
     def list_files(self, rel: str = "") -> list[str]:
@@ -269,8 +275,9 @@ def _query_options(uri: str, query: str) -> dict[str, str]:
     return out
 
 
-def _s3_client(settings: TransferSettings, attempts: int, endpoint: str | None = None,
-               region: str | None = None) -> Any:
+def _s3_client(
+    settings: TransferSettings, attempts: int, endpoint: str | None = None, region: str | None = None
+) -> Any:
     """A boto3 S3 client with bounded time-outs and retries, checksums only where required; one
     per settings and AWS environment (building one costs ~0.3 s; clients are thread-safe)."""
     environment = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
@@ -278,8 +285,13 @@ def _s3_client(settings: TransferSettings, attempts: int, endpoint: str | None =
 
 
 @functools.lru_cache(maxsize=16)
-def _cached_client(settings: TransferSettings, attempts: int, endpoint: str | None, region: str | None,
-                   environment: tuple[tuple[str, str], ...]) -> Any:
+def _cached_client(
+    settings: TransferSettings,
+    attempts: int,
+    endpoint: str | None,
+    region: str | None,
+    environment: tuple[tuple[str, str], ...],
+) -> Any:
     boto3 = _boto3()
     from botocore.config import Config
 
@@ -318,8 +330,10 @@ def _s3_errors(where: str) -> Iterator[None]:
 
 def _check_hash(digest: str, expected: str | None, src: Path) -> None:
     if expected is not None and digest != expected:
-        raise StoreError(f"{src}: content changed since the manifest was written (SHA-256 {digest[:12]}... "
-                         f"!= {expected[:12]}...); retrain or delete the artifact")
+        raise StoreError(
+            f"{src}: content changed since the manifest was written (SHA-256 {digest[:12]}... "
+            f"!= {expected[:12]}...); retrain or delete the artifact"
+        )
 
 
 # --------------------------------------------------------------------------- other schemes: pyarrow.fs
@@ -376,7 +390,7 @@ class _ArrowDir(RemoteDir):
 
     def list_files(self, rel: str = "") -> list[str]:
         infos = self.fs.get_file_info(self._pafs.FileSelector(self._path(rel), recursive=True, allow_not_found=True))
-        return sorted(i.path[len(self.base) + 1:] for i in infos if i.type == self._pafs.FileType.File)
+        return sorted(i.path[len(self.base) + 1 :] for i in infos if i.type == self._pafs.FileType.File)
 
     def delete_tree(self, rel: str = "") -> int:
         files = self.list_files(rel)

@@ -97,7 +97,7 @@ class LLMSettings:
     base_url: str = setting(help="the endpoint's base URL (http://127.0.0.1:8000/v1); required")
     model: str = setting(help="the chat model's name at the endpoint; required")
     api_key_env: str = setting("OPENAI_API_KEY", help="the environment variable holding the API key")
-    prompt: str = setting("", help="the question prompt, a template containing {chunk} (\"\": the built-in one)")
+    prompt: str = setting("", help='the question prompt, a template containing {chunk} ("": the built-in one)')
     system: str = setting("", help='the system message ("": the built-in one)')
     temperature: float = setting(0.0, lo=0.0, help="sampling temperature")
     max_tokens: int = setting(0, minimum=0, help="the answer's token limit (0: the endpoint's)")
@@ -125,8 +125,11 @@ class ColBERTSettings:
     """``[adapt.colbert]``: the ColBERT variants' base model, system-name prefix and fine-tuning
     (:class:`~adaptlab.adapt.train.colbert.ColBERTFTConfig` fields, in the same table)."""
 
-    base_model: str = setting("", default_text="[adapt]'s base model (its BERT becomes an untrained ColBERT)",
-                              help="a ColBERT checkpoint or artifact, or a plain BERT")
+    base_model: str = setting(
+        "",
+        default_text="[adapt]'s base model (its BERT becomes an untrained ColBERT)",
+        help="a ColBERT checkpoint or artifact, or a plain BERT",
+    )
     label: str = setting(COLBERT_LABEL, key="name", help="the ColBERT systems' name prefix")
     batch_size_eval: int = setting(32, minimum=1, help="texts per encoder call when evaluating")
     section: ModelSection = setting(factory=ModelSection, custom=True, help="how it is embedded (derived)")
@@ -146,11 +149,21 @@ class ColBERTSettings:
         table = {k: v for k, v in raw.items() if k in config_keys and not (k == "max_steps" and v == 0)}
         ft = _config_from_table(ColBERTFTConfig, table, study.source, "adapt.colbert")  # max_steps 0 = no limit
         batch = kw.get("batch_size_eval", cls.batch_size_eval)
-        section = ModelSection(ref=ref, name=system_name(name, BASE), backend=COLBERT_BACKEND, batch_size=batch,
-                               embedding_backend=DEFAULT_BACKEND, precision=EXACT_PRECISION,  # ColBERT: torch fp32
-                               options={"from_bert": True, "doc_maxlen": ft.doc_maxlen,
-                                        "query_maxlen": ft.query_maxlen, "dim": ft.dim,
-                                        "seed": seed})  # the projection FT starts from
+        section = ModelSection(
+            ref=ref,
+            name=system_name(name, BASE),
+            backend=COLBERT_BACKEND,
+            batch_size=batch,
+            embedding_backend=DEFAULT_BACKEND,
+            precision=EXACT_PRECISION,  # ColBERT: torch fp32
+            options={
+                "from_bert": True,
+                "doc_maxlen": ft.doc_maxlen,
+                "query_maxlen": ft.query_maxlen,
+                "dim": ft.dim,
+                "seed": seed,
+            },
+        )  # the projection FT starts from
         return cls(base_model=ref, label=name, batch_size_eval=batch, section=section, ft=ft)
 
 
@@ -170,63 +183,109 @@ class AdaptSettings:
     """The ``[adapt]`` section, typed: every key a field with its default, range or choices and a
     help text (:func:`~adaptlab.study.schema.setting`); the base model and paths resolved."""
 
-    corpus: str = setting(help='the corpus to adapt on: "synthetic:n_documents=120,seed=0", a dataset spec '
-                          "FORMAT:PATH whose corpus is used, or a folder of .txt/.md/.jsonl/.pdf files; required",
-                          custom=True)
-    base_model: str = setting("", default_text="the first [[models]] entry", custom=True,
-                              help="the model to adapt: a [[models]] name or ref, an alias or a model folder")
-    label: str = setting("", key="name", default_text="the base model's [[models]] name", custom=True,
-                         help="the adapted systems' name prefix")
-    base_section: ModelSection = setting(factory=ModelSection, custom=True,
-                                         help="how the base model is embedded (derived)")
-    scales: tuple[int | str, ...] = setting(_PREP.sizes, custom=True,
-                                            help='strictly increasing training-scale sizes ("all" only last)')
+    corpus: str = setting(
+        help='the corpus to adapt on: "synthetic:n_documents=120,seed=0", a dataset spec '
+        "FORMAT:PATH whose corpus is used, or a folder of .txt/.md/.jsonl/.pdf files; required",
+        custom=True,
+    )
+    base_model: str = setting(
+        "",
+        default_text="the first [[models]] entry",
+        custom=True,
+        help="the model to adapt: a [[models]] name or ref, an alias or a model folder",
+    )
+    label: str = setting(
+        "",
+        key="name",
+        default_text="the base model's [[models]] name",
+        custom=True,
+        help="the adapted systems' name prefix",
+    )
+    base_section: ModelSection = setting(
+        factory=ModelSection, custom=True, help="how the base model is embedded (derived)"
+    )
+    scales: tuple[int | str, ...] = setting(
+        _PREP.sizes, custom=True, help='strictly increasing training-scale sizes ("all" only last)'
+    )
     fraction: float = setting(_PREP.fraction, lo=0.0, hi=1.0, lo_open=True, help="share of each unit's chunks sampled")
-    test_fraction: float = setting(_PREP.test_fraction, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
-                                   help="share of the units held out for the evaluation")
-    validation_fraction: float = setting(_PREP.validation_fraction, lo=0.0, hi=0.9,
-                                         help="share of each scale's units kept for validation questions")
+    test_fraction: float = setting(
+        _PREP.test_fraction,
+        lo=0.0,
+        hi=1.0,
+        lo_open=True,
+        hi_open=True,
+        help="share of the units held out for the evaluation",
+    )
+    validation_fraction: float = setting(
+        _PREP.validation_fraction, lo=0.0, hi=0.9, help="share of each scale's units kept for validation questions"
+    )
     max_tokens: int = setting(_PREP.max_tokens, minimum=8, help="tokens per chunk (whole sentences)")
     include: tuple[str, ...] = setting((), help="filename globs of the corpus folder to read")
     exclude: tuple[str, ...] = setting((), help="filename globs of the corpus folder to skip")
     clean: bool = setting(True, help="normalise the documents' text (whitespace, hyphenation)")
-    variants: tuple[str, ...] = setting(ALL_VARIANTS, custom=True, choices=(*ALL_VARIANTS, *COLBERT_VARIANTS),
-                                        help="the variants to build and evaluate, in any order")
+    variants: tuple[str, ...] = setting(
+        ALL_VARIANTS,
+        custom=True,
+        choices=(*ALL_VARIANTS, *COLBERT_VARIANTS),
+        help="the variants to build and evaluate, in any order",
+    )
     merge_weight: float = setting(0.5, lo=0.0, hi=1.0, help="the merged model's weight of the adapted model")
     merge_source: str = setting(FT, choices=MERGE_SOURCES, help="the variant the merged model mixes in")
-    questions: str = setting("", choices=QUESTION_GENERATORS,
-                             default_text='"template" for a synthetic corpus, else "inverse-cloze"',
-                             help="how training and held-out questions are made")
+    questions: str = setting(
+        "",
+        choices=QUESTION_GENERATORS,
+        default_text='"template" for a synthetic corpus, else "inverse-cloze"',
+        help="how training and held-out questions are made",
+    )
     questions_per_chunk: int = setting(1, minimum=1, help="questions made per sampled chunk")
     n_negatives: int = setting(_PREP.n_negatives, minimum=1, help="hard negatives mined per question")
-    duplicate_threshold: float | None = setting(_PREP.duplicate_threshold, lo=-1.0, hi=1.0, off=False,
-                                                help="drop negatives this similar to the positive (false: keep all)")
-    margin: float | None = setting(_PREP.margin, lo=0.0, off=False,
-                                   help="drop negatives within this margin of the positive's score (false: keep)")
-    mining_precision: str = setting(EXACT_PRECISION, choices=MINING_PRECISIONS,
-                                    help='the hard-negative miner\'s encoder: "fp32" (exact), or "int8" (the same model '
-                                    "quantized, on the fastest installed int8 backend: faster, other negatives; "
-                                    "training and evaluation stay fp32)")
-    eval_corpus: str = setting(_PREP.eval_corpus, choices=("all", "documents"),
-                               help="the held-out set's corpus: its documents' chunks, or all chunks")
-    unit: str = setting(_PREP.unit, choices=("documents", "pages", "chunks"),
-                        help="what scales and splits count: documents, PDF pages or chunks")
+    duplicate_threshold: float | None = setting(
+        _PREP.duplicate_threshold,
+        lo=-1.0,
+        hi=1.0,
+        off=False,
+        help="drop negatives this similar to the positive (false: keep all)",
+    )
+    margin: float | None = setting(
+        _PREP.margin, lo=0.0, off=False, help="drop negatives within this margin of the positive's score (false: keep)"
+    )
+    mining_precision: str = setting(
+        EXACT_PRECISION,
+        choices=MINING_PRECISIONS,
+        help='the hard-negative miner\'s encoder: "fp32" (exact), or "int8" (the same model '
+        "quantized, on the fastest installed int8 backend: faster, other negatives; "
+        "training and evaluation stay fp32)",
+    )
+    eval_corpus: str = setting(
+        _PREP.eval_corpus,
+        choices=("all", "documents"),
+        help="the held-out set's corpus: its documents' chunks, or all chunks",
+    )
+    unit: str = setting(
+        _PREP.unit,
+        choices=("documents", "pages", "chunks"),
+        help="what scales and splits count: documents, PDF pages or chunks",
+    )
     heldout_name: str = setting("heldout", help="the held-out dataset's name (no [[datasets]] entry's)")
     seed: int = setting(0, minimum=0, default_text="[study].seed", help="the adaptation's seed (data and training)")
-    artifact_root: Path | str | None = setting(None, default_text="<store>/artifacts", custom=True,
-                                               help="where trained models are kept: a folder or a URI")
-    data_dir: Path | None = setting(None, default_text="<store>/adaptation", custom=True,
-                                    help="where the adaptation data are kept: a local folder")
+    artifact_root: Path | str | None = setting(
+        None, default_text="<store>/artifacts", custom=True, help="where trained models are kept: a folder or a URI"
+    )
+    data_dir: Path | None = setting(
+        None, default_text="<store>/adaptation", custom=True, help="where the adaptation data are kept: a local folder"
+    )
     use_ray: bool = setting(True, default_text="[embedding].use_ray", help="train as Ray tasks (false: in-process)")
-    gpus_per_job: float | None = setting(None, lo=0.0, off="auto", help='GPUs per training job ("auto": 1 when '
-                                         "the cluster has GPUs)")
+    gpus_per_job: float | None = setting(
+        None, lo=0.0, off="auto", help='GPUs per training job ("auto": 1 when the cluster has GPUs)'
+    )
     cpus_per_job: float = setting(1.0, lo=0.0, lo_open=True, help="CPUs per training job")
     lone_stage_all_cpus: bool = setting(True, help="a CPU stage that runs alone takes a whole node's CPUs")
     max_retries: int = setting(3, minimum=0, help="retries of a failed training job")
     checkpoint_every: int = setting(50, minimum=1, help="training steps between checkpoints")
     pt: PTConfig = setting(factory=PTConfig, custom=True, help="[adapt.pt]: pre-training (PTConfig fields)")
-    ft: FTConfig = setting(factory=FTConfig, custom=True,
-                           help="[adapt.ft]: fine-tuning (FTConfig fields; max_steps = 0: no limit)")
+    ft: FTConfig = setting(
+        factory=FTConfig, custom=True, help="[adapt.ft]: fine-tuning (FTConfig fields; max_steps = 0: no limit)"
+    )
     llm: LLMSettings | None = setting(None, custom=True, help='[adapt.llm]: the endpoint of questions = "llm"')
     colbert: ColBERTSettings | None = setting(None, custom=True, help="[adapt.colbert]: the ColBERT variants")
 
@@ -241,18 +300,25 @@ class AdaptSettings:
         check.unknown(raw, ADAPT_KEYS)
         if "corpus" not in raw:
             raise ConfigError(
-                f"{check.where('corpus')}: required; expected \"synthetic:n_documents=120,seed=0\", a dataset "
+                f'{check.where("corpus")}: required; expected "synthetic:n_documents=120,seed=0", a dataset '
                 "spec FORMAT:PATH or a folder of .txt/.md/.jsonl/.pdf documents"
             )
         corpus = check.string("corpus", raw["corpus"]).strip()
         if not corpus:
             raise check.fail("corpus", "a non-empty corpus reference", raw["corpus"])
         base_ref, label, base_section = _base_model(study, raw, check)
-        kw: dict[str, Any] = {"corpus": corpus, "base_model": base_ref, "label": label, "base_section": base_section,
-                              "use_ray": study.embedding.use_ray, **read_fields(cls, raw, check)}
+        kw: dict[str, Any] = {
+            "corpus": corpus,
+            "base_model": base_ref,
+            "label": label,
+            "base_section": base_section,
+            "use_ray": study.embedding.use_ray,
+            **read_fields(cls, raw, check),
+        }
         if kw.get("questions") == "template" and not _is_synthetic(corpus):
-            raise check.fail("questions", '"inverse-cloze" or "llm" ("template" needs a synthetic: corpus)',
-                             kw["questions"])
+            raise check.fail(
+                "questions", '"inverse-cloze" or "llm" ("template" needs a synthetic: corpus)', kw["questions"]
+            )
         if "scales" in raw:
             kw["scales"] = _scales(raw["scales"], check)
         if "variants" in raw:
@@ -263,22 +329,31 @@ class AdaptSettings:
         if "llm" in raw:
             kw["llm"] = LLMSettings.read(check.table("llm", raw["llm"]), study.source)
         if kw.get("questions") == "llm" and kw.get("llm") is None:
-            raise ConfigError(f"{study.source}: [adapt.llm]: required when questions = \"llm\" (base_url, model, ...)")
+            raise ConfigError(f'{study.source}: [adapt.llm]: required when questions = "llm" (base_url, model, ...)')
         kw.update(_given_roots(study, raw, check))
         _check_mining(kw.get("mining_precision", EXACT_PRECISION), check)
         variants = kw.get("variants", cls.variants)
         if "colbert" in raw or any(is_colbert(v) for v in variants):
-            kw["colbert"] = ColBERTSettings.read(study, check.table("colbert", raw.get("colbert", {})), base_ref,
-                                                 label, kw["seed"])
+            kw["colbert"] = ColBERTSettings.read(
+                study, check.table("colbert", raw.get("colbert", {})), base_ref, label, kw["seed"]
+            )
         return cls(**kw)
 
     def prep(self) -> PrepSettings:
         """The settings of the adaptation data (:func:`~adaptlab.adapt.prep.prepare.prepare_adaptation_data`)."""
-        return PrepSettings(sizes=self.scales, fraction=self.fraction, seed=self.seed, test_fraction=self.test_fraction,
-                            validation_fraction=self.validation_fraction, max_tokens=self.max_tokens,
-                            n_negatives=self.n_negatives, duplicate_threshold=self.duplicate_threshold,
-                            margin=self.margin, eval_corpus=self.eval_corpus,  # type: ignore[arg-type]
-                            unit=self.unit)  # type: ignore[arg-type]
+        return PrepSettings(
+            sizes=self.scales,
+            fraction=self.fraction,
+            seed=self.seed,
+            test_fraction=self.test_fraction,
+            validation_fraction=self.validation_fraction,
+            max_tokens=self.max_tokens,
+            n_negatives=self.n_negatives,
+            duplicate_threshold=self.duplicate_threshold,
+            margin=self.margin,
+            eval_corpus=self.eval_corpus,  # type: ignore[arg-type]
+            unit=self.unit,  # type: ignore[arg-type]
+        )
 
     def under_store(self, root: Path | str | None, source: str = "") -> AdaptSettings:
         """These settings with ``artifact_root`` and ``data_dir`` not given in the file placed under
@@ -289,20 +364,38 @@ class AdaptSettings:
             if getattr(self, key) is not None:
                 continue
             if root is not None and is_store_uri(root):
-                kw[key] = (str(root).rstrip("/") + "/" + sub if key == "artifact_root"
-                           else artifact_cache_dir().parent / sub)
+                kw[key] = (
+                    str(root).rstrip("/") + "/" + sub if key == "artifact_root" else artifact_cache_dir().parent / sub
+                )
             elif root is not None:
                 kw[key] = (Path(root) / sub).resolve()
             else:
-                raise ConfigError(f"{source + ': ' if source else ''}[adapt].{key}: required when the study has no "
-                                  "results store")
+                raise ConfigError(
+                    f"{source + ': ' if source else ''}[adapt].{key}: required when the study has no results store"
+                )
         return replace(self, **kw) if kw else self
 
     def data_key(self) -> str:
         """16 hex digits of SHA-256 over everything that decides the adaptation data."""
-        keys = ("corpus", "base_model", "scales", "fraction", "test_fraction", "validation_fraction",
-                "max_tokens", "include", "exclude", "clean", "questions", "questions_per_chunk",
-                "n_negatives", "duplicate_threshold", "margin", "eval_corpus", "seed")
+        keys = (
+            "corpus",
+            "base_model",
+            "scales",
+            "fraction",
+            "test_fraction",
+            "validation_fraction",
+            "max_tokens",
+            "include",
+            "exclude",
+            "clean",
+            "questions",
+            "questions_per_chunk",
+            "n_negatives",
+            "duplicate_threshold",
+            "margin",
+            "eval_corpus",
+            "seed",
+        )
         data = {k: getattr(self, k) for k in keys}
         if self.unit != "documents":  # keys of studies written before units existed stay the same
             data["unit"] = self.unit
@@ -358,9 +451,9 @@ def _colbert_dict(colbert: ColBERTSettings) -> dict[str, Any]:
 _SHARED_TRAINING_KEYS = ("fused_attention", "gradient_checkpointing", "length_buckets", "precision")
 """Loop settings PT and FT share: set in [adapt] for both, or in [adapt.pt] / [adapt.ft] alone."""
 
-ADAPT_KEYS: tuple[str, ...] = tuple(sorted(
-    [toml_key(f) for f in fields(AdaptSettings) if f.name != "base_section"] + list(_SHARED_TRAINING_KEYS)
-))
+ADAPT_KEYS: tuple[str, ...] = tuple(
+    sorted([toml_key(f) for f in fields(AdaptSettings) if f.name != "base_section"] + list(_SHARED_TRAINING_KEYS))
+)
 """The keys of ``[adapt]``: :class:`AdaptSettings`' and the training keys PT and FT share."""
 
 
@@ -372,13 +465,20 @@ class TuneSettings:
     study) and storage path (a str: a URI), and whether the best trial trains the variants."""
 
     sweep: SweepConfig = setting(factory=SweepConfig, custom=True, help="the sweep (derived)")
-    storage_path: Path | str | None = setting(None, default_text="<store>/tune", custom=True,
-                                              help="where Ray Tune keeps the experiment: a folder or a URI")
-    scale: int | str | None = setting(None, default_text="the largest of [adapt].scales", custom=True,
-                                      help="the data scale whose validation questions the sweep scores on")
+    storage_path: Path | str | None = setting(
+        None, default_text="<store>/tune", custom=True, help="where Ray Tune keeps the experiment: a folder or a URI"
+    )
+    scale: int | str | None = setting(
+        None,
+        default_text="the largest of [adapt].scales",
+        custom=True,
+        help="the data scale whose validation questions the sweep scores on",
+    )
     name: str = setting("", default_text="<study>-<label>-<variant>-s<scale>", help="the experiment's name")
-    apply_best: bool = setting(False, help="train the variants with the best trial's hyperparameters "
-                               "(they replace [adapt.ft] and merge_weight)")
+    apply_best: bool = setting(
+        False,
+        help="train the variants with the best trial's hyperparameters (they replace [adapt.ft] and merge_weight)",
+    )
 
     @classmethod
     def read(cls, study: Study, raw: Mapping[str, Any], adapt: AdaptSettings) -> TuneSettings:
@@ -406,8 +506,9 @@ class TuneSettings:
         if self.storage_path is not None:
             return self
         if root is None:
-            raise ConfigError(f"{source + ': ' if source else ''}[tune].storage_path: required when the study has "
-                              "no results store")
+            raise ConfigError(
+                f"{source + ': ' if source else ''}[tune].storage_path: required when the study has no results store"
+            )
         path = str(root).rstrip("/") + "/tune" if is_store_uri(root) else (Path(root) / "tune").resolve()
         return replace(self, storage_path=path)
 
@@ -418,10 +519,13 @@ _BOOTSTRAP_KEYS: dict[str, str] = {"n_resamples": "n_resamples", "sample_size": 
 _SWEEP_OFF = {"gpus_per_trial": "auto"}
 """[tune] keys whose TOML spelling of None is not 0 (``gpus_per_trial = "auto"``)."""
 
-TUNE_KEYS: tuple[str, ...] = tuple(sorted(
-    [toml_key(f) for f in fields(TuneSettings) if f.name != "sweep"]
-    + [f.name for f in fields(SweepConfig) if f.name != "bootstrap"] + list(_BOOTSTRAP_KEYS)
-))
+TUNE_KEYS: tuple[str, ...] = tuple(
+    sorted(
+        [toml_key(f) for f in fields(TuneSettings) if f.name != "sweep"]
+        + [f.name for f in fields(SweepConfig) if f.name != "bootstrap"]
+        + list(_BOOTSTRAP_KEYS)
+    )
+)
 """The keys of ``[tune]``: :class:`TuneSettings`' own, :class:`SweepConfig`'s fields and the bootstrap's."""
 
 
@@ -453,8 +557,12 @@ def _base_model(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> 
             section = ModelSection(ref=given, name=default_name(given))
     ref = study.resolve_model_ref(section.ref)  # a model directory: relative to the project root
     if ref.lower() == BM25_REF:
-        raise check.fail("base_model", "a bi-encoder to adapt (BM25 has no weights; list it after the base "
-                         "model in [[models]] to evaluate it beside the variants)", ref)
+        raise check.fail(
+            "base_model",
+            "a bi-encoder to adapt (BM25 has no weights; list it after the base "
+            "model in [[models]] to evaluate it beside the variants)",
+            ref,
+        )
     label = precision_name(check.string("name", raw.get("name", section.name)), study.inference(section).precision)
     label = check_name(label, check.where("name"))
     if not label or any(c in label for c in "/\\ "):
@@ -465,8 +573,10 @@ def _base_model(study: Study, raw: Mapping[str, Any], check: SectionChecker) -> 
 
 def _scales(scales: Any, check: SectionChecker) -> tuple[int | str, ...]:
     """``[adapt].scales``: strictly increasing counts >= 1, ``"all"`` only last."""
-    if not isinstance(scales, list) or not scales or not all(
-        (isinstance(s, int) and not isinstance(s, bool) and s >= 1) or s == "all" for s in scales
+    if (
+        not isinstance(scales, list)
+        or not scales
+        or not all((isinstance(s, int) and not isinstance(s, bool) and s >= 1) or s == "all" for s in scales)
     ):
         raise check.fail("scales", 'a list of integers >= 1 (the last may be "all")', scales)
     ints = [s for s in scales if s != "all"]
@@ -511,8 +621,10 @@ def _training_table(raw: Mapping[str, Any], check: SectionChecker, name: str) ->
 def _training(raw: Mapping[str, Any], check: SectionChecker, n_negatives: int) -> dict[str, Any]:
     """``[adapt.pt]`` and ``[adapt.ft]`` (with the shared training keys of ``[adapt]``)."""
     source = check.source
-    kw = {"pt": _config_from_table(PTConfig, _training_table(raw, check, "pt"), source, "adapt.pt"),
-          "ft": _config_from_table(FTConfig, _training_table(raw, check, "ft"), source, "adapt.ft")}
+    kw = {
+        "pt": _config_from_table(PTConfig, _training_table(raw, check, "pt"), source, "adapt.pt"),
+        "ft": _config_from_table(FTConfig, _training_table(raw, check, "ft"), source, "adapt.ft"),
+    }
     if kw["ft"].num_negatives > n_negatives:
         raise ConfigError(
             f"{source}: [adapt.ft].num_negatives = {kw['ft'].num_negatives} is more than the "
@@ -554,10 +666,14 @@ def _sweep_config(study: Study, raw: Mapping[str, Any], check: SectionChecker) -
     for f in fields(SweepConfig):
         if f.name in raw and f.name not in ("param_space", "bootstrap"):
             off = _SWEEP_OFF.get(f.name)
-            kw[f.name] = (check.auto_number(f.name, raw[f.name]) if off
-                          else read_value(check, f, hints[f.name], raw[f.name]))
-    boot: dict[str, Any] = {field_name: check.integer(key, raw[key]) for key, field_name in _BOOTSTRAP_KEYS.items()
-            if key in raw and key != "ci_seed"}
+            kw[f.name] = (
+                check.auto_number(f.name, raw[f.name]) if off else read_value(check, f, hints[f.name], raw[f.name])
+            )
+    boot: dict[str, Any] = {
+        field_name: check.integer(key, raw[key])
+        for key, field_name in _BOOTSTRAP_KEYS.items()
+        if key in raw and key != "ci_seed"
+    }
     explicit_seed = check.integer("ci_seed", raw["ci_seed"], 0) if "ci_seed" in raw else None
     try:
         kw["bootstrap"] = BootstrapConfig(**boot, seed=stage_seed(study.study.seed, "tune", explicit_seed))
@@ -599,8 +715,9 @@ def parse_adapt_section(study: Study, *, store: str | Path | None = None) -> Ada
     return adapt_under_store(study, store)
 
 
-def parse_tune_section(study: Study, adapt: AdaptSettings | None = None, *,
-                       store: str | Path | None = None) -> TuneSettings:
+def parse_tune_section(
+    study: Study, adapt: AdaptSettings | None = None, *, store: str | Path | None = None
+) -> TuneSettings:
     """The study's :class:`TuneSettings` with its storage path under the results store (the name
     of :func:`tune_under_store` in earlier releases; ``adapt`` is no longer needed). An empty
     ``[tune]`` table, which runs no sweep, gives the defaults."""

@@ -159,8 +159,9 @@ def load_corpus(settings: AdaptSettings, study: Study) -> tuple[list[Document], 
             ".txt/.md/.jsonl/.pdf documents, synthetic:k=v,... or FORMAT:PATH with FORMAT one of "
             + ", ".join(DATASET_FORMATS)
         )
-    return load_documents(local, include=settings.include or None, exclude=settings.exclude or None,
-                          clean=settings.clean), None
+    return load_documents(
+        local, include=settings.include or None, exclude=settings.exclude or None, clean=settings.clean
+    ), None
 
 
 def question_generator(
@@ -179,12 +180,22 @@ def question_generator(
     cache = Path(llm.cache) if llm.cache else (settings.data_dir or Path(".")) / "llm_cache.sqlite"
     cache.parent.mkdir(parents=True, exist_ok=True)
     client = ChatClient(
-        base_url=llm.base_url, model=llm.model, api_key_env=llm.api_key_env or None,
-        temperature=llm.temperature, max_tokens=llm.max_tokens or None, timeout=llm.timeout,
-        max_retries=llm.max_retries, cache=cache,
+        base_url=llm.base_url,
+        model=llm.model,
+        api_key_env=llm.api_key_env or None,
+        temperature=llm.temperature,
+        max_tokens=llm.max_tokens or None,
+        timeout=llm.timeout,
+        max_retries=llm.max_retries,
+        cache=cache,
     )
-    return LLMQuestionGenerator(client, settings.questions_per_chunk, prompt=llm.prompt or DEFAULT_PROMPT,
-                                system=llm.system or DEFAULT_SYSTEM, workers=llm.workers)
+    return LLMQuestionGenerator(
+        client,
+        settings.questions_per_chunk,
+        prompt=llm.prompt or DEFAULT_PROMPT,
+        system=llm.system or DEFAULT_SYSTEM,
+        workers=llm.workers,
+    )
 
 
 def _tokenizer(model_ref: str) -> Any:
@@ -198,8 +209,9 @@ def _tokenizer(model_ref: str) -> Any:
 # =========================================================================== the stages
 
 
-def _jobs(settings: AdaptSettings, data: AdaptationData, ft: FTConfig,
-          merge_weight: float) -> list[tuple[str, int, AdaptJob]]:
+def _jobs(
+    settings: AdaptSettings, data: AdaptationData, ft: FTConfig, merge_weight: float
+) -> list[tuple[str, int, AdaptJob]]:
     """(variant, n_documents, AdaptJob) for every trained variant at every scale."""
     trained = [v for v in settings.variants if is_trained(v)]
     out = []
@@ -215,15 +227,32 @@ def _jobs(settings: AdaptSettings, data: AdaptationData, ft: FTConfig,
                 if colbert is None:  # AdaptSettings.read sets it whenever a ColBERT variant is asked for
                     raise ConfigError("[adapt.colbert]: required for the colbert-ft variant")
                 if not all_triplets:
-                    raise ConfigError(f"[adapt]: the data scale of {n} documents has no training question for "
-                                      "colbert-ft; raise the scale, fraction or questions_per_chunk")
+                    raise ConfigError(
+                        f"[adapt]: the data scale of {n} documents has no training question for "
+                        "colbert-ft; raise the scale, fraction or questions_per_chunk"
+                    )
                 # every question: one without a hard negative gets random_negatives from RAGatouille
-                job = AdaptJob(v, colbert.base_model, scale=n, triplets=list(all_triplets),
-                               colbert_config=colbert.ft, seed=settings.seed)
+                job = AdaptJob(
+                    v,
+                    colbert.base_model,
+                    scale=n,
+                    triplets=list(all_triplets),
+                    colbert_config=colbert.ft,
+                    seed=settings.seed,
+                )
             else:
-                job = AdaptJob(v, settings.base_model, scale=n, triplets=triplets, chunks=chunks,
-                               pt_config=settings.pt, ft_config=ft, merge_weight=merge_weight,
-                               merge_source=settings.merge_source, seed=settings.seed)
+                job = AdaptJob(
+                    v,
+                    settings.base_model,
+                    scale=n,
+                    triplets=triplets,
+                    chunks=chunks,
+                    pt_config=settings.pt,
+                    ft_config=ft,
+                    merge_weight=merge_weight,
+                    merge_source=settings.merge_source,
+                    seed=settings.seed,
+                )
             out.append((v, n, job))
     return out
 
@@ -240,8 +269,10 @@ def _usable_triplets(triplets: Sequence[Triplet], ft: FTConfig, n: int) -> list[
             "margin / duplicate_threshold"
         )
     if len(usable) < len(triplets):
-        log(f"[adaptlab] scale {n}: {len(triplets) - len(usable)} of {len(triplets)} training questions have no "
-             "hard negative left after the mining filters; trained without them")
+        log(
+            f"[adaptlab] scale {n}: {len(triplets) - len(usable)} of {len(triplets)} training questions have no "
+            "hard negative left after the mining filters; trained without them"
+        )
     return usable
 
 
@@ -253,15 +284,24 @@ def _train(settings: AdaptSettings, jobs: list[tuple[str, int, AdaptJob]], addre
     if root is None:
         raise ConfigError("[adapt].artifact_root: required when the study has no results store")
     if settings.use_ray:
-        resources = JobSettings(gpus_per_job=settings.gpus_per_job, cpus_per_job=settings.cpus_per_job,
-                                max_retries=settings.max_retries, checkpoint_every=settings.checkpoint_every,
-                                lone_stage_all_cpus=settings.lone_stage_all_cpus)
+        resources = JobSettings(
+            gpus_per_job=settings.gpus_per_job,
+            cpus_per_job=settings.cpus_per_job,
+            max_retries=settings.max_retries,
+            checkpoint_every=settings.checkpoint_every,
+            lone_stage_all_cpus=settings.lone_stage_all_cpus,
+        )
         return run_adaptation_jobs([j for _, _, j in jobs], root, resources, address=address)
     return [train_variant(j, root, checkpoint_every=settings.checkpoint_every) for _, _, j in jobs]
 
 
-def _run_tune(study: Study, settings: AdaptSettings, tune_settings: TuneSettings, data: AdaptationData,
-              store_dir: Path | StoreURI | None) -> SweepResult:
+def _run_tune(
+    study: Study,
+    settings: AdaptSettings,
+    tune_settings: TuneSettings,
+    data: AdaptationData,
+    store_dir: Path | StoreURI | None,
+) -> SweepResult:
     """Sweep on the validation questions of one scale; store one metrics row per trial."""
     scale_data = data.scales[-1]
     if tune_settings.scale is not None:
@@ -274,22 +314,33 @@ def _run_tune(study: Study, settings: AdaptSettings, tune_settings: TuneSettings
             f"[tune]: the data scale of {n} documents has {len(triplets)} training and {len(questions)} "
             "validation questions; both must be > 0 (raise the scale or validation_fraction)"
         )
-    validation = heldout_dataset(questions, data.chunks, name=f"validation-s{n}", corpus="documents",
-                                 documents=scale_data.splits.validation)
+    validation = heldout_dataset(
+        questions, data.chunks, name=f"validation-s{n}", corpus="documents", documents=scale_data.splits.validation
+    )
     sweep_config = tune_settings.sweep
     chunks = None
     if sweep_config.variant == PT_FT:
         sampled = scale_data.splits.select(scale_data.scale.chunks(data.chunks), "train")
         chunks = [c.text for c in sampled]
     name = tune_settings.name or f"{study.study.name}-{system_name(settings.label, sweep_config.variant, n)}"
-    log(f"[adaptlab] tune: {sweep_config.num_samples} trial(s) of {sweep_config.variant} at scale {n} "
-         f"on {validation.n_queries} validation questions")
+    log(
+        f"[adaptlab] tune: {sweep_config.num_samples} trial(s) of {sweep_config.variant} at scale {n} "
+        f"on {validation.n_queries} validation questions"
+    )
     storage = tune_settings.storage_path
     if storage is None:  # set under the results store (TuneSettings.under_store) before the study runs
         raise ConfigError(f"{study.source}: [tune].storage_path: required when the study has no results store")
     sweep = tune_adaptation(
-        settings.base_model, triplets, validation, sweep_config, storage_path=storage, name=name,
-        ft_config=settings.ft, chunks=chunks, pt_config=settings.pt, artifact_root=settings.artifact_root,
+        settings.base_model,
+        triplets,
+        validation,
+        sweep_config,
+        storage_path=storage,
+        name=name,
+        ft_config=settings.ft,
+        chunks=chunks,
+        pt_config=settings.pt,
+        artifact_root=settings.artifact_root,
         seed=settings.seed,
     )
     if store_dir is not None:
@@ -297,19 +348,40 @@ def _run_tune(study: Study, settings: AdaptSettings, tune_settings: TuneSettings
     return sweep
 
 
-def _store_sweep(study: Study, settings: AdaptSettings, variant: str, sweep: SweepResult, validation: Dataset,
-                 n: int, store_dir: Path | StoreURI) -> None:
+def _store_sweep(
+    study: Study,
+    settings: AdaptSettings,
+    variant: str,
+    sweep: SweepResult,
+    validation: Dataset,
+    n: int,
+    store_dir: Path | StoreURI,
+) -> None:
     """One run for the sweep (system ``<label>-<variant>-s<n>-tune``) holding the sweep's rows
     (:meth:`~adaptlab.adapt.train.tune.SweepResult.to_metric_rows`): one per trial on dataset
     ``validation-s<n>``, and the chosen trial's confirmed value on dataset ``confirm-s<n>``."""
     system = f"{system_name(settings.label, variant, n)}-tune"
-    config = {"study": study.study.name, "source": study.source, "tune": dict(study.tune_table),
-              "measure": sweep.measure, "experiment_path": sweep.experiment_path, "restored": sweep.restored,
-              "best": sweep.best, "adapt": settings.as_dict()}
+    config = {
+        "study": study.study.name,
+        "source": study.source,
+        "tune": dict(study.tune_table),
+        "measure": sweep.measure,
+        "experiment_path": sweep.experiment_path,
+        "restored": sweep.restored,
+        "best": sweep.best,
+        "adapt": settings.as_dict(),
+    }
     dataset = f"validation-s{n}"
-    run = results.run_record(system, dataset, model_id=settings.base_model, model_revision=None,
-                             dataset_fingerprint=validation.fingerprint(), seed=settings.seed,
-                             config=config, study=study.study.name)
+    run = results.run_record(
+        system,
+        dataset,
+        model_id=settings.base_model,
+        model_revision=None,
+        dataset_fingerprint=validation.fingerprint(),
+        seed=settings.seed,
+        config=config,
+        study=study.study.name,
+    )
     rows = [{"run_id": run["run_id"], **row} for row in sweep.to_metric_rows(system, dataset, f"confirm-s{n}")]
     results.open(store_dir, create=True).commit([run], rows)
 
@@ -323,16 +395,18 @@ def _apply_best(settings: AdaptSettings, sweep: SweepResult | None) -> tuple[FTC
     return trial_config(settings.ft, config), weight
 
 
-def _systems(study: Study, settings: AdaptSettings, jobs: list[tuple[str, int, AdaptJob]],
-             artifacts: list[Artifact]) -> list[SystemInfo]:
+def _systems(
+    study: Study, settings: AdaptSettings, jobs: list[tuple[str, int, AdaptJob]], artifacts: list[Artifact]
+) -> list[SystemInfo]:
     """Base (when asked for), the study's other [[models]], then every (scale, variant)."""
     out: list[SystemInfo] = []
     if BASE in settings.variants:
         out.append(SystemInfo(system_name(settings.label, BASE), BASE, None, settings.base_section))
     colbert = settings.colbert
     if COLBERT_BASE in settings.variants and colbert is not None:
-        out.append(SystemInfo(system_name(colbert.label, family_variant(COLBERT_BASE)), COLBERT_BASE, None,
-                              colbert.section))
+        out.append(
+            SystemInfo(system_name(colbert.label, family_variant(COLBERT_BASE)), COLBERT_BASE, None, colbert.section)
+        )
     for m in study.models:
         if m.ref == settings.base_section.ref or m.name == settings.label:
             continue
@@ -340,16 +414,22 @@ def _systems(study: Study, settings: AdaptSettings, jobs: list[tuple[str, int, A
     for (variant, n, _), art in zip(jobs, artifacts, strict=True):
         if is_colbert(variant) and colbert is not None:
             name = system_name(colbert.label, family_variant(variant), n)
-            section = ModelSection(ref=str(art.model_path), name=name, backend=COLBERT_BACKEND,
-                                   batch_size=colbert.section.batch_size)
-            out.append(SystemInfo(name, variant, n, section, art.key, str(art.location), bool(art.reused),
-                                  _training_summary(art)))
+            section = ModelSection(
+                ref=str(art.model_path), name=name, backend=COLBERT_BACKEND, batch_size=colbert.section.batch_size
+            )
+            out.append(
+                SystemInfo(
+                    name, variant, n, section, art.key, str(art.location), bool(art.reused), _training_summary(art)
+                )
+            )
             continue
         name = system_name(settings.label, variant, n)
-        section = ModelSection(**{**asdict(settings.base_section), "ref": str(art.model_path), "name": name,
-                                  "backend": BI_ENCODER_BACKEND})
-        out.append(SystemInfo(name, variant, n, section, art.key, str(art.location), bool(art.reused),
-                              _training_summary(art)))
+        section = ModelSection(
+            **{**asdict(settings.base_section), "ref": str(art.model_path), "name": name, "backend": BI_ENCODER_BACKEND}
+        )
+        out.append(
+            SystemInfo(name, variant, n, section, art.key, str(art.location), bool(art.reused), _training_summary(art))
+        )
     return out
 
 
@@ -361,8 +441,7 @@ def _training_summary(art: Artifact) -> dict[str, Any]:
 
 def _baseline(study: Study, settings: AdaptSettings, systems: list[SystemInfo]) -> str | None:
     """The base model when evaluated, else ``[evaluation].baseline`` (or None: every pair)."""
-    baseline = system_name(settings.label, BASE) if BASE in settings.variants else (
-        study.evaluation.baseline or None)
+    baseline = system_name(settings.label, BASE) if BASE in settings.variants else (study.evaluation.baseline or None)
     names = [s.name for s in systems]
     if baseline is not None and baseline not in names:
         raise ConfigError(f"[evaluation].baseline = {baseline!r} is not among the systems: {', '.join(names)}")
@@ -392,8 +471,7 @@ def comparison_pairs(systems: Sequence[SystemInfo], baseline: str | None) -> tup
     return tuple(out)
 
 
-def _prepare(study: Study, settings: AdaptSettings,
-             cache_dir: EmbeddingCache | None) -> tuple[AdaptationData, Path]:
+def _prepare(study: Study, settings: AdaptSettings, cache_dir: EmbeddingCache | None) -> tuple[AdaptationData, Path]:
     """Chunks, held-out set, nested scales, questions and triplets (cached under ``data_dir``)."""
     documents, synthetic_raw = load_corpus(settings, study)
     generator = question_generator(settings, synthetic_raw)
@@ -404,16 +482,30 @@ def _prepare(study: Study, settings: AdaptSettings,
         raise ConfigError("[adapt].data_dir: required when the study has no results store")
     data_dir = settings.data_dir / f"{sanitize_name(study.study.name)}-{settings.data_key()}"
     log(f"[adaptlab] adaptation data: {len(documents)} documents -> {data_dir}")
-    data = prepare_adaptation_data(documents, _tokenizer(settings.base_model), generator, mining_embed,
-                                   settings.prep(), out_dir=data_dir, base_model=miner)
+    data = prepare_adaptation_data(
+        documents,
+        _tokenizer(settings.base_model),
+        generator,
+        mining_embed,
+        settings.prep(),
+        out_dir=data_dir,
+        base_model=miner,
+    )
     summary = data.summary()
-    log(f"[adaptlab] held-out: {summary['test_questions']} questions over {summary['heldout_corpus']} chunks; "
-        + ", ".join(f"{k}: {v.get('train_questions', 0)} train questions" for k, v in summary["scales"].items()))
+    log(
+        f"[adaptlab] held-out: {summary['test_questions']} questions over {summary['heldout_corpus']} chunks; "
+        + ", ".join(f"{k}: {v.get('train_questions', 0)} train questions" for k, v in summary["scales"].items())
+    )
     return data, data_dir
 
 
-def adaptation_stage(study: Study, settings: AdaptSettings, tune_settings: TuneSettings | None,
-                     store_dir: Path | StoreURI | None, address: str | None) -> Adaptation:
+def adaptation_stage(
+    study: Study,
+    settings: AdaptSettings,
+    tune_settings: TuneSettings | None,
+    store_dir: Path | StoreURI | None,
+    address: str | None,
+) -> Adaptation:
     """Prepare the adaptation data, sweep (optional ``[tune]``), train every (scale, variant);
     returns the systems to evaluate and the held-out dataset. Ray, when used, is started by the
     caller. Adapted models are content-addressed artifacts, so a rerun trains nothing."""
@@ -432,8 +524,10 @@ def adaptation_stage(study: Study, settings: AdaptSettings, tune_settings: TuneS
             ft, merge_weight = _apply_best(settings, sweep)
     t0 = time.perf_counter()
     jobs = _jobs(settings, data, ft, merge_weight)
-    log(f"[adaptlab] training {len(jobs)} adapted model(s) "
-        f"({'Ray tasks' if settings.use_ray else 'in-process'}) into {settings.artifact_root}")
+    log(
+        f"[adaptlab] training {len(jobs)} adapted model(s) "
+        f"({'Ray tasks' if settings.use_ray else 'in-process'}) into {settings.artifact_root}"
+    )
     artifacts = _train(settings, jobs, address)
     timings["train_s"] = time.perf_counter() - t0
     systems = _systems(study, settings, jobs, artifacts)

@@ -36,9 +36,17 @@ from typing import Any
 
 from detect_secrets.plugins.base import RegexBasedDetector
 
-__all__ = ["AnthropicKeyDetector", "AwsSecretAccessKeyDetector", "DockerConfigAuthDetector", "GcpServiceAccountDetector",
-           "HuggingFaceTokenDetector", "KubeconfigCredentialDetector", "LibpqPasswordDetector", "NetrcPasswordDetector",
-           "OpenAIProjectKeyDetector"]
+__all__ = [
+    "AnthropicKeyDetector",
+    "AwsSecretAccessKeyDetector",
+    "DockerConfigAuthDetector",
+    "GcpServiceAccountDetector",
+    "HuggingFaceTokenDetector",
+    "KubeconfigCredentialDetector",
+    "LibpqPasswordDetector",
+    "NetrcPasswordDetector",
+    "OpenAIProjectKeyDetector",
+]
 """The detectors (the plugin loader takes these names; :class:`CredentialFormat` is their base)."""
 
 
@@ -54,52 +62,97 @@ class CredentialFormat(RegexBasedDetector):
         setattr(cls, "denylist", tuple(re.compile(p) for p in patterns))  # noqa: B010
 
 
-class NetrcPasswordDetector(CredentialFormat, secret_type=".netrc password", patterns=(  # pragma: allowlist secret
+class NetrcPasswordDetector(
+    CredentialFormat,
+    secret_type=".netrc password",
+    patterns=(  # pragma: allowlist secret
         r"(?:^|\s)(?:machine\s+\S+|default)(?:\s+(?:login|account)\s+\S+)*\s+password\s+(\S+)",
-        r"^\s*(?:(?:login|account)\s+\S+\s+)*password\s+(\S+)\s*$")):
+        r"^\s*(?:(?:login|account)\s+\S+\s+)*password\s+(\S+)\s*$",
+    ),
+):
     """A ``.netrc`` password: ``machine H login U password P``, ``default ... password P``, or a
     line holding only ``password P`` (the entry's tokens spread over lines)."""
 
 
-class OpenAIProjectKeyDetector(CredentialFormat, secret_type="OpenAI API key", patterns=(  # pragma: allowlist secret
-        r"(?<![A-Za-z0-9_-])(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,})",)):
+class OpenAIProjectKeyDetector(
+    CredentialFormat,
+    secret_type="OpenAI API key",
+    patterns=(  # pragma: allowlist secret
+        r"(?<![A-Za-z0-9_-])(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,})",
+    ),
+):
     """OpenAI's project, service-account and admin keys."""
 
 
-class AnthropicKeyDetector(CredentialFormat, secret_type="Anthropic API key", patterns=(  # pragma: allowlist secret
-        r"(?<![A-Za-z0-9_-])(sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,})",)):
+class AnthropicKeyDetector(
+    CredentialFormat,
+    secret_type="Anthropic API key",
+    patterns=(  # pragma: allowlist secret
+        r"(?<![A-Za-z0-9_-])(sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,})",
+    ),
+):
     """Anthropic's API and admin keys."""
 
 
-class DockerConfigAuthDetector(CredentialFormat, secret_type="Docker registry auth", patterns=(  # pragma: allowlist secret
-        r"\"(?:auth|identitytoken)\"\s*:\s*\"([A-Za-z0-9+/=._-]{8,})\"",)):
+class DockerConfigAuthDetector(
+    CredentialFormat,
+    secret_type="Docker registry auth",
+    patterns=(  # pragma: allowlist secret
+        r"\"(?:auth|identitytoken)\"\s*:\s*\"([A-Za-z0-9+/=._-]{8,})\"",
+    ),
+):
     """A registry credential of Docker's ``config.json``."""
 
 
-class LibpqPasswordDetector(CredentialFormat, secret_type="PostgreSQL password", patterns=(  # pragma: allowlist secret
+class LibpqPasswordDetector(
+    CredentialFormat,
+    secret_type="PostgreSQL password",
+    patterns=(  # pragma: allowlist secret
         r"(?i)\b(?:host|hostaddr|dbname|user|port)\s*=\s*\S+.*?\bpassword\s*=\s*'?([^\s']+)",
-        r"(?i)\bpassword\s*=\s*'?([^\s';]+)'?.*?\b(?:host|hostaddr|dbname|user)\s*=")):
+        r"(?i)\bpassword\s*=\s*'?([^\s';]+)'?.*?\b(?:host|hostaddr|dbname|user)\s*=",
+    ),
+):
     """A password in a libpq keyword/value connection string (with at least one other keyword)."""
 
 
-class GcpServiceAccountDetector(CredentialFormat, secret_type="GCP service-account key", patterns=(  # pragma: allowlist secret
-        r"\"type\"\s*:\s*\"(service_account)\"",)):
+class GcpServiceAccountDetector(
+    CredentialFormat,
+    secret_type="GCP service-account key",
+    patterns=(  # pragma: allowlist secret
+        r"\"type\"\s*:\s*\"(service_account)\"",
+    ),
+):
     """A Google Cloud service-account key file."""
 
 
-class KubeconfigCredentialDetector(CredentialFormat, secret_type="kubeconfig credential", patterns=(  # pragma: allowlist secret
+class KubeconfigCredentialDetector(
+    CredentialFormat,
+    secret_type="kubeconfig credential",
+    patterns=(  # pragma: allowlist secret
         r"^\s*client-key-data\s*:\s*(\S{16,})",
-        r"^\s*(?:token|id-token|refresh-token)\s*:\s*[\"']?([A-Za-z0-9._~+/=-]{16,})")):
+        r"^\s*(?:token|id-token|refresh-token)\s*:\s*[\"']?([A-Za-z0-9._~+/=-]{16,})",
+    ),
+):
     """A kubeconfig user's key or token."""
 
 
-class HuggingFaceTokenDetector(CredentialFormat, secret_type="Hugging Face token", patterns=(  # pragma: allowlist secret
-        r"(?<![A-Za-z0-9_])(hf_[A-Za-z]{30,})",)):
+class HuggingFaceTokenDetector(
+    CredentialFormat,
+    secret_type="Hugging Face token",
+    patterns=(  # pragma: allowlist secret
+        r"(?<![A-Za-z0-9_])(hf_[A-Za-z]{30,})",
+    ),
+):
     """A Hugging Face user access token."""
 
 
-class AwsSecretAccessKeyDetector(CredentialFormat, secret_type="AWS secret access key", patterns=(  # pragma: allowlist secret
+class AwsSecretAccessKeyDetector(
+    CredentialFormat,
+    secret_type="AWS secret access key",
+    patterns=(  # pragma: allowlist secret
         r"(?i)(?:aws_secret_access_key|secretaccesskey|aws_secret_key)[\"']?\s*[:=]\s*[\"']?"
-        r"([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",)):
+        r"([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+    ),
+):
     """An AWS secret access key assigned in the shared credentials file or JSON, quoted or not
     (the library's AWS detector needs the value quoted)."""

@@ -26,8 +26,16 @@ from adaptlab.models.variants import BI_ENCODER_BACKEND, BM25_REF, COLBERT_BACKE
 from adaptlab.runtime.progress import progress_enabled
 from adaptlab.study.schema import DatasetSection, ModelSection, Study, is_store_uri
 
-__all__ = ["EvalDataset", "check_inputs", "embedding_backends", "embedding_cache", "load_dataset_section", "log",
-           "model_embedder", "pool_settings"]
+__all__ = [
+    "EvalDataset",
+    "check_inputs",
+    "embedding_backends",
+    "embedding_cache",
+    "load_dataset_section",
+    "log",
+    "model_embedder",
+    "pool_settings",
+]
 
 
 def log(msg: str) -> None:
@@ -41,8 +49,12 @@ def pool_settings(study: Study) -> dict[str, Any]:
     """The study's ``[embedding]`` settings every embedder takes (dense and ColBERT alike): Ray or
     in-process, number of actors, placement time-out and the in-process size bound."""
     emb = study.embedding
-    return {"use_ray": emb.use_ray, "num_actors": emb.num_actors or None,
-            "placement_timeout": emb.placement_timeout, "local_below": emb.local_below}
+    return {
+        "use_ray": emb.use_ray,
+        "num_actors": emb.num_actors or None,
+        "placement_timeout": emb.placement_timeout,
+        "local_below": emb.local_below,
+    }
 
 
 def embedding_cache(study: Study) -> EmbeddingCache | None:
@@ -56,8 +68,14 @@ def embedding_cache(study: Study) -> EmbeddingCache | None:
     return EmbeddingCache.resolve(root, section.cache_max_gib, where=f"{study.source}: [embedding]")
 
 
-def model_embedder(model: ModelSection, study: Study, cache_dir: EmbeddingCache | Path | None, *,
-                   exact: bool = False, inference: Inference | None = None) -> Embedder:
+def model_embedder(
+    model: ModelSection,
+    study: Study,
+    cache_dir: EmbeddingCache | Path | None,
+    *,
+    exact: bool = False,
+    inference: Inference | None = None,
+) -> Embedder:
     """The cached :class:`~adaptlab.embedding.cache.Embedder` of a ``[[models]]`` entry, with the
     study's ``[embedding]`` settings (batch size, Ray or in-process, number of actors, placement
     time-out, backend and precision: :meth:`~adaptlab.study.schema.Study.inference`). ``exact``: on
@@ -68,13 +86,21 @@ def model_embedder(model: ModelSection, study: Study, cache_dir: EmbeddingCache 
     if inference is None:
         inference = Inference() if exact else study.inference(model, pick_backend(ref, model.backend or "auto"))
     options = {
-        "backend": model.backend, "query_instruction": model.query_instruction,
-        "document_instruction": model.document_instruction, "max_seq_length": model.max_seq_length,
-        "trust_remote_code": model.trust_remote_code, **model.options, **inference.options(),
+        "backend": model.backend,
+        "query_instruction": model.query_instruction,
+        "document_instruction": model.document_instruction,
+        "max_seq_length": model.max_seq_length,
+        "trust_remote_code": model.trust_remote_code,
+        **model.options,
+        **inference.options(),
     }
-    return Embedder(ref, options=options,
-                    batch_size=study.embedding.batch_size or model.batch_size, cache_dir=cache_dir,
-                    **pool_settings(study))
+    return Embedder(
+        ref,
+        options=options,
+        batch_size=study.embedding.batch_size or model.batch_size,
+        cache_dir=cache_dir,
+        **pool_settings(study),
+    )
 
 
 def embedding_backends(study: Study, embedders: Mapping[str, object]) -> dict[str, dict[str, str]]:
@@ -105,8 +131,10 @@ def check_inputs(study: Study) -> None:
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from e
         if fmt != "beir" and ds.split != "test":
-            raise ConfigError(f"{where}: split {ds.split!r}: format {fmt!r} has a single set of questions; "
-                              "split is only available for beir datasets (leave it at 'test')")
+            raise ConfigError(
+                f"{where}: split {ds.split!r}: format {fmt!r} has a single set of questions; "
+                "split is only available for beir datasets (leave it at 'test')"
+            )
         if fmt == "synthetic":
             continue
         if not rest:
@@ -114,8 +142,10 @@ def check_inputs(study: Study) -> None:
         path = Path(rest).expanduser()
         path = path if path.is_absolute() else study.resolve_path(rest)
         if not path.exists():
-            raise ConfigError(f"{where}: {path} does not exist; expected the dataset's {fmt} file or folder "
-                              "(relative paths resolve against the project root); nothing was run")
+            raise ConfigError(
+                f"{where}: {path} does not exist; expected the dataset's {fmt} file or folder "
+                "(relative paths resolve against the project root); nothing was run"
+            )
         _check_columns(fmt, path, ds, where)
     for i, m in enumerate(study.models):
         try:
@@ -123,9 +153,11 @@ def check_inputs(study: Study) -> None:
             kind = BM25_REF if ref.backend == BM25_REF else pick_backend(ref, m.backend or "auto")
             inf = study.inference(m, kind)
             if kind != BI_ENCODER_BACKEND and not inf.is_default:
-                raise ConfigError(f"embedding_backend {inf.backend!r} and precision {inf.precision!r} apply to "
-                                  f"sentence-transformers models; this is a {kind!r} model, which runs on torch in "
-                                  'fp32: set embedding_backend = "torch" and precision = "fp32" in this entry')
+                raise ConfigError(
+                    f"embedding_backend {inf.backend!r} and precision {inf.precision!r} apply to "
+                    f"sentence-transformers models; this is a {kind!r} model, which runs on torch in "
+                    'fp32: set embedding_backend = "torch" and precision = "fp32" in this entry'
+                )
             if kind != BM25_REF:  # the model's extra (colbert, flag, fast): one line before any work
                 check_backend_packages(kind, inf.backend)
             if ref.backend == BM25_REF:
@@ -137,8 +169,9 @@ def check_inputs(study: Study) -> None:
 
                 search_options(m.options)
         except ConfigError as e:
-            raise type(e)(f"{study.source}: [[models]] entry {i + 1} ({m.name or m.ref!r}): {e}; "
-                          "nothing was run") from e
+            raise type(e)(
+                f"{study.source}: [[models]] entry {i + 1} ({m.name or m.ref!r}): {e}; nothing was run"
+            ) from e
 
 
 def _check_columns(fmt: str, path: Path, ds: DatasetSection, where: str) -> None:

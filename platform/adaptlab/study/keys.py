@@ -80,7 +80,7 @@ TRAINING_HELP: dict[str, str] = {
     "min_weight_change": "the training check's minimum relative weight change (0: no check)",
     "warn_only": "a failed training check warns instead of failing",
     "gradient_checkpointing": 'recompute each layer in the backward pass: less memory, same numbers ("auto": '
-                              "when it lets stages share a node)",
+    "when it lets stages share a node)",
     "precision": '"fp32", or "bf16" (bfloat16 autocast; changes the numbers)',
     "fused_attention": "train without attention dropout on the fused SDPA kernel (changes the numbers)",
     "length_buckets": "batch examples of similar token length (changes the numbers)",
@@ -124,9 +124,14 @@ SWEEP_HELP: dict[str, str] = {
 """Help texts of the sweep's keys of ``[tune]`` (:class:`SweepConfig` and its bootstrap)."""
 
 _TABLES: tuple[tuple[str, type], ...] = (
-    ("study", StudySection), ("datasets", DatasetSection), ("models", ModelSection),
-    ("evaluation", EvaluationSection), ("bootstrap", BootstrapSection), ("embedding", EmbeddingSection),
-    ("analysis", AnalysisSection), ("adapt", AdaptSettings),
+    ("study", StudySection),
+    ("datasets", DatasetSection),
+    ("models", ModelSection),
+    ("evaluation", EvaluationSection),
+    ("bootstrap", BootstrapSection),
+    ("embedding", EmbeddingSection),
+    ("analysis", AnalysisSection),
+    ("adapt", AdaptSettings),
 )
 
 
@@ -142,9 +147,11 @@ def sections() -> list[KeyInfo]:
     out += _declared("tune", TuneSettings)
     out += [_config_key("tune", SweepConfig, f.name) for f in fields(SweepConfig) if f.name != "bootstrap"]
     boot = BootstrapConfig()
-    out += [KeyInfo("tune", "n_resamples", "integer", str(boot.n_resamples), ">= 1", SWEEP_HELP["n_resamples"]),
-            KeyInfo("tune", "sample_size", "integer", "0", ">= 0", SWEEP_HELP["sample_size"]),
-            KeyInfo("tune", "ci_seed", "integer", "derived from [study].seed", ">= 0", SWEEP_HELP["ci_seed"])]
+    out += [
+        KeyInfo("tune", "n_resamples", "integer", str(boot.n_resamples), ">= 1", SWEEP_HELP["n_resamples"]),
+        KeyInfo("tune", "sample_size", "integer", "0", ">= 0", SWEEP_HELP["sample_size"]),
+        KeyInfo("tune", "ci_seed", "integer", "derived from [study].seed", ">= 0", SWEEP_HELP["ci_seed"]),
+    ]
     return out
 
 
@@ -157,8 +164,16 @@ def _declared(section: str, cls: type) -> list[KeyInfo]:
         meta = f.metadata
         if "help" not in meta or meta["help"].endswith("(derived)") or meta["help"].startswith("[adapt."):
             continue
-        out.append(KeyInfo(section, toml_key(f), _type_text(hints[f.name], meta), _default_text(f),
-                           _allowed_text(meta), meta["help"]))
+        out.append(
+            KeyInfo(
+                section,
+                toml_key(f),
+                _type_text(hints[f.name], meta),
+                _default_text(f),
+                _allowed_text(meta),
+                meta["help"],
+            )
+        )
     return out
 
 

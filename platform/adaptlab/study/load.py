@@ -33,8 +33,13 @@ else:  # pragma: no cover
 
 __all__ = ["load_study", "parse_study"]
 
-_SECTIONS: dict[str, type] = {"study": StudySection, "evaluation": EvaluationSection, "bootstrap": BootstrapSection,
-                              "embedding": EmbeddingSection, "analysis": AnalysisSection}
+_SECTIONS: dict[str, type] = {
+    "study": StudySection,
+    "evaluation": EvaluationSection,
+    "bootstrap": BootstrapSection,
+    "embedding": EmbeddingSection,
+    "analysis": AnalysisSection,
+}
 
 
 def _entries(data: Mapping[str, Any], key: str, cls: type, required: str, source: str) -> list[Any]:
@@ -89,8 +94,10 @@ def _name_precisions(study: Study) -> None:
         return
     dup = _first_repeat(m.name for m in study.models)
     if dup:
-        raise ConfigError(f"{study.source}: models: two entries are named {dup!r} once reduced precisions are "
-                          "shown in the names; give each a distinct name")
+        raise ConfigError(
+            f"{study.source}: models: two entries are named {dup!r} once reduced precisions are "
+            "shown in the names; give each a distinct name"
+        )
 
 
 def parse_study(data: Mapping[str, Any], *, source: str = "<memory>", base_dir: Path | None = None) -> Study:
@@ -105,8 +112,15 @@ def parse_study(data: Mapping[str, Any], *, source: str = "<memory>", base_dir: 
     for key in ("adapt", "tune"):
         if key in data and not isinstance(data[key], dict):
             raise ConfigError(f"{source}: [{key}]: expected a table")
-    study = Study(**built, datasets=datasets, models=models, adapt_table=dict(data.get("adapt", {})),
-                  tune_table=dict(data.get("tune", {})), source=source, base_dir=base_dir or Path.cwd())
+    study = Study(
+        **built,
+        datasets=datasets,
+        models=models,
+        adapt_table=dict(data.get("adapt", {})),
+        tune_table=dict(data.get("tune", {})),
+        source=source,
+        base_dir=base_dir or Path.cwd(),
+    )
     _name_precisions(study)
     _check_names(study)
     check_sections(study)
@@ -172,6 +186,8 @@ def load_study(path: str | Path) -> Study:
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{p}: invalid TOML: {e}") from e
     except RecursionError as e:  # tomllib reads nested arrays and inline tables recursively
-        raise ConfigError(f"{p}: invalid study file: arrays or inline tables nested too deeply to read; "
-                          "expected the sections of a study file (see jobs/quickstart.toml)") from e
+        raise ConfigError(
+            f"{p}: invalid study file: arrays or inline tables nested too deeply to read; "
+            "expected the sections of a study file (see jobs/quickstart.toml)"
+        ) from e
     return parse_study(data, source=str(p), base_dir=project_root(p.resolve().parent))

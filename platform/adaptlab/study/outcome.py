@@ -39,9 +39,14 @@ class SystemInfo:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (the runs table's ``config.systems``; ``training`` only for an adapted one)."""
-        out: dict[str, Any] = {"variant": self.variant, "n_documents": self.n_documents,
-                               "model_ref": self.section.ref, "artifact_key": self.artifact_key,
-                               "artifact_path": self.artifact_path, "reused": self.reused}
+        out: dict[str, Any] = {
+            "variant": self.variant,
+            "n_documents": self.n_documents,
+            "model_ref": self.section.ref,
+            "artifact_key": self.artifact_key,
+            "artifact_path": self.artifact_path,
+            "reused": self.reused,
+        }
         if self.training:
             out["training"] = dict(self.training)
         return out

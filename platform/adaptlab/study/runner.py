@@ -140,12 +140,16 @@ def run_study(
     Examples
     --------
     >>> from adaptlab.study import parse_study, run_study
-    >>> study = parse_study({  # what load_study reads from a TOML file
-    ...     "study": {"name": "demo", "store": "results/demo"},
-    ...     "datasets": [{"name": "synthetic", "spec": "synthetic:n_documents=3,seed=0"}],
-    ...     "models": [{"name": "hash", "ref": "hash"}],  # the weight-free hashing encoder
-    ...     "evaluation": {"metrics": ["acc@1", "mrr@10"]}, "bootstrap": {"n_resamples": 200},
-    ...     "embedding": {"use_ray": False, "cache": "off"}})
+    >>> study = parse_study(
+    ...     {  # what load_study reads from a TOML file
+    ...         "study": {"name": "demo", "store": "results/demo"},
+    ...         "datasets": [{"name": "synthetic", "spec": "synthetic:n_documents=3,seed=0"}],
+    ...         "models": [{"name": "hash", "ref": "hash"}],  # the weight-free hashing encoder
+    ...         "evaluation": {"metrics": ["acc@1", "mrr@10"]},
+    ...         "bootstrap": {"n_resamples": 200},
+    ...         "embedding": {"use_ray": False, "cache": "off"},
+    ...     }
+    ... )
     >>> out = run_study(study)
     >>> cell = out.datasets[0].summary.systems["hash"]["acc@1"]
     >>> round(cell.value, 3), bool(cell.ci_low <= cell.value <= cell.ci_high)
@@ -170,8 +174,9 @@ def run_study(
         release_pools()
 
 
-def _early_ray_start(study: Study, settings: AdaptSettings | None, tune: TuneSettings | None,
-                     address: str | None) -> Future[Any] | None:
+def _early_ray_start(
+    study: Study, settings: AdaptSettings | None, tune: TuneSettings | None, address: str | None
+) -> Future[Any] | None:
     """Ray's start, begun in the background alongside the loading, when the study is known to need
     Ray before any data is read: training on Ray (``[adapt].use_ray`` or ``[tune]``), or embedding
     on a cluster (``--address``, ``[study].address`` or ``$RAY_ADDRESS``: the embedding pools join
@@ -214,25 +219,46 @@ def _run_stages(study: Study, settings: AdaptSettings | None, tune: TuneSettings
     sections = [EvalDataset.from_section(d, study) for d in study.datasets]
     if settings is None:
         systems = [SystemInfo(m.name, MODEL, None, m) for m in study.models]
-        outcomes = evaluate_systems(study, systems, sections, baseline=study.evaluation.baseline or None,
-                                    store_root=store_root, export_run=export_run, on_dataset=on_dataset)
+        outcomes = evaluate_systems(
+            study,
+            systems,
+            sections,
+            baseline=study.evaluation.baseline or None,
+            store_root=store_root,
+            export_run=export_run,
+            on_dataset=on_dataset,
+        )
         _wait(ray_start)
         return StudyOutcome(study.study.name, store_root, outcomes)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     adaptation = adaptation_stage(study, settings, tune, store_root, run.address)
     t0 = time.perf_counter()
-    outcomes = evaluate_systems(study, adaptation.systems, [adaptation.heldout, *sections],
-                                baseline=None if adaptation.pairs else adaptation.baseline,
-                                pairs=adaptation.pairs, store_root=store_root, export_run=export_run,
-                                on_dataset=on_dataset, extra_config=_adapt_config(adaptation))
+    outcomes = evaluate_systems(
+        study,
+        adaptation.systems,
+        [adaptation.heldout, *sections],
+        baseline=None if adaptation.pairs else adaptation.baseline,
+        pairs=adaptation.pairs,
+        store_root=store_root,
+        export_run=export_run,
+        on_dataset=on_dataset,
+        extra_config=_adapt_config(adaptation),
+    )
     if store_root is not None:
         _record_scaling(study, store_root)
     timings = {**adaptation.timings, "evaluate_s": time.perf_counter() - t0, "total_s": time.perf_counter() - run.start}
     log("[adaptlab] scale study done in " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
     _wait(ray_start)
-    return ScaleStudyOutcome(study.study.name, store_root, outcomes, settings=settings,
-                             systems={s.name: s for s in adaptation.systems}, data=adaptation.data,
-                             sweep=adaptation.sweep, timings=timings)
+    return ScaleStudyOutcome(
+        study.study.name,
+        store_root,
+        outcomes,
+        settings=settings,
+        systems={s.name: s for s in adaptation.systems},
+        data=adaptation.data,
+        sweep=adaptation.sweep,
+        timings=timings,
+    )
 
 
 def _record_scaling(study: Study, store_root: Path | StoreURI) -> None:
@@ -247,8 +273,9 @@ def _record_scaling(study: Study, store_root: Path | StoreURI) -> None:
         with Heartbeat("fitting the data-scaling curves"):
             store = results.open(store_root)
             try:
-                fits = record_scaling(store, study.evaluation.metrics, boot=study.bootstrap_config(),
-                                      study=study.study.name)
+                fits = record_scaling(
+                    store, study.evaluation.metrics, boot=study.bootstrap_config(), study=study.study.name
+                )
             finally:
                 store.close()
     except AdaptlabError as e:
@@ -277,9 +304,12 @@ def run_scale_study(study: Study, **options: Any) -> ScaleStudyOutcome:
 
 def _adapt_config(adaptation: Adaptation) -> dict[str, Any]:
     """What a scale study adds to every run's config: baseline, [adapt] settings, the systems."""
-    return {"baseline": adaptation.baseline, "comparisons": [list(p) for p in adaptation.pairs or ()],
-            "adapt": adaptation.settings.as_dict(),
-            "systems": {s.name: s.as_dict() for s in adaptation.systems}}
+    return {
+        "baseline": adaptation.baseline,
+        "comparisons": [list(p) for p in adaptation.pairs or ()],
+        "adapt": adaptation.settings.as_dict(),
+        "systems": {s.name: s.as_dict() for s in adaptation.systems},
+    }
 
 
 @dataclass
@@ -316,9 +346,18 @@ def evaluate_systems(
     measures = parse_measures(study.evaluation.metrics)
     depth = max([study.evaluation.k, *[m.k for m in measures if m.k is not None]])
     cache = embedding_cache(study)  # shared by stores and studies
-    ev = _Evaluation(study, list(systems), {s.name: system_embedder(s.section, study, cache) for s in systems},
-                     measures, depth, study.bootstrap_config(), baseline, store_root, dict(extra_config or {}),
-                     tuple(pairs) if pairs is not None else None)
+    ev = _Evaluation(
+        study,
+        list(systems),
+        {s.name: system_embedder(s.section, study, cache) for s in systems},
+        measures,
+        depth,
+        study.bootstrap_config(),
+        baseline,
+        store_root,
+        dict(extra_config or {}),
+        tuple(pairs) if pairs is not None else None,
+    )
     ev.extra_config.update(embedding_backends(study, ev.embedders))  # the backend that computed, in every run's config
     several = len(systems) * len(datasets) > 1
     outcomes: list[DatasetOutcome] = []
@@ -344,12 +383,15 @@ def _committed_note(outcomes: list[DatasetOutcome], store_root: Path | StoreURI 
     if not done:
         return f" [no evaluation rows of this study were committed to {store_root}]"
     names = ", ".join(f"{o.dataset} (version {getattr(o.run_ids, 'version', '?')})" for o in done)
-    return (f" [datasets already committed to {store_root} before this error: {names}; each dataset is one "
-            "atomic commit, and running the study again adds nothing for them]")
+    return (
+        f" [datasets already committed to {store_root} before this error: {names}; each dataset is one "
+        "atomic commit, and running the study again adds nothing for them]"
+    )
 
 
-def system_embedder(section: ModelSection, study: Study,
-                    cache_dir: EmbeddingCache | Path | None) -> Embedder | TokenEmbedder | BM25Search:
+def system_embedder(
+    section: ModelSection, study: Study, cache_dir: EmbeddingCache | Path | None
+) -> Embedder | TokenEmbedder | BM25Search:
     """The embedder of one system: a :class:`TokenEmbedder` (token vectors) when its model is late
     interaction (the ``colbert`` backend), else the dense :func:`model_embedder`; both cache in
     ``cache_dir`` (the shared :class:`~adaptlab.embedding.cache.EmbeddingCache`). ``ref = "bm25"``
@@ -359,13 +401,25 @@ def system_embedder(section: ModelSection, study: Study,
         return BM25Search(ref, BM25Settings.from_options(section.options))
     if pick_backend(ref, section.backend or "auto") != COLBERT_BACKEND:
         return model_embedder(section, study, cache_dir)
-    return TokenEmbedder(ref, options={"backend": COLBERT_BACKEND, **section.options},
-                         batch_size=min(study.embedding.batch_size or section.batch_size, 64), cache_dir=cache_dir,
-                         **pool_settings(study))
+    return TokenEmbedder(
+        ref,
+        options={"backend": COLBERT_BACKEND, **section.options},
+        batch_size=min(study.embedding.batch_size or section.batch_size, 64),
+        cache_dir=cache_dir,
+        **pool_settings(study),
+    )
 
 
-def _retrieve(ev: _Evaluation, system: SystemInfo, plan: EvalDataset, judged: list[str], query_texts: list[str],
-              doc_ids: list[str], doc_texts: list[str], qrels: Any) -> tuple[PerQueryRecords, np.ndarray | None]:
+def _retrieve(
+    ev: _Evaluation,
+    system: SystemInfo,
+    plan: EvalDataset,
+    judged: list[str],
+    query_texts: list[str],
+    doc_ids: list[str],
+    doc_texts: list[str],
+    qrels: Any,
+) -> tuple[PerQueryRecords, np.ndarray | None]:
     """The one retrieval step: embed (cached) and top-k, dispatched on the model kind; returns the
     records and the document embeddings (None for token vectors). A ColBERT system's ``search``
     option picks exact MaxSim or a PLAID index (:func:`adaptlab.retrieval.plaid.choose_search`);
@@ -377,30 +431,47 @@ def _retrieve(ev: _Evaluation, system: SystemInfo, plan: EvalDataset, judged: li
     seed = stage_seed(ev.study.study.seed, "retrieval")
     if isinstance(embed, BM25Search):
         with Heartbeat(f"{plan.name}: BM25 top {k} of {len(doc_ids)} documents with {system.name!r}"):
-            return embed.records(judged, query_texts, doc_ids, doc_texts, qrels, system=system.name,
-                                 dataset=plan.name, k=k, seed=seed), None
+            return embed.records(
+                judged, query_texts, doc_ids, doc_texts, qrels, system=system.name, dataset=plan.name, k=k, seed=seed
+            ), None
     if isinstance(embed, TokenEmbedder):
         from adaptlab.retrieval.plaid import choose_search, plaid_records
 
         search, nbits = choose_search(embed.options, doc_texts, lambda: embed.encoder)
         if search == "plaid":
-            log(f"[adaptlab] PLAID index (approximate) of {len(doc_texts)} documents, token-embedding "
-                f"{len(query_texts)} queries with {system.name!r} (late interaction)")
+            log(
+                f"[adaptlab] PLAID index (approximate) of {len(doc_texts)} documents, token-embedding "
+                f"{len(query_texts)} queries with {system.name!r} (late interaction)"
+            )
             root = ev.store_root / ".cache" / "plaid" if isinstance(ev.store_root, Path) else None
             return plaid_records(
-                judged, embed(query_texts, "query"), doc_ids, doc_texts, qrels, encoder=embed.encoder,
-                encode_documents=lambda pos: embed([doc_texts[i] for i in pos], "document"), index_root=root,
-                system=system.name, dataset=plan.name, k=k, seed=seed, nbits=nbits, batch_size=embed.batch_size,
+                judged,
+                embed(query_texts, "query"),
+                doc_ids,
+                doc_texts,
+                qrels,
+                encoder=embed.encoder,
+                encode_documents=lambda pos: embed([doc_texts[i] for i in pos], "document"),
+                index_root=root,
+                system=system.name,
+                dataset=plan.name,
+                k=k,
+                seed=seed,
+                nbits=nbits,
+                batch_size=embed.batch_size,
             ), None
-        log(f"[adaptlab] token-embedding {len(doc_texts)} documents and {len(query_texts)} queries with "
-            f"{system.name!r} (late interaction, exact MaxSim)")
+        log(
+            f"[adaptlab] token-embedding {len(doc_texts)} documents and {len(query_texts)} queries with "
+            f"{system.name!r} (late interaction, exact MaxSim)"
+        )
         d_tok = embed(doc_texts, "document")
         hits = embed.from_cache
         q_tok = embed(query_texts, "query")
         _log_cache_use(embed, system.name, hits + embed.from_cache, len(doc_texts) + len(query_texts))
         with Heartbeat(f"{plan.name}: exact MaxSim top {k} with {system.name!r}"):
-            late = build_late_records(judged, q_tok, doc_ids, d_tok, qrels, system=system.name, dataset=plan.name,
-                                      k=k, seed=seed)
+            late = build_late_records(
+                judged, q_tok, doc_ids, d_tok, qrels, system=system.name, dataset=plan.name, k=k, seed=seed
+            )
         return late, None
     log(f"[adaptlab] embedding {len(doc_texts)} documents and {len(query_texts)} queries with {system.name!r}")
     d_emb = embed(doc_texts, "document")
@@ -408,8 +479,7 @@ def _retrieve(ev: _Evaluation, system: SystemInfo, plan: EvalDataset, judged: li
     q_emb = embed(query_texts, "query")
     _log_cache_use(embed, system.name, hits + embed.from_cache, len(doc_texts) + len(query_texts))
     with Heartbeat(f"{plan.name}: top {k} search with {system.name!r}"):  # the first one imports the backend
-        rec = build_records(judged, q_emb, doc_ids, d_emb, qrels, system=system.name, dataset=plan.name, k=k,
-                            seed=seed)
+        rec = build_records(judged, q_emb, doc_ids, d_emb, qrels, system=system.name, dataset=plan.name, k=k, seed=seed)
     return rec, d_emb
 
 
@@ -443,29 +513,51 @@ def _evaluate_dataset(ev: _Evaluation, plan: EvalDataset) -> DatasetOutcome:
         analysis_rows += _analyses(study, ev.boot, rec, d_emb, system.name, plan.name)
     with Heartbeat(f"{plan.name}: bootstrapping {len(per_query)} system(s)"):
         summary = summarise(per_query, boot=ev.boot, baseline=ev.baseline, pairs=ev.pairs)
-        groups = [summarise_groups(per_query, labels, column=c, boot=ev.boot, baseline=ev.baseline, pairs=ev.pairs)
-                  for c, labels in ds.groups.items()]
+        groups = [
+            summarise_groups(per_query, labels, column=c, boot=ev.boot, baseline=ev.baseline, pairs=ev.pairs)
+            for c, labels in ds.groups.items()
+        ]
     outcome = DatasetOutcome(plan.name, summary, records, groups=groups)
     if ev.store_root is not None:
         b = ev.boot
-        config = {"study": study.study.name, "source": study.source, "dataset": plan.spec, "split": plan.split,
-                  "metrics": [str(m) for m in ev.measures], "k": ev.depth, "baseline": ev.baseline or "",
-                  "system_order": [s.name for s in ev.systems],
-                  "bootstrap": {"n_resamples": b.n_resamples, "sample_size": b.sample_size or 0, "seed": b.seed,
-                                "confidence": b.confidence},
-                  **ev.extra_config}
+        config = {
+            "study": study.study.name,
+            "source": study.source,
+            "dataset": plan.spec,
+            "split": plan.split,
+            "metrics": [str(m) for m in ev.measures],
+            "k": ev.depth,
+            "baseline": ev.baseline or "",
+            "system_order": [s.name for s in ev.systems],
+            "bootstrap": {
+                "n_resamples": b.n_resamples,
+                "sample_size": b.sample_size or 0,
+                "seed": b.seed,
+                "confidence": b.confidence,
+            },
+            **ev.extra_config,
+        }
         with Heartbeat(f"{plan.name}: committing to the results store"):
-            outcome.run_ids = commit_summary(ev.store_root, summary, dataset=plan.name, config=config,
-                                             provenance=provenance, dataset_fingerprint=ds.fingerprint(),
-                                             records=list(records.values()), study=study.study.name,
-                                             extra_metric_rows=analysis_rows, groups=groups)
+            outcome.run_ids = commit_summary(
+                ev.store_root,
+                summary,
+                dataset=plan.name,
+                config=config,
+                provenance=provenance,
+                dataset_fingerprint=ds.fingerprint(),
+                records=list(records.values()),
+                study=study.study.name,
+                extra_metric_rows=analysis_rows,
+                groups=groups,
+            )
         if not outcome.run_ids.added:
             log(f"[adaptlab] {plan.name}: {outcome.run_ids.already_stored()}")
     return outcome
 
 
-def _analyses(study: Study, boot: BootstrapConfig, rec: PerQueryRecords, doc_emb: np.ndarray | None, system: str,
-              dataset: str) -> list[dict[str, Any]]:
+def _analyses(
+    study: Study, boot: BootstrapConfig, rec: PerQueryRecords, doc_emb: np.ndarray | None, system: str, dataset: str
+) -> list[dict[str, Any]]:
     """The analyses that ``[analysis]`` turns on, as metric rows for the store (bootstrapped with
     the study's bootstrap seed, so they see the same resamples as the CIs). ``doc_emb`` None (a
     late-interaction or BM25 system): isotropy and topic diversity do not apply and are skipped."""
@@ -473,8 +565,9 @@ def _analyses(study: Study, boot: BootstrapConfig, rec: PerQueryRecords, doc_emb
     rows: list[dict[str, Any]] = []
     if a.thresholds:
         log(f"[adaptlab] {system}: bootstrap similarity thresholds (K={a.top_k}, test {a.threshold_test})")
-        rows += similarity_thresholds(rec, k=a.top_k, test=a.threshold_test, margin=a.threshold_margin,
-                                      bootstrap=boot).to_metric_rows()
+        rows += similarity_thresholds(
+            rec, k=a.top_k, test=a.threshold_test, margin=a.threshold_margin, bootstrap=boot
+        ).to_metric_rows()
     if a.coe_roe:
         rows += overlap_metrics(rec, k=a.top_k, psi=a.psi, bootstrap=boot).to_metric_rows()
     if doc_emb is None and (a.isotropy or a.topic_diversity):

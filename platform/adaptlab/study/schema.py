@@ -87,7 +87,6 @@ __all__ = [
 ]
 
 
-
 def is_store_uri(store: str | Path) -> bool:
     """Whether a ``store`` value is a URI (``s3://...``, ``file:///...``) rather than a path."""
     return is_uri(store)
@@ -114,19 +113,38 @@ class StoreURI(str):
         return StoreURI(self.rstrip("/") + "/" + str(name).strip("/"))
 
 
-def setting(default: Any = MISSING, *, help: str, factory: Any = None, choices: Sequence[Any] | None = None,
-            minimum: int | None = None, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
-            hi_open: bool = False, off: Any = None, key: str = "", default_text: str = "",
-            custom: bool = False) -> Any:
+def setting(
+    default: Any = MISSING,
+    *,
+    help: str,
+    factory: Any = None,
+    choices: Sequence[Any] | None = None,
+    minimum: int | None = None,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    off: Any = None,
+    key: str = "",
+    default_text: str = "",
+    custom: bool = False,
+) -> Any:
     """A dataclass field of a study-file section, declared with what the file may hold: a one-line
     ``help`` text, ``choices``, an integer ``minimum`` or a number range ``lo``..``hi`` (open ends
     with ``lo_open`` / ``hi_open``), ``off`` (the TOML value that means None: ``False`` or
     ``"auto"``), the TOML ``key`` when it differs from the field name, ``default_text`` when the
     default depends on the rest of the study, and ``custom`` for a key its reader checks itself.
     :func:`read_fields` checks a table against these; :func:`adaptlab.study.keys.sections` lists them."""
-    meta = {"help": help, "choices": tuple(choices) if choices is not None else None, "minimum": minimum,
-            "range": (lo, hi, lo_open, hi_open) if lo is not None or hi is not None else None, "off": off,
-            "key": key, "default_text": default_text, "custom": custom}
+    meta = {
+        "help": help,
+        "choices": tuple(choices) if choices is not None else None,
+        "minimum": minimum,
+        "range": (lo, hi, lo_open, hi_open) if lo is not None or hi is not None else None,
+        "off": off,
+        "key": key,
+        "default_text": default_text,
+        "custom": custom,
+    }
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
@@ -143,9 +161,11 @@ class StudySection:
 
     name: str = setting("study", help="the study's name: in the store, in job ids and in printed tables")
     seed: int = setting(0, minimum=0, help="the root seed every random choice derives from (adaptlab.study.seeds)")
-    store: str | None = setting(None, default_text="results/<[study].name>",
-                                help='the results store: a folder (relative to the project root) or a URI '
-                                '(s3://...); "" keeps nothing')
+    store: str | None = setting(
+        None,
+        default_text="results/<[study].name>",
+        help='the results store: a folder (relative to the project root) or a URI (s3://...); "" keeps nothing',
+    )
     address: str = setting("", help='the Ray cluster to run on ("": an embedded local Ray when one is needed)')
     description: str = setting("", help="free text kept with the study")
 
@@ -154,26 +174,35 @@ class StudySection:
 class DatasetSection:
     """``[[datasets]]``: a dataset spec ``FORMAT:PATH`` (see ``adaptlab.data.load_dataset``)."""
 
-    spec: str = setting("", help="FORMAT:PATH of the dataset (beir:DIR, pairs:FILE.csv, synthetic:..., "
-                        "trec:...); required")
-    name: str = setting("", help="the dataset's name in the store (default: the file or folder name "
-                        "without its extension)")
+    spec: str = setting(
+        "", help="FORMAT:PATH of the dataset (beir:DIR, pairs:FILE.csv, synthetic:..., trec:...); required"
+    )
+    name: str = setting(
+        "", help="the dataset's name in the store (default: the file or folder name without its extension)"
+    )
     split: str = setting("test", help="the qrels split to evaluate (BEIR formats)")
-    options: dict[str, Any] = setting(factory=dict, help="the format's options, e.g. {question_col = \"q\", context_col = \"c\"} "
-                                      "for a pairs: CSV/TSV/JSONL file (also query_id_col, doc_id_col, "
-                                      "title_col, file_format); on the command line --dataset-option KEY=VALUE")
-    group_by: list[str] = setting(factory=list, help="query grouping columns (a pairs file's columns; a BEIR "
-                                  "query's keys or its metadata's): every measure also per group, paired p "
-                                  "adjusted within each measure across the groups; on the command line "
-                                  "--dataset-option group_by=COL")
+    options: dict[str, Any] = setting(
+        factory=dict,
+        help='the format\'s options, e.g. {question_col = "q", context_col = "c"} '
+        "for a pairs: CSV/TSV/JSONL file (also query_id_col, doc_id_col, "
+        "title_col, file_format); on the command line --dataset-option KEY=VALUE",
+    )
+    group_by: list[str] = setting(
+        factory=list,
+        help="query grouping columns (a pairs file's columns; a BEIR "
+        "query's keys or its metadata's): every measure also per group, paired p "
+        "adjusted within each measure across the groups; on the command line "
+        "--dataset-option group_by=COL",
+    )
 
     def reader_options(self) -> dict[str, Any]:
         """The options the format's reader gets: ``options``, and ``group_by`` when set."""
         if not self.group_by:
             return dict(self.options)
         if "group_by" in self.options:
-            raise ConfigError(f"[[datasets]] {self.name or self.spec!r}: group_by is given both as a key and in "
-                              "options; keep one")
+            raise ConfigError(
+                f"[[datasets]] {self.name or self.spec!r}: group_by is given both as a key and in options; keep one"
+            )
         return {**self.options, "group_by": list(self.group_by)}
 
 
@@ -183,30 +212,39 @@ class ModelSection:
     ``embedding_backend`` and ``precision`` (``""``: ``[embedding]``'s) set how this system's
     sentence-transformers model runs (:mod:`adaptlab.models.inference`)."""
 
-    ref: str = setting("", help='the model: an alias (minilm), a local folder, a hub id, "bm25" or "hash:DIM"; '
-                       "required")
+    ref: str = setting(
+        "", help='the model: an alias (minilm), a local folder, a hub id, "bm25" or "hash:DIM"; required'
+    )
     name: str = setting("", help="the system's name (default: the last part of ref)")
-    backend: str = setting("auto", help='the model kind: "auto" (from the checkpoint), '
-                           '"sentence-transformers", "flagembedding", "colbert"')
-    embedding_backend: str = setting("", choices=("", *BACKEND_SETTINGS),
-                                     help='how a sentence-transformers model runs ("": [embedding].backend)')
-    precision: str = setting("", choices=("", *PRECISIONS), help='the encoder\'s precision ("": '
-                             '[embedding].precision); a reduced one is shown in the name')
+    backend: str = setting(
+        "auto", help='the model kind: "auto" (from the checkpoint), "sentence-transformers", "flagembedding", "colbert"'
+    )
+    embedding_backend: str = setting(
+        "", choices=("", *BACKEND_SETTINGS), help='how a sentence-transformers model runs ("": [embedding].backend)'
+    )
+    precision: str = setting(
+        "",
+        choices=("", *PRECISIONS),
+        help='the encoder\'s precision ("": [embedding].precision); a reduced one is shown in the name',
+    )
     batch_size: int = setting(64, minimum=1, help="texts per encoder call")
     query_instruction: str = setting("", help="text put before every query")
     document_instruction: str = setting("", help="text put before every document")
     max_seq_length: int = setting(0, minimum=0, help="tokens kept per text (0: the model's)")
     trust_remote_code: bool = setting(False, help="must stay false: adaptlab never runs a model's own code")
-    options: dict[str, Any] = setting(factory=dict, help="the backend's own options (BM25: k1, b, method, "
-                                      "stemmer, stopwords; ColBERT: search, ...)")
+    options: dict[str, Any] = setting(
+        factory=dict, help="the backend's own options (BM25: k1, b, method, stemmer, stopwords; ColBERT: search, ...)"
+    )
 
 
 @dataclass
 class EvaluationSection:
     """``[evaluation]``: measures and retrieval depth; ``baseline`` for paired tests."""
 
-    metrics: list[str] = setting(factory=lambda: ["acc@1", "acc@5", "ndcg@10", "mrr@10", "recall@100"],
-                                 help="the measures (acc@k, ndcg@k, mrr@k, recall@k, map@k, ...)")
+    metrics: list[str] = setting(
+        factory=lambda: ["acc@1", "acc@5", "ndcg@10", "mrr@10", "recall@100"],
+        help="the measures (acc@k, ndcg@k, mrr@k, recall@k, map@k, ...)",
+    )
     k: int = setting(100, minimum=1, help="documents retrieved per query")
     baseline: str = setting("", help='the system every other is compared with ("": every pair)')
 
@@ -219,15 +257,18 @@ class BootstrapSection:
 
     n_resamples: int = setting(1000, minimum=1, help="bootstrap resamples m (at most 10,000,000)")
     sample_size: int = setting(0, minimum=0, help="queries per resample l (0: all queries; at most 10^8)")
-    seed: int | None = setting(None, minimum=0, default_text="derived from [study].seed",
-                               help="the resamples' seed")
-    confidence: float = setting(0.95, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
-                                help="the level of every confidence interval")
+    seed: int | None = setting(None, minimum=0, default_text="derived from [study].seed", help="the resamples' seed")
+    confidence: float = setting(
+        0.95, lo=0.0, hi=1.0, lo_open=True, hi_open=True, help="the level of every confidence interval"
+    )
     interval: str = setting("auto", choices=INTERVALS, help="the interval method (auto: by measure and sample)")
     adjustment: str = setting("holm", choices=ADJUSTMENTS, help="the multiple-comparison adjustment of p values")
-    test: str = setting("sign-flip", choices=PAIRED_TESTS,
-                        help="the paired test at every number of queries (sign-flip; bootstrap: the paired "
-                             "bootstrap p, liberal at small query counts)")
+    test: str = setting(
+        "sign-flip",
+        choices=PAIRED_TESTS,
+        help="the paired test at every number of queries (sign-flip; bootstrap: the paired "
+        "bootstrap p, liberal at small query counts)",
+    )
     allow_oversampling: bool = setting(False, help="allow sample_size above the number of queries")
 
 
@@ -249,21 +290,34 @@ class EmbeddingSection:
     (:mod:`adaptlab.models.inference`). A system at reduced precision is named with it
     (``minilm`` -> ``minilm-bf16``, :func:`~adaptlab.models.inference.precision_name`)."""
 
-    backend: str = setting(DEFAULT_BACKEND, choices=BACKEND_SETTINGS,
-                           help="how sentence-transformers models run (torch, onnx, openvino; auto: the "
-                           "fastest installed one, OpenVINO with the fast extra)")
-    precision: str = setting(EXACT_PRECISION, choices=PRECISIONS,
-                             help="fp32 (exact) or a reduced precision (bf16, int8)")
+    backend: str = setting(
+        DEFAULT_BACKEND,
+        choices=BACKEND_SETTINGS,
+        help="how sentence-transformers models run (torch, onnx, openvino; auto: the "
+        "fastest installed one, OpenVINO with the fast extra)",
+    )
+    precision: str = setting(
+        EXACT_PRECISION, choices=PRECISIONS, help="fp32 (exact) or a reduced precision (bf16, int8)"
+    )
     use_ray: bool = setting(True, help="embed on a pool of Ray actors (false: in-process)")
     num_actors: int = setting(0, minimum=0, help="actors per model (0: as many as fit)")
     batch_size: int = setting(0, minimum=0, help="texts per actor call (0: the model's batch_size)")
-    cache: str = setting("", help='the embedding cache: a folder, a URI or "off" ("": $ADAPTLAB_EMBEDDING_CACHE, '
-                         "else $ADAPTLAB_CACHE or the user's cache folder)")
+    cache: str = setting(
+        "",
+        help='the embedding cache: a folder, a URI or "off" ("": $ADAPTLAB_EMBEDDING_CACHE, '
+        "else $ADAPTLAB_CACHE or the user's cache folder)",
+    )
     cache_max_gib: float = setting(0.0, lo=0.0, help="the cache's size bound in GiB (0: the default)")
-    placement_timeout: float | None = setting(None, default_text="$ADAPTLAB_POOL_PLACEMENT_TIMEOUT, else 180",
-                                              help="seconds (> 0) the pool may go without a ready actor")
-    local_below: int = setting(LOCAL_BELOW, minimum=0, help="calls of fewer texts embed in-process until "
-                               "the model's pool was used (0: every call on Ray)")
+    placement_timeout: float | None = setting(
+        None,
+        default_text="$ADAPTLAB_POOL_PLACEMENT_TIMEOUT, else 180",
+        help="seconds (> 0) the pool may go without a ready actor",
+    )
+    local_below: int = setting(
+        LOCAL_BELOW,
+        minimum=0,
+        help="calls of fewer texts embed in-process until the model's pool was used (0: every call on Ray)",
+    )
 
 
 @dataclass
@@ -277,8 +331,9 @@ class AnalysisSection:
     top_k: int = setting(5, minimum=1, help="K of the thresholds and COE/ROE")
     psi: float = setting(5.0, lo=0.0, hi=100.0, lo_open=True, help="the COE/ROE percentage psi, in (0, 100]")
     threshold_test: str = setting("exact", choices=THRESHOLD_TESTS, help="the thresholds' test")
-    threshold_margin: float = setting(0.01, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
-                                      help="the thresholds' margin, in (0, 1)")
+    threshold_margin: float = setting(
+        0.01, lo=0.0, hi=1.0, lo_open=True, hi_open=True, help="the thresholds' margin, in (0, 1)"
+    )
 
 
 @dataclass(frozen=True)
@@ -385,10 +440,16 @@ class Study:
         """``[bootstrap]`` as one frozen :class:`~adaptlab.stats.BootstrapConfig`; its seed is
         ``[bootstrap].seed`` when given, else derived from ``[study].seed`` (stage ``"bootstrap"``)."""
         b = self.bootstrap
-        return BootstrapConfig(n_resamples=b.n_resamples, sample_size=b.sample_size or None,
-                               seed=stage_seed(self.study.seed, "bootstrap", b.seed), confidence=b.confidence,
-                               interval=b.interval, adjustment=b.adjustment, test=b.test,
-                               allow_oversampling=b.allow_oversampling)
+        return BootstrapConfig(
+            n_resamples=b.n_resamples,
+            sample_size=b.sample_size or None,
+            seed=stage_seed(self.study.seed, "bootstrap", b.seed),
+            confidence=b.confidence,
+            interval=b.interval,
+            adjustment=b.adjustment,
+            test=b.test,
+            allow_oversampling=b.allow_oversampling,
+        )
 
     def with_overrides(self, overrides: Overrides | None = None, **changes: Any) -> Study:
         """A copy with command-line overrides applied: ``overrides`` (:class:`Overrides`), or its
@@ -400,8 +461,12 @@ class Study:
             out.name_precisions()
             out.reread_adaptation()  # the base model may be the first [[models]] entry
         if o.datasets:
-            out.datasets = [DatasetSection(spec=d, name=_override_name(d, "--dataset", dataset=True),
-                                           options=dict(o.dataset_options or {})) for d in o.datasets]
+            out.datasets = [
+                DatasetSection(
+                    spec=d, name=_override_name(d, "--dataset", dataset=True), options=dict(o.dataset_options or {})
+                )
+                for d in o.datasets
+            ]
         elif o.dataset_options:
             for d in out.datasets:
                 d.options = {**d.options, **o.dataset_options}
@@ -492,12 +557,21 @@ class SectionChecker:
             raise self.fail(key, f"an integer >= {minimum}", value)
         return value
 
-    def number(self, key: str, value: Any, lo: float | None = None, hi: float | None = None,
-               lo_open: bool = False, hi_open: bool = False) -> float:
+    def number(
+        self,
+        key: str,
+        value: Any,
+        lo: float | None = None,
+        hi: float | None = None,
+        lo_open: bool = False,
+        hi_open: bool = False,
+    ) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.fail(key, "a number", value)
         v = float(value)
-        if (lo is not None and (v < lo or (lo_open and v == lo))) or (hi is not None and (v > hi or (hi_open and v == hi))):
+        if (lo is not None and (v < lo or (lo_open and v == lo))) or (
+            hi is not None and (v > hi or (hi_open and v == hi))
+        ):
             raise self.fail(key, "a number in " + interval_text(lo, hi, lo_open, hi_open), value)
         return v
 
@@ -561,8 +635,10 @@ def type_hints(cls: type) -> dict[str, Any]:
 
 def interval_text(lo: float | None, hi: float | None, lo_open: bool = False, hi_open: bool = False) -> str:
     """``(0.0, 1.0]``: a range as the error messages and the study-file reference write it."""
-    return (f"{'(' if lo_open else '['}{lo if lo is not None else '-inf'}, "
-            f"{hi if hi is not None else 'inf'}{')' if hi_open else ']'}")
+    return (
+        f"{'(' if lo_open else '['}{lo if lo is not None else '-inf'}, "
+        f"{hi if hi is not None else 'inf'}{')' if hi_open else ']'}"
+    )
 
 
 def _check_declared(check: SectionChecker, f: Any, value: Any) -> Any:
@@ -602,7 +678,9 @@ def build_section(cls: type, raw: Any, where: str) -> Any:
     return cls(**kwargs)
 
 
-def read_fields(cls: type, raw: Mapping[str, Any], check: SectionChecker, *, given: Sequence[str] = ()) -> dict[str, Any]:
+def read_fields(
+    cls: type, raw: Mapping[str, Any], check: SectionChecker, *, given: Sequence[str] = ()
+) -> dict[str, Any]:
     """The keyword arguments of ``cls`` for the keys of ``raw`` that its fields declare (not those
     marked ``custom``, nor keys not in ``given`` when ``given`` is non-empty): each value checked
     against the field's type and declared choices and range, with the error naming the file, the
@@ -629,8 +707,7 @@ def read_value(check: SectionChecker, f: Any, tp: Any, value: Any) -> Any:
         if value is off or (isinstance(off, str) and value == off):
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise check.fail(key, 'a number or "auto"' if off == "auto" else "a number, or false to turn it off",
-                             value)
+            raise check.fail(key, 'a number or "auto"' if off == "auto" else "a number, or false to turn it off", value)
         return check.number(key, value, *rng)
     if args == {int, type(None)}:
         return None if value == 0 and not isinstance(value, bool) else check.integer(key, value, 1)
@@ -676,8 +753,10 @@ def check_sections(study: Study) -> None:
     baseline = study.evaluation.baseline
     names = [m.name for m in study.models]
     if baseline and not study.adapt_table and all(names) and baseline not in names:
-        raise ConfigError(f"{source}: [evaluation].baseline = {baseline!r} is not a [[models]] name; "
-                          f"expected one of {', '.join(names)}")
+        raise ConfigError(
+            f"{source}: [evaluation].baseline = {baseline!r} is not a [[models]] name; "
+            f"expected one of {', '.join(names)}"
+        )
 
 
 def _check_inference(study: Study) -> None:
@@ -695,12 +774,26 @@ def _check_inference(study: Study) -> None:
         except ConfigError as e:
             raise ConfigError(f"{check.where()}: {e} (the entry's keys, else [embedding]'s)") from e
         if precision_name(m.name, inference.precision) != m.name:
-            raise check.fail("name", f"a name that shows its reduced precision {inference.precision!r} "
-                                     f"(e.g. {precision_name(m.name, inference.precision)!r})", m.name)
+            raise check.fail(
+                "name",
+                f"a name that shows its reduced precision {inference.precision!r} "
+                f"(e.g. {precision_name(m.name, inference.precision)!r})",
+                m.name,
+            )
 
 
-DATA_SUFFIXES: tuple[str, ...] = (".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".txt", ".trec", ".qrels",
-                                   ".gz", ".zip")
+DATA_SUFFIXES: tuple[str, ...] = (
+    ".csv",
+    ".tsv",
+    ".jsonl",
+    ".ndjson",
+    ".json",
+    ".txt",
+    ".trec",
+    ".qrels",
+    ".gz",
+    ".zip",
+)
 """File extensions a dataset name leaves out (``pairs:qa.csv`` -> ``qa``)."""
 
 
@@ -723,4 +816,3 @@ def project_root(start: Path) -> Path:
         if (p / "pyproject.toml").exists():
             return p
     return start
-

@@ -61,8 +61,15 @@ from typing import IO, Any
 
 from adaptlab.errors import ConfigError
 
-__all__ = ["ARCHIVE_BYTES", "ARCHIVE_MEMBERS", "BASE64_MIN", "BLOCK", "NESTING", "CredentialFinding",
-           "find_credentials"]
+__all__ = [
+    "ARCHIVE_BYTES",
+    "ARCHIVE_MEMBERS",
+    "BASE64_MIN",
+    "BLOCK",
+    "NESTING",
+    "CredentialFinding",
+    "find_credentials",
+]
 
 BLOCK = 1 << 20
 """Bytes of text read at a time (cut at the last line end; a longer line is read whole up to
@@ -139,8 +146,9 @@ class _Detector:
                 continue
             for plugin in self.plugins:
                 for secret in plugin.analyze_line(filename=filename, line=line, line_number=number, context=context):
-                    if not self._filtered(filename=filename, line=line, context=context, plugin=plugin,
-                                          secret=secret.secret_value):
+                    if not self._filtered(
+                        filename=filename, line=line, context=context, plugin=plugin, secret=secret.secret_value
+                    ):
                         yield plugin.secret_type, number
 
     def _filtered(self, **given: Any) -> bool:
@@ -203,8 +211,9 @@ def _detector() -> _Detector:
         from detect_secrets.plugins.keyword import DENYLIST_REGEX, KeywordDetector
         from detect_secrets.settings import get_filters, get_plugins, transient_settings
     except ImportError as e:
-        raise ConfigError("adaptlab submit checks every uploaded file for credentials with detect-secrets: "
-                          "pip install detect-secrets") from e
+        raise ConfigError(
+            "adaptlab submit checks every uploaded file for credentials with detect-secrets: pip install detect-secrets"
+        ) from e
     from adaptlab.study import credential_formats
 
     plugin_classes: dict[Any, type] = get_mapping_from_secret_type_to_class()
@@ -214,9 +223,11 @@ def _detector() -> _Detector:
     with transient_settings({"plugins_used": used}) as settings:
         # no verification (it would send the secret to its issuer); names are not paths here, and
         # content, not a name, decides what is text
-        settings.disable_filters("detect_secrets.filters.common.is_ignored_due_to_verification_policies",
-                                 "detect_secrets.filters.common.is_invalid_file",
-                                 "detect_secrets.filters.heuristic.is_non_text_file")
+        settings.disable_filters(
+            "detect_secrets.filters.common.is_ignored_due_to_verification_policies",
+            "detect_secrets.filters.common.is_invalid_file",
+            "detect_secrets.filters.heuristic.is_non_text_file",
+        )
         get_mapping_from_secret_type_to_class.cache_clear()  # load the custom plugins named by path
         try:
             plugins, filters = list(get_plugins()), list(get_filters())
@@ -230,7 +241,7 @@ def _detector() -> _Detector:
             found = list(p.denylist)
             patterns += [(p.secret_type, rx) for rx in found]
         elif isinstance(p, HighEntropyStringsPlugin):  # n characters hold at most log2(n) bits each
-            shortest = max(1, int(2 ** p.entropy_limit))
+            shortest = max(1, int(2**p.entropy_limit))
             found = [re.compile(rf"([\'\"])([{re.escape(p.charset)}]{{{shortest},}})(\1)")]
         elif isinstance(p, KeywordDetector):
             found = [re.compile(DENYLIST_REGEX, re.IGNORECASE)]
@@ -342,8 +353,16 @@ class _Scan:
                 with opener(fileobj=f) as inner, self.spooled(inner) as plain:
                     inner_name = name.rsplit(".", 1)[0] if "." in name else name
                     self.stream(plain, inner_name, f"{where}, {packed}" if where else packed, depth + 1)
-        except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, lzma.LZMAError, ValueError,
-                NotImplementedError, RuntimeError) as e:
+        except (
+            OSError,
+            EOFError,
+            zipfile.BadZipFile,
+            tarfile.TarError,
+            lzma.LZMAError,
+            ValueError,
+            NotImplementedError,
+            RuntimeError,
+        ) as e:
             raise _Unchecked(f"cannot be unpacked: {type(e).__name__}") from None
 
     def zip_members(self, f: IO[bytes], where: str, depth: int) -> None:
@@ -390,8 +409,11 @@ class _Scan:
 
 
 def _member(where: str, name: str) -> str:
-    return f"{where} > {name}" if where.startswith("archive member") else (
-        f"{where}, archive member {name}" if where else f"archive member {name}")
+    return (
+        f"{where} > {name}"
+        if where.startswith("archive member")
+        else (f"{where}, archive member {name}" if where else f"archive member {name}")
+    )
 
 
 def _archive_kind(head: bytes) -> str:
@@ -412,15 +434,19 @@ def _archive_kind(head: bytes) -> str:
 def _text_encoding(head: bytes) -> str | None:
     """The encoding of text starting with ``head``: a byte-order mark, NULs in every other (or
     three of four) positions, else UTF-8 when it decodes; None for binary content."""
-    for bom, name in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-                      (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
-                      (codecs.BOM_UTF16_BE, "utf-16")):
+    for bom, name in (
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
         if head.startswith(bom):
             return name
     sample = head[: len(head) // 4 * 4]
     if len(sample) >= 8:
         for offset, name in ((1, "utf-16-le"), (0, "utf-16-be")):
-            if sample[offset::2].count(0) == len(sample) // 2 and sample[1 - offset::2].count(0) == 0:
+            if sample[offset::2].count(0) == len(sample) // 2 and sample[1 - offset :: 2].count(0) == 0:
                 return name
     if b"\x00" in head:
         return None

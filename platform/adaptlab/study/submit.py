@@ -212,8 +212,11 @@ def _ensure_token_mode() -> bool:
     if os.environ.get("RAY_AUTH_MODE"):
         return False
     path = os.environ.get("RAY_AUTH_TOKEN_PATH")
-    if not (os.environ.get("RAY_AUTH_TOKEN") or (path and Path(path).expanduser().is_file())
-            or (Path.home() / ".ray" / "auth_token").is_file()):
+    if not (
+        os.environ.get("RAY_AUTH_TOKEN")
+        or (path and Path(path).expanduser().is_file())
+        or (Path.home() / ".ray" / "auth_token").is_file()
+    ):
         return False
     os.environ["RAY_AUTH_MODE"] = "token"
     if "ray._raylet" in sys.modules:  # Ray already read the mode: refresh its cached config
@@ -298,8 +301,8 @@ def _attempts(jobs: Any, base: str) -> dict[int, Any]:
         sid = getattr(job, "submission_id", None) or ""
         if sid == base:
             out[1] = job
-        elif sid.startswith(base + "-a") and sid[len(base) + 2:].isdigit():
-            out[int(sid[len(base) + 2:])] = job
+        elif sid.startswith(base + "-a") and sid[len(base) + 2 :].isdigit():
+            out[int(sid[len(base) + 2 :])] = job
     return out
 
 
@@ -313,8 +316,9 @@ def upload_plan(study_path: str | Path, *, allow_credentials: Iterable[str] = ()
     study = load_study(path)  # validate before anything leaves this machine
     root = project_root(path.parent)
     check_data_reaches_job(study, root)
-    return study, plan_upload(study, path, root, in_project=(root / "pyproject.toml").is_file(),
-                              allow_credentials=allow_credentials)
+    return study, plan_upload(
+        study, path, root, in_project=(root / "pyproject.toml").is_file(), allow_credentials=allow_credentials
+    )
 
 
 def submit_study(
@@ -360,8 +364,10 @@ def submit_study(
     Examples
     --------
     >>> from pathlib import Path
-    >>> _ = Path("demo.toml").write_text('[study]\\nname = "demo"\\n[[datasets]]\\nname = "s"\\n'
-    ...                                  'spec = "synthetic:n_documents=3"\\n[[models]]\\nname = "hash"\\nref = "hash"\\n')
+    >>> _ = Path("demo.toml").write_text(
+    ...     '[study]\\nname = "demo"\\n[[datasets]]\\nname = "s"\\n'
+    ...     'spec = "synthetic:n_documents=3"\\n[[models]]\\nname = "hash"\\nref = "hash"\\n'
+    ... )
     >>> study, plan = upload_plan("demo.toml")  # what would be sent; nothing is
     >>> sorted(plan.files)
     ['demo.toml']
@@ -391,29 +397,43 @@ def submit_study(
     else:
         n = 1
     sid = base if n == 1 else f"{base}-a{n}"
-    _submit(client, address, sid, plan, resolved, code,
-            {"adaptlab.study": study.study.name, "adaptlab.attempt": str(n)})
+    _submit(
+        client, address, sid, plan, resolved, code, {"adaptlab.study": study.study.name, "adaptlab.attempt": str(n)}
+    )
     status = _follow(client, address, sid, timeout_s, log) if wait else _status(client, address, sid)
     return SubmitResult(sid, status, False, resolved, n, previous, code)
 
 
-def _submit(client: Any, address: str, sid: str, plan: UploadPlan, store: str, code: dict[str, Any],
-            metadata: dict[str, str]) -> None:
+def _submit(
+    client: Any, address: str, sid: str, plan: UploadPlan, store: str, code: dict[str, Any], metadata: dict[str, str]
+) -> None:
     """Stage the upload in a temporary folder and submit the job with it as ``working_dir``
     (Ray packs and uploads it inside ``submit_job``; the folder is removed afterwards)."""
     with tempfile.TemporaryDirectory(prefix="adaptlab-upload-") as tmp:
         staged = plan.stage(Path(tmp))
-        _call(address, "submitting the job", client.submit_job,
-              entrypoint=build_entrypoint(plan.study_rel, store),
-              submission_id=sid,
-              runtime_env={
-                  "working_dir": str(staged),
-                  # relative: the job's driver and every worker start in the unpacked working_dir
-                  "env_vars": {"PYTHONPATH": "platform", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                               CODE_ENV: json.dumps(code, sort_keys=True)},
-              },
-              metadata={**metadata, "adaptlab.version": str(code["version"]), "adaptlab.commit": str(code["commit"]),
-                        "adaptlab.tree_sha256": str(code["tree_sha256"])})
+        _call(
+            address,
+            "submitting the job",
+            client.submit_job,
+            entrypoint=build_entrypoint(plan.study_rel, store),
+            submission_id=sid,
+            runtime_env={
+                "working_dir": str(staged),
+                # relative: the job's driver and every worker start in the unpacked working_dir
+                "env_vars": {
+                    "PYTHONPATH": "platform",
+                    "HF_HUB_OFFLINE": "1",
+                    "TOKENIZERS_PARALLELISM": "false",
+                    CODE_ENV: json.dumps(code, sort_keys=True),
+                },
+            },
+            metadata={
+                **metadata,
+                "adaptlab.version": str(code["version"]),
+                "adaptlab.commit": str(code["commit"]),
+                "adaptlab.tree_sha256": str(code["tree_sha256"]),
+            },
+        )
 
 
 def _follow(client: Any, address: str, sid: str, timeout_s: float | None, log=None) -> str:

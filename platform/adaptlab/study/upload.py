@@ -63,15 +63,52 @@ __all__ = [
 ]
 
 PACKAGE = "platform/adaptlab"
-CODE_SUFFIXES = frozenset({".py", ".pyi", ".typed", ".toml", ".json", ".yaml", ".yml", ".md", ".txt", ".cfg",
-                           ".ini", ".csv", ".tex", ".sty", ".html", ".css", ".js", ".jinja"})
+CODE_SUFFIXES = frozenset(
+    {
+        ".py",
+        ".pyi",
+        ".typed",
+        ".toml",
+        ".json",
+        ".yaml",
+        ".yml",
+        ".md",
+        ".txt",
+        ".cfg",
+        ".ini",
+        ".csv",
+        ".tex",
+        ".sty",
+        ".html",
+        ".css",
+        ".js",
+        ".jinja",
+    }
+)
 """Files of the package source that are uploaded (anything else under platform/adaptlab is not)."""
 JOB_SUFFIXES = frozenset({".toml", ".py", ".md", ".txt", ".yaml", ".yml", ".json", ".sh"})
 """Files of ``jobs/`` that are uploaded."""
 ROOT_FILES = ("pyproject.toml", "README.md", "README.rst", "README.txt", "README")
-CREDENTIAL_PATTERNS = ("credentials", "credentials.*", "auth_token", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks",
-                       "*.keystore", "*.kdbx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*secret*",
-                       "*.netrc", "*.pgpass", "*.env")
+CREDENTIAL_PATTERNS = (
+    "credentials",
+    "credentials.*",
+    "auth_token",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "*secret*",
+    "*.netrc",
+    "*.pgpass",
+    "*.env",
+)
 """File names never uploaded (case-insensitive globs), on top of every dotfile."""
 CACHE_DIRS = ("__pycache__", "node_modules", "*.egg-info", "site-packages")
 ALLOW_CREDENTIAL_FLAG = "--allow-credential-file"
@@ -115,7 +152,7 @@ class UploadPlan:
     def package_sha256(self) -> str:
         """SHA-256 over the uploaded package files (see :func:`package_sha256`); "" without one."""
         pkg = [f for f in self.sorted_files() if f.rel.startswith(PACKAGE + "/")]
-        return package_sha256((f.rel[len(PACKAGE) + 1:], f.source) for f in pkg) if pkg else ""
+        return package_sha256((f.rel[len(PACKAGE) + 1 :], f.source) for f in pkg) if pkg else ""
 
     def stage(self, dest: Path) -> Path:
         """Hard-link (or copy, across file systems) every file into ``dest``; returns ``dest``."""
@@ -133,8 +170,10 @@ class UploadPlan:
         lines = [f"{_size(f.size):>10}  {f.rel}" for f in self.sorted_files()]
         lines.append(f"{len(self.files)} file(s), {_size(self.total_bytes)} in total, from {self.root}")
         if self.total_bytes > RAY_UPLOAD_LIMIT:
-            lines.append(f"warning: over Ray's upload limit of about {_size(RAY_UPLOAD_LIMIT)}; put large data on "
-                         "storage every node reads and give its absolute path")
+            lines.append(
+                f"warning: over Ray's upload limit of about {_size(RAY_UPLOAD_LIMIT)}; put large data on "
+                "storage every node reads and give its absolute path"
+            )
         if not self.package:
             lines.append("no package source (platform/adaptlab) is uploaded: the job runs the cluster's adaptlab")
         lines += [f"not uploaded: {rel} ({why})" for rel, why in self.skipped]
@@ -286,7 +325,7 @@ def package_files(root: Path) -> list[tuple[str, Path]]:
     plan = UploadPlan(root, "", True)
     if (root / PACKAGE).is_dir():
         _add_tree(plan, root / PACKAGE, CODE_SUFFIXES)
-    return [(f.rel[len(PACKAGE) + 1:], f.source) for f in plan.sorted_files()]
+    return [(f.rel[len(PACKAGE) + 1 :], f.source) for f in plan.sorted_files()]
 
 
 def _spec_path(value: str) -> str:
@@ -301,8 +340,9 @@ def _spec_path(value: str) -> str:
 def _input_refs(study: Any) -> list[tuple[str, str]]:
     """``(key, reference)`` of every entry of ``study`` that may name a local path."""
     refs = [(f"[[datasets]] {d.name!r} spec", _spec_path(d.spec)) for d in study.datasets]
-    refs += [(f"[[models]] {m.name!r} ref", m.ref) for m in study.models
-             if study.resolve_model_ref(m.ref) != m.ref]  # a local model directory
+    refs += [
+        (f"[[models]] {m.name!r} ref", m.ref) for m in study.models if study.resolve_model_ref(m.ref) != m.ref
+    ]  # a local model directory
     adapt = study.adapt_table or {}  # [adapt] as written: its relative paths
     if isinstance(adapt.get("corpus"), str):
         refs.append(("[adapt].corpus", _spec_path(adapt["corpus"])))
@@ -325,8 +365,9 @@ def declared_inputs(study: Any) -> list[tuple[str, Path]]:
     return out
 
 
-def plan_upload(study: Any, study_path: Path, root: Path, *, in_project: bool,
-                allow_credentials: Iterable[str] = ()) -> UploadPlan:
+def plan_upload(
+    study: Any, study_path: Path, root: Path, *, in_project: bool, allow_credentials: Iterable[str] = ()
+) -> UploadPlan:
     """The allow-list upload of ``study`` (loaded from ``study_path``) with project root ``root``;
     ``in_project`` False: only the study file and its declared inputs (root is the study's folder).
     Files with credential content are left out (:attr:`UploadPlan.refused`) unless their path in
@@ -351,8 +392,10 @@ def plan_upload(study: Any, study_path: Path, root: Path, *, in_project: bool,
         if full == root or not _inside(full, root):
             where = "the project folder" if in_project else "the study's folder (the study is in no project)"
             what = f"names the whole of {where}" if full == root else f"{full} is outside {where}"
-            raise ConfigError(f"{study.source}: {key}: {what} {root}; only the study's declared inputs inside that "
-                              "folder are uploaded with the job: name the data folder itself, move the data under "
-                              "it, or give an absolute path that exists on every node")
+            raise ConfigError(
+                f"{study.source}: {key}: {what} {root}; only the study's declared inputs inside that "
+                "folder are uploaded with the job: name the data folder itself, move the data under "
+                "it, or give an absolute path that exists on every node"
+            )
         _add_tree(plan, full)
     return plan

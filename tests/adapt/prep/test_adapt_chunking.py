@@ -19,14 +19,20 @@ from adaptlab.data.dataset import Document
 from adaptlab.data.text import split_sentences
 from adaptlab.errors import ConfigError, DataError
 
-TOPICS = ["wetland permits", "noise from pile driving", "caribou migration", "groundwater wells",
-          "cultural resources", "air quality monitoring", "traffic on the haul road"]
+TOPICS = [
+    "wetland permits",
+    "noise from pile driving",
+    "caribou migration",
+    "groundwater wells",
+    "cultural resources",
+    "air quality monitoring",
+    "traffic on the haul road",
+]
 
 
 def _doc(n_sentences: int, doc_id: str = "d1") -> Document:
     sentences = [
-        f"Section {i} of the statement discusses {TOPICS[i % len(TOPICS)]} near site {i}."
-        for i in range(n_sentences)
+        f"Section {i} of the statement discusses {TOPICS[i % len(TOPICS)]} near site {i}." for i in range(n_sentences)
     ]
     return Document(doc_id, " ".join(sentences))
 
@@ -61,8 +67,7 @@ def test_default_limit_is_256_tokens_with_special_tokens(minilm_tokenizer):
     assert max(c.n_tokens for c in chunks) <= 256
     assert max(c.n_tokens for c in chunks) > 200  # chunks are packed, not one per sentence
     without = chunk_document(_doc(200), minilm_tokenizer, count_special_tokens=False)
-    assert all(len(minilm_tokenizer(c.text, add_special_tokens=False)["input_ids"]) <= 256
-               for c in without)
+    assert all(len(minilm_tokenizer(c.text, add_special_tokens=False)["input_ids"]) <= 256 for c in without)
 
 
 def test_overlong_sentence_is_split_by_tokens_and_flagged(minilm_tokenizer, caplog):
@@ -101,8 +106,7 @@ def test_limit_validation(minilm_tokenizer):
 
 
 def test_chunks_parquet_round_trip(tmp_path):
-    chunks = [Chunk("d#c0", "d", 0, "One. Two.", 0, 9, 6),
-              Chunk("d#c1", "d", 1, "Three", 10, 15, 3, True)]
+    chunks = [Chunk("d#c0", "d", 0, "One. Two.", 0, 9, 6), Chunk("d#c1", "d", 1, "Three", 10, 15, 3, True)]
     path = write_chunks(tmp_path / "c.parquet", chunks, {"max_tokens": "256"})
     assert read_chunks(path) == chunks
     with pytest.raises(DataError, match="cannot read"):

@@ -57,10 +57,20 @@ class FakeChatServer:
                     return self._send(server.fail_status, {"error": "busy"}, extra)
                 chunk = body["messages"][-1]["content"].rsplit("Passage:\n", 1)[-1].strip()
                 word = chunk.split()[0]
-                content = server.reply if server.reply is not None else json.dumps(
-                    {"questions": [f"What about {word}?", f"Why {word}?", f"Where is {word}?",
-                                   f"Who said {word}?"],
-                     "answers": ["a1", "a2", "a3", "a4"]}
+                content = (
+                    server.reply
+                    if server.reply is not None
+                    else json.dumps(
+                        {
+                            "questions": [
+                                f"What about {word}?",
+                                f"Why {word}?",
+                                f"Where is {word}?",
+                                f"Who said {word}?",
+                            ],
+                            "answers": ["a1", "a2", "a3", "a4"],
+                        }
+                    )
                 )
                 message = {"role": "assistant", "content": content}
                 self._send(200, {"choices": [{"message": message}]})
@@ -81,9 +91,7 @@ class FakeChatServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
     def close(self) -> None:
@@ -104,14 +112,18 @@ def _client(server, tmp_path=None, **kw):
     kw.setdefault("api_key_env", None)
     kw.setdefault("timeout", 2.0)
     client = ChatClient(
-        server.url, "fake-model", backoff=0.5, max_backoff=4.0, sleep=sleeps.append,
-        cache=None if tmp_path is None else tmp_path / "cache.sqlite", **kw,
+        server.url,
+        "fake-model",
+        backoff=0.5,
+        max_backoff=4.0,
+        sleep=sleeps.append,
+        cache=None if tmp_path is None else tmp_path / "cache.sqlite",
+        **kw,
     )
     return client, sleeps
 
 
-CHUNKS = [Chunk(f"d{i}#c0", f"d{i}", 0, f"Topic{i} is described in this chunk.", 0, 10, 9)
-          for i in range(3)]
+CHUNKS = [Chunk(f"d{i}#c0", f"d{i}", 0, f"Topic{i} is described in this chunk.", 0, 10, 9) for i in range(3)]
 
 
 def test_generator_parses_questions_and_caches(server, tmp_path):
@@ -180,8 +192,9 @@ def test_client_errors_are_not_retried(server):
 
 
 def test_connection_refused_is_retried_then_fails():
-    client = ChatClient("http://127.0.0.1:9/v1", "m", api_key_env=None, max_retries=1,
-                        timeout=1.0, sleep=lambda s: None)
+    client = ChatClient(
+        "http://127.0.0.1:9/v1", "m", api_key_env=None, max_retries=1, timeout=1.0, sleep=lambda s: None
+    )
     with pytest.raises(LLMError, match="connection failed"):
         client.complete([{"role": "user", "content": "x"}])
     assert client.stats.requests == 2
@@ -203,7 +216,9 @@ def test_unparseable_and_malformed_replies(server):
     assert LLMQuestionGenerator(client).generate(CHUNKS[:1]) == []
     server.reply = "1. First question?\n2) Second question?\nSome remark."
     assert [q.text for q in LLMQuestionGenerator(client).generate(CHUNKS[1:2])] == [
-        "First question?", "Second question?"]
+        "First question?",
+        "Second question?",
+    ]
 
 
 def test_configuration_errors(tmp_path):

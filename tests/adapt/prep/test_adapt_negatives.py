@@ -24,14 +24,14 @@ def _chunk(cid: str) -> Chunk:
 
 # 2-d embeddings: query q at angle 0; the positive p at 0.2 rad; candidates by angle.
 ANGLES = {
-    "a#c0": 0.2,    # the positive chunk itself
-    "b#c0": 0.21,   # near-duplicate of the positive (cos with p > 0.95) and scores higher
+    "a#c0": 0.2,  # the positive chunk itself
+    "b#c0": 0.21,  # near-duplicate of the positive (cos with p > 0.95) and scores higher
     "c#c0": -0.35,  # s = 0.939 > s+ - 0.05 = 0.930: inside the margin, a likely false negative
-    "d#c0": 0.6,    # s = 0.825: a hard negative
-    "e#c0": 0.7,    # s = 0.765
-    "f#c0": 0.9,    # s = 0.622
-    "g#c0": 1.4,    # s = 0.170
-    "h#c0": 0.6,    # ties with d#c0: chunk id descending puts h first
+    "d#c0": 0.6,  # s = 0.825: a hard negative
+    "e#c0": 0.7,  # s = 0.765
+    "f#c0": 0.9,  # s = 0.622
+    "g#c0": 1.4,  # s = 0.170
+    "h#c0": 0.6,  # ties with d#c0: chunk id descending puts h first
 }
 
 
@@ -65,8 +65,7 @@ def test_excludes_positive_near_duplicates_and_margin():
 
 
 def test_rules_can_be_switched_off_and_skip_top():
-    res = mine_hard_negatives([QUESTION], CHUNKS, TableEmbedder(), n=3,
-                              duplicate_threshold=None, margin=None)
+    res = mine_hard_negatives([QUESTION], CHUNKS, TableEmbedder(), n=3, duplicate_threshold=None, margin=None)
     assert res.ids["a#c0#q0"] == ["b#c0", "c#c0", "h#c0"]  # only the positive itself is excluded
     res = mine_hard_negatives([QUESTION], CHUNKS, TableEmbedder(), n=2, skip_top=2)
     assert res.ids["a#c0#q0"] == ["e#c0", "f#c0"]
@@ -81,10 +80,11 @@ def test_small_pool_gives_short_lists_and_pool_restricts_candidates():
 def test_many_queries_match_a_brute_force_reference(bow_embedder):
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(40)]
-    chunks = [Chunk(f"d{i // 5}#c{i % 5}", f"d{i // 5}", i % 5,
-                    " ".join(rng.choice(words, size=8)), 0, 1, 8) for i in range(300)]
-    qs = [SyntheticQuestion(f"{c.id}#q0", " ".join(c.text.split()[:3]), c.id, c.doc_id, "t")
-          for c in chunks[::7]]
+    chunks = [
+        Chunk(f"d{i // 5}#c{i % 5}", f"d{i // 5}", i % 5, " ".join(rng.choice(words, size=8)), 0, 1, 8)
+        for i in range(300)
+    ]
+    qs = [SyntheticQuestion(f"{c.id}#q0", " ".join(c.text.split()[:3]), c.id, c.doc_id, "t") for c in chunks[::7]]
     res = mine_hard_negatives(qs, chunks, bow_embedder, n=5, margin=0.05, duplicate_threshold=0.9)
     emb = {c.id: bow_embedder([c.text], "document")[0] for c in chunks}
     for q in qs:
@@ -92,8 +92,7 @@ def test_many_queries_match_a_brute_force_reference(bow_embedder):
         pv = emb[q.chunk_id]
         ps = float(qv @ pv)
         ranked = sorted(((float(qv @ emb[c.id]), c.id) for c in chunks), key=lambda t: -t[0])
-        expect = [cid for s, cid in ranked
-                  if cid != q.chunk_id and float(emb[cid] @ pv) <= 0.9 and s <= ps - 0.05][:5]
+        expect = [cid for s, cid in ranked if cid != q.chunk_id and float(emb[cid] @ pv) <= 0.9 and s <= ps - 0.05][:5]
         got = res.ids[q.id]
         assert len(got) == 5 and q.chunk_id not in got
         assert all(float(emb[c] @ pv) <= 0.9 + 1e-6 for c in got)
@@ -107,6 +106,7 @@ def test_embedder_adapters():
     class Encoder:
         def encode_queries(self, texts):
             return np.ones((len(texts), 2)) * 2
+
         def encode_documents(self, texts):
             return np.tile([[3.0, 0.0]], (len(texts), 1))
 
@@ -138,8 +138,14 @@ def test_deep_search_when_the_top_candidates_are_all_filtered():
 
     class Emb:
         def __call__(self, texts, kind):
-            return np.stack([_unit([1.0, 0.0]) if t.startswith("QUERY") else
-                             _unit([np.cos(angles[t[8:]]), np.sin(angles[t[8:]])]) for t in texts])
+            return np.stack(
+                [
+                    _unit([1.0, 0.0])
+                    if t.startswith("QUERY")
+                    else _unit([np.cos(angles[t[8:]]), np.sin(angles[t[8:]])])
+                    for t in texts
+                ]
+            )
 
     chunks = [_chunk(c) for c in angles]
     res = mine_hard_negatives([QUESTION], chunks, Emb(), n=3)
@@ -149,8 +155,7 @@ def test_deep_search_when_the_top_candidates_are_all_filtered():
 
 def test_model_reference_string_loads_an_encoder():
     # "hash:64" is adaptlab's model-free hashing encoder: exercises load_encoder + the adapter
-    chunks = [Chunk(f"d{i}#c0", f"d{i}", 0, f"wetland permit river number {i}", 0, 1, 5)
-              for i in range(20)]
+    chunks = [Chunk(f"d{i}#c0", f"d{i}", 0, f"wetland permit river number {i}", 0, 1, 5) for i in range(20)]
     q = SyntheticQuestion("d0#c0#q0", "wetland permit river", "d0#c0", "d0", "t")
     res = mine_hard_negatives([q], chunks, "hash:64", n=3, margin=None)
     assert len(res.ids[q.id]) == 3 and "d0#c0" not in res.ids[q.id]
@@ -164,8 +169,14 @@ def test_ties_across_the_partition_cut_follow_the_id_rule():
 
     class Emb:
         def __call__(self, texts, kind):
-            return np.stack([_unit([1.0, 0.0]) if t.startswith("QUERY") else
-                             _unit([np.cos(angles[t[8:]]), np.sin(angles[t[8:]])]) for t in texts])
+            return np.stack(
+                [
+                    _unit([1.0, 0.0])
+                    if t.startswith("QUERY")
+                    else _unit([np.cos(angles[t[8:]]), np.sin(angles[t[8:]])])
+                    for t in texts
+                ]
+            )
 
     res = mine_hard_negatives([QUESTION], [_chunk(c) for c in angles], Emb(), n=3)
     assert res.ids["a#c0#q0"] == ["t79#c0", "t78#c0", "t77#c0"]
@@ -174,10 +185,11 @@ def test_ties_across_the_partition_cut_follow_the_id_rule():
 def test_numpy_search_matches_faiss(bow_embedder, monkeypatch):
     rng = np.random.default_rng(1)
     words = [f"w{i}" for i in range(30)]
-    chunks = [Chunk(f"d{i // 4}#c{i % 4}", f"d{i // 4}", i % 4,
-                    " ".join(rng.choice(words, size=6)), 0, 1, 6) for i in range(200)]
-    qs = [SyntheticQuestion(f"{c.id}#q0", " ".join(c.text.split()[:3]), c.id, c.doc_id, "t")
-          for c in chunks[::5]]
+    chunks = [
+        Chunk(f"d{i // 4}#c{i % 4}", f"d{i // 4}", i % 4, " ".join(rng.choice(words, size=6)), 0, 1, 6)
+        for i in range(200)
+    ]
+    qs = [SyntheticQuestion(f"{c.id}#q0", " ".join(c.text.split()[:3]), c.id, c.doc_id, "t") for c in chunks[::5]]
     first = mine_hard_negatives(qs, chunks, bow_embedder, n=4)
     monkeypatch.setitem(sys.modules, "faiss", None)  # now `import faiss` raises ImportError
     second = mine_hard_negatives(qs, chunks, bow_embedder, n=4)

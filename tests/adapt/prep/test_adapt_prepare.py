@@ -23,9 +23,21 @@ def test_prepare_on_the_synthetic_domain(synthetic, minilm_tokenizer, bow_embedd
     corpus = synthetic_raw_corpus(synthetic)
     gen = SyntheticTemplateGenerator(synthetic, n_per_chunk=2, seed=1)
     data = prepare_adaptation_data(
-        corpus, minilm_tokenizer, gen, bow_embedder,
-        PrepSettings(sizes=(4, 12, "all"), fraction=0.5, seed=2, test_fraction=0.2, validation_fraction=0.25,
-                     max_tokens=48, n_negatives=3), out_dir=tmp_path, base_model="bow",
+        corpus,
+        minilm_tokenizer,
+        gen,
+        bow_embedder,
+        PrepSettings(
+            sizes=(4, 12, "all"),
+            fraction=0.5,
+            seed=2,
+            test_fraction=0.2,
+            validation_fraction=0.25,
+            max_tokens=48,
+            n_negatives=3,
+        ),
+        out_dir=tmp_path,
+        base_model="bow",
     )
     test_docs = set(data.test_documents)
     assert len(test_docs) == 6
@@ -55,8 +67,7 @@ def test_prepare_on_the_synthetic_domain(synthetic, minilm_tokenizer, bow_embedd
     assert summary["scales"]["docs24"]["documents"] == 24
     triplets, prov = read_triplets(tmp_path / "docs12" / "train.parquet")
     assert triplets == data.scales[1].triplets["train"]
-    assert (prov.base_model, prov.scale, prov.seed, prov.generator) == (
-        "bow", "docs12", 2, "template:synthetic")
+    assert (prov.base_model, prov.scale, prov.seed, prov.generator) == ("bow", "docs12", 2, "template:synthetic")
     assert prov.extra["n_negatives"] == 3
     assert prov.extra["heldout_fingerprint"] == heldout.fingerprint()
     assert load_beir(tmp_path / "heldout").fingerprint() == heldout.fingerprint()
@@ -66,9 +77,19 @@ def test_prepare_on_the_synthetic_domain(synthetic, minilm_tokenizer, bow_embedd
     n_questions = sum(len(v) for s in data.scales for v in s.questions.values())
     assert n_texts <= len(data.chunks) + n_questions
     rerun = prepare_adaptation_data(
-        corpus, minilm_tokenizer, gen, bow_embedder,
-        PrepSettings(sizes=(4, 12, "all"), fraction=0.5, seed=2, test_fraction=0.2, validation_fraction=0.25,
-                     max_tokens=48, n_negatives=3),
+        corpus,
+        minilm_tokenizer,
+        gen,
+        bow_embedder,
+        PrepSettings(
+            sizes=(4, 12, "all"),
+            fraction=0.5,
+            seed=2,
+            test_fraction=0.2,
+            validation_fraction=0.25,
+            max_tokens=48,
+            n_negatives=3,
+        ),
     )
     assert bow_embedder.texts - n_texts == n_texts  # same work again, no more
     assert rerun.summary()["heldout_fingerprint"] == summary["heldout_fingerprint"]
@@ -77,8 +98,11 @@ def test_prepare_on_the_synthetic_domain(synthetic, minilm_tokenizer, bow_embedd
 
 def test_prepare_with_inverse_cloze(synthetic, minilm_tokenizer, bow_embedder):
     data = prepare_adaptation_data(
-        synthetic_raw_corpus(synthetic), minilm_tokenizer, InverseClozeGenerator(seed=0),
-        bow_embedder, PrepSettings(sizes=(10,), fraction=0.3, seed=0, max_tokens=64, n_negatives=2),
+        synthetic_raw_corpus(synthetic),
+        minilm_tokenizer,
+        InverseClozeGenerator(seed=0),
+        bow_embedder,
+        PrepSettings(sizes=(10,), fraction=0.3, seed=0, max_tokens=64, n_negatives=2),
     )
     triplets = data.scales[0].triplets["train"]
     assert triplets and all(t.query not in t.positive for t in triplets)

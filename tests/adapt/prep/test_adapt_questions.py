@@ -15,8 +15,10 @@ from adaptlab.adapt.prep.templates import SyntheticTemplateGenerator, synthetic_
 from adaptlab.data.synthetic import synthetic_documents
 from adaptlab.errors import ConfigError
 
-TEXT = ("The pipeline crosses three rivers in the north. Each crossing uses a drilled tunnel "
-        "under the bed. Fish habitat is monitored for two years after construction.")
+TEXT = (
+    "The pipeline crosses three rivers in the north. Each crossing uses a drilled tunnel "
+    "under the bed. Fish habitat is monitored for two years after construction."
+)
 CHUNK = Chunk("doc#c0", "doc", 0, TEXT, 0, len(TEXT), 40)
 
 
@@ -55,12 +57,10 @@ def test_cut_spans_merges_whitespace():
     [
         ('{"questions": ["Q1?", "Q2?"], "answers": ["A1", "A2"]}', [("Q1?", "A1"), ("Q2?", "A2")]),
         ('```json\n{"queries": ["Q1?"], "answers": []}\n```', [("Q1?", "")]),
-        ('Here you go: [{"question": "Q1?", "answer": "A"}, {"query": "Q2?"}]',
-         [("Q1?", "A"), ("Q2?", "")]),
+        ('Here you go: [{"question": "Q1?", "answer": "A"}, {"query": "Q2?"}]', [("Q1?", "A"), ("Q2?", "")]),
         ('["Q1?", "q1?", " "]', [("Q1?", "")]),
         ('{"questions": [], "answers": []}', []),
-        ("- What is it?\n* Why?\nQ3: Where?\nnot a question",
-         [("What is it?", ""), ("Why?", ""), ("Where?", "")]),
+        ("- What is it?\n* Why?\nQ3: Where?\nnot a question", [("What is it?", ""), ("Why?", ""), ("Where?", "")]),
     ],
 )
 def test_parse_questions(reply, expected):

@@ -11,9 +11,9 @@ from adaptlab.errors import ConfigError
 
 def _questions(n_docs: int = 20, per_doc: int = 4) -> list[SyntheticQuestion]:
     return [
-        SyntheticQuestion(f"doc{d:02d}#c{j}#q0", f"question {d} {j}", f"doc{d:02d}#c{j}",
-                          f"doc{d:02d}", "t")
-        for d in range(n_docs) for j in range(per_doc)
+        SyntheticQuestion(f"doc{d:02d}#c{j}#q0", f"question {d} {j}", f"doc{d:02d}#c{j}", f"doc{d:02d}", "t")
+        for d in range(n_docs)
+        for j in range(per_doc)
     ]
 
 
@@ -47,9 +47,7 @@ def test_small_document_counts():
     assert (len(s.train), len(s.validation), len(s.test)) == (9, 1, 0)
 
 
-@pytest.mark.parametrize(
-    "fractions", [(0.5, 0.5, 0.5), (0.0, 0.5, 0.5), (0.9, 0.1), {"train": 0.9, "dev": 0.1}]
-)
+@pytest.mark.parametrize("fractions", [(0.5, 0.5, 0.5), (0.0, 0.5, 0.5), (0.9, 0.1), {"train": 0.9, "dev": 0.1}])
 def test_bad_fractions(fractions):
     with pytest.raises(ConfigError, match="fractions"):
         split_documents(["a", "b"], fractions)

@@ -21,15 +21,16 @@ from adaptlab.adapt.prep.triplets import (
 from adaptlab.errors import ConfigError, DataError
 
 TEXT = "First sentence here. Second sentence here."
-CHUNKS = [Chunk("a#c0", "a", 0, TEXT, 0, len(TEXT), 10),
-          Chunk("b#c0", "b", 0, "Other chunk text.", 0, 17, 6),
-          Chunk("c#c0", "c", 0, "Third chunk text.", 0, 17, 6)]
+CHUNKS = [
+    Chunk("a#c0", "a", 0, TEXT, 0, len(TEXT), 10),
+    Chunk("b#c0", "b", 0, "Other chunk text.", 0, 17, 6),
+    Chunk("c#c0", "c", 0, "Third chunk text.", 0, 17, 6),
+]
 QUESTIONS = [
     SyntheticQuestion("a#c0#q0", "First sentence here.", "a#c0", "a", "ict", removed=(0, 20)),
     SyntheticQuestion("b#c0#q0", "What is other?", "b#c0", "b", "ict"),
 ]
-PROV = TripletProvenance(base_model="minilm", scale="docs10", seed=3, generator="ict",
-                         extra={"n_negatives": 2})
+PROV = TripletProvenance(base_model="minilm", scale="docs10", seed=3, generator="ict", extra={"n_negatives": 2})
 
 
 def _triplets():
@@ -38,8 +39,15 @@ def _triplets():
 
 def test_build_triplets_uses_positive_text_and_negative_texts():
     t = _triplets()
-    assert t[0] == Triplet("a#c0#q0", "First sentence here.", "a#c0", "Second sentence here.",
-                           ("b#c0", "c#c0"), ("Other chunk text.", "Third chunk text."), "a")
+    assert t[0] == Triplet(
+        "a#c0#q0",
+        "First sentence here.",
+        "a#c0",
+        "Second sentence here.",
+        ("b#c0", "c#c0"),
+        ("Other chunk text.", "Third chunk text."),
+        "a",
+    )
     assert t[1].positive == "Other chunk text." and t[1].negatives == ("Third chunk text.",)
     with pytest.raises(ConfigError, match="no negatives"):
         build_triplets(QUESTIONS, CHUNKS, {})
@@ -55,11 +63,15 @@ def test_parquet_round_trip_with_provenance(tmp_path):
     assert back == triplets
     assert prov == stored
     assert (prov.base_model, prov.scale, prov.seed, prov.generator, prov.split) == (
-        "minilm", "docs10", 3, "ict", "train")
+        "minilm",
+        "docs10",
+        3,
+        "ict",
+        "train",
+    )
     assert prov.extra == {"n_negatives": 2}
     table = pq.read_table(tmp_path / "t" / "train.parquet")
-    assert table.column_names == ["query_id", "query", "positive_id", "positive", "negative_ids",
-                                  "negatives", "doc_id"]
+    assert table.column_names == ["query_id", "query", "positive_id", "positive", "negative_ids", "negatives", "doc_id"]
 
 
 def test_fingerprint_is_order_free_and_content_sensitive(tmp_path):

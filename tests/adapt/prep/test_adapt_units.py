@@ -38,8 +38,7 @@ def test_chunks_carry_pages_in_fields_ids_and_parquet(minilm_tokenizer, tmp_path
     for c in chunks:
         assert 1 <= c.first_page <= c.last_page <= 6
         ref = parse_page_ref(c.id)
-        assert ref is not None and (ref.document, ref.first_page, ref.last_page) == (
-            "eis", c.first_page, c.last_page)
+        assert ref is not None and (ref.document, ref.first_page, ref.last_page) == ("eis", c.first_page, c.last_page)
         assert doc.page_at(c.start) == c.first_page
     assert {c.first_page for c in chunks} == set(range(1, 7))
     path = write_chunks(tmp_path / "c.parquet", chunks)
@@ -64,9 +63,23 @@ def test_many_overlong_sentences_give_one_warning(minilm_tokenizer, caplog, tmp_
 
 def _prepare(docs, tok, bow_embedder, unit, sizes, **kw):
     return prepare_adaptation_data(
-        docs, tok, InverseClozeGenerator(1, seed=0), bow_embedder,
-        PrepSettings(sizes=sizes, fraction=0.5, seed=0, test_fraction=0.25, validation_fraction=0.0, max_tokens=64,
-                     n_negatives=2, duplicate_threshold=None, margin=None, unit=unit, **kw),
+        docs,
+        tok,
+        InverseClozeGenerator(1, seed=0),
+        bow_embedder,
+        PrepSettings(
+            sizes=sizes,
+            fraction=0.5,
+            seed=0,
+            test_fraction=0.25,
+            validation_fraction=0.0,
+            max_tokens=64,
+            n_negatives=2,
+            duplicate_threshold=None,
+            margin=None,
+            unit=unit,
+            **kw,
+        ),
         base_model="bow",
     )
 

@@ -83,14 +83,16 @@ def test_plain_http_off_loopback_needs_an_explicit_allow(url):
     assert ChatClient(url, "m", allow_http=True).url.startswith("http://")
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "http://localhost/v1", "http://[::1]:9/v1",
-                                 "https://api.example.com/v1"])
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8000/v1", "http://localhost/v1", "http://[::1]:9/v1", "https://api.example.com/v1"]
+)
 def test_loopback_http_and_https_are_accepted(url):
     assert ChatClient(url, "m").url.endswith("/chat/completions")
 
 
-@pytest.mark.parametrize("url", ["https://alice:pw-123@api.example.com/v1", "http://user@127.0.0.1/v1",
-                                 "https://:pw-123@h/v1"])
+@pytest.mark.parametrize(
+    "url", ["https://alice:pw-123@api.example.com/v1", "http://user@127.0.0.1/v1", "https://:pw-123@h/v1"]
+)
 def test_credentials_in_the_url_are_refused_without_being_echoed(url):
     with pytest.raises(ConfigError, match="credentials") as err:
         ChatClient(url, "m")
@@ -99,8 +101,7 @@ def test_credentials_in_the_url_are_refused_without_being_echoed(url):
 
 def test_errors_and_logs_show_no_query_string(servers, caplog):
     s = servers(503)
-    client = ChatClient(s.url + "/v1?token=abc", "m", api_key_env=None, max_retries=1, timeout=5,
-                        sleep=lambda _: None)
+    client = ChatClient(s.url + "/v1?token=abc", "m", api_key_env=None, max_retries=1, timeout=5, sleep=lambda _: None)
     with caplog.at_level("WARNING"), pytest.raises(LLMError) as err:
         client.complete([{"role": "user", "content": "hi"}])
     assert "token=abc" not in str(err.value) and "token=abc" not in caplog.text

@@ -84,7 +84,6 @@ def validation_set():
     )
 
 
-
 @pytest.fixture(scope="module")
 def moto_s3(tmp_path_factory) -> Iterator[tuple[dict[str, str], object, str]]:
     """A moto S3 server of the module's own (tests/s3servers.py: a free 127.0.0.1 port, stopped

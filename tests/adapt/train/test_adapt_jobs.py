@@ -30,8 +30,17 @@ def test_job_validation_names_what_is_missing():
 
 
 def test_train_variant_runs_the_chain_in_process(tiny_model, triplets, chunks, tmp_path):
-    job = AdaptJob("merged", str(tiny_model), scale=8, triplets=triplets, chunks=chunks,
-                   pt_config=PT, ft_config=FT, merge_weight=0.5, merge_source="pt-ft")
+    job = AdaptJob(
+        "merged",
+        str(tiny_model),
+        scale=8,
+        triplets=triplets,
+        chunks=chunks,
+        pt_config=PT,
+        ft_config=FT,
+        merge_weight=0.5,
+        merge_source="pt-ft",
+    )
     art = train_variant(job, tmp_path)
     assert art.variant == "merged"
     assert art.manifest["hyperparameters"] == {"merge_weight": 0.5, "source_variant": "pt-ft"}
@@ -64,8 +73,7 @@ def test_ray_jobs_share_stages_and_resume_after_a_killed_worker(
     root = tmp_path / "store"
     jobs = [
         AdaptJob("ft", str(tiny_model), scale=8, triplets=triplets, ft_config=FT, seed=5),
-        AdaptJob("merged", str(tiny_model), scale=8, triplets=triplets, ft_config=FT, seed=5,
-                 merge_weight=0.5),
+        AdaptJob("merged", str(tiny_model), scale=8, triplets=triplets, ft_config=FT, seed=5, merge_weight=0.5),
         AdaptJob("pt", str(tiny_model), scale=8, chunks=chunks, pt_config=PT, seed=5),
     ]
     ft, merged, pt = run_adaptation_jobs(

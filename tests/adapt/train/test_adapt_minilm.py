@@ -20,8 +20,12 @@ def test_minilm_pt_ft_and_merge(chunks, triplets, tmp_path, read_weights):
 
     _, base_path = resolve_base_model("minilm")
     pt = train_pt("minilm", chunks, artifact_root=tmp_path, config=PTConfig(batch_size=8, max_steps=2))
-    ptft = train_ft(pt, triplets, artifact_root=tmp_path,
-                    config=FTConfig(batch_size=4, max_steps=2, num_negatives=1, learning_rate=1e-4))
+    ptft = train_ft(
+        pt,
+        triplets,
+        artifact_root=tmp_path,
+        config=FTConfig(batch_size=4, max_steps=2, num_negatives=1, learning_rate=1e-4),
+    )
     assert ptft.variant == "pt-ft" and ptft.path.parent.name == "minilm"
     assert ptft.manifest["info"]["root_model"] == {"id": "minilm", "hash": model_dir_hash(base_path)}
     merged = merge_models(ptft, "minilm", 0.5, artifact_root=tmp_path)

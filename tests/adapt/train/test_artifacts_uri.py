@@ -52,8 +52,11 @@ def _writer(root: str | Path, n: int) -> ArtifactWriter:
 
 def _train(writer: ArtifactWriter) -> dict[str, bytes]:
     """Stand-in for training: a few files in the model folder (and a checkpoint, dropped at commit)."""
-    files = {"config.json": b'{"hidden": 4}', "model.safetensors": os.urandom(3000),
-             "1_Pooling/config.json": b'{"mode": "mean"}'}
+    files = {
+        "config.json": b'{"hidden": 4}',
+        "model.safetensors": os.urandom(3000),
+        "1_Pooling/config.json": b'{"mode": "mean"}',
+    }
     with writer.lock():
         writer.prepare()
         for rel, data in files.items():
@@ -123,8 +126,9 @@ def test_half_published_is_not_trained(node, tmp_path):
     writer3 = _writer(root, 3)
     _train(writer3)
     staged = writer3.partial_dir
-    (staged / "manifest.json").write_text(json.dumps({"schema_version": 1, "key": writer3.key,
-                                                          "variant": "ft", "label": "tiny_model"}))
+    (staged / "manifest.json").write_text(
+        json.dumps({"schema_version": 1, "key": writer3.key, "variant": "ft", "label": "tiny_model"})
+    )
     shutil.rmtree(writer3.checkpoint_dir)
     os.rename(staged, writer3.final_dir)
     assert find_artifact(root, writer3.key) is None

@@ -27,8 +27,10 @@ NODE = 15.6e9
 
 def _estimates(stage: str, shape: EncoderShape, config) -> tuple[int, int]:  # noqa: ANN001
     """The stage's estimates without and with gradient checkpointing."""
-    return (estimate_stage_memory(stage, shape, _with(config, False)).total,
-            estimate_stage_memory(stage, shape, _with(config, True)).total)
+    return (
+        estimate_stage_memory(stage, shape, _with(config, False)).total,
+        estimate_stage_memory(stage, shape, _with(config, True)).total,
+    )
 
 
 def _with(config, on: bool):  # noqa: ANN001, ANN202
@@ -80,8 +82,10 @@ def test_auto_on_is_logged_once_with_both_estimates_and_the_node(caplog):
         decide_checkpointing("ft", MINILM, ft, NODE, "adapt:ft:ft/m/scale=60")
         decide_checkpointing("ft", MINILM, ft, 64e9, "adapt:ft:ft/m/scale=20")
     lines = [r.getMessage() for r in caplog.records if "gradient checkpointing" in r.getMessage()]
-    assert lines == [f"adapt:ft:ft/m/scale=60: gradient checkpointing on: {off / 1e9:.1f} GB -> {on / 1e9:.1f} GB, "
-                     "so two stages fit a 15.6 GB node"]
+    assert lines == [
+        f"adapt:ft:ft/m/scale=60: gradient checkpointing on: {off / 1e9:.1f} GB -> {on / 1e9:.1f} GB, "
+        "so two stages fit a 15.6 GB node"
+    ]
     assert "10.4 GB -> 3.6 GB" in lines[0]
 
 
@@ -98,8 +102,17 @@ class _Ray:
 def _stages(tiny_model: Path, triplets, ft: FTConfig, pt: PTConfig | None = None) -> list:  # noqa: ANN001
     from adaptlab.adapt.train.jobs import AdaptJob, _plan
 
-    job = AdaptJob("merged", str(tiny_model), scale=4, triplets=triplets, chunks=[t for t, _, _ in triplets],
-                   ft_config=ft, pt_config=pt or PTConfig(), merge_source="pt-ft", seed=3)
+    job = AdaptJob(
+        "merged",
+        str(tiny_model),
+        scale=4,
+        triplets=triplets,
+        chunks=[t for t, _, _ in triplets],
+        ft_config=ft,
+        pt_config=pt or PTConfig(),
+        merge_source="pt-ft",
+        seed=3,
+    )
     return list(_plan([job])[0].values())  # pt, ft, merge
 
 
@@ -107,8 +120,15 @@ def test_the_scheduler_declares_the_checkpointed_estimate_so_two_stages_fit(tiny
     from adaptlab.adapt.train.jobs import _declare_memory, _StageRunner
 
     shape = EncoderShape.read(tiny_model)
-    ft = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=1, min_steps=0,
-                  gradient_checkpointing=AUTO)
+    ft = FTConfig(
+        learning_rate=1e-3,
+        epochs=1,
+        batch_size=4,
+        num_negatives=1,
+        max_steps=1,
+        min_steps=0,
+        gradient_checkpointing=AUTO,
+    )
     off, on = _estimates("ft", shape, ft)
     node = off + on  # between two checkpointed stages and two plain ones
     pt_off, pt_on = _estimates("pt", shape, PTConfig())
@@ -142,10 +162,14 @@ def _train_stage(stage, triplets, root: Path, monkeypatch) -> list[bool]:  # noq
 
     calls: list[bool] = []
     original = loop.set_gradient_checkpointing
-    monkeypatch.setattr(loop, "set_gradient_checkpointing",
-                        lambda model, on, label="training": calls.append(on) or original(model, on, label))
-    artifact = _run_stage(stage.stage, stage.job.base_model, triplets, _task_params(stage, cpus=1), str(root),
-                          "cpu", None, None)
+    monkeypatch.setattr(
+        loop,
+        "set_gradient_checkpointing",
+        lambda model, on, label="training": calls.append(on) or original(model, on, label),
+    )
+    artifact = _run_stage(
+        stage.stage, stage.job.base_model, triplets, _task_params(stage, cpus=1), str(root), "cpu", None, None
+    )
     assert not artifact.reused
     return calls
 
@@ -154,8 +178,15 @@ def test_the_decided_bool_reaches_the_training_loop(tiny_model: Path, triplets, 
     from adaptlab.adapt.train.jobs import _declare_memory, train_variant
 
     shape = EncoderShape.read(tiny_model)
-    ft = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=1, min_steps=0,
-                  gradient_checkpointing=AUTO)
+    ft = FTConfig(
+        learning_rate=1e-3,
+        epochs=1,
+        batch_size=4,
+        num_negatives=1,
+        max_steps=1,
+        min_steps=0,
+        gradient_checkpointing=AUTO,
+    )
     off, on = _estimates("ft", shape, ft)
     seen = {}
     for node in (off + on, 1e12):  # decided on; two fit without it: off
@@ -169,8 +200,11 @@ def test_the_decided_bool_reaches_the_training_loop(tiny_model: Path, triplets, 
     from adaptlab.adapt.train.jobs import AdaptJob
 
     monkeypatch.setattr(loop, "set_gradient_checkpointing", lambda model, on, label="training": calls.append(on))
-    train_variant(AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=ft, seed=3),
-                  tmp_path / "in-process", checkpoint_every=None)
+    train_variant(
+        AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=ft, seed=3),
+        tmp_path / "in-process",
+        checkpoint_every=None,
+    )
     assert calls == []
 
 
@@ -180,7 +214,9 @@ def test_the_config_and_the_study_take_auto_true_false_and_refuse_the_rest(tmp_p
     assert FTConfig(gradient_checkpointing=True).optim().gradient_checkpointing is True
     assert FTConfig().key_dict() == FTConfig(gradient_checkpointing=True).key_dict()
     for bad in ("yes", 1, 0, "Auto", None):
-        with pytest.raises(ConfigError, match=r'^FTConfig.gradient_checkpointing = .*: expected "auto", true or false$'):
+        with pytest.raises(
+            ConfigError, match=r'^FTConfig.gradient_checkpointing = .*: expected "auto", true or false$'
+        ):
             FTConfig(gradient_checkpointing=bad)
     s = _adapt_settings(tmp_path)
     assert s.pt.gradient_checkpointing is False and s.ft.gradient_checkpointing is False
@@ -188,8 +224,11 @@ def test_the_config_and_the_study_take_auto_true_false_and_refuse_the_rest(tmp_p
     assert s.pt.gradient_checkpointing == AUTO and s.ft.gradient_checkpointing == AUTO
     s = _adapt_settings(tmp_path, ft={"gradient_checkpointing": False}, pt={"gradient_checkpointing": "auto"})
     assert s.ft.gradient_checkpointing is False and s.pt.gradient_checkpointing == AUTO
-    for where, kw in (("adapt", {"gradient_checkpointing": "yes"}), ("adapt.ft", {"ft": {"gradient_checkpointing": 1}}),
-                      ("adapt.pt", {"pt": {"gradient_checkpointing": "on"}})):
+    for where, kw in (
+        ("adapt", {"gradient_checkpointing": "yes"}),
+        ("adapt.ft", {"ft": {"gradient_checkpointing": 1}}),
+        ("adapt.pt", {"pt": {"gradient_checkpointing": "on"}}),
+    ):
         with pytest.raises(ConfigError) as e:
             _adapt_settings(tmp_path, **kw)
         line = str(e.value)
@@ -198,8 +237,7 @@ def test_the_config_and_the_study_take_auto_true_false_and_refuse_the_rest(tmp_p
 
 
 @pytest.mark.slow  # ~15 s on 2 loaded cores: two one-step FT stages on the shared Ray
-def test_the_ray_task_trains_with_the_decided_bool(ray_local, tiny_model: Path, triplets, tmp_path: Path,
-                                                   monkeypatch):
+def test_the_ray_task_trains_with_the_decided_bool(ray_local, tiny_model: Path, triplets, tmp_path: Path, monkeypatch):
     """On Ray: the driver decides (a node memory where the auto stage fits twice only checkpointed)
     and the worker's loop trains with that bool, read in the worker from the loop's own frame at
     the first checkpoint; an explicit false beside it stays off."""
@@ -219,14 +257,25 @@ def test_the_ray_task_trains_with_the_decided_bool(ray_local, tiny_model: Path, 
         (seen / f"{optim.learning_rate}-{step}").write_text(repr(on))
 
     shape = EncoderShape.read(tiny_model)
-    auto = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0,
-                    gradient_checkpointing=AUTO)
+    auto = FTConfig(
+        learning_rate=1e-3,
+        epochs=1,
+        batch_size=4,
+        num_negatives=1,
+        max_steps=2,
+        min_steps=0,
+        gradient_checkpointing=AUTO,
+    )
     off, on = _estimates("ft", shape, auto)
     monkeypatch.setattr(jobs, "largest_node_memory", lambda _ray: off + on)  # what the driver decides from
     plain = replace(auto, learning_rate=2e-3, gradient_checkpointing=False)
-    made = [jobs.AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=cfg, seed=5)
-            for cfg in (auto, plain)]
-    jobs.run_adaptation_jobs(made, tmp_path / "store",
-                             jobs.JobSettings(cpus_per_job=1, checkpoint_every=1, lone_stage_all_cpus=False),
-                             on_checkpoint=record)
+    made = [
+        jobs.AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=cfg, seed=5) for cfg in (auto, plain)
+    ]
+    jobs.run_adaptation_jobs(
+        made,
+        tmp_path / "store",
+        jobs.JobSettings(cpus_per_job=1, checkpoint_every=1, lone_stage_all_cpus=False),
+        on_checkpoint=record,
+    )
     assert {f.name: f.read_text() for f in seen.iterdir()} == {"0.001-1": "(True, True)", "0.002-1": "(False, False)"}

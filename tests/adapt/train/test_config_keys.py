@@ -27,19 +27,50 @@ from adaptlab.errors import ConfigError
 
 # the defaults, as asdict() of the old code gave them (values; the order was each class's own)
 PT_DEFAULT = {
-    "learning_rate": 5e-05, "epochs": 1, "batch_size": 16, "mlm_probability": 0.15, "max_seq_length": 256,
-    "warmup_ratio": 0.1, "weight_decay": 0.01, "max_grad_norm": 1.0, "max_steps": None, "min_steps": 10,
-    "min_weight_change": 1e-06, "warn_only": False,
+    "learning_rate": 5e-05,
+    "epochs": 1,
+    "batch_size": 16,
+    "mlm_probability": 0.15,
+    "max_seq_length": 256,
+    "warmup_ratio": 0.1,
+    "weight_decay": 0.01,
+    "max_grad_norm": 1.0,
+    "max_steps": None,
+    "min_steps": 10,
+    "min_weight_change": 1e-06,
+    "warn_only": False,
 }
 FT_DEFAULT = {
-    "learning_rate": 2e-05, "epochs": 1, "batch_size": 32, "num_negatives": 1, "scale": 20.0, "warmup_ratio": 0.1,
-    "weight_decay": 0.01, "max_grad_norm": 1.0, "max_steps": None, "min_steps": 10, "min_weight_change": 1e-06,
-    "warn_only": False, "max_seq_length": None, "query_prefix": "auto", "passage_prefix": "auto",
+    "learning_rate": 2e-05,
+    "epochs": 1,
+    "batch_size": 32,
+    "num_negatives": 1,
+    "scale": 20.0,
+    "warmup_ratio": 0.1,
+    "weight_decay": 0.01,
+    "max_grad_norm": 1.0,
+    "max_steps": None,
+    "min_steps": 10,
+    "min_weight_change": 1e-06,
+    "warn_only": False,
+    "max_seq_length": None,
+    "query_prefix": "auto",
+    "passage_prefix": "auto",
 }
 COLBERT_DEFAULT = {
-    "batch_size": 8, "learning_rate": 2e-05, "epochs": 1, "max_steps": 0, "negatives_per_query": 2,
-    "random_negatives": 1, "use_ib_negatives": True, "warmup_steps": 0, "doc_maxlen": 128, "query_maxlen": 32,
-    "dim": 128, "timeout_s": 1800.0, "retries": 1,
+    "batch_size": 8,
+    "learning_rate": 2e-05,
+    "epochs": 1,
+    "max_steps": 0,
+    "negatives_per_query": 2,
+    "random_negatives": 1,
+    "use_ib_negatives": True,
+    "warmup_steps": 0,
+    "doc_maxlen": 128,
+    "query_maxlen": 32,
+    "dim": 128,
+    "timeout_s": 1800.0,
+    "retries": 1,
 }
 
 # name -> (config, artifact_key({"hyperparameters": what the trainer hashes}),
@@ -53,8 +84,9 @@ CASES: dict[str, tuple[Callable[[], Any], str, str, str | None]] = {
         "a0f0ffdadd612fdbdb6aa4e98220be98f2c234b62d18ffb78c4d5194b3999b08",
     ),
     "pt-custom": (
-        lambda: PTConfig(learning_rate=1e-4, batch_size=8, mlm_probability=0.2, max_steps=5, min_steps=0,
-                         warn_only=True),
+        lambda: PTConfig(
+            learning_rate=1e-4, batch_size=8, mlm_probability=0.2, max_steps=5, min_steps=0, warn_only=True
+        ),
         "e2b5a1091530eed578e2a244fdd0319c866a1143e39b85ce12ad132943c7515c",
         "e2b5a1091530eed578e2a244fdd0319c866a1143e39b85ce12ad132943c7515c",
         "43ce9b5fc51d965973b1c57cb283044f7a6dfaa33dbdb6f610abb36f4164d154",
@@ -66,8 +98,16 @@ CASES: dict[str, tuple[Callable[[], Any], str, str, str | None]] = {
         "a3f5b4ad85642c1a687793ff9f5e9be1fe881f195830e0c3714650b9214096b8",
     ),
     "ft-custom": (
-        lambda: FTConfig(learning_rate=1e-3, epochs=3, num_negatives=2, scale=25.0, warmup_ratio=0.0,
-                         max_seq_length=64, query_prefix="query: ", passage_prefix=""),
+        lambda: FTConfig(
+            learning_rate=1e-3,
+            epochs=3,
+            num_negatives=2,
+            scale=25.0,
+            warmup_ratio=0.0,
+            max_seq_length=64,
+            query_prefix="query: ",
+            passage_prefix="",
+        ),
         "64ddc461a39a07276d340381ac58f21e426141ad1fb3fc0263935f060f515c38",
         "64ddc461a39a07276d340381ac58f21e426141ad1fb3fc0263935f060f515c38",
         "7ffc52ed71678ba305bf3b5cc5bdc3a8434a1ec264c8f3c9c2cd469e20aef6f4",
@@ -79,8 +119,16 @@ CASES: dict[str, tuple[Callable[[], Any], str, str, str | None]] = {
         None,
     ),
     "colbert-custom": (
-        lambda: ColBERTFTConfig(batch_size=4, learning_rate=1e-4, max_steps=3, negatives_per_query=1,
-                                use_ib_negatives=False, dim=64, timeout_s=60.0, retries=0),
+        lambda: ColBERTFTConfig(
+            batch_size=4,
+            learning_rate=1e-4,
+            max_steps=3,
+            negatives_per_query=1,
+            use_ib_negatives=False,
+            dim=64,
+            timeout_s=60.0,
+            retries=0,
+        ),
         "98fd7dbde00afc47a88336dcb84a16f76802f0acf16fdd015955adfca0592a86",
         "594f5a02b3074d44076e3cc7fdbb48a3a95c9b27209f176e6184f56e735dd10d",
         None,
@@ -92,33 +140,50 @@ ERRORS: dict[str, tuple[Callable[[], Any], str]] = {
     "pt-lr": (lambda: PTConfig(learning_rate=0), "PTConfig.learning_rate = 0: expected a positive number"),
     "pt-epochs": (lambda: PTConfig(epochs=0), "PTConfig.epochs = 0: expected an integer >= 1"),
     "pt-seq": (lambda: PTConfig(max_seq_length=0), "PTConfig.max_seq_length = 0: expected an integer >= 1"),
-    "pt-mlm": (lambda: PTConfig(mlm_probability=1.5),
-               "PTConfig.mlm_probability = 1.5: expected 0 < value < 1 (BERT: 0.15)"),
+    "pt-mlm": (
+        lambda: PTConfig(mlm_probability=1.5),
+        "PTConfig.mlm_probability = 1.5: expected 0 < value < 1 (BERT: 0.15)",
+    ),
     "pt-warmup": (lambda: PTConfig(warmup_ratio=1.0), "PTConfig.warmup_ratio = 1.0: expected 0 <= value < 1"),
     "pt-max-steps": (lambda: PTConfig(max_steps=0), "PTConfig.max_steps = 0: expected None or >= 1"),
-    "pt-min-steps": (lambda: PTConfig(min_steps=-1),
-                     "PTConfig.min_steps = -1: expected an integer >= 0 (0: no minimum)"),
-    "pt-min-steps-bool": (lambda: PTConfig(min_steps=True),
-                          "PTConfig.min_steps = True: expected an integer >= 0 (0: no minimum)"),
-    "pt-change": (lambda: PTConfig(min_weight_change=-1.0),
-                  "PTConfig.min_weight_change = -1.0: expected a number >= 0 (0: no check)"),
-    "ft-lr-nan": (lambda: FTConfig(learning_rate=float("nan")), "FTConfig.learning_rate = nan: expected a positive number"),
+    "pt-min-steps": (
+        lambda: PTConfig(min_steps=-1),
+        "PTConfig.min_steps = -1: expected an integer >= 0 (0: no minimum)",
+    ),
+    "pt-min-steps-bool": (
+        lambda: PTConfig(min_steps=True),
+        "PTConfig.min_steps = True: expected an integer >= 0 (0: no minimum)",
+    ),
+    "pt-change": (
+        lambda: PTConfig(min_weight_change=-1.0),
+        "PTConfig.min_weight_change = -1.0: expected a number >= 0 (0: no check)",
+    ),
+    "ft-lr-nan": (
+        lambda: FTConfig(learning_rate=float("nan")),
+        "FTConfig.learning_rate = nan: expected a positive number",
+    ),
     "ft-batch": (lambda: FTConfig(batch_size=0), "FTConfig.batch_size = 0: expected an integer >= 1"),
     "ft-scale": (lambda: FTConfig(scale=0), "FTConfig.scale = 0: expected a positive number"),
     "ft-negatives": (lambda: FTConfig(num_negatives=-1), "FTConfig.num_negatives = -1: expected >= 0"),
     "ft-warmup": (lambda: FTConfig(warmup_ratio=-0.1), "FTConfig.warmup_ratio = -0.1: expected 0 <= value < 1"),
     "ft-max-steps": (lambda: FTConfig(max_steps=0), "FTConfig.max_steps = 0: expected None or >= 1"),
-    "ft-min-steps": (lambda: FTConfig(min_steps=-1),
-                     "FTConfig.min_steps = -1: expected an integer >= 0 (0: no minimum)"),
-    "ft-change": (lambda: FTConfig(min_weight_change=float("inf")),
-                  "FTConfig.min_weight_change = inf: expected a number >= 0 (0: no check)"),
+    "ft-min-steps": (
+        lambda: FTConfig(min_steps=-1),
+        "FTConfig.min_steps = -1: expected an integer >= 0 (0: no minimum)",
+    ),
+    "ft-change": (
+        lambda: FTConfig(min_weight_change=float("inf")),
+        "FTConfig.min_weight_change = inf: expected a number >= 0 (0: no check)",
+    ),
     "colbert-batch": (lambda: ColBERTFTConfig(batch_size=0), "ColBERT FT: batch_size = 0; expected a positive integer"),
     "colbert-epochs": (lambda: ColBERTFTConfig(epochs=2.0), "ColBERT FT: epochs = 2.0; expected a positive integer"),
     "colbert-lr": (lambda: ColBERTFTConfig(learning_rate=0), "ColBERT FT: learning_rate and timeout_s must be > 0"),
     "colbert-dim": (lambda: ColBERTFTConfig(dim=0), "ColBERT FT: dim = 0; expected a positive integer"),
     "colbert-timeout": (lambda: ColBERTFTConfig(timeout_s=0), "ColBERT FT: learning_rate and timeout_s must be > 0"),
-    "colbert-retries": (lambda: ColBERTFTConfig(retries=-1),
-                        "ColBERT FT: negatives_per_query, random_negatives, max_steps and retries must be >= 0"),
+    "colbert-retries": (
+        lambda: ColBERTFTConfig(retries=-1),
+        "ColBERT FT: negatives_per_query, random_negatives, max_steps and retries must be >= 0",
+    ),
 }
 
 
@@ -137,9 +202,14 @@ def _fields(obj: Any) -> dict[str, Any]:
     return {k: v for k, v in out.items() if k not in RUNTIME_FIELDS and k not in KEYED_IF_SET}
 
 
-@pytest.mark.parametrize(("config", "expected"), [
-    (PTConfig(), PT_DEFAULT), (FTConfig(), FT_DEFAULT), (ColBERTFTConfig(), COLBERT_DEFAULT),
-])
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (PTConfig(), PT_DEFAULT),
+        (FTConfig(), FT_DEFAULT),
+        (ColBERTFTConfig(), COLBERT_DEFAULT),
+    ],
+)
 def test_default_fields_and_values_are_unchanged(config: Any, expected: dict[str, Any]) -> None:
     assert _fields(config) == expected
     assert [type(v) for v in _fields(config).values()] == [type(expected[k]) for k in _fields(config)]

@@ -36,8 +36,7 @@ def test_shape_is_read_from_the_files_without_loading(tiny_model):
     from safetensors.torch import load_file
 
     shape = EncoderShape.read(tiny_model)
-    counted = sum(t.numel() for t in load_file(str(tiny_model / "model.safetensors")).values()
-                  if t.is_floating_point())
+    counted = sum(t.numel() for t in load_file(str(tiny_model / "model.safetensors")).values() if t.is_floating_point())
     assert shape.parameters == counted
     # tiny_models.py: 2 layers, hidden 32, 2 heads, intermediate 64, max_seq_length 64
     assert (shape.layers, shape.hidden, shape.heads, shape.intermediate, shape.max_seq_length) == (2, 32, 2, 64, 64)
@@ -122,8 +121,14 @@ def test_estimate_is_within_a_stated_factor_of_a_measured_peak(tmp_path):
     peak for a 0.8 GB step (CI, full suite)."""
     tiny_model = build_tiny_model(tmp_path / "tiny-bert")  # its own copy: the session's is shared with trainers
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
-    out = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(tiny_model)], capture_output=True, text=True,
-                         timeout=300, env=env, cwd=TESTS)
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK_SCRIPT, str(tiny_model)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=TESTS,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     m = json.loads(out.stdout.strip().splitlines()[-1])
     plain, ckpt = m["plain"], m["checkpointed"]
@@ -139,8 +144,12 @@ def test_sweep_trials_declare_the_memory_of_the_largest_batch(tiny_model):
     from adaptlab.adapt.train.tune import _trial_memory, _trial_resources
 
     # the space language of SweepConfig.param_space (validated there), not Ray's domain objects
-    space = {"batch_size": [4, 16, 8], "num_negatives": {"grid": [1, 3]},
-             "epochs": {"randint": [1, 5]}, "learning_rate": {"loguniform": [1e-5, 1e-3]}}
+    space = {
+        "batch_size": [4, 16, 8],
+        "num_negatives": {"grid": [1, 3]},
+        "epochs": {"randint": [1, 5]},
+        "learning_rate": {"loguniform": [1e-5, 1e-3]},
+    }
     assert space_problem(space) is None
     assert largest_value(space, "batch_size", 32) == 16
     assert largest_value(space, "num_negatives", 1) == 3
@@ -160,8 +169,9 @@ def test_sweep_trials_declare_the_memory_of_the_largest_batch(tiny_model):
     assert _trial_resources(2, 0, 0, NoNodes()) == {"cpu": 2.0, "gpu": 0.0}  # unknown: none declared
 
 
-MINILM = EncoderShape(parameters=22_713_216, layers=6, hidden=384, heads=12, intermediate=1536, vocab=30522,
-                      max_seq_length=256)
+MINILM = EncoderShape(
+    parameters=22_713_216, layers=6, hidden=384, heads=12, intermediate=1536, vocab=30522, max_seq_length=256
+)
 
 
 def test_gradient_checkpointing_keeps_layer_inputs_and_one_recomputed_layer():
@@ -178,7 +188,9 @@ def test_gradient_checkpointing_keeps_layer_inputs_and_one_recomputed_layer():
     assert ft.activations < plain.activations / 3  # measured peak 9.33 -> 3.10 GB
     pt = estimate_stage_memory("pt", MINILM, PTConfig(gradient_checkpointing=True))
     head = 16 * 256 * (12 * 30522 + 12 * 384)  # the masked-LM head is not checkpointed
-    assert pt.activations == int(SAFETY * (checkpointed_bytes(MINILM, 16, 256) + head + recomputed_bytes(MINILM, 16, 256)))
+    assert pt.activations == int(
+        SAFETY * (checkpointed_bytes(MINILM, 16, 256) + head + recomputed_bytes(MINILM, 16, 256))
+    )
     assert pt.total < estimate_stage_memory("pt", MINILM, PTConfig()).total
 
 
@@ -208,8 +220,15 @@ def _train_tiny(tiny_model: Path, triplets: list, checkpointing: bool) -> tuple[
     calls = []
     # a pre-hook: a recomputation stops once it has what the backward pass needs, before forward hooks
     model[0].auto_model.encoder.layer[0].register_forward_pre_hook(lambda *_: calls.append(1))
-    cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=3, min_steps=0,
-                   gradient_checkpointing=checkpointing)
+    cfg = FTConfig(
+        learning_rate=1e-3,
+        epochs=1,
+        batch_size=4,
+        num_negatives=1,
+        max_steps=3,
+        min_steps=0,
+        gradient_checkpointing=checkpointing,
+    )
     result = fine_tune_model(model, triplets, cfg, seed=0, prefixes=("", ""), device="cpu")
     assert not model[0].auto_model.is_gradient_checkpointing  # switched off again after training
     return result.losses, [p.detach().clone() for p in model.parameters()], len(calls)
@@ -239,11 +258,16 @@ def test_a_model_without_checkpointing_support_is_refused():
 def _adapt_settings(tmp_path: Path, **adapt):
     from adaptlab.study import parse_adapt_section, parse_study
 
-    study = parse_study({
-        "study": {"name": "m", "store": ""}, "datasets": [{"name": "d", "spec": "synthetic:n_documents=4,seed=1"}],
-        "models": [{"name": "minilm", "ref": "minilm"}], "embedding": {"use_ray": False},
-        "adapt": {"corpus": "synthetic:n_documents=20,seed=0", **adapt},
-    }, source="study.toml")
+    study = parse_study(
+        {
+            "study": {"name": "m", "store": ""},
+            "datasets": [{"name": "d", "spec": "synthetic:n_documents=4,seed=1"}],
+            "models": [{"name": "minilm", "ref": "minilm"}],
+            "embedding": {"use_ray": False},
+            "adapt": {"corpus": "synthetic:n_documents=20,seed=0", **adapt},
+        },
+        source="study.toml",
+    )
     return parse_adapt_section(study, store=tmp_path)
 
 
@@ -255,7 +279,11 @@ def test_the_study_turns_gradient_checkpointing_on_for_pt_and_ft(tmp_path):
     assert _adapt_settings(tmp_path).ft.gradient_checkpointing is False  # "auto" is opt-in: test_auto_checkpointing
     only_ft = _adapt_settings(tmp_path, ft={"gradient_checkpointing": True})
     assert only_ft.ft.gradient_checkpointing is True and only_ft.pt.gradient_checkpointing is False
-    with pytest.raises(ConfigError, match=r"study.toml: \[adapt\].gradient_checkpointing: expected \"auto\", true or false"):
+    with pytest.raises(
+        ConfigError, match=r"study.toml: \[adapt\].gradient_checkpointing: expected \"auto\", true or false"
+    ):
         _adapt_settings(tmp_path, gradient_checkpointing="yes")
-    with pytest.raises(ConfigError, match=r"\[adapt\].gradient_checkpointing: expected it in \[adapt\] or in \[adapt.ft\]"):
+    with pytest.raises(
+        ConfigError, match=r"\[adapt\].gradient_checkpointing: expected it in \[adapt\] or in \[adapt.ft\]"
+    ):
         _adapt_settings(tmp_path, gradient_checkpointing=True, ft={"gradient_checkpointing": False})

@@ -35,13 +35,12 @@ def test_cpu_parameters_get_the_fused_kernel_and_the_same_update_as_the_loop():
     ours = make_adamw([{"params": _params(torch), "weight_decay": 0.0}], 2e-5)
     assert ours.defaults["fused"] is True and not ours.defaults["foreach"]
     fused = _train(torch, lambda groups: make_adamw(groups, 2e-5))
-    loop = _train(torch, lambda groups: torch.optim.AdamW(groups, lr=2e-5, betas=(0.9, 0.999), eps=1e-8,
-                                                          foreach=False))
+    loop = _train(torch, lambda groups: torch.optim.AdamW(groups, lr=2e-5, betas=(0.9, 0.999), eps=1e-8, foreach=False))
     start = _params(torch)
     moved = max((a - s).abs().max().item() for a, s in zip(loop, start))
     diff = max((a - b).abs().max().item() for a, b in zip(fused, loop))
-    assert moved > 1e-5          # the steps did move the weights
-    assert diff <= 1e-7 * 5      # the same update, to float rounding of weights of size ~0.05
+    assert moved > 1e-5  # the steps did move the weights
+    assert diff <= 1e-7 * 5  # the same update, to float rounding of weights of size ~0.05
 
 
 def test_parameters_the_fused_kernel_cannot_take_get_the_foreach_form():

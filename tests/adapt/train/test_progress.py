@@ -40,10 +40,15 @@ def test_progress_lines_name_step_steps_and_loss(tiny_model, triplets, capsys, m
     assert total == 10
     lines = _lines(capsys.readouterr().err)  # stderr, like the embedding progress lines
     assert "ft at scale 8: training 10 step(s)" in lines
-    steps = [m for m in lines if re.fullmatch(r"ft at scale 8: step \d+/10, loss \d+\.\d{4}, .* s/step, about .* left", m)]
+    steps = [
+        m for m in lines if re.fullmatch(r"ft at scale 8: step \d+/10, loss \d+\.\d{4}, .* s/step, about .* left", m)
+    ]
     assert [int(re.search(r"step (\d+)/", m).group(1)) for m in steps] == list(range(1, total))
     assert f"loss {result.losses[0]:.4f}" in steps[0]
-    assert lines[-1].startswith("ft at scale 8: 10/10 step(s) done in ") and f"last loss {result.losses[-1]:.4f}" in lines[-1]
+    assert (
+        lines[-1].startswith("ft at scale 8: 10/10 step(s) done in ")
+        and f"last loss {result.losses[-1]:.4f}" in lines[-1]
+    )
 
 
 def test_progress_lines_are_spaced_by_the_interval(tiny_model, triplets, capsys, monkeypatch, progress_on):
@@ -70,7 +75,9 @@ def test_progress_lines_show_without_verbose_and_not_with_quiet(capsys, monkeypa
         err = capsys.readouterr().err
         if verbosity == 0:
             first, step, last = _lines(err)
-            assert first == "pt at scale 10: training 3 step(s)" and step.startswith("pt at scale 10: step 1/3, loss 2.5000")
+            assert first == "pt at scale 10: training 3 step(s)" and step.startswith(
+                "pt at scale 10: step 1/3, loss 2.5000"
+            )
             assert last.startswith("pt at scale 10: 3/3 step(s) done in") and last.endswith("last loss 2.0000")
         else:
             assert err == ""
@@ -121,14 +128,12 @@ def test_cli_prints_training_resource_error_as_one_line(capsys, monkeypatch):
     assert "TrainingResourceError" in adapt.__all__
 
     def fail(_args):
-        raise adapt.TrainingResourceError("ft at scale 100 was killed for memory 3 times;\n"
-                                          "lower [adapt.ft] batch_size")
+        raise adapt.TrainingResourceError("ft at scale 100 was killed for memory 3 times;\nlower [adapt.ft] batch_size")
 
     monkeypatch.setattr(run_cmd, "build_study", fail)
     assert cli.main(["run", "study.toml"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == ("adaptlab run: error: ft at scale 100 was killed for memory 3 times; "
-                   "lower [adapt.ft] batch_size")
+    assert err == ("adaptlab run: error: ft at scale 100 was killed for memory 3 times; lower [adapt.ft] batch_size")
 
 
 class _Records(logging.Handler):

@@ -27,8 +27,9 @@ def _hold_every_cpu(ray) -> None:  # noqa: ANN001
     CPUs (one actor starts faster than four of one CPU each; the stall is the same)."""
     from adaptlab.embedding import active_pools, embed_texts
 
-    embed_texts([f"text {i}" for i in range(16)], "hash:16", use_ray=True, num_actors=1, torch_threads=4,
-                progress=False)
+    embed_texts(
+        [f"text {i}" for i in range(16)], "hash:16", use_ray=True, num_actors=1, torch_threads=4, progress=False
+    )
     assert active_pools() == 1
     deadline = time.monotonic() + 30
     while ray.available_resources().get("CPU", 0) > 0 and time.monotonic() < deadline:
@@ -38,7 +39,8 @@ def _hold_every_cpu(ray) -> None:  # noqa: ANN001
 
 @pytest.mark.slow  # 13 s on 2 loaded cores: a warm actor, then one FT step of the tiny model
 def test_a_stage_is_scheduled_when_idle_embedding_actors_hold_every_cpu(
-        ray_local, tiny_model: Path, triplets, tmp_path: Path):
+    ray_local, tiny_model: Path, triplets, tmp_path: Path
+):
     from adaptlab.adapt.train.jobs import AdaptJob, JobSettings, run_adaptation_jobs, stage_threads
     from adaptlab.embedding import active_pools, release_pools
     from adaptlab.runtime import available_cores
@@ -64,6 +66,6 @@ def test_a_stage_is_scheduled_when_idle_embedding_actors_hold_every_cpu(
         worker.join(120)
     assert not stalled, f"the training stage was not scheduled in {STALL_S:g} s: idle embedding actors held the CPUs"
     assert "error" not in out, out.get("error")
-    art, = out["artifacts"]
+    (art,) = out["artifacts"]
     assert active_pools() == 0
     assert art.manifest["training"]["torch_threads"] == threads

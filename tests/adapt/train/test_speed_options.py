@@ -59,8 +59,11 @@ def test_bf16_is_refused_where_the_cpu_has_none(monkeypatch):
     import torch
 
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"sse4_2", "avx", "avx2", "fma"}))
-    with pytest.raises(TrainingCheckError, match="run x: precision = 'bf16' needs a device that computes bfloat16"
-                       r".*lacks AVX512-BF16 and AMX-BF16 \(it has avx2\)"):
+    with pytest.raises(
+        TrainingCheckError,
+        match="run x: precision = 'bf16' needs a device that computes bfloat16"
+        r".*lacks AVX512-BF16 and AMX-BF16 \(it has avx2\)",
+    ):
         check_precision("bf16", torch.device("cpu"), "run x")
     check_precision("fp32", torch.device("cpu"), "run x")
 
@@ -74,8 +77,9 @@ def test_fused_attention_trains_without_attention_dropout_and_restores_it(tiny_m
         attention = model[0].auto_model.encoder.layer[0].attention.self
         seen: list[float] = []
         attention.register_forward_pre_hook(lambda m, *_: seen.append(m.dropout_prob) if m.training else None)
-        cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0,
-                       fused_attention=fused)
+        cfg = FTConfig(
+            learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0, fused_attention=fused
+        )
         losses = fine_tune_model(model, triplets, cfg, seed=0, prefixes=("", ""), device="cpu").losses
         return losses, seen, attention.dropout_prob
 
@@ -135,10 +139,10 @@ def test_length_buckets_reach_the_loop_from_the_study(tmp_path, tiny_model: Path
     original = loop.epoch_order
     monkeypatch.setattr(loop, "epoch_order", lambda *a: seen.append(a[-1]) or original(*a))
     for on in (False, True):
-        cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=1, min_steps=0,
-                       length_buckets=on)
-        fine_tune_model(load_sentence_model(tiny_model, "cpu"), triplets, cfg, seed=0, prefixes=("", ""),
-                        device="cpu")
+        cfg = FTConfig(
+            learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=1, min_steps=0, length_buckets=on
+        )
+        fine_tune_model(load_sentence_model(tiny_model, "cpu"), triplets, cfg, seed=0, prefixes=("", ""), device="cpu")
     assert seen[0] is None and len(seen[1]) == len(triplets) and min(seen[1]) > 0
 
 
@@ -149,16 +153,19 @@ def test_set_options_enter_the_artifact_key_and_defaults_do_not():
     assert PTConfig(fused_attention=True).key_dict()["fused_attention"] is True
 
 
-@pytest.mark.parametrize(("declared", "node_cpus", "cores", "threads"), [
-    (1, 4, 2, 1),  # the embedded runtime on 2 cores (4 CPUs): the default stage has one thread
-    (2, 4, 2, 1),
-    (4, 4, 2, 2),  # all the node's CPUs: its cores
-    (8, 16, 8, 4),
-    (16, 16, 8, 8),
-    (0.5, 4, 2, 1),  # never below one
-    (6, 4, 2, 2),  # never above the cores
-    (1, 0, 2, 1),  # a node that reports no CPUs
-])
+@pytest.mark.parametrize(
+    ("declared", "node_cpus", "cores", "threads"),
+    [
+        (1, 4, 2, 1),  # the embedded runtime on 2 cores (4 CPUs): the default stage has one thread
+        (2, 4, 2, 1),
+        (4, 4, 2, 2),  # all the node's CPUs: its cores
+        (8, 16, 8, 4),
+        (16, 16, 8, 8),
+        (0.5, 4, 2, 1),  # never below one
+        (6, 4, 2, 2),  # never above the cores
+        (1, 0, 2, 1),  # a node that reports no CPUs
+    ],
+)
 def test_threads_follow_the_declared_cpus(declared, node_cpus, cores, threads):
     assert stage_threads(declared, node_cpus, cores) == threads
 
@@ -166,6 +173,7 @@ def test_threads_follow_the_declared_cpus(declared, node_cpus, cores, threads):
 def test_the_longest_chain_starts_first():
     """The runner submits the ready stages PT first (it has two stages after it), then the FT
     stages in plan order."""
+
     def stage(key, upstream=None):
         return SimpleNamespace(key=key, upstream=upstream, job=SimpleNamespace(base_model="m"))
 
@@ -180,9 +188,11 @@ def test_the_longest_chain_starts_first():
 def test_a_stage_alone_declares_the_whole_node():
     """The runner marks a training stage for the whole node only when nothing runs and nothing
     else can start before it ends; never a merge, never with the option off."""
+
     def stage(key, upstream=None, kind="ft"):
-        return SimpleNamespace(key=key, upstream=upstream, stage=kind, whole_node=False,
-                               job=SimpleNamespace(base_model="m"))
+        return SimpleNamespace(
+            key=key, upstream=upstream, stage=kind, whole_node=False, job=SimpleNamespace(base_model="m")
+        )
 
     def graph():
         return [stage("pt10", kind="pt"), stage("ptft10", "pt10"), stage("merge10", "ptft10", "merge"), stage("ft10")]
@@ -212,13 +222,20 @@ def test_a_stage_whose_memory_leaves_no_room_for_a_second_declares_the_whole_nod
     """A stage declaring more than half the largest node's memory runs alone on its node whatever
     else is ready (the pdf study's FT stages ran one after another on one thread while the second
     core idled), decided by its memory and the node's, never a merge, never with the option off."""
+
     def stage(key, memory, kind="ft"):
-        return SimpleNamespace(key=key, upstream=None, stage=kind, whole_node=False, memory=memory,
-                               job=SimpleNamespace(base_model="m"))
+        return SimpleNamespace(
+            key=key, upstream=None, stage=kind, whole_node=False, memory=memory, job=SimpleNamespace(base_model="m")
+        )
 
     def submitted(whole_node: bool, node_memory: float | None) -> dict[str, bool]:
-        stages = [stage("pt20", 3e9, "pt"), stage("ft20", 10.4e9), stage("ft60", 10.4e9),
-                  stage("half", 7.8e9), stage("merge", 9e9, "merge")]
+        stages = [
+            stage("pt20", 3e9, "pt"),
+            stage("ft20", 10.4e9),
+            stage("ft60", 10.4e9),
+            stage("half", 7.8e9),
+            stage("merge", 9e9, "merge"),
+        ]
         runner = _StageRunner(None, lambda st, _up: st.key, stages, 0, whole_node, node_memory)
         runner._submit_ready()
         return {st.key: st.whole_node for st in stages}
@@ -235,7 +252,9 @@ def test_the_study_passes_lone_stage_all_cpus_to_the_stage_graph(tmp_path, monke
     from adaptlab.study import adaptation
 
     seen: list[bool] = []
-    monkeypatch.setattr(adaptation, "run_adaptation_jobs", lambda jobs, root, settings, **kw: seen.append(settings.lone_stage_all_cpus))
+    monkeypatch.setattr(
+        adaptation, "run_adaptation_jobs", lambda jobs, root, settings, **kw: seen.append(settings.lone_stage_all_cpus)
+    )
     for value in (False, True):
         adaptation._train(_adapt_settings(tmp_path, use_ray=True, lone_stage_all_cpus=value), [("ft", 4, None)], None)
     assert seen == [False, True] and _adapt_settings(tmp_path).lone_stage_all_cpus is True
@@ -264,8 +283,12 @@ def test_a_ray_stage_trains_on_the_threads_its_cpus_give(ray_local, tiny_model: 
     # 2 steps: the checkpoint after step 1 calls the hook (the last step's state is the model)
     cfg = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, max_steps=2, min_steps=0)
     job = AdaptJob("ft", str(tiny_model), scale=4, triplets=triplets, ft_config=cfg, seed=11)
-    art, = run_adaptation_jobs([job], tmp_path / "store", JobSettings(cpus_per_job=1, checkpoint_every=1,
-                                                                      lone_stage_all_cpus=False), on_checkpoint=record)
+    (art,) = run_adaptation_jobs(
+        [job],
+        tmp_path / "store",
+        JobSettings(cpus_per_job=1, checkpoint_every=1, lone_stage_all_cpus=False),
+        on_checkpoint=record,
+    )
     threads = {f.read_text() for f in seen.iterdir()}
     assert threads == {"1"} == {str(stage_threads(1, 4, available_cores()))}
     assert art.manifest["training"]["torch_threads"] == 1

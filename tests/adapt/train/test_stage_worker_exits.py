@@ -34,10 +34,15 @@ def test_each_stage_runs_in_its_own_worker_which_exits(ray_local, tiny_model, tr
 
         (pids / str(_os.getpid())).touch()
 
-    job = AdaptJob("pt-ft", str(tiny_model), scale=8, triplets=triplets, chunks=chunks,
-                   pt_config=PT, ft_config=FT, seed=3)
-    (art,) = run_adaptation_jobs([job], tmp_path / "store", JobSettings(checkpoint_every=1, memory_per_job=OWN_WORKER_BYTES),
-                                  on_checkpoint=record_pid)
+    job = AdaptJob(
+        "pt-ft", str(tiny_model), scale=8, triplets=triplets, chunks=chunks, pt_config=PT, ft_config=FT, seed=3
+    )
+    (art,) = run_adaptation_jobs(
+        [job],
+        tmp_path / "store",
+        JobSettings(checkpoint_every=1, memory_per_job=OWN_WORKER_BYTES),
+        on_checkpoint=record_pid,
+    )
     assert art.variant == "pt-ft"
     seen = sorted(int(p.name) for p in pids.iterdir())
     assert len(seen) == 2, f"the PT and FT stages ran in {len(seen)} worker process(es): {seen}"

@@ -17,8 +17,7 @@ from adaptlab.runtime import progress
 
 INTERVAL = 0.2
 SLEEP = 0.25  # per forward call of the encoder; an FT step with one negative makes three: ~0.75 s
-FT = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, warmup_ratio=0.0,
-              min_steps=3, max_steps=3)
+FT = FTConfig(learning_rate=1e-3, epochs=1, batch_size=4, num_negatives=1, warmup_ratio=0.0, min_steps=3, max_steps=3)
 RUNNING = re.compile(r"training ft at scale 8: step (\d)/3 running \(\d+ s\)(, last loss (\d+\.\d{4}))?")
 
 
@@ -68,10 +67,19 @@ def test_a_long_step_prints_heartbeat_lines_while_it_runs(tiny_model, triplets, 
         running = [i for i, line in enumerate(lines) if (m := RUNNING.fullmatch(line)) and m.group(1) == str(step)]
         assert running, lines  # at least one line during a step of ~0.75 s at a 0.2 s interval
         # printed while the step ran: after the previous step's line, before this step's own line
-        after = next(i for i, line in enumerate(lines) if line.startswith(f"ft at scale 8: step {step}/3, loss")
-                     or (step == 3 and line.startswith("ft at scale 8: 3/3 step(s) done")))
-        before = next(i for i, line in enumerate(lines) if line.startswith(
-            "ft at scale 8: training 3 step(s)" if step == 1 else f"ft at scale 8: step {step - 1}/3, loss"))
+        after = next(
+            i
+            for i, line in enumerate(lines)
+            if line.startswith(f"ft at scale 8: step {step}/3, loss")
+            or (step == 3 and line.startswith("ft at scale 8: 3/3 step(s) done"))
+        )
+        before = next(
+            i
+            for i, line in enumerate(lines)
+            if line.startswith(
+                "ft at scale 8: training 3 step(s)" if step == 1 else f"ft at scale 8: step {step - 1}/3, loss"
+            )
+        )
         assert all(before < i < after for i in running), lines
         last = {RUNNING.fullmatch(lines[i]).group(3) for i in running}
         assert last == ({None} if step == 1 else {f"{slow.losses[step - 2]:.4f}"}), lines

@@ -136,20 +136,25 @@ class _Crash(RuntimeError):
 
 def test_crashed_run_resumes_from_its_checkpoint_and_matches(tiny_model, triplets, tmp_path, read_weights):
     cfg = FTConfig(learning_rate=1e-3, epochs=2, batch_size=4, num_negatives=1)  # 4 steps
-    straight = train_ft(tiny_model, triplets, artifact_root=tmp_path / "a", config=cfg, seed=3,
-                        checkpoint_every=None)
+    straight = train_ft(tiny_model, triplets, artifact_root=tmp_path / "a", config=cfg, seed=3, checkpoint_every=None)
 
     def crash_at_2(step):
         if step == 2:
             raise _Crash(step)
 
     with pytest.raises(_Crash):
-        train_ft(tiny_model, triplets, artifact_root=tmp_path / "b", config=cfg, seed=3,
-                 checkpoint_every=1, on_checkpoint=crash_at_2)
+        train_ft(
+            tiny_model,
+            triplets,
+            artifact_root=tmp_path / "b",
+            config=cfg,
+            seed=3,
+            checkpoint_every=1,
+            on_checkpoint=crash_at_2,
+        )
     partial = next((tmp_path / "b").rglob("*.partial"))
     assert json.loads((partial / "checkpoints" / "latest.json").read_text())["step"] == 2
-    resumed = train_ft(tiny_model, triplets, artifact_root=tmp_path / "b", config=cfg, seed=3,
-                       checkpoint_every=1)
+    resumed = train_ft(tiny_model, triplets, artifact_root=tmp_path / "b", config=cfg, seed=3, checkpoint_every=1)
     assert resumed.manifest["training"]["resumed_from_step"] == 2
     assert resumed.key == straight.key
     assert not partial.exists()
@@ -186,16 +191,23 @@ def test_coerce_triplets_reads_the_triplets_parquet_file(tmp_path):
     from adaptlab.adapt.prep.triplets import Triplet, TripletProvenance, write_triplets
 
     path = tmp_path / "triplets.parquet"
-    write_triplets(path, [Triplet("q1", "q", "c1", "p", ("c2",), ("n",), "doc")],
-                   TripletProvenance(base_model="minilm", scale="8", seed=0, generator="test"))
+    write_triplets(
+        path,
+        [Triplet("q1", "q", "c1", "p", ("c2",), ("n",), "doc")],
+        TripletProvenance(base_model="minilm", scale="8", seed=0, generator="test"),
+    )
     assert coerce_triplets(path) == [("q", "p", ("n",))]
     assert coerce_triplets(str(path)) == [("q", "p", ("n",))]
 
 
 def test_triplet_without_negatives_is_an_error_when_negatives_are_asked(tiny_model, tmp_path):
     with pytest.raises(DataError, match="no negatives"):
-        train_ft(tiny_model, [("q a", "p a", ()), ("q b", "p b", ())], artifact_root=tmp_path,
-                 config=FTConfig(batch_size=2, num_negatives=1))
+        train_ft(
+            tiny_model,
+            [("q a", "p a", ()), ("q b", "p b", ())],
+            artifact_root=tmp_path,
+            config=FTConfig(batch_size=2, num_negatives=1),
+        )
 
 
 def test_prefix_resolution():

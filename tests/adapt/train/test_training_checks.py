@@ -39,8 +39,9 @@ def test_warmup_never_swallows_the_run():
 
 def test_small_data_gets_enough_steps_and_records_them():
     model, cfg, loss = _linear_problem(0.05, min_steps=10, min_weight_change=1e-6)
-    result = run_loop(model, n_examples=12, optim=cfg, seed=0, compute_loss=loss, device="cpu",
-                      label="variant 'ft' at scale docs2")
+    result = run_loop(
+        model, n_examples=12, optim=cfg, seed=0, compute_loss=loss, device="cpu", label="variant 'ft' at scale docs2"
+    )
     s = result.summary()
     assert s["steps"] == 10 and s["epochs_requested"] == 1 and s["epochs_completed"] == 10
     assert s["schedule"]["warmup_steps"] == 1 and s["schedule"]["nonzero_lr_steps"] == 9
@@ -49,16 +50,29 @@ def test_small_data_gets_enough_steps_and_records_them():
 
 def test_zero_learning_rate_is_an_error_naming_the_run():
     model, cfg, loss = _linear_problem(0.0)
-    with pytest.raises(TrainingCheckError, match=r"variant 'ft' at scale docs2: every optimizer step "
-                       r"has learning rate 0, so the weights cannot change \(1 optimizer step\(s\).*linear warm-up 0 step"):
-        run_loop(model, n_examples=12, optim=cfg, seed=0, compute_loss=loss, device="cpu",
-                 label="variant 'ft' at scale docs2")
+    with pytest.raises(
+        TrainingCheckError,
+        match=r"variant 'ft' at scale docs2: every optimizer step "
+        r"has learning rate 0, so the weights cannot change \(1 optimizer step\(s\).*linear warm-up 0 step",
+    ):
+        run_loop(
+            model,
+            n_examples=12,
+            optim=cfg,
+            seed=0,
+            compute_loss=loss,
+            device="cpu",
+            label="variant 'ft' at scale docs2",
+        )
 
 
 def test_unchanged_weights_stop_the_run_or_warn_when_asked(caplog):
     model, cfg, loss = _linear_problem(1e-12, min_weight_change=1e-3)
-    with pytest.raises(TrainingCheckError, match=r"weights moved by a relative .* the adapted "
-                       r"model is the base model .*warn_only"):
+    with pytest.raises(
+        TrainingCheckError,
+        match=r"weights moved by a relative .* the adapted "
+        r"model is the base model .*warn_only",
+    ):
         run_loop(model, n_examples=12, optim=cfg, seed=0, compute_loss=loss, device="cpu", label="x")
     model, cfg, loss = _linear_problem(1e-12, min_weight_change=1e-3, warn_only=True)
     result = run_loop(model, n_examples=12, optim=cfg, seed=0, compute_loss=loss, device="cpu", label="x")
@@ -73,8 +87,13 @@ def test_explicit_max_steps_below_minimum_only_warns(caplog):
 
 def test_tiny_scale_ft_trains_for_real(tiny_model, triplets, tmp_path, read_weights):
     few = triplets[:3]  # 3 triplets, batch 32: one step per epoch -> epochs raised to 10
-    art = train_ft(tiny_model, few, artifact_root=tmp_path / "art", scale="docs1",
-                   config=FTConfig(batch_size=32, learning_rate=1e-3, num_negatives=1))
+    art = train_ft(
+        tiny_model,
+        few,
+        artifact_root=tmp_path / "art",
+        scale="docs1",
+        config=FTConfig(batch_size=32, learning_rate=1e-3, num_negatives=1),
+    )
     training = art.manifest["training"]
     assert training["steps"] == 10 and training["relative_weight_change"] > 1e-6
     assert training["schedule"]["warmup_steps"] == 1 and training["last_loss"] is not None
@@ -83,9 +102,16 @@ def test_tiny_scale_ft_trains_for_real(tiny_model, triplets, tmp_path, read_weig
 
 
 def test_tiny_scale_ft_that_cannot_move_stops_with_the_error(tiny_model, triplets, tmp_path):
-    with pytest.raises(TrainingCheckError, match=r"variant 'ft' of .* at scale docs1 \(3 triplets\)"
-                       r".*10 optimizer step\(s\) = 10 epoch\(s\).*peak learning rate"):
-        train_ft(tiny_model, triplets[:3], artifact_root=tmp_path / "art", scale="docs1",
-                 config=FTConfig(batch_size=32, learning_rate=1e-12, num_negatives=1,
-                                 min_weight_change=1e-3))
+    with pytest.raises(
+        TrainingCheckError,
+        match=r"variant 'ft' of .* at scale docs1 \(3 triplets\)"
+        r".*10 optimizer step\(s\) = 10 epoch\(s\).*peak learning rate",
+    ):
+        train_ft(
+            tiny_model,
+            triplets[:3],
+            artifact_root=tmp_path / "art",
+            scale="docs1",
+            config=FTConfig(batch_size=32, learning_rate=1e-12, num_negatives=1, min_weight_change=1e-3),
+        )
     assert not list((tmp_path / "art").rglob("manifest.json"))

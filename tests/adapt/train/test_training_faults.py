@@ -81,16 +81,25 @@ def _run(outcomes: dict[str, list[Any]], stages: list[_Stage], max_retries: int 
 
 def test_a_stage_killed_for_memory_is_retried_alone_after_the_others():
     oom = rex.OutOfMemoryError("Task was killed due to the node running low on memory.")
-    stages = [_stage("a", 20), _stage("b", 60), _stage("c", 60, upstream="b", stage="merge"),
-              _stage("d", 20, upstream="a", stage="merge")]
+    stages = [
+        _stage("a", 20),
+        _stage("b", 60),
+        _stage("c", 60, upstream="b", stage="merge"),
+        _stage("d", 20, upstream="a", stage="merge"),
+    ]
     done, fake = _run({"a": [oom, "art-a"], "b": ["art-b"], "c": ["art-c"], "d": ["art-d"]}, stages)
     assert done == {("a",): "art-a", ("b",): "art-b", ("c",): "art-c", ("d",): "art-d"}
     assert fake.events == [
-        ("start", "a", ()), ("start", "b", ("a",)),
-        ("end", "a", ()),                      # killed for memory
-        ("end", "b", ()),                      # the retry waits for b ...
-        ("start", "a", ()), ("end", "a", ()),  # ... and runs alone: c (ready since b ended) waits
-        ("start", "c", ()), ("start", "d", ("c",)), ("end", "c", ()), ("end", "d", ()),
+        ("start", "a", ()),
+        ("start", "b", ("a",)),
+        ("end", "a", ()),  # killed for memory
+        ("end", "b", ()),  # the retry waits for b ...
+        ("start", "a", ()),
+        ("end", "a", ()),  # ... and runs alone: c (ready since b ended) waits
+        ("start", "c", ()),
+        ("start", "d", ("c",)),
+        ("end", "c", ()),
+        ("end", "d", ()),
     ]
     assert stages[0].attempts == 1 and stages[0].alone
 
@@ -151,8 +160,9 @@ def test_a_crashed_stage_is_retried_and_ends_with_the_clean_runs_artifact(ray_lo
 
     job = AdaptJob("ft", str(tiny_model), scale=8, triplets=triplets, ft_config=FT, seed=3)
     (clean,) = run_adaptation_jobs([job], tmp_path / "clean", JobSettings(checkpoint_every=1))
-    (retried,) = run_adaptation_jobs([job], tmp_path / "faulty", JobSettings(max_retries=1, checkpoint_every=1),
-                                     on_checkpoint=crash_once_at_step_2)
+    (retried,) = run_adaptation_jobs(
+        [job], tmp_path / "faulty", JobSettings(max_retries=1, checkpoint_every=1), on_checkpoint=crash_once_at_step_2
+    )
     assert marker.exists(), "the first attempt never crashed"
     assert retried.manifest["training"]["resumed_from_step"] == 2
     assert clean.manifest["training"]["resumed_from_step"] == 0
@@ -241,11 +251,17 @@ def test_stages_that_do_not_fit_side_by_side_run_one_after_another(tiny_model, t
     certain once they start within 10 s of each other (two warmed workers start them together);
     one after the other, the first waits the 10 s alone and the second finds it done. (It slept
     0.6 s at each of 9 checkpoints before: ~18 s of sleep for a 6 s window.)"""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", ADAPTLAB_PROGRESS_INTERVAL="0.001",
-               RAY_ADDRESS="")
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        ADAPTLAB_PROGRESS_INTERVAL="0.001",
+        RAY_ADDRESS="",
+    )
     args = [str(tiny_model), json.dumps([[q, p, list(n)] for q, p, n in triplets]), str(tmp_path), "10"]
-    out = subprocess.run([sys.executable, "-c", _BUDGET_SCRIPT, *args], capture_output=True, text=True,
-                         timeout=600, env=env, cwd=TESTS)
+    out = subprocess.run(
+        [sys.executable, "-c", _BUDGET_SCRIPT, *args], capture_output=True, text=True, timeout=600, env=env, cwd=TESTS
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["warm_workers"] == 2, result
@@ -255,7 +271,9 @@ def test_stages_that_do_not_fit_side_by_side_run_one_after_another(tiny_model, t
     assert result["declared"]["artifacts"] == 2
     (c0, c1), (d0, d1) = result["undeclared"]["spans"]
     assert d0 < c1, f"the control did not overlap, so the test cannot tell: {result}"
-    assert re.search(r"\[adaptlab\] variant 'ft' of tiny-bert at scale 8 \(8 triplets\): step \d+/10, loss \d", out.stderr)
+    assert re.search(
+        r"\[adaptlab\] variant 'ft' of tiny-bert at scale 8 \(8 triplets\): step \d+/10, loss \d", out.stderr
+    )
     assert "Some weights" not in out.stdout + out.stderr
     # no colour codes around the workers' line prefixes in a log that is not a terminal (Ray's
     # "[repeated Nx across cluster]" note stays green: RAY_DEDUP_LOGS is the driver's setting)
@@ -278,8 +296,15 @@ def test_a_run_killed_after_an_epoch_resumes_from_that_epoch(tiny_model, triplet
         raise _Crash(step)
 
     with pytest.raises(_Crash) as info:
-        train_ft(tiny_model, triplets, artifact_root=tmp_path / "a", config=FT, seed=4, checkpoint_every=1000,
-                 on_checkpoint=die_after_the_first_checkpoint)
+        train_ft(
+            tiny_model,
+            triplets,
+            artifact_root=tmp_path / "a",
+            config=FT,
+            seed=4,
+            checkpoint_every=1000,
+            on_checkpoint=die_after_the_first_checkpoint,
+        )
     assert info.value.args == (2,)  # 8 triplets at batch 4: the first epoch ends at step 2
     resumed = train_ft(tiny_model, triplets, artifact_root=tmp_path / "a", config=FT, seed=4, checkpoint_every=1000)
     clean = train_ft(tiny_model, triplets, artifact_root=tmp_path / "b", config=FT, seed=4, checkpoint_every=None)

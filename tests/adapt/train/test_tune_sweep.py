@@ -45,11 +45,19 @@ def _unit(s):
 # both queries score d1..d4 as 0.9, 0.5, 0.5, 0.1; d2 and d3 tie exactly and d3 ranks first (higher
 # id): ranks d1=1, d3=2, d2=3, d4=4. Query A: d2 relevant (rank 3); query B: d1 (gain 2, rank 1), d4 (rank 4).
 _HAND = Dataset.build(
-    "hand", [Document(f"d{i}", f"doc{i}") for i in range(1, 5)], {"A": "qa", "B": "qb"},
+    "hand",
+    [Document(f"d{i}", f"doc{i}") for i in range(1, 5)],
+    {"A": "qa", "B": "qb"},
     {"A": {"d2": 1}, "B": {"d1": 2, "d4": 1}},
 )
-_HAND_TABLE = {"doc1": _unit(0.9), "doc2": _unit(0.5), "doc3": _unit(0.5), "doc4": _unit(0.1),
-               "qa": [1.0, 0.0], "qb": [1.0, 0.0]}
+_HAND_TABLE = {
+    "doc1": _unit(0.9),
+    "doc2": _unit(0.5),
+    "doc3": _unit(0.5),
+    "doc4": _unit(0.1),
+    "qa": [1.0, 0.0],
+    "qb": [1.0, 0.0],
+}
 
 
 @pytest.mark.parametrize(
@@ -74,8 +82,7 @@ def test_per_query_values_by_hand(measure, expected):
 def test_per_query_values_encodes_ranks_and_skips_unjudged_queries():
     docs = [Document("d1", "one"), Document("d2", "two"), Document("d3", "three"), Document("d4", "four")]
     val = Dataset.build("v", docs, {"a": "qa", "b": "qb", "c": "qc"}, {"a": {"d2": 1}, "b": {"d4": 1}, "c": {"d1": 0}})
-    table = {"one": [1, 0], "two": [0.6, 0.8], "three": [0.6, 0.8], "four": [0, 1],
-             "Q: qa": [1, 0], "Q: qb": [0, 1]}
+    table = {"one": [1, 0], "two": [0.6, 0.8], "three": [0.6, 0.8], "four": [0, 1], "Q: qa": [1, 0], "Q: qb": [0, 1]}
     values = per_query_values(_StubModel(table), val, "acc@2", query_prefix="Q: ")
     np.testing.assert_array_equal(values, [0.0, 1.0])  # a: d2 ranks 3rd behind d3; b: d4 first
 
@@ -115,23 +122,37 @@ def test_epoch_report_scores_the_two_parts_apart():
 
 def test_row_value_and_ci_come_from_one_epoch_and_apply_best_trains_the_winning_epochs():
     def epoch(e, low, high, confirm_low):
-        return {"epoch": e, "objective": low, "ci_low": low, "ci_high": high, "mean": (low + high) / 2,
-                "point": (low + high) / 2, "n_queries": 50, "confirm_ci_low": confirm_low,
-                "confirm_ci_high": confirm_low + 0.2, "confirm_mean": confirm_low + 0.1, "confirm_n_queries": 50}
+        return {
+            "epoch": e,
+            "objective": low,
+            "ci_low": low,
+            "ci_high": high,
+            "mean": (low + high) / 2,
+            "point": (low + high) / 2,
+            "n_queries": 50,
+            "confirm_ci_low": confirm_low,
+            "confirm_ci_high": confirm_low + 0.2,
+            "confirm_mean": confirm_low + 0.1,
+            "confirm_n_queries": 50,
+        }
 
     late_peak = summarise_trial([epoch(1, 0.40, 0.60, 0.35), epoch(2, 0.55, 0.75, 0.45), epoch(3, 0.50, 0.90, 0.5)])
     assert late_peak["best_objective"] == late_peak["ci_low"] == 0.55 and late_peak["ci_high"] == 0.75
     assert late_peak["epoch"] == 2 and late_peak["confirm_ci_low"] == 0.45
     other = summarise_trial([epoch(1, 0.30, 0.50, 0.9)])  # a better confirmation plays no part
-    rows = [{"config/epochs": 3, "config/learning_rate": 1e-4, **late_peak},
-            {"config/epochs": 1, "config/learning_rate": 1e-3, **other}]
+    rows = [
+        {"config/epochs": 3, "config/learning_rate": 1e-4, **late_peak},
+        {"config/epochs": 1, "config/learning_rate": 1e-3, **other},
+    ]
     best = choose_best(rows)
     assert best["config/learning_rate"] == 1e-4 and best["best_objective"] == 0.55
     assert best["config/epochs"] == 2 and best["trial_epochs"] == 3
     assert best["confirmed_objective"] == best["confirmed_ci_low"] == 0.45
     assert best["confirmed_ci_high"] == pytest.approx(0.65) and best["confirmed_n_queries"] == 50
     assert "optimistic" in best["selection_value"]
-    applied = trial_config(FTConfig(epochs=9), {k.split("/", 1)[1]: v for k, v in best.items() if k.startswith("config/")})
+    applied = trial_config(
+        FTConfig(epochs=9), {k.split("/", 1)[1]: v for k, v in best.items() if k.startswith("config/")}
+    )
     assert applied.epochs == 2 and applied.learning_rate == 1e-4
     assert choose_best([{"config/epochs": 1, **summarise_trial([])}]) is None
 
@@ -162,13 +183,15 @@ def test_trial_config_applies_tunable_values():
 def test_sweep_arguments_are_validated_before_anything_runs(validation_set, triplets):
     """Settings fail when the SweepConfig is built; what needs the validation set (the two parts'
     sizes against sample_size, with the config's confirm_fraction) fails before Ray starts."""
-    for bad, message in [({"param_space": {"lr": [1e-3]}}, "unknown parameter 'lr'"),
-                         ({"param_space": {"scale": 20, "temperature": 0.05}}, "either scale or temperature"),
-                         ({"variant": "pt"}, r"SweepConfig.variant = 'pt': expected 'ft' or 'pt-ft'"),
-                         ({"search": "grid"}, "SweepConfig.search = 'grid'"),
-                         ({"measure": "acc@@5"}, "cannot parse measure"),
-                         ({"confirm_fraction": 0.0}, "SweepConfig.confirm_fraction = 0.0"),
-                         ({"bootstrap": {"seed": 1}}, "SweepConfig.bootstrap must be an adaptlab.stats.BootstrapConfig")]:
+    for bad, message in [
+        ({"param_space": {"lr": [1e-3]}}, "unknown parameter 'lr'"),
+        ({"param_space": {"scale": 20, "temperature": 0.05}}, "either scale or temperature"),
+        ({"variant": "pt"}, r"SweepConfig.variant = 'pt': expected 'ft' or 'pt-ft'"),
+        ({"search": "grid"}, "SweepConfig.search = 'grid'"),
+        ({"measure": "acc@@5"}, "cannot parse measure"),
+        ({"confirm_fraction": 0.0}, "SweepConfig.confirm_fraction = 0.0"),
+        ({"bootstrap": {"seed": 1}}, "SweepConfig.bootstrap must be an adaptlab.stats.BootstrapConfig"),
+    ]:
         with pytest.raises(ConfigError, match=message):
             SweepConfig(**bad)
     kw = {"storage_path": "unused"}
@@ -212,13 +235,26 @@ class InterruptOnFirstCheckpoint(_TuneCallback):
 @pytest.mark.slow
 def test_tiny_sweep_is_interrupted_and_resumes(ray_local, tiny_model, triplets, validation_set, tmp_path):
     config = SweepConfig(
-        param_space={"learning_rate": [1e-3, 1e-4], "epochs": 3, "batch_size": 4, "num_negatives": 1,
-                     "merge_weight": [0.5, 1.0]},
-        num_samples=2, measure="acc@3", bootstrap=BootstrapConfig(n_resamples=200), max_concurrent_trials=1,
+        param_space={
+            "learning_rate": [1e-3, 1e-4],
+            "epochs": 3,
+            "batch_size": 4,
+            "num_negatives": 1,
+            "merge_weight": [0.5, 1.0],
+        },
+        num_samples=2,
+        measure="acc@3",
+        bootstrap=BootstrapConfig(n_resamples=200),
+        max_concurrent_trials=1,
     )
     kw = dict(storage_path=tmp_path / "tune", name="tiny", seed=0)
     first = tune_adaptation(
-        tiny_model, triplets, validation_set, config, callbacks=[InterruptOnFirstCheckpoint(str(tmp_path / "flag"))], **kw
+        tiny_model,
+        triplets,
+        validation_set,
+        config,
+        callbacks=[InterruptOnFirstCheckpoint(str(tmp_path / "flag"))],
+        **kw,
     )
     assert not first.restored
     assert not all(r["status"] == "complete" for r in first.rows), "the interrupt came too late"

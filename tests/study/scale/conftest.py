@@ -15,10 +15,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def make_study(adapt: dict[str, Any], *, tune: dict[str, Any] | None = None, models: list[dict[str, Any]],
-               datasets: list[dict[str, Any]] | None = None, metrics: list[str] | None = None,
-               n_resamples: int = 200, name: str = "scale-test", base_dir: Path | None = None,
-               analysis: dict[str, Any] | None = None):
+def make_study(
+    adapt: dict[str, Any],
+    *,
+    tune: dict[str, Any] | None = None,
+    models: list[dict[str, Any]],
+    datasets: list[dict[str, Any]] | None = None,
+    metrics: list[str] | None = None,
+    n_resamples: int = 200,
+    name: str = "scale-test",
+    base_dir: Path | None = None,
+    analysis: dict[str, Any] | None = None,
+):
     """A validated Study with an [adapt] section (in-process embedding)."""
     from adaptlab.study import parse_study
 

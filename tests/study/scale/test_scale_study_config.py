@@ -39,8 +39,13 @@ def test_defaults_and_paths(study_factory, tmp_path):
 
 def test_sub_tables_and_variant_order(study_factory, tmp_path):
     _, s = _adapt(
-        study_factory, tmp_path, variants=["merged", "ft", "base"], scales=[5, 10, "all"],
-        duplicate_threshold=False, gpus_per_job=0.5, ft={"learning_rate": 1e-4, "max_steps": 0, "num_negatives": 2},
+        study_factory,
+        tmp_path,
+        variants=["merged", "ft", "base"],
+        scales=[5, 10, "all"],
+        duplicate_threshold=False,
+        gpus_per_job=0.5,
+        ft={"learning_rate": 1e-4, "max_steps": 0, "num_negatives": 2},
         pt={"epochs": 2, "max_seq_length": 64},
     )
     assert s.variants == ("base", "ft", "merged")  # report order
@@ -95,8 +100,11 @@ def test_no_store_needs_explicit_roots(study_factory, tmp_path):
     study = study_factory({"corpus": "synthetic:n_documents=20"}, models=MODELS)
     with pytest.raises(ConfigError, match=r"\[adapt\]\.artifact_root: required when the study has no results store"):
         parse_adapt_section(study)
-    study = study_factory({"corpus": "synthetic:n_documents=20", "artifact_root": "art", "data_dir": "data"},
-                          models=MODELS, base_dir=tmp_path)
+    study = study_factory(
+        {"corpus": "synthetic:n_documents=20", "artifact_root": "art", "data_dir": "data"},
+        models=MODELS,
+        base_dir=tmp_path,
+    )
     s = parse_adapt_section(study)
     assert s.artifact_root == (tmp_path / "art").resolve() and s.data_dir == (tmp_path / "data").resolve()
 
@@ -111,8 +119,9 @@ def test_base_model_by_name_or_reference(study_factory, tmp_path):
     assert (s.label, s.base_model, s.base_section.name) == ("m6", "minilm", "m6-base")
     # a model directory relative to the project root becomes an absolute path
     (tmp_path / "models" / "enc").mkdir(parents=True)
-    study = study_factory({"corpus": "synthetic:n_documents=20", "base_model": "./models/enc"}, models=models,
-                          base_dir=tmp_path)
+    study = study_factory(
+        {"corpus": "synthetic:n_documents=20", "base_model": "./models/enc"}, models=models, base_dir=tmp_path
+    )
     s = parse_adapt_section(study, store=tmp_path)
     assert Path(s.base_model) == (tmp_path / "models" / "enc").resolve() and s.label == "enc"
 
@@ -129,8 +138,11 @@ def test_system_names():
 def test_tune_section(study_factory, tmp_path):
     pytest.importorskip("ray")
     adapt = {"corpus": "synthetic:n_documents=20", "scales": [5, 10]}
-    tune = {"scale": 5, "num_samples": 2, "param_space": {"learning_rate": {"loguniform": [1e-5, 1e-4]},
-                                                           "epochs": [1, 2], "merge_weight": 0.5}}
+    tune = {
+        "scale": 5,
+        "num_samples": 2,
+        "param_space": {"learning_rate": {"loguniform": [1e-5, 1e-4]}, "epochs": [1, 2], "merge_weight": 0.5},
+    }
     study = study_factory(adapt, tune=tune, models=MODELS)
     s = parse_adapt_section(study, store=tmp_path)
     t = parse_tune_section(study, s, store=tmp_path)
@@ -162,19 +174,31 @@ def test_tune_section(study_factory, tmp_path):
         study_factory({**adapt, "validation_fraction": 0}, tune={"num_samples": 1}, models=MODELS)
 
 
-@pytest.mark.parametrize("space, message", [
-    ({"learning_rate": {"loguniform": [0.0, 1e-4]}},
-     "[tune].param_space.learning_rate.loguniform: expected valid bounds (a lower bound > 0), got [0.0, 0.0001]"),
-    ({"warmup_ratio": {"uniform": [0.2, 0.1]}},
-     "[tune].param_space.warmup_ratio.uniform: expected valid bounds (finite lower < upper)"),
-    ({"epochs": {"randint": [1.5, 4]}}, "[tune].param_space.epochs.randint: expected valid bounds (integer bounds)"),
-    ({"weight_decay": {"quniform": [0.0, 0.1, 0.03]}}, "expected valid bounds (bounds divisible by q)"),
-    ({"weight_decay": {"quniform": [0.0, 0.1, 0]}}, "expected valid bounds (a step q > 0)"),
-    ({"epochs": {"uniform": [1]}}, "[tune].param_space.epochs.uniform: expected a list of 2 numbers, got [1]"),
-    ({"epochs": []}, "[tune].param_space.epochs: expected a non-empty list of values"),
-    ({"scale": [20.0], "temperature": [0.05]},
-     "[tune].param_space: give either scale or temperature (= 1/scale), not both"),
-])
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        (
+            {"learning_rate": {"loguniform": [0.0, 1e-4]}},
+            "[tune].param_space.learning_rate.loguniform: expected valid bounds (a lower bound > 0), got [0.0, 0.0001]",
+        ),
+        (
+            {"warmup_ratio": {"uniform": [0.2, 0.1]}},
+            "[tune].param_space.warmup_ratio.uniform: expected valid bounds (finite lower < upper)",
+        ),
+        (
+            {"epochs": {"randint": [1.5, 4]}},
+            "[tune].param_space.epochs.randint: expected valid bounds (integer bounds)",
+        ),
+        ({"weight_decay": {"quniform": [0.0, 0.1, 0.03]}}, "expected valid bounds (bounds divisible by q)"),
+        ({"weight_decay": {"quniform": [0.0, 0.1, 0]}}, "expected valid bounds (a step q > 0)"),
+        ({"epochs": {"uniform": [1]}}, "[tune].param_space.epochs.uniform: expected a list of 2 numbers, got [1]"),
+        ({"epochs": []}, "[tune].param_space.epochs: expected a non-empty list of values"),
+        (
+            {"scale": [20.0], "temperature": [0.05]},
+            "[tune].param_space: give either scale or temperature (= 1/scale), not both",
+        ),
+    ],
+)
 def test_tune_space_is_checked_whole_when_the_study_loads(study_factory, space, message):
     """Bounds Ray Tune would refuse or sample nothing from, and a conflicting pair, fail when the
     study file is read (no Ray import), not when the sweep starts after the data preparation."""
@@ -189,9 +213,15 @@ def test_search_space_built_from_checked_entries(study_factory, tmp_path):
     from adaptlab.adapt.train.space import build_param_space
 
     adapt = {"corpus": "synthetic:n_documents=20", "scales": [5, 10]}
-    space = {"learning_rate": {"loguniform": [1e-5, 1e-4]}, "warmup_ratio": {"uniform": [0.0, 0.2]},
-             "epochs": {"randint": [1, 4]}, "weight_decay": {"quniform": [0.0, 0.1, 0.05]},
-             "batch_size": {"grid": [8, 16]}, "num_negatives": {"choice": [1, 3]}, "merge_weight": 0.5}
+    space = {
+        "learning_rate": {"loguniform": [1e-5, 1e-4]},
+        "warmup_ratio": {"uniform": [0.0, 0.2]},
+        "epochs": {"randint": [1, 4]},
+        "weight_decay": {"quniform": [0.0, 0.1, 0.05]},
+        "batch_size": {"grid": [8, 16]},
+        "num_negatives": {"choice": [1, 3]},
+        "merge_weight": 0.5,
+    }
     study = study_factory(adapt, tune={"param_space": space}, models=MODELS)
     t = parse_tune_section(study, parse_adapt_section(study, store=tmp_path), store=tmp_path)
     built = build_param_space(t.sweep.param_space)
@@ -204,8 +234,10 @@ def test_search_space_built_from_checked_entries(study_factory, tmp_path):
 
 def test_bad_adapt_key_fails_in_load_study(tmp_path):
     path = tmp_path / "study.toml"
-    path.write_text('[[datasets]]\nspec = "synthetic:n_documents=4"\n[[models]]\nref = "hash:8"\n'
-                    '[adapt]\ncorpus = "synthetic:n_documents=20"\nscalez = [1]\n')
+    path.write_text(
+        '[[datasets]]\nspec = "synthetic:n_documents=4"\n[[models]]\nref = "hash:8"\n'
+        '[adapt]\ncorpus = "synthetic:n_documents=20"\nscalez = [1]\n'
+    )
     with pytest.raises(ConfigError, match=r"study.toml: \[adapt\]: unknown key 'scalez'"):
         load_study(path)
 
@@ -243,8 +275,14 @@ def test_each_family_is_compared_with_its_own_base():
     assert comparison_pairs(bi, "m-base") is None  # no ColBERT: every system against the baseline
     systems = bi + [sys("c-base", "colbert-base"), sys("c-ft-s10", "colbert-ft", 10), sys("c-ft-s30", "colbert-ft", 30)]
     assert comparison_pairs(systems, "m-base") == (
-        ("m-ft-s10", "m-base"), ("m-pt-s10", "m-base"), ("ref", "m-base"), ("c-base", "m-base"),
-        ("c-ft-s10", "c-base"), ("c-ft-s10", "m-ft-s10"), ("c-ft-s30", "c-base"))
+        ("m-ft-s10", "m-base"),
+        ("m-pt-s10", "m-base"),
+        ("ref", "m-base"),
+        ("c-base", "m-base"),
+        ("c-ft-s10", "c-base"),
+        ("c-ft-s10", "m-ft-s10"),
+        ("c-ft-s30", "c-base"),
+    )
     no_cb = [s for s in systems if s.name != "c-base"]
     assert ("c-ft-s30", "m-base") in comparison_pairs(no_cb, "m-base")
     assert comparison_pairs(systems, None) is None
@@ -259,8 +297,14 @@ def test_tune_defaults_are_the_sweep_configs(study_factory, tmp_path):
     from adaptlab.study import stage_seed
 
     adapt = {"corpus": "synthetic:n_documents=20", "scales": [5, 10]}
-    tune = {"num_samples": 2, "max_epochs": 0, "max_concurrent_trials": 3, "gpus_per_trial": "auto",
-            "confirm_fraction": 0.25, "sample_size": 0}
+    tune = {
+        "num_samples": 2,
+        "max_epochs": 0,
+        "max_concurrent_trials": 3,
+        "gpus_per_trial": "auto",
+        "confirm_fraction": 0.25,
+        "sample_size": 0,
+    }
     study = study_factory(adapt, tune=tune, models=MODELS)
     t = parse_tune_section(study, parse_adapt_section(study, store=tmp_path), store=tmp_path)
     boot = BootstrapConfig(seed=stage_seed(0, "tune", None))

@@ -45,8 +45,11 @@ def test_ft_beats_base_on_heldout_questions(study_factory, tmp_path):
         "use_ray": False,
     }
     study = study_factory(
-        adapt, models=[{"name": "minilm", "ref": "minilm"}], metrics=["acc@1", "acc@5", "mrr@10"],
-        datasets=[{"name": "synthetic-seed1", "spec": "synthetic:n_documents=10,seed=1"}], n_resamples=2000,
+        adapt,
+        models=[{"name": "minilm", "ref": "minilm"}],
+        metrics=["acc@1", "acc@5", "mrr@10"],
+        datasets=[{"name": "synthetic-seed1", "spec": "synthetic:n_documents=10,seed=1"}],
+        n_resamples=2000,
     )
     out = run_scale_study(study, store=tmp_path)
     assert list(out.systems) == ["minilm-base", "minilm-ft-s90"]

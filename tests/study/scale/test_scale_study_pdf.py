@@ -24,10 +24,20 @@ def test_pdf_corpus_at_page_scales_keeps_page_provenance(tiny_model, study_facto
     for doc in range(3):
         write_pdf(corpus / f"Project {doc} Final EIS.pdf", topic_pages(doc, 5))
     adapt = {
-        "corpus": str(corpus), "base_model": str(tiny_model), "name": "tiny", "unit": "pages",
-        "scales": [3, 8], "fraction": 1.0, "test_fraction": 0.2, "validation_fraction": 0.0,
-        "max_tokens": 64, "questions_per_chunk": 2, "n_negatives": 1, "margin": False,
-        "duplicate_threshold": False, "variants": ["base", "ft"],
+        "corpus": str(corpus),
+        "base_model": str(tiny_model),
+        "name": "tiny",
+        "unit": "pages",
+        "scales": [3, 8],
+        "fraction": 1.0,
+        "test_fraction": 0.2,
+        "validation_fraction": 0.0,
+        "max_tokens": 64,
+        "questions_per_chunk": 2,
+        "n_negatives": 1,
+        "margin": False,
+        "duplicate_threshold": False,
+        "variants": ["base", "ft"],
         "ft": {"batch_size": 8, "max_steps": 3, "num_negatives": 1, "learning_rate": 1e-3, "warn_only": True},
         "use_ray": False,
     }
@@ -46,12 +56,25 @@ def test_pdf_corpus_at_page_scales_keeps_page_provenance(tiny_model, study_facto
             pages.append(ref.first_page)
     assert len(set(pages)) > 1
     # held-out pages never trained on: no held-out gold page is a training page of any scale
-    train_pages = {parse_page_ref(t.positive_id)
-                   for s in out.data.scales for t in s.triplets.get("train", [])} - {None}
+    train_pages = {parse_page_ref(t.positive_id) for s in out.data.scales for t in s.triplets.get("train", [])} - {None}
     gold_pages = {parse_page_ref(g) for row in per_query for g in row["gold_ids"]} - {None}
     assert not {(r.document, r.first_page) for r in gold_pages} & {(r.document, r.first_page) for r in train_pages}
     capsys.readouterr()
-    assert main(["inspect", "--store", str(store), "--system", "tiny-ft-s8", "--against", "tiny-base",
-                 "--dataset", "heldout"]) == 0
+    assert (
+        main(
+            [
+                "inspect",
+                "--store",
+                str(store),
+                "--system",
+                "tiny-ft-s8",
+                "--against",
+                "tiny-base",
+                "--dataset",
+                "heldout",
+            ]
+        )
+        == 0
+    )
     shown = capsys.readouterr().out
     assert re.search(r"Project_\d_Final_EIS p\. [1-5]\b", shown)  # the page of gold and retrieved passages

@@ -19,14 +19,30 @@ def test_ray_jobs_and_tune_rows_in_the_store(tiny_model, study_factory, tmp_path
     from adaptlab import results
 
     adapt = {
-        "corpus": "synthetic:n_documents=16,seed=3", "base_model": str(tiny_model), "name": "tiny",
-        "scales": [12], "fraction": 0.5, "test_fraction": 0.25, "validation_fraction": 0.25,
-        "max_tokens": 48, "questions_per_chunk": 2, "n_negatives": 1, "margin": False, "duplicate_threshold": False,
-        "variants": ["base", "ft", "merged"], "ft": {"batch_size": 8, "max_steps": 2, "num_negatives": 1},
-        "use_ray": True, "gpus_per_job": 0,
+        "corpus": "synthetic:n_documents=16,seed=3",
+        "base_model": str(tiny_model),
+        "name": "tiny",
+        "scales": [12],
+        "fraction": 0.5,
+        "test_fraction": 0.25,
+        "validation_fraction": 0.25,
+        "max_tokens": 48,
+        "questions_per_chunk": 2,
+        "n_negatives": 1,
+        "margin": False,
+        "duplicate_threshold": False,
+        "variants": ["base", "ft", "merged"],
+        "ft": {"batch_size": 8, "max_steps": 2, "num_negatives": 1},
+        "use_ray": True,
+        "gpus_per_job": 0,
     }
-    tune = {"scale": 12, "num_samples": 1, "n_resamples": 100, "apply_best": True,
-            "param_space": {"learning_rate": {"grid": [1e-4, 1e-3]}, "epochs": 1, "batch_size": 8}}
+    tune = {
+        "scale": 12,
+        "num_samples": 1,
+        "n_resamples": 100,
+        "apply_best": True,
+        "param_space": {"learning_rate": {"grid": [1e-4, 1e-3]}, "epochs": 1, "batch_size": 8},
+    }
     study = study_factory(adapt, tune=tune, models=[{"name": "tiny", "ref": str(tiny_model)}])
     out = run_scale_study(study, store=tmp_path)
     # one scale: the Ray path is the same for each (tests/study/scale/test_scale_study_run.py nests three

@@ -123,10 +123,19 @@ def test_rerun_reuses_artifacts_and_gives_the_same_numbers(tiny_run):
 
 def test_variants_subset_without_base(tiny_model, study_factory, tmp_path):
     adapt = {
-        "corpus": "synthetic:n_documents=12,seed=2", "base_model": str(tiny_model), "name": "tiny",
-        "scales": [4], "fraction": 0.5, "test_fraction": 0.25, "max_tokens": 48, "n_negatives": 1,
-        "margin": False, "duplicate_threshold": False, "variants": ["ft"],
-        "ft": {"batch_size": 8, "max_steps": 1, "num_negatives": 1}, "use_ray": False,
+        "corpus": "synthetic:n_documents=12,seed=2",
+        "base_model": str(tiny_model),
+        "name": "tiny",
+        "scales": [4],
+        "fraction": 0.5,
+        "test_fraction": 0.25,
+        "max_tokens": 48,
+        "n_negatives": 1,
+        "margin": False,
+        "duplicate_threshold": False,
+        "variants": ["ft"],
+        "ft": {"batch_size": 8, "max_steps": 1, "num_negatives": 1},
+        "use_ray": False,
     }
     models = [{"name": "tiny", "ref": str(tiny_model)}, {"name": "lexical", "ref": "hash:64"}]
     study = study_factory(adapt, models=models)

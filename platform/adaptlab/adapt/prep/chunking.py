@@ -162,7 +162,13 @@ def _default_splitter() -> SentenceSplitter:
 
 
 def _pieces(
-    text: str, start: int, end: int, n: int, budget: int, counter: _Counter, doc_id: str,
+    text: str,
+    start: int,
+    end: int,
+    n: int,
+    budget: int,
+    counter: _Counter,
+    doc_id: str,
     sink: list[LongSentence],
 ) -> list[tuple[int, int, str | None]]:
     """Token windows of the over-long sentence ``text[start:end]`` as (start, end, decoded)."""
@@ -171,16 +177,17 @@ def _pieces(
     log.debug(
         "document %r: a sentence of %d tokens (characters %d-%d) exceeds the chunk limit of %d "
         "content tokens; it is split by tokens and its chunks are flagged split_sentence",
-        doc_id, n, start, end, budget,
+        doc_id,
+        n,
+        start,
+        end,
+        budget,
     )
     sink.append((doc_id, n, start, end))
     spans = counter.windows(sentence, budget)
     if spans is None:  # no offsets: decode token windows instead (text may be normalised)
         ids = counter(sentence, add_special_tokens=False)["input_ids"]
-        return [
-            (start, end, counter.tok.decode(ids[i : i + budget]))
-            for i in range(0, len(ids), budget)
-        ]
+        return [(start, end, counter.tok.decode(ids[i : i + budget])) for i in range(0, len(ids), budget)]
     return [(start + s, start + e, None) for s, e in spans]
 
 
@@ -210,9 +217,7 @@ def chunk_document(
     counter = _Counter(tokenizer, count_special_tokens)
     budget = max_tokens - counter.overhead
     if budget < 1:
-        raise ConfigError(
-            f"max_tokens={max_tokens} leaves no room after {counter.overhead} special tokens"
-        )
+        raise ConfigError(f"max_tokens={max_tokens} leaves no room after {counter.overhead} special tokens")
     text = doc.text
     starts, ends = _sentences(text, splitter or _default_splitter())
     if not starts:
@@ -227,8 +232,12 @@ def chunk_document(
         if n <= max_tokens or g.hi - g.lo == 1:
             if n > max_tokens:
                 log.warning(
-                    "document %r: chunk at characters %d-%d has %d tokens after re-tokenisation "
-                    "(limit %d)", doc.id, g.start, g.end, n, max_tokens,
+                    "document %r: chunk at characters %d-%d has %d tokens after re-tokenisation (limit %d)",
+                    doc.id,
+                    g.start,
+                    g.end,
+                    n,
+                    max_tokens,
                 )
             out.append((g.start, g.end, g.decoded, g.flagged, n))
             continue
@@ -263,7 +272,12 @@ class _Unit(NamedTuple):
 
 
 def _group(
-    doc: Document, starts: array, ends: array, counts: array, budget: int, counter: _Counter,
+    doc: Document,
+    starts: array,
+    ends: array,
+    counts: array,
+    budget: int,
+    counter: _Counter,
     sink: list[LongSentence],
 ) -> list[_Unit]:
     """Greedy packing units: runs of whole sentences within ``budget``, or token windows of an
@@ -294,18 +308,20 @@ def _make_chunks(doc: Document, out: list[tuple[int, int, str | None, bool, int]
     chunks = []
     for i, (s, e, decoded, flagged, n) in enumerate(out):
         span = None if page_at is None else (page_at(s), page_at(max(s, e - 1)))
-        chunks.append(Chunk(
-            id=chunk_id(doc.id, i, span),
-            doc_id=doc.id,
-            index=i,
-            text=decoded if decoded is not None else doc.text[s:e],
-            start=s,
-            end=e,
-            n_tokens=n,
-            split_sentence=flagged,
-            first_page=None if span is None else span[0],
-            last_page=None if span is None else span[1],
-        ))
+        chunks.append(
+            Chunk(
+                id=chunk_id(doc.id, i, span),
+                doc_id=doc.id,
+                index=i,
+                text=decoded if decoded is not None else doc.text[s:e],
+                start=s,
+                end=e,
+                n_tokens=n,
+                split_sentence=flagged,
+                first_page=None if span is None else span[0],
+                last_page=None if span is None else span[1],
+            )
+        )
     return chunks
 
 
@@ -353,8 +369,12 @@ def chunk_documents(
     long: list[LongSentence] = []
     for doc in docs:
         chunks = chunk_document(
-            doc, tokenizer, max_tokens=max_tokens,
-            count_special_tokens=count_special_tokens, splitter=split, long_sentences=long,
+            doc,
+            tokenizer,
+            max_tokens=max_tokens,
+            count_special_tokens=count_special_tokens,
+            splitter=split,
+            long_sentences=long,
         )
         if not chunks:
             empty.append(doc.id)
@@ -362,29 +382,36 @@ def chunk_documents(
         n_split += sum(c.split_sentence for c in chunks)
         out.extend(chunks)
     if empty:
-        log.warning("%d document(s) have no sentences and yield no chunk: %s", len(empty),
-                    ", ".join(repr(d) for d in empty[:5]) + (", ..." if len(empty) > 5 else ""))
+        log.warning(
+            "%d document(s) have no sentences and yield no chunk: %s",
+            len(empty),
+            ", ".join(repr(d) for d in empty[:5]) + (", ..." if len(empty) > 5 else ""),
+        )
     if long:
         _warn_long(long, max_tokens, n_split, details_path)
     return out
 
 
-def _warn_long(long: list[LongSentence], max_tokens: int, n_chunks: int,
-               details_path: str | Path | None) -> None:
+def _warn_long(long: list[LongSentence], max_tokens: int, n_chunks: int, details_path: str | Path | None) -> None:
     """One warning line for many over-long sentences; the list goes to ``details_path``."""
     worst = max(long, key=lambda x: x[1])
     where = ""
     if details_path is not None:
         dp = Path(details_path)
         dp.parent.mkdir(parents=True, exist_ok=True)
-        dp.write_text("document\ttokens\tstart\tend\n" + "".join(
-            f"{d}\t{n}\t{s}\t{e}\n" for d, n, s, e in long))
+        dp.write_text("document\ttokens\tstart\tend\n" + "".join(f"{d}\t{n}\t{s}\t{e}\n" for d, n, s, e in long))
         where = f"; list in {dp}"
     log.warning(
         "%d over-long sentence(s) in %d document(s) exceed the chunk limit of %d tokens "
         "(longest: %d tokens in %r); cut into %d token-window chunk(s) flagged "
-        "split_sentence%s", len(long), len({d for d, *_ in long}), max_tokens, worst[1],
-        worst[0], n_chunks, where,
+        "split_sentence%s",
+        len(long),
+        len({d for d, *_ in long}),
+        max_tokens,
+        worst[1],
+        worst[0],
+        n_chunks,
+        where,
     )
 
 
@@ -414,17 +441,13 @@ _CHUNK_SCHEMA = pa.schema(
 )
 
 
-def write_chunks(
-    path: str | Path, chunks: Sequence[Chunk], meta: dict[str, str] | None = None
-) -> Path:
+def write_chunks(path: str | Path, chunks: Sequence[Chunk], meta: dict[str, str] | None = None) -> Path:
     """Write chunks as a Parquet file (one row per chunk); ``meta`` goes to schema metadata."""
     cols: dict[str, list[Any]] = {name: [] for name in _CHUNK_SCHEMA.names}
     for c in chunks:
         for k, v in asdict(c).items():
             cols[k].append(v)
-    schema = _CHUNK_SCHEMA.with_metadata(
-        {k.encode(): str(v).encode() for k, v in (meta or {}).items()}
-    )
+    schema = _CHUNK_SCHEMA.with_metadata({k.encode(): str(v).encode() for k, v in (meta or {}).items()})
     table = pa.table(cols, schema=schema)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)

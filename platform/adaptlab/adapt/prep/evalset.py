@@ -89,6 +89,4 @@ def heldout_dataset(
         "documents": len({c.doc_id for c in selected}),
     }
     info.update(meta or {})
-    return Dataset.build(
-        name, corpus_docs, queries, qrels, source=f"held-out questions {name!r}", meta=info
-    )
+    return Dataset.build(name, corpus_docs, queries, qrels, source=f"held-out questions {name!r}", meta=info)

@@ -84,8 +84,7 @@ class ResponseCache:
     def put(self, key: str, content: str, model: str = "") -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO responses (key, model, content, created) "
-                "VALUES (?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO responses (key, model, content, created) VALUES (?, ?, ?, ?)",
                 (key, model, content, time.time()),
             )
             self._db.commit()
@@ -127,8 +126,9 @@ def _is_loopback(host: str) -> bool:
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Refuses every redirect: following one would resend the request (and its key) elsewhere."""
 
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
-                         newurl: str) -> urllib.request.Request | None:
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
         raise LLMError(
             f"{_origin(req.full_url)}: HTTP {code} redirect to {_origin(newurl)} refused (the API key is "
             "sent only to the configured origin); set base_url to the final endpoint"
@@ -281,8 +281,9 @@ class ChatClient:
             if attempt < self.max_retries:
                 wait = self._wait(attempt, retry_after)
                 self.stats.retries += 1
-                log.warning("%s: %s; retry %d/%d in %.2f s", self.display_url, last, attempt + 1,
-                            self.max_retries, wait)
+                log.warning(
+                    "%s: %s; retry %d/%d in %.2f s", self.display_url, last, attempt + 1, self.max_retries, wait
+                )
                 self.sleep(wait)
         raise LLMError(f"{self.display_url}: {last}; gave up after {self.max_retries + 1} attempts")
 
@@ -298,4 +299,3 @@ class ChatClient:
         if not isinstance(content, str):
             raise LLMError(f"{self.display_url}: choices[0].message.content is not a string: {content!r}")
         return content
-

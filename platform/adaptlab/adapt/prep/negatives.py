@@ -55,6 +55,7 @@ def as_embed_fn(model: Any) -> EmbedFn:
     if isinstance(model, str):
         return as_embed_fn(load_encoder(model))
     if hasattr(model, "encode_queries") and hasattr(model, "encode_documents"):
+
         def embed(texts: Sequence[str], kind: str) -> np.ndarray:
             fn = model.encode_queries if kind == "query" else model.encode_documents
             return np.asarray(fn(list(texts)))
@@ -89,9 +90,7 @@ def _embed(embed: EmbedFn, texts: Sequence[str], kind: str) -> np.ndarray:
     """Embeddings as float32, re-normalised to unit L2 norm (a guard; cheap)."""
     x = np.asarray(embed(list(texts), kind), dtype=np.float32)
     if x.ndim != 2 or x.shape[0] != len(texts):
-        raise ConfigError(
-            f"embed(texts, {kind!r}) returned shape {x.shape}; expected ({len(texts)}, dim)"
-        )
+        raise ConfigError(f"embed(texts, {kind!r}) returned shape {x.shape}; expected ({len(texts)}, dim)")
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.maximum(norms, 1e-12)
 
@@ -210,8 +209,15 @@ def _mine_kernel(
                 cut = np.partition(row, nc - kk)[nc - kk]  # the kk-th best score
                 wider = np.flatnonzero(row >= cut)
                 cr2, sr2, dd2, dm2 = _rank_filter(
-                    np.array([qi]), wider[None, :], row[wider][None, :], c, pos, pos_idx, limit,
-                    id_rank, dup,
+                    np.array([qi]),
+                    wider[None, :],
+                    row[wider][None, :],
+                    c,
+                    pos,
+                    pos_idx,
+                    limit,
+                    id_rank,
+                    dup,
                 )
                 cr, sr, dd, dm = cr2[0], sr2[0], dd2[0], dm2[0]
                 taken = np.flatnonzero(~(dd | dm))[:want]
@@ -248,9 +254,7 @@ def mine_hard_negatives(
     if skip_top < 0:
         raise ConfigError(f"skip_top={skip_top}: expected an integer >= 0")
     if duplicate_threshold is not None and not -1.0 <= duplicate_threshold <= 1.0:
-        raise ConfigError(
-            f"duplicate_threshold={duplicate_threshold}: expected a cosine in [-1, 1]"
-        )
+        raise ConfigError(f"duplicate_threshold={duplicate_threshold}: expected a cosine in [-1, 1]")
     if margin is not None and margin < 0:
         raise ConfigError(f"margin={margin}: expected a number >= 0")
     embed = as_embed_fn(model)
@@ -279,7 +283,12 @@ def mine_hard_negatives(
         raise ConfigError("embed: query and document embeddings differ in dimension")
     pos_idx = np.array([pool_index.get(qq.chunk_id, -1) for qq in questions], dtype=np.int64)
     idx, sc, pos_score, n_dup, n_margin = _mine_kernel(
-        q_emb, c_emb, p_emb, pos_idx, id_rank, n,
+        q_emb,
+        c_emb,
+        p_emb,
+        pos_idx,
+        id_rank,
+        n,
         np.inf if duplicate_threshold is None else float(duplicate_threshold),
         None if margin is None else float(margin),
         int(skip_top),
@@ -294,6 +303,9 @@ def mine_hard_negatives(
     if result.short:
         log.warning(
             "%d of %d question(s) got fewer than %d hard negatives (pool of %d chunks)",
-            len(result.short), len(questions), n, len(cands),
+            len(result.short),
+            len(questions),
+            n,
+            len(cands),
         )
     return result

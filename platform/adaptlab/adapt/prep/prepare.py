@@ -168,19 +168,21 @@ def prepare_adaptation_data(
     grouped = chunks_by_document(uchunks)
     held = split_documents(grouped, (1.0 - s.test_fraction, 0.0, s.test_fraction), seed=s.seed)
     test_docs = held.test
-    scales = build_scales(uchunks, s.sizes, fraction=s.fraction, seed=s.seed, exclude_documents=test_docs,
-                          unit=s.unit, units=units)
+    scales = build_scales(
+        uchunks, s.sizes, fraction=s.fraction, seed=s.seed, exclude_documents=test_docs, unit=s.unit, units=units
+    )
 
-    questions, test_questions, heldout = _heldout(chunks, uchunks, units, grouped, test_docs, scales[-1],
-                                                  generator, s)
+    questions, test_questions, heldout = _heldout(chunks, uchunks, units, grouped, test_docs, scales[-1], generator, s)
     by_chunk: dict[str, list[SyntheticQuestion]] = {}
     for q in questions:
         by_chunk.setdefault(q.chunk_id, []).append(q)
 
     embed = memoize_embed(as_embed_fn(model))
-    record = _Provenance(base_name, generator.name,
-                         {"fraction": s.fraction, "max_tokens": s.max_tokens,
-                          "heldout_fingerprint": heldout.fingerprint()})
+    record = _Provenance(
+        base_name,
+        generator.name,
+        {"fraction": s.fraction, "max_tokens": s.max_tokens, "heldout_fingerprint": heldout.fingerprint()},
+    )
     results = [_scale_data(scale, chunks, by_chunk, units, embed, out, record, s) for scale in scales]
 
     result = AdaptationData(chunks, test_docs, test_questions, heldout, results, out, s.unit)
@@ -193,9 +195,14 @@ def prepare_adaptation_data(
 
 
 def _heldout(
-    chunks: Sequence[Chunk], uchunks: Sequence[Chunk], units: dict[str, str] | None,
-    grouped: dict[str, list[Chunk]], test_docs: Sequence[str], largest_scale: DataScale,
-    generator: QuestionGenerator, s: PrepSettings,
+    chunks: Sequence[Chunk],
+    uchunks: Sequence[Chunk],
+    units: dict[str, str] | None,
+    grouped: dict[str, list[Chunk]],
+    test_docs: Sequence[str],
+    largest_scale: DataScale,
+    generator: QuestionGenerator,
+    s: PrepSettings,
 ) -> tuple[list[SyntheticQuestion], list[SyntheticQuestion], Dataset]:
     """Steps 4 and 6: questions for the largest scale's and the held-out units' sampled chunks
     (generated once), the held-out questions, and the held-out evaluation dataset."""
@@ -207,12 +214,14 @@ def _heldout(
     test_questions = [q for q in questions if (q.doc_id if units is None else units[q.chunk_id]) in test_set]
     if not test_questions:
         raise ConfigError(
-            f"the {len(test_docs)} held-out {s.unit} yielded no question; raise test_fraction "
-            "or check the generator"
+            f"the {len(test_docs)} held-out {s.unit} yielded no question; raise test_fraction or check the generator"
         )
     heldout = heldout_dataset(
         [q if units is None else replace(q, doc_id=units[q.chunk_id]) for q in test_questions],
-        uchunks, name="heldout", corpus=s.eval_corpus, documents=test_docs,
+        uchunks,
+        name="heldout",
+        corpus=s.eval_corpus,
+        documents=test_docs,
         meta={"seed": s.seed, "test_documents": list(test_docs), "fraction": s.fraction, "unit": s.unit},
     )
     return questions, test_questions, heldout
@@ -229,8 +238,14 @@ class _Provenance:
 
 
 def _scale_data(
-    scale: DataScale, chunks: Sequence[Chunk], by_chunk: dict[str, list[SyntheticQuestion]],
-    units: dict[str, str] | None, embed: Any, out: Path | None, record: _Provenance, s: PrepSettings,
+    scale: DataScale,
+    chunks: Sequence[Chunk],
+    by_chunk: dict[str, list[SyntheticQuestion]],
+    units: dict[str, str] | None,
+    embed: Any,
+    out: Path | None,
+    record: _Provenance,
+    s: PrepSettings,
 ) -> ScaleData:
     """Step 5 for one scale: train/validation split by unit, negatives, triplets (and files)."""
     splits = split_documents(scale.doc_ids, (1.0 - s.validation_fraction, s.validation_fraction, 0.0), seed=s.seed)
@@ -245,9 +260,7 @@ def _scale_data(
             continue
         # train: negatives from training units only, so validation text stays unseen;
         # validation: from all the scale's units (nothing of the test set either way)
-        pool = splits.select(chunks, "train") + (
-            splits.select(chunks, "validation") if split == "validation" else []
-        )
+        pool = splits.select(chunks, "train") + (splits.select(chunks, "validation") if split == "validation" else [])
         negs = mine_hard_negatives(qs, chunks, embed, pool=pool, **s.mining())
         triplets = build_triplets(qs, chunks, negs)
         data.triplets[split] = triplets
@@ -258,11 +271,18 @@ def _scale_data(
             path,
             triplets,
             TripletProvenance(
-                base_model=record.base_name, scale=scale.name, seed=s.seed, generator=record.generator_name,
+                base_model=record.base_name,
+                scale=scale.name,
+                seed=s.seed,
+                generator=record.generator_name,
                 split=split,
                 extra={
-                    **negs.settings(), "n_documents": scale.n_documents, "unit": s.unit, **record.meta,
-                    "dropped_duplicate": negs.dropped_duplicate, "dropped_margin": negs.dropped_margin,
+                    **negs.settings(),
+                    "n_documents": scale.n_documents,
+                    "unit": s.unit,
+                    **record.meta,
+                    "dropped_duplicate": negs.dropped_duplicate,
+                    "dropped_margin": negs.dropped_margin,
                 },
             ),
         )
@@ -280,8 +300,6 @@ def chunk_units(chunks: Sequence[Chunk], unit: str) -> dict[str, str] | None:
         return {c.id: c.id for c in chunks}
     if unit == "pages":
         if chunks and all(c.first_page is None for c in chunks):
-            raise ConfigError(
-                'unit = "pages": no document has pages (only PDFs do); use "documents" or "chunks"'
-            )
+            raise ConfigError('unit = "pages": no document has pages (only PDFs do); use "documents" or "chunks"')
         return {c.id: f"{c.doc_id}@p{c.first_page or 1}" for c in chunks}
     raise ConfigError(f"unit={unit!r}: expected one of {', '.join(UNITS)}")

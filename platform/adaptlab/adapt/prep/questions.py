@@ -85,8 +85,7 @@ def positive_text(question: SyntheticQuestion, chunk: Chunk) -> str:
     """The positive context of ``question``: the chunk text, minus the query sentence for ICT."""
     if question.chunk_id != chunk.id:
         raise ConfigError(
-            f"positive_text: question {question.id!r} belongs to {question.chunk_id!r}, "
-            f"not to chunk {chunk.id!r}"
+            f"positive_text: question {question.id!r} belongs to {question.chunk_id!r}, not to chunk {chunk.id!r}"
         )
     if question.removed is None:
         return chunk.text
@@ -136,9 +135,7 @@ class InverseClozeGenerator:
         skipped = 0
         for chunk in chunks:
             spans = self.splitter(chunk.text)
-            eligible = [
-                (s, e) for s, e in spans if len(chunk.text[s:e].split()) >= self.min_words
-            ]
+            eligible = [(s, e) for s, e in spans if len(chunk.text[s:e].split()) >= self.min_words]
             if len(spans) < 2 or not eligible:
                 skipped += 1
                 continue
@@ -158,9 +155,7 @@ class InverseClozeGenerator:
                     )
                 )
         if skipped:
-            log.info(
-                "inverse cloze: %d of %d chunk(s) too short for a question", skipped, len(chunks)
-            )
+            log.info("inverse cloze: %d of %d chunk(s) too short for a question", skipped, len(chunks))
         return out
 
 
@@ -181,9 +176,7 @@ Passage:
 """Prompt template of :class:`LLMQuestionGenerator`: ``{chunk}`` (required) and ``{n}``."""
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
-_BULLET = re.compile(
-    r"^\s*(?:[-*\u2022]|\(?\d+[.):]|q\d*[.:)]|question\s*\d*[.:])\s*", re.IGNORECASE
-)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\(?\d+[.):]|q\d*[.:)]|question\s*\d*[.:])\s*", re.IGNORECASE)
 
 
 def _from_json(obj: Any) -> list[tuple[str, str]] | None:
@@ -299,8 +292,12 @@ class LLMQuestionGenerator:
             log.info("chunk %r: the model returned no question", chunk.id)
         return [
             SyntheticQuestion(
-                id=question_id(chunk.id, j), text=q, chunk_id=chunk.id, doc_id=chunk.doc_id,
-                generator=self.name, answer=a,
+                id=question_id(chunk.id, j),
+                text=q,
+                chunk_id=chunk.id,
+                doc_id=chunk.doc_id,
+                generator=self.name,
+                answer=a,
             )
             for j, (q, a) in enumerate(pairs[: self.n_per_chunk])
         ]

@@ -166,8 +166,7 @@ def build_scales(
             raise ConfigError(
                 f"sizes: scale of {n} {noun} requested but only {len(order)} {noun} have "
                 f"chunks (after the held-out ones); use a smaller size or 'all'"
-                + ("" if unit != "documents" else
-                   ', or scale by pages or chunks ([adapt].unit = "pages" | "chunks")')
+                + ("" if unit != "documents" else ', or scale by pages or chunks ([adapt].unit = "pages" | "chunks")')
             )
         if resolved and n <= resolved[-1]:
             raise ConfigError(f"sizes: {list(sizes)} must be strictly increasing")
@@ -175,8 +174,7 @@ def build_scales(
     if not resolved:
         raise ConfigError("sizes: expected at least one scale")
     samples = {
-        d: tuple(c.id for c in sample_chunks(grouped[d], fraction, seed=seed,
-                                              min_per_document=min_per_document))
+        d: tuple(c.id for c in sample_chunks(grouped[d], fraction, seed=seed, min_per_document=min_per_document))
         for d in order[: resolved[-1]]
     }
     return [

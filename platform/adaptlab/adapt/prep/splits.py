@@ -93,9 +93,7 @@ def _fractions(fractions: Sequence[float] | Mapping[str, float]) -> tuple[float,
     if isinstance(fractions, Mapping):
         unknown = set(fractions) - set(SPLITS)
         if unknown:
-            raise ConfigError(
-                f"fractions: unknown split(s) {sorted(unknown)}; expected {list(SPLITS)}"
-            )
+            raise ConfigError(f"fractions: unknown split(s) {sorted(unknown)}; expected {list(SPLITS)}")
         vals = tuple(float(fractions.get(k, 0.0)) for k in SPLITS)
     else:
         if len(fractions) != 3:

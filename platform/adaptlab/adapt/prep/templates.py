@@ -66,14 +66,16 @@ class SyntheticTemplateGenerator:
             for j, i in enumerate(sorted(rng.choice(len(facts), size=k, replace=False).tolist())):
                 fact = facts[i]
                 want = bool(rng.random() < self.jargon_rate)
-                pool = [p for p, is_j in enumerate(fact.jargon) if is_j == want] or list(
-                    range(len(fact.questions))
-                )
+                pool = [p for p, is_j in enumerate(fact.jargon) if is_j == want] or list(range(len(fact.questions)))
                 text = fact.questions[pool[int(rng.integers(len(pool)))]]
                 out.append(
                     SyntheticQuestion(
-                        id=question_id(chunk.id, j), text=text, chunk_id=chunk.id,
-                        doc_id=chunk.doc_id, generator=self.name, answer=fact.value,
+                        id=question_id(chunk.id, j),
+                        text=text,
+                        chunk_id=chunk.id,
+                        doc_id=chunk.doc_id,
+                        generator=self.name,
+                        answer=fact.value,
                     )
                 )
         return out

@@ -123,17 +123,13 @@ def build_triplets(
     out = []
     for q in questions:
         if q.chunk_id not in by_id:
-            raise ConfigError(
-                f"question {q.id!r}: positive chunk {q.chunk_id!r} not among the chunks"
-            )
+            raise ConfigError(f"question {q.id!r}: positive chunk {q.chunk_id!r} not among the chunks")
         if q.id not in neg_ids:
             raise ConfigError(f"question {q.id!r}: no negatives mined for it")
         ids = tuple(neg_ids[q.id])
         unknown = [i for i in ids if i not in by_id]
         if unknown:
-            raise ConfigError(
-                f"question {q.id!r}: negative chunk {unknown[0]!r} not among the chunks"
-            )
+            raise ConfigError(f"question {q.id!r}: negative chunk {unknown[0]!r} not among the chunks")
         out.append(
             Triplet(
                 query_id=q.id,
@@ -152,8 +148,7 @@ def triplets_fingerprint(triplets: Sequence[Triplet]) -> str:
     """Content fingerprint (16 hex chars of SHA-256; see the module docstring)."""
     h = hashlib.sha256()
     for t in sorted(triplets, key=lambda t: t.query_id):
-        row = [t.query_id, t.query, t.positive_id, t.positive, list(t.negative_ids),
-               list(t.negatives), t.doc_id]
+        row = [t.query_id, t.query, t.positive_id, t.positive, list(t.negative_ids), list(t.negatives), t.doc_id]
         h.update(json.dumps(row, ensure_ascii=False).encode())
         h.update(b"\n")
     return h.hexdigest()[:16]
@@ -175,8 +170,13 @@ _SCHEMA = pa.schema(
 def triplets_table(triplets: Sequence[Triplet], provenance: TripletProvenance) -> pa.Table:
     """The triplets as an Arrow table with provenance (fingerprint filled in) in its metadata."""
     prov = TripletProvenance(
-        provenance.base_model, provenance.scale, provenance.seed, provenance.generator,
-        provenance.split, provenance.extra, triplets_fingerprint(triplets),
+        provenance.base_model,
+        provenance.scale,
+        provenance.seed,
+        provenance.generator,
+        provenance.split,
+        provenance.extra,
+        triplets_fingerprint(triplets),
     )
     cols = {
         "query_id": [t.query_id for t in triplets],
@@ -190,9 +190,7 @@ def triplets_table(triplets: Sequence[Triplet], provenance: TripletProvenance) -
     return pa.table(cols, schema=_SCHEMA.with_metadata({_META_KEY: prov.to_json().encode()}))
 
 
-def write_triplets(
-    path: str | Path, triplets: Sequence[Triplet], provenance: TripletProvenance
-) -> TripletProvenance:
+def write_triplets(path: str | Path, triplets: Sequence[Triplet], provenance: TripletProvenance) -> TripletProvenance:
     """Write triplets to Parquet (atomically: temporary file, then rename).
 
     Returns the provenance as stored, with the fingerprint filled in.
@@ -206,9 +204,7 @@ def write_triplets(
     return TripletProvenance.from_json(table.schema.metadata[_META_KEY].decode(), str(p))
 
 
-def read_triplets(
-    path: str | Path, *, verify: bool = True
-) -> tuple[list[Triplet], TripletProvenance]:
+def read_triplets(path: str | Path, *, verify: bool = True) -> tuple[list[Triplet], TripletProvenance]:
     """Triplets and provenance from a file of :func:`write_triplets`.
 
     ``verify`` recomputes the fingerprint and raises DataError when it does not match (the
@@ -229,8 +225,13 @@ def read_triplets(
     rows = table.select(_SCHEMA.names).to_pylist()
     triplets = [
         Triplet(
-            r["query_id"], r["query"], r["positive_id"], r["positive"],
-            tuple(r["negative_ids"] or ()), tuple(r["negatives"] or ()), r["doc_id"],
+            r["query_id"],
+            r["query"],
+            r["positive_id"],
+            r["positive"],
+            tuple(r["negative_ids"] or ()),
+            tuple(r["negatives"] or ()),
+            r["doc_id"],
         )
         for r in rows
     ]

@@ -193,13 +193,16 @@ def remote_manifest(uri: str) -> dict[str, Any] | None:
         raw = open_remote(uri).read_bytes(MANIFEST)
         data = None if raw is None else json.loads(raw.decode())
     except (OSError, ValueError) as e:
-        raise StoreError(f"{mask_url(uri)}/{MANIFEST}: cannot read the artifact manifest "
-                         f"({type(e).__name__}: {mask_url(str(e))[:320]})") from None
+        raise StoreError(
+            f"{mask_url(uri)}/{MANIFEST}: cannot read the artifact manifest "
+            f"({type(e).__name__}: {mask_url(str(e))[:320]})"
+        ) from None
     if data is None:
         return None
     if not isinstance(data, dict) or data.get("schema_version", 0) > ARTIFACT_SCHEMA_VERSION:
-        raise StoreError(f"{mask_url(uri)}/{MANIFEST}: manifest schema is newer than this adaptlab understands; "
-                         "upgrade adaptlab")
+        raise StoreError(
+            f"{mask_url(uri)}/{MANIFEST}: manifest schema is newer than this adaptlab understands; upgrade adaptlab"
+        )
     return data
 
 
@@ -242,8 +245,10 @@ def materialize_artifact(uri: str, dest: str | Path | None = None) -> Path:
         shutil.rmtree(target, ignore_errors=True)  # a stale half copy
         os.rename(tmp, target)
     except OSError as e:
-        raise StoreError(f"{mask_url(uri)}: cannot materialise the artifact into {target} "
-                         f"({type(e).__name__}: {mask_url(str(e))[:320]})") from None
+        raise StoreError(
+            f"{mask_url(uri)}: cannot materialise the artifact into {target} "
+            f"({type(e).__name__}: {mask_url(str(e))[:320]})"
+        ) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
@@ -269,8 +274,9 @@ def find_artifact(root: str | os.PathLike[str], key: str) -> Artifact | None:
     try:
         files = open_remote(uri).list_files()
     except OSError as e:
-        raise StoreError(f"{mask_url(uri)}: cannot list the artifacts ({type(e).__name__}: "
-                         f"{mask_url(str(e))[:320]})") from None
+        raise StoreError(
+            f"{mask_url(uri)}: cannot list the artifacts ({type(e).__name__}: {mask_url(str(e))[:320]})"
+        ) from None
     for rel in files:  # <label>/<name>/manifest.json
         parts = rel.split("/")
         if len(parts) == 3 and parts[2] == MANIFEST and parts[1].endswith(suffix):

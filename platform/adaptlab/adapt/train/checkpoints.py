@@ -167,7 +167,9 @@ def write_checkpoint(model: Any, optimizer: Any, directory: Path, step: int, los
     return target
 
 
-def resume_checkpoint(model: Any, optimizer: Any, directory: Path | None, device: Any) -> tuple[int, list[float]] | None:
+def resume_checkpoint(
+    model: Any, optimizer: Any, directory: Path | None, device: Any
+) -> tuple[int, list[float]] | None:
     """Load the latest checkpoint in ``directory`` into ``model`` and ``optimizer`` when there is
     one: its step and the losses of the steps before it; None when there is none."""
     ckpt = latest_checkpoint(directory)
@@ -227,8 +229,9 @@ class SharedCheckpoints:
         with self._cond:
             skipped, self._pending = self._pending, (step, snapshot)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._upload_all, name=f"adaptlab-checkpoints-{step}",
-                                                daemon=True)  # a dying process does not wait for it
+                self._thread = threading.Thread(
+                    target=self._upload_all, name=f"adaptlab-checkpoints-{step}", daemon=True
+                )  # a dying process does not wait for it
                 self._thread.start()
         if skipped is not None:
             _log.debug("checkpoint of step %d not published: step %d is newer", skipped[0], step)
@@ -288,8 +291,10 @@ class SharedCheckpoints:
             _log.debug("checkpoint of step %d not published: training is done", dropped[0])
             shutil.rmtree(dropped[1], ignore_errors=True)
         if not ended and limit > 0:
-            self._warn(f"checkpoint upload still running after {limit:g} s; going on without it",
-                       TimeoutError("the store is slow or stalled"))
+            self._warn(
+                f"checkpoint upload still running after {limit:g} s; going on without it",
+                TimeoutError("the store is slow or stalled"),
+            )
         return ended
 
     def publish(self, step: int, source: Path | None = None) -> None:
@@ -300,15 +305,16 @@ class SharedCheckpoints:
         source = self.local / folder if source is None else Path(source)
         try:
             started, remote = time.monotonic(), open_remote(self.uri)
-            local = {f"{folder}/{p.relative_to(source).as_posix()}": p
-                     for p in sorted(source.rglob("*")) if p.is_file()}
+            local = {
+                f"{folder}/{p.relative_to(source).as_posix()}": p for p in sorted(source.rglob("*")) if p.is_file()
+            }
             if not local:
                 raise StoreError(f"{source}: no checkpoint there")
             files = {rel: sha256_file(path) for rel, path in local.items()}
             for rel, digest in files.items():
                 remote.upload(rel, local[rel], digest)
             remote.put_bytes(LATEST, json.dumps({"step": int(step), "dir": folder, "files": files}).encode())
-            self.published = ([d for d in self.published if d != folder] + [folder])[-self.KEEP:]
+            self.published = ([d for d in self.published if d != folder] + [folder])[-self.KEEP :]
             self._prune(remote)
         except Exception as e:  # noqa: BLE001 - publishing a checkpoint never fails training
             self._warn(f"cannot publish the checkpoint of step {step}", e)
@@ -362,8 +368,9 @@ class SharedCheckpoints:
 
     def _warn(self, what: str, error: BaseException) -> None:
         reason = (mask_url(str(error)).strip().splitlines() or [""])[0][:240]
-        (_log.debug if self.warned else _log.warning)("%s: %s (%s: %s)", mask_url(self.uri), what,
-                                                        type(error).__name__, reason)
+        (_log.debug if self.warned else _log.warning)(
+            "%s: %s (%s: %s)", mask_url(self.uri), what, type(error).__name__, reason
+        )
         self.warned = True
 
 
@@ -390,9 +397,18 @@ def drop_leftover_checkpoints(root: str, label: str, name: str) -> None:
     try:
         removed = open_remote(uri).delete_tree("")
     except Exception as e:  # noqa: BLE001 - the artifact is there; the clean-up can wait for the next look-up
-        _log.debug("%s: cannot delete leftover checkpoints (%s: %s)", mask_url(uri), type(e).__name__,
-                   (mask_url(str(e)).strip().splitlines() or [""])[0][:240])
+        _log.debug(
+            "%s: cannot delete leftover checkpoints (%s: %s)",
+            mask_url(uri),
+            type(e).__name__,
+            (mask_url(str(e)).strip().splitlines() or [""])[0][:240],
+        )
         return
     if removed:
-        _log.info("deleted %d leftover checkpoint file(s) of the published artifact %s/%s at %s",
-                  removed, label, name, mask_url(uri))
+        _log.info(
+            "deleted %d leftover checkpoint file(s) of the published artifact %s/%s at %s",
+            removed,
+            label,
+            name,
+            mask_url(uri),
+        )

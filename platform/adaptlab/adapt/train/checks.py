@@ -28,8 +28,15 @@ import numpy as np
 from adaptlab.adapt.train.optimizer import OptimConfig, linear_warmup_decay, warmup_steps
 from adaptlab.errors import AdaptlabError
 
-__all__ = ["LoopResult", "TrainingCheckError", "check_weights", "describe_schedule", "plan_run", "run_label",
-           "snapshot"]
+__all__ = [
+    "LoopResult",
+    "TrainingCheckError",
+    "check_weights",
+    "describe_schedule",
+    "plan_run",
+    "run_label",
+    "snapshot",
+]
 
 
 class TrainingCheckError(AdaptlabError):
@@ -91,8 +98,9 @@ def describe_schedule(schedule: dict[str, Any]) -> str:
     )
 
 
-def _check_failed(label: str, problem: str, schedule: dict[str, Any], fix: str, warn_only: bool,
-                  result: LoopResult | None = None) -> None:
+def _check_failed(
+    label: str, problem: str, schedule: dict[str, Any], fix: str, warn_only: bool, result: LoopResult | None = None
+) -> None:
     message = f"{label}: {problem} ({describe_schedule(schedule)}); {fix}"
     if not warn_only:
         raise TrainingCheckError(message + "; or set warn_only = true to train anyway")
@@ -115,7 +123,7 @@ def _relative_change(params: list[Any], before: list[Any]) -> float:
         for p, p0 in zip(params, before):
             now = p.detach().to("cpu").float()
             num += float(torch.sum((now - p0) ** 2))
-            den += float(torch.sum(p0 ** 2))
+            den += float(torch.sum(p0**2))
     return math.sqrt(num) / math.sqrt(den) if den > 0 else math.sqrt(num)
 
 
@@ -130,8 +138,13 @@ def plan_run(n_examples: int, optim: OptimConfig, label: str) -> LoopResult:
     if target and epochs * steps_per_epoch < target:
         epochs = math.ceil(target / steps_per_epoch)
         logging.getLogger(__name__).info(
-            "%s: %d example(s) give %d step(s) per epoch; epochs raised from %d to %d to reach "
-            "min_steps=%d", label, n_examples, steps_per_epoch, optim.epochs, epochs, target,
+            "%s: %d example(s) give %d step(s) per epoch; epochs raised from %d to %d to reach min_steps=%d",
+            label,
+            n_examples,
+            steps_per_epoch,
+            optim.epochs,
+            epochs,
+            target,
         )
     total = epochs * steps_per_epoch
     if optim.max_steps is not None:
@@ -140,25 +153,43 @@ def plan_run(n_examples: int, optim: OptimConfig, label: str) -> LoopResult:
     warmup = warmup_steps(total, optim.warmup_ratio)
     nonzero = sum(1 for s in range(total) if optim.learning_rate * linear_warmup_decay(s, total, warmup) > 0)
     schedule = {
-        "kind": "linear-warmup-linear-decay", "learning_rate": float(optim.learning_rate),
-        "warmup_steps": warmup, "total_steps": total, "steps_per_epoch": steps_per_epoch,
-        "epochs": epochs, "batch_size": int(optim.batch_size), "n_examples": int(n_examples),
-        "max_steps": optim.max_steps, "capped": capped, "nonzero_lr_steps": nonzero,
+        "kind": "linear-warmup-linear-decay",
+        "learning_rate": float(optim.learning_rate),
+        "warmup_steps": warmup,
+        "total_steps": total,
+        "steps_per_epoch": steps_per_epoch,
+        "epochs": epochs,
+        "batch_size": int(optim.batch_size),
+        "n_examples": int(n_examples),
+        "max_steps": optim.max_steps,
+        "capped": capped,
+        "nonzero_lr_steps": nonzero,
     }
     result = LoopResult(steps=0, epochs_completed=0, epochs_requested=int(optim.epochs), schedule=schedule)
     if nonzero == 0:
-        _check_failed(label, "every optimizer step has learning rate 0, so the weights cannot change",
-                      schedule, "use a positive learning rate and more steps", optim.warn_only, result)
+        _check_failed(
+            label,
+            "every optimizer step has learning rate 0, so the weights cannot change",
+            schedule,
+            "use a positive learning rate and more steps",
+            optim.warn_only,
+            result,
+        )
     if optim.min_steps and total < optim.min_steps:
         _check_failed(
-            label, f"{total} optimizer step(s), fewer than min_steps={optim.min_steps}", schedule,
-            "raise max_steps (or lower min_steps)", optim.warn_only or capped, result,
+            label,
+            f"{total} optimizer step(s), fewer than min_steps={optim.min_steps}",
+            schedule,
+            "raise max_steps (or lower min_steps)",
+            optim.warn_only or capped,
+            result,
         )
     return result
 
 
-def check_weights(params: list[Any], before: list[Any] | None, optim: OptimConfig, label: str,
-                   result: LoopResult) -> None:
+def check_weights(
+    params: list[Any], before: list[Any] | None, optim: OptimConfig, label: str, result: LoopResult
+) -> None:
     """Record the relative weight change; too small a change fails the check."""
     if before is None:
         return
@@ -166,8 +197,12 @@ def check_weights(params: list[Any], before: list[Any] | None, optim: OptimConfi
     result.relative_weight_change = change
     if not change > optim.min_weight_change:
         _check_failed(
-            label, f"the weights moved by a relative {change:.3g} (||w - w0|| / ||w0||), not "
+            label,
+            f"the weights moved by a relative {change:.3g} (||w - w0|| / ||w0||), not "
             f"more than min_weight_change={optim.min_weight_change:g}: the adapted model is "
-            "the base model", result.schedule, "train longer or with a larger learning rate",
-            optim.warn_only, result,
+            "the base model",
+            result.schedule,
+            "train longer or with a larger learning rate",
+            optim.warn_only,
+            result,
         )

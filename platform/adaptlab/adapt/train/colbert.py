@@ -154,20 +154,39 @@ def train_colbert(
     inputs = {
         "variant": COLBERT_VARIANT,
         "base_model": base.key_inputs(),
-        "data": {"kind": "triplets", "scale": None if scale is None else str(scale),
-                 "fingerprint": training_rows_fingerprint(rows), "count": len(rows)},
+        "data": {
+            "kind": "triplets",
+            "scale": None if scale is None else str(scale),
+            "fingerprint": training_rows_fingerprint(rows),
+            "count": len(rows),
+        },
         "hyperparameters": config.key_dict(),
         "seed": int(seed),
         "packages": package_versions(*_PACKAGES),
     }
-    writer = ArtifactWriter(artifact_root, label=str(base.root.get("id", base.label)), variant=COLBERT_VARIANT,
-                            scale=scale, inputs=inputs, info={**base.info(), "interaction": "late"})
+    writer = ArtifactWriter(
+        artifact_root,
+        label=str(base.root.get("id", base.label)),
+        variant=COLBERT_VARIANT,
+        scale=scale,
+        inputs=inputs,
+        info={**base.info(), "interaction": "late"},
+    )
     with claim(writer) as done:
         if done is not None:
             return done
         work = writer.partial_dir / "work"
-        record = _run_child(base.path, rows, config, int(seed), work, device, writer.key[:16],
-                            Path(log_path) if log_path else None, gpu_ids)
+        record = _run_child(
+            base.path,
+            rows,
+            config,
+            int(seed),
+            work,
+            device,
+            writer.key[:16],
+            Path(log_path) if log_path else None,
+            gpu_ids,
+        )
         shutil.copytree(record.pop("checkpoint"), writer.model_dir)
         from adaptlab.models.colbert import relocate_checkpoint  # no colbert import: JSON edit only
 
@@ -212,10 +231,12 @@ def loss_summary(log_text: str) -> dict[str, Any]:
     if not losses:
         return {}
     tail = losses[-10:]
-    return {"first_loss": losses[0], "last_loss": losses[-1], "final_loss_mean10": sum(tail) / len(tail),
-            "loss_steps": len(losses)}
-
-
+    return {
+        "first_loss": losses[0],
+        "last_loss": losses[-1],
+        "final_loss_mean10": sum(tail) / len(tail),
+        "loss_steps": len(losses),
+    }
 
 
 def child_env() -> dict[str, str]:
@@ -223,22 +244,41 @@ def child_env() -> dict[str, str]:
     string-set order, and with it RAGatouille's sampled training triples, is the same in every
     run (:func:`prepare_triples`); without it two runs of the same inputs trained on different
     triples."""
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-            "PYTHONUNBUFFERED": "1", "PYTHONHASHSEED": "0"}
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONHASHSEED": "0",
+    }
 
 
-def _run_child(base_dir: Path, rows: list[Any], config: ColBERTFTConfig, seed: int, work: Path,
-               device: str | None, run_name: str, log_path: Path | None,
-               gpu_ids: list[int] | None = None) -> dict[str, Any]:
+def _run_child(
+    base_dir: Path,
+    rows: list[Any],
+    config: ColBERTFTConfig,
+    seed: int,
+    work: Path,
+    device: str | None,
+    run_name: str,
+    log_path: Path | None,
+    gpu_ids: list[int] | None = None,
+) -> dict[str, Any]:
     attempts = config.retries + 1
     last = ""
     for attempt in range(1, attempts + 1):
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         request = {
-            "base": str(Path(base_dir).resolve()), "rows": [[q, p, list(n)] for q, p, n in rows],
-            "config": asdict(config), "seed": seed, "work": str(work.resolve()), "run_name": f"adaptlab-{run_name}",
-            "force_cpu": device == "cpu", "gpu_ids": None if gpu_ids is None else [int(g) for g in gpu_ids],
+            "base": str(Path(base_dir).resolve()),
+            "rows": [[q, p, list(n)] for q, p, n in rows],
+            "config": asdict(config),
+            "seed": seed,
+            "work": str(work.resolve()),
+            "run_name": f"adaptlab-{run_name}",
+            "force_cpu": device == "cpu",
+            "gpu_ids": None if gpu_ids is None else [int(g) for g in gpu_ids],
         }
         req_file = work / "request.json"
         req_file.write_text(json.dumps(request))
@@ -246,8 +286,14 @@ def _run_child(base_dir: Path, rows: list[Any], config: ColBERTFTConfig, seed: i
         env = child_env()
         t0 = time.perf_counter()
         with open(log_file, "w") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "adaptlab.adapt.train.colbert", str(req_file)],
-                                    cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "adaptlab.adapt.train.colbert", str(req_file)],
+                cwd=work,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             try:
                 rc = proc.wait(timeout=config.timeout_s)
             except subprocess.TimeoutExpired:
@@ -314,8 +360,9 @@ def _cpu_adapter() -> Iterator[None]:
         torch.nn.parallel.DistributedDataParallel = ddp  # type: ignore[misc]
 
 
-def prepare_triples(trainer: Any, rows: list[Any], cfg: ColBERTFTConfig, data_dir: Path,
-                    seed: int) -> tuple[list[Any], list[Any]]:
+def prepare_triples(
+    trainer: Any, rows: list[Any], cfg: ColBERTFTConfig, data_dir: Path, seed: int
+) -> tuple[list[Any], list[Any]]:
     """RAGatouille's training files from our ``(q, d+, [d-...])`` rows (``negatives_per_query``
     of our hard negatives each, ``random_negatives`` sampled by RAGatouille where a row has none),
     then ``epochs`` shuffled passes (``random.Random(seed)``) written back and set on the trainer.
@@ -326,8 +373,9 @@ def prepare_triples(trainer: Any, rows: list[Any], cfg: ColBERTFTConfig, data_di
     for q, p, negs in rows:
         chosen = list(negs)[: cfg.negatives_per_query]
         raw.append((q, p, chosen if chosen else []))
-    trainer.prepare_training_data(raw_data=raw, data_out_path=str(data_dir), mine_hard_negatives=False,
-                                  num_new_negatives=cfg.random_negatives)
+    trainer.prepare_training_data(
+        raw_data=raw, data_out_path=str(data_dir), mine_hard_negatives=False, num_new_negatives=cfg.random_negatives
+    )
     triples_file = data_dir / "triples.train.colbert.jsonl"
     base_triples = [json.loads(line) for line in triples_file.read_text().splitlines() if line.strip()]
     triples: list[Any] = []
@@ -357,10 +405,14 @@ def _child_main(request_file: str) -> None:
     if is_colbert_checkpoint(base):
         init = base
     else:
-        print(f"[adaptlab] WARNING: {base} is a plain BERT: starting from an UNTRAINED ColBERT "
-              f"(fresh {cfg.dim}-d projection, seed {seed})", flush=True)
-        init = colbert_from_bert(base, work / "init", dim=cfg.dim, seed=seed, doc_maxlen=cfg.doc_maxlen,
-                                 query_maxlen=cfg.query_maxlen)
+        print(
+            f"[adaptlab] WARNING: {base} is a plain BERT: starting from an UNTRAINED ColBERT "
+            f"(fresh {cfg.dim}-d projection, seed {seed})",
+            flush=True,
+        )
+        init = colbert_from_bert(
+            base, work / "init", dim=cfg.dim, seed=seed, doc_maxlen=cfg.doc_maxlen, query_maxlen=cfg.query_maxlen
+        )
     import_colbert()
     require_extra("ragatouille", "colbert", "ColBERT fine-tuning runs")
     from colbert.infra.config import RunConfig
@@ -368,8 +420,9 @@ def _child_main(request_file: str) -> None:
 
     use_gpu = torch.cuda.is_available() and not req["force_cpu"]
     gpu_ids = (req.get("gpu_ids") or list(range(torch.cuda.device_count()))) if use_gpu else []
-    trainer = RAGTrainer(model_name=str(init), pretrained_model_name=str(init),
-                         n_usable_gpus=len(gpu_ids) if use_gpu else -1)
+    trainer = RAGTrainer(
+        model_name=str(init), pretrained_model_name=str(init), n_usable_gpus=len(gpu_ids) if use_gpu else -1
+    )
     base_triples, triples = prepare_triples(trainer, req["rows"], cfg, work / "data", seed)
     steps = len(triples) // cfg.batch_size
     if cfg.max_steps:
@@ -377,25 +430,41 @@ def _child_main(request_file: str) -> None:
     if steps < 1:
         raise SystemExit(f"ColBERT FT: {len(triples)} triples make no batch of {cfg.batch_size}")
     run = {"nranks": len(gpu_ids), "gpus": gpu_ids} if use_gpu else {"nranks": 1}
-    trainer.model.run_config = RunConfig(**run, experiment="colbert", root=str(work / ".ragatouille"),
-                                         name=req["run_name"])
-    print(f"[adaptlab] ColBERT FT: {len(base_triples)} triples x {cfg.epochs} epoch(s), {steps} steps of "
-          f"{cfg.batch_size} on {'GPU' if use_gpu else 'CPU (in-process adapter)'}", flush=True)
+    trainer.model.run_config = RunConfig(
+        **run, experiment="colbert", root=str(work / ".ragatouille"), name=req["run_name"]
+    )
+    print(
+        f"[adaptlab] ColBERT FT: {len(base_triples)} triples x {cfg.epochs} epoch(s), {steps} steps of "
+        f"{cfg.batch_size} on {'GPU' if use_gpu else 'CPU (in-process adapter)'}",
+        flush=True,
+    )
     t0 = time.perf_counter()
-    train_kwargs = {"batch_size": cfg.batch_size, "maxsteps": steps, "use_ib_negatives": cfg.use_ib_negatives,
-                    "learning_rate": cfg.learning_rate, "dim": cfg.dim, "doc_maxlen": cfg.doc_maxlen,
-                    "warmup_steps": cfg.warmup_steps}
+    train_kwargs = {
+        "batch_size": cfg.batch_size,
+        "maxsteps": steps,
+        "use_ib_negatives": cfg.use_ib_negatives,
+        "learning_rate": cfg.learning_rate,
+        "dim": cfg.dim,
+        "doc_maxlen": cfg.doc_maxlen,
+        "warmup_steps": cfg.warmup_steps,
+    }
     with contextlib.nullcontext() if use_gpu else _cpu_adapter():
         checkpoint = trainer.train(**train_kwargs)
     if not checkpoint or not Path(checkpoint).is_dir():
         raise SystemExit(f"ColBERT FT: training returned no checkpoint ({checkpoint!r})")
-    record = {"checkpoint": str(Path(checkpoint).resolve()), "steps": steps, "triples": len(triples),
-              "triples_sha256": hashlib.sha256(json.dumps(triples).encode()).hexdigest(),
-              "train_s": round(time.perf_counter() - t0, 2), "device": "cuda" if use_gpu else "cpu",
-              "path": "colbert launcher" if use_gpu else "in-process CPU adapter", "gpu_ids": gpu_ids,
-              "untrained_start": not is_colbert_checkpoint(base),
-              **_schedule_record(cfg, steps, len(base_triples)),
-              "relative_weight_change": relative_weight_change(init, Path(checkpoint))}
+    record = {
+        "checkpoint": str(Path(checkpoint).resolve()),
+        "steps": steps,
+        "triples": len(triples),
+        "triples_sha256": hashlib.sha256(json.dumps(triples).encode()).hexdigest(),
+        "train_s": round(time.perf_counter() - t0, 2),
+        "device": "cuda" if use_gpu else "cpu",
+        "path": "colbert launcher" if use_gpu else "in-process CPU adapter",
+        "gpu_ids": gpu_ids,
+        "untrained_start": not is_colbert_checkpoint(base),
+        **_schedule_record(cfg, steps, len(base_triples)),
+        "relative_weight_change": relative_weight_change(init, Path(checkpoint)),
+    }
     (work / "result.json").write_text(json.dumps(record))
 
 
@@ -403,11 +472,20 @@ def _schedule_record(cfg: ColBERTFTConfig, steps: int, n_triples: int) -> dict[s
     """Epochs asked and run, and colbert-ai's schedule: ``warmup_steps`` of linear warm-up, then
     linear decay to 0 at ``steps`` (``get_linear_schedule_with_warmup``); the first step runs at
     lr 0 when there is a warm-up."""
-    return {"epochs_requested": cfg.epochs, "epochs_completed": round(steps * cfg.batch_size / n_triples, 3),
-            "schedule": {"kind": "linear-warmup-linear-decay", "learning_rate": cfg.learning_rate,
-                         "warmup_steps": cfg.warmup_steps, "total_steps": steps, "batch_size": cfg.batch_size,
-                         "max_steps": cfg.max_steps or None, "capped": bool(cfg.max_steps) and steps == cfg.max_steps,
-                         "nonzero_lr_steps": steps - (1 if cfg.warmup_steps > 0 else 0)}}
+    return {
+        "epochs_requested": cfg.epochs,
+        "epochs_completed": round(steps * cfg.batch_size / n_triples, 3),
+        "schedule": {
+            "kind": "linear-warmup-linear-decay",
+            "learning_rate": cfg.learning_rate,
+            "warmup_steps": cfg.warmup_steps,
+            "total_steps": steps,
+            "batch_size": cfg.batch_size,
+            "max_steps": cfg.max_steps or None,
+            "capped": bool(cfg.max_steps) and steps == cfg.max_steps,
+            "nonzero_lr_steps": steps - (1 if cfg.warmup_steps > 0 else 0),
+        },
+    }
 
 
 def relative_weight_change(before: Path, after: Path) -> float | None:
@@ -426,8 +504,8 @@ def relative_weight_change(before: Path, after: Path) -> float | None:
             continue
         a64, b64 = a.astype("float64"), b.astype("float64")
         num += float(((b64 - a64) ** 2).sum())
-        den += float((a64 ** 2).sum())
-    return (num ** 0.5) / (den ** 0.5) if den > 0 else None
+        den += float((a64**2).sum())
+    return (num**0.5) / (den**0.5) if den > 0 else None
 
 
 if __name__ == "__main__":  # the training child; the guard also keeps colbert's spawned ranks from re-running it

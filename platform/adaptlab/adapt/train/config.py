@@ -27,7 +27,15 @@ from adaptlab.adapt.train.knobs import TRAINING_PRECISIONS
 from adaptlab.adapt.train.optimizer import OptimConfig
 from adaptlab.errors import ConfigError
 
-__all__ = ["AUTO", "KEYED_IF_SET", "RUNTIME_FIELDS", "LoopConfig", "TrainConfig", "check_at_least_one", "check_positive"]
+__all__ = [
+    "AUTO",
+    "KEYED_IF_SET",
+    "RUNTIME_FIELDS",
+    "LoopConfig",
+    "TrainConfig",
+    "check_at_least_one",
+    "check_positive",
+]
 
 AUTO = "auto"
 """A setting adaptlab decides itself: ``gradient_checkpointing = "auto"`` per training stage
@@ -115,15 +123,17 @@ class LoopConfig(TrainConfig):
         super().__post_init__()
         owner = type(self).__name__
         if self.precision not in TRAINING_PRECISIONS:
-            raise ConfigError(f"{owner}.precision = {self.precision!r}: expected one of "
-                              f"{', '.join(repr(p) for p in TRAINING_PRECISIONS)}")
+            raise ConfigError(
+                f"{owner}.precision = {self.precision!r}: expected one of "
+                f"{', '.join(repr(p) for p in TRAINING_PRECISIONS)}"
+            )
         if not isinstance(self.fused_attention, bool):
             raise ConfigError(f"{owner}.fused_attention = {self.fused_attention!r}: expected true or false")
         if not isinstance(self.length_buckets, bool):
             raise ConfigError(f"{owner}.length_buckets = {self.length_buckets!r}: expected true or false")
         ckpt = self.gradient_checkpointing
         if not (isinstance(ckpt, bool) or (isinstance(ckpt, str) and ckpt == AUTO)):
-            raise ConfigError(f"{owner}.gradient_checkpointing = {ckpt!r}: expected \"{AUTO}\", true or false")
+            raise ConfigError(f'{owner}.gradient_checkpointing = {ckpt!r}: expected "{AUTO}", true or false')
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise ConfigError(f"{owner}.warmup_ratio = {self.warmup_ratio!r}: expected 0 <= value < 1")
         if self.max_steps is not None and self.max_steps < 1:
@@ -159,5 +169,8 @@ class LoopConfig(TrainConfig):
         all but ``gradient_checkpointing``, which changes memory and time, not the numbers;
         ``precision``, ``fused_attention`` and ``length_buckets`` only when not at their defaults, so the keys of
         artifacts trained before they existed stay the same."""
-        return {k: v for k, v in asdict(self).items()
-                if k not in RUNTIME_FIELDS and not (k in KEYED_IF_SET and v == KEYED_IF_SET[k])}
+        return {
+            k: v
+            for k, v in asdict(self).items()
+            if k not in RUNTIME_FIELDS and not (k in KEYED_IF_SET and v == KEYED_IF_SET[k])
+        }

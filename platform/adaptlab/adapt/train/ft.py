@@ -107,9 +107,7 @@ def coerce_triplets(data: Any, *, source: str = "triplets") -> TripletRows:
     if hasattr(data, "column_names") and hasattr(data, "to_pylist"):  # pyarrow.Table
         missing = {"query", "positive", "negatives"} - set(data.column_names)
         if missing:
-            raise DataError(
-                f"{source}: missing columns {sorted(missing)}; expected query, positive, negatives"
-            )
+            raise DataError(f"{source}: missing columns {sorted(missing)}; expected query, positive, negatives")
         items: Iterable[Any] = data.select(["query", "positive", "negatives"]).to_pylist()
     elif hasattr(data, "to_dict") and hasattr(data, "columns"):  # pandas.DataFrame
         items = data.to_dict("records")
@@ -126,9 +124,7 @@ def coerce_triplets(data: Any, *, source: str = "triplets") -> TripletRows:
         elif isinstance(item, (tuple, list)) and len(item) == 3:
             q, p, negs = item
         else:
-            raise DataError(
-                f"{source}: row {i} is {type(item).__name__}; expected (query, positive, negatives)"
-            )
+            raise DataError(f"{source}: row {i} is {type(item).__name__}; expected (query, positive, negatives)")
         if negs is None:
             negs = ()
         if isinstance(negs, str):
@@ -160,9 +156,7 @@ def training_rows_fingerprint(rows: TripletRows) -> str:
 def _alias_instructions(model_id: str) -> tuple[str | None, str | None]:
     """(query, document) instructions of a known model alias or hub id (adaptlab.models)."""
     key = model_id.lower()
-    alias = MODEL_ALIASES.get(key) or next(
-        (a for a in MODEL_ALIASES.values() if a.hub_id.lower() == key), None
-    )
+    alias = MODEL_ALIASES.get(key) or next((a for a in MODEL_ALIASES.values() if a.hub_id.lower() == key), None)
     return resolve_instructions(alias.options) if alias is not None else (None, None)
 
 
@@ -329,7 +323,9 @@ def train_ft(
         config.query_prefix, config.passage_prefix, saved_prompts(base.path), str(base.root.get("id", ""))
     )
     hyper = config.key_dict() | {
-        "query_prefix": prefixes[0], "passage_prefix": prefixes[1], "temperature": config.temperature
+        "query_prefix": prefixes[0],
+        "passage_prefix": prefixes[1],
+        "temperature": config.temperature,
     }
     inputs = {
         "variant": variant,
@@ -346,8 +342,12 @@ def train_ft(
     }
     info = base.info()
     writer = ArtifactWriter(
-        artifact_root, label=str(base.root.get("id", base.label)), variant=variant, scale=scale,
-        inputs=inputs, info=info,
+        artifact_root,
+        label=str(base.root.get("id", base.label)),
+        variant=variant,
+        scale=scale,
+        inputs=inputs,
+        info=info,
     )
     with claim(writer) as done:
         if done is not None:
@@ -356,15 +356,23 @@ def train_ft(
         dev = pick_device(device)
         model = load_sentence_model(base.path, dev)
         result = fine_tune_model(
-            model, rows, config, seed=seed, prefixes=prefixes, device=dev,
-            checkpoints=Checkpointing(writer.checkpoint_dir, checkpoint_every, checkpoint_every is not None,
-                                      writer.checkpoint_hook(on_checkpoint)),
+            model,
+            rows,
+            config,
+            seed=seed,
+            prefixes=prefixes,
+            device=dev,
+            checkpoints=Checkpointing(
+                writer.checkpoint_dir,
+                checkpoint_every,
+                checkpoint_every is not None,
+                writer.checkpoint_hook(on_checkpoint),
+            ),
             label=run_label(variant, base.label, scale, len(rows), "triplets"),
         )
         save_prefixes(model, prefixes)
         model.save(str(writer.model_dir), safe_serialization=True)
         return writer.commit(training=result.summary() | {"device": dev})
-
 
 
 def save_prefixes(model: Any, prefixes: tuple[str, str]) -> None:

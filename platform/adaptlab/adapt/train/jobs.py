@@ -143,9 +143,7 @@ class AdaptJob:
         if self.variant not in VARIANTS:
             raise ConfigError(f"adaptation variant {self.variant!r}: expected one of {', '.join(VARIANTS)}")
         if self.merge_source not in _MERGE_SOURCES:
-            raise ConfigError(
-                f"merge_source {self.merge_source!r}: expected one of {', '.join(_MERGE_SOURCES)}"
-            )
+            raise ConfigError(f"merge_source {self.merge_source!r}: expected one of {', '.join(_MERGE_SOURCES)}")
         needs = self.stages()
         if PT in needs and self.chunks is None:
             raise ConfigError(f"job {self.describe()}: variant needs domain chunks (chunks=...) for PT")
@@ -177,8 +175,14 @@ def train_variant(
     for stage in job.stages():
         data = job.chunks if stage == PT else job.triplets if stage in (FT, COLBERT_VARIANT) else None
         current = _run_stage(
-            stage, current, data, _params(job), artifact_root_text(artifact_root), device,
-            checkpoint_every, on_checkpoint,
+            stage,
+            current,
+            data,
+            _params(job),
+            artifact_root_text(artifact_root),
+            device,
+            checkpoint_every,
+            on_checkpoint,
         )
     return current
 
@@ -186,8 +190,12 @@ def train_variant(
 def _params(job: AdaptJob) -> dict[str, Any]:
     """The job without its data (what a Ray task needs besides the data reference)."""
     return {
-        "base_model": job.base_model, "scale": job.scale, "seed": job.seed,
-        "pt_config": job.pt_config, "ft_config": job.ft_config, "merge_weight": job.merge_weight,
+        "base_model": job.base_model,
+        "scale": job.scale,
+        "seed": job.seed,
+        "pt_config": job.pt_config,
+        "ft_config": job.ft_config,
+        "merge_weight": job.merge_weight,
         "colbert_config": job.colbert_config,
     }
 
@@ -202,16 +210,29 @@ def _run_stage(
     checkpoint_every: int | None,
     on_checkpoint: Callable[[int], None] | None,
 ) -> Artifact:
-    common = {"artifact_root": root, "seed": params["seed"], "scale": params["scale"], "device": device,
-              "checkpoint_every": checkpoint_every, "on_checkpoint": on_checkpoint}
+    common = {
+        "artifact_root": root,
+        "seed": params["seed"],
+        "scale": params["scale"],
+        "device": device,
+        "checkpoint_every": checkpoint_every,
+        "on_checkpoint": on_checkpoint,
+    }
     if stage == PT:
         return train_pt(upstream, data, config=params["pt_config"], **common)
     if stage == FT:
         return train_ft(upstream, data, config=params["ft_config"], **common)
     if stage == COLBERT_VARIANT:  # own child process and time-out; no step checkpoints (module doc)
-        return train_colbert(upstream, data, config=params["colbert_config"], artifact_root=root,
-                             seed=params["seed"], scale=params["scale"], device=device,
-                             gpu_ids=params.get("gpu_ids"))
+        return train_colbert(
+            upstream,
+            data,
+            config=params["colbert_config"],
+            artifact_root=root,
+            seed=params["seed"],
+            scale=params["scale"],
+            device=device,
+            gpu_ids=params.get("gpu_ids"),
+        )
     return merge_models(
         upstream, params["base_model"], params["merge_weight"], artifact_root=root, scale=params["scale"]
     )
@@ -225,7 +246,6 @@ def ensure_ray(address: str | None = None) -> Any:
     if not ray.is_initialized():
         init_ray(address=address)
     return ray
-
 
 
 def _quiet_worker(progress: bool) -> None:
@@ -291,8 +311,14 @@ def _set_threads(declared_cpus: float) -> int:
     import torch
 
     node_id = ray.get_runtime_context().get_node_id()
-    node_cpus = next((float(n.get("Resources", {}).get("CPU", 0)) for n in ray.nodes()
-                      if n.get("NodeID") == node_id and n.get("Alive", True)), 0.0)
+    node_cpus = next(
+        (
+            float(n.get("Resources", {}).get("CPU", 0))
+            for n in ray.nodes()
+            if n.get("NodeID") == node_id and n.get("Alive", True)
+        ),
+        0.0,
+    )
     threads = stage_threads(declared_cpus, node_cpus, available_cores())
     torch.set_num_threads(threads)
     return threads
@@ -320,8 +346,9 @@ class _Stage:
         return f"adapt:{self.stage}:{self.job.describe()}"
 
 
-def _stage_key(stage: str, job: AdaptJob, upstream_key: tuple[Any, ...], base_key: str,
-               data: dict[tuple[str, str], Any]) -> tuple[tuple[Any, ...], tuple[str, str] | None]:
+def _stage_key(
+    stage: str, job: AdaptJob, upstream_key: tuple[Any, ...], base_key: str, data: dict[tuple[str, str], Any]
+) -> tuple[tuple[Any, ...], tuple[str, str] | None]:
     """The stage's identity (equal for stages that jobs share) and its data key; the data of a new
     data key is added to ``data``."""
     if stage == PT:
@@ -423,14 +450,20 @@ def _lower_setting(stage: _Stage) -> str:
     job, config = stage.job, stage.config or _stage_config(stage)
     if stage.stage == FT:
         seq = job.ft_config.max_seq_length or "the model's"
-        return (f"lower [adapt.ft].batch_size (now {job.ft_config.batch_size}) or [adapt.ft].max_seq_length "
-                f"(now {seq}; passages are as long as the chunks' max_tokens allow){_checkpointing(config)}")
+        return (
+            f"lower [adapt.ft].batch_size (now {job.ft_config.batch_size}) or [adapt.ft].max_seq_length "
+            f"(now {seq}; passages are as long as the chunks' max_tokens allow){_checkpointing(config)}"
+        )
     if stage.stage == PT:
-        return (f"lower [adapt.pt].batch_size (now {job.pt_config.batch_size}) or [adapt.pt].max_seq_length "
-                f"(now {job.pt_config.max_seq_length}){_checkpointing(config)}")
+        return (
+            f"lower [adapt.pt].batch_size (now {job.pt_config.batch_size}) or [adapt.pt].max_seq_length "
+            f"(now {job.pt_config.max_seq_length}){_checkpointing(config)}"
+        )
     if stage.stage == COLBERT_VARIANT:
-        return (f"lower [adapt.colbert].batch_size (now {job.colbert_config.batch_size}) or doc_maxlen "
-                f"(now {job.colbert_config.doc_maxlen})")
+        return (
+            f"lower [adapt.colbert].batch_size (now {job.colbert_config.batch_size}) or doc_maxlen "
+            f"(now {job.colbert_config.doc_maxlen})"
+        )
     return "give the nodes more memory"
 
 
@@ -457,8 +490,15 @@ class _StageRunner:
     submitted once its upstream is done; a lost stage is resubmitted up to ``max_retries`` times,
     after a memory kill only once nothing else runs and with nothing beside it."""
 
-    def __init__(self, ray: Any, submit: Callable[[_Stage, Any], Any], stages: Sequence[_Stage],
-                 max_retries: int, whole_node: bool = False, node_memory: float | None = None) -> None:
+    def __init__(
+        self,
+        ray: Any,
+        submit: Callable[[_Stage, Any], Any],
+        stages: Sequence[_Stage],
+        max_retries: int,
+        whole_node: bool = False,
+        node_memory: float | None = None,
+    ) -> None:
         self.ray, self.submit, self.max_retries, self.whole_node = ray, submit, max_retries, whole_node
         self.node_memory = node_memory
         self.waiting = list(stages)
@@ -495,8 +535,11 @@ class _StageRunner:
         # the longest chain first (PT before the FT stages that do not need it), so that a PT-FT
         # is less often the ladder's lone tail; Ray promises no order among queued tasks, so this is
         # a preference it mostly follows, not a guarantee
-        ready = [st for st in sorted(self.waiting, key=lambda st: -self.depth[st.key])
-                 if st.upstream is None or st.upstream in self.done]
+        ready = [
+            st
+            for st in sorted(self.waiting, key=lambda st: -self.depth[st.key])
+            if st.upstream is None or st.upstream in self.done
+        ]
         # nothing runs and nothing else can start before this stage ends (every other waiting
         # stage follows it): it runs alone, so it may declare a whole node
         lone = len(ready) == 1 and not self.running
@@ -533,8 +576,14 @@ class _StageRunner:
         if stage.attempts > self.max_retries:
             raise _give_up(stage, error, memory_kind) from None
         how = "alone, after the running stages end" if memory_kind else "now"
-        log.warning("%s: %s (attempt %d of %d); retrying it %s, from its last checkpoint", stage.name,
-                    type(error).__name__, stage.attempts, self.max_retries + 1, how)
+        log.warning(
+            "%s: %s (attempt %d of %d); retrying it %s, from its last checkpoint",
+            stage.name,
+            type(error).__name__,
+            stage.attempts,
+            self.max_retries + 1,
+            how,
+        )
         if memory_kind:
             self.retry.append(stage)
         else:
@@ -609,13 +658,19 @@ def run_adaptation_jobs(
         cpus = max(cpus_per_job, largest_node_cpus(cpus_per_job)) if stage.whole_node else cpus_per_job
         stage.whole_node = cpus > cpus_per_job
         if stage.whole_node:
-            log.info("%s runs alone (nothing else can run beside it, or its memory leaves no room for a "
-                     "second stage): it declares all %g CPUs of a node (its torch threads follow)", stage.name, cpus)
+            log.info(
+                "%s runs alone (nothing else can run beside it, or its memory leaves no room for a "
+                "second stage): it declares all %g CPUs of a node (its torch threads follow)",
+                stage.name,
+                cpus,
+            )
         opts = _task_options(stage, gpus_per_job, cpus)
         params = _task_params(stage, progress=progress, cpus=cpus)
         data_ref = data_refs[stage.data_key] if stage.data_key else None
-        return remotes[stage.memory >= OWN_WORKER_BYTES].options(name=stage.name, **opts).remote(
-            stage.stage, upstream, data_ref, params, root, checkpoint_every, on_checkpoint
+        return (
+            remotes[stage.memory >= OWN_WORKER_BYTES]
+            .options(name=stage.name, **opts)
+            .remote(stage.stage, upstream, data_ref, params, root, checkpoint_every, on_checkpoint)
         )
 
     done = _StageRunner(ray, submit, list(stages.values()), max_retries, whole_node, largest_node_memory(ray)).run()
@@ -633,8 +688,12 @@ def _make_room() -> None:
 def _task_options(stage: _Stage, gpus: float, cpus: float) -> dict[str, Any]:
     """Ray options of a stage: its resources and memory; Ray itself never retries (we do)."""
     train = stage.stage != "merge"
-    opts: dict[str, Any] = {"num_gpus": gpus if train else 0, "num_cpus": cpus if train else 1,
-                            "max_retries": 0, "retry_exceptions": False}
+    opts: dict[str, Any] = {
+        "num_gpus": gpus if train else 0,
+        "num_cpus": cpus if train else 1,
+        "max_retries": 0,
+        "retry_exceptions": False,
+    }
     if stage.memory > 0:
         opts["memory"] = int(stage.memory)
     if stage.stage == COLBERT_VARIANT:

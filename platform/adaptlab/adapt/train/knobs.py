@@ -22,8 +22,14 @@ from typing import Any
 from adaptlab.adapt.train.checks import TrainingCheckError
 from adaptlab.runtime.hardware import bf16_support
 
-__all__ = ["TRAINING_PRECISIONS", "autocast", "check_precision", "pick_device", "set_attention_dropout",
-           "set_gradient_checkpointing"]
+__all__ = [
+    "TRAINING_PRECISIONS",
+    "autocast",
+    "check_precision",
+    "pick_device",
+    "set_attention_dropout",
+    "set_gradient_checkpointing",
+]
 
 
 TRAINING_PRECISIONS = ("fp32", "bf16")
@@ -48,8 +54,10 @@ def set_gradient_checkpointing(model: Any, on: bool, label: str = "training") ->
             module.gradient_checkpointing_disable()
         switched += 1
     if on and not switched:
-        raise TrainingCheckError(f"{label}: gradient_checkpointing = true, but the model has no transformers "
-                                 "module that supports it; set gradient_checkpointing = false")
+        raise TrainingCheckError(
+            f"{label}: gradient_checkpointing = true, but the model has no transformers "
+            "module that supports it; set gradient_checkpointing = false"
+        )
     return switched
 
 
@@ -69,8 +77,10 @@ def set_attention_dropout(model: Any, p: float, label: str = "training") -> floa
         module.dropout_prob = float(p)  # the SDPA path's dropout_p
         module.dropout.p = float(p)  # the eager path's nn.Dropout
     if before is None:
-        raise TrainingCheckError(f"{label}: fused_attention = true, but the model has no transformers "
-                                 "self-attention module with attention dropout; set fused_attention = false")
+        raise TrainingCheckError(
+            f"{label}: fused_attention = true, but the model has no transformers "
+            "self-attention module with attention dropout; set fused_attention = false"
+        )
     return before
 
 
@@ -78,14 +88,18 @@ def check_precision(precision: str, device: Any, label: str = "training") -> Non
     """Raise :class:`TrainingCheckError` unless ``precision`` is fp32 or the device computes bf16
     natively (a CUDA GPU that supports it; a CPU with AVX512-BF16 or AMX)."""
     if precision not in TRAINING_PRECISIONS:
-        raise TrainingCheckError(f"{label}: precision = {precision!r}: expected one of {', '.join(TRAINING_PRECISIONS)}")
+        raise TrainingCheckError(
+            f"{label}: precision = {precision!r}: expected one of {', '.join(TRAINING_PRECISIONS)}"
+        )
     if precision == "fp32":
         return
     support = bf16_support(device)
     if not support.native:
-        raise TrainingCheckError(f"{label}: precision = 'bf16' needs a device that computes bfloat16 natively "
-                                 f"(a CPU with AVX512-BF16 or AMX, or a recent GPU): {support.reason}; set "
-                                 "precision = 'fp32'")
+        raise TrainingCheckError(
+            f"{label}: precision = 'bf16' needs a device that computes bfloat16 natively "
+            f"(a CPU with AVX512-BF16 or AMX, or a recent GPU): {support.reason}; set "
+            "precision = 'fp32'"
+        )
 
 
 def autocast(precision: str, device: Any) -> Any:

@@ -60,11 +60,12 @@ def epoch_order(n: int, seed: int, epoch: int, batch_size: int, lengths: np.ndar
         return order
     lengths = np.asarray(lengths)
     window = BUCKET_BATCHES * batch_size
-    order = np.concatenate([w[np.argsort(-lengths[w], kind="stable")]
-                            for w in np.split(order, range(window, n, window))])
+    order = np.concatenate(
+        [w[np.argsort(-lengths[w], kind="stable")] for w in np.split(order, range(window, n, window))]
+    )
     full = n // batch_size
     batches = order[: full * batch_size].reshape(full, batch_size)[rng.permutation(full)]
-    return np.concatenate([batches.ravel(), order[full * batch_size:]])
+    return np.concatenate([batches.ravel(), order[full * batch_size :]])
 
 
 def step_seed(seed: int, step: int) -> int:
@@ -83,9 +84,18 @@ def seeded(seed: int, device: Any) -> Iterator[None]:
         yield
 
 
-def _train_step(model: Any, optimizer: Any, params: list[Any], idx: np.ndarray, lr: float, seed: int,
-                device: Any, compute_loss: Callable[[np.ndarray], Any], max_grad_norm: float,
-                precision: str = "fp32") -> float:
+def _train_step(
+    model: Any,
+    optimizer: Any,
+    params: list[Any],
+    idx: np.ndarray,
+    lr: float,
+    seed: int,
+    device: Any,
+    compute_loss: Callable[[np.ndarray], Any],
+    max_grad_norm: float,
+    precision: str = "fp32",
+) -> float:
     """One optimizer step at learning rate ``lr`` under the step's seed; its loss."""
     import torch
 
@@ -163,14 +173,23 @@ def run_loop(
     for step in range(start, total):
         epoch, b = divmod(step, steps_per_epoch)
         if epoch != order_epoch:
-            order = epoch_order(n_examples, seed, epoch, optim.batch_size,
-                                lengths if optim.length_buckets else None)
+            order = epoch_order(n_examples, seed, epoch, optim.batch_size, lengths if optim.length_buckets else None)
             order_epoch = epoch
         idx = order[b * optim.batch_size : (b + 1) * optim.batch_size]
         lr = optim.learning_rate * linear_warmup_decay(step, total, warmup)
         with progress.running(step, result.losses):
-            loss = _train_step(model, optimizer, params, idx, lr, step_seed(seed, step), device, compute_loss,
-                               optim.max_grad_norm, optim.precision)
+            loss = _train_step(
+                model,
+                optimizer,
+                params,
+                idx,
+                lr,
+                step_seed(seed, step),
+                device,
+                compute_loss,
+                optim.max_grad_norm,
+                optim.precision,
+            )
         result.losses.append(loss)
         done = step + 1
         progress.update(done, result.losses[-1])

@@ -205,7 +205,10 @@ def _sentence_max_length(root: Path, config: dict[str, Any]) -> int:
     5.7 keeps it as the tokenizer's ``model_max_length``), at most the position embeddings'."""
     positions = int(config.get("max_position_embeddings", 512))
     for folder in (root, transformer_dir(root)):
-        for file, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
+        for file, key in (
+            ("sentence_bert_config.json", "max_seq_length"),
+            ("tokenizer_config.json", "model_max_length"),
+        ):
             value = _json_value(folder / file, key)
             if value is not None:
                 return min(value, positions)
@@ -325,7 +328,9 @@ def declared_memory(estimate: MemoryEstimate, node_memory: float | None, label: 
         "%s needs about %s, more than the largest node's memory resource (%.1f GB): it runs alone on "
         "a node and may be killed for memory; lower its batch_size or max_seq_length, or set [adapt]."
         "gradient_checkpointing = true, if it is",
-        label, estimate.describe(), node_memory / _GB,
+        label,
+        estimate.describe(),
+        node_memory / _GB,
     )
     return int(node_memory)
 
@@ -338,8 +343,7 @@ def without_auto(config: Any) -> Any:
     return replace(config, gradient_checkpointing=False)
 
 
-def decide_checkpointing(stage: str, shape: EncoderShape, config: Any, node_memory: float | None,
-                         label: str) -> Any:
+def decide_checkpointing(stage: str, shape: EncoderShape, config: Any, node_memory: float | None, label: str) -> Any:
     """``config`` of a ``stage`` of a model of ``shape`` with ``gradient_checkpointing`` decided:
     ``"auto"`` becomes ``True`` when ``2 * E(off) > M`` and ``2 * E(on) <= M`` (two stages fit
     side by side only with it), or when ``E(off) > M >= E(on)`` (the stage fits the node only with
@@ -360,8 +364,14 @@ def decide_checkpointing(stage: str, shape: EncoderShape, config: Any, node_memo
         why = "the stage fits"  # without it, it would not fit the node even alone
     else:
         return off
-    log.info("%s: gradient checkpointing on: %.1f GB -> %.1f GB, so %s a %.1f GB node",
-             label, plain / _GB, saved / _GB, why, node_memory / _GB)
+    log.info(
+        "%s: gradient checkpointing on: %.1f GB -> %.1f GB, so %s a %.1f GB node",
+        label,
+        plain / _GB,
+        saved / _GB,
+        why,
+        node_memory / _GB,
+    )
     return on
 
 

@@ -51,9 +51,7 @@ def _merge_kernel(adapted: Mapping[str, Any], base: Mapping[str, Any], w: float)
     return out
 
 
-def merge_state_dicts(
-    adapted: Mapping[str, Any], base: Mapping[str, Any], weight: float
-) -> dict[str, Any]:
+def merge_state_dicts(adapted: Mapping[str, Any], base: Mapping[str, Any], weight: float) -> dict[str, Any]:
     """``{name: weight * adapted[name] + (1 - weight) * base[name]}`` over all floating tensors.
 
     Raises :class:`ConfigError` when the two state dicts differ in names or shapes (different
@@ -104,8 +102,12 @@ def merge_models(
     }
     info = base.info() | {"adapted_model_path": str(src.path), "parent": dict(src.parent) if src.parent else None}
     writer = ArtifactWriter(
-        artifact_root, label=str(base.root.get("id", base.label)), variant=MERGED, scale=scale,
-        inputs=inputs, info=info,
+        artifact_root,
+        label=str(base.root.get("id", base.label)),
+        variant=MERGED,
+        scale=scale,
+        inputs=inputs,
+        info=info,
     )
     with claim(writer) as done:
         if done is not None:

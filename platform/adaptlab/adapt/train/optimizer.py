@@ -69,8 +69,11 @@ def param_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
 def adamw_kind(params: list[Any]) -> str:
     """``"fused"`` when every parameter is a floating-point tensor on the CPU or a CUDA device (where
     PyTorch has a fused AdamW kernel), ``"foreach"`` otherwise."""
-    return "fused" if params and all(p.is_floating_point() and p.device.type in ("cpu", "cuda")
-                                     for p in params) else "foreach"
+    return (
+        "fused"
+        if params and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
+        else "foreach"
+    )
 
 
 def make_adamw(groups: list[dict[str, Any]], lr: float) -> Any:

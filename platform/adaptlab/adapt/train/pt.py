@@ -111,9 +111,7 @@ def pretrain_model(
         raise ConfigError(f"{model_path}: the tokenizer has no mask token; MLM pre-training needs one")
     mlm, head = build_mlm(st_model, model_path, seed=seed)
     max_len = min(int(config.max_seq_length), int(st_model.max_seq_length or config.max_seq_length))
-    encoded = tokenizer(
-        list(chunks), truncation=True, max_length=max_len, return_special_tokens_mask=True
-    )
+    encoded = tokenizer(list(chunks), truncation=True, max_length=max_len, return_special_tokens_mask=True)
     examples = [{k: encoded[k][i] for k in encoded.keys()} for i in range(len(chunks))]
     collator = DataCollatorForLanguageModeling(
         tokenizer=tokenizer, mlm=True, mlm_probability=float(config.mlm_probability), return_tensors="pt"
@@ -180,8 +178,12 @@ def train_pt(
         "packages": package_versions(),
     }
     writer = ArtifactWriter(
-        artifact_root, label=str(base.root.get("id", base.label)), variant=PT, scale=scale,
-        inputs=inputs, info=base.info(),
+        artifact_root,
+        label=str(base.root.get("id", base.label)),
+        variant=PT,
+        scale=scale,
+        inputs=inputs,
+        info=base.info(),
     )
     with claim(writer) as done:
         if done is not None:
@@ -190,9 +192,18 @@ def train_pt(
         dev = pick_device(device)
         model = load_sentence_model(base.path, dev)
         result, head = pretrain_model(
-            model, base.path, texts, config, seed=seed, device=dev,
-            checkpoints=Checkpointing(writer.checkpoint_dir, checkpoint_every, checkpoint_every is not None,
-                                      writer.checkpoint_hook(on_checkpoint)),
+            model,
+            base.path,
+            texts,
+            config,
+            seed=seed,
+            device=dev,
+            checkpoints=Checkpointing(
+                writer.checkpoint_dir,
+                checkpoint_every,
+                checkpoint_every is not None,
+                writer.checkpoint_hook(on_checkpoint),
+            ),
             label=run_label(PT, base.label, scale, len(texts), "chunks"),
         )
         model.save(str(writer.model_dir), safe_serialization=True)

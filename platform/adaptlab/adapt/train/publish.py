@@ -55,10 +55,17 @@ def publish_artifact(local_dir: str | Path, uri: str) -> Artifact:
             remote.upload(rel, local / model_relpath(rel), digest)
         remote.put_bytes(MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=str).encode())
     except OSError as e:
-        raise StoreError(f"{mask_url(uri)}: cannot publish the artifact after {time.monotonic() - started:.1f} s "
-                         f"({type(e).__name__}: {mask_url(str(e))[:320]}); no manifest was written, "
-                         "publishing again starts over") from None
+        raise StoreError(
+            f"{mask_url(uri)}: cannot publish the artifact after {time.monotonic() - started:.1f} s "
+            f"({type(e).__name__}: {mask_url(str(e))[:320]}); no manifest was written, "
+            "publishing again starts over"
+        ) from None
     size = sum((local / rel).stat().st_size for rel in manifest["files"])
-    _log.info("published artifact %s (%d files, %.1f MB in %.1f s)", mask_url(uri), len(manifest["files"]),
-              size / 1e6, time.monotonic() - started)
+    _log.info(
+        "published artifact %s (%d files, %.1f MB in %.1f s)",
+        mask_url(uri),
+        len(manifest["files"]),
+        size / 1e6,
+        time.monotonic() - started,
+    )
     return Artifact(local, manifest, reused=False, uri=uri)

@@ -33,14 +33,25 @@ __all__ = [
 ]
 
 TUNABLE: tuple[str, ...] = (
-    "batch_size", "epochs", "learning_rate", "merge_weight", "num_negatives", "scale",
-    "temperature", "warmup_ratio", "weight_decay",
+    "batch_size",
+    "epochs",
+    "learning_rate",
+    "merge_weight",
+    "num_negatives",
+    "scale",
+    "temperature",
+    "warmup_ratio",
+    "weight_decay",
 )
 """Names a space may use (FTConfig fields, ``temperature`` = 1/scale, merge weight)."""
 
 PARAM_DOMAINS: dict[str, str] = {
-    "choice": "choice", "grid": "grid_search", "uniform": "uniform", "loguniform": "loguniform",
-    "randint": "randint", "quniform": "quniform",
+    "choice": "choice",
+    "grid": "grid_search",
+    "uniform": "uniform",
+    "loguniform": "loguniform",
+    "randint": "randint",
+    "quniform": "quniform",
 }
 """The kinds a table entry (``{kind = [args]}``) may use, and the Ray Tune function that builds
 each (:func:`build_param_space`)."""

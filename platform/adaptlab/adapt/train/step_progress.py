@@ -56,8 +56,13 @@ class StepProgress:
         step 12/40 running (15 s), last loss 0.4312`` every interval once the step outlasts it
         (no closing line: :meth:`update` reports the step). Its thread only prints."""
         last = f", last loss {losses[-1]:.4f}" if losses else ""
-        return Heartbeat(f"training {self.label}: step {step + 1}/{self.total} running", detail=last,
-                         interval=self.interval, enabled=self.enabled, done_line=False)
+        return Heartbeat(
+            f"training {self.label}: step {step + 1}/{self.total} running",
+            detail=last,
+            interval=self.interval,
+            enabled=self.enabled,
+            done_line=False,
+        )
 
     def update(self, done: int, loss: float) -> None:
         """A line when ``interval`` seconds have passed since the last one."""
@@ -66,8 +71,10 @@ class StepProgress:
             return
         self.last = now
         per_step = (now - self.t0) / max(1, done - self.start)
-        self._emit(f"{self.label}: step {done}/{self.total}, loss {loss:.4f}, {per_step:.2f} s/step, "
-                   f"about {_eta(per_step * (self.total - done))} left")
+        self._emit(
+            f"{self.label}: step {done}/{self.total}, loss {loss:.4f}, {per_step:.2f} s/step, "
+            f"about {_eta(per_step * (self.total - done))} left"
+        )
 
     def close(self, loss: float | None) -> None:
         """The closing line: steps, time taken and the last loss."""

@@ -109,8 +109,9 @@ class SweepConfig:
             raise ConfigError(f"{owner}.param_space{'.' + path if path else ''}: {message}")
         object.__setattr__(self, "param_space", dict(self.param_space))
         if self.variant not in TUNABLE_VARIANTS:
-            raise ConfigError(f"{owner}.variant = {self.variant!r}: expected "
-                              + " or ".join(map(repr, TUNABLE_VARIANTS)))
+            raise ConfigError(
+                f"{owner}.variant = {self.variant!r}: expected " + " or ".join(map(repr, TUNABLE_VARIANTS))
+            )
         if self.search not in SEARCHES:
             raise ConfigError(f"{owner}.search = {self.search!r}: expected " + " or ".join(map(repr, SEARCHES)))
         try:
@@ -118,8 +119,9 @@ class SweepConfig:
         except ConfigError as e:
             raise ConfigError(f"{owner}.measure: {e}") from e
         if not isinstance(self.bootstrap, BootstrapConfig):
-            raise ConfigError(f"{owner}.bootstrap must be an adaptlab.stats.BootstrapConfig, "
-                              f"got {type(self.bootstrap).__name__}")
+            raise ConfigError(
+                f"{owner}.bootstrap must be an adaptlab.stats.BootstrapConfig, got {type(self.bootstrap).__name__}"
+            )
         check_confirm_fraction(self.confirm_fraction, f"{owner}.confirm_fraction")
         self._check_schedule(owner)
 
@@ -127,8 +129,11 @@ class SweepConfig:
         """Counts of trials and epochs, ASHA's factor, resources."""
         for name in ("num_samples", "grace_period"):
             check_at_least_one(owner, name, getattr(self, name))
-        if isinstance(self.reduction_factor, bool) or not isinstance(self.reduction_factor, int) \
-                or self.reduction_factor < 2:
+        if (
+            isinstance(self.reduction_factor, bool)
+            or not isinstance(self.reduction_factor, int)
+            or self.reduction_factor < 2
+        ):
             raise ConfigError(f"{owner}.reduction_factor = {self.reduction_factor!r}: expected an integer >= 2")
         for name in ("max_epochs", "max_concurrent_trials"):
             if getattr(self, name) is not None:
@@ -136,7 +141,8 @@ class SweepConfig:
         check_positive(owner, "cpus_per_trial", self.cpus_per_trial)
         gpus = self.gpus_per_trial
         if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, (int, float)) or not gpus >= 0):
-            raise ConfigError(f"{owner}.gpus_per_trial = {gpus!r}: expected a number >= 0, or None (1 when the "
-                              "cluster has GPUs)")
+            raise ConfigError(
+                f"{owner}.gpus_per_trial = {gpus!r}: expected a number >= 0, or None (1 when the cluster has GPUs)"
+            )
         if not isinstance(self.resume, bool):
             raise ConfigError(f"{owner}.resume = {self.resume!r}: expected true or false")

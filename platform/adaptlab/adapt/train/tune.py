@@ -91,8 +91,19 @@ __all__ = [
 TUNE_MEASURE = "tune_objective"
 """The ``measure`` of a sweep's rows in the store's ``metrics`` table (:meth:`SweepResult.to_metric_rows`)."""
 
-_REPORTED = ("objective", "ci_low", "ci_high", "mean", "point", "n_queries", "epoch",
-             "confirm_ci_low", "confirm_ci_high", "confirm_mean", "confirm_n_queries")
+_REPORTED = (
+    "objective",
+    "ci_low",
+    "ci_high",
+    "mean",
+    "point",
+    "n_queries",
+    "epoch",
+    "confirm_ci_low",
+    "confirm_ci_high",
+    "confirm_mean",
+    "confirm_n_queries",
+)
 """Per-epoch report fields a row takes from its best epoch."""
 
 
@@ -134,17 +145,31 @@ class SweepResult:
         rows = []
         for r in self.rows:
             value = r.get("best_objective")
-            rows.append({
-                "system": system, "dataset": dataset, "measure": TUNE_MEASURE,
-                "value": float("nan") if value is None else float(value),
-                "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "boot_mean": r.get("mean"),
-                "n_queries": r.get("n_queries"), "n_resamples": boot.n_resamples,
-                "sample_size": boot.sample_size or r.get("n_queries"), "seed": boot.seed,
-                "extra": {"trial_id": r.get("trial_id"), "status": r.get("status"),
-                          "iterations": r.get("iterations"), "measure": r.get("measure"),
-                          "epoch_objective": r.get("objective"), "selection": "optimistic",
-                          "config": _trial_settings(r), "error": r.get("error")},
-            })
+            rows.append(
+                {
+                    "system": system,
+                    "dataset": dataset,
+                    "measure": TUNE_MEASURE,
+                    "value": float("nan") if value is None else float(value),
+                    "ci_low": r.get("ci_low"),
+                    "ci_high": r.get("ci_high"),
+                    "boot_mean": r.get("mean"),
+                    "n_queries": r.get("n_queries"),
+                    "n_resamples": boot.n_resamples,
+                    "sample_size": boot.sample_size or r.get("n_queries"),
+                    "seed": boot.seed,
+                    "extra": {
+                        "trial_id": r.get("trial_id"),
+                        "status": r.get("status"),
+                        "iterations": r.get("iterations"),
+                        "measure": r.get("measure"),
+                        "epoch_objective": r.get("objective"),
+                        "selection": "optimistic",
+                        "config": _trial_settings(r),
+                        "error": r.get("error"),
+                    },
+                }
+            )
         return rows + self._confirmed_rows(system, confirm_dataset)
 
     def _confirmed_rows(self, system: str, dataset: str) -> list[dict[str, Any]]:
@@ -153,13 +178,22 @@ class SweepResult:
         value = best.get("confirmed_objective")
         if value is None:
             return []
-        return [{"system": system, "dataset": dataset, "measure": TUNE_MEASURE, "value": float(value),
-                 "ci_low": best.get("confirmed_ci_low"), "ci_high": best.get("confirmed_ci_high"),
-                 "boot_mean": best.get("confirmed_mean"), "n_queries": best.get("confirmed_n_queries"),
-                 "n_resamples": self.bootstrap.n_resamples, "seed": self.bootstrap.seed,
-                 "sample_size": self.bootstrap.sample_size or best.get("confirmed_n_queries"),
-                 "extra": {"trial_id": best.get("trial_id"), "selection": "confirmed",
-                           "config": _trial_settings(best)}}]
+        return [
+            {
+                "system": system,
+                "dataset": dataset,
+                "measure": TUNE_MEASURE,
+                "value": float(value),
+                "ci_low": best.get("confirmed_ci_low"),
+                "ci_high": best.get("confirmed_ci_high"),
+                "boot_mean": best.get("confirmed_mean"),
+                "n_queries": best.get("confirmed_n_queries"),
+                "n_resamples": self.bootstrap.n_resamples,
+                "seed": self.bootstrap.seed,
+                "sample_size": self.bootstrap.sample_size or best.get("confirmed_n_queries"),
+                "extra": {"trial_id": best.get("trial_id"), "selection": "confirmed", "config": _trial_settings(best)},
+            }
+        ]
 
 
 def _trial_settings(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,16 +226,23 @@ def validation_records(
         raise ConfigError(f"validation set {validation.name!r} has no query with a relevant document")
     doc_ids = list(validation.corpus)
     docs = model.encode(
-        [passage_prefix + validation.corpus[d].full_text() for d in doc_ids], batch_size=batch_size,
-        normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False,
+        [passage_prefix + validation.corpus[d].full_text() for d in doc_ids],
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
     ).astype(np.float32)
     queries = model.encode(
-        [query_prefix + validation.queries[q] for q in qids], batch_size=batch_size,
-        normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False,
+        [query_prefix + validation.queries[q] for q in qids],
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
     ).astype(np.float32)
     depth = len(doc_ids) if m.k is None else min(m.k, len(doc_ids))
-    return build_records(qids, queries, doc_ids, docs, validation.qrels, system="tune-trial",
-                         dataset=validation.name, k=depth)
+    return build_records(
+        qids, queries, doc_ids, docs, validation.qrels, system="tune-trial", dataset=validation.name, k=depth
+    )
 
 
 def per_query_values(
@@ -218,8 +259,9 @@ def per_query_values(
     ``validation.qrels`` (relevance > 0 counts as relevant). Queries without relevant documents
     are left out. Order: ``validation.judged_queries()``."""
     m = Measure.parse(measure)
-    records = validation_records(model, validation, m, query_prefix=query_prefix,
-                                 passage_prefix=passage_prefix, batch_size=batch_size)
+    records = validation_records(
+        model, validation, m, query_prefix=query_prefix, passage_prefix=passage_prefix, batch_size=batch_size
+    )
     return evaluate(validation.qrels, records.to_run(), [m], query_ids=records.query_ids).values[str(m)]
 
 
@@ -234,8 +276,14 @@ def trial_objective(values: np.ndarray, bootstrap: BootstrapConfig, measure: str
     res = bootstrap_ci(values, measure=measure, **bootstrap.kwargs())
     low, high = float(res.ci_low), float(res.ci_high)
     mean = float(values.mean())
-    return {"objective": low, "ci_low": low, "ci_high": high, "mean": mean, "point": mean,
-            "n_queries": int(values.size)}
+    return {
+        "objective": low,
+        "ci_low": low,
+        "ci_high": high,
+        "mean": mean,
+        "point": mean,
+        "n_queries": int(values.size),
+    }
 
 
 def split_queries(n_queries: int, confirm_fraction: float = CONFIRM_FRACTION, seed: int = 0) -> np.ndarray:
@@ -244,8 +292,10 @@ def split_queries(n_queries: int, confirm_fraction: float = CONFIRM_FRACTION, se
     (at least one of each), drawn by a seeded permutation (``derive_seed(seed, "tune-confirmation")``)."""
     check_confirm_fraction(confirm_fraction)
     if n_queries < 2:
-        raise ConfigError(f"the sweep's validation set has {n_queries} judged query(ies): expected at least 2 "
-                          "(one part selects the trial, the other confirms it)")
+        raise ConfigError(
+            f"the sweep's validation set has {n_queries} judged query(ies): expected at least 2 "
+            "(one part selects the trial, the other confirms it)"
+        )
     n_confirm = min(n_queries - 1, max(1, round(float(confirm_fraction) * n_queries)))
     rng = np.random.default_rng(derive_seed(int(seed), "tune-confirmation"))
     mask = np.ones(n_queries, dtype=bool)
@@ -253,14 +303,17 @@ def split_queries(n_queries: int, confirm_fraction: float = CONFIRM_FRACTION, se
     return mask
 
 
-def epoch_report(values: np.ndarray, selection: np.ndarray, bootstrap: BootstrapConfig,
-                 measure: str | None = None) -> dict[str, float]:
+def epoch_report(
+    values: np.ndarray, selection: np.ndarray, bootstrap: BootstrapConfig, measure: str | None = None
+) -> dict[str, float]:
     """One epoch's report: :func:`trial_objective` of the selection part (``objective``, the
     only value the search sees) and the same CI of the confirmation part (``confirm_*``)."""
     values = np.asarray(values, dtype=np.float64)
     confirm = trial_objective(values[~selection], bootstrap, measure)
-    return {**trial_objective(values[selection], bootstrap, measure),
-            **{f"confirm_{k}": confirm[k] for k in ("ci_low", "ci_high", "mean", "n_queries")}}
+    return {
+        **trial_objective(values[selection], bootstrap, measure),
+        **{f"confirm_{k}": confirm[k] for k in ("ci_low", "ci_high", "mean", "n_queries")},
+    }
 
 
 def summarise_trial(history: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -346,8 +399,7 @@ def _trial(config: dict[str, Any], payload: dict[str, Any]) -> None:
         restored.to_directory(str(ckpt_dir))
 
     def evaluate_model() -> np.ndarray:
-        return per_query_values(model, validation, payload["measure"], query_prefix=q_prefix,
-                                passage_prefix=p_prefix)
+        return per_query_values(model, validation, payload["measure"], query_prefix=q_prefix, passage_prefix=p_prefix)
 
     def on_epoch_end(epoch: int, checkpoint: Path | None) -> None:
         if base_sd is not None and weight is not None:  # set together above
@@ -362,7 +414,12 @@ def _trial(config: dict[str, Any], payload: dict[str, Any]) -> None:
 
     try:
         fine_tune_model(
-            model, payload["rows"], cfg, seed=payload["seed"], prefixes=(q_prefix, p_prefix), device=device,
+            model,
+            payload["rows"],
+            cfg,
+            seed=payload["seed"],
+            prefixes=(q_prefix, p_prefix),
+            device=device,
             checkpoints=Checkpointing(ckpt_dir, each_epoch=True, on_epoch_end=on_epoch_end),
         )
     finally:
@@ -404,8 +461,14 @@ def _rows(grid: Any, measure: str) -> list[dict[str, Any]]:
 
 
 def _start_path(
-    base_model: str | os.PathLike[str], base_path: Path, variant: str, chunks: Sequence[str] | None,
-    pt_config: Any, artifact_root: str | os.PathLike[str] | None, seed: int, gpus: float | None,
+    base_model: str | os.PathLike[str],
+    base_path: Path,
+    variant: str,
+    chunks: Sequence[str] | None,
+    pt_config: Any,
+    artifact_root: str | os.PathLike[str] | None,
+    seed: int,
+    gpus: float | None,
 ) -> tuple[Path, str]:
     """The model every trial starts from, as ``(local path, reference for the trials)``: the base
     model, or (``pt-ft``) its PT artifact (referred to by its URI when it is published on one, so
@@ -417,14 +480,22 @@ def _start_path(
     job_kwargs = {"pt_config": pt_config} if pt_config is not None else {}
     pt = run_adaptation_jobs(
         [AdaptJob(PT, os.fspath(base_model), chunks=list(chunks), seed=seed, **job_kwargs)],
-        artifact_root, JobSettings(gpus_per_job=gpus),
+        artifact_root,
+        JobSettings(gpus_per_job=gpus),
     )[0]
     local = Path(pt.model_path)
     return local, (f"{pt.uri}/model" if pt.uri else str(local))
 
 
-def _make_tuner(trainable: Any, experiment: str, config: SweepConfig, *, max_epochs: int, search_alg: Any,
-                callbacks: Sequence[Any] | None) -> tuple[Any, bool]:
+def _make_tuner(
+    trainable: Any,
+    experiment: str,
+    config: SweepConfig,
+    *,
+    max_epochs: int,
+    search_alg: Any,
+    callbacks: Sequence[Any] | None,
+) -> tuple[Any, bool]:
     """A Tuner restored from ``experiment`` (with ``config.resume``, when one is there) or a new
     one with ASHA stopping at one rung per epoch; and whether it was restored."""
     from ray import tune  # deferred: importing adaptlab.adapt does not load ray
@@ -433,23 +504,35 @@ def _make_tuner(trainable: Any, experiment: str, config: SweepConfig, *, max_epo
     space = build_param_space(config.param_space)
     if config.resume and tune.Tuner.can_restore(experiment):
         tuner = tune.Tuner.restore(
-            experiment, trainable=trainable, resume_unfinished=True, resume_errored=True, param_space=space,
+            experiment,
+            trainable=trainable,
+            resume_unfinished=True,
+            resume_errored=True,
+            param_space=space,
         )
         return tuner, True
     scheduler = ASHAScheduler(
-        time_attr="training_iteration", max_t=max(1, max_epochs),
-        grace_period=max(1, min(config.grace_period, max_epochs)), reduction_factor=config.reduction_factor,
+        time_attr="training_iteration",
+        max_t=max(1, max_epochs),
+        grace_period=max(1, min(config.grace_period, max_epochs)),
+        reduction_factor=config.reduction_factor,
     )
     storage, name = os.path.split(experiment)
     tuner = tune.Tuner(
         trainable,
         param_space=space,
         tune_config=tune.TuneConfig(
-            metric="objective", mode="max", scheduler=scheduler, num_samples=config.num_samples,
+            metric="objective",
+            mode="max",
+            scheduler=scheduler,
+            num_samples=config.num_samples,
             search_alg=search_alg,
         ),
         run_config=tune.RunConfig(
-            name=name, storage_path=storage, verbose=0, checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+            name=name,
+            storage_path=storage,
+            verbose=0,
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
             callbacks=list(callbacks or []),
         ),
     )
@@ -517,13 +600,24 @@ def tune_adaptation(
     ray = ensure_ray(None)
     make_room()  # idle warm embedding pools would hold the CPUs the trials wait for
 
-    payload, start_path = _trial_payload(base_model, rows, validation, config, ft_config, selection, chunks=chunks,
-                                         pt_config=pt_config, artifact_root=artifact_root, seed=seed)
+    payload, start_path = _trial_payload(
+        base_model,
+        rows,
+        validation,
+        config,
+        ft_config,
+        selection,
+        chunks=chunks,
+        pt_config=pt_config,
+        artifact_root=artifact_root,
+        seed=seed,
+    )
     trainable = _trainable(payload, config, start_path, ray)
     experiment = _experiment_path(storage_path, name)
     max_epochs = config.max_epochs or largest_value(config.param_space, "epochs", ft_config.epochs)
-    tuner, restored = _make_tuner(trainable, experiment, config, max_epochs=max_epochs, search_alg=search_alg,
-                                  callbacks=callbacks)
+    tuner, restored = _make_tuner(
+        trainable, experiment, config, max_epochs=max_epochs, search_alg=search_alg, callbacks=callbacks
+    )
     out = _rows(tuner.fit(), config.measure)
     return SweepResult(out, choose_best(out), experiment, restored, config.measure, config.bootstrap)
 
@@ -533,8 +627,10 @@ def _sweep_config(config: SweepConfig | None) -> SweepConfig:
     if config is None:
         return SweepConfig()
     if not isinstance(config, SweepConfig):
-        raise ConfigError(f"tune_adaptation: config must be an adaptlab.adapt.train.sweep_config.SweepConfig, "
-                          f"got {type(config).__name__}")
+        raise ConfigError(
+            f"tune_adaptation: config must be an adaptlab.adapt.train.sweep_config.SweepConfig, "
+            f"got {type(config).__name__}"
+        )
     return config
 
 
@@ -543,14 +639,24 @@ def _check_parts(selection: np.ndarray, bootstrap: BootstrapConfig) -> None:
     smaller = int(min(selection.sum(), (~selection).sum()))
     size = bootstrap.sample_size
     if size is not None and size > smaller and not bootstrap.allow_oversampling:
-        raise ConfigError(f"sample_size = {size}: the sweep scores selection and confirmation queries apart and "
-                          f"the smaller part has {smaller}; use sample_size <= {smaller} or none (all of a part)")
+        raise ConfigError(
+            f"sample_size = {size}: the sweep scores selection and confirmation queries apart and "
+            f"the smaller part has {smaller}; use sample_size <= {smaller} or none (all of a part)"
+        )
 
 
 def _trial_payload(
-    base_model: str | os.PathLike[str], rows: TripletRows, validation: Dataset, config: SweepConfig,
-    ft_config: FTConfig, selection: np.ndarray, *, chunks: Sequence[str] | None, pt_config: Any,
-    artifact_root: str | os.PathLike[str] | None, seed: int,
+    base_model: str | os.PathLike[str],
+    rows: TripletRows,
+    validation: Dataset,
+    config: SweepConfig,
+    ft_config: FTConfig,
+    selection: np.ndarray,
+    *,
+    chunks: Sequence[str] | None,
+    pt_config: Any,
+    artifact_root: str | os.PathLike[str] | None,
+    seed: int,
 ) -> tuple[dict[str, Any], Path]:
     """What every trial receives (the ``payload`` of :func:`_trial`): the model it starts from
     (:func:`_start_path`: the base, or its PT artifact, trained here for ``"pt-ft"``), the base it
@@ -558,16 +664,27 @@ def _trial_payload(
     the validation set and its ``selection`` mask, the measure, the bootstrap and the seed; with
     the local path of the start model."""
     base = describe_base(base_model)
-    start_path, start_ref = _start_path(base_model, base.path, config.variant, chunks, pt_config, artifact_root,
-                                        seed, config.gpus_per_trial)
+    start_path, start_ref = _start_path(
+        base_model, base.path, config.variant, chunks, pt_config, artifact_root, seed, config.gpus_per_trial
+    )
     prefixes = resolve_prefixes(
-        ft_config.query_prefix, ft_config.passage_prefix, saved_prompts(start_path),
+        ft_config.query_prefix,
+        ft_config.passage_prefix,
+        saved_prompts(start_path),
         str(base.root.get("id", base.label)),
     )
     payload = {
-        "ft_config": ft_config, "start_path": start_ref, "merge_base_path": _worker_ref(base_model, base.path),
-        "rows": rows, "validation": validation, "measure": config.measure, "bootstrap": config.bootstrap,
-        "seed": int(seed), "prefixes": prefixes, "device": None, "selection": selection,
+        "ft_config": ft_config,
+        "start_path": start_ref,
+        "merge_base_path": _worker_ref(base_model, base.path),
+        "rows": rows,
+        "validation": validation,
+        "measure": config.measure,
+        "bootstrap": config.bootstrap,
+        "seed": int(seed),
+        "prefixes": prefixes,
+        "device": None,
+        "selection": selection,
     }
     return payload, start_path
 
@@ -601,7 +718,8 @@ def _trial_memory(ft_config: FTConfig, space: Mapping[str, Any], start_path: Pat
     except (OSError, ValueError, KeyError):
         return 0
     config = replace(
-        ft_config, batch_size=largest_value(space, "batch_size", ft_config.batch_size),
+        ft_config,
+        batch_size=largest_value(space, "batch_size", ft_config.batch_size),
         num_negatives=largest_value(space, "num_negatives", ft_config.num_negatives),
     )
     estimate = estimate_stage_memory(FT, shape, config)

@@ -79,8 +79,9 @@ class ArtifactWriter:
         self._lock_file = self.root / self.label / f".{self.name}.lock"
         self.uri = f"{self.uri_root}/{self.label}/{self.name}" if self.uri_root else None
         self.checkpoint_uri = checkpoint_uri(self.uri_root, self.label, self.name) if self.uri_root else None
-        self._shared = None if self.checkpoint_uri is None else SharedCheckpoints(self.checkpoint_uri,
-                                                                                  self.checkpoint_dir)
+        self._shared = (
+            None if self.checkpoint_uri is None else SharedCheckpoints(self.checkpoint_uri, self.checkpoint_dir)
+        )
 
     @property
     def model_dir(self) -> Path:
@@ -229,8 +230,7 @@ def _check_no_pickles(model_dir: Path) -> None:
     bad = [p.name for p in model_dir.rglob("*") if p.suffix in (".bin", ".pkl", ".pt", ".pth")]
     if bad:
         raise StoreError(
-            f"{model_dir}: pickled weight files {sorted(bad)} were written; "
-            "adapted models must be saved as safetensors"
+            f"{model_dir}: pickled weight files {sorted(bad)} were written; adapted models must be saved as safetensors"
         )
 
 

@@ -36,6 +36,7 @@ from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = ["build_report"]
 
+
 def build_report(
     store_root: str | Path,
     out_dir: str | Path,
@@ -77,17 +78,20 @@ def build_report(
     runs.sort(key=lambda r: (str(r.get("timestamp")), r["run_id"]))
     run_order = {r["run_id"]: i for i, r in enumerate(runs)}
     metrics = _latest_rows(store.metrics(system=sys_f, dataset=ds_f, kind="all").to_pylist(), run_order)
-    grouped = _latest_rows(store.metrics(system=sys_f, dataset=ds_f, kind="all", group=ANY_GROUP).to_pylist(),
-                           run_order)
+    grouped = _latest_rows(
+        store.metrics(system=sys_f, dataset=ds_f, kind="all", group=ANY_GROUP).to_pylist(), run_order
+    )
     all_datasets = sorted({r["dataset"] for r in runs} | {r["dataset"] for r in metrics})
 
     doc = Document()
     doc.h(1, title)
-    doc.p(f"Store: {store_root}. Runs: {len(runs)}. Datasets: {', '.join(all_datasets) or 'none'}. "
-          "Values are point estimates on all queries. Each interval's method is named per measure (the CI "
-          "method column: Wilson score intervals for 0/1 measures such as acc@k, the studentized bootstrap "
-          "for the other measures and for paired differences, as stored); bootstrap means and intervals "
-          "come from the stored resampling settings (n_resamples, sample_size, seed).")
+    doc.p(
+        f"Store: {store_root}. Runs: {len(runs)}. Datasets: {', '.join(all_datasets) or 'none'}. "
+        "Values are point estimates on all queries. Each interval's method is named per measure (the CI "
+        "method column: Wilson score intervals for 0/1 measures such as acc@k, the studentized bootstrap "
+        "for the other measures and for paired differences, as stored); bootstrap means and intervals "
+        "come from the stored resampling settings (n_resamples, sample_size, seed)."
+    )
     if not all_datasets:
         doc.p("The store holds no runs matching the filters.")
     _runs_shown(doc, runs)
@@ -107,8 +111,9 @@ def build_report(
     return md
 
 
-def _dataset_section(page: Page, rows: list[dict[str, Any]], records: dict[str, Any], k: int,
-                     cfg: BootstrapConfig, compute_missing: bool) -> None:
+def _dataset_section(
+    page: Page, rows: list[dict[str, Any]], records: dict[str, Any], k: int, cfg: BootstrapConfig, compute_missing: bool
+) -> None:
     """Every table and figure of one dataset, in report order."""
     page.doc.h(2, f"Dataset: {page.ds}")
     _verdict(page, rows)
@@ -135,8 +140,11 @@ def _dataset_section(page: Page, rows: list[dict[str, Any]], records: dict[str, 
     other_section(page, rows)
     correlation_section(page, rows, k)
     if computed:
-        page.doc.p("Computed for this report from the stored per-query records (not in the store): "
-                   + "; ".join(computed) + f". Bootstrap: {cfg.n_resamples} resamples, seed {cfg.seed}.")
+        page.doc.p(
+            "Computed for this report from the stored per-query records (not in the store): "
+            + "; ".join(computed)
+            + f". Bootstrap: {cfg.n_resamples} resamples, seed {cfg.seed}."
+        )
     _left_out_note(page, no_overlap, no_density)
     if not ds_systems:
         page.doc.p("No rows for this dataset.")
@@ -149,8 +157,11 @@ def _verdict(page: Page, rows: list[dict[str, Any]]) -> None:
     if not pairs:
         return
     measure = pairs[0]["measure"]
-    means = {r["system"]: float(r["value"]) for r in rows
-             if r.get("compared_to") is None and r["measure"] == measure and r.get("value") is not None}
+    means = {
+        r["system"]: float(r["value"])
+        for r in rows
+        if r.get("compared_to") is None and r["measure"] == measure and r.get("value") is not None
+    }
     row = headline_pair(pairs, means)
     if row is not None:
         page.doc.p("Verdict: " + verdict_line({**extra(dict(row)), **row}))
@@ -159,13 +170,17 @@ def _verdict(page: Page, rows: list[dict[str, Any]]) -> None:
 def _left_out_note(page: Page, no_overlap: list[str], no_density: list[str]) -> None:
     """Which analyses and figures were left out because a system's records carry no gold and
     random similarities (runs scored from TREC files: no embeddings)."""
-    parts = [f"COE/ROE of {', '.join(no_overlap)}" if no_overlap else "",
-             f"the similarity-density panel of {', '.join(no_density)}" if no_density else ""]
+    parts = [
+        f"COE/ROE of {', '.join(no_overlap)}" if no_overlap else "",
+        f"the similarity-density panel of {', '.join(no_density)}" if no_density else "",
+    ]
     parts = [p for p in parts if p]
     if parts:
-        page.doc.p("Left out: " + "; ".join(parts) + ". They need each query's similarity to its gold document and "
-                   "to a random document, which embedded retrieval records and a TREC run does not (runs scored "
-                   "with adaptlab evaluate). Run the systems as models in a study to get them.")
+        page.doc.p(
+            "Left out: " + "; ".join(parts) + ". They need each query's similarity to its gold document and "
+            "to a random document, which embedded retrieval records and a TREC run does not (runs scored "
+            "with adaptlab evaluate). Run the systems as models in a study to get them."
+        )
 
 
 def study_order(runs: Sequence[dict[str, Any]]) -> dict[str, int]:
@@ -203,11 +218,17 @@ def _runs_shown(doc: Document, runs: list[dict[str, Any]]) -> None:
         by.setdefault((r["system"], r["dataset"]), []).append(r)
     if all(len(v) == 1 for v in by.values()):
         return
-    doc.p("The store holds several runs of some systems: this report shows the latest run of each system "
-          "on each dataset (earlier runs are in the store: adaptlab results --store ... without --latest).")
-    doc.table(["Dataset", "System", "Run shown", "Run time", "Runs stored"],
-              [[ds, s, v[-1]["run_id"][:8], _when(v[-1]), str(len(v))] for (s, ds), v in sorted(
-                  by.items(), key=lambda kv: (kv[0][1], kv[0][0]))])
+    doc.p(
+        "The store holds several runs of some systems: this report shows the latest run of each system "
+        "on each dataset (earlier runs are in the store: adaptlab results --store ... without --latest)."
+    )
+    doc.table(
+        ["Dataset", "System", "Run shown", "Run time", "Runs stored"],
+        [
+            [ds, s, v[-1]["run_id"][:8], _when(v[-1]), str(len(v))]
+            for (s, ds), v in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][0]))
+        ],
+    )
 
 
 def _latest_rows(metrics: list[dict[str, Any]], run_order: dict[str, int]) -> list[dict[str, Any]]:
@@ -215,8 +236,16 @@ def _latest_rows(metrics: list[dict[str, Any]], run_order: dict[str, int]) -> li
     best: dict[tuple[Any, ...], dict[str, Any]] = {}
     for i, r in enumerate(metrics):
         e = extra(r)
-        key = (r["system"], r["dataset"], r["measure"], r.get("compared_to"), e.get("space"), e.get("x"), e.get("y"),
-               r.get("group"))
+        key = (
+            r["system"],
+            r["dataset"],
+            r["measure"],
+            r.get("compared_to"),
+            e.get("space"),
+            e.get("x"),
+            e.get("y"),
+            r.get("group"),
+        )
         rank = (run_order.get(r.get("run_id", ""), -1), i)
         if key not in best or rank >= best[key]["_rank"]:
             best[key] = {**r, "_rank": rank}

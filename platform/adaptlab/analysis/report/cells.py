@@ -70,5 +70,8 @@ def tests_cell(tests: list[dict[str, Any]]) -> str:
     shown = [t for t in tests if is_ranking_measure(str(t["measure"]))]
     if not shown:
         return "none stored"
-    return "; ".join(f"{t['measure']}: {format_number(t['difference'])} {format_interval(t['ci_low'], t['ci_high'])}, "
-                     f"p {format_p(t['p_value'])}" for t in sorted(shown, key=lambda t: str(t["measure"])))
+    return "; ".join(
+        f"{t['measure']}: {format_number(t['difference'])} {format_interval(t['ci_low'], t['ci_high'])}, "
+        f"p {format_p(t['p_value'])}"
+        for t in sorted(shown, key=lambda t: str(t["measure"]))
+    )

@@ -18,9 +18,11 @@ from adaptlab.errors import ConfigError
 
 __all__ = ["Document", "Page", "slug"]
 
-_CSS = ("<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
-        "text-align:right}td:first-child,th:first-child{text-align:left}img{max-width:100%}</style>")
+_CSS = (
+    "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
+    "text-align:right}td:first-child,th:first-child{text-align:left}img{max-width:100%}</style>"
+)
 
 
 def slug(text: str) -> str:
@@ -71,8 +73,13 @@ class Document:
 
     def html(self, title: str) -> str:
         """The document as one HTML page."""
-        out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{_esc(title)}</title>", _CSS,
-               "</head><body>"]
+        out = [
+            "<!DOCTYPE html>",
+            "<html><head><meta charset='utf-8'>",
+            f"<title>{_esc(title)}</title>",
+            _CSS,
+            "</head><body>",
+        ]
         for b in self.blocks:
             kind = b[0]
             if kind == "h":
@@ -95,7 +102,7 @@ def _esc(text: str) -> str:
 
 def _html_img(rel: str, alt: str, src: str | None, width: int | None) -> str:
     size = f" style='width:{width}px'" if width else ""
-    return (f"<p><img src='{html.escape(src or rel)}' alt='{_esc(alt)}' data-file='{_esc(rel)}'{size}></p>")
+    return f"<p><img src='{html.escape(src or rel)}' alt='{_esc(alt)}' data-file='{_esc(rel)}'{size}></p>"
 
 
 @dataclass(frozen=True)

@@ -31,14 +31,18 @@ def stored_group_columns(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 def rows_of_column(rows: Sequence[dict[str, Any]], column: str) -> list[dict[str, Any]]:
     """The rows of one grouping column, with ``group_value`` set, sorted by group, measure, system."""
-    out = [{**r, "group_value": _split(r["group"])[1]} for r in rows
-           if r.get("group") and _split(r["group"])[0] == column]
-    return sorted(out, key=lambda r: (r["group_value"], str(r["measure"]), str(r["system"]),
-                                      str(r.get("compared_to") or "")))
+    out = [
+        {**r, "group_value": _split(r["group"])[1]} for r in rows if r.get("group") and _split(r["group"])[0] == column
+    ]
+    return sorted(
+        out, key=lambda r: (r["group_value"], str(r["measure"]), str(r["system"]), str(r.get("compared_to") or ""))
+    )
 
 
-def group_tables(rows: Sequence[dict[str, Any]], column: str,
-                 ) -> tuple[tuple[list[str], list[list[CellValue]]], tuple[list[str], list[list[CellValue]]]]:
+def group_tables(
+    rows: Sequence[dict[str, Any]],
+    column: str,
+) -> tuple[tuple[list[str], list[list[CellValue]]], tuple[list[str], list[list[CellValue]]]]:
     """``((header, rows) of the scores, (header, rows) of the paired differences)`` of one
     column's stored rows (see :func:`rows_of_column`)."""
     mine = rows_of_column(rows, column)
@@ -46,14 +50,37 @@ def group_tables(rows: Sequence[dict[str, Any]], column: str,
     pairs = [r for r in mine if r.get("compared_to")]
     s_head = [column, "queries", "system", "measure", "value", ci_label_of(scores) if scores else "CI"]
     s_rows: list[list[CellValue]] = [
-        [r["group_value"], format_number(r.get("n_queries")), r["system"], r["measure"], format_number(r["value"]),
-         format_interval(r.get("ci_low"), r.get("ci_high"))] for r in scores]
-    p_head = [column, "pair", "measure", "difference", ci_label_of(pairs) if pairs else "CI", "p",
-              "p adjusted (across groups)"]
+        [
+            r["group_value"],
+            format_number(r.get("n_queries")),
+            r["system"],
+            r["measure"],
+            format_number(r["value"]),
+            format_interval(r.get("ci_low"), r.get("ci_high")),
+        ]
+        for r in scores
+    ]
+    p_head = [
+        column,
+        "pair",
+        "measure",
+        "difference",
+        ci_label_of(pairs) if pairs else "CI",
+        "p",
+        "p adjusted (across groups)",
+    ]
     p_rows: list[list[CellValue]] = [
-        [r["group_value"], f"{r['system']} - {r['compared_to']}", r["measure"], format_number(r["value"]),
-         format_interval(r.get("ci_low"), r.get("ci_high")), format_p(r.get("p_value")), adjusted_cell(r)]
-        for r in pairs]
+        [
+            r["group_value"],
+            f"{r['system']} - {r['compared_to']}",
+            r["measure"],
+            format_number(r["value"]),
+            format_interval(r.get("ci_low"), r.get("ci_high")),
+            format_p(r.get("p_value")),
+            adjusted_cell(r),
+        ]
+        for r in pairs
+    ]
     return (s_head, s_rows), (p_head, p_rows)
 
 
@@ -62,8 +89,11 @@ def render_groups(rows: Sequence[dict[str, Any]], column: str, style: str = "tex
     (sh, sr), (ph, pr) = group_tables(rows, column)
     out = f"per {column}\n" + render_table(sh, sr, style)
     if pr:
-        out += f"\n\npaired differences per {column}\n" + render_table(ph, pr, style) + (
-            f"\np adjusted: within each measure across the groups of {column} (family size n)")
+        out += (
+            f"\n\npaired differences per {column}\n"
+            + render_table(ph, pr, style)
+            + (f"\np adjusted: within each measure across the groups of {column} (family size n)")
+        )
     return out
 
 
@@ -73,8 +103,10 @@ def groups_section(page: Page, rows: Sequence[dict[str, Any]]) -> None:
     for column in stored_group_columns(rows):
         (sh, sr), (ph, pr) = group_tables(rows, column)
         page.doc.h(3, f"Per-group results by {column}")
-        page.doc.p(f"Each group's values, intervals and paired tests are computed on the queries of that group "
-                   f"alone; p adjusted is within each measure across the groups of {column} (the family size n).")
+        page.doc.p(
+            f"Each group's values, intervals and paired tests are computed on the queries of that group "
+            f"alone; p adjusted is within each measure across the groups of {column} (the family size n)."
+        )
         page.doc.table(sh, sr)
         if pr:
             page.doc.table(ph, pr)
@@ -85,8 +117,13 @@ def _figure(page: Page, column: str, pairs: list[dict[str, Any]]) -> None:
     """The per-group paired differences with their CIs, one row per (group, pair)."""
     shown = [{**r, "system": f"{r['group_value']}: {r['system']}"} for r in pairs]
     label = ci_label_of(pairs)
-    fig = plots.plot_paired_differences(shown, title=f"Paired differences per {column} on {page.ds} ({label})",
-                                        ci=label)
-    page.figure(fig, f"groups_{slug(column)}", f"paired differences per {column} with {label} on {page.ds}",
-                f"each group's difference A - B with its {label}; a filled point is significant after the "
-                f"adjustment across the groups of {column} (p adjusted < 0.05), a hollow one is not.")
+    fig = plots.plot_paired_differences(
+        shown, title=f"Paired differences per {column} on {page.ds} ({label})", ci=label
+    )
+    page.figure(
+        fig,
+        f"groups_{slug(column)}",
+        f"paired differences per {column} with {label} on {page.ds}",
+        f"each group's difference A - B with its {label}; a filled point is significant after the "
+        f"adjustment across the groups of {column} (p adjusted < 0.05), a hollow one is not.",
+    )

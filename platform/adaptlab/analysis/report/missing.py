@@ -26,9 +26,12 @@ def has_similarities(records: Any) -> bool:
     return bool(np.isfinite(gold).any() and np.isfinite(rand).any())
 
 
-
-def compute_missing_analyses(rows: list[dict[str, Any]], records: dict[str, Any], k: int, cfg: BootstrapConfig,
-                             ) -> tuple[list[dict[str, Any]], list[ThresholdResult], list[str], list[str]]:
+def compute_missing_analyses(
+    rows: list[dict[str, Any]],
+    records: dict[str, Any],
+    k: int,
+    cfg: BootstrapConfig,
+) -> tuple[list[dict[str, Any]], list[ThresholdResult], list[str], list[str]]:
     """Thresholds and COE/ROE for the systems whose records are stored but whose rows are not:
     ``(rows, threshold results, what was computed, systems whose COE/ROE was left out for want
     of similarities)``."""

@@ -23,6 +23,7 @@ from adaptlab.stats.pvalues import ci_label
 
 __all__ = ["inspection_section", "ndcg_at_k_section", "scale_section", "scaling_section"]
 
+
 def scale_section(page: Page, rows: list[dict[str, Any]]) -> None:
     """Scale-study systems (``<label>-<variant>-s<N>``): each measure against the data scale per
     variant with CI bands, and the paired gains over the family's own base with p-values."""
@@ -37,27 +38,41 @@ def scale_section(page: Page, rows: list[dict[str, Any]]) -> None:
             continue
         ci = ci_label_of([r for r in mrows if r.get("compared_to") is None])
         fig = plot_scale_curves(curves, title=f"{m} against data scale on {page.ds}", ci=ci)
-        page.figure(fig, f"{slug(m)}_scale", f"{m} against data scale on {page.ds}",
-                    f"left: does {m} rise with more domain documents, and above the dashed base line ({ci} "
-                    "bands)? right: the paired gain over the family's own base; filled points are significant.")
+        page.figure(
+            fig,
+            f"{slug(m)}_scale",
+            f"{m} against data scale on {page.ds}",
+            f"left: does {m} rise with more domain documents, and above the dashed base line ({ci} "
+            "bands)? right: the paired gain over the family's own base; filled points are significant.",
+        )
         table = []
         for c in curves:
             for p in c.points:
                 gain = p.gain is not None
                 if not gain:
                     without.add(f"{c.label} {c.variant}")
-                table.append([f"{c.label} {c.variant}", format_number(p.n_documents), format_number(p.value),
-                              format_interval(p.ci_low, p.ci_high),
-                              system_name(c.label, BASE), format_number(p.gain) if gain else "none",
-                              format_interval(p.gain_ci_low, p.gain_ci_high) if gain else "none",
-                              format_p(p.p_value) if gain else "none",
-                              format_p(p.p_adjusted) if gain else "none"])
-        page.doc.table(["Variant", "Documents", "Value", ci, "Gain over", "Gain", f"Gain {ci}", "p", "p adjusted"],
-                       table)
+                table.append(
+                    [
+                        f"{c.label} {c.variant}",
+                        format_number(p.n_documents),
+                        format_number(p.value),
+                        format_interval(p.ci_low, p.ci_high),
+                        system_name(c.label, BASE),
+                        format_number(p.gain) if gain else "none",
+                        format_interval(p.gain_ci_low, p.gain_ci_high) if gain else "none",
+                        format_p(p.p_value) if gain else "none",
+                        format_p(p.p_adjusted) if gain else "none",
+                    ]
+                )
+        page.doc.table(
+            ["Variant", "Documents", "Value", ci, "Gain over", "Gain", f"Gain {ci}", "p", "p adjusted"], table
+        )
     if without:
-        page.doc.p("Gains are read only against each family's own base (a ColBERT variant against colbert-base, "
-                   "a bi-encoder variant against its <label>-base). 'none': the store holds no paired comparison "
-                   "of " + ", ".join(sorted(without)) + " with its own base.")
+        page.doc.p(
+            "Gains are read only against each family's own base (a ColBERT variant against colbert-base, "
+            "a bi-encoder variant against its <label>-base). 'none': the store holds no paired comparison "
+            "of " + ", ".join(sorted(without)) + " with its own base."
+        )
 
 
 def _own_base_pairs(systems: Sequence[str]) -> list[tuple[str, str]]:
@@ -84,16 +99,25 @@ def inspection_section(page: Page, systems: Sequence[str], limit: int = 5) -> No
             table = inspect_queries(page.store, system, base, dataset=page.ds, limit=limit)
         except ConfigError:  # no shared query: nothing to inspect for this pair
             continue
-        rows += [[system, base, *(format_number(c[key]) for key in ("queries", "wins", "losses", "ties")),
-                  tests_cell(c["paired_tests"])] for c in counts]
+        rows += [
+            [
+                system,
+                base,
+                *(format_number(c[key]) for key in ("queries", "wins", "losses", "ties")),
+                tests_cell(c["paired_tests"]),
+            ]
+            for c in counts
+        ]
         blocks.append(format_inspection(table))
     if not rows:
         return
     page.doc.h(3, "Inspection: adapted systems against their own base")
     page.doc.table(["System", "Against", "Queries", "Wins", "Losses", "Ties", "Paired tests (A - B, CI, p)"], rows)
-    page.doc.p("Per query, a win is a higher reciprocal rank of the first gold document than the base's (1/rank "
-               "within the stored top-k, 0 when not retrieved), a loss a lower one. Below: for each pair, the "
-               f"{limit} queries where the two differ most (adaptlab inspect shows more).")
+    page.doc.p(
+        "Per query, a win is a higher reciprocal rank of the first gold document than the base's (1/rank "
+        "within the stored top-k, 0 when not retrieved), a loss a lower one. Below: for each pair, the "
+        f"{limit} queries where the two differ most (adaptlab inspect shows more)."
+    )
     page.doc.pre("\n\n".join(blocks))
 
 
@@ -123,28 +147,48 @@ def _ndcg_panels(curves: dict[str, Any]) -> dict[str, list[tuple[str, Any]]]:
 def ndcg_at_k_section(page: Page, records: dict[str, Any], cfg: BootstrapConfig) -> None:
     """nDCG@k for k = 1..10 of every scale-study system (reference 004, Figure 3), from the
     stored rankings; one figure per dataset, one panel per model family and variant."""
-    curves = {s: ndcg_curve_from_records(rec, _K10, bootstrap=cfg) for s, rec in records.items()
-              if parse_system_name(s) is not None and rec.k and any(len(g) for g in rec.gold_ids)}
+    curves = {
+        s: ndcg_curve_from_records(rec, _K10, bootstrap=cfg)
+        for s, rec in records.items()
+        if parse_system_name(s) is not None and rec.k and any(len(g) for g in rec.gold_ids)
+    }
     panels = _ndcg_panels(curves)
     if not panels:
         return
     ci = ci_label(cfg.confidence)
     page.doc.h(3, "nDCG@k for k = 1..10 per data scale and variant")
     fig = plots.plot_ndcg_at_k(panels, title=f"nDCG@k, k = 1..10, on {page.ds} (shaded: {ci})", ci=ci)
-    page.figure(fig, "ndcg_at_k", f"nDCG@k for k = 1..10 per data scale and variant on {page.ds}",
-                "does each adapted variant lie above its dashed base at small k (gold ranked higher), and does "
-                f"more domain data lift the curve? Bands: {ci} over queries.")
+    page.figure(
+        fig,
+        "ndcg_at_k",
+        f"nDCG@k for k = 1..10 per data scale and variant on {page.ds}",
+        "does each adapted variant lie above its dashed base at small k (gold ranked higher), and does "
+        f"more domain data lift the curve? Bands: {ci} over queries.",
+    )
     shown = [s for s in sorted(curves) if parse_system_name(s) is not None]
-    page.doc.table(["System", *[f"@{k}" for k in _K10], f"@10 {ci}", "Queries"],
-                   [[s, *[format_number(float(v)) for v in curves[s].values],
-                     format_interval(curves[s].ci_low[-1], curves[s].ci_high[-1]), str(curves[s].n_queries)]
-                    for s in shown])
+    page.doc.table(
+        ["System", *[f"@{k}" for k in _K10], f"@10 {ci}", "Queries"],
+        [
+            [
+                s,
+                *[format_number(float(v)) for v in curves[s].values],
+                format_interval(curves[s].ci_low[-1], curves[s].ci_high[-1]),
+                str(curves[s].n_queries),
+            ]
+            for s in shown
+        ],
+    )
     inexact = [s for s in shown if not bool(curves[s].exact.all())]
-    page.doc.p("nDCG@k on all queries with a gold document (binary relevance; with one gold document "
-               "nDCG@k = 1/log2(1 + rank) when rank <= k, else 0), from the stored top-k rankings; bootstrap "
-               f"{cfg.n_resamples} resamples, seed {cfg.seed}."
-               + (f" Stored rankings shorter than 10 (lower bounds beyond their depth): {', '.join(inexact)}."
-                  if inexact else ""))
+    page.doc.p(
+        "nDCG@k on all queries with a gold document (binary relevance; with one gold document "
+        "nDCG@k = 1/log2(1 + rank) when rank <= k, else 0), from the stored top-k rankings; bootstrap "
+        f"{cfg.n_resamples} resamples, seed {cfg.seed}."
+        + (
+            f" Stored rankings shorter than 10 (lower bounds beyond their depth): {', '.join(inexact)}."
+            if inexact
+            else ""
+        )
+    )
 
 
 SCALING_MEASURE = "ndcg@10"
@@ -162,16 +206,22 @@ def scaling_section(page: Page, records: dict[str, Any], cfg: BootstrapConfig) -
         return
     page.doc.h(3, f"Data-scaling fit of the gain ({SCALING_MEASURE})")
     fig = plot_scaling(fits, title=f"{SCALING_MEASURE} gain over own base against data scale on {page.ds}")
-    page.figure(fig, "scaling_fit", f"{SCALING_MEASURE} gain against data scale with fitted curves on {page.ds}",
-                "do the measured gains (points, CI bars) still climb at the largest scale? The line is the fitted "
-                "curve, the band its pointwise CI; the dashed part beyond the largest scale is an extrapolation.")
+    page.figure(
+        fig,
+        "scaling_fit",
+        f"{SCALING_MEASURE} gain against data scale with fitted curves on {page.ds}",
+        "do the measured gains (points, CI bars) still climb at the largest scale? The line is the fitted "
+        "curve, the band its pointwise CI; the dashed part beyond the largest scale is an extrapolation.",
+    )
     (h1, r1), (h2, r2) = scaling_tables(fits)
     page.doc.table(h1, r1)
     page.doc.table(h2, r2)
     notes = list(dict.fromkeys(f"{f.label} {f.variant}: {f.criterion}." for f in fits))
     if not any(h is not None for f in fits for h in f.hours):
         notes.append("The store records no training seconds for these models: gain per training hour is n/a.")
-    page.doc.p(" ".join(notes) + f" Intervals: percentile bootstrap over {cfg.n_resamples} paired resamples of "
-               f"the queries (seed {cfg.seed}); they cover the query sample, not training randomness or a wrong "
-               "curve form. The next scale and targets beyond the largest scale are extrapolations "
-               "(adaptlab scaling --target shows the scale a target gain needs).")
+    page.doc.p(
+        " ".join(notes) + f" Intervals: percentile bootstrap over {cfg.n_resamples} paired resamples of "
+        f"the queries (seed {cfg.seed}); they cover the query sample, not training randomness or a wrong "
+        "curve form. The next scale and targets beyond the largest scale are extrapolations "
+        "(adaptlab scaling --target shows the scale a target gain needs)."
+    )

@@ -40,27 +40,58 @@ __all__ = [
     "threshold_section",
 ]
 
-ANALYSIS_MEASURES = ("threshold", "acc_at_threshold", "threshold_loss", "coe", "roe", "isoscore", "isotropy_mu",
-                     "isotropy_mu_exact")
+ANALYSIS_MEASURES = (
+    "threshold",
+    "acc_at_threshold",
+    "threshold_loss",
+    "coe",
+    "roe",
+    "isoscore",
+    "isotropy_mu",
+    "isotropy_mu_exact",
+)
 """Measures the report shows in their own sections (not under "Other analyses")."""
 
 
 def ranking_section(page: Page, rows: list[dict[str, Any]]) -> None:
     """The retrieval measures with their CIs, and one CI forest plot per measure."""
-    rank_rows = sorted((r for r in rows if r.get("compared_to") is None and is_ranking_measure(r["measure"])),
-                       key=lambda r: (r["measure"], page.rank(r["system"])))
+    rank_rows = sorted(
+        (r for r in rows if r.get("compared_to") is None and is_ranking_measure(r["measure"])),
+        key=lambda r: (r["measure"], page.rank(r["system"])),
+    )
     if not rank_rows:
         return
     page.doc.h(3, "Retrieval measures")
     label = ci_label_of(rank_rows)
-    page.doc.table(["System", "Measure", "Value", "Boot mean", label, "CI width", "CI method", "Queries",
-                    "Missing from run", "Resamples x size"],
-                   [[r["system"], r["measure"], format_number(r["value"]), format_number(r.get("boot_mean")),
-                     format_interval(r.get("ci_low"), r.get("ci_high")), width(r.get("ci_low"), r.get("ci_high")),
-                     r.get("interval_method") or "not stored",
-                     format_number(r.get("n_queries")), format_number(r.get("missing_from_run")),
-                     f"{format_number(r.get('n_resamples'))} x {format_number(r.get('sample_size'))}"]
-                    for r in rank_rows])
+    page.doc.table(
+        [
+            "System",
+            "Measure",
+            "Value",
+            "Boot mean",
+            label,
+            "CI width",
+            "CI method",
+            "Queries",
+            "Missing from run",
+            "Resamples x size",
+        ],
+        [
+            [
+                r["system"],
+                r["measure"],
+                format_number(r["value"]),
+                format_number(r.get("boot_mean")),
+                format_interval(r.get("ci_low"), r.get("ci_high")),
+                width(r.get("ci_low"), r.get("ci_high")),
+                r.get("interval_method") or "not stored",
+                format_number(r.get("n_queries")),
+                format_number(r.get("missing_from_run")),
+                f"{format_number(r.get('n_resamples'))} x {format_number(r.get('sample_size'))}",
+            ]
+            for r in rank_rows
+        ],
+    )
     _forest_figure(page, rank_rows, label)
 
 
@@ -72,11 +103,18 @@ def _forest_figure(page: Page, rank_rows: list[dict[str, Any]], label: str) -> N
     estimates: dict[str, dict[str, tuple[float, float, float]]] = {}
     for r in sorted(with_ci, key=lambda r: (r["measure"], page.rank(r["system"]))):
         estimates.setdefault(r["measure"], {})[r["system"]] = (
-            float(r["value"]), _or_nan(r.get("ci_low")), _or_nan(r.get("ci_high")))
+            float(r["value"]),
+            _or_nan(r.get("ci_low")),
+            _or_nan(r.get("ci_high")),
+        )
     fig = plots.plot_forest(estimates, title=f"Retrieval measures on {page.ds} (value with its {label})", ci=label)
-    page.figure(fig, "forest", f"retrieval measures with {label} on {page.ds}",
-                f"each measure's value (the table's Value column) per system with its {label}; systems whose "
-                "intervals do not overlap differ clearly, overlapping ones need the paired test below.")
+    page.figure(
+        fig,
+        "forest",
+        f"retrieval measures with {label} on {page.ds}",
+        f"each measure's value (the table's Value column) per system with its {label}; systems whose "
+        "intervals do not overlap differ clearly, overlapping ones need the paired test below.",
+    )
 
 
 def _or_nan(x: Any) -> float:
@@ -84,34 +122,55 @@ def _or_nan(x: Any) -> float:
 
 
 def pairs_section(page: Page, rows: list[dict[str, Any]]) -> None:
-    pair_rows = sorted((r for r in rows if r.get("compared_to") and is_ranking_measure(r["measure"])),
-                       key=lambda r: (r["measure"], page.rank(r["system"]), page.rank(r["compared_to"])))
+    pair_rows = sorted(
+        (r for r in rows if r.get("compared_to") and is_ranking_measure(r["measure"])),
+        key=lambda r: (r["measure"], page.rank(r["system"]), page.rank(r["compared_to"])),
+    )
     if pair_rows:
         page.doc.h(3, "Paired comparisons (A - B, paired bootstrap)")
         exact = any(r.get("p_exact") is not None for r in pair_rows)
-        head = ["A", "B", "Measure", "Difference", "Boot mean", ci_label_of(pair_rows), "p-value",
-                "p adjusted (family)"]
+        head = [
+            "A",
+            "B",
+            "Measure",
+            "Difference",
+            "Boot mean",
+            ci_label_of(pair_rows),
+            "p-value",
+            "p adjusted (family)",
+        ]
         if exact:
             head.append("p exact (sign test)")
         table = []
         for r in pair_rows:
-            row = [r["system"], r["compared_to"], r["measure"], format_number(r["value"]),
-                   format_number(r.get("boot_mean")),
-                   format_interval(r.get("ci_low"), r.get("ci_high")), format_p(r.get("p_value"), p_draws(r)),
-                   adjusted_cell(r)]
+            row = [
+                r["system"],
+                r["compared_to"],
+                r["measure"],
+                format_number(r["value"]),
+                format_number(r.get("boot_mean")),
+                format_interval(r.get("ci_low"), r.get("ci_high")),
+                format_p(r.get("p_value"), p_draws(r)),
+                adjusted_cell(r),
+            ]
             if exact:
                 row.append(format_p(r.get("p_exact")))
             table.append(row)
         page.doc.table(head, table)
         _pairs_figure(page, pair_rows)
         adj = sorted({str(r.get("adjustment")) for r in pair_rows if r.get("adjustment")})
-        page.doc.p(_p_note(pair_rows) + ". "
-                   + (f"p adjusted: {', '.join(ADJUSTMENT_NAMES.get(a, a) for a in adj)} within each family (one "
-                      "dataset, one measure; the family size in parentheses); read significance from it, not from "
-                      "the raw p."
-                      if adj else "No multiplicity adjustment is stored for these rows (written before it existed).")
-                   + (" Fewer than 30 queries: bootstrap intervals are unreliable, read the exact sign test."
-                      if exact else ""))
+        page.doc.p(
+            _p_note(pair_rows)
+            + ". "
+            + (
+                f"p adjusted: {', '.join(ADJUSTMENT_NAMES.get(a, a) for a in adj)} within each family (one "
+                "dataset, one measure; the family size in parentheses); read significance from it, not from "
+                "the raw p."
+                if adj
+                else "No multiplicity adjustment is stored for these rows (written before it existed)."
+            )
+            + (" Fewer than 30 queries: bootstrap intervals are unreliable, read the exact sign test." if exact else "")
+        )
 
 
 def _p_note(pair_rows: list[dict[str, Any]]) -> str:
@@ -121,22 +180,31 @@ def _p_note(pair_rows: list[dict[str, Any]]) -> str:
     if not sized:
         return "p: two-sided paired test, bounded below by 2/(m+1) for m resamples"
     tests = sorted({str(extra(r)["p_test"]) for r in sized if extra(r).get("p_test")})
-    return p_value_note(int(sized[0]["n_queries"]), int(sized[0]["n_resamples"]), tests=tests,
-                        n_vectors=max(p_draws(r) or 0 for r in sized))
+    return p_value_note(
+        int(sized[0]["n_queries"]),
+        int(sized[0]["n_resamples"]),
+        tests=tests,
+        n_vectors=max(p_draws(r) or 0 for r in sized),
+    )
 
 
 def _pairs_figure(page: Page, pair_rows: list[dict[str, Any]]) -> None:
     """The paired differences with their CIs, marked by the stored adjusted p."""
     label = ci_label_of(pair_rows)
     fig = plots.plot_paired_differences(pair_rows, title=f"Paired differences on {page.ds} ({label})", ci=label)
-    page.figure(fig, "paired_differences", f"paired differences with {label} on {page.ds}",
-                f"each difference A - B (the table's Difference column) with its {label}; a filled point is "
-                "significant after the multiplicity adjustment (p adjusted < 0.05), a hollow one is not, a cross "
-                "has no adjusted p stored.")
+    page.figure(
+        fig,
+        "paired_differences",
+        f"paired differences with {label} on {page.ds}",
+        f"each difference A - B (the table's Difference column) with its {label}; a filled point is "
+        "significant after the multiplicity adjustment (p adjusted < 0.05), a hollow one is not, a cross "
+        "has no adjusted p stored.",
+    )
 
 
-def threshold_section(page: Page, by: dict[tuple[str, str], dict[str, Any]],
-                       thr_results: list[ThresholdResult]) -> None:
+def threshold_section(
+    page: Page, by: dict[tuple[str, str], dict[str, Any]], thr_results: list[ThresholdResult]
+) -> None:
     thr_sys = sorted({s for (s, m) in by if m == "threshold"})
     if not thr_sys:
         return
@@ -150,28 +218,58 @@ def threshold_section(page: Page, by: dict[tuple[str, str], dict[str, Any]],
         for key, name in (("paper", "paper"), ("margin_rule", "margin")):
             ch = te.get(key)
             if isinstance(ch, dict):
-                both.append(f"{name}: " + (f"{format_number(ch.get('tau'))} ({format_number(ch.get('psi'), 0)})"
-                                           if ch.get("tau") is not None else "none"))
-        trows.append([s, format_number(te.get("k")), str(te.get("test", "n/a")),
-                      "none" if math.isnan(float(t["value"])) else
-                      f"{format_number(t['value'])} ({format_number(te.get('psi'), 1)})",
-                      format_percent(te.get("removed")), format_number(ae.get("base_boot_mean")),
-                      format_number(a.get("boot_mean") if a else None),
-                      format_interval(a.get("ci_low"), a.get("ci_high")) if a else "n/a",
-                      format_number(loss.get("value")) if loss else "n/a",
-                      format_interval(loss.get("ci_low"), loss.get("ci_high")) if loss else "n/a",
-                      "; ".join(both) or "n/a"])
+                both.append(
+                    f"{name}: "
+                    + (
+                        f"{format_number(ch.get('tau'))} ({format_number(ch.get('psi'), 0)})"
+                        if ch.get("tau") is not None
+                        else "none"
+                    )
+                )
+        trows.append(
+            [
+                s,
+                format_number(te.get("k")),
+                str(te.get("test", "n/a")),
+                "none"
+                if math.isnan(float(t["value"]))
+                else f"{format_number(t['value'])} ({format_number(te.get('psi'), 1)})",
+                format_percent(te.get("removed")),
+                format_number(ae.get("base_boot_mean")),
+                format_number(a.get("boot_mean") if a else None),
+                format_interval(a.get("ci_low"), a.get("ci_high")) if a else "n/a",
+                format_number(loss.get("value")) if loss else "n/a",
+                format_interval(loss.get("ci_low"), loss.get("ci_high")) if loss else "n/a",
+                "; ".join(both) or "n/a",
+            ]
+        )
     label = ci_label_of([by[(s, "threshold")] for s in thr_sys])
-    page.doc.table(["System", "K", "Rule", "tau (psi)", "Top-K removed", "Boot acc", "Boot acc @ tau",
-                    f"{label} @ tau", "Loss", f"Loss {label}", "Both rules: tau (psi)"], trows)
-    page.doc.p("Rules: 'exact' (default) takes the highest tau that loses at most L* queries, L* the largest "
-               "count whose one-sided Clopper-Pearson bound is within the margin (0.01 = one point), so with the "
-               "stated confidence the true accuracy loss is at most the margin; none exists with too few queries "
-               "(about 299 at margin 0.01). 'margin' takes the highest tau whose paired accuracy loss has a CI "
-               "upper end at most the margin, resampling all queries; 'paper' the highest tau whose resampled "
-               "thresholded accuracies have a percentile CI containing the bootstrap mean accuracy (reference "
-               "000's wording). psi: the percentage of the pooled K-th similarities below tau. Top-K removed: the "
-               "share of retrieved top-K documents below tau. See docs/metrics.md.")
+    page.doc.table(
+        [
+            "System",
+            "K",
+            "Rule",
+            "tau (psi)",
+            "Top-K removed",
+            "Boot acc",
+            "Boot acc @ tau",
+            f"{label} @ tau",
+            "Loss",
+            f"Loss {label}",
+            "Both rules: tau (psi)",
+        ],
+        trows,
+    )
+    page.doc.p(
+        "Rules: 'exact' (default) takes the highest tau that loses at most L* queries, L* the largest "
+        "count whose one-sided Clopper-Pearson bound is within the margin (0.01 = one point), so with the "
+        "stated confidence the true accuracy loss is at most the margin; none exists with too few queries "
+        "(about 299 at margin 0.01). 'margin' takes the highest tau whose paired accuracy loss has a CI "
+        "upper end at most the margin, resampling all queries; 'paper' the highest tau whose resampled "
+        "thresholded accuracies have a percentile CI containing the bootstrap mean accuracy (reference "
+        "000's wording). psi: the percentage of the pooled K-th similarities below tau. Top-K removed: the "
+        "share of retrieved top-K documents below tau. See docs/metrics.md."
+    )
     if thr_results:
         ci = ci_label(thr_results[0].confidence)
         fig = plots.plot_thresholds(thr_results, title=f"Accuracy vs threshold on {page.ds} ({ci})", ci=ci)
@@ -180,17 +278,24 @@ def threshold_section(page: Page, by: dict[tuple[str, str], dict[str, Any]],
 
 def _threshold_caption(results: list[ThresholdResult]) -> str:
     """The figure's caption: what each system's rule chose (a star), or plainly that it chose none."""
-    chosen = [f"{r.system or 'system'}: tau {format_number(r.chosen_tau)} (psi {format_number(r.chosen_psi, 1)}, "
-              f"removes {format_percent(r.removed[r.chosen])} of the top-{r.k} documents)"
-              for r in results if r.chosen is not None]
+    chosen = [
+        f"{r.system or 'system'}: tau {format_number(r.chosen_tau)} (psi {format_number(r.chosen_psi, 1)}, "
+        f"removes {format_percent(r.removed[r.chosen])} of the top-{r.k} documents)"
+        for r in results
+        if r.chosen is not None
+    ]
     none = [f"{r.system or 'system'} ({r.n_queries} queries)" for r in results if r.chosen is None]
-    text = ("how much top-K accuracy each system keeps as low-similarity documents are dropped; the dotted line "
-            "is the accuracy without a threshold.")
+    text = (
+        "how much top-K accuracy each system keeps as low-similarity documents are dropped; the dotted line "
+        "is the accuracy without a threshold."
+    )
     if chosen:
         text += " The star marks the chosen threshold: " + "; ".join(chosen) + "."
     if none:
-        text += (" No threshold was chosen for " + ", ".join(none) + ": none kept the rule's guarantee (the exact "
-                 "rule needs about 299 queries at margin 0.01), so no star is drawn.")
+        text += (
+            " No threshold was chosen for " + ", ".join(none) + ": none kept the rule's guarantee (the exact "
+            "rule needs about 299 queries at margin 0.01), so no star is drawn."
+        )
     return text
 
 
@@ -203,9 +308,17 @@ def overlap_section(page: Page, by: dict[tuple[str, str], dict[str, Any]]) -> No
     for s in ov_sys:
         c, r_ = by.get((s, "coe"), {}), by.get((s, "roe"), {})
         e = extra(c or r_)
-        orows.append([s, format_number(e.get("k")), format_number(e.get("psi"), 1), format_number(c.get("boot_mean")),
-                      format_interval(c.get("ci_low"), c.get("ci_high")), format_number(r_.get("boot_mean")),
-                      format_interval(r_.get("ci_low"), r_.get("ci_high"))])
+        orows.append(
+            [
+                s,
+                format_number(e.get("k")),
+                format_number(e.get("psi"), 1),
+                format_number(c.get("boot_mean")),
+                format_interval(c.get("ci_low"), c.get("ci_high")),
+                format_number(r_.get("boot_mean")),
+                format_interval(r_.get("ci_low"), r_.get("ci_high")),
+            ]
+        )
     label = ci_label_of([r for (s, m), r in by.items() if m in ("coe", "roe")])
     page.doc.table(["System", "K", "psi", "COE", f"COE {label}", "ROE", f"ROE {label}"], orows)
 
@@ -216,15 +329,21 @@ def record_figures(page: Page, records: dict[str, Any], k: int, cfg: BootstrapCo
     from adaptlab.analysis.report.missing import has_similarities
 
     left_out = [s for s, rec in records.items() if rec.k and not has_similarities(rec)]
-    dists = [similarity_distributions(rec, k=min(k, rec.k)) for s, rec in records.items()
-             if rec.k and s not in left_out]
+    dists = [
+        similarity_distributions(rec, k=min(k, rec.k)) for s, rec in records.items() if rec.k and s not in left_out
+    ]
     if dists:
         kk = sorted({d.k for d in dists})
         fig = plots.plot_similarity_densities(
-            dists, title=f"S_rand (red), S_corr (green), S_top{kk[0] if len(kk) == 1 else 'K'} (blue) on {page.ds}")
-        page.figure(fig, "densities", f"similarity densities on {page.ds}",
-                    "the further the green (gold) and blue (retrieved) densities sit from the red (random) one, "
-                    "the better a system separates relevant from unrelated documents.")
+            dists, title=f"S_rand (red), S_corr (green), S_top{kk[0] if len(kk) == 1 else 'K'} (blue) on {page.ds}"
+        )
+        page.figure(
+            fig,
+            "densities",
+            f"similarity densities on {page.ds}",
+            "the further the green (gold) and blue (retrieved) densities sit from the red (random) one, "
+            "the better a system separates relevant from unrelated documents.",
+        )
     _ndcg_curves_figure(page, records, cfg)
     return left_out
 
@@ -245,11 +364,17 @@ def _ndcg_curves_figure(page: Page, records: dict[str, Any], cfg: BootstrapConfi
     curves = [ndcg_curve_from_records(rec, ks, bootstrap=cfg) for rec in judged]
     ci = ci_label(cfg.confidence)
     fig = plots.plot_ndcg_curves(curves, title=f"nDCG@k on {page.ds} (bands: {ci})", ci=ci)
-    page.figure(fig, "ndcg_curves", f"nDCG@k curves on {page.ds}",
-                f"nDCG@k per system for k = {ks[0]} to {ks[-1]} (log axis), point estimates with shaded {ci}; "
-                "a curve above another at small k puts the gold document higher.")
-    page.doc.p(f"nDCG@k curves from the stored rankings, k up to {ks[-1]}: the depth every system's stored "
-               f"top-k reaches, so every point is exact (no lower bound).")
+    page.figure(
+        fig,
+        "ndcg_curves",
+        f"nDCG@k curves on {page.ds}",
+        f"nDCG@k per system for k = {ks[0]} to {ks[-1]} (log axis), point estimates with shaded {ci}; "
+        "a curve above another at small k puts the gold document higher.",
+    )
+    page.doc.p(
+        f"nDCG@k curves from the stored rankings, k up to {ks[-1]}: the depth every system's stored "
+        f"top-k reaches, so every point is exact (no lower bound)."
+    )
 
 
 def isotropy_section(page: Page, rows: list[dict[str, Any]]) -> None:
@@ -260,22 +385,37 @@ def isotropy_section(page: Page, rows: list[dict[str, Any]]) -> None:
     keyed: dict[tuple[str, str], dict[str, Any]] = {}
     for r in iso:
         keyed.setdefault((r["system"], str(extra(r).get("space", ""))), {})[r["measure"]] = r["value"]
-    page.doc.table(["System", "Space", "IsoScore (I_B)", "I_A (approx.)", "I_A (eigenvectors)"],
-                   [[s, sp, *(format_number(v.get(m)) for m in ("isoscore", "isotropy_mu", "isotropy_mu_exact"))]
-                    for (s, sp), v in sorted(keyed.items())])
+    page.doc.table(
+        ["System", "Space", "IsoScore (I_B)", "I_A (approx.)", "I_A (eigenvectors)"],
+        [
+            [s, sp, *(format_number(v.get(m)) for m in ("isoscore", "isotropy_mu", "isotropy_mu_exact"))]
+            for (s, sp), v in sorted(keyed.items())
+        ],
+    )
 
 
 def other_section(page: Page, rows: list[dict[str, Any]]) -> None:
-    other = sorted((r for r in rows if not is_ranking_measure(r["measure"])
-                    and r["measure"] not in ANALYSIS_MEASURES),
-                   key=lambda r: (r["measure"], r["system"], str(r.get("compared_to"))))
+    other = sorted(
+        (r for r in rows if not is_ranking_measure(r["measure"]) and r["measure"] not in ANALYSIS_MEASURES),
+        key=lambda r: (r["measure"], r["system"], str(r.get("compared_to"))),
+    )
     if other:
         page.doc.h(3, "Other analyses")
-        page.doc.table(["System", "Measure", "Value", "Boot mean", ci_label_of(other), "Compared to", "p-value"],
-                       [[r["system"], r["measure"], format_number(r["value"]), format_number(r.get("boot_mean")),
-                         format_interval(r.get("ci_low"), r.get("ci_high")), r.get("compared_to") or "",
-                         format_p(r.get("p_value"))]
-                        for r in other])
+        page.doc.table(
+            ["System", "Measure", "Value", "Boot mean", ci_label_of(other), "Compared to", "p-value"],
+            [
+                [
+                    r["system"],
+                    r["measure"],
+                    format_number(r["value"]),
+                    format_number(r.get("boot_mean")),
+                    format_interval(r.get("ci_low"), r.get("ci_high")),
+                    r.get("compared_to") or "",
+                    format_p(r.get("p_value")),
+                ]
+                for r in other
+            ],
+        )
 
 
 def correlation_section(page: Page, rows: list[dict[str, Any]], k: int) -> None:
@@ -291,6 +431,18 @@ def correlation_section(page: Page, rows: list[dict[str, Any]], k: int) -> None:
     corr = [c for c in correlation_table(values, pairs) if c.n >= 3]
     if corr:
         page.doc.h(3, "Correlations across systems (reference 000, Table 3)")
-        page.doc.table(["x", "y", "Systems", "Pearson r", "p", "Spearman rho", "p"],
-                       [[c.x, c.y, str(c.n), format_number(c.pearson_r), format_p(c.pearson_p),
-                         format_number(c.spearman_rho), format_p(c.spearman_p)] for c in corr])
+        page.doc.table(
+            ["x", "y", "Systems", "Pearson r", "p", "Spearman rho", "p"],
+            [
+                [
+                    c.x,
+                    c.y,
+                    str(c.n),
+                    format_number(c.pearson_r),
+                    format_p(c.pearson_p),
+                    format_number(c.spearman_rho),
+                    format_p(c.spearman_p),
+                ]
+                for c in corr
+            ],
+        )

@@ -78,11 +78,19 @@ def _training_row(name: str, info: dict[str, Any]) -> list[str]:
     if "merge_weight" in t and t.get("steps") is None:
         warm = f"merge (weight {format_setting(t['merge_weight'])}), no training"
     flags = training_flags(t)
-    return [name, str(info.get("variant", "")), format_number(info.get("n_documents")), format_number(t.get("steps")),
-            epochs, warm,
-            format_setting(sch.get("learning_rate")), format_number(t.get("first_loss")),
-            format_number(t.get("last_loss")),
-            format_scientific(t.get("relative_weight_change")), f"{len(flags)} (see below)" if flags else "none"]
+    return [
+        name,
+        str(info.get("variant", "")),
+        format_number(info.get("n_documents")),
+        format_number(t.get("steps")),
+        epochs,
+        warm,
+        format_setting(sch.get("learning_rate")),
+        format_number(t.get("first_loss")),
+        format_number(t.get("last_loss")),
+        format_scientific(t.get("relative_weight_change")),
+        f"{len(flags)} (see below)" if flags else "none",
+    ]
 
 
 def training_section(doc: Document, runs: list[dict[str, Any]], systems: Sequence[str] | None) -> None:
@@ -91,14 +99,29 @@ def training_section(doc: Document, runs: list[dict[str, Any]], systems: Sequenc
     if not summaries:
         return
     doc.h(2, "Training of the adapted models")
-    doc.table(["System", "Variant", "Documents", "Steps", "Epochs asked -> run", "Warm-up / total steps",
-               "Peak lr", "First loss", "Last loss", "Relative weight change", "Warnings"],
-              [_training_row(n, summaries[n]) for n in sorted(summaries)])
-    doc.p("From each adapted model's artifact manifest (config.systems of its runs). Schedule: linear warm-up "
-          "then linear decay to 0 over the total steps; relative weight change = ||W_adapted - W_base|| / "
-          "||W_base|| over the trained parameters (for ColBERT: BERT and projection). First / last loss: of the "
-          "first and last optimizer step (ColBERT: recovered from colbert-ai's running-mean log). 'n/a': not "
-          "recorded (artifacts trained before these were recorded; a merge trains nothing).")
+    doc.table(
+        [
+            "System",
+            "Variant",
+            "Documents",
+            "Steps",
+            "Epochs asked -> run",
+            "Warm-up / total steps",
+            "Peak lr",
+            "First loss",
+            "Last loss",
+            "Relative weight change",
+            "Warnings",
+        ],
+        [_training_row(n, summaries[n]) for n in sorted(summaries)],
+    )
+    doc.p(
+        "From each adapted model's artifact manifest (config.systems of its runs). Schedule: linear warm-up "
+        "then linear decay to 0 over the total steps; relative weight change = ||W_adapted - W_base|| / "
+        "||W_base|| over the trained parameters (for ColBERT: BERT and projection). First / last loss: of the "
+        "first and last optimizer step (ColBERT: recovered from colbert-ai's running-mean log). 'n/a': not "
+        "recorded (artifacts trained before these were recorded; a merge trains nothing)."
+    )
     notes = [f"{n}: {w}" for n in sorted(summaries) for w in training_flags(summaries[n]["training"])]
     if notes:
         doc.pre("\n".join(notes))

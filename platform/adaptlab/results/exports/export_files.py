@@ -30,8 +30,10 @@ def refuse_shared_files(targets: Iterable[tuple[str, Path]], what: str) -> None:
     for label, path in targets:
         key = os.path.normcase(str(path)).casefold()
         if seen.get(key, label) != label:
-            raise StoreError(f"{what}: {seen[key]} and {label} both become {path}; nothing was written: rename "
-                             "one of them or export them one at a time (--system / --dataset) to other folders")
+            raise StoreError(
+                f"{what}: {seen[key]} and {label} both become {path}; nothing was written: rename "
+                "one of them or export them one at a time (--system / --dataset) to other folders"
+            )
         seen[key] = label
 
 

@@ -56,8 +56,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]+")
 _DATABASE_SCHEMES = frozenset({"sqlite", "postgresql", "mysql", "mssql"})
 """URI schemes of MLflow's SQLAlchemy tracking store (``mysql+pymysql:`` counts as ``mysql``)."""
 _SQLITE = "sqlite:///"
-HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
-               "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
+HTTP_LIMITS = {
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+}
 """A tracking server's requests time out after 10 s and are retried twice (MLflow's defaults,
 120 s and 7 retries with growing waits, kept an unreachable server busy for minutes); a value the
 user set in the environment wins."""
@@ -65,8 +68,10 @@ user set in the environment wins."""
 
 def _client(tracking_uri: str) -> Any:
     if not isinstance(tracking_uri, str) or not tracking_uri.strip():
-        raise ConfigError("log_to_mlflow: tracking_uri is required (e.g. file:///path/mlruns or "
-                          "sqlite:///path/mlflow.db); there is no default server")
+        raise ConfigError(
+            "log_to_mlflow: tracking_uri is required (e.g. file:///path/mlruns or "
+            "sqlite:///path/mlflow.db); there is no default server"
+        )
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     for name, value in HTTP_LIMITS.items():
         os.environ.setdefault(name, value)
@@ -91,7 +96,7 @@ def _default_artifacts(tracking_uri: str) -> str | None:
     the current directory); None (MLflow's default) for any other store."""
     if not tracking_uri.startswith(_SQLITE):
         return None
-    path = tracking_uri[len(_SQLITE):].split("?", 1)[0]
+    path = tracking_uri[len(_SQLITE) :].split("?", 1)[0]
     if not path or path == ":memory:":
         return None
     return (Path(path).resolve().parent / "mlartifacts").as_uri()
@@ -104,7 +109,9 @@ def _flatten(config: Any, prefix: str = "") -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in config.items():
         name = f"{prefix}.{key}" if prefix else str(key)
-        out.update(_flatten(value, name) if isinstance(value, Mapping) else {_UNSAFE.sub("_", name): _param_text(value)})
+        out.update(
+            _flatten(value, name) if isinstance(value, Mapping) else {_UNSAFE.sub("_", name): _param_text(value)}
+        )
     return out
 
 
@@ -142,9 +149,11 @@ def _log_one(client: Any, experiment_id: str, run: TrackedRun, artifacts: Sequen
     else:
         mlflow_id, have_metrics, have_params = existing.info.run_id, existing.data.metrics, existing.data.params
     stamp = int(row["timestamp"].timestamp() * 1000) if row.get("timestamp") is not None else 0
-    client.log_batch(mlflow_id, metrics=[Metric(k, v, stamp, 0) for k, v in run.metrics.items()
-                                         if have_metrics.get(k) != v],
-                     params=[Param(k, v) for k, v in sorted(_params(run).items()) if k not in have_params])
+    client.log_batch(
+        mlflow_id,
+        metrics=[Metric(k, v, stamp, 0) for k, v in run.metrics.items() if have_metrics.get(k) != v],
+        params=[Param(k, v) for k, v in sorted(_params(run).items()) if k not in have_params],
+    )
     for path in artifacts:
         client.log_artifact(mlflow_id, str(path), artifact_path="adaptlab")
     client.set_terminated(mlflow_id)
@@ -159,10 +168,16 @@ def _experiment(client: Any, name: str, artifact_location: str | None) -> str:
     return client.create_experiment(name, artifact_location=artifact_location)
 
 
-def log_to_mlflow(store: ResultsStore, tracking_uri: str, *, experiment: str | None = None,
-                  system: str | None = None, dataset: str | None = None,
-                  artifacts: Sequence[str | os.PathLike[str]] = (),
-                  artifact_location: str | None = None) -> dict[str, str]:
+def log_to_mlflow(
+    store: ResultsStore,
+    tracking_uri: str,
+    *,
+    experiment: str | None = None,
+    system: str | None = None,
+    dataset: str | None = None,
+    artifacts: Sequence[str | os.PathLike[str]] = (),
+    artifact_location: str | None = None,
+) -> dict[str, str]:
     """Log the latest run of each (system, dataset) in ``store`` (filtered by ``system`` /
     ``dataset``) to the MLflow tracking store at ``tracking_uri`` (required; see the module doc);
     ``artifacts``: files attached to every run; ``artifact_location``: where an experiment created
@@ -174,8 +189,11 @@ def log_to_mlflow(store: ResultsStore, tracking_uri: str, *, experiment: str | N
     try:
         client = _client(tracking_uri)
         for run in runs:
-            exp_id = _experiment(client, experiment or run.row.get("study") or "adaptlab",
-                                 artifact_location or _default_artifacts(tracking_uri))
+            exp_id = _experiment(
+                client,
+                experiment or run.row.get("study") or "adaptlab",
+                artifact_location or _default_artifacts(tracking_uri),
+            )
             out[run.run_id] = _log_one(client, exp_id, run, files)
     except Exception as e:  # noqa: BLE001 - MLflow, HTTP and file errors: one line, no traceback, no secret
         error = tracker_failure("MLflow tracking store", str(tracking_uri), e)

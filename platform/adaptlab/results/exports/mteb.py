@@ -64,8 +64,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from adaptlab.results.store import ResultsStore
 
-__all__ = ["DEFAULT_LANGUAGES", "MtebTaskResult", "compare_mteb", "export_mteb", "import_mteb", "installed_mteb_version",
-           "metric_key", "mteb_results"]
+__all__ = [
+    "DEFAULT_LANGUAGES",
+    "MtebTaskResult",
+    "compare_mteb",
+    "export_mteb",
+    "import_mteb",
+    "installed_mteb_version",
+    "metric_key",
+    "mteb_results",
+]
 
 DEFAULT_LANGUAGES: tuple[str, ...] = ("eng-Latn",)
 """``languages`` of a dataset that is no MTEB task the installed mteb knows (adaptlab's formats are English)."""
@@ -107,9 +115,15 @@ class MtebTaskResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of MTEB's result files (MTEB's field names)."""
-        return {"dataset_revision": self.dataset_revision, "task_name": self.task_name,
-                "mteb_version": self.mteb_version, "scores": self.scores,
-                "evaluation_time": self.evaluation_time, "kg_co2_emissions": self.kg_co2_emissions, **self.extra}
+        return {
+            "dataset_revision": self.dataset_revision,
+            "task_name": self.task_name,
+            "mteb_version": self.mteb_version,
+            "scores": self.scores,
+            "evaluation_time": self.evaluation_time,
+            "kg_co2_emissions": self.kg_co2_emissions,
+            **self.extra,
+        }
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the JSON file (parent folders created; whole or not at all); returns its path."""
@@ -124,17 +138,25 @@ class MtebTaskResult:
             raise DataError(f"{source}: expected a JSON object, got {type(data).__name__}")
         missing = [k for k in _REQUIRED if k not in data]
         if missing:
-            raise DataError(f"{source}: missing key(s) {', '.join(missing)}; an MTEB TaskResult has "
-                            "task_name and scores {split: [{hf_subset, main_score, ...}]}")
+            raise DataError(
+                f"{source}: missing key(s) {', '.join(missing)}; an MTEB TaskResult has "
+                "task_name and scores {split: [{hf_subset, main_score, ...}]}"
+            )
         scores = data["scores"]
         if not isinstance(scores, Mapping) or not all(
-                isinstance(v, list) and all(isinstance(s, Mapping) for s in v) for v in scores.values()):
-            raise DataError(f"{source}: 'scores' must map each split to a list of objects "
-                            "(one per hf_subset)")
+            isinstance(v, list) and all(isinstance(s, Mapping) for s in v) for v in scores.values()
+        ):
+            raise DataError(f"{source}: 'scores' must map each split to a list of objects (one per hf_subset)")
         known = {"dataset_revision", "task_name", "mteb_version", "scores", "evaluation_time", "kg_co2_emissions"}
-        return cls(str(data["task_name"]), {str(k): [dict(s) for s in v] for k, v in scores.items()},
-                   data.get("dataset_revision"), data.get("mteb_version"), data.get("evaluation_time"),
-                   data.get("kg_co2_emissions"), {k: v for k, v in data.items() if k not in known})
+        return cls(
+            str(data["task_name"]),
+            {str(k): [dict(s) for s in v] for k, v in scores.items()},
+            data.get("dataset_revision"),
+            data.get("mteb_version"),
+            data.get("evaluation_time"),
+            data.get("kg_co2_emissions"),
+            {k: v for k, v in data.items() if k not in known},
+        )
 
     @classmethod
     def from_disk(cls, path: str | os.PathLike[str]) -> MtebTaskResult:
@@ -148,14 +170,16 @@ class MtebTaskResult:
     def subset(self, split: str = "test", hf_subset: str = "default") -> dict[str, Any]:
         """The score dict of one split and subset."""
         if split not in self.scores:
-            raise DataError(f"MTEB result {self.task_name!r}: no split {split!r}; it has "
-                            f"{', '.join(sorted(self.scores)) or 'none'}")
+            raise DataError(
+                f"MTEB result {self.task_name!r}: no split {split!r}; it has {', '.join(sorted(self.scores)) or 'none'}"
+            )
         for s in self.scores[split]:
             if s.get("hf_subset", "default") == hf_subset:
                 return s
         have = ", ".join(str(s.get("hf_subset")) for s in self.scores[split])
-        raise DataError(f"MTEB result {self.task_name!r}, split {split!r}: no hf_subset {hf_subset!r}; "
-                        f"it has {have or 'none'}")
+        raise DataError(
+            f"MTEB result {self.task_name!r}, split {split!r}: no hf_subset {hf_subset!r}; it has {have or 'none'}"
+        )
 
     def get_score(self, key: str, split: str = "test", hf_subset: str = "default") -> float:
         """One value by MTEB key (``main_score``, ``ndcg_at_10``) or measure name (``ndcg@10``)."""
@@ -219,14 +243,17 @@ def _languages(meta: Any, languages: Sequence[str] | None) -> list[str]:
     return list(langs or DEFAULT_LANGUAGES)
 
 
-def _subset_scores(rows: Sequence[Mapping[str, Any]], main_measure: str, where: str,
-                   languages: list[str]) -> dict[str, Any]:
+def _subset_scores(
+    rows: Sequence[Mapping[str, Any]], main_measure: str, where: str, languages: list[str]
+) -> dict[str, Any]:
     """MTEB keys (value and CI bounds) of one run's score rows, with main_score."""
     scores: dict[str, Any] = {"hf_subset": "default", "languages": languages}
     by_measure = {str(r["measure"]): r for r in rows}
     if main_measure not in by_measure:
-        raise StoreError(f"{where}: no {main_measure} score to use as MTEB's main_score; "
-                         f"stored measures: {', '.join(sorted(by_measure))}; pass main_measure=")
+        raise StoreError(
+            f"{where}: no {main_measure} score to use as MTEB's main_score; "
+            f"stored measures: {', '.join(sorted(by_measure))}; pass main_measure="
+        )
     scores["main_score"] = float(by_measure[main_measure]["value"])
     for measure in sorted(by_measure):
         row, key = by_measure[measure], metric_key(measure)
@@ -237,9 +264,16 @@ def _subset_scores(rows: Sequence[Mapping[str, Any]], main_measure: str, where: 
     return scores
 
 
-def mteb_results(store: ResultsStore, *, system: str | None = None, dataset: str | None = None,
-                 split: str = "test", main_measure: str | None = None, task_names: Mapping[str, str] | None = None,
-                 languages: Sequence[str] | None = None) -> dict[tuple[str, str], MtebTaskResult]:
+def mteb_results(
+    store: ResultsStore,
+    *,
+    system: str | None = None,
+    dataset: str | None = None,
+    split: str = "test",
+    main_measure: str | None = None,
+    task_names: Mapping[str, str] | None = None,
+    languages: Sequence[str] | None = None,
+) -> dict[tuple[str, str], MtebTaskResult]:
     """One :class:`MtebTaskResult` per (system, dataset) of the latest run of each in ``store``
     (filtered by ``system`` / ``dataset``); ``task_names`` maps a dataset to its MTEB task name
     (default: the MTEB task of that name, else the dataset name); ``main_measure`` and
@@ -261,12 +295,22 @@ def mteb_results(store: ResultsStore, *, system: str | None = None, dataset: str
         main = canonical_measure(main_measure or getattr(meta, "main_score", None) or "ndcg@10")
         scores = _subset_scores(group, main, f"system {sys_name!r}, dataset {ds!r}", _languages(meta, languages))
         out[(sys_name, ds)] = MtebTaskResult(
-            meta.name if meta is not None else (task_names or {}).get(ds, ds), {split: [scores]},
-            dataset_revision=NO_DATASET_REVISION, mteb_version=installed_mteb_version(),
-            extra={"adaptlab": {"system": sys_name, "dataset": ds, "run_id": group[0]["run_id"],
-                                "package_version": run.get("package_version"), "model_id": run.get("model_id"),
-                                "model_revision": run.get("model_revision"),
-                                "dataset_fingerprint": run.get("dataset_fingerprint")}})
+            meta.name if meta is not None else (task_names or {}).get(ds, ds),
+            {split: [scores]},
+            dataset_revision=NO_DATASET_REVISION,
+            mteb_version=installed_mteb_version(),
+            extra={
+                "adaptlab": {
+                    "system": sys_name,
+                    "dataset": ds,
+                    "run_id": group[0]["run_id"],
+                    "package_version": run.get("package_version"),
+                    "model_id": run.get("model_id"),
+                    "model_revision": run.get("model_revision"),
+                    "dataset_fingerprint": run.get("dataset_fingerprint"),
+                }
+            },
+        )
     return out
 
 
@@ -279,8 +323,11 @@ def _revision_folder(out_dir: Path, system: str, revision: str | None) -> Path:
 def _model_meta(system: str, revision: str | None, adaptlab: Mapping[str, Any]) -> dict[str, Any]:
     """The ``model_meta.json`` of a revision folder: mteb's ``name`` and ``revision`` (what its
     result cache reads), the rest unknown to adaptlab left out, and where the model came from."""
-    return {"name": system, "revision": revision or NO_MODEL_REVISION,
-            "adaptlab": {"model_id": adaptlab.get("model_id"), "package_version": adaptlab.get("package_version")}}
+    return {
+        "name": system,
+        "revision": revision or NO_MODEL_REVISION,
+        "adaptlab": {"model_id": adaptlab.get("model_id"), "package_version": adaptlab.get("package_version")},
+    }
 
 
 def export_mteb(store: ResultsStore, out_dir: str | os.PathLike[str], **kwargs: Any) -> list[Path]:
@@ -295,35 +342,59 @@ def export_mteb(store: ResultsStore, out_dir: str | os.PathLike[str], **kwargs: 
         info = result.extra["adaptlab"]
         folder = _revision_folder(out, sys_name, info.get("model_revision"))
         path = folder / f"{safe_name(result.task_name, READABLE)}.json"
-        targets += [(f"system {sys_name!r} on dataset {ds!r}", path), (f"system {sys_name!r}", folder / "model_meta.json")]
+        targets += [
+            (f"system {sys_name!r} on dataset {ds!r}", path),
+            (f"system {sys_name!r}", folder / "model_meta.json"),
+        ]
         files.append((path, json.dumps(result.to_dict(), indent=2) + "\n"))
-        metas[folder / "model_meta.json"] = json.dumps(_model_meta(sys_name, info.get("model_revision"), info), indent=2)
+        metas[folder / "model_meta.json"] = json.dumps(
+            _model_meta(sys_name, info.get("model_revision"), info), indent=2
+        )
     refuse_shared_files(targets, "export to MTEB")
     written = write_all(files + [(p, text + "\n") for p, text in metas.items()])
     return written[: len(files)]
 
 
-def compare_mteb(result: MtebTaskResult, store: ResultsStore, *, system: str, dataset: str,
-                 split: str = "test", hf_subset: str = "default") -> pd.DataFrame:
+def compare_mteb(
+    result: MtebTaskResult,
+    store: ResultsStore,
+    *,
+    system: str,
+    dataset: str,
+    split: str = "test",
+    hf_subset: str = "default",
+) -> pd.DataFrame:
     """Published (MTEB) values beside the stored ones of the latest run of (system, dataset):
     one row per measure both hold, columns ``mteb``, ``value``, ``ci_low``, ``ci_high``,
     ``difference`` (``value - mteb``) and ``within_ci`` (the published value inside the CI)."""
     import pandas as pd
 
     published = result.values(split, hf_subset)
-    stored = {r["measure"]: r for r in store.metrics(kind="score", latest=True, system=system,
-                                                     dataset=dataset).to_pylist()}
+    stored = {
+        r["measure"]: r for r in store.metrics(kind="score", latest=True, system=system, dataset=dataset).to_pylist()
+    }
     rows = []
     for measure in sorted(set(published) & set(stored)):
         r = stored[measure]
         low, high = r.get("ci_low"), r.get("ci_high")
         within = None if low is None or high is None else bool(low <= published[measure] <= high)
-        rows.append({"measure": measure, "mteb": published[measure], "value": r["value"], "ci_low": low,
-                     "ci_high": high, "difference": r["value"] - published[measure], "within_ci": within})
+        rows.append(
+            {
+                "measure": measure,
+                "mteb": published[measure],
+                "value": r["value"],
+                "ci_low": low,
+                "ci_high": high,
+                "difference": r["value"] - published[measure],
+                "within_ci": within,
+            }
+        )
     if not rows:
-        raise StoreError(f"MTEB result {result.task_name!r} and the store's {system!r} on {dataset!r} share no "
-                         f"measure (MTEB: {', '.join(sorted(published)) or 'none'}; store: "
-                         f"{', '.join(sorted(stored)) or 'none'})")
+        raise StoreError(
+            f"MTEB result {result.task_name!r} and the store's {system!r} on {dataset!r} share no "
+            f"measure (MTEB: {', '.join(sorted(published)) or 'none'}; store: "
+            f"{', '.join(sorted(stored)) or 'none'})"
+        )
     return pd.DataFrame(rows).set_index("measure")
 
 
@@ -336,9 +407,16 @@ def _fingerprint(res: MtebTaskResult) -> str:
     return "" if res.dataset_revision in (None, NO_DATASET_REVISION) else str(res.dataset_revision)
 
 
-def import_mteb(store: ResultsStore, paths: Sequence[str | os.PathLike[str]], *, system: str,
-                dataset: str | None = None, split: str = "test", hf_subset: str = "default",
-                model_id: str = "") -> dict[str, str]:
+def import_mteb(
+    store: ResultsStore,
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    system: str,
+    dataset: str | None = None,
+    split: str = "test",
+    hf_subset: str = "default",
+    model_id: str = "",
+) -> dict[str, str]:
     """Store MTEB result files (``TaskName.json``, as mteb writes them) as runs of ``system``, in one
     commit: one run per file on ``dataset`` (default: the file's task name), a metric row per
     ranking measure of ``split`` / ``hf_subset`` with its bounds when the file has ``KEY_ci_low`` /
@@ -356,15 +434,40 @@ def import_mteb(store: ResultsStore, paths: Sequence[str | os.PathLike[str]], *,
             raise ConfigError(f"{path}: a second file for dataset {ds!r}; import each task once")
         ids[ds] = new_run_id()
         sub = res.subset(split, hf_subset)
-        runs.append(run_record(system, ds, run_id=ids[ds], model_id=model_id or system, model_revision=None,
-                               dataset_fingerprint=_fingerprint(res), seed=None,
-                               config={"command": "import", "format": "mteb", "source": str(path),
-                                       "task_name": res.task_name, "split": split, "hf_subset": hf_subset,
-                                       "mteb_version": res.mteb_version, "languages": sub.get("languages")}))
+        runs.append(
+            run_record(
+                system,
+                ds,
+                run_id=ids[ds],
+                model_id=model_id or system,
+                model_revision=None,
+                dataset_fingerprint=_fingerprint(res),
+                seed=None,
+                config={
+                    "command": "import",
+                    "format": "mteb",
+                    "source": str(path),
+                    "task_name": res.task_name,
+                    "split": split,
+                    "hf_subset": hf_subset,
+                    "mteb_version": res.mteb_version,
+                    "languages": sub.get("languages"),
+                },
+            )
+        )
         for measure, value in sorted(res.values(split, hf_subset).items()):
             key = metric_key(measure)
-            rows.append({"run_id": ids[ds], "system": system, "dataset": ds, "measure": measure, "value": value,
-                         "ci_low": sub.get(f"{key}_ci_low"), "ci_high": sub.get(f"{key}_ci_high")})
+            rows.append(
+                {
+                    "run_id": ids[ds],
+                    "system": system,
+                    "dataset": ds,
+                    "measure": measure,
+                    "value": value,
+                    "ci_low": sub.get(f"{key}_ci_low"),
+                    "ci_high": sub.get(f"{key}_ci_high"),
+                }
+            )
     if not rows:
         raise DataError(f"{', '.join(map(str, paths))}: no ranking measure in split {split!r} to import")
     store.commit(runs, rows)

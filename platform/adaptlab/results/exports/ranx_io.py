@@ -29,8 +29,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from adaptlab.results.store import ResultsStore
 
-__all__ = ["RANX_COLUMNS", "export_ranx", "from_ranx_frame", "read_ranx_json", "store_qrels", "store_run",
-           "to_ranx_frame", "write_ranx_json"]
+__all__ = [
+    "RANX_COLUMNS",
+    "export_ranx",
+    "from_ranx_frame",
+    "read_ranx_json",
+    "store_qrels",
+    "store_run",
+    "to_ranx_frame",
+    "write_ranx_json",
+]
 
 RANX_COLUMNS = ("q_id", "doc_id", "score")
 """The column names of ranx's ``Run.from_df`` / ``Qrels.from_df`` defaults."""
@@ -48,8 +56,12 @@ def _check_nested(data: Any, source: str, integer: bool) -> Nested:
             raise DataError(f"{source}: query {q!r} maps to {type(docs).__name__}, expected {{doc_id: score}}")
         row: dict[str, Any] = {}
         for d, v in docs.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and v != int(v)) or \
-                    (isinstance(v, float) and math.isnan(v)):
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or (integer and v != int(v))
+                or (isinstance(v, float) and math.isnan(v))
+            ):
                 want = "an integer relevance" if integer else "a number"
                 raise DataError(f"{source}: query {q!r}, document {d!r} has {v!r}, expected {want}")
             row[str(d)] = int(v) if integer else float(v)
@@ -85,14 +97,21 @@ def to_ranx_frame(data: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(RANX_COLUMNS))
 
 
-def from_ranx_frame(frame: pd.DataFrame, *, qrels: bool = False, q_id_col: str = "q_id",
-                    doc_id_col: str = "doc_id", score_col: str = "score") -> Nested:
+def from_ranx_frame(
+    frame: pd.DataFrame,
+    *,
+    qrels: bool = False,
+    q_id_col: str = "q_id",
+    doc_id_col: str = "doc_id",
+    score_col: str = "score",
+) -> Nested:
     """``{query_id: {doc_id: score}}`` from a long DataFrame (ranx's ``from_df`` column names by
     default); a (query, document) listed twice is an error."""
     missing = [c for c in (q_id_col, doc_id_col, score_col) if c not in frame.columns]
     if missing:
-        raise DataError(f"ranx DataFrame: no column(s) {', '.join(missing)}; columns are "
-                        f"{', '.join(map(str, frame.columns))}")
+        raise DataError(
+            f"ranx DataFrame: no column(s) {', '.join(missing)}; columns are {', '.join(map(str, frame.columns))}"
+        )
     out: dict[str, dict[str, Any]] = {}
     for q, d, v in zip(frame[q_id_col].astype(str), frame[doc_id_col].astype(str), frame[score_col]):
         docs = out.setdefault(q, {})
@@ -105,8 +124,9 @@ def from_ranx_frame(frame: pd.DataFrame, *, qrels: bool = False, q_id_col: str =
 def _per_query_rows(store: ResultsStore, columns: list[str], **filters: Any) -> list[dict[str, Any]]:
     rows = store.per_query(columns=columns, latest="run_id" not in filters, **filters).to_pylist()
     if not rows:
-        raise StoreError(f"no per-query rows in the store for {filters}; check the names "
-                         "(adaptlab results --table runs lists them)")
+        raise StoreError(
+            f"no per-query rows in the store for {filters}; check the names (adaptlab results --table runs lists them)"
+        )
     return rows
 
 
@@ -126,8 +146,9 @@ def store_qrels(store: ResultsStore, *, dataset: str, system: str | None = None)
     return out
 
 
-def export_ranx(store: ResultsStore, out_dir: str | os.PathLike[str], *, system: str | None = None,
-                dataset: str | None = None) -> list[Path]:
+def export_ranx(
+    store: ResultsStore, out_dir: str | os.PathLike[str], *, system: str | None = None, dataset: str | None = None
+) -> list[Path]:
     """Write ``out_dir/DATASET/qrels.json`` and ``out_dir/DATASET/runs/SYSTEM.json`` (ranx JSON) for
     the latest run of each (system, dataset) in ``store``; returns the paths written."""
     filters: dict[str, Any] = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
@@ -139,13 +160,18 @@ def export_ranx(store: ResultsStore, out_dir: str | os.PathLike[str], *, system:
     targets: list[tuple[str, Path]] = []
     for s, ds in pairs:
         folder = Path(out_dir) / safe_name(ds, READABLE)
-        targets += [(f"dataset {ds!r}", folder / "qrels.json"),
-                    (f"system {s!r} on dataset {ds!r}", folder / "runs" / f"{safe_name(s, READABLE)}.json")]
+        targets += [
+            (f"dataset {ds!r}", folder / "qrels.json"),
+            (f"system {s!r} on dataset {ds!r}", folder / "runs" / f"{safe_name(s, READABLE)}.json"),
+        ]
     refuse_shared_files(targets, "export to ranx")  # before reading anything: nothing is written
     files = []
     for ds in sorted({d for _, d in pairs}):
         folder = Path(out_dir) / safe_name(ds, READABLE)
         files.append((folder / "qrels.json", _ranx_text(store_qrels(store, dataset=ds, system=system))))
-        files += [(folder / "runs" / f"{safe_name(s, READABLE)}.json", _ranx_text(store_run(store, system=s, dataset=ds)))
-                  for s, d in pairs if d == ds]
+        files += [
+            (folder / "runs" / f"{safe_name(s, READABLE)}.json", _ranx_text(store_run(store, system=s, dataset=ds)))
+            for s, d in pairs
+            if d == ds
+        ]
     return write_all(files)

@@ -34,7 +34,9 @@ __all__ = ["PROVENANCE", "TrackedRun", "attached_files", "score_metrics", "track
 PROVENANCE = ("system", "dataset", "model_id", "model_revision", "dataset_fingerprint", "seed")
 """The ``runs`` columns every tracker records beside the study config."""
 _BOUNDS = ("ci_low", "ci_high")
-_REASON = re.compile(r"\[Errno -?\d+\] [^\"')\]]+|Read timed out|timed out|Connection refused|Name or service not known")
+_REASON = re.compile(
+    r"\[Errno -?\d+\] [^\"')\]]+|Read timed out|timed out|Connection refused|Name or service not known"
+)
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,7 @@ class TrackedRun:
         return {k: self.row[k] for k in PROVENANCE if self.row.get(k) is not None}
 
 
-def score_metrics(rows: Sequence[Mapping[str, Any]],
-                  name: Callable[[str], str] = metric_key) -> dict[str, float]:
+def score_metrics(rows: Sequence[Mapping[str, Any]], name: Callable[[str], str] = metric_key) -> dict[str, float]:
     """``{name(measure): value, name(measure)_ci_low: ..., name(measure)_ci_high: ...}`` of one
     run's score rows; two measures that ``name`` maps to one key are refused (one line)."""
     out: dict[str, float] = {}
@@ -80,8 +81,9 @@ def score_metrics(rows: Sequence[Mapping[str, Any]],
         measure = str(r["measure"])
         key = name(measure)
         if source.setdefault(key, measure) != measure:
-            raise StoreError(f"measures {source[key]!r} and {measure!r} both become the tracker metric {key!r}; "
-                             "rename one of them")
+            raise StoreError(
+                f"measures {source[key]!r} and {measure!r} both become the tracker metric {key!r}; rename one of them"
+            )
         out[key] = float(r["value"])
         out.update({f"{key}_{b}": float(r[b]) for b in _BOUNDS if r.get(b) is not None})
     return out
@@ -97,13 +99,20 @@ def attached_files(paths: Sequence[str | os.PathLike[str]], caller: str) -> list
     names = [p.name for p in files]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ConfigError(f"{caller}: artifact files share a name ({', '.join(twice)}); "
-                          "they are stored side by side under adaptlab/: rename or copy one")
+        raise ConfigError(
+            f"{caller}: artifact files share a name ({', '.join(twice)}); "
+            "they are stored side by side under adaptlab/: rename or copy one"
+        )
     return files
 
 
-def tracked_runs(store: ResultsStore, *, system: str | None = None, dataset: str | None = None,
-                 name: Callable[[str], str] = metric_key) -> list[TrackedRun]:
+def tracked_runs(
+    store: ResultsStore,
+    *,
+    system: str | None = None,
+    dataset: str | None = None,
+    name: Callable[[str], str] = metric_key,
+) -> list[TrackedRun]:
     """The latest run of each (system, dataset) in ``store`` (filtered by ``system`` /
     ``dataset``), each with its score metrics named by ``name``; a StoreError when none match."""
     filters: dict[str, Any] = {k: v for k, v in (("system", system), ("dataset", dataset)) if v is not None}
@@ -111,8 +120,7 @@ def tracked_runs(store: ResultsStore, *, system: str | None = None, dataset: str
     if not runs:
         raise StoreError(f"no runs in the store for {filters or 'any system'}; run a study first or check the filter")
     scores = store.metrics(kind="score", latest=True, **filters).to_pylist()
-    return [TrackedRun(run, score_metrics([r for r in scores if r["run_id"] == run["run_id"]], name))
-            for run in runs]
+    return [TrackedRun(run, score_metrics([r for r in scores if r["run_id"] == run["run_id"]], name)) for run in runs]
 
 
 def tracker_failure(tracker: str, where: str, e: BaseException) -> AdaptlabError:
@@ -128,7 +136,10 @@ def tracker_failure(tracker: str, where: str, e: BaseException) -> AdaptlabError
         found = _REASON.findall(text)
         first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
         reason = found[-1] if found else first
-    hint = "; free some space and export again" if getattr(e, "errno", None) == errno.ENOSPC or \
-        "No space left" in text else ""
+    hint = (
+        "; free some space and export again"
+        if getattr(e, "errno", None) == errno.ENOSPC or "No space left" in text
+        else ""
+    )
     line = " ".join(mask_url(f"{tracker} at {where}: {reason.strip()}{hint}").split())
     return StoreError(line if len(line) <= 400 else line[:397] + "...")

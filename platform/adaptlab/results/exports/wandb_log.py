@@ -65,8 +65,10 @@ def _project(name: str, given: bool) -> str:
     has W&B's refused characters replaced by ``_``."""
     if given:
         if not name.strip() or _NOT_IN_PROJECT.search(name) or len(name) > _PROJECT_MAX:
-            raise ConfigError(f"log_to_wandb: project {name!r} is not a W&B project name; expected at most "
-                              f"{_PROJECT_MAX} characters without spaces or / \\ # ? % :")
+            raise ConfigError(
+                f"log_to_wandb: project {name!r} is not a W&B project name; expected at most "
+                f"{_PROJECT_MAX} characters without spaces or / \\ # ? % :"
+            )
         return name
     return _NOT_IN_PROJECT.sub("_", name)[:_PROJECT_MAX] or "adaptlab"
 
@@ -83,9 +85,18 @@ def offline() -> bool:
 def _settings(wandb: Any) -> Any:
     """No console capture, system metrics, machine metadata, git state or code: only what the
     export writes, and nothing printed."""
-    return wandb.Settings(mode="offline" if offline() else "online", console="off", silent=True, x_disable_stats=True,
-                          x_disable_meta=True, x_disable_machine_info=True, disable_git=True, save_code=False,
-                          x_save_requirements=False, init_timeout=INIT_TIMEOUT_S)
+    return wandb.Settings(
+        mode="offline" if offline() else "online",
+        console="off",
+        silent=True,
+        x_disable_stats=True,
+        x_disable_meta=True,
+        x_disable_machine_info=True,
+        disable_git=True,
+        save_code=False,
+        x_save_requirements=False,
+        init_timeout=INIT_TIMEOUT_S,
+    )
 
 
 def _config(run: TrackedRun) -> dict[str, Any]:
@@ -105,8 +116,16 @@ def _attach(wb_run: Any, files: Sequence[Path]) -> None:
 
 def _log_one(wandb: Any, out_dir: Path, project: str, run: TrackedRun, files: Sequence[Path]) -> Path:
     """One W&B run for one stored run; returns its run folder."""
-    wb_run = wandb.init(project=project, name=run.name, dir=str(out_dir), config=_config(run), tags=["adaptlab"],
-                        job_type="adaptlab-export", reinit="create_new", settings=_settings(wandb))
+    wb_run = wandb.init(
+        project=project,
+        name=run.name,
+        dir=str(out_dir),
+        config=_config(run),
+        tags=["adaptlab"],
+        job_type="adaptlab-export",
+        reinit="create_new",
+        settings=_settings(wandb),
+    )
     try:
         wb_run.summary.update(run.metrics)
         _attach(wb_run, files)
@@ -117,9 +136,15 @@ def _log_one(wandb: Any, out_dir: Path, project: str, run: TrackedRun, files: Se
     return Path(wb_run.dir).parent
 
 
-def log_to_wandb(store: ResultsStore, out_dir: str | os.PathLike[str], *, project: str | None = None,
-                 system: str | None = None, dataset: str | None = None,
-                 artifacts: Sequence[str | os.PathLike[str]] = ()) -> dict[str, Path]:
+def log_to_wandb(
+    store: ResultsStore,
+    out_dir: str | os.PathLike[str],
+    *,
+    project: str | None = None,
+    system: str | None = None,
+    dataset: str | None = None,
+    artifacts: Sequence[str | os.PathLike[str]] = (),
+) -> dict[str, Path]:
     """Write the latest run of each (system, dataset) in ``store`` (filtered by ``system`` /
     ``dataset``) as offline W&B runs under ``out_dir/wandb/`` (created when missing; see the
     module doc); ``artifacts``: files attached to every run. Returns ``{stored run_id: the W&B
@@ -136,9 +161,12 @@ def log_to_wandb(store: ResultsStore, out_dir: str | os.PathLike[str], *, projec
     raising, logging.raiseExceptions = logging.raiseExceptions, False  # W&B's log files on a full disk: no tracebacks
     try:
         out.mkdir(parents=True, exist_ok=True)
-        return {run.run_id: _log_one(wandb, out, project or _project(str(run.row.get("study") or "adaptlab"), False),
-                                     run, files)
-                for run in runs}
+        return {
+            run.run_id: _log_one(
+                wandb, out, project or _project(str(run.row.get("study") or "adaptlab"), False), run, files
+            )
+            for run in runs
+        }
     except Exception as e:  # noqa: BLE001 - W&B and file errors: one line, and no run of this export is kept
         for folder in _run_folders(out) - before:
             shutil.rmtree(folder, ignore_errors=True)
@@ -150,7 +178,10 @@ def log_to_wandb(store: ResultsStore, out_dir: str | os.PathLike[str], *, projec
 def _run_folders(out: Path) -> set[Path]:
     """The W&B run folders under ``out/wandb`` (offline and online)."""
     try:
-        return {p for p in (out / "wandb").iterdir() if p.is_dir() and not p.is_symlink()
-                and p.name.startswith(("offline-run-", "run-"))}
+        return {
+            p
+            for p in (out / "wandb").iterdir()
+            if p.is_dir() and not p.is_symlink() and p.name.startswith(("offline-run-", "run-"))
+        }
     except OSError:
         return set()

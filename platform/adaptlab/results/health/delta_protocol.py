@@ -28,22 +28,45 @@ _STR, _INT, _BOOL, _MAP, _LIST = "a string", "an integer", "true or false", "an 
 _REQUIRED, _OPTIONAL = True, False
 
 ACTIONS: dict[str, dict[str, tuple[str, bool]]] = {
-    "add": {"path": (_STR, _REQUIRED), "partitionValues": (_MAP, _REQUIRED), "size": (_INT, _REQUIRED),
-            "modificationTime": (_INT, _REQUIRED), "dataChange": (_BOOL, _REQUIRED), "stats": (_STR, _OPTIONAL),
-            "tags": (_MAP, _OPTIONAL)},
-    "remove": {"path": (_STR, _REQUIRED), "deletionTimestamp": (_INT, _OPTIONAL), "dataChange": (_BOOL, _REQUIRED),
-               "partitionValues": (_MAP, _OPTIONAL), "size": (_INT, _OPTIONAL)},
+    "add": {
+        "path": (_STR, _REQUIRED),
+        "partitionValues": (_MAP, _REQUIRED),
+        "size": (_INT, _REQUIRED),
+        "modificationTime": (_INT, _REQUIRED),
+        "dataChange": (_BOOL, _REQUIRED),
+        "stats": (_STR, _OPTIONAL),
+        "tags": (_MAP, _OPTIONAL),
+    },
+    "remove": {
+        "path": (_STR, _REQUIRED),
+        "deletionTimestamp": (_INT, _OPTIONAL),
+        "dataChange": (_BOOL, _REQUIRED),
+        "partitionValues": (_MAP, _OPTIONAL),
+        "size": (_INT, _OPTIONAL),
+    },
     "txn": {"appId": (_STR, _REQUIRED), "version": (_INT, _REQUIRED), "lastUpdated": (_INT, _OPTIONAL)},
-    "protocol": {"minReaderVersion": (_INT, _REQUIRED), "minWriterVersion": (_INT, _REQUIRED),
-                 "readerFeatures": (_LIST, _OPTIONAL), "writerFeatures": (_LIST, _OPTIONAL)},
-    "metaData": {"id": (_STR, _REQUIRED), "format": (_MAP, _REQUIRED), "schemaString": (_STR, _REQUIRED),
-                 "partitionColumns": (_LIST, _REQUIRED), "configuration": (_MAP, _OPTIONAL),
-                 "createdTime": (_INT, _OPTIONAL)},
+    "protocol": {
+        "minReaderVersion": (_INT, _REQUIRED),
+        "minWriterVersion": (_INT, _REQUIRED),
+        "readerFeatures": (_LIST, _OPTIONAL),
+        "writerFeatures": (_LIST, _OPTIONAL),
+    },
+    "metaData": {
+        "id": (_STR, _REQUIRED),
+        "format": (_MAP, _REQUIRED),
+        "schemaString": (_STR, _REQUIRED),
+        "partitionColumns": (_LIST, _REQUIRED),
+        "configuration": (_MAP, _OPTIONAL),
+        "createdTime": (_INT, _OPTIONAL),
+    },
     "commitInfo": {"timestamp": (_INT, _OPTIONAL)},
-    "cdc": {"path": (_STR, _REQUIRED), "partitionValues": (_MAP, _REQUIRED), "size": (_INT, _REQUIRED),
-            "dataChange": (_BOOL, _REQUIRED)},
-    "domainMetadata": {"domain": (_STR, _REQUIRED), "configuration": (_STR, _REQUIRED),
-                       "removed": (_BOOL, _REQUIRED)},
+    "cdc": {
+        "path": (_STR, _REQUIRED),
+        "partitionValues": (_MAP, _REQUIRED),
+        "size": (_INT, _REQUIRED),
+        "dataChange": (_BOOL, _REQUIRED),
+    },
+    "domainMetadata": {"domain": (_STR, _REQUIRED), "configuration": (_STR, _REQUIRED), "removed": (_BOOL, _REQUIRED)},
 }
 """The actions a commit file may hold, with the fields this store checks: name -> (type, required)."""
 
@@ -53,9 +76,13 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-_CHECK = {_STR: lambda v: isinstance(v, str), _INT: _is_int,
-          _BOOL: lambda v: isinstance(v, bool), _MAP: lambda v: isinstance(v, dict),
-          _LIST: lambda v: isinstance(v, list)}
+_CHECK = {
+    _STR: lambda v: isinstance(v, str),
+    _INT: _is_int,
+    _BOOL: lambda v: isinstance(v, bool),
+    _MAP: lambda v: isinstance(v, dict),
+    _LIST: lambda v: isinstance(v, list),
+}
 
 
 def action_problem(action: Any) -> str | None:
@@ -64,7 +91,7 @@ def action_problem(action: Any) -> str | None:
     if not isinstance(action, dict) or len(action) != 1:
         keys = ", ".join(map(repr, list(action)[:3])) if isinstance(action, dict) else type(action).__name__
         return f"is not a Delta action (expected an object with one action key, got {keys or 'nothing'})"
-    (name, body), = action.items()
+    ((name, body),) = action.items()
     fields = ACTIONS.get(name)
     if fields is None:
         return f"holds an unknown action {name[:40]!r} (expected one of {', '.join(sorted(ACTIONS))})"
@@ -111,5 +138,11 @@ def log_checksums(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
             return {}
     if not isinstance(raw, dict):
         return {}
-    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, dict)
-            and isinstance(v.get("sha256"), str) and isinstance(v.get("size"), int)}
+    return {
+        k: v
+        for k, v in raw.items()
+        if isinstance(k, str)
+        and isinstance(v, dict)
+        and isinstance(v.get("sha256"), str)
+        and isinstance(v.get("size"), int)
+    }

@@ -32,8 +32,19 @@ from adaptlab.results.delta_table import COMMIT_KEY
 from adaptlab.results.health.delta_protocol import action_problem, last_checkpoint_problem, log_checksums
 from adaptlab.results.native import TIMEOUT_ENV, quiet_native, short_message, store_timeout, timed_out
 
-__all__ = ["CHECKSUM_DIR", "LAST_CHECKPOINT", "LOG_DIR", "QUARANTINE_DIR", "Health", "Listing", "LogState",
-           "StoreDamagedError", "commit_version", "relative_path", "store_filesystem"]
+__all__ = [
+    "CHECKSUM_DIR",
+    "LAST_CHECKPOINT",
+    "LOG_DIR",
+    "QUARANTINE_DIR",
+    "Health",
+    "Listing",
+    "LogState",
+    "StoreDamagedError",
+    "commit_version",
+    "relative_path",
+    "store_filesystem",
+]
 
 LOG_DIR = "_delta_log"
 CHECKSUM_DIR = "_adaptlab_checksums"
@@ -50,8 +61,10 @@ class StoreDamagedError(StoreError):
     def __init__(self, uri: str, path: str, version: int | None, problem: str) -> None:
         self.uri, self.path, self.version, self.problem = uri, path, version, problem
         at = f"version {version}" if version is not None else "an unknown version"
-        super().__init__(f"{uri}: damaged store: {path} ({at}) {problem}; reads and new commits are refused "
-                         f"until `adaptlab results repair --store {uri}`")
+        super().__init__(
+            f"{uri}: damaged store: {path} ({at}) {problem}; reads and new commits are refused "
+            f"until `adaptlab results repair --store {uri}`"
+        )
 
 
 def store_filesystem(uri: str, options: dict[str, str] | None) -> Any:
@@ -104,8 +117,11 @@ def list_store(fs: Any) -> Listing:
     import pyarrow.fs as pafs
 
     out = Listing()
-    infos = [i for folder in _store_folders(fs)
-             for i in fs.get_file_info(pafs.FileSelector(folder, recursive=True, allow_not_found=True))]
+    infos = [
+        i
+        for folder in _store_folders(fs)
+        for i in fs.get_file_info(pafs.FileSelector(folder, recursive=True, allow_not_found=True))
+    ]
     for info in infos:
         path, size = info.path.lstrip("/"), int(info.size or 0)
         if info.type != pafs.FileType.File:
@@ -154,8 +170,9 @@ def _check_counts(uri: str, path: str, version: int, actions: list[dict[str, Any
         want = metrics.get(key)
         got = sum(1 for a in actions if kind in a)
         if isinstance(want, int) and got < want:
-            raise StoreDamagedError(uri, path, version, f"is truncated ({got} of the {want} '{kind}' "
-                                                        "actions its commit recorded)")
+            raise StoreDamagedError(
+                uri, path, version, f"is truncated ({got} of the {want} '{kind}' actions its commit recorded)"
+            )
     if version == 0 and not any("metaData" in a for a in actions):
         raise StoreDamagedError(uri, path, version, "is truncated or garbled (no table metadata)")
 
@@ -171,7 +188,7 @@ def relative_path(uri: str, path: str) -> str:
     text = urllib.parse.unquote(path)
     for prefix in (uri.rstrip("/") + "/", "file://" + uri.rstrip("/") + "/"):
         if text.startswith(prefix):
-            return text[len(prefix):]
+            return text[len(prefix) :]
     return text.lstrip("/")
 
 
@@ -207,12 +224,17 @@ class Health:
         state = LogState(first=versions[0], last=versions[-1], complete=versions[-1] == max(listing.commits))
         if state.first > 0 and not any(c >= state.first - 1 for c in listing.checkpoints):
             missing = state.first - 1
-            raise StoreDamagedError(self.uri, f"{LOG_DIR}/{missing:020d}.json", missing,
-                                    "is missing (and no checkpoint covers it)")
+            raise StoreDamagedError(
+                self.uri, f"{LOG_DIR}/{missing:020d}.json", missing, "is missing (and no checkpoint covers it)"
+            )
         for v in range(state.first, state.last + 1):
             if v not in listing.commits:
-                raise StoreDamagedError(self.uri, f"{LOG_DIR}/{v:020d}.json", v,
-                                        f"is missing: the log jumps from version {v - 1} to a later one")
+                raise StoreDamagedError(
+                    self.uri,
+                    f"{LOG_DIR}/{v:020d}.json",
+                    v,
+                    f"is missing: the log jumps from version {v - 1} to a later one",
+                )
         raw = self._fetch([listing.commits[v] for v in range(state.first, state.last + 1)])
         for v in range(state.first, state.last + 1):
             self._read_commit(v, *listing.commits[v], state, raw)
@@ -223,8 +245,14 @@ class Health:
         for path in sorted(listing.not_files):
             version = commit_version(path)
             if version is None or upto is None or version <= upto:
-                raise StoreDamagedError(self.uri, path, version, "is a directory, expected a JSON file" if version
-                                        is None else "is a directory, expected a commit file (one JSON action per line)")
+                raise StoreDamagedError(
+                    self.uri,
+                    path,
+                    version,
+                    "is a directory, expected a JSON file"
+                    if version is None
+                    else "is a directory, expected a commit file (one JSON action per line)",
+                )
         if LAST_CHECKPOINT not in listing.files:
             return
         try:
@@ -248,8 +276,10 @@ class Health:
             return None
         if version in listing.checkpoints:
             return None
-        return (f"names the checkpoint of version {version}, which does not exist (no "
-                f"{LOG_DIR}/{version:020d}.checkpoint.parquet)")
+        return (
+            f"names the checkpoint of version {version}, which does not exist (no "
+            f"{LOG_DIR}/{version:020d}.checkpoint.parquet)"
+        )
 
     def _fetch(self, files: list[tuple[str, int]]) -> dict[tuple[str, int], bytes | Exception]:
         """The bytes of the commit files not parsed yet, read in parallel on object stores."""
@@ -269,8 +299,9 @@ class Health:
         with ThreadPoolExecutor(max_workers=8) as pool:
             return dict(zip(todo, pool.map(read, todo)))
 
-    def _read_commit(self, version: int, path: str, size: int, state: LogState,
-                     fetched: dict[tuple[str, int], bytes | Exception]) -> None:
+    def _read_commit(
+        self, version: int, path: str, size: int, state: LogState, fetched: dict[tuple[str, int], bytes | Exception]
+    ) -> None:
         key = (path, size)
         summary = self._parsed.get(key)
         if summary is None:
@@ -288,8 +319,11 @@ class Health:
     def _summary(self, actions: list[dict[str, Any]]) -> tuple[list[str], str | None, int, dict[str, dict[str, Any]]]:
         """What the checks keep of a commit: its added files, adaptlab commit id, time (ms) and the
         checksums of its files that its log entry recorded (of the files it added only)."""
-        adds = [relative_path(self.uri, a["add"]["path"]) for a in actions
-                if isinstance(a.get("add"), dict) and isinstance(a["add"].get("path"), str)]
+        adds = [
+            relative_path(self.uri, a["add"]["path"])
+            for a in actions
+            if isinstance(a.get("add"), dict) and isinstance(a["add"].get("path"), str)
+        ]
         info: dict[str, Any] = next((a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), dict)), {})
         commit_id = info.get(COMMIT_KEY) if isinstance(info.get(COMMIT_KEY), str) else None
         sums = {k: v for k, v in log_checksums(info).items() if k in set(adds)}
@@ -308,8 +342,9 @@ class Health:
                 if size != live[p]:
                     v = state.added.get(p)
                     problem = "is missing" if size is None else f"has {size} bytes, the log recorded {live[p]}"
-                    raise StoreDamagedError(self.uri, p, v, f"{problem} (a data file of the store's version "
-                                                            f"{dt.version()})")
+                    raise StoreDamagedError(
+                        self.uri, p, v, f"{problem} (a data file of the store's version {dt.version()})"
+                    )
         return live
 
     def live_files(self, dt: Any) -> dict[str, int]:

@@ -63,8 +63,8 @@ def _rel(root: Path | str, uri: str) -> str:
     if isinstance(root, str):  # object storage: strip the store's URI
         text = urllib.parse.unquote(uri)
         prefix = root.rstrip("/") + "/"
-        return text[len(prefix):] if text.startswith(prefix) else text
-    text = uri[len("file://"):] if uri.startswith("file://") else uri
+        return text[len(prefix) :] if text.startswith(prefix) else text
+    text = uri[len("file://") :] if uri.startswith("file://") else uri
     p = Path(text)
     if p.is_absolute() and not p.is_relative_to(root):
         p = Path(urllib.parse.unquote(text))
@@ -112,8 +112,9 @@ class Checksums:
         import pyarrow.fs as pafs
 
         infos = self._fs().get_file_info(pafs.FileSelector(CHECKSUM_DIR, allow_not_found=True))
-        names = frozenset(i.path.rsplit("/", 1)[-1] for i in infos
-                          if i.type == pafs.FileType.File and i.path.endswith(".json"))
+        names = frozenset(
+            i.path.rsplit("/", 1)[-1] for i in infos if i.type == pafs.FileType.File and i.path.endswith(".json")
+        )
         return names or None
 
     def _read(self, rel: str) -> bytes:
@@ -189,8 +190,10 @@ class Checksums:
                 try:
                     data = json.loads(self._read(rel).decode("utf-8"))
                 except (OSError, ValueError) as e:
-                    raise StoreError(f"{self._where(rel)}: unreadable checksum manifest ({short_message(e)}); the "
-                                     "store's integrity record is damaged: restore the file from a backup") from e
+                    raise StoreError(
+                        f"{self._where(rel)}: unreadable checksum manifest ({short_message(e)}); the "
+                        "store's integrity record is damaged: restore the file from a backup"
+                    ) from e
                 if isinstance(data, dict):
                     merged.update({k: v for k, v in data.items() if isinstance(v, dict)})
             self._manifest, self._seen = merged, names
@@ -218,8 +221,12 @@ class Checksums:
             if new:
                 self._write(label, json.dumps(new, sort_keys=True).encode("utf-8"))
         except Exception as e:  # noqa: BLE001 - OSError locally, storage errors on object stores
-            _LOG.warning("%s: could not record checksums of %d new file(s) (%s); they are recorded by the "
-                         "next commit", self.root, len(new), short_message(e))
+            _LOG.warning(
+                "%s: could not record checksums of %d new file(s) (%s); they are recorded by the next commit",
+                self.root,
+                len(new),
+                short_message(e),
+            )
             return 0
         return len(new)
 
@@ -234,8 +241,10 @@ class Checksums:
             try:
                 state = self._state(rel)
             except OSError as e:
-                raise StoreError(f"{self._where(rel)}: a data file of the store cannot be read "
-                                 f"({e.strerror or e}); restore it from a backup") from e
+                raise StoreError(
+                    f"{self._where(rel)}: a data file of the store cannot be read "
+                    f"({e.strerror or e}); restore it from a backup"
+                ) from e
             if self._verified.get(rel) == state:
                 continue
             digest = self.digest(rel)
@@ -281,37 +290,64 @@ class Checksums:
         if state.first != 0 or not state.complete:
             return []
         prefix = CHECKSUM_DIR + "/"
-        return sorted(p for p in listing.files if p.startswith(prefix) and p.endswith(".json")
-                      and COMMIT_RE.match(p[len(prefix):-len(".json")])
-                      and p[len(prefix):-len(".json")] not in state.commit_ids)
+        return sorted(
+            p
+            for p in listing.files
+            if p.startswith(prefix)
+            and p.endswith(".json")
+            and COMMIT_RE.match(p[len(prefix) : -len(".json")])
+            and p[len(prefix) : -len(".json")] not in state.commit_ids
+        )
 
     def check_records(self, uri: str, live: dict[str, int], listing: Listing, state: LogState) -> None:
         """Flag a manifest of a vanished commit (error); warn about data files of the current
         version that have no recorded hash, or a missing checksum folder (once per file)."""
         lost = self.orphans(listing, state)
         if lost:
-            commit = lost[0][len(CHECKSUM_DIR) + 1:-len(".json")]
-            raise StoreDamagedError(uri, lost[0], None, f"records the checksums of commit {commit}, which is not in "
-                                                        f"the log (versions {state.first}..{state.last}): a commit "
-                                                        "file was deleted")
+            commit = lost[0][len(CHECKSUM_DIR) + 1 : -len(".json")]
+            raise StoreDamagedError(
+                uri,
+                lost[0],
+                None,
+                f"records the checksums of commit {commit}, which is not in "
+                f"the log (versions {state.first}..{state.last}): a commit "
+                "file was deleted",
+            )
         known = self.manifest()
-        gaps = sorted(p for p in live if p not in known and p not in self._warned
-                      and state.added.get(p) not in self._young(state))
+        gaps = sorted(
+            p for p in live if p not in known and p not in self._warned and state.added.get(p) not in self._young(state)
+        )
         if not gaps:
             return
         versions = sorted({state.added[p] for p in gaps if p in state.added})
         shown = ", ".join(str(v) for v in versions[:8]) + (", ..." if len(versions) > 8 else "")
-        why = (f"the checksum folder {CHECKSUM_DIR}/ is missing" if not self._present
-               else f"{len(gaps)} data file(s) have no checksum record")
+        why = (
+            f"the checksum folder {CHECKSUM_DIR}/ is missing"
+            if not self._present
+            else f"{len(gaps)} data file(s) have no checksum record"
+        )
         if self.strict:
-            problem = (f"is missing, so {len(gaps)} data file(s) (e.g. {gaps[0]}) would be read unverified"
-                       if not self._present else
-                       f"has no checksum record ({len(gaps)} data file(s) in all), so it would be read unverified")
-            raise StoreDamagedError(uri, f"{CHECKSUM_DIR}/" if not self._present else gaps[0],
-                                    versions[0] if versions else None, f"{problem}; strict reading refuses that")
+            problem = (
+                f"is missing, so {len(gaps)} data file(s) (e.g. {gaps[0]}) would be read unverified"
+                if not self._present
+                else f"has no checksum record ({len(gaps)} data file(s) in all), so it would be read unverified"
+            )
+            raise StoreDamagedError(
+                uri,
+                f"{CHECKSUM_DIR}/" if not self._present else gaps[0],
+                versions[0] if versions else None,
+                f"{problem}; strict reading refuses that",
+            )
         self._warned.update(gaps)
-        _LOG.warning("%s: %s (e.g. %s, version(s) %s): those files are read unverified; `adaptlab results repair "
-                     "--store %s` records their current bytes", uri, why, gaps[0], shown or "unknown", uri)
+        _LOG.warning(
+            "%s: %s (e.g. %s, version(s) %s): those files are read unverified; `adaptlab results repair "
+            "--store %s` records their current bytes",
+            uri,
+            why,
+            gaps[0],
+            shown or "unknown",
+            uri,
+        )
 
     def _young(self, state: LogState) -> set[int]:
         """Versions whose writer may be recording their checksums now (younger than

@@ -92,8 +92,9 @@ def repair_store(root: str | os.PathLike[str], *, storage_options: dict[str, str
     uri, local = normalize_uri(root)
     if local is not None:
         _refuse_outside_quarantine(uri, local)
-    health = Health(uri, remote_options(storage_options) if local is None else
-                    (dict(storage_options) if storage_options else None))
+    health = Health(
+        uri, remote_options(storage_options) if local is None else (dict(storage_options) if storage_options else None)
+    )
     report = RepairReport(uri)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     quarantine = f"{QUARANTINE_DIR}/{stamp}"
@@ -110,8 +111,10 @@ def repair_store(root: str | os.PathLike[str], *, storage_options: dict[str, str
         except StoreDamagedError as e:
             if e.path == LAST_CHECKPOINT:
                 _move(health, e.path, f"{quarantine}/{e.path}")
-                report.actions.append(f"{e.path} {e.problem}: moved it to {quarantine}/{e.path} (the log is read "
-                                      "without it; no version and no row is lost)")
+                report.actions.append(
+                    f"{e.path} {e.problem}: moved it to {quarantine}/{e.path} (the log is read "
+                    "without it; no version and no row is lost)"
+                )
             else:
                 _cut_log(health, listing, e, quarantine, report, cut)
     report.version_after = max(health.listing().commits)
@@ -130,9 +133,11 @@ def _refuse_outside_quarantine(uri: str, local: Path) -> None:
     if not folder.is_symlink() and (not folder.exists() or folder.resolve().is_relative_to(local.resolve())):
         return
     target = os.readlink(folder) if folder.is_symlink() else str(folder.resolve())
-    raise StoreError(f"{uri}: {QUARANTINE_DIR} is a symbolic link to {target}, outside the store; repair moves "
-                     f"damaged files only inside the store: make {QUARANTINE_DIR} a folder (or remove the link) and "
-                     "run repair again; nothing was changed")
+    raise StoreError(
+        f"{uri}: {QUARANTINE_DIR} is a symbolic link to {target}, outside the store; repair moves "
+        f"damaged files only inside the store: make {QUARANTINE_DIR} a folder (or remove the link) and "
+        "run repair again; nothing was changed"
+    )
 
 
 @dataclass
@@ -146,13 +151,16 @@ class _Cut:
     manifests: int = 0
 
 
-def _cut_log(health: Health, listing: Listing, damage: StoreDamagedError, quarantine: str,
-             report: RepairReport, cut: _Cut) -> None:
+def _cut_log(
+    health: Health, listing: Listing, damage: StoreDamagedError, quarantine: str, report: RepairReport, cut: _Cut
+) -> None:
     """Move the commit files and checkpoints from the damaged version on into quarantine."""
     bad = damage.version if damage.version is not None else 0
     if bad == 0:
-        raise StoreError(f"{health.uri}: {damage.path} (version 0, the table's creation) {damage.problem}: it cannot "
-                         "be cut off; restore it from a backup") from damage
+        raise StoreError(
+            f"{health.uri}: {damage.path} (version 0, the table's creation) {damage.problem}: it cannot "
+            "be cut off; restore it from a backup"
+        ) from damage
     entries = dict((v, p) for v, (p, _) in listing.commits.items())
     for p in listing.not_files:
         found = commit_version(p)
@@ -171,7 +179,8 @@ def _cut_log(health: Health, listing: Listing, damage: StoreDamagedError, quaran
     lost = f"version {bad} is" if last == bad else f"versions {bad}..{last} are"
     report.actions.append(
         f"{damage.path} (version {bad}) {damage.problem}: the log was cut back to version {bad - 1}, the last "
-        f"whole version; {lost} no longer in the store: moved {len(moved)} log file(s) to {quarantine}/{LOG_DIR}/")
+        f"whole version; {lost} no longer in the store: moved {len(moved)} log file(s) to {quarantine}/{LOG_DIR}/"
+    )
 
 
 def _read_cut_commit(health: Health, version: int, path: str, listing: Listing, cut: _Cut) -> None:
@@ -219,8 +228,9 @@ def _move(health: Health, src: str, dst: str) -> None:
         health.fs.create_dir(dst.rsplit("/", 1)[0], recursive=True)
         health.fs.move(src, dst)
     except Exception as e:  # noqa: BLE001
-        raise StoreError(f"{health.uri}: could not move {src} to {dst} ({short_message(e)}); nothing else "
-                         "was changed in this step") from e
+        raise StoreError(
+            f"{health.uri}: could not move {src} to {dst} ({short_message(e)}); nothing else was changed in this step"
+        ) from e
 
 
 def _restore_whole_data(health: Health, report: RepairReport) -> None:
@@ -238,22 +248,30 @@ def _restore_whole_data(health: Health, report: RepairReport) -> None:
             return
         path, added, problem = bad
         if added is None or added < 1:
-            raise StoreError(f"{health.uri}: data file {path} {problem} and was added at an unknown version "
-                             "(before the oldest commit file): restore it from a backup")
+            raise StoreError(
+                f"{health.uri}: data file {path} {problem} and was added at an unknown version "
+                "(before the oldest commit file): restore it from a backup"
+            )
         before = int(dt.version())
         try:
             with quiet_native("restore"):
-                dt.restore(added - 1, commit_properties=CommitProperties(
-                    custom_metadata={"adaptlab.operation": f"repair: restore to version {added - 1}"},
-                    max_commit_retries=0))  # lands on the version checked, or fails: never on a concurrent repair's
+                dt.restore(
+                    added - 1,
+                    commit_properties=CommitProperties(
+                        custom_metadata={"adaptlab.operation": f"repair: restore to version {added - 1}"},
+                        max_commit_retries=0,
+                    ),
+                )  # lands on the version checked, or fails: never on a concurrent repair's
         except CommitFailedError as e:
             if is_permanent(e):
-                raise StoreError(f"{health.uri}: restore to version {added - 1} failed ({short_message(e)}); the "
-                                 "store is unchanged") from e
+                raise StoreError(
+                    f"{health.uri}: restore to version {added - 1} failed ({short_message(e)}); the store is unchanged"
+                ) from e
             continue  # another process committed first (a concurrent repair): check the store again
         except Exception as e:  # noqa: BLE001
-            raise StoreError(f"{health.uri}: restore to version {added - 1} failed ({short_message(e)}); the store "
-                             "is unchanged") from e
+            raise StoreError(
+                f"{health.uri}: restore to version {added - 1} failed ({short_message(e)}); the store is unchanged"
+            ) from e
         after = _file_stats(health, _open_table(health))
         gone = {p: n for p, (n, _) in stats.items() if p not in after}
         report.version_after = before + 1
@@ -261,7 +279,8 @@ def _restore_whole_data(health: Health, report: RepairReport) -> None:
             f"data file {path} (added at version {added}) {problem}: restored the store to version {added - 1} "
             f"as new version {before + 1}; {rows_by_kind(gone)} of the commits of versions {added}..{before} are no "
             f"longer in the current version: they stay in the history (`adaptlab results --store {health.uri} "
-            f"--version {before}`), except those of {path} itself")
+            f"--version {before}`), except those of {path} itself"
+        )
 
 
 def _open_table(health: Health) -> Any:
@@ -271,8 +290,10 @@ def _open_table(health: Health) -> Any:
         with quiet_native("repair"):
             return DeltaTable(health.uri, storage_options=health._options)
     except Exception as e:  # noqa: BLE001 - delta-rs' own errors name no file: say what was done so far
-        raise StoreError(f"{health.uri}: the store's log cannot be read after the checks ({short_message(e)}); "
-                         "nothing more was changed: restore the store from a backup") from e
+        raise StoreError(
+            f"{health.uri}: the store's log cannot be read after the checks ({short_message(e)}); "
+            "nothing more was changed: restore the store from a backup"
+        ) from e
 
 
 def _file_stats(health: Health, dt: Any) -> dict[str, tuple[int | None, dict[str, int]]]:
@@ -285,12 +306,18 @@ def _file_stats(health: Health, dt: Any) -> dict[str, tuple[int | None, dict[str
     except Exception as e:  # noqa: BLE001
         raise StoreError(f"{health.uri}: cannot list the store's data files: {short_message(e)}") from e
     prefix = "null_count."
-    return {relative_path(health.uri, r["path"]): (r.get("num_records"), {
-        k[len(prefix):]: v for k, v in r.items() if k.startswith(prefix) and isinstance(v, int)}) for r in t}
+    return {
+        relative_path(health.uri, r["path"]): (
+            r.get("num_records"),
+            {k[len(prefix) :]: v for k, v in r.items() if k.startswith(prefix) and isinstance(v, int)},
+        )
+        for r in t
+    }
 
 
-def _first_bad_file(health: Health, dt: Any, stats: dict[str, tuple[int | None, dict[str, int]]],
-                    listing: Listing, state: Any) -> tuple[str, int | None, str] | None:
+def _first_bad_file(
+    health: Health, dt: Any, stats: dict[str, tuple[int | None, dict[str, int]]], listing: Listing, state: Any
+) -> tuple[str, int | None, str] | None:
     """The earliest-added data file that is missing, resized, changed (by checksum) or, when no
     checksum was recorded for it, does not decode as Parquet with the rows the log recorded."""
     from adaptlab.results.health.integrity import Checksums
@@ -341,10 +368,11 @@ def _quarantine_orphan_checksums(health: Health, quarantine: str, report: Repair
     sums = Checksums.for_store(health.uri, health.fs)
     for path in sums.orphans(listing, state):
         cut.adds.update(sums.listed(path))
-        cut.manifests += path[len(CHECKSUM_DIR) + 1:-len(".json")] not in cut.ids
+        cut.manifests += path[len(CHECKSUM_DIR) + 1 : -len(".json")] not in cut.ids
         _move(health, path, f"{quarantine}/{path}")
-        report.actions.append(f"{path} records the checksums of a commit that is not in the log: moved it to "
-                              f"{quarantine}/{path}")
+        report.actions.append(
+            f"{path} records the checksums of a commit that is not in the log: moved it to {quarantine}/{path}"
+        )
 
 
 def quarantine_cut_rows(health: Health, quarantine: str, report: RepairReport, cut: _Cut) -> None:
@@ -360,13 +388,17 @@ def quarantine_cut_rows(health: Health, quarantine: str, report: RepairReport, c
     for path in moving:
         _move(health, path, f"{quarantine}/{path}")
     if moving:
-        report.actions.append(f"{rows_by_kind(rows)} that were in the store before the cut are no longer in it: "
-                              f"moved their {len(moving)} data file(s) to {quarantine}/ (same folders)")
+        report.actions.append(
+            f"{rows_by_kind(rows)} that were in the store before the cut are no longer in it: "
+            f"moved their {len(moving)} data file(s) to {quarantine}/ (same folders)"
+        )
     if len(cut.unread) > cut.manifests:
         shown = ", ".join(map(str, cut.unread))
-        report.actions.append(f"the data files of version(s) {shown} cannot be identified (their commit file is "
-                              "unreadable and has no checksum record): they stay in place, unreferenced, and their "
-                              "rows are not counted above")
+        report.actions.append(
+            f"the data files of version(s) {shown} cannot be identified (their commit file is "
+            "unreadable and has no checksum record): they stay in place, unreferenced, and their "
+            "rows are not counted above"
+        )
 
 
 def _parquet_rows(health: Health, path: str) -> int | None:
@@ -404,17 +436,28 @@ def _quarantine_unverifiable(health: Health, quarantine: str, report: RepairRepo
     if not bad:
         return
     now = int(time.time() * 1000)
-    removes = [RemoveAction(r["path"], True, now, r["size_bytes"], {"kind": p.split("/", 1)[0].removeprefix("kind=")})
-               for p, r in sorted(bad.items())]
+    removes = [
+        RemoveAction(r["path"], True, now, r["size_bytes"], {"kind": p.split("/", 1)[0].removeprefix("kind=")})
+        for p, r in sorted(bad.items())
+    ]
     before = int(dt.version())
     try:
         with quiet_native("repair"):
-            dt.create_write_transaction(removes, "append", dt.schema(), ["kind"], commit_properties=CommitProperties(
-                custom_metadata={"adaptlab.operation": "repair: quarantine unverifiable data files"},
-                max_commit_retries=0))
+            dt.create_write_transaction(
+                removes,
+                "append",
+                dt.schema(),
+                ["kind"],
+                commit_properties=CommitProperties(
+                    custom_metadata={"adaptlab.operation": "repair: quarantine unverifiable data files"},
+                    max_commit_retries=0,
+                ),
+            )
     except Exception as e:  # noqa: BLE001
-        raise StoreError(f"{health.uri}: could not take {len(bad)} unverifiable data file(s) out of the store "
-                         f"({short_message(e)}); nothing was changed in this step: run repair again") from e
+        raise StoreError(
+            f"{health.uri}: could not take {len(bad)} unverifiable data file(s) out of the store "
+            f"({short_message(e)}); nothing was changed in this step: run repair again"
+        ) from e
     report.version_after = before + 1
     for path in sorted(bad):
         who = _rows_of(health, path)
@@ -423,7 +466,8 @@ def _quarantine_unverifiable(health: Health, quarantine: str, report: RepairRepo
             f"data file {path} (added at version {state.added.get(path, 'unknown')}) has no checksum written at "
             f"commit time (none in its commit's log entry, none in {CHECKSUM_DIR}/), so its content cannot be "
             f"verified: removed it from the store as version {before + 1} and moved it to {quarantine}/{path}; "
-            f"its {who} are no longer in the current version")
+            f"its {who} are no longer in the current version"
+        )
 
 
 def _add_rows(health: Health, dt: Any) -> dict[str, dict[str, Any]]:
@@ -466,5 +510,7 @@ def _record_missing_checksums(health: Health, report: RepairReport) -> None:
     label = f"repair-{int(dt.version())}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
     n = sums.record_relative(todo, label)
     if n:
-        report.actions.append(f"copied the SHA-256 of {n} data file(s) from their commits' log entries into "
-                              f"{CHECKSUM_DIR}/{label}.json (each file matched the hash written at commit time)")
+        report.actions.append(
+            f"copied the SHA-256 of {n} data file(s) from their commits' log entries into "
+            f"{CHECKSUM_DIR}/{label}.json (each file matched the hash written at commit time)"
+        )

@@ -53,11 +53,15 @@ class LegacyReader:
             try:
                 m = Manifest.read(path)
             except FileNotFoundError as e:
-                raise StoreError(f"{path.parent}: commit directory without {MANIFEST}; it is damaged or was "
-                                 f"not written by adaptlab: move it out of {path.parent.parent}") from e
+                raise StoreError(
+                    f"{path.parent}: commit directory without {MANIFEST}; it is damaged or was "
+                    f"not written by adaptlab: move it out of {path.parent.parent}"
+                ) from e
             if m.schema_version > SCHEMA_VERSION:
-                raise StoreError(f"{path}: commit has results schema version {m.schema_version}, newer than the "
-                                 f"version {SCHEMA_VERSION} this adaptlab reads; upgrade adaptlab")
+                raise StoreError(
+                    f"{path}: commit has results schema version {m.schema_version}, newer than the "
+                    f"version {SCHEMA_VERSION} this adaptlab reads; upgrade adaptlab"
+                )
             self._manifests[commit_id] = m
         return m
 
@@ -121,9 +125,11 @@ class LegacyReader:
         self._refuse("query it with SQL")
 
     def _refuse(self, what: str) -> NoReturn:
-        raise StoreError(f"{self.root} is a results store of the previous layout (before Delta Lake); it opens "
-                         f"read-only, so adaptlab cannot {what}. Convert it with "
-                         f"`adaptlab results migrate {self.root} NEW` and use NEW")
+        raise StoreError(
+            f"{self.root} is a results store of the previous layout (before Delta Lake); it opens "
+            f"read-only, so adaptlab cannot {what}. Convert it with "
+            f"`adaptlab results migrate {self.root} NEW` and use NEW"
+        )
 
 
 def _check_marker(root: Path) -> None:
@@ -137,13 +143,16 @@ def _check_marker(root: Path) -> None:
     except FileNotFoundError as e:
         raise StoreError(f"{root} is not an adaptlab results store of the previous layout (no {MARKER})") from e
     except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise StoreError(f"{marker}: not a valid store marker ({e}); expected JSON with format {FORMAT!r} "
-                         "and layout") from e
+        raise StoreError(
+            f"{marker}: not a valid store marker ({e}); expected JSON with format {FORMAT!r} and layout"
+        ) from e
     if fmt != FORMAT:
         raise StoreError(f"{marker}: format is {fmt!r}, expected {FORMAT!r}")
     if layout > LAYOUT_VERSION:
-        raise StoreError(f"{marker}: store layout version {layout} is newer than the version {LAYOUT_VERSION} "
-                         "this adaptlab reads; upgrade adaptlab")
+        raise StoreError(
+            f"{marker}: store layout version {layout} is newer than the version {LAYOUT_VERSION} "
+            "this adaptlab reads; upgrade adaptlab"
+        )
     if not (root / COMMITS).is_dir():
         raise StoreError(f"{root}: the store has no {COMMITS}/ directory; it is damaged")
 
@@ -162,8 +171,9 @@ def _read_file(path: Path, name: str, rows: int, columns: list[str] | None) -> p
         if raw is None:
             raise StoreError(f"{path}: no {VERSION_KEY.decode()} in the Parquet metadata; not written by adaptlab")
         if pf.metadata.num_rows != rows:
-            raise StoreError(f"{path}: {pf.metadata.num_rows} rows, but the commit manifest says {rows}; "
-                             "the commit is damaged")
+            raise StoreError(
+                f"{path}: {pf.metadata.num_rows} rows, but the commit manifest says {rows}; the commit is damaged"
+            )
         version = int(raw) if raw.isdigit() else -1
         if version < 0:
             raise StoreError(f"{path}: invalid {VERSION_KEY.decode()} {raw!r}; expected an integer")

@@ -40,9 +40,11 @@ class MigrationReport:
     version: int | None = None
 
     def lines(self) -> list[str]:
-        out = [f"migrated {self.commits} commit(s) from {self.source} to {self.target} "
-               f"in {self.batches} batch(es) (skipped, already there: {self.skipped_batches}); "
-               f"store version {self.version}"]
+        out = [
+            f"migrated {self.commits} commit(s) from {self.source} to {self.target} "
+            f"in {self.batches} batch(es) (skipped, already there: {self.skipped_batches}); "
+            f"store version {self.version}"
+        ]
         for name, (old, new) in self.rows.items():
             out.append(f"  {name}: {old} row(s) before, {new} after, values identical")
         return out
@@ -74,8 +76,9 @@ def _compare(name: str, old: Any, new: Any) -> None:
                     )
 
 
-def migrate_store(source: str | os.PathLike[str], target: str | os.PathLike[str], *,
-                  storage_options: dict[str, str] | None = None) -> MigrationReport:
+def migrate_store(
+    source: str | os.PathLike[str], target: str | os.PathLike[str], *, storage_options: dict[str, str] | None = None
+) -> MigrationReport:
     """Copy the previous-layout store at ``source`` into a new Delta store at ``target``.
 
     ``target`` must not exist, be empty, or hold only an earlier run of this same
@@ -159,7 +162,8 @@ def _batch_rows(old: LegacyReader, batch: list[str]) -> Any:
     from adaptlab.results.store import rows_for_delta
 
     return pa.concat_tables(
-        [rows_for_delta({name: old.commit_table(cid, name) for name in TABLES}, cid) for cid in batch])
+        [rows_for_delta({name: old.commit_table(cid, name) for name in TABLES}, cid) for cid in batch]
+    )
 
 
 def _check_copy(old: LegacyReader, new: Any, report: MigrationReport) -> None:

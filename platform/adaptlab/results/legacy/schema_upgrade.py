@@ -108,8 +108,12 @@ def conform(name: str, table: pa.Table, *, source: str, columns: list[str] | Non
             f"(found {', '.join(table.column_names)}); the file is damaged or was not written by adaptlab"
         )
     try:
-        cols = [table.column(f.name).cast(f.type) if f.name in table.column_names  # optional columns added
-                else pa.nulls(table.num_rows, f.type) for f in schema]  # later read as nulls
+        cols = [
+            table.column(f.name).cast(f.type)
+            if f.name in table.column_names  # optional columns added
+            else pa.nulls(table.num_rows, f.type)
+            for f in schema
+        ]  # later read as nulls
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise StoreError(f"{source}: table {name!r} has columns of unexpected types: {e}") from e
     return pa.Table.from_arrays(cols, schema=schema)
