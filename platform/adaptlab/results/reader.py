@@ -655,10 +655,11 @@ class StoreReader:
     # -- SQL --------------------------------------------------------------------------------
     def sql(self, query: str, params: list[Any] | None = None, *, as_arrow: bool = False) -> pd.DataFrame | pa.Table:
         """Run a DuckDB SQL query over the views ``runs``, ``metrics`` (scores),
-        ``comparisons``, ``metrics_all``, ``per_query`` and ``groups`` (per-group rows) of this snapshot; returns a pandas
+        ``comparisons``, ``metrics_all``, ``per_query``, ``groups`` (per-group rows) and ``scaling`` (the
+        data-scaling fits) of this snapshot; returns a pandas
         DataFrame (``as_arrow=True``: a pyarrow Table). DuckDB reads the Delta table's files
         through pyarrow: no DuckDB extension is downloaded or loaded (see :mod:`adaptlab.results.sql`)."""
-        return run_sql(query, params, lambda: self._dataset(KINDS), as_arrow=as_arrow)
+        return run_sql(query, params, lambda: self._dataset((*KINDS, SCALING)), as_arrow=as_arrow)
 
 
 def _empty(name: str, cols: list[str] | None) -> pa.Table:
