@@ -819,7 +819,8 @@ def format_scaling(fits: Sequence[ScalingFit], style: str = "text") -> str:
         *dict.fromkeys(f"{g.label} {g.variant}: {g.criterion}." for g in fits),
         f"The next scale ({NEXT_FACTOR:g}x the largest) and targets beyond the largest scale are extrapolations "
         "of the fitted form: they hold only if the curve keeps its shape; the intervals cover the query "
-        "sample, not one training run's luck nor a wrong form.",
+        "sample (and, where the form is chosen from the data, that choice), not one training run's luck nor a "
+        "true curve of neither form.",
         *(
             []
             if any(h is not None for g in fits for h in g.hours)
