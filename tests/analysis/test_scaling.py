@@ -88,6 +88,31 @@ def test_a_straight_line_keeps_the_log_linear_form():
     assert chosen.count(LOG_LINEAR) >= 20
 
 
+def test_each_resample_chooses_its_form_again():
+    """With the form chosen from the data, every interval is the percentile interval of the whole
+    procedure (choice, then fit) run on each resample: here the point fit of ``fit_scaling`` on
+    the resampled queries themselves, whose form is chosen on that resample."""
+    from adaptlab.analysis._resample import draw_indices
+    from adaptlab.stats import percentile_interval
+
+    scales = (10, 30, 100, 300, 1000)
+    pq = _study(np.random.default_rng(3), lambda n: 0.12 - 0.4 * n**-0.3, scales, q=60, sd=0.1)
+    boot = BootstrapConfig(n_resamples=60, seed=5)
+    (f,) = fit_scaling(pq, boot=boot)
+    forms, slopes, nexts = [], [], []
+    for rows in draw_indices(60, boot):
+        (g,) = fit_scaling({k: v[rows] for k, v in pq.items()}, boot=BootstrapConfig(n_resamples=2))
+        forms.append(g.model)
+        slopes.append(g.slope_per_doubling)
+        nexts.append(g.predicted_next)
+    assert {LOG_LINEAR, SATURATING} <= set(forms)  # the resamples do not all agree on the form
+    assert f"saturating in {forms.count(SATURATING) / 60:.0%}" in f.criterion
+    assert np.allclose(f.slope_ci, percentile_interval(np.array(slopes), 0.95), rtol=0, atol=1e-12)
+    assert np.allclose(f.predicted_next_ci, percentile_interval(np.array(nexts), 0.95), rtol=0, atol=1e-12)
+    forced = fit_scaling(pq, boot=boot, model=f.model)[0]  # one form for every resample
+    assert forced.criterion.endswith("asked for") and forced.slope_ci != f.slope_ci
+
+
 def test_flat_gain_is_not_rising_and_a_target_is_not_reached():
     (f,) = fit_scaling(
         _study(np.random.default_rng(7), lambda n: 0.02, (10, 100, 1000)),

@@ -9,13 +9,15 @@ trained model. The true mean gain at scale ``n`` is exactly ``g(n)``, so the tru
 doubling at the largest scale and the true gain at 2x the largest scale are known.
 
 With 3 or 4 scales the form is log-linear (the saturating one needs 5), so the interval is a plain
-percentile interval of a fixed form; with 5 or more the form is chosen on the data first, and the
-interval does not account for that choice: a log-linear truth then covers less (measured 0.89 in
-400 replicates at 5 scales: the 13% of replicates where the saturating form wins bend the slope at
-the largest scale), which docs/metrics.md states.
+percentile interval of a fixed form; with 5 or more the form is chosen on the data, and every
+bootstrap resample chooses its form again by the same criterion before it is fitted (the
+bootstrap of the whole procedure), so the intervals carry the uncertainty of the choice.
+Coverage is counted over every replicate, whichever form it chose.
 
-Bounded and seeded: 200 + 100 log-linear replicates, 80 saturating and 60 flat ones, 250
-resamples each (about 10 s of CPU).
+Bounded and seeded: 300 log-linear replicates with 4 scales, 400 with 5, 300 saturating ones and
+60 flat ones, 250 resamples each (about 20 s of CPU on one thread). At a true coverage of 0.95 the
+binomial standard error of a coverage is 0.013 with 300 replicates and 0.011 with 400, so a
+correct interval falls below the 0.92 these tests require only by more than two standard errors.
 """
 
 from __future__ import annotations
@@ -61,33 +63,36 @@ def _log_linear_coverage(reps: int, seed: int, scales: tuple[int, ...]) -> tuple
     return slope_hits / reps, next_hits / reps, log_linear / reps
 
 
-def test_log_linear_slope_and_extrapolation_cover_the_truth():
-    slope, nxt, log_linear = _log_linear_coverage(200, 10_000, FOUR)
-    # nominal 0.95; with 200 replicates the binomial standard error is 0.015
-    assert slope >= 0.90 and nxt >= 0.90, (slope, nxt)
+def test_log_linear_slope_and_extrapolation_cover_the_truth(one_blas_thread):
+    slope, nxt, log_linear = _log_linear_coverage(300, 10_000, FOUR)
+    assert slope >= 0.92 and nxt >= 0.92, (slope, nxt)  # nominal 0.95, SE 0.013 (module doc)
     assert log_linear == 1.0
 
 
-def test_after_the_choice_of_form_coverage_stays_near_nominal():
-    slope, nxt, log_linear = _log_linear_coverage(100, 40_000, FIVE)
-    assert log_linear >= 0.7, log_linear  # a straight line mostly keeps the straight form
-    assert slope >= 0.82 and nxt >= 0.85, (slope, nxt)  # the choice is not in the interval (module doc)
+def test_after_the_choice_of_form_coverage_stays_near_nominal(one_blas_thread):
+    """Five scales: the form is chosen on the data (some replicates choose the saturating one)
+    and again in every resample, and the intervals still cover the straight line's truth."""
+    slope, nxt, log_linear = _log_linear_coverage(400, 40_000, FIVE)
+    assert 0.7 <= log_linear < 1.0, log_linear  # mostly the straight form, and the choice does vary
+    assert slope >= 0.92 and nxt >= 0.92, (slope, nxt)  # nominal 0.95, SE 0.011 (module doc)
 
 
-def test_saturating_curve_is_chosen_by_the_criterion():
+def test_saturating_curve_is_chosen_and_covered(one_blas_thread):
     c, a, alpha = 0.12, 0.4, 0.6
     curve = lambda n: c - a * n**-alpha  # noqa: E731
-    reps, chosen, slope_hits = 80, 0, 0
+    reps, chosen, slope_hits, next_hits = 300, 0, 0, 0
     true_slope = a * alpha * FIVE[-1] ** -alpha * np.log(2.0)
     for r in range(reps):
         (f,) = fit_scaling(_study(20_000 + r, curve, 0.04, FIVE), boot=BootstrapConfig(n_resamples=B, seed=r))
         chosen += f.model == SATURATING
-        slope_hits += f.model == SATURATING and _inside(true_slope, f.slope_ci)
+        slope_hits += _inside(true_slope, f.slope_ci)
+        next_hits += _inside(curve(2 * FIVE[-1]), f.predicted_next_ci)
     assert chosen / reps >= 0.8, chosen / reps  # leave-one-out error prefers the form that made the data
-    assert slope_hits / max(chosen, 1) >= 0.85, slope_hits / max(chosen, 1)  # a non-linear fit: looser bound
+    # over every replicate, also those that chose the straight form: nominal 0.95, SE 0.013
+    assert slope_hits / reps >= 0.92 and next_hits / reps >= 0.92, (slope_hits / reps, next_hits / reps)
 
 
-def test_a_flat_curve_is_not_called_rising():
+def test_a_flat_curve_is_not_called_rising(one_blas_thread):
     """No gain growth: the slope CI excludes 0 from above ("still rising") at most at about the
     one-sided error rate of a 95% interval (0.025)."""
     reps = 60

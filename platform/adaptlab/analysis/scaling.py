@@ -19,16 +19,20 @@ least squares, with ``x = log2(n)``:
 residual degree of freedom); it is chosen when its leave-one-out root-mean-square prediction error
 over the scales is smaller than the log-linear fit's (Stone 1974, "Cross-validatory choice and
 assessment of statistical predictions", JRSS B 36(2)). With fewer scales the log-linear form is
-used and the result says so. The choice is made once, on the measured gains, and kept for every
-resample.
+used and the result says so. The reported form and point estimates are those chosen on the
+measured gains.
 
 **Uncertainty.** The queries are resampled with the same indices for every system
 (:func:`adaptlab.stats.resample_indices`: paired, so the correlation of the gains across scales
-is kept); every resample's mean gains are fitted again and the percentile interval over the
-resamples (Efron & Tibshirani 1993, "An Introduction to the Bootstrap", section 13.3) gives the
-CI of every reported number and the pointwise band of the curve. The bands cover the sampling
-variation of the queries, not the randomness of training (one trained model per scale) nor the
-error of the curve's form.
+is kept). Each resample repeats the whole procedure on its own mean gains: where the form is
+chosen from the data (``model="auto"`` with at least :data:`MIN_SCALES_SATURATING` scales) the
+resample chooses its form again by the same criterion, then fits it. The percentile interval over
+the resamples (Efron & Tibshirani 1993, "An Introduction to the Bootstrap", section 13.3) gives
+the CI of every reported number and the pointwise band of the curve; being the bootstrap of the
+choice and the fit together, it carries the uncertainty of the choice of form (Efron 2014,
+"Estimation and accuracy after model selection", JASA 109(507), section 2). The bands cover the
+sampling variation of the queries, not the randomness of training (one trained model per scale)
+nor a truth of neither form.
 
 Reported per (label, variant): the slope per doubling (and per 10x) at the largest scale with
 its CI and whether the gain still rises there (the CI above 0); the predicted gain at the next
@@ -158,16 +162,14 @@ def _lin_fit(x: np.ndarray, g: np.ndarray) -> np.ndarray:
 
 def _sat_fit(n: np.ndarray, g: np.ndarray) -> np.ndarray:
     """Least-squares ``(c, a, alpha)`` of ``g = c - a n^-alpha`` per row of ``g`` [B, S] -> [B, 3],
-    ``alpha`` profiled over :data:`ALPHA_GRID` (``(c, a)`` linear at each ``alpha``)."""
-    best = np.full((g.shape[0], 3), np.nan)
-    best_sse = np.full(g.shape[0], np.inf)
-    for alpha in ALPHA_GRID:
-        design = np.column_stack([np.ones_like(n), -(n**-alpha)])
-        coef = g @ np.linalg.pinv(design).T
-        sse = ((g - coef @ design.T) ** 2).sum(axis=1)
-        better = sse < best_sse - 1e-15
-        best[better, :2], best[better, 2], best_sse[better] = coef[better], alpha, sse[better]
-    return best
+    ``alpha`` profiled over :data:`ALPHA_GRID` (``(c, a)`` linear at each ``alpha``; the first
+    ``alpha`` of the smallest residual sum of squares)."""
+    designs = np.stack([np.column_stack([np.ones_like(n), -(n**-alpha)]) for alpha in ALPHA_GRID])  # [A, S, 2]
+    coef = np.einsum("bs,aks->bak", g, np.linalg.pinv(designs))  # [B, A, 2]
+    sse = ((g[:, None, :] - np.einsum("bak,ask->bas", coef, designs)) ** 2).sum(axis=2)  # [B, A]
+    best = np.argmin(sse, axis=1)
+    rows = np.arange(g.shape[0])
+    return np.column_stack([coef[rows, best], ALPHA_GRID[best]])
 
 
 def _predict(model: str, params: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -188,17 +190,24 @@ def _fit(model: str, n: np.ndarray, g: np.ndarray) -> np.ndarray:
     return _lin_fit(np.log2(n), g) if model == LOG_LINEAR else _sat_fit(n, g)
 
 
+def _loo_rmse_rows(model: str, n: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Leave-one-out root-mean-square prediction error of ``model`` on the points (n, g) for
+    every row of ``g`` [B, S] -> [B]: each scale is predicted by the fit to the others."""
+    sq = np.zeros(g.shape[0])
+    for i in range(n.size):
+        keep = np.arange(n.size) != i
+        p = _fit(model, n[keep], g[:, keep])
+        sq += (_predict(model, p, n[i : i + 1])[:, 0] - g[:, i]) ** 2
+    return np.sqrt(sq / n.size)
+
+
 def _loo_rmse(model: str, n: np.ndarray, g: np.ndarray) -> float | None:
-    """Leave-one-out root-mean-square prediction error of ``model`` on the points (n, g)."""
+    """Leave-one-out root-mean-square prediction error of ``model`` on the points (n, g), None
+    with too few scales for a residual degree of freedom in every left-one-out fit."""
     need = 3 if model == LOG_LINEAR else MIN_SCALES_SATURATING
     if n.size < need:
         return None
-    errs = []
-    for i in range(n.size):
-        keep = np.arange(n.size) != i
-        p = _fit(model, n[keep], g[None, keep])
-        errs.append(float(_predict(model, p, n[i : i + 1])[0, 0] - g[i]))
-    return float(np.sqrt(np.mean(np.square(errs))))
+    return float(_loo_rmse_rows(model, n, g[None, :])[0])
 
 
 def _choose(n: np.ndarray, g: np.ndarray, model: str) -> tuple[str, str, dict[str, float | None]]:
@@ -217,6 +226,53 @@ def _choose(n: np.ndarray, g: np.ndarray, model: str) -> tuple[str, str, dict[st
     if loo[SATURATING] < loo[LOG_LINEAR]:  # type: ignore[operator]
         return SATURATING, "saturating: smaller leave-one-out error than log-linear", loo
     return LOG_LINEAR, "log-linear: leave-one-out error not larger than the saturating form's", loo
+
+
+@dataclass(frozen=True)
+class _Refits:
+    """Every bootstrap resample's fit, in the form that resample's own gains choose.
+
+    ``saturating`` [B] marks the resamples fitted with the saturating form (``sat`` [B, 3]),
+    the others use ``lin`` [B, 2]; a form no resample uses may be None. Choosing again in each
+    resample bootstraps the whole procedure (choice, then fit), so the percentile intervals carry
+    the uncertainty of the choice (Efron 2014, "Estimation and accuracy after model selection",
+    JASA 109(507), section 2).
+    """
+
+    lin: np.ndarray | None
+    sat: np.ndarray | None
+    saturating: np.ndarray
+
+    def _pick(self, of_lin: Any, of_sat: Any) -> np.ndarray:
+        if self.sat is None:
+            return np.asarray(of_lin(self.lin))
+        if self.lin is None:
+            return np.asarray(of_sat(self.sat))
+        lin, sat = of_lin(self.lin), of_sat(self.sat)
+        mask = self.saturating if lin.ndim == 1 else self.saturating[:, None]
+        return np.where(mask, sat, lin)
+
+    def predict(self, grid: np.ndarray) -> np.ndarray:
+        """Each resample's fitted gain at ``grid`` [G] -> [B, G]."""
+        return self._pick(lambda p: _predict(LOG_LINEAR, p, grid), lambda p: _predict(SATURATING, p, grid))
+
+    def slope(self, top: float) -> np.ndarray:
+        """Each resample's gain per doubling at scale ``top`` -> [B]."""
+        return self._pick(lambda p: _slope(LOG_LINEAR, p, top), lambda p: _slope(SATURATING, p, top))
+
+
+def _refit(n: np.ndarray, boot_gains: np.ndarray, form: str, chosen: str) -> _Refits:
+    """Fit every resample's mean gains [B, S]; with ``form`` ``"auto"`` and enough scales for
+    both forms, each resample chooses its form by the criterion of :func:`_choose` (smaller
+    leave-one-out RMSE), else every resample keeps ``chosen``."""
+    b = boot_gains.shape[0]
+    if form != "auto" or n.size < MIN_SCALES_SATURATING:
+        params = _fit(chosen, n, boot_gains)
+        if chosen == LOG_LINEAR:
+            return _Refits(params, None, np.zeros(b, dtype=bool))
+        return _Refits(None, params, np.ones(b, dtype=bool))
+    sat = _loo_rmse_rows(SATURATING, n, boot_gains) < _loo_rmse_rows(LOG_LINEAR, n, boot_gains)
+    return _Refits(_fit(LOG_LINEAR, n, boot_gains), _fit(SATURATING, n, boot_gains), sat)
 
 
 # ----------------------------------------------------------------------------- the answers
@@ -239,7 +295,7 @@ def _first_reach(curves: np.ndarray, grid: np.ndarray, target: float) -> np.ndar
 def _target(
     model: str,
     point: np.ndarray,
-    boot: np.ndarray,
+    boot_curves: np.ndarray,
     grid: np.ndarray,
     target: float | None,
     top: float,
@@ -251,7 +307,7 @@ def _target(
     lo, hi = (
         float(v)
         for v in np.quantile(
-            _first_reach(_predict(model, boot, grid), grid, target),
+            _first_reach(boot_curves, grid, target),
             [(1 - confidence) / 2, (1 + confidence) / 2],
             method="inverted_cdf",
         )
@@ -408,7 +464,9 @@ def _fit_curve(
     gains = diffs.mean(axis=1)
     boot_gains = resample_means(diffs, idx)  # [B, S], the same queries for every scale
     model, why, loo = _choose(n, gains, form)
-    point, params = _fit(model, n, gains[None, :]), _fit(model, n, boot_gains)
+    point, refits = _fit(model, n, gains[None, :]), _refit(n, boot_gains, form, model)
+    if refits.lin is not None and refits.sat is not None:
+        why += f"; chosen again in every resample (saturating in {refits.saturating.mean():.0%} of them)"
     conf = boot.confidence
     top = float(n.max())
 
@@ -416,13 +474,13 @@ def _fit_curve(
         lo, hi = percentile_interval(x, conf)
         return float(lo), float(hi)
 
-    slope_ci = ci(_slope(model, params, top))
+    slope_ci = ci(refits.slope(top))
     nxt = np.array([top * NEXT_FACTOR])
     grid = np.geomspace(n.min(), top * SEARCH_FACTOR, _GRID_POINTS)
     band_grid = np.geomspace(n.min(), top * NEXT_FACTOR, 120)
-    lo, hi = percentile_interval(_predict(model, params, band_grid), conf, axis=0)
+    lo, hi = percentile_interval(refits.predict(band_grid), conf, axis=0)
     gci = np.stack(percentile_interval(boot_gains, conf, axis=0), axis=1)
-    t_scale, t_ci, t_note = _target(model, point, params, grid, target, top, conf)
+    t_scale, t_ci, t_note = _target(model, point, refits.predict(grid), grid, target, top, conf)
     hours, rate, rate_ci = _per_hour(gains, gci, seconds)
     names = ("a", "b") if model == LOG_LINEAR else ("c", "a", "alpha")
     return ScalingFit(
@@ -442,7 +500,7 @@ def _fit_curve(
         trend=_trend(*slope_ci),
         next_scale=int(round(top * NEXT_FACTOR)),
         predicted_next=float(_predict(model, point, nxt)[0, 0]),
-        predicted_next_ci=ci(_predict(model, params, nxt)[:, 0]),
+        predicted_next_ci=ci(refits.predict(nxt)[:, 0]),
         target=target,
         target_scale=t_scale,
         target_scale_ci=t_ci,
@@ -761,7 +819,8 @@ def format_scaling(fits: Sequence[ScalingFit], style: str = "text") -> str:
         *dict.fromkeys(f"{g.label} {g.variant}: {g.criterion}." for g in fits),
         f"The next scale ({NEXT_FACTOR:g}x the largest) and targets beyond the largest scale are extrapolations "
         "of the fitted form: they hold only if the curve keeps its shape; the intervals cover the query "
-        "sample, not one training run's luck nor a wrong form.",
+        "sample (and, where the form is chosen from the data, that choice), not one training run's luck nor a "
+        "true curve of neither form.",
         *(
             []
             if any(h is not None for g in fits for h in g.hours)
