@@ -1,4 +1,5 @@
-"""From per-query metrics to the numbers users read: CIs, paired tests, tables.
+"""From per-query metrics to the numbers users read: CIs, paired tests, adjusted p, ranks (the
+tables that print them: :mod:`adaptlab.analysis.evaluation_table`).
 
 The bootstrap of each (dataset x measure) group runs in-process or as a Ray task
 (``summarise(..., workers="auto"|"local"|"ray")``, threshold :data:`RAY_MIN_CELLS`) with the
@@ -16,7 +17,6 @@ from adaptlab.evaluation.summary import (
     summarise_datasets,
     summarise_runs,
 )
-from adaptlab.evaluation.table import format_groups, format_pairs, format_summary
 from adaptlab.evaluation.workers import RAY_MIN_CELLS, WORKERS
 
 __all__ = [
@@ -30,9 +30,6 @@ __all__ = [
     "check_group_column",
     "commit_summary",
     "evaluate",
-    "format_groups",
-    "format_pairs",
-    "format_summary",
     "summarise",
     "summarise_datasets",
     "summarise_groups",
