@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adaptlab.analysis.evaluation_table import format_groups, format_pairs, format_summary
+from adaptlab.analysis import format_groups, format_pairs, format_summary
 from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config, print_json
 from adaptlab.data import read_group_file
 from adaptlab.data.beir import read_beir_qrels

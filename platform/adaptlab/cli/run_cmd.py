@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adaptlab.analysis.evaluation_table import format_groups, format_pairs, format_summary
+from adaptlab.analysis import format_groups, format_pairs, format_summary
 from adaptlab.cli._common import (
     add_bootstrap_options,
     add_common,
