@@ -1,16 +1,21 @@
 """All-pairs comparison of systems with significance letters, tiers and detectable effects.
 
 :func:`compare` takes per-query values of several systems (from :func:`adaptlab.evaluate`, plain
-arrays, or a results store) and, for every dataset and measure:
+arrays, or a results store) and, for every dataset and measure, reads from the evaluation
+summary (:func:`adaptlab.evaluation.summary.summarise_arrays`: the bootstrap tasks and the
+p-value adjustment of ``adaptlab evaluate``, so each CI and p-value is the one ``evaluate``
+prints for the same values and seed):
 
 * each system's mean with its bootstrap CI (:func:`adaptlab.stats.bootstrap_ci`);
 * every pair of systems ``(a, b)`` (``a`` named before ``b``, difference ``a - b``, the same
   direction and interval as ``adaptlab run`` and ``inspect``: a pair's resampled differences
   depend only on its two systems, and a store's pairs keep their stored direction)
-  with its paired bootstrap CI and two-sided p-value (:func:`adaptlab.stats.paired_bootstrap`,
-  the call ``adaptlab evaluate`` makes, so the p-values are the same for the same seed), the
-  p-values adjusted within the (dataset, measure) family (Holm by default, or
+  with its paired bootstrap CI and two-sided p-value (:func:`adaptlab.stats.paired_bootstrap`),
+  the p-values adjusted within the (dataset, measure) family (Holm by default, or
   Benjamini-Hochberg: :func:`adaptlab.stats.adjust_pvalues`);
+
+and adds what is its own:
+
 * **significance letters** as ranx prints them (Bassani 2022, "ranx: A Blazing-Fast Python
   Library for Ranking Evaluation and Comparison", ECIR): every system gets a letter (``a``,
   ``b``, ... in input order) and lists the letters of the systems it is significantly *better*

@@ -11,9 +11,11 @@ from adaptlab.evaluation.groups import GroupedSummary, check_group_column, summa
 from adaptlab.evaluation.persist import commit_summary
 from adaptlab.evaluation.summary import (
     EvaluationSummary,
+    GroupSummary,
     MeasureSummary,
     PairSummary,
     summarise,
+    summarise_arrays,
     summarise_datasets,
     summarise_runs,
 )
@@ -24,6 +26,7 @@ __all__ = [
     "WORKERS",
     "Evaluation",
     "EvaluationSummary",
+    "GroupSummary",
     "GroupedSummary",
     "MeasureSummary",
     "PairSummary",
@@ -31,6 +34,7 @@ __all__ = [
     "commit_summary",
     "evaluate",
     "summarise",
+    "summarise_arrays",
     "summarise_datasets",
     "summarise_groups",
     "summarise_runs",
