@@ -18,6 +18,7 @@ from adaptlab.analysis.present import Estimate, format_p, render_cell
 from adaptlab.cli import main
 from adaptlab.data.trec import read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.evaluation import summarise
 from adaptlab.metrics import evaluate
 from adaptlab.stats import BootstrapConfig, rank_intervals
 from conftest import synthetic_records
@@ -86,6 +87,35 @@ def test_p_values_are_those_of_adaptlab_evaluate(trec_files, comparison, capsys)
         for key in ("diff", "ci_low", "ci_high", "p_value", "p_adjusted"):
             assert row[key] == ref[key], key
         assert row["test"] == ref["test"] and row["family_size"] == ref["family_size"] == 3
+
+
+def test_every_ci_and_p_is_the_evaluation_summarys(per_query, comparison):
+    """compare takes its CIs, paired tests and adjusted p from the evaluation summary (the same
+    numbers summarise gives, to the last digit); its tiers agree with the summary's rank
+    intervals at alpha = 1 - confidence."""
+    summary = summarise(per_query, boot=BOOT, workers="local")
+    frame = comparison.frame()
+    for row in frame.to_dict("records"):
+        ref = summary.systems[row["system"]][row["measure"]]
+        assert (row["value"], row["ci_low"], row["ci_high"], row["interval"]) == (
+            ref.value,
+            ref.ci_low,
+            ref.ci_high,
+            ref.interval,
+        )
+        assert (row["rank_low"], row["rank_high"], row["tied_with_best"]) == (
+            ref.rank_low,
+            ref.rank_high,
+            ref.tied_with_best,
+        )
+    pairs = {(p.measure, p.a, p.b): p for p in summary.pairs}
+    rows = comparison.pairs_frame().to_dict("records")
+    assert len(rows) == len(pairs) == 6
+    for row in rows:
+        ref = pairs[(row["measure"], row["a"], row["b"])]
+        for key in ("diff", "ci_low", "ci_high", "p_value", "p_adjusted", "p_adjusted_bound", "test", "p_draws"):
+            assert row[key] == getattr(ref, key), key
+        assert row["p_text"] == ref.p_text and row["p_adjusted_text"] == ref.p_adjusted_text
 
 
 def test_tiers_are_a_direct_rank_interval_computation(per_query, comparison):

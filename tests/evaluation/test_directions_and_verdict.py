@@ -20,8 +20,9 @@ import pytest
 from adaptlab import results
 from adaptlab.analysis._rows import metric_row
 from adaptlab.analysis.compare import compare
+from adaptlab.analysis.evaluation_table import format_summary
 from adaptlab.analysis.present import LookalikeNamesWarning, headline_pair, lookalike_names, verdict_line
-from adaptlab.evaluation import format_summary, summarise
+from adaptlab.evaluation import summarise
 from adaptlab.metrics import PerQueryMetrics
 from adaptlab.stats import BootstrapConfig, paired_bootstrap
 

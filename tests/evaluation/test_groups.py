@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from adaptlab.analysis.evaluation_table import format_groups
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.evaluation import summarise
 from adaptlab.evaluation.groups import split_by_group, summarise_groups
-from adaptlab.evaluation.table import format_groups
 from adaptlab.metrics import PerQueryMetrics
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.pvalues import adjust_pvalues

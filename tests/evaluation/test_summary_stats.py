@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import scipy.stats as ss
 
+from adaptlab.analysis.evaluation_table import format_pairs, format_summary
 from adaptlab.errors import ConfigError, DataError
-from adaptlab.evaluation import format_pairs, format_summary, summarise
+from adaptlab.evaluation import summarise
 from adaptlab.evaluation.summary import SmallSampleWarning, summarise_runs
 from adaptlab.metrics import PerQueryMetrics
 from adaptlab.stats import paired_bootstrap

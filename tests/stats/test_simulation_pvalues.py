@@ -137,8 +137,8 @@ def test_a_holm_p_at_its_floor_prints_as_a_bound_everywhere() -> None:
     import json
 
     from adaptlab.analysis.compare import compare
+    from adaptlab.analysis.evaluation_table import format_pairs
     from adaptlab.evaluation import summarise
-    from adaptlab.evaluation.table import format_pairs
     from adaptlab.metrics import PerQueryMetrics
 
     q = 200

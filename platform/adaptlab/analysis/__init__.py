@@ -9,6 +9,7 @@
 - :mod:`~adaptlab.analysis.diversity`: topic diversity of a benchmark (004, Sec. 3.4.2)
 - :mod:`~adaptlab.analysis.curves`: nDCG@k curves (004, Figure 3)
 - :mod:`~adaptlab.analysis.compare`: all-pairs comparison, significance letters, tiers, MDE
+- :mod:`~adaptlab.analysis.evaluation_table`: the text tables of an evaluation (:func:`format_summary`)
 - :mod:`~adaptlab.analysis.plan`: power planning, queries needed to detect an effect (:func:`plan_sample_size`)
 - :mod:`~adaptlab.analysis.evalrank`: EvalRank MRR / Hits@k over positive pairs (003)
 - :mod:`~adaptlab.analysis.plots`: figures (matplotlib Figures; PNG, SVG or PDF when saved); :mod:`~adaptlab.analysis.report`: Markdown/HTML report
@@ -33,6 +34,7 @@ from adaptlab.analysis.diversity import (
     topic_map,
 )
 from adaptlab.analysis.evalrank import EvalRankResult, PairPool, evalrank, evalrank_ranks, load_pairs
+from adaptlab.analysis.evaluation_table import format_groups, format_pairs, format_summary
 from adaptlab.analysis.inspect import (
     default_pair,
     format_inspection,
@@ -150,8 +152,11 @@ __all__ = [
     "evalrank",
     "evalrank_ranks",
     "default_pair",
+    "format_groups",
     "format_inspection",
     "format_p",
+    "format_pairs",
+    "format_summary",
     "inspect_queries",
     "recorded_texts",
     "same_system_note",

@@ -1,16 +1,21 @@
 """All-pairs comparison of systems with significance letters, tiers and detectable effects.
 
 :func:`compare` takes per-query values of several systems (from :func:`adaptlab.evaluate`, plain
-arrays, or a results store) and, for every dataset and measure:
+arrays, or a results store) and, for every dataset and measure, reads from the evaluation
+summary (:func:`adaptlab.evaluation.summary.summarise_arrays`: the bootstrap tasks and the
+p-value adjustment of ``adaptlab evaluate``, so each CI and p-value is the one ``evaluate``
+prints for the same values and seed):
 
 * each system's mean with its bootstrap CI (:func:`adaptlab.stats.bootstrap_ci`);
 * every pair of systems ``(a, b)`` (``a`` named before ``b``, difference ``a - b``, the same
   direction and interval as ``adaptlab run`` and ``inspect``: a pair's resampled differences
   depend only on its two systems, and a store's pairs keep their stored direction)
-  with its paired bootstrap CI and two-sided p-value (:func:`adaptlab.stats.paired_bootstrap`,
-  the call ``adaptlab evaluate`` makes, so the p-values are the same for the same seed), the
-  p-values adjusted within the (dataset, measure) family (Holm by default, or
+  with its paired bootstrap CI and two-sided p-value (:func:`adaptlab.stats.paired_bootstrap`),
+  the p-values adjusted within the (dataset, measure) family (Holm by default, or
   Benjamini-Hochberg: :func:`adaptlab.stats.adjust_pvalues`);
+
+and adds what is its own:
+
 * **significance letters** as ranx prints them (Bassani 2022, "ranx: A Blazing-Fast Python
   Library for Ranking Evaluation and Comparison", ECIR): every system gets a letter (``a``,
   ``b``, ... in input order) and lists the letters of the systems it is significantly *better*
@@ -55,9 +60,11 @@ from adaptlab.analysis.present import (
     warn_lookalike_names,
 )
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.evaluation.summary import GroupSummary, summarise_arrays
+from adaptlab.evaluation.workers import BootstrapGroup
 from adaptlab.metrics import evaluate, parse_measures
-from adaptlab.stats import BootstrapConfig, bootstrap_ci, paired_bootstrap, ranks_from_tests
-from adaptlab.stats.pvalues import adjust_pvalues_bounded, ci_label, format_p_value, p_value_note
+from adaptlab.stats import BootstrapConfig, ranks_from_tests
+from adaptlab.stats.pvalues import ci_label, p_value_note
 from adaptlab.stats.settings import resolve_bootstrap
 
 __all__ = ["FRAME_COLUMNS", "Comparison", "GroupComparison", "compare", "minimum_detectable_effect"]
@@ -119,42 +126,33 @@ def _oriented_pairs(names: tuple[str, ...], directions: Directions) -> list[tupl
 
 
 def _pair_rows(
-    values: np.ndarray,
-    names: tuple[str, ...],
-    boot: BootstrapConfig,
-    alpha: float,
-    power: float,
-    measure: str | None = None,
-    directions: Directions = frozenset(),
+    group: GroupSummary, values: np.ndarray, boot: BootstrapConfig, alpha: float, power: float
 ) -> list[dict[str, Any]]:
-    """Every pair (:func:`_oriented_pairs`): paired bootstrap, adjusted p, minimum detectable effect."""
-    diffs = paired_bootstrap(
-        values, names=list(names), pairs=_oriented_pairs(names, directions), measure=measure, **boot.paired_kwargs()
-    )
-    adjusted, bound = adjust_pvalues_bounded([d.p_value for d in diffs], [d.p_bound for d in diffs], boot.adjustment)
-    col = {n: i for i, n in enumerate(names)}
+    """Every pair of the summary (:func:`_oriented_pairs`): its paired CI, p and adjusted p as
+    the evaluation summary holds them, and the minimum detectable effect."""
+    col = {n: i for i, n in enumerate(group.names)}
     return [
         {
-            "a": str(d.a),
-            "b": str(d.b),
-            "diff": d.diff,
-            "ci_low": d.ci_low,
-            "ci_high": d.ci_high,
-            "p_value": d.p_value,
-            "p_adjusted": float(pa),
-            "adjustment": boot.adjustment,
-            "test": d.test,
-            "interval": d.interval,
-            "p_bound": d.p_bound,
-            "p_adjusted_bound": bool(pb),
-            "p_text": format_p_value(d.p_value, bound=d.p_bound),
-            "p_adjusted_text": format_p_value(float(pa), bound=bool(pb)),
-            "family_size": len(diffs),
-            "n_resamples": d.n_resamples,
-            "p_draws": d.p_draws,
-            "mde": minimum_detectable_effect(values[col[str(d.a)]] - values[col[str(d.b)]], alpha=alpha, power=power),
+            "a": p.a,
+            "b": p.b,
+            "diff": p.diff,
+            "ci_low": p.ci_low,
+            "ci_high": p.ci_high,
+            "p_value": p.p_value,
+            "p_adjusted": p.p_adjusted,
+            "adjustment": p.adjustment,
+            "test": p.test,
+            "interval": p.interval,
+            "p_bound": p.p_bound,
+            "p_adjusted_bound": p.p_adjusted_bound,
+            "p_text": p.p_text,
+            "p_adjusted_text": p.p_adjusted_text,
+            "family_size": p.family_size,
+            "n_resamples": boot.n_resamples,
+            "p_draws": p.p_draws,
+            "mde": minimum_detectable_effect(values[col[p.a]] - values[col[p.b]], alpha=alpha, power=power),
         }
-        for d, pa, pb in zip(diffs, adjusted, bound)
+        for p in group.pairs
     ]
 
 
@@ -169,18 +167,12 @@ def _better_than(names: tuple[str, ...], pairs: list[dict[str, Any]], alpha: flo
 
 
 def _compare_group(
-    dataset: str,
-    measure: str,
-    names: tuple[str, ...],
-    values: np.ndarray,
-    boot: BootstrapConfig,
-    alpha: float,
-    power: float,
-    directions: Directions = frozenset(),
+    group: GroupSummary, values: np.ndarray, boot: BootstrapConfig, alpha: float, power: float
 ) -> GroupComparison:
-    """CIs, pairs, letters and rank intervals of one (dataset, measure) group."""
-    ci = bootstrap_ci(values, measure=measure, **boot.kwargs())
-    pairs = _pair_rows(values, names, boot, alpha, power, measure, directions)
+    """Letters, rank intervals and detectable effects of one (dataset, measure) group, built on
+    its evaluation summary (CIs, paired tests, adjusted p)."""
+    names = group.names
+    pairs = _pair_rows(group, values, boot, alpha, power)
     col = {n: i for i, n in enumerate(names)}
     ranks = ranks_from_tests(
         values.mean(axis=1),
@@ -194,22 +186,32 @@ def _compare_group(
     )
     letter = dict(zip(names, _letters(len(names))))
     better = _better_than(names, pairs, alpha)
-    point, low, high = np.asarray(ci.point), np.asarray(ci.ci_low), np.asarray(ci.ci_high)  # [S]: 2-D values
     systems = [
         {
             "system": n,
             "letter": letter[n],
-            "value": float(point[i]),
-            "ci_low": float(low[i]),
-            "ci_high": float(high[i]),
-            "interval": ci.interval,
+            "value": s.value,
+            "ci_low": s.ci_low,
+            "ci_high": s.ci_high,
+            "interval": s.interval,
             "better_than": _letter_list([letter[b] for b in better[n]]),
             **ranks.row(i),
             "n_queries": int(values.shape[1]),
         }
-        for i, n in enumerate(names)
+        for i, (n, s) in enumerate(zip(names, group.systems))
     ]
-    return GroupComparison(dataset, measure, names, values, systems, pairs)
+    return GroupComparison(group.key[0], group.key[1], names, values, systems, pairs)
+
+
+def _summarise(groups: Groups, boot: BootstrapConfig, directions: Directions) -> list[GroupSummary]:
+    """The evaluation summary of every group: one bootstrap task per (dataset, measure), every
+    pair in the direction of :func:`_oriented_pairs`
+    (:func:`adaptlab.evaluation.summary.summarise_arrays`)."""
+    tasks = [
+        BootstrapGroup(key, values, names, None, tuple(_oriented_pairs(names, directions)))
+        for key, (names, values) in groups.items()
+    ]
+    return summarise_arrays(tasks, boot)
 
 
 @dataclass(frozen=True)
@@ -587,8 +589,9 @@ def compare(
     minimum_detectable_effect([0.0, 0.0], alpha=alpha, power=power)  # checks alpha and power once
     groups = _select_systems(groups, systems)
     warn_lookalike_names([n for names, _ in groups.values() for n in names])
+    summaries = _summarise(groups, boot, directions)
     return Comparison(
-        [_compare_group(ds, m, names, v, boot, alpha, power, directions) for (ds, m), (names, v) in groups.items()],
+        [_compare_group(g, v, boot, alpha, power) for g, (_, v) in zip(summaries, groups.values())],
         boot,
         alpha,
         power,

@@ -7,15 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from adaptlab.analysis import format_groups, format_pairs, format_summary
 from adaptlab.cli._common import add_bootstrap_options, add_common, bootstrap_config, print_json
 from adaptlab.data import read_group_file
 from adaptlab.data.beir import read_beir_qrels
 from adaptlab.data.trec import read_trec_qrels, read_trec_run
 from adaptlab.errors import ConfigError
-from adaptlab.evaluation import EvaluationSummary, format_pairs, format_summary, summarise_runs
+from adaptlab.evaluation import EvaluationSummary, summarise_runs
 from adaptlab.evaluation.groups import GroupedSummary, check_group_column, summarise_groups
 from adaptlab.evaluation.persist import commit_summary
-from adaptlab.evaluation.table import format_groups
 from adaptlab.metrics import parse_measures
 from adaptlab.storage import check_name, check_names
 

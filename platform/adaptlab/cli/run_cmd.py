@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from adaptlab.analysis import format_groups, format_pairs, format_summary
 from adaptlab.cli._common import (
     add_bootstrap_options,
     add_common,
@@ -21,7 +22,6 @@ from adaptlab.cli._common import (
     suggest,
 )
 from adaptlab.errors import ConfigError, mask_url
-from adaptlab.evaluation import format_groups, format_pairs, format_summary
 from adaptlab.results import check_store_location
 from adaptlab.study import Study, load_study, parse_study, run_study
 from adaptlab.study.inputs import check_inputs

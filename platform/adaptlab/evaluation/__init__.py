@@ -1,4 +1,5 @@
-"""From per-query metrics to the numbers users read: CIs, paired tests, tables.
+"""From per-query metrics to the numbers users read: CIs, paired tests, adjusted p, ranks (the
+tables that print them: :mod:`adaptlab.analysis.evaluation_table`).
 
 The bootstrap of each (dataset x measure) group runs in-process or as a Ray task
 (``summarise(..., workers="auto"|"local"|"ray")``, threshold :data:`RAY_MIN_CELLS`) with the
@@ -10,13 +11,14 @@ from adaptlab.evaluation.groups import GroupedSummary, check_group_column, summa
 from adaptlab.evaluation.persist import commit_summary
 from adaptlab.evaluation.summary import (
     EvaluationSummary,
+    GroupSummary,
     MeasureSummary,
     PairSummary,
     summarise,
+    summarise_arrays,
     summarise_datasets,
     summarise_runs,
 )
-from adaptlab.evaluation.table import format_groups, format_pairs, format_summary
 from adaptlab.evaluation.workers import RAY_MIN_CELLS, WORKERS
 
 __all__ = [
@@ -24,16 +26,15 @@ __all__ = [
     "WORKERS",
     "Evaluation",
     "EvaluationSummary",
+    "GroupSummary",
     "GroupedSummary",
     "MeasureSummary",
     "PairSummary",
     "check_group_column",
     "commit_summary",
     "evaluate",
-    "format_groups",
-    "format_pairs",
-    "format_summary",
     "summarise",
+    "summarise_arrays",
     "summarise_datasets",
     "summarise_groups",
     "summarise_runs",

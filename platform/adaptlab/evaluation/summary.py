@@ -52,7 +52,6 @@ from typing import Any
 
 import numpy as np
 
-from adaptlab.analysis.present import warn_lookalike_names
 from adaptlab.errors import ConfigError
 from adaptlab.evaluation.workers import BootstrapGroup, GroupResult, check_workers, run_groups
 from adaptlab.metrics import Measure, PerQueryMetrics, evaluate, parse_measures
@@ -68,15 +67,18 @@ from adaptlab.stats.pvalues import (
 from adaptlab.stats.ranks import RankIntervals, simultaneous_ranks
 from adaptlab.stats.resample import check_sizes
 from adaptlab.stats.settings import resolve_bootstrap, sample_size_note
+from adaptlab.storage.names import warn_lookalike_names
 
 __all__ = [
     "EvaluationSummary",
+    "GroupSummary",
     "MeasureSummary",
     "PairSummary",
     "SampleSizeWarning",
     "SmallSampleWarning",
     "summarise",
     "summarise_datasets",
+    "summarise_arrays",
     "summarise_runs",
 ]
 
@@ -411,6 +413,70 @@ def _groups(
     ]
 
 
+@dataclass(frozen=True)
+class GroupSummary:
+    """One (dataset, measure) group: each system's :class:`MeasureSummary` (in ``names`` order,
+    without rank intervals) and the group's paired comparisons, their p-values adjusted within
+    the group (one family)."""
+
+    key: tuple[str, str]  # (dataset, measure)
+    names: tuple[str, ...]
+    systems: tuple[MeasureSummary, ...]
+    pairs: list[PairSummary]
+
+
+def _group_summary(
+    g: BootstrapGroup, r: GroupResult, boot: BootstrapConfig, values: Mapping[str, np.ndarray] | None = None
+) -> GroupSummary:
+    """One group's bootstrap result as summaries, p adjusted within the group (with ``values``,
+    the per-system values of a small sample, the exact tests too: :func:`_family`)."""
+    m = g.key[1]
+    systems = tuple(
+        MeasureSummary(float(r.point[i]), float(r.boot_mean[i]), float(r.ci_low[i]), float(r.ci_high[i]), r.interval)
+        for i in range(len(g.names))
+    )
+    fam = [
+        PairSummary(
+            str(d.a),
+            str(d.b),
+            m,
+            float(d.diff),
+            float(d.boot_mean),
+            float(d.ci_low),
+            float(d.ci_high),
+            float(d.p_value),
+            interval=d.interval,
+            test=d.test,
+            p_draws=d.p_draws,
+        )
+        for d in r.pairs
+    ]
+    return GroupSummary(g.key, g.names, systems, _family(fam, boot.adjustment, values))
+
+
+def summarise_arrays(
+    groups: Sequence[BootstrapGroup], boot: BootstrapConfig, *, workers: str = "auto"
+) -> list[GroupSummary]:
+    """Each group's CIs and paired comparisons with p adjusted within the group: the numbers
+    :func:`summarise` reports for the same values, names, pairs and settings (the same tasks,
+    :func:`adaptlab.evaluation.workers.run_groups`), without its rank intervals, exact tests and
+    warnings. For callers that hold ``[S, Q]`` arrays rather than evaluated runs
+    (:func:`adaptlab.analysis.compare`)."""
+    check_workers(workers)
+    return [_group_summary(g, r, boot) for g, r in zip(groups, run_groups(groups, boot, workers=workers))]
+
+
+def _system_ranks(group: GroupSummary, values: np.ndarray, boot: BootstrapConfig) -> tuple[MeasureSummary, ...]:
+    """The group's summaries with their rank intervals (:func:`_ranks`; none for one system)."""
+    if len(group.names) < 2:
+        return group.systems
+    ranks = _ranks(values, boot)
+    return tuple(
+        replace(s, rank=int(ranks.rank[i]), rank_low=int(ranks.rank_low[i]), rank_high=int(ranks.rank_high[i]))
+        for i, s in enumerate(group.systems)
+    )
+
+
 def _summary(
     per_query: Mapping[str, PerQueryMetrics],
     groups: Sequence[BootstrapGroup],
@@ -424,39 +490,11 @@ def _summary(
     small = first.n_queries < SMALL_SAMPLE_Q
     for g, r in zip(groups, results):
         m = g.key[1]
-        interval = r.interval  # fixed by the measure's definition (adaptlab.stats.intervals.measure_interval)
-        ranks = _ranks(g.values, boot) if len(names) > 1 else None
-        for i, n in enumerate(names):
-            rk = (
-                {}
-                if ranks is None
-                else {
-                    "rank": int(ranks.rank[i]),
-                    "rank_low": int(ranks.rank_low[i]),
-                    "rank_high": int(ranks.rank_high[i]),
-                }
-            )
-            systems[n][m] = MeasureSummary(
-                float(r.point[i]), float(r.boot_mean[i]), float(r.ci_low[i]), float(r.ci_high[i]), interval, **rk
-            )
-        fam = [
-            PairSummary(
-                str(d.a),
-                str(d.b),
-                m,
-                float(d.diff),
-                float(d.boot_mean),
-                float(d.ci_low),
-                float(d.ci_high),
-                float(d.p_value),
-                interval=d.interval,
-                test=d.test,
-                p_draws=d.p_draws,
-            )
-            for d in r.pairs
-        ]
         vals = {n: per_query[n].values[m] for n in names} if small else None
-        pairs += _family(fam, boot.adjustment, vals)
+        summary = _group_summary(g, r, boot, vals)
+        for n, s in zip(names, _system_ranks(summary, g.values, boot)):
+            systems[n][m] = s
+        pairs += summary.pairs
     if small and pairs:
         warnings.warn(
             f"only {first.n_queries} queries (< {SMALL_SAMPLE_Q}): bootstrap CIs are unreliable at this size (p is "

@@ -10,16 +10,31 @@ one name. :func:`check_names` does the same for a group and refuses two names th
 once normalised. Used by the study file, the command-line overrides, ``[adapt]``/``[tune]``,
 ``adaptlab evaluate`` (``--run`` names, ``--dataset``, ``--baseline``), the store commit of an
 evaluation and the corpus reader.
+
+:func:`lookalike_names` finds system names that look the same but are different strings (Latin
+``i`` against Cyrillic ``і`` or full-width ``ｉ``): each name's skeleton is its NFKC
+normalisation (Unicode Standard Annex #15), case-folded, with the common Cyrillic and Greek
+confusables of Unicode Technical Standard #39 mapped to their Latin look-alikes;
+:func:`warn_lookalike_names` warns (:class:`LookalikeNamesWarning`) when two names share one
+(``adaptlab evaluate``, ``run`` and ``compare`` warn before comparing systems).
 """
 
 from __future__ import annotations
 
 import unicodedata
+import warnings
 from collections.abc import Iterable
 
 from adaptlab.errors import ConfigError
 
-__all__ = ["MAX_NAME_LENGTH", "check_name", "check_names"]
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "LookalikeNamesWarning",
+    "check_name",
+    "check_names",
+    "lookalike_names",
+    "warn_lookalike_names",
+]
 
 MAX_NAME_LENGTH = 200
 """Longest study, dataset or model name accepted (names become store keys, job ids, table cells)."""
@@ -65,3 +80,93 @@ def check_names(values: Iterable[str], where: str, *, max_length: int = MAX_NAME
         seen[name] = value
         out.append(name)
     return out
+
+
+# Cyrillic and Greek letters that render like Latin ones (a subset of UTS #39 confusables.txt)
+_CONFUSABLES = str.maketrans(
+    {
+        "а": "a",
+        "в": "b",
+        "е": "e",
+        "ё": "e",
+        "к": "k",
+        "м": "m",
+        "н": "h",
+        "о": "o",
+        "р": "p",
+        "с": "c",
+        "т": "t",
+        "у": "y",
+        "х": "x",
+        "ѕ": "s",
+        "і": "i",
+        "ї": "i",
+        "ј": "j",
+        "ԁ": "d",
+        "ӏ": "l",
+        "ԛ": "q",
+        "ԝ": "w",
+        "һ": "h",
+        "ɡ": "g",
+        "α": "a",
+        "β": "b",
+        "ε": "e",
+        "η": "n",
+        "ι": "i",
+        "κ": "k",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "χ": "x",
+        "ϲ": "c",
+        "ϳ": "j",
+        "ı": "i",
+        "ℓ": "l",
+    }
+)
+
+
+class LookalikeNamesWarning(UserWarning):
+    """Two compared system names look alike but are different strings."""
+
+
+def _skeleton(name: str) -> str:
+    return unicodedata.normalize("NFKC", name).casefold().translate(_CONFUSABLES)
+
+
+def lookalike_names(names: Iterable[str]) -> list[tuple[str, str]]:
+    """Pairs of distinct names with the same skeleton (module doc), in order of appearance.
+
+    >>> lookalike_names(["minilm", "m\\u0456nilm", "\\uff4dinilm", "bm25"])
+    [('minilm', 'mіnilm'), ('minilm', 'ｍinilm')]
+    """
+    seen: dict[str, str] = {}
+    out = []
+    for n in dict.fromkeys(str(x) for x in names):
+        key = _skeleton(n)
+        if key in seen:
+            out.append((seen[key], n))
+        else:
+            seen[key] = n
+    return out
+
+
+def warn_lookalike_names(names: Iterable[str]) -> None:
+    """One :class:`LookalikeNamesWarning` naming every look-alike pair among ``names`` (with the
+    code points that differ), or nothing."""
+    found = lookalike_names(names)
+    if not found:
+        return
+    shown = "; ".join(f"{a!r} and {b!r} ({_codes(a, b)})" for a, b in found[:5])
+    warnings.warn(
+        f"system names that look alike but differ: {shown}; check that you compare the systems you mean",
+        LookalikeNamesWarning,
+        stacklevel=3,
+    )
+
+
+def _codes(a: str, b: str) -> str:
+    diff = [f"U+{ord(x):04X} vs U+{ord(y):04X}" for x, y in zip(a, b) if x != y]
+    return ", ".join(diff[:3]) if diff else f"{len(a)} vs {len(b)} characters"
