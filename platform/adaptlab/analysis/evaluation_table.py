@@ -16,7 +16,7 @@ from adaptlab.analysis.present import (
     verdict_line,
 )
 from adaptlab.evaluation.groups import GroupedSummary
-from adaptlab.evaluation.summary import EvaluationSummary, MeasureSummary
+from adaptlab.evaluation.summary import EvaluationSummary, MeasureSummary, PairSummary
 from adaptlab.stats.pvalues import SMALL_SAMPLE_Q, ci_label, p_value_note
 
 __all__ = ["format_groups", "format_pairs", "format_summary", "summary_verdict"]
@@ -117,15 +117,7 @@ def format_pairs(s: EvaluationSummary) -> str:
         header += ["p sign", "p wilcoxon"]
     rows: list[list[CellValue]] = []
     for p in s.pairs:
-        row: list[CellValue] = [
-            f"{p.a} - {p.b}",
-            p.measure,
-            p.diff,
-            format_interval(p.ci_low, p.ci_high),
-            *([p.interval] if mixed else []),
-            p.p_text,
-            f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a",
-        ]
+        row: list[CellValue] = [*_pair_cells(p)[:4], *([p.interval] if mixed else []), *_pair_cells(p)[4:]]
         if exact:
             row += [format_p(p.p_exact), format_p(p.p_wilcoxon)]
         rows.append(row)
@@ -133,6 +125,13 @@ def format_pairs(s: EvaluationSummary) -> str:
     tests = sorted({p.test for p in s.pairs})
     note = f"{p_value_note(s.n_queries, s.n_resamples, tests=tests, n_vectors=max(p.p_draws for p in s.pairs))}; p adj: {adj} within each measure, (n) = family size"
     return render_table(header, rows) + "\n" + note
+
+
+def _pair_cells(p: PairSummary) -> list[CellValue]:
+    """A paired row's cells: the pair (first named minus second), measure, difference, CI, p and
+    adjusted p with its family size."""
+    adjusted = f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a"
+    return [f"{p.a} - {p.b}", p.measure, p.diff, format_interval(p.ci_low, p.ci_high), p.p_text, adjusted]
 
 
 def format_groups(grouped: GroupedSummary) -> str:
@@ -157,18 +156,7 @@ def format_groups(grouped: GroupedSummary) -> str:
     pairs = [(value, p) for value, s in grouped.groups.items() for p in s.pairs]
     if not pairs:
         return out
-    prow: list[list[CellValue]] = [
-        [
-            value,
-            f"{p.a} - {p.b}",
-            p.measure,
-            p.diff,
-            format_interval(p.ci_low, p.ci_high),
-            p.p_text,
-            f"{p.p_adjusted_text} ({p.family_size})" if p.p_adjusted is not None else "n/a",
-        ]
-        for value, p in pairs
-    ]
+    prow: list[list[CellValue]] = [[value, *_pair_cells(p)] for value, p in pairs]
     adj = _ADJ_NAMES.get(first.adjustment, first.adjustment)
     note = (
         f"p: paired sign-flip test within the group; p adj: {adj} within each measure across the "
