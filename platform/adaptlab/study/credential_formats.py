@@ -64,7 +64,7 @@ class CredentialFormat(RegexBasedDetector):
 
 class NetrcPasswordDetector(
     CredentialFormat,
-    secret_type=".netrc password",
+    secret_type=".netrc password",  # pragma: allowlist secret
     patterns=(  # pragma: allowlist secret
         r"(?:^|\s)(?:machine\s+\S+|default)(?:\s+(?:login|account)\s+\S+)*\s+password\s+(\S+)",
         r"^\s*(?:(?:login|account)\s+\S+\s+)*password\s+(\S+)\s*$",
@@ -76,7 +76,7 @@ class NetrcPasswordDetector(
 
 class OpenAIProjectKeyDetector(
     CredentialFormat,
-    secret_type="OpenAI API key",
+    secret_type="OpenAI API key",  # pragma: allowlist secret
     patterns=(  # pragma: allowlist secret
         r"(?<![A-Za-z0-9_-])(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,})",
     ),
@@ -86,7 +86,7 @@ class OpenAIProjectKeyDetector(
 
 class AnthropicKeyDetector(
     CredentialFormat,
-    secret_type="Anthropic API key",
+    secret_type="Anthropic API key",  # pragma: allowlist secret
     patterns=(  # pragma: allowlist secret
         r"(?<![A-Za-z0-9_-])(sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,})",
     ),
@@ -96,7 +96,7 @@ class AnthropicKeyDetector(
 
 class DockerConfigAuthDetector(
     CredentialFormat,
-    secret_type="Docker registry auth",
+    secret_type="Docker registry auth",  # pragma: allowlist secret
     patterns=(  # pragma: allowlist secret
         r"\"(?:auth|identitytoken)\"\s*:\s*\"([A-Za-z0-9+/=._-]{8,})\"",
     ),
@@ -106,7 +106,7 @@ class DockerConfigAuthDetector(
 
 class LibpqPasswordDetector(
     CredentialFormat,
-    secret_type="PostgreSQL password",
+    secret_type="PostgreSQL password",  # pragma: allowlist secret
     patterns=(  # pragma: allowlist secret
         r"(?i)\b(?:host|hostaddr|dbname|user|port)\s*=\s*\S+.*?\bpassword\s*=\s*'?([^\s']+)",
         r"(?i)\bpassword\s*=\s*'?([^\s';]+)'?.*?\b(?:host|hostaddr|dbname|user)\s*=",
@@ -117,7 +117,7 @@ class LibpqPasswordDetector(
 
 class GcpServiceAccountDetector(
     CredentialFormat,
-    secret_type="GCP service-account key",
+    secret_type="GCP service-account key",  # pragma: allowlist secret
     patterns=(  # pragma: allowlist secret
         r"\"type\"\s*:\s*\"(service_account)\"",
     ),
@@ -127,7 +127,7 @@ class GcpServiceAccountDetector(
 
 class KubeconfigCredentialDetector(
     CredentialFormat,
-    secret_type="kubeconfig credential",
+    secret_type="kubeconfig credential",  # pragma: allowlist secret
     patterns=(  # pragma: allowlist secret
         r"^\s*client-key-data\s*:\s*(\S{16,})",
         r"^\s*(?:token|id-token|refresh-token)\s*:\s*[\"']?([A-Za-z0-9._~+/=-]{16,})",
@@ -138,7 +138,7 @@ class KubeconfigCredentialDetector(
 
 class HuggingFaceTokenDetector(
     CredentialFormat,
-    secret_type="Hugging Face token",
+    secret_type="Hugging Face token",  # pragma: allowlist secret
     patterns=(  # pragma: allowlist secret
         r"(?<![A-Za-z0-9_])(hf_[A-Za-z]{30,})",
     ),
@@ -148,7 +148,7 @@ class HuggingFaceTokenDetector(
 
 class AwsSecretAccessKeyDetector(
     CredentialFormat,
-    secret_type="AWS secret access key",
+    secret_type="AWS secret access key",  # pragma: allowlist secret
     patterns=(  # pragma: allowlist secret
         r"(?i)(?:aws_secret_access_key|secretaccesskey|aws_secret_key)[\"']?\s*[:=]\s*[\"']?"
         r"([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
