@@ -43,12 +43,10 @@ import numpy as np
 
 from adaptlab.errors import ConfigError
 from adaptlab.stats.pvalues import adjust_pvalues, check_adjustment
-from adaptlab.stats.resample import check_seed, check_sizes, iter_resample_indices
+from adaptlab.stats.resample import FLIP_KEY, check_seed, check_sizes, iter_resample_indices, stream
 from adaptlab.stats.signflip import family_sign_flip
 
 __all__ = ["RankIntervals", "rank_intervals", "ranks_from_tests", "simultaneous_ranks"]
-
-_KEY_FLIP = 4  # the sign-flip stream of adaptlab.stats.bootstrap.paired_bootstrap (same vectors)
 
 
 @dataclass(frozen=True)
@@ -157,8 +155,7 @@ def simultaneous_ranks(
     pairs = [(i, j) for i in range(s) for j in range(i + 1, s)]
     if not pairs:
         return ranks_from_tests(arr.mean(axis=1), [], [], alpha=alpha, adjustment=adjustment, seed=seed)
-    rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(_KEY_FLIP,))))
-    res = family_sign_flip(arr, pairs, int(n_resamples), rng, 1e-10)
+    res = family_sign_flip(arr, pairs, int(n_resamples), stream(seed, FLIP_KEY), 1e-10)  # paired_bootstrap's vectors
     return ranks_from_tests(
         arr.mean(axis=1),
         pairs,

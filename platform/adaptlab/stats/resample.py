@@ -10,6 +10,12 @@ reuse exactly the bootstrap samples of the accuracy CIs. Resamples come in block
 ``block_rows(l)`` rows; block ``b`` is drawn by its own numpy Generator,
 ``Generator(SFC64(SeedSequence(seed, spawn_key=(0, b))))``, so blocks can be generated in
 parallel, and a larger ``n_resamples`` only appends resamples (the first ``m`` stay the same).
+
+Every random number of the bootstrap comes from one of the seeded streams of :func:`stream`,
+``Generator(SFC64(SeedSequence(seed, spawn_key=(namespace, ...))))``, with one namespace per use:
+:data:`INDEX_KEY` the index blocks above, :data:`SYSTEM_KEY` a system's exact multinomial counts,
+:data:`PAIR_KEY` a pair's, :data:`FLIP_KEY` the sign vectors of the paired randomization test
+(shared by :func:`adaptlab.stats.paired_bootstrap` and the rank intervals).
 """
 
 from __future__ import annotations
@@ -21,10 +27,33 @@ import numpy as np
 
 from adaptlab.errors import ConfigError
 
-__all__ = ["block_rows", "iter_resample_indices", "resample_indices"]
+__all__ = [
+    "FLIP_KEY",
+    "INDEX_KEY",
+    "PAIR_KEY",
+    "SYSTEM_KEY",
+    "block_rows",
+    "iter_resample_indices",
+    "resample_indices",
+    "stream",
+]
 
 _BLOCK_ELEMS = 1 << 20  # indices per block (8 MiB of int64)
-_INDEX_KEY = 0  # spawn-key namespace of the index blocks
+
+INDEX_KEY = 0
+"""Spawn-key namespace of the index blocks."""
+SYSTEM_KEY = 1
+"""Spawn-key namespace of a system's exact multinomial counts."""
+PAIR_KEY = 2
+"""Spawn-key namespace of a pair's exact multinomial counts (then the pair's own key)."""
+FLIP_KEY = 4
+"""Spawn-key namespace of the sign vectors of the paired randomization test."""
+
+
+def stream(seed: int, *key: int) -> np.random.Generator:
+    """The random stream ``key`` under ``seed``: ``Generator(SFC64(SeedSequence(seed,
+    spawn_key=key)))``; different keys give independent streams (NumPy's ``SeedSequence``)."""
+    return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=key)))
 
 
 def block_rows(sample_size: int) -> int:
@@ -68,16 +97,12 @@ def check_sizes(
     return m, l
 
 
-def _block_rng(seed: int, block: int) -> np.random.Generator:
-    return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(_INDEX_KEY, block))))
-
-
 def index_block(n: int, sample_size: int, n_resamples: int, seed: int, block: int) -> np.ndarray:
     """Block ``block`` of the resample indices, ``[rows, sample_size]`` int64 (no validation)."""
     rows = block_rows(sample_size)
     start = block * rows
     count = min(rows, n_resamples - start)
-    return _block_rng(seed, block).integers(0, n, size=(count, sample_size), dtype=np.int64)
+    return stream(seed, INDEX_KEY, block).integers(0, n, size=(count, sample_size), dtype=np.int64)
 
 
 def n_blocks(n_resamples: int, sample_size: int) -> int:

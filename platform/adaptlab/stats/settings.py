@@ -4,7 +4,9 @@
 (``n_resamples``) of l queries (``sample_size``; ``None`` = all Q queries), the seed and the CI
 level (Roychowdhury et al. 2024, "Towards Understanding Domain Adapted Sentence Embeddings for
 Document Retrieval", section 2.1: m = 500, l = 100). It is validated once, here, and passed whole
-instead of four loose arguments.
+instead of four loose arguments. :class:`BootstrapOptions` names its fields as keyword options
+(``**options: Unpack[BootstrapOptions]``) for the public functions that also take them one by one,
+and :func:`resolve_bootstrap` turns either form into one config.
 
 :func:`derive_seed` gives each stage its own seed from the study's root seed:
 ``SeedSequence(root, spawn_key=sha256(stage)[:4 words])`` -> first 32-bit word of its state.
@@ -18,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -27,7 +29,15 @@ from adaptlab.stats.intervals import INTERVALS
 from adaptlab.stats.pvalues import ADJUSTMENTS, PAIRED_TESTS
 from adaptlab.stats.resample import check_seed
 
-__all__ = ["BootstrapConfig", "derive_seed", "resolve_bootstrap", "sample_size_note"]
+__all__ = [
+    "BootstrapConfig",
+    "BootstrapOptions",
+    "ResampleOptions",
+    "check_option_keys",
+    "derive_seed",
+    "resolve_bootstrap",
+    "sample_size_note",
+]
 
 
 def derive_seed(root: int, stage: str) -> int:
@@ -164,6 +174,37 @@ class BootstrapConfig:
 
     def with_seed(self, seed: int) -> BootstrapConfig:
         return replace(self, seed=seed)
+
+
+class ResampleOptions(TypedDict, total=False):
+    """The :class:`BootstrapConfig` fields one bootstrap call uses, as keyword options (those of
+    :meth:`BootstrapConfig.kwargs`); their defaults are the config's."""
+
+    n_resamples: int
+    sample_size: int | None
+    seed: int
+    confidence: float
+    allow_oversampling: bool
+    interval: str
+
+
+class BootstrapOptions(ResampleOptions, total=False):
+    """Every :class:`BootstrapConfig` field as a keyword option (``adjustment`` and ``test`` too)."""
+
+    adjustment: str
+    test: str
+
+
+def check_option_keys(function: str, options: Mapping[str, Any], valid: type) -> None:
+    """A :class:`TypeError` naming ``function``, the first unknown key of ``options`` and the
+    valid ones: the keys of the TypedDict ``valid`` (what ``**options: Unpack[valid]`` accepts)."""
+    allowed = valid.__optional_keys__ | valid.__required_keys__  # type: ignore[attr-defined]  # a TypedDict class
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise TypeError(
+            f"{function}() got an unexpected keyword argument {unknown[0]!r}; its keyword options are "
+            f"{', '.join(sorted(allowed))}"
+        )
 
 
 def resolve_bootstrap(
