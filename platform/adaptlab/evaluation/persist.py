@@ -28,16 +28,28 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from adaptlab import results
+from adaptlab.errors import ConfigError
 from adaptlab.evaluation.groups import GroupedSummary
 from adaptlab.evaluation.summary import EvaluationSummary
 from adaptlab.results.provenance import to_json
+from adaptlab.stats.options import Unpack
+from adaptlab.stats.settings import check_option_keys
 from adaptlab.storage.names import check_name, check_names
 
-__all__ = ["SUBMITTED_CODE_ENV", "StoredRuns", "commit_summary", "evaluation_key", "keyed_run_ids"]
+__all__ = [
+    "SUBMITTED_CODE_ENV",
+    "RunContext",
+    "RunOptions",
+    "StoredRuns",
+    "commit_summary",
+    "evaluation_key",
+    "keyed_run_ids",
+]
 
 SUBMITTED_CODE_ENV = "ADAPTLAB_SUBMITTED_CODE"
 """Set by ``adaptlab submit`` in the job's environment: JSON describing the uploaded code."""
@@ -88,76 +100,113 @@ def submitted_code() -> dict[str, Any] | None:
     return {k: info.get(k) for k in ("version", "commit", "dirty", "tree_sha256")}
 
 
+class RunOptions(TypedDict, total=False):
+    """The :class:`RunContext` fields as keyword options of :func:`commit_summary`."""
+
+    dataset: str
+    config: Mapping[str, Any]
+    provenance: Mapping[str, Mapping[str, Any]] | None
+    dataset_fingerprint: str
+    study: str | None
+    key_content: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the runs of one commit are, shared by every system's ``runs`` row and by the
+    evaluation's key (:func:`evaluation_key`).
+
+    ``dataset`` (a name, :func:`adaptlab.storage.check_name`) and its ``dataset_fingerprint``,
+    ``study``; ``config``, the run configuration stored with every run; ``provenance[system]``,
+    which may give ``model_id`` and ``model_revision``; ``key_content``, the inputs by content
+    (file digests, model content addresses): when given it replaces ``config`` and ``provenance``
+    in the key (they are still stored as given).
+    """
+
+    dataset: str
+    config: Mapping[str, Any]
+    provenance: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    dataset_fingerprint: str = ""
+    study: str | None = None
+    key_content: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.provenance is None:  # "no provenance", as the keyword option allows
+            object.__setattr__(self, "provenance", {})
+
+
+def _run_context(context: RunContext | None, options: Mapping[str, Any]) -> RunContext:
+    """The run context of :func:`commit_summary`, given one way: ``context`` or its fields as
+    keyword options (``dataset`` and ``config`` required), not both."""
+    check_option_keys("commit_summary", options, RunOptions)
+    if context is None:
+        missing = [k for k in ("dataset", "config") if k not in options]
+        if missing:
+            raise TypeError(f"commit_summary() needs {' and '.join(f'{k}=' for k in missing)} (or context=)")
+        return RunContext(**options)
+    if not isinstance(context, RunContext):
+        raise ConfigError(
+            f"commit_summary: context must be an adaptlab.evaluation.persist.RunContext, got {type(context).__name__}"
+        )
+    if options:
+        raise ConfigError(
+            "commit_summary: give the run context either as context= or as keywords, not both "
+            f"(got context= and {', '.join(sorted(options))})"
+        )
+    return context
+
+
 def commit_summary(
     store_root: str | Path,
     summary: EvaluationSummary,
     *,
-    dataset: str,
-    config: Mapping[str, Any],
-    provenance: Mapping[str, Mapping[str, Any]] | None = None,
-    dataset_fingerprint: str = "",
+    context: RunContext | None = None,
     records: Sequence[Any] = (),
     extra_metric_rows: Sequence[Mapping[str, Any]] = (),
-    study: str | None = None,
-    again: bool = False,
-    key_content: Mapping[str, Any] | None = None,
     groups: Sequence[GroupedSummary] = (),
+    again: bool = False,
+    **options: Unpack[RunOptions],
 ) -> StoredRuns:
     """Write ``summary`` atomically; returns ``{system: run_id}`` with ``.version`` (the store
     version of the commit) and ``.commit_id``.
 
-    The run ids come from :func:`evaluation_key`: when the store already holds them (the same
-    evaluation committed before) nothing is written and the result's ``.added`` is False.
-    ``again=True`` commits new random run ids whatever the store holds. ``key_content`` names the
-    inputs by content (file digests, model content addresses) for the key; when given it replaces
-    ``config`` and ``provenance`` there (they are still stored as given).
+    What the runs are comes as one :class:`RunContext` (``context=``) or as its fields, the
+    keyword options ``dataset``, ``config`` (both required then), ``provenance``,
+    ``dataset_fingerprint``, ``study`` and ``key_content``; not both. The run ids come from
+    :func:`evaluation_key`: when the store already holds them (the same evaluation committed
+    before) nothing is written and the result's ``.added`` is False. ``again=True`` commits new
+    random run ids whatever the store holds.
 
-    ``provenance[system]`` may give ``model_id`` and ``model_revision``; ``records`` are
-    :class:`~adaptlab.retrieval.records.PerQueryRecords` whose rows go to ``per_query``.
-    ``extra_metric_rows`` (analysis measures such as ``coe``) need ``system`` and ``measure``;
-    their ``run_id`` is filled in. ``groups`` (:class:`~adaptlab.evaluation.groups.GroupedSummary`)
-    add the per-group rows (``group`` = ``column=value``; the whole-dataset rows leave it null).
-    ``dataset`` and the system names pass :func:`adaptlab.storage.check_name` (a ConfigError
-    before anything is written).
+    ``records`` are :class:`~adaptlab.retrieval.records.PerQueryRecords` whose rows go to
+    ``per_query``. ``extra_metric_rows`` (analysis measures such as ``coe``) need ``system`` and
+    ``measure``; their ``run_id`` is filled in. ``groups``
+    (:class:`~adaptlab.evaluation.groups.GroupedSummary`) add the per-group rows (``group`` =
+    ``column=value``; the whole-dataset rows leave it null). The dataset and the system names pass
+    :func:`adaptlab.storage.check_name` (a ConfigError before anything is written).
     """
-    dataset = check_name(dataset, "commit_summary(): dataset")
+    context = _run_context(context, options)
+    dataset = check_name(context.dataset, "commit_summary(): dataset")
     check_names(summary.systems, "commit_summary(): system names")  # the same rule as every user-given name
     store = results.open(store_root, create=True)
-    provenance = provenance or {}
-    config = dict(config)
+    config = dict(context.config)
     code = submitted_code()
     if code is not None:
         config.setdefault("submitted_code", code)
+    context = replace(context, dataset=dataset, config=config)
     extra = [*extra_metric_rows, *_group_rows(groups, summary.systems, dataset)]
     if again:
         run_ids = {s: results.new_run_id() for s in summary.systems}
     else:
-        key = evaluation_key(
-            summary,
-            dataset=dataset,
-            config=config,
-            provenance=provenance,
-            dataset_fingerprint=dataset_fingerprint,
-            records=records,
-            extra_metric_rows=extra,
-            study=study,
-            key_content=key_content,
+        run_ids = keyed_run_ids(
+            evaluation_key(summary, context, records=records, extra_metric_rows=extra), list(summary.systems)
         )
-        run_ids = keyed_run_ids(key, list(summary.systems))
         landed = _stored(store, run_ids)
         if landed is not None:  # this evaluation is in the store already: a retry adds nothing
             return landed
-    runs = _run_rows(
-        summary,
-        run_ids,
-        dataset=dataset,
-        config=config,
-        provenance=provenance,
-        dataset_fingerprint=dataset_fingerprint,
-        study=study,
-    )
     rows = summary.metric_rows(run_ids, dataset) + _extra_rows(summary, run_ids, dataset, extra)
-    return _commit(store, run_ids, runs, rows, _per_query_table(records, run_ids), again=again)
+    return _commit(
+        store, run_ids, _run_rows(summary, run_ids, context), rows, _per_query_table(records, run_ids), again=again
+    )
 
 
 def _group_rows(
@@ -178,28 +227,20 @@ def _stored(store: Any, run_ids: Mapping[str, str]) -> StoredRuns | None:
     return StoredRuns(run_ids, commit_id=str(landed), version=landed.version, uri=store.uri, added=False)
 
 
-def _run_rows(
-    summary: EvaluationSummary,
-    run_ids: Mapping[str, str],
-    *,
-    dataset: str,
-    config: Mapping[str, Any],
-    provenance: Mapping[str, Mapping[str, Any]],
-    dataset_fingerprint: str,
-    study: str | None,
-) -> list[dict[str, Any]]:
+def _run_rows(summary: EvaluationSummary, run_ids: Mapping[str, str], context: RunContext) -> list[dict[str, Any]]:
     """One ``runs`` row per system."""
+    provenance = context.provenance
     return [
         results.run_record(
             s,
-            dataset,
+            context.dataset,
             run_id=run_ids[s],
             model_id=str(provenance.get(s, {}).get("model_id", "")),
             model_revision=str(provenance.get(s, {}).get("model_revision", "")),
-            dataset_fingerprint=dataset_fingerprint,
+            dataset_fingerprint=context.dataset_fingerprint,
             seed=summary.seed,
-            config=dict(config),
-            study=study,
+            config=dict(context.config),
+            study=context.study,
         )
         for s in summary.systems
     ]
@@ -277,37 +318,34 @@ def _landed_meanwhile(store: Any, run_ids: Mapping[str, str]) -> StoredRuns | No
 
 def evaluation_key(
     summary: EvaluationSummary,
+    context: RunContext,
     *,
-    dataset: str,
-    config: Mapping[str, Any],
-    provenance: Mapping[str, Mapping[str, Any]],
-    dataset_fingerprint: str,
-    records: Sequence[Any],
-    extra_metric_rows: Sequence[Mapping[str, Any]],
-    study: str | None,
-    key_content: Mapping[str, Any] | None = None,
+    records: Sequence[Any] = (),
+    extra_metric_rows: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """The idempotency key of one evaluation: SHA-256 (hex) over the adaptlab version, ``dataset``,
-    ``study``, ``dataset_fingerprint``, the inputs (``key_content`` when given, else ``config`` and
-    ``provenance`` through :func:`_key_view`), the summary's metric rows as a set (sorted by system,
+    """The idempotency key of one evaluation: SHA-256 (hex) over the adaptlab version, the
+    context's ``dataset``, ``study`` and ``dataset_fingerprint``, the inputs (its ``key_content``
+    when given, else its ``config`` and ``provenance`` through :func:`_key_view`), the summary's
+    metric rows as a set (sorted by system,
     measure and compared system: bootstrap settings, every value, CI, p-value and rank), the query
     ids, ``extra_metric_rows`` (sorted) and each per-query record's ids and arrays
     (:func:`_records_digest`, in system order). Equal keys mean the commit would store the same
     rows, up to run ids, timestamps, host and where the inputs were read from."""
     from adaptlab import __version__
 
+    c = context
     names = {s: s for s in summary.systems}
-    rows = sorted((_key_view(r) for r in summary.metric_rows(names, dataset)), key=_row_order)
+    rows = sorted((_key_view(r) for r in summary.metric_rows(names, c.dataset)), key=_row_order)
     inputs = (
-        {"content": _key_view(key_content)}
-        if key_content is not None
-        else {"config": _key_view(config), "provenance": _key_view(provenance)}
+        {"content": _key_view(c.key_content)}
+        if c.key_content is not None
+        else {"config": _key_view(c.config), "provenance": _key_view(c.provenance)}
     )
     head = {
         "adaptlab": __version__,
-        "dataset": dataset,
-        "study": study,
-        "dataset_fingerprint": dataset_fingerprint,
+        "dataset": c.dataset,
+        "study": c.study,
+        "dataset_fingerprint": c.dataset_fingerprint,
         **inputs,
         "rows": rows,
         "query_ids": sorted(summary.query_ids),

@@ -57,6 +57,7 @@ from adaptlab.evaluation.workers import BootstrapGroup, GroupResult, check_worke
 from adaptlab.metrics import Measure, PerQueryMetrics, evaluate, parse_measures
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.intervals import FewOutcomesWarning, few_outcomes, is_binary_measure
+from adaptlab.stats.options import Unpack
 from adaptlab.stats.pvalues import (
     SMALL_SAMPLE_Q,
     adjust_pvalues_bounded,
@@ -66,7 +67,7 @@ from adaptlab.stats.pvalues import (
 )
 from adaptlab.stats.ranks import RankIntervals, simultaneous_ranks
 from adaptlab.stats.resample import check_sizes
-from adaptlab.stats.settings import resolve_bootstrap, sample_size_note
+from adaptlab.stats.settings import BootstrapOptions, check_option_keys, resolve_bootstrap, sample_size_note
 from adaptlab.storage.names import warn_lookalike_names
 
 __all__ = [
@@ -252,7 +253,6 @@ class EvaluationSummary:
 
     def metric_rows(self, run_ids: Mapping[str, str], dataset: str) -> list[dict[str, object]]:
         """Long-format rows for the store's ``metrics`` table (pairs carry ``compared_to``)."""
-        rows: list[dict[str, object]] = []
         common = {
             "dataset": dataset,
             "n_queries": self.n_queries,
@@ -261,55 +261,57 @@ class EvaluationSummary:
             "seed": self.seed,
             "confidence": self.confidence,
         }
-        for s, per in self.systems.items():
-            for m, r in per.items():
-                rows.append(
-                    {
-                        "run_id": run_ids[s],
-                        "system": s,
-                        "measure": m,
-                        "value": r.value,
-                        "boot_mean": r.boot_mean,
-                        "ci_low": r.ci_low,
-                        "ci_high": r.ci_high,
-                        "compared_to": None,
-                        "p_value": None,
-                        "interval_method": r.interval,
-                        "missing_from_run": int(self.missing_from_run.get(s, 0)),
-                        "rank_low": r.rank_low,
-                        "rank_high": r.rank_high,
-                        **common,
-                    }
-                )
-        for p in self.pairs:
-            row = {
-                "run_id": run_ids[p.a],
-                "system": p.a,
-                "measure": p.measure,
-                "value": p.diff,
-                "boot_mean": p.boot_mean,
-                "ci_low": p.ci_low,
-                "ci_high": p.ci_high,
-                "compared_to": p.b,
-                "p_value": p.p_value,
-                "p_adjusted": p.p_adjusted,
-                "adjustment": p.adjustment,
-                "family_size": p.family_size,
-                "interval_method": p.interval,
-                "extra": json.dumps(
-                    {
-                        "p_test": p.test,
-                        "p_draws": p.p_draws,
-                        "p_bound": p.p_bound,
-                        "p_adjusted_bound": p.p_adjusted_bound,
-                    }
-                ),
+        return self._system_rows(run_ids, common) + [_pair_row(p, run_ids, common) for p in self.pairs]
+
+    def _system_rows(self, run_ids: Mapping[str, str], common: Mapping[str, object]) -> list[dict[str, object]]:
+        """One ``metrics`` row per (system, measure), with the ``common`` settings."""
+        return [
+            {
+                "run_id": run_ids[s],
+                "system": s,
+                "measure": m,
+                "value": r.value,
+                "boot_mean": r.boot_mean,
+                "ci_low": r.ci_low,
+                "ci_high": r.ci_high,
+                "compared_to": None,
+                "p_value": None,
+                "interval_method": r.interval,
+                "missing_from_run": int(self.missing_from_run.get(s, 0)),
+                "rank_low": r.rank_low,
+                "rank_high": r.rank_high,
                 **common,
             }
-            if p.p_exact is not None:
-                row["p_exact"], row["exact_test"] = p.p_exact, "sign"
-            rows.append(row)
-        return rows
+            for s, per in self.systems.items()
+            for m, r in per.items()
+        ]
+
+
+def _pair_row(p: PairSummary, run_ids: Mapping[str, str], common: Mapping[str, object]) -> dict[str, object]:
+    """The ``metrics`` row of the paired comparison ``p`` (under ``p.a``'s run, ``compared_to``
+    ``p.b``), with the ``common`` settings; the test's details in ``extra`` as JSON."""
+    row = {
+        "run_id": run_ids[p.a],
+        "system": p.a,
+        "measure": p.measure,
+        "value": p.diff,
+        "boot_mean": p.boot_mean,
+        "ci_low": p.ci_low,
+        "ci_high": p.ci_high,
+        "compared_to": p.b,
+        "p_value": p.p_value,
+        "p_adjusted": p.p_adjusted,
+        "adjustment": p.adjustment,
+        "family_size": p.family_size,
+        "interval_method": p.interval,
+        "extra": json.dumps(
+            {"p_test": p.test, "p_draws": p.p_draws, "p_bound": p.p_bound, "p_adjusted_bound": p.p_adjusted_bound}
+        ),
+        **common,
+    }
+    if p.p_exact is not None:
+        row["p_exact"], row["exact_test"] = p.p_exact, "sign"
+    return row
 
 
 def _ranks(values: np.ndarray, boot: BootstrapConfig) -> RankIntervals:
@@ -529,42 +531,29 @@ def summarise(
     per_query: Mapping[str, PerQueryMetrics],
     *,
     boot: BootstrapConfig | None = None,
-    n_resamples: int | None = None,
-    sample_size: int | None = None,
-    seed: int | None = None,
-    confidence: float | None = None,
-    allow_oversampling: bool | None = None,
-    interval: str | None = None,
-    adjustment: str | None = None,
     baseline: str | None = None,
     pairs: Pairs | None = None,
     workers: str = "auto",
+    **options: Unpack[BootstrapOptions],
 ) -> EvaluationSummary:
     """Bootstrap CIs and paired differences from per-query metrics of several systems.
 
     Every system must have been evaluated on the same queries in the same order. The bootstrap
-    settings come as one :class:`~adaptlab.stats.BootstrapConfig` (``boot=``) or as the loose
-    keywords ``n_resamples`` (default 1000), ``sample_size`` (default: all queries), ``seed``
-    (default 0), ``confidence`` (default 0.95), ``allow_oversampling`` (default False: a
-    ``sample_size`` above the number of queries is an error), ``interval`` (default
-    ``"auto"``: Wilson for 0/1 measures, studentized bootstrap for the others) and ``adjustment`` (default ``"holm"``), not both. ``workers``: ``"auto"``,
-    ``"local"`` or ``"ray"``; one bootstrap task per measure, see :mod:`adaptlab.evaluation.workers`
-    (the numbers do not depend on it). Paired comparisons: every system against ``baseline``, or
-    exactly the ``(system, compared_to)`` ``pairs`` (per-family baselines), else every pair; the
-    p-value adjustment runs over the comparisons made within each (dataset, measure).
+    settings come as one :class:`~adaptlab.stats.BootstrapConfig` (``boot=``) or as its fields,
+    the keyword options (:class:`~adaptlab.stats.settings.BootstrapOptions`) ``n_resamples``
+    (default 1000), ``sample_size`` (default: all queries), ``seed`` (default 0), ``confidence``
+    (default 0.95), ``allow_oversampling`` (default False: a ``sample_size`` above the number of
+    queries is an error), ``interval`` (default ``"auto"``: Wilson for 0/1 measures, studentized
+    bootstrap for the others), ``adjustment`` (default ``"holm"``) and ``test`` (default
+    ``"sign-flip"``), not both; a keyword option ``None`` is the config's default. ``workers``:
+    ``"auto"``, ``"local"`` or ``"ray"``; one bootstrap task per measure, see
+    :mod:`adaptlab.evaluation.workers` (the numbers do not depend on it). Paired comparisons: every
+    system against ``baseline``, or exactly the ``(system, compared_to)`` ``pairs`` (per-family
+    baselines), else every pair; the p-value adjustment runs over the comparisons made within each
+    (dataset, measure).
     """
-    boot = resolve_bootstrap(
-        "summarise",
-        boot,
-        config_key="boot",
-        n_resamples=n_resamples,
-        sample_size=sample_size,
-        seed=seed,
-        confidence=confidence,
-        allow_oversampling=allow_oversampling,
-        interval=interval,
-        adjustment=adjustment,
-    )
+    check_option_keys("summarise", options, BootstrapOptions)
+    boot = resolve_bootstrap("summarise", boot, config_key="boot", **options)
     return summarise_datasets({"": per_query}, boot=boot, baseline=baseline, pairs=pairs, workers=workers)[""]
 
 

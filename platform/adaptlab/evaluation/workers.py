@@ -93,9 +93,8 @@ class GroupResult:
 
 def bootstrap_group(group: BootstrapGroup, boot: BootstrapConfig) -> GroupResult:
     """CIs and paired differences of one group (the task body, identical on every worker)."""
-    kw = boot.kwargs()
     measure = group.key[1]  # the measure's definition decides the interval, never the values
-    ci = bootstrap_ci(group.values, measure=measure, **kw)
+    ci = bootstrap_ci(group.values, config=boot, measure=measure)
     pairs: tuple[PairedDifference, ...] = ()
     if len(group.names) > 1:
         pairs = tuple(
@@ -104,9 +103,8 @@ def bootstrap_group(group: BootstrapGroup, boot: BootstrapConfig) -> GroupResult
                 names=list(group.names),
                 baseline=group.baseline,
                 pairs=group.pairs,
+                config=boot,
                 measure=measure,
-                test=boot.test,
-                **kw,
             )
         )
     return GroupResult(
