@@ -8,7 +8,7 @@ same numbers either way.
 
 from adaptlab.evaluation.entry import Evaluation, evaluate
 from adaptlab.evaluation.groups import GroupedSummary, check_group_column, summarise_groups
-from adaptlab.evaluation.persist import commit_summary
+from adaptlab.evaluation.persist import RunContext, commit_summary
 from adaptlab.evaluation.summary import (
     EvaluationSummary,
     GroupSummary,
@@ -30,6 +30,7 @@ __all__ = [
     "GroupedSummary",
     "MeasureSummary",
     "PairSummary",
+    "RunContext",
     "check_group_column",
     "commit_summary",
     "evaluate",
