@@ -67,6 +67,14 @@ def test_execution_options_go_with_a_config(values: np.ndarray) -> None:
     assert {d.method for d in pairs} == {"multinomial"}
 
 
+def test_numpy_numbers_are_accepted_as_before(values: np.ndarray) -> None:
+    ref = bootstrap_ci(values, n_resamples=50, confidence=0.9)
+    same = bootstrap_ci(values, n_resamples=np.int64(50), confidence=np.float64(0.9), seed=np.int32(0))
+    assert _same(ref, same)
+    narrow = bootstrap_ci(values, n_resamples=50, confidence=np.float32(0.9))  # a numbers.Real, as before
+    assert narrow.confidence == float(np.float32(0.9))
+
+
 def test_defaults_are_the_configs(values: np.ndarray) -> None:
     assert _same(bootstrap_ci(values), bootstrap_ci(values, config=BootstrapConfig()))
     assert _same(paired_bootstrap(values), paired_bootstrap(values, config=BootstrapConfig()))

@@ -18,6 +18,7 @@ statistically good algorithms for random number generation", section 7: seeding)
 from __future__ import annotations
 
 import hashlib
+import numbers
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any, TypedDict
@@ -143,7 +144,7 @@ class BootstrapConfig:
         object.__setattr__(self, "seed", check_seed(self.seed))
         if (
             isinstance(self.confidence, bool)
-            or not isinstance(self.confidence, (int, float))
+            or not isinstance(self.confidence, numbers.Real)
             or not 0.0 < float(self.confidence) < 1.0
         ):
             raise ConfigError(f"confidence must be a number strictly between 0 and 1, got {self.confidence!r}")
