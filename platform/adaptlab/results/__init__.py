@@ -49,7 +49,7 @@ from adaptlab.results.health.health import StoreDamagedError
 from adaptlab.results.health.repair import repair_store
 from adaptlab.results.legacy.migrate import migrate_store
 from adaptlab.results.location import check_store_location
-from adaptlab.results.provenance import new_run_id, run_record
+from adaptlab.results.provenance import RunProvenance, new_run_id, run_record
 from adaptlab.results.query import ANY_GROUP
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES
 from adaptlab.results.store import CommitId, open  # noqa: A004 - `open` shadows the builtin on purpose
@@ -64,6 +64,7 @@ __all__ = [
     "CommitId",
     "MtebTaskResult",
     "ResultsStore",
+    "RunProvenance",
     "SCHEMA_VERSION",
     "StoreDamagedError",
     "StoreError",
