@@ -12,6 +12,7 @@ from embedding_fakes import ClockedStream, CrashOnceFactory, FailingFactory, Has
 
 from adaptlab.embedding import embed_texts, embed_texts_detailed, plan_blocks
 from adaptlab.embedding.pipeline import _assemble
+from adaptlab.embedding.settings import EmbedSettings
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models import HashingEncoder
 
@@ -61,6 +62,17 @@ def test_local_path_matches_the_encoder():
     assert run.engine == "local"
     np.testing.assert_array_equal(run.embeddings, _expected(texts))
     assert run.embeddings.dtype == np.float32 and run.embeddings.flags.c_contiguous
+
+
+def test_embed_settings_whole_or_as_keyword_options():
+    texts = make_texts(20)
+    by_keywords = embed_texts(texts, "hash:16", use_ray=False, batch_size=4, progress=False)
+    whole = embed_texts(texts, "hash:16", config=EmbedSettings(use_ray=False, batch_size=4, progress=False))
+    mixed = embed_texts(
+        texts, "hash:16", config=EmbedSettings(use_ray=True, batch_size=4), use_ray=False, progress=False
+    )
+    np.testing.assert_array_equal(whole, by_keywords)
+    np.testing.assert_array_equal(mixed, by_keywords)
 
 
 def test_local_path_uses_query_instructions_option_and_kind():
