@@ -162,6 +162,56 @@ def test_module_graph_has_no_cycle():
     assert not _cycles(edges), f"module import cycles: {_cycles(edges)}"
 
 
+RESULTS_PARTS = ("health", "legacy", "exports")
+"""The subpackages of ``results/`` (docs/architecture.md): they may import the core, never each other."""
+RESULTS_ENTRY_POINTS = {"adaptlab.results", "adaptlab.results.opening", "adaptlab.results.location"}
+"""The modules above the core and its subpackages, which compose them (open a store of either layout,
+check a store's location, export the package's names)."""
+
+
+def _results_part(module: str) -> str | None:
+    """The subpackage of ``results/`` that ``module`` (or an imported name) is in, else None."""
+    parts = module.split(".")
+    if parts[:2] == ["adaptlab", "results"] and len(parts) > 2 and parts[2] in RESULTS_PARTS:
+        return parts[2]
+    return None
+
+
+def results_imports_pointing_up(graph: dict[str, list[tuple[int, str]]]) -> list[str]:
+    """Imports of ``results/`` that break its one-way order: a core module importing a subpackage,
+    or a subpackage importing another one. Entry points may import every part."""
+    bad = []
+    for module, imports in graph.items():
+        if not module.startswith("adaptlab.results.") or module in RESULTS_ENTRY_POINTS:
+            continue
+        src = _results_part(module)
+        for line, target in imports:
+            dst = _results_part(target)
+            if dst is not None and dst != src:
+                bad.append(f"{module}:{line} imports {target}")
+    return bad
+
+
+def test_the_results_core_imports_none_of_its_subpackages():
+    bad = results_imports_pointing_up(_library())
+    assert not bad, "results/ imports against its order (core <- health/, legacy/, exports/):\n" + "\n".join(bad)
+
+
+def test_the_results_check_finds_an_import_against_the_order():
+    """Guards the guard: a core module importing a subpackage and a subpackage importing another
+    are found; a subpackage importing the core and an entry point importing a subpackage are not."""
+    graph = {
+        "adaptlab.results.reader": [(3, "adaptlab.results.legacy.legacy.is_legacy_store")],
+        "adaptlab.results.legacy.migrate": [(4, "adaptlab.results.store.normalize_uri")],
+        "adaptlab.results.health.repair": [(5, "adaptlab.results.exports.mteb.export_mteb")],
+        "adaptlab.results.opening": [(6, "adaptlab.results.legacy.legacy.LegacyReader")],
+    }
+    assert results_imports_pointing_up(graph) == [
+        "adaptlab.results.reader:3 imports adaptlab.results.legacy.legacy.is_legacy_store",
+        "adaptlab.results.health.repair:5 imports adaptlab.results.exports.mteb.export_mteb",
+    ]
+
+
 def test_the_walker_sees_imports_inside_functions(tmp_path):
     """Guards the guard: imports in function bodies and relative imports are found."""
     src = tmp_path / "m.py"
@@ -178,6 +228,7 @@ def test_the_doc_names_every_layer_in_order():
     assert LAYERS == {
         "errors": 0,
         "_version": 0,
+        "options": 0,
         "storage": 1,
         "data": 2,
         "stats": 2,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from adaptlab.data.pairs import load_pairs
+from adaptlab.data.pairs import PairSettings, load_pairs
 from adaptlab.errors import ConfigError, DataError
 
 
@@ -98,3 +98,16 @@ def test_bad_encoding(tmp_path):
     path.write_bytes(b"question,context\nQ,C\nQ2,\xff\xfe\n")
     with pytest.raises(DataError, match=r"qa\.csv:3: invalid UTF-8 \(byte offset 24"):
         load_pairs(path)
+
+
+def test_pair_settings_whole_or_as_keyword_options(tmp_path):
+    path = tmp_path / "qa.csv"
+    path.write_text("id,q,c\n1,What is A?,A.\n2,What is B?,B.\n", encoding="utf-8")
+    by_keywords = load_pairs(path, question_col="q", context_col="c", query_id_col="id", name="qa2")
+    whole = load_pairs(path, PairSettings(question_col="q", context_col="c", query_id_col="id", name="qa2"))
+    mixed = load_pairs(path, PairSettings(question_col="q", context_col="c", query_id_col="id"), name="qa2")
+    for ds in (whole, mixed):
+        assert (ds.name, ds.queries, ds.qrels) == (by_keywords.name, by_keywords.queries, by_keywords.qrels)
+        assert {k: d.text for k, d in ds.corpus.items()} == {k: d.text for k, d in by_keywords.corpus.items()}
+    with pytest.raises(TypeError, match="load_pairs: unknown option 'question_column'; expected one of .*question_col"):
+        load_pairs(path, question_column="q")

@@ -12,6 +12,7 @@ from embedding_fakes import ClockedStream, CrashOnceFactory, FailingFactory, Has
 
 from adaptlab.embedding import embed_texts, embed_texts_detailed, plan_blocks
 from adaptlab.embedding.pipeline import _assemble
+from adaptlab.embedding.settings import EmbedSettings
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models import HashingEncoder
 
@@ -63,6 +64,17 @@ def test_local_path_matches_the_encoder():
     assert run.embeddings.dtype == np.float32 and run.embeddings.flags.c_contiguous
 
 
+def test_embed_settings_whole_or_as_keyword_options():
+    texts = make_texts(20)
+    by_keywords = embed_texts(texts, "hash:16", use_ray=False, batch_size=4, progress=False)
+    whole = embed_texts(texts, "hash:16", config=EmbedSettings(use_ray=False, batch_size=4, progress=False))
+    mixed = embed_texts(
+        texts, "hash:16", config=EmbedSettings(use_ray=True, batch_size=4), use_ray=False, progress=False
+    )
+    np.testing.assert_array_equal(whole, by_keywords)
+    np.testing.assert_array_equal(mixed, by_keywords)
+
+
 def test_local_path_uses_query_instructions_option_and_kind():
     q = embed_texts(["a b"], "hash:16", kind="query", use_ray=False)
     d = embed_texts(["a b"], "hash:16", kind="document", use_ray=False)
@@ -77,7 +89,7 @@ def test_input_errors_fail_before_ray_starts():
         embed_texts(["a"], "hash:16", kind="passage")
     with pytest.raises(ConfigError, match="does not exist"):
         embed_texts(["a"], "./no/such/model/dir")
-    with pytest.raises(ConfigError, match="unknown argument"):
+    with pytest.raises(TypeError, match="unknown option .blocksize.; expected one of"):
         embed_texts(["a"], "hash:16", blocksize=3)
 
 

@@ -302,6 +302,19 @@ def test_run_record_provenance_and_checks():
     assert results.new_run_id() != results.new_run_id()
 
 
+def test_run_record_takes_its_provenance_whole_or_as_keywords():
+    fields = dict(model_id="m", model_revision="r1", dataset_fingerprint="fp", seed=3, config={"k": 2}, study="s")
+    by_keywords = results.run_record("sys", "toy", run_id="r" * 32, **fields)
+    whole = results.run_record("sys", "toy", results.RunProvenance(run_id="r" * 32, **fields))
+    mixed = results.run_record("sys", "toy", results.RunProvenance(**{**fields, "seed": 9}), seed=3, run_id="r" * 32)
+    for row in (whole, mixed):
+        assert {k: v for k, v in row.items() if k != "timestamp"} == {
+            k: v for k, v in by_keywords.items() if k != "timestamp"
+        }
+    with pytest.raises(TypeError, match="run_record: unknown option 'revision'; expected one of .*model_revision"):
+        results.run_record("sys", "toy", revision="r1", **fields)
+
+
 def test_compact_keeps_every_row_and_history(filled):
     store, *_ = filled
     for name in "cde":

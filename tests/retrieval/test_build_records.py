@@ -8,6 +8,7 @@ import pytest
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.retrieval.build import build_records
 from adaptlab.retrieval.records import PerQueryRecords
+from adaptlab.retrieval.settings import SearchSettings
 
 
 def _v(*a: float) -> list[float]:
@@ -102,3 +103,41 @@ def test_errors() -> None:
         build_records(QUERY_IDS, QUERY_EMB, DOC_IDS, DOC_EMB, {}, system="s", dataset="d", seed=-1)
     with pytest.raises(ConfigError, match="query_ids is empty"):
         build_records([], np.zeros((0, 2), np.float32), DOC_IDS, DOC_EMB, {}, system="s", dataset="d")
+
+
+def test_search_settings_whole_or_as_keyword_options_give_the_same_records(rec: PerQueryRecords) -> None:
+    whole = build_records(
+        QUERY_IDS,
+        QUERY_EMB,
+        DOC_IDS,
+        DOC_EMB,
+        QRELS,
+        system="toy",
+        dataset="circle",
+        config=SearchSettings(k=2, seed=3),
+    )
+    # a keyword option replaces the field of the settings object
+    mixed = build_records(
+        QUERY_IDS,
+        QUERY_EMB,
+        DOC_IDS,
+        DOC_EMB,
+        QRELS,
+        system="toy",
+        dataset="circle",
+        config=SearchSettings(k=4, seed=3),
+        k=2,
+    )
+    for other in (whole, mixed):
+        assert other.topk_ids == rec.topk_ids and other.random_ids == rec.random_ids
+        np.testing.assert_array_equal(other.topk_scores, rec.topk_scores)
+        np.testing.assert_array_equal(other.gold_rank, rec.gold_rank)
+        np.testing.assert_array_equal(other.sim_random, rec.sim_random)
+        assert other.meta == rec.meta
+
+
+def test_an_unknown_search_option_names_the_valid_ones() -> None:
+    with pytest.raises(TypeError, match=r"build_records: unknown option 'depth'; expected one of .*\bk\b.*seed"):
+        build_records(QUERY_IDS, QUERY_EMB, DOC_IDS, DOC_EMB, QRELS, system="s", dataset="d", depth=2)
+    with pytest.raises(ConfigError, match="unknown option 'depth'"):  # one line in the CLI too
+        build_records(QUERY_IDS, QUERY_EMB, DOC_IDS, DOC_EMB, QRELS, system="s", dataset="d", depth=2)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from adaptlab import results
-from adaptlab.results.health.health import StoreDamagedError
+from adaptlab.results.damage import StoreDamagedError
 from adaptlab.results.native import remote_options, short_message
 from robustness.hostile import assert_one_line_error, build_store, cli
 
@@ -152,7 +152,7 @@ def strip_log_checksums(root: Path, version: int) -> None:
 
 
 def test_a_deleted_checksum_folder_leaves_every_file_verified_by_its_commit(store_copy, monkeypatch):
-    monkeypatch.setattr("adaptlab.results.health.integrity.GRACE_SECONDS", 0.0)
+    monkeypatch.setattr("adaptlab.results.integrity.GRACE_SECONDS", 0.0)
     shutil.rmtree(store_copy / "_adaptlab_checksums")
     rc, out, err = cli(["results", "--store", str(store_copy), "--strict"])
     assert rc == 0 and "(5 rows)" in out and "WARNING" not in err, err
@@ -163,7 +163,7 @@ def test_a_deleted_checksum_folder_leaves_every_file_verified_by_its_commit(stor
 
 
 def test_a_deleted_checksum_folder_of_commits_without_logged_checksums_is_a_warning(store_copy, monkeypatch):
-    monkeypatch.setattr("adaptlab.results.health.integrity.GRACE_SECONDS", 0.0)
+    monkeypatch.setattr("adaptlab.results.integrity.GRACE_SECONDS", 0.0)
     strip_log_checksums(store_copy, 1)
     strip_log_checksums(store_copy, 2)
     shutil.rmtree(store_copy / "_adaptlab_checksums")
@@ -174,7 +174,7 @@ def test_a_deleted_checksum_folder_of_commits_without_logged_checksums_is_a_warn
 
 
 def test_a_missing_checksum_record_names_the_version(store_copy, monkeypatch):
-    monkeypatch.setattr("adaptlab.results.health.integrity.GRACE_SECONDS", 0.0)
+    monkeypatch.setattr("adaptlab.results.integrity.GRACE_SECONDS", 0.0)
     commit_id = results.open(store_copy).history().to_pylist()[0]["commit_id"]  # version 2
     (store_copy / "_adaptlab_checksums" / f"{commit_id}.json").unlink()
     rc, _, err = cli(["results", "--store", str(store_copy), "--table", "runs"])

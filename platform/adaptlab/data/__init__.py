@@ -6,7 +6,7 @@ from adaptlab.data.dataset import Dataset, Document, Qrels, Run
 from adaptlab.data.documents import CleanOptions, clean_text, corpus_from_dataset, load_documents
 from adaptlab.data.groups import read_group_file
 from adaptlab.data.loaders import DATASET_FORMATS, load_dataset, parse_dataset_spec
-from adaptlab.data.pairs import load_pairs
+from adaptlab.data.pairs import PairSettings, load_pairs
 from adaptlab.data.pubmedqa import load_pubmedqa
 from adaptlab.data.sciq import load_sciq
 from adaptlab.data.squad import load_squad
@@ -32,6 +32,7 @@ __all__ = [
     "Dataset",
     "Document",
     "Fact",
+    "PairSettings",
     "Qrels",
     "RawDocument",
     "Run",

@@ -29,6 +29,7 @@ default ``split="test"``. Options may also be given as keyword arguments, which 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +37,7 @@ from typing import Any
 
 from adaptlab.data.beir import load_beir
 from adaptlab.data.dataset import Dataset
-from adaptlab.data.pairs import load_pairs
+from adaptlab.data.pairs import PairSettings, load_pairs
 from adaptlab.data.pubmedqa import load_pubmedqa
 from adaptlab.data.sciq import load_sciq
 from adaptlab.data.squad import load_squad
@@ -59,6 +60,8 @@ _LOADERS: dict[str, Callable[..., Dataset]] = {
     "squad-sentence": _squad_sentence,
     "synthetic": synthetic_dataset,
 }
+_SETTINGS: dict[str, type[Any]] = {"pairs": PairSettings}
+"""The settings object of a loader that takes one (its fields are the format's options)."""
 DATASET_FORMATS: tuple[str, ...] = tuple(sorted(_LOADERS))
 """The formats :func:`load_dataset` accepts before the colon."""
 
@@ -146,7 +149,9 @@ def check_dataset_options(spec: str, **options: Any) -> None:
     """A ConfigError naming the first of ``options`` that the format of ``spec`` does not take,
     and the options it does take."""
     fmt, _ = parse_dataset_spec(spec)
-    accepted = _keyword_options(_LOADERS[fmt])
+    accepted = _keyword_options(_LOADERS[fmt]) - {"config"}
+    if fmt in _SETTINGS:  # a loader with a settings object takes its fields as keyword options
+        accepted |= {f.name for f in dataclasses.fields(_SETTINGS[fmt])}
     unknown = sorted(set(options) - accepted)
     if unknown:
         raise ConfigError(

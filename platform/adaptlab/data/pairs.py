@@ -21,37 +21,83 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from adaptlab.data._io import iter_jsonl, read_text, require_file, str_id
 from adaptlab.data.dataset import Dataset, Document
 from adaptlab.data.groups import GroupLabels, group_columns
 from adaptlab.data.text import normalise_whitespace
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.options import settings_from
 
-__all__ = ["PAIR_FORMATS", "check_pair_columns", "load_pairs"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["PAIR_FORMATS", "PairOptions", "PairSettings", "check_pair_columns", "load_pairs"]
 
 PAIR_FORMATS = ("csv", "jsonl", "tsv")
 _SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
-def load_pairs(
-    path: str | Path,
-    *,
-    question_col: str = "question",
-    context_col: str = "context",
-    query_id_col: str | None = None,
-    doc_id_col: str | None = None,
-    title_col: str | None = None,
-    file_format: str | None = None,
-    name: str | None = None,
-    group_by: str | list[str] | None = None,
-) -> Dataset:
-    """Load a CSV/TSV/JSONL file of (question, context) rows (rules in the module doc)."""
-    p, fmt = _pairs_file(path, file_format)
-    groups = GroupLabels(group_columns(group_by, f"{p}: group_by"))
-    wanted = [c for c in (question_col, context_col, query_id_col, doc_id_col, title_col) if c] + groups.columns
+@dataclass(frozen=True)
+class PairSettings:
+    """How to read a pairs file (the module doc's rules).
+
+    Attributes:
+        question_col: the column of the questions.
+        context_col: the column of the contexts (the documents).
+        query_id_col: the column of query ids; ``None``: every row is a new query ``q{n}``.
+        doc_id_col: the column of document ids; ``None``: identical contexts are one ``d{n}``.
+        title_col: the column of document titles; ``None``: no titles.
+        file_format: ``csv``, ``tsv`` or ``jsonl``; ``None``: from the suffix.
+        name: the dataset's name; ``None``: the file's stem.
+        group_by: grouping column(s) kept per query; ``None``: none.
+    """
+
+    question_col: str = "question"
+    context_col: str = "context"
+    query_id_col: str | None = None
+    doc_id_col: str | None = None
+    title_col: str | None = None
+    file_format: str | None = None
+    name: str | None = None
+    group_by: str | list[str] | None = None
+
+    def columns(self) -> list[str]:
+        """The text and id columns read from every row (grouping columns aside)."""
+        named = (self.question_col, self.context_col, self.query_id_col, self.doc_id_col, self.title_col)
+        return [c for c in named if c]
+
+
+class PairOptions(TypedDict, total=False):
+    """The fields of :class:`PairSettings` as keyword options."""
+
+    question_col: str
+    context_col: str
+    query_id_col: str | None
+    doc_id_col: str | None
+    title_col: str | None
+    file_format: str | None
+    name: str | None
+    group_by: str | list[str] | None
+
+
+def load_pairs(path: str | Path, config: PairSettings | None = None, **options: Unpack[PairOptions]) -> Dataset:
+    """Load a CSV/TSV/JSONL file of (question, context) rows (rules in the module doc); the
+    columns and format from ``config`` and the keyword options (:class:`PairSettings`)."""
+    s = settings_from(PairSettings, config, options, "load_pairs")
+    p, fmt = _pairs_file(path, s.file_format)
+    groups = GroupLabels(group_columns(s.group_by, f"{p}: group_by"))
+    wanted = s.columns() + groups.columns
+    question_col, context_col, query_id_col, doc_id_col, title_col = (
+        s.question_col,
+        s.context_col,
+        s.query_id_col,
+        s.doc_id_col,
+        s.title_col,
+    )
     rows = _read_rows(p, fmt, wanted)
 
     docs: dict[str, Document] = {}
@@ -91,7 +137,9 @@ def load_pairs(
     if not docs:
         raise DataError(f"{p}: no rows; expected a {question_col!r}, {context_col!r} pair per row")
     meta: dict[str, Any] = {"format": "pairs", "path": str(p), "rows": len(rows)}
-    return Dataset.build(name or p.stem, docs.values(), queries, qrels, source=str(p), meta=meta, groups=groups.labels)
+    return Dataset.build(
+        s.name or p.stem, docs.values(), queries, qrels, source=str(p), meta=meta, groups=groups.labels
+    )
 
 
 def _text(row: dict[str, Any], col: str, where: str, *, allow_empty: bool = False) -> str:
@@ -105,25 +153,14 @@ def _text(row: dict[str, Any], col: str, where: str, *, allow_empty: bool = Fals
     return value
 
 
-def check_pair_columns(
-    path: str | Path,
-    *,
-    question_col: str = "question",
-    context_col: str = "context",
-    query_id_col: str | None = None,
-    doc_id_col: str | None = None,
-    title_col: str | None = None,
-    file_format: str | None = None,
-    name: str | None = None,
-    group_by: str | list[str] | None = None,
-) -> None:
+def check_pair_columns(path: str | Path, config: PairSettings | None = None, **options: Unpack[PairOptions]) -> None:
     """Check, from its header alone (the first line; a JSONL file's first record), that a pairs
     file holds the columns :func:`load_pairs` would read with the same options; else one line
     naming the file, the missing column and the columns present. Reads at most 1 MiB."""
-    p, fmt = _pairs_file(path, file_format)
-    wanted = [c for c in (question_col, context_col, query_id_col, doc_id_col, title_col) if c]
-    groups = group_columns(group_by, f"{p}: group_by")
-    wanted += groups
+    s = settings_from(PairSettings, config, options, "check_pair_columns")
+    p, fmt = _pairs_file(path, s.file_format)
+    groups = group_columns(s.group_by, f"{p}: group_by")
+    wanted = s.columns() + groups
     columns = _header(p, fmt)
     missing = [c for c in wanted if c not in columns]
     if missing:

@@ -10,11 +10,13 @@ from adaptlab.embedding.cache import LOCAL_BELOW, Embedder, EmbeddingCache, text
 from adaptlab.embedding.pipeline import EmbeddingRun, embed_texts, embed_texts_detailed, plan_blocks
 from adaptlab.embedding.placement import ClusterCapacityError, PoolPlacement
 from adaptlab.embedding.pool import EncoderPool, active_pools, embedding_pools, release_pools
+from adaptlab.embedding.settings import EmbedSettings
 
 __all__ = [
     "LOCAL_BELOW",
     "ClusterCapacityError",
     "EmbedBatch",
+    "EmbedSettings",
     "Embedder",
     "EmbeddingCache",
     "EmbeddingRun",

@@ -52,7 +52,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -65,6 +65,9 @@ from adaptlab.models.inference import resolved_options
 from adaptlab.storage.env import CACHE_ENV, cache_home, env_number
 from adaptlab.storage.objects import RemoteDir, open_remote
 
+if TYPE_CHECKING:
+    from typing_extensions import Required
+
 __all__ = [
     "CACHE_ENV",
     "DEFAULT_MAX_GIB",
@@ -74,6 +77,7 @@ __all__ = [
     "ArrayCache",
     "CacheFile",
     "CachedModel",
+    "CachedModelArgs",
     "EmbeddingCache",
     "Embedder",
     "default_cache_root",
@@ -254,6 +258,18 @@ def _list_files(fs: Any, folder: str) -> list[CacheFile]:
         for i in infos
         if i.type == pafs.FileType.File
     ]
+
+
+class CachedModelArgs(TypedDict, total=False):
+    """The keyword arguments of :class:`CachedModel` (``options`` and ``batch_size`` required)."""
+
+    options: Required[Mapping[str, Any]]
+    batch_size: Required[int]
+    use_ray: bool
+    num_actors: int | None
+    cache_dir: EmbeddingCache | Path | str | None
+    local_below: int
+    placement_timeout: float | None
 
 
 class CachedModel:

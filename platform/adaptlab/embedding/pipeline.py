@@ -40,24 +40,30 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from adaptlab.embedding.actor import EncoderFactory
 from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, PoolPlacement, get_pool
 from adaptlab.embedding.pool import placement_timeout as check_placement_timeout
+from adaptlab.embedding.settings import EmbedOptions, EmbedSettings
 from adaptlab.errors import ConfigError
 from adaptlab.models.base import Encoder, TextKind, check_texts
 from adaptlab.models.load import EncoderSpec
 from adaptlab.models.resolve import ModelRef, resolve_model
+from adaptlab.options import settings_from
 from adaptlab.runtime import available_cores, cluster_has_gpus, init_ray, largest_node_cpus, ray_info
 from adaptlab.runtime.progress import Heartbeat, Progress
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "EmbeddingRun",
     "check_row_coverage",
+    "checked_settings",
     "embed_texts",
     "embed_texts_detailed",
     "length_blocks",
@@ -317,43 +323,36 @@ def pool_placement(
     return PoolPlacement(actors, 0.0, 1.0, threads, device), bs
 
 
-def _embed_ray(
-    texts: list[str],
-    factory: EncoderFactory,
-    *,
-    kind: TextKind,
-    batch_size: int,
-    num_actors: int | None,
-    block_size: int | None,
-    torch_threads: int | None,
-    sort_by_length: bool,
-    max_restarts: int | None,
-    device: str | None,
-    progress: bool = True,
-    placement_timeout: float | None = None,
-) -> EmbeddingRun:
+def _embed_ray(texts: list[str], factory: EncoderFactory, kind: TextKind, settings: EmbedSettings) -> EmbeddingRun:
+    """Embed on the model's warm pool with checked ``settings`` (the module docstring's steps)."""
+    progress = settings.progress
     with Heartbeat("starting Ray", enabled=None if progress else False):  # or waiting for its start
         init_ray()
     n = len(texts)
     placement, bs = pool_placement(
         n,
-        batch_size=batch_size,
-        num_actors=num_actors,
-        block_size=block_size,
-        torch_threads=torch_threads,
-        device=device,
+        batch_size=settings.batch_size,
+        num_actors=settings.num_actors,
+        block_size=settings.block_size,
+        torch_threads=settings.torch_threads,
+        device=settings.device,
     )
     pool = get_pool(factory, placement)
     log.debug("embedding %d texts on Ray: %s, blocks of %d rows", n, placement, bs)
-    blocks = length_blocks(texts, bs, sort_by_length=sort_by_length)
+    blocks = length_blocks(texts, bs, sort_by_length=settings.sort_by_length)
     t0 = time.perf_counter()
-    restarts = DEFAULT_MAX_RESTARTS if max_restarts is None else max_restarts
+    restarts = DEFAULT_MAX_RESTARTS if settings.max_restarts is None else settings.max_restarts
     bar = Progress(n, _what(factory, kind, n), enabled=None if progress else False)
     try:
         emb, pid, cvd = _assemble(
             n,
             pool.run(
-                blocks, kind=kind, batch_size=batch_size, max_restarts=restarts, progress=bar, timeout=placement_timeout
+                blocks,
+                kind=kind,
+                batch_size=settings.batch_size,
+                max_restarts=restarts,
+                progress=bar,
+                timeout=settings.placement_timeout,
             ),
         )
     finally:
@@ -363,64 +362,54 @@ def _embed_ray(
     )
 
 
+def checked_settings(settings: EmbedSettings) -> EmbedSettings:
+    """``settings`` with every number checked (one ``ConfigError`` line naming the field), a
+    ``num_actors`` of 0 as ``None``, and a ``backend`` in the encoder options taken as the backend
+    (the study runner passes it among them)."""
+    num_actors = settings.num_actors
+    num_actors = _check_int("num_actors", num_actors) if num_actors is not None and num_actors != 0 else None
+    opts = dict(settings.options or {})
+    backend = settings.backend
+    if "backend" in opts:
+        b = opts.pop("backend")
+        if b and b != "auto":
+            backend = b
+    return replace(
+        settings,
+        batch_size=_check_int("batch_size", settings.batch_size),
+        num_actors=num_actors,
+        options=opts,
+        backend=backend,
+        torch_threads=None if settings.torch_threads is None else _check_int("torch_threads", settings.torch_threads),
+        max_restarts=None
+        if settings.max_restarts is None
+        else _check_int("max_restarts", settings.max_restarts, minimum=0),
+        placement_timeout=None
+        if settings.placement_timeout is None
+        else check_placement_timeout(settings.placement_timeout),
+    )
+
+
 def embed_texts_detailed(
     texts: Sequence[str],
     model_ref: str | ModelRef | EncoderSpec | EncoderFactory,
     *,
     kind: TextKind = "document",
-    batch_size: int = 64,
-    num_actors: int | None = None,
-    options: Mapping[str, Any] | None = None,
-    progress: bool = True,
-    use_ray: bool = True,
-    backend: str = "auto",
-    device: str | None = None,
-    block_size: int | None = None,
-    torch_threads: int | None = None,
-    sort_by_length: bool = True,
-    max_restarts: int | None = None,
-    placement_timeout: float | None = None,
+    config: EmbedSettings | None = None,
+    **options: Unpack[EmbedOptions],
 ) -> EmbeddingRun:
     """:func:`embed_texts` returning an :class:`EmbeddingRun` (embeddings + worker of each row)."""
     if kind not in ("query", "document"):
         raise ConfigError(f"kind must be 'query' or 'document', got {kind!r}")
     items = check_texts(texts, "texts")
-    batch_size = _check_int("batch_size", batch_size)
-    if num_actors is not None and num_actors != 0:
-        num_actors = _check_int("num_actors", num_actors)
-    else:
-        num_actors = None
-    if torch_threads is not None:
-        torch_threads = _check_int("torch_threads", torch_threads)
-    if max_restarts is not None:
-        max_restarts = _check_int("max_restarts", max_restarts, minimum=0)
-    if placement_timeout is not None:
-        placement_timeout = check_placement_timeout(placement_timeout)
-    opts = dict(options or {})
-    if "backend" in opts:  # the study runner passes the backend among the options
-        b = opts.pop("backend")
-        if b and b != "auto":
-            backend = b
-    factory = _as_factory(model_ref, backend, opts)
+    settings = checked_settings(settings_from(EmbedSettings, config, options, "embed_texts"))
+    factory = _as_factory(model_ref, settings.backend, settings.options)
     if isinstance(factory, EncoderSpec) and not isinstance(factory.ref, ModelRef):
         # resolve here: a missing model fails fast in the driver, and actors skip the lookup
         factory = EncoderSpec(resolve_model(factory.ref), factory.backend, factory.options)
-    if not use_ray or not items:
-        return _embed_local(items, factory, kind, batch_size, device, progress)
-    return _embed_ray(
-        items,
-        factory,
-        kind=kind,
-        batch_size=batch_size,
-        num_actors=num_actors,
-        block_size=block_size,
-        torch_threads=torch_threads,
-        sort_by_length=sort_by_length,
-        max_restarts=max_restarts,
-        device=device,
-        progress=progress,
-        placement_timeout=placement_timeout,
-    )
+    if not settings.use_ray or not items:
+        return _embed_local(items, factory, kind, settings.batch_size, settings.device, settings.progress)
+    return _embed_ray(items, factory, kind, settings)
 
 
 def embed_texts(
@@ -428,12 +417,8 @@ def embed_texts(
     model_ref: str | ModelRef | EncoderSpec | EncoderFactory,
     *,
     kind: TextKind = "document",
-    batch_size: int = 64,
-    num_actors: int | None = None,
-    options: Mapping[str, Any] | None = None,
-    progress: bool = True,
-    use_ray: bool = True,
-    **kwargs: Any,
+    config: EmbedSettings | None = None,
+    **options: Unpack[EmbedOptions],
 ) -> np.ndarray:
     """Embed ``texts`` with ``model_ref``: float32 ``[len(texts), d]``, unit rows, input order.
 
@@ -443,43 +428,25 @@ def embed_texts(
             and ``options``), a :class:`~adaptlab.models.resolve.ModelRef`, an
             :class:`~adaptlab.models.load.EncoderSpec`, or a picklable ``factory(device)``.
         kind: ``"document"`` or ``"query"`` (instruction prefixes differ).
-        batch_size: texts per forward pass inside an actor.
-        num_actors: actor pool size; default: one per GPU, else ``cores // torch_threads``.
-        options: encoder options (``query_instruction``, ``max_seq_length``, ``backend``...).
-        progress: show progress (a bar on a terminal, else a line every few seconds on stderr:
-            :class:`adaptlab.runtime.progress.Progress`); ``adaptlab --quiet`` turns it off.
-        use_ray: ``False``: encode in this process.
-        kwargs: ``backend``, ``device``, ``block_size`` (rows per actor call),
-            ``torch_threads`` (per CPU actor, default 1 with the default pool),
-            ``sort_by_length`` (default True), ``max_restarts`` (actor crashes replaced, with
-            their blocks retried, per call; default ``None``: 3), ``placement_timeout`` (seconds
-            with no ready actor before the call fails; default ``None``:
-            ``ADAPTLAB_POOL_PLACEMENT_TIMEOUT`` or 180). See :func:`embed_texts_detailed`.
+        config: the settings whole (:class:`~adaptlab.embedding.settings.EmbedSettings`), default
+            its defaults; the keyword options replace its fields.
+        options: the fields of :class:`~adaptlab.embedding.settings.EmbedSettings`:
+            ``batch_size`` (texts per forward pass inside an actor, default 64), ``num_actors``
+            (actor pool size; default: one per GPU, else ``cores // torch_threads``), ``options``
+            (encoder options: ``query_instruction``, ``max_seq_length``, ``backend``...),
+            ``progress`` (a bar on a terminal, else a line every few seconds on stderr:
+            :class:`adaptlab.runtime.progress.Progress`; ``adaptlab --quiet`` turns it off),
+            ``use_ray`` (``False``: encode in this process), ``backend``, ``device``,
+            ``block_size`` (rows per actor call), ``torch_threads`` (per CPU actor, default 1
+            with the default pool), ``sort_by_length`` (default True), ``max_restarts`` (actor
+            crashes replaced, with their blocks retried, per call; default ``None``: 3),
+            ``placement_timeout`` (seconds with no ready actor before the call fails; default
+            ``None``: ``ADAPTLAB_POOL_PLACEMENT_TIMEOUT`` or 180).
 
     Raises:
-        ConfigError: invalid option or model; DataError: a text is not a string;
-        ClusterCapacityError: the cluster lost the nodes the pool needs (no actor ready for
-        ``placement_timeout`` seconds).
+        ConfigError: invalid option or model (an unknown option: an
+        :class:`~adaptlab.options.UnknownOptionError`, a ``TypeError`` too); DataError: a text is
+        not a string; ClusterCapacityError: the cluster lost the nodes the pool needs (no actor
+        ready for ``placement_timeout`` seconds).
     """
-    unknown = set(kwargs) - {
-        "backend",
-        "device",
-        "block_size",
-        "torch_threads",
-        "sort_by_length",
-        "max_restarts",
-        "placement_timeout",
-    }
-    if unknown:
-        raise ConfigError(f"embed_texts: unknown argument(s) {', '.join(sorted(unknown))}")
-    return embed_texts_detailed(
-        texts,
-        model_ref,
-        kind=kind,
-        batch_size=batch_size,
-        num_actors=num_actors,
-        options=options,
-        progress=progress,
-        use_ray=use_ray,
-        **kwargs,
-    ).embeddings
+    return embed_texts_detailed(texts, model_ref, kind=kind, config=config, **options).embeddings

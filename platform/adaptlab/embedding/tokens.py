@@ -42,23 +42,27 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from adaptlab.embedding.actor import EncoderFactory
-from adaptlab.embedding.cache import LOCAL_BELOW, CachedModel, EmbeddingCache, texts_hash
+from adaptlab.embedding.cache import CachedModel, CachedModelArgs, texts_hash
 from adaptlab.embedding.pipeline import check_row_coverage, length_blocks, pool_placement
 from adaptlab.embedding.pool import DEFAULT_MAX_RESTARTS, get_pool, has_pool
+from adaptlab.embedding.settings import EmbedOptions, EmbedSettings
 from adaptlab.errors import ConfigError
 from adaptlab.models import EncoderSpec, resolve_model
 from adaptlab.models.base import TextKind
 from adaptlab.models.variants import COLBERT_BACKEND
+from adaptlab.options import settings_from
 from adaptlab.runtime import init_ray
 from adaptlab.runtime.progress import Heartbeat, Progress
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["TokenEmbedder", "TokenRun", "assemble_tokens", "embed_tokens_ray"]
 
@@ -155,20 +159,26 @@ def embed_tokens_ray(
     factory: EncoderFactory,
     *,
     kind: TextKind,
-    batch_size: int,
-    num_actors: int | None = None,
-    device: str | None = None,
-    progress: bool = True,
-    max_restarts: int = DEFAULT_MAX_RESTARTS,
-    placement_timeout: float | None = None,
+    config: EmbedSettings | None = None,
+    **options: Unpack[EmbedOptions],
 ) -> TokenRun:
     """Token vectors of ``texts`` on the warm pool of ``factory`` (placement, blocks, node-loss
     handling and ``placement_timeout`` as :func:`~adaptlab.embedding.pipeline.embed_texts`), rows in
-    input order."""
+    input order. Of the :class:`~adaptlab.embedding.settings.EmbedSettings` (``config`` and the
+    keyword options), the pool's use ``batch_size``, ``num_actors``, ``device``, ``progress``,
+    ``max_restarts`` (``None``: 3) and ``placement_timeout``; blocks are always cut by length."""
+    settings = settings_from(EmbedSettings, config, options, "embed_tokens_ray")
+    batch_size, progress = settings.batch_size, settings.progress
+    max_restarts = DEFAULT_MAX_RESTARTS if settings.max_restarts is None else settings.max_restarts
     init_ray()
     n = len(texts)
     placement, bs = pool_placement(
-        n, batch_size=batch_size, num_actors=num_actors or None, block_size=None, torch_threads=None, device=device
+        n,
+        batch_size=batch_size,
+        num_actors=settings.num_actors or None,
+        block_size=None,
+        torch_threads=None,
+        device=settings.device,
     )
     pool = get_pool(factory, placement)
     blocks = length_blocks(texts, bs)
@@ -184,7 +194,7 @@ def embed_tokens_ray(
                 max_restarts=max_restarts,
                 progress=bar,
                 tokens=True,
-                timeout=placement_timeout,
+                timeout=settings.placement_timeout,
             ),
         )
     finally:
@@ -210,29 +220,12 @@ class TokenEmbedder(CachedModel):
     interaction = "late"
     cache_folder = "tokens"  # in a shared EmbeddingCache, beside the dense "embeddings"
 
-    def __init__(
-        self,
-        ref: Any,
-        *,
-        options: Mapping[str, Any],
-        batch_size: int,
-        use_ray: bool = False,
-        num_actors: int | None = None,
-        cache_dir: EmbeddingCache | Path | str | None = None,
-        device: str | None = None,
-        local_below: int = LOCAL_BELOW,
-        placement_timeout: float | None = None,
-    ) -> None:
-        super().__init__(
-            ref,
-            options=options,
-            batch_size=batch_size,
-            use_ray=use_ray,
-            num_actors=num_actors,
-            cache_dir=cache_dir,
-            local_below=local_below,
-            placement_timeout=placement_timeout,
-        )
+    def __init__(self, ref: Any, *, device: str | None = None, **model: Unpack[CachedModelArgs]) -> None:
+        """``device``: of the in-process encoder and of the pool's actors; ``model``: the
+        keyword arguments of :class:`~adaptlab.embedding.cache.CachedModel` (``options`` and
+        ``batch_size`` required)."""
+        model.setdefault("use_ray", False)
+        super().__init__(ref, **model)
         self.device = device
         self.last_run: TokenRun | None = None  # where the last encoding ran (None after a cache hit)
         self._encoder: Any = None

@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adaptlab.errors import StoreError
+from adaptlab.results.damage import StoreDamagedError
 from adaptlab.results.exports.mlflow_log import log_to_mlflow
 from adaptlab.results.exports.mteb import MtebTaskResult, compare_mteb, export_mteb, import_mteb, mteb_results
 from adaptlab.results.exports.ranx_io import (
@@ -45,14 +46,14 @@ from adaptlab.results.exports.ranx_io import (
     write_ranx_json,
 )
 from adaptlab.results.exports.wandb_log import log_to_wandb
-from adaptlab.results.health.health import StoreDamagedError
 from adaptlab.results.health.repair import repair_store
 from adaptlab.results.legacy.migrate import migrate_store
 from adaptlab.results.location import check_store_location
-from adaptlab.results.provenance import new_run_id, run_record
+from adaptlab.results.opening import open  # noqa: A004 - `open` shadows the builtin on purpose
+from adaptlab.results.provenance import RunProvenance, new_run_id, run_record
 from adaptlab.results.query import ANY_GROUP
 from adaptlab.results.schema import COLUMNS, SCHEMA_VERSION, TABLES
-from adaptlab.results.store import CommitId, open  # noqa: A004 - `open` shadows the builtin on purpose
+from adaptlab.results.store import CommitId
 from adaptlab.results.validate import canonical_measure
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,6 +65,7 @@ __all__ = [
     "CommitId",
     "MtebTaskResult",
     "ResultsStore",
+    "RunProvenance",
     "SCHEMA_VERSION",
     "StoreDamagedError",
     "StoreError",

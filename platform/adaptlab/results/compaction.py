@@ -143,6 +143,6 @@ def _commit(dt: Any, staged: Staged, removes: list[Any], schema: pa.Schema) -> b
 
 
 def _rel(store: Any, path: str) -> str:
-    from adaptlab.results.health.health import relative_path
+    from adaptlab.results.damage import relative_path
 
     return relative_path(store.uri, path)

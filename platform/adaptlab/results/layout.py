@@ -19,6 +19,7 @@ replaced commits that are still on disk (a compaction cut short) are not read.
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 from dataclasses import asdict, dataclass, field
@@ -36,6 +37,7 @@ __all__ = [
     "MARKER",
     "Manifest",
     "TMP",
+    "is_legacy_store",
     "new_commit_id",
 ]
 
@@ -46,6 +48,11 @@ TMP = "tmp"
 MANIFEST = "_commit.json"
 MANIFEST_VERSION = 1
 COMMIT_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{12}$")
+
+
+def is_legacy_store(root: str | os.PathLike[str]) -> bool:
+    """Whether the local directory ``root`` holds a store of the previous layout (its marker file)."""
+    return (Path(os.fspath(root)) / MARKER).is_file()
 
 
 def new_commit_id(when: datetime | None = None) -> str:

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from adaptlab.errors import StoreError
+from adaptlab.results.damage import Health, Listing, LogState
 from adaptlab.results.delta_table import (
     COMMIT_KEY,
     DEFAULT_METRICS_KIND,
@@ -38,9 +39,8 @@ from adaptlab.results.delta_table import (
     refuse_unrelated_folder,
 )
 from adaptlab.results.frames import to_frame, wide_frame
-from adaptlab.results.health.health import Health, Listing, LogState
-from adaptlab.results.health.integrity import Checksums
-from adaptlab.results.legacy.legacy import is_legacy_store
+from adaptlab.results.integrity import Checksums
+from adaptlab.results.layout import is_legacy_store
 from adaptlab.results.native import quiet_native, remote_options
 from adaptlab.results.query import Filter, check_columns, group_rows, parse_filters
 from adaptlab.results.schema import COLUMNS, SCALING, SCHEMA_VERSION, TABLES, arrow_schema, arrow_type
@@ -237,7 +237,7 @@ class StoreReader:
 
     def check(self) -> int:
         """Check every commit file of the log and every data file of the latest version (or the
-        pinned one); raises :class:`~adaptlab.results.health.health.StoreDamagedError` naming the first
+        pinned one); raises :class:`~adaptlab.results.damage.StoreDamagedError` naming the first
         damaged file and its version. Returns the version checked. Runs before every commit."""
         return int(self._check()[0].version())
 

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
-from adaptlab.results.health.delta_protocol import CHECKSUMS_KEY
+from adaptlab.results.delta_protocol import CHECKSUMS_KEY
 
 __all__ = ["CHECKSUMS_KEY", "Staged", "discard", "stage", "write_bytes"]
 

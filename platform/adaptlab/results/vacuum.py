@@ -34,7 +34,7 @@ import deltalake
 import pyarrow as pa
 
 from adaptlab.errors import StoreError
-from adaptlab.results.health.health import relative_path
+from adaptlab.results.damage import relative_path
 from adaptlab.results.native import is_permanent, quiet_native
 
 __all__ = ["VACUUM_FILES_KEY", "VACUUM_OPERATION", "vacuum_table", "vacuumed_since"]

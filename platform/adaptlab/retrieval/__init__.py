@@ -6,9 +6,11 @@ from adaptlab.retrieval.late import build_late_records
 from adaptlab.retrieval.plaid import build_plaid_records
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.retrieval.search import exact_search
+from adaptlab.retrieval.settings import SearchSettings
 
 __all__ = [
     "PerQueryRecords",
+    "SearchSettings",
     "build_late_records",
     "build_plaid_records",
     "build_records",

@@ -23,16 +23,22 @@ counts them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from adaptlab.errors import ConfigError, DataError
+from adaptlab.options import settings_from
 from adaptlab.retrieval.records import PerQueryRecords
-from adaptlab.retrieval.search import Backend, as_matrix, exact_search, pair_scores
+from adaptlab.retrieval.search import as_matrix, exact_search, pair_scores
+from adaptlab.retrieval.settings import SearchOptions, SearchSettings
 from adaptlab.stats.resample import check_seed
 
-__all__ = ["build_records", "gold_pairs", "gold_ranks", "records_from_run"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["Ranking", "build_records", "gold_pairs", "gold_ranks", "records_from_ranking", "records_from_run"]
 
 
 def gold_ranks(topk_idx: np.ndarray, gold_q: np.ndarray, gold_d: np.ndarray, n_docs: int) -> np.ndarray:
@@ -78,12 +84,20 @@ def check_query_ids(query_ids: Sequence[str]) -> None:
         raise ConfigError("query_ids must be unique")
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """One system's top-``k`` of every query: ``idx`` / ``scores`` ``[Q, k]``, column positions into
+    ``doc_ids`` and their scores, rows in the order of ``query_ids``."""
+
+    query_ids: list[str]
+    doc_ids: list[str]
+    scores: np.ndarray
+    idx: np.ndarray
+
+
 def records_from_ranking(
-    query_ids: list[str],
-    doc_ids: list[str],
+    ranking: Ranking,
     qrels: Mapping[str, Mapping[str, int]],
-    scores: np.ndarray,
-    idx: np.ndarray,
     pair_score: Callable[[np.ndarray, np.ndarray], np.ndarray],
     *,
     system: str,
@@ -91,12 +105,13 @@ def records_from_ranking(
     seed: int,
     meta: dict[str, Any],
 ) -> PerQueryRecords:
-    """The per-query records of one ranking (``idx``/``scores`` ``[Q, k]``, column positions into
-    ``doc_ids``), shared by the dense, exact late-interaction and PLAID paths: gold ids and ranks,
-    ``sim_gold`` (the best-scoring relevant document of each query, NaN without one) and
-    ``sim_random`` (one document per query drawn by ``numpy.random.default_rng(seed)``, the same
-    draw on every path). ``pair_score(rows, cols)`` scores query row ``rows[i]`` with document
-    ``cols[i]``; it is called once, for the gold pairs followed by the random ones."""
+    """The per-query records of one ``ranking``, shared by the dense, exact late-interaction,
+    PLAID and BM25 paths: gold ids and ranks, ``sim_gold`` (the best-scoring relevant document of
+    each query, NaN without one) and ``sim_random`` (one document per query drawn by
+    ``numpy.random.default_rng(seed)``, the same draw on every path). ``pair_score(rows, cols)``
+    scores query row ``rows[i]`` with document ``cols[i]``; it is called once, for the gold pairs
+    followed by the random ones."""
+    query_ids, doc_ids, idx = ranking.query_ids, ranking.doc_ids, ranking.idx
     n, n_q = len(doc_ids), len(query_ids)
     gold_ids, gold_q, gold_d = gold_pairs(query_ids, qrels, doc_ids)
     gold_rank = gold_ranks(idx, gold_q, gold_d, n)
@@ -111,7 +126,7 @@ def records_from_ranking(
         dataset=dataset,
         query_ids=query_ids,
         topk_ids=ids[idx].tolist(),
-        topk_scores=scores,
+        topk_scores=ranking.scores,
         gold_ids=gold_ids,
         gold_rank=gold_rank,
         sim_gold=sim_gold,
@@ -130,19 +145,20 @@ def build_records(
     *,
     system: str,
     dataset: str,
-    k: int = 100,
-    seed: int = 0,
-    block_size: int | None = None,
-    backend: Backend | str = "auto",
+    config: SearchSettings | None = None,
+    **options: Unpack[SearchOptions],
 ) -> PerQueryRecords:
     """Retrieve the top-``k`` for every query and fill the per-query records.
 
     ``query_emb`` [Q, d] and ``doc_emb`` [N, d] are L2-normalised float32 rows in the order of
     ``query_ids`` and ``doc_ids``. ``qrels`` maps query id -> {document id: relevance}; queries
     of ``qrels`` not in ``query_ids`` are ignored, a relevant document not in ``doc_ids`` is a
-    :class:`~adaptlab.errors.DataError`. ``block_size`` and ``backend`` go to
-    :func:`~adaptlab.retrieval.search.exact_search`; ``k > N`` keeps all ``N`` documents.
+    :class:`~adaptlab.errors.DataError`. The search knobs (:class:`SearchSettings`: ``k``,
+    ``seed``, ``block_size``, ``backend``) come from ``config`` and the keyword options; ``block_size``
+    and ``backend`` go to :func:`~adaptlab.retrieval.search.exact_search`; ``k > N`` keeps all
+    ``N`` documents.
     """
+    search = settings_from(SearchSettings, config, options, "build_records")
     query_ids = [str(q) for q in query_ids]
     doc_ids = [str(d) for d in doc_ids]
     x = as_matrix(query_emb, "query_emb")
@@ -152,15 +168,12 @@ def build_records(
     if len(doc_ids) != y.shape[0]:
         raise ConfigError(f"doc_ids has {len(doc_ids)} ids but doc_emb has {y.shape[0]} rows; they must match")
     check_query_ids(query_ids)
-    seed = check_seed(seed)
-
-    scores, idx = exact_search(x, y, k, doc_ids=doc_ids, block_size=block_size, backend=backend)
+    seed = check_seed(search.seed)
+    k = search.k
+    scores, idx = exact_search(x, y, k, doc_ids=doc_ids, block_size=search.block_size, backend=search.backend)
     return records_from_ranking(
-        query_ids,
-        doc_ids,
+        Ranking(query_ids, doc_ids, scores, idx),
         qrels,
-        scores,
-        idx,
         lambda rows, cols: pair_scores(x[rows], y, cols),
         system=system,
         dataset=dataset,

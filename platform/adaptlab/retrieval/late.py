@@ -64,12 +64,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from adaptlab.errors import ConfigError
-from adaptlab.retrieval.build import check_query_ids, records_from_ranking
+from adaptlab.options import settings_from
+from adaptlab.retrieval.build import Ranking, check_query_ids, records_from_ranking
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.retrieval.search import id_order
+from adaptlab.retrieval.settings import SearchOptions, SearchSettings
 from adaptlab.stats.resample import check_seed
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from adaptlab.models.colbert import TokenVectors
 
 __all__ = ["MAX_EXACT_TOKENS", "build_late_records", "late_search", "maxsim_pairs", "maxsim_scores"]
@@ -164,13 +168,14 @@ def build_late_records(
     *,
     system: str,
     dataset: str,
-    k: int = 100,
-    seed: int = 0,
-    max_tokens: int | None = None,
+    config: SearchSettings | None = None,
+    **options: Unpack[SearchOptions],
 ) -> PerQueryRecords:
     """Per-query records of a late-interaction system: the same contract as
     :func:`adaptlab.retrieval.build.build_records` with MaxSim scores (module docstring for what
-    ``sim_gold`` / ``sim_random`` mean here)."""
+    ``sim_gold`` / ``sim_random`` mean here); ``k``, ``seed`` and ``max_tokens`` from ``config``
+    and the keyword options (:class:`~adaptlab.retrieval.settings.SearchSettings`)."""
+    search = settings_from(SearchSettings, config, options, "build_late_records")
     query_ids = [str(q) for q in query_ids]
     doc_ids = [str(d) for d in doc_ids]
     if len(query_ids) != len(query_tokens):
@@ -178,16 +183,14 @@ def build_late_records(
     if len(doc_ids) != len(doc_tokens):
         raise ConfigError(f"doc_ids has {len(doc_ids)} ids but doc_tokens has {len(doc_tokens)} texts")
     check_query_ids(query_ids)
-    seed = check_seed(seed)
-    full = maxsim_scores(query_tokens, doc_tokens, max_tokens=max_tokens)
+    seed = check_seed(search.seed)
+    k = search.k
+    full = maxsim_scores(query_tokens, doc_tokens, max_tokens=search.max_tokens)
     scores, idx = late_search(full, k, doc_ids=doc_ids)
     m = int(query_tokens.lengths.max(initial=0))
     return records_from_ranking(
-        query_ids,
-        doc_ids,
+        Ranking(query_ids, doc_ids, scores, idx),
         qrels,
-        scores,
-        idx,
         lambda rows, cols: full[rows, cols],
         system=system,
         dataset=dataset,

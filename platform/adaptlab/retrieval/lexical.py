@@ -34,16 +34,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from adaptlab.errors import ConfigError
 from adaptlab.models.ref import ModelRef
-from adaptlab.retrieval.build import check_query_ids, records_from_ranking
+from adaptlab.options import settings_from
+from adaptlab.retrieval.build import Ranking, check_query_ids, records_from_ranking
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.retrieval.search import id_order
+from adaptlab.retrieval.settings import SearchOptions, SearchSettings
 from adaptlab.stats.resample import check_seed
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["BM25_METHODS", "BM25Search", "BM25Settings", "bm25_records", "bm25_scores"]
 
@@ -157,10 +162,13 @@ def bm25_records(
     settings: BM25Settings,
     system: str,
     dataset: str,
-    k: int = 100,
-    seed: int = 0,
+    **options: Unpack[SearchOptions],
 ) -> PerQueryRecords:
-    """BM25 top-``k`` of every query over the whole corpus, as per-query records (module doc)."""
+    """BM25 top-``k`` of every query over the whole corpus, as per-query records (module doc);
+    ``k`` and ``seed`` as keyword options of :class:`~adaptlab.retrieval.settings.SearchSettings`
+    (a caller holding the settings passes ``**vars(search)``)."""
+    search = settings_from(SearchSettings, None, options, "bm25_records")
+    k, seed = search.k, search.seed
     query_ids = [str(q) for q in query_ids]
     doc_ids = [str(d) for d in doc_ids]
     if len(query_ids) != len(query_texts) or len(doc_ids) != len(doc_texts):
@@ -205,11 +213,8 @@ def bm25_records(
         return out
 
     return records_from_ranking(
-        query_ids,
-        doc_ids,
+        Ranking(query_ids, doc_ids, scores, idx),
         qrels,
-        scores,
-        idx,
         pair_score,
         system=system,
         dataset=dataset,
@@ -243,7 +248,20 @@ class BM25Search:
         doc_ids: Sequence[str],
         doc_texts: Sequence[str],
         qrels: Mapping[str, Mapping[str, int]],
-        **kw: Any,
+        *,
+        system: str,
+        dataset: str,
+        **options: Unpack[SearchOptions],
     ) -> PerQueryRecords:
         """:func:`bm25_records` with this system's settings."""
-        return bm25_records(query_ids, query_texts, doc_ids, doc_texts, qrels, settings=self.settings, **kw)
+        return bm25_records(
+            query_ids,
+            query_texts,
+            doc_ids,
+            doc_texts,
+            qrels,
+            settings=self.settings,
+            system=system,
+            dataset=dataset,
+            **options,
+        )

@@ -37,6 +37,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -44,16 +45,20 @@ import numpy as np
 
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.colbert import search_options
-from adaptlab.retrieval.build import check_query_ids, records_from_ranking
+from adaptlab.options import settings_from
+from adaptlab.retrieval.build import Ranking, check_query_ids, records_from_ranking
 from adaptlab.retrieval.late import MAX_EXACT_TOKENS, maxsim_pairs
 from adaptlab.retrieval.records import PerQueryRecords
 from adaptlab.retrieval.search import id_order
+from adaptlab.retrieval.settings import SearchOptions, SearchSettings
 from adaptlab.stats.resample import check_seed
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from adaptlab.models.colbert import ColBERTEncoder, TokenVectors
 
-__all__ = ["PlaidSearcher", "build_plaid_records", "choose_search", "plaid_records"]
+__all__ = ["PlaidCorpus", "PlaidSearcher", "build_plaid_records", "choose_search", "plaid_records"]
 
 _MAX_DOC_MAXLEN = 512  # BERT's positions: a bound on doc_maxlen before the model is loaded
 
@@ -65,6 +70,25 @@ class PlaidSearcher(Protocol):
     nbits: int
 
     def search(self, queries: TokenVectors, k: int) -> list[tuple[np.ndarray, np.ndarray]]: ...
+
+
+@dataclass(frozen=True)
+class PlaidCorpus:
+    """The documents a PLAID index is built from, and how to re-encode some of them exactly.
+
+    Attributes:
+        texts: the document texts, in the order of the records' ``doc_ids``.
+        encoder: the ColBERT encoder whose checkpoint the indexer loads.
+        encode_documents: ``positions -> TokenVectors`` of those documents (``sim_gold``,
+            ``sim_random``).
+        index_root: the folder of content-addressed indexes (a re-run reuses one); ``None``: a
+            temporary folder removed afterwards.
+    """
+
+    texts: Sequence[str]
+    encoder: ColBERTEncoder
+    encode_documents: Callable[[list[int]], TokenVectors]
+    index_root: str | Path | None = None
 
 
 def _margin(k: int) -> int:
@@ -116,13 +140,15 @@ def build_plaid_records(
     encode_documents: Callable[[list[int]], TokenVectors],
     system: str,
     dataset: str,
-    k: int = 100,
-    seed: int = 0,
+    **options: Unpack[SearchOptions],
 ) -> PerQueryRecords:
     """Per-query records from a PLAID ``index`` of the documents ``doc_ids`` (index position ``i`` =
     ``doc_ids[i]``): the contract of :func:`~adaptlab.retrieval.late.build_late_records`, with the
     top-k from the index and ``sim_gold`` / ``sim_random`` exact (module docstring).
-    ``encode_documents(positions)`` returns the token vectors of those documents."""
+    ``encode_documents(positions)`` returns the token vectors of those documents; ``k`` and
+    ``seed`` as keyword options of :class:`~adaptlab.retrieval.settings.SearchSettings`."""
+    search = settings_from(SearchSettings, None, options, "build_plaid_records")
+    k = search.k
     query_ids = [str(q) for q in query_ids]
     doc_ids = [str(d) for d in doc_ids]
     if len(query_ids) != len(query_tokens):
@@ -132,7 +158,7 @@ def build_plaid_records(
     check_query_ids(query_ids)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ConfigError(f"k must be a positive integer, got {k!r}")
-    seed = check_seed(seed)
+    seed = check_seed(search.seed)
     n, n_q = len(doc_ids), len(query_ids)
     kk = min(int(k), n)
     hits = index.search(query_tokens, min(n, kk + _margin(kk)))
@@ -140,11 +166,8 @@ def build_plaid_records(
         raise DataError(f"the PLAID index answered {len(hits)} of {n_q} queries")
     scores, idx = _rank_candidates(hits, id_order(doc_ids, n), kk)
     return records_from_ranking(
-        query_ids,
-        doc_ids,
+        Ranking(query_ids, doc_ids, scores, idx),
         qrels,
-        scores,
-        idx,
         lambda rows, cols: _exact_pair_sims(query_tokens, rows, cols, encode_documents),
         system=system,
         dataset=dataset,
@@ -200,40 +223,39 @@ def plaid_records(
     query_ids: Sequence[str],
     query_tokens: TokenVectors,
     doc_ids: Sequence[str],
-    doc_texts: Sequence[str],
     qrels: Mapping[str, Mapping[str, int]],
     *,
-    encoder: ColBERTEncoder,
-    encode_documents: Callable[[list[int]], TokenVectors],
-    index_root: str | Path | None,
+    corpus: PlaidCorpus,
     system: str,
     dataset: str,
-    k: int = 100,
-    seed: int = 0,
-    nbits: int = 2,
-    batch_size: int = 32,
+    config: SearchSettings | None = None,
+    **options: Unpack[SearchOptions],
 ) -> PerQueryRecords:
-    """Build (or reuse) the PLAID index of ``doc_texts`` with ``encoder``'s checkpoint and return
-    :func:`build_plaid_records`. The index lives in a content-addressed folder under
-    ``index_root`` (:func:`~adaptlab.models.plaid.plaid_index_dir`; a re-run reuses it) or, with
-    ``index_root=None``, in a temporary folder removed afterwards."""
+    """Build (or reuse) the PLAID index of ``corpus.texts`` with ``corpus.encoder``'s checkpoint
+    and return :func:`build_plaid_records`. The index lives in a content-addressed folder under
+    ``corpus.index_root`` (:func:`~adaptlab.models.plaid.plaid_index_dir`; a re-run reuses it) or,
+    with ``index_root=None``, in a temporary folder removed afterwards. ``k``, ``seed``, ``nbits``
+    and ``batch_size`` from ``config`` and the keyword options
+    (:class:`~adaptlab.retrieval.settings.SearchSettings`)."""
     from adaptlab.models.plaid import build_plaid_index, plaid_index_dir
 
+    search = settings_from(SearchSettings, config, options, "plaid_records")
+    doc_texts, encoder = corpus.texts, corpus.encoder
     if len(doc_texts) != len(doc_ids):
         raise ConfigError(f"doc_ids has {len(doc_ids)} ids but doc_texts has {len(doc_texts)} texts")
     ckpt = str(encoder.path) if encoder.path is not None else encoder.model_id
     settings = {
-        "nbits": nbits,
+        "nbits": search.nbits,
         "doc_maxlen": encoder.doc_maxlen,
         "query_maxlen": encoder.query_maxlen,
-        "batch_size": batch_size,
+        "batch_size": search.batch_size,
     }
     with contextlib.ExitStack() as stack:
-        if index_root is None:
+        if corpus.index_root is None:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="adaptlab-plaid-")))
         else:
-            root = Path(index_root)
-        where = plaid_index_dir(root, ckpt, doc_texts, nbits=nbits, doc_maxlen=encoder.doc_maxlen)
+            root = Path(corpus.index_root)
+        where = plaid_index_dir(root, ckpt, doc_texts, nbits=search.nbits, doc_maxlen=encoder.doc_maxlen)
         index = build_plaid_index(ckpt, doc_texts, where, **settings)
         return build_plaid_records(
             query_ids,
@@ -241,9 +263,9 @@ def plaid_records(
             doc_ids,
             index,
             qrels,
-            encode_documents=encode_documents,
+            encode_documents=corpus.encode_documents,
             system=system,
             dataset=dataset,
-            k=k,
-            seed=seed,
+            k=search.k,
+            seed=search.seed,
         )

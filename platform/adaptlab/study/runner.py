@@ -435,7 +435,7 @@ def _retrieve(
                 judged, query_texts, doc_ids, doc_texts, qrels, system=system.name, dataset=plan.name, k=k, seed=seed
             ), None
     if isinstance(embed, TokenEmbedder):
-        from adaptlab.retrieval.plaid import choose_search, plaid_records
+        from adaptlab.retrieval.plaid import PlaidCorpus, choose_search, plaid_records
 
         search, nbits = choose_search(embed.options, doc_texts, lambda: embed.encoder)
         if search == "plaid":
@@ -448,11 +448,13 @@ def _retrieve(
                 judged,
                 embed(query_texts, "query"),
                 doc_ids,
-                doc_texts,
                 qrels,
-                encoder=embed.encoder,
-                encode_documents=lambda pos: embed([doc_texts[i] for i in pos], "document"),
-                index_root=root,
+                corpus=PlaidCorpus(
+                    doc_texts,
+                    embed.encoder,
+                    lambda pos: embed([doc_texts[i] for i in pos], "document"),
+                    index_root=root,
+                ),
                 system=system.name,
                 dataset=plan.name,
                 k=k,

@@ -1,4 +1,4 @@
-"""The store's health: damage checks on open (:mod:`~adaptlab.results.health.health`), the shape
-of a Delta log's actions (:mod:`~adaptlab.results.health.delta_protocol`), data-file checksums
-(:mod:`~adaptlab.results.health.integrity`) and ``adaptlab results repair``
-(:mod:`~adaptlab.results.health.repair`)."""
+"""A damaged store repaired: ``adaptlab results repair`` (:mod:`~adaptlab.results.health.repair`),
+built on the core's damage checks (:mod:`~adaptlab.results.damage`, the shape of a Delta log's
+actions in :mod:`~adaptlab.results.delta_protocol`, data-file checksums in
+:mod:`~adaptlab.results.integrity`), which every open and commit runs."""

@@ -46,8 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import StoreError
-from adaptlab.results.delta_table import COMMIT_KEY
-from adaptlab.results.health.health import (
+from adaptlab.results.damage import (
     CHECKSUM_DIR,
     LAST_CHECKPOINT,
     LOG_DIR,
@@ -58,6 +57,7 @@ from adaptlab.results.health.health import (
     commit_version,
     relative_path,
 )
+from adaptlab.results.delta_table import COMMIT_KEY
 from adaptlab.results.native import is_permanent, quiet_native, remote_options, short_message
 
 __all__ = ["RepairReport", "repair_store"]
@@ -320,7 +320,7 @@ def _first_bad_file(
 ) -> tuple[str, int | None, str] | None:
     """The earliest-added data file that is missing, resized, changed (by checksum) or, when no
     checksum was recorded for it, does not decode as Parquet with the rows the log recorded."""
-    from adaptlab.results.health.integrity import Checksums
+    from adaptlab.results.integrity import Checksums
 
     live = health.live_files(dt)
     sums = Checksums.for_store(health.uri, health.fs)
@@ -361,7 +361,7 @@ def rows_by_kind(rows: dict[str, int | None]) -> str:
 def _quarantine_orphan_checksums(health: Health, quarantine: str, report: RepairReport, cut: _Cut) -> None:
     """Move the checksum records of commits the log no longer has to quarantine; the data files
     they list are the cut commits' (:func:`quarantine_cut_rows` moves them)."""
-    from adaptlab.results.health.integrity import Checksums
+    from adaptlab.results.integrity import Checksums
 
     listing = health.listing()
     state = health.check_log(listing)
@@ -423,7 +423,7 @@ def _quarantine_unverifiable(health: Health, quarantine: str, report: RepairRepo
     from deltalake import CommitProperties
     from deltalake.transaction import RemoveAction
 
-    from adaptlab.results.health.integrity import Checksums
+    from adaptlab.results.integrity import Checksums
 
     listing = health.listing()
     state = health.check_log(listing)
@@ -496,7 +496,7 @@ def _record_missing_checksums(health: Health, report: RepairReport) -> None:
     """Copy into the checksum folder the hashes of the current version's data files that only
     their commits' log entries hold (the folder was deleted); each file matched its logged hash
     (:func:`_first_bad_file` ran just before). No other hash is ever recorded here."""
-    from adaptlab.results.health.integrity import Checksums
+    from adaptlab.results.integrity import Checksums
 
     listing = health.listing()
     state = health.check_log(listing)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from adaptlab.errors import StoreError
-from adaptlab.results.layout import COMMIT_RE, COMMITS, LAYOUT_VERSION, MANIFEST, MARKER, Manifest
+from adaptlab.results.layout import COMMIT_RE, COMMITS, LAYOUT_VERSION, MANIFEST, MARKER, Manifest, is_legacy_store
 from adaptlab.results.query import Filter, apply_filters, check_columns, parse_filters
 from adaptlab.results.schema import SCHEMA_VERSION, TABLES, VERSION_KEY, arrow_schema
 
@@ -25,11 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["LegacyReader", "is_legacy_store"]
 
 FORMAT = "adaptlab.results"
-
-
-def is_legacy_store(root: str | os.PathLike[str]) -> bool:
-    """Whether the local directory ``root`` holds a store of the previous layout."""
-    return (Path(os.fspath(root)) / MARKER).is_file()
 
 
 class LegacyReader:

@@ -8,7 +8,7 @@ on S3 one LIST request per folder and 1000 objects) and checks:
 
 - every commit file of the log ``_delta_log/<version>.json``: a file, versions contiguous (from 0,
   or from a checkpoint), non-empty, every line one Delta action of the protocol's shape
-  (:mod:`adaptlab.results.health.delta_protocol`), and as many ``add``/``remove`` actions as the
+  (:mod:`adaptlab.results.delta_protocol`), and as many ``add``/``remove`` actions as the
   commit's own ``operationMetrics`` recorded (a file cut at a line boundary still parses);
 - ``_delta_log/_last_checkpoint``, when present: the protocol's JSON object;
 - every data file the snapshot references: present, with the size the log recorded.
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adaptlab.errors import StoreError
+from adaptlab.results.delta_protocol import action_problem, last_checkpoint_problem, log_checksums
 from adaptlab.results.delta_table import COMMIT_KEY
-from adaptlab.results.health.delta_protocol import action_problem, last_checkpoint_problem, log_checksums
 from adaptlab.results.native import TIMEOUT_ENV, quiet_native, short_message, store_timeout, timed_out
 
 __all__ = [

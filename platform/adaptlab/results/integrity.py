@@ -17,7 +17,7 @@ downloaded once more to hash it.
 
 Gaps are never silent (issue 19): on open and before every commit, a data file of the current
 version with no recorded hash is a WARNING naming it and its version; a manifest of a commit the
-log no longer has is :class:`~adaptlab.results.health.health.StoreDamagedError` (a commit file was
+log no longer has is :class:`~adaptlab.results.damage.StoreDamagedError` (a commit file was
 deleted). A store is created with its checksum folder (an empty ``created.json``), so a missing
 folder is a WARNING naming it at once, whatever the age of the commits (issue 28). Under
 ``strict`` (``adaptlab results --strict``) each of these warnings is an error instead.
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptlab.errors import StoreError
-from adaptlab.results.health.health import CHECKSUM_DIR, Listing, LogState, StoreDamagedError
+from adaptlab.results.damage import CHECKSUM_DIR, Listing, LogState, StoreDamagedError
 from adaptlab.results.layout import COMMIT_RE
 from adaptlab.results.native import short_message
 from adaptlab.storage.files import sha256_file

@@ -1,0 +1,52 @@
+"""Settings objects taken whole, or built from keyword options: the one rule of every function
+that has a settings dataclass.
+
+Such a function takes ``config: SomeSettings | None = None, **options: Unpack[SomeOptions]``
+(``SomeOptions`` a ``TypedDict`` of the settings' field names, ``total=False``). The dataclass is
+the one place that declares each default; :func:`settings_from` gives the settings of a call:
+``config`` (or the dataclass' defaults) with the keyword options on top, so
+``f(x, k=10)`` and ``f(x, config=SomeSettings(k=10))`` are the same call. An option that is not a
+field of the settings is an :class:`UnknownOptionError` naming it and the valid ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from adaptlab.errors import ConfigError
+
+__all__ = ["UnknownOptionError", "check_option_names", "settings_from"]
+
+S = TypeVar("S")
+
+
+class UnknownOptionError(ConfigError, TypeError):
+    """A keyword option that the settings do not have: a ``TypeError`` as for any unexpected
+    keyword argument, and a :class:`~adaptlab.errors.ConfigError` (one line in the CLI)."""
+
+
+def check_option_names(cls: type[Any], options: Mapping[str, Any], where: str) -> None:
+    """Raise :class:`UnknownOptionError` naming the first option of ``options`` that is not a field
+    of the dataclass ``cls``, and the valid names."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        raise UnknownOptionError(f"{where}: unknown option {unknown[0]!r}; expected one of {', '.join(sorted(names))}")
+
+
+def settings_from(cls: type[S], config: S | None, options: Mapping[str, Any], where: str) -> S:
+    """The settings of one call: ``config`` (default: ``cls()``; a dataclass without defaults for
+    every field is built from ``options`` alone) with ``options`` replacing its fields.
+
+    Raises:
+        UnknownOptionError: an option that is not a field of ``cls``; ``TypeError`` when ``config``
+        is not a ``cls``.
+    """
+    check_option_names(cls, options, where)
+    if config is None:
+        return cls(**options)
+    if not isinstance(config, cls):
+        raise TypeError(f"{where}: config must be a {cls.__name__}, got {type(config).__name__}")
+    return dataclasses.replace(config, **options) if options else config  # type: ignore[type-var]
