@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypedDict
 
-__all__ = ["TrainRun", "TrainRunOptions", "train_run"]
+__all__ = ["ColBERTRunOptions", "TrainRun", "TrainRunOptions", "train_run"]
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,17 @@ class TrainRun:
     on_checkpoint: Callable[[int], None] | None = None
 
 
-class TrainRunOptions(TypedDict, total=False):
-    """The fields of :class:`TrainRun` as keyword arguments of a trainer."""
+class ColBERTRunOptions(TypedDict, total=False):
+    """The fields of :class:`TrainRun` that ColBERT fine-tuning uses, as keyword arguments."""
 
     seed: int
     scale: str | int | None
     device: str | None
+
+
+class TrainRunOptions(ColBERTRunOptions, total=False):
+    """The fields of :class:`TrainRun` as keyword arguments of a trainer."""
+
     checkpoint_every: int | None
     on_checkpoint: Callable[[int], None] | None
 
