@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from adaptlab.errors import ConfigError
-from adaptlab.runtime import cluster, local_num_cpus
+from adaptlab.runtime import cluster, local_num_cpus, ray_auth
 
 
 @pytest.mark.parametrize(("cores", "expected"), [(1, 4), (2, 4), (3, 6), (8, 16)])
@@ -29,7 +29,7 @@ def test_address_with_local_only_resources_is_rejected():
 
 
 def test_client_token_mode_is_set_only_when_a_token_exists(monkeypatch, tmp_path):
-    monkeypatch.setattr(cluster.Path, "home", lambda: tmp_path)  # no ~/.ray/auth_token
+    monkeypatch.setattr(ray_auth.Path, "home", lambda: tmp_path)  # no ~/.ray/auth_token
     monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
     monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
     # set, then deleted, so monkeypatch records the variable and removes at teardown the value the
@@ -37,11 +37,11 @@ def test_client_token_mode_is_set_only_when_a_token_exists(monkeypatch, tmp_path
     # "token" mode leaked into later tests' embedded Ray starts)
     monkeypatch.setenv("RAY_AUTH_MODE", "unset")
     monkeypatch.delenv("RAY_AUTH_MODE")
-    assert not cluster._token_available()
+    assert not ray_auth.token_available()
     token = tmp_path / "token"
     token.write_text("x" * 32)
     monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(token))
-    assert cluster._token_available()
+    assert ray_auth.token_available()
     refreshed = []
 
     class FakeConfig:
@@ -50,10 +50,10 @@ def test_client_token_mode_is_set_only_when_a_token_exists(monkeypatch, tmp_path
             refreshed.append(text)
 
     monkeypatch.setattr("ray._raylet.Config", FakeConfig)
-    cluster._set_token_mode_for_client()  # mode unset + token on disk -> token mode
+    ray_auth.set_token_mode_for_client()  # mode unset + token on disk -> token mode
     assert os.environ["RAY_AUTH_MODE"] == "token" and refreshed == [""]
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # an explicit choice is respected
-    cluster._set_token_mode_for_client()
+    ray_auth.set_token_mode_for_client()
     assert os.environ["RAY_AUTH_MODE"] == "disabled" and refreshed == [""]
 
 

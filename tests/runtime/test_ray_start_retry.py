@@ -22,7 +22,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from adaptlab.runtime import cluster  # noqa: E402
+from adaptlab.runtime import cluster, local_ray, ray_auth  # noqa: E402
 from adaptlab.runtime.watchdog import session_pids  # noqa: E402
 
 
@@ -99,14 +99,14 @@ def fake_ray(monkeypatch):
     """Fake ``ray.init``/``ray.shutdown`` and a record of every watchdog started (all stopped at the end)."""
     monkeypatch.delenv(cluster.GCS_WAIT_ENV, raising=False)
     watchdogs = []
-    real_start = cluster.start_watchdog
+    real_start = local_ray.start_watchdog
 
     def start(temp_root):
         w = real_start(temp_root)
         watchdogs.append(w)
         return w
 
-    monkeypatch.setattr(cluster, "start_watchdog", start)
+    monkeypatch.setattr(local_ray, "start_watchdog", start)
 
     def install(errors):
         fake = FakeInit(errors)
@@ -124,7 +124,7 @@ def fake_ray(monkeypatch):
 
 
 def _start():
-    return cluster._start_local({}, num_cpus=4, num_gpus=None, object_store_memory=None, dashboard=False)
+    return cluster._start_local({}, cluster.LocalStart(num_cpus=4))
 
 
 def test_a_start_that_timed_out_once_is_torn_down_and_started_again(fake_ray, capsys):
@@ -171,7 +171,7 @@ def test_other_start_errors_are_not_retried_and_the_users_gcs_window_is_kept(fak
 
 def test_a_connection_to_an_address_is_never_retried(fake_ray, monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.setattr(cluster, "_set_token_mode_for_client", lambda: None)  # it would set RAY_AUTH_MODE for good
+    monkeypatch.setattr(ray_auth, "set_token_mode_for_client", lambda: None)  # it would set RAY_AUTH_MODE for good
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     calls = []
 
@@ -192,10 +192,10 @@ _REAL = textwrap.dedent(
     import glob, json, os, sys
     import ray, ray._private.node as node
     from ray._raylet import wait_for_persisted_port
-    from adaptlab.runtime import cluster, init_ray, shutdown_ray
+    from adaptlab.runtime import cluster, init_ray, local_ray, shutdown_ray
     from adaptlab.runtime.watchdog import session_pids
 
-    failed, watchdogs, real_start = [], [], cluster.start_watchdog
+    failed, watchdogs, real_start = [], [], local_ray.start_watchdog
 
     def first_gcs_wait_fails(session_dir, node_id, name, timeout_ms=30000, **kw):
         if not failed:  # the GCS process is running: a half-started Ray to tear down
@@ -208,7 +208,7 @@ _REAL = textwrap.dedent(
         return watchdogs[-1]
 
     node.wait_for_persisted_port = first_gcs_wait_fails
-    cluster.start_watchdog = start
+    local_ray.start_watchdog = start
     out = {"failed_session": None, "error": None, "live": None}
     try:
         init_ray(num_cpus=2)
@@ -216,7 +216,7 @@ _REAL = textwrap.dedent(
         out["live"] = cluster._STATE.watchdog.session_dir
     except TimeoutError as e:  # every attempt timed out for real (a very busy machine)
         out["error"] = str(e)
-    sessions = glob.glob(os.path.join(cluster._ray_temp_root({}), f"session_*_{os.getpid()}"))
+    sessions = glob.glob(os.path.join(local_ray._ray_temp_root({}), f"session_*_{os.getpid()}"))
     # the live session's own processes are not leftovers, even when one of them has a file open
     # under the failed session's folder (seen: the retry's raylet, at load 0.5)
     live = set(session_pids(out["live"])) if out["live"] else set()

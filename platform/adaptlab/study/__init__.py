@@ -14,7 +14,7 @@ from adaptlab.study.inputs import check_inputs
 from adaptlab.study.keys import KeyInfo, sections
 from adaptlab.study.load import load_study, parse_study
 from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutcome, SystemInfo
-from adaptlab.study.runner import evaluate_systems, export_runs, run_scale_study, run_study
+from adaptlab.study.runner import EvalOutputs, evaluate_systems, export_runs, run_scale_study, run_study
 from adaptlab.study.schema import Study, default_name, project_root
 from adaptlab.study.seeds import stage_seed
 from adaptlab.study.submit import SubmitResult, describe_code, source_info, submit_study, upload_plan
@@ -24,6 +24,7 @@ __all__ = [
     "ALLOW_CREDENTIAL_FLAG",
     "AdaptSettings",
     "DatasetOutcome",
+    "EvalOutputs",
     "KeyInfo",
     "ScaleStudyOutcome",
     "Study",

@@ -46,11 +46,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -92,11 +92,15 @@ from adaptlab.study.outcome import DatasetOutcome, ScaleStudyOutcome, StudyOutco
 from adaptlab.study.schema import ModelSection, StoreURI, Study
 from adaptlab.study.seeds import stage_seed
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = [
     "DatasetOutcome",
     "ScaleStudyOutcome",
     "StudyOutcome",
     "SystemInfo",
+    "EvalOutputs",
     "evaluate_systems",
     "export_runs",
     "load_dataset_section",
@@ -328,6 +332,34 @@ class _Evaluation:
     pairs: tuple[tuple[str, str], ...] | None = None
 
 
+@dataclass(frozen=True)
+class EvalOutputs:
+    """Where :func:`evaluate_systems` puts what it computes: the results store (``store_root``;
+    None: none), a TREC run file or folder (``export_run``; None: none) and ``on_dataset(outcome)``,
+    called after each dataset is committed."""
+
+    store_root: Path | StoreURI | None = None
+    export_run: str | Path | None = None
+    on_dataset: Callable[[DatasetOutcome], None] | None = None
+
+
+class EvalOutputsOptions(TypedDict, total=False):
+    """The fields of :class:`EvalOutputs` as keyword arguments of :func:`evaluate_systems`."""
+
+    store_root: Path | StoreURI | None
+    export_run: str | Path | None
+    on_dataset: Callable[[DatasetOutcome], None] | None
+
+
+def _outputs(outputs: EvalOutputs | None, options: Mapping[str, Any]) -> EvalOutputs:
+    """``outputs`` with the keyword ``options`` set on it; an unknown keyword is a TypeError."""
+    valid = tuple(f.name for f in fields(EvalOutputs))
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise TypeError(f"evaluate_systems() got unexpected keyword argument(s) {unknown}; valid: {', '.join(valid)}")
+    return replace(outputs or EvalOutputs(), **options)
+
+
 def evaluate_systems(
     study: Study,
     systems: Sequence[SystemInfo],
@@ -335,14 +367,16 @@ def evaluate_systems(
     *,
     baseline: str | None = None,
     pairs: Sequence[tuple[str, str]] | None = None,
-    store_root: Path | StoreURI | None = None,
-    export_run: str | Path | None = None,
-    on_dataset: Callable[[DatasetOutcome], None] | None = None,
     extra_config: dict[str, Any] | None = None,
+    outputs: EvalOutputs | None = None,
+    **options: Unpack[EvalOutputsOptions],
 ) -> list[DatasetOutcome]:
     """Every system on every dataset (the same queries for all: paired), CIs, paired tests
     (against ``baseline``, or exactly the ``(system, compared_to)`` ``pairs``, else every pair),
-    ``[analysis]`` rows; one store commit per dataset."""
+    ``[analysis]`` rows; one store commit per dataset. ``outputs`` (:class:`EvalOutputs`), or its
+    fields as keywords (``store_root``, ``export_run``, ``on_dataset``): where the results go."""
+    out = _outputs(outputs, options)
+    store_root, export_run, on_dataset = out.store_root, out.export_run, out.on_dataset
     measures = parse_measures(study.evaluation.metrics)
     depth = max([study.evaluation.k, *[m.k for m in measures if m.k is not None]])
     cache = embedding_cache(study)  # shared by stores and studies

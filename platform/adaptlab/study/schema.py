@@ -113,7 +113,8 @@ class StoreURI(str):
         return StoreURI(self.rstrip("/") + "/" + str(name).strip("/"))
 
 
-def setting(
+# a dataclass-field factory: each keyword is one piece of a field's metadata, named at ~110 declarations
+def setting(  # noqa: PLR0913
     default: Any = MISSING,
     *,
     help: str,

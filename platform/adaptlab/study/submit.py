@@ -57,7 +57,7 @@ from urllib.parse import urlsplit
 
 from adaptlab.errors import AdaptlabError, ConfigError, mask_url
 from adaptlab.study.load import load_study
-from adaptlab.study.schema import is_store_uri, project_root
+from adaptlab.study.schema import Study, is_store_uri, project_root
 from adaptlab.study.upload import UploadPlan, package_files, package_sha256, plan_upload
 
 __all__ = [
@@ -377,31 +377,45 @@ def submit_study(
     study, plan = upload_plan(study_path, allow_credentials=allow_credentials)
     for line in plan.refused_lines():
         _log.warning("%s", line)
-    if store is not None:
-        resolved = resolve_store(store, base=Path.cwd(), address=address)
-    else:
-        resolved = resolve_store(study.study.store or f"results/{study.study.name}", base=plan.root, address=address)
+    resolved = _store_of(study, plan, store, address)
     code = source_info(plan.root, plan)
     base = submission_id(plan.root / plan.study_rel, resolved)
     client = _client(address)
-    attempts = _attempts(_call(address, "listing jobs", client.list_jobs), base)
-    previous = None
-    if attempts:
-        n = max(attempts)
-        sid = base if n == 1 else f"{base}-a{n}"
-        previous = _status(client, address, sid)
-        if previous not in _RETRYABLE:
-            status = _follow(client, address, sid, timeout_s, log) if wait else previous
-            return SubmitResult(sid, status, True, resolved, n, None, code)
-        n += 1
-    else:
-        n = 1
-    sid = base if n == 1 else f"{base}-a{n}"
+    n, previous = _latest_attempt(client, address, base)
+    if previous is not None and previous not in _RETRYABLE:  # running or done: attached to, not resubmitted
+        sid = _attempt_id(base, n)
+        status = _follow(client, address, sid, timeout_s, log) if wait else previous
+        return SubmitResult(sid, status, True, resolved, n, None, code)
+    n += 1
+    sid = _attempt_id(base, n)
     _submit(
         client, address, sid, plan, resolved, code, {"adaptlab.study": study.study.name, "adaptlab.attempt": str(n)}
     )
     status = _follow(client, address, sid, timeout_s, log) if wait else _status(client, address, sid)
     return SubmitResult(sid, status, False, resolved, n, previous, code)
+
+
+def _store_of(study: Study, plan: UploadPlan, store: str | None, address: str) -> str:
+    """The job's results store: ``store`` relative to the current directory (``--store``), else
+    the study's ``store`` key (default ``results/<name>``) relative to the project root."""
+    if store is not None:
+        return resolve_store(store, base=Path.cwd(), address=address)
+    return resolve_store(study.study.store or f"results/{study.study.name}", base=plan.root, address=address)
+
+
+def _attempt_id(base: str, n: int) -> str:
+    """The submission id of attempt ``n`` of ``base`` (``base`` itself is attempt 1)."""
+    return base if n == 1 else f"{base}-a{n}"
+
+
+def _latest_attempt(client: Any, address: str, base: str) -> tuple[int, str | None]:
+    """The number of the latest attempt of ``base`` on the cluster (0: none) and its status (None:
+    none)."""
+    attempts = _attempts(_call(address, "listing jobs", client.list_jobs), base)
+    if not attempts:
+        return 0, None
+    n = max(attempts)
+    return n, _status(client, address, _attempt_id(base, n))
 
 
 def _submit(

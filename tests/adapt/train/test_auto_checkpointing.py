@@ -155,10 +155,11 @@ def test_the_scheduler_declares_the_checkpointed_estimate_so_two_stages_fit(tiny
 
 
 def _train_stage(stage, triplets, root: Path, monkeypatch) -> list[bool]:  # noqa: ANN001
-    """Train ``stage`` as its Ray task would (``_run_stage`` with the task's params), in this
+    """Train ``stage`` as its Ray task would (``run_stage`` with the task's params), in this
     process; the values ``set_gradient_checkpointing`` was called with."""
     from adaptlab.adapt.train import loop
-    from adaptlab.adapt.train.jobs import _run_stage, _task_params
+    from adaptlab.adapt.train.jobs import _task_params
+    from adaptlab.adapt.train.stage_worker import run_stage as _run_stage
 
     calls: list[bool] = []
     original = loop.set_gradient_checkpointing

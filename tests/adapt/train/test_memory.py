@@ -141,7 +141,8 @@ def test_estimate_is_within_a_stated_factor_of_a_measured_peak(tmp_path):
 
 def test_sweep_trials_declare_the_memory_of_the_largest_batch(tiny_model):
     from adaptlab.adapt.train.space import largest_value, space_problem
-    from adaptlab.adapt.train.tune import _trial_memory, _trial_resources
+    from adaptlab.adapt.train.trial import trial_memory as _trial_memory
+    from adaptlab.adapt.train.trial import trial_resources as _trial_resources
 
     # the space language of SweepConfig.param_space (validated there), not Ray's domain objects
     space = {

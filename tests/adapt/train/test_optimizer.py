@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adaptlab.adapt.train.loop import run_loop
+from adaptlab.adapt.train.loop import Examples, run_loop
 from adaptlab.adapt.train.optimizer import OptimConfig, adamw_kind, make_adamw
 
 SHAPES = [(64, 16), (16, 16), (16,), (48, 16), (16,)]
@@ -62,6 +62,6 @@ def test_the_loop_names_its_optimizer_in_the_summary():
         return model(x[torch.as_tensor(np.asarray(idx))]).pow(2).mean()
 
     optim = OptimConfig(learning_rate=0.1, epochs=1, batch_size=4, warmup_ratio=0.0)
-    result = run_loop(model, n_examples=8, optim=optim, seed=0, compute_loss=loss, device=torch.device("cpu"))
+    result = run_loop(model, examples=Examples(8, loss), optim=optim, seed=0, device=torch.device("cpu"))
     assert result.optimizer == "adamw-fused"
     assert result.summary()["optimizer"] == "adamw-fused"

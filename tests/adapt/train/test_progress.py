@@ -10,8 +10,8 @@ import re
 import pytest
 
 from adaptlab.adapt.train.ft import FTConfig, fine_tune_model
-from adaptlab.adapt.train.jobs import _quiet_worker
 from adaptlab.adapt.train.pt import build_mlm
+from adaptlab.adapt.train.stage_worker import quiet_worker as _quiet_worker
 from adaptlab.adapt.train.step_progress import StepProgress
 from adaptlab.adapt.train.third_party import load_sentence_model, quiet_third_party
 

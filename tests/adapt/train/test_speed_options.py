@@ -20,7 +20,7 @@ from adaptlab.adapt.train.checks import TrainingCheckError
 from adaptlab.adapt.train.ft import FTConfig
 from adaptlab.adapt.train.jobs import _critical_depth, _StageRunner, stage_threads
 from adaptlab.adapt.train.knobs import check_precision
-from adaptlab.adapt.train.loop import run_loop
+from adaptlab.adapt.train.loop import Examples, run_loop
 from adaptlab.adapt.train.optimizer import OptimConfig
 from adaptlab.adapt.train.pt import PTConfig
 from adaptlab.errors import ConfigError
@@ -49,7 +49,7 @@ def test_precision_sets_the_autocast_of_the_loss(precision):
         return out.float().pow(2).mean()
 
     optim = OptimConfig(learning_rate=0.1, epochs=1, batch_size=4, warmup_ratio=0.0, precision=precision)
-    run_loop(model, n_examples=8, optim=optim, seed=0, compute_loss=loss, device=torch.device("cpu"))
+    run_loop(model, examples=Examples(8, loss), optim=optim, seed=0, device=torch.device("cpu"))
     expected = (True, torch.bfloat16) if precision == "bf16" else (False, torch.bfloat16)
     assert seen[0] == expected and seen[1] == (torch.bfloat16 if precision == "bf16" else torch.float32)
     assert model.weight.dtype == torch.float32  # weights and optimizer stay fp32

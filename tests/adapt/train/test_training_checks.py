@@ -8,7 +8,7 @@ import pytest
 
 from adaptlab.adapt.train.checks import TrainingCheckError
 from adaptlab.adapt.train.ft import FTConfig, train_ft
-from adaptlab.adapt.train.loop import run_loop
+from adaptlab.adapt.train.loop import Examples, run_loop
 from adaptlab.adapt.train.optimizer import OptimConfig, linear_warmup_decay, warmup_steps
 
 
@@ -40,7 +40,7 @@ def test_warmup_never_swallows_the_run():
 def test_small_data_gets_enough_steps_and_records_them():
     model, cfg, loss = _linear_problem(0.05, min_steps=10, min_weight_change=1e-6)
     result = run_loop(
-        model, n_examples=12, optim=cfg, seed=0, compute_loss=loss, device="cpu", label="variant 'ft' at scale docs2"
+        model, examples=Examples(12, loss), optim=cfg, seed=0, device="cpu", label="variant 'ft' at scale docs2"
     )
     s = result.summary()
     assert s["steps"] == 10 and s["epochs_requested"] == 1 and s["epochs_completed"] == 10
@@ -57,10 +57,9 @@ def test_zero_learning_rate_is_an_error_naming_the_run():
     ):
         run_loop(
             model,
-            n_examples=12,
+            examples=Examples(12, loss),
             optim=cfg,
             seed=0,
-            compute_loss=loss,
             device="cpu",
             label="variant 'ft' at scale docs2",
         )
@@ -73,15 +72,15 @@ def test_unchanged_weights_stop_the_run_or_warn_when_asked(caplog):
         match=r"weights moved by a relative .* the adapted "
         r"model is the base model .*warn_only",
     ):
-        run_loop(model, n_examples=12, optim=cfg, seed=0, compute_loss=loss, device="cpu", label="x")
+        run_loop(model, examples=Examples(12, loss), optim=cfg, seed=0, device="cpu", label="x")
     model, cfg, loss = _linear_problem(1e-12, min_weight_change=1e-3, warn_only=True)
-    result = run_loop(model, n_examples=12, optim=cfg, seed=0, compute_loss=loss, device="cpu", label="x")
+    result = run_loop(model, examples=Examples(12, loss), optim=cfg, seed=0, device="cpu", label="x")
     assert result.warnings and "TRAINING CHECK FAILED" in caplog.text
 
 
 def test_explicit_max_steps_below_minimum_only_warns(caplog):
     model, cfg, loss = _linear_problem(0.05, min_steps=10, max_steps=2)
-    result = run_loop(model, n_examples=12, optim=cfg, seed=0, compute_loss=loss, device="cpu", label="x")
+    result = run_loop(model, examples=Examples(12, loss), optim=cfg, seed=0, device="cpu", label="x")
     assert result.steps == 2 and "fewer than min_steps=10" in caplog.text
 
 

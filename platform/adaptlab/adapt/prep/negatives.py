@@ -128,32 +128,52 @@ def _top_k(q: np.ndarray, c: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray
     return idx, scores
 
 
-def _rank_filter(
-    row_idx: np.ndarray,
-    cand: np.ndarray,
-    sc: np.ndarray,
-    c: np.ndarray,
-    pos: np.ndarray,
-    pos_idx: np.ndarray,
-    limit: np.ndarray,
-    id_rank: np.ndarray,
-    dup: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class _Rules:
+    """The mining rules as the kernel reads them: ``n`` negatives per question, the duplicate
+    cosine ``dup`` (``inf``: off), the ``margin`` below the positive's score (None: off) and the
+    ``skip_top`` ranks left out."""
+
+    n: int
+    dup: float
+    margin: float | None
+    skip_top: int
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """What filtering a query's candidates needs: the pool's embeddings ``c``, the positives'
+    embeddings ``pos`` and pool indices ``pos_idx`` (-1: not in the pool), each candidate's rank
+    by id ``id_rank``, each query's margin ``limit`` and the duplicate cosine ``dup``."""
+
+    c: np.ndarray
+    pos: np.ndarray
+    pos_idx: np.ndarray
+    id_rank: np.ndarray
+    limit: np.ndarray
+    dup: float
+
+
+_Ranked = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _rank_filter(pool: _Pool, row_idx: np.ndarray, cand: np.ndarray, sc: np.ndarray) -> _Ranked:
     """Sort candidates ``cand [b, k]`` (scores ``sc``) of queries ``row_idx``; flag drops.
 
     Returns (sorted candidates, their scores, same-id-or-duplicate mask, margin mask).
     """
-    order = np.lexsort((-id_rank[cand], -sc), axis=-1)
+    c, pos, dup = pool.c, pool.pos, pool.dup
+    order = np.lexsort((-pool.id_rank[cand], -sc), axis=-1)
     cand = np.take_along_axis(cand, order, axis=1)
     sc = np.take_along_axis(sc, order, axis=1)
-    self_hit = cand == pos_idx[row_idx, None]
+    self_hit = cand == pool.pos_idx[row_idx, None]
     if np.isinf(dup):
         near = np.zeros(cand.shape, dtype=bool)
     elif cand.shape[0] == 1 and cand.shape[1] > c.shape[0] // 8:
         near = ((c @ pos[row_idx[0]])[cand[0]] > dup)[None, :]  # no [k, d] gather copy
     else:
         near = np.einsum("bkd,bd->bk", c[cand], pos[row_idx]) > dup
-    close = sc > limit[row_idx, None]
+    close = sc > pool.limit[row_idx, None]
     return cand, sc, self_hit | near, close & ~(self_hit | near)
 
 
@@ -163,26 +183,23 @@ def _mine_kernel(
     pos: np.ndarray,
     pos_idx: np.ndarray,
     id_rank: np.ndarray,
-    n: int,
-    dup: float,
-    margin: float | None,
-    skip_top: int,
+    rules: _Rules,
     block_bytes: int = 1 << 27,
 ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, int, int]:
     """Per query: pool indices and scores of the negatives.
 
     The ``k = 4 (n + skip_top) + 16`` best candidates of every query come from one exact
     top-k search (:func:`_top_k`), then are sorted and filtered in blocks of queries. A query
-    left short, or whose last negative ties with the cut (a tie left outside could rank first
-    by id), is redone from its full score row with every candidate scoring at least the
-    ``4k``-th best score, then the ``16k``-th, ... up to the whole pool. ``pos_idx`` is -1 when
-    the positive is not in the pool. Returns indices, scores, positive scores and the
-    duplicate / margin drop counts over the ranks inspected up to the last negative taken.
+    left short, or whose last negative ties with the cut, is redone from its full score row
+    (:func:`_complete`). ``pos_idx`` is -1 when the positive is not in the pool. Returns
+    indices, scores, positive scores and the duplicate / margin drop counts over the ranks
+    inspected up to the last negative taken.
     """
     nq, nc = q.shape[0], c.shape[0]
     pos_score = np.einsum("ij,ij->i", q, pos)
-    limit = pos_score - margin if margin is not None else np.full(nq, np.inf, dtype=np.float32)
-    want = n + skip_top
+    limit = pos_score - rules.margin if rules.margin is not None else np.full(nq, np.inf, dtype=np.float32)
+    pool = _Pool(c, pos, pos_idx, id_rank, limit, rules.dup)
+    want = rules.n + rules.skip_top
     k = min(nc, 4 * want + 16)
     top_idx, top_sc = _top_k(q, c, k)
     block = max(1, min(nq, block_bytes // max(1, 4 * k * c.shape[1])))
@@ -191,43 +208,45 @@ def _mine_kernel(
     n_dup = n_margin = 0
     for b0 in range(0, nq, block):
         rows = np.arange(b0, min(nq, b0 + block))
-        cand, sc, drop_dup, drop_margin = _rank_filter(
-            rows, top_idx[rows], top_sc[rows], c, pos, pos_idx, limit, id_rank, dup
-        )
+        ranked = _rank_filter(pool, rows, top_idx[rows], top_sc[rows])
         for r, qi in enumerate(rows):
-            cr, sr, dd, dm = cand[r], sc[r], drop_dup[r], drop_margin[r]
-            taken = np.flatnonzero(~(dd | dm))[:want]
-            kk = k
-            # a top-k cut may split a group of tied scores; a threshold cut keeps the group
-            tie_cut = k < nc and len(taken) > 0 and sr[taken[-1]] <= sr[-1]
-            row: np.ndarray | None = None
-            while len(cr) < nc and (len(taken) < want or tie_cut):
-                tie_cut = False
-                kk = min(nc, kk * 4)
-                if row is None:
-                    row = c @ q[qi]
-                cut = np.partition(row, nc - kk)[nc - kk]  # the kk-th best score
-                wider = np.flatnonzero(row >= cut)
-                cr2, sr2, dd2, dm2 = _rank_filter(
-                    np.array([qi]),
-                    wider[None, :],
-                    row[wider][None, :],
-                    c,
-                    pos,
-                    pos_idx,
-                    limit,
-                    id_rank,
-                    dup,
-                )
-                cr, sr, dd, dm = cr2[0], sr2[0], dd2[0], dm2[0]
-                taken = np.flatnonzero(~(dd | dm))[:want]
+            (cr, sr, dd, dm), taken = _complete(
+                pool, q[qi], qi, (ranked[0][r], ranked[1][r], ranked[2][r], ranked[3][r]), want, k
+            )
             upto = int(taken[-1]) + 1 if len(taken) else len(cr)
             n_dup += int(dd[:upto].sum() - (cr[:upto] == pos_idx[qi]).sum())
             n_margin += int(dm[:upto].sum())
-            sel = taken[skip_top:]
+            sel = taken[rules.skip_top :]
             out_idx.append(cr[sel])
             out_sc.append(sr[sel])
     return out_idx, out_sc, pos_score, n_dup, n_margin
+
+
+def _complete(
+    pool: _Pool, q_row: np.ndarray, qi: int, ranked: _Ranked, want: int, k: int
+) -> tuple[_Ranked, np.ndarray]:
+    """Query ``qi``'s ranked candidates (from the top ``k``) and the positions of the ``want``
+    taken, widened when it is left short or its last negative ties with the cut (a tie left
+    outside could rank first by id): redone from its full score row with every candidate scoring
+    at least the ``4k``-th best score, then the ``16k``-th, ... up to the whole pool."""
+    cr, sr, dd, dm = ranked
+    nc = pool.c.shape[0]
+    taken = np.flatnonzero(~(dd | dm))[:want]
+    kk = k
+    # a top-k cut may split a group of tied scores; a threshold cut keeps the group
+    tie_cut = k < nc and len(taken) > 0 and sr[taken[-1]] <= sr[-1]
+    row: np.ndarray | None = None
+    while len(cr) < nc and (len(taken) < want or tie_cut):
+        tie_cut = False
+        kk = min(nc, kk * 4)
+        if row is None:
+            row = pool.c @ q_row
+        cut = np.partition(row, nc - kk)[nc - kk]  # the kk-th best score
+        wider = np.flatnonzero(row >= cut)
+        cr2, sr2, dd2, dm2 = _rank_filter(pool, np.array([qi]), wider[None, :], row[wider][None, :])
+        cr, sr, dd, dm = cr2[0], sr2[0], dd2[0], dm2[0]
+        taken = np.flatnonzero(~(dd | dm))[:want]
+    return (cr, sr, dd, dm), taken
 
 
 def mine_hard_negatives(
@@ -288,10 +307,12 @@ def mine_hard_negatives(
         p_emb,
         pos_idx,
         id_rank,
-        n,
-        np.inf if duplicate_threshold is None else float(duplicate_threshold),
-        None if margin is None else float(margin),
-        int(skip_top),
+        _Rules(
+            n,
+            np.inf if duplicate_threshold is None else float(duplicate_threshold),
+            None if margin is None else float(margin),
+            int(skip_top),
+        ),
     )
     for qq, ii, ss, ps in zip(questions, idx, sc, pos_score, strict=True):
         result.ids[qq.id] = [cands[i].id for i in ii]

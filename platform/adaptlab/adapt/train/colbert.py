@@ -61,16 +61,20 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adaptlab.adapt.train.addressing import package_versions
 from adaptlab.adapt.train.artifacts import Artifact
 from adaptlab.adapt.train.base_model import describe_base
 from adaptlab.adapt.train.config import TrainConfig
 from adaptlab.adapt.train.ft import coerce_triplets, training_rows_fingerprint
+from adaptlab.adapt.train.run_options import ColBERTRunOptions, TrainRun, train_run
 from adaptlab.adapt.train.writer import ArtifactWriter, claim
 from adaptlab.errors import ConfigError, require_extra
 from adaptlab.models.variants import COLBERT_FT
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["COLBERT_VARIANT", "ColBERTFTConfig", "train_colbert"]
 
@@ -131,11 +135,10 @@ def train_colbert(
     *,
     artifact_root: str | os.PathLike[str],
     config: ColBERTFTConfig | None = None,
-    seed: int = 0,
-    scale: str | int | None = None,
-    device: str | None = None,
+    run: TrainRun | None = None,
     log_path: str | os.PathLike[str] | None = None,
     gpu_ids: list[int] | None = None,
+    **options: Unpack[ColBERTRunOptions],
 ) -> Artifact:
     """Fine-tune a ColBERT on ``triplets`` and store it as a ``colbert-ft`` artifact.
 
@@ -145,8 +148,13 @@ def train_colbert(
     :func:`adaptlab.adapt.train.ft.coerce_triplets` accepts. ``device``: ``"cpu"`` forces the CPU
     adapter even where CUDA is visible; ``gpu_ids``: physical GPU ids for colbert-ai's ranks (module
     docstring; default every visible GPU). Returns at once when an artifact with the same inputs exists.
+    ``run`` or its ``seed``, ``scale`` and ``device`` as keywords
+    (:class:`~adaptlab.adapt.train.run_options.TrainRun`; colbert-ai keeps its own checkpoints, so
+    the step-checkpoint fields are not used).
     """
     config = config or ColBERTFTConfig()
+    run = train_run("train_colbert", run, options, ("seed", "scale", "device"))
+    seed, scale = run.seed, run.scale
     rows = coerce_triplets(triplets)
     if not rows:
         raise ConfigError("ColBERT FT: no training triplets")
@@ -177,15 +185,17 @@ def train_colbert(
             return done
         work = writer.partial_dir / "work"
         record = _run_child(
-            base.path,
-            rows,
-            config,
-            int(seed),
-            work,
-            device,
-            writer.key[:16],
-            Path(log_path) if log_path else None,
-            gpu_ids,
+            _ChildJob(
+                base.path,
+                rows,
+                config,
+                int(seed),
+                work,
+                run.device,
+                writer.key[:16],
+                Path(log_path) if log_path else None,
+                gpu_ids,
+            )
         )
         shutil.copytree(record.pop("checkpoint"), writer.model_dir)
         from adaptlab.models.colbert import relocate_checkpoint  # no colbert import: JSON edit only
@@ -254,64 +264,84 @@ def child_env() -> dict[str, str]:
     }
 
 
-def _run_child(
-    base_dir: Path,
-    rows: list[Any],
-    config: ColBERTFTConfig,
-    seed: int,
-    work: Path,
-    device: str | None,
-    run_name: str,
-    log_path: Path | None,
-    gpu_ids: list[int] | None = None,
-) -> dict[str, Any]:
-    attempts = config.retries + 1
+@dataclass(frozen=True)
+class _ChildJob:
+    """One ColBERT training child's inputs: the base checkpoint directory, the triplet ``rows``,
+    the config, the seed, its ``work`` folder, ``device`` (``"cpu"`` forces the CPU adapter), the
+    run's name, where its log is appended (None: nowhere) and the physical GPU ids of its ranks."""
+
+    base_dir: Path
+    rows: list[Any]
+    config: ColBERTFTConfig
+    seed: int
+    work: Path
+    device: str | None
+    run_name: str
+    log_path: Path | None = None
+    gpu_ids: list[int] | None = None
+
+    def request(self) -> dict[str, Any]:
+        """The JSON request the child reads (:func:`_child_main`)."""
+        return {
+            "base": str(Path(self.base_dir).resolve()),
+            "rows": [[q, p, list(n)] for q, p, n in self.rows],
+            "config": asdict(self.config),
+            "seed": self.seed,
+            "work": str(self.work.resolve()),
+            "run_name": f"adaptlab-{self.run_name}",
+            "force_cpu": self.device == "cpu",
+            "gpu_ids": None if self.gpu_ids is None else [int(g) for g in self.gpu_ids],
+        }
+
+
+def _run_child(job: _ChildJob) -> dict[str, Any]:
+    """Train in a child process, retried ``config.retries`` times after a failure or time-out; the
+    child's record with wall time, attempts and the loss summary of its log."""
+    attempts = job.config.retries + 1
     last = ""
     for attempt in range(1, attempts + 1):
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
-        request = {
-            "base": str(Path(base_dir).resolve()),
-            "rows": [[q, p, list(n)] for q, p, n in rows],
-            "config": asdict(config),
-            "seed": seed,
-            "work": str(work.resolve()),
-            "run_name": f"adaptlab-{run_name}",
-            "force_cpu": device == "cpu",
-            "gpu_ids": None if gpu_ids is None else [int(g) for g in gpu_ids],
-        }
-        req_file = work / "request.json"
-        req_file.write_text(json.dumps(request))
-        log_file = work / "train.log"
-        env = child_env()
         t0 = time.perf_counter()
-        with open(log_file, "w") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "adaptlab.adapt.train.colbert", str(req_file)],
-                cwd=work,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            try:
-                rc = proc.wait(timeout=config.timeout_s)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                rc = None
-        text = log_file.read_text(errors="replace")
-        if log_path is not None:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(log_path, "a") as f:
-                f.write(text)
-        result_file = work / "result.json"
+        rc, text = _attempt(job)
+        result_file = job.work / "result.json"
         if rc == 0 and result_file.is_file():
             record = json.loads(result_file.read_text())
             record.update(wall_s=round(time.perf_counter() - t0, 2), attempts=attempt, **loss_summary(text))
             return record
-        why = f"timed out after {config.timeout_s:.0f} s" if rc is None else f"exited with status {rc}"
+        why = f"timed out after {job.config.timeout_s:.0f} s" if rc is None else f"exited with status {rc}"
         last = f"attempt {attempt}/{attempts} {why}; last log lines:\n" + "\n".join(text.splitlines()[-25:])
     raise ConfigError(f"ColBERT fine-tuning failed: {last}")
+
+
+def _attempt(job: _ChildJob) -> tuple[int | None, str]:
+    """One run of the child in a fresh ``work`` folder: its exit status (None: timed out and
+    killed) and its log, also appended to ``log_path``."""
+    work = job.work
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    req_file = work / "request.json"
+    req_file.write_text(json.dumps(job.request()))
+    log_file = work / "train.log"
+    rc: int | None
+    with open(log_file, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "adaptlab.adapt.train.colbert", str(req_file)],
+            cwd=work,
+            env=child_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            rc = proc.wait(timeout=job.config.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            rc = None
+    text = log_file.read_text(errors="replace")
+    if job.log_path is not None:
+        job.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(job.log_path, "a") as f:
+            f.write(text)
+    return rc, text
 
 
 def _kill_group(proc: subprocess.Popen[Any]) -> None:

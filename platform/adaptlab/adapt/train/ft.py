@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,13 +37,17 @@ from adaptlab.adapt.train.base_model import describe_base
 from adaptlab.adapt.train.checks import LoopResult, run_label
 from adaptlab.adapt.train.config import AUTO, LoopConfig, check_positive
 from adaptlab.adapt.train.knobs import pick_device
-from adaptlab.adapt.train.loop import Checkpointing, run_loop
+from adaptlab.adapt.train.loop import Checkpointing, Examples, run_loop
+from adaptlab.adapt.train.run_options import TrainRun, TrainRunOptions, train_run
 from adaptlab.adapt.train.third_party import load_sentence_model
 from adaptlab.adapt.train.writer import ArtifactWriter, claim
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.instructions import resolve_instructions
 from adaptlab.models.resolve import MODEL_ALIASES
 from adaptlab.models.variants import FT, PT, PT_FT
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "FTConfig",
@@ -281,16 +285,15 @@ def fine_tune_model(
         features = [to_dev(tokenize(col)) for col in columns]
         return loss_fn(features, None)
 
+    lengths = _example_lengths(model, rows, config.num_negatives, prefixes) if config.length_buckets else None
     return run_loop(
         model,
-        n_examples=len(rows),
+        examples=Examples(len(rows), compute_loss, lengths),
         optim=config.optim(),
         seed=seed,
-        compute_loss=compute_loss,
         device=dev,
         checkpoints=checkpoints,
         label=label,
-        lengths=_example_lengths(model, rows, config.num_negatives, prefixes) if config.length_buckets else None,
     )
 
 
@@ -300,11 +303,8 @@ def train_ft(
     *,
     artifact_root: str | os.PathLike[str],
     config: FTConfig | None = None,
-    seed: int = 0,
-    scale: str | int | None = None,
-    device: str | None = None,
-    checkpoint_every: int | None = 50,
-    on_checkpoint: Callable[[int], None] | None = None,
+    run: TrainRun | None = None,
+    **options: Unpack[TrainRunOptions],
 ) -> Artifact:
     """Fine-tune ``base_model`` on ``triplets`` and store the result as an artifact.
 
@@ -312,9 +312,12 @@ def train_ft(
     when it is a PT artifact the variant is ``pt-ft``, otherwise ``ft``. Returns at once (no
     training) when an artifact with the same inputs exists. A run killed mid-way resumes from
     its last checkpoint (every ``checkpoint_every`` steps and after every epoch; None: none) on
-    the next call.
+    the next call. ``run`` or its fields as keywords (``seed``, ``scale``, ``device``,
+    ``checkpoint_every``, ``on_checkpoint``): :class:`~adaptlab.adapt.train.run_options.TrainRun`.
     """
     config = config or FTConfig()
+    run = train_run("train_ft", run, options)
+    seed, scale = run.seed, run.scale
     rows = coerce_triplets(triplets)
     base = describe_base(base_model)
     variant = PT_FT if base.parent and base.parent.get("variant") == PT else FT
@@ -353,7 +356,7 @@ def train_ft(
         if done is not None:
             return done
         writer.fetch_checkpoint()  # a run interrupted on another node resumes where it was
-        dev = pick_device(device)
+        dev = pick_device(run.device)
         model = load_sentence_model(base.path, dev)
         result = fine_tune_model(
             model,
@@ -364,9 +367,9 @@ def train_ft(
             device=dev,
             checkpoints=Checkpointing(
                 writer.checkpoint_dir,
-                checkpoint_every,
-                checkpoint_every is not None,
-                writer.checkpoint_hook(on_checkpoint),
+                run.checkpoint_every,
+                run.checkpoint_every is not None,
+                writer.checkpoint_hook(run.on_checkpoint),
             ),
             label=run_label(variant, base.label, scale, len(rows), "triplets"),
         )

@@ -54,9 +54,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,8 +62,8 @@ from typing import Any
 from adaptlab.adapt.train.addressing import chunks_fingerprint
 from adaptlab.adapt.train.artifacts import Artifact, artifact_root_text
 from adaptlab.adapt.train.base_model import describe_base
-from adaptlab.adapt.train.colbert import COLBERT_VARIANT, ColBERTFTConfig, train_colbert
-from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, train_ft, training_rows_fingerprint
+from adaptlab.adapt.train.colbert import COLBERT_VARIANT, ColBERTFTConfig
+from adaptlab.adapt.train.ft import FTConfig, coerce_triplets, training_rows_fingerprint
 from adaptlab.adapt.train.memory import (
     EncoderShape,
     TrainingResourceError,
@@ -75,11 +73,11 @@ from adaptlab.adapt.train.memory import (
     largest_node_memory,
     without_auto,
 )
-from adaptlab.adapt.train.merge import merge_models
-from adaptlab.adapt.train.pt import PTConfig, train_pt
+from adaptlab.adapt.train.pt import PTConfig
+from adaptlab.adapt.train.stage_worker import remote_stage, run_stage, stage_threads
 from adaptlab.errors import AdaptlabError, ConfigError
 from adaptlab.models.variants import BASE, FT, MERGE_SOURCES, MERGED, PT, PT_FT
-from adaptlab.runtime import available_cores, init_ray, largest_node_cpus, make_room
+from adaptlab.runtime import init_ray, largest_node_cpus, make_room
 from adaptlab.runtime.node_loss import lost_with_node, lost_work_errors
 from adaptlab.runtime.ray_output import configure_ray_output
 
@@ -174,7 +172,7 @@ def train_variant(
     current: Any = job.base_model
     for stage in job.stages():
         data = job.chunks if stage == PT else job.triplets if stage in (FT, COLBERT_VARIANT) else None
-        current = _run_stage(
+        current = run_stage(
             stage,
             current,
             data,
@@ -200,44 +198,6 @@ def _params(job: AdaptJob) -> dict[str, Any]:
     }
 
 
-def _run_stage(
-    stage: str,
-    upstream: Any,
-    data: Any,
-    params: dict[str, Any],
-    root: str,
-    device: str | None,
-    checkpoint_every: int | None,
-    on_checkpoint: Callable[[int], None] | None,
-) -> Artifact:
-    common = {
-        "artifact_root": root,
-        "seed": params["seed"],
-        "scale": params["scale"],
-        "device": device,
-        "checkpoint_every": checkpoint_every,
-        "on_checkpoint": on_checkpoint,
-    }
-    if stage == PT:
-        return train_pt(upstream, data, config=params["pt_config"], **common)
-    if stage == FT:
-        return train_ft(upstream, data, config=params["ft_config"], **common)
-    if stage == COLBERT_VARIANT:  # own child process and time-out; no step checkpoints (module doc)
-        return train_colbert(
-            upstream,
-            data,
-            config=params["colbert_config"],
-            artifact_root=root,
-            seed=params["seed"],
-            scale=params["scale"],
-            device=device,
-            gpu_ids=params.get("gpu_ids"),
-        )
-    return merge_models(
-        upstream, params["base_model"], params["merge_weight"], artifact_root=root, scale=params["scale"]
-    )
-
-
 def ensure_ray(address: str | None = None) -> Any:
     """The ``ray`` module, initialised: joined at ``address`` or started locally when not running
     (through :func:`adaptlab.runtime.init_ray`)."""
@@ -246,82 +206,6 @@ def ensure_ray(address: str | None = None) -> Any:
     if not ray.is_initialized():
         init_ray(address=address)
     return ray
-
-
-def _quiet_worker(progress: bool) -> None:
-    """In a Ray worker: transformers at verbosity ``error`` without progress bars (also for
-    processes it starts), the driver's progress choice (``ADAPTLAB_PROGRESS``, read by the
-    training progress lines, :class:`.step_progress.StepProgress`: a worker on another machine does not
-    inherit the driver's environment), and this package's INFO lines on stderr (Ray forwards them
-    to the driver's log) unless progress is off (``adaptlab --quiet``, ``ADAPTLAB_PROGRESS=0``)."""
-    os.environ["ADAPTLAB_PROGRESS"] = "1" if progress else "0"  # a reused worker follows each job
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TQDM_DISABLE", "1")
-    logger = logging.getLogger("adaptlab.adapt.train")
-    if not progress or any(getattr(h, "adaptlab_progress", False) for h in logger.handlers):
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("[adaptlab] %(message)s"))
-    handler.adaptlab_progress = True  # type: ignore[attr-defined]
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False  # one line each, whatever Ray did to the root logger
-
-
-def _remote_stage(
-    stage: str,
-    upstream: Any,
-    data: Any,
-    params: dict[str, Any],
-    root: str,
-    checkpoint_every: int | None,
-    on_checkpoint: Callable[[int], None] | None,
-) -> Artifact:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    _quiet_worker(bool(params.get("progress", True)))
-    _set_threads(float(params.get("cpus", 1)))
-    device = "cpu" if stage == "merge" else None  # training picks the GPU Ray assigned, if any
-    if stage == COLBERT_VARIANT:
-        import ray
-
-        # this task runs with RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1 (see run_adaptation_jobs):
-        # hand colbert-ai the physical ids Ray assigned, which it writes into its ranks' environment
-        ids = [int(g) for g in ray.get_gpu_ids()]
-        params = {**params, "gpu_ids": ids or None}
-        device = None if ids else "cpu"
-    return _run_stage(stage, upstream, data, params, root, device, checkpoint_every, on_checkpoint)
-
-
-def stage_threads(declared_cpus: float, node_cpus: float, cores: int) -> int:
-    """The torch threads of a training stage: the share of its node's cores that its declared
-    CPUs are of the node's CPUs, ``floor(declared_cpus * cores / node_cpus)``, at least 1 and at
-    most ``cores``. Fixed by what the stage declares and the node it runs on, never by what is free
-    at the time, so a stage's floats do not depend on the load (a matrix product's sums are split
-    by thread). The embedded runtime counts ``2 x cores`` CPUs: ``cpus_per_job = 1`` gives one
-    thread; declaring all the node's CPUs gives a stage the node's cores (and the node alone)."""
-    if node_cpus <= 0:
-        return 1
-    return max(1, min(int(cores), math.floor(declared_cpus * cores / node_cpus + 1e-9)))
-
-
-def _set_threads(declared_cpus: float) -> int:
-    """In a Ray worker: set torch's intra-op threads to :func:`stage_threads` of this node."""
-    import ray
-    import torch
-
-    node_id = ray.get_runtime_context().get_node_id()
-    node_cpus = next(
-        (
-            float(n.get("Resources", {}).get("CPU", 0))
-            for n in ray.nodes()
-            if n.get("NodeID") == node_id and n.get("Alive", True)
-        ),
-        0.0,
-    )
-    threads = stage_threads(declared_cpus, node_cpus, available_cores())
-    torch.set_num_threads(threads)
-    return threads
 
 
 @dataclass(eq=False)
@@ -646,7 +530,7 @@ def run_adaptation_jobs(
     _declare_memory(list(stages.values()), ray, memory_per_job, gpu=bool(gpus_per_job))
     data_refs = {key: ray.put(value) for key, value in data.items()}
     # by whether the stage gets a worker of its own (OWN_WORKER_BYTES)
-    remotes = {True: ray.remote(max_calls=1)(_remote_stage), False: ray.remote(_remote_stage)}
+    remotes = {True: ray.remote(max_calls=1)(remote_stage), False: ray.remote(remote_stage)}
     from adaptlab.runtime.progress import progress_enabled  # deferred: not needed in-process
 
     progress = progress_enabled()

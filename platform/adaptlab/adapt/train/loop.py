@@ -36,7 +36,7 @@ from adaptlab.adapt.train.knobs import autocast, check_precision, set_attention_
 from adaptlab.adapt.train.optimizer import OptimConfig, linear_warmup_decay, make_adamw, param_groups
 from adaptlab.adapt.train.step_progress import StepProgress
 
-__all__ = ["BUCKET_BATCHES", "Checkpointing", "epoch_order", "run_loop", "seeded", "step_seed"]
+__all__ = ["BUCKET_BATCHES", "Checkpointing", "Examples", "epoch_order", "run_loop", "seeded", "step_seed"]
 
 
 BUCKET_BATCHES = 16
@@ -84,34 +84,49 @@ def seeded(seed: int, device: Any) -> Iterator[None]:
         yield
 
 
-def _train_step(
-    model: Any,
-    optimizer: Any,
-    params: list[Any],
-    idx: np.ndarray,
-    lr: float,
-    seed: int,
-    device: Any,
-    compute_loss: Callable[[np.ndarray], Any],
-    max_grad_norm: float,
-    precision: str = "fp32",
-) -> float:
+@dataclass(frozen=True)
+class _Stepper:
+    """What every optimizer step of one run uses: the model, its optimizer and trainable
+    ``params``, the ``device``, ``compute_loss(indices)``, the clipping norm and the precision."""
+
+    model: Any
+    optimizer: Any
+    params: list[Any]
+    device: Any
+    compute_loss: Callable[[np.ndarray], Any]
+    max_grad_norm: float
+    precision: str = "fp32"
+
+
+def _train_step(stepper: _Stepper, idx: np.ndarray, lr: float, seed: int) -> float:
     """One optimizer step at learning rate ``lr`` under the step's seed; its loss."""
     import torch
 
+    optimizer = stepper.optimizer
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
-    with seeded(seed, device):
-        with autocast(precision, device):
-            loss = compute_loss(idx)
+    with seeded(seed, stepper.device):
+        with autocast(stepper.precision, stepper.device):
+            loss = stepper.compute_loss(idx)
         loss.backward()
-    if max_grad_norm and max_grad_norm > 0:
-        torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    if stepper.max_grad_norm and stepper.max_grad_norm > 0:
+        torch.nn.utils.clip_grad_norm_(stepper.params, stepper.max_grad_norm)
     optimizer.step()
     value = float(loss.detach())
     del loss  # the graph is freed before the next step's forward pass
     return value
+
+
+@dataclass(frozen=True)
+class Examples:
+    """What a run trains on: ``n`` examples, ``compute_loss(indices)`` the scalar loss of one
+    batch of them, and ``lengths`` (a token count per example; None: unknown), which group batches
+    by length when ``length_buckets`` is on (:func:`epoch_order`)."""
+
+    n: int
+    compute_loss: Callable[[np.ndarray], Any]
+    lengths: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -131,19 +146,15 @@ class Checkpointing:
 def run_loop(
     model: Any,
     *,
-    n_examples: int,
+    examples: Examples,
     optim: OptimConfig,
     seed: int,
-    compute_loss: Callable[[np.ndarray], Any],
     device: Any,
     checkpoints: Checkpointing | None = None,
     label: str = "training",
-    lengths: np.ndarray | None = None,
 ) -> LoopResult:
-    """Train ``model`` (its trainable parameters) for ``optim.epochs`` epochs over
-    ``n_examples`` examples; ``compute_loss(indices)`` returns the scalar loss of one batch.
-    ``lengths`` (a token count per example) groups batches by length when
-    ``optim.length_buckets`` is on (:func:`epoch_order`).
+    """Train ``model`` (its trainable parameters) for ``optim.epochs`` epochs over the
+    ``examples`` (:class:`Examples`).
 
     ``checkpoints`` (:class:`Checkpointing`; none when None): resumes from its ``directory`` when
     that holds a checkpoint. ``on_checkpoint(step)`` runs after each checkpoint is complete;
@@ -155,67 +166,88 @@ def run_loop(
     import torch
 
     ck = checkpoints or Checkpointing()
-    checkpoint_dir, checkpoint_every = ck.directory, ck.every
-    on_checkpoint, on_epoch_end = ck.on_checkpoint, ck.on_epoch_end
-    result = plan_run(n_examples, optim, label)
+    result = plan_run(examples.n, optim, label)
     result.torch_threads = torch.get_num_threads()
-    steps_per_epoch = result.schedule["steps_per_epoch"]
-    total, warmup = result.schedule["total_steps"], result.schedule["warmup_steps"]
-
     optimizer, dropout = _start_training(model, optim, device, label)
     params = [p for group in optimizer.param_groups for p in group["params"]]
+    stepper = _Stepper(model, optimizer, params, device, examples.compute_loss, optim.max_grad_norm, optim.precision)
     result.optimizer = "adamw-fused" if optimizer.defaults.get("fused") else "adamw-foreach"
     before = snapshot(params) if optim.min_weight_change > 0 else None
-    start = _resume(model, optimizer, checkpoint_dir, device, result)
+    start = _resume(model, optimizer, ck.directory, device, result)
     t0 = time.perf_counter()
-    progress = StepProgress(label, total, start)
-    order, order_epoch = np.arange(0), -1
-    for step in range(start, total):
-        epoch, b = divmod(step, steps_per_epoch)
-        if epoch != order_epoch:
-            order = epoch_order(n_examples, seed, epoch, optim.batch_size, lengths if optim.length_buckets else None)
-            order_epoch = epoch
-        idx = order[b * optim.batch_size : (b + 1) * optim.batch_size]
-        lr = optim.learning_rate * linear_warmup_decay(step, total, warmup)
-        with progress.running(step, result.losses):
-            loss = _train_step(
-                model,
-                optimizer,
-                params,
-                idx,
-                lr,
-                step_seed(seed, step),
-                device,
-                compute_loss,
-                optim.max_grad_norm,
-                optim.precision,
-            )
-        result.losses.append(loss)
-        done = step + 1
-        progress.update(done, result.losses[-1])
-        end_of_epoch = done % steps_per_epoch == 0 or done == total
-        target = None
-        periodic = bool(checkpoint_every) and done % int(checkpoint_every or 1) == 0 and done < total
-        # the last step's state is the trained model: checkpointed only for an epoch hook that reads it
-        epochly = ck.each_epoch and end_of_epoch and (done < total or on_epoch_end is not None)
-        if checkpoint_dir is not None and (periodic or epochly):
-            target = write_checkpoint(model, optimizer, checkpoint_dir, done, result.losses)
-            if on_checkpoint is not None:
-                on_checkpoint(done)
-        if end_of_epoch:
-            result.epochs_completed = math.ceil(done / steps_per_epoch)
-            if on_epoch_end is not None:
-                model.eval()
-                with torch.no_grad():
-                    on_epoch_end(result.epochs_completed - 1, target)
-                model.train()
-    result.steps = total
-    result.epochs_completed = math.ceil(total / steps_per_epoch)
+    progress = StepProgress(label, result.schedule["total_steps"], start)
+    _run_steps(stepper, examples, _Schedule(optim, seed, start), ck, result, progress)
+    result.steps = result.schedule["total_steps"]
+    result.epochs_completed = math.ceil(result.steps / result.schedule["steps_per_epoch"])
     result.seconds = time.perf_counter() - t0
     progress.close(result.losses[-1] if result.losses else None)
     _end_training(model, optim, dropout, label)
     check_weights(params, before, optim, label, result)
     return result
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    """The run's optimizer settings, its seed and the step it starts (or resumes) at."""
+
+    optim: OptimConfig
+    seed: int
+    start: int
+
+
+def _run_steps(
+    stepper: _Stepper,
+    examples: Examples,
+    schedule: _Schedule,
+    ck: Checkpointing,
+    result: LoopResult,
+    progress: StepProgress,
+) -> None:
+    """The steps from ``schedule.start`` to the end: each on its batch of the epoch's order
+    (:func:`epoch_order`) at the learning rate of the schedule, then its checkpoint and epoch
+    hooks (:func:`_after_step`)."""
+    optim, seed = schedule.optim, schedule.seed
+    steps_per_epoch = result.schedule["steps_per_epoch"]
+    total, warmup = result.schedule["total_steps"], result.schedule["warmup_steps"]
+    lengths = examples.lengths if optim.length_buckets else None
+    order, order_epoch = np.arange(0), -1
+    for step in range(schedule.start, total):
+        epoch, b = divmod(step, steps_per_epoch)
+        if epoch != order_epoch:
+            order = epoch_order(examples.n, seed, epoch, optim.batch_size, lengths)
+            order_epoch = epoch
+        idx = order[b * optim.batch_size : (b + 1) * optim.batch_size]
+        lr = optim.learning_rate * linear_warmup_decay(step, total, warmup)
+        with progress.running(step, result.losses):
+            loss = _train_step(stepper, idx, lr, step_seed(seed, step))
+        result.losses.append(loss)
+        progress.update(step + 1, result.losses[-1])
+        _after_step(stepper, ck, result, step + 1)
+
+
+def _after_step(stepper: _Stepper, ck: Checkpointing, result: LoopResult, done: int) -> None:
+    """After ``done`` steps: a checkpoint when one is due (every ``ck.every`` steps before the
+    last; at the end of an epoch with ``ck.each_epoch``), then ``ck.on_checkpoint(done)``; at the
+    end of an epoch, ``ck.on_epoch_end(epoch, checkpoint)`` with the model in evaluation mode."""
+    import torch
+
+    steps_per_epoch, total = result.schedule["steps_per_epoch"], result.schedule["total_steps"]
+    end_of_epoch = done % steps_per_epoch == 0 or done == total
+    target = None
+    periodic = bool(ck.every) and done % int(ck.every or 1) == 0 and done < total
+    # the last step's state is the trained model: checkpointed only for an epoch hook that reads it
+    epochly = ck.each_epoch and end_of_epoch and (done < total or ck.on_epoch_end is not None)
+    if ck.directory is not None and (periodic or epochly):
+        target = write_checkpoint(stepper.model, stepper.optimizer, ck.directory, done, result.losses)
+        if ck.on_checkpoint is not None:
+            ck.on_checkpoint(done)
+    if end_of_epoch:
+        result.epochs_completed = math.ceil(done / steps_per_epoch)
+        if ck.on_epoch_end is not None:
+            stepper.model.eval()
+            with torch.no_grad():
+                ck.on_epoch_end(result.epochs_completed - 1, target)
+            stepper.model.train()
 
 
 def _start_training(model: Any, optim: OptimConfig, device: Any, label: str) -> tuple[Any, float | None]:

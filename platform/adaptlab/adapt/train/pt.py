@@ -18,10 +18,10 @@ lowers retrieval accuracy and PT followed by FT tightens the confidence interval
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,12 +31,16 @@ from adaptlab.adapt.train.base_model import describe_base
 from adaptlab.adapt.train.checks import LoopResult, run_label
 from adaptlab.adapt.train.config import LoopConfig, check_at_least_one
 from adaptlab.adapt.train.knobs import pick_device
-from adaptlab.adapt.train.loop import Checkpointing, run_loop, seeded
+from adaptlab.adapt.train.loop import Checkpointing, Examples, run_loop, seeded
 from adaptlab.adapt.train.memory import transformer_dir
+from adaptlab.adapt.train.run_options import TrainRun, TrainRunOptions, train_run
 from adaptlab.adapt.train.third_party import load_sentence_model, quiet_third_party
 from adaptlab.adapt.train.writer import ArtifactWriter, claim
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.models.variants import PT
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["PTConfig", "build_mlm", "pretrain_model", "train_pt"]
 
@@ -123,16 +127,15 @@ def pretrain_model(
         batch = {k: v.to(dev) for k, v in batch.items()}
         return mlm(**batch).loss
 
+    lengths = np.array([len(ids) for ids in encoded["input_ids"]]) if config.length_buckets else None
     result = run_loop(
         mlm,
-        n_examples=len(examples),
+        examples=Examples(len(examples), compute_loss, lengths),
         optim=config.optim(),
         seed=seed,
-        compute_loss=compute_loss,
         device=dev,
         checkpoints=checkpoints,
         label=label,
-        lengths=np.array([len(ids) for ids in encoded["input_ids"]]) if config.length_buckets else None,
     )
     encoder = st_model[0].auto_model
     trained = {k: v.to(next(encoder.parameters()).device) for k, v in mlm.base_model.state_dict().items()}
@@ -148,17 +151,17 @@ def train_pt(
     *,
     artifact_root: str | os.PathLike[str],
     config: PTConfig | None = None,
-    seed: int = 0,
-    scale: str | int | None = None,
-    device: str | None = None,
-    checkpoint_every: int | None = 50,
-    on_checkpoint: Callable[[int], None] | None = None,
+    run: TrainRun | None = None,
+    **options: Unpack[TrainRunOptions],
 ) -> Artifact:
     """Pre-train ``base_model`` on the domain ``chunks`` (MLM) and store the sentence encoder as
     a PT artifact; returns at once when one with the same inputs exists, and resumes from the
     last checkpoint after a kill (every ``checkpoint_every`` steps and after every epoch; None:
-    none)."""
+    none). ``run`` or its fields as keywords (``seed``, ``scale``, ``device``,
+    ``checkpoint_every``, ``on_checkpoint``): :class:`~adaptlab.adapt.train.run_options.TrainRun`."""
     config = config or PTConfig()
+    run = train_run("train_pt", run, options)
+    seed, scale = run.seed, run.scale
     texts = [str(c) for c in chunks if str(c).strip()]
     if not texts:
         raise DataError("PT needs domain chunks; got none (or only empty strings)")
@@ -189,7 +192,7 @@ def train_pt(
         if done is not None:
             return done
         writer.fetch_checkpoint()  # a run interrupted on another node resumes where it was
-        dev = pick_device(device)
+        dev = pick_device(run.device)
         model = load_sentence_model(base.path, dev)
         result, head = pretrain_model(
             model,
@@ -200,9 +203,9 @@ def train_pt(
             device=dev,
             checkpoints=Checkpointing(
                 writer.checkpoint_dir,
-                checkpoint_every,
-                checkpoint_every is not None,
-                writer.checkpoint_hook(on_checkpoint),
+                run.checkpoint_every,
+                run.checkpoint_every is not None,
+                writer.checkpoint_hook(run.on_checkpoint),
             ),
             label=run_label(PT, base.label, scale, len(texts), "chunks"),
         )
