@@ -12,12 +12,12 @@ field of the settings is an :class:`UnknownOptionError` naming it and the valid 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from adaptlab.errors import ConfigError
 
-__all__ = ["UnknownOptionError", "check_option_names", "settings_from"]
+__all__ = ["UnknownOptionError", "check_option_names", "reject_unknown", "settings_from"]
 
 S = TypeVar("S")
 
@@ -27,13 +27,20 @@ class UnknownOptionError(ConfigError, TypeError):
     keyword argument, and a :class:`~adaptlab.errors.ConfigError` (one line in the CLI)."""
 
 
-def check_option_names(cls: type[Any], options: Mapping[str, Any], where: str) -> None:
-    """Raise :class:`UnknownOptionError` naming the first option of ``options`` that is not a field
-    of the dataclass ``cls``, and the valid names."""
-    names = [f.name for f in dataclasses.fields(cls)]
-    unknown = sorted(set(options) - set(names))
+def reject_unknown(where: str, given: Iterable[str], allowed: Iterable[str]) -> None:
+    """Raise :class:`UnknownOptionError` naming the call ``where``, the first keyword of ``given``
+    that is not in ``allowed``, and the allowed ones (sorted)."""
+    valid = sorted(allowed)
+    unknown = sorted(set(given) - set(valid))
     if unknown:
-        raise UnknownOptionError(f"{where}: unknown option {unknown[0]!r}; expected one of {', '.join(sorted(names))}")
+        raise UnknownOptionError(
+            f"{where}() got an unexpected keyword argument {unknown[0]!r}; expected one of {', '.join(valid)}"
+        )
+
+
+def check_option_names(cls: type[Any], options: Mapping[str, Any], where: str) -> None:
+    """:func:`reject_unknown` against the fields of the dataclass ``cls``."""
+    reject_unknown(where, options, (f.name for f in dataclasses.fields(cls)))
 
 
 def settings_from(cls: type[S], config: S | None, options: Mapping[str, Any], where: str) -> S:

@@ -89,7 +89,7 @@ def test_input_errors_fail_before_ray_starts():
         embed_texts(["a"], "hash:16", kind="passage")
     with pytest.raises(ConfigError, match="does not exist"):
         embed_texts(["a"], "./no/such/model/dir")
-    with pytest.raises(TypeError, match="unknown option .blocksize.; expected one of"):
+    with pytest.raises(TypeError, match="unexpected keyword argument .blocksize.; expected one of"):
         embed_texts(["a"], "hash:16", blocksize=3)
 
 

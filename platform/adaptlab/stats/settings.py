@@ -26,6 +26,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from adaptlab.errors import ConfigError
+from adaptlab.options import reject_unknown
 from adaptlab.stats.intervals import INTERVALS
 from adaptlab.stats.pvalues import ADJUSTMENTS, PAIRED_TESTS
 from adaptlab.stats.resample import check_seed
@@ -197,15 +198,9 @@ class BootstrapOptions(ResampleOptions, total=False):
 
 
 def check_option_keys(function: str, options: Mapping[str, Any], valid: type) -> None:
-    """A :class:`TypeError` naming ``function``, the first unknown key of ``options`` and the
-    valid ones: the keys of the TypedDict ``valid`` (what ``**options: Unpack[valid]`` accepts)."""
-    allowed = valid.__optional_keys__ | valid.__required_keys__  # type: ignore[attr-defined]  # a TypedDict class
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise TypeError(
-            f"{function}() got an unexpected keyword argument {unknown[0]!r}; its keyword options are "
-            f"{', '.join(sorted(allowed))}"
-        )
+    """:func:`adaptlab.options.reject_unknown` against the keys of the TypedDict ``valid`` (what
+    ``**options: Unpack[valid]`` accepts)."""
+    reject_unknown(function, options, valid.__optional_keys__ | valid.__required_keys__)  # type: ignore[attr-defined]  # a TypedDict class
 
 
 def resolve_bootstrap(

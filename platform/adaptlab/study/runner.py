@@ -48,7 +48,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -68,6 +68,7 @@ from adaptlab.metrics.measures import Measure
 from adaptlab.metrics.ranking import PerQueryMetrics
 from adaptlab.models import pick_backend, resolve_model
 from adaptlab.models.variants import BM25_REF, COLBERT_BACKEND, MODEL
+from adaptlab.options import settings_from
 from adaptlab.results import check_store_location
 from adaptlab.retrieval.build import build_records
 from adaptlab.retrieval.late import build_late_records
@@ -353,11 +354,7 @@ class EvalOutputsOptions(TypedDict, total=False):
 
 def _outputs(outputs: EvalOutputs | None, options: Mapping[str, Any]) -> EvalOutputs:
     """``outputs`` with the keyword ``options`` set on it; an unknown keyword is a TypeError."""
-    valid = tuple(f.name for f in fields(EvalOutputs))
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise TypeError(f"evaluate_systems() got unexpected keyword argument(s) {unknown}; valid: {', '.join(valid)}")
-    return replace(outputs or EvalOutputs(), **options)
+    return settings_from(EvalOutputs, outputs, options, "evaluate_systems")
 
 
 def evaluate_systems(

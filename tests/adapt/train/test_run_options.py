@@ -19,9 +19,11 @@ def test_train_run_keywords_set_fields_on_the_defaults_or_on_a_given_run():
 
 
 def test_train_run_refuses_an_unknown_keyword_by_name():
-    with pytest.raises(TypeError, match=r"train_pt\(\) got unexpected keyword argument\(s\) \['seeds'\]; valid: seed"):
+    with pytest.raises(
+        TypeError, match=r"train_pt\(\) got an unexpected keyword argument 'seeds'; expected one of .*device, .*seed$"
+    ):
         train_run("train_pt", None, {"seeds": 1})
-    with pytest.raises(TypeError, match=r"\['checkpoint_every'\]; valid: seed, scale, device$"):
+    with pytest.raises(TypeError, match=r"'checkpoint_every'; expected one of device, scale, seed$"):
         train_run("train_colbert", None, {"checkpoint_every": 1}, ("seed", "scale", "device"))
 
 
@@ -40,13 +42,13 @@ def test_sweep_run_needs_a_storage_path_and_names_unknown_keywords():
     assert _sweep_run(SweepRun("s"), {"name": "n"}) == SweepRun("s", name="n")
     with pytest.raises(TypeError, match="storage_path"):
         _sweep_run(None, {"seed": 2})
-    with pytest.raises(TypeError, match=r"\['ci_seed'\]"):
+    with pytest.raises(TypeError, match=r"argument 'ci_seed'; expected one of .*storage_path"):
         _sweep_run(None, {"storage_path": "s", "ci_seed": 2})
 
 
 def test_eval_outputs_from_keywords():
     assert _outputs(None, {"store_root": None, "export_run": "r"}) == EvalOutputs(export_run="r")
-    with pytest.raises(TypeError, match=r"\['store'\]; valid: store_root, export_run, on_dataset"):
+    with pytest.raises(TypeError, match=r"'store'; expected one of export_run, on_dataset, store_root"):
         _outputs(None, {"store": "x"})
 
 

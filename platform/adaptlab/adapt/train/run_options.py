@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypedDict
 
+from adaptlab.options import reject_unknown
+
 __all__ = ["ColBERTRunOptions", "TrainRun", "TrainRunOptions", "train_run"]
 
 
@@ -54,7 +56,5 @@ def train_run(
 ) -> TrainRun:
     """``run`` (default :class:`TrainRun`) with the keyword ``options`` of the call ``where`` set on
     it; an option outside ``allowed`` is a :class:`TypeError` naming it and the valid ones."""
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise TypeError(f"{where}() got unexpected keyword argument(s) {unknown}; valid: {', '.join(allowed)}")
+    reject_unknown(where, options, allowed)
     return replace(run or TrainRun(), **options)

@@ -46,6 +46,7 @@ from adaptlab.adapt.train.trial import trainable, trial_config
 from adaptlab.data.dataset import Dataset
 from adaptlab.errors import ConfigError
 from adaptlab.models.variants import PT, PT_FT
+from adaptlab.options import reject_unknown
 from adaptlab.runtime import make_room
 from adaptlab.stats import BootstrapConfig
 
@@ -106,11 +107,7 @@ _RUN_FIELDS = tuple(f.name for f in fields(SweepRun))
 def _sweep_run(run: SweepRun | None, options: Mapping[str, Any]) -> SweepRun:
     """``run`` with the keyword ``options`` set on it, or a :class:`SweepRun` of them; an unknown
     keyword, or no ``storage_path`` at all, is a :class:`TypeError` naming it."""
-    unknown = sorted(set(options) - set(_RUN_FIELDS))
-    if unknown:
-        raise TypeError(
-            f"tune_adaptation() got unexpected keyword argument(s) {unknown}; valid: {', '.join(_RUN_FIELDS)}"
-        )
+    reject_unknown("tune_adaptation", options, _RUN_FIELDS)
     if run is not None:
         return replace(run, **options)
     if "storage_path" not in options:
