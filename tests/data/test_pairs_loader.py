@@ -109,5 +109,8 @@ def test_pair_settings_whole_or_as_keyword_options(tmp_path):
     for ds in (whole, mixed):
         assert (ds.name, ds.queries, ds.qrels) == (by_keywords.name, by_keywords.queries, by_keywords.qrels)
         assert {k: d.text for k, d in ds.corpus.items()} == {k: d.text for k, d in by_keywords.corpus.items()}
-    with pytest.raises(TypeError, match="load_pairs\(\) got an unexpected keyword argument 'question_column'; expected one of .*question_col"):
+    with pytest.raises(
+        TypeError,
+        match=r"load_pairs\(\) got an unexpected keyword argument 'question_column'; expected one of .*question_col",
+    ):
         load_pairs(path, question_column="q")

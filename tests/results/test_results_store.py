@@ -311,7 +311,10 @@ def test_run_record_takes_its_provenance_whole_or_as_keywords():
         assert {k: v for k, v in row.items() if k != "timestamp"} == {
             k: v for k, v in by_keywords.items() if k != "timestamp"
         }
-    with pytest.raises(TypeError, match="run_record\(\) got an unexpected keyword argument 'revision'; expected one of .*model_revision"):
+    with pytest.raises(
+        TypeError,
+        match=r"run_record\(\) got an unexpected keyword argument 'revision'; expected one of .*model_revision",
+    ):
         results.run_record("sys", "toy", revision="r1", **fields)
 
 

@@ -137,7 +137,9 @@ def test_search_settings_whole_or_as_keyword_options_give_the_same_records(rec: 
 
 
 def test_an_unknown_search_option_names_the_valid_ones() -> None:
-    with pytest.raises(TypeError, match=r"build_records\(\) got an unexpected keyword argument 'depth'; expected one of .*\bk\b.*seed"):
+    with pytest.raises(
+        TypeError, match=r"build_records\(\) got an unexpected keyword argument 'depth'; expected one of .*\bk\b.*seed"
+    ):
         build_records(QUERY_IDS, QUERY_EMB, DOC_IDS, DOC_EMB, QRELS, system="s", dataset="d", depth=2)
     with pytest.raises(ConfigError, match="unexpected keyword argument 'depth'"):  # one line in the CLI too
         build_records(QUERY_IDS, QUERY_EMB, DOC_IDS, DOC_EMB, QRELS, system="s", dataset="d", depth=2)
