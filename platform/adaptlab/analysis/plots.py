@@ -30,15 +30,17 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
+from adaptlab.analysis._options import split_options
 from adaptlab.analysis.present import ALPHA, significance_mark
 from adaptlab.errors import ConfigError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from typing_extensions import Unpack
 
 __all__ = [
     "DEFAULT_DPI",
@@ -365,20 +367,28 @@ def plot_forest(
     return _finish(fig, path, dpi)
 
 
+class ForestOptions(TypedDict, total=False):
+    """The keywords of :func:`plot_ci_forest`: the measure's name (the panel title) and those of
+    :func:`plot_forest`, whose defaults apply."""
+
+    measure: str
+    title: str | None
+    ci: str
+    dpi: int
+
+
 def plot_ci_forest(
     labels: Sequence[str],
     values: Sequence[float],
     ci_low: Sequence[float],
     ci_high: Sequence[float],
     path: Target = None,
-    *,
-    measure: str = "",
-    title: str | None = None,
-    ci: str = "95% CI",
-    dpi: int = DEFAULT_DPI,
+    **options: Unpack[ForestOptions],
 ) -> Figure:
     """A forest plot of one measure: one row per label with its value (the point estimate) and
     confidence interval (``ci`` names the level). :func:`plot_forest` draws several measures."""
+    (style,) = split_options("plot_ci_forest", options, ForestOptions)
+    measure = style.pop("measure", "")
     v = np.asarray(values, dtype=np.float64)
     lo = np.asarray(ci_low, dtype=np.float64)
     hi = np.asarray(ci_high, dtype=np.float64)
@@ -388,7 +398,7 @@ def plot_ci_forest(
     if len(set(map(str, labels))) != n:
         raise ConfigError("plot_ci_forest: labels must be distinct (one row per system)")
     by = {str(s): (a, b, c) for s, a, b, c in zip(labels, v, lo, hi)}
-    return plot_forest({measure or "value": by}, path, title=title, ci=ci, dpi=dpi)
+    return plot_forest({measure or "value": by}, path, **style)
 
 
 def _diff_label(row: Mapping[str, Any]) -> str:

@@ -74,22 +74,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import numpy as np
 
 from adaptlab.analysis._inputs import query_arrays
+from adaptlab.analysis._options import BootstrapOptions, Labels, settings_of, split_options
 from adaptlab.analysis._resample import draw_indices, resample_means
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError
 from adaptlab.stats import BootstrapConfig, percentile_interval, resample_indices
 from adaptlab.stats.settings import resolve_bootstrap
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = [
     "GAMMAS",
     "PSI_GRID",
     "TESTS",
     "ThresholdResult",
+    "ThresholdRule",
+    "ThresholdRuleOptions",
     "exact_rule",
     "similarity_thresholds",
     "thresholds_from_arrays",
@@ -105,6 +111,39 @@ and the paper's rule."""
 GAMMAS: tuple[str, ...] = ("pooled", "resample_min")
 """Accepted values of ``gamma``: pooled per-query K-th similarities (default) or one minimum
 per resample (the paper's literal text)."""
+
+
+@dataclass(frozen=True)
+class ThresholdRule:
+    """How a threshold is chosen (module doc): the candidate percentiles ``psi_grid`` of
+    ``Gamma``, the selection ``test`` (one of :data:`TESTS`), the accuracy loss ``margin`` it may
+    cost and how ``gamma`` is built (one of :data:`GAMMAS`). Checked by :meth:`checked_grid`."""
+
+    psi_grid: Sequence[float] = PSI_GRID
+    test: str = "exact"
+    margin: float = 0.01
+    gamma: str = "pooled"
+
+    def checked_grid(self) -> np.ndarray:
+        """Check the rule; return the grid sorted, float64."""
+        return _check_rule(self.psi_grid, self.test, self.gamma, self.margin)
+
+
+class ThresholdRuleOptions(TypedDict, total=False):
+    """The fields of :class:`ThresholdRule` as keywords."""
+
+    psi_grid: Sequence[float]
+    test: str
+    margin: float
+    gamma: str
+
+
+class _ArrayOptions(ThresholdRuleOptions, BootstrapOptions, Labels, total=False):
+    """The keywords of :func:`thresholds_from_arrays`: the rule, the bootstrap and the labels."""
+
+
+class _RecordOptions(ThresholdRuleOptions, BootstrapOptions, total=False):
+    """The keywords of :func:`similarity_thresholds`: the rule and the bootstrap."""
 
 
 @dataclass(frozen=True)
@@ -468,37 +507,40 @@ def thresholds_from_arrays(
     gold_rank: np.ndarray,
     *,
     k: int | None = None,
-    psi_grid: Sequence[float] = PSI_GRID,
-    test: str = "exact",
-    margin: float = 0.01,
-    gamma: str = "pooled",
-    n_resamples: int | None = None,
-    sample_size: int | None = None,
-    seed: int | None = None,
-    confidence: float | None = None,
+    rule: ThresholdRule | None = None,
     indices: np.ndarray | None = None,
     bootstrap: BootstrapConfig | None = None,
-    system: str = "",
-    dataset: str = "",
-    n_excluded: int = 0,
+    **options: Unpack[_ArrayOptions],
 ) -> ThresholdResult:
     """:func:`similarity_thresholds` on arrays: ``topk_scores`` [Q, K] (descending rows; NaN
     where fewer were retrieved) and ``gold_rank`` [Q] (1-based rank of the gold document in
     the top-K, 0 if absent). ``indices`` [m, l] overrides the drawn resamples of the grid and
     of ``test="paper"``; the margin rule always resamples all Q queries (the given ``indices``
-    when they have l = Q, else ``m`` fresh resamples of Q from ``seed``). Bootstrap settings as
-    in :func:`similarity_thresholds`: ``bootstrap`` or the keywords, not both."""
-    topk, rank, k = _check_scores(topk_scores, gold_rank, k)
-    psi = _check_rule(psi_grid, test, gamma, margin)
-    q = topk.shape[0]
-    cfg = resolve_bootstrap(
-        "thresholds_from_arrays",
-        bootstrap,
-        n_resamples=n_resamples,
-        sample_size=sample_size,
-        seed=seed,
-        confidence=confidence,
+    when they have l = Q, else ``m`` fresh resamples of Q from ``seed``). The rule and the
+    bootstrap settings as in :func:`similarity_thresholds`; ``system``, ``dataset`` and
+    ``n_excluded`` (keywords) label the result."""
+    rule_kw, boot_kw, labels = split_options(
+        "thresholds_from_arrays", options, ThresholdRuleOptions, BootstrapOptions, Labels
     )
+    the_rule = settings_of("thresholds_from_arrays", ThresholdRule, rule, rule_kw, "rule")
+    cfg = resolve_bootstrap("thresholds_from_arrays", bootstrap, **boot_kw)
+    return _thresholds(topk_scores, gold_rank, k, the_rule, cfg, indices, cast(Labels, labels))
+
+
+def _thresholds(
+    topk_scores: np.ndarray,
+    gold_rank: np.ndarray,
+    k: int | None,
+    rule: ThresholdRule,
+    cfg: BootstrapConfig,
+    indices: np.ndarray | None,
+    labels: Labels,
+) -> ThresholdResult:
+    """The thresholds of the arrays under ``rule`` (see :func:`thresholds_from_arrays`)."""
+    topk, rank, k = _check_scores(topk_scores, gold_rank, k)
+    psi = rule.checked_grid()
+    test, gamma, margin = rule.test, rule.gamma, float(rule.margin)
+    q = topk.shape[0]
     idx = draw_indices(q, cfg, indices=indices)
     full = _margin_indices(q, idx, cfg, given=indices is not None)
 
@@ -507,32 +549,28 @@ def thresholds_from_arrays(
     tau = _taus(qmin, idx, psi, gamma)
     conf = float(cfg.confidence)
     psi, tau, at_exact = (
-        _with_exact_choice(psi, tau, topk, rank, qmin, idx, conf, float(margin))
-        if test == "exact"
-        else (psi, tau, None)
+        _with_exact_choice(psi, tau, topk, rank, qmin, idx, conf, margin) if test == "exact" else (psi, tau, None)
     )
     hits = _hits(topk, rank, tau)
     point = hits.mean(axis=1)
-    removed = _removed(topk, tau)
-
-    rules = _rule_passes(hits, idx, full, conf, float(margin))
+    rules = _rule_passes(hits, idx, full, conf, margin)
     chosen_exact = at_exact if test == "exact" else rules.chosen_exact
     chosen = {"exact": chosen_exact, "margin": rules.chosen_margin, "paper": rules.chosen_paper}[test]
     means = rules.means_p if test == "paper" else rules.means_f
     return ThresholdResult(
-        system=system,
-        dataset=dataset,
+        system=labels.get("system", ""),
+        dataset=labels.get("dataset", ""),
         k=k,
         test=test,
         gamma=gamma,
-        margin=float(margin),
+        margin=margin,
         psi=psi,
         tau=tau,
-        removed=removed,
+        removed=_removed(topk, tau),
         chosen=chosen,
         confidence=conf,
         n_queries=int(q),
-        n_excluded=int(n_excluded),
+        n_excluded=int(labels.get("n_excluded", 0)),
         n_resamples=int(idx.shape[0]),
         sample_size=int(idx.shape[1]),
         seed=cfg.seed,
@@ -623,16 +661,10 @@ def similarity_thresholds(
     records: object,
     *,
     k: int = 5,
-    psi_grid: Sequence[float] = PSI_GRID,
-    test: str = "exact",
-    margin: float = 0.01,
-    gamma: str = "pooled",
-    n_resamples: int | None = None,
-    sample_size: int | None = None,
-    seed: int | None = None,
-    confidence: float | None = None,
+    rule: ThresholdRule | None = None,
     indices: np.ndarray | None = None,
     bootstrap: BootstrapConfig | None = None,
+    **options: Unpack[_RecordOptions],
 ) -> ThresholdResult:
     """Choose a similarity threshold for one system's :class:`PerQueryRecords` (000, Sec. 2.2).
 
@@ -649,28 +681,11 @@ def similarity_thresholds(
     ``n_resamples`` (default 1000), ``sample_size``, ``seed`` (default 0) and ``confidence``
     (default 0.95), not both.
     """
-    cfg = resolve_bootstrap(
-        "similarity_thresholds",
-        bootstrap,
-        n_resamples=n_resamples,
-        sample_size=sample_size,
-        seed=seed,
-        confidence=confidence,
-    )
+    rule_kw, boot_kw = split_options("similarity_thresholds", options, ThresholdRuleOptions, BootstrapOptions)
+    the_rule = settings_of("similarity_thresholds", ThresholdRule, rule, rule_kw, "rule")
+    cfg = resolve_bootstrap("similarity_thresholds", bootstrap, **boot_kw)
     qa = query_arrays(records, k)
     if qa.n_queries == 0:
         raise ConfigError(f"system {qa.system!r} on {qa.dataset!r}: no query has a gold document")
-    return thresholds_from_arrays(
-        qa.topk,
-        qa.gold_rank,
-        k=k,
-        psi_grid=psi_grid,
-        test=test,
-        margin=margin,
-        gamma=gamma,
-        indices=indices,
-        bootstrap=cfg,
-        system=qa.system,
-        dataset=qa.dataset,
-        n_excluded=qa.n_excluded,
-    )
+    labels = Labels(system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded)
+    return _thresholds(qa.topk, qa.gold_rank, k, the_rule, cfg, indices, labels)
