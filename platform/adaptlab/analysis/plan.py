@@ -207,7 +207,7 @@ class Plan:
 
     def figure(self, path: str | Path | None = None, *, dpi: int | None = None) -> Figure:
         """The power curve as a matplotlib Figure (saved to ``path`` when given; PNG, PDF or SVG)."""
-        from adaptlab.analysis.plots import DEFAULT_DPI, _figure, _finish
+        from adaptlab.analysis.plots.figure import DEFAULT_DPI, _figure, _finish
 
         fig = _figure(6.4, 4.2)
         ax = fig.subplots()

@@ -78,7 +78,7 @@ def plot_scaling(
     or SVG)."""
     if not fits:
         raise ConfigError("plot_scaling: nothing to plot")
-    from adaptlab.analysis.plots import DEFAULT_DPI, _figure, _finish
+    from adaptlab.analysis.plots.figure import DEFAULT_DPI, _figure, _finish
 
     datasets = list(dict.fromkeys(f.dataset for f in fits))
     ncols = min(3, len(datasets))
