@@ -85,13 +85,17 @@ class _ReportBootstrap(TypedDict, total=False):
     seed: int | None
 
 
+class _BuildOptions(ReportOptions, _ReportBootstrap, total=False):
+    """The keywords of :func:`build_report`: the report's settings and the loose bootstrap."""
+
+
 def build_report(
     store_root: str | Path,
     out_dir: str | Path,
     *,
     config: ReportSettings | None = None,
     bootstrap: BootstrapConfig | None = None,
-    **options: Unpack[ReportOptions],
+    **options: Unpack[_BuildOptions],
 ) -> Path:
     """Write the report of ``store_root`` (restricted to ``systems``/``datasets``) to ``out_dir``.
 
