@@ -4,7 +4,7 @@ A public analysis takes ``config: SomeSettings | None = None, **options: Unpack[
 (``SomeOptions`` a ``TypedDict`` of the settings' field names, ``total=False``), so the keyword
 call style keeps working while the settings dataclass is the one place that declares each
 default. :func:`split_options` checks the keys (an unknown key is a ``TypeError`` naming it and
-the valid ones, as Python's own for a missing parameter) and sorts them into groups;
+the valid ones, like Python's own for an unexpected keyword) and sorts them into groups;
 :func:`settings_of` builds the settings from one group, refusing a config and keywords at once
 (one way in, as :func:`adaptlab.stats.settings.resolve_bootstrap` does for the bootstrap).
 """

@@ -259,7 +259,8 @@ def similarity_thresholds(
     ``seed``, so every system is resampled alike. Queries without a gold document are excluded.
     Bootstrap settings: one :class:`~adaptlab.stats.BootstrapConfig` (``bootstrap``) or the loose
     ``n_resamples`` (default 1000), ``sample_size``, ``seed`` (default 0) and ``confidence``
-    (default 0.95), not both.
+    (default 0.95), not both. The rule likewise: one :class:`ThresholdRule` (``rule``) or its
+    fields ``psi_grid``, ``test``, ``margin`` and ``gamma`` as keywords, not both.
     """
     rule_kw, boot_kw = split_options("similarity_thresholds", options, ThresholdRuleOptions, BootstrapOptions)
     the_rule = settings_of("similarity_thresholds", ThresholdRule, rule, rule_kw, "rule")
