@@ -1,6 +1,5 @@
 import base64
 import html
-import inspect
 import re
 from pathlib import Path
 
@@ -8,7 +7,7 @@ import numpy as np
 import pytest
 
 from adaptlab import results
-from adaptlab.analysis import build_report, isotropy, similarity_thresholds
+from adaptlab.analysis import ThresholdRule, build_report, isotropy
 from adaptlab.errors import ConfigError
 
 
@@ -176,7 +175,7 @@ def test_report_prints_adjusted_p_family_and_both_threshold_rules(default_report
     assert "0.03 (Holm, n=3)" in text and "<= 0.02" in text  # bootstrap p at its floor 2/(m+1)
     assert "90% CI" in text  # label from the stored confidence, not hard-coded
     assert "Top-K removed" in text and "paper: " in text and "margin: " in text
-    default_rule = inspect.signature(similarity_thresholds).parameters["test"].default
+    default_rule = ThresholdRule().test  # the rule settings declare the default
     assert f"| {default_rule} |" in text  # computed for the report with the library's default rule
 
 

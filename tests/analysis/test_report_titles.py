@@ -6,7 +6,8 @@ title fitting wraps a title wider than its figure."""
 from __future__ import annotations
 
 from adaptlab import results
-from adaptlab.analysis import build_report, plots
+from adaptlab.analysis import build_report
+from adaptlab.analysis.plots import figure as plots
 from adaptlab.analysis.report import document
 
 LONG = "synthetic-sentences-of-a-long-technical-domain"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from adaptlab.analysis import PSI_GRID, similarity_thresholds, thresholds_from_arrays
-from adaptlab.analysis.thresholds import _weighted_percentile
+from adaptlab.analysis.thresholds.grid import _weighted_percentile
 from adaptlab.errors import ConfigError
 
 # Hand-checkable case (K = 2): per-query lowest top-K similarity qmin = [0.8, 0.55, 0.4, 0.5]

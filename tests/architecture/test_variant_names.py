@@ -28,7 +28,7 @@ ALLOWED: dict[str, dict[str, tuple[int, str]]] = {
         "pt": (6, "the [adapt.pt] table of a study file: its key, its settings"),
         "ft": (8, "the [adapt.ft] table of a study file: its key, its settings"),
     },
-    "analysis/plots.py": {"base": (2, "the word ending a curve's display label ('minilm base')")},
+    "analysis/plots/ndcg.py": {"base": (2, "the word ending a curve's display label ('minilm base')")},
     "analysis/shift.py": {"base": (1, "the default display label of the reference embeddings")},
 }
 """Module (relative to the package) -> literal -> (the most times it may occur there, why those

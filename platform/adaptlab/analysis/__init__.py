@@ -53,7 +53,7 @@ from adaptlab.analysis.overlap import (
     overlap_metrics,
     similarity_distributions,
 )
-from adaptlab.analysis.plan import Plan, pilot_from_store, plan_sample_size
+from adaptlab.analysis.plan import Plan, PlanSettings, pilot_from_store, plan_sample_size
 from adaptlab.analysis.plots import (
     DEFAULT_DPI,
     FIGURE_FORMATS,
@@ -69,6 +69,7 @@ from adaptlab.analysis.plots import (
 )
 from adaptlab.analysis.present import DIGITS, format_p, render_table, terminal_escape, terminal_escape_lines
 from adaptlab.analysis.report import build_report
+from adaptlab.analysis.report.build import ReportSettings
 from adaptlab.analysis.report.groups import render_groups, rows_of_column, stored_group_columns
 from adaptlab.analysis.scaling import (
     SCALING_MODELS,
@@ -94,6 +95,7 @@ from adaptlab.analysis.thresholds import (
     PSI_GRID,
     TESTS,
     ThresholdResult,
+    ThresholdRule,
     similarity_thresholds,
     thresholds_from_arrays,
 )
@@ -129,12 +131,15 @@ __all__ = [
     "PSI_GRID",
     "PairPool",
     "Plan",
+    "PlanSettings",
+    "ReportSettings",
     "ShiftComparison",
     "SimilarityDistributions",
     "Standardize",
     "TESTS",
     "TRANSFORMS",
     "ThresholdResult",
+    "ThresholdRule",
     "TopicDiversity",
     "TransformedSpace",
     "Whiten",

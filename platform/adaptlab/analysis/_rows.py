@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
 
-__all__ = ["OPTIONAL_COLUMNS", "metric_row", "p_bounds", "p_draws"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["OPTIONAL_COLUMNS", "MetricColumns", "metric_row", "p_bounds", "p_draws"]
 
 OPTIONAL_COLUMNS: dict[str, type] = {
     "confidence": float,
@@ -31,10 +34,71 @@ OPTIONAL_COLUMNS: dict[str, type] = {
 """The optional metric columns :func:`metric_row` accepts, with their Python types."""
 
 
+class MetricColumns(TypedDict, total=False):
+    """The columns of a ``metrics`` row besides its key and ``value``, as keywords of
+    :func:`metric_row`: the bootstrap estimate and its settings, the paired comparison, and
+    the optional columns of :data:`OPTIONAL_COLUMNS`."""
+
+    boot_mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_queries: int | None
+    n_resamples: int | None
+    sample_size: int | None
+    seed: int | None
+    compared_to: str | None
+    p_value: float | None
+    confidence: float | None
+    interval_method: str | None
+    p_adjusted: float | None
+    adjustment: str | None
+    family_size: int | None
+    p_exact: float | None
+    exact_test: str | None
+    rank_low: int | None
+    rank_high: int | None
+    missing_from_run: int | None
+
+
 def _num(x: Any) -> float | None:
     if x is None:
         return None
     return float(x)
+
+
+def _int(x: Any) -> int | None:
+    return None if x is None else int(x)
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+_CORE: dict[str, Callable[[Any], Any]] = {
+    "boot_mean": _num,
+    "ci_low": _num,
+    "ci_high": _num,
+    "n_queries": _int,
+    "n_resamples": _int,
+    "sample_size": _int,
+    "seed": _int,
+    "compared_to": _same,
+    "p_value": _num,
+}
+"""The columns every row has (``None`` when not given), in the row's order, with their conversion."""
+
+
+def _clean(v: Any) -> Any:
+    """``v`` as plain JSON values: numpy scalars as Python ones, non-finite floats as None."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if hasattr(v, "item"):  # numpy scalar
+        return _clean(v.item())
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    return v
 
 
 def metric_row(
@@ -43,53 +107,23 @@ def metric_row(
     measure: str,
     value: float,
     *,
-    boot_mean: float | None = None,
-    ci_low: float | None = None,
-    ci_high: float | None = None,
-    n_queries: int | None = None,
-    n_resamples: int | None = None,
-    sample_size: int | None = None,
-    seed: int | None = None,
-    compared_to: str | None = None,
-    p_value: float | None = None,
     extra: Mapping[str, Any] | None = None,
-    **optional: Any,
+    **columns: Unpack[MetricColumns],
 ) -> dict[str, Any]:
-    """One ``metrics`` row; ``extra`` is stored as a JSON string with sorted keys; ``optional``
-    takes the columns of :data:`OPTIONAL_COLUMNS` (``None`` values are left out)."""
-
-    def _clean(v: Any) -> Any:
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-        if hasattr(v, "item"):  # numpy scalar
-            return _clean(v.item())
-        if isinstance(v, dict):
-            return {k: _clean(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [_clean(x) for x in v]
-        return v
-
-    unknown = sorted(set(optional) - set(OPTIONAL_COLUMNS))
+    """One ``metrics`` row; ``extra`` is stored as a JSON string with sorted keys; ``columns``
+    the other columns by name (:class:`MetricColumns`; ``None`` values of the optional columns
+    of :data:`OPTIONAL_COLUMNS` are left out)."""
+    unknown = sorted(set(columns) - set(_CORE) - set(OPTIONAL_COLUMNS))
     if unknown:
-        raise TypeError(f"metric_row: unknown column(s) {', '.join(unknown)}; known: {', '.join(OPTIONAL_COLUMNS)}")
-    row = {
-        "system": str(system),
-        "dataset": str(dataset),
-        "measure": str(measure),
-        "value": _num(value),
-        "boot_mean": _num(boot_mean),
-        "ci_low": _num(ci_low),
-        "ci_high": _num(ci_high),
-        "n_queries": None if n_queries is None else int(n_queries),
-        "n_resamples": None if n_resamples is None else int(n_resamples),
-        "sample_size": None if sample_size is None else int(sample_size),
-        "seed": None if seed is None else int(seed),
-        "compared_to": compared_to,
-        "p_value": _num(p_value),
-        "extra": json.dumps({k: _clean(v) for k, v in extra.items()}, sort_keys=True) if extra else None,
-    }
-    for name, v in optional.items():
-        if v is not None:
+        raise TypeError(
+            f"metric_row: unknown column(s) {', '.join(unknown)}; known: {', '.join([*_CORE, *OPTIONAL_COLUMNS])}"
+        )
+    given: dict[str, Any] = dict(columns)
+    row = {"system": str(system), "dataset": str(dataset), "measure": str(measure), "value": _num(value)}
+    row.update({name: convert(given.get(name)) for name, convert in _CORE.items()})
+    row["extra"] = json.dumps({k: _clean(v) for k, v in extra.items()}, sort_keys=True) if extra else None
+    for name, v in given.items():
+        if name in OPTIONAL_COLUMNS and v is not None:
             row[name] = OPTIONAL_COLUMNS[name](v.item() if hasattr(v, "item") else v)
     return row
 

@@ -17,13 +17,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from adaptlab.analysis._options import BootstrapOptions, split_options
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure, evaluate, ranked_values
 from adaptlab.stats import BootstrapConfig, bootstrap_ci
 from adaptlab.stats.settings import resolve_bootstrap
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["DEFAULT_NDCG_KS", "NDCGCurve", "ndcg_curve", "ndcg_curve_from_records", "ndcg_curves"]
 
@@ -105,11 +110,8 @@ def ndcg_curve_from_records(
     ks: Sequence[int] = DEFAULT_NDCG_KS,
     *,
     corpus_size: int | None = None,
-    n_resamples: int | None = None,
-    sample_size: int | None = None,
-    seed: int | None = None,
-    confidence: float | None = None,
     bootstrap: BootstrapConfig | None = None,
+    **options: Unpack[BootstrapOptions],
 ) -> NDCGCurve:
     """The nDCG@k curve of one system's :class:`PerQueryRecords` (binary relevance: gold ids).
 
@@ -119,12 +121,7 @@ def ndcg_curve_from_records(
     (default 0) and ``confidence`` (default 0.95), not both.
     """
     cfg = resolve_bootstrap(
-        "ndcg_curve_from_records",
-        bootstrap,
-        n_resamples=n_resamples,
-        sample_size=sample_size,
-        seed=seed,
-        confidence=confidence,
+        "ndcg_curve_from_records", bootstrap, **split_options("ndcg_curve_from_records", options, BootstrapOptions)[0]
     )
     for name in ("topk_ids", "gold_ids"):
         if not hasattr(records, name):
@@ -159,11 +156,8 @@ def ndcg_curve(
     corpus_size: int | None = None,
     system: str = "",
     dataset: str = "",
-    n_resamples: int | None = None,
-    sample_size: int | None = None,
-    seed: int | None = None,
-    confidence: float | None = None,
     bootstrap: BootstrapConfig | None = None,
+    **options: Unpack[BootstrapOptions],
 ) -> NDCGCurve:
     """The nDCG@k curve of a run with graded ``qrels`` (via :func:`adaptlab.metrics.evaluate`).
 
@@ -171,9 +165,7 @@ def ndcg_curve(
     flagged inexact unless that depth reaches ``corpus_size``. Bootstrap settings as in
     :func:`ndcg_curve_from_records`: ``bootstrap`` or the keywords, not both.
     """
-    cfg = resolve_bootstrap(
-        "ndcg_curve", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence
-    )
+    cfg = resolve_bootstrap("ndcg_curve", bootstrap, **split_options("ndcg_curve", options, BootstrapOptions)[0])
     kk = _check_ks(ks, corpus_size)
     pq = evaluate(qrels, run, [f"ndcg@{k}" for k in kk])
     per_query = np.vstack([pq.values[f"ndcg@{k}"] for k in kk]) if pq.n_queries else np.zeros((len(kk), 0))
@@ -187,16 +179,11 @@ def ndcg_curves(
     ks: Sequence[int] = DEFAULT_NDCG_KS,
     *,
     corpus_size: int | None = None,
-    n_resamples: int | None = None,
-    sample_size: int | None = None,
-    seed: int | None = None,
-    confidence: float | None = None,
     bootstrap: BootstrapConfig | None = None,
+    **options: Unpack[BootstrapOptions],
 ) -> list[NDCGCurve]:
     """:func:`ndcg_curve_from_records` for several systems (a mapping or a sequence of records),
     all on the same bootstrap settings (``bootstrap`` or the keywords, not both)."""
-    cfg = resolve_bootstrap(
-        "ndcg_curves", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence
-    )
+    cfg = resolve_bootstrap("ndcg_curves", bootstrap, **split_options("ndcg_curves", options, BootstrapOptions)[0])
     items = list(records.values()) if isinstance(records, Mapping) else list(records)
     return [ndcg_curve_from_records(r, ks, corpus_size=corpus_size, bootstrap=cfg) for r in items]

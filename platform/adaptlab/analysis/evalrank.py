@@ -30,14 +30,18 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from adaptlab.analysis._options import BootstrapOptions, split_options
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.stats import BootstrapConfig, bootstrap_ci, percentile_interval, resample_indices
 from adaptlab.stats.settings import resolve_bootstrap
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["EvalRankResult", "PairPool", "evalrank", "evalrank_ranks", "load_pairs"]
 
@@ -233,15 +237,12 @@ def evalrank(
     pairs: object,
     *,
     ks: Sequence[int] = (1, 3, 5, 10),
-    n_resamples: int | None = None,
-    sample_size: int | None = None,
-    seed: int | None = None,
-    confidence: float | None = None,
     normalize: bool = True,
     system: str = "",
     dataset: str = "",
     bootstrap: BootstrapConfig | None = None,
     groups: object = None,
+    **options: Unpack[BootstrapOptions],
 ) -> EvalRankResult:
     """EvalRank MRR and Hits@k of one embedding model with bootstrap CIs over pairs.
 
@@ -256,9 +257,7 @@ def evalrank(
     if isinstance(pairs, PairPool):
         groups = pairs.groups if groups is None else groups
         pairs = pairs.pairs
-    cfg = resolve_bootstrap(
-        "evalrank", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence
-    )
+    cfg = resolve_bootstrap("evalrank", bootstrap, **split_options("evalrank", options, BootstrapOptions)[0])
     kk = sorted({int(k) for k in ks})
     if any(k < 1 for k in kk):
         raise ConfigError(f"ks must be >= 1, got {list(ks)}")

@@ -23,16 +23,20 @@ When a query has several gold documents, ``s_corr`` is the similarity of the mos
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from adaptlab.analysis._inputs import query_arrays
+from adaptlab.analysis._options import BootstrapOptions, Labels, split_options
 from adaptlab.analysis._resample import draw_indices
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError
 from adaptlab.stats import BootstrapConfig, percentile_interval
 from adaptlab.stats.settings import resolve_bootstrap
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "DEFAULT_OVERLAP_PSI",
@@ -183,26 +187,40 @@ def _fraction_above(x: np.ndarray, theta: np.ndarray) -> np.ndarray:
         return np.where(n > 0, ((x > theta[:, None]) & known).sum(axis=1) / np.maximum(n, 1), np.nan)
 
 
+class _ArrayOptions(BootstrapOptions, Labels, total=False):
+    """The keywords of :func:`overlap_from_arrays`: the bootstrap and the labels."""
+
+
 def overlap_from_arrays(
     sim_corr: np.ndarray,
     topk_scores: np.ndarray,
     sim_rand: np.ndarray,
     *,
     psi: float = DEFAULT_OVERLAP_PSI,
-    n_resamples: int | None = None,
-    sample_size: int | None = None,
-    seed: int | None = None,
-    confidence: float | None = None,
     indices: np.ndarray | None = None,
     bootstrap: BootstrapConfig | None = None,
-    system: str = "",
-    dataset: str = "",
-    n_excluded: int = 0,
+    **options: Unpack[_ArrayOptions],
 ) -> OverlapResult:
     """COE/ROE from arrays: ``sim_corr`` [Q], ``topk_scores`` [Q, K] (all K columns are
     used; NaN = not retrieved), ``sim_rand`` [Q]. ``indices`` [m, l] overrides the resamples.
     Bootstrap settings: ``bootstrap`` or the keywords (defaults of
-    :class:`~adaptlab.stats.BootstrapConfig`), not both."""
+    :class:`~adaptlab.stats.BootstrapConfig`), not both; ``system``, ``dataset`` and
+    ``n_excluded`` (keywords) label the result."""
+    boot_kw, labels = split_options("overlap_from_arrays", options, BootstrapOptions, Labels)
+    cfg = resolve_bootstrap("overlap_from_arrays", bootstrap, **boot_kw)
+    return _overlap(sim_corr, topk_scores, sim_rand, psi, cfg, indices, cast(Labels, labels))
+
+
+def _overlap(
+    sim_corr: np.ndarray,
+    topk_scores: np.ndarray,
+    sim_rand: np.ndarray,
+    psi: float,
+    cfg: BootstrapConfig,
+    indices: np.ndarray | None,
+    labels: Labels,
+) -> OverlapResult:
+    """COE/ROE of the arrays (see :func:`overlap_from_arrays`)."""
     corr = np.asarray(sim_corr, dtype=np.float64)
     rand = np.asarray(sim_rand, dtype=np.float64)
     topk = np.asarray(topk_scores, dtype=np.float64)
@@ -213,21 +231,13 @@ def overlap_from_arrays(
         raise ConfigError(f"sim_corr and sim_rand must have shape ({q},), got {corr.shape} and {rand.shape}")
     if not 0.0 <= float(psi) <= 100.0:
         raise ConfigError(f"psi must be a percentile in [0, 100], got {psi!r}")
-    cfg = resolve_bootstrap(
-        "overlap_from_arrays",
-        bootstrap,
-        n_resamples=n_resamples,
-        sample_size=sample_size,
-        seed=seed,
-        confidence=confidence,
-    )
     idx = draw_indices(q, cfg, indices=indices)
     boot = _overlap_kernel(corr, topk, rand, idx, float(psi))
     full = _overlap_kernel(corr, topk, rand, np.arange(q, dtype=np.int64)[None, :], float(psi))[0]
     lo, hi = percentile_interval(boot, cfg.confidence, axis=0)
     return OverlapResult(
-        system=system,
-        dataset=dataset,
+        system=labels.get("system", ""),
+        dataset=labels.get("dataset", ""),
         k=int(topk.shape[1]),
         psi=float(psi),
         theta=float(full[0]),
@@ -242,7 +252,7 @@ def overlap_from_arrays(
         roe_ci_high=float(hi[2]),
         confidence=float(cfg.confidence),
         n_queries=q,
-        n_excluded=int(n_excluded),
+        n_excluded=int(labels.get("n_excluded", 0)),
         n_resamples=int(idx.shape[0]),
         sample_size=int(idx.shape[1]),
         seed=cfg.seed,
@@ -256,12 +266,9 @@ def overlap_metrics(
     *,
     k: int = 5,
     psi: float = DEFAULT_OVERLAP_PSI,
-    n_resamples: int | None = None,
-    sample_size: int | None = None,
-    seed: int | None = None,
-    confidence: float | None = None,
     indices: np.ndarray | None = None,
     bootstrap: BootstrapConfig | None = None,
+    **options: Unpack[BootstrapOptions],
 ) -> OverlapResult:
     """COE and ROE of one system's :class:`PerQueryRecords` with bootstrap CIs (000, Sec. 2.3).
 
@@ -275,20 +282,10 @@ def overlap_metrics(
     (default 1000), ``sample_size`` (default: all judged queries), ``seed`` (default 0) and
     ``confidence`` (default 0.95), not both.
     """
-    cfg = resolve_bootstrap(
-        "overlap_metrics", bootstrap, n_resamples=n_resamples, sample_size=sample_size, seed=seed, confidence=confidence
-    )
+    (boot_kw,) = split_options("overlap_metrics", options, BootstrapOptions)
+    cfg = resolve_bootstrap("overlap_metrics", bootstrap, **boot_kw)
     qa = query_arrays(records, k)
     if qa.n_queries == 0 or np.isnan(qa.sim_gold).all() or np.isnan(qa.sim_random).all():
         raise ConfigError(f"system {qa.system!r} on {qa.dataset!r}: no query has a gold and a random similarity")
-    return overlap_from_arrays(
-        qa.sim_gold,
-        qa.topk,
-        qa.sim_random,
-        psi=psi,
-        indices=indices,
-        bootstrap=cfg,
-        system=qa.system,
-        dataset=qa.dataset,
-        n_excluded=qa.n_excluded,
-    )
+    labels = Labels(system=qa.system, dataset=qa.dataset, n_excluded=qa.n_excluded)
+    return _overlap(qa.sim_gold, qa.topk, qa.sim_random, psi, cfg, indices, labels)

@@ -64,14 +64,15 @@ normal approximation is kept in the curve (``power_normal``) for comparison.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
+from adaptlab.analysis._options import settings_of, split_options
 from adaptlab.analysis.compare import store_groups
 from adaptlab.errors import ConfigError, DataError
 from adaptlab.runtime.progress import Heartbeat
@@ -80,8 +81,18 @@ from adaptlab.stats.resample import check_seed
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from typing_extensions import Unpack
 
-__all__ = ["CURVE_COLUMNS", "Plan", "pilot_from_store", "pilot_uncertainty", "plan_sample_size", "sd_bounds"]
+__all__ = [
+    "CURVE_COLUMNS",
+    "Plan",
+    "PlanOptions",
+    "PlanSettings",
+    "pilot_from_store",
+    "pilot_uncertainty",
+    "plan_sample_size",
+    "sd_bounds",
+]
 
 CURVE_COLUMNS: tuple[str, ...] = ("n_queries", "power", "se", "power_fit", "power_normal")
 """Columns of :attr:`Plan.curve`: queries, simulated power, its Monte Carlo standard error, the
@@ -90,6 +101,39 @@ fitted smooth curve the answer is read from, and the normal approximation."""
 _MIN_Q = 2
 _REFITS = 3
 _GRID_FACTORS = (0.5, 0.7, 0.85, 1.0, 1.15, 1.3, 1.6, 2.0)
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """The question :func:`plan_sample_size` answers and how hard it simulates (parameters in
+    its docstring): the mean difference ``effect`` to detect with probability ``power`` at level
+    ``alpha``; ``n_experiments`` simulated evaluations per size with ``n_resamples`` each; the
+    sizes ``grid`` (None: around the normal-approximation size) up to ``max_queries``; ``seed``;
+    ``assurance`` (None: the pilot's uncertainty is not computed)."""
+
+    effect: float
+    power: float = 0.8
+    alpha: float = 0.05
+    n_experiments: int = 400
+    n_resamples: int = 1000
+    grid: Sequence[int] | None = None
+    max_queries: int = 10000
+    seed: int = 0
+    assurance: float | None = 0.8
+
+
+class PlanOptions(TypedDict, total=False):
+    """The fields of :class:`PlanSettings` as keywords of :func:`plan_sample_size`."""
+
+    effect: float
+    power: float
+    alpha: float
+    n_experiments: int
+    n_resamples: int
+    grid: Sequence[int] | None
+    max_queries: int
+    seed: int
+    assurance: float | None
 
 
 @dataclass(frozen=True)
@@ -163,7 +207,7 @@ class Plan:
 
     def figure(self, path: str | Path | None = None, *, dpi: int | None = None) -> Figure:
         """The power curve as a matplotlib Figure (saved to ``path`` when given; PNG, PDF or SVG)."""
-        from adaptlab.analysis.plots import DEFAULT_DPI, _figure, _finish
+        from adaptlab.analysis.plots.figure import DEFAULT_DPI, _figure, _finish
 
         fig = _figure(6.4, 4.2)
         ax = fig.subplots()
@@ -417,15 +461,8 @@ def plan_sample_size(
     pilot_a: Any,
     pilot_b: Any = None,
     *,
-    effect: float,
-    power: float = 0.8,
-    alpha: float = 0.05,
-    n_experiments: int = 400,
-    n_resamples: int = 1000,
-    grid: list[int] | None = None,
-    max_queries: int = 10000,
-    seed: int = 0,
-    assurance: float | None = 0.8,
+    config: PlanSettings | None = None,
+    **options: Unpack[PlanOptions],
 ) -> Plan:
     """The number of queries that detects a mean difference ``effect`` with probability ``power``.
 
@@ -436,6 +473,8 @@ def plan_sample_size(
     pilot_a, pilot_b : array-like
         Per-query values of two systems on the same pilot queries (or ``pilot_a`` alone: the
         per-query differences).
+    config : PlanSettings, optional
+        All the settings below in one object (then none of them as keywords).
     effect : float
         The true mean difference to detect, in the measure's units (e.g. 0.02 nDCG@10).
     power : float
@@ -476,45 +515,56 @@ def plan_sample_size(
     >>> plan.n_queries_interval, plan.n_queries_assured
     ((17, 111), 59)
     """
+    (given,) = split_options("plan_sample_size", options, PlanOptions)
+    settings = settings_of("plan_sample_size", PlanSettings, config, given, "config")
     d = _differences(pilot_a, pilot_b)
+    s = _checked(settings, d)
+    sim = _Sim(d - d.mean() + s.effect, s.alpha, s.n_experiments, s.n_resamples, s.seed)
+    sd = float(d.std(ddof=1))
+    if s.grid is None:
+        grid = _default_grid(_normal_size(s.effect, sd, s.alpha, s.power), s.max_queries)
+    else:
+        grid = sorted({_check_count("grid values", q, _MIN_Q) for q in s.grid})
+    s = replace(s, max_queries=max(s.max_queries, max(grid)))
+    powers, fit = _simulate(sim, grid, s.power, s.max_queries)
+    return _plan(powers, fit, d, sd, s, sim)
+
+
+def _checked(s: PlanSettings, d: np.ndarray) -> PlanSettings:
+    """``s`` checked (each bad value a :class:`~adaptlab.errors.ConfigError` naming it), with
+    ``effect`` a float."""
+    effect = s.effect
     if isinstance(effect, bool) or not isinstance(effect, (int, float)) or not np.isfinite(effect) or effect == 0:
         raise ConfigError(f"plan_sample_size: effect must be a non-zero finite number, got {effect!r}")
-    power, alpha = _check_unit("power", power), _check_unit("alpha", alpha)
-    assurance = _check_assurance(assurance, d)
-    max_queries = _check_count("max_queries", max_queries, _MIN_Q)
-    sim = _Sim(
-        d - d.mean() + float(effect),
-        alpha,
-        _check_count("n_experiments", n_experiments, 10),
-        _check_count("n_resamples", n_resamples, 19),
-        check_seed(seed),
+    power, alpha = _check_unit("power", s.power), _check_unit("alpha", s.alpha)
+    assurance = _check_assurance(s.assurance, d)
+    max_queries = _check_count("max_queries", s.max_queries, _MIN_Q)
+    return replace(
+        s,
+        effect=float(effect),
+        power=power,
+        alpha=alpha,
+        assurance=assurance,
+        max_queries=max_queries,
+        n_experiments=_check_count("n_experiments", s.n_experiments, 10),
+        n_resamples=_check_count("n_resamples", s.n_resamples, 19),
+        seed=check_seed(s.seed),
     )
-    sd = float(d.std(ddof=1))
-    if grid is None:
-        grid = _default_grid(_normal_size(float(effect), sd, alpha, power), max_queries)
-    else:
-        grid = sorted({_check_count("grid values", q, _MIN_Q) for q in grid})
-    max_queries = max(max_queries, max(grid))
+
+
+def _simulate(sim: _Sim, grid: list[int], power: float, max_queries: int) -> tuple[dict[int, float], _Probit | None]:
+    """:func:`_search` with a progress line while it runs longer than a few seconds."""
     with Heartbeat("plan: simulating the power curve") as beat:
 
         def note(q: int, p: float, n: int) -> None:
             beat.detail = f": {n} sizes done, the last {q} queries with power {p:.3f} ({sim.n_experiments} experiments)"
 
-        powers, fit = _search(sim, grid, power, max_queries, note)
-    return _plan(powers, fit, d, sd, float(effect), power, sim, max_queries, assurance)
+        return _search(sim, grid, power, max_queries, note)
 
 
-def _plan(
-    powers: dict[int, float],
-    fit: _Probit | None,
-    d: np.ndarray,
-    sd: float,
-    effect: float,
-    target: float,
-    sim: _Sim,
-    max_queries: int,
-    assurance: float | None,
-) -> Plan:
+def _plan(powers: dict[int, float], fit: _Probit | None, d: np.ndarray, sd: float, s: PlanSettings, sim: _Sim) -> Plan:
+    """The :class:`Plan` of the simulated ``powers`` and their fitted curve under the checked
+    settings ``s``."""
     import pandas as pd
 
     qs = sorted(powers)
@@ -524,23 +574,23 @@ def _plan(
             "power": [powers[q] for q in qs],
             "se": [float(np.sqrt(powers[q] * (1 - powers[q]) / sim.n_experiments)) for q in qs],
             "power_fit": [fit.power(q) if fit is not None else float("nan") for q in qs],
-            "power_normal": [_normal_power(q, effect, sd, sim.alpha) for q in qs],
+            "power_normal": [_normal_power(q, s.effect, sd, sim.alpha) for q in qs],
         },
         columns=list(CURVE_COLUMNS),
     )
-    q = _planned(powers, fit, target, max_queries)
-    extra = {} if assurance is None else pilot_uncertainty(d, q, assurance)
+    q = _planned(powers, fit, s.power, s.max_queries)
+    extra = {} if s.assurance is None else pilot_uncertainty(d, q, s.assurance)
     return Plan(
         n_queries=q,
-        effect=effect,
-        power=target,
+        effect=s.effect,
+        power=s.power,
         alpha=sim.alpha,
         pilot_queries=int(d.size),
         pilot_mean=float(d.mean()),
         pilot_sd=sd,
         n_experiments=sim.n_experiments,
         n_resamples=sim.n_resamples,
-        max_queries=max_queries,
+        max_queries=s.max_queries,
         seed=sim.seed,
         curve=curve,
         **extra,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adaptlab.analysis.plots import DEFAULT_DPI, _figure, _finish
+from adaptlab.analysis.plots.figure import DEFAULT_DPI, _figure, _finish
 from adaptlab.errors import ConfigError
 from adaptlab.metrics import Measure
 from adaptlab.models.variants import BASE, curve_order, parse_system_name, system_name

@@ -24,12 +24,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
+from adaptlab.analysis._options import split_options
 from adaptlab.analysis._rows import metric_row
 from adaptlab.errors import ConfigError
+from adaptlab.stats import BootstrapConfig
+from adaptlab.stats.settings import resolve_bootstrap
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["DEFAULT_QUANTILES", "ShiftComparison", "compare_shift", "domain_shift"]
 
@@ -151,6 +157,15 @@ class ShiftComparison:
         return rows
 
 
+class ShiftBootstrapOptions(TypedDict, total=False):
+    """The bootstrap keywords of :func:`compare_shift` (the CI of the mean paired difference;
+    defaults of :class:`~adaptlab.stats.BootstrapConfig`)."""
+
+    n_resamples: int
+    seed: int
+    confidence: float
+
+
 def compare_shift(
     base: object,
     adapted: object,
@@ -159,20 +174,24 @@ def compare_shift(
     base_label: str = "base",
     adapted_label: str = "adapted",
     paired: bool | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
+    bootstrap: BootstrapConfig | None = None,
+    **options: Unpack[ShiftBootstrapOptions],
 ) -> ShiftComparison:
     """Compare two ``Delta`` distributions (e.g. :func:`domain_shift` under base and adapted model).
 
     ``paired`` (default: True when both arrays have the same length, i.e. the same documents
     in the same order) runs the paired comparison of the module doc; ``paired=False`` the KS
-    test of two independent samples.
+    test of two independent samples. The CI of the mean paired difference: ``bootstrap`` (its
+    ``n_resamples``, ``seed`` and ``confidence``) or those three as keywords, not both.
     """
     from scipy.stats import ks_2samp, wilcoxon
 
     from adaptlab.stats import bootstrap_ci
 
+    cfg = resolve_bootstrap(
+        "compare_shift", bootstrap, **split_options("compare_shift", options, ShiftBootstrapOptions)[0]
+    )
+    n_resamples, seed, confidence = cfg.n_resamples, cfg.seed, cfg.confidence
     x = np.asarray(base, dtype=np.float64).ravel()
     y = np.asarray(adapted, dtype=np.float64).ravel()
     if x.size == 0 or y.size == 0:

@@ -5,10 +5,12 @@ dataset, and write ``report.md``, ``report.html`` and ``figures/``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from adaptlab import results
+from adaptlab.analysis._options import settings_of, split_options
 from adaptlab.analysis.plots import DEFAULT_DPI, FIGURE_FORMATS, check_dpi
 from adaptlab.analysis.present import headline_pair, verdict_line
 from adaptlab.analysis.report.cells import extra, is_ranking_measure
@@ -34,26 +36,70 @@ from adaptlab.retrieval import PerQueryRecords
 from adaptlab.stats import BootstrapConfig
 from adaptlab.stats.settings import resolve_bootstrap
 
-__all__ = ["build_report"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["ReportOptions", "ReportSettings", "build_report"]
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """What :func:`build_report` shows and how: the ``systems``/``datasets`` it is restricted to
+    (None: all), the K of top-K accuracy ``k`` of the analyses it computes, whether it computes
+    analyses the store lacks (``compute_missing``), the report's ``title``, and the figures'
+    ``figure_format`` and ``dpi``."""
+
+    systems: Sequence[str] | None = None
+    datasets: Sequence[str] | None = None
+    k: int = 5
+    compute_missing: bool = True
+    title: str = "adaptlab report"
+    figure_format: str = "png"
+    dpi: int = DEFAULT_DPI
+
+    def check(self) -> None:
+        """Each bad value a :class:`~adaptlab.errors.ConfigError` naming it."""
+        if int(self.k) < 1:
+            raise ConfigError(f"k must be >= 1, got {self.k!r}")
+        if self.figure_format not in FIGURE_FORMATS:
+            raise ConfigError(f"figure_format {self.figure_format!r}: expected one of {', '.join(FIGURE_FORMATS)}")
+        check_dpi(self.dpi)
+
+
+class ReportOptions(TypedDict, total=False):
+    """The fields of :class:`ReportSettings` as keywords of :func:`build_report`."""
+
+    systems: Sequence[str] | None
+    datasets: Sequence[str] | None
+    k: int
+    compute_missing: bool
+    title: str
+    figure_format: str
+    dpi: int
+
+
+class _ReportBootstrap(TypedDict, total=False):
+    """The loose bootstrap keywords of :func:`build_report`."""
+
+    n_resamples: int | None
+    seed: int | None
+
+
+class _BuildOptions(ReportOptions, _ReportBootstrap, total=False):
+    """The keywords of :func:`build_report`: the report's settings and the loose bootstrap."""
 
 
 def build_report(
     store_root: str | Path,
     out_dir: str | Path,
     *,
-    systems: Sequence[str] | None = None,
-    datasets: Sequence[str] | None = None,
-    k: int = 5,
-    compute_missing: bool = True,
-    n_resamples: int | None = None,
-    seed: int | None = None,
+    config: ReportSettings | None = None,
     bootstrap: BootstrapConfig | None = None,
-    title: str = "adaptlab report",
-    figure_format: str = "png",
-    dpi: int = DEFAULT_DPI,
+    **options: Unpack[_BuildOptions],
 ) -> Path:
     """Write the report of ``store_root`` (restricted to ``systems``/``datasets``) to ``out_dir``.
 
+    The settings: ``config`` (a :class:`ReportSettings`) or its fields as keywords, not both.
     ``k`` is the K of top-K accuracy used by analyses computed for the report (thresholds,
     COE/ROE; capped at the retrieval depth) and to pick ``acc@k`` for the correlations.
     ``bootstrap`` (the study's :class:`~adaptlab.stats.BootstrapConfig`) gives their bootstrap
@@ -62,18 +108,16 @@ def build_report(
     Figures are written to ``figures/`` as ``figure_format`` (``png``, ``svg`` or ``pdf``; PNG at
     ``dpi``) and embedded in ``report.html`` (PNG or SVG data URIs), which needs no other file.
     """
-    if int(k) < 1:
-        raise ConfigError(f"k must be >= 1, got {k!r}")
-    if figure_format not in FIGURE_FORMATS:
-        raise ConfigError(f"figure_format {figure_format!r}: expected one of {', '.join(FIGURE_FORMATS)}")
-    check_dpi(dpi)
-    cfg = resolve_bootstrap("build_report", bootstrap, n_resamples=n_resamples, seed=seed)
+    given, boot_kw = split_options("build_report", options, ReportOptions, _ReportBootstrap)
+    settings = settings_of("build_report", ReportSettings, config, given, "config")
+    settings.check()
+    cfg = resolve_bootstrap("build_report", bootstrap, **boot_kw)
     store = results.open(store_root)
     out = Path(out_dir)
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
-    sys_f = list(systems) if systems else None
-    ds_f = list(datasets) if datasets else None
+    sys_f = list(settings.systems) if settings.systems else None
+    ds_f = list(settings.datasets) if settings.datasets else None
     runs = store.runs(system=sys_f, dataset=ds_f).to_pylist()
     runs.sort(key=lambda r: (str(r.get("timestamp")), r["run_id"]))
     run_order = {r["run_id"]: i for i, r in enumerate(runs)}
@@ -82,33 +126,39 @@ def build_report(
         store.metrics(system=sys_f, dataset=ds_f, kind="all", group=ANY_GROUP).to_pylist(), run_order
     )
     all_datasets = sorted({r["dataset"] for r in runs} | {r["dataset"] for r in metrics})
+    doc = _opening(settings.title, store_root, runs, all_datasets, sys_f)
+    order = study_order(runs)
+    for ds in all_datasets:
+        rows = [r for r in metrics if r["dataset"] == ds and r["system"] != "*"]
+        records = _records_by_system(store, ds, sys_f, run_order)
+        page = Page(doc, out, figdir, ds, store, settings.figure_format, int(settings.dpi), order)
+        records = {sys: records[sys] for sys in sorted(records, key=page.rank)}
+        _dataset_section(page, rows, records, int(settings.k), cfg, settings.compute_missing)
+        groups_section(page, [r for r in grouped if r["dataset"] == ds])
+    md = out / "report.md"
+    md.write_text(doc.markdown(), encoding="utf-8")
+    (out / "report.html").write_text(doc.html(settings.title), encoding="utf-8")
+    return md
 
+
+def _opening(
+    title: str, store_root: str | Path, runs: list[dict[str, Any]], datasets: list[str], sys_f: list[str] | None
+) -> Document:
+    """The report's title, what it reads, the runs shown and the training table."""
     doc = Document()
     doc.h(1, title)
     doc.p(
-        f"Store: {store_root}. Runs: {len(runs)}. Datasets: {', '.join(all_datasets) or 'none'}. "
+        f"Store: {store_root}. Runs: {len(runs)}. Datasets: {', '.join(datasets) or 'none'}. "
         "Values are point estimates on all queries. Each interval's method is named per measure (the CI "
         "method column: Wilson score intervals for 0/1 measures such as acc@k, the studentized bootstrap "
         "for the other measures and for paired differences, as stored); bootstrap means and intervals "
         "come from the stored resampling settings (n_resamples, sample_size, seed)."
     )
-    if not all_datasets:
+    if not datasets:
         doc.p("The store holds no runs matching the filters.")
     _runs_shown(doc, runs)
     training_section(doc, runs, sys_f)
-    order = study_order(runs)
-    for ds in all_datasets:
-        rows = [r for r in metrics if r["dataset"] == ds and r["system"] != "*"]
-        records = _records_by_system(store, ds, sys_f, run_order)
-        page = Page(doc, out, figdir, ds, store, figure_format, int(dpi), order)
-        records = {sys: records[sys] for sys in sorted(records, key=page.rank)}
-        _dataset_section(page, rows, records, int(k), cfg, compute_missing)
-        groups_section(page, [r for r in grouped if r["dataset"] == ds])
-
-    md = out / "report.md"
-    md.write_text(doc.markdown(), encoding="utf-8")
-    (out / "report.html").write_text(doc.html(title), encoding="utf-8")
-    return md
+    return doc
 
 
 def _dataset_section(

@@ -1,0 +1,81 @@
+"""Keyword options of the public analyses: one settings object or its fields as keywords.
+
+A public analysis takes ``config: SomeSettings | None = None, **options: Unpack[SomeOptions]``
+(``SomeOptions`` a ``TypedDict`` of the settings' field names, ``total=False``), so the keyword
+call style keeps working while the settings dataclass is the one place that declares each
+default. :func:`split_options` checks the keys (an unknown key is a ``TypeError`` naming it and
+the valid ones, like Python's own for an unexpected keyword) and sorts them into groups;
+:func:`settings_of` builds the settings from one group, refusing a config and keywords at once
+(one way in, as :func:`adaptlab.stats.settings.resolve_bootstrap` does for the bootstrap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict, TypeVar
+
+from adaptlab.errors import ConfigError
+
+__all__ = ["BootstrapOptions", "Labels", "split_options", "settings_of"]
+
+S = TypeVar("S")
+
+
+class BootstrapOptions(TypedDict, total=False):
+    """The loose bootstrap keywords of an analysis (``None``: the
+    :class:`~adaptlab.stats.BootstrapConfig` default)."""
+
+    n_resamples: int | None
+    sample_size: int | None
+    seed: int | None
+    confidence: float | None
+
+
+class Labels(TypedDict, total=False):
+    """What an analysis on arrays records about its input: the system, the dataset and the
+    number of queries excluded before the arrays were built."""
+
+    system: str
+    dataset: str
+    n_excluded: int
+
+
+def _keys(group: type) -> tuple[str, ...]:
+    """The keys of the ``TypedDict`` ``group``, inherited ones included."""
+    return tuple(group.__annotations__)
+
+
+def split_options(function: str, options: Mapping[str, Any], *groups: type) -> tuple[dict[str, Any], ...]:
+    """``options`` sorted into one dict per ``TypedDict`` of ``groups`` (in order; a key goes to
+    the first group that has it). An unknown key is a ``TypeError`` naming ``function``, the key
+    and the valid keys."""
+    valid = [k for g in groups for k in _keys(g)]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise TypeError(
+            f"{function}() got unexpected keyword argument(s) {', '.join(unknown)}; "
+            f"valid: {', '.join(sorted(set(valid)))}"
+        )
+    out: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    for g in groups:
+        keys = [k for k in _keys(g) if k in options and k not in taken]
+        taken.update(keys)
+        out.append({k: options[k] for k in keys})
+    return tuple(out)
+
+
+def settings_of(function: str, cls: type[S], config: S | None, given: Mapping[str, Any], config_key: str) -> S:
+    """``config`` (the argument ``config_key`` of ``function``) when given, else ``cls(**given)``.
+    Both at once is a :class:`~adaptlab.errors.ConfigError` naming the keys: a setting has one
+    way in and never a silent winner."""
+    if config is None:
+        return cls(**given)
+    if not isinstance(config, cls):
+        raise ConfigError(f"{function}: {config_key} must be a {cls.__name__}, got {type(config).__name__}")
+    if given:
+        raise ConfigError(
+            f"{function}: give the {cls.__name__} settings either as {config_key}= or as keywords, "
+            f"not both (got {config_key}= and {', '.join(sorted(given))})"
+        )
+    return config
