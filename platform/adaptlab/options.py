@@ -7,6 +7,8 @@ the one place that declares each default; :func:`settings_from` gives the settin
 ``config`` (or the dataclass' defaults) with the keyword options on top, so
 ``f(x, k=10)`` and ``f(x, config=SomeSettings(k=10))`` are the same call. An option that is not a
 field of the settings is an :class:`UnknownOptionError` naming it and the valid ones.
+Settings that decide how a reported number is computed take :func:`one_way_in` instead: the
+object or the keywords, not both.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, TypeVar
 
 from adaptlab.errors import ConfigError
 
-__all__ = ["UnknownOptionError", "check_option_names", "reject_unknown", "settings_from"]
+__all__ = ["UnknownOptionError", "check_option_names", "one_way_in", "reject_unknown", "settings_from"]
 
 S = TypeVar("S")
 
@@ -57,3 +59,29 @@ def settings_from(cls: type[S], config: S | None, options: Mapping[str, Any], wh
     if not isinstance(config, cls):
         raise TypeError(f"{where}: config must be a {cls.__name__}, got {type(config).__name__}")
     return dataclasses.replace(config, **options) if options else config  # type: ignore[type-var]
+
+
+def one_way_in(
+    function: str, cls: type[S], config: S | None, given: Mapping[str, Any], config_key: str = "config"
+) -> S:
+    """The settings of ``function`` given one way only: ``config`` (the argument ``config_key``)
+    or the keywords ``given`` (``cls(**given)``), never both.
+
+    For settings that decide how a reported number is computed (the bootstrap, a threshold rule,
+    a run's identity), where a keyword quietly overriding an object's field would hide a choice:
+    both at once is a :class:`~adaptlab.errors.ConfigError` naming the keys; a ``config`` that is
+    not a ``cls`` is one too. Call settings that may be overridden use :func:`settings_from`.
+    """
+    if config is None:
+        return cls(**given)
+    if not isinstance(config, cls):
+        raise ConfigError(
+            f"{function}: {config_key} must be an {cls.__module__}.{cls.__qualname__}, got {type(config).__name__}"
+        )
+    if given:
+        raise ConfigError(
+            f"{function}: give the {cls.__name__} settings either as {config_key}= or as keywords, not both "
+            f"(got {config_key}= and {', '.join(sorted(given))}); put them in the {config_key} "
+            f"(dataclasses.replace({config_key}, ...)) or drop {config_key}="
+        )
+    return config

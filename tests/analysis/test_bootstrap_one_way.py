@@ -142,7 +142,7 @@ def test_tune_adaptation_takes_its_bootstrap_only_inside_its_sweep_config() -> N
 def test_compare_takes_only_a_config_and_says_so() -> None:
     from adaptlab.analysis.compare import compare
 
-    with pytest.raises(ConfigError, match=r"^compare: boot must be an adaptlab.stats.BootstrapConfig, got dict"):
+    with pytest.raises(ConfigError, match=r"^compare: boot must be an adaptlab.stats.settings.BootstrapConfig, got dict"):
         compare({}, boot={"seed": 1})  # type: ignore[arg-type]
 
 
@@ -153,5 +153,5 @@ def test_resolve_bootstrap_defaults_aliases_and_type() -> None:
     assert resolve_bootstrap("f", CONFIG, sample_size=None) is CONFIG
     with pytest.raises(ConfigError, match=r"f: give .* not both \(got bootstrap= and ci_seed, n_resamples\)"):
         resolve_bootstrap("f", CONFIG, aliases={"ci_seed": "seed"}, ci_seed=1, n_resamples=5)
-    with pytest.raises(ConfigError, match=r"f: boot must be an adaptlab.stats.BootstrapConfig, got dict"):
+    with pytest.raises(ConfigError, match=r"f: boot must be an adaptlab.stats.settings.BootstrapConfig, got dict"):
         resolve_bootstrap("f", {"seed": 1}, config_key="boot")  # type: ignore[arg-type]

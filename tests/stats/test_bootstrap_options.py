@@ -107,7 +107,7 @@ def test_an_unknown_keyword_is_a_type_error_naming_the_valid_ones(values: np.nda
 
 
 def test_a_config_of_another_type_is_refused(values: np.ndarray) -> None:
-    with pytest.raises(ConfigError, match="config must be an adaptlab.stats.BootstrapConfig, got dict"):
+    with pytest.raises(ConfigError, match="config must be an adaptlab.stats.settings.BootstrapConfig, got dict"):
         bootstrap_ci(values, config={"seed": 1})  # type: ignore[arg-type]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict, TypeVar
 
-from adaptlab.errors import ConfigError
+from adaptlab.options import one_way_in, reject_unknown
 
 __all__ = ["BootstrapOptions", "Labels", "split_options", "settings_of"]
 
@@ -49,13 +49,7 @@ def split_options(function: str, options: Mapping[str, Any], *groups: type) -> t
     """``options`` sorted into one dict per ``TypedDict`` of ``groups`` (in order; a key goes to
     the first group that has it). An unknown key is a ``TypeError`` naming ``function``, the key
     and the valid keys."""
-    valid = [k for g in groups for k in _keys(g)]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise TypeError(
-            f"{function}() got unexpected keyword argument(s) {', '.join(unknown)}; "
-            f"valid: {', '.join(sorted(set(valid)))}"
-        )
+    reject_unknown(function, options, {k for g in groups for k in _keys(g)})
     out: list[dict[str, Any]] = []
     taken: set[str] = set()
     for g in groups:
@@ -66,16 +60,6 @@ def split_options(function: str, options: Mapping[str, Any], *groups: type) -> t
 
 
 def settings_of(function: str, cls: type[S], config: S | None, given: Mapping[str, Any], config_key: str) -> S:
-    """``config`` (the argument ``config_key`` of ``function``) when given, else ``cls(**given)``.
-    Both at once is a :class:`~adaptlab.errors.ConfigError` naming the keys: a setting has one
-    way in and never a silent winner."""
-    if config is None:
-        return cls(**given)
-    if not isinstance(config, cls):
-        raise ConfigError(f"{function}: {config_key} must be a {cls.__name__}, got {type(config).__name__}")
-    if given:
-        raise ConfigError(
-            f"{function}: give the {cls.__name__} settings either as {config_key}= or as keywords, "
-            f"not both (got {config_key}= and {', '.join(sorted(given))})"
-        )
-    return config
+    """``config`` (the argument ``config_key`` of ``function``) or ``cls(**given)``, never both:
+    :func:`adaptlab.options.one_way_in`."""
+    return one_way_in(function, cls, config, given, config_key)

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from adaptlab import results
-from adaptlab.errors import ConfigError
 from adaptlab.evaluation.groups import GroupedSummary
 from adaptlab.evaluation.summary import EvaluationSummary
+from adaptlab.options import one_way_in
 from adaptlab.results.provenance import to_json
 from adaptlab.stats.options import Unpack
 from adaptlab.stats.settings import check_option_keys
@@ -144,16 +144,7 @@ def _run_context(context: RunContext | None, options: Mapping[str, Any]) -> RunC
         if missing:
             raise TypeError(f"commit_summary() needs {' and '.join(f'{k}=' for k in missing)} (or context=)")
         return RunContext(**options)
-    if not isinstance(context, RunContext):
-        raise ConfigError(
-            f"commit_summary: context must be an adaptlab.evaluation.persist.RunContext, got {type(context).__name__}"
-        )
-    if options:
-        raise ConfigError(
-            "commit_summary: give the run context either as context= or as keywords, not both "
-            f"(got context= and {', '.join(sorted(options))})"
-        )
-    return context
+    return one_way_in("commit_summary", RunContext, context, options, "context")
 
 
 def commit_summary(

@@ -26,7 +26,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from adaptlab.errors import ConfigError
-from adaptlab.options import reject_unknown
+from adaptlab.options import one_way_in, reject_unknown
 from adaptlab.stats.intervals import INTERVALS
 from adaptlab.stats.pvalues import ADJUSTMENTS, PAIRED_TESTS
 from adaptlab.stats.resample import check_seed
@@ -224,14 +224,4 @@ def resolve_bootstrap(
     if config is None:
         names = aliases or {}
         return BootstrapConfig(**{names.get(k, k): v for k, v in given.items()})
-    if not isinstance(config, BootstrapConfig):
-        raise ConfigError(
-            f"{function}: {config_key} must be an adaptlab.stats.BootstrapConfig, got {type(config).__name__}"
-        )
-    if given:
-        raise ConfigError(
-            f"{function}: give the bootstrap settings either as {config_key}= or as keywords, "
-            f"not both (got {config_key}= and {', '.join(sorted(given))}); put them in the "
-            f"config (dataclasses.replace({config_key}, ...)) or drop {config_key}="
-        )
-    return config
+    return one_way_in(function, BootstrapConfig, config, given, config_key)
