@@ -142,7 +142,9 @@ def test_tune_adaptation_takes_its_bootstrap_only_inside_its_sweep_config() -> N
 def test_compare_takes_only_a_config_and_says_so() -> None:
     from adaptlab.analysis.compare import compare
 
-    with pytest.raises(ConfigError, match=r"^compare: boot must be an adaptlab.stats.settings.BootstrapConfig, got dict"):
+    with pytest.raises(
+        ConfigError, match=r"^compare: boot must be an adaptlab.stats.settings.BootstrapConfig, got dict"
+    ):
         compare({}, boot={"seed": 1})  # type: ignore[arg-type]
 
 

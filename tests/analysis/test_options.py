@@ -54,12 +54,15 @@ def test_a_rule_and_rule_keywords_at_once_is_an_error_naming_both() -> None:
 
 def test_an_unknown_keyword_is_a_type_error_listing_the_valid_ones() -> None:
     with pytest.raises(
-        TypeError, match=r"thresholds_from_arrays\(\) got an unexpected keyword argument 'magrin'; expected one of .*margin"
+        TypeError,
+        match=r"thresholds_from_arrays\(\) got an unexpected keyword argument 'magrin'; expected one of .*margin",
     ):
         thresholds_from_arrays(TOPK, RANK, magrin=0.02)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match=r"similarity_thresholds\(\) .* 'system'; expected one of"):
         similarity_thresholds(object(), system="s")  # type: ignore[call-arg]
-    with pytest.raises(TypeError, match=r"compare_shift\(\) .* 'sample_size'; expected one of confidence, n_resamples, seed$"):
+    with pytest.raises(
+        TypeError, match=r"compare_shift\(\) .* 'sample_size'; expected one of confidence, n_resamples, seed$"
+    ):
         compare_shift([0.1, 0.2], [0.2, 0.3], sample_size=2)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match=r"plot_ci_forest\(\) .* 'colour'"):
         plot_ci_forest(["a"], [0.1], [0.0], [0.2], colour="red")  # type: ignore[call-arg]
