@@ -64,24 +64,20 @@ def validation_records(
     if not qids:
         raise ConfigError(f"validation set {validation.name!r} has no query with a relevant document")
     doc_ids = list(validation.corpus)
-    docs = model.encode(
-        [passage_prefix + validation.corpus[d].full_text() for d in doc_ids],
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    ).astype(np.float32)
-    queries = model.encode(
-        [query_prefix + validation.queries[q] for q in qids],
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    ).astype(np.float32)
+    docs = _encode(model, [passage_prefix + validation.corpus[d].full_text() for d in doc_ids], batch_size)
+    queries = _encode(model, [query_prefix + validation.queries[q] for q in qids], batch_size)
     depth = len(doc_ids) if m.k is None else min(m.k, len(doc_ids))
     return build_records(
         qids, queries, doc_ids, docs, validation.qrels, system="tune-trial", dataset=validation.name, k=depth
     )
+
+
+def _encode(model: Any, texts: list[str], batch_size: int) -> np.ndarray:
+    """``texts`` encoded by the sentence-transformers ``model``, L2-normalised, as float32."""
+    out = model.encode(
+        texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
+    return np.asarray(out, dtype=np.float32)
 
 
 def per_query_values(
