@@ -262,7 +262,7 @@ def _extras(spec: str) -> set[str]:
 def _closure(roots: list[str]) -> set[str]:
     """Every installed project that ``roots`` (requirement strings) pull in, extras followed.
     Requirements under an environment marker (Python version, platform) are left out: the core
-    names one (tomli), and the packages' own are small back-ports."""
+    names two (tomli, typing_extensions), and the packages' own are small back-ports."""
     seen: set[tuple[str, frozenset[str]]] = set()  # a project asked for again with other extras is followed again
     stack = [r for r in roots if ";" not in r]
     while stack:
