@@ -97,6 +97,7 @@ SKIP: dict[str, str] = {
             "bench_scale --sizes 10,100,700 --nodes 1 --json scale1.json",
             "bench_scale --sizes 10,100,700 --nodes 3 --timeout 6000 --json scale3.json",
             "bench_scale --sizes 10 --backend auto --compare-mining --json scale-mining.json",
+            "bench_scale --sizes 100 --backend auto --compare-mining --json scale-mining-100.json",
             "pdf_scale_study",
             "pdf_scale_study --precision bf16 --fused-attention --gradient-checkpointing --cpus-per-job 2",
             "pdf_scale_study --work /tmp/pdfstudy --pages 48 --scales 10,20,40 --variants base,ft --min-steps 3",
