@@ -249,6 +249,18 @@ def _complete(
     return (cr, sr, dd, dm), taken
 
 
+def _check_rules(n: int, skip_top: int, duplicate_threshold: float | None, margin: float | None) -> None:
+    """One :class:`ConfigError` for the first mining rule out of its range."""
+    if isinstance(n, bool) or n < 1:
+        raise ConfigError(f"n={n}: expected an integer >= 1 negatives per question")
+    if skip_top < 0:
+        raise ConfigError(f"skip_top={skip_top}: expected an integer >= 0")
+    if duplicate_threshold is not None and not -1.0 <= duplicate_threshold <= 1.0:
+        raise ConfigError(f"duplicate_threshold={duplicate_threshold}: expected a cosine in [-1, 1]")
+    if margin is not None and margin < 0:
+        raise ConfigError(f"margin={margin}: expected a number >= 0")
+
+
 def mine_hard_negatives(
     questions: Sequence[SyntheticQuestion],
     chunks: Sequence[Chunk],
@@ -268,14 +280,7 @@ def mine_hard_negatives(
     ``duplicate_threshold`` or ``margin`` turns that rule off. Questions that get fewer than
     ``n`` negatives (a small pool) are listed in ``short`` and logged.
     """
-    if isinstance(n, bool) or n < 1:
-        raise ConfigError(f"n={n}: expected an integer >= 1 negatives per question")
-    if skip_top < 0:
-        raise ConfigError(f"skip_top={skip_top}: expected an integer >= 0")
-    if duplicate_threshold is not None and not -1.0 <= duplicate_threshold <= 1.0:
-        raise ConfigError(f"duplicate_threshold={duplicate_threshold}: expected a cosine in [-1, 1]")
-    if margin is not None and margin < 0:
-        raise ConfigError(f"margin={margin}: expected a number >= 0")
+    _check_rules(n, skip_top, duplicate_threshold, margin)
     embed = as_embed_fn(model)
     by_id: Mapping[str, Chunk] = {ch.id: ch for ch in chunks}
     cands = list(pool) if pool is not None else list(chunks)
